@@ -1,0 +1,55 @@
+# gpuext — top-level build. Out-of-tree into $(BUILD); each part adds its
+# targets in PART/build.mk (so parts never edit this file to grow).
+# Quiet by default; `make V=1` shows commands.
+
+BUILD       ?= build
+CC          ?= gcc
+CLANG       ?= clang-19
+LLVM_CONFIG ?= llvm-config-19
+BPFTOOL     ?= bpftool
+NVCC        ?= /usr/local/cuda/bin/nvcc
+PTXAS       ?= /usr/local/cuda/bin/ptxas
+CUDA_HOME   ?= /usr/local/cuda
+
+ifeq ($(V),1)
+Q :=
+msg = @true
+else
+Q := @
+msg = @printf '  %-8s %s\n' $(1) $(2)
+endif
+
+CFLAGS_BASE := -std=gnu11 -Wall -Wextra -Werror -O2 -g -fPIC -fvisibility=hidden \
+               -D_GNU_SOURCE -I. -Icommon -I$(CUDA_HOME)/include
+CFLAGS      ?=
+ALL_CFLAGS   = $(CFLAGS_BASE) $(CFLAGS)
+LDFLAGS     ?=
+
+# Parts append to these.
+LIBS_ALL    :=   # products: shared/static libraries
+BINS_ALL    :=   # products: executables
+TEST_BINS   :=   # built by `make tests`
+TESTS       :=   # commands run by `make test`, each prints ok/not ok lines
+CLEAN_EXTRA :=
+
+.SECONDEXPANSION:
+.PHONY: all tests test clean deps fuzz
+all:
+
+include mk/common.mk
+include $(sort $(wildcard */build.mk))
+
+all: $(LIBS_ALL) $(BINS_ALL)
+
+tests: all $(TEST_BINS)
+
+test: tests
+	$(Q)BUILD=$(BUILD) PTXAS=$(PTXAS) NVCC=$(NVCC) CLANG=$(CLANG) scripts/run-tests.sh $(TESTS)
+
+deps:
+	$(Q)scripts/deps.sh
+
+clean:
+	$(Q)rm -rf $(BUILD) $(CLEAN_EXTRA)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,100 @@
+/* gpuext — command-line entry: global flags, then dispatch to a subcommand. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/gx_cli.h"
+#include "gx_log.h"
+
+#ifndef GPUEXT_VERSION
+#define GPUEXT_VERSION "0.1.0"
+#endif
+
+bool gx_json;
+int gx_verbose;
+
+extern const struct gx_cmd __start_gx_cmds[], __stop_gx_cmds[];
+
+void p_err(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (gx_json) {
+		char msg[1024];
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		printf("{\"error\":\"");
+		for (const char *p = msg; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				putchar('\\');
+			if ((unsigned char)*p < 0x20)
+				printf("\\u%04x", *p);
+			else
+				putchar(*p);
+		}
+		printf("\"}\n");
+	} else {
+		fprintf(stderr, "gpuext: error: ");
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	}
+	va_end(ap);
+}
+
+int gx_cmd_dispatch(const char *parent, const struct gx_cmd *cmds, int argc, char **argv)
+{
+	if (argc >= 1) {
+		for (const struct gx_cmd *c = cmds; c->name; c++)
+			if (!strcmp(c->name, argv[0]))
+				return c->fn(argc, argv);
+	}
+	if (argc >= 1 && strcmp(argv[0], "help") && strcmp(argv[0], "--help") && strcmp(argv[0], "-h"))
+		p_err("unknown command '%s %s' (try 'gpuext %s help')", parent, argv[0], parent);
+	FILE *out = argc >= 1 && strcmp(argv[0], "help") && strcmp(argv[0], "--help") && strcmp(argv[0], "-h") ? stderr : stdout;
+	fprintf(out, "usage: gpuext %s COMMAND ...\ncommands:\n", parent);
+	for (const struct gx_cmd *c = cmds; c->name; c++)
+		fprintf(out, "  %-10s %s\n", c->name, c->summary);
+	return out == stdout ? 0 : 2;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: gpuext [--json] [-v] COMMAND [ARGS...]\n\n"
+		     "gpuext runs CUDA applications through a programmable, eBPF-driven shim.\n\n"
+		     "commands:\n");
+	for (const struct gx_cmd *c = __start_gx_cmds; c < __stop_gx_cmds; c++)
+		fprintf(out, "  %-10s %s\n", c->name, c->summary);
+	fprintf(out, "\n'gpuext COMMAND --help' describes each command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	int i = 1;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--json") || !strcmp(a, "-j"))
+			gx_json = true;
+		else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+			gx_verbose++;
+			gx_log_set_level(GX_LOG_DEBUG);
+		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
+			printf("gpuext %s\n", GPUEXT_VERSION);
+			return 0;
+		} else {
+			p_err("unknown option '%s' (try 'gpuext --help')", a);
+			return 2;
+		}
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	for (const struct gx_cmd *c = __start_gx_cmds; c < __stop_gx_cmds; c++)
+		if (!strcmp(c->name, argv[i]))
+			return c->fn(argc - i, argv + i);
+	p_err("unknown command '%s' (try 'gpuext --help')", argv[i]);
+	return 2;
+}

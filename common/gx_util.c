@@ -1,0 +1,171 @@
+#include "gx_util.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int gx_read_file(const char *path, char **bufp, size_t *lenp, size_t max_len)
+{
+	if (!max_len)
+		max_len = (size_t)1 << 30;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return gx_err(-errno);
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e = -errno;
+		close(fd);
+		return gx_err(e);
+	}
+	size_t cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+	if (cap > max_len + 1)
+		cap = max_len + 1;
+	char *buf = malloc(cap);
+	size_t len = 0;
+	int err = 0;
+	while (buf) {
+		if (len + 1 >= cap) {
+			if (cap > max_len) {
+				err = -EFBIG;
+				break;
+			}
+			size_t ncap = cap * 2 > max_len + 1 ? max_len + 1 : cap * 2;
+			char *nb = realloc(buf, ncap);
+			if (!nb)
+				break;
+			buf = nb, cap = ncap;
+		}
+		ssize_t n = read(fd, buf + len, cap - 1 - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (!buf)
+		return gx_err(-ENOMEM);
+	if (err) {
+		free(buf);
+		return gx_err(err);
+	}
+	buf[len] = 0;
+	*bufp = buf;
+	*lenp = len;
+	return 0;
+}
+
+int gx_write_file(const char *path, const void *buf, size_t len)
+{
+	size_t plen = strlen(path);
+	char *tmp = malloc(plen + 32);
+	if (!tmp)
+		return gx_err(-ENOMEM);
+	snprintf(tmp, plen + 32, "%s.tmp.%d", path, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int err = 0;
+	if (fd < 0) {
+		err = -errno;
+		goto out;
+	}
+	const char *p = buf;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		p += n, len -= (size_t)n;
+	}
+	if (close(fd) < 0 && !err)
+		err = -errno;
+	if (!err && rename(tmp, path) < 0)
+		err = -errno;
+	if (err)
+		unlink(tmp);
+out:
+	free(tmp);
+	return gx_err(err);
+}
+
+void gx_buf_init(struct gx_buf *b)
+{
+	memset(b, 0, sizeof(*b));
+}
+
+void gx_buf_free(struct gx_buf *b)
+{
+	free(b->data);
+	gx_buf_init(b);
+}
+
+static int buf_reserve(struct gx_buf *b, size_t extra)
+{
+	if (b->failed)
+		return -1;
+	if (b->len + extra + 1 <= b->cap)
+		return 0;
+	size_t ncap = b->cap ? b->cap : 256;
+	while (ncap < b->len + extra + 1)
+		ncap *= 2;
+	char *nd = realloc(b->data, ncap);
+	if (!nd) {
+		b->failed = 1;
+		return -1;
+	}
+	b->data = nd, b->cap = ncap;
+	return 0;
+}
+
+void gx_buf_append(struct gx_buf *b, const void *p, size_t n)
+{
+	if (buf_reserve(b, n))
+		return;
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = 0;
+}
+
+void gx_buf_puts(struct gx_buf *b, const char *s)
+{
+	gx_buf_append(b, s, strlen(s));
+}
+
+void gx_buf_printf(struct gx_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || buf_reserve(b, (size_t)n))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+char *gx_buf_steal(struct gx_buf *b, size_t *len)
+{
+	if (b->failed) {
+		gx_buf_free(b);
+		return NULL;
+	}
+	if (!b->data && buf_reserve(b, 0))
+		return NULL;
+	char *d = b->data;
+	if (len)
+		*len = b->len;
+	gx_buf_init(b);
+	return d;
+}

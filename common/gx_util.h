@@ -1,0 +1,43 @@
+/* Small utilities shared by all parts. Functions return 0 or a negative
+ * errno (and set errno), per the libbpf convention. */
+#ifndef GX_UTIL_H
+#define GX_UTIL_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GX_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define GX_EXPORT __attribute__((visibility("default")))
+
+/* The one return helper for int-returning public functions: sets errno from a
+ * negative result and passes it through. */
+static inline int gx_err(int ret)
+{
+	if (ret < 0)
+		errno = -ret;
+	return ret;
+}
+
+/* Read a whole file into a malloc'd buffer (NUL-terminated, len excludes the
+ * NUL). Returns 0 or -errno. max_len bounds the size (0: 1 GiB). */
+int gx_read_file(const char *path, char **buf, size_t *len, size_t max_len);
+/* Write a buffer to a file atomically (temp file + rename). */
+int gx_write_file(const char *path, const void *buf, size_t len);
+
+/* Growable byte buffer, used by emitters. On allocation failure the buffer
+ * records it in `failed` and further appends are no-ops. */
+struct gx_buf {
+	char *data;
+	size_t len, cap;
+	int failed;
+};
+void gx_buf_init(struct gx_buf *b);
+void gx_buf_free(struct gx_buf *b);
+void gx_buf_append(struct gx_buf *b, const void *p, size_t n);
+void gx_buf_puts(struct gx_buf *b, const char *s);
+void gx_buf_printf(struct gx_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Hand the NUL-terminated contents to the caller; the buffer is reset. */
+char *gx_buf_steal(struct gx_buf *b, size_t *len);
+
+#endif

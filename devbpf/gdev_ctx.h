@@ -1,0 +1,105 @@
+/* gdev_ctx.h — the ABI between instrumented kernels and device policies.
+ *
+ * Shared by three parties, so it changes only with all three:
+ *  - ptx-rewrite trampolines build a `struct gdev_ctx` in local memory (one per
+ *    warp, filled by the leader lane) and call the hook function with its
+ *    generic address:  .func (.param .b32 ret) FUNC(.param .b64 ctx)
+ *  - devbpf JIT emits each policy program as such a .func (eBPF r1 = ctx).
+ *  - policy authors read the fields from C compiled with clang -target bpf.
+ *
+ * Warp-uniformity (for the SIMT verifier): every field is warp-uniform. The
+ * trampoline runs the handler on the leader lane only (ffs(activemask)); lane
+ * values are aggregated first (active_mask, nr_active) or are the leader's
+ * (addr, thread index), and the result is broadcast back by shfl.sync.
+ *
+ * Plain C types so the header works in BPF, CUDA, kernel-free user space. */
+#ifndef GDEV_CTX_H
+#define GDEV_CTX_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+typedef __u64 gdev_u64;
+typedef __u32 gdev_u32;
+#else
+typedef unsigned long long gdev_u64;
+typedef unsigned int gdev_u32;
+#endif
+
+/* Hook kinds (also the bits of gx_ptx_rewrite_opts.hooks). */
+enum gdev_hook {
+	GDEV_HOOK_ENTRY = 1u << 0,  /* kernel entry, once per warp   (gdev/probe/<glob>) */
+	GDEV_HOOK_EXIT = 1u << 1,   /* before ret/exit, once per warp (gdev/retprobe/<glob>) */
+	GDEV_HOOK_MEM = 1u << 2,    /* global/generic ld/st/atom/red  (gdev/mem/access) */
+	GDEV_HOOK_FENCE = 1u << 3,  /* membar/fence                   (gdev/mem/fence) */
+	GDEV_HOOK_SCHED_ENTER = 1u << 4,   /* persistent worker claims a unit (gdev/sched/enter) */
+	GDEV_HOOK_SCHED_EXIT = 1u << 5,    /* unit finished                   (gdev/sched/exit) */
+	GDEV_HOOK_SCHED_STEAL = 1u << 6,   /* may this worker steal?     (gdev/sched/should_try_steal) */
+};
+
+/* Memory operation kinds for GDEV_HOOK_MEM. */
+enum gdev_mem_op {
+	GDEV_MEM_LOAD = 1,
+	GDEV_MEM_STORE = 2,
+	GDEV_MEM_ATOMIC = 3,
+	GDEV_MEM_REDUCE = 4,
+};
+
+/* Address spaces seen by the memory hook. */
+enum gdev_space {
+	GDEV_SPACE_GLOBAL = 1,
+	GDEV_SPACE_GENERIC = 2,
+};
+
+/* Hook return values. */
+enum gdev_decision {
+	GDEV_DEFAULT = 0,       /* go on as the program would */
+	GDEV_SCHED_NO_STEAL = 1, /* should_try_steal: do not steal */
+};
+
+struct gdev_ctx {
+	gdev_u64 kernel_id;    /* FNV-1a 64 of the kernel's mangled name */
+	gdev_u64 launch_id;    /* per-launch sequence number set by the shim (0 if none) */
+	gdev_u64 addr;         /* MEM: leader lane's effective address (generic/global) */
+	gdev_u32 size;         /* MEM: bytes accessed per lane (vector width x elem size) */
+	gdev_u32 op;           /* MEM: enum gdev_mem_op; FENCE: 0 */
+	gdev_u32 space;        /* MEM: enum gdev_space */
+	gdev_u32 active_mask;  /* lanes of the warp that reached the hook */
+	gdev_u32 nr_active;    /* popcount(active_mask) */
+	gdev_u32 hook;         /* enum gdev_hook of this call */
+	gdev_u32 ctaid_x, ctaid_y, ctaid_z;    /* block index (virtualized under blocksched) */
+	gdev_u32 nctaid_x, nctaid_y, nctaid_z; /* grid size */
+	gdev_u32 tid_x, tid_y, tid_z;          /* leader lane's thread index */
+	gdev_u32 ntid_x, ntid_y, ntid_z;       /* block size */
+	gdev_u32 smid;         /* %smid */
+	gdev_u32 warpid;       /* warp index within the block: (linear tid) / 32 */
+	gdev_u32 leader_lane;  /* %laneid of the leader */
+	gdev_u32 unit;         /* SCHED: logical block id being claimed/finished */
+	gdev_u32 pad0;
+};
+
+/* Byte offsets, used by the PTX trampoline emitter and checked by a test. */
+#define GDEV_CTX_OFF_KERNEL_ID 0
+#define GDEV_CTX_OFF_LAUNCH_ID 8
+#define GDEV_CTX_OFF_ADDR 16
+#define GDEV_CTX_OFF_SIZE 24
+#define GDEV_CTX_OFF_OP 28
+#define GDEV_CTX_OFF_SPACE 32
+#define GDEV_CTX_OFF_ACTIVE_MASK 36
+#define GDEV_CTX_OFF_NR_ACTIVE 40
+#define GDEV_CTX_OFF_HOOK 44
+#define GDEV_CTX_OFF_CTAID 48   /* x,y,z */
+#define GDEV_CTX_OFF_NCTAID 60  /* x,y,z */
+#define GDEV_CTX_OFF_TID 72     /* x,y,z */
+#define GDEV_CTX_OFF_NTID 84    /* x,y,z */
+#define GDEV_CTX_OFF_SMID 96
+#define GDEV_CTX_OFF_WARPID 100
+#define GDEV_CTX_OFF_LEADER_LANE 104
+#define GDEV_CTX_OFF_UNIT 108
+#define GDEV_CTX_SIZE 120 /* sizeof(struct gdev_ctx); allocate with .align 8 */
+
+/* The one module-level global every rewritten module gets; the shim writes
+ * the device address of the per-context runtime block (struct gx_devrt,
+ * defined by devbpf) into it after loading, via cuModuleGetGlobal. */
+#define GDEV_DEVRT_SYMBOL "__gx_devrt"
+
+#endif

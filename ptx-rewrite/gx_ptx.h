@@ -1,0 +1,61 @@
+/* gx_ptx.h — public API of ptx-rewrite, used by the shim and the CLI.
+ *
+ * Contract: gx_ptx_rewrite() either returns 0 with PTX that ptxas accepts and
+ * that means the same as the input plus the requested hooks, or a negative
+ * errno with a message (`line:col: reason` for parse errors) — in which case
+ * the caller loads the original image. It never aborts the process. */
+#ifndef GX_PTX_H
+#define GX_PTX_H
+
+#include <stddef.h>
+
+#include "devbpf/gdev_ctx.h"
+
+/* One policy function bound to a hook, for the kernels matching a glob.
+ * Supplied by devbpf (from section names gdev/probe/<glob> etc.). */
+struct gx_hook_binding {
+	unsigned hook;           /* one enum gdev_hook bit */
+	const char *kernel_glob; /* fnmatch(3) pattern on the mangled name; NULL = all */
+	const char *func;        /* .func name defined in opts->policy_ptx */
+};
+
+struct gx_ptx_rewrite_opts {
+	size_t sz;               /* sizeof(struct gx_ptx_rewrite_opts): ABI can grow */
+	unsigned hooks;          /* enum gdev_hook mask; 0 with !persistent = identity */
+	int persistent;          /* apply the persistent-worker transform where safe */
+	/* Policy code: PTX holding the bound .funcs (from the devbpf JIT). NULL:
+	 * hooks call built-in no-op stubs (used for overhead measurements). */
+	const char *policy_ptx;
+	size_t policy_len;
+	const struct gx_hook_binding *bindings;
+	size_t nr_bindings;
+	/* Highest PTX ISA the driver accepts, as major*10+minor (e.g. 90 for 9.0);
+	 * 0 = no limit. Merged modules never exceed it. */
+	unsigned max_ptx_version;
+};
+
+struct gx_ptx_rewrite_result {
+	char *ptx;        /* malloc'd, NUL-terminated; free with gx_ptx_rewrite_result_free */
+	size_t len;
+	unsigned nr_kernels;      /* .entry count */
+	unsigned nr_hooks;        /* hook call sites inserted */
+	unsigned nr_persistent;   /* kernels given the persistent-worker transform */
+	char *log;        /* malloc'd notes (refused transforms and why), may be NULL */
+	char err[256];    /* on failure: "line:col: reason" or another stable message */
+};
+
+/* Rewrite `ptx` (need not be NUL-terminated). Returns 0 or -errno. */
+int gx_ptx_rewrite(const char *ptx, size_t len, const struct gx_ptx_rewrite_opts *opts,
+		   struct gx_ptx_rewrite_result *res);
+void gx_ptx_rewrite_result_free(struct gx_ptx_rewrite_result *res);
+
+/* FNV-1a 64 of a kernel name: the kernel_id seen in struct gdev_ctx. */
+static inline unsigned long long gx_kernel_id(const char *name)
+{
+	unsigned long long h = 0xcbf29ce484222325ull;
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 0x100000001b3ull;
+	return h;
+}
+
+#endif

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Install everything gpuext needs on a clean Debian 12 (bookworm). Idempotent.
+# bookworm-backports is added by deriving the mirror from the machine's own
+# Debian sources, so no registry host name is written into the repository.
+set -euo pipefail
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+
+add_backports() {
+    grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/ && return 0
+    local uri=""
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -f "$f" ] || continue
+        uri=$(awk '/^URIs:/{u=$2} /^Suites:.*bookworm( |$)/{if(u){print u; exit}}' "$f")
+        [ -n "$uri" ] && break
+    done
+    if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
+        uri=$(awk '$1=="deb" && $3=="bookworm" {print $2; exit}' /etc/apt/sources.list)
+    fi
+    [ -n "$uri" ] || { echo "deps: cannot find the Debian mirror in apt sources" >&2; exit 1; }
+    echo "deb $uri bookworm-backports main" | $SUDO tee /etc/apt/sources.list.d/gpuext-backports.list >/dev/null
+}
+
+KVER=6.12.95+deb12-amd64
+PKGS_MAIN="build-essential pkg-config libelf-dev libzstd-dev liblz4-dev uthash-dev zlib1g-dev
+  llvm-19-dev clang-19 lld-19 libclang-rt-19-dev qemu-system-x86 busybox-static cpio valgrind python3"
+PKGS_BPO="libbpf-dev bpftool linux-headers-$KVER"
+
+missing=""
+for p in $PKGS_MAIN $PKGS_BPO; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+done
+# libbpf-dev must be >= 1.4 (bookworm itself has 1.1).
+if dpkg-query -W -f='${Version}' libbpf-dev 2>/dev/null | grep -q '^1:1\.[0-3]'; then missing="$missing libbpf-dev"; fi
+
+if [ -n "$missing" ]; then
+    add_backports
+    $SUDO apt-get update -q
+    # shellcheck disable=SC2086
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $PKGS_MAIN
+    # shellcheck disable=SC2086
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(for p in $PKGS_BPO; do echo "$p/bookworm-backports"; done)
+fi
+
+# The kernel image for the QEMU tests: unpacked into a cache, not installed
+# (installing runs mkinitramfs for minutes and is not needed).
+CACHE=${GPUEXT_CACHE:-$HOME/.cache/gpuext}
+if [ ! -f "$CACHE/kernel/boot/vmlinuz-$KVER" ]; then
+    add_backports
+    mkdir -p "$CACHE/kernel" && tmp=$(mktemp -d)
+    (cd "$tmp" && apt-get download "linux-image-$KVER-unsigned" >/dev/null 2>&1 ||
+        { $SUDO apt-get update -q && apt-get download "linux-image-$KVER-unsigned"; })
+    dpkg-deb -x "$tmp"/linux-image-*.deb "$CACHE/kernel"
+    rm -rf "$tmp"
+fi
+echo "deps: all present"

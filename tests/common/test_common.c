@@ -1,0 +1,51 @@
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gx_log.h"
+#include "gx_util.h"
+#include "tests/gx_test.h"
+
+static char last_msg[256];
+static void capture(enum gx_log_level l, const char *fmt, va_list ap)
+{
+	(void)l;
+	vsnprintf(last_msg, sizeof(last_msg), fmt, ap);
+}
+
+int main(void)
+{
+	GX_CHECK(gx_log_parse_level("debug") == GX_LOG_DEBUG, "log level by name");
+	GX_CHECK(gx_log_parse_level("2") == GX_LOG_INFO, "log level by number");
+	GX_CHECK(gx_log_parse_level("loud") == -1, "unknown log level refused");
+
+	gx_set_print(capture);
+	gx_log_set_level(GX_LOG_WARN);
+	pr_info("hidden");
+	GX_CHECK(last_msg[0] == 0, "message above threshold dropped");
+	for (int i = 0; i < 3; i++)
+		pr_warn_once("once %d", i);
+	GX_CHECK(!strcmp(last_msg, "once 0"), "pr_warn_once logs the first time only");
+	gx_set_print(NULL);
+
+	struct gx_buf b;
+	gx_buf_init(&b);
+	for (int i = 0; i < 1000; i++)
+		gx_buf_printf(&b, "%d,", i);
+	size_t len;
+	char *s = gx_buf_steal(&b, &len);
+	GX_CHECK(s && len == strlen(s) && !strncmp(s, "0,1,2,", 6), "gx_buf grows and steals");
+	free(s);
+
+	char path[] = "/tmp/gx_test_XXXXXX";
+	int fd = mkstemp(path);
+	close(fd);
+	GX_CHECK(gx_write_file(path, "hello", 5) == 0, "write file");
+	char *rd;
+	GX_CHECK(gx_read_file(path, &rd, &len, 0) == 0 && len == 5 && !strcmp(rd, "hello"), "read file back");
+	free(rd);
+	GX_CHECK(gx_read_file(path, &rd, &len, 3) == -EFBIG, "read file over max_len refused");
+	unlink(path);
+	GX_CHECK(gx_read_file("/nonexistent/x", &rd, &len, 0) == -ENOENT, "missing file gives -ENOENT");
+	return gx_test_done();
+}
