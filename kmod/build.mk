@@ -23,3 +23,41 @@ $(KMOD_KO): $(KMOD_SRCS)
 
 .PHONY: kmod
 kmod: $(KMOD_KO)
+
+# ---- tests: host-side checks, and the QEMU run of everything in one boot ----
+KT_DIR  := $(BUILD)/tests/kmod
+KT_VM_BINS := $(KT_DIR)/gx_vmtest $(KT_DIR)/gx_kmod_fuzz $(KT_DIR)/gx_client_test $(KT_DIR)/gx_bad
+$(BUILD)/obj/tests/kmod/gx_bad.o: $(HB_DIR)/gx_bad.skel.h
+
+$(KT_DIR)/gx_vmtest: $(call objs,tests/kmod/gx_vmtest.c)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
+$(KT_DIR)/gx_kmod_fuzz: $(call objs,tests/kmod/gx_kmod_fuzz.c)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
+$(KT_DIR)/gx_client_test: $(call objs,tests/kmod/gx_client_test.c) $(KCLIENT_LIB) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
+$(KT_DIR)/gx_bad: $(BUILD)/obj/tests/kmod/gx_bad.o $(HB_LOADER_OBJ)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(HB_LDLIBS)
+
+$(KT_DIR)/test_kmod_host: $(call objs,tests/kmod/test_kmod_host.c) $(KCLIENT_LIB) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
+
+$(KT_DIR)/%.sh: tests/kmod/%.sh
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+
+TEST_BINS += $(KT_DIR)/test_kmod_host $(KT_DIR)/test_kmod_build.sh $(KT_DIR)/test_kmod_qemu.sh \
+             $(KT_DIR)/test_kmod_nvidia.sh $(KT_VM_BINS) $(HB_BINS)
+TESTS     += $(KT_DIR)/test_kmod_host $(KT_DIR)/test_kmod_build.sh \
+             $(KT_DIR)/test_kmod_nvidia.sh $(KT_DIR)/test_kmod_qemu.sh
+ifeq ($(HAVE_KDIR),1)
+TEST_BINS += $(KMOD_KO)
+endif

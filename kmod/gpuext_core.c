@@ -227,20 +227,24 @@ static int gx_mem_call(struct gx_mem_call *c, u32 event, u32 pressure, u32 attem
 	ops = p->kdata;
 	switch (event) {
 	case GPU_EV_ACTIVATE:
-		if (ops->gpu_activate)
-			ret = ops->gpu_activate(&c->pub, r);
+		if (!ops->gpu_activate)
+			goto out;
+		ret = ops->gpu_activate(&c->pub, r);
 		break;
 	case GPU_EV_ACCESS:
-		if (ops->gpu_access)
-			ret = ops->gpu_access(&c->pub, r);
+		if (!ops->gpu_access)
+			goto out;
+		ret = ops->gpu_access(&c->pub, r);
 		break;
 	case GPU_EV_EVICT:
-		if (ops->gpu_evict_prepare)
-			ret = ops->gpu_evict_prepare(&c->pub, r);
+		if (!ops->gpu_evict_prepare)
+			goto out;
+		ret = ops->gpu_evict_prepare(&c->pub, r);
 		break;
 	case GPU_EV_PREFETCH:
-		if (ops->gpu_prefetch)
-			ret = ops->gpu_prefetch(&c->pub, r, c->fault);
+		if (!ops->gpu_prefetch)
+			goto out;
+		ret = ops->gpu_prefetch(&c->pub, r, c->fault);
 		break;
 	}
 	atomic64_inc(&p->calls);
@@ -358,6 +362,8 @@ static int gx_sched_call(struct gx_sched_call *c, u32 event)
 		ret = ops->task_init(&c->pub, c->q);
 	else if (event == GPU_EV_TASK_DESTROY && ops->task_destroy)
 		ret = ops->task_destroy(&c->pub, c->q);
+	else
+		goto out; /* no handler: not a call */
 	atomic64_inc(&p->calls);
 	gx_inc(policy_calls);
 	if (ret != GPU_DEFAULT && ret != GPU_BYPASS) {
