@@ -23,7 +23,7 @@ if [ -z "$src" ]; then
 		trap 'rm -rf "$tmp"' EXIT
 		for f in $files; do
 			mkdir -p "$tmp/$(dirname "$f")"
-			git -C "$mirror" show "$tag:$f" >"$tmp/$f" 2>/dev/null || true
+			git -C "$mirror" show "$tag:$f" >"$tmp/$f" 2>/dev/null || rm -f "$tmp/$f" # new file
 		done
 		src=$tmp
 	fi
