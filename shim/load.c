@@ -107,8 +107,14 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 	int has_sass = 0;
 	const struct gx_image_entry *e = gx_image_pick_ptx(&im, sm, &has_sass);
 	if (!e) {
-		snprintf(p->why, sizeof(p->why), "%s, no PTX for sm_%u (%s)",
-			 has_sass ? "SASS only" : "no usable code", sm, gx_image_kind_name(im.kind));
+		/* has_sass: SASS that runs on this device; the module may still be
+		 * SASS-only for another arch (then the driver's own error follows). */
+		bool any_sass = has_sass;
+		for (size_t i = 0; i < im.nr_entries && !any_sass; i++)
+			any_sass = im.entries[i].kind == GX_ENTRY_ELF;
+		snprintf(p->why, sizeof(p->why), "%s, no PTX for sm_%u (%s%s)",
+			 any_sass ? "SASS only" : "no usable code", sm, gx_image_kind_name(im.kind),
+			 any_sass && !has_sass ? ", no SASS for this device either" : "");
 		gx_image_free(&im);
 		return false;
 	}
