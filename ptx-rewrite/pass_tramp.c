@@ -247,9 +247,9 @@ int ptx_tramp_emit(struct ptx_passes *ps)
 	gx_buf_free(&b);
 	if (err) {
 		/* Our own text failed to parse: a bug, reported as such. */
-		char why[200];
-		snprintf(why, sizeof(why), "%s", m->err);
-		snprintf(m->err, sizeof(m->err), "internal error: trampoline text: %s", why);
+		char why[sizeof(m->err)];
+		memcpy(why, m->err, sizeof(why));
+		snprintf(m->err, sizeof(m->err), "internal error: trampoline text: %.200s", why);
 		return gx_err(-EINVAL);
 	}
 	/* __gx_devrt goes right after the header; the stubs and trampolines after
