@@ -202,7 +202,8 @@ int ptx_pass_link(struct ptx_passes *ps)
 				keep = 1;
 				*lk &= ~(PTX_LINK_VISIBLE | PTX_LINK_WEAK | PTX_LINK_EXTERN);
 			} else if (ext) {
-				keep = !app_has_name(m, n);
+				/* __gx_devrt is added after linking (pass_tramp.c) */
+				keep = strcmp(n, GDEV_DEVRT_SYMBOL) && !app_has_name(m, n);
 			} else {
 				keep = 1;
 				*lk &= ~(PTX_LINK_VISIBLE | PTX_LINK_WEAK | PTX_LINK_COMMON);
