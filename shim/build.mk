@@ -49,3 +49,20 @@ $(SHIM_LIB): $(SHIM_OBJS) shim/libcuda.map $(PTX_LIB) $(COMMON_LIB) $(IMAGE_LIB)
 LIBS_ALL += $(SHIM_LIB)
 
 include shim/tests.mk
+
+# gpuext-run --audit: LD_AUDIT module redirecting absolute-path libcuda opens.
+SHIM_AUDIT := $(BUILD)/lib/gpuext-audit.so
+$(SHIM_AUDIT): shim/audit.c
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -shared -o $@ $< -ldl
+LIBS_ALL += $(SHIM_AUDIT)
+
+# gpuext run / gpuext-run
+CLI_SRCS += cli/run.c
+GPUEXT_RUN := $(BUILD)/bin/gpuext-run
+$(GPUEXT_RUN): $(call objs,cli/run.c cli/run_main.c) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
+BINS_ALL += $(GPUEXT_RUN)

@@ -92,7 +92,18 @@ static bool try_open(const char *path, bool explicit_path)
 			pr_warn("GPUEXT_REAL_LIBCUDA=%s is the shim itself or missing; ignored", path);
 		return false;
 	}
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	/* Opened as DIR/./NAME: the loader then records a name that differs
+	 * from what an application would pass for the same file, so a later
+	 * dlopen(DIR/NAME) by the application still consults LD_AUDIT (see
+	 * audit.c) instead of matching our handle by name; without an audit
+	 * module it still finds this same object (by device and inode). */
+	char alt[4200];
+	const char *slash = strrchr(path, '/');
+	if (slash)
+		snprintf(alt, sizeof(alt), "%.*s/./%s", (int)(slash - path), path, slash + 1);
+	else
+		snprintf(alt, sizeof(alt), "%s", path);
+	void *h = dlopen(alt, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		pr_warn("cannot load the real driver %s: %s", path, dlerror());
 		return false;

@@ -25,3 +25,9 @@ $(BUILD)/tests/shim/run.sh: tests/shim/run.sh
 
 TEST_BINS += $(FAKE_LIB) $(SHIM_TEST_BINS) $(BUILD)/tests/shim/run.sh
 TESTS     += $(BUILD)/tests/shim/run.sh
+
+SHIM_TEST_BINS += $(BUILD)/tests/shim/test_audit
+$(BUILD)/tests/shim/test_run.sh: tests/shim/test_run.sh
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+TEST_BINS += $(BUILD)/tests/shim/test_audit $(BUILD)/tests/shim/test_run.sh
+TESTS     += $(BUILD)/tests/shim/test_run.sh
