@@ -13,3 +13,11 @@ LIBS_ALL += $(PTX_LIB)
 
 CLI_SRCS += cli/ptx.c
 CLI_LIBS += $(PTX_LIB)
+
+# Pass tests (tests/ptx/test_passes.sh, test_link.sh): see docs/ptx-rewrite.md.
+TEST_BINS += $(BUILD)/tests/ptx/test_link
+TESTS     += tests/ptx/test_passes.sh tests/ptx/test_link.sh
+$(BUILD)/tests/ptx/test_link: $(call objs,tests/ptx/test_link.c) $(PTX_LIB) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
