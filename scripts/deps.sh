@@ -36,9 +36,9 @@ if [ -n "$missing" ]; then
     add_backports
     $SUDO apt-get update -q
     # shellcheck disable=SC2086
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $PKGS_MAIN
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $PKGS_MAIN
     # shellcheck disable=SC2086
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(for p in $PKGS_BPO; do echo "$p/bookworm-backports"; done)
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(for p in $PKGS_BPO; do echo "$p/bookworm-backports"; done)
 fi
 
 # The kernel image for the QEMU tests: unpacked into a cache, not installed
