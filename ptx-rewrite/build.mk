@@ -13,3 +13,7 @@ LIBS_ALL += $(PTX_LIB)
 
 CLI_SRCS += cli/ptx.c
 CLI_LIBS += $(PTX_LIB)
+
+# Identity round trip over the PTX corpus (built into $(BUILD)/ptx-corpus by
+# tests/ptx/corpus.sh, which the passes' tests reuse).
+TESTS += tests/ptx/test_corpus.sh
