@@ -17,3 +17,12 @@ LIBS_ALL += $(DEVBPF_LIB)
 CLI_SRCS   += cli/bpf.c
 CLI_LIBS   += $(DEVBPF_LIB)
 CLI_LDLIBS += $(DEVBPF_LDLIBS)
+
+# ---- tests ----
+DEVBPF_TEST_LIBS = $(DEVBPF_LIB) $(COMMON_LIB) $(DEVBPF_LDLIBS)
+TEST_BINS += $(BUILD)/tests/test_bpf_interp
+TESTS     += $(BUILD)/tests/test_bpf_interp
+$(BUILD)/tests/test_bpf_interp: $(call objs,tests/devbpf/test_interp.c) $(DEVBPF_LIB) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $< $(DEVBPF_TEST_LIBS) $(LDFLAGS)

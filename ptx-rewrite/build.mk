@@ -17,3 +17,11 @@ CLI_LIBS += $(PTX_LIB)
 # Identity round trip over the PTX corpus (built into $(BUILD)/ptx-corpus by
 # tests/ptx/corpus.sh, which the passes' tests reuse).
 TESTS += tests/ptx/test_corpus.sh
+
+# Pass tests (tests/ptx/test_passes.sh, test_link.sh): see docs/ptx-rewrite.md.
+TEST_BINS += $(BUILD)/tests/ptx/test_link
+TESTS     += tests/ptx/test_passes.sh tests/ptx/test_link.sh
+$(BUILD)/tests/ptx/test_link: $(call objs,tests/ptx/test_link.c) $(PTX_LIB) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
