@@ -131,6 +131,18 @@ for in in "$D"/refuse/*.ptx; do
 		nok "passes: refuse $name: kernel was transformed anyway"
 done
 
+# Memory errors and leaks (all passes at once), when valgrind is there.
+if command -v valgrind >/dev/null; then
+	for in in "$D"/edge.ptx "$D"/reduce.ptx; do
+		if valgrind -q --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=9 \
+			$G ptx rewrite --hooks all --persistent "$in" -o /dev/null 2>"$W/valgrind.log"; then
+			ok "passes: valgrind clean on $(basename "$in")"
+		else
+			nok "passes: valgrind on $(basename "$in"): $(grep -m1 '==' "$W/valgrind.log")"
+		fi
+	done
+fi
+
 # 2. ptxas over golden inputs, our CUDA sources and the shared corpus.
 jobs_run() { while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n; done; }
 tmp=$(mktemp -d)
