@@ -1,0 +1,2 @@
+# devbpf: each piece has its own fragment.
+include devbpf/jit.mk
