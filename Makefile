@@ -38,6 +38,7 @@ all:
 
 include mk/common.mk
 include $(sort $(wildcard */build.mk))
+-include shim/image.mk
 
 all: $(LIBS_ALL) $(BINS_ALL)
 

@@ -161,8 +161,11 @@ char *gx_buf_steal(struct gx_buf *b, size_t *len)
 		gx_buf_free(b);
 		return NULL;
 	}
-	if (!b->data && buf_reserve(b, 0))
-		return NULL;
+	if (!b->data) {
+		if (buf_reserve(b, 0))
+			return NULL;
+		b->data[0] = 0; /* an empty buffer is still a string */
+	}
 	char *d = b->data;
 	if (len)
 		*len = b->len;

@@ -1,24 +1,85 @@
-/* Identity rewrite: placeholder until the parser/IR/passes land. It copies the
- * module unchanged so the shim's whole load path can be exercised today. */
+/* rewrite.c — gx_ptx_rewrite(): parse → passes → emit.
+ *
+ * The only public entry of ptx-rewrite. Never aborts: any failure (syntax,
+ * a transform it cannot prove safe, ENOMEM) is a negative errno with a stable
+ * message in res->err, and the caller loads the original image. */
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
+#include "ptx-rewrite/ptx_pass.h"
+
+/* libbpf-style extensible options: fields past what we know must be zero. */
+static int opts_valid(const struct gx_ptx_rewrite_opts *o)
+{
+	if (!o)
+		return 1;
+	if (o->sz < sizeof(size_t))
+		return 0;
+	for (size_t i = sizeof(*o); i < o->sz; i++)
+		if (((const unsigned char *)o)[i])
+			return 0;
+	return 1;
+}
 
 GX_EXPORT int gx_ptx_rewrite(const char *ptx, size_t len, const struct gx_ptx_rewrite_opts *opts,
 			     struct gx_ptx_rewrite_result *res)
 {
-	if (!ptx || !res || (opts && opts->sz < sizeof(size_t)))
+	if (!res)
 		return gx_err(-EINVAL);
 	memset(res, 0, sizeof(*res));
-	res->ptx = malloc(len + 1);
-	if (!res->ptx)
-		return gx_err(-ENOMEM);
-	memcpy(res->ptx, ptx, len);
-	res->ptx[len] = 0;
-	res->len = strnlen(res->ptx, len);
-	return 0;
+	if (!ptx || !opts_valid(opts)) {
+		snprintf(res->err, sizeof(res->err), "invalid arguments");
+		return gx_err(-EINVAL);
+	}
+	struct gx_ptx_rewrite_opts o = {0};
+	if (opts)
+		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	o.sz = sizeof(o);
+	/* Module images are C strings: the driver stops at the first NUL too. */
+	len = strnlen(ptx, len);
+
+	struct ptx_module *m = ptx_module_parse(ptx, len, res->err, sizeof(res->err));
+	if (!m)
+		return gx_err(-errno);
+	ptx_for_each_item(m, it)
+		if (it->kind == PTX_ITEM_FUNC && it->func.is_entry && it->func.has_body)
+			res->nr_kernels++;
+
+	struct ptx_pass_ctx ctx = {.opts = &o, .res = res};
+	gx_buf_init(&ctx.log);
+	int err = ptx_run_passes(m, &ctx);
+	if (err) {
+		snprintf(res->err, sizeof(res->err), "%s", m->err[0] ? m->err : "rewrite failed");
+		goto out;
+	}
+	struct gx_buf out;
+	gx_buf_init(&out);
+	err = ptx_module_emit(m, &out);
+	if (err) {
+		gx_buf_free(&out);
+		snprintf(res->err, sizeof(res->err), "out of memory");
+		goto out;
+	}
+	res->ptx = gx_buf_steal(&out, &res->len);
+	if (!res->ptx) {
+		err = -ENOMEM;
+		snprintf(res->err, sizeof(res->err), "out of memory");
+	}
+out:
+	if (ctx.log.len)
+		res->log = gx_buf_steal(&ctx.log, NULL);
+	gx_buf_free(&ctx.log);
+	ptx_module_free(m);
+	if (err) {
+		free(res->ptx);
+		res->ptx = NULL;
+		res->len = 0;
+	}
+	return gx_err(err);
 }
 
 GX_EXPORT void gx_ptx_rewrite_result_free(struct gx_ptx_rewrite_result *res)

@@ -43,14 +43,54 @@ struct gx_image_entry {
 	uint64_t flags;          /* raw header flags, for `gpuext fatbin list` */
 	const char *name;        /* identifier/file name if the header carries one, else NULL */
 	unsigned container;      /* index of the fatbin container it came from */
+	/* Additions (see docs/images.md). */
+	int family_specific;     /* sm_100f-style ('f' suffix) */
+	unsigned ver_major;      /* PTX: ISA version (9.0); ELF: code version (1.8) */
+	unsigned ver_minor;
+	int prelinked;           /* from a version-2 wrapper's prelinked list: relocatable
+				  * (-rdc) code that needs linking, never loaded alone */
+	const char *options;     /* PTX: ptxas options recorded in the header, else NULL */
+	size_t offset;           /* entry header offset from its container's start */
 };
+
+/* Entry header flags (struct gx_image_entry.flags), as found in nvcc 13 output. */
+#define GX_FATBIN_F_64BIT        0x1ULL       /* 64-bit addresses */
+#define GX_FATBIN_F_DEBUG        0x2ULL       /* -G */
+#define GX_FATBIN_F_LINUX        0x10ULL      /* host is Linux */
+#define GX_FATBIN_F_LZ4          0x2000ULL    /* payload is one raw LZ4 block */
+#define GX_FATBIN_F_ZSTD         0x8000ULL    /* payload is a zstd frame */
+#define GX_FATBIN_F_ARCH_SPEC    0x100000ULL  /* sm_90a: arch-specific */
+#define GX_FATBIN_F_FAMILY_SPEC  0x200000ULL  /* sm_100f: family-specific */
+#define GX_FATBIN_F_EXT_DESC     0x1000000ULL /* sm_100+ ELF: binary descriptor in the header */
 
 struct gx_image {
 	enum gx_image_kind kind;
 	size_t extent;           /* bytes the image occupies (known even for pointer-only loads) */
 	struct gx_image_entry *entries;
 	size_t nr_entries;
+	/* Additions. */
+	unsigned nr_containers;  /* fatbin containers parsed (prelinked ones included) */
+	int wrapper_version;     /* GX_IMAGE_WRAPPER: 1 or 2, else 0 */
+	const void *fatbin;      /* the (first) fatbin container, NULL if none */
+	size_t fatbin_extent;    /* bytes of the fatbin run at `fatbin` */
 };
+
+/* Options for gx_image_parse_opts (size first, so it can grow). */
+struct gx_image_opts {
+	size_t sz;               /* sizeof(struct gx_image_opts) */
+	/* Turn a pointer stored in the image (a wrapper's fatbin, a prelinked list
+	 * and its elements) into readable memory; `*avail` gets how many bytes may be
+	 * read there (SIZE_MAX: unknown). NULL result: unresolvable. When NULL, the
+	 * pointers are used as they are (the shim, in-process). Parsers of files and
+	 * fuzzers set it so no stray pointer is ever followed. */
+	const void *(*resolve)(void *ctx, uint64_t addr, size_t *avail);
+	void *ctx;
+	int no_prelinked;        /* skip a version-2 wrapper's prelinked fatbins */
+};
+
+/* Upper bounds applied to sizes read from headers (pointer-only images). */
+#define GX_IMAGE_MAX_SIZE  ((size_t)1 << 31)  /* one container, cubin or PTX */
+#define GX_IMAGE_MAX_PRELINKED 4096
 
 /* Parse an image. `avail` is how many bytes may be read at `img`; pass
  * SIZE_MAX when the caller only has a pointer (cuModuleLoadData): sizes then
@@ -58,6 +98,8 @@ struct gx_image {
  * on error `err` (may be NULL) gets a one-line reason. The entries point into
  * `img`, which must outlive the gx_image. */
 int gx_image_parse(const void *img, size_t avail, struct gx_image *out, char *err, size_t errlen);
+int gx_image_parse_opts(const void *img, size_t avail, const struct gx_image_opts *opts,
+			struct gx_image *out, char *err, size_t errlen);
 void gx_image_free(struct gx_image *im);
 
 /* Decompressed copy of an entry (malloc'd; PTX is NUL-terminated and `len`
@@ -66,11 +108,17 @@ int gx_image_entry_data(const struct gx_image_entry *e, void **out, size_t *len)
 
 /* The PTX entry a device of compute capability `device_sm` (e.g. 90) would
  * JIT: the highest PTX arch <= device_sm (arch-specific 'a' PTX only for the
- * exact arch). NULL if none. `has_sass` (may be NULL) tells whether an ELF
- * entry for this device exists. */
+ * exact arch, family 'f' PTX only within the family, e.g. 100f on 103). NULL
+ * if none. Prelinked (relocatable) entries are never picked. `has_sass` (may
+ * be NULL) tells whether an ELF entry that runs on this device exists (same
+ * major arch and not newer; 'a' only exact). */
 const struct gx_image_entry *gx_image_pick_ptx(const struct gx_image *im, unsigned device_sm,
 					       int *has_sass);
 
 const char *gx_image_kind_name(enum gx_image_kind k);
+/* "none", "zstd", "lz4". */
+const char *gx_image_comp_name(enum gx_entry_compression c);
+/* "sm_90", "sm_90a", "sm_100f" into buf; returns buf. */
+const char *gx_image_arch_name(const struct gx_image_entry *e, char *buf, size_t len);
 
 #endif

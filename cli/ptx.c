@@ -1,0 +1,284 @@
+/* `gpuext ptx` — PTX tools: `check` (parse, re-emit, report) and `rewrite`
+ * (a thin wrapper over gx_ptx_rewrite()). One subcommand table; the rewrite
+ * flags map one-to-one onto struct gx_ptx_rewrite_opts. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/gx_cli.h"
+#include "gx_util.h"
+#include "ptx-rewrite/gx_ptx.h"
+#include "ptx-rewrite/ptx_ir.h"
+
+struct check_stats {
+	unsigned kernels, funcs, decls, insns, memops, lines;
+};
+
+static void count(const struct ptx_module *m, struct check_stats *st)
+{
+	for (const struct ptx_item *it = m->head; it; it = it->next) {
+		if (it->kind != PTX_ITEM_FUNC || !it->func.has_body)
+			continue;
+		if (it->func.is_entry)
+			st->kernels++;
+		else
+			st->funcs++;
+		for (const struct ptx_stmt *s = it->func.head; s; s = s->next) {
+			if (s->kind != PTX_STMT_INSN)
+				continue;
+			st->insns++;
+			struct ptx_opinfo oi;
+			switch (ptx_classify(&s->insn, &oi)) {
+			case PTX_OP_LD:
+			case PTX_OP_ST:
+			case PTX_OP_ATOM:
+			case PTX_OP_RED:
+				st->memops++;
+				break;
+			default:
+				break;
+			}
+		}
+	}
+}
+
+static int read_input(const char *path, char **buf, size_t *len)
+{
+	int err = gx_read_file(path, buf, len, 0);
+	if (err)
+		p_err("cannot read '%s': %s", path, strerror(-err));
+	return err;
+}
+
+static int write_output(const char *path, const char *buf, size_t len)
+{
+	if (!path || !strcmp(path, "-")) {
+		if (fwrite(buf, 1, len, stdout) != len || fflush(stdout)) {
+			p_err("cannot write the output");
+			return -EIO;
+		}
+		return 0;
+	}
+	int err = gx_write_file(path, buf, len);
+	if (err)
+		p_err("cannot write '%s': %s", path, strerror(-err));
+	return err;
+}
+
+static void check_usage(FILE *f)
+{
+	fprintf(f, "usage: gpuext [--json] ptx check [-o OUT.ptx] IN.ptx\n"
+		   "Parse IN.ptx, emit it back (to OUT.ptx with -o), parse the output again and\n"
+		   "check the emitter reaches a fixpoint; report kernels, functions,\n"
+		   "instructions, memory operations and lines.\n");
+}
+
+static int do_check(int argc, char **argv)
+{
+	const char *out = NULL;
+	static const struct option lo[] = {{"output", required_argument, 0, 'o'},
+					   {"help", no_argument, 0, 'h'},
+					   {0, 0, 0, 0}};
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'h':
+			check_usage(stdout);
+			return 0;
+		default:
+			check_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind + 1 != argc) {
+		check_usage(stderr);
+		return 2;
+	}
+	const char *path = argv[optind];
+	char *buf;
+	size_t len;
+	if (read_input(path, &buf, &len))
+		return 1;
+	len = strnlen(buf, len);
+	struct check_stats st = {0};
+	for (size_t i = 0; i < len; i++)
+		st.lines += buf[i] == '\n';
+	if (len && buf[len - 1] != '\n')
+		st.lines++;
+
+	char err[256];
+	struct ptx_module *m = ptx_module_parse(buf, len, err, sizeof(err));
+	if (!m) {
+		p_err("%s:%s", path, err);
+		free(buf);
+		return 1;
+	}
+	count(m, &st);
+	struct gx_buf e1, e2;
+	gx_buf_init(&e1);
+	gx_buf_init(&e2);
+	int rc = 1;
+	if (ptx_module_emit(m, &e1)) {
+		p_err("out of memory");
+		goto out;
+	}
+	struct ptx_module *m2 = ptx_module_parse(e1.data, e1.len, err, sizeof(err));
+	if (!m2) {
+		p_err("%s: re-parse of the emitted text failed: %s", path, err);
+		goto out;
+	}
+	int emitted = ptx_module_emit(m2, &e2);
+	ptx_module_free(m2);
+	if (emitted || e1.len != e2.len || memcmp(e1.data, e2.data, e1.len)) {
+		p_err("%s: emitted text is not a fixpoint of parse+emit", path);
+		goto out;
+	}
+	if (out && write_output(out, e1.data, e1.len))
+		goto out;
+	if (gx_json)
+		printf("{\"file\":\"%s\",\"bytes\":%zu,\"lines\":%u,\"kernels\":%u,\"functions\":%u,"
+		       "\"instructions\":%u,\"memory_ops\":%u,\"emitted_bytes\":%zu,\"fixpoint\":true}\n",
+		       path, len, st.lines, st.kernels, st.funcs, st.insns, st.memops, e1.len);
+	else
+		printf("%s: ok: %u lines, %u kernels, %u functions, %u instructions, %u memory ops\n",
+		       path, st.lines, st.kernels, st.funcs, st.insns, st.memops);
+	rc = 0;
+out:
+	gx_buf_free(&e1);
+	gx_buf_free(&e2);
+	ptx_module_free(m);
+	free(buf);
+	return rc;
+}
+
+static void rewrite_usage(FILE *f)
+{
+	fprintf(f, "usage: gpuext [--json] ptx rewrite [--hooks entry,exit,mem,fence|all]\n"
+		   "         [--persistent] [--policy FILE.bpf.o] [--max-ptx X.Y] IN.ptx [-o OUT.ptx]\n"
+		   "Rewrite IN.ptx with the requested device hooks (no-op handlers unless a policy\n"
+		   "is given) and/or the persistent-worker transform; write OUT.ptx (stdout: -).\n");
+}
+
+static int parse_hooks(const char *s, unsigned *mask)
+{
+	static const struct {
+		const char *name;
+		unsigned bits;
+	} tab[] = {
+		{"entry", GDEV_HOOK_ENTRY},
+		{"exit", GDEV_HOOK_EXIT},
+		{"mem", GDEV_HOOK_MEM},
+		{"fence", GDEV_HOOK_FENCE},
+		{"all", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT | GDEV_HOOK_MEM | GDEV_HOOK_FENCE},
+	};
+	while (*s) {
+		size_t n = strcspn(s, ",");
+		size_t i;
+		for (i = 0; i < GX_ARRAY_SIZE(tab); i++)
+			if (strlen(tab[i].name) == n && !strncmp(s, tab[i].name, n))
+				break;
+		if (i == GX_ARRAY_SIZE(tab)) {
+			p_err("unknown hook '%.*s' (expected entry, exit, mem, fence or all)", (int)n, s);
+			return -EINVAL;
+		}
+		*mask |= tab[i].bits;
+		s += n;
+		if (*s == ',')
+			s++;
+	}
+	return 0;
+}
+
+static int do_rewrite(int argc, char **argv)
+{
+	const char *out = NULL, *policy = NULL;
+	struct gx_ptx_rewrite_opts opts = {.sz = sizeof(opts)};
+	static const struct option lo[] = {{"hooks", required_argument, 0, 'H'},
+					   {"persistent", no_argument, 0, 'p'},
+					   {"policy", required_argument, 0, 'P'},
+					   {"max-ptx", required_argument, 0, 'M'},
+					   {"output", required_argument, 0, 'o'},
+					   {"help", no_argument, 0, 'h'},
+					   {0, 0, 0, 0}};
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'H':
+			if (parse_hooks(optarg, &opts.hooks))
+				return 2;
+			break;
+		case 'p':
+			opts.persistent = 1;
+			break;
+		case 'P':
+			policy = optarg;
+			break;
+		case 'M': {
+			unsigned maj, min;
+			if (sscanf(optarg, "%u.%u", &maj, &min) != 2 || min > 9) {
+				p_err("--max-ptx wants X.Y, e.g. 8.5");
+				return 2;
+			}
+			opts.max_ptx_version = maj * 10 + min;
+			break;
+		}
+		case 'o':
+			out = optarg;
+			break;
+		case 'h':
+			rewrite_usage(stdout);
+			return 0;
+		default:
+			rewrite_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind + 1 != argc) {
+		rewrite_usage(stderr);
+		return 2;
+	}
+	if (policy) {
+		p_err("--policy: loading policy objects is not supported yet");
+		return 1;
+	}
+	const char *path = argv[optind];
+	char *buf;
+	size_t len;
+	if (read_input(path, &buf, &len))
+		return 1;
+	struct gx_ptx_rewrite_result res;
+	int err = gx_ptx_rewrite(buf, len, &opts, &res);
+	free(buf);
+	if (err) {
+		p_err("%s:%s", path, res.err);
+		gx_ptx_rewrite_result_free(&res);
+		return 1;
+	}
+	if (res.log && !gx_json)
+		fputs(res.log, stderr);
+	int rc = write_output(out, res.ptx, res.len) ? 1 : 0;
+	if (!rc && gx_json && out && strcmp(out, "-"))
+		printf("{\"file\":\"%s\",\"output\":\"%s\",\"kernels\":%u,\"hooks\":%u,"
+		       "\"persistent\":%u,\"bytes\":%zu}\n",
+		       path, out, res.nr_kernels, res.nr_hooks, res.nr_persistent, res.len);
+	gx_ptx_rewrite_result_free(&res);
+	return rc;
+}
+
+static const struct gx_cmd ptx_cmds[] = {
+	{"check", do_check, "parse and re-emit a PTX file, report what it holds"},
+	{"rewrite", do_rewrite, "add device hooks / persistent workers to a PTX file"},
+	{0},
+};
+
+static int do_ptx(int argc, char **argv)
+{
+	return gx_cmd_dispatch("ptx", ptx_cmds, argc - 1, argv + 1);
+}
+GX_CMD(ptx, do_ptx, "PTX tools: check, rewrite");

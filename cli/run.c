@@ -1,0 +1,222 @@
+/* `gpuext run` / `gpuext-run`: run a command with the shim in front of the
+ * real CUDA driver. It only prepares the environment and execs, so the
+ * application runs unchanged: the shim's folder goes first in
+ * LD_LIBRARY_PATH (and in TRITON_LIBCUDA_PATH, which Triton's launchers use
+ * instead), the configuration travels as GPUEXT_* variables, and --audit adds
+ * an LD_AUDIT module that redirects dlopen("/abs/path/libcuda.so.1"), which
+ * LD_LIBRARY_PATH cannot catch. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/gx_cli.h"
+#include "cli/gx_run.h"
+#include "gx_log.h"
+
+#ifndef GPUEXT_VERSION
+#define GPUEXT_VERSION "0.1.0"
+#endif
+
+static const char *prog = "gpuext run";
+
+static void run_err(const char *hint, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void run_err(const char *hint, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "gpuext: error: ");
+	vfprintf(stderr, fmt, ap);
+	if (hint)
+		fprintf(stderr, " (%s)", hint);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: %s [-v] [--tool NAME] [--policy FILE] [--log LEVEL] [--audit] [--disable] [--] CMD [ARGS...]\n\n"
+		"Run CMD with gpuext's libcuda.so.1 in front of NVIDIA's driver.\n\n"
+		"  -v, --verbose     log what the shim does (GPUEXT_LOG=info; twice: debug)\n"
+		"  --log LEVEL       GPUEXT_LOG: error, warn, info or debug\n"
+		"  --tool NAME       run an observability tool (GPUEXT_TOOL)\n"
+		"  --policy FILE     load a policy object, *.bpf.o (GPUEXT_POLICY)\n"
+		"  --audit           also redirect dlopen of libcuda by absolute path (LD_AUDIT)\n"
+		"  --disable         keep the shim loaded but only forward (GPUEXT_DISABLE=1)\n"
+		"  --print-env       print the environment that would be set, do not run\n"
+		"  -h, --help        this help\n"
+		"  -V, --version     print the version\n\n"
+		"The shim is found next to this program (../lib/libcuda.so.1) or in\n"
+		"GPUEXT_LIB_DIR. The real driver is found by path (GPUEXT_REAL_LIBCUDA overrides).\n",
+		prog);
+}
+
+/* ../lib relative to this executable, or GPUEXT_LIB_DIR. */
+static int shim_dir(char *out, size_t len)
+{
+	const char *env = getenv("GPUEXT_LIB_DIR");
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+	} else {
+		char exe[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		if (n > 0 && (size_t)n + 8 > len)
+			return -ENAMETOOLONG;
+		if (n <= 0)
+			return -errno;
+		exe[n] = 0;
+		char *slash = strrchr(exe, '/');
+		if (!slash)
+			return -ENOENT;
+		*slash = 0;
+		memcpy(out, exe, slash - exe);
+		strcpy(out + (slash - exe), "/../lib");
+	}
+	char real[PATH_MAX], lib[PATH_MAX + 32];
+	if (!realpath(out, real))
+		return -ENOENT;
+	snprintf(lib, sizeof(lib), "%s/libcuda.so.1", real);
+	if (access(lib, R_OK))
+		return -ENOENT;
+	snprintf(out, len, "%s", real);
+	return 0;
+}
+
+static int set(const char *k, const char *v, bool print)
+{
+	if (print)
+		printf("%s=%s\n", k, v);
+	return setenv(k, v, 1);
+}
+
+int gx_run_main(int argc, char **argv, const char *name)
+{
+	prog = name;
+	int verbose = 0, audit = 0, disable = 0, print_env = 0;
+	const char *tool = NULL, *policy = NULL, *log = NULL;
+	int i = 1;
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-')
+			break;
+		if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+			verbose++;
+		} else if (!strcmp(a, "-vv")) {
+			verbose += 2;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+			printf("gpuext %s\n", GPUEXT_VERSION);
+			return 0;
+		} else if (!strcmp(a, "--audit")) {
+			audit = 1;
+		} else if (!strcmp(a, "--disable")) {
+			disable = 1;
+		} else if (!strcmp(a, "--print-env")) {
+			print_env = 1;
+		} else if (!strcmp(a, "--tool") || !strcmp(a, "--policy") || !strcmp(a, "--log")) {
+			if (i + 1 >= argc) {
+				run_err("try '--help'", "%s needs a value", a);
+				return 2;
+			}
+			const char *v = argv[++i];
+			if (!strcmp(a, "--tool"))
+				tool = v;
+			else if (!strcmp(a, "--policy"))
+				policy = v;
+			else
+				log = v;
+		} else if (!strncmp(a, "--tool=", 7)) {
+			tool = a + 7;
+		} else if (!strncmp(a, "--policy=", 9)) {
+			policy = a + 9;
+		} else if (!strncmp(a, "--log=", 6)) {
+			log = a + 6;
+		} else {
+			run_err("try '--help'; put the command after '--' if it starts with '-'", "unknown option '%s'", a);
+			return 2;
+		}
+	}
+	if (i >= argc) {
+		run_err("usage: gpuext run [OPTIONS] [--] CMD [ARGS...]", "no command to run");
+		return 2;
+	}
+	if (tool && !*tool) {
+		run_err("try 'gpuext tools' for the list", "--tool needs a name");
+		return 2;
+	}
+	if (log && gx_log_parse_level(log) < 0) {
+		run_err("use error, warn, info or debug", "unknown log level '%s'", log);
+		return 2;
+	}
+	char pol[PATH_MAX];
+	if (policy) {
+		if (!realpath(policy, pol) || access(pol, R_OK)) {
+			run_err("give the path of a compiled policy, e.g. policy.bpf.o", "cannot read policy '%s': %s", policy,
+				strerror(errno));
+			return 2;
+		}
+	}
+	char dir[PATH_MAX];
+	if (shim_dir(dir, sizeof(dir)) < 0) {
+		run_err("build it with 'make', or set GPUEXT_LIB_DIR to the folder holding libcuda.so.1",
+			"cannot find the gpuext shim (libcuda.so.1)");
+		return 2;
+	}
+	const char *old = getenv("LD_LIBRARY_PATH");
+	size_t n = strlen(dir) + (old ? strlen(old) : 0) + 2;
+	char *llp = malloc(n);
+	if (!llp)
+		return 1;
+	snprintf(llp, n, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
+	set("LD_LIBRARY_PATH", llp, print_env);
+	free(llp);
+	set("TRITON_LIBCUDA_PATH", dir, print_env);
+	if (policy)
+		set("GPUEXT_POLICY", pol, print_env);
+	if (tool)
+		set("GPUEXT_TOOL", tool, print_env);
+	if (log)
+		set("GPUEXT_LOG", log, print_env);
+	else if (verbose)
+		set("GPUEXT_LOG", verbose > 1 ? "debug" : "info", print_env);
+	if (disable)
+		set("GPUEXT_DISABLE", "1", print_env);
+	if (audit) {
+		char a[PATH_MAX + 32];
+		snprintf(a, sizeof(a), "%s/gpuext-audit.so", dir);
+		if (access(a, R_OK)) {
+			run_err("rebuild with 'make'", "--audit: %s is missing", a);
+			return 2;
+		}
+		const char *oa = getenv("LD_AUDIT");
+		char *v = malloc(strlen(a) + (oa ? strlen(oa) : 0) + 2);
+		if (!v)
+			return 1;
+		sprintf(v, "%s%s%s", a, oa && *oa ? ":" : "", oa && *oa ? oa : "");
+		set("LD_AUDIT", v, print_env);
+		free(v);
+	}
+	if (print_env)
+		return 0;
+	execvp(argv[i], argv + i);
+	int e = errno;
+	run_err(e == ENOENT ? "is it installed and in PATH?" : NULL, "cannot run '%s': %s", argv[i], strerror(e));
+	return e == ENOENT ? 127 : 126;
+}
+
+static int do_run(int argc, char **argv)
+{
+	return gx_run_main(argc, argv, "gpuext run");
+}
+GX_CMD(run, do_run, "run a CUDA program through the shim (also: gpuext-run)");

@@ -1,0 +1,7 @@
+/* gpuext-run: the same as `gpuext run`, as its own short program name. */
+#include "cli/gx_run.h"
+
+int main(int argc, char **argv)
+{
+	return gx_run_main(argc, argv, "gpuext-run");
+}

@@ -1,0 +1,881 @@
+/* pass_persistent.c — the persistent-worker transform used by blocksched.
+ *
+ * A kernel becomes a worker loop: each launched block claims logical blocks
+ * ("units") from a work descriptor (gx_work.h, a new trailing parameter) and
+ * runs the original body once per unit, with every %ctaid.{x,y,z} and
+ * %nctaid.{x,y,z} read replaced by registers holding the unit's coordinates
+ * and the original grid. `ret`/`exit` become "go to the next unit". The loop
+ * head is a CTA barrier on a barrier id the kernel does not use (so a thread
+ * that finished its unit early can never complete one of the body's own
+ * barriers), then thread 0 claims (static stride or atomicAdd) and publishes
+ * the unit through a shared slot, then a second barrier. The first barrier
+ * also keeps the next unit from touching shared memory while a slower
+ * thread still uses it for the previous one.
+ *
+ * What is refused (logged with the reason, the kernel is left untouched):
+ * clusters (special registers, cluster attributes, barrier.cluster, mapa,
+ * ::cluster spaces), cooperative-groups grid sync (%envreg reads, the
+ * cudaCG* entry points), dynamic parallelism (cudaLaunchDevice,
+ * cudaGetParameterBuffer), indirect calls and calls to device functions
+ * that read %ctaid/%nctaid or execute `exit` (those reads could not be
+ * virtualized), a barrier id that is not a constant or all 16 in use, and —
+ * the subtle one — early exit before a barrier: when a branch that may
+ * diverge inside a CTA leads one side to ret/exit without passing a barrier
+ * and the other side to a barrier, the original relies on exited threads
+ * not being waited for, and the transformed kernel would deadlock (the
+ * "exited" thread is alive, waiting at the loop head). Divergence is found
+ * by a flow-insensitive uniformity analysis (values derived from %tid,
+ * %laneid, atomics, votes, shuffles, loads through varying addresses, and
+ * definitions under varying guards or inside varying branches are varying).
+ * Storing %ctaid to memory is fine: only the special-register reads change. */
+#include <fnmatch.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx-rewrite/gx_work.h"
+#include "ptx-rewrite/passes.h"
+
+/* ------------------------------------------------------------ small sets */
+
+struct nset {
+	const char **v;
+	size_t cap, n;
+};
+
+static size_t nhash(const char *s)
+{
+	size_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static int nset_has(const struct nset *st, const char *s)
+{
+	if (!st->cap)
+		return 0;
+	for (size_t i = nhash(s) & (st->cap - 1);; i = (i + 1) & (st->cap - 1)) {
+		if (!st->v[i])
+			return 0;
+		if (!strcmp(st->v[i], s))
+			return 1;
+	}
+}
+
+/* 1 if added, 0 if present, -ENOMEM */
+static int nset_add(struct nset *st, const char *s)
+{
+	if (nset_has(st, s))
+		return 0;
+	if (2 * (st->n + 1) > st->cap) {
+		size_t cap = st->cap ? 2 * st->cap : 64;
+		const char **v = calloc(cap, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		for (size_t i = 0; i < st->cap; i++) {
+			if (!st->v[i])
+				continue;
+			size_t j = nhash(st->v[i]) & (cap - 1);
+			while (v[j])
+				j = (j + 1) & (cap - 1);
+			v[j] = st->v[i];
+		}
+		free(st->v);
+		st->v = v;
+		st->cap = cap;
+	}
+	size_t i = nhash(s) & (st->cap - 1);
+	while (st->v[i])
+		i = (i + 1) & (st->cap - 1);
+	st->v[i] = s;
+	st->n++;
+	return 1;
+}
+
+/* ------------------------------------------------------------- operands */
+
+typedef int (*opnd_fn)(struct ptx_opnd *o, void *arg);
+
+/* Visit every ID/EXPR leaf of an operand tree; stops at a non-zero return. */
+static int opnd_walk(struct ptx_opnd *o, opnd_fn f, void *arg)
+{
+	if (!o)
+		return 0;
+	if (o->kind == PTX_OPND_ID || o->kind == PTX_OPND_EXPR)
+		return f(o, arg);
+	for (unsigned i = 0; i < o->n; i++) {
+		int r = opnd_walk(o->elems[i], f, arg);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static int insn_walk(struct ptx_insn *in, opnd_fn f, void *arg)
+{
+	for (unsigned i = 0; i < in->nops; i++) {
+		int r = opnd_walk(in->ops[i], f, arg);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static int is_ctaid_name(const char *t)
+{
+	return !strncmp(t, "%ctaid", 6) || !strncmp(t, "%nctaid", 7);
+}
+
+static int find_ctaid(struct ptx_opnd *o, void *arg)
+{
+	(void)arg;
+	if (o->kind == PTX_OPND_ID && is_ctaid_name(o->text))
+		return 1;
+	return o->kind == PTX_OPND_EXPR && (strstr(o->text, "%ctaid") || strstr(o->text, "%nctaid"));
+}
+
+/* ------------------------------------------------- per-function summary */
+
+struct fsum {
+	const struct ptx_func *fn;
+	unsigned char reads_ctaid, has_exit, indirect, bad; /* bad: transitively unsafe */
+	const char *why;
+};
+
+static struct fsum *fsum_find(struct fsum *v, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].fn->name, name))
+			return &v[i];
+	return NULL;
+}
+
+static const char *callee_of(const struct ptx_insn *in)
+{
+	struct ptx_call_parts cp;
+	if (ptx_call_parts(in, &cp) || !cp.callee->text)
+		return NULL;
+	return cp.callee->text;
+}
+
+/* Summaries of all device functions, with "unsafe" propagated over calls. */
+static struct fsum *summarize(struct ptx_module *m, size_t *nout)
+{
+	size_t n = 0;
+	ptx_for_each_item(m, it) if (it->kind == PTX_ITEM_FUNC && !it->func.is_entry &&
+				     it->func.has_body) n++;
+	struct fsum *v = calloc(n ? n : 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	n = 0;
+	ptx_for_each_item(m, it) {
+		if (it->kind != PTX_ITEM_FUNC || it->func.is_entry || !it->func.has_body)
+			continue;
+		struct fsum *f = &v[n++];
+		f->fn = &it->func;
+		ptx_for_each_stmt(&it->func, s, nxt) {
+			if (s->kind != PTX_STMT_INSN)
+				continue;
+			if (!strcmp(s->insn.opcode, "exit"))
+				f->has_exit = 1;
+			if (!strcmp(s->insn.opcode, "call")) {
+				const char *c = callee_of(&s->insn);
+				if (!c || c[0] == '%')
+					f->indirect = 1;
+			}
+			if (insn_walk(&s->insn, find_ctaid, NULL))
+				f->reads_ctaid = 1;
+		}
+		if (f->reads_ctaid)
+			f->why = "reads %ctaid/%nctaid";
+		else if (f->has_exit)
+			f->why = "executes exit";
+		else if (f->indirect)
+			f->why = "makes an indirect call";
+		f->bad = f->why != NULL;
+	}
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].bad)
+				continue;
+			for (const struct ptx_stmt *s = v[i].fn->head; s && !v[i].bad; s = s->next) {
+				if (s->kind != PTX_STMT_INSN || strcmp(s->insn.opcode, "call"))
+					continue;
+				const char *c = callee_of(&s->insn);
+				struct fsum *g = c ? fsum_find(v, n, c) : NULL;
+				if (g && g->bad) {
+					v[i].bad = 1;
+					v[i].why = "calls a device function that reads %ctaid, "
+						   "exits or calls indirectly";
+					changed = 1;
+				}
+			}
+		}
+	}
+	*nout = n;
+	return v;
+}
+
+/* --------------------------------------------------- uniformity and CFG */
+
+static const char *const varying_sregs[] = {
+	"%tid", "%laneid", "%warpid", "%lanemask", "%clock", "%globaltimer", "%smid",
+	"%pm", "%reserved_smem", "%dynamic_smem_size",
+};
+
+struct unif {
+	struct nset varying; /* register names */
+	const struct ptx_func *fn;
+};
+
+static int is_varying_sreg(const char *t)
+{
+	for (size_t i = 0; i < GX_ARRAY_SIZE(varying_sregs); i++)
+		if (!strncmp(t, varying_sregs[i], strlen(varying_sregs[i])))
+			return !(i == GX_ARRAY_SIZE(varying_sregs) - 1); /* dyn smem: uniform */
+	return 0;
+}
+
+static int src_varying(struct ptx_opnd *o, void *arg)
+{
+	struct unif *u = arg;
+	if (o->kind == PTX_OPND_EXPR)
+		return strchr(o->text, '%') != NULL; /* unknown: assume varying if it names a reg */
+	if (o->text[0] != '%')
+		return 0;
+	return is_varying_sreg(o->text) || nset_has(&u->varying, o->text);
+}
+
+static int insn_has_dest(const struct ptx_insn *in)
+{
+	static const char *const nodest[] = {
+		"st",    "red",   "bar",   "barrier", "bra",     "brx",      "ret",   "exit",
+		"call",  "membar", "fence", "prefetch", "prefetchu", "trap",  "brkpt",
+		"cp",    "sust",  "sured", "pmevent", "nanosleep", "griddepcontrol",
+		"mbarrier", "wgmma", "tcgen05", "setmaxnreg", "elect", "stmatrix", "st.async",
+		"applypriority", "discard", "multimem", "cvt.pack",
+	};
+	for (size_t i = 0; i < GX_ARRAY_SIZE(nodest); i++)
+		if (!strcmp(in->opcode, nodest[i]))
+			return !strcmp(in->opcode, "mbarrier") || !strcmp(in->opcode, "wgmma") ||
+			       !strcmp(in->opcode, "elect");
+	return 1;
+}
+
+/* Instructions whose result differs between threads whatever the inputs. */
+static int insn_varying_result(const struct ptx_insn *in, const struct ptx_func *fn)
+{
+	static const char *const ops[] = {"atom", "activemask", "vote", "shfl", "match",
+					  "redux", "elect", "mbarrier", "suld", "tex", "tld4"};
+	for (size_t i = 0; i < GX_ARRAY_SIZE(ops); i++)
+		if (!strcmp(in->opcode, ops[i]))
+			return 1;
+	if (!strcmp(in->opcode, "ld") && ptx_insn_has_mod(in, ".param") && in->nops > 1 &&
+	    in->ops[1]->kind == PTX_OPND_ADDR && in->ops[1]->n &&
+	    in->ops[1]->elems[0]->kind == PTX_OPND_ID) {
+		/* A kernel parameter is uniform; a call's return parameter is not. */
+		const char *nm = in->ops[1]->elems[0]->text;
+		for (unsigned i = 0; i < fn->nparams; i++)
+			if (!strcmp(fn->params[i].name, nm))
+				return 0;
+		return 1;
+	}
+	return 0;
+}
+
+static int add_dest(struct unif *u, struct ptx_opnd *o, int *changed)
+{
+	if (!o)
+		return 0;
+	if (o->kind == PTX_OPND_ID && o->text[0] == '%') {
+		int r = nset_add(&u->varying, o->text);
+		if (r < 0)
+			return r;
+		*changed |= r;
+		return 0;
+	}
+	if (o->kind == PTX_OPND_VEC || o->kind == PTX_OPND_PIPE)
+		for (unsigned i = 0; i < o->n; i++) {
+			int r = add_dest(u, o->elems[i], changed);
+			if (r)
+				return r;
+		}
+	return 0;
+}
+
+struct cfg {
+	size_t n;
+	struct ptx_stmt **st;   /* instructions and labels in order */
+	unsigned char *bar, *ret, *divergent, *in_varying_region;
+	unsigned char *reach_bar, *reach_ret_nobar;
+	long *target;           /* bra: index of the target label; -1 */
+};
+
+static long label_index(const struct cfg *g, const char *name)
+{
+	for (size_t i = 0; i < g->n; i++)
+		if (g->st[i]->kind == PTX_STMT_LABEL && !strcmp(g->st[i]->text, name))
+			return (long)i;
+	return -1;
+}
+
+static int is_cta_barrier(const struct ptx_insn *in)
+{
+	return (!strcmp(in->opcode, "bar") || !strcmp(in->opcode, "barrier")) &&
+	       !ptx_insn_has_mod(in, ".warp") && !ptx_insn_has_mod(in, ".cluster");
+}
+
+static void cfg_free(struct cfg *g)
+{
+	free(g->st);
+	free(g->bar);
+	free(g->target);
+}
+
+static int cfg_build(struct ptx_func *fn, struct cfg *g)
+{
+	memset(g, 0, sizeof(*g));
+	for (struct ptx_stmt *s = fn->head; s; s = s->next)
+		if (s->kind == PTX_STMT_INSN || s->kind == PTX_STMT_LABEL)
+			g->n++;
+	size_t n = g->n ? g->n : 1;
+	g->st = calloc(n, sizeof(*g->st));
+	g->bar = calloc(6 * n, 1);
+	g->target = calloc(n, sizeof(*g->target));
+	if (!g->st || !g->bar || !g->target) {
+		cfg_free(g);
+		return -ENOMEM;
+	}
+	g->ret = g->bar + n;
+	g->divergent = g->ret + n;
+	g->in_varying_region = g->divergent + n;
+	g->reach_bar = g->in_varying_region + n;
+	g->reach_ret_nobar = g->reach_bar + n;
+	size_t i = 0;
+	for (struct ptx_stmt *s = fn->head; s; s = s->next)
+		if (s->kind == PTX_STMT_INSN || s->kind == PTX_STMT_LABEL)
+			g->st[i++] = s;
+	for (i = 0; i < g->n; i++) {
+		g->target[i] = -1;
+		struct ptx_stmt *s = g->st[i];
+		if (s->kind != PTX_STMT_INSN)
+			continue;
+		const struct ptx_insn *in = &s->insn;
+		g->bar[i] = is_cta_barrier(in);
+		g->ret[i] = !strcmp(in->opcode, "ret") || !strcmp(in->opcode, "exit");
+		if (!strcmp(in->opcode, "bra") && in->nops == 1 && in->ops[0]->kind == PTX_OPND_ID)
+			g->target[i] = label_index(g, in->ops[0]->text);
+	}
+	return 0;
+}
+
+/* Successors of node i (at most 2 here; brx is refused before). */
+static int succs(const struct cfg *g, size_t i, long out[2])
+{
+	int k = 0;
+	const struct ptx_stmt *s = g->st[i];
+	if (s->kind == PTX_STMT_INSN) {
+		const struct ptx_insn *in = &s->insn;
+		if (g->ret[i]) {
+			if (in->guard && i + 1 < g->n)
+				out[k++] = (long)i + 1;
+			return k;
+		}
+		if (!strcmp(in->opcode, "bra")) {
+			if (g->target[i] >= 0)
+				out[k++] = g->target[i];
+			if (in->guard && i + 1 < g->n)
+				out[k++] = (long)i + 1;
+			return k;
+		}
+	}
+	if (i + 1 < g->n)
+		out[k++] = (long)i + 1;
+	return k;
+}
+
+static void cfg_reach(struct cfg *g)
+{
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (size_t j = g->n; j-- > 0;) {
+			long sv[2];
+			int k = succs(g, j, sv);
+			unsigned char rb = g->bar[j], rr = g->ret[j];
+			for (int t = 0; t < k; t++) {
+				rb |= g->reach_bar[sv[t]];
+				if (!g->bar[j])
+					rr |= g->reach_ret_nobar[sv[t]];
+			}
+			if (rb != g->reach_bar[j] || rr != g->reach_ret_nobar[j]) {
+				g->reach_bar[j] = rb;
+				g->reach_ret_nobar[j] = rr;
+				changed = 1;
+			}
+		}
+	}
+}
+
+/* Uniformity fixpoint; fills g->divergent (varying conditional branches and
+ * guarded ret/exit). */
+static int uniformity(struct ptx_func *fn, struct cfg *g, struct unif *u)
+{
+	u->fn = fn;
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (size_t i = 0; i < g->n; i++) {
+			struct ptx_stmt *s = g->st[i];
+			if (s->kind != PTX_STMT_INSN)
+				continue;
+			struct ptx_insn *in = &s->insn;
+			int gv = in->guard && (nset_has(&u->varying, in->guard));
+			if ((!strcmp(in->opcode, "bra") || g->ret[i]) && in->guard && gv &&
+			    !g->divergent[i]) {
+				g->divergent[i] = 1;
+				changed = 1;
+				/* Mark the region the branch controls (structured code:
+				 * forward skip or a loop body). */
+				long t = g->target[i];
+				size_t lo = i + 1, hi = t >= 0 ? (size_t)t : g->n;
+				if (t >= 0 && (size_t)t <= i) {
+					lo = (size_t)t;
+					hi = i;
+				}
+				for (size_t j = lo; j < hi && j < g->n; j++)
+					g->in_varying_region[j] = 1;
+			}
+			if (!insn_has_dest(in) || !in->nops)
+				continue;
+			int v = gv || g->in_varying_region[i] || insn_varying_result(in, fn);
+			for (unsigned k = 1; !v && k < in->nops; k++)
+				v = opnd_walk(in->ops[k], src_varying, u);
+			if (v) {
+				int r = add_dest(u, in->ops[0], &changed);
+				if (r)
+					return r;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ the check */
+
+static const char *const cluster_sregs[] = {
+	"%clusterid", "%nclusterid", "%cluster_ctaid", "%cluster_nctaid",
+	"%cluster_ctarank", "%cluster_nctarank", "%is_explicit_cluster",
+};
+
+struct scan {
+	const char *why;
+	char buf[160];
+};
+
+static int scan_opnd(struct ptx_opnd *o, void *arg)
+{
+	struct scan *sc = arg;
+	const char *t = o->text;
+	if (o->kind == PTX_OPND_EXPR) {
+		if (strstr(t, "%cluster") || strstr(t, "%envreg") || strstr(t, "%ctaid") ||
+		    strstr(t, "%nctaid")) {
+			snprintf(sc->buf, sizeof(sc->buf), "operand '%s' not understood", t);
+			sc->why = sc->buf;
+			return 1;
+		}
+		return 0;
+	}
+	for (size_t i = 0; i < GX_ARRAY_SIZE(cluster_sregs); i++)
+		if (!strncmp(t, cluster_sregs[i], strlen(cluster_sregs[i]))) {
+			snprintf(sc->buf, sizeof(sc->buf), "uses clusters (%s)", t);
+			sc->why = sc->buf;
+			return 1;
+		}
+	if (!strncmp(t, "%envreg", 7)) {
+		snprintf(sc->buf, sizeof(sc->buf),
+			 "reads %s (cooperative groups grid workspace: grid sync)", t);
+		sc->why = sc->buf;
+		return 1;
+	}
+	if (!strcmp(t, "%ctaid") || !strcmp(t, "%nctaid")) {
+		snprintf(sc->buf, sizeof(sc->buf), "reads %s as a vector", t);
+		sc->why = sc->buf;
+		return 1;
+	}
+	return 0;
+}
+
+static int mod_has_cluster(const struct ptx_insn *in)
+{
+	for (unsigned i = 0; i < in->nmods; i++)
+		if (strstr(in->mods[i], "::cluster"))
+			return 1;
+	return 0;
+}
+
+/* Returns NULL when safe, else the reason (static or in sc). *bar_id: the
+ * barrier id the loop will use. */
+static const char *check_kernel(struct ptx_passes *ps, struct ptx_func *fn, struct fsum *fs,
+				size_t nfs, struct scan *sc, unsigned *bar_id, int *nomem)
+{
+	static const char *const cluster_perf[] = {".explicitcluster", ".reqnctapercluster",
+						   ".maxclusterrank"};
+	*nomem = 0;
+	for (unsigned i = 0; i < fn->nperf; i++)
+		for (size_t k = 0; k < GX_ARRAY_SIZE(cluster_perf); k++)
+			if (!strcmp(fn->perf[i].name, cluster_perf[k])) {
+				snprintf(sc->buf, sizeof(sc->buf), "uses clusters (%s)",
+					 cluster_perf[k]);
+				return sc->buf;
+			}
+	unsigned used = 0; /* barrier ids */
+	int barriers = 0;
+	for (struct ptx_stmt *s = fn->head; s; s = s->next) {
+		if (s->kind != PTX_STMT_INSN)
+			continue;
+		struct ptx_insn *in = &s->insn;
+		const char *op = in->opcode;
+		if (insn_walk(in, scan_opnd, sc))
+			return sc->why;
+		if (!strcmp(op, "mapa") || !strcmp(op, "getctarank") || mod_has_cluster(in) ||
+		    ((!strcmp(op, "barrier") || !strcmp(op, "bar")) &&
+		     ptx_insn_has_mod(in, ".cluster")))
+			return "uses clusters (distributed shared memory or cluster barrier)";
+		if (!strcmp(op, "brx"))
+			return "uses an indirect branch (brx.idx)";
+		if (!strcmp(op, "call")) {
+			const char *c = callee_of(in);
+			if (!c || c[0] == '%')
+				return "makes an indirect call (the callee could read %ctaid)";
+			if (!strncmp(c, "cudaLaunchDevice", 16) ||
+			    !strncmp(c, "cudaGetParameterBuffer", 22))
+				return "uses dynamic parallelism (device-side launch)";
+			if (!strncmp(c, "cudaCG", 6))
+				return "uses cooperative groups grid intrinsics (grid sync)";
+			struct fsum *f = fsum_find(fs, nfs, c);
+			if (f && f->bad) {
+				snprintf(sc->buf, sizeof(sc->buf), "calls device function %s, which %s",
+					 c, f->why);
+				return sc->buf;
+			}
+		}
+		if (is_cta_barrier(in)) {
+			barriers = 1;
+			if (!in->nops) {
+				used |= 1;
+				continue;
+			}
+			if (in->ops[0]->kind != PTX_OPND_INT || in->ops[0]->ival < 0 ||
+			    in->ops[0]->ival > 15)
+				return "uses a barrier id that is not a constant 0..15";
+			used |= 1u << in->ops[0]->ival;
+		}
+	}
+	unsigned id = 0;
+	while (id < 16 && (used & (1u << id)))
+		id++;
+	if (id == 16)
+		return "uses all 16 CTA barriers (none left for the work loop)";
+	*bar_id = id;
+	if (!barriers)
+		return NULL;
+	/* Early exit vs barriers. */
+	struct cfg g;
+	struct unif u = {0};
+	if (cfg_build(fn, &g)) {
+		*nomem = 1;
+		return "out of memory";
+	}
+	const char *why = NULL;
+	if (uniformity(fn, &g, &u)) {
+		*nomem = 1;
+		why = "out of memory";
+	} else {
+		cfg_reach(&g);
+		for (size_t i = 0; i < g.n && !why; i++) {
+			if (!g.divergent[i])
+				continue;
+			long sv[2];
+			int k = succs(&g, i, sv);
+			int a_ret = g.ret[i] || (k > 0 && g.reach_ret_nobar[sv[0]]);
+			int a_bar = !g.ret[i] && k > 0 && g.reach_bar[sv[0]];
+			int b_ret = k > 1 && g.reach_ret_nobar[sv[1]];
+			int b_bar = k > 1 && g.reach_bar[sv[1]];
+			if (g.ret[i])
+				b_bar = k > 0 && g.reach_bar[sv[0]];
+			if ((a_ret && b_bar) || (b_ret && a_bar)) {
+				snprintf(sc->buf, sizeof(sc->buf),
+					 "threads may exit before a CTA barrier that others still "
+					 "reach (line %u)", g.st[i]->line);
+				why = sc->buf;
+			}
+		}
+	}
+	free(u.varying.v);
+	cfg_free(&g);
+	(void)ps;
+	return why;
+}
+
+struct persist_info {
+	const struct ptx_func *fn;
+	unsigned bar_id;
+};
+
+int ptx_persistent_check(struct ptx_passes *ps)
+{
+	struct ptx_module *m = ps->m;
+	size_t nfs = 0, nk = 0;
+	struct fsum *fs = summarize(m, &nfs);
+	if (!fs)
+		return gx_err(-ENOMEM);
+	ptx_for_each_item(m, it) if (it->kind == PTX_ITEM_FUNC && it->func.is_entry) nk++;
+	ps->persist = calloc(nk ? 2 * nk : 1, sizeof(*ps->persist));
+	if (!ps->persist) {
+		free(fs);
+		return gx_err(-ENOMEM);
+	}
+	ptx_for_each_item(m, it) {
+		if (it->kind != PTX_ITEM_FUNC || !it->func.is_entry || !it->func.has_body)
+			continue;
+		struct scan sc = {0};
+		unsigned bar_id = 0;
+		int nomem;
+		const char *why = check_kernel(ps, &it->func, fs, nfs, &sc, &bar_id, &nomem);
+		if (nomem) {
+			free(fs);
+			return gx_err(-ENOMEM);
+		}
+		if (why) {
+			ptx_pass_log(ps->ctx, "persistent: %s: refused: %s", it->func.name, why);
+			continue;
+		}
+		/* Store the barrier id next to the function pointer (pairs). */
+		ps->persist[ps->nr_persist++] = &it->func;
+		ps->persist[ps->nr_persist++] = (const struct ptx_func *)(uintptr_t)bar_id;
+	}
+	free(fs);
+	return 0;
+}
+
+int ptx_persistent_accepted(const struct ptx_passes *ps, const struct ptx_func *fn)
+{
+	for (size_t i = 0; i < ps->nr_persist; i += 2)
+		if (ps->persist[i] == fn)
+			return 1;
+	return 0;
+}
+
+/* ------------------------------------------------------- the transform */
+
+struct vregs {
+	const char *cx, *cy, *cz, *nx, *ny, *nz;
+};
+
+static int rewrite_sreg(struct ptx_opnd *o, void *arg)
+{
+	const struct vregs *v = arg;
+	if (o->kind != PTX_OPND_ID)
+		return 0;
+	const char *t = o->text;
+	const char *r = !strcmp(t, "%ctaid.x")    ? v->cx
+			: !strcmp(t, "%ctaid.y")  ? v->cy
+			: !strcmp(t, "%ctaid.z")  ? v->cz
+			: !strcmp(t, "%nctaid.x") ? v->nx
+			: !strcmp(t, "%nctaid.y") ? v->ny
+			: !strcmp(t, "%nctaid.z") ? v->nz
+						  : NULL;
+	if (r)
+		o->text = r;
+	return 0;
+}
+
+static unsigned target_sm(struct ptx_module *m)
+{
+	if (!m->target)
+		return 0;
+	for (unsigned i = 0; i < m->target->target.n; i++) {
+		unsigned v;
+		if (sscanf(m->target->target.names[i], "sm_%u", &v) == 1)
+			return v;
+	}
+	return 0;
+}
+
+/* Sites for a sched hook (thread 0 only), or "" if none is bound. */
+static char *sched_sites(struct ptx_passes *ps, struct ptx_func *fn, unsigned hook,
+			 const char *guard, const char *ret_reg)
+{
+	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
+	struct gx_buf b;
+	gx_buf_init(&b);
+	for (size_t i = 0; o->policy_ptx && (o->hooks & hook) && i < o->nr_bindings; i++) {
+		const struct gx_hook_binding *bd = &o->bindings[i];
+		if (bd->hook != hook || !bd->func ||
+		    (bd->kernel_glob && fnmatch(bd->kernel_glob, fn->name, 0)))
+			continue;
+		const char *tr = ptx_tramp_get(ps, hook, ptx_link_name(ps, bd->func), 1);
+		char *site = tr ? ptx_tramp_site(ps, tr, gx_kernel_id(fn->name), NULL, 0, 1, guard,
+						 ret_reg)
+				: NULL;
+		if (!site) {
+			gx_buf_free(&b);
+			return NULL;
+		}
+		gx_buf_puts(&b, site);
+		free(site);
+		ps->ctx->res->nr_hooks++;
+	}
+	if (b.failed) {
+		gx_buf_free(&b);
+		return NULL;
+	}
+	return gx_buf_steal(&b, NULL);
+}
+
+static int transform(struct ptx_passes *ps, struct ptx_func *fn, unsigned bar_id)
+{
+	struct ptx_module *m = ps->m;
+	const char *P = m->fresh_prefix;
+	int err;
+	/* 1. Virtualize every %ctaid/%nctaid read of the body (hook sites too). */
+	struct vregs v = {
+		ptx_new_reg(m, fn, ".b32"), ptx_new_reg(m, fn, ".b32"), ptx_new_reg(m, fn, ".b32"),
+		ptx_new_reg(m, fn, ".b32"), ptx_new_reg(m, fn, ".b32"), ptx_new_reg(m, fn, ".b32"),
+	};
+	const char *desc = ptx_new_reg(m, fn, ".b64"), *unit = ptx_new_reg(m, fn, ".b32");
+	const char *total = ptx_new_reg(m, fn, ".b32"), *mode = ptx_new_reg(m, fn, ".b32");
+	const char *iter = ptx_new_reg(m, fn, ".b32"), *plin = ptx_new_reg(m, fn, ".b32");
+	const char *pn = ptx_new_reg(m, fn, ".b32"), *t = ptx_new_reg(m, fn, ".b32");
+	const char *dec = ptx_new_reg(m, fn, ".b32");
+	const char *pt0 = ptx_new_reg(m, fn, ".pred"), *pq = ptx_new_reg(m, fn, ".pred");
+	const char *L_loop = ptx_fresh_name(m, "$", "Lloop"), *L_next = ptx_fresh_name(m, "$", "Lnext");
+	const char *L_done = ptx_fresh_name(m, "$", "Ldone"), *L_cl = ptx_fresh_name(m, "$", "Lclaimed");
+	const char *L_st = ptx_fresh_name(m, "$", "Lstatic"), *L_pub = ptx_fresh_name(m, "$", "Lpublish");
+	const char *slot = ptx_sprintf(m, "%s_slot", P);
+	if (!v.cx || !v.cy || !v.cz || !v.nx || !v.ny || !v.nz || !desc || !unit || !total ||
+	    !mode || !iter || !plin || !pn || !t || !dec || !pt0 || !pq || !L_loop || !L_next ||
+	    !L_done || !L_cl || !L_st || !L_pub || !slot)
+		return gx_err(-ENOMEM);
+	ptx_for_each_stmt(fn, s, nxt) {
+		if (s->kind != PTX_STMT_INSN)
+			continue;
+		insn_walk(&s->insn, rewrite_sreg, &v);
+		/* 2. ret/exit → next unit (guard kept). */
+		if (!strcmp(s->insn.opcode, "ret") || !strcmp(s->insn.opcode, "exit")) {
+			struct ptx_opnd *o = ptx_alloc(m, sizeof(*o));
+			struct ptx_opnd **ops = ptx_alloc(m, sizeof(*ops));
+			if (!o || !ops)
+				return gx_err(-ENOMEM);
+			o->kind = PTX_OPND_ID;
+			o->text = L_next;
+			ops[0] = o;
+			s->insn.opcode = "bra";
+			s->insn.nmods = 0;
+			s->insn.nops = 1;
+			s->insn.ops = ops;
+		}
+	}
+	/* 3. The descriptor parameter. */
+	struct ptx_decl pd = {0};
+	pd.space = PTX_SPACE_PARAM;
+	pd.space_str = ".param";
+	pd.type = ".u64";
+	pd.name = ptx_strdup(m, GX_WORK_PARAM);
+	if (!pd.name || (err = ptx_func_add_param(m, fn, &pd)))
+		return gx_err(-ENOMEM);
+	const char *bar = target_sm(m) >= 70 ? "barrier.sync" : "bar.sync";
+	const char *L_stop = ptx_fresh_name(m, "$", "Lstop");
+	char g0[64];
+	snprintf(g0, sizeof(g0), "@%s ", pt0);
+	char *steal = sched_sites(ps, fn, GDEV_HOOK_SCHED_STEAL, g0, dec);
+	char *enter = sched_sites(ps, fn, GDEV_HOOK_SCHED_ENTER, g0, NULL);
+	char *leave = sched_sites(ps, fn, GDEV_HOOK_SCHED_EXIT, g0, NULL);
+	struct gx_buf b;
+	gx_buf_init(&b);
+	if (!steal || !enter || !leave || !L_stop)
+		b.failed = 1;
+	/* 4. Prologue: descriptor, physical worker id/count, thread 0. */
+	gx_buf_printf(&b, "ld.param.u64 %s, [%s];\ncvta.to.global.u64 %s, %s;\n", desc,
+		      GX_WORK_PARAM, desc, desc);
+	gx_buf_printf(&b, "ld.global.u32 %s, [%s+%d];\n", total, desc, GX_WORK_OFF_TOTAL);
+	gx_buf_printf(&b, "ld.global.u32 %s, [%s+%d];\n", v.nx, desc, GX_WORK_OFF_GRID);
+	gx_buf_printf(&b, "ld.global.u32 %s, [%s+%d];\n", v.ny, desc, GX_WORK_OFF_GRID + 4);
+	gx_buf_printf(&b, "ld.global.u32 %s, [%s+%d];\n", v.nz, desc, GX_WORK_OFF_GRID + 8);
+	gx_buf_printf(&b, "ld.global.u32 %s, [%s+%d];\n", mode, desc, GX_WORK_OFF_MODE);
+	gx_buf_printf(&b,
+		      "mov.u32 %s, %%ctaid.z;\nmov.u32 %s, %%nctaid.y;\nmov.u32 %s, %%ctaid.y;\n"
+		      "mad.lo.u32 %s, %s, %s, %s;\n",
+		      plin, pn, t, plin, plin, pn, t);
+	gx_buf_printf(&b,
+		      "mov.u32 %s, %%nctaid.x;\nmov.u32 %s, %%ctaid.x;\nmad.lo.u32 %s, %s, %s, %s;\n",
+		      pn, t, plin, plin, pn, t);
+	gx_buf_printf(&b,
+		      "mov.u32 %s, %%nctaid.y;\nmul.lo.u32 %s, %s, %s;\nmov.u32 %s, %%nctaid.z;\n"
+		      "mul.lo.u32 %s, %s, %s;\n",
+		      t, pn, pn, t, t, pn, pn, t);
+	gx_buf_printf(&b,
+		      "mov.u32 %s, %%tid.x;\nmov.u32 %s, %%tid.y;\nor.b32 %s, %s, %s;\n"
+		      "mov.u32 %s, %%tid.z;\nor.b32 %s, %s, %s;\nsetp.eq.u32 %s, %s, 0;\n",
+		      t, dec, t, t, dec, dec, t, t, dec, pt0, t);
+	gx_buf_printf(&b, "mov.u32 %s, 0;\nmov.u32 %s, 0;\nmov.u32 %s, 0;\nmov.u32 %s, 0;\n",
+		      iter, v.cx, v.cy, v.cz);
+	/* Loop head: thread 0 claims a unit and publishes it. */
+	gx_buf_printf(&b, "%s:\n%s %u;\n@!%s bra %s;\n", L_loop, bar, bar_id, pt0, L_cl);
+	gx_buf_printf(&b, "setp.eq.u32 %s, %s, %d;\n@%s bra %s;\n", pq, mode, GX_WORK_STATIC, pq,
+		      L_st);
+	gx_buf_printf(&b, "mov.u32 %s, 0;\n%s", dec, steal ? steal : "");
+	gx_buf_printf(&b, "setp.eq.u32 %s, %s, %d;\nsetp.ne.and.u32 %s, %s, 0, %s;\n@%s bra %s;\n",
+		      pq, dec, GDEV_SCHED_NO_STEAL, pq, iter, pq, pq, L_stop);
+	gx_buf_printf(&b, "atom.global.add.u32 %s, [%s+%d], 1;\nbra %s;\n", unit, desc,
+		      GX_WORK_OFF_NEXT, L_pub);
+	gx_buf_printf(&b, "%s:\nmov.u32 %s, %s;\nbra %s;\n", L_stop, unit, total, L_pub);
+	gx_buf_printf(&b, "%s:\nmad.lo.u32 %s, %s, %s, %s;\n", L_st, unit, iter, pn, plin);
+	gx_buf_printf(&b, "%s:\nst.shared.u32 [%s], %s;\n", L_pub, slot, unit);
+	gx_buf_printf(&b, "%s:\n%s %u;\nld.shared.u32 %s, [%s];\nadd.u32 %s, %s, 1;\n", L_cl, bar,
+		      bar_id, unit, slot, iter, iter);
+	gx_buf_printf(&b, "setp.ge.u32 %s, %s, %s;\n@%s bra %s;\n", pq, unit, total, pq, L_done);
+	/* Logical block coordinates, x fastest. */
+	gx_buf_printf(&b,
+		      "rem.u32 %s, %s, %s;\ndiv.u32 %s, %s, %s;\nrem.u32 %s, %s, %s;\n"
+		      "div.u32 %s, %s, %s;\n%s",
+		      v.cx, unit, v.nx, t, unit, v.nx, v.cy, t, v.ny, v.cz, t, v.ny,
+		      enter ? enter : "");
+	free(steal);
+	free(enter);
+	err = b.failed ? -ENOMEM : 0;
+	if (!err)
+		err = ptx_insert_text_before(m, fn, fn->head, NULL, ".shared .align 4 .u32 %s;\n",
+					     slot);
+	if (!err)
+		err = ptx_insert_text_before(m, fn, ptx_func_entry_point(fn), NULL, "%s", b.data);
+	gx_buf_free(&b);
+	if (!err)
+		err = ptx_insert_text_before(m, fn, NULL, NULL, "%s:\n%sbra %s;\n%s:\nret;\n",
+					     L_next, leave ? leave : "", L_loop, L_done);
+	free(leave);
+	return gx_err(err);
+}
+
+int ptx_pass_persistent(struct ptx_passes *ps)
+{
+	ptx_for_each_item(ps->m, it) {
+		if (it->kind != PTX_ITEM_FUNC || !ptx_persistent_accepted(ps, &it->func))
+			continue;
+		unsigned bar_id = 0;
+		for (size_t i = 0; i < ps->nr_persist; i += 2)
+			if (ps->persist[i] == &it->func)
+				bar_id = (unsigned)(uintptr_t)ps->persist[i + 1];
+		int err = transform(ps, &it->func, bar_id);
+		if (err)
+			return err;
+		ps->ctx->res->nr_persistent++;
+		ptx_pass_log(ps->ctx,
+			     "persistent: %s: transformed (work descriptor: trailing parameter %s, "
+			     "loop barrier %u)",
+			     it->func.name, GX_WORK_PARAM, bar_id);
+	}
+	return 0;
+}

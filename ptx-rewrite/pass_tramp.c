@@ -1,0 +1,266 @@
+/* pass_tramp.c — the trampolines between a hook site and a policy function.
+ *
+ * Why an out-of-line trampoline per (hook, policy function): a site then costs
+ * a handful of instructions (compute the lane's address, store three
+ * parameters, one call), so the original code around it keeps its register
+ * allocation and I-cache footprint, and ptxas is free to inline the
+ * trampoline where that is cheaper. The warp-level model of DESIGN.md lives
+ * here, once: the lanes that called (activemask — a guarded site is a
+ * predicated call, so only the lanes whose guard holds arrive) elect the
+ * lowest one as leader (brev + bfind.shiftamt), the leader fills a
+ * struct gdev_ctx (devbpf/gdev_ctx.h) in its local memory and calls the policy
+ * with the generic address of it, and the decision is broadcast with
+ * shfl.sync.idx over the same mask (which also reconverges the lanes).
+ * Every name here starts with the module's fresh prefix ("__gx"), so nothing
+ * can clash with the application's symbols. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx-rewrite/passes.h"
+
+static const struct {
+	unsigned hook;
+	const char *name;
+} hook_names[] = {
+	{GDEV_HOOK_ENTRY, "entry"},
+	{GDEV_HOOK_EXIT, "exit"},
+	{GDEV_HOOK_MEM, "mem"},
+	{GDEV_HOOK_FENCE, "fence"},
+	{GDEV_HOOK_SCHED_ENTER, "sched_enter"},
+	{GDEV_HOOK_SCHED_EXIT, "sched_exit"},
+	{GDEV_HOOK_SCHED_STEAL, "sched_steal"},
+};
+
+const char *ptx_hook_name(unsigned hook)
+{
+	for (size_t i = 0; i < GX_ARRAY_SIZE(hook_names); i++)
+		if (hook_names[i].hook == hook)
+			return hook_names[i].name;
+	return NULL;
+}
+
+static const char *stub_name(struct ptx_passes *ps, unsigned hook)
+{
+	return ptx_sprintf(ps->m, "%s_stub_%s", ps->m->fresh_prefix, ptx_hook_name(hook));
+}
+
+const char *ptx_tramp_get(struct ptx_passes *ps, unsigned hook, const char *func, int virt)
+{
+	struct ptx_module *m = ps->m;
+	if (!ptx_hook_name(hook))
+		return NULL;
+	if (!func) {
+		ps->stubs |= hook;
+		func = stub_name(ps, hook);
+		if (!func)
+			return NULL;
+	}
+	for (size_t i = 0; i < ps->nr_tramps; i++) {
+		struct ptx_tramp *t = &ps->tramps[i];
+		if (t->hook == hook && t->virt == virt && !strcmp(t->func, func))
+			return t->name;
+	}
+	if (ps->nr_tramps == ps->cap_tramps) {
+		size_t cap = ps->cap_tramps ? 2 * ps->cap_tramps : 8;
+		struct ptx_tramp *n = realloc(ps->tramps, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		ps->tramps = n;
+		ps->cap_tramps = cap;
+	}
+	struct ptx_tramp *t = &ps->tramps[ps->nr_tramps];
+	t->hook = hook;
+	t->func = func;
+	t->virt = virt;
+	t->name = ptx_sprintf(m, "%s_tramp_%s_%zu%s", m->fresh_prefix, ptx_hook_name(hook),
+			      ps->nr_tramps, virt ? "_v" : "");
+	if (!t->name)
+		return NULL;
+	ps->nr_tramps++;
+	return t->name;
+}
+
+char *ptx_tramp_site(struct ptx_passes *ps, const char *tramp, unsigned long long kid,
+		     const char *addr_setup, unsigned info, int virt, const char *guard,
+		     const char *ret_reg)
+{
+	struct ptx_module *m = ps->m;
+	const char *P = m->fresh_prefix;
+	struct gx_buf b;
+	gx_buf_init(&b);
+	gx_buf_printf(&b, "{\n.reg .b64 %%%s_a;\n", P);
+	if (virt)
+		gx_buf_printf(&b, ".reg .b32 %%%s_c;\n", P);
+	gx_buf_printf(&b, ".param .b64 %s_p0;\n.param .b64 %s_p1;\n.param .b32 %s_p2;\n", P, P,
+		      P);
+	if (virt)
+		for (int i = 3; i < 9; i++)
+			gx_buf_printf(&b, ".param .b32 %s_p%d;\n", P, i);
+	gx_buf_printf(&b, ".param .b32 %s_pr;\n", P);
+	if (addr_setup)
+		gx_buf_puts(&b, addr_setup);
+	else
+		gx_buf_printf(&b, "mov.u64 %%%s_a, 0;\n", P);
+	gx_buf_printf(&b, "st.param.b64 [%s_p0], 0x%016llx;\n", P, kid);
+	gx_buf_printf(&b, "st.param.b64 [%s_p1], %%%s_a;\n", P, P);
+	gx_buf_printf(&b, "st.param.b32 [%s_p2], %u;\n", P, info);
+	if (virt) {
+		/* Read here, so the persistent pass rewrites them to the logical
+		 * block's registers like every other %ctaid/%nctaid read. */
+		static const char *const sreg[6] = {"%ctaid.x",  "%ctaid.y",  "%ctaid.z",
+						    "%nctaid.x", "%nctaid.y", "%nctaid.z"};
+		for (int i = 0; i < 6; i++)
+			gx_buf_printf(&b, "mov.u32 %%%s_c, %s;\nst.param.b32 [%s_p%d], %%%s_c;\n", P,
+				      sreg[i], P, i + 3, P);
+	}
+	gx_buf_printf(&b, "%scall (%s_pr), %s, (%s_p0, %s_p1, %s_p2", guard ? guard : "", P, tramp,
+		      P, P, P);
+	if (virt)
+		for (int i = 3; i < 9; i++)
+			gx_buf_printf(&b, ", %s_p%d", P, i);
+	gx_buf_puts(&b, ");\n");
+	if (ret_reg)
+		gx_buf_printf(&b, "ld.param.b32 %s, [%s_pr];\n", ret_reg, P);
+	gx_buf_puts(&b, "}\n");
+	if (b.failed) {
+		gx_buf_free(&b);
+		return NULL;
+	}
+	return gx_buf_steal(&b, NULL);
+}
+
+static void emit_stub(struct gx_buf *b, const char *name)
+{
+	gx_buf_printf(b,
+		      ".func (.param .b32 %s_ret) %s(.param .b64 %s_ctx)\n{\n"
+		      "\t.reg .b32 %%r0;\n\tmov.b32 %%r0, 0;\n\tst.param.b32 [%s_ret], %%r0;\n"
+		      "\tret;\n}\n",
+		      name, name, name, name);
+}
+
+/* The trampoline. Registers: r1 = mask, r2 = leader lane, r0 = decision. */
+static void emit_tramp(struct gx_buf *b, const char *P, const struct ptx_tramp *t)
+{
+	const char *N = t->name;
+	gx_buf_printf(b, ".func (.param .b32 %s_r) %s(.param .b64 %s_kid, .param .b64 %s_addr, "
+		      ".param .b32 %s_info", N, N, N, N, N);
+	if (t->virt)
+		for (int i = 0; i < 6; i++)
+			gx_buf_printf(b, ", .param .b32 %s_c%d", N, i);
+	gx_buf_printf(b, ")\n{\n"
+		      "\t.local .align 16 .b8 %s_ctx[%d];\n"
+		      "\t.reg .pred %%p<2>;\n\t.reg .b32 %%r<32>;\n\t.reg .b64 %%rd<4>;\n"
+		      "\tactivemask.b32 %%r1;\n"
+		      "\tbrev.b32 %%r2, %%r1;\n"
+		      "\tbfind.shiftamt.u32 %%r2, %%r2;\n"
+		      "\tmov.u32 %%r3, %%laneid;\n"
+		      "\tmov.b32 %%r0, 0;\n"
+		      "\tsetp.ne.u32 %%p1, %%r3, %%r2;\n"
+		      "\t@%%p1 bra $%s_skip;\n",
+		      P, GDEV_CTX_SIZE, P);
+	/* kernel_id, launch_id, addr */
+	gx_buf_printf(b,
+		      "\tld.param.b64 %%rd1, [%s_kid];\n"
+		      "\tld.param.b64 %%rd2, [%s_addr];\n"
+		      "\tld.param.b32 %%r4, [%s_info];\n"
+		      "\tmov.u64 %%rd3, 0;\n"
+		      "\tst.local.v2.u64 [%s_ctx+%d], {%%rd1, %%rd3};\n"
+		      "\tst.local.u64 [%s_ctx+%d], %%rd2;\n",
+		      N, N, N, P, GDEV_CTX_OFF_KERNEL_ID, P, GDEV_CTX_OFF_ADDR);
+	/* size, op | space, active_mask, nr_active, hook */
+	gx_buf_printf(b,
+		      "\tand.b32 %%r5, %%r4, 65535;\n"
+		      "\tbfe.u32 %%r6, %%r4, 16, 8;\n"
+		      "\tbfe.u32 %%r7, %%r4, 24, 8;\n"
+		      "\tpopc.b32 %%r8, %%r1;\n"
+		      "\tmov.u32 %%r9, %u;\n"
+		      "\tst.local.v2.u32 [%s_ctx+%d], {%%r5, %%r6};\n"
+		      "\tst.local.v4.u32 [%s_ctx+%d], {%%r7, %%r1, %%r8, %%r9};\n",
+		      t->hook, P, GDEV_CTX_OFF_SIZE, P, GDEV_CTX_OFF_SPACE);
+	/* ctaid xyz, nctaid xyz in r10..r15 */
+	if (t->virt) {
+		for (int i = 0; i < 6; i++)
+			gx_buf_printf(b, "\tld.param.b32 %%r%d, [%s_c%d];\n", 10 + i, N, i);
+	} else {
+		static const char *const sreg[6] = {"%ctaid.x",  "%ctaid.y",  "%ctaid.z",
+						    "%nctaid.x", "%nctaid.y", "%nctaid.z"};
+		for (int i = 0; i < 6; i++)
+			gx_buf_printf(b, "\tmov.u32 %%r%d, %s;\n", 10 + i, sreg[i]);
+	}
+	/* tid xyz r16..18, ntid xyz r19..21, smid r22, warpid r23, unit r24 */
+	gx_buf_printf(b,
+		      "\tmov.u32 %%r16, %%tid.x;\n\tmov.u32 %%r17, %%tid.y;\n"
+		      "\tmov.u32 %%r18, %%tid.z;\n\tmov.u32 %%r19, %%ntid.x;\n"
+		      "\tmov.u32 %%r20, %%ntid.y;\n\tmov.u32 %%r21, %%ntid.z;\n"
+		      "\tmov.u32 %%r22, %%smid;\n"
+		      "\tmad.lo.u32 %%r23, %%r18, %%r20, %%r17;\n"
+		      "\tmad.lo.u32 %%r23, %%r23, %%r19, %%r16;\n"
+		      "\tshr.u32 %%r23, %%r23, 5;\n"
+		      "\tmad.lo.u32 %%r24, %%r12, %%r14, %%r11;\n"
+		      "\tmad.lo.u32 %%r24, %%r24, %%r13, %%r10;\n"
+		      "\tmov.u32 %%r25, 0;\n"
+		      "\tst.local.v4.u32 [%s_ctx+%d], {%%r10, %%r11, %%r12, %%r13};\n"
+		      "\tst.local.v4.u32 [%s_ctx+%d], {%%r14, %%r15, %%r16, %%r17};\n"
+		      "\tst.local.v4.u32 [%s_ctx+%d], {%%r18, %%r19, %%r20, %%r21};\n"
+		      "\tst.local.v4.u32 [%s_ctx+%d], {%%r22, %%r23, %%r2, %%r24};\n"
+		      "\tst.local.v2.u32 [%s_ctx+%d], {%%r25, %%r25};\n",
+		      P, GDEV_CTX_OFF_CTAID, P, GDEV_CTX_OFF_NCTAID + 4, P, GDEV_CTX_OFF_TID + 8, P,
+		      GDEV_CTX_OFF_SMID, P, GDEV_CTX_OFF_UNIT + 4);
+	gx_buf_printf(b,
+		      "\tmov.u64 %%rd3, %s_ctx;\n"
+		      "\tcvta.local.u64 %%rd3, %%rd3;\n"
+		      "\t{\n\t.param .b64 %s_a0;\n\t.param .b32 %s_a1;\n"
+		      "\tst.param.b64 [%s_a0], %%rd3;\n"
+		      "\tcall.uni (%s_a1), %s, (%s_a0);\n"
+		      "\tld.param.b32 %%r0, [%s_a1];\n\t}\n"
+		      "$%s_skip:\n"
+		      "\tshfl.sync.idx.b32 %%r0, %%r0, %%r2, 31, %%r1;\n"
+		      "\tst.param.b32 [%s_r], %%r0;\n"
+		      "\tret;\n}\n",
+		      P, P, P, P, P, t->func, P, P, P, N);
+}
+
+int ptx_tramp_emit(struct ptx_passes *ps)
+{
+	struct ptx_module *m = ps->m;
+	struct gx_buf b;
+	gx_buf_init(&b);
+	gx_buf_printf(&b, ".visible .global .align 8 .u64 %s;\n", GDEV_DEVRT_SYMBOL);
+	for (size_t i = 0; i < GX_ARRAY_SIZE(hook_names); i++)
+		if (ps->stubs & hook_names[i].hook) {
+			const char *n = stub_name(ps, hook_names[i].hook);
+			if (!n) {
+				gx_buf_free(&b);
+				return gx_err(-ENOMEM);
+			}
+			emit_stub(&b, n);
+		}
+	for (size_t i = 0; i < ps->nr_tramps; i++)
+		emit_tramp(&b, m->fresh_prefix, &ps->tramps[i]);
+	if (b.failed) {
+		gx_buf_free(&b);
+		return gx_err(-ENOMEM);
+	}
+	struct ptx_item *first, *last;
+	int err = ptx_parse_items(m, b.data, b.len, &first, &last);
+	gx_buf_free(&b);
+	if (err) {
+		/* Our own text failed to parse: a bug, reported as such. */
+		char why[sizeof(m->err)];
+		memcpy(why, m->err, sizeof(why));
+		snprintf(m->err, sizeof(m->err), "internal error: trampoline text: %.200s", why);
+		return gx_err(-EINVAL);
+	}
+	/* __gx_devrt goes right after the header; the stubs and trampolines after
+	 * the linked policy code they call. */
+	struct ptx_item *hdr = ptx_module_header_end(m);
+	struct ptx_item *rest = first->next;
+	first->next = NULL;
+	if (rest)
+		rest->prev = NULL;
+	ptx_item_insert_after(m, hdr, first, first);
+	if (rest)
+		ptx_item_insert_after(m, ps->policy_last ? ps->policy_last : first, rest, last);
+	return 0;
+}

@@ -1,0 +1,88 @@
+/* passes.h — the transforms behind ptx_run_passes() (passes.c), one per file:
+ *
+ *   pass_link.c        merge the policy PTX (devbpf JIT output) into the module
+ *   pass_hooks.c       entry/exit/mem/fence hook call sites
+ *   pass_persistent.c  persistent-worker transform (blocksched)
+ *   pass_tramp.c       trampoline .funcs and no-op stubs the call sites call
+ *
+ * They share one struct ptx_passes (state of one rewrite): which kernels the
+ * persistent transform accepted (so hook sites pass virtual block ids), the
+ * policy symbol renames, and the trampolines to emit. Design notes:
+ * docs/ptx-rewrite.md (sections "Passes", "Trampolines", "Persistent workers"). */
+#ifndef PTX_PASSES_H
+#define PTX_PASSES_H
+
+#include "ptx-rewrite/ptx_pass.h"
+
+/* A policy symbol renamed by pass_link (old → new). */
+struct ptx_rename {
+	const char *from, *to;
+};
+
+/* One trampoline: calls `func` (a policy .func or a stub) for `hook`. virt:
+ * the call sites pass (virtual) block ids and grid dims as parameters instead
+ * of the trampoline reading %ctaid/%nctaid (kernels under the persistent
+ * transform). */
+struct ptx_tramp {
+	unsigned hook;
+	const char *func;
+	int virt;
+	const char *name;
+};
+
+struct ptx_passes {
+	struct ptx_module *m;
+	struct ptx_pass_ctx *ctx;
+	/* pass_link */
+	struct ptx_rename *renames;
+	size_t nr_renames;
+	struct ptx_item *policy_last; /* last item inserted from the policy, or NULL */
+	/* pass_persistent: kernels accepted by ptx_persistent_check() */
+	const struct ptx_func **persist;
+	size_t nr_persist;
+	/* pass_tramp */
+	struct ptx_tramp *tramps;
+	size_t nr_tramps, cap_tramps;
+	unsigned stubs; /* GDEV_HOOK_* bits whose no-op stub is needed */
+};
+
+/* pass_link.c: parse opts->policy_ptx, rename its symbols, drop its module
+ * directives, reconcile .version, insert its items after the module header.
+ * Fills ps->renames. 0 or -errno with m->err set. */
+int ptx_pass_link(struct ptx_passes *ps);
+/* The name a policy symbol has after linking (itself if not renamed). */
+const char *ptx_link_name(const struct ptx_passes *ps, const char *name);
+
+/* pass_persistent.c */
+/* Decide for each kernel whether the transform is safe; log refusals. */
+int ptx_persistent_check(struct ptx_passes *ps);
+int ptx_persistent_accepted(const struct ptx_passes *ps, const struct ptx_func *fn);
+/* Transform the accepted kernels (after the hook pass). */
+int ptx_pass_persistent(struct ptx_passes *ps);
+
+/* pass_hooks.c */
+int ptx_pass_hooks(struct ptx_passes *ps);
+
+/* pass_tramp.c */
+/* Name of the trampoline for (hook, func, virt), created on first use; func
+ * NULL = the built-in no-op stub for the hook. NULL on ENOMEM. */
+const char *ptx_tramp_get(struct ptx_passes *ps, unsigned hook, const char *func, int virt);
+/* Text of the call site: a `{ }` block that passes kernel id, address, info
+ * (size | op << 16 | space << 24) and, if virt, block ids to the trampoline.
+ * addr_setup: PTX computing the address into `%<prefix>_a` (NULL: address 0).
+ * guard: "@%p " / "@!%p " or "". ret_reg: a .b32 register that receives the
+ * decision, or NULL. NULL on ENOMEM. */
+char *ptx_tramp_site(struct ptx_passes *ps, const char *tramp, unsigned long long kid,
+		     const char *addr_setup, unsigned info, int virt, const char *guard,
+		     const char *ret_reg);
+/* Insert __gx_devrt, the stubs and the trampolines after the module header
+ * (and after linked policy code). */
+int ptx_tramp_emit(struct ptx_passes *ps);
+/* Name of a hook bit ("entry", "mem" ...), NULL if not exactly one known bit. */
+const char *ptx_hook_name(unsigned hook);
+
+/* passes.c: the item after which module-level code is inserted (the last of
+ * .version/.target/.address_size), NULL = module start. */
+struct ptx_item *ptx_module_header_end(struct ptx_module *m);
+
+#endif

@@ -1,0 +1,113 @@
+/* events.c — subscriber registry and dispatch for gx_events.h.
+ *
+ * Subscribers live in a fixed array written under a lock and read without
+ * one: each slot's fields are published with atomic stores, so dispatch on
+ * the launch path never blocks. gx_ev_mask (a union of all subscribed kinds)
+ * is the only thing the fast paths read. */
+#include <errno.h>
+#include <string.h>
+
+#include "shim/gx_shim.h"
+#include "shim/gx_shim_ev.h"
+
+#define MAX_SUBS 32
+
+struct sub {
+	unsigned mask; /* 0: free */
+	gx_event_fn fn;
+	void *cookie;
+};
+
+unsigned gx_ev_mask;
+static struct sub subs[MAX_SUBS];
+static pthread_mutex_t subs_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread int in_event;
+
+static void recompute_mask(void)
+{
+	unsigned m = 0;
+	for (int i = 0; i < MAX_SUBS; i++)
+		m |= __atomic_load_n(&subs[i].mask, __ATOMIC_RELAXED);
+	__atomic_store_n(&gx_ev_mask, m, __ATOMIC_RELEASE);
+}
+
+GX_EXPORT int gx_events_subscribe(unsigned mask, gx_event_fn fn, void *cookie)
+{
+	if (!fn || !mask || (mask & ~GX_EV_ALL))
+		return gx_err(-EINVAL);
+	pthread_mutex_lock(&subs_lock);
+	int id = -ENOSPC;
+	for (int i = 0; i < MAX_SUBS; i++) {
+		if (subs[i].mask)
+			continue;
+		__atomic_store_n(&subs[i].fn, fn, __ATOMIC_RELAXED);
+		__atomic_store_n(&subs[i].cookie, cookie, __ATOMIC_RELAXED);
+		__atomic_store_n(&subs[i].mask, mask, __ATOMIC_RELEASE);
+		id = i;
+		break;
+	}
+	if (id >= 0)
+		recompute_mask();
+	pthread_mutex_unlock(&subs_lock);
+	return gx_err(id);
+}
+
+GX_EXPORT int gx_events_unsubscribe(int id)
+{
+	if (id < 0 || id >= MAX_SUBS)
+		return gx_err(-ENOENT);
+	pthread_mutex_lock(&subs_lock);
+	int ret = subs[id].mask ? 0 : -ENOENT;
+	__atomic_store_n(&subs[id].mask, 0, __ATOMIC_RELEASE);
+	recompute_mask();
+	pthread_mutex_unlock(&subs_lock);
+	return gx_err(ret);
+}
+
+GX_EXPORT unsigned gx_events_active(void)
+{
+	return __atomic_load_n(&gx_ev_mask, __ATOMIC_ACQUIRE);
+}
+
+bool gx_ev_nested(void)
+{
+	return in_event != 0;
+}
+
+CUresult gx_ev_raise(struct gx_event *ev)
+{
+	if (in_event)
+		return CUDA_SUCCESS;
+	ev->sz = sizeof(*ev);
+	if (!ev->ctx) {
+		CUcontext c = NULL;
+		if (REAL(cuCtxGetCurrent)(&c) == CUDA_SUCCESS)
+			ev->ctx = c;
+	}
+	ev->dev = -1;
+	if (ev->ctx) {
+		CUdevice d;
+		if (REAL(cuCtxGetDevice)(&d) == CUDA_SUCCESS)
+			ev->dev = d;
+	}
+	CUresult ret = CUDA_SUCCESS;
+	unsigned bit = 1u << ev->kind;
+	in_event = 1;
+	for (int i = 0; i < MAX_SUBS; i++) {
+		unsigned m = __atomic_load_n(&subs[i].mask, __ATOMIC_ACQUIRE);
+		if (!(m & bit))
+			continue;
+		gx_event_fn fn = __atomic_load_n(&subs[i].fn, __ATOMIC_RELAXED);
+		void *cookie = __atomic_load_n(&subs[i].cookie, __ATOMIC_RELAXED);
+		CUresult r = fn(ev, cookie);
+		if (r != CUDA_SUCCESS && ret == CUDA_SUCCESS)
+			ret = r;
+	}
+	in_event = 0;
+	return ret;
+}
+
+__attribute__((constructor)) static void events_init(void)
+{
+	gx_lock_register(&subs_lock, GX_LOCK_EVENTS);
+}

@@ -1,0 +1,135 @@
+/* graph.c — kernel nodes of CUDA graphs. A node launches later, from the
+ * graph, without passing through cuLaunchKernel: so the node's parameters
+ * go through the same GX_EV_GRAPH_KERNEL_NODE subscribers (which may swap
+ * the function or the geometry) when the node is added or updated. Legacy
+ * (v1) parameter structs are widened to the v2 form for subscribers. */
+#include <string.h>
+
+#include "shim/gx_shim_ev.h"
+#include "shim/gx_tables.h"
+
+/* Fill ev from a v2 struct, run subscribers; *out gets the (maybe edited)
+ * params. Returns a veto or CUDA_SUCCESS. */
+static CUresult node_event(CUgraphNode node, CUgraphExec exec, const CUDA_KERNEL_NODE_PARAMS *in,
+			   CUDA_KERNEL_NODE_PARAMS *out)
+{
+	struct gx_event ev = { .kind = GX_EV_GRAPH_KERNEL_NODE };
+	char name[512];
+	ev.graph.node = node;
+	ev.graph.exec = exec;
+	ev.graph.params = *in;
+	CUcontext c = NULL;
+	if (REAL(cuCtxGetCurrent)(&c) == CUDA_SUCCESS)
+		ev.ctx = c;
+	void *h = in->func ? (void *)in->func : (void *)in->kern;
+	if (h && gx_tab_func_info(ev.ctx, h, name, sizeof(name), NULL, NULL) == 0)
+		ev.graph.name = name;
+	CUresult veto = gx_ev_raise(&ev);
+	*out = ev.graph.params;
+	return veto;
+}
+
+static bool want(void)
+{
+	return gx_ev_on(GX_EV_GRAPH_KERNEL_NODE) && !gx_ev_nested();
+}
+
+static void v1_to_v2(const CUDA_KERNEL_NODE_PARAMS_v1 *a, CUDA_KERNEL_NODE_PARAMS *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->func = a->func;
+	b->gridDimX = a->gridDimX, b->gridDimY = a->gridDimY, b->gridDimZ = a->gridDimZ;
+	b->blockDimX = a->blockDimX, b->blockDimY = a->blockDimY, b->blockDimZ = a->blockDimZ;
+	b->sharedMemBytes = a->sharedMemBytes;
+	b->kernelParams = a->kernelParams;
+	b->extra = a->extra;
+}
+
+static void v2_to_v1(const CUDA_KERNEL_NODE_PARAMS *b, CUDA_KERNEL_NODE_PARAMS_v1 *a)
+{
+	a->func = b->func;
+	a->gridDimX = b->gridDimX, a->gridDimY = b->gridDimY, a->gridDimZ = b->gridDimZ;
+	a->blockDimX = b->blockDimX, a->blockDimY = b->blockDimY, a->blockDimZ = b->blockDimZ;
+	a->sharedMemBytes = b->sharedMemBytes;
+	a->kernelParams = b->kernelParams;
+	a->extra = b->extra;
+}
+
+GX_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+					   size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	if (!want() || !nodeParams)
+		return REAL(cuGraphAddKernelNode_v2)(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
+	CUDA_KERNEL_NODE_PARAMS p;
+	CUresult veto = node_event(NULL, NULL, nodeParams, &p);
+	if (veto != CUDA_SUCCESS)
+		return veto;
+	return REAL(cuGraphAddKernelNode_v2)(phGraphNode, hGraph, dependencies, numDependencies, &p);
+}
+
+GX_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+					size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	if (!want() || !nodeParams)
+		return REAL(cuGraphAddKernelNode)(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
+	CUDA_KERNEL_NODE_PARAMS w, p;
+	CUDA_KERNEL_NODE_PARAMS_v1 q;
+	v1_to_v2(nodeParams, &w);
+	CUresult veto = node_event(NULL, NULL, &w, &p);
+	if (veto != CUDA_SUCCESS)
+		return veto;
+	v2_to_v1(&p, &q);
+	return REAL(cuGraphAddKernelNode)(phGraphNode, hGraph, dependencies, numDependencies, &q);
+}
+
+GX_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	if (!want() || !nodeParams)
+		return REAL(cuGraphKernelNodeSetParams_v2)(hNode, nodeParams);
+	CUDA_KERNEL_NODE_PARAMS p;
+	CUresult veto = node_event(hNode, NULL, nodeParams, &p);
+	if (veto != CUDA_SUCCESS)
+		return veto;
+	return REAL(cuGraphKernelNodeSetParams_v2)(hNode, &p);
+}
+
+GX_EXPORT CUresult cuGraphKernelNodeSetParams(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	if (!want() || !nodeParams)
+		return REAL(cuGraphKernelNodeSetParams)(hNode, nodeParams);
+	CUDA_KERNEL_NODE_PARAMS w, p;
+	CUDA_KERNEL_NODE_PARAMS_v1 q;
+	v1_to_v2(nodeParams, &w);
+	CUresult veto = node_event(hNode, NULL, &w, &p);
+	if (veto != CUDA_SUCCESS)
+		return veto;
+	v2_to_v1(&p, &q);
+	return REAL(cuGraphKernelNodeSetParams)(hNode, &q);
+}
+
+GX_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+						     const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	if (!want() || !nodeParams)
+		return REAL(cuGraphExecKernelNodeSetParams_v2)(hGraphExec, hNode, nodeParams);
+	CUDA_KERNEL_NODE_PARAMS p;
+	CUresult veto = node_event(hNode, hGraphExec, nodeParams, &p);
+	if (veto != CUDA_SUCCESS)
+		return veto;
+	return REAL(cuGraphExecKernelNodeSetParams_v2)(hGraphExec, hNode, &p);
+}
+
+GX_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+						  const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	if (!want() || !nodeParams)
+		return REAL(cuGraphExecKernelNodeSetParams)(hGraphExec, hNode, nodeParams);
+	CUDA_KERNEL_NODE_PARAMS w, p;
+	CUDA_KERNEL_NODE_PARAMS_v1 q;
+	v1_to_v2(nodeParams, &w);
+	CUresult veto = node_event(hNode, hGraphExec, &w, &p);
+	if (veto != CUDA_SUCCESS)
+		return veto;
+	v2_to_v1(&p, &q);
+	return REAL(cuGraphExecKernelNodeSetParams)(hGraphExec, hNode, &q);
+}

@@ -1,0 +1,11 @@
+/* gx_link.h — what the module loader asks the cuLink* wrappers. */
+#ifndef GX_LINK_H
+#define GX_LINK_H
+
+#include "shim/gx_shim.h"
+
+/* Is `image` a cubin produced by cuLinkComplete of a live link state? Then
+ * 0, with how many inputs were rewritten / passed through; else -ENOENT. */
+int gx_link_cubin_info(const void *image, unsigned *nr_rewritten, unsigned *nr_passed);
+
+#endif

@@ -1,0 +1,36 @@
+/* gx_load.h — the module-load pipeline shared by every load entry point:
+ * parse the image, pick the PTX the device would JIT, rewrite it, and say in
+ * one log line per module what happened. */
+#ifndef GX_LOAD_H
+#define GX_LOAD_H
+
+#include "shim/gx_shim.h"
+
+struct gx_prep {
+	unsigned id;        /* module number, for log lines */
+	char *ptx;          /* rewritten PTX (malloc'd, NUL-terminated) when prepared */
+	size_t len;
+	unsigned sm;        /* arch of the PTX entry used */
+	unsigned nr_hooks;  /* hook sites the rewriter inserted (0: identity) */
+	char why[256];      /* why the image passes through */
+	int level;          /* log level of the pass-through line */
+};
+
+/* Returns true with p->ptx set when the image should be replaced by
+ * p->ptx; false with p->why set when it passes through. `all_devices`:
+ * pick PTX every device of the process can JIT (libraries are loaded into
+ * every context). `avail` as for gx_image_parse. */
+bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices, struct gx_prep *p);
+/* Rewrite a PTX text (cuLinkAddData): same contract. */
+bool gx_prepare_ptx(const char *api, const char *ptx, size_t len, struct gx_prep *p);
+void gx_prep_free(struct gx_prep *p);
+
+/* The one line per module. */
+void gx_log_reloaded(const char *api, const struct gx_prep *p);
+void gx_log_passed(const char *api, const struct gx_prep *p);
+void gx_log_fallback(const char *api, const struct gx_prep *p, CUresult rc);
+
+/* Next module number (also for modules that never reach gx_prepare). */
+unsigned gx_next_module_id(void);
+
+#endif

@@ -1,0 +1,42 @@
+/* gx_tables.h — what the shim remembers about the application's handles.
+ *
+ * Handle policy: the application always holds the handle of what we loaded
+ * (the module/library built from rewritten PTX, or the original when we
+ * passed it through). Every later call on that handle therefore reaches the
+ * rewritten code without any translation; these tables only add what the
+ * driver cannot tell us cheaply (kernel names for events, the rewritten PTX
+ * buffer to free at unload, link-state bookkeeping) and are never read on
+ * the no-subscriber launch path.
+ *
+ * Tables are per context (modules and functions belong to one), with a
+ * context-less table (ctx NULL) for CUlibrary/CUkernel handles. One mutex
+ * guards them all; lookups copy out what they need. */
+#ifndef GX_TABLES_H
+#define GX_TABLES_H
+
+#include "shim/gx_shim.h"
+
+/* A module or library loaded through us. `keep` (malloc'd, may be NULL) is
+ * the image we loaded in place of the application's: freed at unload. */
+int gx_tab_add_mod(CUcontext ctx, void *handle, bool is_library, bool rewritten, void *keep, unsigned id);
+/* Forget a module/library (and its functions); frees `keep`. 0 or -ENOENT. */
+int gx_tab_del_mod(void *handle);
+/* Record a function/kernel handle obtained from a module/library we know. */
+int gx_tab_add_func(CUcontext ctx, void *handle, void *mod, bool is_kernel, const char *name);
+/* Name of a function/kernel (copied into buf), whether it is a CUkernel and
+ * its module/library (each out-pointer may be NULL). Looks in ctx's table,
+ * then the context-less one. 0 or -ENOENT. */
+int gx_tab_func_info(CUcontext ctx, void *handle, char *buf, size_t len, bool *is_kernel, void **mod);
+/* Module id and rewritten flag of a module/library handle. 0 or -ENOENT. */
+int gx_tab_mod_info(void *handle, unsigned *id, bool *rewritten);
+/* A context is gone: drop everything recorded under it. */
+void gx_tab_ctx_gone(CUcontext ctx);
+/* Primary-context reference counting (cuDevicePrimaryCtxRetain/Release):
+ * returns the count after the change. */
+int gx_tab_primary_ref(CUcontext ctx, int delta);
+/* Counts, for tests and debug logs. */
+void gx_tab_counts(size_t *nr_ctx, size_t *nr_mods, size_t *nr_funcs);
+/* Free everything (library unload / tests). */
+void gx_tab_clear(void);
+
+#endif

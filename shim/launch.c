@@ -1,0 +1,137 @@
+/* launch.c — kernel launches. With no launch subscriber the wrapper is one
+ * relaxed load, a not-taken branch and a tail call into the driver (no lock,
+ * no allocation, no TLS); everything else lives in the out-of-line slow path.
+ * Function handles need no translation: the application already holds the
+ * handles of the rewritten code (gx_tables.h). */
+#include <string.h>
+
+#include "shim/gx_shim_ev.h"
+#include "shim/gx_tables.h"
+
+static __attribute__((noinline)) CUresult launch_event(struct gx_event *ev)
+{
+	struct gx_launch_event *l = &ev->launch;
+	static __thread char name[512];
+	bool is_kernel = false;
+	CUcontext c = NULL;
+	if (REAL(cuCtxGetCurrent)(&c) == CUDA_SUCCESS)
+		ev->ctx = c;
+	if (gx_tab_func_info(ev->ctx, l->func, name, sizeof(name), &is_kernel, NULL) == 0) {
+		l->name = name;
+		l->is_kernel = is_kernel;
+	}
+	return gx_ev_raise(ev);
+}
+
+#define LAUNCH_ARGS                                                                                   \
+	CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,            \
+		unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,               \
+		unsigned int sharedMemBytes, CUstream hStream
+
+static __attribute__((noinline, cold)) CUresult launch_slow(unsigned sym, enum gx_launch_api api, LAUNCH_ARGS,
+							    void **kernelParams, void **extra)
+{
+	struct gx_event ev = { .kind = GX_EV_LAUNCH };
+	struct gx_launch_event *l = &ev.launch;
+	l->api = api;
+	l->func = f;
+	l->grid[0] = gridDimX, l->grid[1] = gridDimY, l->grid[2] = gridDimZ;
+	l->block[0] = blockDimX, l->block[1] = blockDimY, l->block[2] = blockDimZ;
+	l->shared_mem = sharedMemBytes;
+	l->stream = hStream;
+	l->kernel_params = kernelParams;
+	l->extra = extra;
+	if (!gx_ev_nested()) {
+		CUresult veto = launch_event(&ev);
+		if (veto != CUDA_SUCCESS)
+			return veto;
+	}
+	void *fn = __atomic_load_n(&gx_slots[sym], __ATOMIC_RELAXED);
+	if (api == GX_LAUNCH_COOPERATIVE)
+		return ((__typeof__(&cuLaunchCooperativeKernel))fn)(l->func, l->grid[0], l->grid[1], l->grid[2],
+								    l->block[0], l->block[1], l->block[2],
+								    l->shared_mem, l->stream, l->kernel_params);
+	return ((__typeof__(&cuLaunchKernel))fn)(l->func, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+						 l->block[1], l->block[2], l->shared_mem, l->stream,
+						 l->kernel_params, l->extra);
+}
+
+GX_EXPORT CUresult cuLaunchKernel(LAUNCH_ARGS, void **kernelParams, void **extra)
+{
+	if (!gx_ev_on(GX_EV_LAUNCH))
+		return REAL(cuLaunchKernel)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+					    sharedMemBytes, hStream, kernelParams, extra);
+	return launch_slow(GX_SYM_cuLaunchKernel, GX_LAUNCH_KERNEL, f, gridDimX, gridDimY, gridDimZ, blockDimX,
+			   blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
+}
+
+GX_EXPORT CUresult cuLaunchKernel_ptsz(LAUNCH_ARGS, void **kernelParams, void **extra)
+{
+	if (!gx_ev_on(GX_EV_LAUNCH))
+		return REAL(cuLaunchKernel_ptsz)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+						 sharedMemBytes, hStream, kernelParams, extra);
+	return launch_slow(GX_SYM_cuLaunchKernel_ptsz, GX_LAUNCH_KERNEL, f, gridDimX, gridDimY, gridDimZ,
+			   blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
+}
+
+GX_EXPORT CUresult cuLaunchCooperativeKernel(LAUNCH_ARGS, void **kernelParams)
+{
+	if (!gx_ev_on(GX_EV_LAUNCH))
+		return REAL(cuLaunchCooperativeKernel)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+						       blockDimZ, sharedMemBytes, hStream, kernelParams);
+	return launch_slow(GX_SYM_cuLaunchCooperativeKernel, GX_LAUNCH_COOPERATIVE, f, gridDimX, gridDimY, gridDimZ,
+			   blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, NULL);
+}
+
+GX_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(LAUNCH_ARGS, void **kernelParams)
+{
+	if (!gx_ev_on(GX_EV_LAUNCH))
+		return REAL(cuLaunchCooperativeKernel_ptsz)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+							    blockDimZ, sharedMemBytes, hStream, kernelParams);
+	return launch_slow(GX_SYM_cuLaunchCooperativeKernel_ptsz, GX_LAUNCH_COOPERATIVE, f, gridDimX, gridDimY,
+			   gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, NULL);
+}
+
+static __attribute__((noinline, cold)) CUresult launch_ex_slow(unsigned sym, const CUlaunchConfig *config,
+							       CUfunction f, void **kernelParams, void **extra)
+{
+	if (!config || gx_ev_nested())
+		return ((__typeof__(&cuLaunchKernelEx))__atomic_load_n(&gx_slots[sym], __ATOMIC_RELAXED))(
+			config, f, kernelParams, extra);
+	struct gx_event ev = { .kind = GX_EV_LAUNCH };
+	struct gx_launch_event *l = &ev.launch;
+	l->api = GX_LAUNCH_KERNEL_EX;
+	l->func = f;
+	l->grid[0] = config->gridDimX, l->grid[1] = config->gridDimY, l->grid[2] = config->gridDimZ;
+	l->block[0] = config->blockDimX, l->block[1] = config->blockDimY, l->block[2] = config->blockDimZ;
+	l->shared_mem = config->sharedMemBytes;
+	l->stream = config->hStream;
+	l->kernel_params = kernelParams;
+	l->extra = extra;
+	l->config = config;
+	CUresult veto = launch_event(&ev);
+	if (veto != CUDA_SUCCESS)
+		return veto;
+	CUlaunchConfig c = *config;
+	c.gridDimX = l->grid[0], c.gridDimY = l->grid[1], c.gridDimZ = l->grid[2];
+	c.blockDimX = l->block[0], c.blockDimY = l->block[1], c.blockDimZ = l->block[2];
+	c.sharedMemBytes = l->shared_mem;
+	c.hStream = l->stream;
+	return ((__typeof__(&cuLaunchKernelEx))__atomic_load_n(&gx_slots[sym], __ATOMIC_RELAXED))(
+		&c, l->func, l->kernel_params, l->extra);
+}
+
+GX_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+{
+	if (!gx_ev_on(GX_EV_LAUNCH))
+		return REAL(cuLaunchKernelEx)(config, f, kernelParams, extra);
+	return launch_ex_slow(GX_SYM_cuLaunchKernelEx, config, f, kernelParams, extra);
+}
+
+GX_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+					 void **extra)
+{
+	if (!gx_ev_on(GX_EV_LAUNCH))
+		return REAL(cuLaunchKernelEx_ptsz)(config, f, kernelParams, extra);
+	return launch_ex_slow(GX_SYM_cuLaunchKernelEx_ptsz, config, f, kernelParams, extra);
+}

@@ -1,0 +1,184 @@
+/* load.c — image → PTX for this device → rewritten PTX, or a reason to pass
+ * the image through untouched. Never fails the application's load: every
+ * problem ends in "passed through" and the original image. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx-rewrite/gx_ptx.h"
+#include "shim/gx_image.h"
+#include "shim/gx_load.h"
+
+static unsigned module_seq;
+
+unsigned gx_next_module_id(void)
+{
+	return __atomic_add_fetch(&module_seq, 1, __ATOMIC_RELAXED);
+}
+
+static int device_sm(CUdevice d, unsigned *sm)
+{
+	int maj = 0, min = 0;
+	if (REAL(cuDeviceGetAttribute)(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) != CUDA_SUCCESS ||
+	    REAL(cuDeviceGetAttribute)(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) != CUDA_SUCCESS ||
+	    maj <= 0)
+		return -ENODEV;
+	*sm = (unsigned)(maj * 10 + min);
+	return 0;
+}
+
+/* The arch whose PTX we load: the current context's device, or for
+ * libraries the lowest arch of all devices (a library is loaded into every
+ * context, so its PTX must JIT on each). */
+static int target_sm(bool all_devices, unsigned *sm)
+{
+	CUdevice d;
+	if (!all_devices)
+		return REAL(cuCtxGetDevice)(&d) == CUDA_SUCCESS ? device_sm(d, sm) : -ENODEV;
+	int n = 0;
+	if (REAL(cuDeviceGetCount)(&n) != CUDA_SUCCESS || n <= 0)
+		return -ENODEV;
+	unsigned lo = UINT32_MAX;
+	for (int i = 0; i < n; i++) {
+		CUdevice di;
+		unsigned s;
+		if (REAL(cuDeviceGet)(&di, i) == CUDA_SUCCESS && device_sm(di, &s) == 0 && s < lo)
+			lo = s;
+	}
+	if (lo == UINT32_MAX)
+		return -ENODEV;
+	*sm = lo;
+	return 0;
+}
+
+static bool rewrite(const char *ptx, size_t len, struct gx_prep *p)
+{
+	/* Identity until host policies select hooks (another part wires them). */
+	struct gx_ptx_rewrite_opts opts = { .sz = sizeof(opts) };
+	struct gx_ptx_rewrite_result res;
+	memset(&res, 0, sizeof(res));
+	int ret = gx_ptx_rewrite(ptx, len, &opts, &res);
+	if (ret < 0 || !res.ptx) {
+		snprintf(p->why, sizeof(p->why), "rewrite failed: %.200s", res.err[0] ? res.err : "error");
+		p->level = GX_LOG_WARN;
+		gx_ptx_rewrite_result_free(&res);
+		return false;
+	}
+	p->ptx = res.ptx;
+	p->len = res.len;
+	p->nr_hooks = res.nr_hooks;
+	res.ptx = NULL;
+	if (res.log && res.log[0])
+		pr_debug("module %u: rewriter notes: %s", p->id, res.log);
+	gx_ptx_rewrite_result_free(&res);
+	return true;
+}
+
+bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices, struct gx_prep *p)
+{
+	(void)api;
+	if (!p->id)
+		p->id = gx_next_module_id();
+	p->level = GX_LOG_INFO;
+	gx_config_load();
+	if (gx_config.disabled) {
+		snprintf(p->why, sizeof(p->why), "GPUEXT_DISABLE is set");
+		p->level = GX_LOG_DEBUG;
+		return false;
+	}
+	if (!img) {
+		snprintf(p->why, sizeof(p->why), "no image");
+		return false;
+	}
+	struct gx_image im;
+	char err[200] = "";
+	if (gx_image_parse(img, avail, &im, err, sizeof(err)) < 0) {
+		snprintf(p->why, sizeof(p->why), "unrecognised image: %.200s", err[0] ? err : "parse error");
+		p->level = GX_LOG_WARN;
+		return false;
+	}
+	unsigned sm;
+	if (target_sm(all_devices, &sm) < 0) {
+		snprintf(p->why, sizeof(p->why), "no current device to pick PTX for");
+		gx_image_free(&im);
+		return false;
+	}
+	int has_sass = 0;
+	const struct gx_image_entry *e = gx_image_pick_ptx(&im, sm, &has_sass);
+	if (!e) {
+		/* has_sass: SASS that runs on this device; the module may still be
+		 * SASS-only for another arch (then the driver's own error follows). */
+		bool any_sass = has_sass;
+		for (size_t i = 0; i < im.nr_entries && !any_sass; i++)
+			any_sass = im.entries[i].kind == GX_ENTRY_ELF;
+		snprintf(p->why, sizeof(p->why), "%s, no PTX for sm_%u (%s%s)",
+			 any_sass ? "SASS only" : "no usable code", sm, gx_image_kind_name(im.kind),
+			 any_sass && !has_sass ? ", no SASS for this device either" : "");
+		gx_image_free(&im);
+		return false;
+	}
+	void *raw = NULL;
+	size_t len = 0;
+	int ret = gx_image_entry_data(e, &raw, &len);
+	p->sm = e->sm;
+	gx_image_free(&im);
+	if (ret < 0) {
+		snprintf(p->why, sizeof(p->why), "cannot extract the PTX entry (error %d)", ret);
+		p->level = GX_LOG_WARN;
+		return false;
+	}
+	bool ok = rewrite(raw, len, p);
+	free(raw);
+	return ok;
+}
+
+bool gx_prepare_ptx(const char *api, const char *ptx, size_t len, struct gx_prep *p)
+{
+	(void)api;
+	if (!p->id)
+		p->id = gx_next_module_id();
+	p->level = GX_LOG_INFO;
+	gx_config_load();
+	if (gx_config.disabled) {
+		snprintf(p->why, sizeof(p->why), "GPUEXT_DISABLE is set");
+		p->level = GX_LOG_DEBUG;
+		return false;
+	}
+	if (!ptx) {
+		snprintf(p->why, sizeof(p->why), "no PTX");
+		return false;
+	}
+	const char *t = strstr(ptx, ".target sm_");
+	p->sm = t ? (unsigned)strtoul(t + 11, NULL, 10) : 0;
+	return rewrite(ptx, len, p);
+}
+
+void gx_prep_free(struct gx_prep *p)
+{
+	free(p->ptx);
+	p->ptx = NULL;
+}
+
+void gx_log_reloaded(const char *api, const struct gx_prep *p)
+{
+	char how[48];
+	if (p->nr_hooks)
+		snprintf(how, sizeof(how), "%u hooks", p->nr_hooks);
+	else
+		snprintf(how, sizeof(how), "identity");
+	pr_info("module %u (%s): rewritten (%s), reloaded from sm_%u PTX (%zu bytes)", p->id, api, how, p->sm,
+		p->len);
+}
+
+void gx_log_passed(const char *api, const struct gx_prep *p)
+{
+	gx_log(p->level, "module %u (%s): passed through: %s", p->id, api, p->why);
+}
+
+void gx_log_fallback(const char *api, const struct gx_prep *p, CUresult rc)
+{
+	char b[96];
+	pr_warn("module %u (%s): passed through: the driver rejected the rewritten PTX: %s; loaded the original",
+		p->id, api, gx_cu_errname(rc, b, sizeof(b)));
+}

@@ -1,0 +1,252 @@
+/* module.c — every way an application loads code into a context, and the
+ * handle chain after it. Each load goes through gx_prepare(): the rewritten
+ * PTX is loaded with the application's own options (JIT options the driver
+ * writes back land in the application's arrays, since we pass them through);
+ * if the driver rejects it, the original image is loaded instead. The handle
+ * returned is always the one of what was loaded (see gx_tables.h), so
+ * cuLibraryGetModule, cuModuleGetGlobal, cuLibraryGetGlobal... need no
+ * wrapper: they already act on the rewritten code. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim/gx_link.h"
+#include "shim/gx_load.h"
+#include "shim/gx_shim_ev.h"
+#include "shim/gx_tables.h"
+
+static CUcontext cur_ctx(void)
+{
+	CUcontext c = NULL;
+	if (REAL(cuCtxGetCurrent)(&c) != CUDA_SUCCESS)
+		c = NULL;
+	return c;
+}
+
+static void loaded(const char *api, void *handle, bool is_library, struct gx_prep *p, bool rewritten)
+{
+	CUcontext c = is_library ? NULL : cur_ctx();
+	gx_tab_add_mod(c, handle, is_library, rewritten, rewritten ? p->ptx : NULL, p->id);
+	if (rewritten)
+		p->ptx = NULL; /* now owned by the table until unload */
+	if (gx_ev_on(GX_EV_MODULE_LOAD)) {
+		struct gx_event ev = { .kind = GX_EV_MODULE_LOAD, .ctx = c };
+		ev.module.handle = handle;
+		ev.module.is_library = is_library;
+		ev.module.api = api;
+		ev.module.rewritten = rewritten;
+		ev.module.reason = rewritten ? NULL : p->why;
+		gx_ev_raise(&ev);
+	}
+	gx_prep_free(p);
+}
+
+/* Module loads with options: the common path of four entry points. `orig`
+ * loads the application's image as it came. */
+typedef CUresult (*orig_fn)(CUmodule *m, const void *arg, unsigned n, CUjit_option *o, void **v);
+
+static CUresult mod_load(const char *api, CUmodule *module, const void *img, size_t avail, unsigned n,
+			 CUjit_option *o, void **v, orig_fn orig, const void *orig_arg)
+{
+	struct gx_prep p = { 0 };
+	unsigned nr_rw, nr_pass;
+	if (!module)
+		return orig(module, orig_arg, n, o, v);
+	if (gx_link_cubin_info(img, &nr_rw, &nr_pass) == 0) {
+		/* The output of cuLinkComplete: its PTX inputs went through us. */
+		p.id = gx_next_module_id();
+		CUresult rc = orig(module, orig_arg, n, o, v);
+		if (rc == CUDA_SUCCESS) {
+			pr_info("module %u (%s): linked by cuLinkComplete from %u rewritten and %u passed-through "
+				"inputs, loaded",
+				p.id, api, nr_rw, nr_pass);
+			snprintf(p.why, sizeof(p.why), "cuLink output");
+			loaded(api, *module, false, &p, false);
+		}
+		return rc;
+	}
+	if (gx_prepare(api, img, avail, false, &p)) {
+		CUresult rc = REAL(cuModuleLoadDataEx)(module, p.ptx, n, o, v);
+		if (rc == CUDA_SUCCESS) {
+			gx_log_reloaded(api, &p);
+			loaded(api, *module, false, &p, true);
+			return rc;
+		}
+		gx_log_fallback(api, &p, rc);
+		snprintf(p.why, sizeof(p.why), "rewritten PTX rejected");
+	} else {
+		gx_log_passed(api, &p);
+	}
+	CUresult rc = orig(module, orig_arg, n, o, v);
+	if (rc == CUDA_SUCCESS)
+		loaded(api, *module, false, &p, false);
+	gx_prep_free(&p);
+	return rc;
+}
+
+static CUresult orig_data_ex(CUmodule *m, const void *img, unsigned n, CUjit_option *o, void **v)
+{
+	return REAL(cuModuleLoadDataEx)(m, img, n, o, v);
+}
+
+static CUresult orig_data(CUmodule *m, const void *img, unsigned n, CUjit_option *o, void **v)
+{
+	(void)n, (void)o, (void)v;
+	return REAL(cuModuleLoadData)(m, img);
+}
+
+static CUresult orig_fatbin(CUmodule *m, const void *img, unsigned n, CUjit_option *o, void **v)
+{
+	(void)n, (void)o, (void)v;
+	return REAL(cuModuleLoadFatBinary)(m, img);
+}
+
+static CUresult orig_file(CUmodule *m, const void *path, unsigned n, CUjit_option *o, void **v)
+{
+	(void)n, (void)o, (void)v;
+	return REAL(cuModuleLoad)(m, path);
+}
+
+GX_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+				      CUjit_option *options, void **optionValues)
+{
+	return mod_load("cuModuleLoadDataEx", module, image, SIZE_MAX, numOptions, options, optionValues,
+			orig_data_ex, image);
+}
+
+GX_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+	return mod_load("cuModuleLoadData", module, image, SIZE_MAX, 0, NULL, NULL, orig_data, image);
+}
+
+GX_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
+{
+	return mod_load("cuModuleLoadFatBinary", module, fatCubin, SIZE_MAX, 0, NULL, NULL, orig_fatbin, fatCubin);
+}
+
+GX_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	if (!fname || gx_read_file(fname, &buf, &len, 0) < 0) {
+		/* Let the driver report the error for the missing/unreadable file. */
+		return REAL(cuModuleLoad)(module, fname);
+	}
+	CUresult rc = mod_load("cuModuleLoad", module, buf, len + 1, 0, NULL, NULL, orig_file, fname);
+	free(buf);
+	return rc;
+}
+
+GX_EXPORT CUresult cuModuleUnload(CUmodule hmod)
+{
+	if (gx_ev_on(GX_EV_MODULE_UNLOAD) && !gx_ev_nested()) {
+		struct gx_event ev = { .kind = GX_EV_MODULE_UNLOAD };
+		ev.module.handle = hmod;
+		ev.module.api = "cuModuleUnload";
+		CUresult veto = gx_ev_raise(&ev);
+		if (veto != CUDA_SUCCESS)
+			return veto;
+	}
+	CUresult rc = REAL(cuModuleUnload)(hmod);
+	if (rc == CUDA_SUCCESS)
+		gx_tab_del_mod(hmod);
+	return rc;
+}
+
+GX_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+	CUresult rc = REAL(cuModuleGetFunction)(hfunc, hmod, name);
+	if (rc == CUDA_SUCCESS && hfunc && name)
+		gx_tab_add_func(cur_ctx(), *hfunc, hmod, false, name);
+	return rc;
+}
+
+/* Libraries: context-independent, loaded lazily into each context. */
+static CUresult lib_load(const char *api, CUlibrary *library, const void *code, size_t avail,
+			 CUjit_option *jo, void **jv, unsigned nj, CUlibraryOption *lo, void **lv, unsigned nl,
+			 const char *path)
+{
+	struct gx_prep p = { 0 };
+	if (library && gx_prepare(api, code, avail, true, &p)) {
+		CUresult rc = REAL(cuLibraryLoadData)(library, p.ptx, jo, jv, nj, lo, lv, nl);
+		if (rc == CUDA_SUCCESS) {
+			gx_log_reloaded(api, &p);
+			loaded(api, *library, true, &p, true);
+			return rc;
+		}
+		gx_log_fallback(api, &p, rc);
+		snprintf(p.why, sizeof(p.why), "rewritten PTX rejected");
+	} else if (library) {
+		gx_log_passed(api, &p);
+	}
+	CUresult rc = path ? REAL(cuLibraryLoadFromFile)(library, path, jo, jv, nj, lo, lv, nl)
+			   : REAL(cuLibraryLoadData)(library, code, jo, jv, nj, lo, lv, nl);
+	if (rc == CUDA_SUCCESS && library)
+		loaded(api, *library, true, &p, false);
+	gx_prep_free(&p);
+	return rc;
+}
+
+GX_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+				     void **jitOptionsValues, unsigned int numJitOptions,
+				     CUlibraryOption *libraryOptions, void **libraryOptionValues,
+				     unsigned int numLibraryOptions)
+{
+	return lib_load("cuLibraryLoadData", library, code, SIZE_MAX, jitOptions, jitOptionsValues, numJitOptions,
+			libraryOptions, libraryOptionValues, numLibraryOptions, NULL);
+}
+
+GX_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions,
+					 void **jitOptionsValues, unsigned int numJitOptions,
+					 CUlibraryOption *libraryOptions, void **libraryOptionValues,
+					 unsigned int numLibraryOptions)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	if (!fileName || gx_read_file(fileName, &buf, &len, 0) < 0)
+		return REAL(cuLibraryLoadFromFile)(library, fileName, jitOptions, jitOptionsValues, numJitOptions,
+						   libraryOptions, libraryOptionValues, numLibraryOptions);
+	CUresult rc = lib_load("cuLibraryLoadFromFile", library, buf, len + 1, jitOptions, jitOptionsValues,
+			       numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions, fileName);
+	free(buf);
+	return rc;
+}
+
+GX_EXPORT CUresult cuLibraryUnload(CUlibrary library)
+{
+	if (gx_ev_on(GX_EV_MODULE_UNLOAD) && !gx_ev_nested()) {
+		struct gx_event ev = { .kind = GX_EV_MODULE_UNLOAD };
+		ev.module.handle = library;
+		ev.module.is_library = 1;
+		ev.module.api = "cuLibraryUnload";
+		CUresult veto = gx_ev_raise(&ev);
+		if (veto != CUDA_SUCCESS)
+			return veto;
+	}
+	CUresult rc = REAL(cuLibraryUnload)(library);
+	if (rc == CUDA_SUCCESS)
+		gx_tab_del_mod(library);
+	return rc;
+}
+
+GX_EXPORT CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
+{
+	CUresult rc = REAL(cuLibraryGetKernel)(pKernel, library, name);
+	if (rc == CUDA_SUCCESS && pKernel && name)
+		gx_tab_add_func(NULL, *pKernel, library, true, name);
+	return rc;
+}
+
+GX_EXPORT CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+	CUresult rc = REAL(cuKernelGetFunction)(pFunc, kernel);
+	if (rc == CUDA_SUCCESS && pFunc) {
+		char name[512];
+		void *lib = NULL;
+		/* Owned by the kernel's library: unloading it forgets this too. */
+		if (gx_tab_func_info(NULL, kernel, name, sizeof(name), NULL, &lib) == 0)
+			gx_tab_add_func(cur_ctx(), *pFunc, lib, false, name);
+	}
+	return rc;
+}

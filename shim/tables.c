@@ -1,0 +1,281 @@
+/* tables.c — per-context records of modules, libraries and functions (see
+ * gx_tables.h for the handle policy). uthash tables under one mutex. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "shim/gx_tables.h"
+
+struct gx_func {
+	void *handle;
+	void *mod;
+	bool is_kernel;
+	UT_hash_handle hh;
+	char name[];
+};
+
+struct gx_mod {
+	void *handle;
+	bool is_library, rewritten;
+	unsigned id;
+	void *keep;
+	struct gx_ctx *owner;
+	UT_hash_handle hh;
+};
+
+struct gx_ctx {
+	CUcontext ctx;          /* NULL: context-independent (libraries, kernels) */
+	int primary_refs;
+	struct gx_mod *mods;
+	struct gx_func *funcs;
+	UT_hash_handle hh;
+};
+
+static struct gx_ctx *ctxs;
+static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct gx_ctx *ctx_get(CUcontext c, bool create)
+{
+	struct gx_ctx *x;
+	HASH_FIND_PTR(ctxs, &c, x);
+	if (!x && create) {
+		x = calloc(1, sizeof(*x));
+		if (!x)
+			return NULL;
+		x->ctx = c;
+		HASH_ADD_PTR(ctxs, ctx, x);
+	}
+	return x;
+}
+
+static void func_free_of_mod(struct gx_ctx *x, void *mod)
+{
+	struct gx_func *f, *t;
+	HASH_ITER(hh, x->funcs, f, t) {
+		if (f->mod == mod) {
+			HASH_DEL(x->funcs, f);
+			free(f);
+		}
+	}
+}
+
+static void mod_free(struct gx_ctx *x, struct gx_mod *m)
+{
+	struct gx_ctx *y, *t;
+	/* A library's kernels live in the NULL table, the functions derived from
+	 * them (cuKernelGetFunction, cuLibraryGetModule) in per-context ones. */
+	HASH_ITER(hh, ctxs, y, t)
+		func_free_of_mod(y, m->handle);
+	HASH_DEL(x->mods, m);
+	free(m->keep);
+	free(m);
+}
+
+static void ctx_free(struct gx_ctx *x)
+{
+	struct gx_mod *m, *mt;
+	HASH_ITER(hh, x->mods, m, mt) {
+		HASH_DEL(x->mods, m);
+		free(m->keep);
+		free(m);
+	}
+	struct gx_func *f, *ft;
+	HASH_ITER(hh, x->funcs, f, ft) {
+		HASH_DEL(x->funcs, f);
+		free(f);
+	}
+	HASH_DEL(ctxs, x);
+	free(x);
+}
+
+int gx_tab_add_mod(CUcontext ctx, void *handle, bool is_library, bool rewritten, void *keep, unsigned id)
+{
+	if (!handle)
+		return -EINVAL;
+	pthread_mutex_lock(&tab_lock);
+	int ret = -ENOMEM;
+	struct gx_ctx *x = ctx_get(is_library ? NULL : ctx, true);
+	if (x) {
+		struct gx_mod *m;
+		HASH_FIND_PTR(x->mods, &handle, m);
+		if (m) { /* the driver reused a handle we missed the unload of */
+			func_free_of_mod(x, handle);
+			free(m->keep);
+		} else if ((m = calloc(1, sizeof(*m)))) {
+			m->handle = handle;
+			m->owner = x;
+			HASH_ADD_PTR(x->mods, handle, m);
+		}
+		if (m) {
+			m->is_library = is_library;
+			m->rewritten = rewritten;
+			m->keep = keep;
+			m->id = id;
+			keep = NULL;
+			ret = 0;
+		}
+	}
+	pthread_mutex_unlock(&tab_lock);
+	free(keep); /* only on failure: the caller's buffer is ours to free */
+	return ret;
+}
+
+static struct gx_mod *mod_find(void *handle)
+{
+	struct gx_ctx *x, *t;
+	HASH_ITER(hh, ctxs, x, t) {
+		struct gx_mod *m;
+		HASH_FIND_PTR(x->mods, &handle, m);
+		if (m)
+			return m;
+	}
+	return NULL;
+}
+
+int gx_tab_del_mod(void *handle)
+{
+	pthread_mutex_lock(&tab_lock);
+	struct gx_mod *m = mod_find(handle);
+	if (m)
+		mod_free(m->owner, m);
+	pthread_mutex_unlock(&tab_lock);
+	return m ? 0 : -ENOENT;
+}
+
+int gx_tab_mod_info(void *handle, unsigned *id, bool *rewritten)
+{
+	pthread_mutex_lock(&tab_lock);
+	struct gx_mod *m = mod_find(handle);
+	if (m) {
+		if (id)
+			*id = m->id;
+		if (rewritten)
+			*rewritten = m->rewritten;
+	}
+	pthread_mutex_unlock(&tab_lock);
+	return m ? 0 : -ENOENT;
+}
+
+int gx_tab_add_func(CUcontext ctx, void *handle, void *mod, bool is_kernel, const char *name)
+{
+	if (!handle || !name)
+		return -EINVAL;
+	pthread_mutex_lock(&tab_lock);
+	int ret = -ENOMEM;
+	struct gx_ctx *x = ctx_get(is_kernel ? NULL : ctx, true);
+	if (x) {
+		struct gx_func *f;
+		HASH_FIND_PTR(x->funcs, &handle, f);
+		if (f && strcmp(f->name, name)) {
+			HASH_DEL(x->funcs, f);
+			free(f);
+			f = NULL;
+		}
+		if (!f && (f = malloc(sizeof(*f) + strlen(name) + 1))) {
+			memset(f, 0, sizeof(*f));
+			f->handle = handle;
+			strcpy(f->name, name);
+			HASH_ADD_PTR(x->funcs, handle, f);
+		}
+		if (f) {
+			f->mod = mod;
+			f->is_kernel = is_kernel;
+			ret = 0;
+		}
+	}
+	pthread_mutex_unlock(&tab_lock);
+	return ret;
+}
+
+int gx_tab_func_info(CUcontext ctx, void *handle, char *buf, size_t len, bool *is_kernel, void **mod)
+{
+	int ret = -ENOENT;
+	pthread_mutex_lock(&tab_lock);
+	CUcontext keys[2] = { ctx, NULL };
+	for (int i = ctx ? 0 : 1; i < 2; i++) {
+		struct gx_ctx *x = ctx_get(keys[i], false);
+		struct gx_func *f = NULL;
+		if (x)
+			HASH_FIND_PTR(x->funcs, &handle, f);
+		if (f) {
+			if (buf && len)
+				snprintf(buf, len, "%s", f->name);
+			if (is_kernel)
+				*is_kernel = f->is_kernel;
+			if (mod)
+				*mod = f->mod;
+			ret = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&tab_lock);
+	return ret;
+}
+
+void gx_tab_ctx_gone(CUcontext ctx)
+{
+	if (!ctx)
+		return;
+	pthread_mutex_lock(&tab_lock);
+	struct gx_ctx *x = ctx_get(ctx, false);
+	if (x)
+		ctx_free(x);
+	pthread_mutex_unlock(&tab_lock);
+}
+
+int gx_tab_primary_ref(CUcontext ctx, int delta)
+{
+	pthread_mutex_lock(&tab_lock);
+	int n = 0;
+	struct gx_ctx *x = ctx_get(ctx, delta > 0);
+	if (x) {
+		x->primary_refs += delta;
+		if (x->primary_refs < 0)
+			x->primary_refs = 0;
+		n = x->primary_refs;
+	}
+	pthread_mutex_unlock(&tab_lock);
+	return n;
+}
+
+void gx_tab_counts(size_t *nr_ctx, size_t *nr_mods, size_t *nr_funcs)
+{
+	size_t c = 0, m = 0, f = 0;
+	pthread_mutex_lock(&tab_lock);
+	struct gx_ctx *x, *t;
+	HASH_ITER(hh, ctxs, x, t) {
+		c++;
+		m += HASH_COUNT(x->mods);
+		f += HASH_COUNT(x->funcs);
+	}
+	pthread_mutex_unlock(&tab_lock);
+	if (nr_ctx)
+		*nr_ctx = c;
+	if (nr_mods)
+		*nr_mods = m;
+	if (nr_funcs)
+		*nr_funcs = f;
+}
+
+void gx_tab_clear(void)
+{
+	pthread_mutex_lock(&tab_lock);
+	struct gx_ctx *x, *t;
+	HASH_ITER(hh, ctxs, x, t)
+		ctx_free(x);
+	pthread_mutex_unlock(&tab_lock);
+}
+
+__attribute__((constructor)) static void tables_init(void)
+{
+	gx_lock_register(&tab_lock, GX_LOCK_TABLES);
+}
+
+/* Debug/test entry point, exported: how many contexts, modules and
+ * functions the shim currently tracks. */
+GX_EXPORT int gx_shim_table_counts(size_t *nr_ctx, size_t *nr_mods, size_t *nr_funcs)
+{
+	gx_tab_counts(nr_ctx, nr_mods, nr_funcs);
+	return 0;
+}

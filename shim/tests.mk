@@ -1,0 +1,33 @@
+# CPU tests of the shim, against a fake driver built here (test-only).
+FAKE_DIR   := $(BUILD)/tests/fakecuda
+FAKE_LIB   := $(FAKE_DIR)/libcuda.so.1
+STUB_LDIR  := $(dir $(CUDA_STUB))
+
+$(BUILD)/gen/fakecuda/fake_gen.c: tests/shim/fakecuda/gen.sh $(SHIM_GEN)/syms.list
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)tests/shim/fakecuda/gen.sh $(SHIM_GEN)/syms.list >$@.tmp && mv $@.tmp $@
+
+$(FAKE_LIB): tests/shim/fakecuda/fake.c $(BUILD)/gen/fakecuda/fake_gen.c
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Wno-unused-parameter -shared -o $@ -Wl,-soname,libcuda.so.1 $^ -ldl -lpthread
+
+SHIM_TEST_BINS := $(BUILD)/tests/shim/test_shim $(BUILD)/tests/shim/test_nodriver
+
+$(BUILD)/tests/shim/%: tests/shim/%.c shim/gx_events.h tests/gx_test.h
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(STUB_LDIR) -lcuda -ldl -lpthread
+
+$(BUILD)/tests/shim/run.sh: tests/shim/run.sh
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+
+TEST_BINS += $(FAKE_LIB) $(SHIM_TEST_BINS) $(BUILD)/tests/shim/run.sh
+TESTS     += $(BUILD)/tests/shim/run.sh
+
+SHIM_TEST_BINS += $(BUILD)/tests/shim/test_audit
+$(BUILD)/tests/shim/test_run.sh: tests/shim/test_run.sh
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+TEST_BINS += $(BUILD)/tests/shim/test_audit $(BUILD)/tests/shim/test_run.sh
+TESTS     += $(BUILD)/tests/shim/test_run.sh

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# test_image_fuzz — run the image fuzzers (libFuzzer, ASan+UBSan) for
+# FUZZ_TIME seconds each (4 in `make test`, 120 in `make fuzz`). Corpora live
+# in $BUILD/fuzz/corpus_*, seeded with the nvcc outputs of test_image_nvcc
+# when present; a crash leaves its input in $BUILD/fuzz/ and fails the test.
+set -u
+B=${BUILD:-build}
+T=${FUZZ_TIME:-4}
+F=$B/fuzz
+OUT=$B/image-nvcc/out
+run() {
+	local name=$1 maxlen=$2
+	shift 2
+	local corpus=$F/corpus_$name
+	mkdir -p "$corpus"
+	for s in "$@"; do [ -f "$s" ] && cp -n "$s" "$corpus/" 2>/dev/null; done
+	local log=$F/$name.log
+	"$F/fuzz_$name" -max_total_time="$T" -max_len="$maxlen" -rss_limit_mb=2048 -timeout=10 \
+		-artifact_prefix="$F/$name-" -print_final_stats=1 "$corpus" >"$log" 2>&1
+	local rc=$?
+	local runs
+	runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
+	if [ $rc = 0 ] && [ -n "$runs" ]; then
+		echo "ok - fuzz_$name: ${T}s, $runs inputs, corpus $(ls "$corpus" | wc -l), no crash"
+	else
+		echo "not ok - fuzz_$name: rc $rc: $(grep -m2 'ERROR\|SUMMARY' "$log") (input in $F/$name-*)"
+	fi
+}
+run image 65536 "$OUT"/k_*.fatbin "$OUT"/ptxonly.fatbin "$OUT"/golden*.fatbin "$OUT"/ref.sm_90.cubin \
+	"$OUT"/x_none/k_none.sm_90.ptx
+run hostelf 65536 "$OUT"/kern.o "$OUT"/rdc_main.o "$OUT"/rdc_lib.o

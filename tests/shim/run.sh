@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Shim CPU tests: exports vs the driver stub, the full interposition test
+# against the fake driver, the no-driver cases, and a quick pass under
+# valgrind (no definite leaks, no invalid accesses).
+set -u
+B=${BUILD:-build}
+SHIM=$B/lib/libcuda.so.1
+FAKE=$PWD/$B/tests/fakecuda/libcuda.so.1
+STUB=${CUDA_HOME:-/usr/local/cuda}/lib64/stubs/libcuda.so
+PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
+ok() { echo "ok - $*"; }
+nok() { echo "not ok - $*"; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Exports: every name of the stub, SONAME, the libcuda.so link, no versions.
+nm -D --defined-only "$STUB" | awk '{print $3}' | sort >"$tmp/stub"
+nm -D --defined-only "$SHIM" | awk '$3 ~ /^cu/ {print $3}' | sort >"$tmp/shim"
+missing=$(comm -23 "$tmp/stub" "$tmp/shim" | wc -l)
+[ "$missing" -eq 0 ] && ok "shim exports all $(wc -l <"$tmp/stub") driver-stub symbols" ||
+	nok "shim lacks $missing stub symbols: $(comm -23 "$tmp/stub" "$tmp/shim" | head -5 | tr '\n' ' ')"
+extra=$(nm -D --defined-only "$SHIM" | awk '$3 !~ /^(cu|gx_events_|gx_shim_|gpuext_shim_marker)/' | wc -l)
+[ "$extra" -eq 0 ] && ok "no stray exports" || nok "stray exports: $(nm -D --defined-only "$SHIM" | awk '$3 !~ /^(cu|gx_events_|gx_shim_|gpuext_)/ {print $3}' | head -5 | tr '\n' ' ')"
+readelf -d "$SHIM" | grep -q 'SONAME.*\[libcuda.so.1\]' && ok "SONAME libcuda.so.1" || nok "SONAME is not libcuda.so.1"
+[ "$(readlink "$B/lib/libcuda.so")" = libcuda.so.1 ] && ok "libcuda.so -> libcuda.so.1" || nok "libcuda.so link missing"
+if readelf -V "$STUB" | grep -q 'No version'; then
+	readelf -V "$SHIM" | grep -q 'Version definition' && nok "shim defines symbol versions, the driver has none" ||
+		ok "no symbol versions, like the driver stub"
+fi
+nf=$(nm -D --defined-only "$FAKE" | awk '$3 ~ /^cu/' | wc -l)
+[ "$nf" -gt 300 ] && ok "fake driver exports $nf driver names" || nok "fake driver exports only $nf names"
+
+# Inputs: a PTX file and a real cubin made from it.
+printf '.version 8.0\n.target sm_80\n.address_size 64\n.visible .entry kern_a()\n{\n\tret;\n}\n.visible .entry kern_b()\n{\n\tret;\n}\n' >"$tmp/k.ptx"
+if ! "$PTXAS" -arch=sm_80 "$tmp/k.ptx" -o "$tmp/k.cubin" 2>"$tmp/ptxas.err"; then
+	nok "ptxas builds the test cubin: $(head -3 "$tmp/ptxas.err")"
+	exit 1
+fi
+
+run() { env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$FAKE" GPUEXT_LOG=info "$@"; }
+run timeout 120 "$B/tests/shim/test_shim" "$tmp/k.cubin" "$tmp/k.ptx"
+rc=$?
+[ $rc -eq 0 ] || nok "test_shim exited $rc"
+
+# No usable real driver.
+env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA=/nonexistent/libcuda.so.1 "$B/tests/shim/test_nodriver" "missing driver" 2>"$tmp/nd.err"
+grep -q 'could not be loaded' "$tmp/nd.err" && ok "missing driver: the log says so" || nok "missing driver: no log line"
+env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$PWD/$SHIM" "$B/tests/shim/test_nodriver" "driver path is the shim" 2>"$tmp/self.err"
+grep -q 'is the shim itself' "$tmp/self.err" && ok "GPUEXT_REAL_LIBCUDA pointing at the shim is refused, no recursion" ||
+	nok "self path not detected: $(head -2 "$tmp/self.err")"
+cp "$SHIM" "$tmp/libcuda.so.1"
+env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$tmp/libcuda.so.1" "$B/tests/shim/test_nodriver" "driver path is a copy of the shim" 2>"$tmp/copy.err"
+grep -q 'copy of the gpuext shim' "$tmp/copy.err" && ok "a copy of the shim is recognised by its marker" ||
+	nok "copy not detected: $(head -2 "$tmp/copy.err")"
+
+# Valgrind: a quick pass (no threads/fork/matrix), errors and definite leaks fail.
+if command -v valgrind >/dev/null; then
+	run timeout 300 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+		--show-leak-kinds=definite "$B/tests/shim/test_shim" "$tmp/k.cubin" "$tmp/k.ptx" quick \
+		>"$tmp/vg.out" 2>"$tmp/vg.err"
+	vrc=$?
+	if [ $vrc -eq 0 ] && ! grep -q '^not ok' "$tmp/vg.out"; then
+		ok "valgrind: no invalid access, no definite leak ($(grep -c '^ok' "$tmp/vg.out") checks)"
+	else
+		nok "valgrind exited $vrc: $(grep -E '^==|not ok' "$tmp/vg.out" "$tmp/vg.err" | head -8 | tr '\n' ' ')"
+	fi
+fi

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# gpuext-run / gpuext run: arguments, errors with hints, environment, exec,
+# and the --audit redirection of absolute-path dlopen.
+set -u
+B=${BUILD:-build}
+R=$B/bin/gpuext-run
+G=$B/bin/gpuext
+FAKE=$PWD/$B/tests/fakecuda/libcuda.so.1
+check() { if eval "$2" >/dev/null 2>&1; then echo "ok - $1"; else echo "not ok - $1: $2"; fi; }
+check "gpuext-run --help exits 0 with usage" "$R --help | grep -q '^usage: gpuext-run'"
+check "gpuext run --help" "$G run --help | grep -q '^usage: gpuext run'"
+check "--version" "$R --version | grep -q '^gpuext [0-9]'"
+check "no command: error with usage hint, exit 2" "$R; [ \$? = 2 ] && $R 2>&1 | grep -q 'no command to run (usage:'"
+check "unknown option: error with hint" "! $R --frob ls && $R --frob ls 2>&1 | grep -q \"unknown option '--frob' (try '--help'\""
+check "--policy without value" "! $R --policy && $R --policy 2>&1 | grep -q 'needs a value'"
+check "--policy unreadable file" "! $R --policy /nonexistent ls && $R --policy /nonexistent ls 2>&1 | grep -q \"cannot read policy '/nonexistent'\""
+check "--log bad level" "$R --log loud ls 2>&1 | grep -q 'use error, warn, info or debug'"
+check "missing command: exit 127 with hint" "$R -- /nonexistent/cmd; [ \$? = 127 ] && $R /nonexistent/cmd 2>&1 | grep -q 'cannot run'"
+lib=$(cd "$B/lib" && pwd)
+check "LD_LIBRARY_PATH starts with the shim folder" "LD_LIBRARY_PATH=/x $R -- env | grep -qx 'LD_LIBRARY_PATH=$lib:/x'"
+check "TRITON_LIBCUDA_PATH is the shim folder" "$R env | grep -qx 'TRITON_LIBCUDA_PATH=$lib'"
+check "-v sets GPUEXT_LOG=info, -v -v debug" "$R -v env | grep -qx GPUEXT_LOG=info && $R -v -v env | grep -qx GPUEXT_LOG=debug"
+check "--tool and --policy exported" "$R --tool memtrace --policy $R -- env | grep -qx GPUEXT_TOOL=memtrace && $R --policy $R env | grep -q '^GPUEXT_POLICY=/'"
+check "arguments after -- reach the command untouched" "[ \"\$($R -- printf '%s|' -v --tool)\" = '-v|--tool|' ]"
+check "gpuext run runs the command" "$G run -- true && ! $G run -- false"
+check "a CUDA program runs under gpuext-run" "GPUEXT_REAL_LIBCUDA=$FAKE $R -v -- $B/tests/shim/test_audit $FAKE real 2>&1 | grep -q 'shim active: real driver'"
+out=$(GPUEXT_REAL_LIBCUDA=$FAKE $R --audit -- "$B/tests/shim/test_audit" "$FAKE" shim 2>&1)
+echo "$out" | grep -E '^(not )?ok - '
+echo "$out" | grep -q '^ok - absolute-path dlopen gives the shim' || echo "not ok - --audit redirection: $(echo "$out" | tail -3 | tr '\n' ' ')"
