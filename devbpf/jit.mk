@@ -4,7 +4,7 @@
 MAPS_SRCS := devbpf/maps.c devbpf/maps_dev.c devbpf/ring.c devbpf/gx_hosthelpers.c \
              devbpf/helpers/gx_helpers.c
 MAPS_LIB  := $(BUILD)/lib/libgxmaps.a
-JIT_SRCS  := devbpf/jit.c devbpf/jit_llvm.c devbpf/jit_ptx.c devbpf/jit_native.c
+JIT_SRCS  := devbpf/jit.c devbpf/jit_llvm.c devbpf/jit_ptx.c devbpf/jit_native.c devbpf/jit_object.c
 JIT_LIB   := $(BUILD)/lib/libgxjit.a
 HELPERS_BC := $(BUILD)/devbpf/gx_helpers.bc
 HELPERS_BC_OBJ := $(BUILD)/obj/devbpf/helpers/helpers_bc.o
@@ -41,16 +41,16 @@ $(JIT_LIB): $(call objs,$(JIT_SRCS)) $(HELPERS_BC_OBJ)
 LIBS_ALL += $(MAPS_LIB) $(JIT_LIB)
 
 # CLI: gpuext bpf jit, gpuext map list|dump
-#CLI_SRCS   += cli/bpf_jit.c cli/map.c
-CLI_LIBS   += $(JIT_LIB) $(MAPS_LIB)
+CLI_SRCS   += cli/bpf_jit.c
+CLI_LIBS   += $(JIT_LIB) $(MAPS_LIB) $(DEVBPF_LIB)
 CLI_LDLIBS += $(JIT_LDLIBS)
 
 # Tests
-JIT_TEST_LIBS = $(JIT_LIB) $(MAPS_LIB) $(COMMON_LIB)
+JIT_TEST_LIBS = $(JIT_LIB) $(DEVBPF_LIB) $(MAPS_LIB) $(COMMON_LIB)
 $(BUILD)/tests/test_jit: $(call objs,tests/devbpf/test_jit.c) $$(JIT_TEST_LIBS)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JIT_LDLIBS)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JIT_LDLIBS) $(DEVBPF_LDLIBS)
 $(BUILD)/tests/test_maps: $(call objs,tests/devbpf/test_maps.c) $(MAPS_LIB) $(COMMON_LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
