@@ -41,7 +41,7 @@ $(JIT_LIB): $(call objs,$(JIT_SRCS)) $(HELPERS_BC_OBJ)
 LIBS_ALL += $(MAPS_LIB) $(JIT_LIB)
 
 # CLI: gpuext bpf jit, gpuext map list|dump
-CLI_SRCS   += cli/bpf_jit.c
+CLI_SRCS   += cli/bpf_jit.c cli/map.c
 CLI_LIBS   += $(JIT_LIB) $(MAPS_LIB) $(DEVBPF_LIB)
 CLI_LDLIBS += $(JIT_LDLIBS)
 
@@ -55,7 +55,12 @@ $(BUILD)/tests/test_maps: $(call objs,tests/devbpf/test_maps.c) $(MAPS_LIB) $(CO
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) -lpthread
+$(BUILD)/tests/devbpf/progs/%.bpf.o: tests/devbpf/progs/%.bpf.c devbpf/gdev_helpers.h devbpf/gdev_ctx.h
+	$(call msg,CLANG,$<)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) -target bpf -O2 -g -Wall -Werror -Idevbpf -c $< -o $@
 $(BUILD)/tests/test_bpf_jit_cli.sh: tests/devbpf/test_bpf_jit_cli.sh
 	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
-TEST_BINS += $(BUILD)/tests/test_jit
-TESTS     += $(BUILD)/tests/test_jit
+TEST_BINS += $(BUILD)/tests/test_jit $(BUILD)/tests/test_maps $(BUILD)/tests/test_bpf_jit_cli.sh \
+             $(BUILD)/tests/devbpf/progs/jit_count.bpf.o
+TESTS     += $(BUILD)/tests/test_jit $(BUILD)/tests/test_maps $(BUILD)/tests/test_bpf_jit_cli.sh
