@@ -35,3 +35,12 @@ check "map dump hash" "$G map dump kernels | grep -qx '  key 11259375 value 3'"
 check "map dump per-SM: merged view and shards" "$G map dump persm | grep -qx '  \[1\] merged 6 shards 0=1 1=2 2=3'"
 check "map dump --json" "$G --json map dump fix.counts | grep -q '\"key\":0,\"value\":\"6400000000000000\"'"
 check "map dump unknown name fails" "! $G map dump nosuch 2>$T/e; grep -q \"no map named 'nosuch'\" $T/e"
+
+# the GPU test's inputs: driver-style link of the kernels with the JIT'd PTX
+GD=$B/tests/devbpf/gpu
+NVLINK=$(dirname "$PTXAS")/nvlink
+check "GPU test kernels + policy PTX link (ptxas -c, nvlink)" \
+  "$PTXAS -arch=sm_90 -c $GD/kernels_check.ptx -o $T/k.o && $PTXAS -arch=sm_90 -c $GD/policy.ptx -o $T/p.o && $NVLINK -arch=sm_90 $T/k.o $T/p.o -o $T/c.cubin"
+check "GPU bench kernels + bench PTX link" \
+  "$PTXAS -arch=sm_90 -c $GD/kernels_bench.ptx -o $T/kb.o && $PTXAS -arch=sm_90 -c $GD/bench.ptx -o $T/b.o && $NVLINK -arch=sm_90 $T/kb.o $T/b.o -o $T/b.cubin"
+check "GPU harness built" "test -x $GD/devbpf_harness && $GD/devbpf_harness 2>&1 | grep -q 'usage: devbpf_harness'"
