@@ -25,3 +25,11 @@ $(BUILD)/tests/ptx/test_link: $(call objs,tests/ptx/test_link.c) $(PTX_LIB) $(CO
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
+
+# bench/ptx_throughput: MB/s of parse / emit / rewrite over given PTX files.
+PTX_BENCH := $(BUILD)/bench/ptx_throughput
+BINS_ALL  += $(PTX_BENCH)
+$(PTX_BENCH): $(call objs,bench/ptx_throughput.c) $(PTX_LIB) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
