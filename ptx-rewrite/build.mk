@@ -33,3 +33,11 @@ $(PTX_BENCH): $(call objs,bench/ptx_throughput.c) $(PTX_LIB) $(COMMON_LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
+
+# Parser/IR/emitter unit tests (tests/ptx/test_ptx_ir.c) and golden files.
+TEST_BINS += $(BUILD)/tests/ptx/test_ptx_ir
+TESTS     += $(BUILD)/tests/ptx/test_ptx_ir
+$(BUILD)/tests/ptx/test_ptx_ir: $(call objs,tests/ptx/test_ptx_ir.c) $(PTX_LIB) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS)

@@ -123,7 +123,8 @@ static int skip_ws(struct ptx_lexer *lx)
 
 static const char *scan_string(struct ptx_lexer *lx, const char *p)
 {
-	const char *start = p;
+	const char *start = p, *ls = lx->ls;
+	unsigned line = lx->line;
 	for (p++; p < lx->end; p++) {
 		if (*p == '\\' && p + 1 < lx->end) {
 			p++;
@@ -137,6 +138,8 @@ static const char *scan_string(struct ptx_lexer *lx, const char *p)
 		}
 	}
 	lx->cur = start;
+	lx->line = line;
+	lx->ls = ls;
 	ptx_lex_fail(lx, NULL, "unterminated string");
 }
 

@@ -943,7 +943,7 @@ static void parse_func(struct parser *P, struct ichain *c, const struct ptx_tok 
 			ptx_lex_fail(&P->lx, &P->t, "duplicate .attribute");
 		fn->attr = parse_attribute(P);
 	}
-	if (ptx_tok_punct(&P->t, '(')) {
+	if (!fn->is_entry && ptx_tok_punct(&P->t, '(')) {
 		fn->has_rets = 1;
 		fn->rets = parse_param_list(P, &fn->nrets);
 	}
