@@ -63,7 +63,7 @@ ptxas_cached() {
 
 # Registers per function from ptxas -v output: "NAME REGS"
 regs_of() {
-	awk '/Compiling entry function/ {gsub(/\x27/, "", $6); f=$6}
+	awk '/Compiling entry function/ {gsub(/\x27/, "", $7); f=$7}
 	     /Used [0-9]+ registers/ && f != "" {for (i=1;i<=NF;i++) if ($i=="Used") print f, $(i+1); f=""}' "$1"
 }
 
