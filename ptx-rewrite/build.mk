@@ -61,3 +61,6 @@ TESTS     += tests/ptx/test_ptx_fuzz.sh
 fuzz: fuzz-ptx
 fuzz-ptx: $(PTX_FUZZER)
 	$(Q)BUILD=$(BUILD) PTX_FUZZ_TIME=$${PTX_FUZZ_TIME:-300} tests/ptx/test_ptx_fuzz.sh
+
+# CLI front end of `gpuext ptx`.
+TESTS += tests/ptx/test_ptx_cli.sh

@@ -1,5 +1,6 @@
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gx_log.h"
@@ -47,5 +48,8 @@ int main(void)
 	GX_CHECK(gx_read_file(path, &rd, &len, 3) == -EFBIG, "read file over max_len refused");
 	unlink(path);
 	GX_CHECK(gx_read_file("/nonexistent/x", &rd, &len, 0) == -ENOENT, "missing file gives -ENOENT");
+	struct stat st;
+	GX_CHECK(gx_write_file("/dev/null", "x", 1) == 0 && !stat("/dev/null", &st) && S_ISCHR(st.st_mode),
+		 "writing /dev/null keeps it a device (no rename over it)");
 	return gx_test_done();
 }
