@@ -15,6 +15,9 @@ $(DEVBPF_LIB): $$(call objs,$$(DEVBPF_SRCS))
 
 LIBS_ALL += $(DEVBPF_LIB)
 
+# JIT, helpers and maps runtime (libgxjit.a, libgxmaps.a): devbpf/jit.mk.
+include devbpf/jit.mk
+
 CLI_SRCS   += cli/bpf.c
 CLI_LIBS   += $(DEVBPF_LIB)
 CLI_LDLIBS += $(DEVBPF_LDLIBS)
