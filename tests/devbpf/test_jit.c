@@ -324,7 +324,7 @@ static void ptx_table(const struct tcase *cases, size_t n, const char *group,
 						 .nr_insns = cases[i].n };
 	}
 	struct gx_jit_opts o = { .sz = sizeof(o), .target = GX_JIT_PTX, .maps = maps,
-				 .nr_maps = nr_maps };
+				 .nr_maps = nr_maps, .define_devrt = 1 };
 	char err[256];
 	struct gx_jit *j = gx_jit__new(progs, n, &o, err, sizeof(err));
 	GX_CHECK(j != NULL, "%s: PTX JIT of %zu programs (%s)", group, n, j ? "ok" : err);
