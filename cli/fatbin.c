@@ -350,9 +350,8 @@ static int do_extract(int argc, char **argv)
 		bool dup = false;
 		for (size_t j = 0; j < l.nr_items && !dup; j++) {
 			const struct gx_image_entry *o = l.items[j].e;
-			char oarch[32];
-			dup = j != i && o->kind == e->kind && (!want || (int)o->kind == want) &&
-			      !strcmp(gx_image_arch_name(o, oarch, sizeof(oarch)), arch);
+			dup = j != i && o->kind == e->kind && o->sm == e->sm &&
+			      o->arch_specific == e->arch_specific && o->family_specific == e->family_specific;
 		}
 		if (dup)
 			snprintf(path, sizeof(path), "%s/%s.%zu.%s.%s", dir, base, i, arch, ext);

@@ -4,16 +4,20 @@
 
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "gpu_ext.h"
+#include "kmod/gpuext_uapi.h"
 
 static volatile sig_atomic_t gx_stop;
 static int gx_verbose;
@@ -128,6 +132,37 @@ int gx_loader_fail(const struct gx_loader *l, const char *what, int err)
 	return 1;
 }
 
+/* What the kernel says about this policy: calls, errors, and whether it
+ * disabled it (the struct_ops counterpart of sched_ext's exit info). */
+static void kernel_report(const struct gx_loader *l)
+{
+	struct gx_policy_info info[64];
+	struct gx_policies pl;
+	unsigned int i;
+	int fd = open("/dev/" GX_DEV_NAME, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	memset(&pl, 0, sizeof(pl));
+	pl.size = sizeof(pl);
+	pl.version = GX_ABI_VERSION;
+	pl.nr = 64;
+	pl.entries = (unsigned long long)(uintptr_t)info;
+	if (ioctl(fd, GX_IOC_POLICIES, &pl) == 0) {
+		for (i = 0; i < pl.nr; i++) {
+			if (strncmp(info[i].name, l->name, sizeof(info[i].name)) ||
+			    info[i].scope != l->scope || info[i].scope_id != l->scope_id)
+				continue;
+			printf("gx_%s: kernel: calls %llu errors %llu\n", l->name,
+			       (unsigned long long)info[i].calls, (unsigned long long)info[i].errors);
+			if (info[i].disabled)
+				printf("gx_%s: disabled by the kernel after %llu errors; FIFO applies to its scope\n",
+				       l->name, (unsigned long long)info[i].errors);
+		}
+	}
+	close(fd);
+}
+
 int gx_loader_run(struct gx_loader *l, void (*stats)(void *ud), void *ud)
 {
 	unsigned int waited = 0;
@@ -143,10 +178,12 @@ int gx_loader_run(struct gx_loader *l, void (*stats)(void *ud), void *ud)
 		if (l->interval && ++waited >= l->interval * 10) {
 			waited = 0;
 			stats(ud);
+			kernel_report(l);
 			fflush(stdout);
 		}
 	}
 	stats(ud);
+	kernel_report(l);
 	printf("gx_%s: detached\n", l->name);
 	fflush(stdout);
 	return 0;

@@ -61,3 +61,10 @@ TESTS     += $(KT_DIR)/test_kmod_host $(KT_DIR)/test_kmod_build.sh \
 ifeq ($(HAVE_KDIR),1)
 TEST_BINS += $(KMOD_KO)
 endif
+
+# `make fuzz` (on demand): the QEMU run with a million fuzzer calls.
+.PHONY: kmod-fuzz
+fuzz: kmod-fuzz
+kmod-fuzz: tests
+	$(Q)BUILD=$(BUILD) GX_KMOD_FUZZ=$${GX_KMOD_FUZZ:-1000000} GX_KMOD_VM_TIMEOUT=900 \
+		scripts/run-tests.sh $(KT_DIR)/test_kmod_qemu.sh

@@ -31,9 +31,11 @@ fi
 GEN="-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]
      -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_100,code=[sm_100,compute_100]"
 RDC="-gencode arch=compute_80,code=[sm_80,compute_80] -gencode arch=compute_90,code=sm_90"
-key=$( { cat "$S"/* "$0"; "$NVCC" --version; } | md5sum | cut -c1-16)
+# The cache key: sources, toolkit, and the build recipe (between the markers).
+key=$( { cat "$S"/*; echo "$GEN $RDC"; sed -n '/^# >>> build/,/^# <<< build/p' "$0"; "$NVCC" --version; } | md5sum | cut -c1-16)
 mkdir -p "$W"
 W=$(realpath "$W")
+# >>> build
 if [ "$(cat "$W/stamp" 2>/dev/null)" != "$key" ]; then
 	echo "# building nvcc outputs into $W (cached)"
 	rm -rf "$W/out" && mkdir -p "$W/out"
@@ -70,6 +72,7 @@ if [ "$(cat "$W/stamp" 2>/dev/null)" != "$key" ]; then
 	) || { nok "building nvcc outputs: $(tail -3 "$W/out/nvcc.log" 2>/dev/null)"; exit 1; }
 	echo "$key" >"$W/stamp"
 fi
+# <<< build
 cd "$W/out" || exit 1
 
 # What `gpuext fatbin list` shows: "KIND ARCH COMP" per entry.
@@ -187,6 +190,17 @@ printf '\xff\xff\xff\xff\xff\xff\xff\xff' | dd of=bad_zstd.fatbin bs=1 seek=$((o
 check "corrupt zstd payload: list still works" "$G fatbin list bad_zstd.fatbin"
 check "corrupt zstd payload: extract fails with a reason" \
 	"! $G fatbin extract -o xbad bad_zstd.fatbin && $G fatbin extract -o xbad bad_zstd.fatbin 2>&1 | grep -q 'cannot decompress: Bad message'"
+
+# The CLI itself under valgrind: no invalid access, no leak, on good and bad input.
+if command -v valgrind >/dev/null; then
+	for args in "fatbin extract -o xv k_speed.fatbin" "fatbin extract -o xv2 k_size.fatbin" \
+		"--json fatbin list rdcexe" "fatbin list bad_trunc.fatbin" "fatbin extract -o xb bad_zstd.fatbin"; do
+		valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+			"$G" $args >/dev/null 2>vg.log
+		[ $? != 99 ] && ! grep -q '^==' vg.log && ok "valgrind clean: gpuext $args" ||
+			nok "valgrind: gpuext $args: $(grep -m3 '^==' vg.log)"
+	done
+fi
 
 # 8. CLI errors with hints.
 check "missing file: error names it" "$G fatbin list nosuch 2>&1 | grep -q \"cannot open 'nosuch': No such file\""

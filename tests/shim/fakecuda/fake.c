@@ -677,6 +677,15 @@ static const struct {
 	int since;
 } min_ver[] = { { "cuLibraryLoadData", 12000 }, { "cuLaunchKernelEx", 11060 }, { "cuKernelGetFunction", 12000 } };
 
+/* fake_procaddr_internal(1): cuGetProcAddress answers with pointers that are
+ * not the exports (as a driver may), for the shim's version-table fallback. */
+static int procaddr_internal;
+FX void fake_procaddr_internal(int on) { procaddr_internal = on; }
+static CUresult internal_launch_ptsz(LARGS, void **p, void **e) { return cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, sh, s, p, e); }
+static CUresult internal_launch(LARGS, void **p, void **e) { return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sh, s, p, e); }
+static CUresult internal_memfree(CUdeviceptr p) { return cuMemFree_v2(p); }
+static CUresult internal_getcount(int *n) { return cuDeviceGetCount(n); }
+
 static void *self_sym(const char *n)
 {
 	static void *self;
@@ -719,6 +728,16 @@ static CUresult procaddr(const char *symbol, void **pfn, int ver, cuuint64_t fla
 		if (st)
 			*st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
 		return CUDA_ERROR_NOT_FOUND;
+	}
+	if (procaddr_internal) {
+		if (p == self_sym("cuLaunchKernel_ptsz"))
+			p = (void *)internal_launch_ptsz;
+		else if (p == self_sym("cuLaunchKernel"))
+			p = (void *)internal_launch;
+		else if (p == self_sym("cuMemFree_v2"))
+			p = (void *)internal_memfree;
+		else if (p == self_sym("cuDeviceGetCount"))
+			p = (void *)internal_getcount;
 	}
 	*pfn = p;
 	if (st)

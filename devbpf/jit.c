@@ -1,0 +1,197 @@
+/* jit.c — the JIT's entry points: validate options, pick the back end, time
+ * the whole translation + optimization + code generation. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <llvm-c/Error.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "devbpf/jit_internal.h"
+#include "gx_util.h"
+
+int gx_jit_errf(char *err, size_t err_sz, int ret, const char *fmt, ...)
+{
+	if (err && err_sz) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, err_sz, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}
+
+/* Inline the helpers, then the scalar passes that matter for translated
+ * eBPF: SROA/mem2reg of the register allocas, constant folding of the map
+ * descriptors, CFG clean-up. Loops are left to ptxas. */
+#define GX_PIPELINE_LIGHT                                                          \
+	"always-inline,globaldce,function(sroa,early-cse,instcombine,simplifycfg,sccp," \
+	"gvn,instcombine,dse,adce,simplifycfg)"
+
+int gx_jit_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt_level,
+		    int linked_helpers, char *err, size_t err_sz)
+{
+	char pipeline[256];
+	if (linked_helpers && opt_level == 2)
+		snprintf(pipeline, sizeof(pipeline), "%s", GX_PIPELINE_LIGHT);
+	else
+		snprintf(pipeline, sizeof(pipeline), "default<O%d>", opt_level);
+	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+	LLVMErrorRef e = LLVMRunPasses(mod, pipeline, tm, po);
+	LLVMDisposePassBuilderOptions(po);
+	if (e) {
+		char *m = LLVMGetErrorMessage(e);
+		gx_jit_errf(err, err_sz, 0, "optimizer: %s", m);
+		LLVMDisposeErrorMessage(m);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int valid_name(const char *s)
+{
+	if (!s || !*s || (s[0] >= '0' && s[0] <= '9'))
+		return 0;
+	for (; *s; s++)
+		if (!(*s == '_' || *s == '$' || (*s >= '0' && *s <= '9') ||
+		      ((*s | 32) >= 'a' && (*s | 32) <= 'z')))
+			return 0;
+	return 1;
+}
+
+static double cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+double gx_jit_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+GX_EXPORT struct gx_jit *gx_jit__new(const struct gx_jit_prog *progs, size_t nr_progs,
+				     const struct gx_jit_opts *opts, char *err, size_t err_sz)
+{
+	char dummy[8];
+	int ret;
+	if (!err || !err_sz) {
+		err = dummy;
+		err_sz = sizeof(dummy);
+	}
+	err[0] = 0;
+	if (!opts || opts->sz < offsetof(struct gx_jit_opts, maps) || !progs || !nr_progs) {
+		gx_jit_errf(err, err_sz, 0, "invalid arguments");
+		errno = EINVAL;
+		return NULL;
+	}
+	if (opts->sz > sizeof(*opts)) {
+		for (size_t i = sizeof(*opts); i < opts->sz; i++)
+			if (((const char *)opts)[i]) {
+				gx_jit_errf(err, err_sz, 0, "unknown options (non-zero tail)");
+				errno = EINVAL;
+				return NULL;
+			}
+	}
+	struct gx_jit_opts o = { 0 };
+	memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	o.sz = sizeof(o);
+	if (!o.opt_level)
+		o.opt_level = 2;
+	if (o.opt_level < 0 || o.opt_level > 3 ||
+	    (o.target != GX_JIT_PTX && o.target != GX_JIT_NATIVE) || (o.nr_maps && !o.maps)) {
+		gx_jit_errf(err, err_sz, 0, "invalid options");
+		errno = EINVAL;
+		return NULL;
+	}
+	for (size_t i = 0; i < nr_progs; i++) {
+		if (!progs[i].name || !valid_name(gx_jit_func_name(&progs[i]))) {
+			gx_jit_errf(err, err_sz, 0, "prog %s: invalid function name '%s'",
+				    progs[i].name ? progs[i].name : "?",
+				    progs[i].name ? gx_jit_func_name(&progs[i]) : "");
+			errno = EINVAL;
+			return NULL;
+		}
+	}
+	struct gx_jit *j = calloc(1, sizeof(*j));
+	if (!j) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	j->target = o.target;
+	double t0 = gx_jit_now_ms(), c0 = cpu_ms();
+	if (o.target == GX_JIT_PTX)
+		ret = gx_jit_emit_ptx(j, progs, nr_progs, &o, err, err_sz);
+	else
+		ret = gx_jit_emit_native(j, progs, nr_progs, &o, err, err_sz);
+	j->ms = gx_jit_now_ms() - t0 - j->text_ms;
+	j->cpu_ms = cpu_ms() - c0 - j->text_ms;
+	if (ret) {
+		if (!err[0])
+			gx_jit_errf(err, err_sz, 0, "jit failed: %s", strerror(-ret));
+		gx_jit__free(j);
+		errno = -ret;
+		return NULL;
+	}
+	return j;
+}
+
+GX_EXPORT void gx_jit__free(struct gx_jit *j)
+{
+	if (!j)
+		return;
+	if (j->native)
+		gx_jit_native_free(j->native);
+	for (size_t i = 0; i < j->nr_funcs; i++)
+		free(j->func_names[i]);
+	free(j->func_names);
+	free(j->func_addrs);
+	free(j->ptx);
+	free(j->ir);
+	free(j->asm_text);
+	free(j);
+}
+
+GX_EXPORT const char *gx_jit__ptx(const struct gx_jit *j, size_t *len)
+{
+	if (!j || !j->ptx) {
+		errno = ENOENT;
+		return NULL;
+	}
+	if (len)
+		*len = j->ptx_len;
+	return j->ptx;
+}
+
+GX_EXPORT void *gx_jit__func(const struct gx_jit *j, const char *func)
+{
+	for (size_t i = 0; j && func && i < j->nr_funcs; i++)
+		if (!strcmp(j->func_names[i], func))
+			return j->func_addrs[i];
+	errno = ENOENT;
+	return NULL;
+}
+
+GX_EXPORT char *gx_jit__ir(const struct gx_jit *j)
+{
+	return j && j->ir ? strdup(j->ir) : NULL;
+}
+
+GX_EXPORT char *gx_jit__asm(const struct gx_jit *j)
+{
+	return j && j->asm_text ? strdup(j->asm_text) : NULL;
+}
+
+GX_EXPORT double gx_jit__time_ms(const struct gx_jit *j)
+{
+	return j ? j->ms : 0;
+}
+
+GX_EXPORT double gx_jit__cpu_ms(const struct gx_jit *j)
+{
+	return j ? j->cpu_ms : 0;
+}
