@@ -571,6 +571,12 @@ static void test_events(void)
 			 fake_last_node_func() == fkb,
 		 "legacy cuGraphAddKernelNode (v1 params) substituted");
 	GX_CHECK(cuGraphKernelNodeSetParams(node, &np) == CUDA_SUCCESS && fake_last_node_func() == fkb, "cuGraphKernelNodeSetParams_v2");
+	CUgraphNodeParams gp;
+	memset(&gp, 0, sizeof(gp));
+	gp.type = CU_GRAPH_NODE_TYPE_KERNEL;
+	gp.kernel.func = fa;
+	GX_CHECK(cuGraphAddNode(&node, NULL, NULL, NULL, 0, &gp) == CUDA_SUCCESS && fake_last_node_func() == fkb && gp.kernel.func == fa,
+		 "cuGraphAddNode_v2 with a kernel node: substituted (caller's struct untouched)");
 	GX_CHECK(cuGraphExecKernelNodeSetParams((CUgraphExec)(uintptr_t)1, node, &np) == CUDA_SUCCESS && fake_last_node_func() == fkb,
 		 "cuGraphExecKernelNodeSetParams_v2");
 	swap_to = NULL;
