@@ -66,14 +66,12 @@ static void put_i64(struct gx_buf *b, long long v)
 	put(b, p, (size_t)(buf + sizeof(buf) - p));
 }
 
+/* Indentation is capped: output size stays linear in the input even for
+ * thousands of nested scopes. */
 static void put_indent(struct gx_buf *b, int depth)
 {
-	static const char tabs[] = "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t";
-	while (depth > 0) {
-		int k = depth > 16 ? 16 : depth;
-		put(b, tabs, (size_t)k);
-		depth -= k;
-	}
+	static const char tabs[] = "\t\t\t\t\t\t\t\t";
+	put(b, tabs, (size_t)(depth < 0 ? 0 : depth > 8 ? 8 : depth));
 }
 
 static void opnd_emit(const struct ptx_opnd *o, struct gx_buf *b)

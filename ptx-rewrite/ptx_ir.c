@@ -131,13 +131,17 @@ char *ptx_strdup(struct ptx_module *m, const char *s)
 
 static char *ptx_vsprintf(struct ptx_module *m, const char *fmt, va_list ap)
 {
+	/* one formatting pass for the common short case */
+	char small[512];
 	va_list aq;
 	va_copy(aq, ap);
-	int n = vsnprintf(NULL, 0, fmt, aq);
+	int n = vsnprintf(small, sizeof(small), fmt, aq);
 	va_end(aq);
 	if (n < 0)
 		return NULL;
-	char *p = arena_alloc(m->arena, (size_t)n + 1);
+	if ((size_t)n < sizeof(small))
+		return ptx_strndup(m, small, (size_t)n);
+	char *p = arena_alloc_al(m->arena, (size_t)n + 1, 1);
 	if (p)
 		vsnprintf(p, (size_t)n + 1, fmt, ap);
 	return p;

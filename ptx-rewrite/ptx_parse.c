@@ -40,7 +40,7 @@ struct parser {
 	/* Interned names: opcodes, modifiers and registers repeat thousands of
 	 * times; one arena copy each keeps the IR small and cache-friendly. */
 	struct istr *itab;
-	size_t icap, icount;
+	size_t icap, icount, icap_init;
 };
 
 struct istr {
@@ -75,7 +75,7 @@ static char *dup(struct parser *P, const char *s, size_t n)
 
 static void intern_grow(struct parser *P)
 {
-	size_t nc = P->icap ? P->icap * 2 : 1024;
+	size_t nc = P->icap ? P->icap * 2 : P->icap_init;
 	struct istr *nt = calloc(nc, sizeof(*nt));
 	if (!nt)
 		oom(P);
@@ -1071,27 +1071,38 @@ static void on_gx_name(void *arg, const char *p, size_t n)
 	P->ngx++;
 }
 
-/* "__gx", or "__gx<k>" when a name of the input starts with "<prefix>_". */
+/* "__gx", or "__gx<k>" with the smallest k such that no name of the input
+ * starts with "<prefix>_". Linear: only k <= number of such names can be
+ * taken, so a bitmap of that size decides. */
 static const char *pick_prefix(struct parser *P)
 {
-	char buf[32];
-	for (unsigned k = 0;; k++) {
-		if (k)
-			snprintf(buf, sizeof(buf), "__gx%u_", k);
-		else
-			snprintf(buf, sizeof(buf), "__gx_");
-		size_t bl = strlen(buf);
-		int clash = 0;
-		for (size_t i = 0; i < P->ngx && !clash; i++) {
-			const char *p = P->gx[i].p;
-			size_t n = P->gx[i].n;
-			if (n && (*p == '%' || *p == '$'))
-				p++, n--;
-			clash = n >= bl && !memcmp(p, buf, bl);
+	size_t n = P->ngx + 1;
+	unsigned char *used = calloc(n, 1);
+	if (!used)
+		oom(P);
+	for (size_t i = 0; i < P->ngx; i++) {
+		const char *p = P->gx[i].p, *e = p + P->gx[i].n;
+		if (*p == '%' || *p == '$')
+			p++;
+		p += 4; /* "__gx" */
+		size_t k = 0;
+		int digits = 0;
+		while (p < e && *p >= '0' && *p <= '9' && k <= n) {
+			k = k * 10 + (size_t)(*p++ - '0');
+			digits = 1;
 		}
-		if (!clash)
-			return dup(P, buf, bl - 1);
+		if (p < e && *p == '_' && (k || !digits) && k < n)
+			used[k] = 1;
 	}
+	size_t k = 0;
+	while (used[k])
+		k++;
+	free(used);
+	if (!k)
+		return "__gx";
+	char buf[32];
+	snprintf(buf, sizeof(buf), "__gx%zu", k);
+	return dup(P, buf, strlen(buf));
 }
 
 static void parser_init(struct parser *P, struct ptx_module *m, const char *text, size_t len)
@@ -1102,6 +1113,10 @@ static void parser_init(struct parser *P, struct ptx_module *m, const char *text
 	P->lx.jb = &P->jb;
 	P->lx.err = m->err;
 	P->lx.errlen = sizeof(m->err);
+	/* about one distinct name per 64 bytes of PTX; snippets need few */
+	P->icap_init = 64;
+	while (P->icap_init < len / 32 && P->icap_init < (1u << 20))
+		P->icap_init *= 2;
 }
 
 static void parser_fini(struct parser *P)
