@@ -21,7 +21,8 @@
  *  - GX_JIT_PTX: one `.visible .func (.param .b32 r) NAME(.param .b64 ctx)`
  *    per program (the hook ABI of gdev_ctx.h); helpers from the device helper
  *    bitcode are linked in and inlined; maps are reached through the module
- *    global `__gx_devrt` (struct gx_devrt, gx_devrt.h).
+ *    global `__gx_devrt` (struct gx_devrt, gx_devrt.h), declared `.extern`
+ *    unless define_devrt.
  *  - GX_JIT_NATIVE: ORC LLJIT; functions `uint32_t f(void *ctx)` calling the
  *    host helper implementations (gx_hosthelpers.h) on host maps (gx_map). */
 #ifndef GX_JIT_H
@@ -62,7 +63,10 @@ struct gx_jit_opts {
 	size_t nr_maps;
 	int opt_level;     /* 0..3; 0 = default (2) */
 	int ret64;         /* functions return the full 64-bit r0 (tests) */
-	int devrt_extern;  /* PTX: declare __gx_devrt .extern instead of defining it */
+	int define_devrt;  /* PTX: define __gx_devrt (standalone modules, tests);
+			    * default: `.extern` — ptx-rewrite adds the one
+			    * definition to the rewritten module and refuses
+			    * policy PTX that defines it */
 	const char *cpu;   /* PTX: default "sm_90" */
 	const char *features; /* PTX: default "+ptx80" */
 	int keep_text;     /* keep the optimized IR (and native assembly) for
@@ -110,7 +114,7 @@ struct gx_jit_object_opts {
 	const char *prefix; /* function name prefix; NULL = "gxp_" */
 	struct gx_map *const *maps; /* native: from gx_jit_object_maps */
 	size_t nr_maps;
-	int devrt_extern;
+	int define_devrt;
 	int keep_text;
 	int device_only;    /* only programs of device hooks (gdev/...) */
 };

@@ -324,7 +324,7 @@ static void ptx_table(const struct tcase *cases, size_t n, const char *group,
 						 .nr_insns = cases[i].n };
 	}
 	struct gx_jit_opts o = { .sz = sizeof(o), .target = GX_JIT_PTX, .maps = maps,
-				 .nr_maps = nr_maps };
+				 .nr_maps = nr_maps, .define_devrt = 1 };
 	char err[256];
 	struct gx_jit *j = gx_jit__new(progs, n, &o, err, sizeof(err));
 	GX_CHECK(j != NULL, "%s: PTX JIT of %zu programs (%s)", group, n, j ? "ok" : err);
@@ -604,7 +604,7 @@ static void test_jit_time(void)
 	}
 	struct gx_jit_map jm = { "cnt", GX_MAP_ARRAY, 4, 8, 256, m };
 	for (int tgt = GX_JIT_PTX; tgt <= GX_JIT_NATIVE; tgt++) {
-		double ms[7];
+		double ms[7], cpu[7];
 		int fails = 0;
 		for (int k = 0; k < 7; k++) {
 			struct gx_jit_prog p = { .name = "count_by_sm", .insns = pol,
@@ -612,12 +612,14 @@ static void test_jit_time(void)
 			struct gx_jit_opts o = { .sz = sizeof(o), .target = tgt, .maps = &jm, .nr_maps = 1 };
 			struct gx_jit *j = gx_jit__new(&p, 1, &o, NULL, 0);
 			ms[k] = j ? gx_jit__time_ms(j) : 1e9;
+			cpu[k] = j ? gx_jit__cpu_ms(j) : 1e9;
 			fails += !j;
 			gx_jit__free(j);
 		}
 		qsort(ms, 7, sizeof(double), cmp_d);
-		printf("# jit time %s: min %.2f ms, median %.2f ms, max %.2f ms\n",
-		       tgt == GX_JIT_PTX ? "ptx" : "native", ms[0], ms[3], ms[6]);
+		qsort(cpu, 7, sizeof(double), cmp_d);
+		printf("# jit time %s: wall min %.2f / median %.2f / max %.2f ms, cpu median %.2f ms\n",
+		       tgt == GX_JIT_PTX ? "ptx" : "native", ms[0], ms[3], ms[6], cpu[3]);
 		/* the minimum: this machine is shared, the median is printed above */
 		GX_CHECK(!fails && ms[0] <= 50.0, "JIT time per policy (%s) %.2f ms <= 50 ms",
 			 tgt == GX_JIT_PTX ? "ptx" : "native", ms[0]);

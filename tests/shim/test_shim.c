@@ -342,6 +342,21 @@ static void test_modules(const char *cubin_path, const char *ptx_path)
 	if (log_count(m, "gpuext:") != 1)
 		log_dump(m);
 
+	/* PTX the rewriter cannot parse (the fake driver accepts anything with
+	 * .version): the original goes to the driver, one warning says why. */
+	static const char badptx[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
+				     ".visible .entry kern_a(\n{ {{ %%%% not ptx\n";
+	m = log_mark();
+	CUmodule mbad;
+	rc = cuModuleLoadData(&mbad, badptx);
+	GX_CHECK(rc == CUDA_SUCCESS && fake_last_image() == badptx && log_count(m, "passed through: rewrite failed: ") == 1 &&
+			 log_count(m, "gpuext:") == 1,
+		 "the rewriter fails: the original image is loaded, one line says why");
+	if (log_count(m, "gpuext:") != 1)
+		log_dump(m);
+	if (rc == CUDA_SUCCESS)
+		cuModuleUnload(mbad);
+
 	m = log_mark();
 	static const unsigned char junk[64] = { 1, 2, 3, 4, 5 };
 	CUmodule mj;
@@ -556,6 +571,12 @@ static void test_events(void)
 			 fake_last_node_func() == fkb,
 		 "legacy cuGraphAddKernelNode (v1 params) substituted");
 	GX_CHECK(cuGraphKernelNodeSetParams(node, &np) == CUDA_SUCCESS && fake_last_node_func() == fkb, "cuGraphKernelNodeSetParams_v2");
+	CUgraphNodeParams gp;
+	memset(&gp, 0, sizeof(gp));
+	gp.type = CU_GRAPH_NODE_TYPE_KERNEL;
+	gp.kernel.func = fa;
+	GX_CHECK(cuGraphAddNode(&node, NULL, NULL, NULL, 0, &gp) == CUDA_SUCCESS && fake_last_node_func() == fkb && gp.kernel.func == fa,
+		 "cuGraphAddNode_v2 with a kernel node: substituted (caller's struct untouched)");
 	GX_CHECK(cuGraphExecKernelNodeSetParams((CUgraphExec)(uintptr_t)1, node, &np) == CUDA_SUCCESS && fake_last_node_func() == fkb,
 		 "cuGraphExecKernelNodeSetParams_v2");
 	swap_to = NULL;
