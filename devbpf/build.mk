@@ -86,3 +86,8 @@ fuzz: fuzz-bpf-loader
 .PHONY: fuzz-bpf-loader
 fuzz-bpf-loader: $(FUZZ_BPF) $(VCORPUS_OBJS) $(LDR_OBJS)
 	$(Q)BUILD=$(BUILD) GX_FUZZ_TIME=$(GX_FUZZ_TIME) tests/devbpf/fuzz_bpf_loader.sh
+
+TEST_BINS += $(BUILD)/tests/test_bpf_cli.sh
+TESTS     += $(BUILD)/tests/test_bpf_cli.sh
+$(BUILD)/tests/test_bpf_cli.sh: tests/devbpf/test_bpf_cli.sh
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@

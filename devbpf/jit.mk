@@ -41,7 +41,7 @@ $(JIT_LIB): $(call objs,$(JIT_SRCS)) $(HELPERS_BC_OBJ)
 LIBS_ALL += $(MAPS_LIB) $(JIT_LIB)
 
 # CLI: gpuext bpf jit, gpuext map list|dump
-CLI_SRCS   += cli/bpf_jit.c
+CLI_SRCS   += cli/bpf_jit.c cli/map.c
 CLI_LIBS   += $(JIT_LIB) $(MAPS_LIB) $(DEVBPF_LIB)
 CLI_LDLIBS += $(JIT_LDLIBS)
 
@@ -55,7 +55,51 @@ $(BUILD)/tests/test_maps: $(call objs,tests/devbpf/test_maps.c) $(MAPS_LIB) $(CO
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) -lpthread
+$(BUILD)/tests/devbpf/progs/%.bpf.o: tests/devbpf/progs/%.bpf.c devbpf/gdev_helpers.h devbpf/gdev_ctx.h
+	$(call msg,CLANG,$<)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) -target bpf -O2 -g -Wall -Werror -Idevbpf -c $< -o $@
 $(BUILD)/tests/test_bpf_jit_cli.sh: tests/devbpf/test_bpf_jit_cli.sh
 	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
-TEST_BINS += $(BUILD)/tests/test_jit
-TESTS     += $(BUILD)/tests/test_jit
+TEST_BINS += $(BUILD)/tests/test_jit $(BUILD)/tests/test_maps $(BUILD)/tests/test_bpf_jit_cli.sh \
+             $(BUILD)/tests/devbpf/progs/jit_count.bpf.o
+TESTS     += $(BUILD)/tests/test_jit $(BUILD)/tests/test_maps $(BUILD)/tests/test_bpf_jit_cli.sh
+
+# GPU differential test inputs (tests/gpu/devbpf.sh runs them on the H200):
+# policy/bench PTX, map specs and the interpreter's expected state (gpu_ref),
+# the kernels' PTX (nvcc -rdc) and the driver-API harness (gcc, stub libcuda).
+GPUT_DIR  := $(BUILD)/tests/devbpf/gpu
+GPUT_REF  := $(BUILD)/tests/devbpf_gpu_ref
+GPUT_OUT  := $(GPUT_DIR)/expected.txt
+GPUT_HARN := $(GPUT_DIR)/devbpf_harness
+GPUT_KPTX := $(GPUT_DIR)/kernels_check.ptx $(GPUT_DIR)/kernels_bench.ptx
+$(GPUT_REF): $(call objs,tests/devbpf/gpu/gpu_ref.c tests/devbpf/gpu/gpu_common.c) $$(JIT_TEST_LIBS)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JIT_LDLIBS) $(DEVBPF_LDLIBS)
+$(GPUT_OUT): $(GPUT_REF) $(BUILD)/tests/devbpf/progs/gpu_policies.bpf.o $(BUILD)/tests/devbpf/progs/jit_count.bpf.o
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(GPUT_REF) $(BUILD)/tests/devbpf/progs/gpu_policies.bpf.o \
+		$(BUILD)/tests/devbpf/progs/jit_count.bpf.o $(GPUT_DIR) > $(GPUT_DIR)/gpu_ref.log
+$(GPUT_DIR)/kernels_%.ptx: tests/gpu/devbpf_kernels.cu tests/devbpf/gpu/gpu_common.h devbpf/gdev_ctx.h
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(NVCC) -arch=sm_90 -rdc=true -ptx -I. -DGX_KERNELS_$(shell echo $* | tr a-z A-Z) $< -o $@
+$(GPUT_HARN): $(call objs,tests/gpu/devbpf_harness.c tests/devbpf/gpu/gpu_common.c) $(MAPS_LIB) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) -L$(CUDA_HOME)/lib64/stubs -lcuda -lpthread
+BINS_ALL  += $(GPUT_OUT) $(GPUT_KPTX) $(GPUT_HARN)
+TESTS     += "$(GPUT_REF) $(BUILD)/tests/devbpf/progs/gpu_policies.bpf.o $(BUILD)/tests/devbpf/progs/jit_count.bpf.o $(GPUT_DIR)"
+
+# The maps runtime under ASan + UBSan (leaks, overflows in the shm/ring code).
+MAPS_ASAN := $(BUILD)/tests/test_maps_asan
+$(MAPS_ASAN): tests/devbpf/test_maps.c $(MAPS_SRCS) $(COMMON_SRCS) $(wildcard devbpf/*.h devbpf/helpers/*.h)
+	$(call msg,ASAN,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -std=gnu11 -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+		-fno-omit-frame-pointer -D_GNU_SOURCE -I. -Icommon -o $@ tests/devbpf/test_maps.c \
+		$(MAPS_SRCS) $(COMMON_SRCS) -lpthread
+TEST_BINS += $(MAPS_ASAN)
+TESTS     += $(MAPS_ASAN)

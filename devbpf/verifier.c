@@ -110,13 +110,13 @@ static bool reg_covers(const struct vreg *o, const struct vreg *c, struct idmap 
 	return false;
 }
 
-static bool frame_covers(const struct vframe *o, const struct vframe *c, struct idmap *m)
+static bool frame_covers(const struct vframe *o, const struct vframe *c, struct idmap *m, uint16_t live)
 {
 	if (o->callsite != c->callsite || o->subprog != c->subprog || o->is_callback != c->is_callback ||
 	    o->cb_iters != c->cb_iters)
 		return false;
 	for (int r = 0; r < 11; r++)
-		if (!reg_covers(&o->regs[r], &c->regs[r], m))
+		if (((live >> r) & 1) && !reg_covers(&o->regs[r], &c->regs[r], m))
 			return false;
 	for (int s = 0; s < V_SLOTS; s++) {
 		const struct vslot *os = &o->stack[s], *cs = &c->stack[s];
@@ -136,14 +136,26 @@ static bool frame_covers(const struct vframe *o, const struct vframe *c, struct 
 	return true;
 }
 
-static bool state_covers(const struct vstate *o, const struct vstate *c)
+/* Does old state o cover current state c at insn idx? Only registers live
+ * there count (for callers: those live after their call returns). */
+static bool state_covers(const struct venv *env, uint32_t idx, const struct vstate *o, const struct vstate *c)
 {
 	if (o->nframes != c->nframes)
 		return false;
 	struct idmap m = { .n = 0 };
-	for (int i = 0; i < o->nframes; i++)
-		if (!frame_covers(o->frames[i], c->frames[i], &m))
+	for (int i = 0; i < o->nframes; i++) {
+		uint16_t live = 0x7ff;
+		if (env) {
+			if (i == o->nframes - 1) {
+				live = env->live[idx] | 0x400;
+			} else {
+				uint32_t ret = (uint32_t)o->frames[i + 1]->callsite + 1;
+				live = ret < env->cnt ? (uint16_t)((env->live[ret] & 0x3c0) | 0x400) : 0x7ff;
+			}
+		}
+		if (!frame_covers(o->frames[i], c->frames[i], &m, live))
 			return false;
+	}
 	return true;
 }
 
@@ -182,11 +194,11 @@ static int prune_or_store(struct venv *env, struct vstate *st, uint32_t idx)
 		if (s->refs == 0) {
 			if ((uint64_t)st->path_insns + s->rem_insns <= env->budget.max_path_insns &&
 			    (uint64_t)st->path_calls + s->rem_calls <= env->budget.max_helper_calls &&
-			    state_covers(&s->st, st)) {
+			    state_covers(env, idx, &s->st, st)) {
 				path_end(env, st, st->path_insns + s->rem_insns, st->path_calls + s->rem_calls);
 				return 1;
 			}
-		} else if (state_covers(&s->st, st) && state_covers(st, &s->st)) {
+		} else if (state_covers(NULL, idx, &s->st, st) && state_covers(NULL, idx, st, &s->st)) {
 			return verr(env, idx, "infinite loop detected");
 		}
 	}
@@ -553,6 +565,29 @@ static void havoc_outer_stacks(struct vstate *st)
 	}
 }
 
+/* Pointers into a frame that just returned are dangling: they become
+ * unknown scalars (a later dereference is then rejected). */
+static void forget_ptr(struct vreg *r, int nframes)
+{
+	if (r->type == V_PTR_STACK && r->frame >= nframes) {
+		uint8_t v = r->varying;
+		vreg_mark_unknown(r);
+		r->varying = v;
+	}
+}
+
+static void forget_dead_frame_ptrs(struct vstate *st)
+{
+	for (int fi = 0; fi < st->nframes; fi++) {
+		struct vframe *f = st->frames[fi];
+		for (int r = 0; r < 11; r++)
+			forget_ptr(&f->regs[r], st->nframes);
+		for (int s = 0; s < V_SLOTS; s++)
+			if (f->stack[s].kind == SLOT_SPILL)
+				forget_ptr(&f->stack[s].spill, st->nframes);
+	}
+}
+
 static int do_exit(struct venv *env, struct vstate *st, uint32_t idx, int64_t *next)
 {
 	struct vframe *f = vcur(st);
@@ -588,6 +623,7 @@ static int do_exit(struct venv *env, struct vstate *st, uint32_t idx, int64_t *n
 	*next = f->callsite + 1;
 	free(f);
 	st->nframes--;
+	forget_dead_frame_ptrs(st);
 	for (int r = 1; r <= 5; r++)
 		memset(&caller->regs[r], 0, sizeof(caller->regs[r]));
 	caller->regs[0] = ret;
@@ -641,10 +677,40 @@ static int size_of(uint8_t sz)
 	return sz == BPF_B ? 1 : sz == BPF_H ? 2 : sz == BPF_W ? 4 : 8;
 }
 
+/* Does the insn read or write a lane-varying register? (for the JIT and
+ * `bpf dump`). Called before and after the insn runs. */
 static void mark_varying(struct venv *env, struct vstate *st, uint32_t idx, const struct bpf_insn *in)
 {
 	struct vframe *f = vcur(st);
-	if (f->regs[in->dst_reg].varying || (in->src_reg <= 10 && f->regs[in->src_reg].varying))
+	uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+	bool v = false;
+	switch (cls) {
+	case BPF_ALU:
+	case BPF_ALU64:
+		v = f->regs[in->dst_reg].varying || (BPF_SRC(in->code) == BPF_X && f->regs[in->src_reg].varying);
+		break;
+	case BPF_LDX:
+		v = f->regs[in->dst_reg].varying || f->regs[in->src_reg].varying;
+		break;
+	case BPF_ST:
+		v = f->regs[in->dst_reg].varying;
+		break;
+	case BPF_STX:
+		v = f->regs[in->dst_reg].varying || f->regs[in->src_reg].varying;
+		break;
+	case BPF_LD:
+		v = f->regs[in->dst_reg].varying;
+		break;
+	case BPF_JMP:
+	case BPF_JMP32:
+		if (op == BPF_CALL || op == BPF_EXIT)
+			v = f->regs[0].varying && f->regs[0].type != V_NOT_INIT;
+		else if (op != BPF_JA)
+			v = f->regs[in->dst_reg].varying ||
+			    (BPF_SRC(in->code) == BPF_X && f->regs[in->src_reg].varying);
+		break;
+	}
+	if (v)
 		env->varying[idx] = 1;
 }
 
@@ -658,7 +724,8 @@ static int step(struct venv *env, struct vstate *st, uint32_t idx, int64_t *next
 	*next = (int64_t)idx + 1;
 	if (env->collect)
 		vfacts_record(env, idx, st);
-	if (cls != BPF_LD)
+	bool is_call = (cls == BPF_JMP) && BPF_OP(in->code) == BPF_CALL;
+	if (cls != BPF_LD && !is_call)
 		mark_varying(env, st, idx, in);
 	switch (cls) {
 	case BPF_ALU:
@@ -749,7 +816,7 @@ static int step(struct venv *env, struct vstate *st, uint32_t idx, int64_t *next
 	}
 	if (err)
 		return err;
-	if (cls != BPF_LD && cls != BPF_JMP && cls != BPF_JMP32)
+	if ((cls != BPF_JMP && cls != BPF_JMP32) || (is_call && st->nframes && vcur(st)->callsite != (int32_t)idx))
 		mark_varying(env, st, idx, in);
 	st->path_insns++;
 	if (st->path_insns > env->budget.max_path_insns) {
@@ -779,6 +846,16 @@ static uint32_t chain_depth(struct venv *env, uint32_t sp, int depth)
 	return ((env->subprogs[sp].stack_depth + 7) & ~7u) + best;
 }
 
+/* Inside a bpf_loop callback the path cost is multiplied at its exit, so
+ * continuations are not comparable between states: no pruning there. */
+static bool in_callback(const struct vstate *st)
+{
+	for (int i = 0; i < st->nframes; i++)
+		if (st->frames[i]->is_callback)
+			return true;
+	return false;
+}
+
 static int explore(struct venv *env)
 {
 	struct vstate cur = { 0 };
@@ -801,7 +878,7 @@ static int explore(struct venv *env)
 					   env->budget.max_processed);
 				break;
 			}
-			if (env->prune_point[idx]) {
+			if (env->prune_point[idx] && !in_callback(&cur)) {
 				int r = prune_or_store(env, &cur, (uint32_t)idx);
 				if (r < 0) {
 					err = r;
@@ -838,6 +915,7 @@ static int explore(struct venv *env)
 static void env_free(struct venv *env)
 {
 	free(env->prune_point);
+	free(env->live);
 	free(env->is_jmp_target);
 	free(env->subprog_of);
 	for (uint32_t s = 0; s < env->nsubprogs; s++)
@@ -896,6 +974,7 @@ GX_EXPORT int gx_bpf_prog__verify(struct gx_bpf_prog *prog, const struct gx_bpf_
 		goto out;
 	}
 	err = vcfg_check(&env);
+	err = err ?: vcfg_liveness(&env);
 	if (err)
 		goto out;
 	env.stored = calloc(env.cnt, sizeof(*env.stored));
