@@ -1,6 +1,6 @@
 # hostexec: the user-space executor of hostbpf struct_ops policies
 # (libgxhostexec.a, used by the shim) and its CPU test.
-HOSTEXEC_SRCS := hostbpf/hx_load.c hostbpf/hx_verify.c hostbpf/hx_maps.c hostbpf/hx_run.c
+HOSTEXEC_SRCS := hostbpf/hx_btf.c hostbpf/hx_load.c hostbpf/hx_verify.c hostbpf/hx_maps.c hostbpf/hx_run.c
 HOSTEXEC_LIB  := $(BUILD)/lib/libgxhostexec.a
 LIBS_ALL      += $(HOSTEXEC_LIB)
 
@@ -14,7 +14,7 @@ TESTS     += $(BUILD)/tests/test_hostexec
 $(BUILD)/tests/test_hostexec: $(call objs,tests/hostbpf/test_hostexec.c) $(HOSTEXEC_LIB) $(DEVBPF_LIB) $(COMMON_LIB) $(HB_OBJS) $(HB_DIR)/gx_bad.bpf.o
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) -o $@ $(filter %.o,$(filter-out %.bpf.o,$^)) $(HOSTEXEC_LIB) $(DEVBPF_LIB) $(COMMON_LIB) -lbpf -lelf -lz $(LDFLAGS)
+	$(Q)$(CC) -o $@ $(filter %.o,$(filter-out %.bpf.o,$^)) $(HOSTEXEC_LIB) $(DEVBPF_LIB) $(COMMON_LIB) -lelf -lz $(LDFLAGS)
 
 HX_TEST_OBJS := $(HB_DIR)/hx_unsafe.bpf.o $(HB_DIR)/hx_loop.bpf.o
 $(HB_DIR)/hx_%.bpf.o: tests/hostbpf/hx_%.bpf.c $(HB_BPF_DEPS)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include "hostbpf/gpu_ext.h"
 #include "hostbpf/gx_hostexec.h"
+#include "hostbpf/hx_btf.h"
 
 /* Helper ids the policies may call (kernel numbering) and our kfunc ids. */
 enum {
@@ -48,7 +49,10 @@ struct hx_policy {
 	struct hx_prog *handler[HX_MAX_HANDLERS];
 	struct hx_map maps[HX_MAX_MAPS];
 	int nmaps;
-	void *btf; /* struct btf *, for globals by name */
+	struct hx_btf btf;
+	struct { char name[48]; int map; uint32_t off, size; } globals[64]; /* from the symtab */
+	int nglobals;
+	void *btf_raw;
 	int errors;
 	bool disabled;
 };

@@ -1,14 +1,13 @@
 /* hx_load.c — turn a hostbpf struct_ops object into an executable policy.
  *
- * libbpf opens the object (map definitions, global data, the struct_ops
- * variable and its BTF type) without touching the kernel; relocations are
- * applied here from the ELF (libbpf only does that at kernel load): maps and
- * global data become the devbpf interpreter's ld_imm64 conventions, kfunc
- * calls become helper calls with HX_KF_* ids. Members of the struct_ops
- * variable are matched to programs through the .struct_ops.link
- * relocations. */
-#include <bpf/btf.h>
-#include <bpf/libbpf.h>
+ * Read with libelf and our own BTF reader (hx_btf.c: no libbpf at run time,
+ * the shim's plugin must run where libbpf is absent): map definitions from
+ * the .maps DATASEC, global data (.rodata/.data/.bss, one internal map per
+ * section), the struct_ops variable and its BTF type. Relocations are
+ * applied here as libbpf would at kernel load: maps and global data become
+ * the devbpf interpreter's ld_imm64 conventions, kfunc calls become helper
+ * calls with HX_KF_* ids. Members of the struct_ops variable are matched to
+ * programs through the .struct_ops.link relocations. */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -35,20 +34,11 @@ static int fail(char *why, size_t wlen, int err, const char *fmt, ...)
 	return err;
 }
 
-static int silent(enum libbpf_print_level l, const char *f, va_list ap)
-{
-	(void)l, (void)f, (void)ap;
-	return 0;
-}
-
 static int find_map_for_sec(const struct hx_policy *p, const char *sec)
 {
-	size_t sl = strlen(sec);
-	for (int i = 0; i < p->nmaps; i++) {
-		size_t nl = strlen(p->maps[i].name);
-		if (p->maps[i].internal && nl >= sl && !strcmp(p->maps[i].name + nl - sl, sec))
+	for (int i = 0; i < p->nmaps; i++)
+		if (p->maps[i].internal && !strcmp(p->maps[i].name, sec))
 			return i;
-	}
 	return -1;
 }
 
@@ -133,59 +123,6 @@ static int relocate(struct hx_policy *p, struct hx_prog *prog, Elf *elf, Elf_Dat
 	return 0;
 }
 
-static int load_maps(struct hx_policy *p, struct bpf_object *obj, const struct btf *btf,
-		     const char **ops_var, char *why, size_t wlen)
-{
-	struct bpf_map *m;
-	bpf_object__for_each_map(m, obj) {
-		if (bpf_map__type(m) == BPF_MAP_TYPE_STRUCT_OPS) {
-			const struct btf_type *t = btf__type_by_id(btf, bpf_map__btf_value_type_id(m));
-			const char *tn = t ? btf__name_by_offset(btf, t->name_off) : NULL;
-			if (*ops_var)
-				return fail(why, wlen, -EINVAL, "more than one struct_ops variable");
-			if (!tn || (strcmp(tn, "gpu_mem_ops") && strcmp(tn, "gpu_sched_ops")))
-				return fail(why, wlen, -EINVAL, "struct_ops type %s is not gpu_mem_ops/gpu_sched_ops",
-					    tn ? tn : "?");
-			p->kind = strcmp(tn, "gpu_mem_ops") ? HX_SCHED : HX_MEM;
-			size_t sz = 0;
-			const char *v = bpf_map__initial_value(m, &sz);
-			size_t noff = p->kind == HX_MEM ? 48 : 32;
-			if (v && sz >= noff + GPU_OPS_NAME_LEN)
-				memcpy(p->name, v + noff, GPU_OPS_NAME_LEN);
-			if (!p->name[0])
-				snprintf(p->name, sizeof(p->name), "%.16s", bpf_map__name(m));
-			*ops_var = bpf_map__name(m);
-			continue;
-		}
-		if (p->nmaps == HX_MAX_MAPS)
-			return fail(why, wlen, -E2BIG, "too many maps");
-		struct hx_map *hm = &p->maps[p->nmaps++];
-		snprintf(hm->name, sizeof(hm->name), "%s", bpf_map__name(m));
-		hm->type = bpf_map__type(m);
-		hm->key_size = bpf_map__key_size(m);
-		hm->value_size = bpf_map__value_size(m);
-		hm->max_entries = bpf_map__max_entries(m);
-		hm->internal = bpf_map__is_internal(m);
-		if (hm->internal) {
-			size_t sz = 0;
-			const void *v = bpf_map__initial_value(m, &sz);
-			hm->rdonly = strstr(hm->name, ".rodata") != NULL;
-			hm->data_len = (hm->value_size + 7) & ~7u;
-			hm->data = calloc(1, hm->data_len);
-			if (!hm->data)
-				return -ENOMEM;
-			if (v)
-				memcpy(hm->data, v, sz < hm->value_size ? sz : hm->value_size);
-		} else if (hx_map_init(hm)) {
-			return fail(why, wlen, -EOPNOTSUPP, "map %s: type %u or size not supported", hm->name,
-				    hm->type);
-		}
-	}
-	if (!*ops_var)
-		return fail(why, wlen, -EINVAL, "no struct_ops variable (gpu_mem_ops / gpu_sched_ops)");
-	return 0;
-}
-
 /* Knob "name=value": a const volatile in .rodata. */
 static int set_knobs(struct hx_policy *p, const char *knobs, char *why, size_t wlen)
 {
@@ -209,30 +146,134 @@ static int set_knobs(struct hx_policy *p, const char *knobs, char *why, size_t w
 	return 0;
 }
 
+/* Globals by name: clang leaves DATASEC offsets 0 in objects (libbpf fixes
+ * them from the symbol table), so the symbol table is the source. */
 void *hx_policy_global(const struct hx_policy *p, const char *name, uint32_t *size)
 {
-	const struct btf *btf = p->btf;
-	if (!btf)
+	for (int i = 0; i < p->nglobals; i++)
+		if (!strcmp(p->globals[i].name, name)) {
+			*size = p->globals[i].size;
+			return p->maps[p->globals[i].map].data + p->globals[i].off;
+		}
+	return NULL;
+}
+
+static struct hx_map *new_map(struct hx_policy *p, const char *name, char *why, size_t wlen)
+{
+	if (p->nmaps == HX_MAX_MAPS) {
+		fail(why, wlen, -E2BIG, "too many maps");
 		return NULL;
-	for (uint32_t id = 1; id < btf__type_cnt(btf); id++) {
-		const struct btf_type *t = btf__type_by_id(btf, id);
-		if (!btf_is_datasec(t))
+	}
+	struct hx_map *m = &p->maps[p->nmaps++];
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	return m;
+}
+
+/* Global data sections → internal maps; .BTF → p->btf; .maps → maps. */
+static int load_data(struct hx_policy *p, Elf *elf, size_t strndx, char *why, size_t wlen)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
 			continue;
-		const char *sec = btf__name_by_offset(btf, t->name_off);
-		int mi = sec ? find_map_for_sec(p, sec) : -1;
-		if (mi < 0)
+		const char *n = elf_strptr(elf, strndx, sh.sh_name);
+		if (!n)
 			continue;
-		const struct btf_var_secinfo *vs = btf_var_secinfos(t);
-		for (int i = 0; i < btf_vlen(t); i++, vs++) {
-			const struct btf_type *vt = btf__type_by_id(btf, vs->type);
-			const char *vn = vt ? btf__name_by_offset(btf, vt->name_off) : NULL;
-			if (vn && !strcmp(vn, name) && vs->offset + vs->size <= p->maps[mi].data_len) {
-				*size = vs->size;
-				return p->maps[mi].data + vs->offset;
+		if (!strcmp(n, ".BTF")) {
+			Elf_Data *d = elf_getdata(scn, NULL);
+			if (!d || !d->d_size || d->d_size > (64u << 20))
+				return fail(why, wlen, -EINVAL, "bad .BTF section");
+			p->btf_raw = malloc(d->d_size);
+			if (!p->btf_raw)
+				return -ENOMEM;
+			memcpy(p->btf_raw, d->d_buf, d->d_size);
+			if (hx_btf_parse(&p->btf, p->btf_raw, d->d_size))
+				return fail(why, wlen, -EINVAL, "malformed BTF");
+			continue;
+		}
+		bool ro = !strncmp(n, ".rodata", 7);
+		if (!(sh.sh_flags & SHF_ALLOC) || (sh.sh_flags & SHF_EXECINSTR) || !sh.sh_size ||
+		    !(ro || !strncmp(n, ".data", 5) || !strncmp(n, ".bss", 4)))
+			continue;
+		if (sh.sh_size > (1u << 20))
+			return fail(why, wlen, -E2BIG, "section '%s': too much global data", n);
+		struct hx_map *m = new_map(p, n, why, wlen);
+		if (!m)
+			return -E2BIG;
+		m->type = 2;
+		m->internal = true;
+		m->rdonly = ro;
+		m->key_size = 4;
+		m->value_size = (uint32_t)sh.sh_size;
+		m->max_entries = 1;
+		m->data_len = (sh.sh_size + 7) & ~7ull;
+		m->data = calloc(1, m->data_len);
+		if (!m->data)
+			return -ENOMEM;
+		Elf_Data *d = sh.sh_type == SHT_NOBITS ? NULL : elf_getdata(scn, NULL);
+		if (d && d->d_buf)
+			memcpy(m->data, d->d_buf, d->d_size < sh.sh_size ? d->d_size : sh.sh_size);
+	}
+	if (!p->btf.off)
+		return fail(why, wlen, -EINVAL, "no BTF (compile with -g)");
+	uint32_t sec = hx_btf_find_datasec(&p->btf, ".maps");
+	const char *vn;
+	uint32_t vt, off, sz;
+	for (int i = 0; sec && hx_btf_datasec_var(&p->btf, sec, i, &vn, &vt, &off, &sz) != -ENOENT; i++) {
+		struct hx_btf_map def;
+		if (hx_btf_map_def(&p->btf, vt, &def))
+			return fail(why, wlen, -EINVAL, "map %s: unsupported definition", vn);
+		struct hx_map *m = new_map(p, vn, why, wlen);
+		if (!m)
+			return -E2BIG;
+		m->type = def.type;
+		m->key_size = def.key_size;
+		m->value_size = def.value_size;
+		m->max_entries = def.max_entries;
+		if (hx_map_init(m))
+			return fail(why, wlen, -EOPNOTSUPP, "map %s: type %u or size not supported", vn, def.type);
+	}
+	return 0;
+}
+
+/* The struct_ops variable: its type says mem or sched; name from its data. */
+static int load_ops(struct hx_policy *p, Elf *elf, size_t strndx, const char **ops_var, char *why, size_t wlen)
+{
+	const char *secs[] = {".struct_ops.link", ".struct_ops"};
+	for (int s = 0; s < 2; s++) {
+		uint32_t sec = hx_btf_find_datasec(&p->btf, secs[s]);
+		const char *vn;
+		uint32_t vt, off, sz;
+		for (int i = 0; sec && hx_btf_datasec_var(&p->btf, sec, i, &vn, &vt, &off, &sz) != -ENOENT; i++) {
+			const struct btf_type *t = hx_btf_type(&p->btf, hx_btf_skip_mods(&p->btf, vt));
+			const char *tn = t ? hx_btf_name(&p->btf, t->name_off) : "?";
+			if (*ops_var)
+				return fail(why, wlen, -EINVAL, "more than one struct_ops variable");
+			if (!t || (strcmp(tn, "gpu_mem_ops") && strcmp(tn, "gpu_sched_ops")))
+				return fail(why, wlen, -EINVAL, "struct_ops type %s is not gpu_mem_ops/gpu_sched_ops", tn);
+			p->kind = strcmp(tn, "gpu_mem_ops") ? HX_SCHED : HX_MEM;
+			*ops_var = vn;
+			/* the name member, from the section's bytes */
+			size_t noff = p->kind == HX_MEM ? 48 : 32;
+			Elf_Scn *scn = NULL;
+			while ((scn = elf_nextscn(elf, scn))) {
+				GElf_Shdr sh;
+				const char *n;
+				Elf_Data *d;
+				if (!gelf_getshdr(scn, &sh) || !(n = elf_strptr(elf, strndx, sh.sh_name)) ||
+				    strcmp(n, secs[s]) || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+					continue;
+				if ((uint64_t)off + noff + GPU_OPS_NAME_LEN <= d->d_size)
+					memcpy(p->name, (const char *)d->d_buf + off + noff, GPU_OPS_NAME_LEN);
 			}
+			if (!p->name[0])
+				snprintf(p->name, sizeof(p->name), "%.16s", vn);
 		}
 	}
-	return NULL;
+	if (!*ops_var)
+		return fail(why, wlen, -EINVAL, "no struct_ops variable (gpu_mem_ops / gpu_sched_ops)");
+	return 0;
 }
 
 static int load_elf(struct hx_policy *p, const char *path, const char *ops_var, char *why, size_t wlen)
@@ -285,8 +326,27 @@ static int load_elf(struct hx_policy *p, const char *path, const char *ops_var, 
 		err = fail(why, wlen, -EINVAL, "no struct_ops programs");
 		goto out;
 	}
-	/* Program names: the function symbol at offset 0 of each section. */
+	/* Globals: object symbols in global data sections. */
 	size_t nsym = syms->d_size / sizeof(GElf_Sym);
+	for (size_t i = 0; i < nsym; i++) {
+		GElf_Sym s;
+		GElf_Shdr th;
+		Elf_Scn *ts;
+		const char *sn, *vn;
+		if (!gelf_getsym(syms, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_OBJECT ||
+		    s.st_shndx == SHN_UNDEF || s.st_shndx >= SHN_LORESERVE || !(ts = elf_getscn(elf, s.st_shndx)) ||
+		    !gelf_getshdr(ts, &th) || !(sn = elf_strptr(elf, strndx, th.sh_name)) ||
+		    !(vn = elf_strptr(elf, strndx, s.st_name)) || p->nglobals == 64)
+			continue;
+		int mi = find_map_for_sec(p, sn);
+		if (mi < 0 || s.st_value + s.st_size > p->maps[mi].data_len || s.st_size > 8)
+			continue;
+		snprintf(p->globals[p->nglobals].name, sizeof(p->globals[0].name), "%s", vn);
+		p->globals[p->nglobals].map = mi;
+		p->globals[p->nglobals].off = (uint32_t)s.st_value;
+		p->globals[p->nglobals++].size = (uint32_t)s.st_size;
+	}
+	/* Program names: the function symbol at offset 0 of each section. */
 	for (size_t i = 0; i < nsym; i++) {
 		GElf_Sym s;
 		if (!gelf_getsym(syms, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC || s.st_value)
@@ -362,31 +422,37 @@ out:
 	return err;
 }
 
+static int load_meta(struct hx_policy *p, const char *path, const char **ops_var, char *why, size_t wlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+	if (fd < 0)
+		return fail(why, wlen, -errno, "%s", strerror(errno));
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	size_t strndx;
+	GElf_Ehdr eh;
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &strndx) || !gelf_getehdr(elf, &eh))
+		err = fail(why, wlen, -EINVAL, "not an ELF object");
+	else if (eh.e_machine != EM_BPF || eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB)
+		err = fail(why, wlen, -EINVAL, "not a little-endian 64-bit BPF object");
+	else
+		err = load_data(p, elf, strndx, why, wlen);
+	if (!err)
+		err = load_ops(p, elf, strndx, ops_var, why, wlen);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
+}
+
 int hx_policy_load(struct hx_policy *p, const char *path, const char *knobs, char *why, size_t wlen)
 {
-	libbpf_print_fn_t old = libbpf_set_print(silent);
-	struct bpf_object *obj = bpf_object__open_file(path, NULL);
-	libbpf_set_print(old);
-	int err;
-	snprintf(why, wlen, "?");
-	if (!obj) {
-		int e = errno ? errno : EINVAL;
-		char msg[128];
-		libbpf_strerror(e, msg, sizeof(msg));
-		return fail(why, wlen, e < 4000 ? -e : -EINVAL, "not a BPF object libbpf can open (%s)", msg);
-	}
-	const struct btf *btf = bpf_object__btf(obj);
 	const char *ops_var = NULL;
+	snprintf(why, wlen, "?");
 	snprintf(p->file, sizeof(p->file), "%s", path);
-	err = btf ? load_maps(p, obj, btf, &ops_var, why, wlen)
-		  : fail(why, wlen, -EINVAL, "no BTF (compile with -g)");
-	if (!err) {
-		/* Keep a private copy of the BTF for globals by name. */
-		uint32_t sz;
-		const void *raw = btf__raw_data(btf, &sz);
-		p->btf = raw ? btf__new(raw, sz) : NULL;
+	int err = load_meta(p, path, &ops_var, why, wlen);
+	if (!err)
 		err = load_elf(p, path, ops_var, why, wlen);
-	}
 	if (!err)
 		err = set_knobs(p, knobs, why, wlen);
 	for (int s = 0; !err && s < HX_MAX_HANDLERS; s++)
@@ -399,7 +465,6 @@ int hx_policy_load(struct hx_policy *p, const char *path, const char *knobs, cha
 		if (!any)
 			err = fail(why, wlen, -EINVAL, "struct_ops %s has no handlers", ops_var);
 	}
-	bpf_object__close(obj);
 	if (err)
 		hx_policy_free(p);
 	return err;
@@ -411,7 +476,7 @@ void hx_policy_free(struct hx_policy *p)
 		free(p->progs[i].insns);
 	for (int i = 0; i < p->nmaps; i++)
 		free(p->maps[i].data);
-	if (p->btf)
-		btf__free(p->btf);
+	hx_btf_free(&p->btf);
+	free(p->btf_raw);
 	memset(p, 0, sizeof(*p));
 }
