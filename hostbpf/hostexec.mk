@@ -22,3 +22,14 @@ $(HB_DIR)/hx_%.bpf.o: tests/hostbpf/hx_%.bpf.c $(HB_BPF_DEPS)
 	$(Q)$(CLANG) $(HB_BPF_FLAGS) -c $< -o $@
 $(BUILD)/tests/test_hostexec: $(HX_TEST_OBJS)
 .SECONDARY: $(HX_TEST_OBJS)
+SHIM_HOSTEXEC_LIBS := $(HOSTEXEC_LIB) $(DEVBPF_LIB)
+
+# End to end through the shim and the fake driver (shim/tests.mk).
+$(BUILD)/tests/hostbpf/test_hostpolicy_shim: tests/hostbpf/test_hostpolicy_shim.c tests/gx_test.h
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(dir $(CUDA_STUB)) -lcuda -ldl -lpthread
+$(BUILD)/tests/hostbpf/test_hostpolicy.sh: tests/hostbpf/test_hostpolicy.sh $(BUILD)/tests/hostbpf/test_hostpolicy_shim $(HB_DIR)/gx_seq.bpf.o
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+TEST_BINS += $(BUILD)/tests/hostbpf/test_hostpolicy_shim $(BUILD)/tests/hostbpf/test_hostpolicy.sh
+TESTS     += $(BUILD)/tests/hostbpf/test_hostpolicy.sh
