@@ -142,12 +142,48 @@ if [ -x "$B/bin/gpuext-run" ]; then
 		ok "gpuext-run -v -- rt_static: same output, shim active" || nok "gpuext-run: $(tail -2 "$L/run.err" | tr '\n' ' ')"
 fi
 # A program that dlopens the driver by absolute path, with --audit.
-if [ -n "$real" ] && [ -x "$B/tests/shim/test_audit" ]; then
-	timeout 60 "$B/bin/gpuext-run" --audit -- "$B/tests/shim/test_audit" "$(readlink -f "$real")" shim >"$L/audit.out" 2>"$L/audit.err"
+CC=${CC:-cc}
+TA=$B/tests/shim/test_audit
+if [ ! -x "$TA" ]; then
+	TA=$W/test_audit
+	"$CC" -I"$ROOT" -I/usr/local/cuda/include -o "$TA" "$ROOT/tests/shim/test_audit.c" -L"$CUDA_LIB/stubs" -lcuda -ldl \
+		>"$L/build-test_audit.log" 2>&1 || nok "build test_audit: $(tail -2 "$L/build-test_audit.log" | tr '\n' ' ')"
+fi
+if [ -n "$real" ] && [ -x "$TA" ]; then
+	timeout 60 "$B/bin/gpuext-run" --audit -- "$TA" "$(readlink -f "$real")" shim >"$L/audit.out" 2>"$L/audit.err"
 	grep -q '^ok - absolute-path dlopen gives the shim' "$L/audit.out" && ! grep -q '^not ok' "$L/audit.out" &&
 		ok "gpuext-run --audit redirects dlopen of the real driver's absolute path" ||
 		nok "--audit: $(grep 'not ok' "$L/audit.out" | head -2 | tr '\n' ' ') $(tail -2 "$L/audit.err" | tr '\n' ' ')"
 fi
+
+# ---- 1b. events on the real driver: a preloaded subscriber counts them ----
+# Proves cudart's launches (via cuGetProcAddress, _ptsz too) reach our
+# wrappers, and that outputs stay identical on the slow path.
+"$CC" -shared -fPIC -I"$ROOT" -I/usr/local/cuda/include -o "$W/count.so" "$S/count_events.c" -L"$B/lib" -lcuda \
+	>"$L/build-count.log" 2>&1 || nok "build count_events.so: $(tail -2 "$L/build-count.log" | tr '\n' ' ')"
+ev_case() { # NAME WANT_LAUNCHES WANT_NODES CMD...
+	local n=$1 wl=$2 wn=$3
+	shift 3
+	[ -x "$1" ] && [ -s "$W/count.so" ] || return
+	timeout 120 env LD_PRELOAD="$W/count.so" LD_LIBRARY_PATH="$SHIM_LLP" "$@" >"$L/$n.ev.out" 2>"$L/$n.ev.err"
+	local rc=$? line
+	line=$(grep 'gx-count:' "$L/$n.ev.err" | tail -1)
+	note "$n with a subscriber: $line"
+	local got nm nodes
+	got=$(echo "$line" | awk '{print $3}') nm=$(echo "$line" | awk '{print $5}') nodes=$(echo "$line" | awk '{print $7}')
+	if [ $rc -eq 0 ] && cmp -s "$L/$n.ev.out" "$L/$n.base.out" && [ "${got:-x}" = "$wl" ] && [ "${nm:-x}" = "$wl" ] &&
+		[ "${nodes:-x}" = "$wn" ]; then
+		ok "$n: a subscriber sees all $wl launches (named) and $wn graph nodes; output unchanged"
+	else
+		nok "$n with a subscriber: exit $rc, output $(cmp -s "$L/$n.ev.out" "$L/$n.base.out" && echo same || echo differs), launches ${got:-?}/$wl named ${nm:-?} nodes ${nodes:-?}/$wn"
+	fi
+}
+ev_case rt_static 11 0 "$W/rt_static"
+ev_case rt_ptds 11 0 "$W/rt_ptds"
+ev_case rt_shared 11 0 "$W/rt_shared"
+ev_case graph 1 1 "$W/graph"
+ev_case threads16 3232 0 "$W/threads16"
+ev_case drv_file 11 0 "$W/drv" file "$W/kernels.ptx"
 
 # ---- 2. Python ----
 py_case() { # NAME MIN_REWRITTEN SCRIPT

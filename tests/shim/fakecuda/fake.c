@@ -538,6 +538,17 @@ FX CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n, cons
 	return CUDA_SUCCESS;
 }
 
+FX CUresult cuGraphAddNode_v2(CUgraphNode *n, CUgraph g, const CUgraphNode *d, const CUgraphEdgeData *ed, size_t nd,
+			      CUgraphNodeParams *p)
+{
+	(void)g, (void)d, (void)ed, (void)nd;
+	REC();
+	if (p->type == CU_GRAPH_NODE_TYPE_KERNEL)
+		last_node_func = p->kernel.func;
+	*n = (CUgraphNode)(uintptr_t)0x102;
+	return CUDA_SUCCESS;
+}
+
 /* ---- cuLink ---- */
 static const void *last_link_data;
 static char link_cubin[64] = "\177ELF fake linked cubin";
