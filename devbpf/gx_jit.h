@@ -56,6 +56,18 @@ struct gx_jit_prog {
 	size_t nr_insns;
 };
 
+/* A callable the native target offers besides the helper table: host
+ * helpers of other hooks, or kfuncs (calls with src_reg BPF_PSEUDO_KFUNC_CALL,
+ * imm = the kfunc's BTF id as the loader left it). Called with r1..r5 as
+ * u64 arguments, r0 = the u64 result. */
+struct gx_jit_extern {
+	int kfunc;          /* 0: helper id, 1: kfunc */
+	int id;             /* helper id or kfunc imm */
+	const char *symbol; /* C identifier, unique */
+	unsigned long long (*fn)(unsigned long long, unsigned long long, unsigned long long,
+				 unsigned long long, unsigned long long);
+};
+
 struct gx_jit_opts {
 	size_t sz;                 /* sizeof(struct gx_jit_opts) */
 	enum gx_jit_target target;
@@ -71,6 +83,9 @@ struct gx_jit_opts {
 	const char *features; /* PTX: default "+ptx80" */
 	int keep_text;     /* keep the optimized IR (and native assembly) for
 			    * gx_jit__ir / gx_jit__asm (costs time: off for hot paths) */
+	/* Native only: extra helpers / kfuncs, looked up before the table. */
+	const struct gx_jit_extern *externs;
+	size_t nr_externs;
 };
 
 struct gx_jit;

@@ -8,12 +8,13 @@ SHIM_GEN    := $(BUILD)/gen/shim
 SHIM_LIB    := $(BUILD)/lib/libcuda.so.1
 SHIM_SRCS   := shim/core.c shim/real.c shim/procaddr.c shim/init.c shim/events.c \
                shim/tables.c shim/load.c shim/module.c shim/link.c shim/launch.c \
-               shim/graph.c shim/mem.c shim/passes_env.c
+               shim/graph.c shim/mem.c shim/passes_env.c shim/hostpolicy.c
 ifeq ($(IMAGE_LIB),)
 SHIM_SRCS   += shim/noimage.c
 IMAGE_LDLIBS ?=
 endif
-SHIM_OBJS   := $(call objs,$(SHIM_SRCS)) $(BUILD)/obj/shim/lazy.o $(SHIM_GEN)/gx_tramp.o
+SHIM_OBJS   := $(call objs,$(SHIM_SRCS)) $(BUILD)/obj/shim/lazy.o $(BUILD)/obj/shim/launch_fast.o \
+               $(SHIM_GEN)/gx_tramp.o
 SHIM_CFLAGS := -I$(SHIM_GEN)
 
 # One stamp for the three generated files (a multi-target rule would run twice).
@@ -21,7 +22,7 @@ $(SHIM_GEN)/.stamp: shim/gen-syms.sh $(CUDA_STUB) $(CUDA_HOME)/include/cuda.h
 	$(call msg,GEN,$(SHIM_GEN))
 	$(Q)shim/gen-syms.sh $(CUDA_STUB) $(CUDA_HOME)/include $(CC) $(SHIM_GEN)
 	$(Q)touch $@
-$(SHIM_GEN)/gx_syms.h $(SHIM_GEN)/gx_tramp.S $(SHIM_GEN)/syms.list: $(SHIM_GEN)/.stamp
+$(SHIM_GEN)/gx_syms.h $(SHIM_GEN)/gx_tramp.S $(SHIM_GEN)/syms.list $(SHIM_GEN)/gx_syms.inc: $(SHIM_GEN)/.stamp
 
 $(call objs,$(SHIM_SRCS)): CFLAGS += $(SHIM_CFLAGS)
 $(call objs,$(SHIM_SRCS)): $(SHIM_GEN)/gx_syms.h
@@ -31,6 +32,11 @@ $(BUILD)/obj/shim/lazy.o: shim/lazy.S
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -c $< -o $@
 
+$(BUILD)/obj/shim/launch_fast.o: shim/launch_fast.S $(SHIM_GEN)/.stamp
+	$(call msg,AS,$<)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -Wa,-I$(SHIM_GEN) -c $< -o $@
+
 $(SHIM_GEN)/gx_tramp.o: $(SHIM_GEN)/gx_tramp.S
 	$(call msg,AS,$<)
 	$(Q)$(CC) -c $< -o $@
@@ -38,11 +44,12 @@ $(SHIM_GEN)/gx_tramp.o: $(SHIM_GEN)/gx_tramp.S
 # -Bsymbolic: our own references bind to our definitions (never interposed).
 # The version script only limits exports: the real driver has no symbol
 # versions, so neither do we.
-$(SHIM_LIB): $(SHIM_OBJS) shim/libcuda.map $(PTX_LIB) $(COMMON_LIB) $(IMAGE_LIB)
+$(SHIM_LIB): $(SHIM_OBJS) shim/libcuda.map $(PTX_LIB) $(COMMON_LIB) $(IMAGE_LIB) $(SHIM_HOSTEXEC_LIBS)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -shared -o $@ -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,now \
-		-Wl,--version-script=shim/libcuda.map $(SHIM_OBJS) $(IMAGE_LIB) $(PTX_LIB) $(COMMON_LIB) \
+		-Wl,--version-script=shim/libcuda.map $(SHIM_OBJS) $(IMAGE_LIB) $(PTX_LIB) \
+		$(SHIM_HOSTEXEC_LIBS) $(COMMON_LIB) -lelf \
 		$(LDFLAGS) $(IMAGE_LDLIBS) -ldl -lpthread
 	$(Q)ln -sf libcuda.so.1 $(BUILD)/lib/libcuda.so
 

@@ -527,6 +527,48 @@ static void test_maps_helpers(void)
 	gx_map__free(rb);
 }
 
+/* ---- externs: host callables and kfuncs for host-side policies ---- */
+static unsigned long long ext_add(unsigned long long a, unsigned long long b, unsigned long long c,
+				  unsigned long long d, unsigned long long e)
+{
+	(void)c, (void)d, (void)e;
+	return a + b * 1000;
+}
+static unsigned long long ext_k(unsigned long long a, unsigned long long b, unsigned long long c,
+				unsigned long long d, unsigned long long e)
+{
+	(void)b, (void)c, (void)d, (void)e;
+	return a * 2;
+}
+
+static void test_externs(void)
+{
+	const struct bpf_insn prog[] = {
+		MOV64_IMM(1, 3), MOV64_IMM(2, 4), CALL(7777), MOV64_REG(6, 0), MOV64_IMM(1, 21),
+		I(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_KFUNC_CALL, 0, 555), ALU64_REG(BPF_ADD, 0, 6),
+		EXIT(),
+	};
+	const struct gx_jit_extern ext[] = { { 0, 7777, "host_add", ext_add }, { 1, 555, "bpf_test_kfunc", ext_k } };
+	struct gx_jit_prog p = { .name = "ext", .insns = prog, .nr_insns = GX_ARRAY_SIZE(prog) };
+	struct gx_jit_opts o = { .sz = sizeof(o), .target = GX_JIT_NATIVE, .ret64 = 1,
+				 .externs = ext, .nr_externs = 2 };
+	char err[256] = "";
+	struct gx_jit *j = gx_jit__new(&p, 1, &o, err, sizeof(err));
+	prog64_fn f = j ? (prog64_fn)gx_jit__func(j, "ext") : NULL;
+	uint64_t r = f ? f(&test_ctx) : 0;
+	GX_CHECK(r == 4003 + 42, "native externs: a helper id and a kfunc call host functions (%llu, %s)",
+		 (unsigned long long)r, err);
+	gx_jit__free(j);
+	o.nr_externs = 1;
+	j = gx_jit__new(&p, 1, &o, err, sizeof(err));
+	GX_CHECK(!j && !strcmp(err, "prog ext insn 5: kfunc 555 is not provided"),
+		 "missing kfunc: '%s'", err);
+	o.target = GX_JIT_PTX;
+	GX_CHECK(!gx_jit__new(&p, 1, &o, err, sizeof(err)) &&
+			 !strcmp(err, "externs are available to the native target only"),
+		 "externs refused for PTX");
+}
+
 /* ---- bad programs: stable messages, no crash ---- */
 static void test_errors(void)
 {
@@ -653,6 +695,7 @@ int main(void)
 	ptx_table(jcases, nj, "jumps", NULL, 0);
 	test_maps_helpers();
 	test_errors();
+	test_externs();
 	test_jit_time();
 	return gx_test_done();
 }
