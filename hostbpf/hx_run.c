@@ -698,7 +698,9 @@ int gx_hx__touch(struct gx_hx *hx, uint64_t va, uint64_t len)
 		/* one access per region per launch, however many pages fault */
 		r->r.access_count++;
 		r->r.last_access_ns = now_ns();
-		for (uint32_t pg = lo; pg < hi; pg++) {
+		/* fully resident (the common case on every launch): no page walk */
+		uint32_t first_pg = r->r.resident_pages >= region_pages(r) ? hi : lo;
+		for (uint32_t pg = first_pg; pg < hi; pg++) {
 			if (page_resident(r, pg))
 				continue;
 			fault(hx, r, pg);
