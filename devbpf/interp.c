@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devbpf/bpf_internal.h"
+#include "devbpf/verifier.h"
 #include "devbpf/gdev_helpers.h"
 #include "gx_util.h"
 
@@ -506,4 +506,16 @@ GX_EXPORT int gx_bpf_interp_run(const struct bpf_insn *insns, size_t cnt, uint64
 	int err = run(vm, 0, args, ret);
 	free(vm);
 	return gx_err(err);
+}
+
+/* The interpreter's ALU, for the verifier's constant folding. */
+uint64_t gx_bpf_alu_eval(uint8_t code, int16_t off, int32_t imm, uint64_t dst, uint64_t src)
+{
+	struct bpf_insn in = { .code = code, .off = off, .imm = imm };
+	uint64_t d = dst;
+	if (BPF_OP(code) == BPF_END || BPF_OP(code) == BPF_NEG)
+		src = 0;
+	if (alu(&in, &d, src))
+		return 0;
+	return d;
 }

@@ -1,36 +1,951 @@
-/* verifier.c — placeholder until the SIMT verifier lands. */
-#include "devbpf/bpf_internal.h"
+/* verifier.c — the SIMT verifier's driver: explores every path of a program
+ * with abstract states (verifier.h), one instruction at a time.
+ *
+ * Why path exploration rather than a fixpoint: loops need no widening — a
+ * bounded loop unrolls until its counter's range proves the exit, and an
+ * unbounded one runs into the hook's path budget, which is also how the
+ * runtime cost of every path is bounded (per-hook budgets). State pruning
+ * keeps it tractable: at jump targets, a state covered by one already fully
+ * explored from there stops, provided the longest continuation seen from the
+ * old state still fits the current path's budget (each stored state keeps the
+ * longest remaining path and helper-call count below it). States on the
+ * current path that are equal to the current one mean an infinite loop.
+ *
+ * SIMT rules ride on the same walk: every value carries a lane-varying bit
+ * (sources: gdev_laneid, gdev_thread_idx; it spreads through ALU, stack and
+ * map lookups with varying keys); branches, loop bounds, map update keys and
+ * atomics must be uniform. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devbpf/gdev_helpers.h"
+#include "devbpf/verifier.h"
+#include "gx_log.h"
 #include "gx_util.h"
+
+#define V_MAX_STORED 4096
+
+int verr(struct venv *env, uint32_t insn, const char *fmt, ...)
+{
+	if (env->msg[0])
+		return -EINVAL; /* keep the first reason */
+	char reason[200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	snprintf(env->msg, sizeof(env->msg), "prog %s insn %u: %s", env->prog->name, insn, reason);
+	env->err_insn = (int)insn;
+	return -EINVAL;
+}
+
+/* ------------------------------------------------------------ states */
+
+static void state_free(struct vstate *st)
+{
+	for (int i = 0; i < st->nframes; i++)
+		free(st->frames[i]);
+	st->nframes = 0;
+}
+
+static int state_copy(struct vstate *dst, const struct vstate *src)
+{
+	*dst = *src;
+	for (int i = 0; i < src->nframes; i++) {
+		dst->frames[i] = malloc(sizeof(struct vframe));
+		if (!dst->frames[i]) {
+			dst->nframes = i;
+			state_free(dst);
+			return -ENOMEM;
+		}
+		memcpy(dst->frames[i], src->frames[i], sizeof(struct vframe));
+	}
+	return 0;
+}
+
+struct idmap {
+	uint32_t o[64], c[64];
+	int n;
+};
+
+static bool id_match(struct idmap *m, uint32_t o, uint32_t c)
+{
+	for (int i = 0; i < m->n; i++) {
+		if (m->o[i] == o)
+			return m->c[i] == c;
+		if (m->c[i] == c)
+			return false;
+	}
+	if (m->n >= 64)
+		return false;
+	m->o[m->n] = o, m->c[m->n++] = c;
+	return true;
+}
+
+static bool reg_covers(const struct vreg *o, const struct vreg *c, struct idmap *m)
+{
+	if (o->type == V_NOT_INIT)
+		return true;
+	if (o->type != c->type || (c->varying && !o->varying))
+		return false;
+	switch (o->type) {
+	case V_SCALAR:
+		return c->umin >= o->umin && c->umax <= o->umax && c->smin >= o->smin && c->smax <= o->smax &&
+		       c->tz >= o->tz;
+	case V_CONST_MAP:
+	case V_PTR_FUNC:
+		return o->map_idx == c->map_idx;
+	case V_PTR_MAP_VALUE_OR_NULL:
+		if (!id_match(m, o->id, c->id))
+			return false;
+		/* fall through */
+	case V_PTR_CTX:
+	case V_PTR_STACK:
+	case V_PTR_MAP_VALUE:
+		return o->map_idx == c->map_idx && o->frame == c->frame && c->omin >= o->omin &&
+		       c->omax <= o->omax && c->tz >= o->tz;
+	}
+	return false;
+}
+
+static bool frame_covers(const struct vframe *o, const struct vframe *c, struct idmap *m)
+{
+	if (o->callsite != c->callsite || o->subprog != c->subprog || o->is_callback != c->is_callback ||
+	    o->cb_iters != c->cb_iters)
+		return false;
+	for (int r = 0; r < 11; r++)
+		if (!reg_covers(&o->regs[r], &c->regs[r], m))
+			return false;
+	for (int s = 0; s < V_SLOTS; s++) {
+		const struct vslot *os = &o->stack[s], *cs = &c->stack[s];
+		if (!os->init)
+			continue;
+		if (os->init & ~cs->init)
+			return false;
+		if (cs->varying && !os->varying)
+			return false;
+		if (os->kind == SLOT_SPILL) {
+			if (cs->kind != SLOT_SPILL || !reg_covers(&os->spill, &cs->spill, m))
+				return false;
+		} else if (cs->kind == SLOT_SPILL && cs->spill.type != V_SCALAR) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool state_covers(const struct vstate *o, const struct vstate *c)
+{
+	if (o->nframes != c->nframes)
+		return false;
+	struct idmap m = { .n = 0 };
+	for (int i = 0; i < o->nframes; i++)
+		if (!frame_covers(o->frames[i], c->frames[i], &m))
+			return false;
+	return true;
+}
+
+static void stored_release(struct vstored *s)
+{
+	while (s && --s->refs == 0)
+		s = s->parent;
+}
+
+/* A path ended (exit or pruned) with `insns` and `calls` in total: tell the
+ * stored states above it how long their continuations can be. */
+static void path_end(struct venv *env, struct vstate *st, uint32_t insns, uint32_t calls)
+{
+	if (insns > env->max_path)
+		env->max_path = insns;
+	if (calls > env->max_calls)
+		env->max_calls = calls;
+	for (struct vstored *s = st->parent; s; s = s->parent) {
+		uint32_t ri = insns - s->st.path_insns, rc = calls - s->st.path_calls;
+		bool up = false;
+		if (ri > s->rem_insns)
+			s->rem_insns = ri, up = true;
+		if (rc > s->rem_calls)
+			s->rem_calls = rc, up = true;
+		if (!up)
+			break;
+	}
+	stored_release(st->parent);
+	st->parent = NULL;
+}
+
+/* 1: pruned (path done), 0: go on, <0: error */
+static int prune_or_store(struct venv *env, struct vstate *st, uint32_t idx)
+{
+	for (struct vstored *s = env->stored[idx]; s; s = s->next) {
+		if (s->refs == 0) {
+			if ((uint64_t)st->path_insns + s->rem_insns <= env->budget.max_path_insns &&
+			    (uint64_t)st->path_calls + s->rem_calls <= env->budget.max_helper_calls &&
+			    state_covers(&s->st, st)) {
+				path_end(env, st, st->path_insns + s->rem_insns, st->path_calls + s->rem_calls);
+				return 1;
+			}
+		} else if (state_covers(&s->st, st) && state_covers(st, &s->st)) {
+			return verr(env, idx, "infinite loop detected");
+		}
+	}
+	if (env->nstored[idx] >= V_MAX_STATES_PER_INSN || env->nstates >= V_MAX_STORED)
+		return 0;
+	struct vstored *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	if (state_copy(&s->st, st)) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->st.parent = NULL;
+	s->parent = st->parent; /* the path's reference moves to s */
+	s->refs = 1;
+	s->next = env->stored[idx];
+	env->stored[idx] = s;
+	env->nstored[idx]++;
+	env->nstates++;
+	st->parent = s;
+	return 0;
+}
+
+static int push_pending(struct venv *env, const struct vstate *st, uint32_t insn)
+{
+	if (env->npending == env->cap_pending) {
+		uint32_t nc = env->cap_pending ? env->cap_pending * 2 : 64;
+		if (nc > 65536)
+			return verr(env, insn, "program too complex: too many pending branches");
+		struct vpending *np = realloc(env->pending, nc * sizeof(*np));
+		if (!np)
+			return -ENOMEM;
+		env->pending = np, env->cap_pending = nc;
+	}
+	struct vpending *p = &env->pending[env->npending];
+	int err = state_copy(&p->st, st);
+	if (err)
+		return err;
+	p->insn = insn;
+	if (st->parent)
+		st->parent->refs++;
+	env->npending++;
+	return 0;
+}
+
+/* -------------------------------------------------------------- insns */
+
+static int check_init(struct venv *env, uint32_t idx, const struct vreg *r, int regno)
+{
+	if (r->type == V_NOT_INIT)
+		return verr(env, idx, "read of uninitialized register r%d", regno);
+	return 0;
+}
+
+static const char *type_name(uint8_t t)
+{
+	switch (t) {
+	case V_SCALAR: return "scalar";
+	case V_PTR_CTX: return "ctx";
+	case V_CONST_MAP: return "map handle";
+	case V_PTR_MAP_VALUE: return "map value";
+	case V_PTR_MAP_VALUE_OR_NULL: return "map value or null";
+	case V_PTR_STACK: return "stack";
+	case V_PTR_FUNC: return "function";
+	}
+	return "uninitialized";
+}
+
+static bool is_ptr(const struct vreg *r)
+{
+	return r->type != V_SCALAR && r->type != V_NOT_INIT;
+}
+
+static int ptr_add(struct venv *env, uint32_t idx, struct vreg *d, const struct vreg *ptr,
+		   const struct vreg *sc, bool sub)
+{
+	if (ptr->type != V_PTR_CTX && ptr->type != V_PTR_STACK && ptr->type != V_PTR_MAP_VALUE) {
+		if (ptr->type == V_PTR_MAP_VALUE_OR_NULL)
+			return verr(env, idx, "pointer arithmetic on map value or null (missing null check)");
+		return verr(env, idx, "invalid pointer arithmetic on %s", type_name(ptr->type));
+	}
+	struct vreg r = *ptr;
+	int64_t lo, hi;
+	bool of;
+	if (r.omin == INT64_MIN || r.omax == INT64_MAX) {
+		of = true;
+	} else if (!sub) {
+		of = __builtin_add_overflow(r.omin, sc->smin, &lo) | __builtin_add_overflow(r.omax, sc->smax, &hi);
+	} else {
+		of = __builtin_sub_overflow(r.omin, sc->smax, &lo) | __builtin_sub_overflow(r.omax, sc->smin, &hi);
+	}
+	if (of || lo < -(1ll << 40) || hi > (1ll << 40)) {
+		r.omin = INT64_MIN, r.omax = INT64_MAX; /* unbounded: any access fails */
+	} else {
+		r.omin = lo, r.omax = hi;
+	}
+	if (vreg_is_const(sc)) {
+		uint8_t ct = sc->umin ? (uint8_t)__builtin_ctzll(sc->umin) : 63;
+		r.tz = r.tz < ct ? r.tz : ct;
+	} else {
+		r.tz = r.tz < sc->tz ? r.tz : sc->tz;
+	}
+	if (r.omin == r.omax && r.omin != INT64_MIN)
+		r.tz = r.omin ? (uint8_t)__builtin_ctzll((uint64_t)r.omin) : 63;
+	r.varying = ptr->varying | sc->varying;
+	*d = r;
+	return 0;
+}
+
+static int do_alu(struct venv *env, struct vstate *st, uint32_t idx, const struct bpf_insn *in)
+{
+	struct vframe *f = vcur(st);
+	struct vreg *d = &f->regs[in->dst_reg];
+	bool is64 = BPF_CLASS(in->code) == BPF_ALU64;
+	uint8_t op = BPF_OP(in->code);
+	struct vreg src;
+	if (BPF_SRC(in->code) == BPF_X && op != BPF_END && op != BPF_NEG) {
+		src = f->regs[in->src_reg];
+		int err = check_init(env, idx, &src, in->src_reg);
+		if (err)
+			return err;
+	} else {
+		vreg_set_const(&src, is64 ? (uint64_t)(int64_t)in->imm : (uint64_t)(uint32_t)in->imm);
+		src.varying = 0;
+	}
+	if (op != BPF_MOV) {
+		int err = check_init(env, idx, d, in->dst_reg);
+		if (err)
+			return err;
+	}
+	if (op == BPF_MOV) {
+		if (is_ptr(&src)) {
+			if (is64 && in->off == 0) {
+				*d = src;
+			} else {
+				uint8_t v = src.varying;
+				vreg_mark_unknown(d);
+				d->varying = v;
+				if (!is64)
+					vreg_set_urange(d, 0, 0xffffffffull), d->varying = v;
+			}
+			return 0;
+		}
+		return vscalar_alu(env, idx, in, d, &src);
+	}
+	if (!is_ptr(d) && !is_ptr(&src))
+		return vscalar_alu(env, idx, in, d, &src);
+	/* pointer arithmetic */
+	if (!is64)
+		return verr(env, idx, "invalid pointer arithmetic: 32-bit operation on a pointer");
+	if (op == BPF_ADD && is_ptr(d) && !is_ptr(&src))
+		return ptr_add(env, idx, d, d, &src, false);
+	if (op == BPF_ADD && !is_ptr(d) && is_ptr(&src)) {
+		struct vreg sc = *d;
+		return ptr_add(env, idx, d, &src, &sc, false);
+	}
+	if (op == BPF_SUB && is_ptr(d) && !is_ptr(&src))
+		return ptr_add(env, idx, d, d, &src, true);
+	if (op == BPF_SUB && is_ptr(d) && is_ptr(&src) && d->type == src.type &&
+	    (d->type == V_PTR_STACK || d->type == V_PTR_MAP_VALUE) && d->map_idx == src.map_idx) {
+		uint8_t v = d->varying | src.varying;
+		vreg_mark_unknown(d);
+		d->varying = v;
+		return 0;
+	}
+	return verr(env, idx, "invalid pointer arithmetic on %s", type_name(is_ptr(d) ? d->type : src.type));
+}
+
+static void mark_null_result(struct vstate *st, uint32_t id, bool is_null)
+{
+	for (int fi = 0; fi < st->nframes; fi++) {
+		struct vframe *f = st->frames[fi];
+		for (int r = 0; r < 11; r++) {
+			struct vreg *x = &f->regs[r];
+			if (x->type == V_PTR_MAP_VALUE_OR_NULL && x->id == id) {
+				if (is_null) {
+					uint8_t v = x->varying;
+					vreg_set_const(x, 0);
+					x->varying = v;
+				} else {
+					x->type = V_PTR_MAP_VALUE;
+					x->id = 0;
+				}
+			}
+		}
+		for (int s = 0; s < V_SLOTS; s++) {
+			struct vreg *x = &f->stack[s].spill;
+			if (f->stack[s].kind == SLOT_SPILL && x->type == V_PTR_MAP_VALUE_OR_NULL && x->id == id) {
+				if (is_null) {
+					uint8_t v = x->varying;
+					vreg_set_const(x, 0);
+					x->varying = v;
+				} else {
+					x->type = V_PTR_MAP_VALUE;
+					x->id = 0;
+				}
+			}
+		}
+	}
+}
+
+static int64_t jmp_target(const struct bpf_insn *in, uint32_t idx)
+{
+	if (BPF_OP(in->code) == BPF_JA && BPF_CLASS(in->code) == BPF_JMP32)
+		return (int64_t)idx + in->imm + 1;
+	return (int64_t)idx + in->off + 1;
+}
+
+/* Conditional jump. *next: where the current state goes (-1: path ends). */
+static int do_branch(struct venv *env, struct vstate *st, uint32_t idx, const struct bpf_insn *in,
+		     int64_t *next)
+{
+	struct vframe *f = vcur(st);
+	bool is32 = BPF_CLASS(in->code) == BPF_JMP32;
+	uint8_t op = BPF_OP(in->code);
+	uint32_t target = (uint32_t)jmp_target(in, idx);
+	struct vreg *d = &f->regs[in->dst_reg];
+	struct vreg imm, *s;
+	int err = check_init(env, idx, d, in->dst_reg);
+	if (err)
+		return err;
+	if (BPF_SRC(in->code) == BPF_X) {
+		s = &f->regs[in->src_reg];
+		if ((err = check_init(env, idx, s, in->src_reg)))
+			return err;
+	} else {
+		vreg_set_const(&imm, (uint64_t)(int64_t)in->imm);
+		imm.varying = 0;
+		s = &imm;
+	}
+	if (env->simt && (d->varying || s->varying))
+		return verr(env, idx, "branch on lane-varying value");
+	if (target <= idx)
+		st->back_edges++; /* counted on both outcomes: the loop was entered */
+	bool zero = s->type == V_SCALAR && vreg_is_const(s) && s->umin == 0;
+	if (is_ptr(d) || is_ptr(s)) {
+		if (!is_ptr(s) && zero && (op == BPF_JEQ || op == BPF_JNE) && !is32) {
+			if (d->type == V_PTR_MAP_VALUE_OR_NULL) {
+				/* null check: fork */
+				struct vstate other;
+				if ((err = state_copy(&other, st)))
+					return err;
+				uint32_t id = d->id;
+				/* taken branch: JEQ → null, JNE → non-null */
+				mark_null_result(&other, id, op == BPF_JEQ);
+				mark_null_result(st, id, op != BPF_JEQ);
+				other.parent = st->parent;
+				err = push_pending(env, &other, target);
+				other.parent = NULL;
+				state_free(&other);
+				*next = idx + 1;
+				return err;
+			}
+			/* a pointer that cannot be null */
+			*next = op == BPF_JEQ ? idx + 1 : target;
+			return 0;
+		}
+		return verr(env, idx, "comparison of pointer r%d is not allowed",
+			    is_ptr(d) ? in->dst_reg : in->src_reg);
+	}
+	int known = vscalar_cmp_known(op, is32, d, s);
+	if (known == 1) {
+		*next = target;
+		return 0;
+	}
+	if (known == 0) {
+		*next = idx + 1;
+		return 0;
+	}
+	/* both outcomes possible: push the taken one, refine both */
+	struct vstate other;
+	if ((err = state_copy(&other, st)))
+		return err;
+	struct vframe *of = vcur(&other);
+	struct vreg *od = &of->regs[in->dst_reg];
+	struct vreg *os = BPF_SRC(in->code) == BPF_X ? &of->regs[in->src_reg] : &imm;
+	struct vreg tmp_imm = imm;
+	if (BPF_SRC(in->code) == BPF_K)
+		os = &tmp_imm;
+	int ok_taken = 1, ok_fall = 1;
+	if (in->dst_reg == in->src_reg && BPF_SRC(in->code) == BPF_X) {
+		struct vreg c1 = *od, c2 = *d;
+		ok_taken = vscalar_branch(op, is32, od, &c1, true);
+		ok_fall = vscalar_branch(op, is32, d, &c2, false);
+	} else {
+		struct vreg fimm = imm;
+		ok_taken = vscalar_branch(op, is32, od, os, true);
+		ok_fall = vscalar_branch(op, is32, d, BPF_SRC(in->code) == BPF_X ? s : &fimm, false);
+	}
+	if (ok_taken) {
+		other.parent = st->parent;
+		err = push_pending(env, &other, target);
+		other.parent = NULL;
+	}
+	state_free(&other);
+	if (err)
+		return err;
+	*next = ok_fall ? (int64_t)idx + 1 : -1;
+	return 0;
+}
+
+static bool on_call_stack(const struct vstate *st, int32_t subprog)
+{
+	for (int i = 0; i < st->nframes; i++)
+		if (st->frames[i]->subprog == subprog)
+			return true;
+	return false;
+}
+
+static int enter_frame(struct venv *env, struct vstate *st, uint32_t idx, uint32_t target, bool callback,
+		       uint64_t iters, const struct vreg *cbctx)
+{
+	if (st->nframes >= V_MAX_FRAMES)
+		return verr(env, idx, "call stack too deep (more than %d frames)", V_MAX_FRAMES);
+	int32_t sp = env->subprog_of[target];
+	if (on_call_stack(st, sp))
+		return verr(env, idx, "recursive call");
+	struct vframe *caller = vcur(st);
+	struct vframe *nf = calloc(1, sizeof(*nf));
+	if (!nf)
+		return -ENOMEM;
+	env->subprogs[caller->subprog].calls[sp] = 1;
+	if (callback) {
+		/* callback(index, ctx) */
+		vreg_set_urange(&nf->regs[1], 0, iters ? iters - 1 : 0);
+		nf->regs[1].varying = 0;
+		nf->regs[2] = *cbctx;
+		nf->is_callback = 1;
+		nf->cb_iters = iters;
+		nf->cb_path_at_entry = st->path_insns;
+		nf->cb_calls_at_entry = st->path_calls;
+	} else {
+		for (int r = 1; r <= 5; r++)
+			nf->regs[r] = caller->regs[r];
+	}
+	nf->regs[10].type = V_PTR_STACK;
+	nf->regs[10].frame = (uint8_t)st->nframes;
+	nf->regs[10].tz = 63;
+	nf->callsite = (int32_t)idx;
+	nf->subprog = sp;
+	st->frames[st->nframes++] = nf;
+	return 0;
+}
+
+/* Values a bpf_loop callback wrote into outer frames hold after several
+ * iterations something other than after one: forget them (still initialised
+ * if the callback ran at least once — it may not have: keep the caller's
+ * initialisation as it was then). */
+static void havoc_outer_stacks(struct vstate *st)
+{
+	for (int fi = 0; fi < st->nframes; fi++) {
+		struct vframe *f = st->frames[fi];
+		for (int s = 0; s < V_SLOTS; s++) {
+			struct vslot *sl = &f->stack[s];
+			if (!sl->init)
+				continue;
+			uint8_t vary = sl->varying | (sl->kind == SLOT_SPILL ? sl->spill.varying : 0);
+			if (sl->kind == SLOT_SPILL && (sl->spill.type == V_PTR_CTX || sl->spill.type == V_CONST_MAP ||
+						       sl->spill.type == V_PTR_FUNC))
+				continue; /* cannot be forged through a pointer of the callback */
+			sl->kind = SLOT_MISC;
+			sl->varying = vary;
+		}
+	}
+}
+
+static int do_exit(struct venv *env, struct vstate *st, uint32_t idx, int64_t *next)
+{
+	struct vframe *f = vcur(st);
+	struct vreg *r0 = &f->regs[0];
+	if (r0->type == V_NOT_INIT)
+		return verr(env, idx, "R0 not set before exit");
+	if (r0->type != V_SCALAR)
+		return verr(env, idx, "returning a pointer is not allowed");
+	if (st->nframes == 1) {
+		const struct gx_bpf_sec_def *sec = env->sec;
+		if (r0->smin < sec->ret_min || r0->smax > sec->ret_max)
+			return verr(env, idx, "return value out of range [%lld, %lld] for hook %s",
+				    (long long)sec->ret_min, (long long)sec->ret_max, sec->prefix);
+		*next = -1;
+		return 0;
+	}
+	struct vreg ret = *r0;
+	struct vframe *caller = st->frames[st->nframes - 2];
+	if (f->is_callback) {
+		if (ret.smin < 0 || ret.smax > 1)
+			return verr(env, idx, "bpf_loop callback must return 0 or 1");
+		/* the path pays for every iteration */
+		uint64_t body = st->path_insns - f->cb_path_at_entry;
+		uint64_t calls = st->path_calls - f->cb_calls_at_entry;
+		uint64_t more = f->cb_iters ? f->cb_iters - 1 : 0;
+		uint64_t pi = st->path_insns + body * more, pc = st->path_calls + calls * more;
+		st->path_insns = pi > UINT32_MAX ? UINT32_MAX : (uint32_t)pi;
+		st->path_calls = pc > UINT32_MAX ? UINT32_MAX : (uint32_t)pc;
+		vreg_set_urange(&ret, 0, f->cb_iters);
+		ret.varying = 0;
+	}
+	bool cb = f->is_callback;
+	*next = f->callsite + 1;
+	free(f);
+	st->nframes--;
+	for (int r = 1; r <= 5; r++)
+		memset(&caller->regs[r], 0, sizeof(caller->regs[r]));
+	caller->regs[0] = ret;
+	if (cb)
+		havoc_outer_stacks(st);
+	return 0;
+}
+
+static int do_atomic(struct venv *env, struct vstate *st, uint32_t idx, const struct bpf_insn *in)
+{
+	struct vframe *f = vcur(st);
+	struct vreg *src = &f->regs[in->src_reg];
+	struct vreg *p = &f->regs[in->dst_reg];
+	int size = BPF_SIZE(in->code) == BPF_DW ? 8 : 4;
+	int err = check_init(env, idx, src, in->src_reg);
+	if (err)
+		return err;
+	if (src->type != V_SCALAR)
+		return verr(env, idx, "atomic operand must be a scalar");
+	if (p->type != V_PTR_STACK && p->type != V_PTR_MAP_VALUE && p->type != V_PTR_CTX) {
+		if (p->type == V_PTR_MAP_VALUE_OR_NULL)
+			return verr(env, idx, "map value pointer may be null (missing null check)");
+		return verr(env, idx, "atomic operation on %s r%d", type_name(p->type), in->dst_reg);
+	}
+	if (in->imm == BPF_CMPXCHG) {
+		if ((err = check_init(env, idx, &f->regs[0], 0)))
+			return err;
+		if (f->regs[0].type != V_SCALAR)
+			return verr(env, idx, "atomic operand must be a scalar");
+	}
+	uint8_t vary = p->varying | src->varying;
+	if ((err = vmem_access(env, st, idx, in->dst_reg, in->off, size, true, in->src_reg, false, true)))
+		return err;
+	struct vreg *out = NULL;
+	if (in->imm == BPF_CMPXCHG)
+		out = &f->regs[0];
+	else if ((in->imm & BPF_FETCH) || in->imm == BPF_XCHG)
+		out = &f->regs[in->src_reg];
+	if (out) {
+		if (size == 4)
+			vreg_set_urange(out, 0, 0xffffffffull);
+		else
+			vreg_mark_unknown(out);
+		out->varying = vary;
+	}
+	return 0;
+}
+
+static int size_of(uint8_t sz)
+{
+	return sz == BPF_B ? 1 : sz == BPF_H ? 2 : sz == BPF_W ? 4 : 8;
+}
+
+static void mark_varying(struct venv *env, struct vstate *st, uint32_t idx, const struct bpf_insn *in)
+{
+	struct vframe *f = vcur(st);
+	if (f->regs[in->dst_reg].varying || (in->src_reg <= 10 && f->regs[in->src_reg].varying))
+		env->varying[idx] = 1;
+}
+
+/* One instruction. *next: the next insn of this state, -1 when the path ended. */
+static int step(struct venv *env, struct vstate *st, uint32_t idx, int64_t *next)
+{
+	const struct bpf_insn *in = &env->insns[idx];
+	struct vframe *f = vcur(st);
+	uint8_t cls = BPF_CLASS(in->code);
+	int err = 0;
+	*next = (int64_t)idx + 1;
+	if (env->collect)
+		vfacts_record(env, idx, st);
+	if (cls != BPF_LD)
+		mark_varying(env, st, idx, in);
+	switch (cls) {
+	case BPF_ALU:
+	case BPF_ALU64:
+		err = do_alu(env, st, idx, in);
+		break;
+	case BPF_LD: {
+		struct vreg *d = &f->regs[in->dst_reg];
+		const struct bpf_insn *in2 = in + 1;
+		memset(d, 0, sizeof(*d));
+		switch (in->src_reg) {
+		case 0:
+			vreg_set_const(d, (uint32_t)in->imm | ((uint64_t)(uint32_t)in2->imm << 32));
+			break;
+		case BPF_PSEUDO_MAP_IDX:
+			d->type = V_CONST_MAP;
+			d->map_idx = in->imm;
+			break;
+		case BPF_PSEUDO_MAP_IDX_VALUE:
+			d->type = V_PTR_MAP_VALUE;
+			d->map_idx = in->imm;
+			d->omin = d->omax = in2->imm;
+			d->tz = in2->imm ? (uint8_t)__builtin_ctz((uint32_t)in2->imm) : 63;
+			break;
+		case BPF_PSEUDO_FUNC:
+			d->type = V_PTR_FUNC;
+			d->map_idx = (int32_t)((int64_t)idx + in->imm + 1);
+			break;
+		}
+		*next = (int64_t)idx + 2;
+		break;
+	}
+	case BPF_LDX:
+		if ((err = check_init(env, idx, &f->regs[in->src_reg], in->src_reg)))
+			break;
+		err = vmem_access(env, st, idx, in->src_reg, in->off, size_of(BPF_SIZE(in->code)), false,
+				  in->dst_reg, BPF_MODE(in->code) == BPF_MEMSX, false);
+		break;
+	case BPF_ST:
+	case BPF_STX:
+		if ((err = check_init(env, idx, &f->regs[in->dst_reg], in->dst_reg)))
+			break;
+		if (BPF_MODE(in->code) == BPF_ATOMIC) {
+			err = do_atomic(env, st, idx, in);
+			break;
+		}
+		err = vmem_access(env, st, idx, in->dst_reg, in->off, size_of(BPF_SIZE(in->code)), true,
+				  cls == BPF_STX ? in->src_reg : -1, false, false);
+		break;
+	case BPF_JMP:
+	case BPF_JMP32: {
+		uint8_t op = BPF_OP(in->code);
+		if (op == BPF_JA) {
+			*next = jmp_target(in, idx);
+			if (*next <= idx)
+				st->back_edges++;
+		} else if (op == BPF_EXIT) {
+			err = do_exit(env, st, idx, next);
+		} else if (op == BPF_CALL && in->src_reg == BPF_PSEUDO_CALL) {
+			uint32_t t = (uint32_t)((int64_t)idx + in->imm + 1);
+			err = enter_frame(env, st, idx, t, false, 0, NULL);
+			*next = t;
+		} else if (op == BPF_CALL) {
+			uint32_t cb = UINT32_MAX;
+			uint64_t iters = 0;
+			struct vreg cbctx = f->regs[3]; /* bpf_loop's ctx, before the call clobbers r1-r5 */
+			st->path_calls++;
+			err = vhelper_call(env, st, idx, in->imm, &cb, &iters);
+			if (!err && cb != UINT32_MAX) {
+				if (!env->subprogs[env->subprog_of[cb]].is_callback || cb !=
+				    env->subprogs[env->subprog_of[cb]].start) {
+					err = verr(env, idx, "bpf_loop callback is not a function");
+				} else if (iters == 0) {
+					vreg_set_const(&vcur(st)->regs[0], 0);
+				} else {
+					/* run the body once, then account for the rest (do_exit) */
+					err = enter_frame(env, st, idx, cb, true, iters, &cbctx);
+					*next = cb;
+				}
+			}
+		} else {
+			err = do_branch(env, st, idx, in, next);
+		}
+		break;
+	}
+	default:
+		err = verr(env, idx, "invalid opcode 0x%02x", in->code);
+	}
+	if (err)
+		return err;
+	if (cls != BPF_LD && cls != BPF_JMP && cls != BPF_JMP32)
+		mark_varying(env, st, idx, in);
+	st->path_insns++;
+	if (st->path_insns > env->budget.max_path_insns) {
+		if (st->back_edges)
+			return verr(env, idx, "loop not provably bounded within %u insns (hook budget)",
+				    env->budget.max_path_insns);
+		return verr(env, idx, "path longer than %u insns (hook budget)", env->budget.max_path_insns);
+	}
+	if (st->path_calls > env->budget.max_helper_calls)
+		return verr(env, idx, "more than %u helper calls on one path (hook budget)",
+			    env->budget.max_helper_calls);
+	return 0;
+}
+
+/* The largest combined stack along any call chain. */
+static uint32_t chain_depth(struct venv *env, uint32_t sp, int depth)
+{
+	if (depth > V_MAX_FRAMES)
+		return 0;
+	uint32_t best = 0;
+	for (uint32_t c = 0; c < env->nsubprogs; c++)
+		if (env->subprogs[sp].calls[c]) {
+			uint32_t d = chain_depth(env, c, depth + 1);
+			if (d > best)
+				best = d;
+		}
+	return ((env->subprogs[sp].stack_depth + 7) & ~7u) + best;
+}
+
+static int explore(struct venv *env)
+{
+	struct vstate cur = { 0 };
+	cur.frames[0] = calloc(1, sizeof(struct vframe));
+	if (!cur.frames[0])
+		return -ENOMEM;
+	cur.nframes = 1;
+	struct vframe *f0 = cur.frames[0];
+	f0->callsite = -1;
+	f0->regs[1].type = V_PTR_CTX;
+	f0->regs[1].tz = 63;
+	f0->regs[10].type = V_PTR_STACK;
+	f0->regs[10].tz = 63;
+	int64_t idx = 0;
+	int err = 0;
+	for (;;) {
+		if (idx >= 0) {
+			if (++env->processed > env->budget.max_processed) {
+				err = verr(env, (uint32_t)idx, "program too complex: more than %u insns processed",
+					   env->budget.max_processed);
+				break;
+			}
+			if (env->prune_point[idx]) {
+				int r = prune_or_store(env, &cur, (uint32_t)idx);
+				if (r < 0) {
+					err = r;
+					break;
+				}
+				if (r == 1)
+					idx = -2; /* pruned: path_end already done */
+			}
+		}
+		if (idx >= 0) {
+			int64_t next;
+			err = step(env, &cur, (uint32_t)idx, &next);
+			if (err)
+				break;
+			if (next == -1)
+				path_end(env, &cur, cur.path_insns, cur.path_calls);
+			idx = next == -1 ? -2 : next;
+			continue;
+		}
+		/* path over: next pending branch */
+		state_free(&cur);
+		if (!env->npending)
+			break;
+		struct vpending *p = &env->pending[--env->npending];
+		cur = p->st;
+		idx = p->insn;
+	}
+	state_free(&cur);
+	while (env->npending)
+		state_free(&env->pending[--env->npending].st);
+	return err;
+}
+
+static void env_free(struct venv *env)
+{
+	free(env->prune_point);
+	free(env->is_jmp_target);
+	free(env->subprog_of);
+	for (uint32_t s = 0; s < env->nsubprogs; s++)
+		free(env->subprogs[s].calls);
+	free(env->subprogs);
+	if (env->stored) {
+		for (uint32_t i = 0; i < env->cnt; i++) {
+			struct vstored *s = env->stored[i];
+			while (s) {
+				struct vstored *n = s->next;
+				state_free(&s->st);
+				free(s);
+				s = n;
+			}
+		}
+	}
+	free(env->stored);
+	free(env->nstored);
+	free(env->pending);
+	free(env->varying);
+	gx_vfacts_free(env->facts, env->cnt);
+}
 
 void gx_vfacts_free(struct gx_vfacts *f, size_t cnt)
 {
-	(void)f, (void)cnt;
+	(void)cnt;
+	free(f);
 }
 
 GX_EXPORT int gx_bpf_prog__verify(struct gx_bpf_prog *prog, const struct gx_bpf_verify_opts *opts)
 {
-	(void)prog, (void)opts;
-	return gx_err(-EOPNOTSUPP);
+	struct venv env = { 0 };
+	if (!prog)
+		return gx_err(-EINVAL);
+	if (gx_opts_copy(&env.opts, sizeof(env.opts), opts, opts ? opts->sz : 0))
+		return gx_err(-EINVAL);
+	gx_bpf_prog_clear_verdict(prog);
+	env.prog = prog;
+	env.insns = prog->insns;
+	env.cnt = (uint32_t)prog->insn_cnt;
+	env.sec = prog->sec;
+	if (!env.sec)
+		return gx_err(-EINVAL);
+	env.budget = env.sec->budget;
+	if (env.opts.budget.max_path_insns)
+		env.budget.max_path_insns = env.opts.budget.max_path_insns;
+	if (env.opts.budget.max_helper_calls)
+		env.budget.max_helper_calls = env.opts.budget.max_helper_calls;
+	if (env.opts.budget.max_processed)
+		env.budget.max_processed = env.opts.budget.max_processed;
+	env.simt = (env.sec->flags & GX_BPF_SEC_DEVICE) && !(env.opts.flags & GX_BPF_VERIFY_NO_SIMT);
+	env.collect = env.opts.collect_facts;
+	int err = 0;
+	if (prog->insn_cnt > (1u << 20)) {
+		err = verr(&env, 0, "program too large (%zu insns)", prog->insn_cnt);
+		goto out;
+	}
+	err = vcfg_check(&env);
+	if (err)
+		goto out;
+	env.stored = calloc(env.cnt, sizeof(*env.stored));
+	env.nstored = calloc(env.cnt, sizeof(*env.nstored));
+	env.varying = calloc(env.cnt, 1);
+	if (env.collect)
+		env.facts = calloc(env.cnt, sizeof(*env.facts));
+	if (!env.stored || !env.nstored || !env.varying || (env.collect && !env.facts)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = explore(&env);
+	if (!err) {
+		uint32_t depth = chain_depth(&env, 0, 0);
+		if (depth > V_STACK)
+			err = verr(&env, 0, "combined stack of %u bytes exceeds %d", depth, V_STACK);
+		prog->stack_depth = depth;
+	}
+out:
+	prog->stats.processed = env.processed;
+	prog->stats.max_path_insns = env.max_path;
+	prog->stats.max_helper_calls = env.max_calls;
+	prog->stats.states = env.nstates;
+	if (env.collect) {
+		prog->facts = env.facts;
+		env.facts = NULL;
+	}
+	if (!err) {
+		prog->verified = true;
+		prog->varying = env.varying;
+		env.varying = NULL;
+	} else if (err == -EINVAL && env.msg[0]) {
+		prog->vmsg = strdup(env.msg);
+		if (env.opts.log)
+			env.opts.log(env.opts.log_user, env.msg);
+		if (!env.opts.quiet)
+			pr_warn("bpf: %s\n", env.msg);
+	}
+	env_free(&env);
+	return gx_err(err);
 }
 
 GX_EXPORT int gx_bpf_object__verify(struct gx_bpf_object *obj, const struct gx_bpf_verify_opts *opts)
 {
+	if (!obj)
+		return gx_err(-EINVAL);
 	for (size_t i = 0; i < obj->prog_cnt; i++) {
 		int err = gx_bpf_prog__verify(&obj->progs[i], opts);
 		if (err)
 			return err;
 	}
 	return 0;
-}
-
-GX_EXPORT int gx_bpf_prog__dump(const struct gx_bpf_prog *prog, FILE *f)
-{
-	(void)prog, (void)f;
-	return gx_err(-EOPNOTSUPP);
-}
-
-GX_EXPORT int gx_bpf_insn_str(const struct bpf_insn *insns, size_t cnt, size_t idx, char *buf, size_t len)
-{
-	(void)insns, (void)cnt, (void)idx, (void)buf, (void)len;
-	return gx_err(-EOPNOTSUPP);
 }

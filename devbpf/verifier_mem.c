@@ -1,0 +1,284 @@
+/* verifier_mem.c — every load, store and atomic, and helper memory
+ * arguments: which base pointers may be dereferenced, bounds against the
+ * context size / 512-byte stack / map value size, natural alignment (the
+ * JIT maps these to PTX local/global accesses, which fault when misaligned),
+ * initialised-stack tracking, read-only maps, and the SIMT rules for
+ * writes (no store or atomic through a lane-varying map value pointer). */
+#include <string.h>
+
+#include "devbpf/verifier.h"
+
+struct vframe *vcur(struct vstate *st)
+{
+	return st->frames[st->nframes - 1];
+}
+
+static uint8_t ctz_off(int64_t v)
+{
+	return v ? (uint8_t)__builtin_ctzll((uint64_t)v) : 63;
+}
+
+static int log2sz(int size)
+{
+	return size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : 3;
+}
+
+static void scalar_of_size(struct vreg *r, int size, bool sx)
+{
+	uint8_t v = r->varying;
+	if (size == 8 || sx) {
+		vreg_mark_unknown(r);
+		if (sx && size < 8) {
+			int64_t m = (int64_t)1 << (size * 8 - 1);
+			r->smin = -m, r->smax = m - 1;
+			vreg_sync(r);
+		}
+	} else {
+		vreg_set_urange(r, 0, (1ull << (size * 8)) - 1);
+	}
+	r->varying = v;
+}
+
+static const char *ptr_name(const struct vreg *r)
+{
+	switch (r->type) {
+	case V_NOT_INIT: return "uninitialized";
+	case V_SCALAR: return "scalar";
+	case V_PTR_CTX: return "ctx";
+	case V_CONST_MAP: return "map handle";
+	case V_PTR_MAP_VALUE: return "map value";
+	case V_PTR_MAP_VALUE_OR_NULL: return "map value or null";
+	case V_PTR_STACK: return "stack";
+	case V_PTR_FUNC: return "function";
+	}
+	return "?";
+}
+
+static int bad_base(struct venv *env, uint32_t idx, uint8_t regno, const struct vreg *p)
+{
+	if (p->type == V_NOT_INIT)
+		return verr(env, idx, "read of uninitialized register r%d", regno);
+	if (p->type == V_PTR_MAP_VALUE_OR_NULL)
+		return verr(env, idx, "map value pointer may be null (missing null check)");
+	return verr(env, idx, "invalid memory access through %s r%d", ptr_name(p), regno);
+}
+
+/* Stack bytes [o, o+size) of frame f (o negative): all initialised? */
+static bool stack_init(const struct vframe *f, int64_t o, int size, bool *varying)
+{
+	for (int64_t b = o; b < o + size; b++) {
+		int64_t pos = -b - 1; /* 0 = byte just below the frame top */
+		const struct vslot *s = &f->stack[pos / 8];
+		int bit = 7 - (int)(pos % 8);
+		if (!(s->init & (1u << bit)))
+			return false;
+		if (varying && s->varying)
+			*varying = true;
+	}
+	return true;
+}
+
+static void stack_write(struct vframe *f, int64_t o, int size, const struct vreg *val)
+{
+	if (size == 8 && val) {
+		struct vslot *s = &f->stack[(-o - 1) / 8];
+		s->kind = SLOT_SPILL;
+		s->init = 0xff;
+		s->spill = *val;
+		s->varying = val->varying;
+		return;
+	}
+	for (int64_t b = o; b < o + size; b++) {
+		int64_t pos = -b - 1;
+		struct vslot *s = &f->stack[pos / 8];
+		if (s->kind != SLOT_MISC) {
+			if (s->kind == SLOT_SPILL)
+				s->varying = s->spill.varying;
+			s->kind = SLOT_MISC;
+		}
+		s->init |= 1u << (7 - (int)(pos % 8));
+		if (val && val->varying)
+			s->varying = 1;
+	}
+}
+
+static void note_depth(struct venv *env, struct vstate *st, int frame, int64_t o)
+{
+	struct vsubprog *sp = &env->subprogs[st->frames[frame]->subprog];
+	if ((uint64_t)-o > sp->stack_depth)
+		sp->stack_depth = (uint32_t)-o;
+}
+
+int vmem_access(struct venv *env, struct vstate *st, uint32_t idx, uint8_t ptr_reg, int16_t off,
+		int size, bool write, int value_reg, bool sx, bool atomic)
+{
+	struct vframe *f = vcur(st);
+	struct vreg *p = &f->regs[ptr_reg];
+	struct vreg immv, *val = NULL;
+	if (write) {
+		if (value_reg >= 0) {
+			val = &f->regs[value_reg];
+			if (val->type == V_NOT_INIT)
+				return verr(env, idx, "read of uninitialized register r%d", value_reg);
+		} else {
+			vreg_set_const(&immv, 0);
+			immv.varying = 0;
+			val = &immv;
+		}
+	}
+	switch (p->type) {
+	case V_PTR_CTX: {
+		if (write)
+			return verr(env, idx, "write to context is not allowed");
+		if (p->omin != p->omax)
+			return verr(env, idx, "variable offset on context pointer");
+		int64_t o = p->omin + off;
+		if (o < 0 || o + size > (int64_t)env->sec->ctx_size)
+			return verr(env, idx, "context access out of bounds (offset %lld, size %d)",
+				    (long long)o, size);
+		if (o % size)
+			return verr(env, idx, "misaligned context access (offset %lld, size %d)", (long long)o,
+				    size);
+		struct vreg *d = &f->regs[value_reg];
+		d->varying = 0; /* every context field is warp-uniform */
+		scalar_of_size(d, size, sx);
+		return 0;
+	}
+	case V_PTR_STACK: {
+		if (p->omin != p->omax)
+			return verr(env, idx, "variable offset stack access");
+		int64_t o = p->omin + off;
+		if (o < -V_STACK || o + size > 0)
+			return verr(env, idx, "stack access out of bounds (offset %lld, size %d)", (long long)o,
+				    size);
+		if (o % size)
+			return verr(env, idx, "misaligned stack access (offset %lld, size %d)", (long long)o,
+				    size);
+		struct vframe *sf = st->frames[p->frame];
+		note_depth(env, st, p->frame, o);
+		if (write && !atomic) {
+			if (val->type != V_SCALAR && size != 8)
+				return verr(env, idx, "partial store of a pointer");
+			stack_write(sf, o, size, val); /* 8 bytes: a spill; else MISC bytes */
+			return 0;
+		}
+		bool vary = p->varying;
+		if (!stack_init(sf, o, size, &vary))
+			return verr(env, idx, "read of uninitialized stack (offset %lld)", (long long)o);
+		if (atomic) {
+			struct vreg u;
+			vreg_mark_unknown(&u);
+			u.varying = vary || val->varying;
+			stack_write(sf, o, size, NULL);
+			sf->stack[(-o - 1) / 8].varying |= u.varying;
+			return 0;
+		}
+		struct vreg *d = &f->regs[value_reg];
+		const struct vslot *s = &sf->stack[(-o - 1) / 8];
+		if (size == 8 && s->kind == SLOT_SPILL && !sx) {
+			*d = s->spill;
+		} else if (s->kind == SLOT_SPILL && s->spill.type == V_SCALAR && vreg_is_const(&s->spill) &&
+			   size < 8 && !sx) {
+			/* little-endian slice of a spilled constant */
+			int shift = (int)((o - (-((-o - 1) / 8 + 1) * 8)) * 8);
+			uint64_t v = s->spill.umin >> shift;
+			vreg_set_const(d, size == 8 ? v : v & ((1ull << (size * 8)) - 1));
+			d->varying = vary;
+		} else {
+			d->varying = vary;
+			scalar_of_size(d, size, sx);
+		}
+		return 0;
+	}
+	case V_PTR_MAP_VALUE: {
+		struct gx_bpf_map *m = &env->prog->obj->maps[p->map_idx];
+		if (p->omin == INT64_MIN || p->omax == INT64_MAX)
+			return verr(env, idx, "unbounded offset into map value");
+		int64_t lo = p->omin + off, hi = p->omax + off + size;
+		if (lo < 0 || hi > (int64_t)m->value_size)
+			return verr(env, idx,
+				    "map value access out of bounds (offset %lld..%lld, size %d, value_size %u)",
+				    (long long)lo, (long long)(p->omax + off), size, m->value_size);
+		uint8_t tz = p->tz < ctz_off(off) ? p->tz : ctz_off(off);
+		if (p->omin == p->omax)
+			tz = ctz_off(p->omin + off);
+		if (tz < log2sz(size))
+			return verr(env, idx, "misaligned map value access (size %d)", size);
+		if (write) {
+			if (m->gx_flags & GX_BPF_MAP_F_RDONLY)
+				return verr(env, idx, "write into read-only map '%s'", m->name);
+			if (env->simt && p->varying)
+				return verr(env, idx, atomic ? "atomic operation on lane-varying address"
+							     : "map value write through lane-varying pointer");
+			if (val->type != V_SCALAR)
+				return verr(env, idx, "storing a pointer into a map is not allowed");
+			return 0;
+		}
+		struct vreg *d = &f->regs[value_reg];
+		if ((m->gx_flags & GX_BPF_MAP_F_RDONLY) && m->init && p->omin == p->omax) {
+			/* .rodata knobs are constants the loader knows */
+			uint64_t v = 0;
+			memcpy(&v, (const uint8_t *)m->init + lo, (size_t)size);
+			if (sx)
+				v = gx_bpf_alu_eval(BPF_ALU64 | BPF_MOV | BPF_X, (int16_t)(size * 8), 0, 0, v);
+			vreg_set_const(d, v);
+			d->varying = p->varying;
+			return 0;
+		}
+		d->varying = p->varying;
+		scalar_of_size(d, size, sx);
+		return 0;
+	}
+	default:
+		return bad_base(env, idx, ptr_reg, p);
+	}
+}
+
+int vmem_helper_mem(struct venv *env, struct vstate *st, uint32_t idx, uint8_t regno, uint64_t size,
+		    bool write, bool *varying)
+{
+	struct vframe *f = vcur(st);
+	struct vreg *p = &f->regs[regno];
+	if (p->varying)
+		*varying = true;
+	switch (p->type) {
+	case V_PTR_STACK: {
+		if (p->omin != p->omax)
+			return verr(env, idx, "variable offset stack access");
+		int64_t o = p->omin;
+		if (o < -V_STACK || o + (int64_t)size > 0)
+			return verr(env, idx, "stack access out of bounds (offset %lld, size %llu)", (long long)o,
+				    (unsigned long long)size);
+		struct vframe *sf = st->frames[p->frame];
+		note_depth(env, st, p->frame, o);
+		if (write) {
+			stack_write(sf, o, (int)size, NULL);
+			return 0;
+		}
+		if (!stack_init(sf, o, (int)size, varying))
+			return verr(env, idx, "read of uninitialized stack (offset %lld)", (long long)o);
+		return 0;
+	}
+	case V_PTR_MAP_VALUE: {
+		struct gx_bpf_map *m = &env->prog->obj->maps[p->map_idx];
+		if (p->omin == INT64_MIN || p->omax == INT64_MAX || p->omin < 0 ||
+		    p->omax + (int64_t)size > (int64_t)m->value_size)
+			return verr(env, idx, "map value access out of bounds (helper argument r%d)", regno);
+		if (write && (m->gx_flags & GX_BPF_MAP_F_RDONLY))
+			return verr(env, idx, "write into read-only map '%s'", m->name);
+		return 0;
+	}
+	case V_PTR_CTX:
+		if (write)
+			return verr(env, idx, "write to context is not allowed");
+		if (p->omin != p->omax || p->omin < 0 || p->omin + (int64_t)size > (int64_t)env->sec->ctx_size)
+			return verr(env, idx, "context access out of bounds (helper argument r%d)", regno);
+		return 0;
+	case V_PTR_MAP_VALUE_OR_NULL:
+		return verr(env, idx, "map value pointer may be null (missing null check)");
+	case V_NOT_INIT:
+		return verr(env, idx, "read of uninitialized register r%d", regno);
+	default:
+		return verr(env, idx, "helper argument r%d is not a pointer to memory", regno);
+	}
+}
