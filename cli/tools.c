@@ -345,6 +345,11 @@ char **td_map_paths(const struct tooldata *td, const char *map)
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		const char *s = strstr(e->d_name, want);
+		if (!s) { /* the maps runtime writes '.' in names as '_' */
+			want[strlen(td->tool) + 1] = '_';
+			s = strstr(e->d_name, want);
+			want[strlen(td->tool) + 1] = '.';
+		}
 		if (!s || (s[strlen(want)] && s[strlen(want)] != '@'))
 			continue;
 		char **q = realloc(out, (n + 2) * sizeof(*q));

@@ -79,7 +79,7 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 			if (x->kernel_id != k->kernel_id || x->pid != td->recs[r].pid || x->ctx != td->recs[r].ctx ||
 			    x->nblocks != (uint64_t)k->nctaid[0] * k->nctaid[1] * k->nctaid[2] || lin >= x->nblocks)
 				continue;
-			if (x->got < x->nblocks || (x->blk && x->blk[lin]))
+			if (x->got < x->nblocks) /* new block, or a second exit site of one */
 				break;
 		}
 		if (li == nl) {
@@ -376,7 +376,7 @@ int fmt_launchlate(const struct tooldata *td, int json, FILE *tf)
 			}
 		printf("\nlatency histogram (us):\n");
 		for (int b = 0; b <= hiB; b++) {
-			printf("  %8llu .. %-8llu | %7llu ", b ? 1ull << (b - 1) : 0ull, (1ull << b) - 1 + (b == 0),
+			printf("  %8llu .. %-8llu | %7llu ", b ? 1ull << (b - 1) : 0ull, (1ull << b) - 1,
 			       hist[b]);
 			bar(hist[b], mx, 40);
 			printf("\n");

@@ -46,17 +46,25 @@ $(BUILD)/tests/gpu/tool_bench: bench/tool_bench.cu
 
 # ---- tests ----
 TOOLS_TEST := $(BUILD)/tests/tools
-$(TOOLS_TEST)/mkdata: $(call objs,tests/tools/mkdata.c) $(MAPS_LIB) $(COMMON_LIB)
-	$(call msg,LD,$@)
-	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) -o $@ $^ $(LDFLAGS) -lpthread
 $(TOOLS_TEST)/test_pcache: $(call objs,tests/tools/test_pcache.c devbpf/tools/gx_pcache.c) $(COMMON_LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
 $(TOOLS_TEST)/%.sh: tests/tools/%.sh
 	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
-TEST_BINS += $(TOOLS_TEST)/mkdata $(TOOLS_TEST)/test_pcache $(TOOLS_TEST)/test_tools.sh \
+TEST_BINS += $(TOOLS_TEST)/test_pcache $(TOOLS_TEST)/test_tools.sh \
              $(TOOLS_TEST)/test_tools_ptx.sh $(TOOLS_TEST)/test_attach.sh
 TESTS     += $(TOOLS_TEST)/test_pcache $(TOOLS_TEST)/test_tools.sh $(TOOLS_TEST)/test_tools_ptx.sh \
              $(TOOLS_TEST)/test_attach.sh
+
+# The attach test: the shim engineer's fake driver plus fakedev.c (memory).
+TOOLS_FAKE := $(TOOLS_TEST)/fakecuda/libcuda.so.1
+$(TOOLS_FAKE): tests/shim/fakecuda/fake.c $(BUILD)/gen/fakecuda/fake_gen.c tests/tools/fakedev.c
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Wno-unused-parameter -shared -o $@ -Wl,-soname,libcuda.so.1 $^ -ldl -lpthread
+$(TOOLS_TEST)/attach_app: tests/tools/attach_app.c devbpf/gx_devrt.h
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(STUB_LDIR) -lcuda -ldl
+TEST_BINS += $(TOOLS_FAKE) $(TOOLS_TEST)/attach_app
