@@ -42,19 +42,12 @@ static struct gx_bpf_object *open_arg(int argc, char **argv, const char *usage)
 	return obj;
 }
 
-static void print_line(void *user, const char *line)
-{
-	(void)user;
-	if (!gx_json)
-		fprintf(stderr, "%s\n", line);
-}
-
 static int do_verify(int argc, char **argv)
 {
 	struct gx_bpf_object *obj = open_arg(argc, argv, "verify FILE.bpf.o");
 	if (!obj)
 		return 1;
-	struct gx_bpf_verify_opts o = { .sz = sizeof(o), .quiet = true, .log = print_line };
+	struct gx_bpf_verify_opts o = { .sz = sizeof(o), .quiet = true };
 	int bad = 0;
 	if (gx_json)
 		printf("{\"object\":"), json_str(argv[1]), printf(",\"programs\":[");

@@ -26,6 +26,7 @@ struct item {
 	const char *section;  /* host ELF only */
 	int relocatable;
 	size_t data_offset;   /* file offset of the stored payload */
+	int wrapper;          /* host ELF: version of the wrapper registering the container */
 };
 
 struct listing {
@@ -53,7 +54,7 @@ static void listing_free(struct listing *l)
 }
 
 static int add_image(struct listing *l, const struct gx_image *im, unsigned cont_base,
-		     const char *section, int reloc)
+		     const char *section, int reloc, int wrapper)
 {
 	struct item *n = realloc(l->items, (l->nr_items + im->nr_entries + 1) * sizeof(*n));
 	if (!n)
@@ -64,6 +65,7 @@ static int add_image(struct listing *l, const struct gx_image *im, unsigned cont
 			.e = &im->entries[i], .container = cont_base + im->entries[i].container,
 			.section = section, .relocatable = reloc || im->entries[i].prelinked,
 			.data_offset = (size_t)((const char *)im->entries[i].data - (const char *)l->map),
+			.wrapper = wrapper,
 		};
 	return 0;
 }
@@ -123,7 +125,8 @@ static int open_listing(const char *path, struct listing *l)
 				continue;
 			}
 			l->nr_ims++;
-			ret = add_image(l, im, (unsigned)i, fb[i].section, fb[i].prelinked);
+			ret = add_image(l, im, (unsigned)i, fb[i].section, fb[i].prelinked,
+					fb[i].wrapper_version);
 			if (ret) {
 				free(fb);
 				return ret;
@@ -149,7 +152,7 @@ static int open_listing(const char *path, struct listing *l)
 	l->nr_ims = 1;
 	l->format = gx_image_kind_name(l->ims->kind);
 	l->nr_containers = l->ims->kind == GX_IMAGE_FATBIN ? l->ims->nr_containers : 0;
-	return add_image(l, l->ims, 0, NULL, 0);
+	return add_image(l, l->ims, 0, NULL, 0, 0);
 }
 
 static void json_str(const char *s)
@@ -215,11 +218,11 @@ static int do_list(int argc, char **argv)
 			const struct gx_image_entry *e = it->e;
 			printf("%s{\"index\":%zu,\"container\":%u,\"section\":", i ? "," : "", i, it->container);
 			json_str(it->section);
-			printf(",\"kind\":\"%s\",\"arch\":\"%s\",\"sm\":%u,\"version\":\"%u.%u\","
+			printf(",\"wrapper\":%d,\"kind\":\"%s\",\"arch\":\"%s\",\"sm\":%u,\"version\":\"%u.%u\","
 			       "\"compression\":\"%s\",\"size\":%zu,\"raw_size\":%zu,\"data_offset\":%zu,"
 			       "\"flags\":\"0x%llx\","
 			       "\"relocatable\":%s,\"name\":",
-			       kind_name(e), gx_image_arch_name(e, arch, sizeof(arch)), e->sm, e->ver_major,
+			       it->wrapper, kind_name(e), gx_image_arch_name(e, arch, sizeof(arch)), e->sm, e->ver_major,
 			       e->ver_minor, gx_image_comp_name(e->comp), e->size, e->raw_size, it->data_offset,
 			       (unsigned long long)e->flags, it->relocatable ? "true" : "false");
 			json_str(e->name);

@@ -44,5 +44,45 @@ $(BUILD)/tests/test_bpf_verifier: $(call objs,tests/devbpf/test_verifier.c) $(DE
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $< $(DEVBPF_TEST_LIBS) $(LDFLAGS)
 
+# Loader tests: one good object and the malformed variants of bad.bpf.c.
+LDR_DIR     := $(BUILD)/tests/devbpf/loader
+LDR_BAD_N   := 1 2 3 4 5 6 7 8 9 10 11
+LDR_OBJS    := $(LDR_DIR)/good.bpf.o $(foreach n,$(LDR_BAD_N),$(LDR_DIR)/bad-$(n).bpf.o)
+$(LDR_DIR)/good.bpf.o: tests/devbpf/loader/good.bpf.c devbpf/gdev_helpers.h devbpf/gdev_ctx.h
+	$(call msg,CLANG,$<)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+$(LDR_DIR)/bad-%.bpf.o: tests/devbpf/loader/bad.bpf.c devbpf/gdev_helpers.h devbpf/gdev_ctx.h
+	$(call msg,CLANG,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -DVARIANT=$* -c $< -o $@
+
+TEST_BINS += $(BUILD)/tests/test_bpf_loader $(LDR_OBJS)
+TESTS     += "$(BUILD)/tests/test_bpf_loader $(LDR_DIR)"
+$(BUILD)/tests/test_bpf_loader: $(call objs,tests/devbpf/test_loader.c) $(DEVBPF_LIB) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $< $(DEVBPF_TEST_LIBS) $(LDFLAGS)
+
+# libFuzzer target for loader + verifier + interpreter (clang, ASan+UBSan).
+# `make test` runs it for a few seconds; `make fuzz` for GX_FUZZ_TIME (300 s).
+FUZZ_CC       ?= $(CLANG)
+FUZZ_BPF      := $(BUILD)/fuzz/fuzz_bpf_loader
+FUZZ_BPF_SRCS := tests/devbpf/fuzz_loader.c $(DEVBPF_SRCS) $(COMMON_SRCS)
+GX_FUZZ_TIME  ?= 300
+$(FUZZ_BPF): $(FUZZ_BPF_SRCS) $(wildcard devbpf/*.h)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-D_GNU_SOURCE -I. -Icommon -o $@ $(FUZZ_BPF_SRCS) $(DEVBPF_LDLIBS)
+$(BUILD)/tests/fuzz_bpf_loader.sh: tests/devbpf/fuzz_bpf_loader.sh
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+TEST_BINS += $(FUZZ_BPF) $(BUILD)/tests/fuzz_bpf_loader.sh
+TESTS     += $(BUILD)/tests/fuzz_bpf_loader.sh
+fuzz: fuzz-bpf-loader
+.PHONY: fuzz-bpf-loader
+fuzz-bpf-loader: $(FUZZ_BPF) $(VCORPUS_OBJS) $(LDR_OBJS)
+	$(Q)BUILD=$(BUILD) GX_FUZZ_TIME=$(GX_FUZZ_TIME) tests/devbpf/fuzz_bpf_loader.sh
+
 # JIT, helpers and maps runtime (libgxjit.a, libgxmaps.a).
 include devbpf/jit.mk

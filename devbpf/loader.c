@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include <bpf/btf.h>
+#include <bpf/libbpf.h>
 
 #include "devbpf/loader.h"
 #include "gx_log.h"
@@ -157,6 +158,19 @@ const char *gx_load_sym_name(struct gx_load *ld, const Elf64_Sym *sym)
 
 /* ------------------------------------------------------------------ BTF */
 
+/* libbpf's own messages go through gx_log (debug) while we call it: a
+ * library never prints on its own. */
+static int libbpf_to_gx(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	if (gx_log_get_level() < GX_LOG_DEBUG)
+		return 0;
+	char buf[512];
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	pr_debug("bpf: %s", buf);
+	return 0;
+}
+
 static int load_btf(struct gx_load *ld)
 {
 	if (ld->btf_shndx < 0)
@@ -164,7 +178,11 @@ static int load_btf(struct gx_load *ld)
 	struct gx_lsec *s = &ld->secs[ld->btf_shndx];
 	if (!s->data || s->size == 0 || s->size > UINT32_MAX)
 		return lerr(ld, -EINVAL, "bad .BTF section");
+	libbpf_print_fn_t old = libbpf_set_print(libbpf_to_gx);
 	struct btf *btf = btf__new(s->data, (uint32_t)s->size);
+	int e = errno;
+	libbpf_set_print(old);
+	errno = e;
 	if (!btf)
 		return lerr(ld, -EINVAL, "invalid BTF: %s", strerror(errno));
 	ld->obj->btf = btf;
@@ -411,7 +429,8 @@ static int load_funcs(struct gx_load *ld)
 			.global = ELF64_ST_BIND(sym->st_info) == STB_GLOBAL,
 		};
 	}
-	qsort(ld->funcs, ld->nfuncs, sizeof(*ld->funcs), cmp_func);
+	if (ld->nfuncs > 1)
+		qsort(ld->funcs, ld->nfuncs, sizeof(*ld->funcs), cmp_func);
 	for (size_t i = 1; i < ld->nfuncs; i++) {
 		struct gx_lfunc *a = &ld->funcs[i - 1], *b = &ld->funcs[i];
 		if (a->shndx == b->shndx && a->start + a->cnt > b->start)

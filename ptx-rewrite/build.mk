@@ -14,6 +14,10 @@ LIBS_ALL += $(PTX_LIB)
 CLI_SRCS += cli/ptx.c
 CLI_LIBS += $(PTX_LIB)
 
+# Identity round trip over the PTX corpus (built into $(BUILD)/ptx-corpus by
+# tests/ptx/corpus.sh, which the passes' tests reuse).
+TESTS += tests/ptx/test_corpus.sh
+
 # Pass tests (tests/ptx/test_passes.sh, test_link.sh): see docs/ptx-rewrite.md.
 TEST_BINS += $(BUILD)/tests/ptx/test_link
 TESTS     += tests/ptx/test_passes.sh tests/ptx/test_link.sh

@@ -141,6 +141,11 @@ static int ld_cache_lookup(const char *soname, char *out, size_t outlen)
 				size_t ent = base + 48;
 				for (uint32_t i = 0; i < nlibs && ent + 24 <= sz; i++, ent += 24) {
 					uint32_t k, v;
+					int32_t fl;
+					memcpy(&fl, m + ent, 4);
+					/* 64-bit x86 entries only (FLAG_X8664_LIB64); skip /lib32 etc. */
+					if ((fl & 0xff00) != 0x0300)
+						continue;
 					memcpy(&k, m + ent + 4, 4);
 					memcpy(&v, m + ent + 8, 4);
 					if (base + k >= sz || base + v >= sz)

@@ -31,3 +31,10 @@ $(BUILD)/tests/shim/test_run.sh: tests/shim/test_run.sh
 	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
 TEST_BINS += $(BUILD)/tests/shim/test_audit $(BUILD)/tests/shim/test_run.sh
 TESTS     += $(BUILD)/tests/shim/test_run.sh
+
+# A real nvcc program with static cudart (the CUDA 13 default).
+$(BUILD)/tests/shim/cudart_probe: tests/shim/cudart_probe.cu
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(NVCC) -arch=sm_80 -o $@ $<
+TEST_BINS += $(BUILD)/tests/shim/cudart_probe

@@ -14,16 +14,17 @@ run() {
 	local corpus=$F/corpus_$name
 	mkdir -p "$corpus"
 	for s in "$@"; do [ -f "$s" ] && cp -n "$s" "$corpus/" 2>/dev/null; done
-	local log=$F/$name.log
+	local log=$F/$name.$$.log
 	"$F/fuzz_$name" -max_total_time="$T" -max_len="$maxlen" -rss_limit_mb=2048 -timeout=10 \
 		-artifact_prefix="$F/$name-" -print_final_stats=1 "$corpus" >"$log" 2>&1
 	local rc=$?
 	local runs
-	runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
+	runs=$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
 	if [ $rc = 0 ] && [ -n "$runs" ]; then
 		echo "ok - fuzz_$name: ${T}s, $runs inputs, corpus $(ls "$corpus" | wc -l), no crash"
+		rm -f "$log"
 	else
-		echo "not ok - fuzz_$name: rc $rc: $(grep -m2 'ERROR\|SUMMARY' "$log") (input in $F/$name-*)"
+		echo "not ok - fuzz_$name: rc $rc: $(grep -a -m2 'ERROR\|SUMMARY' "$log") (log $log, input in $F/$name-*)"
 	fi
 }
 run image 65536 "$OUT"/k_*.fatbin "$OUT"/ptxonly.fatbin "$OUT"/golden*.fatbin "$OUT"/ref.sm_90.cubin \

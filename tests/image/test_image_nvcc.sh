@@ -11,6 +11,8 @@ set -u
 B=${BUILD:-build}
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 FATBINARY=${FATBINARY:-$(dirname "$NVCC")/fatbinary}
+CLANG=${CLANG:-clang-19}
+CUDA_LIB=$(dirname "$(dirname "$NVCC")")/lib64
 G=$(realpath "$B/bin/gpuext")
 TA=$(realpath "$B/tests/test_image_asan")
 S=$(realpath tests/image/src)
@@ -57,6 +59,9 @@ if [ "$(cat "$W/stamp" 2>/dev/null)" != "$key" ]; then
 		n -rdc=true -c $RDC -o rdc_lib.o "$S/rdc_lib.cu"
 		wait
 		n -rdc=true $RDC -o rdcexe rdc_main.o rdc_lib.o
+		# lld leaves wrapper pointers 0 in place (only the RELATIVE relocation has them).
+		"$CLANG" -fuse-ld=lld -o kexe_lld kern.o "$S/host_main.cpp" -L"$CUDA_LIB" -lcudart_static \
+			-lstdc++ -ldl -lpthread -lrt 2>>nvcc.log
 		"$FATBINARY" --create=golden.fatbin -64 --compress-mode=none --ident=golden.cu \
 			--cmdline=-O3 --image3=kind=ptx,sm=80,file="$S/golden.ptx" \
 			--image3=kind=ptx,sm=90a,file="$S/golden90a.ptx"
@@ -108,6 +113,10 @@ check "host object: its .nv_fatbin entries" "[ '$(entries kern.o)' = 'elf sm_90 
 check "executable: the object's container among the linked ones" \
 	"$G fatbin list kexe | grep -q 'ptx  sm_90    zstd'"
 # (cudart_static brings a container of its own, built for the lowest arch asked for.)
+check "executable (GNU ld): our container registered by a version-1 wrapper" \
+	"$G --json fatbin list kexe | grep -q '\"section\":\".nv_fatbin\",\"wrapper\":1,\"kind\":\"ptx\"'"
+check "executable (lld): wrapper found through its RELATIVE relocation" \
+	"$G --json fatbin list kexe_lld | grep -q '\"section\":\".nv_fatbin\",\"wrapper\":1,\"kind\":\"ptx\"'"
 check "shared library: sm_80 SASS and PTX in the last container" \
 	"$G fatbin list libkern.so | awk '\$2 == 1 { print \$3, \$4, \$5 }' | tr '\\n' ';' | grep -qx 'elf sm_80 none;ptx sm_80 zstd;'"
 check "--json list is one JSON object with the entries" \
@@ -118,10 +127,12 @@ check "-rdc object: relocatable SASS and PTX (--compile-only)" \
 	"[ \$($G fatbin list rdc_main.o | grep -c '(relocatable)') = 3 ] && $G --json fatbin list rdc_main.o | grep -q '\"options\":\"--compile-only\"'"
 got=$("$G" fatbin list rdcexe | awk 'NR > 2 { print $2, $3, $4, ($NF == "(relocatable)") ? "rel" : "linked" }' | tr '\n' ';')
 want="0 elf sm_80 linked;0 elf sm_90 linked;1 elf sm_80 rel;1 ptx sm_80 rel;1 elf sm_90 rel;2 elf sm_80 rel;2 ptx sm_80 rel;2 elf sm_90 rel;"
+check "-rdc executable: the linked container is registered by a version-2 wrapper" \
+	"$G --json fatbin list rdcexe | grep -q '{\"index\":0,\"container\":0,\"section\":\".nv_fatbin\",\"wrapper\":2,'"
 [ "$got" = "$want" ] && ok "-rdc executable: linked container + 2 prelinked" || nok "-rdc executable: got '$got', want '$want'"
 
 # 5. Every file parses and decompresses under ASan (library, not CLI).
-out=$("$TA" k_*.fatbin ptxonly.fatbin ref.*.cubin kern.o kexe libkern.so rdc_*.o rdcexe golden*.fatbin 2>&1)
+out=$("$TA" k_*.fatbin ptxonly.fatbin ref.*.cubin kern.o kexe kexe_lld libkern.so rdc_*.o rdcexe golden*.fatbin 2>&1)
 echo "$out" | grep -q '^not ok' && echo "$out" | grep '^not ok' || ok "all nvcc outputs parse and decompress under ASan ($(echo "$out" | grep -c '^ok') files)"
 
 # 6. Golden CLI output on a small fixed fatbin.

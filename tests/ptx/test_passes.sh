@@ -63,7 +63,7 @@ ptxas_cached() {
 
 # Registers per function from ptxas -v output: "NAME REGS"
 regs_of() {
-	awk '/Compiling entry function/ {gsub(/\x27/, "", $6); f=$6}
+	awk '/Compiling entry function/ {gsub(/\x27/, "", $7); f=$7}
 	     /Used [0-9]+ registers/ && f != "" {for (i=1;i<=NF;i++) if ($i=="Used") print f, $(i+1); f=""}' "$1"
 }
 
@@ -130,6 +130,18 @@ for in in "$D"/refuse/*.ptx; do
 	grep -q '__gx_work' "$W/out/refuse-$name.ptx" &&
 		nok "passes: refuse $name: kernel was transformed anyway"
 done
+
+# Memory errors and leaks (all passes at once), when valgrind is there.
+if command -v valgrind >/dev/null; then
+	for in in "$D"/edge.ptx "$D"/reduce.ptx; do
+		if valgrind -q --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=9 \
+			$G ptx rewrite --hooks all --persistent "$in" -o /dev/null 2>"$W/valgrind.log"; then
+			ok "passes: valgrind clean on $(basename "$in")"
+		else
+			nok "passes: valgrind on $(basename "$in"): $(grep -m1 '==' "$W/valgrind.log")"
+		fi
+	done
+fi
 
 # 2. ptxas over golden inputs, our CUDA sources and the shared corpus.
 jobs_run() { while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n; done; }

@@ -65,3 +65,17 @@ if command -v valgrind >/dev/null; then
 		nok "valgrind exited $vrc: $(grep -E '^==|not ok' "$tmp/vg.out" "$tmp/vg.err" | head -8 | tr '\n' ' ')"
 	fi
 fi
+
+# A real nvcc-built program (static cudart) reaches the shim the way
+# applications do: dlopen("libcuda.so.1"), cuGetProcAddress_v2 for ~440 names.
+if [ -x "$B/tests/shim/cudart_probe" ]; then
+	: >"$tmp/trace"
+	FAKECUDA_TRACE="$tmp/trace" run timeout 60 "$B/tests/shim/cudart_probe" >"$tmp/probe.out" 2>"$tmp/probe.err"
+	prc=$?
+	n=$(grep -c '^cuGetProcAddress_v2$' "$tmp/trace")
+	[ "$n" -ge 300 ] && grep -q 'shim active' "$tmp/probe.err" &&
+		ok "static-cudart program: cuInit and $n cuGetProcAddress_v2 queries through the shim" ||
+		nok "static-cudart program: $n cuGetProcAddress_v2 queries, log: $(head -3 "$tmp/probe.err" | tr '\n' ' ')"
+	[ $prc -lt 128 ] && ok "static-cudart program ends cleanly against the fake driver (exit $prc)" ||
+		nok "static-cudart program crashed (exit $prc)"
+fi

@@ -1,0 +1,17 @@
+# bench/: benchmarks. hook_overhead (GPU): runtime and JIT cost of the
+# ptx-rewrite passes on kernels of hook_kernels.cu; run by tests/gpu/passes.sh.
+BENCH_HOOK      := $(BUILD)/bench/hook_overhead
+# (Library paths spelled out: this file is included before the parts that define them.)
+BENCH_HOOK_PTX  := $(BUILD)/bench/hook_kernels.ptx
+
+$(BENCH_HOOK_PTX): bench/hook_kernels.cu
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(NVCC) -arch=sm_90 -ptx $< -o $@
+
+$(BENCH_HOOK): $(call objs,bench/hook_overhead.c) $(BUILD)/lib/libgxptx.a $(BUILD)/lib/libgxcommon.a | $(BENCH_HOOK_PTX)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) -L$(CUDA_HOME)/lib64/stubs -lcuda
+
+BINS_ALL += $(BENCH_HOOK) $(BENCH_HOOK_PTX)

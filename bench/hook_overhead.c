@@ -1,0 +1,245 @@
+/* hook_overhead — on a GPU: the runtime cost of the ptx-rewrite passes and
+ * their JIT time, and a correctness check of every pass.
+ *
+ * Loads the PTX of bench/hook_kernels.cu (built by nvcc), rewrites it with
+ * gx_ptx_rewrite() for each pass (entry+exit hooks with no-op stubs, mem
+ * hooks, all hooks, persistent workers static/dynamic), JIT-loads each
+ * version with the real driver, runs every kernel (>= 1 ms each), compares
+ * the outputs bit for bit with the original's, and prints the median time of
+ * REPEATS runs and the ratio to the original, plus JIT and rewrite times.
+ * No shim involved: the rewrite library is called directly, so the figures
+ * are the instrumentation's own cost.
+ *
+ *   hook_overhead KERNELS.ptx [REPEATS]      (CUDA_CACHE_DISABLE=1 advised)
+ * Prints `ok - `/`not ok - ` lines and `| ` table rows. */
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gx_util.h"
+#include "ptx-rewrite/gx_ptx.h"
+#include "ptx-rewrite/gx_work.h"
+
+#define CK(x)                                                                       \
+	do {                                                                        \
+		CUresult r_ = (x);                                                  \
+		if (r_ != CUDA_SUCCESS) {                                           \
+			const char *s_ = "?";                                       \
+			cuGetErrorString(r_, &s_);                                  \
+			printf("not ok - hook_overhead: %s: %s (line %d)\n", #x, s_, __LINE__); \
+			exit(1);                                                    \
+		}                                                                   \
+	} while (0)
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_f(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return x < y ? -1 : x > y;
+}
+
+struct pass {
+	const char *name;
+	unsigned hooks;
+	int persistent; /* 0 no, 1 static, 2 dynamic */
+};
+
+static const struct pass passes[] = {
+	{"orig", 0, 0},
+	{"entry+exit", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT, 0},
+	{"mem", GDEV_HOOK_MEM, 0},
+	{"all", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT | GDEV_HOOK_MEM | GDEV_HOOK_FENCE, 0},
+	{"persist-static", 0, 1},
+	{"persist-dynamic", 0, 2},
+	{"persist+entry/exit", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT, 2},
+};
+#define NPASS (sizeof(passes) / sizeof(passes[0]))
+
+/* Problem sizes. */
+#define VADD_N (256ull << 20)
+#define GEMM_N 2048
+#define ST_W 16384
+#define ST_H 16384
+#define RED_N (1024ull << 20)
+
+struct kern {
+	const char *name;
+	unsigned grid[3], block[3];
+	void *args[6];
+	CUdeviceptr out;
+	size_t out_bytes;
+	int zero_out; /* output accumulates: clear before each run */
+};
+
+static CUdeviceptr dalloc(size_t bytes)
+{
+	CUdeviceptr p;
+	CK(cuMemAlloc(&p, bytes));
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s KERNELS.ptx [REPEATS]\n", argv[0]);
+		return 2;
+	}
+	int repeats = argc > 2 ? atoi(argv[2]) : 21;
+	char *ptx;
+	size_t ptx_len;
+	if (gx_read_file(argv[1], &ptx, &ptx_len, 0)) {
+		printf("not ok - hook_overhead: cannot read %s\n", argv[1]);
+		return 1;
+	}
+	CUdevice dev;
+	CUcontext ctx;
+	CK(cuInit(0));
+	CK(cuDeviceGet(&dev, 0));
+	CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+	CK(cuCtxSetCurrent(ctx));
+	int nsm = 0;
+	CK(cuDeviceGetAttribute(&nsm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+
+	/* Inputs (deterministic) and outputs. */
+	CUdeviceptr va = dalloc(VADD_N * 4), vb = dalloc(VADD_N * 4), vc = dalloc(VADD_N * 4);
+	CK(cuMemsetD32(va, 0x3f800000, VADD_N));
+	CK(cuMemsetD32(vb, 0x40000000, VADD_N));
+	CUdeviceptr ga = dalloc(GEMM_N * GEMM_N * 4), gb = dalloc(GEMM_N * GEMM_N * 4),
+		    gc = dalloc(GEMM_N * GEMM_N * 4);
+	{
+		float *h = malloc(GEMM_N * GEMM_N * 4);
+		for (size_t i = 0; i < (size_t)GEMM_N * GEMM_N; i++)
+			h[i] = (float)((i * 2654435761u) % 1000) / 1000.f;
+		CK(cuMemcpyHtoD(ga, h, GEMM_N * GEMM_N * 4));
+		CK(cuMemcpyHtoD(gb, h, GEMM_N * GEMM_N * 4));
+		free(h);
+	}
+	CUdeviceptr si = dalloc((size_t)ST_W * ST_H * 4), so = dalloc((size_t)ST_W * ST_H * 4);
+	CK(cuMemsetD32(si, 0x3fc00000, (size_t)ST_W * ST_H));
+	CK(cuMemsetD32(so, 0, (size_t)ST_W * ST_H));
+	CUdeviceptr ri = dalloc(RED_N * 4), ro = dalloc(8);
+	CK(cuMemsetD32(ri, 3, RED_N));
+	unsigned long long vn = VADD_N, rn = RED_N;
+	int gn = GEMM_N, sw = ST_W, sh = ST_H;
+
+	struct kern ks[] = {
+		{"vadd", {VADD_N / 256, 1, 1}, {256, 1, 1}, {&va, &vb, &vc, &vn}, vc, VADD_N * 4, 0},
+		{"sgemm", {GEMM_N / 32, GEMM_N / 32, 1}, {32, 32, 1}, {&ga, &gb, &gc, &gn}, gc,
+		 (size_t)GEMM_N * GEMM_N * 4, 0},
+		{"stencil", {ST_W / 32, ST_H / 8, 1}, {32, 8, 1}, {&si, &so, &sw, &sh}, so,
+		 (size_t)ST_W * ST_H * 4, 0},
+		{"reduce", {(unsigned)(nsm * 8), 1, 1}, {256, 1, 1}, {&ri, &ro, &rn}, ro, 8, 1},
+	};
+	size_t nk = sizeof(ks) / sizeof(ks[0]);
+	void *ref[8] = {0};
+	float base_ms[8] = {0};
+	CUdeviceptr desc = dalloc(GX_WORK_SIZE);
+	CUevent e0, e1;
+	CK(cuEventCreate(&e0, 0));
+	CK(cuEventCreate(&e1, 0));
+	printf("| pass | kernel | median ms | ratio |\n|---|---|---|---|\n");
+	for (size_t p = 0; p < NPASS; p++) {
+		const struct pass *ps = &passes[p];
+		struct gx_ptx_rewrite_opts o = {.sz = sizeof(o), .hooks = ps->hooks,
+						.persistent = ps->persistent != 0};
+		struct gx_ptx_rewrite_result res;
+		double t0 = now_ms();
+		int err = gx_ptx_rewrite(ptx, ptx_len, &o, &res);
+		double t_rw = now_ms() - t0;
+		if (err) {
+			printf("not ok - hook_overhead %s: rewrite: %s\n", ps->name, res.err);
+			continue;
+		}
+		CUmodule mod;
+		t0 = now_ms();
+		CUresult cr = cuModuleLoadDataEx(&mod, res.ptx, 0, NULL, NULL);
+		double t_jit = now_ms() - t0;
+		if (cr != CUDA_SUCCESS) {
+			const char *s = "?";
+			cuGetErrorString(cr, &s);
+			printf("not ok - hook_overhead %s: JIT: %s\n", ps->name, s);
+			gx_ptx_rewrite_result_free(&res);
+			continue;
+		}
+		printf("bench: %s: rewrite %.2f ms, JIT %.1f ms, %u hooks, %u persistent\n",
+		       ps->name, t_rw, t_jit, res.nr_hooks, res.nr_persistent);
+		for (size_t k = 0; k < nk; k++) {
+			struct kern *kn = &ks[k];
+			CUfunction f;
+			CK(cuModuleGetFunction(&f, mod, kn->name));
+			void *args[8];
+			int na = 0;
+			while (na < 6 && kn->args[na]) {
+				args[na] = kn->args[na];
+				na++;
+			}
+			unsigned grid[3] = {kn->grid[0], kn->grid[1], kn->grid[2]};
+			struct gx_work_desc wd = {0};
+			if (ps->persistent) {
+				int occ = 0;
+				CK(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+					&occ, f, kn->block[0] * kn->block[1] * kn->block[2], 0));
+				wd.total = grid[0] * grid[1] * grid[2];
+				wd.grid_x = grid[0];
+				wd.grid_y = grid[1];
+				wd.grid_z = grid[2];
+				wd.mode = ps->persistent == 1 ? GX_WORK_STATIC : GX_WORK_DYNAMIC;
+				grid[0] = (unsigned)(nsm * (occ > 0 ? occ : 1));
+				grid[1] = grid[2] = 1;
+				args[na++] = &desc;
+			}
+			float *ms = calloc(repeats, sizeof(float));
+			for (int r = -2; r < repeats; r++) {
+				if (kn->zero_out)
+					CK(cuMemsetD32(kn->out, 0, kn->out_bytes / 4));
+				if (ps->persistent)
+					CK(cuMemcpyHtoD(desc, &wd, sizeof(wd)));
+				CK(cuEventRecord(e0, 0));
+				CK(cuLaunchKernel(f, grid[0], grid[1], grid[2], kn->block[0], kn->block[1],
+						  kn->block[2], 0, 0, args, NULL));
+				CK(cuEventRecord(e1, 0));
+				CK(cuEventSynchronize(e1));
+				if (r >= 0)
+					CK(cuEventElapsedTime(&ms[r], e0, e1));
+			}
+			qsort(ms, repeats, sizeof(float), cmp_f);
+			float med = ms[repeats / 2];
+			free(ms);
+			void *h = malloc(kn->out_bytes);
+			CK(cuMemcpyDtoH(h, kn->out, kn->out_bytes));
+			/* clear the output so the next pass cannot inherit the answer */
+			if (!kn->zero_out)
+				CK(cuMemsetD32(kn->out, 0, kn->out_bytes / 4));
+			if (p == 0) {
+				ref[k] = h;
+				base_ms[k] = med;
+				printf("| %s | %s | %.3f | 1.000 |\n", ps->name, kn->name, med);
+				continue;
+			}
+			int same = !memcmp(h, ref[k], kn->out_bytes);
+			free(h);
+			printf("%s - hook_overhead %s %s: output identical to the original\n",
+			       same ? "ok" : "not ok", ps->name, kn->name);
+			printf("| %s | %s | %.3f | %.3f |\n", ps->name, kn->name, med,
+			       med / base_ms[k]);
+			if (!strcmp(ps->name, "entry+exit"))
+				printf("%s - hook_overhead entry+exit %s: overhead %.2f %% (goal <= 2 %%)\n",
+				       med / base_ms[k] <= 1.02 ? "ok" : "not ok", kn->name,
+				       100.0 * (med / base_ms[k] - 1));
+		}
+		CK(cuModuleUnload(mod));
+		gx_ptx_rewrite_result_free(&res);
+	}
+	for (size_t k = 0; k < nk; k++)
+		free(ref[k]);
+	free(ptx);
+	return 0;
+}

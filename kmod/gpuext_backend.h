@@ -1,0 +1,82 @@
+/* gpuext_backend.h — how a GPU memory manager plugs into gpuext.ko.
+ *
+ * A backend (the simulator in gpuext_sim.c, or NVIDIA's UVM/RM with the
+ * patch in kmod/nvidia/) describes each GPU as a struct gx_dev with a few
+ * operations on its own structures, and calls the hooks below from its
+ * fault, prefetch, eviction and channel-group paths. The hooks run the
+ * policy attached for the owner of the region/queue and apply the runtime's
+ * default when there is none, it declines, or it misbehaves.
+ *
+ * Locking: the backend calls every mem hook with the lock protecting its
+ * eviction list held; the hooks never sleep, and the ops below are called
+ * back from inside them (so they must not take that lock again).
+ *
+ * NVIDIA's modules do not link against gpuext.ko: they take the exported
+ * table `gx_hooks` with symbol_get() at load time and run unchanged without
+ * it (see kmod/nvidia/README.md). */
+#ifndef GPUEXT_BACKEND_H
+#define GPUEXT_BACKEND_H
+
+#include <linux/list.h>
+#include <linux/types.h>
+#include "gpu_ext.h"
+
+struct gx_dev;
+struct mm_struct;
+
+struct gx_backend_ops {
+	/* Move a resident region to the head (evicted first) or tail of the
+	 * device's eviction list. -ENOENT if it is not on the list. */
+	int (*move)(struct gx_dev *dev, struct gpu_region *r, bool head);
+	/* Next eviction candidate (head of the list, skipping regions that
+	 * are pinned by the operation in progress); NULL if none. */
+	struct gpu_region *(*head)(struct gx_dev *dev);
+	/* Make [va, va+len) of r's address space resident (a policy's
+	 * bpf_gpu_migrate_range). May be asynchronous. */
+	int (*migrate)(struct gx_dev *dev, struct gpu_region *r, u64 va, u64 len);
+	/* A user hint from GX_IOC_PREFETCH for address space `mm` (process
+	 * context, no lock held). Returns pages queued or -errno. */
+	long (*hint)(struct gx_dev *dev, struct mm_struct *mm, u64 va, u64 len, u32 prio);
+	/* Queue attributes changed (GX_IOC_QUEUE_ATTR). */
+	int (*queue_apply)(struct gx_dev *dev, struct gpu_queue *q);
+};
+
+struct gx_dev {
+	const struct gx_backend_ops *ops;
+	const char *name;
+	void *priv;
+	u32 capacity;    /* regions before eviction (informational) */
+	u32 nr_resident; /* kept current by the backend */
+	struct list_head node;
+};
+
+/* Prefetch decision returned to the backend. */
+struct gx_prefetch_out {
+	u32 first, outer; /* pages of the faulting region to bring in */
+	u32 nr_migrate;   /* ranges the policy asked for (already passed to ops->migrate) */
+	struct { u64 va, len; } migrate[GPU_MIGRATE_MAX];
+};
+
+/* The hook table, exported as the symbol `gx_hooks`. */
+struct gx_hooks {
+	u32 abi; /* GX_HOOKS_ABI */
+	int (*dev_register)(struct gx_dev *dev);
+	void (*dev_unregister)(struct gx_dev *dev);
+	/* mem hooks: return the decision applied (GPU_DEFAULT/GPU_BYPASS). */
+	int (*activate)(struct gx_dev *dev, struct gpu_region *r);
+	int (*access)(struct gx_dev *dev, struct gpu_region *r);
+	/* Pick the region to evict: asks the policy about ops->head()
+	 * candidates, bounded, then FIFO. NULL if the list is empty. */
+	struct gpu_region *(*evict_pick)(struct gx_dev *dev, u32 pressure);
+	/* Decide the prefetch for a fault; out->first/outer always valid. */
+	int (*prefetch)(struct gx_dev *dev, struct gpu_region *r, struct gpu_fault *f,
+			struct gx_prefetch_out *out);
+	/* sched hooks: task_init returns 0 or -EPERM (bind rejected). */
+	int (*task_init)(struct gx_dev *dev, struct gpu_queue *q);
+	void (*task_destroy)(struct gx_dev *dev, struct gpu_queue *q);
+};
+#define GX_HOOKS_ABI 1
+
+extern const struct gx_hooks gx_hooks;
+
+#endif

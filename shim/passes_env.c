@@ -1,0 +1,40 @@
+/* passes_env.c — GPUEXT_HOOKS=entry,exit,mem,fence|all turns on device hook
+ * sites calling the built-in no-op stubs (no policy needed). Used to check
+ * that instrumented applications behave the same and to measure the bare
+ * cost of hooks (tests/gpu/passes.sh). A policy (GPUEXT_POLICY) selects its
+ * hooks itself; the persistent-worker transform is not offered here because
+ * its launches need a work descriptor (blocksched). Unknown words are
+ * ignored with a warning, once. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "devbpf/gdev_ctx.h"
+#include "gx_log.h"
+#include "shim/passes_env.h"
+
+unsigned gx_hooks_from_env(void)
+{
+	static const struct {
+		const char *name;
+		unsigned bits;
+	} words[] = {
+		{"entry", GDEV_HOOK_ENTRY}, {"exit", GDEV_HOOK_EXIT}, {"mem", GDEV_HOOK_MEM},
+		{"fence", GDEV_HOOK_FENCE},
+		{"all", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT | GDEV_HOOK_MEM | GDEV_HOOK_FENCE},
+	};
+	const char *s = getenv("GPUEXT_HOOKS");
+	unsigned mask = 0;
+	while (s && *s) {
+		size_t n = strcspn(s, ",");
+		size_t i;
+		for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+			if (strlen(words[i].name) == n && !strncmp(s, words[i].name, n)) {
+				mask |= words[i].bits;
+				break;
+			}
+		if (i == sizeof(words) / sizeof(words[0]) && n)
+			pr_warn_once("GPUEXT_HOOKS: unknown hook '%.*s' ignored", (int)n, s);
+		s += n + (s[n] == ',');
+	}
+	return mask;
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Run the loader/verifier fuzz target, seeded with every compiled policy
+# object of the tests. GX_FUZZ_TIME seconds (default 5: the `make test` run).
+B=${BUILD:-build}
+T=${GX_FUZZ_TIME:-5}
+F=$B/fuzz/fuzz_bpf_loader
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/corpus" "$B/fuzz/crashes"
+cp "$B"/tests/devbpf/verifier/*.bpf.o "$B"/tests/devbpf/loader/*.bpf.o "$work/corpus/" 2>/dev/null
+n=$(ls "$work/corpus" | wc -l)
+if [ "$n" -eq 0 ]; then echo "not ok - fuzz_bpf_loader: no seed objects in $B/tests/devbpf"; exit 1; fi
+if "$F" -max_total_time="$T" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+	-artifact_prefix="$B/fuzz/crashes/" "$work/corpus" >"$work/log" 2>&1; then
+	runs=$(grep -o 'Done [0-9]* runs' "$work/log" | tail -1)
+	echo "ok - fuzz_bpf_loader: ${T}s from $n seeds, no crash (${runs:-?})"
+else
+	tail -n 40 "$work/log"
+	echo "not ok - fuzz_bpf_loader: crash, artifacts in $B/fuzz/crashes"
+	exit 1
+fi

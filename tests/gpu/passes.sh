@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# GPU check of the ptx-rewrite passes (run by tests/gpu/run.sh on the H200).
+#  1. bench/hook_overhead: the kernels of bench/hook_kernels.cu rewritten by
+#     every pass (entry+exit, mem, all hooks with no-op stubs; persistent
+#     workers static/dynamic; persistent + entry/exit), outputs compared bit
+#     for bit with the original, median times, ratio table, JIT times.
+#  2. Through the shim: tests/gpu/passes_app.cu (PTX only, so the driver JITs
+#     it via the shim's rewrite) with GPUEXT_HOOKS=entry,exit / mem / all
+#     must print the same checksums as without the shim.
+# Logs and the table go to $OUT (hook_overhead.md, passes-*.txt).
+set -u
+cd "${GX_ROOT:-$(dirname "$0")/../..}"
+B=${GX_BUILD:-build}
+OUT=${OUT:-$B/gpu-out}
+mkdir -p "$OUT"
+export PATH=$PATH:/usr/local/cuda/bin
+
+if [ -x "$B/bench/hook_overhead" ] && [ -f "$B/bench/hook_kernels.ptx" ]; then
+	CUDA_CACHE_DISABLE=1 "$B/bench/hook_overhead" "$B/bench/hook_kernels.ptx" "${GX_REPEATS:-21}" |
+		tee "$OUT/hook_overhead.md"
+else
+	echo "not ok - passes: $B/bench/hook_overhead not built"
+fi
+
+app=$OUT/passes_app
+if ! nvcc -gencode arch=compute_90,code=compute_90 -o "$app" tests/gpu/passes_app.cu \
+	>"$OUT/passes_app.build.txt" 2>&1; then
+	echo "not ok - passes: building passes_app: $(head -1 "$OUT/passes_app.build.txt")"
+	exit 0
+fi
+if ! CUDA_CACHE_DISABLE=1 "$app" >"$OUT/passes-native.txt" 2>&1; then
+	echo "not ok - passes: passes_app without the shim: $(tail -1 "$OUT/passes-native.txt")"
+	exit 0
+fi
+echo "ok - passes: passes_app runs without the shim"
+if [ ! -f "$B/lib/libcuda.so.1" ]; then
+	echo "not ok - passes: shim $B/lib/libcuda.so.1 not built"
+	exit 0
+fi
+for h in none entry,exit mem all; do
+	tag=${h//,/+}
+	env CUDA_CACHE_DISABLE=1 LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+		GPUEXT_LOG=debug $([ "$h" != none ] && echo GPUEXT_HOOKS=$h) \
+		"$app" >"$OUT/passes-$tag.txt" 2>"$OUT/passes-$tag.log"
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		echo "not ok - passes: shim GPUEXT_HOOKS=$h: exit $rc: $(tail -1 "$OUT/passes-$tag.log")"
+	elif cmp -s "$OUT/passes-native.txt" "$OUT/passes-$tag.txt"; then
+		echo "ok - passes: shim GPUEXT_HOOKS=$h: same outputs as without the shim"
+	else
+		echo "not ok - passes: shim GPUEXT_HOOKS=$h: outputs differ"
+		diff "$OUT/passes-native.txt" "$OUT/passes-$tag.txt" | head -10
+	fi
+	grep -iE 'hook|rewrit|passed through' "$OUT/passes-$tag.log" | head -3 | sed 's/^/# /'
+done

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# GPU checks of the shim (run by tests/gpu/run.sh, or alone from the repo
+# root after `make`): builds a corpus with nvcc, runs every program without
+# and with the shim, compares outputs bit for bit, and checks the shim's log
+# shows each PTX module rewritten (identity) and reloaded. Then CuPy and
+# PyTorch (if importable) the same way, then bench/launch_overhead.sh.
+# Prints ok/not ok lines; logs, outputs and the bench table go to $OUT/shim/.
+# Needs ~4 minutes; run with GX_GPU_TIMEOUT=600 under tests/gpu/run.sh to be
+# safe. SHIM_GPU_SKIP=bench,torch,cupy skips parts.
+set -u
+ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+B=${GX_BUILD:-$ROOT/build}
+OUT=${OUT:-$B/gpu-out}
+L=$OUT/shim
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+CUDA_LIB=${CUDA_LIB:-/usr/local/cuda/lib64}
+SKIP=${SHIM_GPU_SKIP:-}
+S=$ROOT/tests/gpu/shim
+mkdir -p "$L"
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+ok() { echo "ok - $*" | tee -a "$L/summary.txt"; }
+nok() { echo "not ok - $*" | tee -a "$L/summary.txt"; }
+note() { echo "# $*" | tee -a "$L/summary.txt"; }
+: >"$L/summary.txt"
+SHIM_LLP="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+with_shim() { env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info "$@"; }
+
+# ---- 0. the shim, the real driver, inertness ----
+if [ ! -e "$B/lib/libcuda.so.1" ]; then
+	nok "shim not built: $B/lib/libcuda.so.1 missing (run make)"
+	exit 1
+fi
+real=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 .*x86-64/ {print $NF; exit}')
+[ -n "$real" ] || real=$(ls /usr/lib/x86_64-linux-gnu/libcuda.so.1 /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib64/libcuda.so.1 2>/dev/null | head -1)
+note "real driver: ${real:-not found} -> $(readlink -f "$real" 2>/dev/null)"
+if [ -n "$real" ]; then
+	nm -D --defined-only "$real" 2>/dev/null | awk '$3 ~ /^cu/ {print $3}' | sed 's/@.*//' | sort -u >"$W/real.syms"
+	nm -D --defined-only "$B/lib/libcuda.so.1" | awk '$3 ~ /^cu/ {print $3}' | sort -u >"$W/shim.syms"
+	comm -23 "$W/real.syms" "$W/shim.syms" >"$L/real-not-in-shim.txt"
+	nmiss=$(wc -l <"$L/real-not-in-shim.txt")
+	[ "$nmiss" -eq 0 ] && ok "shim exports every cu* name of the real driver ($(wc -l <"$W/real.syms"))" ||
+		nok "real driver exports $nmiss cu* names the shim lacks (list in shim/real-not-in-shim.txt): $(head -8 "$L/real-not-in-shim.txt" | tr '\n' ' ')"
+	if readelf -V "$real" 2>/dev/null | grep -q 'Version definition'; then
+		nok "the real driver defines symbol versions (the shim has none): $(readelf -V "$real" | grep -A3 'Version definition' | tr '\n' ' ' | head -c 200)"
+	else
+		ok "the real driver has no symbol versions, like the shim"
+	fi
+fi
+if command -v nvidia-smi >/dev/null; then
+	nvidia-smi -L >"$W/smi.base" 2>&1
+	rb=$?
+	env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=debug nvidia-smi -L >"$W/smi.shim" 2>"$L/nvidia-smi.shim.err"
+	rs=$?
+	[ $rb -eq 0 ] && [ $rs -eq 0 ] && cmp -s "$W/smi.base" "$W/smi.shim" && ok "nvidia-smi works unchanged with the shim first in LD_LIBRARY_PATH" ||
+		nok "nvidia-smi with the shim: exit $rs (without: $rb); $(head -2 "$L/nvidia-smi.shim.err" | tr '\n' ' ')"
+	cp "$W/smi.base" "$L/nvidia-smi.txt"
+fi
+
+# ---- 1. corpus ----
+build() { # NAME ARGS... (in the background; result checked after wait)
+	local n=$1
+	shift
+	(timeout 240 "$NVCC" "$@" >"$L/build-$n.log" 2>&1 || echo "exit $?" >>"$L/build-$n.log") &
+}
+RP="-Xlinker -rpath=$CUDA_LIB"
+build rt_static -arch=sm_90 -o "$W/rt_static" "$S/rt_basic.cu"
+build rt_shared -arch=sm_90 -cudart shared $RP -o "$W/rt_shared" "$S/rt_basic.cu"
+build rt_ptds -arch=sm_90 --default-stream per-thread -o "$W/rt_ptds" "$S/rt_basic.cu"
+build graph -arch=sm_90 -o "$W/graph" "$S/graph.cu"
+build threads16 -arch=sm_90 -o "$W/threads16" "$S/threads16.cu"
+build forker -arch=sm_90 -o "$W/forker" "$S/forker.cu"
+build drv -arch=sm_90 $RP -o "$W/drv" "$S/drv.cu" -lcuda -lnvrtc
+build ptx -ptx -arch=compute_90 -o "$W/kernels.ptx" "$S/kernels_ptx.cu"
+build probe -arch=sm_90 -o "$W/probe" "$ROOT/tests/shim/cudart_probe.cu"
+build multiarch -gencode arch=compute_80,code=compute_80 -gencode arch=compute_90,code=sm_90 -o "$W/multiarch" "$S/rt_basic.cu"
+wait
+for f in rt_static rt_shared rt_ptds graph threads16 forker drv kernels.ptx probe multiarch; do
+	[ -s "$W/$f" ] || nok "build $f: $(tail -3 "$L/build-${f%.ptx}.log" 2>/dev/null | tr '\n' ' ')"
+done
+
+# NAME MIN_REWRITTEN CMD...: run without and with the shim, compare.
+run_case() {
+	local n=$1 want=$2
+	shift 2
+	[ -x "$1" ] || { nok "$n: not built"; return; }
+	timeout 120 "$@" >"$L/$n.base.out" 2>"$L/$n.base.err"
+	local rb=$?
+	timeout 180 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info "$@" >"$L/$n.shim.out" 2>"$L/$n.shim.err"
+	local rs=$?
+	if [ $rb -ne 0 ]; then
+		nok "$n: fails without the shim too (exit $rb): $(tail -2 "$L/$n.base.err" | tr '\n' ' ')"
+		return
+	fi
+	if [ $rs -eq 0 ] && cmp -s "$L/$n.base.out" "$L/$n.shim.out"; then
+		ok "$n: same output with the shim ($(head -c 60 "$L/$n.shim.out" | tr '\n' ' '))"
+	else
+		nok "$n: with the shim exit $rs, output $(cmp -s "$L/$n.base.out" "$L/$n.shim.out" && echo same || echo differs); $(grep -v '^gpuext: ' "$L/$n.shim.err" | tail -2 | tr '\n' ' ')"
+	fi
+	local rw bad
+	rw=$(grep -c 'rewritten (identity), reloaded' "$L/$n.shim.err")
+	bad=$(grep 'passed through' "$L/$n.shim.err" | grep -vc 'SASS only')
+	if ! grep -q 'shim active' "$L/$n.shim.err"; then
+		nok "$n: the shim was not used (no 'shim active' line)"
+	elif [ "$rw" -ge "$want" ] && [ "$bad" -eq 0 ]; then
+		ok "$n: $rw PTX module(s) rewritten (identity) and reloaded, none passed through for another reason"
+	else
+		nok "$n: $rw rewritten (want >= $want), $bad passed through: $(grep 'passed through' "$L/$n.shim.err" | grep -v 'SASS only' | head -2 | tr '\n' ' ')"
+	fi
+}
+
+run_case rt_static 1 "$W/rt_static"
+run_case rt_shared 1 "$W/rt_shared"
+run_case rt_ptds 1 "$W/rt_ptds"
+run_case graph 1 "$W/graph"
+run_case threads16 1 "$W/threads16"
+run_case forker 1 "$W/forker"
+run_case drv_file 1 "$W/drv" file "$W/kernels.ptx"
+run_case drv_link 2 "$W/drv" link "$W/kernels.ptx"
+grep -q 'linked by cuLinkComplete from 2 rewritten' "$L/drv_link.shim.err" 2>/dev/null &&
+	ok "drv_link: the linked cubin is reported as built from 2 rewritten PTX inputs" ||
+	nok "drv_link: no 'linked by cuLinkComplete from 2 rewritten' line"
+run_case drv_nvrtc 1 "$W/drv" nvrtc
+grep -q 'jit info log written back' "$L/drv_nvrtc.shim.out" 2>/dev/null &&
+	ok "drv_nvrtc: JIT options written back by the driver reach the application" ||
+	nok "drv_nvrtc: JIT log size not written back"
+run_case cudart_probe 1 "$W/probe"
+# PTX for compute_80 only + SASS sm_90: the shim JITs the compute_80 PTX.
+run_case multiarch 1 "$W/multiarch"
+grep -q 'reloaded from sm_80 PTX' "$L/multiarch.shim.err" 2>/dev/null &&
+	ok "multiarch: the compute_80 PTX was picked for the sm_90 device" || nok "multiarch: compute_80 PTX not used"
+# The same programs under gpuext-run.
+if [ -x "$B/bin/gpuext-run" ]; then
+	timeout 120 "$B/bin/gpuext-run" -v -- "$W/rt_static" >"$L/run.out" 2>"$L/run.err"
+	[ $? -eq 0 ] && cmp -s "$L/run.out" "$L/rt_static.base.out" && grep -q 'shim active' "$L/run.err" &&
+		ok "gpuext-run -v -- rt_static: same output, shim active" || nok "gpuext-run: $(tail -2 "$L/run.err" | tr '\n' ' ')"
+fi
+# A program that dlopens the driver by absolute path, with --audit.
+if [ -n "$real" ] && [ -x "$B/tests/shim/test_audit" ]; then
+	timeout 60 "$B/bin/gpuext-run" --audit -- "$B/tests/shim/test_audit" "$(readlink -f "$real")" shim >"$L/audit.out" 2>"$L/audit.err"
+	grep -q '^ok - absolute-path dlopen gives the shim' "$L/audit.out" && ! grep -q '^not ok' "$L/audit.out" &&
+		ok "gpuext-run --audit redirects dlopen of the real driver's absolute path" ||
+		nok "--audit: $(grep 'not ok' "$L/audit.out" | head -2 | tr '\n' ' ') $(tail -2 "$L/audit.err" | tr '\n' ' ')"
+fi
+
+# ---- 2. Python ----
+py_case() { # NAME MIN_REWRITTEN SCRIPT
+	local n=$1 want=$2 script=$3
+	local c1 c2
+	c1=$(mktemp -d) c2=$(mktemp -d)
+	timeout 200 env CUPY_CACHE_DIR="$c1" python3 "$script" "$L/$n.base.data" >"$L/$n.base.out" 2>"$L/$n.base.err"
+	local rb=$?
+	timeout 240 env CUPY_CACHE_DIR="$c2" LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info python3 "$script" "$L/$n.shim.data" \
+		>"$L/$n.shim.out" 2>"$L/$n.shim.err"
+	local rs=$?
+	rm -rf "$c1" "$c2"
+	if [ $rb -ne 0 ]; then
+		nok "$n: fails without the shim (exit $rb): $(tail -2 "$L/$n.base.err" | tr '\n' ' ')"
+		return
+	fi
+	[ $rs -eq 0 ] && cmp -s "$L/$n.base.out" "$L/$n.shim.out" &&
+		ok "$n: identical results with the shim ($(wc -l <"$L/$n.shim.out") hashes)" ||
+		nok "$n: with the shim exit $rs, results $(cmp -s "$L/$n.base.out" "$L/$n.shim.out" && echo same || echo differ: $(diff "$L/$n.base.out" "$L/$n.shim.out" | head -4 | tr '\n' ' ')) $(grep -v '^gpuext: ' "$L/$n.shim.err" | tail -2 | tr '\n' ' ')"
+	local rw pt bad
+	rw=$(grep -c 'rewritten (identity), reloaded' "$L/$n.shim.err")
+	pt=$(grep -c 'passed through: SASS only' "$L/$n.shim.err")
+	bad=$(grep 'passed through' "$L/$n.shim.err" | grep -vc 'SASS only')
+	note "$n: $rw modules rewritten, $pt SASS-only passed through, $bad passed through otherwise"
+	grep -q 'shim active' "$L/$n.shim.err" || { nok "$n: the shim was not used"; return; }
+	[ "$rw" -ge "$want" ] && [ "$bad" -eq 0 ] && ok "$n: every PTX module rewritten and reloaded ($rw), SASS-only ones passed through ($pt)" ||
+		nok "$n: $rw rewritten (want >= $want), $bad passed through: $(grep 'passed through' "$L/$n.shim.err" | grep -v 'SASS only' | head -2 | tr '\n' ' ')"
+}
+if [[ ",$SKIP," != *,cupy,* ]]; then
+	if python3 -c 'import cupy' 2>/dev/null; then
+		CUPY_COMPILE_WITH_PTX=1 py_case cupy 1 "$S/cupy_check.py"
+	else
+		note "skip: cupy not importable"
+	fi
+fi
+if [[ ",$SKIP," != *,torch,* ]]; then
+	if python3 -c 'import torch' 2>/dev/null; then
+		CUBLAS_WORKSPACE_CONFIG=:4096:8 py_case torch 0 "$S/torch_check.py"
+	else
+		note "skip: torch not importable"
+	fi
+fi
+
+# ---- 3. benchmark ----
+if [[ ",$SKIP," != *,bench,* ]]; then
+	GX_BUILD=$B OUT=$OUT timeout 400 bash "$ROOT/bench/launch_overhead.sh" "${SHIM_BENCH_REPS:-5}" 2>&1 | tee -a "$L/summary.txt" | grep -E '^(ok|not ok|\||bench:|#)'
+fi
+echo "# logs and outputs: $L"

@@ -1,0 +1,37 @@
+// common.h — shared by the GPU corpus of tests/gpu/shim.sh: error checks and
+// a checksum, so every program prints a short deterministic result that the
+// script compares bit for bit between runs with and without the shim.
+#pragma once
+#include <cstdio>
+#include <cstdlib>
+#include <cstdint>
+#include <cstring>
+
+#define CK(x)                                                                              \
+	do {                                                                               \
+		cudaError_t e_ = (x);                                                      \
+		if (e_ != cudaSuccess) {                                                   \
+			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,         \
+				cudaGetErrorString(e_));                                   \
+			exit(1);                                                           \
+		}                                                                          \
+	} while (0)
+
+#define CU(x)                                                                              \
+	do {                                                                               \
+		CUresult r_ = (x);                                                         \
+		if (r_ != CUDA_SUCCESS) {                                                  \
+			const char *s_ = "?";                                              \
+			cuGetErrorName(r_, &s_);                                           \
+			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, s_);    \
+			exit(1);                                                           \
+		}                                                                          \
+	} while (0)
+
+static inline uint64_t fnv(const void *p, size_t n, uint64_t h = 0xcbf29ce484222325ull)
+{
+	const unsigned char *b = (const unsigned char *)p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# test_kmod_qemu.sh — builds a minimal initramfs (static busybox, our loaders
+# and test programs with their shared libraries, gpuext.ko, tests/kmod/
+# vm-init.sh as /init), boots Debian's 6.12 kernel in QEMU (TCG, 512 MiB,
+# one CPU) once, and relays the ok/not ok lines printed on the serial
+# console. A VM that does not boot or finish in time is a failure.
+# GX_KMOD_FUZZ sets the fuzzer's call count (default 100000).
+set -u
+ROOT=$(pwd)
+B=${BUILD:-build}
+KVER=${KVER:-6.12.95+deb12-amd64}
+KIMG=${GPUEXT_KERNEL:-${GPUEXT_CACHE:-$HOME/.cache/gpuext}/kernel/boot/vmlinuz-$KVER}
+W=$B/kmod-vm
+TIMEOUT=${GX_KMOD_VM_TIMEOUT:-300}
+fail() { echo "not ok - vm: $*"; exit 0; }
+[ -f "$KIMG" ] || fail "kernel image $KIMG missing (run make deps)"
+[ -f "$B/kmod/gpuext.ko" ] || fail "$B/kmod/gpuext.ko not built"
+command -v qemu-system-x86_64 >/dev/null || fail "qemu-system-x86_64 missing (run make deps)"
+rm -rf "$W" && mkdir -p "$W/root"/{bin,dev,proc,sys,tmp,etc} || fail "cannot make $W"
+R=$W/root
+cp /bin/busybox "$R/bin/busybox"
+bins="$B/tests/kmod/gx_vmtest $B/tests/kmod/gx_kmod_fuzz $B/tests/kmod/gx_client_test $B/tests/kmod/gx_bad"
+for p in fifo lfu mru quota seq stride tree prio; do bins="$bins $B/bin/gx_$p"; done
+for f in $bins; do
+	[ -x "$f" ] || fail "$f not built"
+	cp "$f" "$R/bin/"
+	# shared libraries (and the loader) at their own paths
+	for l in $(ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'); do
+		[ -f "$R$l" ] || { mkdir -p "$R$(dirname "$l")"; cp -L "$l" "$R$l"; }
+	done
+done
+cp "$B/kmod/gpuext.ko" "$R/gpuext.ko"
+cp "$ROOT/tests/kmod/vm-init.sh" "$R/init" && chmod +x "$R/init"
+echo "root:x:0:0::/:/bin/sh" >"$R/etc/passwd"
+echo "nobody:x:65534:65534::/:/bin/false" >>"$R/etc/passwd"
+(cd "$R" && find . | cpio -o -H newc --quiet) >"$W/initrd.cpio" || fail "cpio failed"
+accel=tcg
+[ -w /dev/kvm ] && accel=kvm
+start=$(date +%s)
+timeout -k 5 "$TIMEOUT" qemu-system-x86_64 -machine accel=$accel -cpu max -m 512M -smp 1 \
+	-kernel "$KIMG" -initrd "$W/initrd.cpio" -nographic -no-reboot \
+	-append "console=ttyS0 quiet loglevel=4 panic=-1 oops=panic gx.fuzz=${GX_KMOD_FUZZ:-100000}" \
+	</dev/null >"$W/console.log" 2>&1
+rc=$?
+end=$(date +%s)
+tr -d '\r' <"$W/console.log" >"$W/console.txt"
+grep -E '^(ok|not ok) - |^# ' "$W/console.txt"
+if ! grep -q '^GX-VM-DONE' "$W/console.txt"; then
+	echo "not ok - vm: did not finish (qemu rc $rc after $((end - start)) s; log $W/console.txt)"
+	tail -n 40 "$W/console.txt"
+	exit 0
+fi
+echo "ok - vm: booted, ran and powered off in $((end - start)) s"
