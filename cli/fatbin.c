@@ -104,7 +104,7 @@ static int open_listing(const char *path, struct listing *l)
 	if (elf && !(p[18] == 190 && p[19] == 0)) {
 		struct gx_host_fatbin *fb;
 		size_t nfb;
-		ret = gx_elf_host_fatbins(p, l->len, &fb, &nfb, err, sizeof(err));
+		ret = gx_elf_host_fatbins(p, l->len, GX_HOSTELF_SCAN_DATA, &fb, &nfb, err, sizeof(err));
 		if (ret) {
 			p_err("%s: %s", path, err);
 			return ret;
@@ -176,7 +176,7 @@ static void json_str(const char *s)
 
 static const char *kind_name(const struct gx_image_entry *e)
 {
-	return e->kind == GX_ENTRY_PTX ? "ptx" : "elf";
+	return e->kind == GX_ENTRY_PTX ? "ptx" : e->kind == GX_ENTRY_ELF ? "elf" : "lto";
 }
 
 static void usage(FILE *out)
@@ -187,7 +187,7 @@ static void usage(FILE *out)
 		"FILE: a host executable, shared library or object, a fatbin, a cubin or PTX.\n"
 		"list     one line per entry: container, kind, arch, compression, sizes, name\n"
 		"         (--json before 'fatbin' for JSON)\n"
-		"extract  write each entry, decompressed, as DIR/NAME.sm_XX.ptx or .cubin\n"
+		"extract  write each entry, decompressed, as DIR/NAME.sm_XX.ptx, .cubin or .ltoir\n"
 		"         (NAME: the file name up to its first dot; an index is added when\n"
 		"         two entries would share a name)\n");
 }
@@ -344,15 +344,20 @@ static int do_extract(int argc, char **argv)
 		const struct gx_image_entry *e = l.items[i].e;
 		if (want && (int)e->kind != want)
 			continue;
-		const char *ext = e->kind == GX_ENTRY_PTX ? "ptx" : "cubin";
+		const char *ext = e->kind == GX_ENTRY_PTX ? "ptx" : e->kind == GX_ENTRY_ELF ? "cubin" : "ltoir";
+		if (e->flags & GX_FATBIN_F_ENCODED) {
+			if (!gx_json)
+				fprintf(stderr, "gpuext: note: %s: entry %zu (LTO-IR) is encoded for nvJitLink; not extracted\n",
+					l.path, i);
+			continue;
+		}
 		gx_image_arch_name(e, arch, sizeof(arch));
 		/* Unique name unless another extracted entry shares kind and arch. */
 		bool dup = false;
 		for (size_t j = 0; j < l.nr_items && !dup; j++) {
 			const struct gx_image_entry *o = l.items[j].e;
-			char oarch[32];
-			dup = j != i && o->kind == e->kind && (!want || (int)o->kind == want) &&
-			      !strcmp(gx_image_arch_name(o, oarch, sizeof(oarch)), arch);
+			dup = j != i && o->kind == e->kind && o->sm == e->sm &&
+			      o->arch_specific == e->arch_specific && o->family_specific == e->family_specific;
 		}
 		if (dup)
 			snprintf(path, sizeof(path), "%s/%s.%zu.%s.%s", dir, base, i, arch, ext);

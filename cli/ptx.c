@@ -159,9 +159,12 @@ out:
 static void rewrite_usage(FILE *f)
 {
 	fprintf(f, "usage: gpuext [--json] ptx rewrite [--hooks entry,exit,mem,fence|all]\n"
-		   "         [--persistent] [--policy FILE.bpf.o] [--max-ptx X.Y] IN.ptx [-o OUT.ptx]\n"
+		   "         [--persistent] [--policy FILE.bpf.o] [--policy-ptx FILE.ptx\n"
+		   "         --bind HOOK:FUNC[:KERNEL-GLOB]...] [--max-ptx X.Y] IN.ptx [-o OUT.ptx]\n"
 		   "Rewrite IN.ptx with the requested device hooks (no-op handlers unless a policy\n"
-		   "is given) and/or the persistent-worker transform; write OUT.ptx (stdout: -).\n");
+		   "is given) and/or the persistent-worker transform; write OUT.ptx (stdout: -).\n"
+		   "--policy-ptx links .funcs of an already compiled policy; each --bind names the\n"
+		   "function a hook calls (HOOK: entry, exit, mem or fence).\n");
 }
 
 static int parse_hooks(const char *s, unsigned *mask)
@@ -194,13 +197,51 @@ static int parse_hooks(const char *s, unsigned *mask)
 	return 0;
 }
 
+/* "HOOK:FUNC[:GLOB]" → binding (pointers into arg, which is modified). */
+static int parse_bind(char *arg, struct gx_hook_binding *b)
+{
+	char *func = strchr(arg, ':');
+	if (!func || !func[1]) {
+		p_err("--bind wants HOOK:FUNC[:KERNEL-GLOB], got '%s'", arg);
+		return -EINVAL;
+	}
+	*func++ = 0;
+	char *glob = strchr(func, ':');
+	if (glob)
+		*glob++ = 0;
+	unsigned mask = 0;
+	if (parse_hooks(arg, &mask))
+		return -EINVAL;
+	if (mask & (mask - 1)) {
+		p_err("--bind names one hook, got '%s'", arg);
+		return -EINVAL;
+	}
+	b->hook = mask;
+	b->func = func;
+	b->kernel_glob = glob && *glob ? glob : NULL;
+	return 0;
+}
+
+static void report_err(const char *path, const char *err)
+{
+	/* parse errors start with line:col and read best as path:line:col */
+	if (err[0] >= '0' && err[0] <= '9')
+		p_err("%s:%s", path, err);
+	else
+		p_err("%s: %s", path, err[0] ? err : "rewrite failed");
+}
+
 static int do_rewrite(int argc, char **argv)
 {
-	const char *out = NULL, *policy = NULL;
+	const char *out = NULL, *policy = NULL, *policy_ptx = NULL;
 	struct gx_ptx_rewrite_opts opts = {.sz = sizeof(opts)};
+	struct gx_hook_binding binds[32];
+	size_t nbinds = 0;
 	static const struct option lo[] = {{"hooks", required_argument, 0, 'H'},
 					   {"persistent", no_argument, 0, 'p'},
 					   {"policy", required_argument, 0, 'P'},
+					   {"policy-ptx", required_argument, 0, 'X'},
+					   {"bind", required_argument, 0, 'B'},
 					   {"max-ptx", required_argument, 0, 'M'},
 					   {"output", required_argument, 0, 'o'},
 					   {"help", no_argument, 0, 'h'},
@@ -218,6 +259,18 @@ static int do_rewrite(int argc, char **argv)
 			break;
 		case 'P':
 			policy = optarg;
+			break;
+		case 'X':
+			policy_ptx = optarg;
+			break;
+		case 'B':
+			if (nbinds == GX_ARRAY_SIZE(binds)) {
+				p_err("too many --bind options (at most %zu)", GX_ARRAY_SIZE(binds));
+				return 2;
+			}
+			if (parse_bind(optarg, &binds[nbinds]))
+				return 2;
+			opts.hooks |= binds[nbinds++].hook;
 			break;
 		case 'M': {
 			unsigned maj, min;
@@ -247,16 +300,33 @@ static int do_rewrite(int argc, char **argv)
 		p_err("--policy: loading policy objects is not supported yet");
 		return 1;
 	}
+	if (!policy_ptx != !nbinds) {
+		p_err("--policy-ptx and --bind go together");
+		return 2;
+	}
+	char *pol = NULL;
+	size_t pol_len = 0;
+	if (policy_ptx) {
+		if (read_input(policy_ptx, &pol, &pol_len))
+			return 1;
+		opts.policy_ptx = pol;
+		opts.policy_len = pol_len;
+		opts.bindings = binds;
+		opts.nr_bindings = nbinds;
+	}
 	const char *path = argv[optind];
 	char *buf;
 	size_t len;
-	if (read_input(path, &buf, &len))
+	if (read_input(path, &buf, &len)) {
+		free(pol);
 		return 1;
+	}
 	struct gx_ptx_rewrite_result res;
 	int err = gx_ptx_rewrite(buf, len, &opts, &res);
 	free(buf);
+	free(pol);
 	if (err) {
-		p_err("%s:%s", path, res.err);
+		report_err(path, res.err);
 		gx_ptx_rewrite_result_free(&res);
 		return 1;
 	}

@@ -63,8 +63,35 @@ int gx_read_file(const char *path, char **bufp, size_t *lenp, size_t max_len)
 	return 0;
 }
 
+/* Write to an existing non-regular file (a device such as /dev/null, a
+ * FIFO) in place: renaming a temp file over it would replace the device. */
+static int write_in_place(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	const char *p = buf;
+	int err = 0;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		p += n, len -= (size_t)n;
+	}
+	if (close(fd) < 0 && !err)
+		err = -errno;
+	return err;
+}
+
 int gx_write_file(const char *path, const void *buf, size_t len)
 {
+	struct stat st;
+	if (!stat(path, &st) && !S_ISREG(st.st_mode))
+		return gx_err(write_in_place(path, buf, len));
 	size_t plen = strlen(path);
 	char *tmp = malloc(plen + 32);
 	if (!tmp)

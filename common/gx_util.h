@@ -22,7 +22,8 @@ static inline int gx_err(int ret)
 /* Read a whole file into a malloc'd buffer (NUL-terminated, len excludes the
  * NUL). Returns 0 or -errno. max_len bounds the size (0: 1 GiB). */
 int gx_read_file(const char *path, char **buf, size_t *len, size_t max_len);
-/* Write a buffer to a file atomically (temp file + rename). */
+/* Write a buffer to a file atomically (temp file + rename); an existing
+ * device or FIFO (/dev/null, a pipe) is written in place instead. */
 int gx_write_file(const char *path, const void *buf, size_t len);
 
 /* Growable byte buffer, used by emitters. On allocation failure the buffer

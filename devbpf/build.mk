@@ -15,6 +15,9 @@ $(DEVBPF_LIB): $$(call objs,$$(DEVBPF_SRCS))
 
 LIBS_ALL += $(DEVBPF_LIB)
 
+# JIT, helpers and maps runtime (libgxjit.a, libgxmaps.a): devbpf/jit.mk.
+include devbpf/jit.mk
+
 CLI_SRCS   += cli/bpf.c
 CLI_LIBS   += $(DEVBPF_LIB)
 CLI_LDLIBS += $(DEVBPF_LDLIBS)
@@ -83,6 +86,11 @@ fuzz: fuzz-bpf-loader
 .PHONY: fuzz-bpf-loader
 fuzz-bpf-loader: $(FUZZ_BPF) $(VCORPUS_OBJS) $(LDR_OBJS)
 	$(Q)BUILD=$(BUILD) GX_FUZZ_TIME=$(GX_FUZZ_TIME) tests/devbpf/fuzz_bpf_loader.sh
+
+TEST_BINS += $(BUILD)/tests/test_bpf_cli.sh
+TESTS     += $(BUILD)/tests/test_bpf_cli.sh
+$(BUILD)/tests/test_bpf_cli.sh: tests/devbpf/test_bpf_cli.sh
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
 
 # JIT, helpers and maps runtime (libgxjit.a, libgxmaps.a).
 include devbpf/jit.mk

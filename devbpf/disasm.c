@@ -108,6 +108,8 @@ GX_EXPORT int gx_bpf_insn_str(const struct bpf_insn *insns, size_t cnt, size_t i
 		} else if (op == BPF_CALL) {
 			if (in->src_reg == BPF_PSEUDO_CALL)
 				snprintf(buf, len, "call insn %lld", (long long)idx + in->imm + 1);
+			else if (vhelper_name(in->imm))
+				snprintf(buf, len, "call %s#%d", vhelper_name(in->imm), in->imm);
 			else
 				snprintf(buf, len, "call %d", in->imm);
 		} else if (op == BPF_JA) {
@@ -203,8 +205,8 @@ GX_EXPORT int gx_bpf_prog__dump(const struct gx_bpf_prog *prog, FILE *f)
 		if (n < 1)
 			n = 1;
 		bool vary = prog->varying && prog->varying[i];
-		fprintf(f, "%5zu: %-44s%s\n", i, line, vary ? " ; lane-varying" : "");
 		if (prog->facts) {
+			/* what held on entry to the insn, joined over all paths */
 			const struct gx_vfacts *fa = &prog->facts[i];
 			if (!fa->seen) {
 				fprintf(f, "       ; not reached\n");
@@ -222,6 +224,7 @@ GX_EXPORT int gx_bpf_prog__dump(const struct gx_bpf_prog *prog, FILE *f)
 				fprintf(f, "\n");
 			}
 		}
+		fprintf(f, "%5zu: %-44s%s\n", i, line, vary ? " ; lane-varying" : "");
 		i += (size_t)n;
 	}
 	return 0;

@@ -87,5 +87,41 @@ char *gx_jit__ir(const struct gx_jit *j);
 char *gx_jit__asm(const struct gx_jit *j);
 /* Wall time of translation + optimization + code generation, in ms. */
 double gx_jit__time_ms(const struct gx_jit *j);
+/* The same work in CPU time of the calling thread (what it costs without
+ * contention on a shared machine), in ms. */
+double gx_jit__cpu_ms(const struct gx_jit *j);
+
+/* ---- whole objects (jit_object.c): what the shim and the CLI call ---- */
+struct gx_bpf_object;
+struct gx_hook_binding;
+
+/* Host maps for every map of a loaded object, in map index order (the
+ * index ld_imm64 uses). Global data maps get their initial bytes. Sharded
+ * arrays get nr_sms shards (per-SM) or nr_sms * GX_WARP_SLOTS_PER_SM
+ * (per-warp). map_flags: GX_MAP_F_* (GX_MAP_F_SHM for maps tools can see;
+ * the file is "<pid>-<object>.<map>"). */
+int gx_jit_object_maps(const struct gx_bpf_object *obj, unsigned map_flags, unsigned nr_sms,
+		       struct gx_map ***maps, size_t *nr_maps);
+void gx_jit_object_maps_free(struct gx_map **maps, size_t nr_maps);
+
+struct gx_jit_object_opts {
+	size_t sz;          /* sizeof(struct gx_jit_object_opts) */
+	enum gx_jit_target target;
+	const char *prefix; /* function name prefix; NULL = "gxp_" */
+	struct gx_map *const *maps; /* native: from gx_jit_object_maps */
+	size_t nr_maps;
+	int devrt_extern;
+	int keep_text;
+	int device_only;    /* only programs of device hooks (gdev/...) */
+};
+
+/* JIT every (device) program of a verified object into one module. With
+ * bindings non-NULL, returns one gx_hook_binding per device program (hook
+ * bit, kernel glob or NULL, func name) for gx_ptx_rewrite; free them with
+ * gx_jit_bindings_free. */
+struct gx_jit *gx_jit_object(const struct gx_bpf_object *obj, const struct gx_jit_object_opts *opts,
+			     struct gx_hook_binding **bindings, size_t *nr_bindings, char *err,
+			     size_t err_sz);
+void gx_jit_bindings_free(struct gx_hook_binding *b, size_t n);
 
 #endif

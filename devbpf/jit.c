@@ -22,11 +22,21 @@ int gx_jit_errf(char *err, size_t err_sz, int ret, const char *fmt, ...)
 	return ret;
 }
 
-int gx_jit_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt_level, char *err,
-		    size_t err_sz)
+/* Inline the helpers, then the scalar passes that matter for translated
+ * eBPF: SROA/mem2reg of the register allocas, constant folding of the map
+ * descriptors, CFG clean-up. Loops are left to ptxas. */
+#define GX_PIPELINE_LIGHT                                                          \
+	"always-inline,globaldce,function(sroa,early-cse,instcombine,simplifycfg,sccp," \
+	"gvn,instcombine,dse,adce,simplifycfg)"
+
+int gx_jit_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt_level,
+		    int linked_helpers, char *err, size_t err_sz)
 {
-	char pipeline[32];
-	snprintf(pipeline, sizeof(pipeline), "default<O%d>", opt_level);
+	char pipeline[256];
+	if (linked_helpers && opt_level == 2)
+		snprintf(pipeline, sizeof(pipeline), "%s", GX_PIPELINE_LIGHT);
+	else
+		snprintf(pipeline, sizeof(pipeline), "default<O%d>", opt_level);
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
 	LLVMErrorRef e = LLVMRunPasses(mod, pipeline, tm, po);
 	LLVMDisposePassBuilderOptions(po);
@@ -50,7 +60,14 @@ static int valid_name(const char *s)
 	return 1;
 }
 
-static double now_ms(void)
+static double cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+double gx_jit_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -106,12 +123,13 @@ GX_EXPORT struct gx_jit *gx_jit__new(const struct gx_jit_prog *progs, size_t nr_
 		return NULL;
 	}
 	j->target = o.target;
-	double t0 = now_ms();
+	double t0 = gx_jit_now_ms(), c0 = cpu_ms();
 	if (o.target == GX_JIT_PTX)
 		ret = gx_jit_emit_ptx(j, progs, nr_progs, &o, err, err_sz);
 	else
 		ret = gx_jit_emit_native(j, progs, nr_progs, &o, err, err_sz);
-	j->ms = now_ms() - t0;
+	j->ms = gx_jit_now_ms() - t0 - j->text_ms;
+	j->cpu_ms = cpu_ms() - c0 - j->text_ms;
 	if (ret) {
 		if (!err[0])
 			gx_jit_errf(err, err_sz, 0, "jit failed: %s", strerror(-ret));
@@ -171,4 +189,9 @@ GX_EXPORT char *gx_jit__asm(const struct gx_jit *j)
 GX_EXPORT double gx_jit__time_ms(const struct gx_jit *j)
 {
 	return j ? j->ms : 0;
+}
+
+GX_EXPORT double gx_jit__cpu_ms(const struct gx_jit *j)
+{
+	return j ? j->cpu_ms : 0;
 }

@@ -4,7 +4,7 @@
 MAPS_SRCS := devbpf/maps.c devbpf/maps_dev.c devbpf/ring.c devbpf/gx_hosthelpers.c \
              devbpf/helpers/gx_helpers.c
 MAPS_LIB  := $(BUILD)/lib/libgxmaps.a
-JIT_SRCS  := devbpf/jit.c devbpf/jit_llvm.c devbpf/jit_ptx.c devbpf/jit_native.c
+JIT_SRCS  := devbpf/jit.c devbpf/jit_llvm.c devbpf/jit_ptx.c devbpf/jit_native.c devbpf/jit_object.c
 JIT_LIB   := $(BUILD)/lib/libgxjit.a
 HELPERS_BC := $(BUILD)/devbpf/gx_helpers.bc
 HELPERS_BC_OBJ := $(BUILD)/obj/devbpf/helpers/helpers_bc.o
@@ -41,21 +41,54 @@ $(JIT_LIB): $(call objs,$(JIT_SRCS)) $(HELPERS_BC_OBJ)
 LIBS_ALL += $(MAPS_LIB) $(JIT_LIB)
 
 # CLI: gpuext bpf jit, gpuext map list|dump
-#CLI_SRCS   += cli/bpf_jit.c cli/map.c
-CLI_LIBS   += $(JIT_LIB) $(MAPS_LIB)
+CLI_SRCS   += cli/bpf_jit.c cli/map.c
+CLI_LIBS   += $(JIT_LIB) $(MAPS_LIB) $(DEVBPF_LIB)
 CLI_LDLIBS += $(JIT_LDLIBS)
 
 # Tests
-JIT_TEST_LIBS = $(JIT_LIB) $(MAPS_LIB) $(COMMON_LIB)
+JIT_TEST_LIBS = $(JIT_LIB) $(DEVBPF_LIB) $(MAPS_LIB) $(COMMON_LIB)
 $(BUILD)/tests/test_jit: $(call objs,tests/devbpf/test_jit.c) $$(JIT_TEST_LIBS)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JIT_LDLIBS)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JIT_LDLIBS) $(DEVBPF_LDLIBS)
 $(BUILD)/tests/test_maps: $(call objs,tests/devbpf/test_maps.c) $(MAPS_LIB) $(COMMON_LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) -lpthread
+$(BUILD)/tests/devbpf/progs/%.bpf.o: tests/devbpf/progs/%.bpf.c devbpf/gdev_helpers.h devbpf/gdev_ctx.h
+	$(call msg,CLANG,$<)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) -target bpf -O2 -g -Wall -Werror -Idevbpf -c $< -o $@
 $(BUILD)/tests/test_bpf_jit_cli.sh: tests/devbpf/test_bpf_jit_cli.sh
 	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
-TEST_BINS += $(BUILD)/tests/test_jit
-TESTS     += $(BUILD)/tests/test_jit
+TEST_BINS += $(BUILD)/tests/test_jit $(BUILD)/tests/test_maps $(BUILD)/tests/test_bpf_jit_cli.sh \
+             $(BUILD)/tests/devbpf/progs/jit_count.bpf.o
+TESTS     += $(BUILD)/tests/test_jit $(BUILD)/tests/test_maps $(BUILD)/tests/test_bpf_jit_cli.sh
+
+# GPU differential test inputs (tests/gpu/devbpf.sh runs them on the H200):
+# policy/bench PTX, map specs and the interpreter's expected state (gpu_ref),
+# the kernels' PTX (nvcc -rdc) and the driver-API harness (gcc, stub libcuda).
+GPUT_DIR  := $(BUILD)/tests/devbpf/gpu
+GPUT_REF  := $(BUILD)/tests/devbpf_gpu_ref
+GPUT_OUT  := $(GPUT_DIR)/expected.txt
+GPUT_HARN := $(GPUT_DIR)/devbpf_harness
+GPUT_KPTX := $(GPUT_DIR)/kernels_check.ptx $(GPUT_DIR)/kernels_bench.ptx
+$(GPUT_REF): $(call objs,tests/devbpf/gpu/gpu_ref.c tests/devbpf/gpu/gpu_common.c) $$(JIT_TEST_LIBS)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JIT_LDLIBS) $(DEVBPF_LDLIBS)
+$(GPUT_OUT): $(GPUT_REF) $(BUILD)/tests/devbpf/progs/gpu_policies.bpf.o $(BUILD)/tests/devbpf/progs/jit_count.bpf.o
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(GPUT_REF) $(BUILD)/tests/devbpf/progs/gpu_policies.bpf.o \
+		$(BUILD)/tests/devbpf/progs/jit_count.bpf.o $(GPUT_DIR) > $(GPUT_DIR)/gpu_ref.log
+$(GPUT_DIR)/kernels_%.ptx: tests/gpu/devbpf_kernels.cu tests/devbpf/gpu/gpu_common.h devbpf/gdev_ctx.h
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(NVCC) -arch=sm_90 -rdc=true -ptx -I. -DGX_KERNELS_$(shell echo $* | tr a-z A-Z) $< -o $@
+$(GPUT_HARN): $(call objs,tests/gpu/devbpf_harness.c tests/devbpf/gpu/gpu_common.c) $(MAPS_LIB) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) -L$(CUDA_HOME)/lib64/stubs -lcuda -lpthread
+BINS_ALL  += $(GPUT_OUT) $(GPUT_KPTX) $(GPUT_HARN)
+TESTS     += "$(GPUT_REF) $(BUILD)/tests/devbpf/progs/gpu_policies.bpf.o $(BUILD)/tests/devbpf/progs/jit_count.bpf.o $(GPUT_DIR)"

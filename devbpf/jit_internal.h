@@ -17,6 +17,8 @@ struct gx_jit {
 	char *ir;  /* optimized IR text */
 	char *asm_text; /* native: assembly text */
 	double ms;
+	double cpu_ms;  /* CPU time of this thread for the same work */
+	double text_ms; /* part of ms spent printing IR/assembly (keep_text) */
 	void *native; /* struct gx_jit_native * */
 	size_t nr_funcs;
 	char **func_names;
@@ -35,9 +37,11 @@ int gx_jit_errf(char *err, size_t err_sz, int ret, const char *fmt, ...)
 int gx_jit_translate(LLVMContextRef ctx, LLVMModuleRef mod, const struct gx_jit_prog *progs,
 		     size_t nr_progs, const struct gx_jit_opts *opts, char *err, size_t err_sz);
 
-/* Run the new pass manager pipeline ("default<O2>", ...). */
-int gx_jit_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt_level, char *err,
-		    size_t err_sz);
+/* Run the new pass manager. linked_helpers: the module holds pre-optimized
+ * helper bitcode; at opt_level 2 a short pipeline (inline, scalar clean-up)
+ * replaces default<O2>, which would re-optimize all of it. */
+int gx_jit_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt_level,
+		    int linked_helpers, char *err, size_t err_sz);
 
 /* Back ends. */
 int gx_jit_emit_ptx(struct gx_jit *j, const struct gx_jit_prog *progs, size_t nr_progs,
@@ -45,6 +49,9 @@ int gx_jit_emit_ptx(struct gx_jit *j, const struct gx_jit_prog *progs, size_t nr
 int gx_jit_emit_native(struct gx_jit *j, const struct gx_jit_prog *progs, size_t nr_progs,
 		       const struct gx_jit_opts *opts, char *err, size_t err_sz);
 void gx_jit_native_free(void *native);
+
+/* CLOCK_MONOTONIC in ms. */
+double gx_jit_now_ms(void);
 
 /* Name of the function a program becomes. */
 static inline const char *gx_jit_func_name(const struct gx_jit_prog *p)

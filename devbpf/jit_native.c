@@ -131,8 +131,9 @@ int gx_jit_emit_native(struct gx_jit *j, const struct gx_jit_prog *progs, size_t
 	if (msg)
 		LLVMDisposeMessage(msg);
 	if (!ret)
-		ret = gx_jit_optimize(mod, tm, o->opt_level, err, err_sz);
+		ret = gx_jit_optimize(mod, tm, o->opt_level, 0, err, err_sz);
 	if (!ret && o->keep_text) {
+		double t0 = gx_jit_now_ms();
 		char *ir = LLVMPrintModuleToString(mod);
 		j->ir = strdup(ir);
 		LLVMDisposeMessage(ir);
@@ -146,6 +147,7 @@ int gx_jit_emit_native(struct gx_jit *j, const struct gx_jit_prog *progs, size_t
 			LLVMDisposeMessage(msg);
 		}
 		LLVMDisposeModule(clone);
+		j->text_ms = gx_jit_now_ms() - t0;
 	}
 	LLVMDisposeTargetMachine(tm);
 	if (ret) {

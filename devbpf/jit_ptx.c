@@ -6,6 +6,7 @@
  * on every function; mismatching feature sets between caller and callee block
  * inlining, and the TargetMachine supplies the right ones anyway. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,11 +37,12 @@ static int link_helpers(LLVMContextRef ctx, LLVMModuleRef mod, const struct gx_j
 	LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(
 		(const char *)gx_helpers_bc_start, len, "gx_helpers.bc", 0);
 	LLVMModuleRef hm;
-	if (LLVMParseBitcodeInContext2(ctx, buf, &hm)) {
+	/* Lazy: only the helpers the policies call are materialized by the linker;
+	 * the module owns buf from here on. */
+	if (LLVMGetBitcodeModuleInContext2(ctx, buf, &hm)) {
 		LLVMDisposeMemoryBuffer(buf);
 		return gx_jit_errf(err, err_sz, -EINVAL, "device helper bitcode is corrupt");
 	}
-	LLVMDisposeMemoryBuffer(buf);
 	LLVMSetDataLayout(hm, LLVMGetDataLayoutStr(mod));
 	LLVMSetTarget(hm, LLVMGetTarget(mod));
 	if (LLVMLinkModules2(mod, hm))
@@ -89,7 +91,9 @@ int gx_jit_emit_ptx(struct gx_jit *j, const struct gx_jit_prog *progs, size_t nr
 	}
 	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
 		target, GX_PTX_TRIPLE, o->cpu ? o->cpu : "sm_90", o->features ? o->features : "+ptx80",
-		o->opt_level >= 2 ? LLVMCodeGenLevelDefault : LLVMCodeGenLevelLess, LLVMRelocDefault,
+		/* ptxas optimizes the PTX again (the driver JIT does too): LLVM's own
+		 * machine-level optimizations cost most of the JIT time for little. */
+		o->opt_level >= 3 ? LLVMCodeGenLevelDefault : LLVMCodeGenLevelNone, LLVMRelocDefault,
 		LLVMCodeModelDefault);
 	if (!tm)
 		return gx_jit_errf(err, err_sz, -EINVAL, "cannot create the NVPTX target machine");
@@ -102,9 +106,12 @@ int gx_jit_emit_ptx(struct gx_jit *j, const struct gx_jit_prog *progs, size_t nr
 	LLVMDisposeTargetData(td);
 	LLVMSetTarget(mod, GX_PTX_TRIPLE);
 
+	double T0 = gx_jit_now_ms();
 	ret = gx_jit_translate(ctx, mod, progs, nr_progs, o, err, err_sz);
+	double T1 = gx_jit_now_ms();
 	if (!ret)
 		ret = link_helpers(ctx, mod, o, err, err_sz);
+	double T2 = gx_jit_now_ms();
 	if (!ret && LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
 		ret = gx_jit_errf(err, err_sz, -EINVAL, "internal error: invalid IR: %.200s", msg);
 	}
@@ -112,12 +119,16 @@ int gx_jit_emit_ptx(struct gx_jit *j, const struct gx_jit_prog *progs, size_t nr
 		LLVMDisposeMessage(msg);
 		msg = NULL;
 	}
+	double T3 = gx_jit_now_ms();
 	if (!ret)
-		ret = gx_jit_optimize(mod, tm, o->opt_level, err, err_sz);
+		ret = gx_jit_optimize(mod, tm, o->opt_level, 1, err, err_sz);
+	double T4 = gx_jit_now_ms();
 	if (!ret && o->keep_text) {
+		double t0 = gx_jit_now_ms();
 		char *ir = LLVMPrintModuleToString(mod);
 		j->ir = strdup(ir);
 		LLVMDisposeMessage(ir);
+		j->text_ms = gx_jit_now_ms() - t0;
 	}
 	if (!ret) {
 		LLVMMemoryBufferRef out;
@@ -140,6 +151,10 @@ int gx_jit_emit_ptx(struct gx_jit *j, const struct gx_jit_prog *progs, size_t nr
 			LLVMDisposeMemoryBuffer(out);
 		}
 	}
+	double T5 = gx_jit_now_ms();
+	if (getenv("GX_JIT_PROFILE"))
+		fprintf(stderr, "jit ptx: translate %.1f link %.1f verify %.1f opt %.1f codegen %.1f ms\n",
+			T1 - T0, T2 - T1, T3 - T2, T4 - T3, T5 - T4);
 	LLVMDisposeModule(mod);
 	LLVMContextDispose(ctx);
 	LLVMDisposeTargetMachine(tm);

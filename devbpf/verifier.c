@@ -553,6 +553,29 @@ static void havoc_outer_stacks(struct vstate *st)
 	}
 }
 
+/* Pointers into a frame that just returned are dangling: they become
+ * unknown scalars (a later dereference is then rejected). */
+static void forget_ptr(struct vreg *r, int nframes)
+{
+	if (r->type == V_PTR_STACK && r->frame >= nframes) {
+		uint8_t v = r->varying;
+		vreg_mark_unknown(r);
+		r->varying = v;
+	}
+}
+
+static void forget_dead_frame_ptrs(struct vstate *st)
+{
+	for (int fi = 0; fi < st->nframes; fi++) {
+		struct vframe *f = st->frames[fi];
+		for (int r = 0; r < 11; r++)
+			forget_ptr(&f->regs[r], st->nframes);
+		for (int s = 0; s < V_SLOTS; s++)
+			if (f->stack[s].kind == SLOT_SPILL)
+				forget_ptr(&f->stack[s].spill, st->nframes);
+	}
+}
+
 static int do_exit(struct venv *env, struct vstate *st, uint32_t idx, int64_t *next)
 {
 	struct vframe *f = vcur(st);
@@ -588,6 +611,7 @@ static int do_exit(struct venv *env, struct vstate *st, uint32_t idx, int64_t *n
 	*next = f->callsite + 1;
 	free(f);
 	st->nframes--;
+	forget_dead_frame_ptrs(st);
 	for (int r = 1; r <= 5; r++)
 		memset(&caller->regs[r], 0, sizeof(caller->regs[r]));
 	caller->regs[0] = ret;
@@ -641,10 +665,40 @@ static int size_of(uint8_t sz)
 	return sz == BPF_B ? 1 : sz == BPF_H ? 2 : sz == BPF_W ? 4 : 8;
 }
 
+/* Does the insn read or write a lane-varying register? (for the JIT and
+ * `bpf dump`). Called before and after the insn runs. */
 static void mark_varying(struct venv *env, struct vstate *st, uint32_t idx, const struct bpf_insn *in)
 {
 	struct vframe *f = vcur(st);
-	if (f->regs[in->dst_reg].varying || (in->src_reg <= 10 && f->regs[in->src_reg].varying))
+	uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+	bool v = false;
+	switch (cls) {
+	case BPF_ALU:
+	case BPF_ALU64:
+		v = f->regs[in->dst_reg].varying || (BPF_SRC(in->code) == BPF_X && f->regs[in->src_reg].varying);
+		break;
+	case BPF_LDX:
+		v = f->regs[in->dst_reg].varying || f->regs[in->src_reg].varying;
+		break;
+	case BPF_ST:
+		v = f->regs[in->dst_reg].varying;
+		break;
+	case BPF_STX:
+		v = f->regs[in->dst_reg].varying || f->regs[in->src_reg].varying;
+		break;
+	case BPF_LD:
+		v = f->regs[in->dst_reg].varying;
+		break;
+	case BPF_JMP:
+	case BPF_JMP32:
+		if (op == BPF_CALL || op == BPF_EXIT)
+			v = f->regs[0].varying && f->regs[0].type != V_NOT_INIT;
+		else if (op != BPF_JA)
+			v = f->regs[in->dst_reg].varying ||
+			    (BPF_SRC(in->code) == BPF_X && f->regs[in->src_reg].varying);
+		break;
+	}
+	if (v)
 		env->varying[idx] = 1;
 }
 
@@ -658,7 +712,8 @@ static int step(struct venv *env, struct vstate *st, uint32_t idx, int64_t *next
 	*next = (int64_t)idx + 1;
 	if (env->collect)
 		vfacts_record(env, idx, st);
-	if (cls != BPF_LD)
+	bool is_call = (cls == BPF_JMP) && BPF_OP(in->code) == BPF_CALL;
+	if (cls != BPF_LD && !is_call)
 		mark_varying(env, st, idx, in);
 	switch (cls) {
 	case BPF_ALU:
@@ -749,7 +804,7 @@ static int step(struct venv *env, struct vstate *st, uint32_t idx, int64_t *next
 	}
 	if (err)
 		return err;
-	if (cls != BPF_LD && cls != BPF_JMP && cls != BPF_JMP32)
+	if ((cls != BPF_JMP && cls != BPF_JMP32) || (is_call && st->nframes && vcur(st)->callsite != (int32_t)idx))
 		mark_varying(env, st, idx, in);
 	st->path_insns++;
 	if (st->path_insns > env->budget.max_path_insns) {
@@ -779,6 +834,16 @@ static uint32_t chain_depth(struct venv *env, uint32_t sp, int depth)
 	return ((env->subprogs[sp].stack_depth + 7) & ~7u) + best;
 }
 
+/* Inside a bpf_loop callback the path cost is multiplied at its exit, so
+ * continuations are not comparable between states: no pruning there. */
+static bool in_callback(const struct vstate *st)
+{
+	for (int i = 0; i < st->nframes; i++)
+		if (st->frames[i]->is_callback)
+			return true;
+	return false;
+}
+
 static int explore(struct venv *env)
 {
 	struct vstate cur = { 0 };
@@ -801,7 +866,7 @@ static int explore(struct venv *env)
 					   env->budget.max_processed);
 				break;
 			}
-			if (env->prune_point[idx]) {
+			if (env->prune_point[idx] && !in_callback(&cur)) {
 				int r = prune_or_store(env, &cur, (uint32_t)idx);
 				if (r < 0) {
 					err = r;

@@ -147,6 +147,8 @@ int vmem_access(struct venv *env, struct vstate *st, uint32_t idx, uint8_t ptr_r
 	case V_PTR_STACK: {
 		if (p->omin != p->omax)
 			return verr(env, idx, "variable offset stack access");
+		if (p->frame >= st->nframes)
+			return verr(env, idx, "invalid stack pointer r%d", ptr_reg);
 		int64_t o = p->omin + off;
 		if (o < -V_STACK || o + size > 0)
 			return verr(env, idx, "stack access out of bounds (offset %lld, size %d)", (long long)o,
@@ -245,6 +247,8 @@ int vmem_helper_mem(struct venv *env, struct vstate *st, uint32_t idx, uint8_t r
 	case V_PTR_STACK: {
 		if (p->omin != p->omax)
 			return verr(env, idx, "variable offset stack access");
+		if (p->frame >= st->nframes)
+			return verr(env, idx, "invalid stack pointer r%d", regno);
 		int64_t o = p->omin;
 		if (o < -V_STACK || o + (int64_t)size > 0)
 			return verr(env, idx, "stack access out of bounds (offset %lld, size %llu)", (long long)o,

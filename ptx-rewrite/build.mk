@@ -25,3 +25,42 @@ $(BUILD)/tests/ptx/test_link: $(call objs,tests/ptx/test_link.c) $(PTX_LIB) $(CO
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
+
+# bench/ptx_throughput: MB/s of parse / emit / rewrite over given PTX files.
+PTX_BENCH := $(BUILD)/bench/ptx_throughput
+BINS_ALL  += $(PTX_BENCH)
+$(PTX_BENCH): $(call objs,bench/ptx_throughput.c) $(PTX_LIB) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
+
+# Parser/IR/emitter unit tests (tests/ptx/test_ptx_ir.c) and golden files.
+TEST_BINS += $(BUILD)/tests/ptx/test_ptx_ir
+TESTS     += $(BUILD)/tests/ptx/test_ptx_ir
+$(BUILD)/tests/ptx/test_ptx_ir: $(call objs,tests/ptx/test_ptx_ir.c) $(PTX_LIB) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
+
+# Golden files of the parser/emitter.
+TESTS += tests/ptx/test_golden.sh
+
+# libFuzzer target (clang, ASan+UBSan): parser, emitter fixpoint, passes.
+PTX_FUZZER := $(BUILD)/fuzz/fuzz_ptx
+PTX_FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -I. -Icommon -I$(CUDA_HOME)/include \
+                   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+$(PTX_FUZZER): tests/ptx/fuzz_ptx.c $(PTX_SRCS) $(COMMON_SRCS) $(wildcard ptx-rewrite/*.h)
+	$(call msg,FUZZ,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) $(PTX_FUZZ_CFLAGS) -o $@ $< $(PTX_SRCS) $(COMMON_SRCS)
+TEST_BINS += $(PTX_FUZZER)
+TESTS     += tests/ptx/test_ptx_fuzz.sh
+
+# `make fuzz-ptx` (also part of `make fuzz`): PTX_FUZZ_TIME seconds, default 300.
+.PHONY: fuzz-ptx
+fuzz: fuzz-ptx
+fuzz-ptx: $(PTX_FUZZER)
+	$(Q)BUILD=$(BUILD) PTX_FUZZ_TIME=$${PTX_FUZZ_TIME:-300} tests/ptx/test_ptx_fuzz.sh
+
+# CLI front end of `gpuext ptx`.
+TESTS += tests/ptx/test_ptx_cli.sh

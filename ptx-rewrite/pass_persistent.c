@@ -507,8 +507,15 @@ static int scan_opnd(struct ptx_opnd *o, void *arg)
 	return 0;
 }
 
+/* A ::cluster state space on a data access (ld/st/atom/red...) reaches other
+ * CTAs' shared memory. TMA/bulk copies (cp.*) and mbarrier operations name
+ * .shared::cluster for their own CTA's buffers even without a cluster launch
+ * (a real cluster kernel is refused by its %cluster* reads or attributes). */
 static int mod_has_cluster(const struct ptx_insn *in)
 {
+	if (!strcmp(in->opcode, "cp") || !strcmp(in->opcode, "mbarrier") ||
+	    !strcmp(in->opcode, "fence"))
+		return 0;
 	for (unsigned i = 0; i < in->nmods; i++)
 		if (strstr(in->mods[i], "::cluster"))
 			return 1;

@@ -5,23 +5,52 @@
  * output of the emitter parses back to the same IR, so emit(parse(emit(x)))
  * == emit(x) (tested). Verbatim text is written exactly as captured. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ptx-rewrite/ptx_ir.h"
 
+/* Fast path without the NUL gx_buf_append writes each time; the public
+ * entry points terminate the buffer once at the end. */
 static inline void put(struct gx_buf *b, const char *s, size_t n)
 {
-	gx_buf_append(b, s, n);
+	if (__builtin_expect(b->len + n < b->cap, 1)) {
+		memcpy(b->data + b->len, s, n);
+		b->len += n;
+	} else {
+		gx_buf_append(b, s, n);
+	}
+}
+
+static void reserve(struct gx_buf *b, size_t extra)
+{
+	if (b->failed || b->len + extra + 1 <= b->cap)
+		return;
+	char *nd = realloc(b->data, b->len + extra + 1);
+	if (!nd) {
+		b->failed = 1;
+		return;
+	}
+	b->data = nd;
+	b->cap = b->len + extra + 1;
+}
+
+static void terminate(struct gx_buf *b)
+{
+	gx_buf_append(b, "", 0);
 }
 
 static inline void puts_(struct gx_buf *b, const char *s)
 {
-	gx_buf_append(b, s, strlen(s));
+	put(b, s, strlen(s));
 }
 
 static inline void putc_(struct gx_buf *b, char c)
 {
-	gx_buf_append(b, &c, 1);
+	if (__builtin_expect(b->len + 1 < b->cap, 1))
+		b->data[b->len++] = c;
+	else
+		gx_buf_append(b, &c, 1);
 }
 
 static void put_i64(struct gx_buf *b, long long v)
@@ -37,17 +66,15 @@ static void put_i64(struct gx_buf *b, long long v)
 	put(b, p, (size_t)(buf + sizeof(buf) - p));
 }
 
+/* Indentation is capped: output size stays linear in the input even for
+ * thousands of nested scopes. */
 static void put_indent(struct gx_buf *b, int depth)
 {
-	static const char tabs[] = "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t";
-	while (depth > 0) {
-		int k = depth > 16 ? 16 : depth;
-		put(b, tabs, (size_t)k);
-		depth -= k;
-	}
+	static const char tabs[] = "\t\t\t\t\t\t\t\t";
+	put(b, tabs, (size_t)(depth < 0 ? 0 : depth > 8 ? 8 : depth));
 }
 
-void ptx_opnd_emit(const struct ptx_opnd *o, struct gx_buf *b)
+static void opnd_emit(const struct ptx_opnd *o, struct gx_buf *b)
 {
 	if (o->neg)
 		putc_(b, '!');
@@ -65,7 +92,7 @@ void ptx_opnd_emit(const struct ptx_opnd *o, struct gx_buf *b)
 		for (unsigned i = 0; i < o->n; i++) {
 			if (i)
 				putc_(b, '|');
-			ptx_opnd_emit(o->elems[i], b);
+			opnd_emit(o->elems[i], b);
 		}
 		break;
 	case PTX_OPND_VEC:
@@ -77,7 +104,7 @@ void ptx_opnd_emit(const struct ptx_opnd *o, struct gx_buf *b)
 		for (unsigned i = 0; i < o->n; i++) {
 			if (i)
 				put(b, ", ", 2);
-			ptx_opnd_emit(o->elems[i], b);
+			opnd_emit(o->elems[i], b);
 			if (i == 0 && o->kind == PTX_OPND_ADDR && o->off) {
 				putc_(b, '+');
 				put_i64(b, o->off);
@@ -101,7 +128,7 @@ static void emit_insn(const struct ptx_insn *in, struct gx_buf *b)
 		puts_(b, in->mods[i]);
 	for (unsigned i = 0; i < in->nops; i++) {
 		put(b, i ? ", " : "\t", i ? 2 : 1);
-		ptx_opnd_emit(in->ops[i], b);
+		opnd_emit(in->ops[i], b);
 	}
 	putc_(b, ';');
 }
@@ -167,7 +194,7 @@ static void emit_decl(const struct ptx_decl *d, struct gx_buf *b)
 	}
 }
 
-void ptx_stmt_emit(const struct ptx_stmt *s, struct gx_buf *b)
+static void stmt_emit(const struct ptx_stmt *s, struct gx_buf *b)
 {
 	switch (s->kind) {
 	case PTX_STMT_OPEN:
@@ -191,6 +218,18 @@ void ptx_stmt_emit(const struct ptx_stmt *s, struct gx_buf *b)
 		puts_(b, s->text);
 		break;
 	}
+}
+
+void ptx_opnd_emit(const struct ptx_opnd *o, struct gx_buf *b)
+{
+	opnd_emit(o, b);
+	terminate(b);
+}
+
+void ptx_stmt_emit(const struct ptx_stmt *s, struct gx_buf *b)
+{
+	stmt_emit(s, b);
+	terminate(b);
 }
 
 /* A label binds to the directive after it (`proto: .callprototype ...`). */
@@ -228,7 +267,7 @@ static void emit_body(const struct ptx_func *fn, struct gx_buf *b)
 			continue;
 		default:
 			put_indent(b, depth);
-			ptx_stmt_emit(s, b);
+			stmt_emit(s, b);
 			putc_(b, '\n');
 		}
 	}
@@ -285,6 +324,8 @@ static void emit_func(const struct ptx_func *fn, struct gx_buf *b)
 
 int ptx_module_emit(const struct ptx_module *m, struct gx_buf *b)
 {
+	/* identity output is about the input's size: one allocation up front */
+	reserve(b, m->src_len + m->src_len / 8 + 4096);
 	for (const struct ptx_item *it = m->head; it; it = it->next) {
 		switch (it->kind) {
 		case PTX_ITEM_VERSION:
@@ -323,5 +364,6 @@ int ptx_module_emit(const struct ptx_module *m, struct gx_buf *b)
 			break;
 		}
 	}
+	terminate(b);
 	return b->failed ? gx_err(-ENOMEM) : 0;
 }

@@ -31,37 +31,74 @@ struct ptx_arena *ptx_arena_new(size_t hint)
 	return a;
 }
 
+/* One spare chunk per thread: modules are parsed one after another (the shim
+ * loads many; the CLI and tests parse twice), and reusing the last module's
+ * largest chunk saves its page faults, which otherwise cost as much as
+ * parsing. Bounded: at most SPARE_MAX bytes kept per thread. */
+#define SPARE_MAX (32u << 20)
+static __thread struct ptx_chunk *spare;
+
+static struct ptx_chunk *chunk_get(size_t cap)
+{
+	struct ptx_chunk *c = spare;
+	if (c && c->cap >= cap) {
+		spare = NULL;
+		return c; /* keeps its (larger) capacity */
+	}
+	c = malloc(sizeof(*c) + cap);
+	if (c)
+		c->cap = cap;
+	return c;
+}
+
+static void chunk_put(struct ptx_chunk *c)
+{
+	if (c->cap <= SPARE_MAX && (!spare || spare->cap < c->cap)) {
+		free(spare);
+		spare = c;
+	} else {
+		free(c);
+	}
+}
+
 void ptx_arena_free(struct ptx_arena *a)
 {
 	if (!a)
 		return;
 	for (struct ptx_chunk *c = a->cur, *n; c; c = n) {
 		n = c->next;
-		free(c);
+		chunk_put(c);
 	}
 	free(a);
 }
 
-static void *arena_alloc(struct ptx_arena *a, size_t size)
+/* align: 8 for structures, 1 for strings (they need no alignment and are
+ * the most numerous allocations). */
+static void *arena_alloc_al(struct ptx_arena *a, size_t size, size_t align)
 {
-	size = (size + 15) & ~(size_t)15;
 	struct ptx_chunk *c = a->cur;
-	if (!c || c->cap - c->used < size) {
+	size_t off = c ? (c->used + align - 1) & ~(align - 1) : 0;
+	if (!c || off > c->cap || c->cap - off < size) {
 		size_t cap = a->next_cap;
 		if (cap < size)
 			cap = size;
-		c = malloc(sizeof(*c) + cap);
+		c = chunk_get(cap);
 		if (!c)
 			return NULL;
-		c->used = 0, c->cap = cap;
+		c->used = 0;
 		c->next = a->cur;
 		a->cur = c;
 		if (a->next_cap < (64u << 20))
 			a->next_cap *= 2;
+		off = 0;
 	}
-	void *p = c->data + c->used;
-	c->used += size;
-	return p;
+	c->used = off + size;
+	return c->data + off;
+}
+
+static void *arena_alloc(struct ptx_arena *a, size_t size)
+{
+	return arena_alloc_al(a, size, 8);
 }
 
 void *ptx_alloc_raw(struct ptx_module *m, size_t size)
@@ -79,7 +116,7 @@ void *ptx_alloc(struct ptx_module *m, size_t size)
 
 char *ptx_strndup(struct ptx_module *m, const char *s, size_t n)
 {
-	char *p = arena_alloc(m->arena, n + 1);
+	char *p = arena_alloc_al(m->arena, n + 1, 1);
 	if (!p)
 		return NULL;
 	memcpy(p, s, n);
@@ -94,13 +131,17 @@ char *ptx_strdup(struct ptx_module *m, const char *s)
 
 static char *ptx_vsprintf(struct ptx_module *m, const char *fmt, va_list ap)
 {
+	/* one formatting pass for the common short case */
+	char small[512];
 	va_list aq;
 	va_copy(aq, ap);
-	int n = vsnprintf(NULL, 0, fmt, aq);
+	int n = vsnprintf(small, sizeof(small), fmt, aq);
 	va_end(aq);
 	if (n < 0)
 		return NULL;
-	char *p = arena_alloc(m->arena, (size_t)n + 1);
+	if ((size_t)n < sizeof(small))
+		return ptx_strndup(m, small, (size_t)n);
+	char *p = arena_alloc_al(m->arena, (size_t)n + 1, 1);
 	if (p)
 		vsnprintf(p, (size_t)n + 1, fmt, ap);
 	return p;

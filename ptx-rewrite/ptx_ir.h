@@ -217,6 +217,7 @@ struct ptx_module {
 	 * "__gx" normally. Registers are "%<prefix>_r<N>", labels "$<prefix>_L<N>". */
 	const char *fresh_prefix;
 	unsigned fresh_seq;
+	size_t src_len;          /* bytes parsed (sizes the emitter's buffer) */
 	char err[256];           /* last error: "line:col: message" */
 };
 

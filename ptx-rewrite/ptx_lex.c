@@ -123,7 +123,8 @@ static int skip_ws(struct ptx_lexer *lx)
 
 static const char *scan_string(struct ptx_lexer *lx, const char *p)
 {
-	const char *start = p;
+	const char *start = p, *ls = lx->ls;
+	unsigned line = lx->line;
 	for (p++; p < lx->end; p++) {
 		if (*p == '\\' && p + 1 < lx->end) {
 			p++;
@@ -135,8 +136,12 @@ static const char *scan_string(struct ptx_lexer *lx, const char *p)
 			lx->line++;
 			lx->ls = p + 1;
 		}
+		if (*p == 0)
+			break;
 	}
 	lx->cur = start;
+	lx->line = line;
+	lx->ls = ls;
 	ptx_lex_fail(lx, NULL, "unterminated string");
 }
 
@@ -266,6 +271,13 @@ void ptx_lex_rewind(struct ptx_lexer *lx, const struct ptx_tok *t)
 	lx->ls = t->ls;
 }
 
+/* Verbatim text becomes a C string: a NUL inside would cut it short. */
+static void no_nul(struct ptx_lexer *lx, const struct ptx_tok *t, const char *p, size_t n)
+{
+	if (memchr(p, 0, n))
+		ptx_lex_fail(lx, t, "unexpected byte 0x00 in directive");
+}
+
 static void trim(const char **p, size_t *n)
 {
 	while (*n && ((*p)[*n - 1] == ' ' || (*p)[*n - 1] == '\t' || (*p)[*n - 1] == '\r' ||
@@ -289,6 +301,7 @@ void ptx_lex_raw_line(struct ptx_lexer *lx, const struct ptx_tok *t, const char 
 	*pp = lx->cur;
 	*np = (size_t)(p - lx->cur);
 	trim(pp, np);
+	no_nul(lx, t, *pp, *np);
 	lx->cur = p;
 }
 
@@ -351,6 +364,7 @@ static void raw_scan(struct ptx_lexer *lx, const struct ptx_tok *t, const char *
 	*pp = start;
 	*np = (size_t)(p - start);
 	trim(pp, np);
+	no_nul(lx, t, *pp, *np);
 	lx->cur = p;
 }
 

@@ -37,6 +37,15 @@ struct parser {
 	size_t sp, cap;
 	struct gxname *gx; /* input names starting with __gx */
 	size_t ngx, gxcap;
+	/* Interned names: opcodes, modifiers and registers repeat thousands of
+	 * times; one arena copy each keeps the IR small and cache-friendly. */
+	struct istr *itab;
+	size_t icap, icount, icap_init;
+};
+
+struct istr {
+	const char *s;
+	unsigned n, h;
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -64,9 +73,54 @@ static char *dup(struct parser *P, const char *s, size_t n)
 	return p;
 }
 
-static char *tokdup(struct parser *P, const struct ptx_tok *t)
+static void intern_grow(struct parser *P)
 {
-	return dup(P, t->p, t->n);
+	size_t nc = P->icap ? P->icap * 2 : P->icap_init;
+	struct istr *nt = calloc(nc, sizeof(*nt));
+	if (!nt)
+		oom(P);
+	for (size_t i = 0; i < P->icap; i++) {
+		if (!P->itab[i].s)
+			continue;
+		size_t j = P->itab[i].h & (nc - 1);
+		while (nt[j].s)
+			j = (j + 1) & (nc - 1);
+		nt[j] = P->itab[i];
+	}
+	free(P->itab);
+	P->itab = nt;
+	P->icap = nc;
+}
+
+/* One arena copy per distinct short name. */
+static const char *intern(struct parser *P, const char *p, size_t n)
+{
+	if (n > 64)
+		return dup(P, p, n);
+	unsigned h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * 16777619u;
+	if (2 * (P->icount + 1) > P->icap)
+		intern_grow(P);
+	size_t j = h & (P->icap - 1);
+	for (;;) {
+		struct istr *e = &P->itab[j];
+		if (!e->s) {
+			e->s = dup(P, p, n);
+			e->n = (unsigned)n;
+			e->h = h;
+			P->icount++;
+			return e->s;
+		}
+		if (e->h == h && e->n == n && !memcmp(e->s, p, n))
+			return e->s;
+		j = (j + 1) & (P->icap - 1);
+	}
+}
+
+static const char *tokdup(struct parser *P, const struct ptx_tok *t)
+{
+	return intern(P, t->p, t->n);
 }
 
 static void next(struct parser *P)
@@ -431,7 +485,7 @@ static const char *parse_id_text(struct parser *P)
 		e = P->t.p + P->t.n;
 		next(P);
 	}
-	return dup(P, p, (size_t)(e - p));
+	return intern(P, p, (size_t)(e - p));
 }
 
 /* INT/FLOAT, possibly after '-'; current token is the number or '-'. NULL if
@@ -469,8 +523,20 @@ static struct ptx_opnd *parse_operand(struct parser *P);
 
 static int at_operand_end(struct parser *P)
 {
-	return P->t.kind == T_EOF ||
-	       (P->t.kind == T_PUNCT && strchr(",;]})", P->t.p[0]));
+	if (P->t.kind == T_EOF)
+		return 1;
+	if (P->t.kind != T_PUNCT)
+		return 0;
+	switch (P->t.p[0]) {
+	case ',':
+	case ';':
+	case ']':
+	case '}':
+	case ')':
+		return 1;
+	default:
+		return 0;
+	}
 }
 
 /* Elements up to `close`, separated by ','. Returns 0 or -1 (malformed). */
@@ -614,7 +680,8 @@ static struct ptx_stmt *new_stmt(struct parser *P, struct chain *c, enum ptx_stm
 	struct ptx_stmt *s = ptx_alloc_raw(P->m, sizeof(*s));
 	if (!s)
 		oom(P);
-	memset(s, 0, sizeof(*s));
+	/* zero the header and the union member this kind uses, not all of it */
+	memset(s, 0, k == PTX_STMT_DECL ? sizeof(*s) : offsetof(struct ptx_stmt, insn) + sizeof(s->insn));
 	s->kind = k;
 	set_pos(P, &s->line, &s->col, at);
 	s->prev = c->tail;
@@ -655,7 +722,7 @@ static void parse_insn(struct parser *P, struct chain *c, const struct ptx_tok *
 	in->opcode = tokdup(P, op);
 	size_t base = P->sp;
 	while (P->t.kind == T_DOT && !P->t.ws) {
-		push(P, tokdup(P, &P->t));
+		push(P, (void *)tokdup(P, &P->t));
 		next(P);
 	}
 	in->mods = (const char **)pop_array(P, base, &in->nmods);
@@ -876,7 +943,7 @@ static void parse_func(struct parser *P, struct ichain *c, const struct ptx_tok 
 			ptx_lex_fail(&P->lx, &P->t, "duplicate .attribute");
 		fn->attr = parse_attribute(P);
 	}
-	if (ptx_tok_punct(&P->t, '(')) {
+	if (!fn->is_entry && ptx_tok_punct(&P->t, '(')) {
 		fn->has_rets = 1;
 		fn->rets = parse_param_list(P, &fn->nrets);
 	}
@@ -934,7 +1001,7 @@ static void parse_items(struct parser *P, struct ichain *c)
 			for (;;) {
 				if (P->t.kind != T_ID)
 					fail_expected(P, "a target name");
-				push(P, tokdup(P, &P->t));
+				push(P, (void *)tokdup(P, &P->t));
 				next(P);
 				if (!ptx_tok_punct(&P->t, ','))
 					break;
@@ -1004,27 +1071,38 @@ static void on_gx_name(void *arg, const char *p, size_t n)
 	P->ngx++;
 }
 
-/* "__gx", or "__gx<k>" when a name of the input starts with "<prefix>_". */
+/* "__gx", or "__gx<k>" with the smallest k such that no name of the input
+ * starts with "<prefix>_". Linear: only k <= number of such names can be
+ * taken, so a bitmap of that size decides. */
 static const char *pick_prefix(struct parser *P)
 {
-	char buf[32];
-	for (unsigned k = 0;; k++) {
-		if (k)
-			snprintf(buf, sizeof(buf), "__gx%u_", k);
-		else
-			snprintf(buf, sizeof(buf), "__gx_");
-		size_t bl = strlen(buf);
-		int clash = 0;
-		for (size_t i = 0; i < P->ngx && !clash; i++) {
-			const char *p = P->gx[i].p;
-			size_t n = P->gx[i].n;
-			if (n && (*p == '%' || *p == '$'))
-				p++, n--;
-			clash = n >= bl && !memcmp(p, buf, bl);
+	size_t n = P->ngx + 1;
+	unsigned char *used = calloc(n, 1);
+	if (!used)
+		oom(P);
+	for (size_t i = 0; i < P->ngx; i++) {
+		const char *p = P->gx[i].p, *e = p + P->gx[i].n;
+		if (*p == '%' || *p == '$')
+			p++;
+		p += 4; /* "__gx" */
+		size_t k = 0;
+		int digits = 0;
+		while (p < e && *p >= '0' && *p <= '9' && k <= n) {
+			k = k * 10 + (size_t)(*p++ - '0');
+			digits = 1;
 		}
-		if (!clash)
-			return dup(P, buf, bl - 1);
+		if (p < e && *p == '_' && (k || !digits) && k < n)
+			used[k] = 1;
 	}
+	size_t k = 0;
+	while (used[k])
+		k++;
+	free(used);
+	if (!k)
+		return "__gx";
+	char buf[32];
+	snprintf(buf, sizeof(buf), "__gx%zu", k);
+	return dup(P, buf, strlen(buf));
 }
 
 static void parser_init(struct parser *P, struct ptx_module *m, const char *text, size_t len)
@@ -1035,12 +1113,17 @@ static void parser_init(struct parser *P, struct ptx_module *m, const char *text
 	P->lx.jb = &P->jb;
 	P->lx.err = m->err;
 	P->lx.errlen = sizeof(m->err);
+	/* about one distinct name per 64 bytes of PTX; snippets need few */
+	P->icap_init = 64;
+	while (P->icap_init < len / 32 && P->icap_init < (1u << 20))
+		P->icap_init *= 2;
 }
 
 static void parser_fini(struct parser *P)
 {
 	free(P->stk);
 	free(P->gx);
+	free(P->itab);
 }
 
 struct ptx_module *ptx_module_parse(const char *text, size_t len, char *err, size_t errlen)
@@ -1054,7 +1137,7 @@ struct ptx_module *ptx_module_parse(const char *text, size_t len, char *err, siz
 		return NULL;
 	}
 	struct ptx_module *m = calloc(1, sizeof(*m));
-	if (!m || !(m->arena = ptx_arena_new(len + len / 2))) {
+	if (!m || !(m->arena = ptx_arena_new(4 * len))) {
 		free(m);
 		if (errlen)
 			snprintf(err, errlen, "out of memory");
@@ -1062,6 +1145,7 @@ struct ptx_module *ptx_module_parse(const char *text, size_t len, char *err, siz
 		return NULL;
 	}
 	m->fresh_prefix = "__gx";
+	m->src_len = len;
 	struct parser *P = malloc(sizeof(*P));
 	if (!P) {
 		ptx_module_free(m);

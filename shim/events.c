@@ -35,6 +35,11 @@ GX_EXPORT int gx_events_subscribe(unsigned mask, gx_event_fn fn, void *cookie)
 {
 	if (!fn || !mask || (mask & ~GX_EV_ALL))
 		return gx_err(-EINVAL);
+	gx_config_load();
+	if (gx_config.disabled) {
+		pr_info("event subscription refused: GPUEXT_DISABLE is set");
+		return gx_err(-ENODEV);
+	}
 	pthread_mutex_lock(&subs_lock);
 	int id = -ENOSPC;
 	for (int i = 0; i < MAX_SUBS; i++) {

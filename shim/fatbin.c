@@ -58,8 +58,8 @@ static int parse_entry(struct gx_img_ctx *c, const uint8_t *h, size_t left, size
 	*used = hsize + (size_t)psize;
 
 	uint16_t kind = gx__rd16(h + EH_KIND);
-	if (kind != GX_ENTRY_PTX && kind != GX_ENTRY_ELF)
-		return 0; /* unknown kinds are skipped, as the driver does */
+	if (kind != GX_ENTRY_PTX && kind != GX_ENTRY_ELF && kind != GX_ENTRY_LTOIR)
+		return 0; /* unknown kinds are skipped */
 	uint64_t flags = gx__rd64(h + EH_FLAGS);
 	struct gx_image_entry *e = gx__img_add(c);
 	if (!e)
@@ -101,6 +101,8 @@ static int parse_entry(struct gx_img_ctx *c, const uint8_t *h, size_t left, size
 			e->raw_size = strnlen(e->data, psize);
 			if (e->raw_size < psize)
 				e->raw_size++;
+		} else if (kind == GX_ENTRY_LTOIR) {
+			e->raw_size = psize; /* no length of its own that we know of */
 		} else {
 			/* The payload is padded; the ELF's own headers give its length. */
 			size_t ext;
@@ -113,7 +115,7 @@ static int parse_entry(struct gx_img_ctx *c, const uint8_t *h, size_t left, size
 	    printable(h + noff, nlen))
 		e->name = gx__strndup_trim((const char *)h + noff, nlen);
 	uint32_t od = gx__rd32(h + EH_OPTDESC);
-	if (kind == GX_ENTRY_PTX && od >= GX_ENTRY_HDR_MIN && od <= hsize - 8) {
+	if (kind != GX_ENTRY_ELF && od >= GX_ENTRY_HDR_MIN && od <= hsize - 8) {
 		uint32_t ooff = gx__rd32(h + od), olen = gx__rd32(h + od + 4);
 		if (olen && ooff >= GX_ENTRY_HDR_MIN && ooff <= hsize && olen <= hsize - ooff &&
 		    printable(h + ooff, olen))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Generate the shim's symbol table from the CUDA toolkit: every name the driver
 # stub exports (dynsym) plus every CUresult function cuda.h declares (all ABI
-# variants, via __CUDA_API_VERSION_INTERNAL). Writes, into OUTDIR:
+# variants, via __CUDA_API_VERSION_INTERNAL), plus the GL/EGL/VDPAU interop and
+# profiler functions of their headers. Writes, into OUTDIR:
 #   syms.list     one name a line, sorted (also used by the tests)
 #   gx_syms.h     enum GX_SYM_<name> and GX_NR_SYMS
 #   gx_tramp.S    per name: a weak exported trampoline `jmp *gx_slots[i]`
@@ -18,6 +19,15 @@ nm -D --defined-only "$stub" | awk '$2 ~ /^[TtWi]$/ {print $3}' >"$tmp/stub"
 printf '#include <cuda.h>\n' | "$cc" -E -P -D__CUDA_API_VERSION_INTERNAL -I"$inc" -x c - |
 	tr '\n' ' ' | grep -oE 'CUresult +cu[A-Za-z0-9_]+ *\(' | sed -E 's/CUresult +//; s/ *\(//' >"$tmp/hdr"
 [ -s "$tmp/hdr" ] || { echo "gen-syms: no declarations found in $inc/cuda.h" >&2; exit 1; }
+# Interop and profiler headers need GL/EGL/VDPAU headers to preprocess, so they
+# are scanned as text: declarations, and the targets of `#define cuX cuX_v2`.
+# (The toolkit's stub lacks these names; NVIDIA's driver exports them.)
+for h in cudaGL.h cudaEGL.h cudaVDPAU.h cudaProfiler.h; do
+	[ -f "$inc/$h" ] || continue
+	{ grep -ohE 'CUresult +CUDAAPI +cu[A-Za-z0-9_]+ *\(' "$inc/$h" || true; } | sed -E 's/.*CUDAAPI +//; s/ *\(//'
+	{ grep -ohE '^[[:space:]]*#[[:space:]]*define[[:space:]]+cu[A-Za-z0-9_]+[[:space:]]+cu[A-Za-z0-9_]+[[:space:]]*$' "$inc/$h" || true; } |
+		awk '{print $NF}'
+done >>"$tmp/hdr"
 LC_ALL=C sort -u "$tmp/stub" "$tmp/hdr" | grep -E '^cu[A-Za-z0-9_]+$' >"$tmp/all"
 n=$(wc -l <"$tmp/all")
 

@@ -133,3 +133,70 @@ GX_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgrap
 	v2_to_v1(&p, &q);
 	return REAL(cuGraphExecKernelNodeSetParams)(hGraphExec, hNode, &q);
 }
+
+/* The generic node API (cuGraphAddNode & co, CUDA 12.2+): kernel nodes go
+ * through the same subscribers; other node types are not touched (some,
+ * like memory-allocation nodes, return values in the caller's struct). */
+static bool kernel_node(const CUgraphNodeParams *p)
+{
+	return p && p->type == CU_GRAPH_NODE_TYPE_KERNEL && want();
+}
+
+static CUresult generic_event(CUgraphNode node, CUgraphExec exec, const CUgraphNodeParams *in, CUgraphNodeParams *out)
+{
+	CUDA_KERNEL_NODE_PARAMS k, e;
+	_Static_assert(sizeof(k) == sizeof(in->kernel), "kernel node params v2/v3 layouts differ");
+	memcpy(&k, &in->kernel, sizeof(k));
+	CUresult veto = node_event(node, exec, &k, &e);
+	*out = *in;
+	memcpy(&out->kernel, &e, sizeof(e));
+	return veto;
+}
+
+GX_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+				     const CUgraphEdgeData *dependencyData, size_t numDependencies,
+				     CUgraphNodeParams *nodeParams)
+{
+	if (!kernel_node(nodeParams))
+		return REAL(cuGraphAddNode_v2)(phGraphNode, hGraph, dependencies, dependencyData, numDependencies,
+					       nodeParams);
+	CUgraphNodeParams p;
+	CUresult veto = generic_event(NULL, NULL, nodeParams, &p);
+	if (veto != CUDA_SUCCESS)
+		return veto;
+	return REAL(cuGraphAddNode_v2)(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, &p);
+}
+
+GX_EXPORT CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+				  size_t numDependencies, CUgraphNodeParams *nodeParams)
+{
+	if (!kernel_node(nodeParams))
+		return REAL(cuGraphAddNode)(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
+	CUgraphNodeParams p;
+	CUresult veto = generic_event(NULL, NULL, nodeParams, &p);
+	if (veto != CUDA_SUCCESS)
+		return veto;
+	return REAL(cuGraphAddNode)(phGraphNode, hGraph, dependencies, numDependencies, &p);
+}
+
+GX_EXPORT CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams)
+{
+	if (!kernel_node(nodeParams))
+		return REAL(cuGraphNodeSetParams)(hNode, nodeParams);
+	CUgraphNodeParams p;
+	CUresult veto = generic_event(hNode, NULL, nodeParams, &p);
+	if (veto != CUDA_SUCCESS)
+		return veto;
+	return REAL(cuGraphNodeSetParams)(hNode, &p);
+}
+
+GX_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *nodeParams)
+{
+	if (!kernel_node(nodeParams))
+		return REAL(cuGraphExecNodeSetParams)(hGraphExec, hNode, nodeParams);
+	CUgraphNodeParams p;
+	CUresult veto = generic_event(hNode, hGraphExec, nodeParams, &p);
+	if (veto != CUDA_SUCCESS)
+		return veto;
+	return REAL(cuGraphExecNodeSetParams)(hGraphExec, hNode, &p);
+}

@@ -120,7 +120,8 @@ struct gx_event {
 typedef CUresult (*gx_event_fn)(struct gx_event *ev, void *cookie);
 
 /* Subscribe `fn` to the kinds in `mask` (GX_EV_MASK bits). Returns an id
- * >= 0, or -EINVAL (bad mask/fn) or -ENOSPC (too many subscribers). */
+ * >= 0, or -EINVAL (bad mask/fn), -ENOSPC (too many subscribers) or -ENODEV
+ * (GPUEXT_DISABLE is set: the shim only forwards). */
 int gx_events_subscribe(unsigned mask, gx_event_fn fn, void *cookie);
 /* Stop delivering events to a subscription. A callback already running on
  * another thread may still finish after this returns. 0 or -ENOENT. */

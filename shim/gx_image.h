@@ -23,6 +23,7 @@ enum gx_image_kind {
 enum gx_entry_kind {
 	GX_ENTRY_PTX = 1,
 	GX_ENTRY_ELF = 2,
+	GX_ENTRY_LTOIR = 8,      /* NVVM IR for link-time optimisation (code=lto_XX) */
 };
 
 enum gx_entry_compression {
@@ -59,6 +60,8 @@ struct gx_image_entry {
 #define GX_FATBIN_F_LINUX        0x10ULL      /* host is Linux */
 #define GX_FATBIN_F_LZ4          0x2000ULL    /* payload is one raw LZ4 block */
 #define GX_FATBIN_F_ZSTD         0x8000ULL    /* payload is a zstd frame */
+#define GX_FATBIN_F_ENCODED      0x10000ULL   /* LTO-IR: payload encoded beyond compression
+					       * (only nvJitLink reads it): not decodable here */
 #define GX_FATBIN_F_ARCH_SPEC    0x100000ULL  /* sm_90a: arch-specific */
 #define GX_FATBIN_F_FAMILY_SPEC  0x200000ULL  /* sm_100f: family-specific */
 #define GX_FATBIN_F_EXT_DESC     0x1000000ULL /* sm_100+ ELF: binary descriptor in the header */
@@ -103,7 +106,8 @@ int gx_image_parse_opts(const void *img, size_t avail, const struct gx_image_opt
 void gx_image_free(struct gx_image *im);
 
 /* Decompressed copy of an entry (malloc'd; PTX is NUL-terminated and `len`
- * excludes the NUL). Returns 0 or -errno (-EBADMSG on corrupt data). */
+ * excludes the NUL). Returns 0 or -errno (-EBADMSG on corrupt data,
+ * -ENOTSUP for GX_FATBIN_F_ENCODED entries). */
 int gx_image_entry_data(const struct gx_image_entry *e, void **out, size_t *len);
 
 /* The PTX entry a device of compute capability `device_sm` (e.g. 90) would

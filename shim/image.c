@@ -236,6 +236,8 @@ GX_EXPORT const struct gx_image_entry *gx_image_pick_ptx(const struct gx_image *
 			continue;
 		if (e->kind == GX_ENTRY_ELF)
 			sass = 1;
+		else if (e->kind != GX_ENTRY_PTX)
+			continue;
 		else if (e->kind == GX_ENTRY_PTX && (!best || ptx_rank(e) > ptx_rank(best)))
 			best = e;
 	}

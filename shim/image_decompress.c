@@ -43,6 +43,8 @@ GX_EXPORT int gx_image_entry_data(const struct gx_image_entry *e, void **out, si
 	*len = 0;
 	if (e->raw_size > GX_IMAGE_MAX_SIZE)
 		return gx_err(-EBADMSG);
+	if (e->flags & GX_FATBIN_F_ENCODED)
+		return gx_err(-ENOTSUP);
 	/* Refuse sizes no valid payload could produce before allocating: LZ4
 	 * expands at most ~255x; a zstd block (<= 128 KiB out) costs >= 4 bytes. */
 	if ((e->comp == GX_COMP_NONE && e->raw_size > e->size) ||

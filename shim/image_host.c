@@ -20,6 +20,7 @@
 #define MAX_CONTAINERS (1u << 20)
 
 struct scan {
+	unsigned flags;
 	const uint8_t *base;
 	size_t len;
 	Elf *elf;
@@ -77,6 +78,55 @@ static int scan_section(struct scan *s, const char *name, const GElf_Shdr *sh, i
 		if (ret)
 			return ret;
 		off += ext;
+	}
+	return 0;
+}
+
+/* A container header at p (with `left` bytes to the section end) that is
+ * plausible enough to report from a data section: version 1, header 16, its
+ * size within the section, first entry with a small kind and a sane header. */
+static bool plausible(const uint8_t *p, uint64_t left, uint64_t *ext)
+{
+	if (left < GX_FATBIN_HDR + GX_ENTRY_HDR_MIN || gx__rd32(p) != GX_FATBIN_MAGIC ||
+	    gx__rd16(p + 4) != 1 || gx__rd16(p + 6) != GX_FATBIN_HDR)
+		return false;
+	uint64_t fat = gx__rd64(p + 8);
+	if (fat < GX_ENTRY_HDR_MIN || fat > left - GX_FATBIN_HDR)
+		return false;
+	const uint8_t *e = p + GX_FATBIN_HDR;
+	uint16_t kind = gx__rd16(e);
+	uint32_t hs = gx__rd32(e + 4);
+	if (!kind || kind > 0xff || hs < GX_ENTRY_HDR_MIN || hs > fat || gx__rd64(e + 8) > fat - hs)
+		return false;
+	*ext = GX_FATBIN_HDR + fat;
+	return true;
+}
+
+static int scan_data_section(struct scan *s, const char *name, const GElf_Shdr *sh)
+{
+	uint64_t off = sh->sh_offset, end = sh->sh_offset + sh->sh_size;
+	/* Start at the first 8-byte aligned address (file offset for objects). */
+	uint64_t a = sh->sh_addr ? sh->sh_addr : sh->sh_offset;
+	off += (8 - a % 8) % 8;
+	while (off < end) {
+		const uint8_t *hit = memmem(s->base + off, end - off, "\x50\xed\x55\xba", 4);
+		if (!hit)
+			break;
+		uint64_t h = (uint64_t)(hit - s->base), ext;
+		uint64_t mis = (h - sh->sh_offset + (a % 8)) % 8;
+		if (mis) {
+			off = h + (8 - mis);
+			continue;
+		}
+		if (!plausible(hit, end - h, &ext)) {
+			off = h + 8;
+			continue;
+		}
+		int ret = add(s, name, h, ext, sh->sh_addr ? sh->sh_addr + (h - sh->sh_offset) : 0, 0);
+		if (ret)
+			return ret;
+		off = h + ext;
+		off += (8 - (off - sh->sh_offset + a % 8) % 8) % 8;
 	}
 	return 0;
 }
@@ -185,6 +235,9 @@ static int scan_elf(struct scan *s)
 			ret = scan_section(s, "__nv_relfatbin", sh, 1);
 		else if (!strcmp(name, ".nvFatBinSegment"))
 			seg = sh;
+		else if ((s->flags & GX_HOSTELF_SCAN_DATA) && sh->sh_type == SHT_PROGBITS &&
+			 (sh->sh_flags & SHF_ALLOC) && !(sh->sh_flags & SHF_EXECINSTR))
+			ret = scan_data_section(s, name, sh);
 	}
 	if (!ret && seg)
 		ret = mark_wrappers(s, seg, shs, nsh);
@@ -192,8 +245,8 @@ static int scan_elf(struct scan *s)
 	return ret;
 }
 
-GX_EXPORT int gx_elf_host_fatbins(const void *elf, size_t len, struct gx_host_fatbin **out,
-				  size_t *nr, char *err, size_t errlen)
+GX_EXPORT int gx_elf_host_fatbins(const void *elf, size_t len, unsigned flags,
+				  struct gx_host_fatbin **out, size_t *nr, char *err, size_t errlen)
 {
 	if (err && errlen)
 		err[0] = 0;
@@ -201,7 +254,9 @@ GX_EXPORT int gx_elf_host_fatbins(const void *elf, size_t len, struct gx_host_fa
 		return gx_err(-EINVAL);
 	*out = NULL;
 	*nr = 0;
-	struct scan s = { .base = elf, .len = len, .err = err, .errlen = errlen };
+	if (flags & ~GX_HOSTELF_SCAN_DATA)
+		return gx_err(-EINVAL);
+	struct scan s = { .flags = flags, .base = elf, .len = len, .err = err, .errlen = errlen };
 	int ret = scan_elf(&s);
 	elf_end(s.elf);
 	if (ret) {

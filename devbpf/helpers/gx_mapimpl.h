@@ -118,9 +118,16 @@ static inline void *gx_array_elem(const struct gx_devrt_map *m, gx_u32 shard, gx
 	       ((gx_u64)shard * m->max_entries + idx) * m->value_stride;
 }
 
-/* ---- hash ---- */
+/* ---- hash ----
+ * Not inlined on the device: the probe loops are large, and one copy per
+ * policy module keeps the JIT fast (ptxas may still inline them). */
+#ifdef __NVPTX__
+#define GX_HASH_FN __attribute__((noinline)) static
+#else
+#define GX_HASH_FN static inline
+#endif
 /* Find the bucket holding key; NULL if absent. */
-static inline gx_u8 *gx_hash_find(const struct gx_devrt_map *m, const void *key)
+GX_HASH_FN gx_u8 *gx_hash_find(const struct gx_devrt_map *m, const void *key)
 {
 	gx_u32 h = gx_hash_key(key, m->key_size), mask = m->nr_buckets - 1;
 	for (gx_u32 n = 0; n < m->nr_buckets; n++) {
@@ -142,7 +149,7 @@ static inline void *gx_hash_lookup(const struct gx_devrt_map *m, const void *key
 	return b ? b + 8 + GX_ROUND8(m->key_size) : 0;
 }
 
-static inline int gx_hash_update(const struct gx_devrt_map *m, const void *key, const void *val,
+GX_HASH_FN int gx_hash_update(const struct gx_devrt_map *m, const void *key, const void *val,
 				 gx_u64 flags)
 {
 	gx_u32 h = gx_hash_key(key, m->key_size), mask = m->nr_buckets - 1;

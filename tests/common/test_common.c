@@ -1,5 +1,7 @@
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gx_log.h"
@@ -47,5 +49,19 @@ int main(void)
 	GX_CHECK(gx_read_file(path, &rd, &len, 3) == -EFBIG, "read file over max_len refused");
 	unlink(path);
 	GX_CHECK(gx_read_file("/nonexistent/x", &rd, &len, 0) == -ENOENT, "missing file gives -ENOENT");
+	/* A FIFO stands for /dev/null & co: written through, never replaced. */
+	char fifo[] = "/tmp/gx_test_fifo_XXXXXX";
+	int tfd = mkstemp(fifo);
+	close(tfd);
+	unlink(fifo);
+	struct stat st;
+	int rd_fd = mkfifo(fifo, 0600) == 0 ? open(fifo, O_RDWR | O_NONBLOCK) : -1;
+	char got[8] = "";
+	GX_CHECK(rd_fd >= 0 && gx_write_file(fifo, "x", 1) == 0 && !stat(fifo, &st) && S_ISFIFO(st.st_mode) &&
+			 read(rd_fd, got, sizeof(got)) == 1 && got[0] == 'x',
+		 "writing a FIFO/device goes through it (no rename over it)");
+	if (rd_fd >= 0)
+		close(rd_fd);
+	unlink(fifo);
 	return gx_test_done();
 }

@@ -11,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct gx_host_fatbin *fb;
 	size_t n;
 	char err[256];
-	if (gx_elf_host_fatbins(data, size, &fb, &n, err, sizeof(err)))
+	if (gx_elf_host_fatbins(data, size, GX_HOSTELF_SCAN_DATA, &fb, &n, err, sizeof(err)))
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		struct gx_image im;

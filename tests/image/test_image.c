@@ -306,6 +306,36 @@ static void test_fatbin(void)
 }
 
 /* Wrappers with real in-process pointers (the shim's case), both versions. */
+static void test_ltoir(void)
+{
+	static const char ir[] = "\xed\x43\x4e\x7f not really IR";
+	struct ent es[] = {
+		{ GX_ENTRY_LTOIR, 80, 0x11, ir, sizeof(ir), NULL, "-ftz=0" },
+		{ GX_ENTRY_LTOIR, 80, 0x11 | GX_FATBIN_F_ZSTD | GX_FATBIN_F_ENCODED, ir, sizeof(ir), NULL, NULL },
+		{ 5, 80, 0x11, ir, sizeof(ir), NULL, NULL }, /* unknown kind: skipped */
+	};
+	struct img b = { 0 };
+	put_container(&b, es, 3);
+	struct gx_image im;
+	char err[256];
+	void *d;
+	size_t n;
+	int ret = gx_image_parse(b.p, b.len, &im, err, sizeof(err));
+	GX_CHECK(ret == 0 && im.nr_entries == 2 && im.entries[0].kind == GX_ENTRY_LTOIR &&
+		 im.entries[0].options && !strcmp(im.entries[0].options, "-ftz=0"),
+		 "LTO-IR entries listed with their options, unknown kinds skipped");
+	d = NULL;
+	GX_CHECK(ret == 0 && gx_image_entry_data(&im.entries[0], &d, &n) == 0 &&
+		 n == (sizeof(ir) + 7) / 8 * 8 && !memcmp(d, ir, sizeof(ir)),
+		 "plain LTO-IR: the stored payload (padded: no length of its own)");
+	free(d);
+	GX_CHECK(ret == 0 && gx_image_entry_data(&im.entries[1], &d, &n) == -ENOTSUP,
+		 "encoded LTO-IR: -ENOTSUP, not garbage");
+	GX_CHECK(ret == 0 && !gx_image_pick_ptx(&im, 80, NULL), "LTO-IR is never picked as PTX");
+	gx_image_free(&im);
+	free(b.p);
+}
+
 static void test_wrapper(void)
 {
 	struct ent main_es[] = { { GX_ENTRY_PTX, 90, 0x11 | GX_FATBIN_F_ZSTD, ptx90, sizeof(ptx90), NULL, NULL } };
@@ -432,6 +462,9 @@ static void test_pick(void)
 		 !strcmp(gx_image_arch_name(&es[2], buf, sizeof(buf)), "sm_90a"), "arch names");
 }
 
+/* In .data: test_host_self plants a fatbin container here, in a copy of this file. */
+static char hidden[512] = "GX-HIDDEN-CONTAINER-SLOT";
+
 static void test_host_self(const char *self)
 {
 	int fd = open(self, O_RDONLY);
@@ -442,20 +475,43 @@ static void test_host_self(const char *self)
 	struct gx_host_fatbin *fb;
 	size_t n = 99;
 	char err[256];
-	int ret = gx_elf_host_fatbins(m, st.st_size, &fb, &n, err, sizeof(err));
+	int ret = gx_elf_host_fatbins(m, st.st_size, 0, &fb, &n, err, sizeof(err));
 	GX_CHECK(ret == 0 && n == 0, "host ELF without device code: no containers");
 	free(fb);
 	int bad = 0;
 	for (size_t k = 0; k < 4096; k += 7) {
-		ret = gx_elf_host_fatbins(m, k, &fb, &n, err, sizeof(err));
+		ret = gx_elf_host_fatbins(m, k, GX_HOSTELF_SCAN_DATA, &fb, &n, err, sizeof(err));
 		if (ret == 0)
 			free(fb);
 		else if (!err[0])
 			bad++;
 	}
 	GX_CHECK(bad == 0, "truncated host ELF: errors carry a reason");
-	ret = gx_elf_host_fatbins("\177ELF\1\1\1", 7, &fb, &n, err, sizeof(err));
+	ret = gx_elf_host_fatbins("\177ELF\1\1\1", 7, 0, &fb, &n, err, sizeof(err));
 	GX_CHECK(ret == -EINVAL && !strcmp(err, "not an ELF file"), "7 bytes: not an ELF file");
+	ret = gx_elf_host_fatbins(m, st.st_size, 0x80, &fb, &n, err, sizeof(err));
+	GX_CHECK(ret == -EINVAL, "unknown host scan flags refused");
+	/* A container hidden in a data section is found only with SCAN_DATA. */
+	static const char ptx[] = ".version 8.0\n.target sm_80\n";
+	struct ent e = { GX_ENTRY_PTX, 80, 0x11, ptx, sizeof(ptx), NULL, NULL };
+	struct img b = { 0 };
+	put_container(&b, &e, 1);
+	/* Write it into a copy of this file, inside `hidden` (in .data). */
+	uint8_t *copy = malloc(st.st_size);
+	memcpy(copy, m, st.st_size);
+	uint8_t *slot = memmem(copy, st.st_size, hidden, strlen(hidden));
+	slot = slot ? slot + (8 - (size_t)(slot - copy) % 8) % 8 + 8 : NULL;
+	if (slot)
+		memcpy(slot, b.p, b.len);
+	ret = gx_elf_host_fatbins(copy, st.st_size, 0, &fb, &n, err, sizeof(err));
+	GX_CHECK(ret == 0 && n == 0, "data sections not scanned by default");
+	free(fb);
+	ret = gx_elf_host_fatbins(copy, st.st_size, GX_HOSTELF_SCAN_DATA, &fb, &n, err, sizeof(err));
+	GX_CHECK(slot && ret == 0 && n == 1 && fb[0].size == b.len && !memcmp(fb[0].data, b.p, b.len) &&
+		 !strcmp(fb[0].section, ".data"), "SCAN_DATA finds a container in .data (%zu found)", n);
+	free(fb);
+	free(b.p);
+	free(copy);
 	munmap(m, st.st_size);
 }
 
@@ -471,12 +527,12 @@ static int check_file(const char *path)
 	void *m = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	char err[256] = "";
-	size_t nent = 0, nbytes = 0;
+	size_t nent = 0, nbytes = 0, nskip = 0;
 	int ret;
 	struct gx_host_fatbin one = { .data = m, .size = st.st_size }, *fb = &one;
 	size_t nfb = 1;
 	bool host = !memcmp(m, "\177ELF", 4) && ((uint8_t *)m)[18] != 190;
-	if (host && (ret = gx_elf_host_fatbins(m, st.st_size, &fb, &nfb, err, sizeof(err)))) {
+	if (host && (ret = gx_elf_host_fatbins(m, st.st_size, GX_HOSTELF_SCAN_DATA, &fb, &nfb, err, sizeof(err)))) {
 		printf("# %s: %s\n", path, err);
 		nfb = 0, fb = NULL;
 	}
@@ -491,9 +547,12 @@ static int check_file(const char *path)
 		for (size_t k = 0; k < im.nr_entries; k++) {
 			void *d;
 			size_t n;
-			if (gx_image_entry_data(&im.entries[k], &d, &n) == 0) {
+			int r = gx_image_entry_data(&im.entries[k], &d, &n);
+			if (r == 0) {
 				nbytes += n;
 				free(d);
+			} else if (r == -ENOTSUP) {
+				nskip++; /* encoded LTO-IR */
 			} else {
 				failed++;
 			}
@@ -504,8 +563,8 @@ static int check_file(const char *path)
 	if (fb != &one)
 		free(fb);
 	munmap(m, st.st_size);
-	printf("%s - parse %s: %zu entries, %zu bytes decompressed, %d errors\n",
-	       failed ? "not ok" : "ok", path, nent, nbytes, failed);
+	printf("%s - parse %s: %zu entries, %zu bytes decompressed, %zu encoded (skipped), %d errors\n",
+	       failed ? "not ok" : "ok", path, nent, nbytes, nskip, failed);
 	return failed ? 1 : 0;
 }
 
@@ -529,6 +588,7 @@ int main(int argc, char **argv)
 	}
 	test_fatbin();
 	test_wrapper();
+	test_ltoir();
 	test_bare();
 	test_pick();
 	test_host_self(argv[0]);

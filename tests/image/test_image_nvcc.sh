@@ -27,13 +27,16 @@ if ! [ -x "$NVCC" ] || ! [ -x "$FATBINARY" ]; then
 	exit 1
 fi
 
-# 80 SASS; 90 SASS+PTX; 90a SASS; 100 SASS+PTX
+# 80 SASS + LTO-IR; 90 SASS+PTX; 90a SASS; 100 SASS+PTX
 GEN="-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]
-     -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_100,code=[sm_100,compute_100]"
+     -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_100,code=[sm_100,compute_100]
+     -gencode arch=compute_80,code=lto_80"
 RDC="-gencode arch=compute_80,code=[sm_80,compute_80] -gencode arch=compute_90,code=sm_90"
-key=$( { cat "$S"/* "$0"; "$NVCC" --version; } | md5sum | cut -c1-16)
+# The cache key: sources, toolkit, and the build recipe (between the markers).
+key=$( { cat "$S"/*; echo "$GEN $RDC"; sed -n '/^# >>> build/,/^# <<< build/p' "$0"; "$NVCC" --version; } | md5sum | cut -c1-16)
 mkdir -p "$W"
 W=$(realpath "$W")
+# >>> build
 if [ "$(cat "$W/stamp" 2>/dev/null)" != "$key" ]; then
 	echo "# building nvcc outputs into $W (cached)"
 	rm -rf "$W/out" && mkdir -p "$W/out"
@@ -70,6 +73,7 @@ if [ "$(cat "$W/stamp" 2>/dev/null)" != "$key" ]; then
 	) || { nok "building nvcc outputs: $(tail -3 "$W/out/nvcc.log" 2>/dev/null)"; exit 1; }
 	echo "$key" >"$W/stamp"
 fi
+# <<< build
 cd "$W/out" || exit 1
 
 # What `gpuext fatbin list` shows: "KIND ARCH COMP" per entry.
@@ -78,17 +82,19 @@ entries() { "$G" fatbin list "$1" | awk 'NR > 2 { print $3, $4, $5 }' | tr '\n' 
 # 1. -gencode sets × compression modes.
 for m in default size speed none; do
 	case $m in
-	default) p=zstd e=none ;;
-	size) p=zstd e=zstd ;;
-	speed) p=lz4 e=none ;;
-	none) p=none e=none ;;
+	default) p=zstd e=none n=6 ;;
+	size) p=zstd e=zstd n=6 ;;
+	speed) p=lz4 e=none n=6 ;;
+	none) p=none e=none n=7 ;;
 	esac
-	want="elf sm_80 $e;elf sm_90 $e;ptx sm_90 $p;elf sm_90a $e;elf sm_100 $e;ptx sm_100 $p;"
+	# LTO-IR: compressed like PTX, then encoded (flag 0x10000) unless stored plain.
+	want="lto sm_80 $p;elf sm_80 $e;elf sm_90 $e;ptx sm_90 $p;elf sm_90a $e;elf sm_100 $e;ptx sm_100 $p;"
 	got=$(entries k_$m.fatbin)
 	[ "$got" = "$want" ] && ok "compress-mode=$m: entries match the -gencode set" ||
 		nok "compress-mode=$m: entries: got '$got', want '$want'"
-	rm -rf x_$m && "$G" fatbin extract -o x_$m k_$m.fatbin >/dev/null
-	check "compress-mode=$m: extract writes 6 files" "[ \$(ls x_$m | wc -l) = 6 ]"
+	rm -rf x_$m && "$G" fatbin extract -o x_$m k_$m.fatbin >/dev/null 2>x_$m.err
+	check "compress-mode=$m: extract writes $n files (encoded LTO-IR skipped with a note)" \
+		"[ \$(ls x_$m | wc -l) = $n ] && { [ $n = 7 ] || grep -q 'entry 0 (LTO-IR) is encoded for nvJitLink; not extracted' x_$m.err; }"
 done
 for m in default size speed; do
 	for a in sm_90 sm_100; do
@@ -98,6 +104,7 @@ for m in default size speed; do
 	done
 done
 check "uncompressed cubin byte-equal to nvcc -cubin" "cmp x_none/k_none.sm_90.cubin ref.sm_90.cubin"
+check "plain LTO-IR extracted as .ltoir" "[ -s x_none/k_none.sm_80.ltoir ]"
 check "extracted PTX is text with .version and .target sm_100" \
 	"grep -q '^.version 9' x_size/k_size.sm_100.ptx && grep -q '^.target sm_100\$' x_size/k_size.sm_100.ptx"
 check "extract --ptx writes only PTX" \
@@ -182,11 +189,22 @@ rc=$?
 	nok "malformed files under ASan: rc $rc: $(grep -m3 'ERROR\|runtime error' asan.log)"
 # Corrupt compressed payload: listing works, extraction fails cleanly.
 cp k_default.fatbin bad_zstd.fatbin
-off=$("$G" --json fatbin list bad_zstd.fatbin | grep -o '"compression":"zstd","size":[0-9]*,"raw_size":[0-9]*,"data_offset":[0-9]*' | head -1 | sed 's/.*://')
+off=$("$G" --json fatbin list bad_zstd.fatbin | grep -o '"kind":"ptx"[^}]*"compression":"zstd"[^}]*"data_offset":[0-9]*' | head -1 | sed 's/.*://')
 printf '\xff\xff\xff\xff\xff\xff\xff\xff' | dd of=bad_zstd.fatbin bs=1 seek=$((off + 8)) conv=notrunc status=none
 check "corrupt zstd payload: list still works" "$G fatbin list bad_zstd.fatbin"
 check "corrupt zstd payload: extract fails with a reason" \
 	"! $G fatbin extract -o xbad bad_zstd.fatbin && $G fatbin extract -o xbad bad_zstd.fatbin 2>&1 | grep -q 'cannot decompress: Bad message'"
+
+# The CLI itself under valgrind: no invalid access, no leak, on good and bad input.
+if command -v valgrind >/dev/null; then
+	for args in "fatbin extract -o xv k_speed.fatbin" "fatbin extract -o xv2 k_size.fatbin" \
+		"--json fatbin list rdcexe" "fatbin list bad_trunc.fatbin" "fatbin extract -o xb bad_zstd.fatbin"; do
+		valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+			"$G" $args >/dev/null 2>vg.log
+		[ $? != 99 ] && ! grep -q '^==' vg.log && ok "valgrind clean: gpuext $args" ||
+			nok "valgrind: gpuext $args: $(grep -m3 '^==' vg.log)"
+	done
+fi
 
 # 8. CLI errors with hints.
 check "missing file: error names it" "$G fatbin list nosuch 2>&1 | grep -q \"cannot open 'nosuch': No such file\""

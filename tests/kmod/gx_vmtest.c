@@ -32,6 +32,7 @@ static const char *bindir;
 /* ---- loaders ---- */
 
 struct loader {
+	char name[16];
 	pid_t pid;
 	int out; /* its stdout */
 	char buf[4096];
@@ -70,6 +71,7 @@ static int loader_start(struct loader *l, const char *name, const char *const *a
 	int p[2], i = 0;
 
 	memset(l, 0, sizeof(*l));
+	snprintf(l->name, sizeof(l->name), "%s", name);
 	snprintf(path, sizeof(path), "%s/gx_%s", bindir, name);
 	argv[i++] = path;
 	while (args && *args && i < 15)
@@ -106,10 +108,14 @@ static int loader_start(struct loader *l, const char *name, const char *const *a
 	return 0;
 }
 
-/* SIGINT, wait; 0 if it exited 0 after printing "detached". */
+static struct gx_policy_info *policy_named(const char *name);
+
+/* SIGINT, wait; 0 if it exited 0 after printing "detached". The kernel
+ * unregisters a struct_ops link from a work item after the last fd is
+ * closed, so also wait (up to 10 s) until the module no longer lists it. */
 static int loader_stop(struct loader *l)
 {
-	int st = 0;
+	int st = 0, i;
 
 	if (!l->pid)
 		return -1;
@@ -119,6 +125,10 @@ static int loader_stop(struct loader *l)
 	waitpid(l->pid, &st, 0);
 	close(l->out);
 	l->pid = 0;
+	for (i = 0; i < 100 && policy_named(l->name); i++)
+		usleep(100000);
+	if (policy_named(l->name))
+		return -1;
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(l->buf, "detached") ? 0 : -1;
 }
 
@@ -450,6 +460,19 @@ static void t_tree(pid_t a)
 		 "tree: grows to the largest subregion above the threshold (%u-%u %u-%u %u-%u)",
 		 r[0].first, r[0].outer, r[1].first, r[1].outer, r[2].first, r[2].outer);
 	GX_CHECK(loader_stop(&l) == 0, "tree: loader detaches");
+
+	/* Adaptive: an ascending run lowers the threshold 10 points a step. */
+	if (loader_start(&l, "tree", NULL)) {
+		GX_CHECK(0, "tree: adaptive loader attaches");
+		return;
+	}
+	sim_reset(16);
+	s = space_for(a);
+	GX_CHECK(faults(s, vas, 3, r) == 0 && r[0].outer == 1 && r[1].first == 0 && r[1].outer == 4 &&
+			 r[2].first == 0 && r[2].outer == 8,
+		 "tree: adaptive mode grows faster on a run (%u-%u %u-%u %u-%u)", r[0].first,
+		 r[0].outer, r[1].first, r[1].outer, r[2].first, r[2].outer);
+	GX_CHECK(loader_stop(&l) == 0, "tree: adaptive loader detaches");
 }
 
 static int queue(int op, pid_t tgid, int prio, unsigned long long *id, struct gx_test_queue *out)

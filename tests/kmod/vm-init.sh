@@ -21,9 +21,24 @@ if insmod /gpuext.ko sim=1; then ok "insmod gpuext.ko sim=1"; else nok "insmod g
 t0=$(date +%s)
 /bin/gx_vmtest /bin || nok "gx_vmtest exited $?"
 /bin/gx_client_test || nok "gx_client_test exited $?"
+# Fuzz with policies attached, so random faults, evictions and queue
+# creations also run through BPF handlers.
+/bin/gx_lfu >/tmp/lfu.log 2>&1 &
+lfu=$!
+/bin/gx_prio -m 3 >/tmp/prio.log 2>&1 &
+prio=$!
+for i in $(seq 1 300); do
+	grep -q attached /tmp/lfu.log && grep -q attached /tmp/prio.log && break
+	sleep 0.1
+done
+grep -q attached /tmp/lfu.log && grep -q attached /tmp/prio.log && ok "policies attached for the fuzzer" ||
+	nok "policies for the fuzzer did not attach: $(cat /tmp/lfu.log /tmp/prio.log | tr '\n' ' ')"
 t1=$(date +%s)
 /bin/gx_kmod_fuzz "$fuzz" || nok "gx_kmod_fuzz exited $?"
 t2=$(date +%s)
+kill -INT $lfu $prio
+wait $lfu && wait $prio && grep -q detached /tmp/lfu.log && ok "fuzzer's policies detached cleanly" ||
+	nok "fuzzer's policies did not detach: $(tail -2 /tmp/lfu.log /tmp/prio.log | tr '\n' ' ')"
 echo "# policy tests $((t1 - t0)) s, fuzzer $((t2 - t1)) s"
 if [ -e /sys/kernel/debug/kmemleak ]; then
 	echo scan >/sys/kernel/debug/kmemleak; sleep 1; echo scan >/sys/kernel/debug/kmemleak
@@ -31,7 +46,9 @@ if [ -e /sys/kernel/debug/kmemleak ]; then
 else
 	echo "# kmemleak is not built into this kernel: leaks are checked with gpuext's live-object count (fuzzer) and rmmod"
 fi
-if rmmod gpuext; then ok "rmmod gpuext (no references left)"; else nok "rmmod gpuext failed"; fi
+# struct_ops maps drop their module reference from a work item after detach
+for i in $(seq 1 50); do rmmod gpuext 2>/dev/null && break; sleep 0.2; done
+if [ -e /sys/module/gpuext ]; then nok "rmmod gpuext failed: $(rmmod gpuext 2>&1)"; else ok "rmmod gpuext (no references left)"; fi
 if dmesg | grep -E 'BUG:|Oops|WARNING:|general protection|Call Trace|refcount_t' >/tmp/bad; then
 	nok "kernel log has errors: $(head -3 /tmp/bad | tr '\n' ' ')"
 else

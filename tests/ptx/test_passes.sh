@@ -22,6 +22,9 @@ REGS=$W/regs.txt
 : >"$REGS"
 
 PASSES="ee mem all persist allp"
+# Over the corpus: each hook pass and the persistent transform (allp, the
+# combination, is covered by the golden inputs and our CUDA sources).
+CHECK_PASSES=${GX_PASSES_CHECK:-"ee mem all persist"}
 flags() {
 	case $1 in
 	ee) echo "--hooks entry,exit" ;;
@@ -41,15 +44,14 @@ tool_hash=$(cat "$G" "$PTXAS" | sha1sum | cut -c1-16)
 target_of() { sed -n 's/^[[:space:]]*\.target[[:space:]]\+\([a-z0-9_]*\).*/\1/p' "$1" | head -1; }
 
 # ptxas with a cache: prints "OK" or "FAIL: first error line"; -v output
-# (register lines) goes to $2.v
+# (register lines) goes to $2.v. $3: extra ptxas flags (-c for -rdc modules).
 ptxas_cached() {
-	local f=$1 out=$2 arch key c
+	local f=$1 out=$2 mode=${3:-} arch key c
 	arch=$(target_of "$f")
-	key=$( (echo "$tool_hash $arch"; cat "$f") | sha1sum | cut -c1-40)
+	key=$( (echo "$tool_hash $arch $mode"; cat "$f") | sha1sum | cut -c1-40)
 	c=$W/cache/$key
 	if [ ! -f "$c" ]; then
-		local mode=""
-		if grep -q '^\.extern \.func\|^\.weak' "$f"; then mode=-c; fi
+		if [ -z "$mode" ] && grep -q '^\.extern \.func\|^\.weak' "$f"; then mode=-c; fi
 		if "$PTXAS" $mode -arch="$arch" -v "$f" -o /dev/null >"$c.v" 2>&1; then
 			echo OK >"$c.tmp"
 		else
@@ -67,30 +69,42 @@ regs_of() {
 	     /Used [0-9]+ registers/ && f != "" {for (i=1;i<=NF;i++) if ($i=="Used") print f, $(i+1); f=""}' "$1"
 }
 
-# Check one input for every pass: rewrite, ptxas, register growth.
+# Check one input for every pass: rewrite, ptxas, register growth. The
+# outcome of (tools, input, pass) is cached whole, so a re-run with the same
+# gpuext and ptxas costs one hash per module.
 check_module() {
-	local in=$1 name=$2 base=$W/out/$name r
-	r=$(ptxas_cached "$in" "$base.orig")
-	if [ "$r" != OK ]; then
-		echo "# $name: the original does not assemble ($r): skipped"
-		return
-	fi
-	for p in $PASSES; do
-		local out=$base.$p.ptx
+	local in=$1 name=$2 mode=$3 base=$W/out/$name r inhash
+	inhash=$(sha1sum <"$in" | cut -c1-40)
+	for p in $CHECK_PASSES; do
+		local out=$base.$p.ptx done=$W/cache/res-$tool_hash-$p-${mode:-x}-$inhash
+		if [ -f "$done" ]; then
+			grep -v '^R ' "$done"
+			sed -n 's/^R //p' "$done" >>"$REGS"
+			continue
+		fi
+		r=$(ptxas_cached "$in" "$base.orig" "$mode")
+		if [ "$r" != OK ]; then
+			echo "# $name: the original does not assemble ($r): skipped"
+			return
+		fi
 		# shellcheck disable=SC2046
 		if ! $G ptx rewrite $(flags "$p") "$in" -o "$out" 2>"$base.$p.log"; then
 			nok "passes: $name $p: rewrite failed: $(tail -1 "$base.$p.log")"
 			continue
 		fi
-		r=$(ptxas_cached "$out" "$base.$p")
-		if [ "$r" = OK ]; then
-			ok "passes: $name $p: ptxas $(target_of "$out")"
-		else
+		r=$(ptxas_cached "$out" "$base.$p" "$mode")
+		if [ "$r" != OK ]; then
 			nok "passes: $name $p: $r"
 			continue
 		fi
-		join <(regs_of "$base.orig.v" | sort) <(regs_of "$base.$p.v" | sort) |
-			awk -v m="$name" -v p="$p" '{printf "%-28s %-8s %-40s %4d -> %4d (%+d)\n", m, p, $1, $2, $3, $3-$2}' >>"$REGS"
+		{
+			ok "passes: $name $p: ptxas $(target_of "$out")"
+			join <(regs_of "$base.orig.v" | sort) <(regs_of "$base.$p.v" | sort) |
+				awk -v m="$name" -v p="$p" '{printf "R %-28s %-8s %-40s %4d -> %4d (%+d)\n", m, p, $1, $2, $3, $3-$2}'
+		} >"$done.tmp"
+		mv "$done.tmp" "$done"
+		grep -v '^R ' "$done"
+		sed -n 's/^R //p' "$done" >>"$REGS"
 	done
 }
 
@@ -147,7 +161,7 @@ fi
 jobs_run() { while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n; done; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-inputs=()
+inputs=() # "PATH FLAGS"
 for in in "$D"/*.ptx; do inputs+=("$in"); done
 for cu in tests/ptx/passes-src/*.cu; do
 	n=$(basename "$cu" .cu)
@@ -162,22 +176,30 @@ for cu in tests/ptx/passes-src/*.cu; do
 		inputs+=("$out")
 	done
 done
+# The shared corpus (tests/ptx/corpus.sh prints "PATH TARGET [PTXAS-FLAGS]").
+ncorpus=0
 if [ -x tests/ptx/corpus.sh ]; then
-	while IFS= read -r f; do
-		[ -f "$f" ] && inputs+=("$f")
-	done < <(BUILD=$BUILD tests/ptx/corpus.sh --list 2>/dev/null)
+	while read -r f _ fl; do
+		[ -f "$f" ] || continue
+		inputs+=("$f ${fl:-}")
+		ncorpus=$((ncorpus + 1))
+	done < <(BUILD=$BUILD tests/ptx/corpus.sh 2>"$W/corpus.log")
+	[ "$ncorpus" -gt 0 ] || nok "passes: tests/ptx/corpus.sh gave no module: $(tail -1 "$W/corpus.log")"
 fi
 i=0
-for in in "${inputs[@]}"; do
+for e in "${inputs[@]}"; do
 	i=$((i + 1))
+	in=${e%% *}
+	fl=""
+	[ "$in" != "$e" ] && fl=${e#* }
 	name=$(basename "$in" .ptx)
 	jobs_run
-	check_module "$in" "$name" >"$tmp/$i.txt" &
+	check_module "$in" "$name" "$fl" >"$tmp/$(printf %04d $i).txt" &
 done
 wait
 cat "$tmp"/*.txt 2>/dev/null
-echo "# ${#inputs[@]} modules; register growth per kernel in $REGS"
+echo "# ${#inputs[@]} modules ($ncorpus from the corpus); register growth per kernel in $REGS"
 if [ -s "$REGS" ]; then
-	awk '{d=$NF; gsub(/[()+]/, "", d); s[$2]+=d; n[$2]++; if (d>mx[$2]) mx[$2]=d}
+	awk '{d=$NF; gsub(/[()+]/, "", d); d+=0; s[$2]+=d; n[$2]++; if (!($2 in mx) || d>mx[$2]) mx[$2]=d}
 	     END {for (p in s) printf "# regs %-8s mean %+.1f, max %+d over %d kernels\n", p, s[p]/n[p], mx[p], n[p]}' "$REGS"
 fi

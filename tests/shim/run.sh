@@ -37,8 +37,15 @@ if ! "$PTXAS" -arch=sm_80 "$tmp/k.ptx" -o "$tmp/k.cubin" 2>"$tmp/ptxas.err"; the
 	exit 1
 fi
 
+printf 'extern "C" __global__ void fat_kernel(float *x) { x[threadIdx.x] *= 2.0f; }\n' >"$tmp/f.cu"
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+if ! "$NVCC" -fatbin -gencode arch=compute_80,code=[sm_80,compute_80] -o "$tmp/f.fatbin" "$tmp/f.cu" 2>"$tmp/nvcc.err"; then
+	nok "nvcc builds the test fatbin: $(head -3 "$tmp/nvcc.err")"
+	exit 1
+fi
+
 run() { env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$FAKE" GPUEXT_LOG=info "$@"; }
-run timeout 120 "$B/tests/shim/test_shim" "$tmp/k.cubin" "$tmp/k.ptx"
+run timeout 120 "$B/tests/shim/test_shim" "$tmp/k.cubin" "$tmp/k.ptx" "$tmp/f.fatbin"
 rc=$?
 [ $rc -eq 0 ] || nok "test_shim exited $rc"
 
@@ -56,7 +63,7 @@ grep -q 'copy of the gpuext shim' "$tmp/copy.err" && ok "a copy of the shim is r
 # Valgrind: a quick pass (no threads/fork/matrix), errors and definite leaks fail.
 if command -v valgrind >/dev/null; then
 	run timeout 300 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-		--show-leak-kinds=definite "$B/tests/shim/test_shim" "$tmp/k.cubin" "$tmp/k.ptx" quick \
+		--show-leak-kinds=definite "$B/tests/shim/test_shim" "$tmp/k.cubin" "$tmp/k.ptx" "$tmp/f.fatbin" quick \
 		>"$tmp/vg.out" 2>"$tmp/vg.err"
 	vrc=$?
 	if [ $vrc -eq 0 ] && ! grep -q '^not ok' "$tmp/vg.out"; then
@@ -79,3 +86,11 @@ if [ -x "$B/tests/shim/cudart_probe" ]; then
 	[ $prc -lt 128 ] && ok "static-cudart program ends cleanly against the fake driver (exit $prc)" ||
 		nok "static-cudart program crashed (exit $prc)"
 fi
+
+# GPUEXT_DISABLE=1: forward only.
+env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$FAKE" GPUEXT_DISABLE=1 GPUEXT_LOG=info \
+	"$B/tests/shim/test_disable" 2>"$tmp/dis.err"
+grep -q 'rewritten' "$tmp/dis.err" && nok "GPUEXT_DISABLE: a module was still rewritten" ||
+	ok "GPUEXT_DISABLE: no module rewritten"
+grep -q 'forwarding only' "$tmp/dis.err" && ok "GPUEXT_DISABLE: cuInit's line says forwarding only" ||
+	nok "GPUEXT_DISABLE: no 'forwarding only' line"

@@ -1,7 +1,8 @@
 /* test_shim.c — the shim against the fake driver (tests/shim/fakecuda).
  * Linked against the toolkit's stub libcuda.so like any application; run
  * with LD_LIBRARY_PATH=build/lib (the shim) and GPUEXT_REAL_LIBCUDA=fake.
- * argv[1]: a real cubin (from ptxas), argv[2]: a PTX file. stderr (the
+ * argv[1]: a real cubin (from ptxas), argv[2]: a PTX file, argv[3]: an nvcc
+ * fatbin (sm_80 SASS + compressed compute_80 PTX). stderr (the
  * shim's log) goes to a temp file that the checks read back. */
 #define CUDA_ENABLE_DEPRECATED 1
 #include <cuda.h>
@@ -245,6 +246,18 @@ static void test_procaddr(void)
 	}
 	void *p = NULL;
 	CUdriverProcAddressQueryResult st = 99;
+	void (*internal)(int) = (void (*)(int))dlsym(fake, "fake_procaddr_internal");
+	internal(1);
+	void *q = NULL, *r = NULL, *u = NULL;
+	int n = -1;
+	GX_CHECK(cuGetProcAddress_v2("cuLaunchKernel", &q, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL) == CUDA_SUCCESS &&
+			 q == dlsym(shim, "cuLaunchKernel_ptsz") &&
+			 cuGetProcAddress_v2("cuMemFree", &r, 13000, 0, NULL) == CUDA_SUCCESS && r == dlsym(shim, "cuMemFree_v2"),
+		 "driver answering with non-exported pointers: the version table picks our variant");
+	GX_CHECK(cuGetProcAddress_v2("cuDeviceGetCount", &u, 13000, 0, NULL) == CUDA_SUCCESS && u && u != dlsym(fake, "cuDeviceGetCount") &&
+			 u != dlsym(shim, "cuDeviceGetCount") && ((CUresult(*)(int *))u)(&n) == CUDA_SUCCESS && n == 2,
+		 "... and leaves the driver's own pointer for a function we do not intercept");
+	internal(0);
 	GX_CHECK(cuGetProcAddress_v2("cuGetProcAddress", &p, 13000, 0, &st) == CUDA_SUCCESS &&
 			 p == dlsym(shim, "cuGetProcAddress_v2") && st == CU_GET_PROC_ADDRESS_SUCCESS,
 		 "cuGetProcAddress asked for itself returns ours");
@@ -270,6 +283,32 @@ static float wall_time(void *v)
 	float f;
 	memcpy(&f, &v, sizeof(f));
 	return f;
+}
+
+static void test_fatbin(const char *fatbin_path)
+{
+	FILE *f = fopen(fatbin_path, "rb");
+	static char buf[1 << 20];
+	size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0;
+	if (f)
+		fclose(f);
+	GX_CHECK(n > 0, "read the nvcc fatbin %s", fatbin_path);
+	long m = log_mark();
+	CUmodule mod;
+	CUfunction fn;
+	GX_CHECK(cuModuleLoadFatBinary(&mod, buf) == CUDA_SUCCESS && fake_last_image() != buf &&
+			 log_count(m, "(cuModuleLoadFatBinary): rewritten (identity), reloaded from sm_80 PTX") == 1,
+		 "cuModuleLoadFatBinary(nvcc fatbin, compressed PTX): PTX extracted, rewritten, reloaded");
+	if (log_count(m, "rewritten") != 1)
+		log_dump(m);
+	GX_CHECK(cuModuleGetFunction(&fn, mod, "fat_kernel") == CUDA_SUCCESS && cuModuleUnload(mod) == CUDA_SUCCESS,
+		 "... the kernel is found in the reloaded module");
+	m = log_mark();
+	CUlibrary l;
+	GX_CHECK(cuLibraryLoadData(&l, buf, NULL, NULL, 0, NULL, NULL, 0) == CUDA_SUCCESS &&
+			 log_count(m, "(cuLibraryLoadData): rewritten (identity), reloaded from sm_80 PTX") == 1 &&
+			 cuLibraryUnload(l) == CUDA_SUCCESS,
+		 "cuLibraryLoadData(nvcc fatbin) rewritten and reloaded");
 }
 
 static void test_modules(const char *cubin_path, const char *ptx_path)
@@ -302,6 +341,21 @@ static void test_modules(const char *cubin_path, const char *ptx_path)
 		 "... and one log line says why");
 	if (log_count(m, "gpuext:") != 1)
 		log_dump(m);
+
+	/* PTX the rewriter cannot parse (the fake driver accepts anything with
+	 * .version): the original goes to the driver, one warning says why. */
+	static const char badptx[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
+				     ".visible .entry kern_a(\n{ {{ %%%% not ptx\n";
+	m = log_mark();
+	CUmodule mbad;
+	rc = cuModuleLoadData(&mbad, badptx);
+	GX_CHECK(rc == CUDA_SUCCESS && fake_last_image() == badptx && log_count(m, "passed through: rewrite failed: ") == 1 &&
+			 log_count(m, "gpuext:") == 1,
+		 "the rewriter fails: the original image is loaded, one line says why");
+	if (log_count(m, "gpuext:") != 1)
+		log_dump(m);
+	if (rc == CUDA_SUCCESS)
+		cuModuleUnload(mbad);
 
 	m = log_mark();
 	static const unsigned char junk[64] = { 1, 2, 3, 4, 5 };
@@ -517,6 +571,12 @@ static void test_events(void)
 			 fake_last_node_func() == fkb,
 		 "legacy cuGraphAddKernelNode (v1 params) substituted");
 	GX_CHECK(cuGraphKernelNodeSetParams(node, &np) == CUDA_SUCCESS && fake_last_node_func() == fkb, "cuGraphKernelNodeSetParams_v2");
+	CUgraphNodeParams gp;
+	memset(&gp, 0, sizeof(gp));
+	gp.type = CU_GRAPH_NODE_TYPE_KERNEL;
+	gp.kernel.func = fa;
+	GX_CHECK(cuGraphAddNode(&node, NULL, NULL, NULL, 0, &gp) == CUDA_SUCCESS && fake_last_node_func() == fkb && gp.kernel.func == fa,
+		 "cuGraphAddNode_v2 with a kernel node: substituted (caller's struct untouched)");
 	GX_CHECK(cuGraphExecKernelNodeSetParams((CUgraphExec)(uintptr_t)1, node, &np) == CUDA_SUCCESS && fake_last_node_func() == fkb,
 		 "cuGraphExecKernelNodeSetParams_v2");
 	swap_to = NULL;
@@ -634,20 +694,21 @@ static void test_fork(void)
 
 int main(int argc, char **argv)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: test_shim CUBIN PTXFILE [quick]\n");
+	if (argc < 4) {
+		fprintf(stderr, "usage: test_shim CUBIN PTXFILE FATBIN [quick]\n");
 		return 2;
 	}
 	logf_ = tmpfile();
 	fflush(stderr);
 	dup2(fileno(logf_), 2);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	bool quick = argc > 3;
+	bool quick = argc > 4;
 	test_forwarding();
 	test_dlsym();
 	if (!quick)
 		test_procaddr();
 	test_modules(argv[1], argv[2]);
+	test_fatbin(argv[3]);
 	test_contexts();
 	test_events();
 	if (!quick) {

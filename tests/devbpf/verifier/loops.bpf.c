@@ -181,3 +181,28 @@ int loop_branches(struct gdev_ctx *ctx)
 	out = s;
 	return 0;
 }
+
+SEC("gdev/probe/k") __description("pointer into a returned frame") __failure __msg("invalid memory access through scalar")
+__naked int loop_dangling(void)
+{
+	asm volatile("r1 = r10; r1 += -8;"
+		     "call 1f;"
+		     "r2 = *(u64 *)(r10 - 8);"
+		     "r0 = *(u64 *)(r2 + 0);"
+		     "r0 = 0; exit;"
+		     "1: r2 = r10; r2 += -8;"
+		     "r3 = 5; *(u64 *)(r10 - 8) = r3;"
+		     "*(u64 *)(r1 + 0) = r2;"
+		     "r0 = 0; exit;" ::: __clobber_all);
+}
+
+SEC("gdev/probe/k") __description("callee writes the caller's stack through a pointer") __success
+__naked int loop_callee_writes(void)
+{
+	asm volatile("r1 = r10; r1 += -8;"
+		     "call 1f;"
+		     "r0 = *(u64 *)(r10 - 8);"
+		     "r0 = 0; exit;"
+		     "1: r2 = 7; *(u64 *)(r1 + 0) = r2;"
+		     "r0 = 0; exit;" ::: __clobber_all);
+}

@@ -1,6 +1,7 @@
 // drv.cu — driver API paths: `drv file K.ptx` (cuModuleLoad of a PTX file),
 // `drv link A.ptx` (cuLinkCreate + cuLinkAddFile + cuLinkAddData of PTX,
-// cuLinkComplete, cuModuleLoadData of the cubin), `drv nvrtc` (NVRTC to PTX,
+// cuLinkComplete, cuModuleLoadData of the cubin; `drv link A.ptx B.ptx` adds
+// B's text with cuLinkAddData and runs its fill2/saxpy2), `drv nvrtc` (NVRTC to PTX,
 // cuModuleLoadDataEx with JIT log options). Each runs fill + saxpy x10 and
 // prints a checksum.
 #include <cuda.h>
@@ -50,21 +51,17 @@ int main(int argc, char **argv)
 	if (mode == "file") {
 		CU(cuModuleLoad(&mod, argv[2]));
 	} else if (mode == "link") {
-		std::string ptx = read(argv[2]);
 		char log[4096] = "";
 		CUjit_option o[2] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
 		void *v[2] = { log, (void *)(uintptr_t)sizeof(log) };
 		CU(cuLinkCreate(2, o, v, &ls));
-		CU(cuLinkAddFile(ls, CU_JIT_INPUT_PTX, argv[2], 0, nullptr, nullptr));
-		// The same PTX again as data, under other names: rename the kernels.
-		std::string p2 = ptx;
-		for (const char *k : { "fill", "saxpy" }) {
-			std::string from = std::string(".entry ") + k, to = from + "2";
-			size_t at = p2.find(from);
-			if (at != std::string::npos)
-				p2.replace(at, from.size(), to);
+		if (argc < 4) {
+			fprintf(stderr, "usage: drv link A.ptx B.ptx\n");
+			return 2;
 		}
-		CU(cuLinkAddData(ls, CU_JIT_INPUT_PTX, (void *)p2.c_str(), p2.size() + 1, "copy.ptx", 0, nullptr, nullptr));
+		CU(cuLinkAddFile(ls, CU_JIT_INPUT_PTX, argv[2], 0, nullptr, nullptr));
+		std::string p2 = read(argv[3]);
+		CU(cuLinkAddData(ls, CU_JIT_INPUT_PTX, (void *)p2.c_str(), p2.size() + 1, "b.ptx", 0, nullptr, nullptr));
 		void *cubin;
 		size_t sz;
 		CU(cuLinkComplete(ls, &cubin, &sz));

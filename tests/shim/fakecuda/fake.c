@@ -538,6 +538,17 @@ FX CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n, cons
 	return CUDA_SUCCESS;
 }
 
+FX CUresult cuGraphAddNode_v2(CUgraphNode *n, CUgraph g, const CUgraphNode *d, const CUgraphEdgeData *ed, size_t nd,
+			      CUgraphNodeParams *p)
+{
+	(void)g, (void)d, (void)ed, (void)nd;
+	REC();
+	if (p->type == CU_GRAPH_NODE_TYPE_KERNEL)
+		last_node_func = p->kernel.func;
+	*n = (CUgraphNode)(uintptr_t)0x102;
+	return CUDA_SUCCESS;
+}
+
 /* ---- cuLink ---- */
 static const void *last_link_data;
 static char link_cubin[64] = "\177ELF fake linked cubin";
@@ -677,6 +688,15 @@ static const struct {
 	int since;
 } min_ver[] = { { "cuLibraryLoadData", 12000 }, { "cuLaunchKernelEx", 11060 }, { "cuKernelGetFunction", 12000 } };
 
+/* fake_procaddr_internal(1): cuGetProcAddress answers with pointers that are
+ * not the exports (as a driver may), for the shim's version-table fallback. */
+static int procaddr_internal;
+FX void fake_procaddr_internal(int on) { procaddr_internal = on; }
+static CUresult internal_launch_ptsz(LARGS, void **p, void **e) { return cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, sh, s, p, e); }
+static CUresult internal_launch(LARGS, void **p, void **e) { return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sh, s, p, e); }
+static CUresult internal_memfree(CUdeviceptr p) { return cuMemFree_v2(p); }
+static CUresult internal_getcount(int *n) { return cuDeviceGetCount(n); }
+
 static void *self_sym(const char *n)
 {
 	static void *self;
@@ -719,6 +739,16 @@ static CUresult procaddr(const char *symbol, void **pfn, int ver, cuuint64_t fla
 		if (st)
 			*st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
 		return CUDA_ERROR_NOT_FOUND;
+	}
+	if (procaddr_internal) {
+		if (p == self_sym("cuLaunchKernel_ptsz"))
+			p = (void *)internal_launch_ptsz;
+		else if (p == self_sym("cuLaunchKernel"))
+			p = (void *)internal_launch;
+		else if (p == self_sym("cuMemFree_v2"))
+			p = (void *)internal_memfree;
+		else if (p == self_sym("cuDeviceGetCount"))
+			p = (void *)internal_getcount;
 	}
 	*pfn = p;
 	if (st)

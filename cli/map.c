@@ -1,0 +1,292 @@
+/* `gpuext map list|dump` — read the maps of running (or finished) gpuext
+ * processes from their shared-memory files (`/dev/shm/gpuext-$UID/`, or
+ * $GPUEXT_SHM_DIR), without attaching to them. Values are the last flushed
+ * snapshot (gen / flush time say how fresh). */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/gx_cli.h"
+#include "devbpf/gx_map.h"
+#include "gx_util.h"
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; s && *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static int alive(uint32_t pid)
+{
+	return pid && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
+/* Calls fn for every map file; returns the number of files visited. */
+static int for_each_map(int (*fn)(struct gx_map *m, const char *file, void *u), void *u)
+{
+	char dir[256], path[600];
+	if (gx_map_shm_dir(dir, sizeof(dir)))
+		return -ENAMETOOLONG;
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	struct dirent *e;
+	int n = 0, stop = 0;
+	/* sorted for stable output */
+	char **names = NULL;
+	size_t nn = 0;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char **t = realloc(names, (nn + 1) * sizeof(*names));
+		if (!t)
+			break;
+		names = t;
+		names[nn++] = strdup(e->d_name);
+	}
+	closedir(d);
+	qsort(names, nn, sizeof(*names), (int (*)(const void *, const void *))strcmp);
+	for (size_t i = 0; i < nn; i++) {
+		if (!stop && names[i]) {
+			snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+			struct gx_map *m;
+			if (!gx_map__open(path, 0, &m)) {
+				n++;
+				stop = fn(m, names[i], u);
+				gx_map__free(m);
+			}
+		}
+		free(names[i]);
+	}
+	free(names);
+	return n;
+}
+
+static int list_one(struct gx_map *m, const char *file, void *u)
+{
+	int *first = u;
+	const struct gx_shm_hdr *h = m->hdr;
+	if (gx_json) {
+		printf("%s{\"file\":", *first ? "" : ",");
+		json_str(file);
+		printf(",\"name\":");
+		json_str(m->name);
+		printf(",\"pid\":%u,\"alive\":%s,\"type\":\"%s\",\"key_size\":%u,\"value_size\":%u,"
+		       "\"max_entries\":%u,\"shards\":%u,\"gen\":%" PRIu64 ",\"flush_ns\":%" PRIu64 "}",
+		       h->pid, alive(h->pid) ? "true" : "false", gx_map_type_name(m->l.type),
+		       m->l.key_size, m->l.value_size, m->l.max_entries, m->l.nr_shards, h->gen,
+		       h->flush_ns);
+	} else {
+		printf("%-36s %7u%s %-13s key %-3u value %-4u max %-7u shards %-5u gen %" PRIu64 "\n",
+		       file, h->pid, alive(h->pid) ? " " : "x", gx_map_type_name(m->l.type),
+		       m->l.key_size, m->l.value_size, m->l.max_entries, m->l.nr_shards, h->gen);
+	}
+	*first = 0;
+	return 0;
+}
+
+static int do_list(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	int first = 1;
+	if (gx_json)
+		printf("[");
+	else
+		printf("%-36s %8s %-13s\n", "FILE", "PID", "TYPE");
+	int n = for_each_map(list_one, &first);
+	if (gx_json)
+		printf("]\n");
+	if (n < 0) {
+		p_err("cannot read the map folder: %s", strerror(-n));
+		return 1;
+	}
+	return 0;
+}
+
+static void print_bytes(const unsigned char *p, unsigned n)
+{
+	if (gx_json) {
+		putchar('"');
+		for (unsigned i = 0; i < n; i++)
+			printf("%02x", p[i]);
+		putchar('"');
+		return;
+	}
+	if (n == 8)
+		printf("%" PRIu64, *(const uint64_t *)p);
+	else if (n == 4)
+		printf("%u", *(const uint32_t *)p);
+	else
+		for (unsigned i = 0; i < n; i++)
+			printf("%s%02x", i ? " " : "", p[i]);
+}
+
+static int zero(const unsigned char *p, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+static void dump_map(struct gx_map *m, int all)
+{
+	int first = 1;
+	unsigned vs = m->l.value_size;
+	if (gx_json) {
+		printf("{\"name\":");
+		json_str(m->name);
+		printf(",\"type\":\"%s\",\"gen\":%" PRIu64 ",\"entries\":[", gx_map_type_name(m->l.type),
+		       m->hdr->gen);
+	} else {
+		printf("map %s (%s, gen %" PRIu64 ")\n", m->name, gx_map_type_name(m->l.type), m->hdr->gen);
+	}
+	if (m->l.type == GX_MAP_RINGBUF) {
+		const struct gx_ring *r = gx_map__ring(m);
+		if (gx_json)
+			printf("],\"ring\":{\"size\":%" PRIu64 ",\"head\":%" PRIu64 ",\"tail\":%" PRIu64
+			       ",\"drops\":%" PRIu64 "}}\n",
+			       (uint64_t)r->size, (uint64_t)r->head, (uint64_t)r->tail, (uint64_t)r->drops);
+		else
+			printf("  ring size %" PRIu64 " head %" PRIu64 " tail %" PRIu64 " drops %" PRIu64 "\n",
+			       (uint64_t)r->size, (uint64_t)r->head, (uint64_t)r->tail, (uint64_t)r->drops);
+		return;
+	}
+	unsigned char key[512];
+	for (int r = gx_map__next_key(m, NULL, key); !r; r = gx_map__next_key(m, key, key)) {
+		if (m->l.type == GX_MAP_HASH) {
+			const unsigned char *v = gx_map__lookup(m, key);
+			if (!v)
+				continue;
+			if (gx_json) {
+				printf("%s{\"key\":", first ? "" : ",");
+				print_bytes(key, m->l.key_size);
+				printf(",\"value\":");
+				print_bytes(v, vs);
+				printf("}");
+			} else {
+				printf("  key ");
+				print_bytes(key, m->l.key_size);
+				printf(" value ");
+				print_bytes(v, vs);
+				printf("\n");
+			}
+			first = 0;
+			continue;
+		}
+		uint32_t idx = *(uint32_t *)key;
+		int nz = 0;
+		for (unsigned s = 0; s < m->l.nr_shards; s++)
+			nz |= !zero(gx_map__shard_elem(m, s, idx), vs);
+		if (!nz && !all)
+			continue;
+		if (gx_json)
+			printf("%s{\"key\":%u", first ? "" : ",", idx);
+		else
+			printf("  [%u]", idx);
+		if (m->l.type == GX_MAP_ARRAY) {
+			printf(gx_json ? ",\"value\":" : " ");
+			print_bytes(gx_map__shard_elem(m, 0, idx), vs);
+		} else {
+			uint64_t merged[64];
+			if (vs <= sizeof(merged) && !gx_map__merged_u64(m, idx, merged)) {
+				printf(gx_json ? ",\"merged\":" : " merged ");
+				print_bytes((const unsigned char *)merged, vs);
+			}
+			printf(gx_json ? ",\"shards\":{" : " shards");
+			int f2 = 1;
+			for (unsigned s = 0; s < m->l.nr_shards; s++) {
+				const unsigned char *v = gx_map__shard_elem(m, s, idx);
+				if (zero(v, vs) && !all)
+					continue;
+				printf(gx_json ? "%s\"%u\":" : " %s%u=", gx_json && !f2 ? "," : "", s);
+				print_bytes(v, vs);
+				f2 = 0;
+			}
+			if (gx_json)
+				printf("}");
+		}
+		printf(gx_json ? "}" : "\n");
+		first = 0;
+	}
+	if (gx_json)
+		printf("]}\n");
+}
+
+struct dump_req {
+	const char *name;
+	int all, found;
+};
+
+static int dump_one(struct gx_map *m, const char *file, void *u)
+{
+	struct dump_req *q = u;
+	/* match the file name ("PID-NAME"), the map name, or its last component */
+	const char *dot = strrchr(m->name, '.');
+	if (strcmp(q->name, file) && strcmp(q->name, m->name) && !(dot && !strcmp(q->name, dot + 1)))
+		return 0;
+	dump_map(m, q->all);
+	q->found++;
+	return 0;
+}
+
+static int do_dump(int argc, char **argv)
+{
+	struct dump_req q = { 0 };
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--all"))
+			q.all = 1;
+		else if (argv[i][0] != '-' && !q.name)
+			q.name = argv[i];
+		else {
+			p_err("usage: gpuext map dump NAME|FILE|PATH [--all]");
+			return 2;
+		}
+	}
+	if (!q.name) {
+		p_err("usage: gpuext map dump NAME|FILE|PATH [--all]");
+		return 2;
+	}
+	if (strchr(q.name, '/')) {
+		struct gx_map *m;
+		int ret = gx_map__open(q.name, 0, &m);
+		if (ret) {
+			p_err("%s: not a gpuext map: %s", q.name, strerror(-ret));
+			return 1;
+		}
+		dump_map(m, q.all);
+		gx_map__free(m);
+		return 0;
+	}
+	int n = for_each_map(dump_one, &q);
+	if (n < 0 || !q.found) {
+		p_err("no map named '%s' (see 'gpuext map list')", q.name);
+		return 1;
+	}
+	return 0;
+}
+
+static const struct gx_cmd map_cmds[] = {
+	{ "list", do_list, "maps of gpuext processes (shared memory)" },
+	{ "dump", do_dump, "NAME|FILE|PATH [--all]: print a map's entries" },
+	{ 0 },
+};
+
+static int do_map(int argc, char **argv)
+{
+	return gx_cmd_dispatch("map", map_cmds, argc - 1, argv + 1);
+}
+GX_CMD(map, do_map, "policy maps shared with the GPU: list, dump");

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# gpuext bpf jit and gpuext map list|dump: golden-ish checks of the output.
+B=${BUILD:-build}
+G=$B/bin/gpuext
+OBJ=$B/tests/devbpf/progs/jit_count.bpf.o
+PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+check() { if eval "$2" >"$T/out" 2>&1; then echo "ok - $1"; else echo "not ok - $1: $2"; sed 's/^/# /' "$T/out" | head -5; fi; }
+
+check "jit --target ptx writes PTX" "$G bpf jit $OBJ -o $T/p.ptx 2>/dev/null && grep -q '^.target sm_90' $T/p.ptx"
+check "one .visible .func per program with the hook ABI" \
+  "grep -qx '.visible .func  (.param .b32 func_retval0) gxp_count_access(' $T/p.ptx && grep -qx '.visible .func  (.param .b32 func_retval0) gxp_on_entry(' $T/p.ptx && grep -q 'param .b64 gxp_on_entry_param_0' $T/p.ptx"
+check "module defines __gx_devrt" "grep -q '^.visible .global .align 8 .u64 __gx_devrt;' $T/p.ptx"
+check "helpers inlined, hash helpers internal" "! grep -q 'gx_h_' $T/p.ptx && ! grep -q '.visible .func.*gx_hash' $T/p.ptx"
+check "ptxas -arch=sm_90 -c accepts the PTX" "$PTXAS -arch=sm_90 -c -o $T/p.o $T/p.ptx"
+check "--prefix renames the functions" "$G bpf jit $OBJ --prefix pol7_ 2>/dev/null | grep -q ') pol7_on_entry('"
+check "--extern-devrt declares the global" "$G bpf jit $OBJ --extern-devrt 2>/dev/null | grep -q '^.extern .global .align 8 .u64 __gx_devrt;'"
+check "--ir prints LLVM IR of the hook ABI" "$G bpf jit $OBJ --ir 2>/dev/null | grep -q 'define i32 @gxp_count_access(ptr'"
+check "--target native compiles every program" "$G bpf jit $OBJ --target native 2>/dev/null | grep -q '2 programs JIT.d for native' && $G bpf jit $OBJ --target native 2>/dev/null | grep -q 'gxp_on_entry .*(callable)'"
+check "--target native -o writes x86-64 assembly" "$G bpf jit $OBJ --target native -o $T/n.s 2>/dev/null && grep -q 'gxp_count_access:' $T/n.s"
+check "--json summary lists funcs, hooks and globs" "$G --json bpf jit $OBJ -o $T/j.ptx 2>/dev/null | grep -q '\"func\":\"gxp_on_entry\",\"hook\":1,\"kernel_glob\":\"\\*\"'"
+check "unknown target is a usage error (2)" "$G bpf jit $OBJ --target arm 2>&1 | grep -q \"unknown target 'arm'\"; test \${PIPESTATUS[0]} -eq 2"
+check "missing file fails with a clear message" "! $G bpf jit $T/nope.bpf.o 2>$T/e; grep -q 'cannot load' $T/e"
+check "a non-ELF file fails cleanly" "echo garbage > $T/g.bpf.o; ! $G bpf jit $T/g.bpf.o 2>/dev/null"
+
+# maps from outside the process
+D=$T/shm
+check "fixture maps created" "$B/tests/test_maps --fixture $D"
+export GPUEXT_SHM_DIR=$D
+check "map list shows the three maps" "test \$($G map list | grep -c -- '-fix\.') -eq 3"
+check "map list --json" "$G --json map list | grep -q '\"name\":\"fix.counts\",\"pid\":[0-9]*,\"alive\":false,\"type\":\"array\"'"
+check "map dump array" "$G map dump counts | grep -qx '  \[1\] 200'"
+check "map dump hash" "$G map dump kernels | grep -qx '  key 11259375 value 3'"
+check "map dump per-SM: merged view and shards" "$G map dump persm | grep -qx '  \[1\] merged 6 shards 0=1 1=2 2=3'"
+check "map dump --json" "$G --json map dump fix.counts | grep -q '\"key\":0,\"value\":\"6400000000000000\"'"
+check "map dump unknown name fails" "! $G map dump nosuch 2>$T/e; grep -q \"no map named 'nosuch'\" $T/e"
+
+# the GPU test's inputs: driver-style link of the kernels with the JIT'd PTX
+GD=$B/tests/devbpf/gpu
+NVLINK=$(dirname "$PTXAS")/nvlink
+check "GPU test kernels + policy PTX link (ptxas -c, nvlink)" \
+  "$PTXAS -arch=sm_90 -c $GD/kernels_check.ptx -o $T/k.o && $PTXAS -arch=sm_90 -c $GD/policy.ptx -o $T/p.o && $NVLINK -arch=sm_90 $T/k.o $T/p.o -o $T/c.cubin"
+check "GPU bench kernels + bench PTX link" \
+  "$PTXAS -arch=sm_90 -c $GD/kernels_bench.ptx -o $T/kb.o && $PTXAS -arch=sm_90 -c $GD/bench.ptx -o $T/b.o && $NVLINK -arch=sm_90 $T/kb.o $T/b.o -o $T/b.cubin"
+check "GPU harness built against the driver API" "test -x $GD/devbpf_harness && readelf -d $GD/devbpf_harness | grep -q libcuda.so"

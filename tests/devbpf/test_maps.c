@@ -1,0 +1,436 @@
+/* test_maps.c — maps runtime on the host: array/hash/sharded/ringbuf
+ * semantics, concurrent hash inserts, shared-memory files (mode, visibility
+ * from a second process), device copies through memcpy callbacks (flush and
+ * push without a GPU). `test_maps --fixture DIR` leaves a few maps in DIR for
+ * the CLI test. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "devbpf/gx_hosthelpers.h"
+#include "devbpf/gx_map.h"
+#include "tests/gx_test.h"
+
+/* The producer side of rings, as the helpers use it. */
+#define GX_FENCE_SYS() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#define gx_shard_index(m, type) 0
+#include "devbpf/helpers/gx_mapimpl.h"
+
+static char dir[256];
+
+static struct gx_map *mk(const char *name, unsigned type, unsigned k, unsigned v, unsigned n,
+			 unsigned shards, unsigned flags)
+{
+	struct gx_map_spec s = { name, type, k, v, n, shards };
+	struct gx_map *m = NULL;
+	int ret = gx_map__create(&s, flags, &m);
+	if (ret)
+		printf("# create %s: %d\n", name, ret);
+	return m;
+}
+
+static void test_layout(void)
+{
+	struct gx_devrt_map l;
+	struct gx_map_spec a = { "a", GX_MAP_ARRAY, 4, 12, 10, 0 };
+	GX_CHECK(!gx_map_layout(&a, &l) && l.value_stride == 16 && l.data_size == 160 &&
+			 l.nr_shards == 1,
+		 "array layout: stride rounds to 8");
+	struct gx_map_spec h = { "h", GX_MAP_HASH, 6, 8, 100, 0 };
+	GX_CHECK(!gx_map_layout(&h, &l) && l.nr_buckets == 256 && l.bucket_size == 8 + 8 + 8,
+		 "hash layout: buckets pow2 >= 2*max, bucket = state+key+value");
+	struct gx_map_spec w = { "w", GX_MAP_PERWARP_ARRAY, 4, 8, 3, 132 * 64 };
+	GX_CHECK(!gx_map_layout(&w, &l) && l.data_size == 132ull * 64 * 3 * 8,
+		 "per-warp layout: shards x entries x stride");
+	struct gx_map_spec bad[] = {
+		{ "k", GX_MAP_ARRAY, 8, 8, 1, 0 },   { "z", GX_MAP_ARRAY, 4, 0, 1, 0 },
+		{ "e", GX_MAP_HASH, 4, 4, 0, 0 },    { "r", GX_MAP_RINGBUF, 0, 0, 1000, 0 },
+		{ "t", 99, 4, 4, 4, 0 },
+	};
+	int rejected = 0;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		rejected += gx_map_layout(&bad[i], &l) == -EINVAL;
+	GX_CHECK(rejected == 5, "invalid specs rejected with -EINVAL (%d/5)", rejected);
+}
+
+static void test_array(void)
+{
+	struct gx_map *m = mk("arr", GX_MAP_ARRAY, 4, 8, 4, 0, 0);
+	if (!m)
+		{ GX_CHECK(0, "array create"); return; }
+	uint32_t k = 2;
+	uint64_t v = 42, *p;
+	GX_CHECK(gx_map__update(m, &k, &v, GX_BPF_ANY) == 0 && (p = gx_map__lookup(m, &k)) && *p == 42,
+		 "array update/lookup");
+	GX_CHECK(gx_map__update(m, &k, &v, GX_BPF_NOEXIST) == -EEXIST, "array NOEXIST: -EEXIST");
+	k = 4;
+	GX_CHECK(gx_map__update(m, &k, &v, GX_BPF_ANY) == -E2BIG && !gx_map__lookup(m, &k),
+		 "array key out of range: -E2BIG / NULL");
+	GX_CHECK(gx_map__delete(m, &k) == -EINVAL, "array delete: -EINVAL");
+	uint32_t it, n = 0;
+	for (int r = gx_map__next_key(m, NULL, &it); !r; r = gx_map__next_key(m, &it, &it))
+		n++;
+	GX_CHECK(n == 4, "array iteration visits every index (%u)", n);
+	gx_map__free(m);
+}
+
+static void test_hash(void)
+{
+	struct gx_map *m = mk("hash", GX_MAP_HASH, 8, 8, 8, 0, 0);
+	if (!m)
+		{ GX_CHECK(0, "hash create"); return; }
+	int ok = 1;
+	for (uint64_t k = 1; k <= 8; k++) {
+		uint64_t v = k * 10;
+		ok &= gx_map__update(m, &k, &v, GX_BPF_NOEXIST) == 0;
+	}
+	GX_CHECK(ok, "hash: 8 inserts with NOEXIST");
+	uint64_t k = 5, v = 1, *p;
+	GX_CHECK((p = gx_map__lookup(m, &k)) && *p == 50, "hash lookup finds value");
+	GX_CHECK(gx_map__update(m, &k, &v, GX_BPF_NOEXIST) == -EEXIST, "hash NOEXIST on existing: -EEXIST");
+	k = 99;
+	GX_CHECK(gx_map__update(m, &k, &v, GX_BPF_EXIST) == -ENOENT, "hash EXIST on missing: -ENOENT");
+	GX_CHECK(gx_map__update(m, &k, &v, 7) == -EINVAL, "hash bad flags: -EINVAL");
+	k = 5;
+	GX_CHECK(gx_map__delete(m, &k) == 0 && !gx_map__lookup(m, &k) && gx_map__delete(m, &k) == -ENOENT,
+		 "hash delete, then absent, second delete -ENOENT");
+	k = 6;
+	GX_CHECK((p = gx_map__lookup(m, &k)) && *p == 60, "keys after a tombstone still found");
+	k = 5;
+	v = 555;
+	GX_CHECK(gx_map__update(m, &k, &v, GX_BPF_ANY) == 0 && (p = gx_map__lookup(m, &k)) && *p == 555,
+		 "reinsert after delete reuses a tombstone");
+	uint64_t key, n = 0, sum = 0;
+	for (int r = gx_map__next_key(m, NULL, &key); !r; r = gx_map__next_key(m, &key, &key))
+		n++, sum += key;
+	GX_CHECK(n == 8 && sum == 36, "hash iteration: 8 keys, sum 36 (%llu, %llu)",
+		 (unsigned long long)n, (unsigned long long)sum);
+	/* fill to capacity: nr_buckets = 16 */
+	int inserted = 0, last = 0;
+	for (uint64_t x = 100; x < 200 && last == 0; x++) {
+		last = gx_map__update(m, &x, &x, GX_BPF_ANY);
+		inserted += last == 0;
+	}
+	GX_CHECK(last == -E2BIG && inserted == 8, "hash full after its buckets: -E2BIG (%d more)", inserted);
+	gx_map__free(m);
+}
+
+struct thr {
+	struct gx_map *m;
+	int base, failures;
+};
+static void *inserter(void *arg)
+{
+	struct thr *t = arg;
+	for (int round = 0; round < 3; round++)
+		for (uint64_t k = 0; k < 400; k++) {
+			uint64_t key = k % 2 ? k : k + (uint64_t)t->base; /* odd keys shared */
+			uint64_t one = 1;
+			uint64_t *v = gx_map__lookup(t->m, &key);
+			if (v)
+				__atomic_fetch_add(v, 1, __ATOMIC_RELAXED);
+			else if (gx_map__update(t->m, &key, &one, GX_BPF_NOEXIST) == -EEXIST &&
+				 (v = gx_map__lookup(t->m, &key)))
+				__atomic_fetch_add(v, 1, __ATOMIC_RELAXED);
+			else if (!gx_map__lookup(t->m, &key))
+				t->failures++;
+		}
+	return NULL;
+}
+
+static void test_hash_concurrent(void)
+{
+	struct gx_map *m = mk("hc", GX_MAP_HASH, 8, 8, 1024, 0, 0);
+	if (!m)
+		{ GX_CHECK(0, "hash create"); return; }
+	pthread_t th[4];
+	struct thr t[4];
+	for (int i = 0; i < 4; i++) {
+		t[i] = (struct thr){ m, 100000 * (i + 1), 0 };
+		pthread_create(&th[i], NULL, inserter, &t[i]);
+	}
+	int fails = 0;
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL), fails += t[i].failures;
+	uint64_t key, n = 0, shared_total = 0;
+	for (int r = gx_map__next_key(m, NULL, &key); !r; r = gx_map__next_key(m, &key, &key)) {
+		n++;
+		if (key % 2 && key < 400)
+			shared_total += *(uint64_t *)gx_map__lookup(m, &key);
+	}
+	/* 200 shared odd keys + 4 x 200 private even keys */
+	GX_CHECK(fails == 0 && n == 1000, "concurrent inserts: no lost or duplicate keys (%llu)",
+		 (unsigned long long)n);
+	GX_CHECK(shared_total == 200ull * 4 * 3, "shared keys counted by every thread (%llu)",
+		 (unsigned long long)shared_total);
+	gx_map__free(m);
+}
+
+static void test_sharded(void)
+{
+	struct gx_map *m = mk("pw", GX_MAP_PERWARP_ARRAY, 4, 16, 2, 4 * GX_WARP_SLOTS_PER_SM, 0);
+	struct gx_map *s = mk("ps", GX_MAP_PERSM_ARRAY, 4, 8, 2, 4, 0);
+	if (!m || !s)
+		{ GX_CHECK(0, "sharded create"); return; }
+	uint32_t k = 1;
+	gx_host_env.smid = 2;
+	gx_host_env.warpid = 5;
+	uint64_t *v = gx_map__lookup(m, &k);
+	GX_CHECK(v == gx_map__shard_elem(m, 2 * GX_WARP_SLOTS_PER_SM + 5, 1),
+		 "per-warp lookup hits shard smid*64+warpid");
+	v[0] = 3, v[1] = 4;
+	gx_host_env.smid = 3;
+	gx_host_env.warpid = 0;
+	v = gx_map__lookup(m, &k);
+	v[0] = 10, v[1] = 20;
+	uint64_t merged[2];
+	GX_CHECK(!gx_map__merged_u64(m, 1, merged) && merged[0] == 13 && merged[1] == 24,
+		 "merged view sums each word over shards");
+	uint64_t *x = gx_map__lookup(s, &k);
+	GX_CHECK(x == gx_map__shard_elem(s, 3, 1), "per-SM lookup hits shard smid %% nr_shards");
+	struct gx_map *odd = mk("odd", GX_MAP_PERSM_ARRAY, 4, 12, 1, 2, 0);
+	GX_CHECK(odd && gx_map__merged_u64(odd, 0, merged) == -EINVAL,
+		 "no merged view for values that are not whole u64 words");
+	gx_host_env.smid = gx_host_env.warpid = 0;
+	gx_map__free(m);
+	gx_map__free(s);
+	gx_map__free(odd);
+}
+
+struct collect {
+	int n;
+	uint32_t vals[64];
+};
+static int collect_cb(void *ctx, unsigned type, const void *rec, size_t len)
+{
+	struct collect *c = ctx;
+	if (type == GX_REC_DATA && len == sizeof(struct gx_rec_hdr) + 4 && c->n < 64)
+		memcpy(&c->vals[c->n++], (const char *)rec + sizeof(struct gx_rec_hdr), 4);
+	return 0;
+}
+
+static void test_ring(void)
+{
+	struct gx_map *m = mk("rb", GX_MAP_RINGBUF, 0, 0, 64, 0, 0);
+	if (!m)
+		{ GX_CHECK(0, "ringbuf create"); return; }
+	struct gx_ring *r = gx_map__ring(m);
+	struct collect c = { 0 };
+	int okw = 1;
+	/* 16-byte records in a 64-byte ring: 4 fit; drain between to wrap */
+	for (uint32_t i = 0; i < 3; i++)
+		okw &= gx_h_ringbuf_output((uintptr_t)m, (uintptr_t)&i, 4, 0, 0) == 0;
+	long n1 = gx_ring__drain(r, collect_cb, &c);
+	for (uint32_t i = 3; i < 7; i++)
+		okw &= gx_h_ringbuf_output((uintptr_t)m, (uintptr_t)&i, 4, 0, 0) == 0;
+	uint32_t extra = 99;
+	long full = (long)gx_h_ringbuf_output((uintptr_t)m, (uintptr_t)&extra, 4, 0, 0);
+	long n2 = gx_ring__drain(r, collect_cb, &c);
+	int order = c.n == 7;
+	for (int i = 0; i < c.n; i++)
+		order &= c.vals[i] == (uint32_t)i;
+	GX_CHECK(okw && n1 == 3 && n2 == 4 && order, "ring: records drained in order across the wrap");
+	GX_CHECK(full == -ENOSPC && r->drops == 1, "ring: full ring refuses and counts a drop");
+	/* a reserved but uncommitted record stops the drain */
+	struct gx_rec_hdr *h = gx_ring_reserve(r, 16);
+	long n3 = gx_ring__drain(r, collect_cb, &c);
+	gx_ring_commit(h, 12, GX_REC_DATA);
+	long n4 = gx_ring__drain(r, collect_cb, &c);
+	GX_CHECK(h && n3 == 0 && n4 == 1, "ring: uncommitted record is not consumed until commit");
+	GX_CHECK(gx_ring__init(r, 100) == -EINVAL, "ring size must be a power of two");
+	gx_map__free(m);
+
+	struct gx_rec_printk p = { .args = { (uint64_t)-5, 0xabc, 7 } };
+	memcpy(p.fmt, "a=%d b=%lx c=%u %% %s", sizeof("a=%d b=%lx c=%u %% %s"));
+	char out[128];
+	gx_printk_format(&p, out, sizeof(out));
+	GX_CHECK(!strcmp(out, "a=-5 b=abc c=7 % %s"), "printk format: '%s'", out);
+}
+
+static void test_shm(void)
+{
+	struct gx_map *m = mk("shared/cnt", GX_MAP_ARRAY, 4, 8, 4, 0, GX_MAP_F_SHM);
+	if (!m)
+		{ GX_CHECK(0, "shm create"); return; }
+	struct stat st, sd;
+	GX_CHECK(!stat(m->path, &st) && (st.st_mode & 0777) == 0600 && !stat(dir, &sd) &&
+			 (sd.st_mode & 0777) == 0700,
+		 "shm file 0600 in a 0700 folder (%s)", m->path);
+	char expect[300];
+	snprintf(expect, sizeof(expect), "%s/%d-shared_cnt", dir, (int)getpid());
+	GX_CHECK(!strcmp(m->path, expect), "shm file name <pid>-<name>, no path separators");
+	uint32_t k = 1;
+	uint64_t v = 1234;
+	gx_map__update(m, &k, &v, 0);
+	int pipefd[2];
+	if (pipe(pipefd))
+		return;
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* second process: read what the parent wrote, write back */
+		struct gx_map *o;
+		uint64_t res = 0;
+		if (!gx_map__open(m->path, 1, &o)) {
+			uint64_t *p = gx_map__lookup(o, &k);
+			res = p ? *p : 0;
+			uint32_t k2 = 2;
+			uint64_t v2 = 777;
+			gx_map__update(o, &k2, &v2, 0);
+			gx_map__free(o);
+		}
+		if (write(pipefd[1], &res, sizeof(res)) != sizeof(res))
+			_exit(2);
+		_exit(0);
+	}
+	uint64_t res = 0;
+	int status;
+	if (read(pipefd[0], &res, sizeof(res)) != sizeof(res))
+		res = 0;
+	waitpid(pid, &status, 0);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	uint32_t k2 = 2;
+	uint64_t *p2 = gx_map__lookup(m, &k2);
+	GX_CHECK(res == 1234 && p2 && *p2 == 777, "second process sees the map and its writes come back");
+	struct gx_map *ro;
+	GX_CHECK(!gx_map__open(m->path, 0, &ro) && gx_map__update(ro, &k, &v, 0) == -EPERM,
+		 "read-only open refuses updates");
+	gx_map__free(ro);
+	char path[400];
+	snprintf(path, sizeof(path), "%s", m->path);
+	gx_map__free(m);
+	GX_CHECK(access(path, F_OK) != 0, "owner removes its shm file on free");
+	/* garbage file: clean refusal */
+	snprintf(path, sizeof(path), "%s/garbage", dir);
+	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	char junk[5000] = "not a map";
+	if (fd >= 0 && write(fd, junk, sizeof(junk)) == (ssize_t)sizeof(junk))
+		close(fd);
+	struct gx_map *g;
+	GX_CHECK(gx_map__open(path, 0, &g) == -EBADMSG, "a file that is not a map: -EBADMSG");
+	unlink(path);
+}
+
+/* ---- fake device: malloc'd buffers, address = pointer ---- */
+static int fd_alloc(void *c, size_t n, uint64_t *d)
+{
+	(void)c;
+	void *p = calloc(1, n);
+	*d = (uintptr_t)p;
+	return p ? 0 : -ENOMEM;
+}
+static void fd_free(void *c, uint64_t d)
+{
+	(void)c;
+	free((void *)(uintptr_t)d);
+}
+static int fd_htod(void *c, uint64_t d, const void *s, size_t n)
+{
+	(void)c;
+	memcpy((void *)(uintptr_t)d, s, n);
+	return 0;
+}
+static int fd_dtoh(void *c, void *h, uint64_t d, size_t n)
+{
+	(void)c;
+	memcpy(h, (void *)(uintptr_t)d, n);
+	return 0;
+}
+static int fd_map(void *c, void *h, size_t n, uint64_t *d)
+{
+	(void)c, (void)n;
+	*d = (uintptr_t)h;
+	return 0;
+}
+
+static void test_devmaps(void)
+{
+	struct gx_map *a = mk("da", GX_MAP_ARRAY, 4, 8, 4, 0, GX_MAP_F_SHM);
+	struct gx_map *h = mk("dh", GX_MAP_HASH, 4, 8, 4, 0, 0);
+	struct gx_map *r = mk("dr", GX_MAP_RINGBUF, 0, 0, 4096, 0, 0);
+	if (!a || !h || !r)
+		{ GX_CHECK(0, "devmaps maps"); return; }
+	uint32_t k = 0;
+	uint64_t v = 5;
+	gx_map__update(a, &k, &v, 0);
+	struct gx_map *maps[3] = { a, h, r };
+	static _Alignas(4096) unsigned char rt[4096 + sizeof(struct gx_ring)];
+	gx_ring__init((struct gx_ring *)rt, 4096);
+	struct gx_dev_ops ops = { NULL, fd_alloc, fd_free, fd_htod, fd_dtoh, fd_map, NULL };
+	struct gx_devmaps *d;
+	int ret = gx_devmaps__create(maps, 3, (struct gx_ring *)rt, sizeof(rt), GX_DEVRT_F_PRINTK, &ops, &d);
+	GX_CHECK(ret == 0, "devmaps create with memcpy callbacks");
+	if (ret)
+		return;
+	struct gx_devrt *drt = (struct gx_devrt *)(uintptr_t)gx_devmaps__devrt(d);
+	GX_CHECK(drt->magic == GX_DEVRT_MAGIC && drt->nr_maps == 3 && drt->maps[1].type == GX_MAP_HASH &&
+			 drt->maps[0].data != a->l.data && drt->maps[2].data == r->l.data &&
+			 drt->ring == (uintptr_t)rt && drt->flags == GX_DEVRT_F_PRINTK,
+		 "devrt: descriptors with device addresses, rings mapped not copied");
+	GX_CHECK(*(uint64_t *)(uintptr_t)drt->maps[0].data == 5, "upload copies the host contents");
+	/* the "kernel" writes device memory through the same helpers */
+	uint64_t dv = 77;
+	uint32_t hk = 9;
+	gx_h_map_update_elem((uintptr_t)&drt->maps[1], (uintptr_t)&hk, (uintptr_t)&dv, 0, 0);
+	*(uint64_t *)(uintptr_t)drt->maps[0].data = 6;
+	uint64_t gen0 = a->hdr->gen;
+	GX_CHECK(gx_devmaps__flush(d) == 0, "flush");
+	uint64_t *hv = gx_map__lookup(h, &hk);
+	GX_CHECK(hv && *hv == 77 && *(uint64_t *)gx_map__lookup(a, &k) == 6 && a->hdr->gen == gen0 + 1,
+		 "after flush the host copy has the device's entries and a new generation");
+	v = 8;
+	gx_map__update(a, &k, &v, 0);
+	GX_CHECK(gx_devmaps__push(d) == 0 && *(uint64_t *)(uintptr_t)drt->maps[0].data == 8,
+		 "push copies host updates to the device");
+	gx_devmaps__free(d);
+	gx_map__free(a);
+	gx_map__free(h);
+	gx_map__free(r);
+}
+
+static int fixture(const char *d)
+{
+	setenv("GPUEXT_SHM_DIR", d, 1);
+	struct gx_map *a = mk("fix.counts", GX_MAP_ARRAY, 4, 8, 4, 0, GX_MAP_F_SHM | GX_MAP_F_KEEP);
+	struct gx_map *h = mk("fix.kernels", GX_MAP_HASH, 8, 8, 16, 0, GX_MAP_F_SHM | GX_MAP_F_KEEP);
+	struct gx_map *s = mk("fix.persm", GX_MAP_PERSM_ARRAY, 4, 8, 2, 3, GX_MAP_F_SHM | GX_MAP_F_KEEP);
+	if (!a || !h || !s)
+		return 1;
+	for (uint32_t i = 0; i < 4; i++) {
+		uint64_t v = (i + 1) * 100;
+		gx_map__update(a, &i, &v, 0);
+	}
+	uint64_t k = 0xabcdef, v = 3;
+	gx_map__update(h, &k, &v, 0);
+	for (unsigned sh = 0; sh < 3; sh++)
+		*(uint64_t *)gx_map__shard_elem(s, sh, 1) = sh + 1;
+	gx_map__free(a);
+	gx_map__free(h);
+	gx_map__free(s);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "--fixture"))
+		return fixture(argv[2]);
+	snprintf(dir, sizeof(dir), "/tmp/gx_test_maps_%d", (int)getpid());
+	setenv("GPUEXT_SHM_DIR", dir, 1);
+	test_layout();
+	test_array();
+	test_hash();
+	test_hash_concurrent();
+	test_sharded();
+	test_ring();
+	test_shm();
+	test_devmaps();
+	rmdir(dir);
+	return gx_test_done();
+}

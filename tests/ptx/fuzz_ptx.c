@@ -1,0 +1,88 @@
+/* libFuzzer target for the PTX parser and emitter (and, through
+ * gx_ptx_rewrite, the passes): any bytes must either parse, or fail with a
+ * "line:col: message" error; what parses must emit text that parses again to
+ * the same text (the emitter's fixpoint); editing helpers and every pass must
+ * not crash on whatever parsed. Build: make; run: make fuzz-ptx. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx-rewrite/gx_ptx.h"
+#include "ptx-rewrite/ptx_ir.h"
+
+static void check_err(const char *err)
+{
+	unsigned l, c;
+	/* "line:col: message" or "snippet:line:col: message" */
+	if (!strncmp(err, "snippet:", 8))
+		err += 8;
+	if (sscanf(err, "%u:%u: ", &l, &c) != 2 && strcmp(err, "out of memory")) {
+		fprintf(stderr, "bad error message: '%s'\n", err);
+		abort();
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char err[256];
+	const char *text = (const char *)data;
+	struct ptx_module *m = ptx_module_parse(text, size, err, sizeof(err));
+	if (!m) {
+		check_err(err);
+		return 0;
+	}
+	struct gx_buf e1, e2;
+	gx_buf_init(&e1);
+	gx_buf_init(&e2);
+	if (ptx_module_emit(m, &e1))
+		abort();
+	struct ptx_module *m2 = ptx_module_parse(e1.data, e1.len, err, sizeof(err));
+	if (!m2) {
+		fprintf(stderr, "emitted text does not parse: %s\n---\n%s\n", err, e1.data);
+		abort();
+	}
+	if (ptx_module_emit(m2, &e2) || e1.len != e2.len || memcmp(e1.data, e2.data, e1.len)) {
+		fprintf(stderr, "not a fixpoint\n--- first\n%s\n--- second\n%s\n", e1.data, e2.data);
+		abort();
+	}
+	/* editing helpers on every function body */
+	ptx_for_each_item(m, it) {
+		if (it->kind != PTX_ITEM_FUNC || !it->func.has_body)
+			continue;
+		struct ptx_func *fn = &it->func;
+		const char *r = ptx_new_reg(m, fn, ".b32");
+		if (r && ptx_insert_text_before(m, fn, ptx_func_entry_point(fn), NULL, "mov.u32 %s, %%tid.x;", r))
+			abort();
+		for (struct ptx_stmt *s = fn->head; s; s = s->next) {
+			if (s->kind != PTX_STMT_INSN)
+				continue;
+			struct ptx_opinfo oi;
+			struct ptx_call_parts cp;
+			if (ptx_classify(&s->insn, &oi) == PTX_OP_CALL)
+				ptx_call_parts(&s->insn, &cp);
+		}
+	}
+	gx_buf_free(&e1);
+	gx_buf_init(&e1);
+	if (ptx_module_emit(m, &e1))
+		abort();
+	/* the same bytes as statements (snippet parser) */
+	struct ptx_stmt *f, *l;
+	if (ptx_parse_stmts(m, text, size, &f, &l))
+		check_err(m->err);
+	ptx_module_free(m2);
+	ptx_module_free(m);
+	gx_buf_free(&e1);
+	gx_buf_free(&e2);
+
+	/* every pass: may refuse, must not crash (small inputs: keeps the rate up) */
+	if (size > 8192)
+		return 0;
+	struct gx_ptx_rewrite_opts o = {.sz = sizeof(o), .hooks = 0xf, .persistent = size & 1};
+	struct gx_ptx_rewrite_result res;
+	if (gx_ptx_rewrite(text, size, &o, &res) == 0 && !res.ptx)
+		abort();
+	gx_ptx_rewrite_result_free(&res);
+	return 0;
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `gpuext ptx check|rewrite` front end: reports, JSON, output files, error
+# wording (path:line:col: message), flag validation.
+set -u
+G=${BUILD:-build}/bin/gpuext
+W=${BUILD:-build}/ptx-cli
+mkdir -p "$W"
+IN=tests/ptx/golden/body.ptx
+check() { if eval "$2" >/dev/null 2>&1; then echo "ok - $1"; else echo "not ok - $1: $2"; fi; }
+check "ptx check reports counts" "$G ptx check $IN | grep -q '^$IN: ok: [0-9]* lines, 1 kernels, 1 functions, [0-9]* instructions, [0-9]* memory ops'"
+check "ptx check --json" "$G --json ptx check $IN | grep -q '\"kernels\":1,\"functions\":1,.*\"fixpoint\":true'"
+check "ptx check -o writes the emitted text" "$G ptx check -o $W/body.out $IN && cmp -s $W/body.out tests/ptx/golden/body.out"
+printf '.version 8.0\n.entry k()\n{\n\tmov.u32 %%r1, 1\n}\n' >"$W/bad.ptx"
+check "syntax error is path:line:col: message" "$G ptx check $W/bad.ptx 2>&1 | grep -qx \"gpuext: error: $W/bad.ptx:5:1: expected ',' or ';' after an operand, found '}'\""
+check "syntax error exits 1" "$G ptx check $W/bad.ptx; [ \$? = 1 ]"
+check "--json error" "$G --json ptx check $W/bad.ptx | grep -q '^{\"error\":\"$W/bad.ptx:5:1: '"
+check "missing file" "$G ptx check $W/nope.ptx 2>&1 | grep -q \"cannot read '$W/nope.ptx'\""
+check "ptx check needs one file" "! $G ptx check"
+check "unknown ptx subcommand" "! $G ptx frob && $G ptx frob 2>&1 | grep -q \"unknown command 'ptx frob'\""
+check "rewrite identity writes stdout" "$G ptx rewrite $IN | cmp -s - tests/ptx/golden/body.out"
+check "rewrite identity -o" "$G ptx rewrite $IN -o $W/id.ptx && cmp -s $W/id.ptx tests/ptx/golden/body.out"
+check "rewrite syntax error" "$G ptx rewrite $W/bad.ptx -o $W/x.ptx 2>&1 | grep -q \"$W/bad.ptx:5:1: \""
+check "rewrite --hooks validates names" "$G ptx rewrite --hooks entry,frob $IN 2>&1 | grep -q \"unknown hook 'frob'\""
+check "rewrite --bind validates" "$G ptx rewrite --policy-ptx $IN --bind entry $IN 2>&1 | grep -q 'bind wants HOOK:FUNC'"
+check "rewrite --bind needs --policy-ptx" "$G ptx rewrite --bind entry:f $IN 2>&1 | grep -q 'go together'"
+check "rewrite --policy not yet" "$G ptx rewrite --policy x.bpf.o $IN 2>&1 | grep -q 'not supported yet'"
+check "rewrite --max-ptx validates" "$G ptx rewrite --max-ptx 9 $IN 2>&1 | grep -q 'max-ptx wants X.Y'"
+check "rewrite --hooks all --json" "$G --json ptx rewrite --hooks all $IN -o $W/all.ptx | grep -q '\"kernels\":1,\"hooks\":[1-9]'"
+# -o to a device must write through it, never replace it (temp+rename)
+mkfifo "$W/fifo" 2>/dev/null
+( cat "$W/fifo" >"$W/fifo.out" ) &
+check "rewrite -o FIFO writes through the pipe" "$G ptx rewrite $IN -o $W/fifo && wait && [ -p $W/fifo ] && cmp -s $W/fifo.out tests/ptx/golden/body.out"
+rm -f "$W/fifo"
