@@ -91,6 +91,3 @@ TEST_BINS += $(BUILD)/tests/test_bpf_cli.sh
 TESTS     += $(BUILD)/tests/test_bpf_cli.sh
 $(BUILD)/tests/test_bpf_cli.sh: tests/devbpf/test_bpf_cli.sh
 	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
-
-# JIT, helpers and maps runtime (libgxjit.a, libgxmaps.a).
-include devbpf/jit.mk

@@ -47,6 +47,7 @@ struct ctxst {
 	struct gx_devmaps *dm;
 	CUstream stream;
 	struct gx_ring *rt_ring;
+	uint64_t safe; /* setup failed: a zeroed gx_devrt (no maps) for hooked modules */
 };
 
 static const struct gx_policy_desc *pd;
@@ -56,6 +57,12 @@ static struct ctxst ctxs[MAX_CTX];
 static unsigned nr_ctx;
 static CUmodule done_mods[MAX_DONE]; /* modules whose __gx_devrt is written (or has none) */
 static unsigned nr_done;
+#define MAX_SEEN 512
+static struct {
+	CUfunction f;
+	unsigned ctx;
+} seen[MAX_SEEN]; /* functions handled: their launches skip the driver queries */
+static unsigned nr_seen;
 static uint64_t knames[MAX_DONE];
 static unsigned nr_knames;
 static struct gx_buf evlog; /* pending tool-log bytes */
@@ -282,6 +289,12 @@ static int ctx_setup(struct ctxst *st)
 		else if (s.type == GX_MAP_PERWARP_ARRAY)
 			s.nr_shards = st->nr_sms * GX_WARP_SLOTS_PER_SM;
 		int ret = gx_map__create(&s, GX_MAP_F_SHM | GX_MAP_F_KEEP, &st->maps[i]);
+		if (ret) {
+			/* No shm folder: the policy still runs, tools just cannot see it. */
+			pr_warn("policy %s: map %s: no shared-memory copy (%s); keeping it private", ptag, name,
+				strerror(-ret));
+			ret = gx_map__create(&s, 0, &st->maps[i]);
+		}
 		if (ret)
 			return ret;
 		if (pm->init && pm->init_len && s.type == GX_MAP_ARRAY)
@@ -334,6 +347,11 @@ static struct ctxst *ctx_get(CUcontext c)
 			ptag, st->idx, strerror(-ret));
 		ctx_teardown(st, true);
 		st->failed = 1;
+		/* Modules rewritten before the failure still call the policy: give
+		 * them a devrt with no maps, where every helper finds nothing. */
+		static const struct gx_devrt zero;
+		if (op_alloc(NULL, sizeof(zero), &st->safe) == 0 && op_htod(NULL, st->safe, &zero, sizeof(zero)))
+			st->safe = 0;
 		return NULL;
 	}
 	if (!drainer_on && !pthread_create(&drainer, NULL, drain_main, NULL))
@@ -344,8 +362,10 @@ static struct ctxst *ctx_get(CUcontext c)
 int gx_devrt_ctx_ready(void)
 {
 	CUcontext c = NULL;
+	/* No current context (a library loaded before any): its contexts get
+	 * their maps at their first launch. */
 	if (REAL(cuCtxGetCurrent)(&c) != CUDA_SUCCESS || !c)
-		return -ENODEV;
+		return 0;
 	pthread_mutex_lock(&rt_lock);
 	struct ctxst *st = ctx_get(c);
 	pthread_mutex_unlock(&rt_lock);
@@ -455,6 +475,11 @@ static bool done_has(CUmodule m)
 
 static void module_devrt(struct ctxst *st, CUfunction f, bool is_kernel)
 {
+	for (unsigned i = 0; i < nr_seen; i++)
+		if (seen[i].f == f && seen[i].ctx == st->idx)
+			return;
+	if (nr_seen < MAX_SEEN)
+		seen[nr_seen].f = f, seen[nr_seen++].ctx = st->idx;
 	CUmodule mod = NULL;
 	if (is_kernel && REAL(cuKernelGetFunction)(&f, (CUkernel)f) != CUDA_SUCCESS)
 		return;
@@ -463,7 +488,7 @@ static void module_devrt(struct ctxst *st, CUfunction f, bool is_kernel)
 	CUdeviceptr g = 0;
 	size_t sz = 0;
 	if (REAL(cuModuleGetGlobal_v2)(&g, &sz, mod, GDEV_DEVRT_SYMBOL) == CUDA_SUCCESS && sz == 8) {
-		uint64_t a = gx_devmaps__devrt(st->dm);
+		uint64_t a = st->dm ? gx_devmaps__devrt(st->dm) : st->safe;
 		if (REAL(cuMemcpyHtoD_v2)(g, &a, 8) != CUDA_SUCCESS)
 			pr_warn("policy %s: cannot write %s of a module", ptag, GDEV_DEVRT_SYMBOL);
 		else
@@ -511,6 +536,13 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 		pthread_mutex_unlock(&rt_lock);
 		return CUDA_SUCCESS;
 	}
+	if (ev->kind == GX_EV_MODULE_UNLOAD) {
+		/* A later module may get the same handle: forget what we wrote. */
+		nr_done = 0;
+		nr_seen = 0;
+		pthread_mutex_unlock(&rt_lock);
+		return CUDA_SUCCESS;
+	}
 	if (ev->kind == GX_EV_CTX_DESTROY) {
 		for (unsigned i = 0; i < nr_ctx; i++)
 			if (ctxs[i].ctx == c && !ctxs[i].failed) {
@@ -522,12 +554,17 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 				ctxs[i].failed = 1; /* a new context at this address gets a new slot */
 				ctxs[i].ctx = NULL;
 			}
-		nr_done = 0; /* module handles of that context may be reused */
+		nr_done = 0; /* module and function handles of that context may be reused */
+		nr_seen = 0;
 		pthread_mutex_unlock(&rt_lock);
 		return CUDA_SUCCESS;
 	}
 	struct ctxst *st = ctx_get(c);
-	if (st) {
+	if (!st) {
+		for (unsigned i = 0; i < nr_ctx; i++)
+			if (ctxs[i].ctx == c && ctxs[i].safe && ev->kind == GX_EV_LAUNCH)
+				module_devrt(&ctxs[i], ev->launch.func, ev->launch.is_kernel);
+	} else {
 		CUfunction f = ev->kind == GX_EV_LAUNCH ? ev->launch.func : ev->graph.params.func;
 		bool is_kernel = ev->kind == GX_EV_LAUNCH ? ev->launch.is_kernel : false;
 		if (f)
@@ -583,7 +620,7 @@ int gx_devrt_start(const struct gx_policy_desc *d, const char *tag)
 	ev_put(&p, sizeof(p));
 	gx_lock_register(&rt_lock, 15);
 	int id = gx_events_subscribe(GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE) |
-					     GX_EV_MASK(GX_EV_CTX_DESTROY),
+					     GX_EV_MASK(GX_EV_CTX_DESTROY) | GX_EV_MASK(GX_EV_MODULE_UNLOAD),
 				     on_event, NULL);
 	if (id < 0)
 		return id;

@@ -72,14 +72,14 @@ int main(int argc, char **argv)
 	long long blocks = 3LL * GA + GB + NC / 256;
 	long long warps = 3LL * GA * (TA / 32) + (long long)GB * ((TB + 31) / 32) + (NC / 256) * 8;
 	long long threads = 3LL * GA * TA + (long long)GB * TB + NC;
-	printf("launched blocks=%lld warps=%lld threads=%lld\n", blocks, warps, threads);
-	printf("launches uneven=4 copy=1\n");
-	printf("range");
+	fprintf(stderr, "launched blocks=%lld warps=%lld threads=%lld\n", blocks, warps, threads);
+	fprintf(stderr, "launches uneven=4 copy=1\n");
+	fprintf(stderr, "range");
 	const float *lo[4] = { a, b, cin, cout };
 	size_t len[4] = { na, nb, (size_t)NC, (size_t)NC };
 	for (int i = 0; i < 4; i++)
-		printf(" %llu %llu", (unsigned long long)(uintptr_t)lo[i], (unsigned long long)(uintptr_t)(lo[i] + len[i]));
-	printf("\n");
-	printf("sms %d\n", sms);
+		fprintf(stderr, " %llu %llu", (unsigned long long)(uintptr_t)lo[i], (unsigned long long)(uintptr_t)(lo[i] + len[i]));
+	fprintf(stderr, "\n");
+	fprintf(stderr, "sms %d\n", sms);
 	return 0;
 }
