@@ -17,14 +17,15 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: gpuext bpf jit FILE.bpf.o [--target ptx|native] [-o OUT] [--prefix P]\n"
-		   "                        [--ir] [--no-verify] [--extern-devrt]\n"
+		   "                        [--ir] [--no-verify] [--define-devrt]\n"
 		   "  --target ptx     PTX .funcs for the rewriter (default)\n"
 		   "  --target native  x86-64 through ORC (host policies, tests)\n"
 		   "  -o OUT           write PTX (or native assembly) to OUT instead of stdout\n"
 		   "  --prefix P       function name prefix (default gxp_)\n"
 		   "  --ir             print the optimized LLVM IR instead\n"
 		   "  --no-verify      skip the verifier (debugging only)\n"
-		   "  --extern-devrt   declare __gx_devrt .extern instead of defining it\n");
+		   "  --define-devrt   define __gx_devrt (standalone modules; the default\n"
+		   "                   .extern declaration is what ptx-rewrite links)\n");
 }
 
 static void log_line(void *user, const char *line)
@@ -82,7 +83,7 @@ int gx_cli_bpf_jit(int argc, char **argv)
 			ir = 1;
 		} else if (!strcmp(a, "--no-verify")) {
 			verify = 0;
-		} else if (!strcmp(a, "--extern-devrt")) {
+		} else if (!strcmp(a, "--define-devrt")) {
 			ext = 1;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
@@ -134,7 +135,7 @@ int gx_cli_bpf_jit(int argc, char **argv)
 					.prefix = prefix,
 					.maps = maps,
 					.nr_maps = nr_maps,
-					.devrt_extern = ext,
+					.define_devrt = ext,
 					.keep_text = ir || native };
 	char err[512];
 	j = gx_jit_object(obj, &o, &b, &nb, err, sizeof(err));

@@ -55,12 +55,14 @@ static int for_each_map(int (*fn)(struct gx_map *m, const char *file, void *u), 
 		if (!t)
 			break;
 		names = t;
-		names[nn++] = strdup(e->d_name);
+		if (!(names[nn] = strdup(e->d_name)))
+			break;
+		nn++;
 	}
 	closedir(d);
 	qsort(names, nn, sizeof(*names), (int (*)(const void *, const void *))strcmp);
 	for (size_t i = 0; i < nn; i++) {
-		if (!stop && names[i]) {
+		if (!stop) {
 			snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 			struct gx_map *m;
 			if (!gx_map__open(path, 0, &m)) {

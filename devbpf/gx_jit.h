@@ -21,7 +21,8 @@
  *  - GX_JIT_PTX: one `.visible .func (.param .b32 r) NAME(.param .b64 ctx)`
  *    per program (the hook ABI of gdev_ctx.h); helpers from the device helper
  *    bitcode are linked in and inlined; maps are reached through the module
- *    global `__gx_devrt` (struct gx_devrt, gx_devrt.h).
+ *    global `__gx_devrt` (struct gx_devrt, gx_devrt.h), declared `.extern`
+ *    unless define_devrt.
  *  - GX_JIT_NATIVE: ORC LLJIT; functions `uint32_t f(void *ctx)` calling the
  *    host helper implementations (gx_hosthelpers.h) on host maps (gx_map). */
 #ifndef GX_JIT_H
@@ -55,6 +56,18 @@ struct gx_jit_prog {
 	size_t nr_insns;
 };
 
+/* A callable the native target offers besides the helper table: host
+ * helpers of other hooks, or kfuncs (calls with src_reg BPF_PSEUDO_KFUNC_CALL,
+ * imm = the kfunc's BTF id as the loader left it). Called with r1..r5 as
+ * u64 arguments, r0 = the u64 result. */
+struct gx_jit_extern {
+	int kfunc;          /* 0: helper id, 1: kfunc */
+	int id;             /* helper id or kfunc imm */
+	const char *symbol; /* C identifier, unique */
+	unsigned long long (*fn)(unsigned long long, unsigned long long, unsigned long long,
+				 unsigned long long, unsigned long long);
+};
+
 struct gx_jit_opts {
 	size_t sz;                 /* sizeof(struct gx_jit_opts) */
 	enum gx_jit_target target;
@@ -62,11 +75,17 @@ struct gx_jit_opts {
 	size_t nr_maps;
 	int opt_level;     /* 0..3; 0 = default (2) */
 	int ret64;         /* functions return the full 64-bit r0 (tests) */
-	int devrt_extern;  /* PTX: declare __gx_devrt .extern instead of defining it */
+	int define_devrt;  /* PTX: define __gx_devrt (standalone modules, tests);
+			    * default: `.extern` — ptx-rewrite adds the one
+			    * definition to the rewritten module and refuses
+			    * policy PTX that defines it */
 	const char *cpu;   /* PTX: default "sm_90" */
 	const char *features; /* PTX: default "+ptx80" */
 	int keep_text;     /* keep the optimized IR (and native assembly) for
 			    * gx_jit__ir / gx_jit__asm (costs time: off for hot paths) */
+	/* Native only: extra helpers / kfuncs, looked up before the table. */
+	const struct gx_jit_extern *externs;
+	size_t nr_externs;
 };
 
 struct gx_jit;
@@ -110,7 +129,7 @@ struct gx_jit_object_opts {
 	const char *prefix; /* function name prefix; NULL = "gxp_" */
 	struct gx_map *const *maps; /* native: from gx_jit_object_maps */
 	size_t nr_maps;
-	int devrt_extern;
+	int define_devrt;
 	int keep_text;
 	int device_only;    /* only programs of device hooks (gdev/...) */
 };

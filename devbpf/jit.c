@@ -108,6 +108,20 @@ GX_EXPORT struct gx_jit *gx_jit__new(const struct gx_jit_prog *progs, size_t nr_
 		errno = EINVAL;
 		return NULL;
 	}
+	if (o.nr_externs && (o.target != GX_JIT_NATIVE || !o.externs)) {
+		gx_jit_errf(err, err_sz, 0, "externs are available to the native target only");
+		errno = EINVAL;
+		return NULL;
+	}
+	for (size_t i = 0; i < o.nr_externs; i++) {
+		if (!valid_name(o.externs[i].symbol) || !o.externs[i].fn ||
+		    !strncmp(o.externs[i].symbol, "gx_h_", 5)) {
+			gx_jit_errf(err, err_sz, 0, "invalid extern '%s'",
+				    o.externs[i].symbol ? o.externs[i].symbol : "");
+			errno = EINVAL;
+			return NULL;
+		}
+	}
 	for (size_t i = 0; i < nr_progs; i++) {
 		if (!progs[i].name || !valid_name(gx_jit_func_name(&progs[i]))) {
 			gx_jit_errf(err, err_sz, 0, "prog %s: invalid function name '%s'",

@@ -92,3 +92,14 @@ $(GPUT_HARN): $(call objs,tests/gpu/devbpf_harness.c tests/devbpf/gpu/gpu_common
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) -L$(CUDA_HOME)/lib64/stubs -lcuda -lpthread
 BINS_ALL  += $(GPUT_OUT) $(GPUT_KPTX) $(GPUT_HARN)
 TESTS     += "$(GPUT_REF) $(BUILD)/tests/devbpf/progs/gpu_policies.bpf.o $(BUILD)/tests/devbpf/progs/jit_count.bpf.o $(GPUT_DIR)"
+
+# The maps runtime under ASan + UBSan (leaks, overflows in the shm/ring code).
+MAPS_ASAN := $(BUILD)/tests/test_maps_asan
+$(MAPS_ASAN): tests/devbpf/test_maps.c $(MAPS_SRCS) $(COMMON_SRCS) $(wildcard devbpf/*.h devbpf/helpers/*.h)
+	$(call msg,ASAN,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -std=gnu11 -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+		-fno-omit-frame-pointer -D_GNU_SOURCE -I. -Icommon -o $@ tests/devbpf/test_maps.c \
+		$(MAPS_SRCS) $(COMMON_SRCS) -lpthread
+TEST_BINS += $(MAPS_ASAN)
+TESTS     += $(MAPS_ASAN)

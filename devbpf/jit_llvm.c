@@ -604,9 +604,18 @@ static int emit_call(struct tx *t, size_t pc, const struct bpf_insn *in)
 		forget_maps(t);
 		return 0;
 	}
-	if (in->src_reg != 0)
-		return TXERR(t, pc, "unsupported call kind %d (kfuncs are not available)",
-			     in->src_reg);
+	if (in->src_reg != 0 && in->src_reg != BPF_PSEUDO_KFUNC_CALL)
+		return TXERR(t, pc, "unsupported call kind %d", in->src_reg);
+	for (size_t i = 0; i < t->o->nr_externs; i++) {
+		const struct gx_jit_extern *x = &t->o->externs[i];
+		if (x->id == in->imm && !!x->kfunc == (in->src_reg == BPF_PSEUDO_KFUNC_CALL)) {
+			wr(t, BPF_REG_0, call_helper(t, x->symbol, a));
+			forget_maps(t);
+			return 0;
+		}
+	}
+	if (in->src_reg == BPF_PSEUDO_KFUNC_CALL)
+		return TXERR(t, pc, "kfunc %d is not provided", in->imm);
 	const struct gx_helper_desc *h = gx_helper_find((unsigned)in->imm);
 	if (!h)
 		return TXERR(t, pc, "unknown helper %d", in->imm);

@@ -61,12 +61,13 @@ static LLVMTargetMachineRef host_tm(int opt_level)
 	return tm;
 }
 
-static int define_helpers(LLVMOrcLLJITRef jit, char *err, size_t err_sz)
+static int define_helpers(LLVMOrcLLJITRef jit, const struct gx_jit_opts *o, char *err,
+			  size_t err_sz)
 {
 	unsigned nr, nx;
 	const struct gx_helper_desc *h = gx_helper_table(&nr);
 	const struct gx_helper_sym *x = gx_helper_extra_syms(&nx);
-	LLVMOrcCSymbolMapPair *pairs = calloc(nr + nx, sizeof(*pairs));
+	LLVMOrcCSymbolMapPair *pairs = calloc(nr + nx + o->nr_externs, sizeof(*pairs));
 	size_t k = 0;
 	if (!pairs)
 		return -ENOMEM;
@@ -82,6 +83,12 @@ static int define_helpers(LLVMOrcLLJITRef jit, char *err, size_t err_sz)
 	for (unsigned i = 0; i < nx; i++, k++) {
 		pairs[k].Name = LLVMOrcLLJITMangleAndIntern(jit, x[i].symbol);
 		pairs[k].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)x[i].host;
+		pairs[k].Sym.Flags.GenericFlags =
+			LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+	}
+	for (size_t i = 0; i < o->nr_externs; i++, k++) {
+		pairs[k].Name = LLVMOrcLLJITMangleAndIntern(jit, o->externs[i].symbol);
+		pairs[k].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)o->externs[i].fn;
 		pairs[k].Sym.Flags.GenericFlags =
 			LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
 	}
@@ -112,7 +119,7 @@ int gx_jit_emit_native(struct gx_jit *j, const struct gx_jit_prog *progs, size_t
 	LLVMErrorRef e = LLVMOrcCreateLLJIT(&n->lljit, NULL);
 	if (e)
 		return orc_err(e, err, err_sz, "creating the native JIT");
-	ret = define_helpers(n->lljit, err, err_sz);
+	ret = define_helpers(n->lljit, o, err, err_sz);
 	if (ret)
 		return ret;
 	LLVMTargetMachineRef tm = host_tm(o->opt_level);

@@ -128,7 +128,7 @@ GX_EXPORT struct gx_jit *gx_jit_object(const struct gx_bpf_object *obj,
 		goto out;
 	}
 	struct gx_jit_opts jo = { .sz = sizeof(jo), .target = opts->target, .maps = maps,
-				  .nr_maps = nm, .devrt_extern = opts->devrt_extern,
+				  .nr_maps = nm, .define_devrt = opts->define_devrt,
 				  .keep_text = opts->keep_text };
 	j = gx_jit__new(progs, k, &jo, err, err_sz);
 out:

@@ -72,7 +72,7 @@ static int link_helpers(LLVMContextRef ctx, LLVMModuleRef mod, const struct gx_j
 	if (!g)
 		return gx_jit_errf(err, err_sz, -EINVAL, "device helpers lack %s",
 				   GDEV_DEVRT_SYMBOL);
-	if (o->devrt_extern)
+	if (!o->define_devrt)
 		LLVMSetInitializer(g, NULL);
 	return 0;
 }

@@ -110,13 +110,13 @@ static bool reg_covers(const struct vreg *o, const struct vreg *c, struct idmap 
 	return false;
 }
 
-static bool frame_covers(const struct vframe *o, const struct vframe *c, struct idmap *m)
+static bool frame_covers(const struct vframe *o, const struct vframe *c, struct idmap *m, uint16_t live)
 {
 	if (o->callsite != c->callsite || o->subprog != c->subprog || o->is_callback != c->is_callback ||
 	    o->cb_iters != c->cb_iters)
 		return false;
 	for (int r = 0; r < 11; r++)
-		if (!reg_covers(&o->regs[r], &c->regs[r], m))
+		if (((live >> r) & 1) && !reg_covers(&o->regs[r], &c->regs[r], m))
 			return false;
 	for (int s = 0; s < V_SLOTS; s++) {
 		const struct vslot *os = &o->stack[s], *cs = &c->stack[s];
@@ -136,14 +136,26 @@ static bool frame_covers(const struct vframe *o, const struct vframe *c, struct 
 	return true;
 }
 
-static bool state_covers(const struct vstate *o, const struct vstate *c)
+/* Does old state o cover current state c at insn idx? Only registers live
+ * there count (for callers: those live after their call returns). */
+static bool state_covers(const struct venv *env, uint32_t idx, const struct vstate *o, const struct vstate *c)
 {
 	if (o->nframes != c->nframes)
 		return false;
 	struct idmap m = { .n = 0 };
-	for (int i = 0; i < o->nframes; i++)
-		if (!frame_covers(o->frames[i], c->frames[i], &m))
+	for (int i = 0; i < o->nframes; i++) {
+		uint16_t live = 0x7ff;
+		if (env) {
+			if (i == o->nframes - 1) {
+				live = env->live[idx] | 0x400;
+			} else {
+				uint32_t ret = (uint32_t)o->frames[i + 1]->callsite + 1;
+				live = ret < env->cnt ? (uint16_t)((env->live[ret] & 0x3c0) | 0x400) : 0x7ff;
+			}
+		}
+		if (!frame_covers(o->frames[i], c->frames[i], &m, live))
 			return false;
+	}
 	return true;
 }
 
@@ -182,11 +194,11 @@ static int prune_or_store(struct venv *env, struct vstate *st, uint32_t idx)
 		if (s->refs == 0) {
 			if ((uint64_t)st->path_insns + s->rem_insns <= env->budget.max_path_insns &&
 			    (uint64_t)st->path_calls + s->rem_calls <= env->budget.max_helper_calls &&
-			    state_covers(&s->st, st)) {
+			    state_covers(env, idx, &s->st, st)) {
 				path_end(env, st, st->path_insns + s->rem_insns, st->path_calls + s->rem_calls);
 				return 1;
 			}
-		} else if (state_covers(&s->st, st) && state_covers(st, &s->st)) {
+		} else if (state_covers(NULL, idx, &s->st, st) && state_covers(NULL, idx, st, &s->st)) {
 			return verr(env, idx, "infinite loop detected");
 		}
 	}
@@ -903,6 +915,7 @@ static int explore(struct venv *env)
 static void env_free(struct venv *env)
 {
 	free(env->prune_point);
+	free(env->live);
 	free(env->is_jmp_target);
 	free(env->subprog_of);
 	for (uint32_t s = 0; s < env->nsubprogs; s++)
@@ -961,6 +974,7 @@ GX_EXPORT int gx_bpf_prog__verify(struct gx_bpf_prog *prog, const struct gx_bpf_
 		goto out;
 	}
 	err = vcfg_check(&env);
+	err = err ?: vcfg_liveness(&env);
 	if (err)
 		goto out;
 	env.stored = calloc(env.cnt, sizeof(*env.stored));

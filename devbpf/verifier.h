@@ -18,7 +18,7 @@
 #define V_MAX_FRAMES 8
 #define V_STACK 512
 #define V_SLOTS (V_STACK / 8)
-#define V_MAX_STATES_PER_INSN 32
+#define V_MAX_STATES_PER_INSN 512
 
 enum vtype {
 	V_NOT_INIT = 0,
@@ -110,6 +110,7 @@ struct venv {
 	struct gx_bpf_verify_opts opts;
 	/* cfg */
 	uint8_t *prune_point;
+	uint16_t *live;          /* per insn: registers r0-r9 live on entry */
 	uint8_t *is_jmp_target;
 	int32_t *subprog_of;     /* per insn */
 	struct vsubprog *subprogs;
@@ -141,6 +142,7 @@ int verr(struct venv *env, uint32_t insn, const char *fmt, ...) __attribute__((f
 
 /* verifier_cfg.c */
 int vcfg_check(struct venv *env);
+int vcfg_liveness(struct venv *env);
 
 /* verifier_scalar.c */
 void vreg_mark_unknown(struct vreg *r);

@@ -360,3 +360,86 @@ out:
 	free(is_cb);
 	return err;
 }
+
+/* Register liveness (r0-r9), backward over each subprogram: a register not
+ * read before being written from an insn on does not matter there, so state
+ * pruning ignores it (verifier.c). Calls use r1-r5 and define r0-r5; exit
+ * uses r0. */
+int vcfg_liveness(struct venv *env)
+{
+	uint32_t n = env->cnt;
+	env->live = calloc(n, sizeof(*env->live));
+	if (!env->live)
+		return -ENOMEM;
+	bool changed = true;
+	int rounds = 0;
+	while (changed && rounds++ < 1000) {
+		changed = false;
+		for (uint32_t k = n; k-- > 0;) {
+			const struct bpf_insn *in = &env->insns[k];
+			uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+			uint16_t out = 0, use = 0, def = 0;
+			uint32_t end = env->subprogs[env->subprog_of[k]].end;
+			if (k > 0 && is_ldimm64(&env->insns[k - 1]))
+				continue; /* second half */
+			bool fall = true;
+			switch (cls) {
+			case BPF_ALU:
+			case BPF_ALU64:
+				def = 1u << in->dst_reg;
+				if (op != BPF_MOV)
+					use |= 1u << in->dst_reg;
+				if (BPF_SRC(in->code) == BPF_X && op != BPF_END && op != BPF_NEG)
+					use |= 1u << in->src_reg;
+				break;
+			case BPF_LD:
+				def = 1u << in->dst_reg;
+				break;
+			case BPF_LDX:
+				use = 1u << in->src_reg;
+				def = 1u << in->dst_reg;
+				break;
+			case BPF_ST:
+				use = 1u << in->dst_reg;
+				break;
+			case BPF_STX:
+				use = (1u << in->dst_reg) | (1u << in->src_reg);
+				if (BPF_MODE(in->code) == BPF_ATOMIC) {
+					if (in->imm == BPF_CMPXCHG)
+						use |= 1u, def = 1u;
+					else if ((in->imm & BPF_FETCH) || in->imm == BPF_XCHG)
+						def = 1u << in->src_reg, use |= 1u << in->src_reg;
+				}
+				break;
+			case BPF_JMP:
+			case BPF_JMP32:
+				if (op == BPF_EXIT) {
+					use = 1u;
+					fall = false;
+				} else if (op == BPF_CALL) {
+					use = 0x3e;
+					def = 0x3f;
+				} else if (op == BPF_JA) {
+					fall = false;
+					int64_t t = (int64_t)k + (cls == BPF_JMP32 ? in->imm : in->off) + 1;
+					out |= env->live[t];
+				} else {
+					use = 1u << in->dst_reg;
+					if (BPF_SRC(in->code) == BPF_X)
+						use |= 1u << in->src_reg;
+					out |= env->live[(int64_t)k + in->off + 1];
+				}
+				break;
+			}
+			uint32_t nx = k + (is_ldimm64(in) ? 2 : 1);
+			if (fall && nx < end)
+				out |= env->live[nx];
+			uint16_t li = (uint16_t)(((out & ~def) | use) & 0x3ff);
+			if (li != env->live[k]) {
+				env->live[k] = li;
+				changed = true;
+			}
+		}
+	}
+	return 0;
+}

@@ -29,8 +29,6 @@ int gx_copy_in(void *k, size_t ksize, void __user *u, u32 *usize)
 
 	if (get_user(size, (u32 __user *)u))
 		return -EFAULT;
-	if (size < ksize && size < 8)
-		return -EINVAL;
 	if (size < ksize)
 		return -EINVAL; /* version 1 is the first: all of it is required */
 	if (size > PAGE_SIZE)

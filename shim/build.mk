@@ -15,7 +15,8 @@ ifeq ($(IMAGE_LIB),)
 SHIM_SRCS   += shim/noimage.c
 IMAGE_LDLIBS ?=
 endif
-SHIM_OBJS   := $(call objs,$(SHIM_SRCS)) $(BUILD)/obj/shim/lazy.o $(SHIM_GEN)/gx_tramp.o
+SHIM_OBJS   := $(call objs,$(SHIM_SRCS)) $(BUILD)/obj/shim/lazy.o $(BUILD)/obj/shim/launch_fast.o \
+               $(SHIM_GEN)/gx_tramp.o
 SHIM_CFLAGS := -I$(SHIM_GEN)
 
 # One stamp for the three generated files (a multi-target rule would run twice).
@@ -23,7 +24,7 @@ $(SHIM_GEN)/.stamp: shim/gen-syms.sh $(CUDA_STUB) $(CUDA_HOME)/include/cuda.h
 	$(call msg,GEN,$(SHIM_GEN))
 	$(Q)shim/gen-syms.sh $(CUDA_STUB) $(CUDA_HOME)/include $(CC) $(SHIM_GEN)
 	$(Q)touch $@
-$(SHIM_GEN)/gx_syms.h $(SHIM_GEN)/gx_tramp.S $(SHIM_GEN)/syms.list: $(SHIM_GEN)/.stamp
+$(SHIM_GEN)/gx_syms.h $(SHIM_GEN)/gx_tramp.S $(SHIM_GEN)/syms.list $(SHIM_GEN)/gx_syms.inc: $(SHIM_GEN)/.stamp
 
 $(call objs,$(SHIM_SRCS)): CFLAGS += $(SHIM_CFLAGS)
 $(call objs,$(SHIM_SRCS)): $(SHIM_GEN)/gx_syms.h
@@ -32,6 +33,11 @@ $(BUILD)/obj/shim/lazy.o: shim/lazy.S
 	$(call msg,AS,$<)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -c $< -o $@
+
+$(BUILD)/obj/shim/launch_fast.o: shim/launch_fast.S $(SHIM_GEN)/.stamp
+	$(call msg,AS,$<)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -Wa,-I$(SHIM_GEN) -c $< -o $@
 
 $(SHIM_GEN)/gx_tramp.o: $(SHIM_GEN)/gx_tramp.S
 	$(call msg,AS,$<)

@@ -5,6 +5,7 @@
 # profiler functions of their headers. Writes, into OUTDIR:
 #   syms.list     one name a line, sorted (also used by the tests)
 #   gx_syms.h     enum GX_SYM_<name> and GX_NR_SYMS
+#   gx_syms.inc   the same indices as assembler symbols
 #   gx_tramp.S    per name: a weak exported trampoline `jmp *gx_slots[i]`
 #                 (a C wrapper of the same name overrides it), a lazy stub
 #                 that resolves the slot on first call, and the tables.
@@ -80,7 +81,10 @@ n=$(wc -l <"$tmp/all")
 	awk '{printf "\t.quad .Ln%d\n", NR - 1}' "$tmp/all"
 } >"$tmp/gx_tramp.S"
 
+# The same indices for hand-written assembly (.include "gx_syms.inc").
+awk '{printf "\t.set GX_SYM_%s, %d\n", $1, NR - 1}' "$tmp/all" >"$tmp/gx_syms.inc"
+
 cp "$tmp/all" "$out/syms.list.tmp" && mv "$out/syms.list.tmp" "$out/syms.list"
-for f in gx_syms.h gx_tramp.S; do
+for f in gx_syms.h gx_tramp.S gx_syms.inc; do
 	cmp -s "$tmp/$f" "$out/$f" 2>/dev/null || cp "$tmp/$f" "$out/$f"
 done

@@ -50,7 +50,7 @@ struct gx_image_entry {
 	unsigned ver_minor;
 	int prelinked;           /* from a version-2 wrapper's prelinked list: relocatable
 				  * (-rdc) code that needs linking, never loaded alone */
-	const char *options;     /* PTX: ptxas options recorded in the header, else NULL */
+	const char *options;     /* PTX: ptxas options; LTO-IR: NVVM options; else NULL */
 	size_t offset;           /* entry header offset from its container's start */
 };
 

@@ -237,7 +237,10 @@ static int scan_elf(struct scan *s)
 			seg = sh;
 		else if ((s->flags & GX_HOSTELF_SCAN_DATA) && sh->sh_type == SHT_PROGBITS &&
 			 (sh->sh_flags & SHF_ALLOC) && !(sh->sh_flags & SHF_EXECINSTR))
-			ret = scan_data_section(s, name, sh);
+			/* The name must outlive elf_end(): keep it only if it lies in
+			 * the caller's buffer (libelf points there for memory images). */
+			ret = scan_data_section(s, (const uint8_t *)name >= s->base &&
+						   (const uint8_t *)name < s->base + s->len ? name : "(data)", sh);
 	}
 	if (!ret && seg)
 		ret = mark_wrappers(s, seg, shs, nsh);

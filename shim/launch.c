@@ -1,6 +1,7 @@
-/* launch.c — kernel launches. With no launch subscriber the wrapper is one
- * relaxed load, a not-taken branch and a tail call into the driver (no lock,
- * no allocation, no TLS); everything else lives in the out-of-line slow path.
+/* launch.c — kernel launches, slow path. The exported wrappers are in
+ * launch_fast.S: with no launch subscriber they are a test of one bit and
+ * the same indirect jump as a forwarded symbol (no lock, no allocation, no
+ * TLS, no frame); with one they jump here, arguments untouched.
  * Function handles need no translation: the application already holds the
  * handles of the rewritten code (gx_tables.h). */
 #include <string.h>
@@ -28,7 +29,7 @@ static __attribute__((noinline)) CUresult launch_event(struct gx_event *ev)
 		unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,               \
 		unsigned int sharedMemBytes, CUstream hStream
 
-static __attribute__((noinline, cold)) CUresult launch_slow(unsigned sym, enum gx_launch_api api, LAUNCH_ARGS,
+static CUresult launch_slow(unsigned sym, enum gx_launch_api api, LAUNCH_ARGS,
 							    void **kernelParams, void **extra)
 {
 	struct gx_event ev = { .kind = GX_EV_LAUNCH };
@@ -56,43 +57,35 @@ static __attribute__((noinline, cold)) CUresult launch_slow(unsigned sym, enum g
 						 l->kernel_params, l->extra);
 }
 
-GX_EXPORT CUresult cuLaunchKernel(LAUNCH_ARGS, void **kernelParams, void **extra)
+/* Entered from launch_fast.S only when somebody subscribed to launches. */
+#define SLOW __attribute__((visibility("hidden")))
+_Static_assert((1u << GX_EV_LAUNCH) == 0x10, "launch_fast.S tests bit 0x10 of gx_ev_mask");
+
+SLOW CUresult gx_slow_cuLaunchKernel(LAUNCH_ARGS, void **kernelParams, void **extra)
 {
-	if (!gx_ev_on(GX_EV_LAUNCH))
-		return REAL(cuLaunchKernel)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-					    sharedMemBytes, hStream, kernelParams, extra);
 	return launch_slow(GX_SYM_cuLaunchKernel, GX_LAUNCH_KERNEL, f, gridDimX, gridDimY, gridDimZ, blockDimX,
 			   blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
 }
 
-GX_EXPORT CUresult cuLaunchKernel_ptsz(LAUNCH_ARGS, void **kernelParams, void **extra)
+SLOW CUresult gx_slow_cuLaunchKernel_ptsz(LAUNCH_ARGS, void **kernelParams, void **extra)
 {
-	if (!gx_ev_on(GX_EV_LAUNCH))
-		return REAL(cuLaunchKernel_ptsz)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-						 sharedMemBytes, hStream, kernelParams, extra);
 	return launch_slow(GX_SYM_cuLaunchKernel_ptsz, GX_LAUNCH_KERNEL, f, gridDimX, gridDimY, gridDimZ,
 			   blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
 }
 
-GX_EXPORT CUresult cuLaunchCooperativeKernel(LAUNCH_ARGS, void **kernelParams)
+SLOW CUresult gx_slow_cuLaunchCooperativeKernel(LAUNCH_ARGS, void **kernelParams)
 {
-	if (!gx_ev_on(GX_EV_LAUNCH))
-		return REAL(cuLaunchCooperativeKernel)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-						       blockDimZ, sharedMemBytes, hStream, kernelParams);
 	return launch_slow(GX_SYM_cuLaunchCooperativeKernel, GX_LAUNCH_COOPERATIVE, f, gridDimX, gridDimY, gridDimZ,
 			   blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, NULL);
 }
 
-GX_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(LAUNCH_ARGS, void **kernelParams)
+SLOW CUresult gx_slow_cuLaunchCooperativeKernel_ptsz(LAUNCH_ARGS, void **kernelParams)
 {
-	if (!gx_ev_on(GX_EV_LAUNCH))
-		return REAL(cuLaunchCooperativeKernel_ptsz)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-							    blockDimZ, sharedMemBytes, hStream, kernelParams);
 	return launch_slow(GX_SYM_cuLaunchCooperativeKernel_ptsz, GX_LAUNCH_COOPERATIVE, f, gridDimX, gridDimY,
 			   gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, NULL);
 }
 
-static __attribute__((noinline, cold)) CUresult launch_ex_slow(unsigned sym, const CUlaunchConfig *config,
+static CUresult launch_ex_slow(unsigned sym, const CUlaunchConfig *config,
 							       CUfunction f, void **kernelParams, void **extra)
 {
 	if (!config || gx_ev_nested())
@@ -121,17 +114,13 @@ static __attribute__((noinline, cold)) CUresult launch_ex_slow(unsigned sym, con
 		&c, l->func, l->kernel_params, l->extra);
 }
 
-GX_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+SLOW CUresult gx_slow_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
-	if (!gx_ev_on(GX_EV_LAUNCH))
-		return REAL(cuLaunchKernelEx)(config, f, kernelParams, extra);
 	return launch_ex_slow(GX_SYM_cuLaunchKernelEx, config, f, kernelParams, extra);
 }
 
-GX_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
-					 void **extra)
+SLOW CUresult gx_slow_cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+					    void **extra)
 {
-	if (!gx_ev_on(GX_EV_LAUNCH))
-		return REAL(cuLaunchKernelEx_ptsz)(config, f, kernelParams, extra);
 	return launch_ex_slow(GX_SYM_cuLaunchKernelEx_ptsz, config, f, kernelParams, extra);
 }

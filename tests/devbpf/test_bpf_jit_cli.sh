@@ -11,11 +11,11 @@ check() { if eval "$2" >"$T/out" 2>&1; then echo "ok - $1"; else echo "not ok - 
 check "jit --target ptx writes PTX" "$G bpf jit $OBJ -o $T/p.ptx 2>/dev/null && grep -q '^.target sm_90' $T/p.ptx"
 check "one .visible .func per program with the hook ABI" \
   "grep -qx '.visible .func  (.param .b32 func_retval0) gxp_count_access(' $T/p.ptx && grep -qx '.visible .func  (.param .b32 func_retval0) gxp_on_entry(' $T/p.ptx && grep -q 'param .b64 gxp_on_entry_param_0' $T/p.ptx"
-check "module defines __gx_devrt" "grep -q '^.visible .global .align 8 .u64 __gx_devrt;' $T/p.ptx"
+check "module declares __gx_devrt .extern (for ptx-rewrite)" "grep -q '^.extern .global .align 8 .u64 __gx_devrt;' $T/p.ptx"
 check "helpers inlined, hash helpers internal" "! grep -q 'gx_h_' $T/p.ptx && ! grep -q '.visible .func.*gx_hash' $T/p.ptx"
 check "ptxas -arch=sm_90 -c accepts the PTX" "$PTXAS -arch=sm_90 -c -o $T/p.o $T/p.ptx"
 check "--prefix renames the functions" "$G bpf jit $OBJ --prefix pol7_ 2>/dev/null | grep -q ') pol7_on_entry('"
-check "--extern-devrt declares the global" "$G bpf jit $OBJ --extern-devrt 2>/dev/null | grep -q '^.extern .global .align 8 .u64 __gx_devrt;'"
+check "--define-devrt defines the global" "$G bpf jit $OBJ --define-devrt 2>/dev/null | grep -q '^.visible .global .align 8 .u64 __gx_devrt;'"
 check "--ir prints LLVM IR of the hook ABI" "$G bpf jit $OBJ --ir 2>/dev/null | grep -q 'define i32 @gxp_count_access(ptr'"
 check "--target native compiles every program" "$G bpf jit $OBJ --target native 2>/dev/null | grep -q '2 programs JIT.d for native' && $G bpf jit $OBJ --target native 2>/dev/null | grep -q 'gxp_on_entry .*(callable)'"
 check "--target native -o writes x86-64 assembly" "$G bpf jit $OBJ --target native -o $T/n.s 2>/dev/null && grep -q 'gxp_count_access:' $T/n.s"
@@ -44,3 +44,8 @@ check "GPU test kernels + policy PTX link (ptxas -c, nvlink)" \
 check "GPU bench kernels + bench PTX link" \
   "$PTXAS -arch=sm_90 -c $GD/kernels_bench.ptx -o $T/kb.o && $PTXAS -arch=sm_90 -c $GD/bench.ptx -o $T/b.o && $NVLINK -arch=sm_90 $T/kb.o $T/b.o -o $T/b.cubin"
 check "GPU harness built against the driver API" "test -x $GD/devbpf_harness && readelf -d $GD/devbpf_harness | grep -q libcuda.so"
+
+# end to end on the CPU: JIT'd policy PTX linked into a rewritten module
+check "ptx-rewrite links the JIT's PTX into an application module" \
+  "$G ptx rewrite --hooks entry,mem --policy-ptx $T/p.ptx --bind mem:gxp_count_access --bind 'entry:gxp_on_entry:vec*' tests/devbpf/progs/vec_add.ptx -o $T/app.ptx"
+check "ptxas -arch=sm_90 accepts the instrumented module (whole program)" "$PTXAS -arch=sm_90 $T/app.ptx -o $T/app.cubin"

@@ -324,7 +324,7 @@ static void ptx_table(const struct tcase *cases, size_t n, const char *group,
 						 .nr_insns = cases[i].n };
 	}
 	struct gx_jit_opts o = { .sz = sizeof(o), .target = GX_JIT_PTX, .maps = maps,
-				 .nr_maps = nr_maps };
+				 .nr_maps = nr_maps, .define_devrt = 1 };
 	char err[256];
 	struct gx_jit *j = gx_jit__new(progs, n, &o, err, sizeof(err));
 	GX_CHECK(j != NULL, "%s: PTX JIT of %zu programs (%s)", group, n, j ? "ok" : err);
@@ -527,6 +527,48 @@ static void test_maps_helpers(void)
 	gx_map__free(rb);
 }
 
+/* ---- externs: host callables and kfuncs for host-side policies ---- */
+static unsigned long long ext_add(unsigned long long a, unsigned long long b, unsigned long long c,
+				  unsigned long long d, unsigned long long e)
+{
+	(void)c, (void)d, (void)e;
+	return a + b * 1000;
+}
+static unsigned long long ext_k(unsigned long long a, unsigned long long b, unsigned long long c,
+				unsigned long long d, unsigned long long e)
+{
+	(void)b, (void)c, (void)d, (void)e;
+	return a * 2;
+}
+
+static void test_externs(void)
+{
+	const struct bpf_insn prog[] = {
+		MOV64_IMM(1, 3), MOV64_IMM(2, 4), CALL(7777), MOV64_REG(6, 0), MOV64_IMM(1, 21),
+		I(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_KFUNC_CALL, 0, 555), ALU64_REG(BPF_ADD, 0, 6),
+		EXIT(),
+	};
+	const struct gx_jit_extern ext[] = { { 0, 7777, "host_add", ext_add }, { 1, 555, "bpf_test_kfunc", ext_k } };
+	struct gx_jit_prog p = { .name = "ext", .insns = prog, .nr_insns = GX_ARRAY_SIZE(prog) };
+	struct gx_jit_opts o = { .sz = sizeof(o), .target = GX_JIT_NATIVE, .ret64 = 1,
+				 .externs = ext, .nr_externs = 2 };
+	char err[256] = "";
+	struct gx_jit *j = gx_jit__new(&p, 1, &o, err, sizeof(err));
+	prog64_fn f = j ? (prog64_fn)gx_jit__func(j, "ext") : NULL;
+	uint64_t r = f ? f(&test_ctx) : 0;
+	GX_CHECK(r == 4003 + 42, "native externs: a helper id and a kfunc call host functions (%llu, %s)",
+		 (unsigned long long)r, err);
+	gx_jit__free(j);
+	o.nr_externs = 1;
+	j = gx_jit__new(&p, 1, &o, err, sizeof(err));
+	GX_CHECK(!j && !strcmp(err, "prog ext insn 5: kfunc 555 is not provided"),
+		 "missing kfunc: '%s'", err);
+	o.target = GX_JIT_PTX;
+	GX_CHECK(!gx_jit__new(&p, 1, &o, err, sizeof(err)) &&
+			 !strcmp(err, "externs are available to the native target only"),
+		 "externs refused for PTX");
+}
+
 /* ---- bad programs: stable messages, no crash ---- */
 static void test_errors(void)
 {
@@ -604,7 +646,7 @@ static void test_jit_time(void)
 	}
 	struct gx_jit_map jm = { "cnt", GX_MAP_ARRAY, 4, 8, 256, m };
 	for (int tgt = GX_JIT_PTX; tgt <= GX_JIT_NATIVE; tgt++) {
-		double ms[7];
+		double ms[7], cpu[7];
 		int fails = 0;
 		for (int k = 0; k < 7; k++) {
 			struct gx_jit_prog p = { .name = "count_by_sm", .insns = pol,
@@ -612,12 +654,14 @@ static void test_jit_time(void)
 			struct gx_jit_opts o = { .sz = sizeof(o), .target = tgt, .maps = &jm, .nr_maps = 1 };
 			struct gx_jit *j = gx_jit__new(&p, 1, &o, NULL, 0);
 			ms[k] = j ? gx_jit__time_ms(j) : 1e9;
+			cpu[k] = j ? gx_jit__cpu_ms(j) : 1e9;
 			fails += !j;
 			gx_jit__free(j);
 		}
 		qsort(ms, 7, sizeof(double), cmp_d);
-		printf("# jit time %s: min %.2f ms, median %.2f ms, max %.2f ms\n",
-		       tgt == GX_JIT_PTX ? "ptx" : "native", ms[0], ms[3], ms[6]);
+		qsort(cpu, 7, sizeof(double), cmp_d);
+		printf("# jit time %s: wall min %.2f / median %.2f / max %.2f ms, cpu median %.2f ms\n",
+		       tgt == GX_JIT_PTX ? "ptx" : "native", ms[0], ms[3], ms[6], cpu[3]);
 		/* the minimum: this machine is shared, the median is printed above */
 		GX_CHECK(!fails && ms[0] <= 50.0, "JIT time per policy (%s) %.2f ms <= 50 ms",
 			 tgt == GX_JIT_PTX ? "ptx" : "native", ms[0]);
@@ -651,6 +695,7 @@ int main(void)
 	ptx_table(jcases, nj, "jumps", NULL, 0);
 	test_maps_helpers();
 	test_errors();
+	test_externs();
 	test_jit_time();
 	return gx_test_done();
 }

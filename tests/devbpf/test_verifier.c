@@ -9,7 +9,9 @@
 
 #include <bpf/btf.h>
 
+#include "devbpf/gdev_ctx.h"
 #include "devbpf/gx_bpf.h"
+#include "gx_util.h"
 #include "gx_log.h"
 #include "tests/gx_test.h"
 
@@ -48,6 +50,88 @@ static void read_tags(const struct btf *btf, const char *func, struct tags *t)
 static void quiet(enum gx_log_level l, const char *fmt, va_list ap)
 {
 	(void)l, (void)fmt, (void)ap;
+}
+
+/* ---- run accepted programs in the interpreter: a verified program must
+ * only touch its context, its stack and map values (mem_ok enforces it) ---- */
+struct run_env {
+	struct gdev_ctx ctx;
+	uint8_t *vals[64];
+	uint32_t vsize[64];
+	const struct gx_bpf_object *obj;
+	int wild;
+};
+static struct run_env *renv;
+
+static bool within(uint64_t a, uint32_t n, const void *base, size_t len)
+{
+	uint64_t b = (uint64_t)(uintptr_t)base;
+	return a >= b && a + n <= b + len;
+}
+
+static bool run_mem_ok(void *user, uint64_t addr, uint32_t size, bool write)
+{
+	struct run_env *e = user;
+	if (!write && within(addr, size, &e->ctx, sizeof(e->ctx)))
+		return true;
+	for (int i = 0; i < 64; i++)
+		if (e->vals[i] && within(addr, size, e->vals[i], e->vsize[i]))
+			return true;
+	e->wild++;
+	return false;
+}
+
+static uint64_t run_map_addr(void *user, uint32_t idx, uint32_t off, bool value)
+{
+	struct run_env *e = user;
+	if (idx >= 64 || !e->vals[idx])
+		return 0;
+	return value ? (uint64_t)(uintptr_t)(e->vals[idx] + off) : 0x1000 + idx;
+}
+
+static uint64_t h_lookup(void *u, uint64_t m, uint64_t k, uint64_t a, uint64_t b, uint64_t c)
+{
+	(void)u, (void)k, (void)a, (void)b, (void)c;
+	uint64_t i = m - 0x1000;
+	return i < 64 && renv->vals[i] ? (uint64_t)(uintptr_t)renv->vals[i] : 0;
+}
+static uint64_t h_zero(void *u, uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e)
+{
+	(void)u, (void)a, (void)b, (void)c, (void)d, (void)e;
+	return 0;
+}
+static uint64_t h_small(void *u, uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e)
+{
+	(void)u, (void)a, (void)b, (void)c, (void)d, (void)e;
+	return 3;
+}
+
+static int run_prog(const struct gx_bpf_object *obj, const struct gx_bpf_prog *p, uint64_t *r0)
+{
+	struct run_env e = { .obj = obj };
+	renv = &e;
+	e.ctx.size = 4, e.ctx.nr_active = 32, e.ctx.smid = 5, e.ctx.unit = 7, e.ctx.addr = 0x1000;
+	for (size_t i = 0; i < gx_bpf_object__map_cnt(obj) && i < 64; i++) {
+		const struct gx_bpf_map *m = gx_bpf_object__map_by_idx(obj, i);
+		size_t sz = 0;
+		const void *init = gx_bpf_map__initial_value(m, &sz);
+		e.vsize[i] = gx_bpf_map__value_size(m);
+		e.vals[i] = e.vsize[i] ? calloc(1, e.vsize[i]) : NULL;
+		if (init && e.vals[i])
+			memcpy(e.vals[i], init, sz);
+	}
+	struct gx_bpf_helper_entry h[] = {
+		{ 1, h_lookup }, { 2, h_zero }, { 3, h_zero }, { 5, h_zero }, { 130, h_zero },
+		{ 0x1000, h_zero }, { 0x1001, h_small }, { 0x1002, h_small }, { 0x1003, h_small },
+		{ 0x1004, h_small }, { 0x1005, h_small }, { 0x1006, h_zero }, { 0x1007, h_zero },
+		{ 0x1008, h_zero }, { 0x1009, h_small }, { 0x100a, h_small },
+	};
+	struct gx_bpf_interp_opts o = { .sz = sizeof(o), .helpers = h, .nr_helpers = GX_ARRAY_SIZE(h), .user = &e,
+					.map_addr = run_map_addr, .mem_ok = run_mem_ok };
+	int err = gx_bpf_prog__interp(p, (uint64_t)(uintptr_t)&e.ctx, &o, r0);
+	for (int i = 0; i < 64; i++)
+		free(e.vals[i]);
+	return err ? err : (e.wild ? -EFAULT : 0);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -106,6 +190,12 @@ int main(int argc, char **argv)
 				n_ok++;
 				GX_CHECK(err == 0, "%s/%s: %s: accepted (got: %s)", names[i], gx_bpf_prog__name(p),
 					 t.desc ? t.desc : "", err ? msg : "ok");
+				if (!err) {
+					uint64_t r0 = 0;
+					int rerr = run_prog(obj, p, &r0);
+					GX_CHECK(rerr == 0, "%s/%s: runs in the interpreter within its memory (%d)",
+						 names[i], gx_bpf_prog__name(p), rerr);
+				}
 			} else {
 				n_fail++;
 				bool match = err == -EINVAL && (!t.msg || strstr(msg, t.msg));

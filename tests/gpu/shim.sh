@@ -182,7 +182,7 @@ ev_case rt_static 11 0 "$W/rt_static"
 ev_case rt_ptds 11 0 "$W/rt_ptds"
 ev_case rt_shared 11 0 "$W/rt_shared"
 ev_case graph 1 1 "$W/graph"
-ev_case threads16 3216 0 "$W/threads16"
+ev_case threads16 3232 0 "$W/threads16"
 ev_case drv_file 11 0 "$W/drv" file "$W/kernels.ptx"
 
 # ---- 2. Python ----

@@ -549,6 +549,19 @@ static void test_events(void)
 	GX_CHECK(rc == CUDA_SUCCESS && last_ev.api == GX_LAUNCH_KERNEL_EX && last_ev.grid[0] == 6 && last_ev.block[0] == 64 &&
 			 fake_last_launch().grid[0] == 77 && cfg.gridDimX == 6,
 		 "cuLaunchKernelEx: event from the config, edits applied to a copy");
+	void *exp = NULL, *cop = NULL;
+	cuGetProcAddress_v2("cuLaunchKernelEx", &exp, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL);
+	cuGetProcAddress_v2("cuLaunchCooperativeKernel", &cop, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL);
+	ev0 = nr_launch_ev;
+	rc = ((CUresult(*)(const CUlaunchConfig *, CUfunction, void **, void **))exp)(&cfg, fa, params, NULL);
+	GX_CHECK(exp == dlsym(shim, "cuLaunchKernelEx_ptsz") && rc == CUDA_SUCCESS && nr_launch_ev == ev0 + 1 &&
+			 !strcmp(fake_last_launch().api, "cuLaunchKernelEx_ptsz"),
+		 "cuLaunchKernelEx_ptsz: event, and the driver's _ptsz entry");
+	rc = ((CUresult(*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+			   void **))cop)(fa, 3, 1, 1, 1, 1, 1, 0, s, params);
+	GX_CHECK(cop == dlsym(shim, "cuLaunchCooperativeKernel_ptsz") && rc == CUDA_SUCCESS && nr_launch_ev == ev0 + 2 &&
+			 !strcmp(fake_last_launch().api, "cuLaunchCooperativeKernel_ptsz") && fake_last_launch().grid[0] == 3,
+		 "cuLaunchCooperativeKernel_ptsz: event, and the driver's _ptsz entry");
 	rc = cuLaunchCooperativeKernel(fa, 8, 1, 1, 1, 1, 1, 0, s, params);
 	GX_CHECK(rc == CUDA_SUCCESS && last_ev.api == GX_LAUNCH_COOPERATIVE && !strcmp(fake_last_launch().api, "cuLaunchCooperativeKernel"),
 		 "cuLaunchCooperativeKernel");
@@ -604,6 +617,21 @@ static void test_events(void)
 	ev0 = nr_launch_ev;
 	cuLaunchKernel(fa, 1, 1, 1, 1, 1, 1, 0, s, params, NULL);
 	GX_CHECK(nr_launch_ev == ev0, "no events after unsubscribe");
+	/* The fast path of every variant reaches the matching driver entry. */
+	static const char *const vars[] = { "cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
+					     "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz" };
+	int badv = 0;
+	for (int i = 0; i < 6; i++) {
+		void *fp = dlsym(shim, vars[i]);
+		if (strstr(vars[i], "Ex"))
+			rc = ((CUresult(*)(const CUlaunchConfig *, CUfunction, void **, void **))fp)(&cfg, fa, params, NULL);
+		else
+			rc = ((CUresult(*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+					   CUstream, void **, void **))fp)(fa, 4, 5, 6, 7, 1, 1, 0, s, params, NULL);
+		if (rc != CUDA_SUCCESS || strcmp(fake_last_launch().api, vars[i]))
+			badv++, printf("# %s reached %s\n", vars[i], fake_last_launch().api);
+	}
+	GX_CHECK(!badv && nr_launch_ev == ev0, "no subscriber: all 6 launch entry points reach their own driver entry, no event");
 }
 
 /* ---- threads and fork ---- */

@@ -29,7 +29,9 @@ static struct gx_bpf_object *load(const char *path)
 
 static int write_ptx(struct gx_bpf_object *obj, const char *prefix, const char *path)
 {
-	struct gx_jit_object_opts o = { .sz = sizeof(o), .target = GX_JIT_PTX, .prefix = prefix };
+	/* standalone: the driver links it with the test kernels, no rewriter */
+	struct gx_jit_object_opts o = { .sz = sizeof(o), .target = GX_JIT_PTX, .prefix = prefix,
+					.define_devrt = 1 };
 	char err[256];
 	struct gx_jit *j = gx_jit_object(obj, &o, NULL, NULL, err, sizeof(err));
 	GX_CHECK(j != NULL, "PTX for %s (%s)", path, j ? "ok" : err);

@@ -206,3 +206,59 @@ __naked int loop_callee_writes(void)
 		     "1: r2 = 7; *(u64 *)(r1 + 0) = r2;"
 		     "r0 = 0; exit;" ::: __clobber_all);
 }
+
+SEC("gdev/mem/access") __description("24 independent data-only branches (liveness + pruning)") __success
+int loop_many_branches(struct gdev_ctx *ctx)
+{
+	__u64 s = 0;
+	if (ctx->size & 1)
+		s += 1;
+	if (ctx->op & 1)
+		s += 2;
+	if (ctx->space & 1)
+		s += 3;
+	if (ctx->nr_active & 1)
+		s += 4;
+	if (ctx->size & 2)
+		s += 5;
+	if (ctx->op & 2)
+		s += 6;
+	if (ctx->space & 2)
+		s += 7;
+	if (ctx->nr_active & 2)
+		s += 8;
+	if (ctx->size & 4)
+		s += 9;
+	if (ctx->op & 4)
+		s += 10;
+	if (ctx->space & 4)
+		s += 11;
+	if (ctx->nr_active & 4)
+		s += 12;
+	if (ctx->size & 8)
+		s += 13;
+	if (ctx->op & 8)
+		s += 14;
+	if (ctx->space & 8)
+		s += 15;
+	if (ctx->nr_active & 8)
+		s += 16;
+	if (ctx->size & 16)
+		s += 17;
+	if (ctx->op & 16)
+		s += 18;
+	if (ctx->space & 16)
+		s += 19;
+	if (ctx->nr_active & 16)
+		s += 20;
+	if (ctx->size & 32)
+		s += 21;
+	if (ctx->op & 32)
+		s += 22;
+	if (ctx->space & 32)
+		s += 23;
+	if (ctx->nr_active & 32)
+		s += 24;
+	out = s;
+	return 0;
+}
