@@ -119,7 +119,7 @@ GX_EXPORT int gx_jitlib_build(const void *objbuf, size_t len, const char *name, 
 	d->ptxver = GX_PCACHE_PTXVER;
 	snprintf(cpu, sizeof(cpu), "sm_%u", gx_pcache_jit_sm(sm));
 	struct gx_jit_opts jo = { .sz = sizeof(jo), .target = GX_JIT_PTX, .maps = jm, .nr_maps = nm,
-				  .devrt_extern = 1, .cpu = cpu, .features = "+ptx80" };
+				  .cpu = cpu, .features = "+ptx80" };
 	struct gx_jit *j = gx_jit__new(jp, nj, &jo, err, err_sz);
 	if (!j) {
 		ret = errno ? -errno : -EINVAL;
