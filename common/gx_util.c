@@ -170,11 +170,22 @@ void gx_buf_puts(struct gx_buf *b, const char *s)
 
 void gx_buf_printf(struct gx_buf *b, const char *fmt, ...)
 {
+	if (b->failed)
+		return;
+	/* Format straight into the free space; only a result that does not fit
+	 * is formatted a second time (emitters print many short lines). */
+	size_t room = b->cap > b->len ? b->cap - b->len : 0;
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
+	int n = vsnprintf(room ? b->data + b->len : NULL, room, fmt, ap);
 	va_end(ap);
-	if (n < 0 || buf_reserve(b, (size_t)n))
+	if (n < 0)
+		return;
+	if ((size_t)n < room) {
+		b->len += (size_t)n;
+		return;
+	}
+	if (buf_reserve(b, (size_t)n))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);

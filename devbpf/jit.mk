@@ -90,7 +90,10 @@ $(GPUT_HARN): $(call objs,tests/gpu/devbpf_harness.c tests/devbpf/gpu/gpu_common
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) -L$(CUDA_HOME)/lib64/stubs -lcuda -lpthread
-BINS_ALL  += $(GPUT_OUT) $(GPUT_KPTX) $(GPUT_HARN)
+BINS_ALL  += $(GPUT_OUT)
+ifneq ($(wildcard $(NVCC)),) # the kernels and the harness need the CUDA toolkit
+BINS_ALL  += $(GPUT_KPTX) $(GPUT_HARN)
+endif
 TESTS     += "$(GPUT_REF) $(BUILD)/tests/devbpf/progs/gpu_policies.bpf.o $(BUILD)/tests/devbpf/progs/jit_count.bpf.o $(GPUT_DIR)"
 
 # The maps runtime under ASan + UBSan (leaks, overflows in the shm/ring code).

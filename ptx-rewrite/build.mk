@@ -64,3 +64,8 @@ fuzz-ptx: $(PTX_FUZZER)
 
 # CLI front end of `gpuext ptx`.
 TESTS += tests/ptx/test_ptx_cli.sh
+
+# `make bench-ptx`: rewrite throughput over the corpus.
+.PHONY: bench-ptx
+bench-ptx: $(PTX_BENCH) $(GPUEXT_BIN)
+	$(Q)BUILD=$(BUILD) tests/ptx/corpus.sh | $(PTX_BENCH) -r 21

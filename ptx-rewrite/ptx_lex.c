@@ -7,25 +7,35 @@
 
 #include "ptx-rewrite/ptx_lex.h"
 
+/* Character classes, one table lookup per byte. */
+enum { C_IDS = 1, C_IDC = 2, C_DIG = 4, C_HEX = 8 };
+static const unsigned char cclass[256] = {
+#define R(a, b, v) [a ... b] = (v)
+	R('a', 'f', C_IDS | C_IDC | C_HEX), R('g', 'z', C_IDS | C_IDC),
+	R('A', 'F', C_IDS | C_IDC | C_HEX), R('G', 'Z', C_IDS | C_IDC),
+	R('0', '9', C_IDC | C_DIG | C_HEX),
+	['_'] = C_IDS | C_IDC, ['$'] = C_IDS | C_IDC, ['%'] = C_IDS,
+#undef R
+};
+
 static inline int is_id_start(unsigned char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$' || c == '%';
+	return cclass[c] & C_IDS;
 }
 
 static inline int is_id_char(unsigned char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '_' || c == '$';
+	return cclass[c] & C_IDC;
 }
 
 static inline int is_digit(unsigned char c)
 {
-	return c >= '0' && c <= '9';
+	return cclass[c] & C_DIG;
 }
 
 static inline int is_hex(unsigned char c)
 {
-	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+	return cclass[c] & C_HEX;
 }
 
 void ptx_lex_init(struct ptx_lexer *lx, const char *src, size_t len)

@@ -7,7 +7,15 @@ set -u
 B=${BUILD:-build}
 T=${PTX_FUZZ_TIME:-10}
 F=$B/fuzz
-corpus=$F/corpus_ptx
+# Short runs (make test) start from the seeds only, so loading a corpus grown
+# by earlier long runs does not eat the time; `make fuzz-ptx` keeps growing
+# $F/corpus_ptx.
+if [ "$T" -le 30 ]; then
+	corpus=$F/corpus_ptx_short
+	rm -rf "$corpus"
+else
+	corpus=$F/corpus_ptx
+fi
 mkdir -p "$corpus"
 if [ -z "$(ls -A "$corpus")" ]; then
 	cp tests/ptx/golden/*.ptx "$corpus/" 2>/dev/null
@@ -17,7 +25,7 @@ if [ -z "$(ls -A "$corpus")" ]; then
 	done
 fi
 log=$F/ptx.log
-"$F/fuzz_ptx" -max_total_time="$T" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
+"$F/fuzz_ptx" -dict=tests/ptx/fuzz_ptx.dict -max_total_time="$T" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
 	-artifact_prefix="$F/ptx-" -print_final_stats=1 "$corpus" >"$log" 2>&1
 rc=$?
 runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
