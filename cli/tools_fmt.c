@@ -103,8 +103,9 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 			base = L[i].first;
 	char nb[64];
 	if (json) {
-		printf("{\"tool\":\"kernelretsnoop\",\"drops\":%llu,\"unattributed\":%llu,\"launches\":[",
-		       (unsigned long long)td->drops, (unsigned long long)unattributed);
+		printf("{\"tool\":\"kernelretsnoop\",\"records\":%zu,\"drops\":%llu,\"unattributed\":%llu,"
+		       "\"launches\":[",
+		       td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed);
 	} else {
 		printf("kernelretsnoop: %zu launches, %zu block records, %llu dropped, %llu unattributed\n\n", nl,
 		       td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed);
