@@ -44,6 +44,9 @@ struct gx_hx_opts {
 	uint64_t max_walk;       /* bytes a launch's argument may be assumed to touch
 				  * (0: 4 GiB) */
 	struct gx_hx_actions act;
+	/* Keep maps and global data in /dev/shm/gpuext-$UID (GPUEXT_SHM_DIR)
+	 * as "<policy>.<map>", visible to `gpuext map list|dump`. */
+	int shm_maps;
 };
 
 struct gx_hx *gx_hx__new(const struct gx_hx_opts *opts);

@@ -11,10 +11,10 @@ $(HOSTEXEC_LIB): $(call objs,$(HOSTEXEC_SRCS))
 
 TEST_BINS += $(BUILD)/tests/test_hostexec
 TESTS     += $(BUILD)/tests/test_hostexec
-$(BUILD)/tests/test_hostexec: $(call objs,tests/hostbpf/test_hostexec.c) $(HOSTEXEC_LIB) $(DEVBPF_LIB) $(COMMON_LIB) $(HB_OBJS) $(HB_DIR)/gx_bad.bpf.o
+$(BUILD)/tests/test_hostexec: $(call objs,tests/hostbpf/test_hostexec.c) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) $(HB_OBJS) $(HB_DIR)/gx_bad.bpf.o
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) -o $@ $(filter %.o,$(filter-out %.bpf.o,$^)) $(HOSTEXEC_LIB) $(DEVBPF_LIB) $(COMMON_LIB) -lelf -lz $(LDFLAGS)
+	$(Q)$(CC) -o $@ $(filter %.o,$(filter-out %.bpf.o,$^)) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) -lelf -lz $(LDFLAGS)
 
 HX_TEST_OBJS := $(HB_DIR)/hx_unsafe.bpf.o $(HB_DIR)/hx_loop.bpf.o
 $(HB_DIR)/hx_%.bpf.o: tests/hostbpf/hx_%.bpf.c $(HB_BPF_DEPS)
@@ -22,7 +22,7 @@ $(HB_DIR)/hx_%.bpf.o: tests/hostbpf/hx_%.bpf.c $(HB_BPF_DEPS)
 	$(Q)$(CLANG) $(HB_BPF_FLAGS) -c $< -o $@
 $(BUILD)/tests/test_hostexec: $(HX_TEST_OBJS)
 .SECONDARY: $(HX_TEST_OBJS)
-SHIM_HOSTEXEC_LIBS := $(HOSTEXEC_LIB) $(DEVBPF_LIB)
+SHIM_HOSTEXEC_LIBS := $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB)
 
 # End to end through the shim and the fake driver (shim/tests.mk).
 $(BUILD)/tests/hostbpf/test_hostpolicy_shim: tests/hostbpf/test_hostpolicy_shim.c tests/gx_test.h

@@ -32,6 +32,7 @@ struct hx_map {
 	uint8_t *data;   /* internal/array: values; hash: slots */
 	size_t data_len;
 	uint64_t clock;  /* LRU stamps */
+	struct gx_map *shm; /* shared-memory copy (gpuext map dump), or NULL */
 };
 
 struct hx_prog {
@@ -58,7 +59,7 @@ struct hx_policy {
 };
 
 /* hx_load.c */
-int hx_policy_load(struct hx_policy *p, const char *path, const char *knobs, char *why, size_t wlen);
+int hx_policy_load(struct hx_policy *p, const char *path, const char *knobs, bool shm, char *why, size_t wlen);
 void hx_policy_free(struct hx_policy *p);
 void *hx_policy_global(const struct hx_policy *p, const char *name, uint32_t *size);
 /* hx_verify.c: static checks of one handler; kind/slot say which kfuncs fit. */
@@ -69,4 +70,9 @@ uint8_t *hx_map_lookup(struct hx_map *m, const void *key);
 int hx_map_update(struct hx_map *m, const void *key, const void *val, uint64_t flags);
 int hx_map_delete(struct hx_map *m, const void *key);
 int hx_map_init(struct hx_map *m);
+/* Back m with a map file in /dev/shm/gpuext-$UID (devbpf/gx_map.h), named
+ * "<policy>.<map>"; global data sections become one-element arrays.
+ * Replaces m->data. 0 or -errno (then m is unchanged). */
+int hx_map_share(struct hx_map *m, const char *policy);
+void hx_map_release(struct hx_map *m);
 #endif

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "common/gx_log.h"
 #include "devbpf/gx_bpf.h"
 #include "hostbpf/hx_internal.h"
 
@@ -445,7 +446,7 @@ static int load_meta(struct hx_policy *p, const char *path, const char **ops_var
 	return err;
 }
 
-int hx_policy_load(struct hx_policy *p, const char *path, const char *knobs, char *why, size_t wlen)
+int hx_policy_load(struct hx_policy *p, const char *path, const char *knobs, bool shm, char *why, size_t wlen)
 {
 	const char *ops_var = NULL;
 	snprintf(why, wlen, "?");
@@ -455,6 +456,15 @@ int hx_policy_load(struct hx_policy *p, const char *path, const char *knobs, cha
 		err = load_elf(p, path, ops_var, why, wlen);
 	if (!err)
 		err = set_knobs(p, knobs, why, wlen);
+	/* After the knobs: shared copies start with the final rodata. Failing
+	 * to share is not fatal (private maps, one warning). */
+	for (int i = 0; !err && shm && i < p->nmaps; i++) {
+		int e = hx_map_share(&p->maps[i], p->name);
+		if (e) {
+			pr_warn("hostpolicy: %s: map %s stays private (%s)", p->name, p->maps[i].name, strerror(-e));
+			break;
+		}
+	}
 	for (int s = 0; !err && s < HX_MAX_HANDLERS; s++)
 		if (p->handler[s])
 			err = hx_verify_prog(p->handler[s], p->kind, s, p, why, wlen);
@@ -475,7 +485,7 @@ void hx_policy_free(struct hx_policy *p)
 	for (int i = 0; i < p->nprogs; i++)
 		free(p->progs[i].insns);
 	for (int i = 0; i < p->nmaps; i++)
-		free(p->maps[i].data);
+		hx_map_release(&p->maps[i]);
 	hx_btf_free(&p->btf);
 	free(p->btf_raw);
 	memset(p, 0, sizeof(*p));

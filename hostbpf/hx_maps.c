@@ -4,7 +4,9 @@
  * is full replaces its least recently used entry like the kernel's. */
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include "devbpf/gx_map.h"
 #include "hostbpf/hx_internal.h"
 
 enum { T_HASH = 1, T_ARRAY = 2, T_LRU_HASH = 9 };
@@ -72,8 +74,59 @@ static size_t count(const struct hx_map *m)
 	return c;
 }
 
+int hx_map_share(struct hx_map *m, const char *policy)
+{
+	char name[GX_MAP_NAME_MAX];
+	snprintf(name, sizeof(name), "%.16s.%.46s", policy, m->name[0] == '.' ? m->name + 1 : m->name);
+	for (char *c = name; *c; c++)
+		if (*c == '/')
+			*c = '_';
+	struct gx_map_spec spec = {.name = name, .key_size = 4, .max_entries = 1};
+	if (m->internal) {
+		spec.type = GX_MAP_ARRAY;
+		spec.value_size = (unsigned)m->data_len;
+	} else {
+		spec.type = m->type == T_ARRAY ? GX_MAP_ARRAY : GX_MAP_HASH;
+		spec.key_size = m->key_size;
+		spec.value_size = m->value_size;
+		spec.max_entries = m->max_entries;
+	}
+	struct gx_map *g;
+	int err = gx_map__create(&spec, GX_MAP_F_SHM, &g);
+	if (err)
+		return err;
+	if (m->internal) {
+		uint8_t *v = gx_map__shard_elem(g, 0, 0);
+		if (!v) {
+			gx_map__free(g);
+			return -EINVAL;
+		}
+		memcpy(v, m->data, m->data_len);
+		free(m->data);
+		m->data = v;
+	} else {
+		free(m->data);
+		m->data = (uint8_t *)(uintptr_t)g->l.data;
+		m->data_len = (size_t)g->l.data_size;
+	}
+	m->shm = g;
+	return 0;
+}
+
+void hx_map_release(struct hx_map *m)
+{
+	if (m->shm)
+		gx_map__free(m->shm);
+	else
+		free(m->data);
+	m->shm = NULL;
+	m->data = NULL;
+}
+
 uint8_t *hx_map_lookup(struct hx_map *m, const void *key)
 {
+	if (m->shm)
+		return gx_map__lookup(m->shm, key);
 	if (m->type == T_ARRAY) {
 		uint32_t i;
 		memcpy(&i, key, 4);
@@ -91,6 +144,18 @@ int hx_map_update(struct hx_map *m, const void *key, const void *val, uint64_t f
 {
 	if (flags > 2)
 		return -EINVAL;
+	if (m->shm) {
+		int err = gx_map__update(m->shm, key, val, flags);
+		if (err == -E2BIG && m->type == T_LRU_HASH && flags != 2) {
+			/* full LRU hash: drop the first key (no recency in the shared
+			 * layout), like an eviction */
+			uint8_t k[512];
+			if (!gx_map__next_key(m->shm, NULL, k))
+				gx_map__delete(m->shm, k);
+			err = gx_map__update(m->shm, key, val, flags);
+		}
+		return err;
+	}
 	if (m->type == T_ARRAY) {
 		uint8_t *v = hx_map_lookup(m, key);
 		if (!v)
@@ -135,6 +200,8 @@ int hx_map_update(struct hx_map *m, const void *key, const void *val, uint64_t f
 
 int hx_map_delete(struct hx_map *m, const void *key)
 {
+	if (m->shm)
+		return gx_map__delete(m->shm, key);
 	if (m->type == T_ARRAY)
 		return -EINVAL;
 	bool found;

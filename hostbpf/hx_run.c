@@ -411,7 +411,7 @@ int gx_hx__load(struct gx_hx *hx, const char *path, const char *knobs)
 	struct hx_policy p;
 	char why[256];
 	memset(&p, 0, sizeof(p));
-	int err = hx_policy_load(&p, path, knobs, why, sizeof(why));
+	int err = hx_policy_load(&p, path, knobs, hx->o.shm_maps != 0, why, sizeof(why));
 	if (!err && ((p.kind == HX_MEM && hx->has_mem) || (p.kind == HX_SCHED && hx->has_sched))) {
 		snprintf(why, sizeof(why), "a %s policy is already attached", p.kind == HX_MEM ? "memory" : "scheduling");
 		hx_policy_free(&p);

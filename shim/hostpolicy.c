@@ -78,7 +78,8 @@ bool gx_hostpolicy_is_struct_ops(const char *path)
 
 static struct gx_hx_opts make_opts(void)
 {
-	struct gx_hx_opts o = {.sz = sizeof(o), .act = {.prefetch = on_prefetch, .queue_attr = on_attr}};
+	struct gx_hx_opts o = {.sz = sizeof(o), .shm_maps = 1,
+			       .act = {.prefetch = on_prefetch, .queue_attr = on_attr}};
 	const char *cap = getenv("GPUEXT_HOSTPOLICY_CAPACITY"); /* regions; default: device memory */
 	if (cap)
 		o.capacity = (uint32_t)strtoul(cap, NULL, 0);
@@ -219,6 +220,10 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	(void)cookie;
 	CUresult rc = CUDA_SUCCESS;
 	pthread_mutex_lock(&hp_lock);
+	if (!hx) { /* after exit's report */
+		pthread_mutex_unlock(&hp_lock);
+		return rc;
+	}
 	switch (ev->kind) {
 	case GX_EV_MEM_ALLOC_MANAGED:
 		gx_hx__alloc(hx, ev->mem.ptr, ev->mem.size);
@@ -261,11 +266,18 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	return rc;
 }
 
+/* At exit: one summary line, and the executor freed so its map files in
+ * the shm folder are removed. */
 static void report(void)
 {
-	if (hx)
+	pthread_mutex_lock(&hp_lock);
+	if (hx) {
 		pr_info("hostpolicy: %lu prefetch calls issued (policy '%s'%s)", nr_prefetch_calls,
 			gx_hx__mem_policy(hx), gx_hx__mem_enabled(hx) ? "" : ", disabled");
+		gx_hx__free(hx);
+		hx = NULL;
+	}
+	pthread_mutex_unlock(&hp_lock);
 }
 
 void gx_hostpolicy_init(void)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "hostbpf/gpu_ext.h"
 #include "hostbpf/gx_hostexec.h"
+#include "devbpf/gx_map.h"
 #include "tests/gx_test.h"
 
 #define MB (1ull << 20)
@@ -50,12 +51,13 @@ static void on_attr(void *u, uint64_t q, uint32_t attr, uint64_t v)
 }
 
 static const char *dir;
+static int use_shm; /* second pass: maps in shared memory */
 
 static struct gx_hx *mk(struct rec *r, uint32_t capacity, const char *policy, const char *knobs)
 {
 	char path[512];
 	memset(r, 0, sizeof(*r));
-	struct gx_hx_opts o = {.sz = sizeof(o), .capacity = capacity, .tgid = 4242,
+	struct gx_hx_opts o = {.sz = sizeof(o), .capacity = capacity, .tgid = 4242, .shm_maps = use_shm,
 			       .act = {.user = r, .prefetch = on_prefetch, .queue_attr = on_attr}};
 	struct gx_hx *hx = gx_hx__new(&o);
 	if (policy) {
@@ -258,17 +260,56 @@ static void disabled_after_errors(const char *policy, const char *what, int one_
 	gx_hx__free(hx);
 }
 
+/* Maps and globals in the shm folder, readable by another process. */
+static void test_shm(void)
+{
+	struct rec r;
+	char path[600], d[512];
+	struct gx_hx *hx = mk(&r, 0, "gx_seq", NULL);
+	gx_hx__alloc(hx, VA, 8 * MB);
+	gx_hx__touch(hx, VA, 0);
+	gx_map_shm_dir(d, sizeof(d));
+	snprintf(path, sizeof(path), "%s/%d-seq.bss", d, getpid());
+	struct gx_map *m = NULL;
+	int err = gx_map__open(path, 0, &m);
+	GX_CHECK(err == 0, "shm: %s readable from outside (%d)", path, err);
+	if (m) {
+		uint32_t k = 0;
+		uint64_t *v = gx_map__lookup(m, &k);
+		GX_CHECK(v && *v == 4 && gx_hx__global(hx, "nr_prefetch") == 4,
+			 "shm: the policy's nr_prefetch counter is visible (%llu)", v ? (unsigned long long)*v : 0ull);
+		gx_map__free(m);
+	}
+	snprintf(path, sizeof(path), "%s/%d-seq.rodata", d, getpid());
+	GX_CHECK(access(path, R_OK) == 0, "shm: knobs (.rodata) visible too");
+	gx_hx__free(hx);
+	GX_CHECK(access(path, F_OK) != 0, "shm: files removed when the executor is freed");
+}
+
 int main(int argc, char **argv)
 {
 	dir = argc > 1 ? argv[1] : getenv("GX_HB_DIR");
 	if (!dir)
 		dir = "build/hostbpf";
-	test_load_all();
-	test_seq();
-	test_stride();
-	test_lfu();
-	test_quota();
-	test_prio();
+	char tmpl[] = "/tmp/hx_shm.XXXXXX";
+	const char *shmdir = mkdtemp(tmpl);
+	if (shmdir)
+		setenv("GPUEXT_SHM_DIR", shmdir, 1);
+	for (use_shm = 0; use_shm < 2; use_shm++) {
+		if (use_shm)
+			printf("# again with maps in shared memory (%s)\n", shmdir ? shmdir : "?");
+		test_load_all();
+		test_seq();
+		test_stride();
+		test_lfu();
+		test_quota();
+		test_prio();
+	}
+	use_shm = 1;
+	test_shm();
+	use_shm = 0;
+	if (shmdir)
+		rmdir(shmdir);
 	test_refused();
 	disabled_after_errors("gx_bad", "gx_bad (bad returns, kfunc misuse)", 0);
 	disabled_after_errors("hx_unsafe", "hx_unsafe (write to a read-only region)", 1);

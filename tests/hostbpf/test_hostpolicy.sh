@@ -8,11 +8,16 @@ FAKE=$PWD/$B/tests/fakecuda/libcuda.so.1
 T=$B/tests/hostbpf/test_hostpolicy_shim
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-run() { env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$FAKE" GPUEXT_LOG=info "$@"; }
+mkdir -p "$tmp/shm"
+run() { env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$FAKE" GPUEXT_LOG=info GPUEXT_SHM_DIR="$tmp/shm" "$@"; }
 
 run GPUEXT_POLICY="$PWD/$B/hostbpf/gx_seq.bpf.o" "$T" expect-prefetch 2>"$tmp/seq.err" | sed 's/^\(not \)\?ok - /&seq: /'
 grep -q "attached memory policy 'seq'" "$tmp/seq.err" && echo "ok - seq: attach line logged" ||
 	{ echo "not ok - seq: no attach line"; cat "$tmp/seq.err"; }
+grep -q "hostpolicy: [1-9][0-9]* prefetch calls issued (policy 'seq')" "$tmp/seq.err" &&
+	echo "ok - seq: exit summary counts the prefetch calls" || echo "not ok - seq: no exit summary"
+[ -z "$(ls -A "$tmp/shm")" ] && echo "ok - seq: policy map files removed at exit" ||
+	echo "not ok - seq: map files left in the shm folder: $(ls "$tmp/shm")"
 
 printf '\177ELF garbage struct_ops/x' >"$tmp/bad.bpf.o"
 run GPUEXT_POLICY="$tmp/bad.bpf.o" "$T" expect-none 2>"$tmp/bad.err" | sed 's/^\(not \)\?ok - /&bad: /'
