@@ -10,6 +10,7 @@
 
 #include "cli/gx_cli.h"
 #include "devbpf/gx_bpf.h"
+#include "devbpf/tools/gx_pcache.h"
 #include "gx_log.h"
 
 /* ---- JIT ENGINEER: define this (strong symbol) in cli/bpf_jit.c. ----
@@ -161,8 +162,14 @@ static int do_jit(int argc, char **argv)
 {
 	if (gx_cli_bpf_jit)
 		return gx_cli_bpf_jit(argc, argv);
-	p_err("the eBPF JIT is not built into this gpuext");
-	return 1;
+	/* Not linked in: `bpf jit` (LLVM 19) is the plugin gpuext-bpfjit.so, loaded on use. */
+	char err[512];
+	int (*fn)(int, char **) = (int (*)(int, char **))gx_jitlib_sym_in("gpuext-bpfjit.so", "gx_cli_bpf_jit", err, sizeof(err));
+	if (!fn) {
+		p_err("%s", err);
+		return 1;
+	}
+	return fn(argc, argv);
 }
 
 static const struct gx_cmd bpf_cmds[] = {

@@ -61,7 +61,7 @@ static void json_str(const char *s)
 }
 
 int gx_cli_bpf_jit(int argc, char **argv);
-int gx_cli_bpf_jit(int argc, char **argv)
+__attribute__((visibility("default"))) int gx_cli_bpf_jit(int argc, char **argv)
 {
 	const char *file = NULL, *out = NULL, *prefix = NULL;
 	int native = 0, ir = 0, verify = 1, ext = 0, ret = 1;

@@ -8,7 +8,7 @@ BINS_ALL   += $(GPUEXT_BIN)
 $(GPUEXT_BIN): $$(call objs,$$(CLI_SRCS)) $$(CLI_LIBS) $$(COMMON_LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) -o $@ $(call objs,$(CLI_SRCS)) $(CLI_LIBS) $(COMMON_LIB) $(LDFLAGS) $(CLI_LDLIBS)
+	$(Q)$(CC) -o $@ $(call objs,$(CLI_SRCS)) $(CLI_LIBS) $(COMMON_LIB) -rdynamic $(LDFLAGS) $(CLI_LDLIBS)
 
 TEST_BINS += $(BUILD)/tests/test_cli.sh
 TESTS     += $(BUILD)/tests/test_cli.sh

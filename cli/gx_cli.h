@@ -19,11 +19,12 @@ struct gx_cmd {
 			#NAME, FN, SUMMARY }
 
 /* Global options, parsed by main before dispatch. */
-extern bool gx_json;    /* --json / -j */
-extern int gx_verbose; /* -v */
+/* Exported (with -rdynamic) for the plugins the CLI dlopens. */
+extern bool gx_json __attribute__((visibility("default")));    /* --json / -j */
+extern int gx_verbose __attribute__((visibility("default"))); /* -v */
 
 /* The one error path of the CLI: "gpuext: error: ..." (or JSON when --json). */
-void p_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void p_err(const char *fmt, ...) __attribute__((format(printf, 1, 2), visibility("default")));
 /* Run a nested subcommand table: cmds[] ends with {0}; prints usage on miss. */
 int gx_cmd_dispatch(const char *parent, const struct gx_cmd *cmds, int argc, char **argv);
 

@@ -6,7 +6,10 @@ DEVBPF_SRCS += devbpf/sections.c devbpf/object.c devbpf/loader.c devbpf/reloc.c 
                devbpf/verifier.c devbpf/verifier_cfg.c devbpf/verifier_scalar.c \
                devbpf/verifier_mem.c devbpf/verifier_helpers.c devbpf/disasm.c devbpf/interp.c
 DEVBPF_LIB  := $(BUILD)/lib/libgxbpf.a
-DEVBPF_LDLIBS := -lbpf -lelf -lz
+# Executables link libbpf statically (the GPU machine has none); shared
+# libraries cannot (Debian's libbpf.a is not PIC) and link it dynamically.
+DEVBPF_LDLIBS := -l:libbpf.a -lelf -lz
+DEVBPF_SO_LDLIBS := -lbpf -lelf -lz
 
 $(DEVBPF_LIB): $$(call objs,$$(DEVBPF_SRCS))
 	$(call msg,AR,$@)

@@ -41,16 +41,25 @@ $(JIT_LIB): $(call objs,$(JIT_SRCS)) $(HELPERS_BC_OBJ)
 LIBS_ALL += $(MAPS_LIB) $(JIT_LIB)
 
 # CLI: gpuext bpf jit, gpuext map list|dump
-CLI_SRCS   += cli/bpf_jit.c cli/map.c
-CLI_LIBS   += $(JIT_LIB) $(MAPS_LIB) $(DEVBPF_LIB)
-CLI_LDLIBS += $(JIT_LDLIBS)
+CLI_SRCS   += cli/map.c
+
+# `gpuext bpf jit` is a plugin the CLI dlopens (cli/bpf.c), so the gpuext
+# binary itself needs no LLVM (machines that run applications often lack it).
+# It calls back into the executable (p_err, gx_json): gpuext links -rdynamic.
+BPFJIT_PLUGIN := $(BUILD)/lib/gpuext-bpfjit.so
+$(BPFJIT_PLUGIN): $(call objs,cli/bpf_jit.c) $(JIT_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -shared -o $@ $^ $(LDFLAGS) $(JIT_LDLIBS) $(DEVBPF_SO_LDLIBS)
+LIBS_ALL += $(BPFJIT_PLUGIN)
+CLI_LIBS   += $(MAPS_LIB) $(DEVBPF_LIB)
 
 # Tests
 JIT_TEST_LIBS = $(JIT_LIB) $(DEVBPF_LIB) $(MAPS_LIB) $(COMMON_LIB)
 $(BUILD)/tests/test_jit: $(call objs,tests/devbpf/test_jit.c) $$(JIT_TEST_LIBS)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JIT_LDLIBS) $(DEVBPF_LDLIBS)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JIT_LDLIBS) $(DEVBPF_SO_LDLIBS)
 $(BUILD)/tests/test_maps: $(call objs,tests/devbpf/test_maps.c) $(MAPS_LIB) $(COMMON_LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
@@ -76,7 +85,7 @@ GPUT_KPTX := $(GPUT_DIR)/kernels_check.ptx $(GPUT_DIR)/kernels_bench.ptx
 $(GPUT_REF): $(call objs,tests/devbpf/gpu/gpu_ref.c tests/devbpf/gpu/gpu_common.c) $$(JIT_TEST_LIBS)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JIT_LDLIBS) $(DEVBPF_LDLIBS)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JIT_LDLIBS) $(DEVBPF_SO_LDLIBS)
 $(GPUT_OUT): $(GPUT_REF) $(BUILD)/tests/devbpf/progs/gpu_policies.bpf.o $(BUILD)/tests/devbpf/progs/jit_count.bpf.o
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(dir $@)

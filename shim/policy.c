@@ -86,27 +86,14 @@ static unsigned cur_sm(void)
 static int jit_build(const char *buf, size_t len, const char *tag, unsigned sm, struct gx_policy_desc *d,
 		     char *err, size_t en)
 {
-	char path[4096], sd[4096];
-	const char *lib = getenv("GPUEXT_JITLIB");
-	if (!lib || !*lib) {
-		const char *dir = self_dir(sd, sizeof(sd));
-		snprintf(path, sizeof(path), "%s/%s", dir ? dir : ".", GX_JITLIB_SONAME);
-		lib = path;
+	char why[400];
+	gx_jitlib_build_fn fn = (gx_jitlib_build_fn)gx_jitlib_sym(GX_JITLIB_SYM, why, sizeof(why));
+	if (!fn) {
+		int e = -errno;
+		snprintf(err, en, "not in the JIT cache and %s", why);
+		return e;
 	}
-	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		const char *why = dlerror();
-		snprintf(err, en, "not in the JIT cache and the JIT library cannot be loaded (%.300s); "
-			 "run `gpuext tools prepare` where LLVM 19 is installed",
-			 why ? why : lib);
-		return -ENOENT;
-	}
-	gx_jitlib_build_fn fn = (gx_jitlib_build_fn)dlsym(h, GX_JITLIB_SYM);
-	int ret = fn ? fn(buf, len, tag, sm, d, err, en) : -ENOSYS;
-	if (!fn)
-		snprintf(err, en, "%.300s has no %s", lib, GX_JITLIB_SYM);
-	/* Keep the library: LLVM registers atexit handlers. */
-	return ret;
+	return fn(buf, len, tag, sm, d, err, en);
 }
 
 static void pol_load(void)

@@ -77,6 +77,11 @@ int gx_pcache_store(const char *dir, const struct gx_policy_desc *d);
  * one-line reason in err ("prog NAME insn N: reason" for rejections). */
 #define GX_JITLIB_SONAME "libgxjit.so"
 #define GX_JITLIB_SYM "gx_jitlib_build"
+/* A symbol of libgxjit.so (loaded on first use; see jitlib_open.c), or NULL
+ * with a one-line reason in err. */
+void *gx_jitlib_sym(const char *sym, char *err, size_t en);
+/* The same for another library of ours that links LLVM (gpuext-bpfjit.so). */
+void *gx_jitlib_sym_in(const char *soname, const char *sym, char *err, size_t en);
 typedef int (*gx_jitlib_build_fn)(const void *obj, size_t len, const char *name, unsigned sm,
 				  struct gx_policy_desc *out, char *err, size_t err_sz);
 int gx_jitlib_build(const void *obj, size_t len, const char *name, unsigned sm,
