@@ -39,6 +39,7 @@ all:
 include mk/common.mk
 include $(sort $(wildcard */build.mk))
 -include shim/image.mk
+-include devbpf/tools/tools.mk
 
 all: $(LIBS_ALL) $(BINS_ALL)
 

@@ -44,7 +44,10 @@ static void usage(FILE *out)
 		"Run CMD with gpuext's libcuda.so.1 in front of NVIDIA's driver.\n\n"
 		"  -v, --verbose     log what the shim does (GPUEXT_LOG=info; twice: debug)\n"
 		"  --log LEVEL       GPUEXT_LOG: error, warn, info or debug\n"
-		"  --tool NAME       run an observability tool (GPUEXT_TOOL)\n"
+		"  --tool NAME       run an observability tool (GPUEXT_TOOL), print its report at exit\n"
+		"  --json            --tool: the report as JSON\n"
+		"  --trace FILE      --tool: also write a Chrome/Perfetto trace (JSON)\n"
+		"  --sample N        --tool memtrace: record 1 of N warp accesses (GPUEXT_CFG)\n"
 		"  --policy FILE     load a policy object, *.bpf.o (GPUEXT_POLICY)\n"
 		"  --audit           also redirect dlopen of libcuda by absolute path (LD_AUDIT)\n"
 		"  --disable         keep the shim loaded but only forward (GPUEXT_DISABLE=1)\n"
@@ -99,6 +102,8 @@ int gx_run_main(int argc, char **argv, const char *name)
 	prog = name;
 	int verbose = 0, audit = 0, disable = 0, print_env = 0;
 	const char *tool = NULL, *policy = NULL, *log = NULL;
+	const char *trace = NULL, *sample = NULL; /* --tool reports (run_tool.c) */
+	int json = 0;
 	int i = 1;
 	for (; i < argc; i++) {
 		const char *a = argv[i];
@@ -122,6 +127,13 @@ int gx_run_main(int argc, char **argv, const char *name)
 			audit = 1;
 		} else if (!strcmp(a, "--disable")) {
 			disable = 1;
+		} else if (!strcmp(a, "--json")) {
+			json = 1;
+		} else if ((!strcmp(a, "--trace") || !strcmp(a, "--sample")) && i + 1 < argc) {
+			if (!strcmp(a, "--trace"))
+				trace = argv[++i];
+			else
+				sample = argv[++i];
 		} else if (!strcmp(a, "--print-env")) {
 			print_env = 1;
 		} else if (!strcmp(a, "--tool") || !strcmp(a, "--policy") || !strcmp(a, "--log")) {
@@ -207,8 +219,12 @@ int gx_run_main(int argc, char **argv, const char *name)
 		set("LD_AUDIT", v, print_env);
 		free(v);
 	}
+	if (sample)
+		set("GPUEXT_CFG", sample, print_env);
 	if (print_env)
 		return 0;
+	if (tool)
+		return gx_run_tool(tool, argv + i, json, trace);
 	execvp(argv[i], argv + i);
 	int e = errno;
 	run_err(e == ENOENT ? "is it installed and in PATH?" : NULL, "cannot run '%s': %s", argv[i], strerror(e));

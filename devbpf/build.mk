@@ -40,8 +40,17 @@ $(BUILD)/tests/devbpf/verifier/%.bpf.o: tests/devbpf/verifier/%.bpf.c tests/devb
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-TEST_BINS += $(BUILD)/tests/test_bpf_verifier $(VCORPUS_OBJS)
-TESTS     += "$(BUILD)/tests/test_bpf_verifier $(BUILD)/tests/devbpf/verifier"
+# The same corpus built for cpu v4 (ALU32/JMP32, sign extension, gotol):
+# every verdict must hold there too.
+VCORPUS_V4 := $(patsubst tests/devbpf/verifier/%.bpf.c,$(BUILD)/tests/devbpf/verifier-v4/%.bpf.o,$(VCORPUS_SRCS))
+$(BUILD)/tests/devbpf/verifier-v4/%.bpf.o: tests/devbpf/verifier/%.bpf.c tests/devbpf/verifier/gx_test_bpf.h devbpf/gdev_helpers.h devbpf/gdev_ctx.h
+	$(call msg,CLANG,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -mcpu=v4 -c $< -o $@
+
+TEST_BINS += $(BUILD)/tests/test_bpf_verifier $(VCORPUS_OBJS) $(VCORPUS_V4)
+TESTS     += "$(BUILD)/tests/test_bpf_verifier $(BUILD)/tests/devbpf/verifier" \
+             "$(BUILD)/tests/test_bpf_verifier $(BUILD)/tests/devbpf/verifier-v4"
 $(BUILD)/tests/test_bpf_verifier: $(call objs,tests/devbpf/test_verifier.c) $(DEVBPF_LIB) $(COMMON_LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)

@@ -43,21 +43,40 @@ int verr(struct venv *env, uint32_t insn, const char *fmt, ...)
 
 /* ------------------------------------------------------------ states */
 
-static void state_free(struct vstate *st)
+/* Frames are recycled through a free list: exploring copies states at
+ * every fork and prune point, and malloc/free of 4-5 KiB blocks dominated
+ * the run time. */
+static struct vframe *frame_get(struct venv *env)
+{
+	struct vframe *f = env->free_frames;
+	if (f) {
+		env->free_frames = *(struct vframe **)f;
+		return f;
+	}
+	return malloc(sizeof(struct vframe));
+}
+
+static void frame_put(struct venv *env, struct vframe *f)
+{
+	*(struct vframe **)f = env->free_frames;
+	env->free_frames = f;
+}
+
+static void state_free(struct venv *env, struct vstate *st)
 {
 	for (int i = 0; i < st->nframes; i++)
-		free(st->frames[i]);
+		frame_put(env, st->frames[i]);
 	st->nframes = 0;
 }
 
-static int state_copy(struct vstate *dst, const struct vstate *src)
+static int state_copy(struct venv *env, struct vstate *dst, const struct vstate *src)
 {
 	*dst = *src;
 	for (int i = 0; i < src->nframes; i++) {
-		dst->frames[i] = malloc(sizeof(struct vframe));
+		dst->frames[i] = frame_get(env);
 		if (!dst->frames[i]) {
 			dst->nframes = i;
-			state_free(dst);
+			state_free(env, dst);
 			return -ENOMEM;
 		}
 		memcpy(dst->frames[i], src->frames[i], sizeof(struct vframe));
@@ -207,7 +226,7 @@ static int prune_or_store(struct venv *env, struct vstate *st, uint32_t idx)
 	struct vstored *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	if (state_copy(&s->st, st)) {
+	if (state_copy(env, &s->st, st)) {
 		free(s);
 		return -ENOMEM;
 	}
@@ -222,7 +241,8 @@ static int prune_or_store(struct venv *env, struct vstate *st, uint32_t idx)
 	return 0;
 }
 
-static int push_pending(struct venv *env, const struct vstate *st, uint32_t insn)
+/* Queue a state for later exploration; takes ownership of its frames. */
+static int push_pending(struct venv *env, struct vstate *st, uint32_t insn)
 {
 	if (env->npending == env->cap_pending) {
 		uint32_t nc = env->cap_pending ? env->cap_pending * 2 : 64;
@@ -234,9 +254,8 @@ static int push_pending(struct venv *env, const struct vstate *st, uint32_t insn
 		env->pending = np, env->cap_pending = nc;
 	}
 	struct vpending *p = &env->pending[env->npending];
-	int err = state_copy(&p->st, st);
-	if (err)
-		return err;
+	p->st = *st;
+	st->nframes = 0; /* moved */
 	p->insn = insn;
 	if (st->parent)
 		st->parent->refs++;
@@ -439,7 +458,7 @@ static int do_branch(struct venv *env, struct vstate *st, uint32_t idx, const st
 			if (d->type == V_PTR_MAP_VALUE_OR_NULL) {
 				/* null check: fork */
 				struct vstate other;
-				if ((err = state_copy(&other, st)))
+				if ((err = state_copy(env, &other, st)))
 					return err;
 				uint32_t id = d->id;
 				/* taken branch: JEQ → null, JNE → non-null */
@@ -448,7 +467,7 @@ static int do_branch(struct venv *env, struct vstate *st, uint32_t idx, const st
 				other.parent = st->parent;
 				err = push_pending(env, &other, target);
 				other.parent = NULL;
-				state_free(&other);
+				state_free(env, &other);
 				*next = idx + 1;
 				return err;
 			}
@@ -470,7 +489,7 @@ static int do_branch(struct venv *env, struct vstate *st, uint32_t idx, const st
 	}
 	/* both outcomes possible: push the taken one, refine both */
 	struct vstate other;
-	if ((err = state_copy(&other, st)))
+	if ((err = state_copy(env, &other, st)))
 		return err;
 	struct vframe *of = vcur(&other);
 	struct vreg *od = &of->regs[in->dst_reg];
@@ -493,7 +512,7 @@ static int do_branch(struct venv *env, struct vstate *st, uint32_t idx, const st
 		err = push_pending(env, &other, target);
 		other.parent = NULL;
 	}
-	state_free(&other);
+	state_free(env, &other);
 	if (err)
 		return err;
 	*next = ok_fall ? (int64_t)idx + 1 : -1;
@@ -517,9 +536,10 @@ static int enter_frame(struct venv *env, struct vstate *st, uint32_t idx, uint32
 	if (on_call_stack(st, sp))
 		return verr(env, idx, "recursive call");
 	struct vframe *caller = vcur(st);
-	struct vframe *nf = calloc(1, sizeof(*nf));
+	struct vframe *nf = frame_get(env);
 	if (!nf)
 		return -ENOMEM;
+	memset(nf, 0, sizeof(*nf));
 	env->subprogs[caller->subprog].calls[sp] = 1;
 	if (callback) {
 		/* callback(index, ctx) */
@@ -621,7 +641,7 @@ static int do_exit(struct venv *env, struct vstate *st, uint32_t idx, int64_t *n
 	}
 	bool cb = f->is_callback;
 	*next = f->callsite + 1;
-	free(f);
+	frame_put(env, f);
 	st->nframes--;
 	forget_dead_frame_ptrs(st);
 	for (int r = 1; r <= 5; r++)
@@ -859,9 +879,10 @@ static bool in_callback(const struct vstate *st)
 static int explore(struct venv *env)
 {
 	struct vstate cur = { 0 };
-	cur.frames[0] = calloc(1, sizeof(struct vframe));
+	cur.frames[0] = frame_get(env);
 	if (!cur.frames[0])
 		return -ENOMEM;
+	memset(cur.frames[0], 0, sizeof(struct vframe));
 	cur.nframes = 1;
 	struct vframe *f0 = cur.frames[0];
 	f0->callsite = -1;
@@ -899,16 +920,16 @@ static int explore(struct venv *env)
 			continue;
 		}
 		/* path over: next pending branch */
-		state_free(&cur);
+		state_free(env, &cur);
 		if (!env->npending)
 			break;
 		struct vpending *p = &env->pending[--env->npending];
 		cur = p->st;
 		idx = p->insn;
 	}
-	state_free(&cur);
+	state_free(env, &cur);
 	while (env->npending)
-		state_free(&env->pending[--env->npending].st);
+		state_free(env, &env->pending[--env->npending].st);
 	return err;
 }
 
@@ -926,7 +947,7 @@ static void env_free(struct venv *env)
 			struct vstored *s = env->stored[i];
 			while (s) {
 				struct vstored *n = s->next;
-				state_free(&s->st);
+				state_free(env, &s->st);
 				free(s);
 				s = n;
 			}
@@ -934,6 +955,11 @@ static void env_free(struct venv *env)
 	}
 	free(env->stored);
 	free(env->nstored);
+	while (env->free_frames) {
+		struct vframe *f = env->free_frames;
+		env->free_frames = *(struct vframe **)f;
+		free(f);
+	}
 	free(env->pending);
 	free(env->varying);
 	gx_vfacts_free(env->facts, env->cnt);

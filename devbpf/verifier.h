@@ -18,7 +18,7 @@
 #define V_MAX_FRAMES 8
 #define V_STACK 512
 #define V_SLOTS (V_STACK / 8)
-#define V_MAX_STATES_PER_INSN 512
+#define V_MAX_STATES_PER_INSN 128
 
 enum vtype {
 	V_NOT_INIT = 0,
@@ -125,6 +125,7 @@ struct venv {
 	uint32_t max_path, max_calls;
 	uint32_t next_id;
 	uint8_t *varying;        /* per insn, for the JIT */
+	struct vframe *free_frames; /* recycled frames */
 	struct gx_vfacts *facts; /* per insn when collecting */
 	/* error */
 	int err_insn;

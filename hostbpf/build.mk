@@ -51,3 +51,4 @@ $(HB_BINS): $(BUILD)/bin/gx_%: $(BUILD)/obj/hostbpf/gx_%.o $(HB_LOADER_OBJ)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(HB_LDLIBS)
 .SECONDARY: $(HB_OBJS) $(HB_DIR)/gx_bad.bpf.o $(patsubst %.bpf.o,%.skel.h,$(HB_OBJS)) $(HB_DIR)/gx_bad.skel.h
+include hostbpf/hostexec.mk

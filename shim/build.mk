@@ -8,7 +8,9 @@ SHIM_GEN    := $(BUILD)/gen/shim
 SHIM_LIB    := $(BUILD)/lib/libcuda.so.1
 SHIM_SRCS   := shim/core.c shim/real.c shim/procaddr.c shim/init.c shim/events.c \
                shim/tables.c shim/load.c shim/module.c shim/link.c shim/launch.c \
-               shim/graph.c shim/mem.c shim/passes_env.c
+               shim/graph.c shim/mem.c shim/passes_env.c shim/hostpolicy.c
+# Device policies (tools engineer): attach, device runtime, JIT cache.
+SHIM_SRCS   += shim/policy.c shim/devrt.c devbpf/tools/gx_pcache.c
 ifeq ($(IMAGE_LIB),)
 SHIM_SRCS   += shim/noimage.c
 IMAGE_LDLIBS ?=
@@ -44,11 +46,12 @@ $(SHIM_GEN)/gx_tramp.o: $(SHIM_GEN)/gx_tramp.S
 # -Bsymbolic: our own references bind to our definitions (never interposed).
 # The version script only limits exports: the real driver has no symbol
 # versions, so neither do we.
-$(SHIM_LIB): $(SHIM_OBJS) shim/libcuda.map $(PTX_LIB) $(COMMON_LIB) $(IMAGE_LIB)
+$(SHIM_LIB): $(SHIM_OBJS) shim/libcuda.map $(PTX_LIB) $(COMMON_LIB) $(IMAGE_LIB) $(SHIM_HOSTEXEC_LIBS) $(MAPS_LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -shared -o $@ -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,now \
-		-Wl,--version-script=shim/libcuda.map $(SHIM_OBJS) $(IMAGE_LIB) $(PTX_LIB) $(COMMON_LIB) \
+		-Wl,--version-script=shim/libcuda.map $(SHIM_OBJS) $(IMAGE_LIB) $(PTX_LIB) \
+		$(SHIM_HOSTEXEC_LIBS) $(MAPS_LIB) $(COMMON_LIB) -lelf \
 		$(LDFLAGS) $(IMAGE_LDLIBS) -ldl -lpthread
 	$(Q)ln -sf libcuda.so.1 $(BUILD)/lib/libcuda.so
 
@@ -67,7 +70,7 @@ LIBS_ALL += $(SHIM_AUDIT)
 # gpuext run / gpuext-run
 CLI_SRCS += cli/run.c
 GPUEXT_RUN := $(BUILD)/bin/gpuext-run
-$(GPUEXT_RUN): $(call objs,cli/run.c cli/run_main.c) $(COMMON_LIB)
+$(GPUEXT_RUN): $(call objs,cli/run.c cli/run_main.c cli/run_tool.c) $(COMMON_LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS)

@@ -3,6 +3,7 @@
  * tables are dropped when the driver destroys what they describe. */
 #include <string.h>
 
+#include "shim/gx_hostpolicy.h"
 #include "shim/gx_shim_ev.h"
 #include "shim/gx_tables.h"
 
@@ -20,6 +21,7 @@ GX_EXPORT CUresult cuInit(unsigned int Flags)
 		REAL(cuDriverGetVersion)(&v);
 		pr_info("shim active: real driver %s (CUDA %d.%d)%s", gx_real_path(), v / 1000, v % 1000 / 10,
 			gx_config.disabled ? ", GPUEXT_DISABLE set: forwarding only" : "");
+		gx_hostpolicy_init();
 	}
 	return rc;
 }

@@ -9,6 +9,7 @@
 #include "ptx-rewrite/gx_ptx.h"
 #include "shim/gx_image.h"
 #include "shim/gx_load.h"
+#include "shim/gx_policy.h"
 #include "shim/passes_env.h"
 
 static unsigned module_seq;
@@ -58,6 +59,7 @@ static bool rewrite(const char *ptx, size_t len, struct gx_prep *p)
 	/* Identity until host policies select hooks (another part wires them). */
 	struct gx_ptx_rewrite_opts opts = { .sz = sizeof(opts) };
 	opts.hooks = gx_hooks_from_env(); /* GPUEXT_HOOKS: no-op stub hooks */
+	gx_policy_rewrite_opts(&opts); /* device policy hooks, if one is attached */
 	struct gx_ptx_rewrite_result res;
 	memset(&res, 0, sizeof(res));
 	int ret = gx_ptx_rewrite(ptx, len, &opts, &res);

@@ -7,7 +7,9 @@ F=$B/fuzz/fuzz_bpf_loader
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/corpus" "$B/fuzz/crashes"
-cp "$B"/tests/devbpf/verifier/*.bpf.o "$B"/tests/devbpf/loader/*.bpf.o "$work/corpus/" 2>/dev/null
+cp "$B"/tests/devbpf/verifier/*.bpf.o "$work/corpus/" 2>/dev/null
+for f in "$B"/tests/devbpf/verifier-v4/*.bpf.o; do cp "$f" "$work/corpus/v4-$(basename "$f")" 2>/dev/null; done
+cp "$B"/tests/devbpf/loader/*.bpf.o "$work/corpus/" 2>/dev/null
 n=$(ls "$work/corpus" | wc -l)
 if [ "$n" -eq 0 ]; then echo "not ok - fuzz_bpf_loader: no seed objects in $B/tests/devbpf"; exit 1; fi
 if "$F" -max_total_time="$T" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \

@@ -84,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	struct gx_bpf_helper_entry helpers[] = { { 1, h_lookup } };
 	struct gx_bpf_verify_opts vo = { .sz = sizeof(vo), .quiet = true, .collect_facts = true,
-					 .budget = { .max_processed = 20000 } };
+					 .budget = { .max_path_insns = 1024, .max_processed = 5000 } };
 	for (struct gx_bpf_prog *p = NULL; (p = gx_bpf_object__next_prog(obj, p));) {
 		if (gx_bpf_prog__verify(p, &vo))
 			continue;

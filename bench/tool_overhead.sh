@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Overhead of each tool on four workloads (bench/tool_bench.cu: vector add,
+# GEMM, stencil, reduction; each timed batch >= 1 ms on the H200), median of
+# REPS batches: direct (no shim) vs the shim without a tool vs each tool.
+# Prints a markdown table of medians and ratios to direct, `bench:` lines,
+# and ok/not ok for the goal (<= 3 % over direct for kernelretsnoop,
+# threadhist, launchlate; memtrace reported as measured). Checksums must not
+# change under any configuration. Needs the JIT cache (make gpu-prep).
+# Env: GX_BUILD, GX_BENCH_OUT (logs), REPS (21), TOOL_BENCH_TIMEOUT (300 s per run).
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+B=${GX_BUILD:-$ROOT/build}
+OUTD=${GX_BENCH_OUT:-${OUT:-$B/gpu-out}/tools}
+REPS=${REPS:-21}
+TMO=${TOOL_BENCH_TIMEOUT:-300}
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+mkdir -p "$OUTD"
+export GPUEXT_CACHE_DIR=${GPUEXT_CACHE_DIR:-$B/cache}
+export GPUEXT_TOOLS_DIR=$B/share/gpuext/tools
+W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+APP=$B/tests/gpu/tool_bench
+if [ ! -x "$APP" ]; then
+	APP=$W/tool_bench
+	timeout 300 "$NVCC" -O2 -arch=sm_90 -gencode arch=compute_90,code=compute_90 -o "$APP" "$ROOT/bench/tool_bench.cu" \
+		>"$OUTD/bench-nvcc.log" 2>&1 || { echo "not ok - bench: nvcc tool_bench.cu failed"; exit 1; }
+fi
+configs="direct shim kernelretsnoop threadhist launchlate memtrace"
+for cfg in $configs; do
+	log=$OUTD/bench-$cfg.log
+	case $cfg in
+	direct) timeout "$TMO" "$APP" "$REPS" >"$log" 2>&1 ;;
+	shim) timeout "$TMO" env LD_LIBRARY_PATH="$B/lib" GPUEXT_LOG=info "$APP" "$REPS" >"$log" 2>"$log.err" ;;
+	*) GPUEXT_SHM_DIR=$W/shm timeout "$TMO" "$B/bin/gpuext-run" -v --tool "$cfg" -- "$APP" "$REPS" >"$log" 2>"$log.err" ;;
+	esac
+	rc=$?
+	[ $rc -eq 0 ] || echo "not ok - bench: $cfg run exited $rc (log $log)"
+	if [ "$cfg" != direct ] && [ "$cfg" != shim ] && grep -q "running without it" "$log.err" 2>/dev/null; then
+		echo "not ok - bench: $cfg was not attached: $(grep 'running without it' "$log.err" | head -1)"
+	fi
+done
+python3 - "$OUTD" $configs <<'P'
+import sys, re
+d, cfgs = sys.argv[1], sys.argv[2:]
+med, ck = {}, {}
+for c in cfgs:
+    try:
+        for l in open('%s/bench-%s.log' % (d, c)):
+            m = re.match(r'bench: (\S+) ([0-9.]+) ([0-9.]+)', l)
+            if m: med[(c, m.group(1))] = float(m.group(2))
+            m = re.match(r'checksum: (\S+) (\S+)', l)
+            if m: ck[(c, m.group(1))] = m.group(2)
+    except OSError:
+        pass
+wl = ['vadd', 'gemm', 'stencil', 'reduce']
+print('| workload | ' + ' | '.join(cfgs) + ' |')
+print('|---' * (len(cfgs) + 1) + '|')
+for w in wl:
+    base = med.get(('direct', w))
+    cells = []
+    for c in cfgs:
+        v = med.get((c, w))
+        if v is None: cells.append('—')
+        elif c == 'direct' or not base: cells.append('%.3f ms' % v)
+        else: cells.append('%.3f ms (%+.1f %%)' % (v, (v / base - 1) * 100))
+    print('| %s | %s |' % (w, ' | '.join(cells)))
+for w in wl:
+    base = med.get(('direct', w))
+    for c in cfgs[1:]:
+        v = med.get((c, w))
+        if base and v:
+            print('bench: tool_overhead %s %s %.2f%%' % (w, c, (v / base - 1) * 100))
+            if c in ('kernelretsnoop', 'threadhist', 'launchlate'):
+                print('%s - bench: %s on %s within 3 %% of direct (%+.2f %%)' % ('ok' if v <= base * 1.03 else 'not ok', c, w, (v / base - 1) * 100))
+        if ck.get(('direct', w)) and ck.get((c, w)):
+            print('%s - bench: %s output of %s unchanged' % ('ok' if ck[(c, w)] == ck[('direct', w)] else 'not ok', c, w))
+P

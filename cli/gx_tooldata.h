@@ -1,0 +1,66 @@
+/* gx_tooldata.h — what a tool run left behind, loaded for the formatters:
+ * the shim's tool logs ("<pid>-<tool>.events") and the tool's maps
+ * ("<pid>-<tool>.<map>[@ctx]") in one folder, merged over processes. */
+#ifndef GX_TOOLDATA_H
+#define GX_TOOLDATA_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "devbpf/tools/gx_tools.h"
+
+struct td_ctx {
+	uint32_t pid, ctx, dev, sm, nr_sms, calibrated;
+	long long gt_minus_host;
+	uint64_t calib_err_ns;
+};
+struct td_launch {
+	uint32_t pid, ctx, seq;
+	uint64_t host_ns, kernel_id;
+	uint32_t grid[3], block[3];
+};
+struct td_rec {
+	uint32_t pid, ctx, map, len;
+	const void *data; /* payload, len bytes (inside the loaded file buffer) */
+};
+struct td_kname {
+	uint64_t id;
+	const char *name;
+};
+
+struct tooldata {
+	const char *tool;
+	struct td_ctx *ctxs;
+	size_t nr_ctxs;
+	struct td_launch *launches; /* in file order (per process: launch order) */
+	size_t nr_launches;
+	struct td_rec *recs;
+	size_t nr_recs;
+	struct td_kname *knames;
+	size_t nr_knames;
+	uint64_t drops;
+	unsigned nr_procs;
+	char **bufs; /* loaded files */
+	size_t nr_bufs;
+	const char *dir;
+};
+
+int td_load(struct tooldata *td, const char *dir, const char *tool);
+void td_free(struct tooldata *td);
+const char *td_kname(const struct tooldata *td, uint64_t id, char *buf, size_t n);
+const struct td_ctx *td_ctx(const struct tooldata *td, uint32_t pid, uint32_t ctx);
+/* Paths of the map files "<pid>-<tool>.<map>[@N]" in the folder; malloc'd
+ * NULL-terminated array (free with td_paths_free). */
+char **td_map_paths(const struct tooldata *td, const char *map);
+void td_paths_free(char **p);
+/* JSON string output. */
+void td_json_str(FILE *f, const char *s);
+
+/* tools_fmt.c: one formatter per tool. mode: 0 text, 1 JSON. trace: a Chrome
+ * trace-event file to write, or NULL. Returns 0 or a CLI exit status. */
+int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *trace);
+int fmt_threadhist(const struct tooldata *td, int json, FILE *trace);
+int fmt_launchlate(const struct tooldata *td, int json, FILE *trace);
+int fmt_memtrace(const struct tooldata *td, int json, FILE *trace);
+
+#endif

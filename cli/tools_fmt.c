@@ -1,0 +1,509 @@
+/* tools_fmt.c — the four tools' reports: a readable summary (tables,
+ * terminal histograms), --json, and Chrome/Perfetto trace events (one track
+ * per SM; times in µs of %globaltimer relative to the first event).
+ * Input: struct tooldata (cli/tools.c). Output must not depend on anything
+ * but the data (golden tests compare it byte for byte). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/gx_tooldata.h"
+#include "devbpf/gx_map.h"
+
+#define TRACE_MAX_EVENTS 200000
+
+static void bar(unsigned long long v, unsigned long long max, int width)
+{
+	int n = max ? (int)((v * (unsigned long long)width + max - 1) / max) : 0;
+	for (int i = 0; i < n; i++)
+		fputs("#", stdout);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void trace_sm_names(FILE *tf, const unsigned char *used, unsigned n)
+{
+	for (unsigned s = 0; s < n; s++)
+		if (used[s])
+			fprintf(tf, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%u,\"args\":{\"name\":\"SM %u\"}}",
+				s, s);
+}
+
+/* ------------------------------------------------------------ kernelretsnoop */
+struct krs_launch {
+	const struct td_launch *l; /* NULL: records no launch accounts for */
+	uint64_t kernel_id;
+	uint32_t pid, ctx;
+	uint64_t nblocks, got;
+	uint64_t first, last;
+	const struct gx_krs_rec **blk; /* by linear block index (nblocks) */
+};
+
+static uint64_t grid_blocks(const uint32_t g[3])
+{
+	return (uint64_t)g[0] * g[1] * g[2];
+}
+
+int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
+{
+	size_t nl = td->nr_launches;
+	struct krs_launch *L = calloc(nl + 1, sizeof(*L));
+	unsigned char *done = calloc(td->nr_recs + 1, 1);
+	if (!L || !done) {
+		free(L);
+		free(done);
+		return 1;
+	}
+	for (size_t i = 0; i < nl; i++) {
+		L[i].l = &td->launches[i];
+		L[i].kernel_id = td->launches[i].kernel_id;
+		L[i].pid = td->launches[i].pid, L[i].ctx = td->launches[i].ctx;
+		L[i].nblocks = grid_blocks(td->launches[i].grid);
+		L[i].first = UINT64_MAX;
+	}
+	/* Records of a kernel, in ring order, fill its launches in launch order. */
+	uint64_t unattributed = 0;
+	for (size_t r = 0; r < td->nr_recs; r++) {
+		if (td->recs[r].len < sizeof(struct gx_krs_rec))
+			continue;
+		const struct gx_krs_rec *k = td->recs[r].data;
+		uint64_t lin = k->ctaid[0] + (uint64_t)k->nctaid[0] * (k->ctaid[1] + (uint64_t)k->nctaid[1] * k->ctaid[2]);
+		size_t li = 0;
+		for (; li < nl; li++) {
+			struct krs_launch *x = &L[li];
+			if (x->kernel_id != k->kernel_id || x->pid != td->recs[r].pid || x->ctx != td->recs[r].ctx ||
+			    x->nblocks != (uint64_t)k->nctaid[0] * k->nctaid[1] * k->nctaid[2] || lin >= x->nblocks)
+				continue;
+			if (x->got < x->nblocks) /* new block, or a second exit site of one */
+				break;
+		}
+		if (li == nl) {
+			unattributed++;
+			continue;
+		}
+		struct krs_launch *x = &L[li];
+		if (!x->blk && !(x->blk = calloc(x->nblocks, sizeof(*x->blk))))
+			continue;
+		if (!x->blk[lin])
+			x->got++;
+		x->blk[lin] = k; /* a second exit site of the block: keep the last */
+		if (k->ts < x->first)
+			x->first = k->ts;
+		if (k->ts > x->last)
+			x->last = k->ts;
+	}
+	uint64_t base = UINT64_MAX;
+	for (size_t i = 0; i < nl; i++)
+		if (L[i].got && L[i].first < base)
+			base = L[i].first;
+	char nb[64];
+	if (json) {
+		printf("{\"tool\":\"kernelretsnoop\",\"records\":%zu,\"drops\":%llu,\"unattributed\":%llu,"
+		       "\"launches\":[",
+		       td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed);
+	} else {
+		printf("kernelretsnoop: %zu launches, %zu block records, %llu dropped, %llu unattributed\n\n", nl,
+		       td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed);
+		printf("%-32s %6s %15s %5s %12s %11s\n", "KERNEL", "LAUNCH", "BLOCKS", "SMS", "SPREAD(us)", "BLK/SM");
+	}
+	unsigned char used[4096] = { 0 };
+	size_t ntrace = 0;
+	for (size_t i = 0, shown = 0; i < nl; i++) {
+		struct krs_launch *x = &L[i];
+		const char *name = td_kname(td, x->kernel_id, nb, sizeof(nb));
+		unsigned persm[4096] = { 0 };
+		unsigned nsm = 0, lo = UINT32_MAX, hi = 0;
+		for (uint64_t b = 0; x->blk && b < x->nblocks; b++)
+			if (x->blk[b] && x->blk[b]->smid < 4096)
+				persm[x->blk[b]->smid]++;
+		for (unsigned s = 0; s < 4096; s++)
+			if (persm[s]) {
+				nsm++;
+				lo = persm[s] < lo ? persm[s] : lo;
+				hi = persm[s] > hi ? persm[s] : hi;
+			}
+		if (!nsm)
+			lo = 0;
+		double spread = x->got ? (double)(x->last - x->first) / 1000.0 : 0;
+		if (json) {
+			printf("%s{\"kernel\":", shown++ ? "," : "");
+			td_json_str(stdout, name);
+			printf(",\"pid\":%u,\"ctx\":%u,\"seq\":%u,\"blocks_expected\":%llu,\"blocks\":%llu,"
+			       "\"sms\":%u,\"blocks_per_sm_min\":%u,\"blocks_per_sm_max\":%u,\"first_finish_ns\":%llu,"
+			       "\"last_finish_ns\":%llu,\"finishes\":[",
+			       x->pid, x->ctx, x->l->seq, (unsigned long long)x->nblocks, (unsigned long long)x->got,
+			       nsm, lo, hi, (unsigned long long)(x->got ? x->first : 0),
+			       (unsigned long long)(x->got ? x->last : 0));
+			int c = 0;
+			for (uint64_t b = 0; x->blk && b < x->nblocks; b++) {
+				const struct gx_krs_rec *k = x->blk[b];
+				if (k)
+					printf("%s{\"block\":[%u,%u,%u],\"sm\":%u,\"ts\":%llu}", c++ ? "," : "",
+					       k->ctaid[0], k->ctaid[1], k->ctaid[2], k->smid,
+					       (unsigned long long)k->ts);
+			}
+			printf("]}");
+		} else {
+			char blocks[40];
+			snprintf(blocks, sizeof(blocks), "%llu/%llu", (unsigned long long)x->got,
+				 (unsigned long long)x->nblocks);
+			printf("%-32.32s %6u %15s %5u %12.1f %5u..%-5u\n", name, x->l->seq, blocks, nsm, spread, lo, hi);
+		}
+		for (uint64_t b = 0; tf && x->blk && b < x->nblocks && ntrace < TRACE_MAX_EVENTS; b++) {
+			const struct gx_krs_rec *k = x->blk[b];
+			if (!k)
+				continue;
+			if (k->smid < 4096)
+				used[k->smid] = 1;
+			fprintf(tf, ",\n{\"name\":\"%s (%u,%u,%u) done\",\"cat\":\"block\",\"ph\":\"i\",\"s\":\"t\",\"pid\":1,"
+				    "\"tid\":%u,\"ts\":%.3f}",
+				"block", k->ctaid[0], k->ctaid[1], k->ctaid[2], k->smid, (double)(k->ts - base) / 1000.0);
+			ntrace++;
+		}
+		if (tf && x->got) {
+			fprintf(tf, ",\n{\"name\":");
+			td_json_str(tf, name);
+			fprintf(tf, ",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":1,\"tid\":100000,\"ts\":%.3f,\"dur\":%.3f,"
+				    "\"args\":{\"seq\":%u,\"blocks\":%llu}}",
+				(double)(x->first - base) / 1000.0, (double)(x->last - x->first) / 1000.0, x->l->seq,
+				(unsigned long long)x->got);
+		}
+	}
+	if (tf) {
+		trace_sm_names(tf, used, 4096);
+		fprintf(tf, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":100000,\"args\":{\"name\":\"kernels (finish spread)\"}}");
+	}
+	if (json) {
+		printf("]}\n");
+	} else if (nl) {
+		/* Distribution of finish times within the launch with most blocks. */
+		size_t best = 0;
+		for (size_t i = 1; i < nl; i++)
+			if (L[i].got > L[best].got)
+				best = i;
+		struct krs_launch *x = &L[best];
+		if (x->got > 1 && x->last > x->first) {
+			unsigned long long h[10] = { 0 }, mx = 0;
+			for (uint64_t b = 0; b < x->nblocks; b++)
+				if (x->blk[b]) {
+					uint64_t k = (x->blk[b]->ts - x->first) * 10 / (x->last - x->first + 1);
+					h[k]++;
+				}
+			for (int k = 0; k < 10; k++)
+				mx = h[k] > mx ? h[k] : mx;
+			printf("\nblock finishes over time, launch %u of %s:\n", x->l->seq,
+			       td_kname(td, x->kernel_id, nb, sizeof(nb)));
+			for (int k = 0; k < 10; k++) {
+				printf("  %9.1f us | %7llu ", (double)(x->last - x->first) * k / 10 / 1000.0, h[k]);
+				bar(h[k], mx, 40);
+				printf("\n");
+			}
+		}
+	}
+	for (size_t i = 0; i < nl; i++)
+		free(L[i].blk);
+	free(L);
+	free(done);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- threadhist */
+int fmt_threadhist(const struct tooldata *td, int json, FILE *tf)
+{
+	enum { MAXSM = 4096 };
+	struct gx_th_val *sm = calloc(MAXSM, sizeof(*sm));
+	if (!sm)
+		return 1;
+	unsigned nsm = 0, files = 0;
+	for (size_t i = 0; i < td->nr_ctxs; i++)
+		nsm = td->ctxs[i].nr_sms > nsm ? td->ctxs[i].nr_sms : nsm;
+	char **paths = td_map_paths(td, "th_counts");
+	for (size_t i = 0; paths && paths[i]; i++) {
+		struct gx_map *m = NULL;
+		if (gx_map__open(paths[i], 0, &m))
+			continue;
+		if (m->l.value_size >= sizeof(struct gx_th_val)) {
+			files++;
+			for (unsigned s = 0; s < m->l.nr_shards; s++) {
+				const struct gx_th_val *v = gx_map__shard_elem(m, s, 0);
+				unsigned id = s / GX_WARP_SLOTS_PER_SM;
+				if (!v || id >= MAXSM)
+					continue;
+				sm[id].blocks += v->blocks;
+				sm[id].warps += v->warps;
+				sm[id].threads += v->threads;
+				if (id + 1 > nsm && (v->blocks || v->warps))
+					nsm = id + 1;
+			}
+		}
+		gx_map__free(m);
+	}
+	td_paths_free(paths);
+	struct gx_th_val tot = { 0 };
+	unsigned long long mx = 0, busy = 0;
+	for (unsigned s = 0; s < nsm; s++) {
+		tot.blocks += sm[s].blocks, tot.warps += sm[s].warps, tot.threads += sm[s].threads;
+		mx = sm[s].threads > mx ? sm[s].threads : mx;
+		busy += sm[s].threads != 0;
+	}
+	double mean = nsm ? (double)tot.threads / nsm : 0;
+	if (json) {
+		printf("{\"tool\":\"threadhist\",\"map_files\":%u,\"sms\":[", files);
+		for (unsigned s = 0; s < nsm; s++)
+			printf("%s{\"sm\":%u,\"blocks\":%llu,\"warps\":%llu,\"threads\":%llu}", s ? "," : "", s,
+			       sm[s].blocks, sm[s].warps, sm[s].threads);
+		printf("],\"total\":{\"blocks\":%llu,\"warps\":%llu,\"threads\":%llu},\"busy_sms\":%llu,"
+		       "\"imbalance\":%.3f}\n",
+		       tot.blocks, tot.warps, tot.threads, busy, mean > 0 ? (double)mx / mean : 0.0);
+	} else {
+		printf("threadhist: %u SMs, %llu blocks, %llu warps, %llu threads (%u map files)\n\n", nsm, tot.blocks,
+		       tot.warps, tot.threads, files);
+		printf("%5s %10s %10s %12s\n", "SM", "BLOCKS", "WARPS", "THREADS");
+		for (unsigned s = 0; s < nsm; s++) {
+			printf("%5u %10llu %10llu %12llu ", s, sm[s].blocks, sm[s].warps, sm[s].threads);
+			bar(sm[s].threads, mx, 40);
+			printf("\n");
+		}
+		printf("\nbusy SMs %llu/%u; max/mean threads per SM = %.3f (1.000 = perfectly even)\n", busy, nsm,
+		       mean > 0 ? (double)mx / mean : 0.0);
+	}
+	for (unsigned s = 0; tf && s < nsm; s++) {
+		fprintf(tf, ",\n{\"name\":\"SM %u\",\"ph\":\"C\",\"pid\":1,\"tid\":%u,\"ts\":0,\"args\":{\"blocks\":%llu,"
+			    "\"warps\":%llu,\"threads\":%llu}}",
+			s, s, sm[s].blocks, sm[s].warps, sm[s].threads);
+	}
+	free(sm);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- launchlate */
+int fmt_launchlate(const struct tooldata *td, int json, FILE *tf)
+{
+	size_t nl = td->nr_launches;
+	unsigned char *taken = calloc(nl + 1, 1);
+	int64_t *lat = calloc(td->nr_recs + 1, sizeof(*lat));
+	size_t *lof = calloc(td->nr_recs + 1, sizeof(*lof));
+	if (!taken || !lat || !lof) {
+		free(taken), free(lat), free(lof);
+		return 1;
+	}
+	/* k-th record of a kernel (per process and context) <-> its k-th launch. */
+	size_t matched = 0, uncal = 0;
+	for (size_t r = 0; r < td->nr_recs; r++) {
+		lof[r] = SIZE_MAX;
+		if (td->recs[r].len < sizeof(struct gx_ll_rec))
+			continue;
+		const struct gx_ll_rec *k = td->recs[r].data;
+		for (size_t i = 0; i < nl; i++) {
+			const struct td_launch *l = &td->launches[i];
+			if (taken[i] || l->kernel_id != k->kernel_id || l->pid != td->recs[r].pid ||
+			    l->ctx != td->recs[r].ctx)
+				continue;
+			const struct td_ctx *c = td_ctx(td, l->pid, l->ctx);
+			taken[i] = 1;
+			lof[r] = i;
+			if (!c || !c->calibrated) {
+				uncal++;
+				lof[r] = SIZE_MAX;
+			} else {
+				lat[r] = (int64_t)(k->ts - (uint64_t)c->gt_minus_host) - (int64_t)l->host_ns;
+				matched++;
+			}
+			break;
+		}
+	}
+	/* Per kernel: sorted latencies. */
+	uint64_t *ids = calloc(td->nr_knames + td->nr_recs + 1, sizeof(*ids));
+	size_t nids = 0;
+	for (size_t r = 0; ids && r < td->nr_recs; r++) {
+		if (lof[r] == SIZE_MAX)
+			continue;
+		uint64_t id = td->launches[lof[r]].kernel_id;
+		size_t j = 0;
+		while (j < nids && ids[j] != id)
+			j++;
+		if (j == nids)
+			ids[nids++] = id;
+	}
+	char nb[64];
+	if (json)
+		printf("{\"tool\":\"launchlate\",\"launches\":%zu,\"matched\":%zu,\"uncalibrated\":%zu,\"drops\":%llu,"
+		       "\"kernels\":[",
+		       nl, matched, uncal, (unsigned long long)td->drops);
+	else
+		printf("launchlate: %zu launches, %zu matched with a first-block start, %llu dropped\n\n"
+		       "%-32s %6s %10s %10s %10s %10s\n",
+		       nl, matched, (unsigned long long)td->drops, "KERNEL", "COUNT", "MIN(us)", "MEDIAN", "P90", "MAX");
+	uint64_t *v = calloc(td->nr_recs + 1, sizeof(*v));
+	unsigned long long hist[24] = { 0 };
+	for (size_t j = 0; v && j < nids; j++) {
+		size_t n = 0;
+		for (size_t r = 0; r < td->nr_recs; r++)
+			if (lof[r] != SIZE_MAX && td->launches[lof[r]].kernel_id == ids[j])
+				v[n++] = (uint64_t)(lat[r] < 0 ? 0 : lat[r]);
+		qsort(v, n, sizeof(*v), cmp_u64);
+		const char *name = td_kname(td, ids[j], nb, sizeof(nb));
+		if (json) {
+			printf("%s{\"kernel\":", j ? "," : "");
+			td_json_str(stdout, name);
+			printf(",\"count\":%zu,\"min_ns\":%llu,\"median_ns\":%llu,\"p90_ns\":%llu,\"max_ns\":%llu}", n,
+			       (unsigned long long)v[0], (unsigned long long)v[n / 2],
+			       (unsigned long long)v[n * 9 / 10], (unsigned long long)v[n - 1]);
+		} else {
+			printf("%-32.32s %6zu %10.1f %10.1f %10.1f %10.1f\n", name, n, v[0] / 1000.0, v[n / 2] / 1000.0,
+			       v[n * 9 / 10] / 1000.0, v[n - 1] / 1000.0);
+		}
+		for (size_t k = 0; k < n; k++) {
+			int b = 0;
+			for (uint64_t us = v[k] / 1000; us > 0 && b < 23; us >>= 1)
+				b++;
+			hist[b]++;
+		}
+	}
+	if (json) {
+		printf("]}\n");
+	} else if (matched) {
+		unsigned long long mx = 0;
+		int hiB = 0;
+		for (int b = 0; b < 24; b++)
+			if (hist[b]) {
+				mx = hist[b] > mx ? hist[b] : mx;
+				hiB = b;
+			}
+		printf("\nlatency histogram (us):\n");
+		for (int b = 0; b <= hiB; b++) {
+			printf("  %8llu .. %-8llu | %7llu ", b ? 1ull << (b - 1) : 0ull, (1ull << b) - 1,
+			       hist[b]);
+			bar(hist[b], mx, 40);
+			printf("\n");
+		}
+		const struct td_ctx *c = td->nr_ctxs ? &td->ctxs[0] : NULL;
+		if (c && c->calibrated)
+			printf("\nclock calibration error: +-%.1f us\n", c->calib_err_ns / 1000.0);
+	}
+	if (tf) {
+		uint64_t base = UINT64_MAX;
+		for (size_t r = 0; r < td->nr_recs; r++)
+			if (lof[r] != SIZE_MAX) {
+				const struct gx_ll_rec *k = td->recs[r].data;
+				uint64_t start = k->ts - (uint64_t)lat[r];
+				base = start < base ? start : base;
+			}
+		unsigned char used[4096] = { 0 };
+		for (size_t r = 0, n = 0; r < td->nr_recs && n < TRACE_MAX_EVENTS; r++) {
+			if (lof[r] == SIZE_MAX)
+				continue;
+			const struct gx_ll_rec *k = td->recs[r].data;
+			unsigned tid = k->smid < 4096 ? k->smid : 0;
+			used[tid] = 1;
+			fprintf(tf, ",\n{\"name\":");
+			td_json_str(tf, td_kname(td, k->kernel_id, nb, sizeof(nb)));
+			fprintf(tf, ",\"cat\":\"launch latency\",\"ph\":\"X\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,"
+				    "\"args\":{\"seq\":%u}}",
+				tid, (double)(k->ts - (uint64_t)lat[r] - base) / 1000.0, lat[r] / 1000.0,
+				td->launches[lof[r]].seq);
+			n++;
+		}
+		trace_sm_names(tf, used, 4096);
+	}
+	free(v), free(ids), free(taken), free(lat), free(lof);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ memtrace */
+static const char *op_name(unsigned op)
+{
+	static const char *const n[] = { "?", "load", "store", "atomic", "reduce" };
+	return op < 5 ? n[op] : "?";
+}
+
+int fmt_memtrace(const struct tooldata *td, int json, FILE *tf)
+{
+	unsigned long long ops[5] = { 0 }, sizes[5] = { 0 }, n = 0, lanes = 0;
+	uint64_t lo = UINT64_MAX, hi = 0, base = UINT64_MAX;
+	for (size_t r = 0; r < td->nr_recs; r++) {
+		if (td->recs[r].len < sizeof(struct gx_mt_rec))
+			continue;
+		const struct gx_mt_rec *m = td->recs[r].data;
+		n++;
+		ops[m->op < 5 ? m->op : 0]++;
+		int sb = m->size >= 16 ? 4 : m->size >= 8 ? 3 : m->size >= 4 ? 2 : m->size >= 2 ? 1 : 0;
+		sizes[sb]++;
+		lanes += m->nr_active;
+		lo = m->addr < lo ? m->addr : lo;
+		hi = m->addr > hi ? m->addr : hi;
+		base = m->ts < base ? m->ts : base;
+	}
+	/* Per kernel counts. */
+	char nb[64];
+	if (json) {
+		printf("{\"tool\":\"memtrace\",\"samples\":%llu,\"drops\":%llu,\"ops\":{\"load\":%llu,\"store\":%llu,"
+		       "\"atomic\":%llu,\"reduce\":%llu},\"addr_min\":%llu,\"addr_max\":%llu,\"records\":[",
+		       n, (unsigned long long)td->drops, ops[1], ops[2], ops[3], ops[4],
+		       (unsigned long long)(n ? lo : 0), (unsigned long long)(n ? hi : 0));
+		size_t c = 0;
+		for (size_t r = 0; r < td->nr_recs && c < TRACE_MAX_EVENTS; r++) {
+			if (td->recs[r].len < sizeof(struct gx_mt_rec))
+				continue;
+			const struct gx_mt_rec *m = td->recs[r].data;
+			printf("%s{\"kernel\":", c++ ? "," : "");
+			td_json_str(stdout, td_kname(td, m->kernel_id, nb, sizeof(nb)));
+			printf(",\"addr\":%llu,\"size\":%u,\"op\":\"%s\",\"sm\":%u,\"block\":%u,\"lanes\":%u,\"ts\":%llu}",
+			       (unsigned long long)m->addr, m->size, op_name(m->op), m->smid, m->ctaid_x, m->nr_active,
+			       (unsigned long long)m->ts);
+		}
+		printf("]}\n");
+	} else {
+		printf("memtrace: %llu sampled warp accesses, %llu dropped\n\n", n, (unsigned long long)td->drops);
+		unsigned long long mx = 0;
+		for (int i = 1; i < 5; i++)
+			mx = ops[i] > mx ? ops[i] : mx;
+		printf("%-8s %10s\n", "OP", "SAMPLES");
+		for (int i = 1; i < 5; i++) {
+			printf("%-8s %10llu ", op_name((unsigned)i), ops[i]);
+			bar(ops[i], mx, 40);
+			printf("\n");
+		}
+		static const char *const sn[] = { "1B", "2B", "4B", "8B", ">=16B" };
+		printf("\n%-8s %10s\n", "BYTES", "SAMPLES");
+		for (int i = 0; i < 5; i++)
+			printf("%-8s %10llu\n", sn[i], sizes[i]);
+		if (n) {
+			printf("\naddresses 0x%llx .. 0x%llx, %.1f active lanes per access on average\n",
+			       (unsigned long long)lo, (unsigned long long)hi, (double)lanes / n);
+			printf("\n%-32s %10s\n", "KERNEL", "SAMPLES");
+			for (size_t k = 0; k < td->nr_knames; k++) {
+				unsigned long long c = 0;
+				for (size_t r = 0; r < td->nr_recs; r++)
+					if (td->recs[r].len >= sizeof(struct gx_mt_rec) &&
+					    ((const struct gx_mt_rec *)td->recs[r].data)->kernel_id == td->knames[k].id)
+						c++;
+				if (c)
+					printf("%-32.32s %10llu\n", td->knames[k].name, c);
+			}
+		}
+	}
+	if (tf) {
+		unsigned char used[4096] = { 0 };
+		size_t c = 0;
+		for (size_t r = 0; r < td->nr_recs && c < TRACE_MAX_EVENTS; r++) {
+			if (td->recs[r].len < sizeof(struct gx_mt_rec))
+				continue;
+			const struct gx_mt_rec *m = td->recs[r].data;
+			unsigned tid = m->smid < 4096 ? m->smid : 0;
+			used[tid] = 1;
+			fprintf(tf, ",\n{\"name\":\"%s\",\"cat\":\"mem\",\"ph\":\"i\",\"s\":\"t\",\"pid\":1,\"tid\":%u,"
+				    "\"ts\":%.3f,\"args\":{\"addr\":\"0x%llx\",\"size\":%u,\"lanes\":%u}}",
+				op_name(m->op), tid, (double)(m->ts - base) / 1000.0, (unsigned long long)m->addr, m->size,
+				m->nr_active);
+			c++;
+		}
+		trace_sm_names(tf, used, 4096);
+	}
+	return 0;
+}

@@ -1,0 +1,110 @@
+/* gx_tools.h — record and map layouts shared by the shipped tools' device
+ * programs (devbpf/tools/<name>.bpf.c, clang -target bpf), the shim that
+ * stores what they emit, and their formatters (cli/tools*.c).
+ *
+ * Why one header: a ring record is a struct the device writes and a
+ * formatter decodes in another process, after the application exited; the
+ * two sides must agree byte for byte. Plain fixed-width types, 8-byte
+ * aligned fields, no pointers. */
+#ifndef GX_TOOLS_H
+#define GX_TOOLS_H
+
+#include "devbpf/gdev_ctx.h"
+
+/* Key 0.. of the "cfg" ARRAY map every tool may declare: u64 knobs the shim
+ * fills from GPUEXT_CFG (comma-separated) before the first launch. */
+#define GX_TOOL_CFG_MAX 8
+
+/* kernelretsnoop: one per block (warp 0's leader at kernel exit). */
+struct gx_krs_rec {
+	gdev_u64 kernel_id;
+	gdev_u64 ts;        /* %globaltimer, ns */
+	gdev_u32 ctaid[3];
+	gdev_u32 smid;
+	gdev_u32 nctaid[3];
+	gdev_u32 ntid;      /* threads per block (x*y*z) */
+};
+
+/* threadhist: value of the per-warp-slot array (1 entry); the host sums the
+ * 64 warp slots of an SM into that SM's row. */
+struct gx_th_val {
+	gdev_u64 blocks;
+	gdev_u64 warps;
+	gdev_u64 threads;
+};
+
+/* launchlate: one per launch (block (0,0,0), warp 0, at kernel entry). */
+struct gx_ll_rec {
+	gdev_u64 kernel_id;
+	gdev_u64 ts;        /* %globaltimer at the first block's start */
+	gdev_u32 smid;
+	gdev_u32 nblocks;   /* grid size (x*y*z) */
+};
+
+/* memtrace: one per sampled warp access. */
+struct gx_mt_rec {
+	gdev_u64 kernel_id;
+	gdev_u64 addr;      /* leader lane's address */
+	gdev_u64 ts;
+	gdev_u32 size;      /* bytes per lane */
+	gdev_u32 op;        /* enum gdev_mem_op */
+	gdev_u32 space;     /* enum gdev_space */
+	gdev_u32 smid;
+	gdev_u32 nr_active; /* lanes that made the access */
+	gdev_u32 ctaid_x;
+};
+
+/* ---- the shim's tool log (host only) ----
+ * "<pid>-<tag>.events" in the shm folder ($GPUEXT_SHM_DIR or
+ * /dev/shm/gpuext-$UID): framed records, each 8-byte aligned, appended by
+ * the shim's background thread; read by the formatters after the run. */
+struct gx_tev {
+	gdev_u32 type; /* GX_TEV_* */
+	gdev_u32 len;  /* bytes including this header (a multiple of 8) */
+};
+#define GX_TEV_PROC 1   /* struct gx_tev_proc: first record */
+#define GX_TEV_CTX 2    /* struct gx_tev_ctx: a context got device maps */
+#define GX_TEV_KNAME 3  /* struct gx_tev_kname: kernel id -> mangled name */
+#define GX_TEV_LAUNCH 4 /* struct gx_tev_launch: host side of a launch */
+#define GX_TEV_REC 5    /* struct gx_tev_rec + payload: a ringbuf record */
+#define GX_TEV_DROPS 6  /* struct gx_tev_drops: records a ring refused */
+
+struct gx_tev_proc {
+	struct gx_tev h;
+	gdev_u32 pid, pad;
+	gdev_u64 start_ns; /* CLOCK_REALTIME */
+	char tag[64];      /* policy or tool name */
+};
+struct gx_tev_ctx {
+	struct gx_tev h;
+	gdev_u32 ctx;           /* context index in this process */
+	gdev_u32 dev, sm, nr_sms;
+	gdev_u32 calibrated, pad;
+	long long gt_minus_host; /* %globaltimer - CLOCK_REALTIME, ns */
+	gdev_u64 calib_err_ns;   /* half the best ping-pong round trip */
+};
+struct gx_tev_kname {
+	struct gx_tev h;
+	gdev_u64 kernel_id;
+	char name[]; /* NUL-terminated, padded to 8 */
+};
+struct gx_tev_launch {
+	struct gx_tev h;
+	gdev_u64 host_ns;  /* CLOCK_REALTIME just before the driver's launch call */
+	gdev_u64 kernel_id;
+	gdev_u32 ctx, seq; /* seq: launch number in the process */
+	gdev_u32 grid[3], block[3];
+};
+struct gx_tev_rec {
+	struct gx_tev h;
+	gdev_u32 ctx;
+	gdev_u32 map; /* map index in the policy object */
+	/* payload (what bpf_ringbuf_output wrote) follows */
+};
+struct gx_tev_drops {
+	struct gx_tev h;
+	gdev_u32 ctx, map;
+	gdev_u64 drops;
+};
+
+#endif

@@ -1,0 +1,92 @@
+/* gx_hostexec.h — run hostbpf struct_ops policies (hostbpf/NAME.bpf.o, the
+ * same objects gpuext.ko attaches) in user space, on events a caller feeds.
+ *
+ * Why: the GPU machine (and many users) cannot load a kernel module; the
+ * shim sees managed allocations, launches, streams and syncs, which is
+ * enough to drive the same memory/scheduling decisions. The executor keeps
+ * the kernel module's semantics: regions are 2 MiB blocks of managed
+ * allocations on a FIFO eviction list; policies only reorder (never drop);
+ * handler results other than GPU_DEFAULT/GPU_BYPASS, kfunc misuse and
+ * run-time faults are errors, and a policy with GX_HX_MAX_ERRORS errors is
+ * disabled (logged once; FIFO applies). Decisions leave through the
+ * caller's gx_hx_actions (the shim maps them to cuMemPrefetchAsync /
+ * cuMemAdvise / stream priorities; tests record them).
+ *
+ * Not thread-safe: callers serialise (the shim holds one mutex). */
+#ifndef GX_HOSTEXEC_H
+#define GX_HOSTEXEC_H
+#include <stddef.h>
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GX_HX_MAX_ERRORS 16
+#define GX_HX_MAX_POLICIES 8
+
+struct gx_hx;
+
+/* What decisions do. Any member may be NULL. */
+struct gx_hx_actions {
+	void *user;
+	/* Make [va, va+len) resident on the device (to_host=0) or move it back
+	 * to host memory (to_host=1: a cold region evicted by the policy). */
+	void (*prefetch)(void *user, uint64_t va, uint64_t len, int to_host);
+	/* A queue's attribute chosen by a sched policy (enum gpu_attr). */
+	void (*queue_attr)(void *user, uint64_t queue, uint32_t attr, uint64_t value);
+};
+
+struct gx_hx_opts {
+	size_t sz;               /* sizeof(struct gx_hx_opts) */
+	uint32_t capacity;       /* regions the device holds (0: 1<<20, never evicts) */
+	uint32_t tgid;           /* process (0: getpid()) */
+	uint32_t default_pages;  /* runtime default prefetch per fault (0: 16 pages) */
+	uint64_t max_walk;       /* bytes a launch's argument may be assumed to touch
+				  * (0: 4 GiB) */
+	struct gx_hx_actions act;
+	/* Keep maps and global data in /dev/shm/gpuext-$UID (GPUEXT_SHM_DIR)
+	 * as "<policy>.<map>", visible to `gpuext map list|dump`. */
+	int shm_maps;
+};
+
+struct gx_hx *gx_hx__new(const struct gx_hx_opts *opts);
+void gx_hx__free(struct gx_hx *hx);
+
+/* Load, check and attach one struct_ops object. `knobs` is NULL or
+ * "name=value[,name=value]" for `const volatile` globals in .rodata. 0 or a
+ * negative errno; on refusal one line "hostpolicy: FILE: refused: why" is
+ * logged and nothing is attached. One mem policy and one sched policy at a
+ * time (-EEXIST for a second). */
+int gx_hx__load(struct gx_hx *hx, const char *path, const char *knobs);
+/* Names of the attached mem / sched policies ("" if none). */
+const char *gx_hx__mem_policy(const struct gx_hx *hx);
+const char *gx_hx__sched_policy(const struct gx_hx *hx);
+/* Whether the mem policy is still enabled (false after GX_HX_MAX_ERRORS). */
+int gx_hx__mem_enabled(const struct gx_hx *hx);
+/* Value of a 64-bit global (a .bss/.data stat such as nr_prefetch), or -1. */
+int64_t gx_hx__global(const struct gx_hx *hx, const char *name);
+
+/* Events. */
+int gx_hx__alloc(struct gx_hx *hx, uint64_t va, uint64_t len);  /* managed alloc */
+int gx_hx__free_range(struct gx_hx *hx, uint64_t va);           /* its cuMemFree */
+/* The device is about to touch [va, va+len) (a launch argument): faults on
+ * non-resident regions go to gpu_prefetch, resident ones to gpu_access.
+ * len 0: up to the end of the allocation (bounded by max_walk). Returns
+ * the number of prefetch actions issued, or a negative errno (-ENOENT: not
+ * managed memory). */
+int gx_hx__touch(struct gx_hx *hx, uint64_t va, uint64_t len);
+/* A host synchronisation: the CPU may now touch managed data, so regions
+ * count as non-resident again (the next touch re-faults). */
+void gx_hx__sync(struct gx_hx *hx);
+/* Queues (streams). 0, or -EPERM when the sched policy rejects the bind. */
+int gx_hx__queue_create(struct gx_hx *hx, uint64_t id, int priority);
+void gx_hx__queue_destroy(struct gx_hx *hx, uint64_t id);
+
+/* Region introspection for tests: va of resident regions in eviction order
+ * (head = evicted first). Returns the count (≤ max written). */
+size_t gx_hx__resident(const struct gx_hx *hx, uint64_t *va, size_t max);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

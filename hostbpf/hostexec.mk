@@ -1,0 +1,35 @@
+# hostexec: the user-space executor of hostbpf struct_ops policies
+# (libgxhostexec.a, used by the shim) and its CPU test.
+HOSTEXEC_SRCS := hostbpf/hx_btf.c hostbpf/hx_load.c hostbpf/hx_verify.c hostbpf/hx_maps.c hostbpf/hx_run.c
+HOSTEXEC_LIB  := $(BUILD)/lib/libgxhostexec.a
+LIBS_ALL      += $(HOSTEXEC_LIB)
+
+$(HOSTEXEC_LIB): $(call objs,$(HOSTEXEC_SRCS))
+	$(call msg,AR,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+TEST_BINS += $(BUILD)/tests/test_hostexec
+TESTS     += $(BUILD)/tests/test_hostexec
+$(BUILD)/tests/test_hostexec: $(call objs,tests/hostbpf/test_hostexec.c) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) $(HB_OBJS) $(HB_DIR)/gx_bad.bpf.o
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $(filter %.o,$(filter-out %.bpf.o,$^)) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) -lelf -lz $(LDFLAGS)
+
+HX_TEST_OBJS := $(HB_DIR)/hx_unsafe.bpf.o $(HB_DIR)/hx_loop.bpf.o
+$(HB_DIR)/hx_%.bpf.o: tests/hostbpf/hx_%.bpf.c $(HB_BPF_DEPS)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(HB_BPF_FLAGS) -c $< -o $@
+$(BUILD)/tests/test_hostexec: $(HX_TEST_OBJS)
+.SECONDARY: $(HX_TEST_OBJS)
+SHIM_HOSTEXEC_LIBS := $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB)
+
+# End to end through the shim and the fake driver (shim/tests.mk).
+$(BUILD)/tests/hostbpf/test_hostpolicy_shim: tests/hostbpf/test_hostpolicy_shim.c tests/gx_test.h
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(dir $(CUDA_STUB)) -lcuda -ldl -lpthread
+$(BUILD)/tests/hostbpf/test_hostpolicy.sh: tests/hostbpf/test_hostpolicy.sh $(BUILD)/tests/hostbpf/test_hostpolicy_shim $(HB_DIR)/gx_seq.bpf.o
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+TEST_BINS += $(BUILD)/tests/hostbpf/test_hostpolicy_shim $(BUILD)/tests/hostbpf/test_hostpolicy.sh
+TESTS     += $(BUILD)/tests/hostbpf/test_hostpolicy.sh

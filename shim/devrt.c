@@ -1,0 +1,629 @@
+/* devrt.c — the per-context runtime of an attached device policy.
+ *
+ * Per context (keyed by CUcontext, created before the first rewrite in it or
+ * at the first launch that needs it): host maps in the shm folder (one file
+ * per map, "<pid>-<object>.<map>", kept after exit for the formatters), their
+ * device copies and the `struct gx_devrt` block (devbpf/maps_dev.c over the
+ * REAL driver), rings registered as mapped pinned memory so the host reads
+ * them while kernels run, a private non-blocking stream for flushes, and a
+ * %globaltimer ↔ CLOCK_REALTIME calibration (a ping-pong kernel).
+ *
+ * Launch events: before a launch, the function's module gets the devrt
+ * address in its `__gx_devrt` (once per module; cuModuleGetGlobal +
+ * cuMemcpyHtoD), and the launch is logged (host time, kernel, grid) for the
+ * tools. One background thread drains rings (records → the tool log,
+ * printk → stderr, prefetch requests counted) every GPUEXT_FLUSH_MS (20) and
+ * flushes device maps into the host copies every 10th tick, on its own
+ * stream; a last drain and flush happen at context destroy and exit. Nothing
+ * here waits on the application's streams except the exit path, which
+ * synchronizes each context once so the final counts are complete. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "devbpf/gx_map.h"
+#include "devbpf/tools/gx_pcache.h"
+#include "devbpf/tools/gx_tools.h"
+#include "shim/gx_events.h"
+#include "shim/gx_policy.h"
+#include "shim/gx_tables.h"
+
+#define MAX_CTX 64
+#define MAX_DONE 4096
+#define RT_RING_BYTES (1u << 20)
+
+struct ctxst {
+	CUcontext ctx;
+	unsigned idx;
+	int failed;
+	CUdevice dev;
+	unsigned nr_sms;
+	struct gx_map **maps;
+	struct gx_devmaps *dm;
+	CUstream stream;
+	struct gx_ring *rt_ring;
+	uint64_t safe; /* setup failed: a zeroed gx_devrt (no maps) for hooked modules */
+};
+
+static const struct gx_policy_desc *pd;
+static char ptag[GX_POL_NAME_MAX];
+static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ctxst ctxs[MAX_CTX];
+static unsigned nr_ctx;
+static CUmodule done_mods[MAX_DONE]; /* modules whose __gx_devrt is written (or has none) */
+static unsigned nr_done;
+#define MAX_SEEN 512
+static struct {
+	CUfunction f;
+	unsigned ctx;
+} seen[MAX_SEEN]; /* functions handled: their launches skip the driver queries */
+static unsigned nr_seen;
+static uint64_t knames[MAX_DONE];
+static unsigned nr_knames;
+static struct gx_buf evlog; /* pending tool-log bytes */
+static int ev_fd = -1;
+static unsigned launch_seq;
+static pthread_t drainer;
+static int drainer_on, stopping;
+static unsigned long long nr_prefetch;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- tool log ---- */
+static void ev_put(const void *rec, size_t len)
+{
+	static const char zero[8];
+	struct gx_tev *h = (struct gx_tev *)rec;
+	size_t padded = GX_ROUND8(len);
+	h->len = (gdev_u32)padded;
+	gx_buf_append(&evlog, rec, len);
+	gx_buf_append(&evlog, zero, padded - len);
+}
+
+static void ev_write(void)
+{
+	if (ev_fd < 0 || !evlog.len)
+		return;
+	size_t off = 0;
+	while (off < evlog.len) {
+		ssize_t w = write(ev_fd, evlog.data + off, evlog.len - off);
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	evlog.len = 0;
+}
+
+/* ---- the device ops over the real driver (maps_dev.c calls these) ---- */
+static int cu_rc(CUresult rc)
+{
+	return rc == CUDA_SUCCESS ? 0 : -EIO;
+}
+static int op_alloc(void *c, size_t n, uint64_t *d)
+{
+	(void)c;
+	CUdeviceptr p = 0;
+	int r = cu_rc(REAL(cuMemAlloc_v2)(&p, n ? n : 8));
+	*d = p;
+	return r;
+}
+static void op_free(void *c, uint64_t d)
+{
+	(void)c;
+	REAL(cuMemFree_v2)((CUdeviceptr)d);
+}
+static int op_htod(void *c, uint64_t d, const void *s, size_t n)
+{
+	(void)c;
+	return cu_rc(REAL(cuMemcpyHtoD_v2)((CUdeviceptr)d, s, n));
+}
+static int op_dtoh(void *c, void *dst, uint64_t d, size_t n)
+{
+	struct ctxst *st = c;
+	if (REAL(cuMemcpyDtoHAsync_v2)(dst, (CUdeviceptr)d, n, st->stream) != CUDA_SUCCESS)
+		return -EIO;
+	return cu_rc(REAL(cuStreamSynchronize)(st->stream));
+}
+static int op_host_map(void *c, void *h, size_t n, uint64_t *d)
+{
+	(void)c;
+	CUdeviceptr p = 0;
+	if (REAL(cuMemHostRegister_v2)(h, n, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE) !=
+	    CUDA_SUCCESS)
+		return -EIO;
+	if (REAL(cuMemHostGetDevicePointer_v2)(&p, h, 0) != CUDA_SUCCESS) {
+		REAL(cuMemHostUnregister)(h);
+		return -EIO;
+	}
+	*d = p;
+	return 0;
+}
+static void op_host_unmap(void *c, void *h)
+{
+	(void)c;
+	REAL(cuMemHostUnregister)(h);
+}
+
+/* ---- %globaltimer calibration ---- */
+static const char calib_ptx[] =
+	".version 7.0\n.target sm_70\n.address_size 64\n"
+	".visible .entry gx_calib(.param .u64 buf)\n{\n"
+	"\t.reg .pred %p<4>;\n\t.reg .b64 %rd<12>;\n"
+	"\tld.param.u64 %rd1, [buf];\n"
+	"\tmov.u64 %rd2, %globaltimer;\n" /* start, for the timeout */
+	"\tmov.u64 %rd3, 1;\n"
+	"$round:\n"
+	"\tld.volatile.global.u64 %rd4, [%rd1];\n"
+	"\tsetp.eq.u64 %p1, %rd4, %rd3;\n"
+	"\t@%p1 bra $hit;\n"
+	"\tmov.u64 %rd5, %globaltimer;\n"
+	"\tsub.u64 %rd5, %rd5, %rd2;\n"
+	"\tsetp.gt.u64 %p2, %rd5, 200000000;\n" /* 200 ms: give up */
+	"\t@%p2 bra $done;\n"
+	"\tbra $round;\n"
+	"$hit:\n"
+	"\tmov.u64 %rd6, %globaltimer;\n"
+	"\tst.volatile.global.u64 [%rd1+8], %rd6;\n"
+	"\tmembar.sys;\n"
+	"\tst.volatile.global.u64 [%rd1+16], %rd3;\n"
+	"\tadd.u64 %rd3, %rd3, 1;\n"
+	"\tsetp.le.u64 %p3, %rd3, 8;\n"
+	"\t@%p3 bra $round;\n"
+	"$done:\n\tret;\n}\n";
+
+static void calibrate(struct ctxst *st, struct gx_tev_ctx *ev)
+{
+	CUmodule mod = NULL;
+	CUfunction fn;
+	volatile uint64_t *buf = NULL;
+	CUdeviceptr dbuf;
+	if (REAL(cuModuleLoadData)(&mod, calib_ptx) != CUDA_SUCCESS)
+		return;
+	if (REAL(cuModuleGetFunction)(&fn, mod, "gx_calib") != CUDA_SUCCESS ||
+	    REAL(cuMemHostAlloc)((void **)&buf, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) !=
+		    CUDA_SUCCESS || !buf) {
+		REAL(cuModuleUnload)(mod);
+		return;
+	}
+	memset((void *)buf, 0, 64);
+	if (REAL(cuMemHostGetDevicePointer_v2)(&dbuf, (void *)buf, 0) == CUDA_SUCCESS) {
+		void *args[] = { &dbuf };
+		if (REAL(cuLaunchKernel)(fn, 1, 1, 1, 1, 1, 1, 0, st->stream, args, NULL) == CUDA_SUCCESS) {
+			uint64_t best = UINT64_MAX;
+			for (uint64_t i = 1; i <= 8; i++) {
+				uint64_t t0 = now_ns(), t1;
+				__atomic_store_n(&buf[0], i, __ATOMIC_SEQ_CST);
+				while (__atomic_load_n(&buf[2], __ATOMIC_SEQ_CST) != i) {
+					if (now_ns() - t0 > 100000000ull)
+						goto out;
+				}
+				t1 = now_ns();
+				uint64_t gt = buf[1];
+				if (t1 - t0 < best) {
+					best = t1 - t0;
+					ev->gt_minus_host = (long long)(gt - (t0 + (t1 - t0) / 2));
+					ev->calib_err_ns = (t1 - t0 + 1) / 2;
+					ev->calibrated = 1;
+				}
+			}
+		out:
+			REAL(cuStreamSynchronize)(st->stream);
+		}
+	}
+	REAL(cuMemFreeHost)((void *)buf);
+	REAL(cuModuleUnload)(mod);
+}
+
+/* ---- per-context state ---- */
+static void ctx_teardown(struct ctxst *st, bool free_maps)
+{
+	if (st->dm)
+		gx_devmaps__free(st->dm);
+	st->dm = NULL;
+	for (size_t i = 0; free_maps && st->maps && i < pd->nr_maps; i++)
+		if (st->maps[i]) {
+			st->maps[i]->keep = 1;
+			gx_map__free(st->maps[i]);
+		}
+	if (free_maps) {
+		free(st->maps);
+		st->maps = NULL;
+	}
+	if (st->stream)
+		REAL(cuStreamDestroy_v2)(st->stream);
+	st->stream = NULL;
+	free(st->rt_ring);
+	st->rt_ring = NULL;
+}
+
+static void cfg_fill(struct gx_map *m)
+{
+	const char *c = getenv("GPUEXT_CFG");
+	if (!c || m->l.type != GX_MAP_ARRAY || m->l.value_size != 8)
+		return;
+	for (unsigned k = 0; *c && k < m->l.max_entries; k++) {
+		char *end;
+		unsigned long long v = strtoull(c, &end, 0);
+		if (end != c)
+			*(uint64_t *)gx_map__shard_elem(m, 0, k) = v;
+		c = *end == ',' ? end + 1 : end;
+		if (end == c && *c != ',' && *c)
+			break;
+	}
+}
+
+static int ctx_setup(struct ctxst *st)
+{
+	int nsm = 0;
+	if (REAL(cuCtxGetDevice)(&st->dev) != CUDA_SUCCESS ||
+	    REAL(cuDeviceGetAttribute)(&nsm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, st->dev) != CUDA_SUCCESS ||
+	    nsm <= 0)
+		return -ENODEV;
+	st->nr_sms = (unsigned)nsm;
+	if (REAL(cuStreamCreate)(&st->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+		return -EIO;
+	st->maps = calloc(pd->nr_maps ? pd->nr_maps : 1, sizeof(*st->maps));
+	if (!st->maps)
+		return -ENOMEM;
+	for (size_t i = 0; i < pd->nr_maps; i++) {
+		const struct gx_pol_map *pm = &pd->maps[i];
+		char name[GX_MAP_NAME_MAX];
+		if (st->idx)
+			snprintf(name, sizeof(name), "%.56s@%u", pm->name, st->idx % 1000);
+		else
+			snprintf(name, sizeof(name), "%s", pm->name);
+		struct gx_map_spec s = { .name = name, .type = pm->type, .key_size = pm->key_size,
+					 .value_size = pm->value_size, .max_entries = pm->max_entries };
+		if (s.type == GX_MAP_PERSM_ARRAY)
+			s.nr_shards = st->nr_sms;
+		else if (s.type == GX_MAP_PERWARP_ARRAY)
+			s.nr_shards = st->nr_sms * GX_WARP_SLOTS_PER_SM;
+		int ret = gx_map__create(&s, GX_MAP_F_SHM | GX_MAP_F_KEEP, &st->maps[i]);
+		if (ret) {
+			/* No shm folder: the policy still runs, tools just cannot see it. */
+			pr_warn("policy %s: map %s: no shared-memory copy (%s); keeping it private", ptag, name,
+				strerror(-ret));
+			ret = gx_map__create(&s, 0, &st->maps[i]);
+		}
+		if (ret)
+			return ret;
+		if (pm->init && pm->init_len && s.type == GX_MAP_ARRAY)
+			memcpy(gx_map__shard_elem(st->maps[i], 0, 0), pm->init, pm->init_len);
+		if (!strcmp(strrchr(pm->name, '.') ? strrchr(pm->name, '.') + 1 : pm->name, "cfg"))
+			cfg_fill(st->maps[i]);
+	}
+	if (posix_memalign((void **)&st->rt_ring, 4096, gx_ring_bytes(RT_RING_BYTES)))
+		return -ENOMEM;
+	memset(st->rt_ring, 0, gx_ring_bytes(RT_RING_BYTES));
+	gx_ring__init(st->rt_ring, RT_RING_BYTES);
+	struct gx_dev_ops ops = { .ctx = st, .alloc = op_alloc, .free = op_free, .htod = op_htod,
+				  .dtoh = op_dtoh, .host_map = op_host_map, .host_unmap = op_host_unmap };
+	int ret = gx_devmaps__create(st->maps, pd->nr_maps, st->rt_ring, gx_ring_bytes(RT_RING_BYTES),
+				     GX_DEVRT_F_PRINTK | GX_DEVRT_F_PREFETCH, &ops, &st->dm);
+	if (ret)
+		return ret;
+	struct gx_tev_ctx ev = { .h.type = GX_TEV_CTX, .ctx = st->idx, .dev = (gdev_u32)st->dev,
+				 .nr_sms = st->nr_sms };
+	int maj = 0, min = 0;
+	REAL(cuDeviceGetAttribute)(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, st->dev);
+	REAL(cuDeviceGetAttribute)(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, st->dev);
+	ev.sm = (gdev_u32)(maj * 10 + min);
+	calibrate(st, &ev);
+	ev_put(&ev, sizeof(ev));
+	return 0;
+}
+
+static void *drain_main(void *arg);
+
+/* The state of the current context, created on first use; NULL if it failed
+ * (logged once per context). Called with rt_lock held. */
+static struct ctxst *ctx_get(CUcontext c)
+{
+	if (!c)
+		return NULL;
+	for (unsigned i = 0; i < nr_ctx; i++)
+		if (ctxs[i].ctx == c)
+			return ctxs[i].failed ? NULL : &ctxs[i];
+	if (nr_ctx >= MAX_CTX)
+		return NULL;
+	struct ctxst *st = &ctxs[nr_ctx];
+	memset(st, 0, sizeof(*st));
+	st->ctx = c;
+	st->idx = nr_ctx++;
+	int ret = ctx_setup(st);
+	if (ret) {
+		pr_warn("policy %s: context %u: cannot set up device maps (%s); its kernels run without the "
+			"policy",
+			ptag, st->idx, strerror(-ret));
+		ctx_teardown(st, true);
+		st->failed = 1;
+		/* Modules rewritten before the failure still call the policy: give
+		 * them a devrt with no maps, where every helper finds nothing. */
+		static const struct gx_devrt zero;
+		if (op_alloc(NULL, sizeof(zero), &st->safe) == 0 && op_htod(NULL, st->safe, &zero, sizeof(zero)))
+			st->safe = 0;
+		return NULL;
+	}
+	if (!drainer_on && !pthread_create(&drainer, NULL, drain_main, NULL))
+		drainer_on = 1;
+	return st;
+}
+
+int gx_devrt_ctx_ready(void)
+{
+	CUcontext c = NULL;
+	/* No current context (a library loaded before any): its contexts get
+	 * their maps at their first launch. */
+	if (REAL(cuCtxGetCurrent)(&c) != CUDA_SUCCESS || !c)
+		return 0;
+	pthread_mutex_lock(&rt_lock);
+	struct ctxst *st = ctx_get(c);
+	pthread_mutex_unlock(&rt_lock);
+	return st ? 0 : -EIO;
+}
+
+/* ---- draining ---- */
+struct drain_arg {
+	struct ctxst *st;
+	unsigned map;
+};
+
+static int rec_cb(void *ctx, unsigned type, const void *rec, size_t len)
+{
+	struct drain_arg *a = ctx;
+	if (type != GX_REC_DATA || len < sizeof(struct gx_rec_hdr))
+		return 0;
+	size_t pl = len - sizeof(struct gx_rec_hdr);
+	struct gx_tev_rec h = { .h.type = GX_TEV_REC, .ctx = a->st->idx, .map = a->map };
+	static const char zero[8];
+	size_t total = GX_ROUND8(sizeof(h) + pl);
+	h.h.len = (gdev_u32)total;
+	gx_buf_append(&evlog, &h, sizeof(h));
+	gx_buf_append(&evlog, (const char *)rec + sizeof(struct gx_rec_hdr), pl);
+	gx_buf_append(&evlog, zero, total - sizeof(h) - pl);
+	return 0;
+}
+
+static int rt_cb(void *ctx, unsigned type, const void *rec, size_t len)
+{
+	(void)ctx;
+	if (type == GX_REC_PRINTK && len >= sizeof(struct gx_rec_printk)) {
+		char line[512];
+		gx_printk_format(rec, line, sizeof(line));
+		size_t n = strlen(line);
+		while (n && line[n - 1] == '\n')
+			line[--n] = 0;
+		fprintf(stderr, "gpuext: %s\n", line);
+	} else if (type == GX_REC_PREFETCH) {
+		nr_prefetch++;
+	}
+	return 0;
+}
+
+static void drain_ctx(struct ctxst *st, bool flush)
+{
+	if (!st->dm)
+		return;
+	for (size_t i = 0; i < pd->nr_maps; i++) {
+		struct gx_map *m = st->maps[i];
+		if (!m || m->l.type != GX_MAP_RINGBUF)
+			continue;
+		struct drain_arg a = { st, (unsigned)i };
+		gx_ring__drain(gx_map__ring(m), rec_cb, &a);
+	}
+	gx_ring__drain(st->rt_ring, rt_cb, NULL);
+	if (flush && REAL(cuCtxSetCurrent)(st->ctx) == CUDA_SUCCESS)
+		gx_devmaps__flush(st->dm);
+}
+
+static void drops_out(struct ctxst *st)
+{
+	for (size_t i = 0; st->maps && i < pd->nr_maps; i++) {
+		struct gx_map *m = st->maps[i];
+		if (!m || m->l.type != GX_MAP_RINGBUF)
+			continue;
+		uint64_t d = __atomic_load_n(&gx_map__ring(m)->drops, __ATOMIC_RELAXED);
+		if (!d)
+			continue;
+		struct gx_tev_drops ev = { .h.type = GX_TEV_DROPS, .ctx = st->idx, .map = (gdev_u32)i, .drops = d };
+		ev_put(&ev, sizeof(ev));
+		pr_warn("policy %s: ring %s dropped %llu records (full)", ptag, m->name, (unsigned long long)d);
+	}
+}
+
+static void *drain_main(void *arg)
+{
+	(void)arg;
+	const char *e = getenv("GPUEXT_FLUSH_MS");
+	long ms = e ? strtol(e, NULL, 10) : 20;
+	if (ms < 1 || ms > 10000)
+		ms = 20;
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+	for (unsigned tick = 1;; tick++) {
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&rt_lock);
+		if (stopping) {
+			pthread_mutex_unlock(&rt_lock);
+			break;
+		}
+		for (unsigned i = 0; i < nr_ctx; i++)
+			drain_ctx(&ctxs[i], tick % 10 == 0);
+		ev_write();
+		pthread_mutex_unlock(&rt_lock);
+	}
+	return NULL;
+}
+
+/* ---- events ---- */
+static bool done_has(CUmodule m)
+{
+	for (unsigned i = 0; i < nr_done; i++)
+		if (done_mods[i] == m)
+			return true;
+	return false;
+}
+
+static void module_devrt(struct ctxst *st, CUfunction f, bool is_kernel)
+{
+	for (unsigned i = 0; i < nr_seen; i++)
+		if (seen[i].f == f && seen[i].ctx == st->idx)
+			return;
+	if (nr_seen < MAX_SEEN)
+		seen[nr_seen].f = f, seen[nr_seen++].ctx = st->idx;
+	CUmodule mod = NULL;
+	if (is_kernel && REAL(cuKernelGetFunction)(&f, (CUkernel)f) != CUDA_SUCCESS)
+		return;
+	if (REAL(cuFuncGetModule)(&mod, f) != CUDA_SUCCESS || !mod || done_has(mod))
+		return;
+	CUdeviceptr g = 0;
+	size_t sz = 0;
+	if (REAL(cuModuleGetGlobal_v2)(&g, &sz, mod, GDEV_DEVRT_SYMBOL) == CUDA_SUCCESS && sz == 8) {
+		uint64_t a = st->dm ? gx_devmaps__devrt(st->dm) : st->safe;
+		if (REAL(cuMemcpyHtoD_v2)(g, &a, 8) != CUDA_SUCCESS)
+			pr_warn("policy %s: cannot write %s of a module", ptag, GDEV_DEVRT_SYMBOL);
+		else
+			pr_debug("policy %s: %s written in context %u", ptag, GDEV_DEVRT_SYMBOL, st->idx);
+	}
+	if (nr_done < MAX_DONE)
+		done_mods[nr_done++] = mod;
+}
+
+static void log_launch(struct ctxst *st, const struct gx_launch_event *l, uint64_t t)
+{
+	uint64_t kid = l->name ? gx_kernel_id(l->name) : 0;
+	if (l->name) {
+		bool seen = false;
+		for (unsigned i = 0; i < nr_knames && !seen; i++)
+			seen = knames[i] == kid;
+		if (!seen && nr_knames < MAX_DONE) {
+			knames[nr_knames++] = kid;
+			size_t n = strlen(l->name) + 1;
+			struct gx_tev_kname *k = calloc(1, sizeof(*k) + n);
+			if (k) {
+				k->h.type = GX_TEV_KNAME;
+				k->kernel_id = kid;
+				memcpy(k->name, l->name, n);
+				ev_put(k, sizeof(*k) + n);
+				free(k);
+			}
+		}
+	}
+	struct gx_tev_launch ev = { .h.type = GX_TEV_LAUNCH, .host_ns = t, .kernel_id = kid, .ctx = st->idx,
+				    .seq = ++launch_seq };
+	memcpy(ev.grid, l->grid, sizeof(ev.grid));
+	memcpy(ev.block, l->block, sizeof(ev.block));
+	ev_put(&ev, sizeof(ev));
+}
+
+static CUresult on_event(struct gx_event *ev, void *cookie)
+{
+	(void)cookie;
+	CUcontext c = ev->ctx;
+	if (!c && REAL(cuCtxGetCurrent)(&c) != CUDA_SUCCESS)
+		return CUDA_SUCCESS;
+	pthread_mutex_lock(&rt_lock);
+	if (stopping) {
+		pthread_mutex_unlock(&rt_lock);
+		return CUDA_SUCCESS;
+	}
+	if (ev->kind == GX_EV_MODULE_UNLOAD) {
+		/* A later module may get the same handle: forget what we wrote. */
+		nr_done = 0;
+		nr_seen = 0;
+		pthread_mutex_unlock(&rt_lock);
+		return CUDA_SUCCESS;
+	}
+	if (ev->kind == GX_EV_CTX_DESTROY) {
+		for (unsigned i = 0; i < nr_ctx; i++)
+			if (ctxs[i].ctx == c && !ctxs[i].failed) {
+				REAL(cuCtxSynchronize)();
+				drain_ctx(&ctxs[i], true);
+				drops_out(&ctxs[i]);
+				ev_write();
+				ctx_teardown(&ctxs[i], true);
+				ctxs[i].failed = 1; /* a new context at this address gets a new slot */
+				ctxs[i].ctx = NULL;
+			}
+		nr_done = 0; /* module and function handles of that context may be reused */
+		nr_seen = 0;
+		pthread_mutex_unlock(&rt_lock);
+		return CUDA_SUCCESS;
+	}
+	struct ctxst *st = ctx_get(c);
+	if (!st) {
+		for (unsigned i = 0; i < nr_ctx; i++)
+			if (ctxs[i].ctx == c && ctxs[i].safe && ev->kind == GX_EV_LAUNCH)
+				module_devrt(&ctxs[i], ev->launch.func, ev->launch.is_kernel);
+	} else {
+		CUfunction f = ev->kind == GX_EV_LAUNCH ? ev->launch.func : ev->graph.params.func;
+		bool is_kernel = ev->kind == GX_EV_LAUNCH ? ev->launch.is_kernel : false;
+		if (f)
+			module_devrt(st, f, is_kernel);
+		if (ev->kind == GX_EV_LAUNCH)
+			log_launch(st, &ev->launch, now_ns());
+	}
+	pthread_mutex_unlock(&rt_lock);
+	return CUDA_SUCCESS;
+}
+
+static void at_exit(void)
+{
+	pthread_mutex_lock(&rt_lock);
+	stopping = 1;
+	pthread_mutex_unlock(&rt_lock);
+	if (drainer_on)
+		pthread_join(drainer, NULL);
+	pthread_mutex_lock(&rt_lock);
+	for (unsigned i = 0; i < nr_ctx; i++) {
+		struct ctxst *st = &ctxs[i];
+		if (st->failed || !st->dm)
+			continue;
+		if (REAL(cuCtxSetCurrent)(st->ctx) == CUDA_SUCCESS)
+			REAL(cuCtxSynchronize)();
+		drain_ctx(st, true);
+		drops_out(st);
+	}
+	ev_write();
+	if (nr_prefetch)
+		pr_info("policy %s: %llu gdev_mem_prefetch requests seen", ptag, nr_prefetch);
+	if (ev_fd >= 0)
+		close(ev_fd);
+	ev_fd = -1;
+	pthread_mutex_unlock(&rt_lock);
+}
+
+int gx_devrt_start(const struct gx_policy_desc *d, const char *tag)
+{
+	pd = d;
+	snprintf(ptag, sizeof(ptag), "%s", tag);
+	gx_buf_init(&evlog);
+	char dir[512], path[700];
+	if (gx_map_shm_dir(dir, sizeof(dir)) == 0) {
+		mkdir(dir, 0700);
+		snprintf(path, sizeof(path), "%s/%d-%s.events", dir, (int)getpid(), tag);
+		ev_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	}
+	if (ev_fd < 0)
+		pr_warn("policy %s: cannot write the tool log in %s; records are lost", tag, dir);
+	struct gx_tev_proc p = { .h.type = GX_TEV_PROC, .pid = (gdev_u32)getpid(), .start_ns = now_ns() };
+	snprintf(p.tag, sizeof(p.tag), "%s", tag);
+	ev_put(&p, sizeof(p));
+	gx_lock_register(&rt_lock, 15);
+	int id = gx_events_subscribe(GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE) |
+					     GX_EV_MASK(GX_EV_CTX_DESTROY) | GX_EV_MASK(GX_EV_MODULE_UNLOAD),
+				     on_event, NULL);
+	if (id < 0)
+		return id;
+	atexit(at_exit);
+	return 0;
+}

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# GPU checks of the observability tools (tests/gpu/run.sh runs it on the
+# H200, over a tree built here: run `make gpu-prep` before carrying build/, it
+# fills build/cache with the tools' PTX since the GPU machine has no LLVM).
+#  1. known answers: tests/gpu/tools_kern.cu launches `uneven` (block b does
+#     (b % 7 + 1) units of work; 1000x256 three times, 333x200 once) and a copy
+#     kernel; threadhist's totals must equal the launched blocks/warps/threads
+#     exactly; kernelretsnoop must report exactly one finish per block and
+#     heavy blocks of the first wave must finish after light ones; launchlate
+#     must match every launch with a positive latency; memtrace's sampled
+#     addresses must lie in the program's buffers.
+#  2. the program's output is bit-identical without the shim, with the shim
+#     and no tool, and under each tool.
+#  3. bench/tool_overhead.sh (skip with TOOLS_GPU_SKIP=bench).
+# Prints ok/not ok lines; logs, reports and traces go to $OUT/tools/.
+set -u
+ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+B=${GX_BUILD:-$ROOT/build}
+OUT=${OUT:-$B/gpu-out}
+L=$OUT/tools
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+SKIP=${TOOLS_GPU_SKIP:-}
+mkdir -p "$L"
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+ok() { echo "ok - tools: $*" | tee -a "$L/summary.txt"; }
+nok() { echo "not ok - tools: $*" | tee -a "$L/summary.txt"; }
+: >"$L/summary.txt"
+export GPUEXT_CACHE_DIR=${GPUEXT_CACHE_DIR:-$B/cache}
+export GPUEXT_TOOLS_DIR=$B/share/gpuext/tools
+export GPUEXT_SHM_DIR=$W/shm
+mkdir -p "$GPUEXT_SHM_DIR"
+
+[ -x "$B/bin/gpuext-run" ] && [ -e "$B/lib/libcuda.so.1" ] || { nok "build/ has no gpuext-run or shim (run make)"; exit 1; }
+if ls "$GPUEXT_CACHE_DIR"/*.gxpol >/dev/null 2>&1; then
+	ok "JIT cache present ($(ls "$GPUEXT_CACHE_DIR"/*.gxpol | wc -l) entries in $GPUEXT_CACHE_DIR)"
+else
+	nok "no JIT cache in $GPUEXT_CACHE_DIR: run 'make gpu-prep' before carrying build/"
+fi
+
+# ---- the test program ----
+APP=$B/tests/gpu/tools_kern
+if [ ! -x "$APP" ]; then
+	APP=$W/tools_kern
+	if ! timeout 300 "$NVCC" -O2 -arch=sm_90 -gencode arch=compute_90,code=compute_90 -o "$APP" \
+		"$ROOT/tests/gpu/tools_kern.cu" >"$L/nvcc.log" 2>&1; then
+		nok "nvcc tools_kern.cu: $(tail -3 "$L/nvcc.log" | tr '\n' ' ')"; exit 1
+	fi
+fi
+if ! timeout 120 "$APP" "$W/direct.bin" >"$L/direct.out" 2>&1; then
+	nok "tools_kern without the shim: $(tail -2 "$L/direct.out" | tr '\n' ' ')"; exit 1
+fi
+ok "tools_kern runs without the shim"
+read -r _ blocks warps threads < <(sed -n 's/^launched blocks=\([0-9]*\) warps=\([0-9]*\) threads=\([0-9]*\)/x \1 \2 \3/p' "$L/direct.out")
+read -r _ r0 r1 r2 r3 r4 r5 r6 r7 < <(grep '^range' "$L/direct.out")
+
+# shim, no tool: same output
+if timeout 120 env LD_LIBRARY_PATH="$B/lib" GPUEXT_LOG=info "$APP" "$W/shim.bin" >"$L/shim.out" 2>"$L/shim.err" &&
+	cmp -s "$W/direct.bin" "$W/shim.bin"; then
+	ok "output bit-identical with the shim and no tool"
+else
+	nok "output with the shim and no tool differs or failed: $(tail -2 "$L/shim.err" | tr '\n' ' ')"
+fi
+
+run_tool() { # tool -> $W/$tool.bin, reports in $L
+	local t=$1
+	GPUEXT_KEEP=0 timeout 300 "$B/bin/gpuext-run" -v --tool "$t" --json --trace "$L/$t.trace.json" -- \
+		"$APP" "$W/$t.bin" >"$L/$t.json" 2>"$L/$t.err"
+	local rc=$?
+	timeout 120 "$B/bin/gpuext-run" --tool "$t" -- "$APP" "$W/$t.2.bin" >"$L/$t.txt" 2>&1
+	return $rc
+}
+for t in threadhist kernelretsnoop launchlate memtrace; do
+	if ! run_tool $t; then
+		nok "$t: run failed: $(grep -v '^{' "$L/$t.err" | tail -3 | tr '\n' ' ')"; continue
+	fi
+	if grep -q "policy $t: .*running without it" "$L/$t.err"; then
+		nok "$t: not attached: $(grep "policy $t" "$L/$t.err" | head -2 | tr '\n' ' ')"; continue
+	fi
+	grep -q 'rewritten ([1-9][0-9]* hooks)' "$L/$t.err" && ok "$t: modules rewritten with hooks" ||
+		nok "$t: no module rewritten with hooks: $(grep 'module' "$L/$t.err" | head -3 | tr '\n' ' ')"
+	cmp -s "$W/direct.bin" "$W/$t.bin" && ok "$t: application output bit-identical" ||
+		nok "$t: application output differs"
+	python3 -m json.tool "$L/$t.json" >/dev/null 2>&1 && ok "$t: JSON report valid" || nok "$t: JSON report invalid"
+	python3 -m json.tool "$L/$t.trace.json" >/dev/null 2>&1 && ok "$t: trace valid" || nok "$t: trace invalid"
+	[ -s "$L/$t.txt" ] && ok "$t: text report printed" || nok "$t: no text report"
+done
+
+python3 - "$L" "$blocks" "$warps" "$threads" "$r0" "$r1" "$r2" "$r3" "$r4" "$r5" "$r6" "$r7" <<'P' | tee -a "$L/summary.txt"
+import json, sys
+L = sys.argv[1]
+blocks, warps, threads = map(int, sys.argv[2:5])
+rng = list(map(int, sys.argv[5:13]))
+def load(t):
+    try:
+        return json.load(open('%s/%s.json' % (L, t)))
+    except Exception as e:
+        print('not ok - tools: %s: no JSON report (%s)' % (t, e)); return None
+def check(c, msg):
+    print(('ok' if c else 'not ok') + ' - tools: ' + msg)
+d = load('threadhist')
+if d:
+    tot = d['total']
+    check(tot == dict(blocks=blocks, warps=warps, threads=threads),
+          'threadhist totals equal the launch (%s vs blocks=%d warps=%d threads=%d)' % (tot, blocks, warps, threads))
+    check(d['busy_sms'] > 1, 'threadhist: work spread over %d SMs' % d['busy_sms'])
+d = load('kernelretsnoop')
+if d:
+    L_ = d['launches']
+    un = [l for l in L_ if l['kernel'] == '_Z6unevenPfi']
+    check(len(un) == 4, 'kernelretsnoop: 4 launches of uneven (%d)' % len(un))
+    check(all(l['blocks'] == l['blocks_expected'] for l in L_) and d['records'] == sum(l['blocks_expected'] for l in L_),
+          'kernelretsnoop: exactly one finish per block in every launch (%d records) %s' % (d['records'], [(l['blocks'], l['blocks_expected']) for l in L_]))
+    check(d['drops'] == 0 and d['unattributed'] == 0, 'kernelretsnoop: no drops, nothing unattributed')
+    if un:
+        f = un[0]['finishes']
+        first = min(x['ts'] for x in f)
+        nsm = len(set(x['sm'] for x in f))
+        wave = [x for x in f if x['block'][0] < nsm]
+        light = [x['ts'] - first for x in wave if x['block'][0] % 7 == 0]
+        heavy = [x['ts'] - first for x in wave if x['block'][0] % 7 == 6]
+        if light and heavy:
+            ml, mh = sum(light) / len(light), sum(heavy) / len(heavy)
+            check(mh > 2 * ml, 'kernelretsnoop: heavy blocks finish later (mean %.1f us vs %.1f us)' % (mh / 1e3, ml / 1e3))
+d = load('launchlate')
+if d:
+    k = {x['kernel']: x for x in d['kernels']}
+    u = k.get('_Z6unevenPfi')
+    check(u is not None and u['count'] == 4, 'launchlate: all 4 launches of uneven matched (%s)' % (u and u['count']))
+    check(u is not None and 0 < u['min_ns'] and u['max_ns'] < 5e9,
+          'launchlate: latencies positive and sane (%s)' % (u and (u['min_ns'], u['max_ns'])))
+d = load('memtrace')
+if d:
+    recs = d['records']
+    inr = lambda a: any(rng[2 * i] <= a < rng[2 * i + 1] for i in range(4))
+    bad = [r['addr'] for r in recs if not inr(r['addr'])]
+    check(len(recs) > 0 and not bad, 'memtrace: %d samples, all in the program buffers (%d outside)' % (len(recs), len(bad)))
+    check(d['ops']['store'] > 0 and d['ops']['load'] > 0, 'memtrace: loads and stores seen %s' % d['ops'])
+P
+
+# ---- benchmark ----
+if [[ ",$SKIP," != *",bench,"* ]]; then
+	REPS=${REPS:-11} GX_BENCH_OUT=$L timeout 900 bash "$ROOT/bench/tool_overhead.sh" >"$L/bench.log" 2>&1
+	grep -E '^(\||bench:|ok - |not ok - )' "$L/bench.log"
+fi
+exit 0

@@ -1,0 +1,318 @@
+/* test_hostexec — the user-space executor runs the hostbpf policies on
+ * simulated event streams (no GPU) and must reach the decisions gpuext.ko
+ * reaches in tests/kmod: LFU keeps hot regions, seq prefetches the rest of
+ * the region and the next one, stride predicts, quota orders the tenant
+ * over its quota first, prio rejects binds over its limit; broken objects
+ * are refused with one line, misbehaving ones disabled after 16 errors. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "hostbpf/gpu_ext.h"
+#include "hostbpf/gx_hostexec.h"
+#include "devbpf/gx_map.h"
+#include "tests/gx_test.h"
+
+#define MB (1ull << 20)
+#define VA 0x7f0000000000ull
+
+struct rec {
+	int n, nhost;
+	uint64_t va[256], len[256];
+	int nattr;
+	uint32_t attr[16];
+	uint64_t val[16];
+};
+
+static void on_prefetch(void *u, uint64_t va, uint64_t len, int to_host)
+{
+	struct rec *r = u;
+	if (to_host) {
+		r->nhost++;
+		return;
+	}
+	if (r->n < 256) {
+		r->va[r->n] = va;
+		r->len[r->n] = len;
+	}
+	r->n++;
+}
+
+static void on_attr(void *u, uint64_t q, uint32_t attr, uint64_t v)
+{
+	struct rec *r = u;
+	(void)q;
+	if (r->nattr < 16) {
+		r->attr[r->nattr] = attr;
+		r->val[r->nattr] = v;
+	}
+	r->nattr++;
+}
+
+static const char *dir;
+static int use_shm; /* second pass: maps in shared memory */
+
+static struct gx_hx *mk(struct rec *r, uint32_t capacity, const char *policy, const char *knobs)
+{
+	char path[512];
+	memset(r, 0, sizeof(*r));
+	struct gx_hx_opts o = {.sz = sizeof(o), .capacity = capacity, .tgid = 4242, .shm_maps = use_shm,
+			       .act = {.user = r, .prefetch = on_prefetch, .queue_attr = on_attr}};
+	struct gx_hx *hx = gx_hx__new(&o);
+	if (policy) {
+		snprintf(path, sizeof(path), "%s/%s.bpf.o", dir, policy);
+		int err = gx_hx__load(hx, path, knobs);
+		GX_CHECK(err == 0, "load %s (%d)", policy, err);
+	}
+	return hx;
+}
+
+static void test_load_all(void)
+{
+	const char *all[] = {"gx_fifo", "gx_lfu", "gx_mru", "gx_quota", "gx_seq", "gx_stride", "gx_tree", "gx_prio"};
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		struct rec r;
+		struct gx_hx *hx = mk(&r, 0, all[i], NULL);
+		GX_CHECK(*gx_hx__mem_policy(hx) || *gx_hx__sched_policy(hx), "%s attached with a name", all[i]);
+		gx_hx__free(hx);
+	}
+}
+
+static void test_seq(void)
+{
+	struct rec r;
+	struct gx_hx *hx = mk(&r, 0, "gx_seq", NULL);
+	GX_CHECK(gx_hx__alloc(hx, VA, 8 * MB) == 0, "seq: alloc");
+	int n = gx_hx__touch(hx, VA, 0);
+	GX_CHECK(n == 1 && r.n == 1 && r.va[0] == VA && r.len[0] == 8 * MB,
+		 "seq: a launch over 8 MiB prefetches it in one range (n=%d len=%llu)", n,
+		 (unsigned long long)r.len[0]);
+	GX_CHECK(gx_hx__global(hx, "nr_prefetch") == 4, "seq: one decision per region (%lld)",
+		 (long long)gx_hx__global(hx, "nr_prefetch"));
+	GX_CHECK(gx_hx__touch(hx, VA, 0) == 0, "seq: resident data is not prefetched again");
+	gx_hx__sync(hx);
+	GX_CHECK(gx_hx__touch(hx, VA, 0) == 1 && r.n == 2, "seq: after a host sync it is prefetched again");
+	gx_hx__free(hx);
+
+	hx = mk(&r, 0, "gx_seq", NULL);
+	gx_hx__alloc(hx, VA, 8 * MB);
+	n = gx_hx__touch(hx, VA + 300 * 4096, 4096);
+	GX_CHECK(n == 1 && r.va[0] == VA + 300 * 4096 && r.len[0] == 212 * 4096 + 2 * MB,
+		 "seq: fault in the upper half brings the rest of the region and the next one (len=%llu)",
+		 (unsigned long long)r.len[0]);
+	GX_CHECK(gx_hx__global(hx, "nr_next") == 1, "seq: nr_next counted");
+	GX_CHECK(gx_hx__touch(hx, VA + 12 * MB, 4096) == -ENOENT, "seq: touch outside managed memory: -ENOENT");
+	gx_hx__free(hx);
+
+	hx = mk(&r, 0, "gx_seq", "ahead_pages=16,next_regions=0");
+	gx_hx__alloc(hx, VA, 2 * MB);
+	gx_hx__touch(hx, VA, 4096);
+	GX_CHECK(r.n == 1 && r.len[0] == 16 * 4096, "seq: knob ahead_pages=16 limits the prefetch (%llu)",
+		 (unsigned long long)r.len[0]);
+	gx_hx__free(hx);
+}
+
+static void test_stride(void)
+{
+	struct rec r;
+	struct gx_hx *hx = mk(&r, 0, "gx_stride", NULL);
+	gx_hx__alloc(hx, VA, 64 * MB);
+	for (int i = 0; i < 3; i++)
+		gx_hx__touch(hx, VA + (uint64_t)i * 4 * MB, 4096);
+	int hit = 0;
+	for (int i = 0; i < r.n && i < 256; i++)
+		hit |= (r.va[i] == VA + 12 * MB && r.len[i] >= 64 * 1024 ? 1 : 0) |
+		       (r.va[i] <= VA + 16 * MB && r.va[i] + r.len[i] >= VA + 16 * MB + 64 * 1024 ? 2 : 0);
+	GX_CHECK(hit == 3, "stride: 4 MiB stride predicts +12 MiB and +16 MiB (n=%d)", r.n);
+	GX_CHECK(gx_hx__global(hx, "nr_predicted") == 1, "stride: one prediction after two equal strides");
+	gx_hx__free(hx);
+
+	/* random order: no two equal strides, nothing predicted */
+	hx = mk(&r, 0, "gx_stride", NULL);
+	gx_hx__alloc(hx, VA, 64 * MB);
+	uint64_t order[] = {5, 1, 9, 2, 30, 7};
+	for (int i = 0; i < 6; i++)
+		gx_hx__touch(hx, VA + order[i] * 2 * MB, 4096);
+	GX_CHECK(r.n == 0 && gx_hx__global(hx, "nr_predicted") == 0, "stride: random faults predict nothing");
+	gx_hx__free(hx);
+}
+
+static int resident_has(struct gx_hx *hx, uint64_t va)
+{
+	uint64_t v[64];
+	size_t n = gx_hx__resident(hx, v, 64);
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == va)
+			return 1;
+	return 0;
+}
+
+/* Region 0 touched often, then a scan of 7 cold regions with room for 4. */
+static int hot_survives(const char *policy)
+{
+	struct rec r;
+	struct gx_hx *hx = mk(&r, 4, policy, NULL);
+	gx_hx__alloc(hx, VA, 16 * MB);
+	gx_hx__touch(hx, VA, 2 * MB);
+	for (int i = 0; i < 6; i++)
+		gx_hx__touch(hx, VA, 2 * MB);
+	for (int i = 1; i < 8; i++)
+		gx_hx__touch(hx, VA + (uint64_t)i * 2 * MB, 2 * MB);
+	int ok = resident_has(hx, VA);
+	GX_CHECK(r.nhost >= 4, "%s: evictions move cold regions back to the host (%d)", policy ? policy : "none",
+		 r.nhost);
+	gx_hx__free(hx);
+	return ok;
+}
+
+static void test_lfu(void)
+{
+	GX_CHECK(hot_survives("gx_lfu"), "lfu: the hot region stays resident through a cold scan");
+	GX_CHECK(!hot_survives(NULL), "fifo (no policy): the hot region is evicted by the same scan");
+	GX_CHECK(!hot_survives("gx_fifo"), "gx_fifo: the hot region is evicted by the same scan");
+}
+
+static void test_quota(void)
+{
+	struct rec r;
+	struct gx_hx *hx = mk(&r, 0, "gx_quota", "quota=2");
+	uint64_t v[8];
+	gx_hx__alloc(hx, VA, 8 * MB);
+	for (int i = 0; i < 4; i++)
+		gx_hx__touch(hx, VA + (uint64_t)i * 2 * MB, 4096);
+	size_t n = gx_hx__resident(hx, v, 8);
+	GX_CHECK(n == 4 && v[0] == VA + 6 * MB && v[1] == VA + 4 * MB && v[2] == VA && v[3] == VA + 2 * MB,
+		 "quota: regions over the quota are evicted first");
+	gx_hx__free(hx);
+}
+
+static void test_prio(void)
+{
+	struct rec r;
+	struct gx_hx *hx = mk(&r, 0, "gx_prio", "max_queues=2");
+	GX_CHECK(gx_hx__queue_create(hx, 1, 6) == 0, "prio: first queue bound");
+	GX_CHECK(r.nattr == 3 && r.attr[0] == GPU_ATTR_PRIORITY && r.val[0] == 6 &&
+			 r.attr[1] == GPU_ATTR_TIMESLICE_US && r.val[1] == 1024 * 7 &&
+			 r.attr[2] == GPU_ATTR_INTERLEAVE && r.val[2] == GPU_IL_HIGH,
+		 "prio: priority, timeslice and interleave set from the requested priority");
+	GX_CHECK(gx_hx__queue_create(hx, 2, 0) == 0, "prio: second queue bound");
+	GX_CHECK(gx_hx__queue_create(hx, 3, 0) == -EPERM, "prio: third queue rejected (EPERM)");
+	GX_CHECK(gx_hx__global(hx, "nr_rejected") == 1, "prio: nr_rejected counted");
+	gx_hx__queue_destroy(hx, 1);
+	GX_CHECK(gx_hx__global(hx, "nr_destroyed") == 1, "prio: task_destroy ran");
+	gx_hx__free(hx);
+}
+
+static void test_refused(void)
+{
+	struct rec r;
+	char path[512];
+	struct gx_hx *hx = mk(&r, 0, NULL, NULL);
+	GX_CHECK(gx_hx__load(hx, "/nonexistent/x.bpf.o", NULL) < 0, "refused: missing file");
+	snprintf(path, sizeof(path), "/tmp/hx_garbage.%d", getpid());
+	FILE *f = fopen(path, "w");
+	fputs("not an object\n", f);
+	fclose(f);
+	GX_CHECK(gx_hx__load(hx, path, NULL) < 0, "refused: garbage file");
+	/* a truncated policy */
+	char src[512];
+	snprintf(src, sizeof(src), "%s/gx_seq.bpf.o", dir);
+	FILE *in = fopen(src, "rb");
+	char buf[1500];
+	size_t got = in ? fread(buf, 1, sizeof(buf), in) : 0;
+	if (in)
+		fclose(in);
+	f = fopen(path, "wb");
+	fwrite(buf, 1, got, f);
+	fclose(f);
+	GX_CHECK(gx_hx__load(hx, path, NULL) < 0, "refused: truncated object");
+	unlink(path);
+	snprintf(src, sizeof(src), "%s/gx_seq.bpf.o", dir);
+	GX_CHECK(gx_hx__load(hx, src, "no_such_knob=1") == -EINVAL, "refused: unknown knob");
+	GX_CHECK(gx_hx__load(hx, src, NULL) == 0, "seq loads after refusals");
+	snprintf(src, sizeof(src), "%s/gx_tree.bpf.o", dir);
+	GX_CHECK(gx_hx__load(hx, src, NULL) == -EEXIST, "refused: a second memory policy");
+	/* the app runs on: events still work without a policy */
+	struct gx_hx *none = mk(&r, 0, NULL, NULL);
+	gx_hx__alloc(none, VA, 4 * MB);
+	GX_CHECK(gx_hx__touch(none, VA, 0) == 0 && r.n == 0, "no policy: events run, nothing prefetched");
+	gx_hx__free(none);
+	gx_hx__free(hx);
+}
+
+/* A policy whose every call fails: disabled after 16 errors, FIFO goes on. */
+static void disabled_after_errors(const char *policy, const char *what, int one_per_touch)
+{
+	struct rec r;
+	struct gx_hx *hx = mk(&r, 4, policy, NULL);
+	gx_hx__alloc(hx, VA, 64 * MB);
+	for (int i = 0; i < 15; i++)
+		gx_hx__touch(hx, VA + (uint64_t)i * 2 * MB, 4096);
+	if (one_per_touch)
+		GX_CHECK(gx_hx__mem_enabled(hx), "%s: still enabled after 15 errors", what);
+	for (int i = 15; i < 32; i++)
+		gx_hx__touch(hx, VA + (uint64_t)i * 2 * MB, 4096);
+	GX_CHECK(!gx_hx__mem_enabled(hx), "%s: disabled after 16 errors", what);
+	uint64_t v[8];
+	size_t n = gx_hx__resident(hx, v, 8);
+	GX_CHECK(n == 4 && v[0] == VA + 56 * MB && v[3] == VA + 62 * MB, "%s: FIFO applies afterwards", what);
+	gx_hx__free(hx);
+}
+
+/* Maps and globals in the shm folder, readable by another process. */
+static void test_shm(void)
+{
+	struct rec r;
+	char path[600], d[512];
+	struct gx_hx *hx = mk(&r, 0, "gx_seq", NULL);
+	gx_hx__alloc(hx, VA, 8 * MB);
+	gx_hx__touch(hx, VA, 0);
+	gx_map_shm_dir(d, sizeof(d));
+	snprintf(path, sizeof(path), "%s/%d-seq.bss", d, getpid());
+	struct gx_map *m = NULL;
+	int err = gx_map__open(path, 0, &m);
+	GX_CHECK(err == 0, "shm: %s readable from outside (%d)", path, err);
+	if (m) {
+		uint32_t k = 0;
+		uint64_t *v = gx_map__lookup(m, &k);
+		GX_CHECK(v && *v == 4 && gx_hx__global(hx, "nr_prefetch") == 4,
+			 "shm: the policy's nr_prefetch counter is visible (%llu)", v ? (unsigned long long)*v : 0ull);
+		gx_map__free(m);
+	}
+	snprintf(path, sizeof(path), "%s/%d-seq.rodata", d, getpid());
+	GX_CHECK(access(path, R_OK) == 0, "shm: knobs (.rodata) visible too");
+	gx_hx__free(hx);
+	GX_CHECK(access(path, F_OK) != 0, "shm: files removed when the executor is freed");
+}
+
+int main(int argc, char **argv)
+{
+	dir = argc > 1 ? argv[1] : getenv("GX_HB_DIR");
+	if (!dir)
+		dir = "build/hostbpf";
+	char tmpl[] = "/tmp/hx_shm.XXXXXX";
+	const char *shmdir = mkdtemp(tmpl);
+	if (shmdir)
+		setenv("GPUEXT_SHM_DIR", shmdir, 1);
+	for (use_shm = 0; use_shm < 2; use_shm++) {
+		if (use_shm)
+			printf("# again with maps in shared memory (%s)\n", shmdir ? shmdir : "?");
+		test_load_all();
+		test_seq();
+		test_stride();
+		test_lfu();
+		test_quota();
+		test_prio();
+	}
+	use_shm = 1;
+	test_shm();
+	use_shm = 0;
+	if (shmdir)
+		rmdir(shmdir);
+	test_refused();
+	disabled_after_errors("gx_bad", "gx_bad (bad returns, kfunc misuse)", 0);
+	disabled_after_errors("hx_unsafe", "hx_unsafe (write to a read-only region)", 1);
+	disabled_after_errors("hx_loop", "hx_loop (unbounded loop, step budget)", 1);
+	return gx_test_done();
+}

@@ -1,0 +1,87 @@
+/* attach_app.c — a CUDA driver-API program for the attach test: loads a PTX
+ * module through the shim, launches its kernel, then plays the GPU against
+ * the fake driver (whose device memory is host memory): checks __gx_devrt,
+ * writes threadhist-like counters into the device shard and a printk record
+ * into the runtime ring, and waits for the shim's thread to drain it.
+ * argv: PTX file, kernel name, mode ("policy" expects a devrt, "none" not). */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "devbpf/gx_devrt.h"
+
+static int fail(const char *what, CUresult rc)
+{
+	printf("not ok - attach_app: %s (%d)\n", what, (int)rc);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4)
+		return 2;
+	FILE *f = fopen(argv[1], "rb");
+	if (!f)
+		return 2;
+	static char ptx[1 << 20];
+	size_t n = fread(ptx, 1, sizeof(ptx) - 1, f);
+	fclose(f);
+	ptx[n] = 0;
+	CUresult rc;
+	CUdevice dev;
+	CUcontext ctx;
+	CUmodule mod;
+	CUfunction fn;
+	if ((rc = cuInit(0)) || (rc = cuDeviceGet(&dev, 0)) || (rc = cuDevicePrimaryCtxRetain(&ctx, dev)) ||
+	    (rc = cuCtxSetCurrent(ctx)))
+		return fail("init", rc);
+	if ((rc = cuModuleLoadData(&mod, ptx)))
+		return fail("cuModuleLoadData", rc);
+	if ((rc = cuModuleGetFunction(&fn, mod, argv[2])))
+		return fail("cuModuleGetFunction", rc);
+	void *args[4] = { 0 };
+	if ((rc = cuLaunchKernel(fn, 4, 1, 1, 64, 1, 1, 0, NULL, args, NULL)))
+		return fail("cuLaunchKernel", rc);
+	const char *fake = getenv("GPUEXT_REAL_LIBCUDA");
+	void *h = fake ? dlopen(fake, RTLD_NOW | RTLD_NOLOAD) : NULL;
+	uint64_t (*get)(void *) = h ? (uint64_t(*)(void *))dlsym(h, "fakedev_devrt") : NULL;
+	uint64_t a = get ? get(fn) : 0;
+	if (strcmp(argv[3], "policy")) {
+		printf("%s - attach_app: no __gx_devrt written without a policy\n", a ? "not ok" : "ok");
+		return 0;
+	}
+	struct gx_devrt *rt = (struct gx_devrt *)(uintptr_t)a;
+	if (!rt || rt->magic != GX_DEVRT_MAGIC) {
+		printf("not ok - attach_app: __gx_devrt written with a valid block\n");
+		return 1;
+	}
+	printf("ok - attach_app: __gx_devrt written with a valid block (%u maps)\n", rt->nr_maps);
+	/* "Device" work: map 0 of threadhist is the per-warp array; the last
+	 * warp slot of the last SM gets 2 blocks, 4 warps, 128 threads. */
+	if (rt->nr_maps >= 1 && rt->maps[0].type == GX_MAP_PERWARP_ARRAY && rt->maps[0].nr_shards) {
+		uint64_t shard = rt->maps[0].nr_shards - 1;
+		uint64_t *v = (uint64_t *)(uintptr_t)(rt->maps[0].data + shard * rt->maps[0].max_entries * rt->maps[0].value_stride);
+		v[0] = 2, v[1] = 4, v[2] = 128;
+	}
+	/* A printk record in the runtime ring. */
+	struct gx_ring *r = (struct gx_ring *)(uintptr_t)rt->ring;
+	if (r) {
+		struct gx_rec_printk *p = (struct gx_rec_printk *)(r + 1);
+		memset(p, 0, sizeof(*p));
+		snprintf(p->fmt, sizeof(p->fmt), "hello from block %%u\n");
+		p->args[0] = 7;
+		p->smid = 5;
+		__atomic_store_n(&r->head, GX_ROUND8(sizeof(*p)), __ATOMIC_RELEASE);
+		struct gx_rec_hdr hd = { (gdev_u32)sizeof(*p), GX_REC_PRINTK | GX_REC_COMMITTED };
+		uint64_t word;
+		memcpy(&word, &hd, 8);
+		__atomic_store_n((uint64_t *)(void *)&p->hdr, word, __ATOMIC_RELEASE);
+	}
+	usleep(300000); /* the drainer ticks every GPUEXT_FLUSH_MS */
+	return 0;
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Synthetic tool logs for the formatter golden tests: what the shim would
+write for a known run (layouts of devbpf/tools/gx_tools.h). argv: dir tool."""
+import struct, sys, os
+
+d, tool = sys.argv[1], sys.argv[2]
+def fnv(s):
+    h = 0xcbf29ce484222325
+    for c in s.encode():
+        h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
+    return h
+def rec(t, body):
+    n = 8 + len(body); pad = (-n) % 8
+    return struct.pack('<II', t, n + pad) + body + b'\0' * pad
+out = rec(1, struct.pack('<IIQ64s', 4242, 0, 1_000_000, tool.encode()))
+# ctx 0: sm 90, 4 SMs, calibrated: globaltimer = host + 5000 ns
+out += rec(2, struct.pack('<IIIIIIqQ', 0, 0, 90, 4, 1, 0, 5000, 700))
+k1, k2 = fnv('vadd'), fnv('_Z6reducePf')
+out += rec(3, struct.pack('<Q', k1) + b'vadd\0')
+out += rec(3, struct.pack('<Q', k2) + b'_Z6reducePf\0')
+# launches: vadd 4x1x1 blocks at host 10_000 and 50_000; reduce 2 blocks at 30_000
+for seq, (kid, host, g) in enumerate([(k1, 10_000, 4), (k2, 30_000, 2), (k1, 50_000, 4)], 1):
+    out += rec(4, struct.pack('<QQII6I', host, kid, 0, seq, g, 1, 1, 128, 1, 1))
+def ring(payload):
+    return rec(5, struct.pack('<II', 0, 0) + payload)
+if tool == 'kernelretsnoop':
+    # launch 1 of vadd: blocks 0..3 on SMs 0,1,0,2; block 2 exits twice (kept last)
+    for b, sm, ts in [(0, 0, 20_000), (1, 1, 21_000), (2, 0, 22_000), (2, 0, 22_500), (3, 2, 24_000)]:
+        out += ring(struct.pack('<QQ4I4I', k1, ts, b, 0, 0, sm, 4, 1, 1, 128))
+    for b, sm, ts in [(0, 3, 40_000), (1, 3, 41_000)]:
+        out += ring(struct.pack('<QQ4I4I', k2, ts, b, 0, 0, sm, 2, 1, 1, 128))
+    for b, sm, ts in [(0, 1, 60_000), (1, 1, 61_000), (2, 2, 62_000)]:  # block 3 lost
+        out += ring(struct.pack('<QQ4I4I', k1, ts, b, 0, 0, sm, 4, 1, 1, 128))
+    out += rec(6, struct.pack('<IIQ', 0, 0, 1))
+elif tool == 'launchlate':
+    # device start = host + 5000 (offset) + latency 7000, 12000, 3000 ns
+    for kid, host, lat, g in [(k1, 10_000, 7000, 4), (k2, 30_000, 12000, 2), (k1, 50_000, 3000, 4)]:
+        out += ring(struct.pack('<QQII', kid, host + 5000 + lat, 1, g))
+elif tool == 'memtrace':
+    for i, (op, sz, addr) in enumerate([(1, 4, 0x7f0000001000), (1, 4, 0x7f0000002000), (2, 4, 0x7f0000003000),
+                                        (3, 8, 0x7f0000004000), (2, 16, 0x7f0000005000)]):
+        out += ring(struct.pack('<QQQIIIIII', k1 if i < 3 else k2, addr, 100_000 + i * 1000, sz, op, 1, i % 4, 32, i))
+open(os.path.join(d, '4242-%s.events' % tool), 'wb').write(out)

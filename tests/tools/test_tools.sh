@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Formatters on synthetic tool logs with known contents (tests/tools/mkdata.py):
+# text, --json and --trace outputs compared with golden files; JSON and
+# traces validated with python3 -m json.tool. GX_GOLDEN_UPDATE=1 rewrites them.
+set -u
+B=${BUILD:-build}
+G=tests/tools/golden
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+cmp_golden() { # name file
+	if [ "${GX_GOLDEN_UPDATE:-0}" = 1 ]; then cp "$2" $G/$1; fi
+	if diff -u $G/$1 "$2" >$T/diff 2>&1; then echo "ok - tools-fmt: $1 matches golden"
+	else echo "not ok - tools-fmt: $1 differs from golden"; head -20 $T/diff | sed 's/^/#  /'; fi
+}
+for t in kernelretsnoop launchlate memtrace; do
+	mkdir -p $T/$t
+	python3 tests/tools/mkdata.py $T/$t $t
+	$B/bin/gpuext tools report $t --dir $T/$t >$T/$t.txt 2>&1
+	cmp_golden $t.txt $T/$t.txt
+	$B/bin/gpuext --json tools report $t --dir $T/$t --trace $T/$t.trace.json >$T/$t.json 2>&1
+	if python3 -m json.tool $T/$t.json >/dev/null 2>&1; then echo "ok - tools-fmt: $t JSON valid"
+	else echo "not ok - tools-fmt: $t JSON valid"; fi
+	if python3 -m json.tool $T/$t.trace.json >/dev/null 2>&1; then echo "ok - tools-fmt: $t trace valid"
+	else echo "not ok - tools-fmt: $t trace valid"; fi
+	cmp_golden $t.json $T/$t.json
+	cmp_golden $t.trace.json $T/$t.trace.json
+done
+# Known answers, independent of the goldens.
+python3 - $T <<'P'
+import json, sys
+T = sys.argv[1]
+k = json.load(open(T + '/kernelretsnoop.json'))
+L = k['launches']
+ok = [len(L) == 3, L[0]['blocks'] == 4 and L[0]['blocks_expected'] == 4,
+      [f['ts'] for f in L[0]['finishes']][2] == 22500, L[1]['blocks'] == 2, L[2]['blocks'] == 3, k['drops'] == 1]
+print(('ok' if all(ok) else 'not ok') + ' - tools-fmt: kernelretsnoop assigns blocks to launches %s' % ok)
+l = json.load(open(T + '/launchlate.json'))
+v = {x['kernel']: (x['count'], x['min_ns'], x['max_ns']) for x in l['kernels']}
+good = v.get('vadd') == (2, 3000, 7000) and v.get('_Z6reducePf') == (1, 12000, 12000)
+print(('ok' if good else 'not ok') + ' - tools-fmt: launchlate latencies from calibrated clocks %s' % v)
+m = json.load(open(T + '/memtrace.json'))
+good = m['samples'] == 5 and m['ops'] == {'load': 2, 'store': 2, 'atomic': 1, 'reduce': 0}
+print(('ok' if good else 'not ok') + ' - tools-fmt: memtrace counts by op')
+P
+out=$($B/bin/gpuext tools report nosuch --dir $T 2>&1); [ $? = 2 ] && [[ $out == *"unknown tool"* ]] \
+	&& echo "ok - tools-fmt: unknown tool refused" || echo "not ok - tools-fmt: unknown tool refused: $out"
+mkdir -p $T/empty
+out=$($B/bin/gpuext tools report threadhist --dir $T/empty 2>&1); [ $? = 1 ] && [[ $out == *"no threadhist data"* ]] \
+	&& echo "ok - tools-fmt: empty folder explained" || echo "not ok - tools-fmt: empty folder explained: $out"
+# A truncated log (process killed mid-write) still reports what is complete.
+head -c 300 $T/kernelretsnoop/4242-kernelretsnoop.events >$T/empty/1-kernelretsnoop.events
+$B/bin/gpuext tools report kernelretsnoop --dir $T/empty >/dev/null 2>&1 && echo "ok - tools-fmt: truncated log tolerated" \
+	|| echo "not ok - tools-fmt: truncated log tolerated"

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Each shipped tool verifies, JITs to PTX, and — rewritten into corpus
+# kernels with its hook bindings and linked — compiles with ptxas for sm_90.
+set -u
+B=${BUILD:-build}
+PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+for t in kernelretsnoop threadhist launchlate memtrace; do
+	if out=$($B/bin/gpuext bpf verify $B/share/gpuext/tools/$t.bpf.o 2>&1) && [[ $out == *": ok"* ]]; then
+		echo "ok - tools-ptx: $t verifies"
+	else
+		echo "not ok - tools-ptx: $t verifies: $out"
+	fi
+	for k in vadd reduce edge; do
+		if ! log=$($B/bin/gpuext tools rewrite $t tests/ptx/golden-passes/$k.ptx -o $T/$t-$k.ptx 2>&1); then
+			echo "not ok - tools-ptx: $t rewrites $k: $log"; continue
+		fi
+		if ! [[ $log =~ ,\ [1-9][0-9]*\ hook\ sites ]]; then
+			echo "not ok - tools-ptx: $t hooks $k: $log"; continue
+		fi
+		if perr=$("$PTXAS" -arch=sm_90 $T/$t-$k.ptx -o /dev/null 2>&1); then
+			echo "ok - tools-ptx: $t in $k: ptxas sm_90"
+		else
+			echo "not ok - tools-ptx: $t in $k: ptxas: $(echo "$perr" | head -3)"
+		fi
+	done
+done
+# A rejected policy: the message names the program and instruction.
+cat >$T/bad.bpf.c <<'X'
+#include "devbpf/gdev_helpers.h"
+SEC("gdev/probe/*") int bad(struct gdev_ctx *c) { if (gdev_laneid() == 3) return 1; return 0; }
+X
+if ${CLANG:-clang-19} -target bpf -O2 -g -I. -c $T/bad.bpf.c -o $T/bad.bpf.o 2>/dev/null; then
+	out=$($B/bin/gpuext tools prepare --cache-dir $T/c $T/bad.bpf.o 2>&1)
+	if [[ $? -ne 0 && $out == *"prog bad insn"* ]]; then
+		echo "ok - tools-ptx: a lane-varying policy is refused by prepare"
+	else
+		echo "not ok - tools-ptx: a lane-varying policy is refused by prepare: $out"
+	fi
+	[ -z "$(ls $T/c 2>/dev/null)" ] && echo "ok - tools-ptx: nothing cached for a refused policy" \
+		|| echo "not ok - tools-ptx: nothing cached for a refused policy"
+fi
