@@ -50,16 +50,33 @@ struct pass {
 	const char *name;
 	unsigned hooks;
 	int persistent; /* 0 no, 1 static, 2 dynamic */
+	int ctx_policy; /* bind ctx_policy_ptx (reads the context) instead of the stubs */
+};
+
+/* A policy that reads two context fields, so the trampolines must fill the
+ * context (the built-in stubs read none and skip the fill): measures the
+ * fill's cost. Returns 0 (the decision of entry/exit hooks is not used). */
+static const char ctx_policy_ptx[] =
+	".version 7.0\n.target sm_70\n.address_size 64\n"
+	".visible .func (.param .b32 r) gx_bench_ctx(.param .b64 ctx)\n{\n"
+	"\t.reg .b64 %rd<2>;\n\t.reg .b32 %r<4>;\n\t.reg .pred %p<2>;\n"
+	"\tld.param.b64 %rd1, [ctx];\n\tld.u32 %r1, [%rd1+44];\n\tld.u32 %r2, [%rd1+96];\n"
+	"\tadd.u32 %r3, %r1, %r2;\n\tsetp.eq.u32 %p1, %r3, -1;\n"
+	"\tselp.u32 %r3, 1, 0, %p1;\n\tst.param.b32 [r], %r3;\n\tret;\n}\n";
+static const struct gx_hook_binding ctx_bindings[] = {
+	{GDEV_HOOK_ENTRY, NULL, "gx_bench_ctx"},
+	{GDEV_HOOK_EXIT, NULL, "gx_bench_ctx"},
 };
 
 static const struct pass passes[] = {
-	{"orig", 0, 0},
-	{"entry+exit", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT, 0},
-	{"mem", GDEV_HOOK_MEM, 0},
-	{"all", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT | GDEV_HOOK_MEM | GDEV_HOOK_FENCE, 0},
-	{"persist-static", 0, 1},
-	{"persist-dynamic", 0, 2},
-	{"persist+entry/exit", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT, 2},
+	{"orig", 0, 0, 0},
+	{"entry+exit", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT, 0, 0},
+	{"mem", GDEV_HOOK_MEM, 0, 0},
+	{"all", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT | GDEV_HOOK_MEM | GDEV_HOOK_FENCE, 0, 0},
+	{"persist-static", 0, 1, 0},
+	{"persist-dynamic", 0, 2, 0},
+	{"persist+entry/exit", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT, 2, 0},
+	{"entry+exit+ctx", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT, 0, 1},
 };
 #define NPASS (sizeof(passes) / sizeof(passes[0]))
 
@@ -150,6 +167,12 @@ int main(int argc, char **argv)
 		const struct pass *ps = &passes[p];
 		struct gx_ptx_rewrite_opts o = {.sz = sizeof(o), .hooks = ps->hooks,
 						.persistent = ps->persistent != 0};
+		if (ps->ctx_policy) {
+			o.policy_ptx = ctx_policy_ptx;
+			o.policy_len = sizeof(ctx_policy_ptx) - 1;
+			o.bindings = ctx_bindings;
+			o.nr_bindings = sizeof(ctx_bindings) / sizeof(ctx_bindings[0]);
+		}
 		struct gx_ptx_rewrite_result res;
 		double t0 = now_ms();
 		int err = gx_ptx_rewrite(ptx, ptx_len, &o, &res);

@@ -5,7 +5,7 @@
 # mode (median of UVM_REPS repeats inside the program), compares checksums
 # across modes, prints ok/not ok lines and writes the table to
 # $OUT/hostpolicy/uvm_prefetch.md. UVM_MB: MiB per buffer (default 1024; at
-# most 1 GiB of managed memory is live at a time), UVM_REPS (5).
+# most 1 GiB of managed memory is live at a time), UVM_REPS (3).
 set -u
 ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 B=${GX_BUILD:-$ROOT/build}
@@ -13,7 +13,7 @@ OUT=${OUT:-$B/gpu-out}
 L=$OUT/hostpolicy
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 MB=${UVM_MB:-1024}
-REPS=${UVM_REPS:-5}
+REPS=${UVM_REPS:-3}
 POLICIES=${HOSTPOLICY_POLICIES:-"seq stride tree"}
 mkdir -p "$L"
 W=$(mktemp -d)
@@ -29,9 +29,9 @@ fi
 modes="default hand $POLICIES"
 for m in $modes; do
 	case $m in
-	default) timeout 600 "$W/uvm_prefetch" --mb "$MB" --reps "$REPS" >"$L/uvm.$m.out" 2>"$L/uvm.$m.err" ;;
-	hand) timeout 600 "$W/uvm_prefetch" --hand --mb "$MB" --reps "$REPS" >"$L/uvm.$m.out" 2>"$L/uvm.$m.err" ;;
-	*) timeout 600 env LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" GPUEXT_LOG=info \
+	default) timeout 120 "$W/uvm_prefetch" --mb "$MB" --reps "$REPS" >"$L/uvm.$m.out" 2>"$L/uvm.$m.err" ;;
+	hand) timeout 120 "$W/uvm_prefetch" --hand --mb "$MB" --reps "$REPS" >"$L/uvm.$m.out" 2>"$L/uvm.$m.err" ;;
+	*) timeout 120 env LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" GPUEXT_LOG=info \
 		GPUEXT_POLICY="$B/hostbpf/gx_$m.bpf.o" "$W/uvm_prefetch" --mb "$MB" --reps "$REPS" \
 		>"$L/uvm.$m.out" 2>"$L/uvm.$m.err" ;;
 	esac

@@ -1,9 +1,10 @@
 /* gdev_ctx.h — the ABI between instrumented kernels and device policies.
  *
  * Shared by three parties, so it changes only with all three:
- *  - ptx-rewrite trampolines build a `struct gdev_ctx` in local memory (one per
- *    warp, filled by the leader lane) and call the hook function with its
- *    generic address:  .func (.param .b32 ret) FUNC(.param .b64 ctx)
+ *  - ptx-rewrite trampolines build a `struct gdev_ctx` in global memory (one
+ *    128-byte slot per resident warp, filled by the leader lane) and call the
+ *    hook function with its generic address:
+ *    .func (.param .b32 ret) FUNC(.param .b64 ctx)
  *  - devbpf JIT emits each policy program as such a .func (eBPF r1 = ctx).
  *  - policy authors read the fields from C compiled with clang -target bpf.
  *

@@ -8,9 +8,13 @@
  * here, once: the lanes that called (activemask — a guarded site is a
  * predicated call, so only the lanes whose guard holds arrive) elect the
  * lowest one as leader (brev + bfind.shiftamt), the leader fills a
- * struct gdev_ctx (devbpf/gdev_ctx.h) in its local memory and calls the policy
- * with the generic address of it, and the decision is broadcast with
- * shfl.sync.idx over the same mask (which also reconverges the lanes).
+ * struct gdev_ctx (devbpf/gdev_ctx.h) in its warp's slot of a module-level
+ * global buffer and calls the policy with the generic address of it, and the
+ * decision is broadcast with shfl.sync.idx over the same mask (which also
+ * reconverges the lanes). Not .local: local memory is interleaved per thread,
+ * so one lane's 120-byte fill touched a cache line per word and made vadd with
+ * empty hooks 9.5x slower on the H200. Built-in stubs read no context, so
+ * their trampolines skip the fill and pass NULL.
  * Every name here starts with the module's fresh prefix ("__gx"), so nothing
  * can clash with the application's symbols. */
 #include <stdio.h>
@@ -48,6 +52,7 @@ static const char *stub_name(struct ptx_passes *ps, unsigned hook)
 const char *ptx_tramp_get(struct ptx_passes *ps, unsigned hook, const char *func, int virt)
 {
 	struct ptx_module *m = ps->m;
+	int stub = !func;
 	if (!ptx_hook_name(hook))
 		return NULL;
 	if (!func) {
@@ -73,6 +78,7 @@ const char *ptx_tramp_get(struct ptx_passes *ps, unsigned hook, const char *func
 	t->hook = hook;
 	t->func = func;
 	t->virt = virt;
+	t->stub = stub;
 	t->name = ptx_sprintf(m, "%s_tramp_%s_%zu%s", m->fresh_prefix, ptx_hook_name(hook),
 			      ps->nr_tramps, virt ? "_v" : "");
 	if (!t->name)
@@ -139,7 +145,8 @@ static void emit_stub(struct gx_buf *b, const char *name)
 		      name, name, name, name);
 }
 
-/* The trampoline. Registers: r1 = mask, r2 = leader lane, r0 = decision. */
+/* The trampoline. Registers: r1 = mask, r2 = leader lane, r0 = decision,
+ * rd4 = the warp's context slot (global), rd3 = its generic address. */
 static void emit_tramp(struct gx_buf *b, const char *P, const struct ptx_tramp *t)
 {
 	const char *N = t->name;
@@ -149,8 +156,7 @@ static void emit_tramp(struct gx_buf *b, const char *P, const struct ptx_tramp *
 		for (int i = 0; i < 6; i++)
 			gx_buf_printf(b, ", .param .b32 %s_c%d", N, i);
 	gx_buf_printf(b, ")\n{\n"
-		      "\t.local .align 16 .b8 %s_ctx[%d];\n"
-		      "\t.reg .pred %%p<2>;\n\t.reg .b32 %%r<32>;\n\t.reg .b64 %%rd<4>;\n"
+		      "\t.reg .pred %%p<2>;\n\t.reg .b32 %%r<32>;\n\t.reg .b64 %%rd<8>;\n"
 		      "\tactivemask.b32 %%r1;\n"
 		      "\tbrev.b32 %%r2, %%r1;\n"
 		      "\tbfind.shiftamt.u32 %%r2, %%r2;\n"
@@ -158,26 +164,46 @@ static void emit_tramp(struct gx_buf *b, const char *P, const struct ptx_tramp *
 		      "\tmov.b32 %%r0, 0;\n"
 		      "\tsetp.ne.u32 %%p1, %%r3, %%r2;\n"
 		      "\t@%%p1 bra $%s_skip;\n",
-		      P, GDEV_CTX_SIZE, P);
-	/* kernel_id, launch_id, addr */
+		      P);
+	if (t->stub) {
+		/* A built-in stub reads no context: no fill, a null pointer. */
+		gx_buf_puts(b, "\tmov.u64 %rd3, 0;\n");
+		goto call;
+	}
+	/* The warp's slot in the module's context buffer: (smid, hardware warp
+	 * slot) is unique among resident warps, so no other warp touches it
+	 * while this one runs; the leader lane is the only writer. */
+	gx_buf_printf(b,
+		      "\tmov.u32 %%r22, %%smid;\n"
+		      "\tmov.u32 %%r26, %%warpid;\n"
+		      "\tand.b32 %%r27, %%r22, %d;\n"
+		      "\tand.b32 %%r28, %%r26, %d;\n"
+		      "\tshl.b32 %%r27, %%r27, %d;\n"
+		      "\tor.b32 %%r27, %%r27, %%r28;\n"
+		      "\tmul.wide.u32 %%rd4, %%r27, %d;\n"
+		      "\tmov.u64 %%rd5, %s_ctxbuf;\n"
+		      "\tadd.s64 %%rd4, %%rd5, %%rd4;\n",
+		      PTX_CTXBUF_SMS - 1, PTX_CTXBUF_WARPS - 1, PTX_CTXBUF_WARP_SHIFT,
+		      PTX_CTXBUF_SLOT, P);
+	/* kernel_id, launch_id | addr, size, op */
 	gx_buf_printf(b,
 		      "\tld.param.b64 %%rd1, [%s_kid];\n"
 		      "\tld.param.b64 %%rd2, [%s_addr];\n"
 		      "\tld.param.b32 %%r4, [%s_info];\n"
 		      "\tmov.u64 %%rd3, 0;\n"
-		      "\tst.local.v2.u64 [%s_ctx+%d], {%%rd1, %%rd3};\n"
-		      "\tst.local.u64 [%s_ctx+%d], %%rd2;\n",
-		      N, N, N, P, GDEV_CTX_OFF_KERNEL_ID, P, GDEV_CTX_OFF_ADDR);
-	/* size, op | space, active_mask, nr_active, hook */
-	gx_buf_printf(b,
 		      "\tand.b32 %%r5, %%r4, 65535;\n"
 		      "\tbfe.u32 %%r6, %%r4, 16, 8;\n"
 		      "\tbfe.u32 %%r7, %%r4, 24, 8;\n"
+		      "\tmov.b64 %%rd6, {%%r5, %%r6};\n"
+		      "\tst.global.v2.u64 [%%rd4+%d], {%%rd1, %%rd3};\n"
+		      "\tst.global.v2.u64 [%%rd4+%d], {%%rd2, %%rd6};\n",
+		      N, N, N, GDEV_CTX_OFF_KERNEL_ID, GDEV_CTX_OFF_ADDR);
+	/* space, active_mask, nr_active, hook */
+	gx_buf_printf(b,
 		      "\tpopc.b32 %%r8, %%r1;\n"
 		      "\tmov.u32 %%r9, %u;\n"
-		      "\tst.local.v2.u32 [%s_ctx+%d], {%%r5, %%r6};\n"
-		      "\tst.local.v4.u32 [%s_ctx+%d], {%%r7, %%r1, %%r8, %%r9};\n",
-		      t->hook, P, GDEV_CTX_OFF_SIZE, P, GDEV_CTX_OFF_SPACE);
+		      "\tst.global.v4.u32 [%%rd4+%d], {%%r7, %%r1, %%r8, %%r9};\n",
+		      t->hook, GDEV_CTX_OFF_SPACE);
 	/* ctaid xyz, nctaid xyz in r10..r15 */
 	if (t->virt) {
 		for (int i = 0; i < 6; i++)
@@ -188,28 +214,26 @@ static void emit_tramp(struct gx_buf *b, const char *P, const struct ptx_tramp *
 		for (int i = 0; i < 6; i++)
 			gx_buf_printf(b, "\tmov.u32 %%r%d, %s;\n", 10 + i, sreg[i]);
 	}
-	/* tid xyz r16..18, ntid xyz r19..21, smid r22, warpid r23, unit r24 */
+	/* tid xyz r16..18, ntid xyz r19..21, smid r22, warpid r23, unit r24;
+	 * pad0 is never written (the buffer starts zeroed). */
 	gx_buf_printf(b,
 		      "\tmov.u32 %%r16, %%tid.x;\n\tmov.u32 %%r17, %%tid.y;\n"
 		      "\tmov.u32 %%r18, %%tid.z;\n\tmov.u32 %%r19, %%ntid.x;\n"
 		      "\tmov.u32 %%r20, %%ntid.y;\n\tmov.u32 %%r21, %%ntid.z;\n"
-		      "\tmov.u32 %%r22, %%smid;\n"
 		      "\tmad.lo.u32 %%r23, %%r18, %%r20, %%r17;\n"
 		      "\tmad.lo.u32 %%r23, %%r23, %%r19, %%r16;\n"
 		      "\tshr.u32 %%r23, %%r23, 5;\n"
 		      "\tmad.lo.u32 %%r24, %%r12, %%r14, %%r11;\n"
 		      "\tmad.lo.u32 %%r24, %%r24, %%r13, %%r10;\n"
-		      "\tmov.u32 %%r25, 0;\n"
-		      "\tst.local.v4.u32 [%s_ctx+%d], {%%r10, %%r11, %%r12, %%r13};\n"
-		      "\tst.local.v4.u32 [%s_ctx+%d], {%%r14, %%r15, %%r16, %%r17};\n"
-		      "\tst.local.v4.u32 [%s_ctx+%d], {%%r18, %%r19, %%r20, %%r21};\n"
-		      "\tst.local.v4.u32 [%s_ctx+%d], {%%r22, %%r23, %%r2, %%r24};\n"
-		      "\tst.local.v2.u32 [%s_ctx+%d], {%%r25, %%r25};\n",
-		      P, GDEV_CTX_OFF_CTAID, P, GDEV_CTX_OFF_NCTAID + 4, P, GDEV_CTX_OFF_TID + 8, P,
-		      GDEV_CTX_OFF_SMID, P, GDEV_CTX_OFF_UNIT + 4);
+		      "\tst.global.v4.u32 [%%rd4+%d], {%%r10, %%r11, %%r12, %%r13};\n"
+		      "\tst.global.v4.u32 [%%rd4+%d], {%%r14, %%r15, %%r16, %%r17};\n"
+		      "\tst.global.v4.u32 [%%rd4+%d], {%%r18, %%r19, %%r20, %%r21};\n"
+		      "\tst.global.v4.u32 [%%rd4+%d], {%%r22, %%r23, %%r2, %%r24};\n"
+		      "\tcvta.global.u64 %%rd3, %%rd4;\n",
+		      GDEV_CTX_OFF_CTAID, GDEV_CTX_OFF_NCTAID + 4, GDEV_CTX_OFF_TID + 8,
+		      GDEV_CTX_OFF_SMID);
+call:
 	gx_buf_printf(b,
-		      "\tmov.u64 %%rd3, %s_ctx;\n"
-		      "\tcvta.local.u64 %%rd3, %%rd3;\n"
 		      "\t{\n\t.param .b64 %s_a0;\n\t.param .b32 %s_a1;\n"
 		      "\tst.param.b64 [%s_a0], %%rd3;\n"
 		      "\tcall.uni (%s_a1), %s, (%s_a0);\n"
@@ -218,7 +242,7 @@ static void emit_tramp(struct gx_buf *b, const char *P, const struct ptx_tramp *
 		      "\tshfl.sync.idx.b32 %%r0, %%r0, %%r2, 31, %%r1;\n"
 		      "\tst.param.b32 [%s_r], %%r0;\n"
 		      "\tret;\n}\n",
-		      P, P, P, P, P, t->func, P, P, P, N);
+		      P, P, P, P, t->func, P, P, P, N);
 }
 
 int ptx_tramp_emit(struct ptx_passes *ps)
@@ -227,6 +251,12 @@ int ptx_tramp_emit(struct ptx_passes *ps)
 	struct gx_buf b;
 	gx_buf_init(&b);
 	gx_buf_printf(&b, ".visible .global .align 8 .u64 %s;\n", GDEV_DEVRT_SYMBOL);
+	int fill = 0;
+	for (size_t i = 0; i < ps->nr_tramps; i++)
+		fill |= !ps->tramps[i].stub;
+	if (fill)
+		gx_buf_printf(&b, ".global .align 16 .b8 %s_ctxbuf[%d];\n", m->fresh_prefix,
+			      PTX_CTXBUF_SMS * PTX_CTXBUF_WARPS * PTX_CTXBUF_SLOT);
 	for (size_t i = 0; i < GX_ARRAY_SIZE(hook_names); i++)
 		if (ps->stubs & hook_names[i].hook) {
 			const char *n = stub_name(ps, hook_names[i].hook);

@@ -19,6 +19,15 @@ struct ptx_rename {
 	const char *from, *to;
 };
 
+/* The module's context buffer (pass_tramp.c): one 128-byte struct gdev_ctx
+ * slot per resident warp, indexed by (%smid mod 256) * 64 + %warpid mod 64:
+ * unique on every GPU with at most 256 SMs and 64 warps per SM (sm_70 to
+ * sm_100: 64 warps/SM at most; H200 132 SMs). 2 MiB per module, zeroed at load. */
+#define PTX_CTXBUF_SMS 256
+#define PTX_CTXBUF_WARPS 64
+#define PTX_CTXBUF_WARP_SHIFT 6
+#define PTX_CTXBUF_SLOT 128
+
 /* One trampoline: calls `func` (a policy .func or a stub) for `hook`. virt:
  * the call sites pass (virtual) block ids and grid dims as parameters instead
  * of the trampoline reading %ctaid/%nctaid (kernels under the persistent
@@ -27,6 +36,7 @@ struct ptx_tramp {
 	unsigned hook;
 	const char *func;
 	int virt;
+	int stub;	/* func is a built-in no-op stub: it reads no context */
 	const char *name;
 };
 

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "devbpf/tools/gx_pcache.h"
+#include "shim/gx_hostpolicy.h"
 #include "shim/gx_policy.h"
 
 static pthread_mutex_t pol_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -39,6 +40,14 @@ static const char *self_dir(char *buf, size_t n)
 static int object_path(char *out, size_t n, char *tag, size_t tn)
 {
 	const char *p = gx_config.policy, *t = gx_config.tool;
+	/* Host struct_ops objects in the list belong to shim/hostpolicy.c. */
+	while (p && *p) {
+		const char *c = strchr(p, ':'), *k = memchr(p, ',', c ? (size_t)(c - p) : strlen(p));
+		snprintf(out, n, "%.*s", (int)(k ? k - p : c ? c - p : (long)strlen(p)), p);
+		if (!gx_hostpolicy_is_struct_ops(out))
+			break;
+		p = c ? c + 1 : NULL;
+	}
 	if (p && *p) {
 		const char *colon = strchr(p, ':');
 		size_t len = colon ? (size_t)(colon - p) : strlen(p);

@@ -10,6 +10,7 @@
 #     allocator (CUDAPluggableAllocator, .so built here) under the prefetch
 #     policies: results identical to runs without the shim.
 # Prints ok/not ok lines; logs under $OUT/hostpolicy/. HOSTPOLICY_SKIP=bench,cupy,torch.
+# Needs ~4 minutes; under tests/gpu/run.sh use GX_GPU_TIMEOUT=600 to be safe.
 set -u
 ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 B=${GX_BUILD:-$ROOT/build}
@@ -35,6 +36,7 @@ if [[ ",$SKIP," != *,bench,* ]]; then
 	OUT=$OUT GX_BUILD=$B bash "$ROOT/bench/uvm_prefetch.sh" 2>&1 | tee "$L/bench.log" | grep -E '^(not )?ok - ' |
 		tee -a "$L/summary.txt" >/dev/null
 	grep -E '^(not )?ok - ' "$L/bench.log" || nok "bench/uvm_prefetch.sh printed no results"
+	[ -f "$L/uvm_prefetch.md" ] && cat "$L/uvm_prefetch.md"
 fi
 
 # ---- 2. CuPy and PyTorch with managed memory ----
@@ -78,14 +80,14 @@ CEOF
 py_case() { # name script [args]
 	local name=$1
 	shift
-	timeout 300 "$PY" "$@" >"$L/$name.base.out" 2>"$L/$name.base.err"
+	timeout 120 "$PY" "$@" >"$L/$name.base.out" 2>"$L/$name.base.err"
 	local rb=$?
 	if [ $rb -ne 0 ]; then
 		nok "$name: runs without the shim (rc $rb, see $L/$name.base.err)"
 		return
 	fi
 	for p in $POLICIES; do
-		timeout 300 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_POLICY="$B/hostbpf/gx_$p.bpf.o" \
+		timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_POLICY="$B/hostbpf/gx_$p.bpf.o" \
 			"$PY" "$@" >"$L/$name.$p.out" 2>"$L/$name.$p.err"
 		local rs=$?
 		if [ $rs -eq 0 ] && cmp -s "$L/$name.base.out" "$L/$name.$p.out"; then

@@ -28,3 +28,13 @@ run GPUEXT_POLICY="$PWD/$B/hostbpf/gx_seq.bpf.o,no_such_knob=3" "$T" expect-none
 	sed 's/^\(not \)\?ok - /&bad knob: /'
 grep -q "refused: knob 'no_such_knob'" "$tmp/knob.err" && echo "ok - bad knob: refused with the knob named" ||
 	{ echo "not ok - bad knob: no refusal"; cat "$tmp/knob.err"; }
+
+run GPUEXT_POLICY="$PWD/$B/hostbpf/gx_seq.bpf.o:$PWD/$B/hostbpf/gx_prio.bpf.o,max_queues=1" "$T" expect-reject \
+	2>"$tmp/prio.err" | sed 's/^\(not \)\?ok - /&prio: /'
+grep -q "attached scheduling policy 'prio'" "$tmp/prio.err" && grep -q "attached memory policy 'seq'" "$tmp/prio.err" &&
+	echo "ok - prio: memory and scheduling policies attached together" ||
+	{ echo "not ok - prio: both policies should attach"; cat "$tmp/prio.err"; }
+grep -q "rejected by 'prio'" "$tmp/prio.err" && echo "ok - prio: rejection logged" ||
+	echo "not ok - prio: no rejection line"
+! grep -q "gpuext: policy" "$tmp/prio.err" && echo "ok - prio: struct_ops entries not taken for device policies" ||
+	echo "not ok - prio: device-policy code tried a struct_ops object: $(grep 'gpuext: policy' "$tmp/prio.err" | head -1)"

@@ -2,7 +2,9 @@
  * with GPUEXT_POLICY=gx_seq.bpf.o, a managed allocation passed to a launch
  * leads to cuMemPrefetchAsync calls before the launch; without a usable
  * policy nothing is prefetched and the launch still succeeds.
- * argv[1]: "expect-prefetch" or "expect-none". Run by test_hostpolicy.sh. */
+ * argv[1]: "expect-prefetch", "expect-none" or "expect-reject" (a sched
+ * policy refuses a new stream: launches on it fail with
+ * CUDA_ERROR_NOT_PERMITTED). Run by test_hostpolicy.sh. */
 #define CUDA_ENABLE_DEPRECATED 1
 #include <cuda.h>
 #include <dlfcn.h>
@@ -36,6 +38,19 @@ int main(int argc, char **argv)
 	GX_CHECK(count != NULL, "fake driver's call record");
 	if (!count)
 		return gx_test_done();
+	if (argc > 1 && !strcmp(argv[1], "expect-reject")) {
+		CUstream st;
+		uint64_t a0 = p;
+		size_t s0 = sizeof(a0);
+		void *ex[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &a0, CU_LAUNCH_PARAM_BUFFER_SIZE, &s0, CU_LAUNCH_PARAM_END};
+		GX_CHECK(cuStreamCreate(&st, 0) == CUDA_SUCCESS, "stream create returns success (post event)");
+		GX_CHECK(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, st, NULL, ex) == CUDA_ERROR_NOT_PERMITTED,
+			 "launch on the rejected stream fails with CUDA_ERROR_NOT_PERMITTED");
+		GX_CHECK(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, ex) == CUDA_SUCCESS,
+			 "launch on the default stream still works");
+		cuStreamDestroy(st);
+		return gx_test_done();
+	}
 	long before = count("cuMemPrefetchAsync_v2");
 	uint64_t arg = p;
 	size_t sz = sizeof(arg);
