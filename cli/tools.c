@@ -78,15 +78,6 @@ static int do_list(int argc, char **argv)
 	return 0;
 }
 
-/* The JIT lives in libgxjit.so (LLVM 19), loaded only when needed so the
- * CLI runs on machines without LLVM. */
-static int jit_build(const void *obj, size_t len, const char *tag, unsigned sm, struct gx_policy_desc *d,
-		     char *err, size_t en)
-{
-	gx_jitlib_build_fn fn = (gx_jitlib_build_fn)gx_jitlib_sym(GX_JITLIB_SYM, err, en);
-	return fn ? fn(obj, len, tag, sm, d, err, en) : -ENOENT;
-}
-
 /* Fill the cache for one object; prints one line. */
 static int prepare_one(const char *path, const char *tag, const char *cache, unsigned sm)
 {
@@ -98,7 +89,7 @@ static int prepare_one(const char *path, const char *tag, const char *cache, uns
 		return 1;
 	}
 	struct gx_policy_desc d;
-	ret = jit_build(buf, len, tag, sm, &d, err, sizeof(err));
+	ret = gx_jitlib_build_lazy(buf, len, tag, sm, &d, err, sizeof(err));
 	free(buf);
 	if (ret) {
 		p_err("%s: %s", path, err);
@@ -494,7 +485,7 @@ static int do_rewrite(int argc, char **argv)
 		return 1;
 	}
 	struct gx_policy_desc d;
-	ret = jit_build(obj, olen, tag, sm, &d, err, sizeof(err));
+	ret = gx_jitlib_build_lazy(obj, olen, tag, sm, &d, err, sizeof(err));
 	free(obj);
 	if (ret) {
 		p_err("%s: %s", path, err);

@@ -80,6 +80,9 @@ int gx_pcache_store(const char *dir, const struct gx_policy_desc *d);
 /* A symbol of libgxjit.so (loaded on first use; see jitlib_open.c), or NULL
  * with a one-line reason in err. */
 void *gx_jitlib_sym(const char *sym, char *err, size_t en);
+/* gx_jitlib_build() of libgxjit.so, loaded on first use: 0 or -errno with err set. */
+int gx_jitlib_build_lazy(const void *obj, size_t len, const char *name, unsigned sm,
+			 struct gx_policy_desc *d, char *err, size_t en);
 /* The same for another library of ours that links LLVM (gpuext-bpfjit.so). */
 void *gx_jitlib_sym_in(const char *soname, const char *sym, char *err, size_t en);
 typedef int (*gx_jitlib_build_fn)(const void *obj, size_t len, const char *name, unsigned sm,

@@ -12,6 +12,13 @@
 
 #include "devbpf/tools/gx_pcache.h"
 
+int gx_jitlib_build_lazy(const void *obj, size_t len, const char *name, unsigned sm,
+			 struct gx_policy_desc *d, char *err, size_t en)
+{
+	gx_jitlib_build_fn fn = (gx_jitlib_build_fn)gx_jitlib_sym(GX_JITLIB_SYM, err, en);
+	return fn ? fn(obj, len, name, sm, d, err, en) : -errno;
+}
+
 void *gx_jitlib_sym(const char *sym, char *err, size_t en)
 {
 	return gx_jitlib_sym_in(GX_JITLIB_SONAME, sym, err, en);
