@@ -63,6 +63,30 @@ static void on_prefetch(void *u, uint64_t va, uint64_t len, int to_host)
 		pref[npref++] = (__typeof__(pref[0])){va, len, to_host};
 }
 
+static CUdevice cur_dev; /* device of the event being handled */
+static unsigned long nr_advise_calls;
+
+/* Eviction order made durable (gx_hostexec.h): a cold region prefers the
+ * host and stays mapped for the device (remote reads, no migration back);
+ * a region a policy brings back loses that advice before its prefetch. */
+static void on_advise(void *u, uint64_t va, uint64_t len, int adv)
+{
+	(void)u;
+	CUmemLocation host = {.type = CU_MEM_LOCATION_TYPE_HOST, .id = 0};
+	CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = cur_dev};
+	CUresult a, b;
+	if (adv == GX_HX_ADV_COLD) {
+		a = REAL(cuMemAdvise_v2)((CUdeviceptr)va, len, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, host);
+		b = REAL(cuMemAdvise_v2)((CUdeviceptr)va, len, CU_MEM_ADVISE_SET_ACCESSED_BY, dev);
+	} else {
+		a = REAL(cuMemAdvise_v2)((CUdeviceptr)va, len, CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, host);
+		b = REAL(cuMemAdvise_v2)((CUdeviceptr)va, len, CU_MEM_ADVISE_UNSET_ACCESSED_BY, dev);
+	}
+	nr_advise_calls += 2;
+	if (a != CUDA_SUCCESS || b != CUDA_SUCCESS)
+		pr_warn_once("hostpolicy: cuMemAdvise failed (%d, %d); placement advice dropped", (int)a, (int)b);
+}
+
 static void on_attr(void *u, uint64_t q, uint32_t attr, uint64_t v)
 {
 	(void)u;
@@ -92,7 +116,7 @@ bool gx_hostpolicy_is_struct_ops(const char *path)
 static struct gx_hx_opts make_opts(void)
 {
 	struct gx_hx_opts o = {.sz = sizeof(o), .shm_maps = 1,
-			       .act = {.prefetch = on_prefetch, .queue_attr = on_attr}};
+			       .act = {.prefetch = on_prefetch, .queue_attr = on_attr, .advise = on_advise}};
 	const char *cap = getenv("GPUEXT_HOSTPOLICY_CAPACITY"); /* regions; default: device memory */
 	if (cap)
 		o.capacity = (uint32_t)strtoul(cap, NULL, 0);
@@ -251,6 +275,7 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 		pthread_mutex_unlock(&hp_lock);
 		return rc;
 	}
+	cur_dev = ev->dev >= 0 ? ev->dev : 0;
 	switch (ev->kind) {
 	case GX_EV_MEM_ALLOC_MANAGED:
 		gx_hx__alloc(hx, ev->mem.ptr, ev->mem.size);
@@ -303,10 +328,11 @@ static void report(void)
 		gx_hx__stats(hx, &st);
 		pr_info("hostpolicy: %lu prefetch calls issued, %.1f MiB; %llu ranges (%.1f MiB) under %.1f MiB left to "
 			"demand paging; executor %.3f ms in %llu policy calls (%llu faults); cuMemPrefetchAsync %.3f ms "
-			"(policy '%s'%s)",
+			"; %llu evictions, %lu cuMemAdvise calls (policy '%s'%s)",
 			nr_prefetch_calls, nr_prefetch_bytes / 1048576.0, (unsigned long long)st.small,
 			st.small_bytes / 1048576.0, min_prefetch / 1048576.0, exec_ns / 1e6,
-			(unsigned long long)st.calls, (unsigned long long)st.faults, api_ns / 1e6, gx_hx__mem_policy(hx),
+			(unsigned long long)st.calls, (unsigned long long)st.faults, api_ns / 1e6,
+			(unsigned long long)st.evictions, nr_advise_calls, gx_hx__mem_policy(hx),
 			gx_hx__mem_enabled(hx) ? "" : ", disabled");
 		gx_hx__free(hx);
 		hx = NULL;
