@@ -22,7 +22,7 @@ $(HB_DIR)/hx_%.bpf.o: tests/hostbpf/hx_%.bpf.c $(HB_BPF_DEPS)
 	$(Q)$(CLANG) $(HB_BPF_FLAGS) -c $< -o $@
 $(BUILD)/tests/test_hostexec: $(HX_TEST_OBJS)
 .SECONDARY: $(HX_TEST_OBJS)
-SHIM_HOSTEXEC_LIBS := $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB)
+SHIM_HOSTEXEC_LIBS := $(HOSTEXEC_LIB) $(KCLIENT_LIB) $(MAPS_LIB) $(DEVBPF_LIB)
 
 # End to end through the shim and the fake driver (shim/tests.mk).
 $(BUILD)/tests/hostbpf/test_hostpolicy_shim: tests/hostbpf/test_hostpolicy_shim.c tests/gx_test.h
@@ -31,5 +31,12 @@ $(BUILD)/tests/hostbpf/test_hostpolicy_shim: tests/hostbpf/test_hostpolicy_shim.
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(dir $(CUDA_STUB)) -lcuda -ldl -lpthread
 $(BUILD)/tests/hostbpf/test_hostpolicy.sh: tests/hostbpf/test_hostpolicy.sh $(BUILD)/tests/hostbpf/test_hostpolicy_shim $(HB_DIR)/gx_seq.bpf.o
 	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
-TEST_BINS += $(BUILD)/tests/hostbpf/test_hostpolicy_shim $(BUILD)/tests/hostbpf/test_hostpolicy.sh
+# Stand-in for gpuext.ko's ioctl channel (LD_PRELOAD), for the kmod-mode checks.
+$(BUILD)/tests/hostbpf/fake_gpuext.so: tests/hostbpf/fake_gpuext.c kmod/gpuext_uapi.h
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -shared -fPIC -o $@ $< -ldl
+$(BUILD)/tests/hostbpf/test_hostpolicy.sh: $(BUILD)/tests/hostbpf/fake_gpuext.so
+TEST_BINS += $(BUILD)/tests/hostbpf/test_hostpolicy_shim $(BUILD)/tests/hostbpf/test_hostpolicy.sh \
+             $(BUILD)/tests/hostbpf/fake_gpuext.so
 TESTS     += $(BUILD)/tests/hostbpf/test_hostpolicy.sh

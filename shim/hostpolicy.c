@@ -11,8 +11,9 @@
  * stream; the launch stream waits for it (event), so the data moves before
  * the kernel without serialising unrelated work. A rejected queue makes
  * launches on it fail with CUDA_ERROR_NOT_PERMITTED. With /dev/gpuext
- * present the kernel module owns these decisions and the executor stays
- * off. Any failure: one line, the application runs without the policy. */
+ * present the kernel module owns these decisions: launches become prefetch
+ * hints on its ioctl channel (hostkmod.c) and the executor stays off. Any
+ * failure: one line, the application runs without the policy. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "hostbpf/gx_hostexec.h"
+#include "shim/gx_hostkmod.h"
 #include "shim/gx_hostpolicy.h"
 #include "shim/gx_shim_ev.h"
 
@@ -31,6 +33,7 @@
 
 static pthread_mutex_t hp_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gx_hx *hx;
+static bool via_kmod; /* gpuext.ko runs the policies; we send hints (hostkmod.c) */
 static struct { uint64_t va, len; int to_host; } pref[MAX_PREF];
 static int npref;
 static uint64_t rejected[MAX_REJECT];
@@ -217,7 +220,11 @@ static int param_layout(void *f, int is_kernel, uint16_t **off, uint16_t **size)
 
 static void scan_word(uint64_t v)
 {
-	if (v >= 4096)
+	if (v < 4096)
+		return;
+	if (via_kmod)
+		gx_hostkmod_note(v);
+	else
 		gx_hx__touch(hx, v, 0); /* -ENOENT for anything not managed */
 }
 
@@ -255,7 +262,10 @@ static void on_launch(struct gx_event *ev)
 		}
 	}
 	exec_ns += mono_ns() - t0;
-	issue(ev, l->stream);
+	if (via_kmod)
+		gx_hostkmod_flush();
+	else
+		issue(ev, l->stream);
 }
 
 static bool is_rejected(uint64_t id)
@@ -271,6 +281,18 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	(void)cookie;
 	CUresult rc = CUDA_SUCCESS;
 	pthread_mutex_lock(&hp_lock);
+	if (via_kmod) {
+		if (ev->kind == GX_EV_MEM_ALLOC_MANAGED)
+			gx_hostkmod_alloc(ev->mem.ptr, ev->mem.size);
+		else if (ev->kind == GX_EV_MEM_FREE)
+			gx_hostkmod_free(ev->mem.ptr);
+		else if (ev->kind == GX_EV_SYNC)
+			gx_hostkmod_sync();
+		else if (ev->kind == GX_EV_LAUNCH)
+			on_launch(ev);
+		pthread_mutex_unlock(&hp_lock);
+		return rc;
+	}
 	if (!hx) { /* after exit's report */
 		pthread_mutex_unlock(&hp_lock);
 		return rc;
@@ -323,6 +345,10 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 static void report(void)
 {
 	pthread_mutex_lock(&hp_lock);
+	if (via_kmod) {
+		gx_hostkmod_close();
+		via_kmod = false;
+	}
 	if (hx) {
 		struct gx_hx_stats st;
 		gx_hx__stats(hx, &st);
@@ -348,7 +374,7 @@ void gx_hostpolicy_init(void)
 	char *dup = strdup(list);
 	if (!dup)
 		return;
-	int loaded = 0;
+	int loaded = 0, kmod_tried = 0;
 	struct gx_hx *h = NULL;
 	for (char *save = NULL, *e = strtok_r(dup, ":", &save); e; e = strtok_r(NULL, ":", &save)) {
 		char *knobs = strchr(e, ',');
@@ -356,9 +382,19 @@ void gx_hostpolicy_init(void)
 			*knobs++ = 0;
 		if (!gx_hostpolicy_is_struct_ops(e))
 			continue;
-		if (!access("/dev/gpuext", F_OK)) {
-			pr_info("hostpolicy: %s: /dev/gpuext present: the kernel module runs host policies, shim executor off", e);
-			break;
+		if (!kmod_tried++) {
+			/* The module sees real faults: it runs the policies, we hint. */
+			int err = gx_hostkmod_open();
+			if (!err) {
+				pr_info("hostpolicy: /dev/gpuext present (backend '%s'): gpuext.ko runs the host policies "
+					"(attach them with build/bin/gx_NAME); launches send it prefetch hints, shim executor off",
+					gx_hostkmod_backend());
+				via_kmod = true;
+				break;
+			}
+			if (err != -ENOENT)
+				pr_warn("hostpolicy: /dev/gpuext unusable (%s); running the policies in the shim",
+					strerror(-err));
 		}
 		if (!h) {
 			struct gx_hx_opts o = make_opts();
@@ -369,6 +405,18 @@ void gx_hostpolicy_init(void)
 		loaded += gx_hx__load(h, e, knobs) == 0;
 	}
 	free(dup);
+	if (via_kmod) {
+		unsigned m = GX_EV_MASK(GX_EV_MEM_ALLOC_MANAGED) | GX_EV_MASK(GX_EV_MEM_FREE) | GX_EV_MASK(GX_EV_LAUNCH) |
+			     GX_EV_MASK(GX_EV_SYNC);
+		if (gx_events_subscribe(m, on_event, NULL) < 0) {
+			pr_warn("hostpolicy: cannot subscribe to events; no prefetch hints");
+			gx_hostkmod_close();
+			via_kmod = false;
+			return;
+		}
+		atexit(report);
+		return;
+	}
 	if (!loaded) {
 		gx_hx__free(h);
 		return;
