@@ -16,6 +16,8 @@ void gx_hostkmod_sync(void);
 /* A word of a launch's arguments: if it points into managed memory not
  * hinted since the last sync, queue [word, end of allocation). */
 void gx_hostkmod_note(uint64_t v);
+/* Queue one range as it is (a device policy's gdev_mem_prefetch). */
+void gx_hostkmod_note_range(uint64_t va, uint64_t len);
 /* Send the queued ranges as one hint (before the launch). */
 void gx_hostkmod_flush(void);
 /* Summary line, close the device. */

@@ -92,6 +92,12 @@ void gx_hostkmod_note(uint64_t v)
 	a->hinted = true;
 }
 
+void gx_hostkmod_note_range(uint64_t va, uint64_t len)
+{
+	if (npend < sizeof(pend) / sizeof(pend[0]) && len)
+		pend[npend++] = (struct gx_kmod_range){va, len};
+}
+
 void gx_hostkmod_flush(void)
 {
 	if (!npend || !km)

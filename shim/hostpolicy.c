@@ -45,6 +45,10 @@ static uint64_t nr_prefetch_bytes, exec_ns, api_ns;
 /* GPUEXT_HOSTPOLICY_STREAM=launch: prefetch in order on the launch stream
  * (what hand-written code does) instead of the private prefetch stream. */
 static bool on_launch_stream;
+/* GPUEXT_HOSTPOLICY_LAUNCH_ARGS=0: launch arguments are not taken as
+ * footprints; only device requests (gdev_mem_prefetch) drive the policy. */
+static bool launch_args = true;
+static unsigned long nr_dev_requests;
 static uint64_t min_prefetch;
 
 static uint64_t mono_ns(void)
@@ -127,6 +131,8 @@ static struct gx_hx_opts make_opts(void)
 	 * launch than the GPU's demand paging spends on the same pages. */
 	const char *min = getenv("GPUEXT_HOSTPOLICY_MIN_PREFETCH");
 	o.min_prefetch = min_prefetch = min ? strtoull(min, NULL, 0) : 2ull << 20;
+	const char *la = getenv("GPUEXT_HOSTPOLICY_LAUNCH_ARGS");
+	launch_args = !la || strcmp(la, "0");
 	const char *st = getenv("GPUEXT_HOSTPOLICY_STREAM");
 	on_launch_stream = st && !strcmp(st, "launch");
 	if (st && strcmp(st, "launch") && strcmp(st, "own"))
@@ -160,20 +166,26 @@ static int pstream(CUcontext ctx, CUstream *s, CUevent *ev)
 	return -ENOSPC;
 }
 
-/* Issue the decisions collected in pref[] before the launch on `ls`. */
-static void issue(struct gx_event *ev, CUstream ls)
+/* Issue the decisions collected in pref[]: before the launch on `ls`, or
+ * (launch false: a device request) on the prefetch stream alone. */
+static void issue(CUcontext ctx, CUdevice dev, CUstream ls, bool launch)
 {
 	if (!npref)
 		return;
 	CUstream s;
 	CUevent e;
-	CUdevice dev = ev->dev;
 	if (dev < 0 && REAL(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
 		dev = 0;
-	if (on_launch_stream || pstream(ev->ctx, &s, &e)) {
+	if ((launch && on_launch_stream) || pstream(ctx, &s, &e)) {
+		if (!launch) { /* no stream of ours and no launch to order by */
+			npref = 0;
+			return;
+		}
 		s = ls; /* in order on the launch stream */
 		e = NULL;
 	}
+	if (!launch)
+		e = NULL;
 	uint64_t t0 = mono_ns();
 	for (int i = 0; i < npref; i++) {
 		CUmemLocation loc = {.type = pref[i].to_host ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE,
@@ -231,6 +243,8 @@ static void scan_word(uint64_t v)
 static void on_launch(struct gx_event *ev)
 {
 	struct gx_launch_event *l = &ev->launch;
+	if (!launch_args)
+		return;
 	uint64_t t0 = mono_ns();
 	for (int i = 0; i < nrejected; i++)
 		if (rejected[i] == (uint64_t)(uintptr_t)l->stream || rejected[i] == (uint64_t)(uintptr_t)ev->ctx)
@@ -265,7 +279,33 @@ static void on_launch(struct gx_event *ev)
 	if (via_kmod)
 		gx_hostkmod_flush();
 	else
-		issue(ev, l->stream);
+		issue(ev->ctx, ev->dev, l->stream, true);
+}
+
+void gx_hostpolicy_device_prefetch(CUcontext ctx, CUdevice dev, uint64_t addr, uint64_t len)
+{
+	pthread_mutex_lock(&hp_lock);
+	if (!len)
+		len = 4096;
+	if (via_kmod) {
+		nr_dev_requests++;
+		gx_hostkmod_note_range(addr, len);
+		gx_hostkmod_flush();
+	} else if (hx && gx_hx__mem_enabled(hx)) {
+		nr_dev_requests++;
+		cur_dev = dev >= 0 ? dev : 0;
+		uint64_t t0 = mono_ns();
+		gx_hx__touch(hx, addr, len); /* -ENOENT: not managed memory */
+		exec_ns += mono_ns() - t0;
+		CUcontext old = NULL;
+		if (npref && REAL(cuCtxGetCurrent)(&old) == CUDA_SUCCESS && (old == ctx || REAL(cuCtxSetCurrent)(ctx) == CUDA_SUCCESS)) {
+			issue(ctx, dev, NULL, false);
+			if (old != ctx)
+				REAL(cuCtxSetCurrent)(old);
+		}
+		npref = 0;
+	}
+	pthread_mutex_unlock(&hp_lock);
 }
 
 static bool is_rejected(uint64_t id)
@@ -354,11 +394,11 @@ static void report(void)
 		gx_hx__stats(hx, &st);
 		pr_info("hostpolicy: %lu prefetch calls issued, %.1f MiB; %llu ranges (%.1f MiB) under %.1f MiB left to "
 			"demand paging; executor %.3f ms in %llu policy calls (%llu faults); cuMemPrefetchAsync %.3f ms "
-			"; %llu evictions, %lu cuMemAdvise calls (policy '%s'%s)",
+			"; %llu evictions, %lu cuMemAdvise calls; %lu device requests (policy '%s'%s)",
 			nr_prefetch_calls, nr_prefetch_bytes / 1048576.0, (unsigned long long)st.small,
 			st.small_bytes / 1048576.0, min_prefetch / 1048576.0, exec_ns / 1e6,
 			(unsigned long long)st.calls, (unsigned long long)st.faults, api_ns / 1e6,
-			(unsigned long long)st.evictions, nr_advise_calls, gx_hx__mem_policy(hx),
+			(unsigned long long)st.evictions, nr_advise_calls, nr_dev_requests, gx_hx__mem_policy(hx),
 			gx_hx__mem_enabled(hx) ? "" : ", disabled");
 		gx_hx__free(hx);
 		hx = NULL;
