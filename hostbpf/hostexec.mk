@@ -43,8 +43,19 @@ $(BUILD)/tests/hostbpf/devreq_app: tests/hostbpf/devreq_app.c devbpf/gx_devrt.h 
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(STUB_LDIR) -lcuda -ldl
-$(BUILD)/tests/hostbpf/test_hostpolicy.sh: $(BUILD)/tests/hostbpf/devreq_app $(TOOLS_FAKE) $(TOOL_OBJS) $(JITSO)
+$(BUILD)/tests/hostbpf/test_hostpolicy.sh: $(BUILD)/tests/hostbpf/devreq_app $(TOOLS_FAKE) $(HB_DIR)/devprefetch.bpf.o $(JITSO)
 TEST_BINS += $(BUILD)/tests/hostbpf/devreq_app
 TEST_BINS += $(BUILD)/tests/hostbpf/test_hostpolicy_shim $(BUILD)/tests/hostbpf/test_hostpolicy.sh \
              $(BUILD)/tests/hostbpf/fake_gpuext.so
 TESTS     += $(BUILD)/tests/hostbpf/test_hostpolicy.sh
+
+# A device policy that sends gdev_mem_prefetch requests (tests/gpu/hostpolicy.sh):
+# JIT'd here into the GPU machine's cache by `make gpu-prep` (no LLVM there).
+HB_DEVPF := $(HB_DIR)/devprefetch.bpf.o
+$(HB_DEVPF): tests/hostbpf/devprefetch.bpf.c devbpf/gdev_helpers.h devbpf/gdev_ctx.h
+	$(call msg,CLANG,$<)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) -target bpf -O2 -g -Wall -Werror -I. -c $< -o $@
+LIBS_ALL += $(HB_DEVPF)
+GPU_PREP_POLICIES += $(HB_DEVPF)
+gpu-prep: $(HB_DEVPF)

@@ -393,7 +393,7 @@ static void report(void)
 		struct gx_hx_stats st;
 		gx_hx__stats(hx, &st);
 		pr_info("hostpolicy: %lu prefetch calls issued, %.1f MiB; %llu ranges (%.1f MiB) under %.1f MiB left to "
-			"demand paging; executor %.3f ms in %llu policy calls (%llu faults); cuMemPrefetchAsync %.3f ms "
+			"demand paging; executor %.3f ms in %llu policy calls (%llu faults); cuMemPrefetchAsync %.3f ms"
 			"; %llu evictions, %lu cuMemAdvise calls; %lu device requests (policy '%s'%s)",
 			nr_prefetch_calls, nr_prefetch_bytes / 1048576.0, (unsigned long long)st.small,
 			st.small_bytes / 1048576.0, min_prefetch / 1048576.0, exec_ns / 1e6,

@@ -63,15 +63,16 @@ grep -q "/dev/gpuext unusable (Protocol error); running the policies in the shim
 	{ echo "not ok - kmod ABI 9: expected a fallback to the executor"; cat "$tmp/kmod9.err"; }
 
 # Device-side gdev_mem_prefetch requests (runtime ring, drained by the shim's
-# thread) go to the host policy: a device tool gives the ring, gx_seq the
-# decision; launch arguments are switched off so only the request counts.
+# thread) go to the host policy: a device policy (devprefetch) gives the
+# ring, gx_seq the decision; launch arguments are switched off so only the
+# request counts. The app writes the record itself (the fake has no GPU).
 TF=$PWD/$B/tests/tools/fakecuda/libcuda.so.1
 PTXF=tests/ptx/golden-passes/vadd.ptx
 K=$(sed -n 's/.*\.entry \([A-Za-z0-9_]*\).*/\1/p' $PTXF | head -1)
 mkdir -p "$tmp/cache"
 env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$TF" GPUEXT_LOG=info GPUEXT_SHM_DIR="$tmp/shm" \
-	GPUEXT_TOOLS_DIR="$PWD/$B/share/gpuext/tools" GPUEXT_CACHE_DIR="$tmp/cache" GPUEXT_FLUSH_MS=10 \
-	GPUEXT_TOOL=threadhist GPUEXT_POLICY="$PWD/$B/hostbpf/gx_seq.bpf.o" GPUEXT_HOSTPOLICY_LAUNCH_ARGS=0 \
+	GPUEXT_CACHE_DIR="$tmp/cache" GPUEXT_FLUSH_MS=10 GPUEXT_HOSTPOLICY_LAUNCH_ARGS=0 \
+	GPUEXT_POLICY="$PWD/$B/hostbpf/gx_seq.bpf.o:$PWD/$B/hostbpf/devprefetch.bpf.o" \
 	timeout 60 "$B/tests/hostbpf/devreq_app" "$PTXF" "$K" 2>"$tmp/devreq.err"
 grep -q "; 1 device requests (policy 'seq')" "$tmp/devreq.err" && echo "ok - devreq: exit line counts the device request" ||
 	{ echo "not ok - devreq: no device request counted"; tail -5 "$tmp/devreq.err"; }
