@@ -21,6 +21,10 @@ missing=$(comm -23 "$tmp/stub" "$tmp/shim" | wc -l)
 	nok "shim lacks $missing stub symbols: $(comm -23 "$tmp/stub" "$tmp/shim" | head -5 | tr '\n' ' ')"
 extra=$(nm -D --defined-only "$SHIM" | awk '$3 !~ /^(cu|gx_events_|gx_shim_|gpuext_shim_marker)/' | wc -l)
 [ "$extra" -eq 0 ] && ok "no stray exports" || nok "stray exports: $(nm -D --defined-only "$SHIM" | awk '$3 !~ /^(cu|gx_events_|gx_shim_|gpuext_)/ {print $3}' | head -5 | tr '\n' ' ')"
+# Names the real driver exports beyond the stub and headers (shim/driver-extra.syms).
+xmiss=$(grep -vE '^[[:space:]]*(#|$)' shim/driver-extra.syms | sort | comm -23 - "$tmp/shim" | tr '\n' ' ')
+[ -z "$xmiss" ] && ok "shim exports the $(grep -cvE '^[[:space:]]*(#|$)' shim/driver-extra.syms) extra driver names of shim/driver-extra.syms" ||
+	nok "shim lacks extra driver names: $xmiss"
 readelf -d "$SHIM" | grep -q 'SONAME.*\[libcuda.so.1\]' && ok "SONAME libcuda.so.1" || nok "SONAME is not libcuda.so.1"
 [ "$(readlink "$B/lib/libcuda.so")" = libcuda.so.1 ] && ok "libcuda.so -> libcuda.so.1" || nok "libcuda.so link missing"
 if readelf -V "$STUB" | grep -q 'No version'; then
