@@ -233,6 +233,6 @@ fi
 
 # ---- 3. benchmark ----
 if [[ ",$SKIP," != *,bench,* ]]; then
-	GX_BUILD=$B OUT=$OUT timeout 400 bash "$ROOT/bench/launch_overhead.sh" "${SHIM_BENCH_REPS:-5}" 2>&1 | tee -a "$L/summary.txt" | grep -E '^(ok|not ok|\||bench:|#)'
+	GX_BUILD=$B OUT=$OUT timeout 400 bash "$ROOT/bench/launch_overhead.sh" "${SHIM_BENCH_REPS:-11}" 2>&1 | tee -a "$L/summary.txt" | grep -E '^(ok|not ok|\||bench:|#)'
 fi
 echo "# logs and outputs: $L"

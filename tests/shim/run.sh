@@ -98,3 +98,19 @@ grep -q 'rewritten' "$tmp/dis.err" && nok "GPUEXT_DISABLE: a module was still re
 	ok "GPUEXT_DISABLE: no module rewritten"
 grep -q 'forwarding only' "$tmp/dis.err" && ok "GPUEXT_DISABLE: cuInit's line says forwarding only" ||
 	nok "GPUEXT_DISABLE: no 'forwarding only' line"
+
+# Bench line: the shim's added launch cost on the CPU, against the fake
+# driver (no GPU noise): the same CUfunction through the fake's entry points
+# and the shim's, alternating rounds in one process (bench/launch_ab.c).
+if [ -x "$B/bench/launch_ab" ]; then
+	run "$B/bench/launch_ab" "$tmp/k.ptx" kern_a 200 256 >"$tmp/ab.out" 2>"$tmp/ab.err"
+	abrc=$?
+	line=$(awk '$1 == "ab" && $3 == "direct_ns" { delete v; for (i = 3; i < NF; i += 2) v[$i] = $(i + 1);
+		printf "%s %+.1f ns (%.1f -> %.1f); ", $2, v["added_ns"], v["direct_ns"], v["shim_ns"];
+		if (v["added_ns"] > w || w == "") w = v["added_ns"] } END { printf "| %.1f", w }' "$tmp/ab.out")
+	echo "# bench: shim launch cost on the CPU (fake driver), median added per call: ${line%|*}"
+	worst=${line##*| }
+	[ $abrc -eq 0 ] && [ -n "$worst" ] && awk -v w="$worst" 'BEGIN { exit !(w <= 50) }' &&
+		ok "CPU launch cost through the shim: worst entry point adds $worst ns per call (<= 50)" ||
+		nok "CPU launch cost through the shim (exit $abrc): worst ${worst:-?} ns; $(tail -2 "$tmp/ab.err" | tr '\n' ' ')"
+fi
