@@ -33,6 +33,7 @@ GPU_CACHE := $(BUILD)/cache
 gpu-prep: all $(BUILD)/tests/gpu/tools_kern $(BUILD)/tests/gpu/tool_bench
 	$(Q)rm -rf $(GPU_CACHE) && mkdir -p $(GPU_CACHE)
 	$(Q)$(BUILD)/bin/gpuext tools prepare --cache-dir $(GPU_CACHE) --sm 90
+	$(if $(GPU_PREP_POLICIES),$(Q)$(BUILD)/bin/gpuext tools prepare --cache-dir $(GPU_CACHE) --sm 90 $(GPU_PREP_POLICIES))
 
 # GPU test programs (nvcc 13 here; static cudart runs on the H200).
 $(BUILD)/tests/gpu/tools_kern: tests/gpu/tools_kern.cu
