@@ -1,6 +1,6 @@
 # ptx-rewrite: PTX parser/IR/emitter (ptx_*.c), passes (pass_*.c, passes.c)
 # and the public entry point gx_ptx_rewrite() (rewrite.c).
-PTX_SRCS := ptx-rewrite/rewrite.c ptx-rewrite/ptx_ir.c ptx-rewrite/ptx_lex.c ptx-rewrite/ptx_parse.c ptx-rewrite/ptx_emit.c \
+PTX_SRCS := ptx-rewrite/rewrite.c ptx-rewrite/ptx_ir.c ptx-rewrite/ptx_lex.c ptx-rewrite/ptx_parse.c ptx-rewrite/ptx_emit.c ptx-rewrite/ptx_build.c \
             ptx-rewrite/passes.c $(filter-out ptx-rewrite/passes.c,$(wildcard ptx-rewrite/pass_*.c))
 PTX_LIB  := $(BUILD)/lib/libgxptx.a
 

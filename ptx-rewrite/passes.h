@@ -54,6 +54,7 @@ struct ptx_passes {
 	struct ptx_tramp *tramps;
 	size_t nr_tramps, cap_tramps;
 	unsigned stubs; /* GDEV_HOOK_* bits whose no-op stub is needed */
+	const struct ptx_site_names *site_names; /* made on first use */
 };
 
 /* pass_link.c: parse opts->policy_ptx, rename its symbols, drop its module
@@ -77,14 +78,17 @@ int ptx_pass_hooks(struct ptx_passes *ps);
 /* Name of the trampoline for (hook, func, virt), created on first use; func
  * NULL = the built-in no-op stub for the hook. NULL on ENOMEM. */
 const char *ptx_tramp_get(struct ptx_passes *ps, unsigned hook, const char *func, int virt);
-/* Text of the call site: a `{ }` block that passes kernel id, address, info
- * (size | op << 16 | space << 24) and, if virt, block ids to the trampoline.
- * addr_setup: PTX computing the address into `%<prefix>_a` (NULL: address 0).
- * guard: "@%p " / "@!%p " or "". ret_reg: a .b32 register that receives the
- * decision, or NULL. NULL on ENOMEM. */
-char *ptx_tramp_site(struct ptx_passes *ps, const char *tramp, unsigned long long kid,
-		     const char *addr_setup, unsigned info, int virt, const char *guard,
-		     const char *ret_reg);
+/* The call site, appended to c as statements: a `{ }` block that passes
+ * kernel id, address, info (size | op << 16 | space << 24) and, if virt,
+ * block ids to the trampoline. addr: statements computing the address into
+ * ptx_tramp_addr_reg() (moved into the block), or NULL/empty for address 0.
+ * guard/guard_neg: the call's guard predicate (NULL: none). ret_reg: a .b32
+ * register that receives the decision, or NULL. 0 or -ENOMEM. */
+int ptx_tramp_site(struct ptx_passes *ps, struct ptx_chain *c, const char *tramp,
+		   unsigned long long kid, struct ptx_chain *addr, unsigned info, int virt,
+		   const char *guard, int guard_neg, const char *ret_reg);
+/* The register a site's address goes to ("%__gx_a"); NULL on ENOMEM. */
+const char *ptx_tramp_addr_reg(struct ptx_passes *ps);
 /* Insert __gx_devrt, the stubs and the trampolines after the module header
  * (and after linked policy code). */
 int ptx_tramp_emit(struct ptx_passes *ps);
