@@ -259,7 +259,7 @@ static int insn_has_dest(const struct ptx_insn *in)
 		"applypriority", "discard", "multimem", "cvt.pack",
 	};
 	for (size_t i = 0; i < GX_ARRAY_SIZE(nodest); i++)
-		if (!strcmp(in->opcode, nodest[i]))
+		if (nodest[i][0] == in->opcode[0] && !strcmp(in->opcode, nodest[i]))
 			return !strcmp(in->opcode, "mbarrier") || !strcmp(in->opcode, "wgmma") ||
 			       !strcmp(in->opcode, "elect");
 	return 1;
@@ -271,7 +271,7 @@ static int insn_varying_result(const struct ptx_insn *in, const struct ptx_func 
 	static const char *const ops[] = {"atom", "activemask", "vote", "shfl", "match",
 					  "redux", "elect", "mbarrier", "suld", "tex", "tld4"};
 	for (size_t i = 0; i < GX_ARRAY_SIZE(ops); i++)
-		if (!strcmp(in->opcode, ops[i]))
+		if (ops[i][0] == in->opcode[0] && !strcmp(in->opcode, ops[i]))
 			return 1;
 	if (!strcmp(in->opcode, "ld") && ptx_insn_has_mod(in, ".param") && in->nops > 1 &&
 	    in->ops[1]->kind == PTX_OPND_ADDR && in->ops[1]->n &&
@@ -687,6 +687,8 @@ static int rewrite_sreg(struct ptx_opnd *o, void *arg)
 	if (o->kind != PTX_OPND_ID)
 		return 0;
 	const char *t = o->text;
+	if (t[0] != '%' || (t[1] != 'c' && t[1] != 'n')) /* most operands: one test */
+		return 0;
 	const char *r = !strcmp(t, "%ctaid.x")    ? v->cx
 			: !strcmp(t, "%ctaid.y")  ? v->cy
 			: !strcmp(t, "%ctaid.z")  ? v->cz
