@@ -87,6 +87,12 @@ if [ -x "$B/tests/shim/cudart_probe" ]; then
 		nok "static-cudart program crashed (exit $prc)"
 fi
 
+# GPUEXT_PERSISTENT: accepted kernels launch as persistent workers (both modes).
+for pm in dynamic static; do
+	run env GPUEXT_PERSISTENT=$pm timeout 60 "$B/tests/shim/test_persist" $pm | sed "s/^\(not \)\?ok - /&[$pm] /"
+	[ "${PIPESTATUS[0]}" -lt 128 ] || nok "test_persist ($pm) crashed"
+done
+
 # GPUEXT_DISABLE=1: forward only.
 env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$FAKE" GPUEXT_DISABLE=1 GPUEXT_LOG=info \
 	"$B/tests/shim/test_disable" 2>"$tmp/dis.err"
