@@ -24,6 +24,7 @@ struct hx_region {
 	uint64_t alloc_end;
 	struct hx_region *prev, *next; /* eviction list; head evicted first */
 	bool on_list;
+	bool cold; /* evicted with GX_HX_ADV_COLD advice in force */
 	UT_hash_handle hh;
 };
 
@@ -562,6 +563,15 @@ static bool page_resident(const struct hx_region *r, uint32_t pg)
 	return r->r.resident_mask[pg / 64] >> (pg % 64) & 1;
 }
 
+static uint32_t region_pages(const struct hx_region *r)
+{
+	uint64_t end = r->alloc_end;
+	uint64_t lim = r->r.va_start + GPU_REGION_SIZE;
+	if (end >= lim)
+		return GPU_REGION_PAGES;
+	return (uint32_t)((end - r->r.va_start + GPU_PAGE_SIZE - 1) >> GPU_PAGE_SHIFT);
+}
+
 static void evict_one(struct gx_hx *hx)
 {
 	struct hx_region *victim = hx->head;
@@ -585,10 +595,14 @@ static void evict_one(struct gx_hx *hx)
 	hx->st.evictions++;
 	memset(victim->r.resident_mask, 0, sizeof(victim->r.resident_mask));
 	victim->r.resident_pages = 0;
-	if (hx->o.act.prefetch) {
-		uint64_t end = victim->r.va_start + GPU_REGION_SIZE;
-		hx->o.act.prefetch(hx->o.act.user, victim->r.va_start, end - victim->r.va_start, 1);
+	uint64_t len = (uint64_t)region_pages(victim) << GPU_PAGE_SHIFT;
+	if (hx->o.act.advise && !victim->cold) {
+		hx->o.act.advise(hx->o.act.user, victim->r.va_start, len, GX_HX_ADV_COLD);
+		hx->st.advice++;
 	}
+	victim->cold = true;
+	if (hx->o.act.prefetch)
+		hx->o.act.prefetch(hx->o.act.user, victim->r.va_start, len, 1);
 }
 
 /* Pages [first, outer) of r became resident; activate r if new. */
@@ -611,14 +625,6 @@ static void make_resident(struct gx_hx *hx, struct hx_region *r, uint32_t first,
 		evict_one(hx);
 }
 
-static uint32_t region_pages(const struct hx_region *r)
-{
-	uint64_t end = r->alloc_end;
-	uint64_t lim = r->r.va_start + GPU_REGION_SIZE;
-	if (end >= lim)
-		return GPU_REGION_PAGES;
-	return (uint32_t)((end - r->r.va_start + GPU_PAGE_SIZE - 1) >> GPU_PAGE_SHIFT);
-}
 
 static void apply_range(struct gx_hx *hx, uint64_t va, uint64_t len, bool act)
 {
@@ -637,6 +643,14 @@ static void apply_range(struct gx_hx *hx, uint64_t va, uint64_t len, bool act)
 			o = rp;
 		if (f >= o)
 			continue;
+		if (act && r->cold) { /* a policy wants it back: advice off first */
+			if (hx->o.act.advise) {
+				flush(hx); /* keep advice and prefetch in order */
+				hx->o.act.advise(hx->o.act.user, b, (uint64_t)rp << GPU_PAGE_SHIFT, GX_HX_ADV_HOT);
+				hx->st.advice++;
+			}
+			r->cold = false;
+		}
 		/* Only what is not resident yet is asked for: runs of absent pages. */
 		for (uint32_t pg = f; act && pg < o;) {
 			if (r->r.resident_pages == 0) {

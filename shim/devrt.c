@@ -30,6 +30,7 @@
 #include "devbpf/tools/gx_pcache.h"
 #include "devbpf/tools/gx_tools.h"
 #include "shim/gx_events.h"
+#include "shim/gx_hostpolicy.h"
 #include "shim/gx_policy.h"
 #include "shim/gx_tables.h"
 
@@ -415,7 +416,7 @@ static int rec_cb(void *ctx, unsigned type, const void *rec, size_t len)
 
 static int rt_cb(void *ctx, unsigned type, const void *rec, size_t len)
 {
-	(void)ctx;
+	struct ctxst *st = ctx;
 	if (type == GX_REC_PRINTK && len >= sizeof(struct gx_rec_printk)) {
 		char line[512];
 		gx_printk_format(rec, line, sizeof(line));
@@ -425,6 +426,10 @@ static int rt_cb(void *ctx, unsigned type, const void *rec, size_t len)
 		fprintf(stderr, "gpuext: %s\n", line);
 	} else if (type == GX_REC_PREFETCH) {
 		nr_prefetch++;
+		/* to the host memory policy (hostpolicy.c), if one runs */
+		if (len >= sizeof(struct gx_rec_prefetch))
+			gx_hostpolicy_device_prefetch(st->ctx, st->dev, ((const struct gx_rec_prefetch *)rec)->addr,
+						      ((const struct gx_rec_prefetch *)rec)->len);
 	}
 	return 0;
 }
@@ -440,7 +445,7 @@ static void drain_ctx(struct ctxst *st, bool flush)
 		struct drain_arg a = { st, (unsigned)i };
 		gx_ring__drain(gx_map__ring(m), rec_cb, &a);
 	}
-	gx_ring__drain(st->rt_ring, rt_cb, NULL);
+	gx_ring__drain(st->rt_ring, rt_cb, st);
 	if (flush && REAL(cuCtxSetCurrent)(st->ctx) == CUDA_SUCCESS)
 		gx_devmaps__flush(st->dm);
 }

@@ -39,3 +39,10 @@ $(BUILD)/tests/shim/cudart_probe: tests/shim/cudart_probe.cu
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(NVCC) -arch=sm_80 -o $@ $<
 TEST_BINS += $(BUILD)/tests/shim/cudart_probe
+
+# Several devices and contexts (tests/shim/test_multi.c, issue 7).
+SHIM_TEST_BINS += $(BUILD)/tests/shim/test_multi
+$(BUILD)/tests/shim/test_multi.sh: tests/shim/test_multi.sh
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+TEST_BINS += $(BUILD)/tests/shim/test_multi $(BUILD)/tests/shim/test_multi.sh
+TESTS     += $(BUILD)/tests/shim/test_multi.sh

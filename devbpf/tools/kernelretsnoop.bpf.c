@@ -23,7 +23,8 @@ struct {
 SEC("gdev/retprobe/*")
 int kernelretsnoop(struct gdev_ctx *ctx)
 {
-	if (ctx->warpid != 0)
+	/* special registers, not the context: warps 1.. touch no memory */
+	if (gdev_warpid() != 0)
 		return GDEV_DEFAULT;
 	struct gx_krs_rec r = {
 		.kernel_id = ctx->kernel_id,
@@ -32,6 +33,7 @@ int kernelretsnoop(struct gdev_ctx *ctx)
 		.smid = ctx->smid,
 		.nctaid = { ctx->nctaid_x, ctx->nctaid_y, ctx->nctaid_z },
 		.ntid = ctx->ntid_x * ctx->ntid_y * ctx->ntid_z,
+		.launch_id = ctx->launch_id,
 	};
 	bpf_ringbuf_output(&krs_ring, &r, sizeof(r), 0);
 	return GDEV_DEFAULT;

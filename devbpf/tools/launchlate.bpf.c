@@ -23,13 +23,18 @@ struct {
 SEC("gdev/probe/*")
 int launchlate(struct gdev_ctx *ctx)
 {
-	if (ctx->warpid != 0 || ctx->ctaid_x != 0 || ctx->ctaid_y != 0 || ctx->ctaid_z != 0)
+	/* gdev_warpid() reads special registers: warps 1.. leave without a
+	 * memory access (the context is memory until the rewriter inlines us) */
+	if (gdev_warpid() != 0)
+		return GDEV_DEFAULT;
+	if (ctx->ctaid_x != 0 || ctx->ctaid_y != 0 || ctx->ctaid_z != 0)
 		return GDEV_DEFAULT;
 	struct gx_ll_rec r = {
 		.kernel_id = ctx->kernel_id,
 		.ts = gdev_globaltimer(),
 		.smid = ctx->smid,
 		.nblocks = ctx->nctaid_x * ctx->nctaid_y * ctx->nctaid_z,
+		.launch_id = ctx->launch_id,
 	};
 	bpf_ringbuf_output(&ll_ring, &r, sizeof(r), 0);
 	return GDEV_DEFAULT;

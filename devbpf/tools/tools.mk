@@ -33,6 +33,7 @@ GPU_CACHE := $(BUILD)/cache
 gpu-prep: all $(BUILD)/tests/gpu/tools_kern $(BUILD)/tests/gpu/tool_bench
 	$(Q)rm -rf $(GPU_CACHE) && mkdir -p $(GPU_CACHE)
 	$(Q)$(BUILD)/bin/gpuext tools prepare --cache-dir $(GPU_CACHE) --sm 90
+	$(if $(GPU_PREP_POLICIES),$(Q)$(BUILD)/bin/gpuext tools prepare --cache-dir $(GPU_CACHE) --sm 90 $(GPU_PREP_POLICIES))
 
 # GPU test programs (nvcc 13 here; static cudart runs on the H200).
 $(BUILD)/tests/gpu/tools_kern: tests/gpu/tools_kern.cu
@@ -50,6 +51,13 @@ $(TOOLS_TEST)/test_pcache: $(call objs,tests/tools/test_pcache.c devbpf/tools/gx
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
+# The tools' programs on simulated launches (native JIT and interpreter).
+$(TOOLS_TEST)/test_tool_progs: $(call objs,tests/tools/test_tool_progs.c) $$(JIT_TEST_LIBS)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JIT_LDLIBS) $(DEVBPF_SO_LDLIBS)
+TEST_BINS += $(TOOLS_TEST)/test_tool_progs $(TOOL_OBJS)
+TESTS     += "$(TOOLS_TEST)/test_tool_progs $(TOOLS_DIR)"
 $(TOOLS_TEST)/%.sh: tests/tools/%.sh
 	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
 TEST_BINS += $(TOOLS_TEST)/test_pcache $(TOOLS_TEST)/test_tools.sh \

@@ -112,6 +112,9 @@ if d:
     check(all(l['blocks'] == l['blocks_expected'] for l in L_) and d['records'] == sum(l['blocks_expected'] for l in L_),
           'kernelretsnoop: exactly one finish per block in every launch (%d records) %s' % (d['records'], [(l['blocks'], l['blocks_expected']) for l in L_]))
     check(d['drops'] == 0 and d['unattributed'] == 0, 'kernelretsnoop: no drops, nothing unattributed')
+    ids = [l.get('launch_id', 0) for l in L_]
+    check(all(ids) and len(set(ids)) == len(ids),
+          'kernelretsnoop: every launch has its own launch id (%%gridid) %s' % ids[:8])
     if un:
         f = un[0]['finishes']
         first = min(x['ts'] for x in f)
@@ -129,6 +132,9 @@ if d:
     check(u is not None and u['count'] == 4, 'launchlate: all 4 launches of uneven matched (%s)' % (u and u['count']))
     check(u is not None and 0 < u['min_ns'] and u['max_ns'] < 5e9,
           'launchlate: latencies positive and sane (%s)' % (u and (u['min_ns'], u['max_ns'])))
+    ids = [x['launch_id'] for x in d.get('per_launch', [])]
+    check(len(ids) >= 4 and all(ids) and len(set(ids)) == len(ids),
+          'launchlate: one launch id per launch, all distinct %s' % ids[:8])
 d = load('memtrace')
 if d:
     recs = d['records']

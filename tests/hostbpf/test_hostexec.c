@@ -19,6 +19,8 @@
 
 struct rec {
 	int n, nhost;
+	int ncold, nhot, hot_before_prefetch;
+	uint64_t cold_va;
 	uint64_t va[256], len[256];
 	int nattr;
 	uint32_t attr[16];
@@ -50,6 +52,19 @@ static void on_attr(void *u, uint64_t q, uint32_t attr, uint64_t v)
 	r->nattr++;
 }
 
+static void on_advise(void *u, uint64_t va, uint64_t len, int adv)
+{
+	struct rec *r = u;
+	(void)len;
+	if (adv == GX_HX_ADV_COLD) {
+		r->ncold++;
+		r->cold_va = va;
+	} else if (adv == GX_HX_ADV_HOT) {
+		r->nhot++;
+		r->hot_before_prefetch = r->n; /* device prefetches seen so far */
+	}
+}
+
 static const char *dir;
 static int use_shm; /* second pass: maps in shared memory */
 
@@ -58,7 +73,7 @@ static struct gx_hx *mk(struct rec *r, uint32_t capacity, const char *policy, co
 	char path[512];
 	memset(r, 0, sizeof(*r));
 	struct gx_hx_opts o = {.sz = sizeof(o), .capacity = capacity, .tgid = 4242, .shm_maps = use_shm,
-			       .act = {.user = r, .prefetch = on_prefetch, .queue_attr = on_attr}};
+			       .act = {.user = r, .prefetch = on_prefetch, .queue_attr = on_attr, .advise = on_advise}};
 	struct gx_hx *hx = gx_hx__new(&o);
 	if (policy) {
 		snprintf(path, sizeof(path), "%s/%s.bpf.o", dir, policy);
@@ -226,6 +241,31 @@ static void test_lfu(void)
 	GX_CHECK(!hot_survives("gx_fifo"), "gx_fifo: the hot region is evicted by the same scan");
 }
 
+/* Eviction made durable: the victim gets cold advice (host preferred,
+ * accessed-by device) with its move to the host; bringing it back removes
+ * the advice before the prefetch. */
+static void test_advise(void)
+{
+	struct rec r;
+	struct gx_hx *hx = mk(&r, 2, "gx_seq", "next_regions=0");
+	gx_hx__alloc(hx, VA, 8 * MB);
+	for (int i = 0; i < 3; i++)
+		gx_hx__touch(hx, VA + (uint64_t)i * 2 * MB, 2 * MB);
+	GX_CHECK(r.ncold == 1 && r.cold_va == VA && r.nhost == 1,
+		 "advise: the evicted region gets cold advice and moves to the host (cold=%d host=%d)", r.ncold, r.nhost);
+	int before = r.n;
+	gx_hx__touch(hx, VA, 2 * MB);
+	GX_CHECK(r.nhot == 1 && r.hot_before_prefetch == before && r.n == before + 1,
+		 "advise: bringing it back removes the advice, then prefetches (hot=%d)", r.nhot);
+	gx_hx__touch(hx, VA, 2 * MB);
+	GX_CHECK(r.nhot == 1, "advise: no advice for a region already hot");
+	struct gx_hx_stats st;
+	gx_hx__stats(hx, &st);
+	GX_CHECK(st.evictions >= 2 && st.advice == (uint64_t)(r.ncold + r.nhot), "advise: counted in stats (%llu)",
+		 (unsigned long long)st.advice);
+	gx_hx__free(hx);
+}
+
 static void test_quota(void)
 {
 	struct rec r;
@@ -355,6 +395,7 @@ int main(int argc, char **argv)
 		test_seq();
 		test_stride();
 		test_lfu();
+		test_advise();
 		test_quota();
 		test_prio();
 	}

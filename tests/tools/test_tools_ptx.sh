@@ -25,6 +25,16 @@ for t in kernelretsnoop threadhist launchlate memtrace; do
 		fi
 	done
 done
+# ctx->launch_id is the hardware's grid launch number on the device.
+for t in kernelretsnoop launchlate; do
+	if grep -q '%gridid' $T/$t-vadd.ptx 2>/dev/null; then
+		echo "ok - tools-ptx: $t reads ctx->launch_id as %gridid"
+	else
+		echo "not ok - tools-ptx: $t reads ctx->launch_id as %gridid"
+	fi
+done
+grep -q '%gridid' $T/threadhist-vadd.ptx && echo "not ok - tools-ptx: %gridid only where launch_id is read" \
+	|| echo "ok - tools-ptx: %gridid only where launch_id is read"
 # A rejected policy: the message names the program and instruction.
 cat >$T/bad.bpf.c <<'X'
 #include "devbpf/gdev_helpers.h"
