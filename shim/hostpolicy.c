@@ -131,6 +131,12 @@ static struct gx_hx_opts make_opts(void)
 	 * launch than the GPU's demand paging spends on the same pages. */
 	const char *min = getenv("GPUEXT_HOSTPOLICY_MIN_PREFETCH");
 	o.min_prefetch = min_prefetch = min ? strtoull(min, NULL, 0) : 2ull << 20;
+	/* Native code (libgxjit.so) lacks the interpreter's run-time checks:
+	 * opt-in, for trusted policies. */
+	const char *jit = getenv("GPUEXT_HOSTPOLICY_JIT");
+	o.native = jit && !strcmp(jit, "native");
+	if (jit && strcmp(jit, "native") && strcmp(jit, "interp"))
+		pr_warn("hostpolicy: GPUEXT_HOSTPOLICY_JIT=%s: expected 'native' or 'interp'; interpreting", jit);
 	const char *la = getenv("GPUEXT_HOSTPOLICY_LAUNCH_ARGS");
 	launch_args = !la || strcmp(la, "0");
 	const char *st = getenv("GPUEXT_HOSTPOLICY_STREAM");
