@@ -388,6 +388,10 @@ static bool smem_ok(struct pfunc *pf, void *orig, int is_kernel, unsigned smem)
 	return true;
 }
 
+/* What a launch needs of its records, copied under the lock (a module may
+ * be unloaded by another thread meanwhile). */
+static __thread char tl_name[256], tl_copy[256];
+
 static CUresult on_launch(struct gx_event *ev)
 {
 	struct gx_launch_event *l = &ev->launch;
@@ -399,12 +403,17 @@ static CUresult on_launch(struct gx_event *ev)
 		pthread_mutex_unlock(&p_lock);
 		return CUDA_SUCCESS;
 	}
-	const struct pkern *k = pf->k;
+	struct pkern kc = *pf->k, *k = &kc;
+	snprintf(tl_name, sizeof(tl_name), "%s", pf->k->name);
+	snprintf(tl_copy, sizeof(tl_copy), "%s", pf->k->copy);
+	kc.name = tl_name;
+	kc.copy = tl_copy;
 	CUfunction copy = pf->copy;
 	int dev = pf->dev;
 	unsigned block = l->block[0] * l->block[1] * l->block[2];
 	bool smem = smem_ok(pf, l->func, l->is_kernel, l->shared_mem);
 	int occ = pf->occ_block == block && pf->occ_smem == l->shared_mem ? pf->occ : -1;
+	bool announce = !pf->announced;
 	pthread_mutex_unlock(&p_lock);
 
 	if (l->api == GX_LAUNCH_COOPERATIVE)
@@ -426,7 +435,8 @@ static CUresult on_launch(struct gx_event *ev)
 		    CUDA_SUCCESS)
 			occ = 0;
 		pthread_mutex_lock(&p_lock);
-		pf->occ_block = block, pf->occ_smem = l->shared_mem, pf->occ = occ;
+		if ((pf = resolve_locked(ev->ctx, l->func)))
+			pf->occ_block = block, pf->occ_smem = l->shared_mem, pf->occ = occ;
 		pthread_mutex_unlock(&p_lock);
 	}
 	if (occ <= 0)
@@ -437,6 +447,10 @@ static CUresult on_launch(struct gx_event *ev)
 
 	pthread_mutex_lock(&p_lock);
 	CUdeviceptr d = desc_locked(ev->ctx, l->stream);
+	if (d && announce && (pf = resolve_locked(ev->ctx, l->func)) && !pf->announced)
+		pf->announced = true;
+	else
+		announce = false;
 	pthread_mutex_unlock(&p_lock);
 	if (!d)
 		return fallback(FB_DESC, k->name);
@@ -460,12 +474,10 @@ static CUresult on_launch(struct gx_event *ev)
 	tl_desc = d;
 	tl_params[k->nparams - 1] = &tl_desc;
 
-	if (!pf->announced) { /* a benign race: at worst two lines */
-		pf->announced = true;
+	if (announce)
 		pr_info("persistent: %s: launched as %s, %llu workers (%d per SM x %d SMs, capped at %llu blocks), %s",
 			k->name, k->copy, workers, occ, sm_count[dev], units,
 			mode == GX_WORK_DYNAMIC ? "dynamic" : "static");
-	}
 	l->func = copy;
 	l->is_kernel = 0;
 	l->name = k->copy;
