@@ -9,6 +9,7 @@
 #include "ptx-rewrite/gx_ptx.h"
 #include "shim/gx_image.h"
 #include "shim/gx_load.h"
+#include "shim/gx_persist.h"
 #include "shim/gx_policy.h"
 #include "shim/passes_env.h"
 
@@ -60,6 +61,7 @@ static bool rewrite(const char *ptx, size_t len, struct gx_prep *p)
 	struct gx_ptx_rewrite_opts opts = { .sz = sizeof(opts) };
 	opts.hooks = gx_hooks_from_env(); /* GPUEXT_HOOKS: no-op stub hooks */
 	gx_policy_rewrite_opts(&opts); /* device policy hooks, if one is attached */
+	bool persist = gx_persist_rewrite_opts(&opts); /* GPUEXT_PERSISTENT: copies */
 	struct gx_ptx_rewrite_result res;
 	memset(&res, 0, sizeof(res));
 	int ret = gx_ptx_rewrite(ptx, len, &opts, &res);
@@ -73,8 +75,14 @@ static bool rewrite(const char *ptx, size_t len, struct gx_prep *p)
 	p->len = res.len;
 	p->nr_hooks = res.nr_hooks;
 	res.ptx = NULL;
-	if (res.log && res.log[0])
-		pr_debug("module %u: rewriter notes: %s", p->id, res.log);
+	p->nr_persistent = res.nr_persistent;
+	if (persist && res.nr_persistent) {
+		p->log = res.log; /* names the persistent copies: for gx_persist_module */
+		res.log = NULL;
+	}
+	const char *notes = p->log ? p->log : res.log;
+	if (notes && notes[0])
+		pr_debug("module %u: rewriter notes: %s", p->id, notes);
 	gx_ptx_rewrite_result_free(&res);
 	return true;
 }
@@ -162,12 +170,18 @@ void gx_prep_free(struct gx_prep *p)
 {
 	free(p->ptx);
 	p->ptx = NULL;
+	free(p->log);
+	p->log = NULL;
 }
 
 void gx_log_reloaded(const char *api, const struct gx_prep *p)
 {
 	char how[48];
-	if (p->nr_hooks)
+	if (p->nr_hooks && p->nr_persistent)
+		snprintf(how, sizeof(how), "%u hooks, %u persistent copies", p->nr_hooks, p->nr_persistent);
+	else if (p->nr_persistent)
+		snprintf(how, sizeof(how), "%u persistent copies", p->nr_persistent);
+	else if (p->nr_hooks)
 		snprintf(how, sizeof(how), "%u hooks", p->nr_hooks);
 	else
 		snprintf(how, sizeof(how), "identity");
