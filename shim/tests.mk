@@ -45,3 +45,12 @@ $(BUILD)/tests/shim/test_multi.sh: tests/shim/test_multi.sh
 	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
 TEST_BINS += $(BUILD)/tests/shim/test_multi $(BUILD)/tests/shim/test_multi.sh
 TESTS     += $(BUILD)/tests/shim/test_multi.sh
+# The tools' reports with several GPUs (synthetic data, tests/tools/mkmulti.c).
+$(BUILD)/tests/tools/mkmulti: $(call objs,tests/tools/mkmulti.c) $(MAPS_LIB) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
+$(BUILD)/tests/tools/test_tools_multi.sh: tests/tools/test_tools_multi.sh
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+TEST_BINS += $(BUILD)/tests/tools/mkmulti $(BUILD)/tests/tools/test_tools_multi.sh
+TESTS     += $(BUILD)/tests/tools/test_tools_multi.sh
