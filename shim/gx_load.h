@@ -12,6 +12,7 @@ struct gx_prep {
 	size_t len;
 	unsigned sm;        /* arch of the PTX entry used */
 	unsigned nr_hooks;  /* hook sites the rewriter inserted (0: identity) */
+	bool reused;        /* the rewrite came from the in-process cache (gx_rwcache.h) */
 	char why[256];      /* why the image passes through */
 	int level;          /* log level of the pass-through line */
 };
