@@ -317,6 +317,9 @@ static int ctx_setup(struct ctxst *st)
 		}
 		if (ret)
 			return ret;
+		/* Whose copy this is: `gpuext map dump --devices` groups by it. */
+		st->maps[i]->hdr->dev = (uint32_t)st->dev + 1;
+		st->maps[i]->hdr->ctx = st->idx;
 		if (pm->init && pm->init_len && s.type == GX_MAP_ARRAY)
 			memcpy(gx_map__shard_elem(st->maps[i], 0, 0), pm->init, pm->init_len);
 		if (!strcmp(strrchr(pm->name, '.') ? strrchr(pm->name, '.') + 1 : pm->name, "cfg"))

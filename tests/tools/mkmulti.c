@@ -86,6 +86,8 @@ static int th_map(const struct cx *c, const char *tool)
 		v->blocks = b, v->warps = 4ull * b, v->threads = 128ull * b;
 		left -= b;
 	}
+	m->hdr->dev = c->dev + 1; /* as the shim marks each context's copy */
+	m->hdr->ctx = c->ctx;
 	char from[600], to[600];
 	snprintf(from, sizeof(from), "%s", m->path);
 	const char *slash = strrchr(from, '/');

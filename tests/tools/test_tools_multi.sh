@@ -16,6 +16,21 @@ for t in threadhist kernelretsnoop launchlate memtrace; do
 	$B/bin/gpuext --json tools report $t --dir $T/$t --trace $T/$t.trace.json >$T/$t.json 2>$T/$t.err ||
 		echo "not ok - tools-multi: $t JSON report failed: $(head -2 $T/$t.err | tr '\n' ' ')"
 done
+# gpuext map dump --devices: the three copies of th_counts merged and per GPU.
+GPUEXT_SHM_DIR=$T/threadhist $B/bin/gpuext map dump th_counts --devices >$T/dump.txt 2>&1
+grep -qx '  \[0\] merged (60 240 7680)  gpu0=(10 40 1280) gpu1=(20 80 2560) gpu2=(30 120 3840)' $T/dump.txt &&
+	grep -q '^map th_counts (perwarp_array, 3 copies, 3 GPUs)' $T/dump.txt &&
+	echo "ok - tools-multi: map dump --devices merges the copies and shows each GPU" ||
+	{ echo "not ok - tools-multi: map dump --devices:"; sed 's/^/#  /' $T/dump.txt; }
+GPUEXT_SHM_DIR=$T/threadhist $B/bin/gpuext --json map dump threadhist.th_counts --devices >$T/dump.json 2>&1
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+e = d["entries"][0]
+ok = e["merged"] == [60, 240, 7680] and e["gpus"] == {"0": [10, 40, 1280], "1": [20, 80, 2560], "2": [30, 120, 3840]} \
+    and sorted((c["ctx"], c["dev"]) for c in d["copies"]) == [(0, 0), (0, 2), (1, 1)]
+print(("ok" if ok else "not ok") + " - tools-multi: map dump --devices --json: merged, per GPU, copies %s" % e)
+' $T/dump.json 2>&1 | sed 's/^Traceback/not ok - tools-multi: map dump --devices --json invalid: Traceback/'
 python3 - $T <<'P'
 import json, sys
 T = sys.argv[1]
