@@ -58,6 +58,15 @@ struct gx_hx_opts {
 	 * GPU's demand paging, unless they cover a whole allocation (0: issue
 	 * everything; the shim uses 2 MiB). Counted in gx_hx_stats.small. */
 	uint64_t min_prefetch;
+	/* Run handlers as native code from the devbpf JIT (libgxjit.so, loaded
+	 * with dlopen; the interpreter where it is missing). Native code skips
+	 * the interpreter's run-time memory checks and step budget: trusted
+	 * policies only. */
+	int native;
+	/* Hand coalesced ranges to act.prefetch once they reach this many bytes
+	 * (0: only when a run of ranges ends), so a caller can start copies
+	 * while the walk goes on. */
+	uint64_t max_coalesce;
 };
 
 struct gx_hx *gx_hx__new(const struct gx_hx_opts *opts);
@@ -105,6 +114,7 @@ struct gx_hx_stats {
 	uint64_t small_bytes;
 	uint64_t evictions;      /* regions moved back to the host */
 	uint64_t advice;         /* advise actions (cold + hot) */
+	uint64_t native_calls;   /* handler calls that ran native code */
 };
 void gx_hx__stats(const struct gx_hx *hx, struct gx_hx_stats *st);
 

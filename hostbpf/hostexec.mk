@@ -1,6 +1,7 @@
 # hostexec: the user-space executor of hostbpf struct_ops policies
 # (libgxhostexec.a, used by the shim) and its CPU test.
-HOSTEXEC_SRCS := hostbpf/hx_btf.c hostbpf/hx_load.c hostbpf/hx_verify.c hostbpf/hx_maps.c hostbpf/hx_run.c
+HOSTEXEC_SRCS := hostbpf/hx_btf.c hostbpf/hx_load.c hostbpf/hx_verify.c hostbpf/hx_maps.c hostbpf/hx_run.c \
+                 hostbpf/hx_native.c
 HOSTEXEC_LIB  := $(BUILD)/lib/libgxhostexec.a
 LIBS_ALL      += $(HOSTEXEC_LIB)
 
@@ -11,10 +12,11 @@ $(HOSTEXEC_LIB): $(call objs,$(HOSTEXEC_SRCS))
 
 TEST_BINS += $(BUILD)/tests/test_hostexec
 TESTS     += $(BUILD)/tests/test_hostexec
-$(BUILD)/tests/test_hostexec: $(call objs,tests/hostbpf/test_hostexec.c) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) $(HB_OBJS) $(HB_DIR)/gx_bad.bpf.o
+# jitlib_open.o: the native back end dlopens libgxjit.so (build/lib, next to ../tests).
+$(BUILD)/tests/test_hostexec: $(call objs,tests/hostbpf/test_hostexec.c devbpf/tools/jitlib_open.c) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) $(HB_OBJS) $(HB_DIR)/gx_bad.bpf.o $(JITSO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) -o $@ $(filter %.o,$(filter-out %.bpf.o,$^)) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) -lelf -lz $(LDFLAGS)
+	$(Q)$(CC) -o $@ $(filter %.o,$(filter-out %.bpf.o,$^)) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) -lelf -lz -ldl $(LDFLAGS)
 
 HX_TEST_OBJS := $(HB_DIR)/hx_unsafe.bpf.o $(HB_DIR)/hx_loop.bpf.o
 $(HB_DIR)/hx_%.bpf.o: tests/hostbpf/hx_%.bpf.c $(HB_BPF_DEPS)
@@ -59,3 +61,11 @@ $(HB_DEVPF): tests/hostbpf/devprefetch.bpf.c devbpf/gdev_helpers.h devbpf/gdev_c
 LIBS_ALL += $(HB_DEVPF)
 GPU_PREP_POLICIES += $(HB_DEVPF)
 gpu-prep: $(HB_DEVPF)
+
+# CPU cost of the executor per event, interpreter vs native (bench/hostexec_cost.c).
+BENCH_HX := $(BUILD)/bench/hostexec_cost
+$(BENCH_HX): $(call objs,bench/hostexec_cost.c devbpf/tools/jitlib_open.c) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $(filter %.o,$^) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) -lelf -lz -ldl $(LDFLAGS)
+BINS_ALL += $(BENCH_HX)

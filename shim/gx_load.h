@@ -13,6 +13,8 @@ struct gx_prep {
 	unsigned sm;        /* arch of the PTX entry used */
 	unsigned nr_hooks;  /* hook sites the rewriter inserted (0: identity) */
 	bool reused;        /* the rewrite came from the in-process cache (gx_rwcache.h) */
+	unsigned nr_persistent; /* persistent-worker copies added (GPUEXT_PERSISTENT) */
+	char *log;          /* rewriter notes naming those copies (malloc'd) or NULL */
 	char why[256];      /* why the image passes through */
 	int level;          /* log level of the pass-through line */
 };

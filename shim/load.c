@@ -9,6 +9,7 @@
 #include "ptx-rewrite/gx_ptx.h"
 #include "shim/gx_image.h"
 #include "shim/gx_load.h"
+#include "shim/gx_persist.h"
 #include "shim/gx_policy.h"
 #include "shim/gx_rwcache.h"
 #include "shim/passes_env.h"
@@ -65,9 +66,12 @@ static bool rewrite(const char *ptx, size_t len, unsigned sm, struct gx_prep *p)
 	opts.sz = sizeof(opts);
 	opts.hooks = gx_hooks_from_env(); /* GPUEXT_HOOKS: no-op stub hooks */
 	gx_policy_rewrite_opts(&opts); /* device policy hooks, if one is attached */
+	bool persist = gx_persist_rewrite_opts(&opts); /* GPUEXT_PERSISTENT: copies */
+	/* Persistent copies come with notes gx_persist_module needs after the
+	 * load: such rewrites bypass the cache. */
 	struct gx_rwc_key key;
 	gx_rwc_key(&key, ptx, len, sm, &opts, sizeof(opts));
-	if (gx_rwc_get(&key, &p->ptx, &p->len, &p->nr_hooks) == 0) {
+	if (!persist && gx_rwc_get(&key, &p->ptx, &p->len, &p->nr_hooks) == 0) {
 		p->reused = true;
 		return true;
 	}
@@ -84,9 +88,16 @@ static bool rewrite(const char *ptx, size_t len, unsigned sm, struct gx_prep *p)
 	p->len = res.len;
 	p->nr_hooks = res.nr_hooks;
 	res.ptx = NULL;
-	gx_rwc_put(&key, p->ptx, p->len, p->nr_hooks);
-	if (res.log && res.log[0])
-		pr_debug("module %u: rewriter notes: %s", p->id, res.log);
+	p->nr_persistent = res.nr_persistent;
+	if (!persist)
+		gx_rwc_put(&key, p->ptx, p->len, p->nr_hooks);
+	if (persist && res.nr_persistent) {
+		p->log = res.log; /* names the persistent copies: for gx_persist_module */
+		res.log = NULL;
+	}
+	const char *notes = p->log ? p->log : res.log;
+	if (notes && notes[0])
+		pr_debug("module %u: rewriter notes: %s", p->id, notes);
 	gx_ptx_rewrite_result_free(&res);
 	return true;
 }
@@ -177,12 +188,18 @@ void gx_prep_free(struct gx_prep *p)
 {
 	free(p->ptx);
 	p->ptx = NULL;
+	free(p->log);
+	p->log = NULL;
 }
 
 void gx_log_reloaded(const char *api, const struct gx_prep *p)
 {
 	char how[48];
-	if (p->nr_hooks)
+	if (p->nr_hooks && p->nr_persistent)
+		snprintf(how, sizeof(how), "%u hooks, %u persistent copies", p->nr_hooks, p->nr_persistent);
+	else if (p->nr_persistent)
+		snprintf(how, sizeof(how), "%u persistent copies", p->nr_persistent);
+	else if (p->nr_hooks)
 		snprintf(how, sizeof(how), "%u hooks", p->nr_hooks);
 	else
 		snprintf(how, sizeof(how), "identity");

@@ -13,7 +13,8 @@ $(FAKE_LIB): tests/shim/fakecuda/fake.c $(BUILD)/gen/fakecuda/fake_gen.c
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Wno-unused-parameter -shared -o $@ -Wl,-soname,libcuda.so.1 $^ -ldl -lpthread
 
-SHIM_TEST_BINS := $(BUILD)/tests/shim/test_shim $(BUILD)/tests/shim/test_nodriver $(BUILD)/tests/shim/test_disable
+SHIM_TEST_BINS := $(BUILD)/tests/shim/test_shim $(BUILD)/tests/shim/test_nodriver $(BUILD)/tests/shim/test_disable \
+                  $(BUILD)/tests/shim/test_persist
 
 $(BUILD)/tests/shim/%: tests/shim/%.c shim/gx_events.h tests/gx_test.h
 	$(call msg,LD,$@)

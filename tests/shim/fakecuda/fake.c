@@ -855,6 +855,52 @@ FX CUresult cuStreamDestroy_v2(CUstream s)
 	return CUDA_SUCCESS;
 }
 
+/* ---- device memory, async copies, occupancy, capture (persistent launches) ---- */
+struct fdev {
+	struct fdev *next; /* kept reachable: "device memory" lives until exit */
+	_Alignas(16) char data[];
+};
+static struct fdev *all_dev;
+static void *last_memcpy_stream;
+static int fake_occ = 3;
+FX void fake_set_occupancy(int n) { fake_occ = n; }
+FX void *fake_last_memcpy_stream(void) { return last_memcpy_stream; }
+/* weak: tests/tools/fakedev.c, linked into another fake, has its own */
+__attribute__((weak)) FX CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+{
+	REC();
+	struct fdev *d = calloc(1, sizeof(*d) + n);
+	if (!d)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&obj_lock);
+	d->next = all_dev;
+	all_dev = d;
+	pthread_mutex_unlock(&obj_lock);
+	*p = (CUdeviceptr)(uintptr_t)d->data;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *src, size_t n, CUstream s)
+{
+	REC();
+	memcpy((void *)(uintptr_t)d, src, n);
+	last_memcpy_stream = s;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int block, size_t smem)
+{
+	(void)f, (void)block, (void)smem;
+	REC();
+	*n = fake_occ;
+	return CUDA_SUCCESS;
+}
+/* Stream 0xC0DE is "being captured". */
+FX CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st)
+{
+	REC();
+	*st = s == (CUstream)(uintptr_t)0xC0DE ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+	return CUDA_SUCCESS;
+}
+
 /* ---- forwarding probes: many arguments, stack arguments, floats ---- */
 static char probe[512];
 FX const char *fake_probe(void) { return probe; }
