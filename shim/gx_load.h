@@ -14,6 +14,7 @@ struct gx_prep {
 	unsigned nr_hooks;  /* hook sites the rewriter inserted (0: identity) */
 	char why[256];      /* why the image passes through */
 	int level;          /* log level of the pass-through line */
+	bool cached;        /* p->ptx came from the rewritten-module cache (gx_mcache.h) */
 };
 
 /* Returns true with p->ptx set when the image should be replaced by

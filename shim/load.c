@@ -9,6 +9,7 @@
 #include "ptx-rewrite/gx_ptx.h"
 #include "shim/gx_image.h"
 #include "shim/gx_load.h"
+#include "shim/gx_mcache.h"
 #include "shim/gx_policy.h"
 #include "shim/passes_env.h"
 
@@ -54,12 +55,24 @@ static int target_sm(bool all_devices, unsigned *sm)
 	return 0;
 }
 
-static bool rewrite(const char *ptx, size_t len, struct gx_prep *p)
+/* dev_sm: the device arch the PTX is loaded for (part of the cache key). */
+static bool rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_prep *p)
 {
 	/* Identity until host policies select hooks (another part wires them). */
 	struct gx_ptx_rewrite_opts opts = { .sz = sizeof(opts) };
 	opts.hooks = gx_hooks_from_env(); /* GPUEXT_HOOKS: no-op stub hooks */
 	gx_policy_rewrite_opts(&opts); /* device policy hooks, if one is attached */
+	/* The rewritten-module cache: same input, options, build and arch. */
+	struct gx_mcache_key key;
+	gx_mcache_key(ptx, len, &opts, dev_sm, &key);
+	char *notes = NULL;
+	if (gx_mcache_get(&key, &p->ptx, &p->len, &p->nr_hooks, &notes) == 0) {
+		p->cached = true;
+		if (notes && notes[0])
+			pr_debug("module %u: rewriter notes: %s", p->id, notes);
+		free(notes);
+		return true;
+	}
 	struct gx_ptx_rewrite_result res;
 	memset(&res, 0, sizeof(res));
 	int ret = gx_ptx_rewrite(ptx, len, &opts, &res);
@@ -75,6 +88,7 @@ static bool rewrite(const char *ptx, size_t len, struct gx_prep *p)
 	res.ptx = NULL;
 	if (res.log && res.log[0])
 		pr_debug("module %u: rewriter notes: %s", p->id, res.log);
+	gx_mcache_put(&key, p->ptx, p->len, p->nr_hooks, res.log);
 	gx_ptx_rewrite_result_free(&res);
 	return true;
 }
@@ -132,7 +146,7 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 		p->level = GX_LOG_WARN;
 		return false;
 	}
-	bool ok = rewrite(raw, len, p);
+	bool ok = rewrite(raw, len, sm, p);
 	free(raw);
 	return ok;
 }
@@ -155,7 +169,10 @@ bool gx_prepare_ptx(const char *api, const char *ptx, size_t len, struct gx_prep
 	}
 	const char *t = strstr(ptx, ".target sm_");
 	p->sm = t ? (unsigned)strtoul(t + 11, NULL, 10) : 0;
-	return rewrite(ptx, len, p);
+	unsigned dev_sm = 0;
+	if (target_sm(false, &dev_sm) < 0)
+		dev_sm = 0;
+	return rewrite(ptx, len, dev_sm, p);
 }
 
 void gx_prep_free(struct gx_prep *p)
@@ -171,8 +188,8 @@ void gx_log_reloaded(const char *api, const struct gx_prep *p)
 		snprintf(how, sizeof(how), "%u hooks", p->nr_hooks);
 	else
 		snprintf(how, sizeof(how), "identity");
-	pr_info("module %u (%s): rewritten (%s), reloaded from sm_%u PTX (%zu bytes)", p->id, api, how, p->sm,
-		p->len);
+	pr_info("module %u (%s): rewritten (%s), reloaded from sm_%u PTX (%zu bytes%s)", p->id, api, how, p->sm,
+		p->len, p->cached ? ", from the module cache" : "");
 }
 
 void gx_log_passed(const char *api, const struct gx_prep *p)

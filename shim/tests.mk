@@ -38,3 +38,9 @@ $(BUILD)/tests/shim/cudart_probe: tests/shim/cudart_probe.cu
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(NVCC) -arch=sm_80 -o $@ $<
 TEST_BINS += $(BUILD)/tests/shim/cudart_probe
+
+# The rewritten-module cache (shim/mcache.c).
+$(BUILD)/tests/shim/test_mcache.sh: tests/shim/test_mcache.sh
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+TEST_BINS += $(BUILD)/tests/shim/mcache_load $(BUILD)/tests/shim/test_mcache.sh
+TESTS     += $(BUILD)/tests/shim/test_mcache.sh

@@ -135,6 +135,18 @@ run_case cudart_probe 1 "$W/probe"
 run_case multiarch 1 "$W/multiarch"
 grep -q 'reloaded from sm_80 PTX' "$L/multiarch.shim.err" 2>/dev/null &&
 	ok "multiarch: the compute_80 PTX was picked for the sm_90 device" || nok "multiarch: compute_80 PTX not used"
+# The rewritten-module cache: a second start takes the rewritten PTX from it.
+MC=$W/mcache
+for i in 1 2; do
+	timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_CACHE_DIR="$MC" "$W/rt_static" \
+		>"$L/mcache$i.out" 2>"$L/mcache$i.err"
+done
+if cmp -s "$L/mcache2.out" "$L/rt_static.base.out" && ! grep -q 'from the module cache' "$L/mcache1.err" &&
+	grep -q 'rewritten (identity), reloaded from sm_[0-9]* PTX ([0-9]* bytes, from the module cache)' "$L/mcache2.err"; then
+	ok "module cache: the second start of rt_static loads the rewritten PTX from GPUEXT_CACHE_DIR, same output"
+else
+	nok "module cache: second start $(grep -c 'from the module cache' "$L/mcache2.err") hits, output $(cmp -s "$L/mcache2.out" "$L/rt_static.base.out" && echo same || echo differs); $(grep 'gpuext: module' "$L/mcache2.err" | head -2 | tr '\n' ' ')"
+fi
 # The same programs under gpuext-run.
 if [ -x "$B/bin/gpuext-run" ]; then
 	timeout 120 "$B/bin/gpuext-run" -v -- "$W/rt_static" >"$L/run.out" 2>"$L/run.err"
