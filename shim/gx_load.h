@@ -15,6 +15,7 @@ struct gx_prep {
 	char why[256];      /* why the image passes through */
 	int level;          /* log level of the pass-through line */
 	bool cached;        /* p->ptx came from the rewritten-module cache (gx_mcache.h) */
+	unsigned rdc_units; /* -rdc: p->ptx is a cubin JIT-linked from this many rewritten units */
 };
 
 /* Returns true with p->ptx set when the image should be replaced by
@@ -25,6 +26,14 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 /* Rewrite a PTX text (cuLinkAddData): same contract. */
 bool gx_prepare_ptx(const char *api, const char *ptx, size_t len, struct gx_prep *p);
 void gx_prep_free(struct gx_prep *p);
+/* Rewrite one PTX text for a device arch (through the module cache). */
+bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_prep *p);
+/* rdc.c: an image whose code is -rdc relocatable units (a version-2 wrapper's
+ * prelinked fatbins): 1 with p->ptx = the cubin JIT-linked from the units'
+ * rewritten PTX; 0 if there are no such units with PTX; -1 on failure with
+ * p->why set. */
+struct gx_image;
+int gx_prepare_rdc(const struct gx_image *im, unsigned sm, struct gx_prep *p);
 
 /* The one line per module. */
 void gx_log_reloaded(const char *api, const struct gx_prep *p);

@@ -56,7 +56,7 @@ static int target_sm(bool all_devices, unsigned *sm)
 }
 
 /* dev_sm: the device arch the PTX is loaded for (part of the cache key). */
-static bool rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_prep *p)
+bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_prep *p)
 {
 	/* Identity until host policies select hooks (another part wires them). */
 	struct gx_ptx_rewrite_opts opts = { .sz = sizeof(opts) };
@@ -125,6 +125,12 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 	int has_sass = 0;
 	const struct gx_image_entry *e = gx_image_pick_ptx(&im, sm, &has_sass);
 	if (!e) {
+		/* -rdc: the linked image is SASS only, its units carry PTX. */
+		int r = gx_prepare_rdc(&im, sm, p);
+		if (r) {
+			gx_image_free(&im);
+			return r > 0;
+		}
 		/* has_sass: SASS that runs on this device; the module may still be
 		 * SASS-only for another arch (then the driver's own error follows). */
 		bool any_sass = has_sass;
@@ -146,7 +152,7 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 		p->level = GX_LOG_WARN;
 		return false;
 	}
-	bool ok = rewrite(raw, len, sm, p);
+	bool ok = gx_prep_rewrite(raw, len, sm, p);
 	free(raw);
 	return ok;
 }
@@ -172,7 +178,7 @@ bool gx_prepare_ptx(const char *api, const char *ptx, size_t len, struct gx_prep
 	unsigned dev_sm = 0;
 	if (target_sm(false, &dev_sm) < 0)
 		dev_sm = 0;
-	return rewrite(ptx, len, dev_sm, p);
+	return gx_prep_rewrite(ptx, len, dev_sm, p);
 }
 
 void gx_prep_free(struct gx_prep *p)
@@ -188,6 +194,12 @@ void gx_log_reloaded(const char *api, const struct gx_prep *p)
 		snprintf(how, sizeof(how), "%u hooks", p->nr_hooks);
 	else
 		snprintf(how, sizeof(how), "identity");
+	if (p->rdc_units) {
+		pr_info("module %u (%s): rewritten (%s), reloaded from sm_%u PTX of %u -rdc units, JIT-linked (%zu bytes "
+			"of cubin)",
+			p->id, api, how, p->sm, p->rdc_units, p->len);
+		return;
+	}
 	pr_info("module %u (%s): rewritten (%s), reloaded from sm_%u PTX (%zu bytes%s)", p->id, api, how, p->sm,
 		p->len, p->cached ? ", from the module cache" : "");
 }

@@ -44,3 +44,10 @@ $(BUILD)/tests/shim/test_mcache.sh: tests/shim/test_mcache.sh
 	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
 TEST_BINS += $(BUILD)/tests/shim/mcache_load $(BUILD)/tests/shim/test_mcache.sh
 TESTS     += $(BUILD)/tests/shim/test_mcache.sh
+
+# -rdc: a two-unit program (also in the GPU corpus) and the wrapper test.
+$(BUILD)/tests/shim/rdc_app: tests/gpu/shim/rdc_a.cu tests/gpu/shim/rdc_b.cu tests/gpu/shim/common.h
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(NVCC) -rdc=true -gencode arch=compute_80,code=[sm_80,compute_80] -o $@ tests/gpu/shim/rdc_a.cu tests/gpu/shim/rdc_b.cu
+TEST_BINS += $(BUILD)/tests/shim/rdc_app $(BUILD)/tests/shim/test_rdc

@@ -114,3 +114,18 @@ if [ -x "$B/bench/launch_ab" ]; then
 		ok "CPU launch cost through the shim: worst entry point adds $worst ns per call (<= 50)" ||
 		nok "CPU launch cost through the shim (exit $abrc): worst ${worst:-?} ns; $(tail -2 "$tmp/ab.err" | tr '\n' ' ')"
 fi
+
+# -rdc: the units' PTX JIT-linked through the real driver (tests/shim/test_rdc.c
+# on the sections of an nvcc -rdc program), and the fallback when linking fails.
+if [ -x "$B/tests/shim/rdc_app" ]; then
+	objcopy -O binary --only-section=.nv_fatbin "$B/tests/shim/rdc_app" "$tmp/linked.bin" &&
+		objcopy -O binary --only-section=__nv_relfatbin "$B/tests/shim/rdc_app" "$tmp/rel.bin"
+	run "$B/tests/shim/test_rdc" "$tmp/linked.bin" "$tmp/rel.bin" ok 2>"$tmp/rdc.err"
+	grep -q 'module 1 (cuLibraryLoadData): rewritten (identity), reloaded from sm_80 PTX of 2 -rdc units, JIT-linked' "$tmp/rdc.err" &&
+		ok "-rdc: the log says the 2 units were rewritten and JIT-linked" || nok "-rdc log: $(grep gpuext "$tmp/rdc.err" | tail -2 | tr '\n' ' ')"
+	FAKECUDA_LINK_FAIL=1 run "$B/tests/shim/test_rdc" "$tmp/linked.bin" "$tmp/rel.bin" fail 2>"$tmp/rdcf.err"
+	[ "$(grep -c 'passed through: -rdc: cuLinkComplete: CUDA_ERROR_INVALID_PTX' "$tmp/rdcf.err")" = 1 ] &&
+		ok "-rdc link failure: one log line, the original loaded" || nok "-rdc fallback log: $(grep gpuext "$tmp/rdcf.err" | tail -2 | tr '\n' ' ')"
+else
+	nok "-rdc: $B/tests/shim/rdc_app not built"
+fi
