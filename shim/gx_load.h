@@ -31,9 +31,10 @@ bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_pre
 /* rdc.c: an image whose code is -rdc relocatable units (a version-2 wrapper's
  * prelinked fatbins): 1 with p->ptx = the cubin JIT-linked from the units'
  * rewritten PTX; 0 if there are no such units with PTX; -1 on failure with
- * p->why set. */
+ * p->why set. `mixed_archs`: the code must run on devices of several archs
+ * (a library): a linked cubin cannot, so units with PTX give -1. */
 struct gx_image;
-int gx_prepare_rdc(const struct gx_image *im, unsigned sm, struct gx_prep *p);
+int gx_prepare_rdc(const struct gx_image *im, unsigned sm, bool mixed_archs, struct gx_prep *p);
 
 /* The one line per module. */
 void gx_log_reloaded(const char *api, const struct gx_prep *p);

@@ -33,25 +33,34 @@ static int device_sm(CUdevice d, unsigned *sm)
 
 /* The arch whose PTX we load: the current context's device, or for
  * libraries the lowest arch of all devices (a library is loaded into every
- * context, so its PTX must JIT on each). */
-static int target_sm(bool all_devices, unsigned *sm)
+ * context, so its PTX must JIT on each). `hi` (may be NULL) gets the highest
+ * arch among the devices considered. */
+static int target_sm(bool all_devices, unsigned *sm, unsigned *hi)
 {
 	CUdevice d;
-	if (!all_devices)
-		return REAL(cuCtxGetDevice)(&d) == CUDA_SUCCESS ? device_sm(d, sm) : -ENODEV;
+	if (!all_devices) {
+		int r = REAL(cuCtxGetDevice)(&d) == CUDA_SUCCESS ? device_sm(d, sm) : -ENODEV;
+		if (!r && hi)
+			*hi = *sm;
+		return r;
+	}
 	int n = 0;
 	if (REAL(cuDeviceGetCount)(&n) != CUDA_SUCCESS || n <= 0)
 		return -ENODEV;
-	unsigned lo = UINT32_MAX;
+	unsigned lo = UINT32_MAX, top = 0;
 	for (int i = 0; i < n; i++) {
 		CUdevice di;
 		unsigned s;
-		if (REAL(cuDeviceGet)(&di, i) == CUDA_SUCCESS && device_sm(di, &s) == 0 && s < lo)
-			lo = s;
+		if (REAL(cuDeviceGet)(&di, i) == CUDA_SUCCESS && device_sm(di, &s) == 0) {
+			lo = s < lo ? s : lo;
+			top = s > top ? s : top;
+		}
 	}
 	if (lo == UINT32_MAX)
 		return -ENODEV;
 	*sm = lo;
+	if (hi)
+		*hi = top;
 	return 0;
 }
 
@@ -116,8 +125,8 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 		p->level = GX_LOG_WARN;
 		return false;
 	}
-	unsigned sm;
-	if (target_sm(all_devices, &sm) < 0) {
+	unsigned sm, sm_hi;
+	if (target_sm(all_devices, &sm, &sm_hi) < 0) {
 		snprintf(p->why, sizeof(p->why), "no current device to pick PTX for");
 		gx_image_free(&im);
 		return false;
@@ -125,8 +134,11 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 	int has_sass = 0;
 	const struct gx_image_entry *e = gx_image_pick_ptx(&im, sm, &has_sass);
 	if (!e) {
-		/* -rdc: the linked image is SASS only, its units carry PTX. */
-		int r = gx_prepare_rdc(&im, sm, p);
+		/* -rdc: the linked image is SASS only, its units carry PTX. The
+		 * link yields SASS for one arch (running on that major arch): a
+		 * library shared by devices of several major archs keeps its
+		 * original image. */
+		int r = gx_prepare_rdc(&im, sm, sm / 10 != sm_hi / 10, p);
 		if (r) {
 			gx_image_free(&im);
 			return r > 0;
@@ -176,7 +188,7 @@ bool gx_prepare_ptx(const char *api, const char *ptx, size_t len, struct gx_prep
 	const char *t = strstr(ptx, ".target sm_");
 	p->sm = t ? (unsigned)strtoul(t + 11, NULL, 10) : 0;
 	unsigned dev_sm = 0;
-	if (target_sm(false, &dev_sm) < 0)
+	if (target_sm(false, &dev_sm, NULL) < 0)
 		dev_sm = 0;
 	return gx_prep_rewrite(ptx, len, dev_sm, p);
 }

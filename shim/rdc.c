@@ -89,7 +89,7 @@ static int link_units(char **ptx, size_t *len, size_t n, unsigned sm, struct gx_
 	return 1;
 }
 
-int gx_prepare_rdc(const struct gx_image *im, unsigned sm, struct gx_prep *p)
+int gx_prepare_rdc(const struct gx_image *im, unsigned sm, bool mixed_archs, struct gx_prep *p)
 {
 	unsigned cont[RDC_MAX_UNITS];
 	size_t n = rdc_units(im, cont, RDC_MAX_UNITS);
@@ -100,6 +100,11 @@ int gx_prepare_rdc(const struct gx_image *im, unsigned sm, struct gx_prep *p)
 		pick[i] = gx_image_pick_ptx_in(im, cont[i], sm);
 		if (!pick[i])
 			return 0; /* a unit without PTX for this device: SASS only */
+	}
+	if (mixed_archs) {
+		snprintf(p->why, sizeof(p->why),
+			 "-rdc: devices of several archs share this library, and a JIT-linked cubin serves one");
+		return -1;
 	}
 	char **ptx = calloc(n, sizeof(*ptx));
 	size_t *len = calloc(n, sizeof(*len));

@@ -1,8 +1,8 @@
 /* test_rdc.c — the shim's -rdc path against the fake driver. Given the
  * .nv_fatbin (device-linked SASS) and __nv_relfatbin (the translation units'
  * relocatable ELF + PTX) sections of an nvcc -rdc executable, builds the
- * version-2 fatbin wrapper cudart would register and loads it with
- * cuLibraryLoadData: the shim must JIT-link the units' rewritten PTX
+ * version-2 fatbin wrapper cudart would register and loads it (as a
+ * library and as a module): the shim must JIT-link the units' rewritten PTX
  * (cuLinkCreate/AddData/Complete on the real driver) and load the result;
  * with FAKECUDA_LINK_FAIL set it must load the original instead.
  *   test_rdc LINKED.bin REL.bin ok|fail */
@@ -80,18 +80,27 @@ int main(int argc, char **argv)
 	}
 	CUcontext c;
 	GX_CHECK(cuDevicePrimaryCtxRetain(&c, 0) == CUDA_SUCCESS && cuCtxSetCurrent(c) == CUDA_SUCCESS, "context");
+	/* cudart loads with cuLibraryLoadData; the fake's two devices (sm_90,
+	 * sm_80) are of two major archs, which one linked cubin cannot serve:
+	 * the library keeps its original image. A module (one context) is
+	 * linked for its device. */
 	CUlibrary lib = NULL;
 	CUresult rc = cuLibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0);
+	GX_CHECK(count("cuLinkCreate_v2") == 0 && last_image() == (const void *)&wrapper && rc == CUDA_ERROR_INVALID_IMAGE,
+		 "library on devices of two major archs: no link, the original image loaded (rc %d)", rc);
+	CUmodule mod = NULL;
+	rc = cuModuleLoadData(&mod, &wrapper);
 	const char *img = last_image();
 	if (want_ok) {
 		GX_CHECK(count("cuLinkCreate_v2") == 1 && count("cuLinkAddData_v2") == 2 && count("cuLinkComplete") == 1 &&
 				 count("cuLinkDestroy") == 1,
 			 "-rdc wrapper: one JIT link of the 2 units through the real driver");
-		const char *ld = last_link();
-		GX_CHECK(ld && strstr(ld, ".version") && strstr(ld, ".entry"), "the link got the units' (rewritten) PTX");
+		/* (The fake refuses PTX input without ".version"; the units' buffers
+		 * are freed after the link, as a real driver has copied them.) */
+		GX_CHECK(last_link() != NULL, "the link got the units as PTX");
 		GX_CHECK(rc == CUDA_SUCCESS && img && img != (const void *)&wrapper && !memcmp(img, "\177ELF fake linked", 16),
-			 "the library was loaded from the link's cubin (rc %d)", rc);
-		GX_CHECK(cuLibraryUnload(lib) == CUDA_SUCCESS, "unload");
+			 "the module was loaded from the link's cubin (rc %d)", rc);
+		GX_CHECK(cuModuleUnload(mod) == CUDA_SUCCESS, "unload");
 	} else {
 		GX_CHECK(count("cuLinkComplete") == 1 && count("cuLinkDestroy") == 1, "link tried once, state destroyed");
 		/* The fake cannot load a wrapper: the original's own error comes back. */
