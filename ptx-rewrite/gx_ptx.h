@@ -22,7 +22,10 @@ struct gx_hook_binding {
 struct gx_ptx_rewrite_opts {
 	size_t sz;               /* sizeof(struct gx_ptx_rewrite_opts): ABI can grow */
 	unsigned hooks;          /* enum gdev_hook mask; 0 with !persistent = identity */
-	int persistent;          /* apply the persistent-worker transform where safe */
+	int persistent;          /* apply the persistent-worker transform where safe:
+				  * 1 in place; GX_PTX_PERSISTENT_COPY: keep each
+				  * accepted kernel and add a transformed copy (see
+				  * below) */
 	/* Policy code: PTX holding the bound .funcs (from the devbpf JIT). NULL:
 	 * hooks call built-in no-op stubs (used for overhead measurements). */
 	const char *policy_ptx;
@@ -33,6 +36,14 @@ struct gx_ptx_rewrite_opts {
 	 * 0 = no limit. Merged modules never exceed it. */
 	unsigned max_ptx_version;
 };
+
+/* opts.persistent = GX_PTX_PERSISTENT_COPY: each accepted kernel K stays as it
+ * is and a transformed copy `<prefix>_pw_K` (prefix "__gx" unless the input
+ * uses such names) is added, so a launcher can run either. res->log then has
+ * one line per copy (stable wording, parsed by the shim):
+ *   persistent: K: copy COPY transformed (work descriptor: parameter N __gx_work, loop barrier B)
+ * N: the copy's parameter count (the descriptor is the last). */
+#define GX_PTX_PERSISTENT_COPY 2
 
 struct gx_ptx_rewrite_result {
 	char *ptx;        /* malloc'd, NUL-terminated; free with gx_ptx_rewrite_result_free */

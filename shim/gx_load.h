@@ -12,6 +12,8 @@ struct gx_prep {
 	size_t len;
 	unsigned sm;        /* arch of the PTX entry used */
 	unsigned nr_hooks;  /* hook sites the rewriter inserted (0: identity) */
+	unsigned nr_persistent; /* persistent-worker copies added (GPUEXT_PERSISTENT) */
+	char *log;          /* rewriter notes naming those copies (malloc'd) or NULL */
 	char why[256];      /* why the image passes through */
 	int level;          /* log level of the pass-through line */
 	bool cached;        /* p->ptx came from the rewritten-module cache (gx_mcache.h) */

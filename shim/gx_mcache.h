@@ -28,12 +28,20 @@ struct gx_mcache_key {
 
 void gx_mcache_key(const char *ptx, size_t len, const struct gx_ptx_rewrite_opts *opts, unsigned dev_sm,
 		   struct gx_mcache_key *k);
-/* 0 on a hit (*out malloc'd, NUL-terminated; *notes malloc'd: the rewriter's
- * notes of the original rewrite, or NULL); -ENOENT on a miss or when the
- * cache is off; another -errno for an entry that was corrupt (logged, removed). */
-int gx_mcache_get(const struct gx_mcache_key *k, char **out, size_t *out_len, unsigned *nr_hooks, char **notes);
-/* Store (notes may be NULL); 0 or -errno (failures are logged once at info,
- * never fatal). */
-int gx_mcache_put(const struct gx_mcache_key *k, const char *ptx, size_t len, unsigned nr_hooks, const char *notes);
+/* What an entry holds: the rewritten PTX and what the rewriter said. */
+struct gx_mcache_entry {
+	char *ptx;              /* NUL-terminated */
+	size_t len;
+	unsigned nr_hooks;
+	unsigned nr_persistent;
+	char *notes;            /* the rewriter's notes (res.log), or NULL */
+};
+
+/* 0 on a hit (e->ptx and e->notes malloc'd, the caller frees them); -ENOENT
+ * on a miss or when the cache is off; another -errno for an entry that was
+ * corrupt (logged, removed). */
+int gx_mcache_get(const struct gx_mcache_key *k, struct gx_mcache_entry *e);
+/* Store; 0 or -errno (failures are logged once at info, never fatal). */
+int gx_mcache_put(const struct gx_mcache_key *k, const struct gx_mcache_entry *e);
 
 #endif

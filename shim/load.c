@@ -10,6 +10,7 @@
 #include "shim/gx_image.h"
 #include "shim/gx_load.h"
 #include "shim/gx_mcache.h"
+#include "shim/gx_persist.h"
 #include "shim/gx_policy.h"
 #include "shim/passes_env.h"
 
@@ -71,15 +72,21 @@ bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_pre
 	struct gx_ptx_rewrite_opts opts = { .sz = sizeof(opts) };
 	opts.hooks = gx_hooks_from_env(); /* GPUEXT_HOOKS: no-op stub hooks */
 	gx_policy_rewrite_opts(&opts); /* device policy hooks, if one is attached */
+	bool persist = gx_persist_rewrite_opts(&opts); /* GPUEXT_PERSISTENT: copies */
 	/* The rewritten-module cache: same input, options, build and arch. */
 	struct gx_mcache_key key;
 	gx_mcache_key(ptx, len, &opts, dev_sm, &key);
-	char *notes = NULL;
-	if (gx_mcache_get(&key, &p->ptx, &p->len, &p->nr_hooks, &notes) == 0) {
+	struct gx_mcache_entry ce = { 0 };
+	if (gx_mcache_get(&key, &ce) == 0) {
 		p->cached = true;
-		if (notes && notes[0])
-			pr_debug("module %u: rewriter notes: %s", p->id, notes);
-		free(notes);
+		p->ptx = ce.ptx, p->len = ce.len;
+		p->nr_hooks = ce.nr_hooks, p->nr_persistent = ce.nr_persistent;
+		if (ce.notes && ce.notes[0])
+			pr_debug("module %u: rewriter notes: %s", p->id, ce.notes);
+		if (persist && ce.nr_persistent)
+			p->log = ce.notes; /* names the persistent copies: for gx_persist_module */
+		else
+			free(ce.notes);
 		return true;
 	}
 	struct gx_ptx_rewrite_result res;
@@ -95,9 +102,17 @@ bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_pre
 	p->len = res.len;
 	p->nr_hooks = res.nr_hooks;
 	res.ptx = NULL;
-	if (res.log && res.log[0])
-		pr_debug("module %u: rewriter notes: %s", p->id, res.log);
-	gx_mcache_put(&key, p->ptx, p->len, p->nr_hooks, res.log);
+	p->nr_persistent = res.nr_persistent;
+	ce = (struct gx_mcache_entry){ .ptx = p->ptx, .len = p->len, .nr_hooks = p->nr_hooks,
+				       .nr_persistent = p->nr_persistent, .notes = res.log };
+	gx_mcache_put(&key, &ce);
+	if (persist && res.nr_persistent) {
+		p->log = res.log; /* names the persistent copies: for gx_persist_module */
+		res.log = NULL;
+	}
+	const char *notes = p->log ? p->log : res.log;
+	if (notes && notes[0])
+		pr_debug("module %u: rewriter notes: %s", p->id, notes);
 	gx_ptx_rewrite_result_free(&res);
 	return true;
 }
@@ -197,12 +212,18 @@ void gx_prep_free(struct gx_prep *p)
 {
 	free(p->ptx);
 	p->ptx = NULL;
+	free(p->log);
+	p->log = NULL;
 }
 
 void gx_log_reloaded(const char *api, const struct gx_prep *p)
 {
 	char how[48];
-	if (p->nr_hooks)
+	if (p->nr_hooks && p->nr_persistent)
+		snprintf(how, sizeof(how), "%u hooks, %u persistent copies", p->nr_hooks, p->nr_persistent);
+	else if (p->nr_persistent)
+		snprintf(how, sizeof(how), "%u persistent copies", p->nr_persistent);
+	else if (p->nr_hooks)
 		snprintf(how, sizeof(how), "%u hooks", p->nr_hooks);
 	else
 		snprintf(how, sizeof(how), "identity");

@@ -3,7 +3,7 @@
  * File format (text header, then the PTX bytes):
  *   gpuext-mcache 1\n
  *   key <32 hex>\n
- *   hooks <n>\n
+ *   hooks <n> persistent <n>\n
  *   ptx <bytes> notes <bytes> <16 hex: hash of PTX and notes>\n
  *   \n
  *   <PTX><the rewriter's notes>
@@ -236,7 +236,7 @@ static int corrupt(const char *path, const char *why)
 	return -EBADMSG;
 }
 
-int gx_mcache_get(const struct gx_mcache_key *k, char **out, size_t *out_len, unsigned *nr_hooks, char **notes)
+int gx_mcache_get(const struct gx_mcache_key *k, struct gx_mcache_entry *e)
 {
 	char dir[4096], path[4200];
 	if (cache_dir(dir, sizeof(dir), false))
@@ -275,7 +275,7 @@ int gx_mcache_get(const struct gx_mcache_key *k, char **out, size_t *out_len, un
 	buf[sz] = 0;
 	char key[40], want_key[40];
 	unsigned long long plen, nlen, phash;
-	unsigned hooks;
+	unsigned hooks, persistent;
 	snprintf(key, sizeof(key), "%016llx%016llx", (unsigned long long)k->h[0], (unsigned long long)k->h[1]);
 	/* The header ends at the first empty line (the PTX may begin with blanks). */
 	char *sep = memmem(buf, sz < MC_HDR_MAX ? sz : MC_HDR_MAX, "\n\n", 2);
@@ -285,10 +285,10 @@ int gx_mcache_get(const struct gx_mcache_key *k, char **out, size_t *out_len, un
 	}
 	size_t off = (size_t)(sep - buf) + 2;
 	sep[1] = 0;
-	int nf = sscanf(buf + sizeof(MC_MAGIC) - 1, "key %32s hooks %u ptx %llu notes %llu %llx", want_key, &hooks,
-			&plen, &nlen, &phash);
+	int nf = sscanf(buf + sizeof(MC_MAGIC) - 1, "key %32s hooks %u persistent %u ptx %llu notes %llu %llx", want_key,
+			&hooks, &persistent, &plen, &nlen, &phash);
 	sep[1] = '\n';
-	if (nf != 5) {
+	if (nf != 6) {
 		free(buf);
 		return corrupt(path, "bad header");
 	}
@@ -304,12 +304,13 @@ int gx_mcache_get(const struct gx_mcache_key *k, char **out, size_t *out_len, un
 		free(buf);
 		return corrupt(path, "content hash mismatch");
 	}
-	*notes = nlen ? strndup(buf + off + plen, nlen) : NULL;
+	e->notes = nlen ? strndup(buf + off + plen, nlen) : NULL;
 	memmove(buf, buf + off, plen);
 	buf[plen] = 0;
-	*out = buf;
-	*out_len = plen;
-	*nr_hooks = hooks;
+	e->ptx = buf;
+	e->len = plen;
+	e->nr_hooks = hooks;
+	e->nr_persistent = persistent;
 	return 0;
 }
 
@@ -378,8 +379,10 @@ static void enforce_cap(const char *dir)
 	closedir(d);
 }
 
-int gx_mcache_put(const struct gx_mcache_key *k, const char *ptx, size_t len, unsigned nr_hooks, const char *notes)
+int gx_mcache_put(const struct gx_mcache_key *k, const struct gx_mcache_entry *e)
 {
+	const char *ptx = e->ptx, *notes = e->notes;
+	size_t len = e->len;
 	static int warned;
 	char dir[4096], path[4200], tmp[4200];
 	int ret = cache_dir(dir, sizeof(dir), true);
@@ -401,8 +404,9 @@ int gx_mcache_put(const struct gx_mcache_key *k, const char *ptx, size_t len, un
 	if (nlen)
 		h_add(&h, notes, nlen);
 	char hdr[MC_HDR_MAX];
-	int hl = snprintf(hdr, sizeof(hdr), MC_MAGIC "key %016llx%016llx\nhooks %u\nptx %zu notes %zu %016llx\n\n",
-			  (unsigned long long)k->h[0], (unsigned long long)k->h[1], nr_hooks, len, nlen,
+	int hl = snprintf(hdr, sizeof(hdr),
+			  MC_MAGIC "key %016llx%016llx\nhooks %u persistent %u\nptx %zu notes %zu %016llx\n\n",
+			  (unsigned long long)k->h[0], (unsigned long long)k->h[1], e->nr_hooks, e->nr_persistent, len, nlen,
 			  (unsigned long long)mix(h.a ^ mix(h.b)));
 	ret = 0;
 	const char *parts[3] = { hdr, ptx, notes };

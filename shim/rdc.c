@@ -127,6 +127,7 @@ int gx_prepare_rdc(const struct gx_image *im, unsigned sm, bool mixed_archs, str
 			p->level = u.level;
 			ret = -1;
 		} else {
+			free(u.log); /* persistent copies: not for JIT-linked -rdc code */
 			ptx[i] = u.ptx, len[i] = u.len;
 			hooks += u.nr_hooks;
 			if (pick[i]->sm > ptx_sm)

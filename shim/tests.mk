@@ -13,7 +13,8 @@ $(FAKE_LIB): tests/shim/fakecuda/fake.c $(BUILD)/gen/fakecuda/fake_gen.c
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Wno-unused-parameter -shared -o $@ -Wl,-soname,libcuda.so.1 $^ -ldl -lpthread
 
-SHIM_TEST_BINS := $(BUILD)/tests/shim/test_shim $(BUILD)/tests/shim/test_nodriver $(BUILD)/tests/shim/test_disable
+SHIM_TEST_BINS := $(BUILD)/tests/shim/test_shim $(BUILD)/tests/shim/test_nodriver $(BUILD)/tests/shim/test_disable \
+                  $(BUILD)/tests/shim/test_persist
 
 $(BUILD)/tests/shim/%: tests/shim/%.c shim/gx_events.h tests/gx_test.h
 	$(call msg,LD,$@)
@@ -51,3 +52,10 @@ $(BUILD)/tests/shim/rdc_app: tests/gpu/shim/rdc_a.cu tests/gpu/shim/rdc_b.cu tes
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(NVCC) -rdc=true -gencode arch=compute_80,code=[sm_80,compute_80] -o $@ tests/gpu/shim/rdc_a.cu tests/gpu/shim/rdc_b.cu
 TEST_BINS += $(BUILD)/tests/shim/rdc_app $(BUILD)/tests/shim/test_rdc
+
+# Several devices and contexts (tests/shim/test_multi.c, issue 7).
+SHIM_TEST_BINS += $(BUILD)/tests/shim/test_multi
+$(BUILD)/tests/shim/test_multi.sh: tests/shim/test_multi.sh
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+TEST_BINS += $(BUILD)/tests/shim/test_multi $(BUILD)/tests/shim/test_multi.sh
+TESTS     += $(BUILD)/tests/shim/test_multi.sh
