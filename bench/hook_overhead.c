@@ -51,32 +51,49 @@ struct pass {
 	unsigned hooks;
 	int persistent; /* 0 no, 1 static, 2 dynamic */
 	int ctx_policy; /* bind ctx_policy_ptx (reads the context) instead of the stubs */
+	unsigned stubs; /* enum gx_ptx_stubs without a policy */
 };
 
-/* A policy that reads two context fields, so the trampolines must fill the
- * context (the built-in stubs read none and skip the fill): measures the
- * fill's cost. Returns 0 (the decision of entry/exit hooks is not used). */
+/* A policy that reads two context fields and has an effect (a per-SM count
+ * of hook calls, one relaxed atomic per warp), as a small real probe would:
+ * measures the context and the handler as policies see them. With the
+ * inliner (pass_inline.c) the fields come from registers. */
 static const char ctx_policy_ptx[] =
 	".version 7.0\n.target sm_70\n.address_size 64\n"
+	".visible .global .align 4 .u32 gx_bench_count[1024];\n"
 	".visible .func (.param .b32 r) gx_bench_ctx(.param .b64 ctx)\n{\n"
-	"\t.reg .b64 %rd<2>;\n\t.reg .b32 %r<4>;\n\t.reg .pred %p<2>;\n"
+	"\t.reg .b64 %rd<4>;\n\t.reg .b32 %r<4>;\n"
 	"\tld.param.b64 %rd1, [ctx];\n\tld.u32 %r1, [%rd1+44];\n\tld.u32 %r2, [%rd1+96];\n"
-	"\tadd.u32 %r3, %r1, %r2;\n\tsetp.eq.u32 %p1, %r3, -1;\n"
-	"\tselp.u32 %r3, 1, 0, %p1;\n\tst.param.b32 [r], %r3;\n\tret;\n}\n";
+	"\tand.b32 %r2, %r2, 255;\n\tshl.b32 %r3, %r2, 2;\n\tand.b32 %r1, %r1, 3;\n"
+	"\tshl.b32 %r1, %r1, 10;\n\tadd.u32 %r3, %r3, %r1;\n"
+	"\tcvt.u64.u32 %rd2, %r3;\n\tmov.u64 %rd3, gx_bench_count;\n\tadd.u64 %rd3, %rd3, %rd2;\n"
+	"\tred.global.add.u32 [%rd3], 1;\n"
+	"\tmov.b32 %r3, 0;\n\tst.param.b32 [r], %r3;\n\tret;\n}\n";
 static const struct gx_hook_binding ctx_bindings[] = {
 	{GDEV_HOOK_ENTRY, NULL, "gx_bench_ctx"},
 	{GDEV_HOOK_EXIT, NULL, "gx_bench_ctx"},
 };
 
+#define EE (GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT)
+#define ALL (GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT | GDEV_HOOK_MEM | GDEV_HOOK_FENCE)
+/* Rows: "stubs" are built-in handlers (GX_PTX_STUBS_*): elided (empty, the
+ * default), call (election + call of an empty .func), probe (reads every
+ * context field, inlined: context in registers), probe-call (the same called
+ * with the context in per-thread .local memory). */
 static const struct pass passes[] = {
-	{"orig", 0, 0, 0},
-	{"entry+exit", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT, 0, 0},
-	{"mem", GDEV_HOOK_MEM, 0, 0},
-	{"all", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT | GDEV_HOOK_MEM | GDEV_HOOK_FENCE, 0, 0},
-	{"persist-static", 0, 1, 0},
-	{"persist-dynamic", 0, 2, 0},
-	{"persist+entry/exit", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT, 2, 0},
-	{"entry+exit+ctx", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT, 0, 1},
+	{"orig", 0, 0, 0, 0},
+	{"entry+exit", EE, 0, 0, GX_PTX_STUBS_ELIDE},
+	{"entry+exit call", EE, 0, 0, GX_PTX_STUBS_CALL},
+	{"entry+exit probe", EE, 0, 0, GX_PTX_STUBS_PROBE},
+	{"entry+exit probe-call", EE, 0, 0, GX_PTX_STUBS_PROBE_CALL},
+	{"entry+exit+ctx", EE, 0, 1, 0},
+	{"mem call", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_CALL},
+	{"mem probe", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_PROBE},
+	{"all call", ALL, 0, 0, GX_PTX_STUBS_CALL},
+	{"all probe", ALL, 0, 0, GX_PTX_STUBS_PROBE},
+	{"persist-static", 0, 1, 0, 0},
+	{"persist-dynamic", 0, 2, 0, 0},
+	{"persist+entry/exit probe", EE, 2, 0, GX_PTX_STUBS_PROBE},
 };
 #define NPASS (sizeof(passes) / sizeof(passes[0]))
 
@@ -162,11 +179,12 @@ int main(int argc, char **argv)
 	CUevent e0, e1;
 	CK(cuEventCreate(&e0, 0));
 	CK(cuEventCreate(&e1, 0));
-	printf("| pass | kernel | median ms | ratio |\n|---|---|---|---|\n");
+	printf("| pass | kernel | median ms | ratio | regs | local B |\n|---|---|---|---|---|---|\n");
 	for (size_t p = 0; p < NPASS; p++) {
 		const struct pass *ps = &passes[p];
 		struct gx_ptx_rewrite_opts o = {.sz = sizeof(o), .hooks = ps->hooks,
-						.persistent = ps->persistent != 0};
+						.persistent = ps->persistent != 0,
+						.stubs = ps->stubs};
 		if (ps->ctx_policy) {
 			o.policy_ptx = ctx_policy_ptx;
 			o.policy_len = sizeof(ctx_policy_ptx) - 1;
@@ -198,6 +216,10 @@ int main(int argc, char **argv)
 			struct kern *kn = &ks[k];
 			CUfunction f;
 			CK(cuModuleGetFunction(&f, mod, kn->name));
+			/* what the JIT made of it: registers (occupancy) and local memory */
+			int nregs = 0, lmem = 0;
+			CK(cuFuncGetAttribute(&nregs, CU_FUNC_ATTRIBUTE_NUM_REGS, f));
+			CK(cuFuncGetAttribute(&lmem, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f));
 			void *args[8];
 			int na = 0;
 			while (na < 6 && kn->args[na]) {
@@ -244,18 +266,20 @@ int main(int argc, char **argv)
 			if (p == 0) {
 				ref[k] = h;
 				base_ms[k] = med;
-				printf("| %s | %s | %.3f | 1.000 |\n", ps->name, kn->name, med);
+				printf("| %s | %s | %.3f | 1.000 | %d | %d |\n", ps->name, kn->name, med, nregs,
+				       lmem);
 				continue;
 			}
 			int same = !memcmp(h, ref[k], kn->out_bytes);
 			free(h);
 			printf("%s - hook_overhead %s %s: output identical to the original\n",
 			       same ? "ok" : "not ok", ps->name, kn->name);
-			printf("| %s | %s | %.3f | %.3f |\n", ps->name, kn->name, med,
-			       med / base_ms[k]);
-			if (!strcmp(ps->name, "entry+exit"))
-				printf("%s - hook_overhead entry+exit %s: overhead %.2f %% (goal <= 2 %%)\n",
-				       med / base_ms[k] <= 1.02 ? "ok" : "not ok", kn->name,
+			printf("| %s | %s | %.3f | %.3f | %d | %d |\n", ps->name, kn->name, med,
+			       med / base_ms[k], nregs, lmem);
+			if (!strcmp(ps->name, "entry+exit") || !strcmp(ps->name, "entry+exit call") ||
+			    !strcmp(ps->name, "entry+exit probe"))
+				printf("%s - hook_overhead %s %s: overhead %.2f %% (goal <= 2 %%)\n",
+				       med / base_ms[k] <= 1.02 ? "ok" : "not ok", ps->name, kn->name,
 				       100.0 * (med / base_ms[k] - 1));
 		}
 		CK(cuModuleUnload(mod));

@@ -112,44 +112,25 @@ static char *addr_setup(struct ptx_module *m, const struct ptx_func *fn,
 	return code;
 }
 
-static char *guard_text(struct ptx_module *m, const struct ptx_insn *in)
-{
-	if (!in->guard)
-		return ptx_strdup(m, "");
-	return ptx_sprintf(m, "@%s%s ", in->guard_neg ? "!" : "", in->guard);
-}
-
-/* Insert the sites for `hook` before pos (NULL: at the end). */
+/* Insert the sites for `hook` before pos (NULL: at the end): one per bound
+ * handler, or the built-in one without a policy (pass_site.c). */
 static int add_sites(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt *pos,
-		     unsigned hook, const char *addr, unsigned info, const char *guard)
+		     unsigned hook, const char *addr, unsigned info, const struct ptx_insn *guard)
 {
-	struct ptx_module *m = ps->m;
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
-	int virt = fn->is_entry && ptx_persistent_accepted(ps, fn);
 	unsigned long long kid = gx_kernel_id(fn->name);
-	for (size_t i = 0; i <= o->nr_bindings; i++) {
-		const char *func = NULL;
-		if (o->policy_ptx) {
-			if (i == o->nr_bindings)
-				break;
-			const struct gx_hook_binding *bd = &o->bindings[i];
-			if (bd->hook != hook || !bd->func)
-				continue;
-			if (bd->kernel_glob && fnmatch(bd->kernel_glob, fn->name, 0))
-				continue;
-			func = ptx_link_name(ps, bd->func);
-		} else if (i) {
-			break; /* no policy: one call to the stub */
-		}
-		const char *tr = ptx_tramp_get(ps, hook, func, virt);
-		char *site = tr ? ptx_tramp_site(ps, tr, kid, addr, info, virt, guard, NULL) : NULL;
-		if (!site)
-			return gx_err(-ENOMEM);
-		int err = ptx_insert_text_before(m, fn, pos, NULL, "%s", site);
-		free(site);
+	if (!o->policy_ptx)
+		return ptx_site_insert(ps, fn, pos, hook, NULL, kid, addr, info, guard);
+	for (size_t i = 0; i < o->nr_bindings; i++) {
+		const struct gx_hook_binding *bd = &o->bindings[i];
+		if (bd->hook != hook || !bd->func)
+			continue;
+		if (bd->kernel_glob && fnmatch(bd->kernel_glob, fn->name, 0))
+			continue;
+		int err = ptx_site_insert(ps, fn, pos, hook, ptx_link_name(ps, bd->func), kid, addr,
+					  info, guard);
 		if (err)
 			return err;
-		ps->ctx->res->nr_hooks++;
 	}
 	return 0;
 }
@@ -176,7 +157,7 @@ static int hook_func(struct ptx_passes *ps, struct ptx_func *fn)
 	unsigned hooks = ps->ctx->opts->hooks;
 	int err;
 	if (fn->is_entry && (hooks & GDEV_HOOK_ENTRY)) {
-		err = add_sites(ps, fn, ptx_func_entry_point(fn), GDEV_HOOK_ENTRY, NULL, 0, "");
+		err = add_sites(ps, fn, ptx_func_entry_point(fn), GDEV_HOOK_ENTRY, NULL, 0, NULL);
 		if (err)
 			return err;
 	}
@@ -186,7 +167,7 @@ static int hook_func(struct ptx_passes *ps, struct ptx_func *fn)
 			continue;
 		struct ptx_opinfo oi;
 		enum ptx_op_class c = ptx_classify(&s->insn, &oi);
-		char *guard = NULL, *addr = NULL;
+		char *addr = NULL;
 		unsigned hook = 0, info = 0;
 		if ((c == PTX_OP_RET || c == PTX_OP_EXIT) && fn->is_entry &&
 		    (hooks & GDEV_HOOK_EXIT)) {
@@ -211,10 +192,7 @@ static int hook_func(struct ptx_passes *ps, struct ptx_func *fn)
 		}
 		if (!hook)
 			continue;
-		guard = guard_text(m, &s->insn);
-		if (!guard)
-			return gx_err(-ENOMEM);
-		err = add_sites(ps, fn, s, hook, addr, info, guard);
+		err = add_sites(ps, fn, s, hook, addr, info, &s->insn);
 		if (err)
 			return err;
 	}
