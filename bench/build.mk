@@ -15,3 +15,14 @@ $(BENCH_HOOK): $(call objs,bench/hook_overhead.c) $(BUILD)/lib/libgxptx.a $(BUIL
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) -L$(CUDA_HOME)/lib64/stubs -lcuda
 
 BINS_ALL += $(BENCH_HOOK) $(BENCH_HOOK_PTX)
+
+# launch_ab: the shim's added launch cost inside one process (real vs shim
+# entry points, same CUfunction, alternating rounds); run by
+# bench/launch_overhead.sh on the GPU and by tests/shim/run.sh on the fake
+# driver. Linked with -ldl only: it dlopens libcuda.so.1 itself.
+BENCH_AB := $(BUILD)/bench/launch_ab
+$(BENCH_AB): $(call objs,bench/launch_ab.c)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) -ldl
+BINS_ALL += $(BENCH_AB)

@@ -74,6 +74,93 @@ static const struct gx_hook_binding ctx_bindings[] = {
 	{GDEV_HOOK_EXIT, NULL, "gx_bench_ctx"},
 };
 
+static CUdeviceptr dalloc(size_t bytes)
+{
+	CUdeviceptr p;
+	CK(cuMemAlloc(&p, bytes));
+	return p;
+}
+
+/* Divergence check: a memory-hook handler that passes the context to a
+ * helper (so it is called, with the context in memory, not inlined) and one
+ * that reads it directly (inlined, context in registers). Each checks that
+ * the context is its own lane group's: the leader lane reading it is the
+ * leader_lane it names, before and after a sleep that lets the warp's other
+ * group run (and, with a per-warp context slot, overwrite it), and that lane
+ * is in active_mask. The counters are the policy's globals, renamed by the
+ * link pass to __gx_p_NAME (the module has no __gx names). */
+static const char div_policy_ptx[] =
+	".version 7.0\n.target sm_70\n.address_size 64\n"
+	".visible .global .align 4 .u32 gx_div_bad;\n"
+	".visible .global .align 4 .u32 gx_div_calls;\n"
+	".func gx_div_check(.param .b64 c)\n{\n"
+	"\t.reg .b64 %rd<2>;\n\t.reg .b32 %r<6>;\n\t.reg .pred %p<2>;\n"
+	"\tld.param.b64 %rd1, [c];\n\tmov.u32 %r1, %laneid;\n\tld.u32 %r2, [%rd1+104];\n"
+	"\tnanosleep.u32 2000;\n\tld.u32 %r3, [%rd1+104];\n\tld.u32 %r4, [%rd1+36];\n"
+	"\tsetp.ne.u32 %p1, %r2, %r1;\n\tsetp.ne.or.u32 %p1, %r3, %r1, %p1;\n"
+	"\tshr.b32 %r5, %r4, %r1;\n\tand.b32 %r5, %r5, 1;\n\tsetp.eq.or.u32 %p1, %r5, 0, %p1;\n"
+	"\tred.global.add.u32 [gx_div_calls], 1;\n\t@%p1 red.global.add.u32 [gx_div_bad], 1;\n"
+	"\tret;\n}\n"
+	".visible .func (.param .b32 r) gx_div(.param .b64 ctx)\n{\n"
+	"\t.reg .b64 %rd<2>;\n\t.reg .b32 %r<2>;\n\tld.param.b64 %rd1, [ctx];\n"
+	"\t{\n\t.param .b64 a0;\n\tst.param.b64 [a0], %rd1;\n\tcall gx_div_check, (a0);\n\t}\n"
+	"\tmov.b32 %r1, 0;\n\tst.param.b32 [r], %r1;\n\tret;\n}\n"
+	".visible .func (.param .b32 r) gx_div_inl(.param .b64 ctx)\n{\n"
+	"\t.reg .b64 %rd<2>;\n\t.reg .b32 %r<6>;\n\t.reg .pred %p<2>;\n"
+	"\tld.param.b64 %rd1, [ctx];\n\tmov.u32 %r1, %laneid;\n\tld.u32 %r2, [%rd1+104];\n"
+	"\tnanosleep.u32 2000;\n\tld.u32 %r4, [%rd1+36];\n"
+	"\tsetp.ne.u32 %p1, %r2, %r1;\n"
+	"\tshr.b32 %r5, %r4, %r1;\n\tand.b32 %r5, %r5, 1;\n\tsetp.eq.or.u32 %p1, %r5, 0, %p1;\n"
+	"\tred.global.add.u32 [gx_div_calls], 1;\n\t@%p1 red.global.add.u32 [gx_div_bad], 1;\n"
+	"\tmov.b32 %r1, 0;\n\tst.param.b32 [r], %r1;\n\tret;\n}\n";
+
+/* Run `diverge` with its memory hooks bound to `func`; prints ok/not ok. */
+static void divergence_check(const char *ptx, size_t len, const char *func, const char *what)
+{
+	struct gx_hook_binding b = {GDEV_HOOK_MEM, "diverge", func};
+	struct gx_ptx_rewrite_opts o = {.sz = sizeof(o), .hooks = GDEV_HOOK_MEM,
+					.policy_ptx = div_policy_ptx,
+					.policy_len = sizeof(div_policy_ptx) - 1, .bindings = &b,
+					.nr_bindings = 1};
+	struct gx_ptx_rewrite_result res;
+	if (gx_ptx_rewrite(ptx, len, &o, &res)) {
+		printf("not ok - hook_overhead divergence %s: rewrite: %s\n", what, res.err);
+		return;
+	}
+	if (res.log)
+		printf("# %s", res.log);
+	CUmodule mod;
+	CUresult cr = cuModuleLoadDataEx(&mod, res.ptx, 0, NULL, NULL);
+	gx_ptx_rewrite_result_free(&res);
+	if (cr != CUDA_SUCCESS) {
+		printf("not ok - hook_overhead divergence %s: JIT failed (%d)\n", what, (int)cr);
+		return;
+	}
+	CUfunction f;
+	CUdeviceptr bad, calls, out;
+	size_t sz;
+	CK(cuModuleGetFunction(&f, mod, "diverge"));
+	CK(cuModuleGetGlobal(&bad, &sz, mod, "__gx_p_gx_div_bad"));
+	CK(cuModuleGetGlobal(&calls, &sz, mod, "__gx_p_gx_div_calls"));
+	CK(cuMemsetD32(bad, 0, 1));
+	CK(cuMemsetD32(calls, 0, 1));
+	unsigned nthr = 64 * 256;
+	out = dalloc(nthr * 4);
+	int iters = 16;
+	void *args[] = {&out, &iters};
+	CK(cuLaunchKernel(f, 64, 1, 1, 256, 1, 1, 0, 0, args, NULL));
+	CK(cuCtxSynchronize());
+	unsigned nb = 0, nc = 0;
+	CK(cuMemcpyDtoH(&nb, bad, 4));
+	CK(cuMemcpyDtoH(&nc, calls, 4));
+	/* every store is hooked: per warp at least 2 groups x 16 iterations */
+	printf("%s - hook_overhead divergence %s: %u handler calls, %u saw another group's "
+	       "context\n",
+	       nb == 0 && nc >= 64 * 8 * 32 ? "ok" : "not ok", what, nc, nb);
+	CK(cuMemFree(out));
+	CK(cuModuleUnload(mod));
+}
+
 #define EE (GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT)
 #define ALL (GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT | GDEV_HOOK_MEM | GDEV_HOOK_FENCE)
 /* Rows: "stubs" are built-in handlers (GX_PTX_STUBS_*): elided (empty, the
@@ -112,13 +199,6 @@ struct kern {
 	size_t out_bytes;
 	int zero_out; /* output accumulates: clear before each run */
 };
-
-static CUdeviceptr dalloc(size_t bytes)
-{
-	CUdeviceptr p;
-	CK(cuMemAlloc(&p, bytes));
-	return p;
-}
 
 int main(int argc, char **argv)
 {
@@ -285,6 +365,8 @@ int main(int argc, char **argv)
 		CK(cuModuleUnload(mod));
 		gx_ptx_rewrite_result_free(&res);
 	}
+	divergence_check(ptx, ptx_len, "gx_div", "called handler (context in .local)");
+	divergence_check(ptx, ptx_len, "gx_div_inl", "inlined handler (context in registers)");
 	for (size_t k = 0; k < nk; k++)
 		free(ref[k]);
 	free(ptx);

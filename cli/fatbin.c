@@ -185,7 +185,9 @@ static void usage(FILE *out)
 		"usage: gpuext fatbin list FILE\n"
 		"       gpuext fatbin extract [-o DIR] [--ptx|--elf] FILE\n\n"
 		"FILE: a host executable, shared library or object, a fatbin, a cubin or PTX.\n"
-		"list     one line per entry: container, kind, arch, compression, sizes, name\n"
+		"list     one line per entry: container, kind, arch, compression, sizes, flags,\n"
+		"         host section, code (linked, or reloc: -rdc code awaiting the device\n"
+		"         link), name\n"
 		"         (--json before 'fatbin' for JSON)\n"
 		"extract  write each entry, decompressed, as DIR/NAME.sm_XX.ptx, .cubin or .ltoir\n"
 		"         (NAME: the file name up to its first dot; an index is added when\n"
@@ -237,16 +239,20 @@ static int do_list(int argc, char **argv)
 			printf(", %u fatbin container%s", l.nr_containers, l.nr_containers == 1 ? "" : "s");
 		printf(", %zu entr%s\n", l.nr_items, l.nr_items == 1 ? "y" : "ies");
 		if (l.nr_items)
-			printf("%5s %5s %-4s %-8s %-4s %10s %10s %-9s %s\n", "#", "CONT", "KIND", "ARCH",
-			       "COMP", "STORED", "RAW", "FLAGS", "NAME");
+			printf("%5s %5s %-4s %-8s %-4s %10s %10s %-9s %-14s %-6s %s\n", "#", "CONT", "KIND",
+			       "ARCH", "COMP", "STORED", "RAW", "FLAGS", "SECTION", "CODE", "NAME");
+		/* SECTION: where the container lies in a host ELF ("-" for a bare
+		 * fatbin/cubin/PTX file). CODE: "linked" (loadable as is: what
+		 * cuobjdump lists from .nv_fatbin) or "reloc" (-rdc relocatable
+		 * code awaiting the device link: __nv_relfatbin, or objects). */
 		for (size_t i = 0; i < l.nr_items; i++) {
 			const struct item *it = &l.items[i];
 			const struct gx_image_entry *e = it->e;
-			printf("%5zu %5u %-4s %-8s %-4s %10zu %10zu 0x%-7llx %s%s\n", i, it->container,
+			printf("%5zu %5u %-4s %-8s %-4s %10zu %10zu 0x%-7llx %-14s %-6s %s\n", i, it->container,
 			       kind_name(e), gx_image_arch_name(e, arch, sizeof(arch)),
 			       gx_image_comp_name(e->comp), e->size, e->raw_size,
-			       (unsigned long long)e->flags, e->name ? e->name : "-",
-			       it->relocatable ? " (relocatable)" : "");
+			       (unsigned long long)e->flags, it->section ? it->section : "-",
+			       it->relocatable ? "reloc" : "linked", e->name ? e->name : "-");
 		}
 		if (!l.nr_items && !l.bad && !strcmp(l.format, "host-elf"))
 			fprintf(stderr, "gpuext: note: %s holds no CUDA device code (no .nv_fatbin section)\n",

@@ -47,6 +47,10 @@ struct gx_hx_opts {
 	/* Keep maps and global data in /dev/shm/gpuext-$UID (GPUEXT_SHM_DIR)
 	 * as "<policy>.<map>", visible to `gpuext map list|dump`. */
 	int shm_maps;
+	/* Prefetch ranges shorter than this (after coalescing) are left to the
+	 * GPU's demand paging, unless they cover a whole allocation (0: issue
+	 * everything; the shim uses 2 MiB). Counted in gx_hx_stats.small. */
+	uint64_t min_prefetch;
 };
 
 struct gx_hx *gx_hx__new(const struct gx_hx_opts *opts);
@@ -69,8 +73,10 @@ int64_t gx_hx__global(const struct gx_hx *hx, const char *name);
 /* Events. */
 int gx_hx__alloc(struct gx_hx *hx, uint64_t va, uint64_t len);  /* managed alloc */
 int gx_hx__free_range(struct gx_hx *hx, uint64_t va);           /* its cuMemFree */
-/* The device is about to touch [va, va+len) (a launch argument): faults on
- * non-resident regions go to gpu_prefetch, resident ones to gpu_access.
+/* The device is about to touch [va, va+len) (a launch argument): each
+ * region with absent pages gets one fault (gpu_prefetch, at its first absent
+ * page; what the policy does not bring is left to demand paging), fully
+ * resident ones gpu_access.
  * len 0: up to the end of the allocation (bounded by max_walk). Returns
  * the number of prefetch actions issued, or a negative errno (-ENOENT: not
  * managed memory). */
@@ -81,6 +87,18 @@ void gx_hx__sync(struct gx_hx *hx);
 /* Queues (streams). 0, or -EPERM when the sched policy rejects the bind. */
 int gx_hx__queue_create(struct gx_hx *hx, uint64_t id, int priority);
 void gx_hx__queue_destroy(struct gx_hx *hx, uint64_t id);
+
+/* What the executor did since gx_hx__new. */
+struct gx_hx_stats {
+	uint64_t calls;          /* handler calls (all policies) */
+	uint64_t faults;         /* faults simulated (one per region and launch at most) */
+	uint64_t prefetches;     /* prefetch actions issued (to the device) */
+	uint64_t prefetch_bytes;
+	uint64_t small;          /* ranges under min_prefetch left to demand paging */
+	uint64_t small_bytes;
+	uint64_t evictions;      /* regions moved back to the host */
+};
+void gx_hx__stats(const struct gx_hx *hx, struct gx_hx_stats *st);
 
 /* Region introspection for tests: va of resident regions in eviction order
  * (head = evicted first). Returns the count (≤ max written). */

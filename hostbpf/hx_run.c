@@ -68,6 +68,8 @@ struct gx_hx {
 	/* coalesced pending prefetch */
 	uint64_t pend_va, pend_len;
 	int nactions;
+	uint64_t touch_ns;
+	struct gx_hx_stats st;
 };
 
 static void policy_error(struct hx_policy *p, const char *what, int err)
@@ -350,6 +352,7 @@ static int call(struct gx_hx *hx, struct hx_policy *p, int slot, struct hx_call 
 		.user = c, .map_addr = map_addr, .mem_ok = mem_ok, .max_steps = HX_STEP_BUDGET,
 	};
 	uint64_t ret = 0;
+	hx->st.calls++;
 	int err = gx_bpf_interp_run(prog->insns, prog->cnt, (uint64_t)(uintptr_t)args, &o, &ret);
 	if (err) {
 		policy_error(p, "run-time fault", err);
@@ -513,10 +516,25 @@ int gx_hx__free_range(struct gx_hx *hx, uint64_t va)
 
 static void flush(struct gx_hx *hx)
 {
-	if (hx->pend_len && hx->o.act.prefetch)
-		hx->o.act.prefetch(hx->o.act.user, hx->pend_va, hx->pend_len, 0);
-	if (hx->pend_len)
+	if (!hx->pend_len)
+		return;
+	/* A range below min_prefetch is left to demand paging (it costs the
+	 * caller an API call for what a fault brings as fast), unless it is
+	 * all of a small allocation. */
+	bool whole = false;
+	for (size_t i = 0; i < hx->nallocs && !whole && hx->pend_len < hx->o.min_prefetch; i++)
+		whole = hx->pend_va <= hx->allocs[i].va &&
+			hx->pend_va + hx->pend_len >= hx->allocs[i].va + hx->allocs[i].len;
+	if (hx->pend_len < hx->o.min_prefetch && !whole) {
+		hx->st.small++;
+		hx->st.small_bytes += hx->pend_len;
+	} else {
+		if (hx->o.act.prefetch)
+			hx->o.act.prefetch(hx->o.act.user, hx->pend_va, hx->pend_len, 0);
 		hx->nactions++;
+		hx->st.prefetches++;
+		hx->st.prefetch_bytes += hx->pend_len;
+	}
 	hx->pend_len = 0;
 }
 
@@ -564,6 +582,7 @@ static void evict_one(struct gx_hx *hx)
 	if (!victim)
 		return;
 	list_del(hx, victim);
+	hx->st.evictions++;
 	memset(victim->r.resident_mask, 0, sizeof(victim->r.resident_mask));
 	victim->r.resident_pages = 0;
 	if (hx->o.act.prefetch) {
@@ -618,8 +637,22 @@ static void apply_range(struct gx_hx *hx, uint64_t va, uint64_t len, bool act)
 			o = rp;
 		if (f >= o)
 			continue;
-		if (act)
-			want(hx, b + ((uint64_t)f << GPU_PAGE_SHIFT), (uint64_t)(o - f) << GPU_PAGE_SHIFT);
+		/* Only what is not resident yet is asked for: runs of absent pages. */
+		for (uint32_t pg = f; act && pg < o;) {
+			if (r->r.resident_pages == 0) {
+				want(hx, b + ((uint64_t)pg << GPU_PAGE_SHIFT), (uint64_t)(o - pg) << GPU_PAGE_SHIFT);
+				break;
+			}
+			if (page_resident(r, pg)) {
+				pg++;
+				continue;
+			}
+			uint32_t e = pg + 1;
+			while (e < o && !page_resident(r, e))
+				e++;
+			want(hx, b + ((uint64_t)pg << GPU_PAGE_SHIFT), (uint64_t)(e - pg) << GPU_PAGE_SHIFT);
+			pg = e;
+		}
 		make_resident(hx, r, f, o);
 	}
 }
@@ -632,6 +665,7 @@ static void fault(struct gx_hx *hx, struct hx_region *r, uint32_t pg)
 			      .default_outer = pg + hx->o.default_pages < rp ? pg + hx->o.default_pages : rp};
 	struct hx_call c = {.region = r, .fault = &f, .pf_first = -1};
 	hx->pinned = r;
+	hx->st.faults++;
 	int d = -1;
 	if (hx->has_mem) {
 		r->r.space_resident = hx->nr_resident;
@@ -686,6 +720,7 @@ int gx_hx__touch(struct gx_hx *hx, uint64_t va, uint64_t len)
 	if (end > aend || end < va)
 		end = aend;
 	hx->nactions = 0;
+	hx->touch_ns = now_ns();
 	for (uint64_t b = va & ~(GPU_REGION_SIZE - 1); b < end; b += GPU_REGION_SIZE) {
 		struct hx_region *r = NULL;
 		HASH_FIND(hh, hx->regions, &b, sizeof(b), r);
@@ -697,14 +732,22 @@ int gx_hx__touch(struct gx_hx *hx, uint64_t va, uint64_t len)
 		bool faulted = false;
 		/* one access per region per launch, however many pages fault */
 		r->r.access_count++;
-		r->r.last_access_ns = now_ns();
+		r->r.last_access_ns = hx->touch_ns;
 		/* fully resident (the common case on every launch): no page walk */
 		uint32_t first_pg = r->r.resident_pages >= region_pages(r) ? hi : lo;
 		for (uint32_t pg = first_pg; pg < hi; pg++) {
 			if (page_resident(r, pg))
 				continue;
+			/* One fault per region and launch: the first page the
+			 * device would miss. What the policy leaves out of this
+			 * region's footprint is the GPU's demand paging (marked
+			 * resident: it will be after the kernel). Simulating every
+			 * later fault cost thousands of policy calls and tiny
+			 * prefetches per GiB before the launch. */
 			fault(hx, r, pg);
+			make_resident(hx, r, pg, hi);
 			faulted = true;
+			break;
 		}
 		if (!faulted)
 			touch_resident(hx, r);
@@ -763,6 +806,11 @@ void gx_hx__queue_destroy(struct gx_hx *hx, uint64_t id)
 		call(hx, &hx->sched, 1, &c, &sc, sizeof(sc), &q->q, sizeof(q->q), NULL, 0);
 	}
 	free(q);
+}
+
+void gx_hx__stats(const struct gx_hx *hx, struct gx_hx_stats *st)
+{
+	*st = hx->st;
 }
 
 size_t gx_hx__resident(const struct gx_hx *hx, uint64_t *va, size_t max)

@@ -59,68 +59,67 @@ static const struct ptx_decl *func_var(const struct ptx_func *fn, const char *na
 	return NULL;
 }
 
-/* PTX computing the generic address of a memory operand into %<P>_a.
- * Returns NULL with *skip = 1 when the operand is not a global/generic
- * location we can follow (then the site is left out and logged). */
-static char *addr_setup(struct ptx_module *m, const struct ptx_func *fn,
-			const struct ptx_opnd *a, enum ptx_space space, int *skip)
+/* Statements computing the generic address of a memory operand into the
+ * site's address register, appended to *c. Returns 1 when the operand is
+ * not a global/generic location we can follow (then the site is left out
+ * and logged), 0, or -ENOMEM. */
+static int addr_setup(struct ptx_passes *ps, const struct ptx_func *fn,
+		      const struct ptx_opnd *a, enum ptx_space space, struct ptx_chain *c)
 {
-	const char *P = m->fresh_prefix;
-	*skip = 0;
-	if (!a || a->kind != PTX_OPND_ADDR || a->n != 1) {
-		*skip = 1;
-		return NULL;
-	}
+	struct ptx_module *m = ps->m;
+	const char *A = ptx_tramp_addr_reg(ps);
+	if (!A)
+		return gx_err(-ENOMEM);
+	if (!a || a->kind != PTX_OPND_ADDR || a->n != 1)
+		return 1;
 	const struct ptx_opnd *base = a->elems[0];
-	const char *cvta = space == PTX_SPACE_GLOBAL ? "cvta.global.u64" : NULL;
-	char *base_code;
+	int cvta = space == PTX_SPACE_GLOBAL;
+	long long off = a->off;
 	if (base->kind == PTX_OPND_INT) {
-		base_code = ptx_sprintf(m, "mov.u64 %%%s_a, %lld;\n", P, base->ival + a->off);
-		return cvta && base_code ? ptx_sprintf(m, "%s%s %%%s_a, %%%s_a;\n", base_code, cvta,
-						       P, P)
-					 : base_code;
-	}
-	if (base->kind != PTX_OPND_ID || !base->text) {
-		*skip = 1;
-		return NULL;
-	}
-	if (base->text[0] == '%') {
+		ptx_chain_insn(m, c, NULL, 0, "mov", PTX_MODS(".u64"), 2, ptx_opnd_id(m, A),
+			       ptx_opnd_int(m, base->ival + a->off));
+		off = 0;
+	} else if (base->kind != PTX_OPND_ID || !base->text) {
+		return 1;
+	} else if (base->text[0] == '%') {
 		if (reg_size(fn, base->text) == 4)
-			base_code = ptx_sprintf(m, "cvt.u64.u32 %%%s_a, %s;\n", P, base->text);
+			ptx_chain_insn(m, c, NULL, 0, "cvt", PTX_MODS(".u64", ".u32"), 2,
+				       ptx_opnd_id(m, A), ptx_opnd_id(m, base->text));
 		else
-			base_code = ptx_sprintf(m, "mov.b64 %%%s_a, %s;\n", P, base->text);
+			ptx_chain_insn(m, c, NULL, 0, "mov", PTX_MODS(".b64"), 2, ptx_opnd_id(m, A),
+				       ptx_opnd_id(m, base->text));
 	} else {
 		/* A variable: only global ones are hooked (a generic access to a
 		 * shared/local/const symbol is not a global access). */
 		const struct ptx_decl *d = func_var(fn, base->text);
 		if (!d)
 			d = module_var(m, base->text);
-		if (d && d->space != PTX_SPACE_GLOBAL) {
-			*skip = 1;
-			return NULL;
-		}
-		base_code = ptx_sprintf(m, "mov.u64 %%%s_a, %s;\n", P, base->text);
-		cvta = "cvta.global.u64";
+		if (d && d->space != PTX_SPACE_GLOBAL)
+			return 1;
+		ptx_chain_insn(m, c, NULL, 0, "mov", PTX_MODS(".u64"), 2, ptx_opnd_id(m, A),
+			       ptx_opnd_id(m, base->text));
+		cvta = 1;
 	}
-	if (!base_code)
-		return NULL;
-	char *code = base_code;
-	if (a->off)
-		code = ptx_sprintf(m, "%sadd.s64 %%%s_a, %%%s_a, %lld;\n", code, P, P, a->off);
-	if (code && cvta)
-		code = ptx_sprintf(m, "%s%s %%%s_a, %%%s_a;\n", code, cvta, P, P);
-	return code;
+	if (off)
+		ptx_chain_insn(m, c, NULL, 0, "add", PTX_MODS(".s64"), 3, ptx_opnd_id(m, A),
+			       ptx_opnd_id(m, A), ptx_opnd_int(m, off));
+	if (cvta)
+		ptx_chain_insn(m, c, NULL, 0, "cvta", PTX_MODS(".global", ".u64"), 2,
+			       ptx_opnd_id(m, A), ptx_opnd_id(m, A));
+	return c->failed ? gx_err(-ENOMEM) : 0;
 }
 
 /* Insert the sites for `hook` before pos (NULL: at the end): one per bound
- * handler, or the built-in one without a policy (pass_site.c). */
+ * handler, or the built-in one without a policy (pass_site.c). addr: the
+ * address code or NULL (each site prints its own copy). */
 static int add_sites(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt *pos,
-		     unsigned hook, const char *addr, unsigned info, const struct ptx_insn *guard)
+		     unsigned hook, struct ptx_chain *addr, unsigned info, const char *guard,
+		     int guard_neg)
 {
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
 	unsigned long long kid = gx_kernel_id(fn->name);
 	if (!o->policy_ptx)
-		return ptx_site_insert(ps, fn, pos, hook, NULL, kid, addr, info, guard);
+		return ptx_site_insert(ps, fn, pos, hook, NULL, kid, addr, info, guard, guard_neg);
 	for (size_t i = 0; i < o->nr_bindings; i++) {
 		const struct gx_hook_binding *bd = &o->bindings[i];
 		if (bd->hook != hook || !bd->func)
@@ -128,7 +127,7 @@ static int add_sites(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt
 		if (bd->kernel_glob && fnmatch(bd->kernel_glob, fn->name, 0))
 			continue;
 		int err = ptx_site_insert(ps, fn, pos, hook, ptx_link_name(ps, bd->func), kid, addr,
-					  info, guard);
+					  info, guard, guard_neg);
 		if (err)
 			return err;
 	}
@@ -153,21 +152,15 @@ static unsigned mem_op(enum ptx_op_class c)
 
 static int hook_func(struct ptx_passes *ps, struct ptx_func *fn)
 {
-	struct ptx_module *m = ps->m;
 	unsigned hooks = ps->ctx->opts->hooks;
 	int err;
-	if (fn->is_entry && (hooks & GDEV_HOOK_ENTRY)) {
-		err = add_sites(ps, fn, ptx_func_entry_point(fn), GDEV_HOOK_ENTRY, NULL, 0, NULL);
-		if (err)
-			return err;
-	}
 	unsigned skipped = 0;
 	ptx_for_each_stmt(fn, s, nxt) {
 		if (s->kind != PTX_STMT_INSN)
 			continue;
 		struct ptx_opinfo oi;
 		enum ptx_op_class c = ptx_classify(&s->insn, &oi);
-		char *addr = NULL;
+		struct ptx_chain addr = {0};
 		unsigned hook = 0, info = 0;
 		if ((c == PTX_OP_RET || c == PTX_OP_EXIT) && fn->is_entry &&
 		    (hooks & GDEV_HOOK_EXIT)) {
@@ -176,15 +169,15 @@ static int hook_func(struct ptx_passes *ps, struct ptx_func *fn)
 			hook = GDEV_HOOK_FENCE;
 		} else if (mem_op(c) && (hooks & GDEV_HOOK_MEM) &&
 			   (oi.space == PTX_SPACE_GLOBAL || oi.space == PTX_SPACE_GENERIC)) {
-			int skip;
-			addr = addr_setup(m, fn, oi.addr_op >= 0 ? s->insn.ops[oi.addr_op] : NULL,
-					  oi.space, &skip);
+			int skip = addr_setup(ps, fn,
+					      oi.addr_op >= 0 ? s->insn.ops[oi.addr_op] : NULL,
+					      oi.space, &addr);
+			if (skip < 0)
+				return skip;
 			if (skip) {
 				skipped++;
 				continue;
 			}
-			if (!addr)
-				return gx_err(-ENOMEM);
 			hook = GDEV_HOOK_MEM;
 			unsigned space = oi.space == PTX_SPACE_GLOBAL ? GDEV_SPACE_GLOBAL
 								      : GDEV_SPACE_GENERIC;
@@ -192,7 +185,15 @@ static int hook_func(struct ptx_passes *ps, struct ptx_func *fn)
 		}
 		if (!hook)
 			continue;
-		err = add_sites(ps, fn, s, hook, addr, info, &s->insn);
+		err = add_sites(ps, fn, s, hook, &addr, info, s->insn.guard, s->insn.guard_neg);
+		if (err)
+			return err;
+	}
+	/* The entry site last: an inlined handler's own memory accesses and
+	 * returns must not be hooked. It goes before the first statement, a
+	 * site of the first instruction included. */
+	if (fn->is_entry && (hooks & GDEV_HOOK_ENTRY)) {
+		err = add_sites(ps, fn, ptx_func_entry_point(fn), GDEV_HOOK_ENTRY, NULL, 0, NULL, 0);
 		if (err)
 			return err;
 	}

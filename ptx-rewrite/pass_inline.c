@@ -21,14 +21,14 @@
  *    not used). A handler is inlined only when that is exact: the pointer
  *    does not escape, every context load decomposes into words, no .shared
  *    or unknown declarations, no `exit`, no verbatim directive that could
- *    name a label, no recursion, at most PTX_INLINE_MAX instructions. */
+ *    name a label, no recursion; and not too large for the hook (pass_site.c:
+ *    a mem hook's handler is copied to every memory instruction). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ptx-rewrite/passes.h"
 
-#define PTX_INLINE_MAX 160	/* instructions; larger handlers are called */
 #define PTX_ANALYSE_MAX 20000	/* beyond this: assume every field, never inline */
 
 /* ------------------------------------------------------------ registers */
@@ -53,6 +53,7 @@ struct an {
 	struct ctxreg *cr;
 	size_t ncr, capcr;
 	int escape, inl;
+	size_t ninsn;
 	const char *why;
 	unsigned words;
 };
@@ -241,8 +242,7 @@ static int analyse(struct an *a)
 		a->why = "too large to analyse";
 		return 0;
 	}
-	if (ninsn > PTX_INLINE_MAX)
-		not_inline(a, "too large to inline");
+	a->ninsn = ninsn;
 	/* 1. The context registers: fixpoint over loads of the parameter and
 	 *    copies (definitions may follow uses in the text, e.g. in loops). */
 	for (int changed = 1; changed;) {
@@ -374,6 +374,7 @@ int ptx_handler_get(struct ptx_passes *ps, const char *name, const struct ptx_ha
 		h->fn = fn;
 		h->inlinable = a.inl;
 		h->why = a.why;
+		h->ninsn = a.ninsn;
 		if (!a.escape)
 			h->words = a.words;
 	}

@@ -711,30 +711,28 @@ static unsigned target_sm(struct ptx_module *m)
 	return 0;
 }
 
-/* Sites for a sched hook (thread 0 only), or "" if none is bound. */
+/* Sites for a sched hook (thread 0 only: guard), as text, or "" if none is
+ * bound. */
 static char *sched_sites(struct ptx_passes *ps, struct ptx_func *fn, unsigned hook,
 			 const char *guard, const char *ret_reg)
 {
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
-	struct gx_buf b;
-	gx_buf_init(&b);
+	struct ptx_chain c = {0};
 	for (size_t i = 0; o->policy_ptx && (o->hooks & hook) && i < o->nr_bindings; i++) {
 		const struct gx_hook_binding *bd = &o->bindings[i];
 		if (bd->hook != hook || !bd->func ||
 		    (bd->kernel_glob && fnmatch(bd->kernel_glob, fn->name, 0)))
 			continue;
 		const char *tr = ptx_tramp_get(ps, hook, ptx_link_name(ps, bd->func), 1);
-		char *site = tr ? ptx_tramp_site(ps, tr, gx_kernel_id(fn->name), NULL, 0, 1, guard,
-						 ret_reg)
-				: NULL;
-		if (!site) {
-			gx_buf_free(&b);
+		if (!tr || ptx_tramp_site(ps, &c, tr, gx_kernel_id(fn->name), NULL, 0, 1, guard, 0,
+					  ret_reg))
 			return NULL;
-		}
-		gx_buf_puts(&b, site);
-		free(site);
 		ps->ctx->res->nr_hooks++;
 	}
+	struct gx_buf b;
+	gx_buf_init(&b);
+	gx_buf_puts(&b, "");
+	ptx_chain_emit(&c, &b);
 	if (b.failed) {
 		gx_buf_free(&b);
 		return NULL;
@@ -795,11 +793,9 @@ static int transform(struct ptx_passes *ps, struct ptx_func *fn, unsigned bar_id
 		return gx_err(-ENOMEM);
 	const char *bar = target_sm(m) >= 70 ? "barrier.sync" : "bar.sync";
 	const char *L_stop = ptx_fresh_name(m, "$", "Lstop");
-	char g0[64];
-	snprintf(g0, sizeof(g0), "@%s ", pt0);
-	char *steal = sched_sites(ps, fn, GDEV_HOOK_SCHED_STEAL, g0, dec);
-	char *enter = sched_sites(ps, fn, GDEV_HOOK_SCHED_ENTER, g0, NULL);
-	char *leave = sched_sites(ps, fn, GDEV_HOOK_SCHED_EXIT, g0, NULL);
+	char *steal = sched_sites(ps, fn, GDEV_HOOK_SCHED_STEAL, pt0, dec);
+	char *enter = sched_sites(ps, fn, GDEV_HOOK_SCHED_ENTER, pt0, NULL);
+	char *leave = sched_sites(ps, fn, GDEV_HOOK_SCHED_EXIT, pt0, NULL);
 	struct gx_buf b;
 	gx_buf_init(&b);
 	if (!steal || !enter || !leave || !L_stop)

@@ -38,6 +38,10 @@
 
 #include "ptx-rewrite/passes.h"
 
+/* Inlining limits, in handler instructions (the JIT's tools: 60-260). */
+#define PTX_INLINE_MAX 1024	/* entry/exit */
+#define PTX_INLINE_MAX_MEM 160	/* mem/fence: one copy per memory instruction */
+
 /* The built-in probe: reads all of struct gdev_ctx with the load shapes
  * LLVM emits (64-bit, vector, 32-bit into a 64-bit register) and stores
  * their hash only if it equals a constant, so ptxas keeps every read. */
@@ -151,8 +155,8 @@ const char *ptx_site_local(struct ptx_passes *ps, struct ptx_func *fn, const str
 }
 
 /* The words of the context in W<i>, for the bits of `need` (leader only). */
-static void emit_words(struct gx_buf *b, const char *P, unsigned need, unsigned long long kid,
-		       unsigned info, unsigned hook, const char *addr_setup)
+static void emit_words(struct gx_buf *b, const char *P, const char *A, unsigned need,
+		       unsigned long long kid, unsigned info, unsigned hook, const char *addr_setup)
 {
 	static const char *const sreg[12] = {"%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x",
 					     "%nctaid.y", "%nctaid.z", "%tid.x", "%tid.y",
@@ -175,8 +179,8 @@ static void emit_words(struct gx_buf *b, const char *P, unsigned need, unsigned 
 			if (i == 5 && (need & 1u << 4))
 				break;
 			if (addr_setup)
-				gx_buf_printf(b, "%smov.b64 {%%%s_w4, %%%s_w5}, %%%s_a;\n", addr_setup,
-					      P, P, P);
+				gx_buf_printf(b, "%smov.b64 {%%%s_w4, %%%s_w5}, %s;\n", addr_setup, P, P,
+					      A);
 			else
 				gx_buf_printf(b, "mov.b32 %%%s_w4, 0;\nmov.b32 %%%s_w5, 0;\n", P, P);
 			break;
@@ -247,8 +251,8 @@ static void store_words(struct gx_buf *b, const char *P, unsigned need, const ch
 }
 
 int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt *pos,
-		    unsigned hook, const char *func, unsigned long long kid, const char *addr_setup,
-		    unsigned info, const struct ptx_insn *guard)
+		    unsigned hook, const char *func, unsigned long long kid,
+		    const struct ptx_chain *addr, unsigned info, const char *guard, int guard_neg)
 {
 	struct ptx_module *m = ps->m;
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
@@ -276,12 +280,28 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	}
 	unsigned need = 0;
 	int inl = 0;
+	const char *A = ptx_tramp_addr_reg(ps);
+	if (!A)
+		return gx_err(-ENOMEM);
 	if (!stub) {
 		int err = ptx_handler_get(ps, func, &h);
 		if (err)
 			return err;
 		need = h->words;
-		inl = h->inlinable && !force_call;
+		/* entry/exit sites are few per kernel; a mem/fence handler is
+		 * copied to every memory instruction, so only small ones are */
+		size_t max = hook & (GDEV_HOOK_MEM | GDEV_HOOK_FENCE) ? PTX_INLINE_MAX_MEM
+								      : PTX_INLINE_MAX;
+		inl = h->inlinable && h->ninsn <= max && !force_call;
+		if (!inl && !force_call && !h->logged) {
+			struct ptx_handler *hw = (struct ptx_handler *)h;
+			hw->logged = 1;
+			ptx_pass_log(ps->ctx, "hooks: handler %s is called, not inlined (%s); "
+				     "context words stored: %s", func,
+				     !h->inlinable ? (h->why ? h->why : "?")
+						   : "too large for this hook",
+				     h->words == PTX_CTX_ALL_WORDS ? "all" : "those it reads");
+		}
 	}
 	const char *end = ptx_fresh_name(m, "$", "Lh");
 	if (!end)
@@ -293,13 +313,12 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	if (need)
 		gx_buf_printf(&hd, ".reg .b32 %%%s_w<%d>;\n", P, PTX_CTX_WORDS);
 	if (need & 0x30u)
-		gx_buf_printf(&hd, ".reg .b64 %%%s_a;\n", P);
+		gx_buf_printf(&hd, ".reg .b64 %s;\n", A);
 	if (!inl)
 		gx_buf_printf(&hd, ".reg .b64 %%%s_x;\n.param .b64 %s_c0;\n.param .b32 %s_cr;\n", P,
 			      P, P);
-	if (guard && guard->guard)
-		gx_buf_printf(&bd, "@%s%s bra %s;\n", guard->guard_neg ? "" : "!", guard->guard,
-			      end);
+	if (guard)
+		gx_buf_printf(&bd, "@%s%s bra %s;\n", guard_neg ? "" : "!", guard, end);
 	gx_buf_printf(&bd, "activemask.b32 %%%s_m;\n", P);
 	if (can_elect(m))
 		gx_buf_printf(&bd, "elect.sync %%%s_l|%%%s_q, %%%s_m;\n", P, P, P);
@@ -309,7 +328,21 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 			      "bfind.shiftamt.u32 %%%s_l, %%%s_l;\nsetp.eq.u32 %%%s_q, %%%s_t, %%%s_l;\n",
 			      P, P, P, P, P, P, P, P);
 	gx_buf_printf(&bd, "@!%%%s_q bra %s;\n", P, end);
-	emit_words(&bd, P, need, kid, info, hook, addr_setup);
+	char *addr_setup = NULL;
+	if ((need & 0x30u) && addr && addr->head) {
+		struct gx_buf ab;
+		gx_buf_init(&ab);
+		ptx_chain_emit(addr, &ab);
+		addr_setup = ab.failed ? NULL : gx_buf_steal(&ab, NULL);
+		gx_buf_free(&ab);
+		if (!addr_setup) {
+			gx_buf_free(&hd);
+			gx_buf_free(&bd);
+			return gx_err(-ENOMEM);
+		}
+	}
+	emit_words(&bd, P, A, need, kid, info, hook, addr_setup);
+	free(addr_setup);
 	int err = 0;
 	if (inl) {
 		char W[64], T[64];

@@ -87,53 +87,97 @@ const char *ptx_tramp_get(struct ptx_passes *ps, unsigned hook, const char *func
 	return t->name;
 }
 
-char *ptx_tramp_site(struct ptx_passes *ps, const char *tramp, unsigned long long kid,
-		     const char *addr_setup, unsigned info, int virt, const char *guard,
-		     const char *ret_reg)
+/* Names every site uses, made once per module. */
+struct ptx_site_names {
+	const char *a, *c, *pr, *p[9];
+};
+
+static const struct ptx_site_names *site_names(struct ptx_passes *ps)
 {
 	struct ptx_module *m = ps->m;
 	const char *P = m->fresh_prefix;
-	struct gx_buf b;
-	gx_buf_init(&b);
-	gx_buf_printf(&b, "{\n.reg .b64 %%%s_a;\n", P);
+	if (ps->site_names)
+		return ps->site_names;
+	struct ptx_site_names *n = ptx_alloc(m, sizeof(*n));
+	if (!n)
+		return NULL;
+	n->a = ptx_sprintf(m, "%%%s_a", P);
+	n->c = ptx_sprintf(m, "%%%s_c", P);
+	n->pr = ptx_sprintf(m, "%s_pr", P);
+	if (!n->a || !n->c || !n->pr)
+		return NULL;
+	for (int i = 0; i < 9; i++)
+		if (!(n->p[i] = ptx_sprintf(m, "%s_p%d", P, i)))
+			return NULL;
+	ps->site_names = n;
+	return n;
+}
+
+const char *ptx_tramp_addr_reg(struct ptx_passes *ps)
+{
+	const struct ptx_site_names *n = site_names(ps);
+	return n ? n->a : NULL;
+}
+
+int ptx_tramp_site(struct ptx_passes *ps, struct ptx_chain *c, const char *tramp,
+		   unsigned long long kid, struct ptx_chain *addr, unsigned info, int virt,
+		   const char *guard, int guard_neg, const char *ret_reg)
+{
+	struct ptx_module *m = ps->m;
+	const struct ptx_site_names *n = site_names(ps);
+	if (!n)
+		return gx_err(-ENOMEM);
+	struct ptx_chain b = {0};
+	ptx_chain_scope(m, &b, 1);
+	ptx_chain_decl(m, &b, PTX_SPACE_REG, ".b64", n->a);
 	if (virt)
-		gx_buf_printf(&b, ".reg .b32 %%%s_c;\n", P);
-	gx_buf_printf(&b, ".param .b64 %s_p0;\n.param .b64 %s_p1;\n.param .b32 %s_p2;\n", P, P,
-		      P);
+		ptx_chain_decl(m, &b, PTX_SPACE_REG, ".b32", n->c);
+	ptx_chain_decl(m, &b, PTX_SPACE_PARAM, ".b64", n->p[0]);
+	ptx_chain_decl(m, &b, PTX_SPACE_PARAM, ".b64", n->p[1]);
+	ptx_chain_decl(m, &b, PTX_SPACE_PARAM, ".b32", n->p[2]);
 	if (virt)
 		for (int i = 3; i < 9; i++)
-			gx_buf_printf(&b, ".param .b32 %s_p%d;\n", P, i);
-	gx_buf_printf(&b, ".param .b32 %s_pr;\n", P);
-	if (addr_setup)
-		gx_buf_puts(&b, addr_setup);
+			ptx_chain_decl(m, &b, PTX_SPACE_PARAM, ".b32", n->p[i]);
+	ptx_chain_decl(m, &b, PTX_SPACE_PARAM, ".b32", n->pr);
+	if (addr && addr->head)
+		ptx_chain_append(&b, addr);
 	else
-		gx_buf_printf(&b, "mov.u64 %%%s_a, 0;\n", P);
-	gx_buf_printf(&b, "st.param.b64 [%s_p0], 0x%016llx;\n", P, kid);
-	gx_buf_printf(&b, "st.param.b64 [%s_p1], %%%s_a;\n", P, P);
-	gx_buf_printf(&b, "st.param.b32 [%s_p2], %u;\n", P, info);
+		ptx_chain_insn(m, &b, NULL, 0, "mov", PTX_MODS(".u64"), 2, ptx_opnd_id(m, n->a),
+			       ptx_opnd_int(m, 0));
+	ptx_chain_insn(m, &b, NULL, 0, "st", PTX_MODS(".param", ".b64"), 2,
+		       ptx_opnd_addr(m, ptx_opnd_id(m, n->p[0]), 0), ptx_opnd_hex64(m, kid));
+	ptx_chain_insn(m, &b, NULL, 0, "st", PTX_MODS(".param", ".b64"), 2,
+		       ptx_opnd_addr(m, ptx_opnd_id(m, n->p[1]), 0), ptx_opnd_id(m, n->a));
+	ptx_chain_insn(m, &b, NULL, 0, "st", PTX_MODS(".param", ".b32"), 2,
+		       ptx_opnd_addr(m, ptx_opnd_id(m, n->p[2]), 0), ptx_opnd_int(m, info));
 	if (virt) {
 		/* Read here, so the persistent pass rewrites them to the logical
 		 * block's registers like every other %ctaid/%nctaid read. */
 		static const char *const sreg[6] = {"%ctaid.x",  "%ctaid.y",  "%ctaid.z",
 						    "%nctaid.x", "%nctaid.y", "%nctaid.z"};
-		for (int i = 0; i < 6; i++)
-			gx_buf_printf(&b, "mov.u32 %%%s_c, %s;\nst.param.b32 [%s_p%d], %%%s_c;\n", P,
-				      sreg[i], P, i + 3, P);
+		for (int i = 0; i < 6; i++) {
+			ptx_chain_insn(m, &b, NULL, 0, "mov", PTX_MODS(".u32"), 2,
+				       ptx_opnd_id(m, n->c), ptx_opnd_id(m, sreg[i]));
+			ptx_chain_insn(m, &b, NULL, 0, "st", PTX_MODS(".param", ".b32"), 2,
+				       ptx_opnd_addr(m, ptx_opnd_id(m, n->p[i + 3]), 0),
+				       ptx_opnd_id(m, n->c));
+		}
 	}
-	gx_buf_printf(&b, "%scall (%s_pr), %s, (%s_p0, %s_p1, %s_p2", guard ? guard : "", P, tramp,
-		      P, P, P);
-	if (virt)
-		for (int i = 3; i < 9; i++)
-			gx_buf_printf(&b, ", %s_p%d", P, i);
-	gx_buf_puts(&b, ");\n");
+	struct ptx_opnd *args[9];
+	unsigned nargs = virt ? 9 : 3;
+	for (unsigned i = 0; i < nargs; i++)
+		args[i] = ptx_opnd_id(m, n->p[i]);
+	struct ptx_opnd *ret = ptx_opnd_id(m, n->pr);
+	ptx_chain_insn(m, &b, guard, guard_neg, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &ret),
+		       ptx_opnd_id(m, tramp), ptx_opnd_list(m, nargs, args));
 	if (ret_reg)
-		gx_buf_printf(&b, "ld.param.b32 %s, [%s_pr];\n", ret_reg, P);
-	gx_buf_puts(&b, "}\n");
-	if (b.failed) {
-		gx_buf_free(&b);
-		return NULL;
-	}
-	return gx_buf_steal(&b, NULL);
+		ptx_chain_insn(m, &b, NULL, 0, "ld", PTX_MODS(".param", ".b32"), 2,
+			       ptx_opnd_id(m, ret_reg), ptx_opnd_addr(m, ptx_opnd_id(m, n->pr), 0));
+	ptx_chain_scope(m, &b, 0);
+	if (b.failed)
+		return gx_err(-ENOMEM);
+	ptx_chain_append(c, &b);
+	return 0;
 }
 
 static void emit_stub(struct gx_buf *b, const char *name)

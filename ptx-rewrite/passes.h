@@ -49,8 +49,10 @@ struct ptx_handler {
 	const char *name;
 	struct ptx_func *fn;	/* NULL: not a handler-shaped .func (then called as is) */
 	unsigned words;
-	int inlinable;
-	const char *why;	/* why it is not inlined (for the log) */
+	int inlinable;		/* exactly inlinable (pass_site.c also weighs the size) */
+	size_t ninsn;		/* instructions in the body */
+	const char *why;	/* why it is not inlinable (for the log) */
+	unsigned char logged;	/* "called, not inlined" was logged */
 };
 
 /* A function-level .local declared for hook sites (context, handler depots). */
@@ -82,6 +84,7 @@ struct ptx_passes {
 	size_t nr_locals;
 	int probe_added;	/* the built-in probe handler is in the module */
 	unsigned nr_elided;	/* sites of empty built-in handlers left out */
+	const struct ptx_site_names *site_names; /* made on first use */
 };
 
 /* pass_link.c: parse opts->policy_ptx, rename its symbols, drop its module
@@ -110,13 +113,14 @@ int ptx_handler_inline(struct ptx_passes *ps, struct ptx_func *site_fn, const st
 		       const char *end);
 
 /* pass_site.c */
-/* Insert the inline site of `hook` before pos (NULL: end of fn): guard is the
- * instruction whose guard the site takes (NULL: unguarded), func the handler
- * (NULL: the built-in one chosen by opts->stubs), addr_setup PTX computing
- * the lane's address into %<P>_a (NULL: 0), info size | op << 16 | space << 24. */
+/* Insert the inline site of `hook` before pos (NULL: end of fn): guard and
+ * guard_neg the guard of the hooked instruction (NULL: none), func the
+ * handler (NULL: the built-in one chosen by opts->stubs), addr statements
+ * computing the lane's address into ptx_tramp_addr_reg() (NULL: 0), info
+ * size | op << 16 | space << 24. */
 int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt *pos,
-		    unsigned hook, const char *func, unsigned long long kid, const char *addr_setup,
-		    unsigned info, const struct ptx_insn *guard);
+		    unsigned hook, const char *func, unsigned long long kid,
+		    const struct ptx_chain *addr, unsigned info, const char *guard, int guard_neg);
 /* Name of a function-level copy of the handler's .local `d` in fn (declared
  * once per function and handler). NULL on ENOMEM. */
 const char *ptx_site_local(struct ptx_passes *ps, struct ptx_func *fn, const struct ptx_handler *h,
@@ -129,14 +133,17 @@ int ptx_pass_hooks(struct ptx_passes *ps);
 /* Name of the trampoline for (hook, func, virt), created on first use; func
  * NULL = the built-in no-op stub for the hook. NULL on ENOMEM. */
 const char *ptx_tramp_get(struct ptx_passes *ps, unsigned hook, const char *func, int virt);
-/* Text of the call site: a `{ }` block that passes kernel id, address, info
- * (size | op << 16 | space << 24) and, if virt, block ids to the trampoline.
- * addr_setup: PTX computing the address into `%<prefix>_a` (NULL: address 0).
- * guard: "@%p " / "@!%p " or "". ret_reg: a .b32 register that receives the
- * decision, or NULL. NULL on ENOMEM. */
-char *ptx_tramp_site(struct ptx_passes *ps, const char *tramp, unsigned long long kid,
-		     const char *addr_setup, unsigned info, int virt, const char *guard,
-		     const char *ret_reg);
+/* The call site, appended to c as statements: a `{ }` block that passes
+ * kernel id, address, info (size | op << 16 | space << 24) and, if virt,
+ * block ids to the trampoline. addr: statements computing the address into
+ * ptx_tramp_addr_reg() (moved into the block), or NULL/empty for address 0.
+ * guard/guard_neg: the call's guard predicate (NULL: none). ret_reg: a .b32
+ * register that receives the decision, or NULL. 0 or -ENOMEM. */
+int ptx_tramp_site(struct ptx_passes *ps, struct ptx_chain *c, const char *tramp,
+		   unsigned long long kid, struct ptx_chain *addr, unsigned info, int virt,
+		   const char *guard, int guard_neg, const char *ret_reg);
+/* The register a site's address goes to ("%__gx_a"); NULL on ENOMEM. */
+const char *ptx_tramp_addr_reg(struct ptx_passes *ps);
 /* Insert __gx_devrt, the stubs and the trampolines after the module header
  * (and after linked policy code). */
 int ptx_tramp_emit(struct ptx_passes *ps);

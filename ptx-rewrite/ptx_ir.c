@@ -407,6 +407,8 @@ enum ptx_space ptx_space_of(const char *w)
 		{"shared", PTX_SPACE_SHARED}, {"tex", PTX_SPACE_TEX},
 	};
 	for (size_t i = 0; i < GX_ARRAY_SIZE(tab); i++) {
+		if (tab[i].name[0] != w[1])
+			continue;
 		size_t n = strlen(tab[i].name);
 		if (!strncmp(w + 1, tab[i].name, n) && (w[1 + n] == 0 || w[1 + n] == ':'))
 			return tab[i].sp;
@@ -447,8 +449,10 @@ enum ptx_op_class ptx_classify(const struct ptx_insn *in, struct ptx_opinfo *inf
 	memset(info, 0, sizeof(*info));
 	info->addr_op = -1;
 	info->vec = 1;
+	/* Called for every instruction by every pass: the first byte rules out
+	 * nearly all entries before a strcmp. */
 	for (size_t i = 0; i < GX_ARRAY_SIZE(tab); i++) {
-		if (strcmp(in->opcode, tab[i].op))
+		if (tab[i].op[0] != in->opcode[0] || strcmp(in->opcode, tab[i].op))
 			continue;
 		info->cls = tab[i].cls;
 		info->addr_op = tab[i].addr_op;

@@ -269,6 +269,41 @@ int ptx_insert_text_before(struct ptx_module *m, struct ptx_func *fn, struct ptx
 int ptx_insert_text_after(struct ptx_module *m, struct ptx_func *fn, struct ptx_stmt *pos,
 			  struct ptx_stmt **out, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
+/* Building statements as IR (ptx_build.c), for snippets inserted many times:
+ * the same IR the parser makes of the equivalent text, without printing and
+ * re-parsing it. Strings are not copied (literals or arena strings). A failed
+ * allocation sets chain->failed (and operand builders return NULL, which
+ * ptx_chain_insn also records), so a whole snippet is checked once. */
+struct ptx_chain {
+	struct ptx_stmt *head, *tail;
+	int failed;
+};
+struct ptx_opnd *ptx_opnd_id(struct ptx_module *m, const char *name);
+struct ptx_opnd *ptx_opnd_int(struct ptx_module *m, long long v);         /* "%lld" */
+struct ptx_opnd *ptx_opnd_hex64(struct ptx_module *m, unsigned long long v); /* "0x%016llx" */
+struct ptx_opnd *ptx_opnd_addr(struct ptx_module *m, struct ptx_opnd *base, long long off);
+struct ptx_opnd *ptx_opnd_list(struct ptx_module *m, unsigned n, struct ptx_opnd *const *elems);
+/* `{` (open != 0) or `}`. */
+void ptx_chain_scope(struct ptx_module *m, struct ptx_chain *c, int open);
+/* `.reg TYPE NAME;` or `.param TYPE NAME;` (space PTX_SPACE_REG/PARAM). */
+void ptx_chain_decl(struct ptx_module *m, struct ptx_chain *c, enum ptx_space space,
+		    const char *type, const char *name);
+/* `[@[!]guard] opcode mods... op, op...;` with nops struct ptx_opnd * after
+ * nops; mods: nmods strings (".param", ".b64"), the array is copied
+ * (PTX_MODS(".param", ".b64") gives both arguments). */
+struct ptx_stmt *ptx_chain_insn(struct ptx_module *m, struct ptx_chain *c, const char *guard,
+				int guard_neg, const char *opcode, unsigned nmods,
+				const char *const *mods, unsigned nops, ...);
+/* Move more's statements to the end of c. */
+void ptx_chain_append(struct ptx_chain *c, struct ptx_chain *more);
+/* Append a deep copy of src's statements (operands too) to dst. 0 or -ENOMEM. */
+int ptx_chain_copy(struct ptx_module *m, struct ptx_chain *dst, const struct ptx_chain *src);
+/* The statements as PTX text, one per line (no indentation). */
+void ptx_chain_emit(const struct ptx_chain *c, struct gx_buf *out);
+#define PTX_MODS(...) \
+	(unsigned)(sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)), \
+		(const char *const[]){__VA_ARGS__}
+
 /* Unlink s from fn's body (it stays in the arena). */
 void ptx_stmt_remove(struct ptx_func *fn, struct ptx_stmt *s);
 

@@ -20,7 +20,7 @@ SHIM_OBJS   := $(call objs,$(SHIM_SRCS)) $(BUILD)/obj/shim/lazy.o $(BUILD)/obj/s
 SHIM_CFLAGS := -I$(SHIM_GEN)
 
 # One stamp for the three generated files (a multi-target rule would run twice).
-$(SHIM_GEN)/.stamp: shim/gen-syms.sh $(CUDA_STUB) $(CUDA_HOME)/include/cuda.h
+$(SHIM_GEN)/.stamp: shim/gen-syms.sh shim/driver-extra.syms $(CUDA_STUB) $(CUDA_HOME)/include/cuda.h
 	$(call msg,GEN,$(SHIM_GEN))
 	$(Q)shim/gen-syms.sh $(CUDA_STUB) $(CUDA_HOME)/include $(CC) $(SHIM_GEN)
 	$(Q)touch $@

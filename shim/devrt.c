@@ -48,6 +48,7 @@ struct ctxst {
 	CUstream stream;
 	struct gx_ring *rt_ring;
 	uint64_t safe; /* setup failed: a zeroed gx_devrt (no maps) for hooked modules */
+	char why[160]; /* the first driver call that failed during setup */
 };
 
 static const struct gx_policy_desc *pd;
@@ -109,13 +110,23 @@ static int cu_rc(CUresult rc)
 {
 	return rc == CUDA_SUCCESS ? 0 : -EIO;
 }
+/* Remember the first failing driver call of a context's setup, for the one
+ * warning that says why the policy is not attached there. */
+static int cu_fail(struct ctxst *st, const char *call, size_t n, CUresult rc)
+{
+	const char *name = NULL;
+	if (REAL(cuGetErrorName)(rc, &name) != CUDA_SUCCESS || !name)
+		name = "unknown error";
+	if (st && !st->why[0])
+		snprintf(st->why, sizeof(st->why), "%s of %zu bytes: %s (%d)", call, n, name, (int)rc);
+	return -EIO;
+}
 static int op_alloc(void *c, size_t n, uint64_t *d)
 {
-	(void)c;
 	CUdeviceptr p = 0;
-	int r = cu_rc(REAL(cuMemAlloc_v2)(&p, n ? n : 8));
+	CUresult rc = REAL(cuMemAlloc_v2)(&p, n ? n : 8);
 	*d = p;
-	return r;
+	return rc == CUDA_SUCCESS ? 0 : cu_fail(c, "cuMemAlloc", n, rc);
 }
 static void op_free(void *c, uint64_t d)
 {
@@ -124,8 +135,8 @@ static void op_free(void *c, uint64_t d)
 }
 static int op_htod(void *c, uint64_t d, const void *s, size_t n)
 {
-	(void)c;
-	return cu_rc(REAL(cuMemcpyHtoD_v2)((CUdeviceptr)d, s, n));
+	CUresult rc = REAL(cuMemcpyHtoD_v2)((CUdeviceptr)d, s, n);
+	return rc == CUDA_SUCCESS ? 0 : cu_fail(c, "cuMemcpyHtoD", n, rc);
 }
 static int op_dtoh(void *c, void *dst, uint64_t d, size_t n)
 {
@@ -136,14 +147,13 @@ static int op_dtoh(void *c, void *dst, uint64_t d, size_t n)
 }
 static int op_host_map(void *c, void *h, size_t n, uint64_t *d)
 {
-	(void)c;
 	CUdeviceptr p = 0;
-	if (REAL(cuMemHostRegister_v2)(h, n, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE) !=
-	    CUDA_SUCCESS)
-		return -EIO;
-	if (REAL(cuMemHostGetDevicePointer_v2)(&p, h, 0) != CUDA_SUCCESS) {
+	CUresult rc = REAL(cuMemHostRegister_v2)(h, n, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+	if (rc != CUDA_SUCCESS)
+		return cu_fail(c, "cuMemHostRegister", n, rc);
+	if ((rc = REAL(cuMemHostGetDevicePointer_v2)(&p, h, 0)) != CUDA_SUCCESS) {
 		REAL(cuMemHostUnregister)(h);
-		return -EIO;
+		return cu_fail(c, "cuMemHostGetDevicePointer", n, rc);
 	}
 	*d = p;
 	return 0;
@@ -270,8 +280,9 @@ static int ctx_setup(struct ctxst *st)
 	    nsm <= 0)
 		return -ENODEV;
 	st->nr_sms = (unsigned)nsm;
-	if (REAL(cuStreamCreate)(&st->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
-		return -EIO;
+	CUresult rc = REAL(cuStreamCreate)(&st->stream, CU_STREAM_NON_BLOCKING);
+	if (rc != CUDA_SUCCESS)
+		return cu_fail(st, "cuStreamCreate", 0, rc);
 	st->maps = calloc(pd->nr_maps ? pd->nr_maps : 1, sizeof(*st->maps));
 	if (!st->maps)
 		return -ENOMEM;
@@ -288,8 +299,16 @@ static int ctx_setup(struct ctxst *st)
 			s.nr_shards = st->nr_sms;
 		else if (s.type == GX_MAP_PERWARP_ARRAY)
 			s.nr_shards = st->nr_sms * GX_WARP_SLOTS_PER_SM;
-		int ret = gx_map__create(&s, GX_MAP_F_SHM | GX_MAP_F_KEEP, &st->maps[i]);
-		if (ret) {
+		/* Rings stay private: the device writes them through a
+		 * cuMemHostRegister mapping, and Linux (>= 6.5, with NVIDIA's
+		 * long-term pins) refuses to pin writable MAP_SHARED pages of a
+		 * file outside tmpfs — a GPUEXT_SHM_DIR under /tmp on ext4 or
+		 * overlayfs made every tool with a ring fail to attach on the
+		 * H200. Their records reach the tool log through our drainer
+		 * (the only consumer a ring may have) anyway. */
+		int ret = s.type == GX_MAP_RINGBUF ? gx_map__create(&s, 0, &st->maps[i])
+						   : gx_map__create(&s, GX_MAP_F_SHM | GX_MAP_F_KEEP, &st->maps[i]);
+		if (ret && s.type != GX_MAP_RINGBUF) {
 			/* No shm folder: the policy still runs, tools just cannot see it. */
 			pr_warn("policy %s: map %s: no shared-memory copy (%s); keeping it private", ptag, name,
 				strerror(-ret));
@@ -342,9 +361,9 @@ static struct ctxst *ctx_get(CUcontext c)
 	st->idx = nr_ctx++;
 	int ret = ctx_setup(st);
 	if (ret) {
-		pr_warn("policy %s: context %u: cannot set up device maps (%s); its kernels run without the "
-			"policy",
-			ptag, st->idx, strerror(-ret));
+		pr_warn("policy %s: not attached in context %u: cannot set up its device maps: %s; running "
+			"without it",
+			ptag, st->idx, st->why[0] ? st->why : strerror(-ret));
 		ctx_teardown(st, true);
 		st->failed = 1;
 		/* Modules rewritten before the failure still call the policy: give

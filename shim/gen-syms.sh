@@ -2,7 +2,8 @@
 # Generate the shim's symbol table from the CUDA toolkit: every name the driver
 # stub exports (dynsym) plus every CUresult function cuda.h declares (all ABI
 # variants, via __CUDA_API_VERSION_INTERNAL), plus the GL/EGL/VDPAU interop and
-# profiler functions of their headers. Writes, into OUTDIR:
+# profiler functions of their headers, plus the names of shim/driver-extra.syms
+# (exported by NVIDIA's driver, named nowhere in the toolkit). Writes, into OUTDIR:
 #   syms.list     one name a line, sorted (also used by the tests)
 #   gx_syms.h     enum GX_SYM_<name> and GX_NR_SYMS
 #   gx_syms.inc   the same indices as assembler symbols
@@ -29,7 +30,9 @@ for h in cudaGL.h cudaEGL.h cudaVDPAU.h cudaProfiler.h; do
 	{ grep -ohE '^[[:space:]]*#[[:space:]]*define[[:space:]]+cu[A-Za-z0-9_]+[[:space:]]+cu[A-Za-z0-9_]+[[:space:]]*$' "$inc/$h" || true; } |
 		awk '{print $NF}'
 done >>"$tmp/hdr"
-LC_ALL=C sort -u "$tmp/stub" "$tmp/hdr" | grep -E '^cu[A-Za-z0-9_]+$' >"$tmp/all"
+extra=$(dirname "$0")/driver-extra.syms
+{ grep -vE '^[[:space:]]*(#|$)' "$extra" || true; } >"$tmp/extra"
+LC_ALL=C sort -u "$tmp/stub" "$tmp/hdr" "$tmp/extra" | grep -E '^cu[A-Za-z0-9_]+$' >"$tmp/all"
 n=$(wc -l <"$tmp/all")
 
 {

@@ -46,7 +46,7 @@ enum gx_event_kind {
 	GX_EV_MEM_ADVISE,       /* pre: cuMemAdvise */
 	GX_EV_STREAM_CREATE,    /* a stream was created */
 	GX_EV_STREAM_DESTROY,   /* pre: a stream is about to be destroyed */
-	GX_EV_SYNC,             /* pre: cuCtxSynchronize / cuStreamSynchronize */
+	GX_EV_SYNC,             /* pre: cuCtxSynchronize[_v2] / cuStreamSynchronize / cuEventSynchronize */
 	GX_EV__COUNT
 };
 

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hostbpf/gx_hostexec.h"
@@ -37,6 +38,18 @@ static int nrejected;
 static struct { CUcontext ctx; CUstream s; CUevent ev; } pstreams[16];
 static struct { void *f; int n; uint16_t off[32], size[32]; } fcache[FCACHE];
 static unsigned long nr_prefetch_calls;
+static uint64_t nr_prefetch_bytes, exec_ns, api_ns;
+/* GPUEXT_HOSTPOLICY_STREAM=launch: prefetch in order on the launch stream
+ * (what hand-written code does) instead of the private prefetch stream. */
+static bool on_launch_stream;
+static uint64_t min_prefetch;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* The shim's cuda.h view keeps the old (v1) prototypes; prefetch is v2 (CUDA
  * 13: a CUmemLocation and flags). */
@@ -83,6 +96,14 @@ static struct gx_hx_opts make_opts(void)
 	const char *cap = getenv("GPUEXT_HOSTPOLICY_CAPACITY"); /* regions; default: device memory */
 	if (cap)
 		o.capacity = (uint32_t)strtoul(cap, NULL, 0);
+	/* Below one VA block a cuMemPrefetchAsync call costs more CPU before the
+	 * launch than the GPU's demand paging spends on the same pages. */
+	const char *min = getenv("GPUEXT_HOSTPOLICY_MIN_PREFETCH");
+	o.min_prefetch = min_prefetch = min ? strtoull(min, NULL, 0) : 2ull << 20;
+	const char *st = getenv("GPUEXT_HOSTPOLICY_STREAM");
+	on_launch_stream = st && !strcmp(st, "launch");
+	if (st && strcmp(st, "launch") && strcmp(st, "own"))
+		pr_warn("hostpolicy: GPUEXT_HOSTPOLICY_STREAM=%s: expected 'own' or 'launch'; using 'own'", st);
 	return o;
 }
 
@@ -122,10 +143,11 @@ static void issue(struct gx_event *ev, CUstream ls)
 	CUdevice dev = ev->dev;
 	if (dev < 0 && REAL(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
 		dev = 0;
-	if (pstream(ev->ctx, &s, &e)) {
-		s = ls; /* no private stream: in order on the launch stream */
+	if (on_launch_stream || pstream(ev->ctx, &s, &e)) {
+		s = ls; /* in order on the launch stream */
 		e = NULL;
 	}
+	uint64_t t0 = mono_ns();
 	for (int i = 0; i < npref; i++) {
 		CUmemLocation loc = {.type = pref[i].to_host ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE,
 				     .id = pref[i].to_host ? 0 : dev};
@@ -133,9 +155,12 @@ static void issue(struct gx_event *ev, CUstream ls)
 		if (rc != CUDA_SUCCESS)
 			pr_warn_once("hostpolicy: cuMemPrefetchAsync failed (%d); hints dropped", (int)rc);
 		nr_prefetch_calls++;
+		if (!pref[i].to_host)
+			nr_prefetch_bytes += pref[i].len;
 	}
 	if (e && REAL(cuEventRecord)(e, s) == CUDA_SUCCESS)
 		REAL(cuStreamWaitEvent)(ls, e, 0);
+	api_ns += mono_ns() - t0;
 	npref = 0;
 }
 
@@ -175,6 +200,7 @@ static void scan_word(uint64_t v)
 static void on_launch(struct gx_event *ev)
 {
 	struct gx_launch_event *l = &ev->launch;
+	uint64_t t0 = mono_ns();
 	for (int i = 0; i < nrejected; i++)
 		if (rejected[i] == (uint64_t)(uintptr_t)l->stream || rejected[i] == (uint64_t)(uintptr_t)ev->ctx)
 			return; /* vetoed by the caller */
@@ -204,6 +230,7 @@ static void on_launch(struct gx_event *ev)
 			scan_word(v);
 		}
 	}
+	exec_ns += mono_ns() - t0;
 	issue(ev, l->stream);
 }
 
@@ -272,8 +299,15 @@ static void report(void)
 {
 	pthread_mutex_lock(&hp_lock);
 	if (hx) {
-		pr_info("hostpolicy: %lu prefetch calls issued (policy '%s'%s)", nr_prefetch_calls,
-			gx_hx__mem_policy(hx), gx_hx__mem_enabled(hx) ? "" : ", disabled");
+		struct gx_hx_stats st;
+		gx_hx__stats(hx, &st);
+		pr_info("hostpolicy: %lu prefetch calls issued, %.1f MiB; %llu ranges (%.1f MiB) under %.1f MiB left to "
+			"demand paging; executor %.3f ms in %llu policy calls (%llu faults); cuMemPrefetchAsync %.3f ms "
+			"(policy '%s'%s)",
+			nr_prefetch_calls, nr_prefetch_bytes / 1048576.0, (unsigned long long)st.small,
+			st.small_bytes / 1048576.0, min_prefetch / 1048576.0, exec_ns / 1e6,
+			(unsigned long long)st.calls, (unsigned long long)st.faults, api_ns / 1e6, gx_hx__mem_policy(hx),
+			gx_hx__mem_enabled(hx) ? "" : ", disabled");
 		gx_hx__free(hx);
 		hx = NULL;
 	}

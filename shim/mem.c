@@ -176,6 +176,19 @@ GX_EXPORT CUresult cuCtxSynchronize(void)
 	return veto != CUDA_SUCCESS ? veto : REAL(cuCtxSynchronize)();
 }
 
+/* cudart 13 reaches cudaDeviceSynchronize through this variant. */
+GX_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+	CUresult veto = sync_event(NULL);
+	return veto != CUDA_SUCCESS ? veto : REAL(cuCtxSynchronize_v2)(ctx);
+}
+
+GX_EXPORT CUresult cuEventSynchronize(CUevent hEvent)
+{
+	CUresult veto = sync_event(NULL);
+	return veto != CUDA_SUCCESS ? veto : REAL(cuEventSynchronize)(hEvent);
+}
+
 GX_EXPORT CUresult cuStreamSynchronize(CUstream hStream)
 {
 	CUresult veto = sync_event(hStream);

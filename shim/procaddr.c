@@ -46,6 +46,7 @@ static const struct {
 	{ "cuCtxCreate", 11040, "cuCtxCreate_v3" },
 	{ "cuCtxCreate", 3020, "cuCtxCreate_v2" },
 	{ "cuCtxDestroy", 4000, "cuCtxDestroy_v2" },
+	{ "cuCtxSynchronize", 13000, "cuCtxSynchronize_v2" },
 	{ "cuDevicePrimaryCtxRelease", 11000, "cuDevicePrimaryCtxRelease_v2" },
 	{ "cuDevicePrimaryCtxReset", 11000, "cuDevicePrimaryCtxReset_v2" },
 	{ "cuStreamDestroy", 4000, "cuStreamDestroy_v2" },

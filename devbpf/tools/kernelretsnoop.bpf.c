@@ -23,7 +23,8 @@ struct {
 SEC("gdev/retprobe/*")
 int kernelretsnoop(struct gdev_ctx *ctx)
 {
-	if (ctx->warpid != 0)
+	/* special registers, not the context: warps 1.. touch no memory */
+	if (gdev_warpid() != 0)
 		return GDEV_DEFAULT;
 	struct gx_krs_rec r = {
 		.kernel_id = ctx->kernel_id,

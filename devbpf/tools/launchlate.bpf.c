@@ -23,7 +23,11 @@ struct {
 SEC("gdev/probe/*")
 int launchlate(struct gdev_ctx *ctx)
 {
-	if (ctx->warpid != 0 || ctx->ctaid_x != 0 || ctx->ctaid_y != 0 || ctx->ctaid_z != 0)
+	/* gdev_warpid() reads special registers: warps 1.. leave without a
+	 * memory access (the context is memory until the rewriter inlines us) */
+	if (gdev_warpid() != 0)
+		return GDEV_DEFAULT;
+	if (ctx->ctaid_x != 0 || ctx->ctaid_y != 0 || ctx->ctaid_z != 0)
 		return GDEV_DEFAULT;
 	struct gx_ll_rec r = {
 		.kernel_id = ctx->kernel_id,

@@ -50,12 +50,19 @@ $(TOOLS_TEST)/test_pcache: $(call objs,tests/tools/test_pcache.c devbpf/tools/gx
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
+# The tools' programs on simulated launches (native JIT and interpreter).
+$(TOOLS_TEST)/test_tool_progs: $(call objs,tests/tools/test_tool_progs.c) $$(JIT_TEST_LIBS)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JIT_LDLIBS) $(DEVBPF_SO_LDLIBS)
+TEST_BINS += $(TOOLS_TEST)/test_tool_progs $(TOOL_OBJS)
+TESTS     += "$(TOOLS_TEST)/test_tool_progs $(TOOLS_DIR)"
 $(TOOLS_TEST)/%.sh: tests/tools/%.sh
 	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
 TEST_BINS += $(TOOLS_TEST)/test_pcache $(TOOLS_TEST)/test_tools.sh \
-             $(TOOLS_TEST)/test_tools_ptx.sh $(TOOLS_TEST)/test_attach.sh
+             $(TOOLS_TEST)/test_tools_ptx.sh $(TOOLS_TEST)/test_attach.sh $(TOOLS_TEST)/test_attach_cache.sh
 TESTS     += $(TOOLS_TEST)/test_pcache $(TOOLS_TEST)/test_tools.sh $(TOOLS_TEST)/test_tools_ptx.sh \
-             $(TOOLS_TEST)/test_attach.sh
+             $(TOOLS_TEST)/test_attach.sh $(TOOLS_TEST)/test_attach_cache.sh
 
 # The attach test: the shim engineer's fake driver plus fakedev.c (memory).
 TOOLS_FAKE := $(TOOLS_TEST)/fakecuda/libcuda.so.1
@@ -63,7 +70,7 @@ $(TOOLS_FAKE): tests/shim/fakecuda/fake.c $(BUILD)/gen/fakecuda/fake_gen.c tests
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Wno-unused-parameter -shared -o $@ -Wl,-soname,libcuda.so.1 $^ -ldl -lpthread
-$(TOOLS_TEST)/attach_app: tests/tools/attach_app.c devbpf/gx_devrt.h
+$(TOOLS_TEST)/attach_app: tests/tools/attach_app.c devbpf/gx_devrt.h ptx-rewrite/gx_ptx.h
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(STUB_LDIR) -lcuda -ldl

@@ -10,7 +10,7 @@
 #     allocator (CUDAPluggableAllocator, .so built here) under the prefetch
 #     policies: results identical to runs without the shim.
 # Prints ok/not ok lines; logs under $OUT/hostpolicy/. HOSTPOLICY_SKIP=bench,cupy,torch.
-# Needs ~4 minutes; under tests/gpu/run.sh use GX_GPU_TIMEOUT=600 to be safe.
+# Needs ~5 minutes; under tests/gpu/run.sh use GX_GPU_TIMEOUT=600 to be safe.
 set -u
 ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 B=${GX_BUILD:-$ROOT/build}

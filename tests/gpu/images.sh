@@ -31,15 +31,33 @@ if command -v cuobjdump >/dev/null && command -v nvcc >/dev/null; then
 	nvcc -rdc=true -c -gencode arch=compute_80,code=[sm_80,compute_80] -o rdc_main.o "$S/rdc_main.cu" 2>>build.log
 	nvcc -rdc=true -c -gencode arch=compute_80,code=[sm_80,compute_80] -o rdc_lib.o "$S/rdc_lib.cu" 2>>build.log
 	nvcc -rdc=true -gencode arch=compute_80,code=[sm_80,compute_80] -o rdcexe rdc_main.o rdc_lib.o 2>>build.log
+	# cuobjdump: "ELF file    1: k.1.sm_90.cubin" -> "elf sm_90"
+	cuo_entries() { sed -n 's/^\(ELF\|PTX\) file *[0-9]*: .*\.\(sm_[0-9]*[af]\?\)\.\(cubin\|ptx\)$/\1 \2/p' "$1" |
+		tr 'A-Z' 'a-z' | sort | tr '\n' ';'; }
+	# Ours: "KIND ARCH" of the entries whose CODE column ($10) matches $2.
+	our_entries() { "$G" fatbin list "$1" | awk -v c="$2" 'NR > 2 && $10 ~ c { print $3, $4 }' | sort | tr '\n' ';'; }
 	for f in k_default.fatbin k_size.fatbin k_speed.fatbin k_none.fatbin rdc_main.o rdcexe; do
 		[ -f "$f" ] || { nok "nvcc did not build $f: $(tail -2 build.log)"; continue; }
-		# cuobjdump: "ELF file    1: k.1.sm_90.cubin" -> "elf sm_90"
 		cuobjdump -lelf -lptx "$f" >"$f.cuobjdump" 2>&1
-		theirs=$(sed -n 's/^\(ELF\|PTX\) file *[0-9]*: .*\.\(sm_[0-9]*[af]\?\)\.\(cubin\|ptx\)$/\1 \2/p' "$f.cuobjdump" |
-			tr 'A-Z' 'a-z' | sort | tr '\n' ';')
-		ours=$("$G" fatbin list "$f" | awk 'NR > 2 { print $3, $4 }' | sort | tr '\n' ';')
-		[ -n "$theirs" ] && [ "$theirs" = "$ours" ] && ok "$f: entries match cuobjdump ($theirs)" ||
-			nok "$f: ours '$ours', cuobjdump '$theirs' (see $W/$f.cuobjdump)"
+		theirs=$(cuo_entries "$f.cuobjdump")
+		# Like with like: for an executable or shared library cuobjdump lists
+		# the loadable code (.nv_fatbin: CODE "linked"), not the -rdc
+		# relocatable inputs nvcc keeps in __nv_relfatbin; for an object (.o)
+		# and a bare fatbin, everything.
+		what="entries" sel=.
+		if readelf -h "$f" 2>/dev/null | grep -qE 'Type: +(EXEC|DYN)'; then
+			what="linked entries" sel='^linked$'
+		fi
+		ours=$(our_entries "$f" "$sel")
+		[ -n "$theirs" ] && [ "$theirs" = "$ours" ] && ok "$f: $what match cuobjdump ($theirs)" ||
+			nok "$f: ours ($what) '$ours', cuobjdump '$theirs' (see $W/$f.cuobjdump)"
+		# The relocatable ones: cuobjdump -all may list them too (informative).
+		if [ "$sel" != . ] && [ -n "$(our_entries "$f" '^reloc$')" ]; then
+			cuobjdump -all -lelf -lptx "$f" >"$f.all.cuobjdump" 2>&1
+			theirs=$(cuo_entries "$f.all.cuobjdump") ours=$(our_entries "$f" .)
+			[ "$theirs" = "$ours" ] && ok "$f: all entries (linked + relocatable) match cuobjdump -all ($theirs)" ||
+				echo "# images: $f: cuobjdump -all lists '$theirs', ours (all sections) '$ours' (see $W/$f.all.cuobjdump)"
+		fi
 	done
 	for m in default size speed none; do
 		mkdir -p x_$m c_$m

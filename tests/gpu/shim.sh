@@ -150,10 +150,14 @@ if [ ! -x "$TA" ]; then
 		>"$L/build-test_audit.log" 2>&1 || nok "build test_audit: $(tail -2 "$L/build-test_audit.log" | tr '\n' ' ')"
 fi
 if [ -n "$real" ] && [ -x "$TA" ]; then
-	timeout 60 "$B/bin/gpuext-run" --audit -- "$TA" "$(readlink -f "$real")" shim >"$L/audit.out" 2>"$L/audit.err"
-	grep -q '^ok - absolute-path dlopen gives the shim' "$L/audit.out" && ! grep -q '^not ok' "$L/audit.out" &&
-		ok "gpuext-run --audit redirects dlopen of the real driver's absolute path" ||
-		nok "--audit: $(grep 'not ok' "$L/audit.out" | head -2 | tr '\n' ' ') $(tail -2 "$L/audit.err" | tr '\n' ' ')"
+	# The versioned file (libcuda.so.580.xx) and the libcuda.so.1 link to it.
+	for p in "$(readlink -f "$real")" "$real"; do
+		b=$(basename "$p")
+		timeout 60 "$B/bin/gpuext-run" --audit -- "$TA" "$p" shim >"$L/audit.$b.out" 2>"$L/audit.$b.err"
+		grep -q '^ok - absolute-path dlopen gives the shim' "$L/audit.$b.out" && ! grep -q '^not ok' "$L/audit.$b.out" &&
+			ok "gpuext-run --audit redirects dlopen of the real driver's absolute path ($p)" ||
+			nok "--audit ($p): $(grep 'not ok' "$L/audit.$b.out" | head -2 | tr '\n' ' ') $(tail -2 "$L/audit.$b.err" | tr '\n' ' ')"
+	done
 fi
 
 # ---- 1b. events on the real driver: a preloaded subscriber counts them ----
@@ -229,6 +233,6 @@ fi
 
 # ---- 3. benchmark ----
 if [[ ",$SKIP," != *,bench,* ]]; then
-	GX_BUILD=$B OUT=$OUT timeout 400 bash "$ROOT/bench/launch_overhead.sh" "${SHIM_BENCH_REPS:-5}" 2>&1 | tee -a "$L/summary.txt" | grep -E '^(ok|not ok|\||bench:|#)'
+	GX_BUILD=$B OUT=$OUT timeout 400 bash "$ROOT/bench/launch_overhead.sh" "${SHIM_BENCH_REPS:-11}" 2>&1 | tee -a "$L/summary.txt" | grep -E '^(ok|not ok|\||bench:|#)'
 fi
 echo "# logs and outputs: $L"

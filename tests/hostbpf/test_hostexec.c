@@ -138,6 +138,59 @@ static void test_stride(void)
 	gx_hx__free(hx);
 }
 
+/* The shim's launch model: one fault per region and launch, no range asked
+ * twice, small ranges left to demand paging (min_prefetch). */
+static void test_launch_model(void)
+{
+	const char *pols[] = {"gx_seq", "gx_stride", "gx_tree"};
+	for (int i = 0; i < 3; i++) {
+		struct rec r;
+		memset(&r, 0, sizeof(r));
+		char path[512];
+		struct gx_hx_opts o = {.sz = sizeof(o), .tgid = 4242, .min_prefetch = 2 * MB,
+				       .act = {.user = &r, .prefetch = on_prefetch}};
+		struct gx_hx *hx = gx_hx__new(&o);
+		snprintf(path, sizeof(path), "%s/%s.bpf.o", dir, pols[i]);
+		GX_CHECK(gx_hx__load(hx, path, NULL) == 0, "launch model: %s loads", pols[i]);
+		gx_hx__alloc(hx, VA, 64 * MB);
+		gx_hx__touch(hx, VA, 0);
+		struct gx_hx_stats st;
+		gx_hx__stats(hx, &st);
+		uint64_t sum = 0;
+		for (int k = 0; k < r.n && k < 256; k++)
+			sum += r.len[k];
+		GX_CHECK(st.faults <= 32 && st.calls <= 32 + 32, "launch model: %s: at most one fault per region (%llu faults, %llu calls)",
+			 pols[i], (unsigned long long)st.faults, (unsigned long long)st.calls);
+		GX_CHECK(sum <= 64 * MB && st.prefetch_bytes == sum, "launch model: %s: nothing asked twice (%llu bytes)",
+			 pols[i], (unsigned long long)sum);
+		for (int k = 0; k < r.n && k < 256; k++)
+			if (r.len[k] < 2 * MB)
+				GX_CHECK(0, "launch model: %s: range of %llu bytes under min_prefetch issued", pols[i],
+					 (unsigned long long)r.len[k]);
+		if (i == 0)
+			GX_CHECK(r.n == 1 && r.len[0] == 64 * MB, "launch model: gx_seq prefetches the footprint in one call");
+		else
+			GX_CHECK(st.small > 0 && r.n == 0,
+				 "launch model: %s: its small ranges are left to demand paging (%llu ranges)", pols[i],
+				 (unsigned long long)st.small);
+		gx_hx__free(hx);
+	}
+	/* a small allocation is prefetched whole even under min_prefetch */
+	struct rec r;
+	memset(&r, 0, sizeof(r));
+	char path[512];
+	struct gx_hx_opts o = {.sz = sizeof(o), .tgid = 4242, .min_prefetch = 2 * MB,
+			       .act = {.user = &r, .prefetch = on_prefetch}};
+	struct gx_hx *hx = gx_hx__new(&o);
+	snprintf(path, sizeof(path), "%s/gx_seq.bpf.o", dir);
+	gx_hx__load(hx, path, NULL);
+	gx_hx__alloc(hx, VA + 4096, 32768);
+	gx_hx__touch(hx, VA + 4096, 0);
+	GX_CHECK(r.n == 1 && r.va[0] <= VA + 4096 && r.va[0] + r.len[0] >= VA + 4096 + 32768,
+		 "launch model: a 32 KiB allocation is prefetched whole despite min_prefetch (n=%d)", r.n);
+	gx_hx__free(hx);
+}
+
 static int resident_has(struct gx_hx *hx, uint64_t va)
 {
 	uint64_t v[64];
@@ -311,6 +364,7 @@ int main(int argc, char **argv)
 	if (shmdir)
 		rmdir(shmdir);
 	test_refused();
+	test_launch_model();
 	disabled_after_errors("gx_bad", "gx_bad (bad returns, kfunc misuse)", 0);
 	disabled_after_errors("hx_unsafe", "hx_unsafe (write to a read-only region)", 1);
 	disabled_after_errors("hx_loop", "hx_loop (unbounded loop, step budget)", 1);

@@ -65,6 +65,22 @@ int main(int argc, char **argv)
 	before = after;
 	cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, extra);
 	GX_CHECK(count("cuMemPrefetchAsync_v2") == before, "resident data: no second prefetch");
+	if (want) {
+		/* a host synchronisation (any of the driver's entry points): the
+		 * CPU may touch the data, the next launch prefetches again */
+		cuCtxSynchronize_v2(NULL);
+		cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, extra);
+		GX_CHECK(count("cuMemPrefetchAsync_v2") == before + 1,
+			 "after cuCtxSynchronize_v2 (cudart 13's cudaDeviceSynchronize) the data is prefetched again");
+		before = count("cuMemPrefetchAsync_v2");
+		CUevent e;
+		cuEventCreate(&e, 0);
+		cuEventSynchronize(e);
+		cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, extra);
+		GX_CHECK(count("cuMemPrefetchAsync_v2") == before + 1, "after cuEventSynchronize too");
+		before = count("cuMemPrefetchAsync_v2");
+		cuEventDestroy(e);
+	}
 	/* not managed: nothing */
 	uint64_t bogus = 0x1000;
 	void *extra2[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &bogus, CU_LAUNCH_PARAM_BUFFER_SIZE, &sz, CU_LAUNCH_PARAM_END};

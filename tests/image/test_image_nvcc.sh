@@ -131,8 +131,8 @@ check "--json list is one JSON object with the entries" \
 
 # 4. -rdc: device-linked SASS in .nv_fatbin, relocatable code in __nv_relfatbin.
 check "-rdc object: relocatable SASS and PTX (--compile-only)" \
-	"[ \$($G fatbin list rdc_main.o | grep -c '(relocatable)') = 3 ] && $G --json fatbin list rdc_main.o | grep -q '\"options\":\"--compile-only\"'"
-got=$("$G" fatbin list rdcexe | awk 'NR > 2 { print $2, $3, $4, ($NF == "(relocatable)") ? "rel" : "linked" }' | tr '\n' ';')
+	"[ \$($G fatbin list rdc_main.o | awk 'NR > 2 && \$10 == \"reloc\"' | wc -l) = 3 ] && $G --json fatbin list rdc_main.o | grep -q '\"options\":\"--compile-only\"'"
+got=$("$G" fatbin list rdcexe | awk 'NR > 2 { print $2, $3, $4, ($10 == "reloc") ? "rel" : "linked" }' | tr '\n' ';')
 want="0 elf sm_80 linked;0 elf sm_90 linked;1 elf sm_80 rel;1 ptx sm_80 rel;1 elf sm_90 rel;2 elf sm_80 rel;2 ptx sm_80 rel;2 elf sm_90 rel;"
 check "-rdc executable: the linked container is registered by a version-2 wrapper" \
 	"$G --json fatbin list rdcexe | grep -q '{\"index\":0,\"container\":0,\"section\":\".nv_fatbin\",\"wrapper\":2,'"

@@ -21,6 +21,10 @@ missing=$(comm -23 "$tmp/stub" "$tmp/shim" | wc -l)
 	nok "shim lacks $missing stub symbols: $(comm -23 "$tmp/stub" "$tmp/shim" | head -5 | tr '\n' ' ')"
 extra=$(nm -D --defined-only "$SHIM" | awk '$3 !~ /^(cu|gx_events_|gx_shim_|gpuext_shim_marker)/' | wc -l)
 [ "$extra" -eq 0 ] && ok "no stray exports" || nok "stray exports: $(nm -D --defined-only "$SHIM" | awk '$3 !~ /^(cu|gx_events_|gx_shim_|gpuext_)/ {print $3}' | head -5 | tr '\n' ' ')"
+# Names the real driver exports beyond the stub and headers (shim/driver-extra.syms).
+xmiss=$(grep -vE '^[[:space:]]*(#|$)' shim/driver-extra.syms | sort | comm -23 - "$tmp/shim" | tr '\n' ' ')
+[ -z "$xmiss" ] && ok "shim exports the $(grep -cvE '^[[:space:]]*(#|$)' shim/driver-extra.syms) extra driver names of shim/driver-extra.syms" ||
+	nok "shim lacks extra driver names: $xmiss"
 readelf -d "$SHIM" | grep -q 'SONAME.*\[libcuda.so.1\]' && ok "SONAME libcuda.so.1" || nok "SONAME is not libcuda.so.1"
 [ "$(readlink "$B/lib/libcuda.so")" = libcuda.so.1 ] && ok "libcuda.so -> libcuda.so.1" || nok "libcuda.so link missing"
 if readelf -V "$STUB" | grep -q 'No version'; then
@@ -94,3 +98,19 @@ grep -q 'rewritten' "$tmp/dis.err" && nok "GPUEXT_DISABLE: a module was still re
 	ok "GPUEXT_DISABLE: no module rewritten"
 grep -q 'forwarding only' "$tmp/dis.err" && ok "GPUEXT_DISABLE: cuInit's line says forwarding only" ||
 	nok "GPUEXT_DISABLE: no 'forwarding only' line"
+
+# Bench line: the shim's added launch cost on the CPU, against the fake
+# driver (no GPU noise): the same CUfunction through the fake's entry points
+# and the shim's, alternating rounds in one process (bench/launch_ab.c).
+if [ -x "$B/bench/launch_ab" ]; then
+	run "$B/bench/launch_ab" "$tmp/k.ptx" kern_a 200 256 >"$tmp/ab.out" 2>"$tmp/ab.err"
+	abrc=$?
+	line=$(awk '$1 == "ab" && $3 == "direct_ns" { delete v; for (i = 3; i < NF; i += 2) v[$i] = $(i + 1);
+		printf "%s %+.1f ns (%.1f -> %.1f); ", $2, v["added_ns"], v["direct_ns"], v["shim_ns"];
+		if (v["added_ns"] > w || w == "") w = v["added_ns"] } END { printf "| %.1f", w }' "$tmp/ab.out")
+	echo "# bench: shim launch cost on the CPU (fake driver), median added per call: ${line%|*}"
+	worst=${line##*| }
+	[ $abrc -eq 0 ] && [ -n "$worst" ] && awk -v w="$worst" 'BEGIN { exit !(w <= 50) }' &&
+		ok "CPU launch cost through the shim: worst entry point adds $worst ns per call (<= 50)" ||
+		nok "CPU launch cost through the shim (exit $abrc): worst ${worst:-?} ns; $(tail -2 "$tmp/ab.err" | tr '\n' ' ')"
+fi

@@ -6,6 +6,8 @@ B=${BUILD:-build}
 R=$B/bin/gpuext-run
 G=$B/bin/gpuext
 FAKE=$PWD/$B/tests/fakecuda/libcuda.so.1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 check() { if eval "$2" >/dev/null 2>&1; then echo "ok - $1"; else echo "not ok - $1: $2"; fi; }
 check "gpuext-run --help exits 0 with usage" "$R --help | grep -q '^usage: gpuext-run'"
 check "gpuext run --help" "$G run --help | grep -q '^usage: gpuext run'"
@@ -27,3 +29,21 @@ check "a CUDA program runs under gpuext-run" "GPUEXT_REAL_LIBCUDA=$FAKE $R -v --
 out=$(GPUEXT_REAL_LIBCUDA=$FAKE $R --audit -- "$B/tests/shim/test_audit" "$FAKE" shim 2>&1)
 echo "$out" | grep -E '^(not )?ok - '
 echo "$out" | grep -q '^ok - absolute-path dlopen gives the shim' || echo "not ok - --audit redirection: $(echo "$out" | tail -3 | tr '\n' ' ')"
+# The driver as installed: a versioned file behind a chain of links
+# (lib64/libcuda.so.1 -> libcuda.so.580.159.04), opened by any of its names.
+D=$tmp/nvidia/lib64
+mkdir -p "$D" && cp "$FAKE" "$D/libcuda.so.580.159.04" && ln -s libcuda.so.580.159.04 "$D/libcuda.so.1" &&
+	ln -s libcuda.so.1 "$D/libcuda.so" && ln -s "$D/libcuda.so" "$tmp/libdriver-alias.so" && cp "$FAKE" "$D/libcuda_other.so"
+audit_case() { # WANT PATH DESCRIPTION
+	local o
+	o=$(GPUEXT_REAL_LIBCUDA=$D/libcuda.so.1 $R --audit -- "$B/tests/shim/test_audit" "$2" "$1" 2>&1)
+	if echo "$o" | grep -q '^not ok' || ! echo "$o" | grep -q "^ok - absolute-path dlopen gives the"; then
+		echo "not ok - --audit, $3: $(echo "$o" | grep -v '^ok' | tail -3 | tr '\n' ' ')"
+	else
+		echo "ok - --audit, $3"
+	fi
+}
+audit_case shim "$D/libcuda.so.580.159.04" "dlopen of the versioned file (libcuda.so.580.159.04) gives the shim"
+audit_case shim "$D/libcuda.so" "dlopen of the libcuda.so link gives the shim"
+audit_case shim "$tmp/libdriver-alias.so" "dlopen of a link whose target is the driver gives the shim"
+audit_case real "$D/libcuda_other.so" "a library of another name (libcuda_other.so) is not redirected"

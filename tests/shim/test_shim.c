@@ -148,6 +148,17 @@ static void test_forwarding(void)
 	GX_CHECK(rc == CUDA_ERROR_NOT_FOUND, "a symbol the driver lacks returns CUDA_ERROR_NOT_FOUND (%d)", rc);
 	GX_CHECK(cuCheckpointProcessLock(1, NULL) == CUDA_ERROR_NOT_FOUND && log_count(m, "cuCheckpointProcessLock: not in the real driver") == 1,
 		 "a missing symbol is logged once");
+	/* Names of shim/driver-extra.syms (no prototype anywhere): forwarded
+	 * when the driver has them, CUDA_ERROR_NOT_FOUND when it does not. */
+	CUresult (*extra)(void) = (CUresult(*)(void))dlsym(RTLD_DEFAULT, "cuMemGetAttribute");
+	long before = fake_count("cuMemGetAttribute");
+	Dl_info di;
+	GX_CHECK(extra && dladdr((void *)extra, &di) && strstr(di.dli_fname, "build/lib") && extra() == CUDA_SUCCESS &&
+			 fake_count("cuMemGetAttribute") == before + 1,
+		 "a driver name beyond the stub and headers (cuMemGetAttribute) is exported and forwarded");
+	extra = (CUresult(*)(void))dlsym(RTLD_DEFAULT, "cuMemGetAttribute_v2");
+	GX_CHECK(extra && extra() == CUDA_ERROR_NOT_FOUND && log_count(m, "cuMemGetAttribute_v2: not in the real driver") == 1,
+		 "an extra name the driver lacks returns CUDA_ERROR_NOT_FOUND, logged once");
 	const void *tab = NULL;
 	CUuuid id = { { 0 } };
 	rc = cuGetExportTable(&tab, &id);

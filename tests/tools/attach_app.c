@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "devbpf/gx_devrt.h"
+#include "ptx-rewrite/gx_ptx.h"
 
 static int fail(const char *what, CUresult rc)
 {
@@ -67,6 +68,24 @@ int main(int argc, char **argv)
 		uint64_t shard = rt->maps[0].nr_shards - 1;
 		uint64_t *v = (uint64_t *)(uintptr_t)(rt->maps[0].data + shard * rt->maps[0].max_entries * rt->maps[0].value_stride);
 		v[0] = 2, v[1] = 4, v[2] = 128;
+	}
+	/* One data record in every ring of the policy, as bpf_ringbuf_output
+	 * would write it: 64 bytes whose first u64 is the kernel id (every
+	 * tool's record starts with it), block 1 (kernelretsnoop's ctaid.x). */
+	for (uint32_t i = 0; i < rt->nr_maps; i++) {
+		if (rt->maps[i].type != GX_MAP_RINGBUF)
+			continue;
+		struct gx_ring *rr = (struct gx_ring *)(uintptr_t)rt->maps[i].data;
+		unsigned char *rec = (unsigned char *)(rr + 1);
+		uint64_t payload[8] = { gx_kernel_id(argv[2]), 1000, 1 };
+		memcpy(rec + sizeof(struct gx_rec_hdr), payload, sizeof(payload));
+		uint32_t len = (uint32_t)(sizeof(struct gx_rec_hdr) + sizeof(payload));
+		__atomic_store_n(&rr->head, GX_ROUND8(len), __ATOMIC_RELEASE);
+		struct gx_rec_hdr hd = { len, GX_REC_DATA | GX_REC_COMMITTED };
+		uint64_t word;
+		memcpy(&word, &hd, 8);
+		__atomic_store_n((uint64_t *)(void *)rec, word, __ATOMIC_RELEASE);
+		printf("ok - attach_app: one record written into ring map %u\n", i);
 	}
 	/* A printk record in the runtime ring. */
 	struct gx_ring *r = (struct gx_ring *)(uintptr_t)rt->ring;

@@ -7,6 +7,7 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,10 +45,32 @@ FX CUresult cuStreamSynchronize(CUstream s)
 	(void)s;
 	return CUDA_SUCCESS;
 }
+/* With FAKEDEV_PIN_ANON_ONLY=1, refuse to pin pages of a file mapping (any
+ * mapping with an inode), as Linux >= 6.5 does for the long-term pins of
+ * cuMemHostRegister on files outside tmpfs: the H200 case that kept every
+ * tool with a ring from attaching. FAKEDEV_PIN_NONE=1 refuses every pin. */
+static int file_backed(const void *p, size_t n)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	uintptr_t a = (uintptr_t)p, e = a + n;
+	int file = 0;
+	while (f && !file && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, ino;
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %lu", &lo, &hi, &ino) == 3 && lo < e && a < hi && ino)
+			file = 1;
+	}
+	if (f)
+		fclose(f);
+	return file;
+}
 FX CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned f)
 {
-	(void)p, (void)n, (void)f;
+	(void)f;
 	fake_rec("cuMemHostRegister_v2");
+	const char *e = getenv("FAKEDEV_PIN_ANON_ONLY"), *all = getenv("FAKEDEV_PIN_NONE");
+	if ((e && *e == '1' && file_backed(p, n)) || (all && *all == '1'))
+		return CUDA_ERROR_INVALID_VALUE;
 	return CUDA_SUCCESS;
 }
 FX CUresult cuMemHostUnregister(void *p)

@@ -5,29 +5,74 @@
 
 #include "tests/devbpf/gpu/gpu_common.h"
 
+/* Arrays with non-zero contents (global data: .rodata/.data, whose bytes
+ * the policy reads, e.g. printk formats) carry them as hex after the name:
+ * without them the GPU run saw an empty .rodata and printk returned 0. */
 int gx_t_write_specs(FILE *f, struct gx_map **maps, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%u %u %u %u %s\n", maps[i]->l.type, maps[i]->l.key_size,
-			maps[i]->l.value_size, maps[i]->l.max_entries, maps[i]->name);
+	for (size_t i = 0; i < n; i++) {
+		const struct gx_map *m = maps[i];
+		const unsigned char *d = (const unsigned char *)(uintptr_t)m->l.data;
+		fprintf(f, "%u %u %u %u %s", m->l.type, m->l.key_size, m->l.value_size, m->l.max_entries,
+			m->name);
+		size_t nz = 0;
+		for (size_t k = 0; m->l.type == GX_MAP_ARRAY && k < m->l.data_size; k++)
+			if (d[k])
+				nz = k + 1;
+		if (nz)
+			fputc(' ', f);
+		for (size_t k = 0; k < nz; k++)
+			fprintf(f, "%02x", d[k]);
+		fputc('\n', f);
+	}
 	return 0;
+}
+
+static int hexv(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
 int gx_t_read_specs(FILE *f, unsigned nr_sms, struct gx_map ***out, size_t *nout)
 {
 	struct gx_map **maps = calloc(64, sizeof(*maps));
-	size_t n = 0;
-	unsigned t, k, v, m;
-	char name[128];
-	while (n < 64 && fscanf(f, "%u %u %u %u %127s", &t, &k, &v, &m, name) == 5) {
+	size_t n = 0, cap = 0;
+	char *line = NULL;
+	int ret = maps ? 0 : -1;
+	while (!ret && n < 64 && getline(&line, &cap, f) > 0) {
+		unsigned t, k, v, m;
+		char name[128];
+		int off = 0;
+		if (sscanf(line, "%u %u %u %u %127s%n", &t, &k, &v, &m, name, &off) != 5)
+			break;
 		struct gx_map_spec s = { name, t, k, v, m, 0 };
 		if (t == GX_MAP_PERSM_ARRAY)
 			s.nr_shards = nr_sms;
 		else if (t == GX_MAP_PERWARP_ARRAY)
 			s.nr_shards = nr_sms * GX_WARP_SLOTS_PER_SM;
-		if (gx_map__create(&s, 0, &maps[n]))
-			return -1;
+		if (gx_map__create(&s, 0, &maps[n])) {
+			ret = -1;
+			break;
+		}
+		unsigned char *d = (unsigned char *)(uintptr_t)maps[n]->l.data;
+		const char *h = line + off;
+		while (*h == ' ')
+			h++;
+		for (size_t b = 0; hexv(h[0]) >= 0 && hexv(h[1]) >= 0; b++, h += 2) {
+			if (t != GX_MAP_ARRAY || b >= maps[n]->l.data_size) {
+				ret = -1;
+				break;
+			}
+			d[b] = (unsigned char)(hexv(h[0]) << 4 | hexv(h[1]));
+		}
 		n++;
+	}
+	free(line);
+	if (ret) {
+		for (size_t i = 0; maps && i < n; i++)
+			gx_map__free(maps[i]);
+		free(maps);
+		return -1;
 	}
 	*out = maps;
 	*nout = n;

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Every tool attaches the way it must on the GPU machine: no LLVM there (the
+# shim is copied into a folder without libgxjit.so, GPUEXT_JITLIB unset), the
+# JIT cache filled beforehand exactly as `make gpu-prep` does (`gpuext tools
+# prepare --sm 90`), tool data in a run folder on a plain file system, and a
+# driver that refuses to pin pages of file mappings (FAKEDEV_PIN_ANON_ONLY:
+# what Linux >= 6.5 does to cuMemHostRegister on files outside tmpfs, which
+# kept kernelretsnoop, launchlate and memtrace from attaching on the H200).
+# Per tool: from the cache, hooks inserted, __gx_devrt written, not a single
+# "running without it" line, one ring record (if the tool has a ring)
+# reaches the report. A failing setup must say which tool and why.
+set -u
+B=${BUILD:-build}
+B=$(cd "$B" && pwd)
+T=$(mktemp -d "$B/tests/tools/attach-cache.XXXXXX"); trap "[ -n \"${KEEP:-}\" ] || rm -rf $T" EXIT
+FAKE=$B/tests/tools/fakecuda/libcuda.so.1
+APP=$B/tests/tools/attach_app
+PTX=tests/ptx/golden-passes/vadd.ptx
+K=$(sed -n 's/.*\.entry \([A-Za-z0-9_]*\).*/\1/p' $PTX | head -1)
+mkdir -p $T/lib $T/cache
+# The shim without the JIT library beside it (the GPU machine's situation).
+for f in $B/lib/libcuda.so*; do cp -P "$f" $T/lib/; done
+[ ! -e $T/lib/libgxjit.so ] && echo "ok - cache: shim copied without libgxjit.so" ||
+	echo "not ok - cache: shim copied without libgxjit.so"
+if $B/bin/gpuext tools prepare --cache-dir $T/cache --sm 90 >$T/prepare.log 2>&1 &&
+	[ "$(ls $T/cache/*.gxpol | wc -l)" = 4 ]; then
+	echo "ok - cache: gpuext tools prepare --sm 90 cached the four tools"
+else
+	echo "not ok - cache: gpuext tools prepare --sm 90 cached the four tools"; sed 's/^/#  /' $T/prepare.log
+fi
+
+run() { # tool, out name, extra env...
+	local t=$1 n=$2; shift 2
+	mkdir -p $T/shm-$n
+	env -u GPUEXT_TOOL -u GPUEXT_POLICY -u GPUEXT_JITLIB LD_LIBRARY_PATH=$T/lib GPUEXT_REAL_LIBCUDA=$FAKE \
+		GPUEXT_LOG=info GPUEXT_TOOLS_DIR=$B/share/gpuext/tools GPUEXT_FLUSH_MS=10 GPUEXT_TOOL=$t \
+		GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm-$n FAKEDEV_PIN_ANON_ONLY=1 "$@" \
+		timeout 60 $APP $PTX $K ${MODE:-policy} >$T/$n.out 2>$T/$n.err
+	echo $? >$T/$n.rc
+}
+check() { if eval "$2"; then echo "ok - cache: $1"; else echo "not ok - cache: $1"; sed 's/^/#  /' $T/$3.err | tail -6; fi; }
+
+for t in kernelretsnoop threadhist launchlate memtrace; do
+	run $t $t
+	check "$t: from the JIT cache without the JIT library" "grep -q 'policy $t: from the JIT cache' $T/$t.err" $t
+	check "$t: no 'running without it'" "! grep -q 'running without it' $T/$t.err" $t
+	check "$t: module rewritten with hooks" "grep -q 'rewritten ([1-9][0-9]* hooks)' $T/$t.err" $t
+	check "$t: __gx_devrt written with a valid block" "grep -q '^ok - attach_app: __gx_devrt written' $T/$t.out" $t
+	check "$t: app exit 0" "[ \$(cat $T/$t.rc) = 0 ]" $t
+	if grep -q 'RINGBUF' devbpf/tools/$t.bpf.c; then
+		# tool log: framed records {u32 type, u32 len}; type 5 = a ring record
+		check "$t: the ring record reached the tool log" \
+			"grep -q 'one record written into ring' $T/$t.out && python3 - $T/shm-$t/*-$t.events <<'P'
+import struct, sys
+b = open(sys.argv[1], 'rb').read(); o = n = 0
+while o + 8 <= len(b):
+    ty, ln = struct.unpack_from('<II', b, o)
+    if ln < 8: break
+    n += ty == 5; o += ln
+sys.exit(0 if n == 1 else 1)
+P" $t
+		$B/bin/gpuext --json tools report $t --dir $T/shm-$t >$T/$t.json 2>$T/$t.rep.err
+		check "$t: JSON report valid" "python3 -m json.tool $T/$t.json >/dev/null" $t
+	fi
+done
+
+# The failure itself, forced (a ring the driver refuses to map): one line,
+# naming the tool and the reason, and the app still runs.
+MODE=none run launchlate fail FAKEDEV_PIN_NONE=1
+check "refused mapping: one warning naming the tool and the driver call" \
+	"[ \$(grep -c 'policy launchlate: not attached in context 0: cannot set up its device maps: cuMemHostRegister of [0-9]* bytes: .*; running without it' $T/fail.err) = 1 ]" fail
+check "refused mapping: the app runs on" "[ \$(cat $T/fail.rc) = 0 ]" fail

@@ -1,0 +1,194 @@
+/* test_tool_progs.c — the shipped tools' device programs on simulated
+ * launches with known answers, through the native JIT and the reference
+ * interpreter (the GPU runs the same translation as PTX).
+ *   test_tool_progs TOOLS_DIR
+ * Every warp of every block calls the program once, as the trampoline's
+ * leader would (gx_host_env says where the warp is, gdev_ctx what the
+ * trampoline fills). threadhist: per-SM blocks/warps/threads exact for block
+ * shapes with a partial last warp and 3-D blocks; kernelretsnoop: one record
+ * per block; launchlate: one record per launch. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devbpf/gx_bpf.h"
+#include "devbpf/gx_jit.h"
+#include "devbpf/gx_map.h"
+#include "gx_util.h"
+#include "devbpf/tools/gx_tools.h"
+#include "tests/devbpf/interp_shim.h"
+#include "tests/gx_test.h"
+
+#define SMS 4
+
+struct launch {
+	unsigned grid[3], block[3];
+};
+static const struct launch launches[] = {
+	{ { 37, 1, 1 }, { 200, 1, 1 } }, /* 7 warps, the last one of 8 lanes */
+	{ { 5, 3, 2 }, { 16, 4, 2 } },   /* 3-D: 128 threads, 4 warps */
+	{ { 9, 1, 1 }, { 33, 1, 1 } },   /* 2 warps, the second of 1 lane */
+};
+
+typedef uint32_t (*hook_fn)(void *);
+
+static int rec_count(void *ctx, unsigned type, const void *rec, size_t len)
+{
+	(void)rec, (void)len;
+	if (type == GX_REC_DATA)
+		++*(unsigned *)ctx;
+	return 0;
+}
+
+/* Run every launch; fn != NULL: the native function, else the interpreter. */
+static int simulate(const struct gx_bpf_prog *p, hook_fn fn, struct gx_map **maps, size_t nm,
+		    unsigned hook)
+{
+	struct gx_jit_map *jm = calloc(nm ? nm : 1, sizeof(*jm));
+	int bad = 0;
+	for (size_t i = 0; i < nm; i++)
+		jm[i].host = maps[i];
+	for (size_t l = 0; l < GX_ARRAY_SIZE(launches); l++) {
+		const struct launch *L = &launches[l];
+		unsigned nt = L->block[0] * L->block[1] * L->block[2], nw = (nt + 31) / 32, b = 0;
+		for (unsigned z = 0; z < L->grid[2]; z++)
+			for (unsigned y = 0; y < L->grid[1]; y++)
+				for (unsigned x = 0; x < L->grid[0]; x++, b++)
+					for (unsigned w = 0; w < nw; w++) {
+						unsigned lanes = w + 1 < nw ? 32 : nt - 32 * w, lin = 32 * w;
+						unsigned tx = lin % L->block[0], ty = lin / L->block[0] % L->block[1],
+							 tz = lin / (L->block[0] * L->block[1]);
+						struct gdev_ctx c = {
+							.kernel_id = 1000 + l, .hook = hook, .nr_active = lanes,
+							.active_mask = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1,
+							.ctaid_x = x, .ctaid_y = y, .ctaid_z = z,
+							.nctaid_x = L->grid[0], .nctaid_y = L->grid[1], .nctaid_z = L->grid[2],
+							.tid_x = tx, .tid_y = ty, .tid_z = tz,
+							.ntid_x = L->block[0], .ntid_y = L->block[1], .ntid_z = L->block[2],
+							.smid = b % SMS, .warpid = w,
+						};
+						gx_host_env = (struct gx_host_env){
+							.smid = b % SMS, .warpid = w, .block_idx = { x, y, z },
+							.thread_idx = { tx, ty, tz },
+							.block_dim = { L->block[0], L->block[1], L->block[2] },
+							.grid_dim = { L->grid[0], L->grid[1], L->grid[2] } };
+						uint64_t r;
+						if (fn)
+							fn(&c);
+						else
+							bad += gx_test_interp_maps(gx_bpf_prog__insns(p),
+										   gx_bpf_prog__insn_cnt(p), &c, jm, &r) != 0;
+					}
+	}
+	free(jm);
+	return bad;
+}
+
+/* The tool's programs run both ways, each on its own maps; check() judges
+ * each run. */
+static void run_tool(const char *dir, const char *tool, unsigned hook,
+		     void (*check)(const char *how, struct gx_map **maps, size_t n))
+{
+	char path[512], fname[128];
+	snprintf(path, sizeof(path), "%s/%s.bpf.o", dir, tool);
+	struct gx_bpf_object *obj = gx_bpf_object__open_file(path, NULL);
+	struct gx_bpf_verify_opts vo = { .sz = sizeof(vo), .quiet = true };
+	int ok = obj && !gx_bpf_object__verify(obj, &vo);
+	GX_CHECK(ok, "%s loads and verifies", tool);
+	if (!ok)
+		return;
+	const struct gx_bpf_prog *p = gx_bpf_object__find_prog(obj, tool);
+	struct gx_map **mi, **mn;
+	size_t ni, nn;
+	ok = p && !gx_jit_object_maps(obj, 0, SMS, &mi, &ni) && !gx_jit_object_maps(obj, 0, SMS, &mn, &nn);
+	GX_CHECK(ok, "%s: program and maps", tool);
+	if (!ok)
+		return;
+	GX_CHECK(simulate(p, NULL, mi, ni, hook) == 0, "%s: interpreter ran every warp", tool);
+	check("interpreter", mi, ni);
+	struct gx_jit_object_opts o = { .sz = sizeof(o), .target = GX_JIT_NATIVE, .maps = mn, .nr_maps = nn };
+	char err[256] = "";
+	struct gx_jit *j = gx_jit_object(obj, &o, NULL, NULL, err, sizeof(err));
+	snprintf(fname, sizeof(fname), "gxp_%s", tool);
+	hook_fn fn = j ? (hook_fn)gx_jit__func(j, fname) : NULL;
+	GX_CHECK(fn != NULL, "%s: native JIT (%s)", tool, j ? "ok" : err);
+	if (fn) {
+		simulate(p, fn, mn, nn, hook);
+		check("native JIT", mn, nn);
+	}
+	gx_jit__free(j);
+	gx_jit_object_maps_free(mi, ni);
+	gx_jit_object_maps_free(mn, nn);
+	gx_bpf_object__close(obj);
+}
+
+static void check_threadhist(const char *how, struct gx_map **maps, size_t n)
+{
+	uint64_t want[SMS][3] = { { 0 } }, got[SMS][3] = { { 0 } };
+	for (size_t l = 0; l < GX_ARRAY_SIZE(launches); l++) {
+		const struct launch *L = &launches[l];
+		unsigned nb = L->grid[0] * L->grid[1] * L->grid[2];
+		unsigned nt = L->block[0] * L->block[1] * L->block[2];
+		for (unsigned b = 0; b < nb; b++) {
+			want[b % SMS][0] += 1;
+			want[b % SMS][1] += (nt + 31) / 32;
+			want[b % SMS][2] += nt;
+		}
+	}
+	struct gx_map *m = n ? maps[0] : NULL;
+	int ok = m && m->l.type == GX_MAP_PERWARP_ARRAY && m->l.nr_shards == SMS * GX_WARP_SLOTS_PER_SM;
+	GX_CHECK(ok, "threadhist (%s): per-warp-slot map", how);
+	if (!ok)
+		return;
+	for (unsigned s = 0; s < m->l.nr_shards; s++) {
+		const struct gx_th_val *v = gx_map__shard_elem(m, s, 0);
+		got[s / GX_WARP_SLOTS_PER_SM][0] += v->blocks;
+		got[s / GX_WARP_SLOTS_PER_SM][1] += v->warps;
+		got[s / GX_WARP_SLOTS_PER_SM][2] += v->threads;
+	}
+	for (unsigned s = 0; s < SMS; s++)
+		GX_CHECK(!memcmp(want[s], got[s], sizeof(want[s])),
+			 "threadhist (%s): SM %u counts %llu blocks %llu warps %llu threads (want %llu %llu %llu)",
+			 how, s, (unsigned long long)got[s][0], (unsigned long long)got[s][1],
+			 (unsigned long long)got[s][2], (unsigned long long)want[s][0],
+			 (unsigned long long)want[s][1], (unsigned long long)want[s][2]);
+}
+
+static unsigned ring_records(struct gx_map **maps, size_t n)
+{
+	unsigned c = 0;
+	for (size_t i = 0; i < n; i++)
+		if (maps[i]->l.type == GX_MAP_RINGBUF)
+			gx_ring__drain(gx_map__ring(maps[i]), rec_count, &c);
+	return c;
+}
+
+static void check_krs(const char *how, struct gx_map **maps, size_t n)
+{
+	unsigned want = 0, got = ring_records(maps, n);
+	for (size_t l = 0; l < GX_ARRAY_SIZE(launches); l++)
+		want += launches[l].grid[0] * launches[l].grid[1] * launches[l].grid[2];
+	GX_CHECK(got == want, "kernelretsnoop (%s): one record per block (%u of %u)", how, got, want);
+}
+
+static void check_ll(const char *how, struct gx_map **maps, size_t n)
+{
+	unsigned got = ring_records(maps, n);
+	GX_CHECK(got == GX_ARRAY_SIZE(launches), "launchlate (%s): one record per launch (%u of %zu)", how,
+		 got, GX_ARRAY_SIZE(launches));
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: test_tool_progs TOOLS_DIR\n");
+		return 2;
+	}
+	static _Alignas(64) unsigned char ring[sizeof(struct gx_ring) + (1 << 16)];
+	gx_ring__init((struct gx_ring *)ring, 1 << 16);
+	gx_host_ring = (struct gx_ring *)ring;
+	run_tool(argv[1], "threadhist", GDEV_HOOK_ENTRY, check_threadhist);
+	run_tool(argv[1], "kernelretsnoop", GDEV_HOOK_EXIT, check_krs);
+	run_tool(argv[1], "launchlate", GDEV_HOOK_ENTRY, check_ll);
+	return gx_test_done();
+}
