@@ -159,13 +159,15 @@ out:
 static void rewrite_usage(FILE *f)
 {
 	fprintf(f, "usage: gpuext [--json] ptx rewrite [--hooks entry,exit,mem,fence|all]\n"
-		   "         [--persistent] [--policy FILE.bpf.o] [--policy-ptx FILE.ptx\n"
+		   "         [--persistent[=copy]] [--policy FILE.bpf.o] [--policy-ptx FILE.ptx\n"
 		   "         --bind HOOK:FUNC[:KERNEL-GLOB]...] [--max-ptx X.Y] [--stubs MODE]\n"
 		   "         IN.ptx [-o OUT.ptx]\n"
 		   "Rewrite IN.ptx with the requested device hooks (no-op handlers unless a policy\n"
 		   "is given) and/or the persistent-worker transform; write OUT.ptx (stdout: -).\n"
 		   "--policy-ptx links .funcs of an already compiled policy; each --bind names the\n"
 		   "function a hook calls (HOOK: entry, exit, mem or fence).\n"
+		   "--persistent=copy keeps each transformed kernel and adds the persistent\n"
+		   "version as a copy named <prefix>_pw_<kernel> (what the shim loads).\n"
 		   "--stubs elide|call|probe|probe-call: without a policy, what hooks run: nothing\n"
 		   "(default: the empty handler is compiled away), a call of an empty function, a\n"
 		   "built-in handler reading the whole context inlined, or the same handler called.\n");
@@ -242,7 +244,7 @@ static int do_rewrite(int argc, char **argv)
 	struct gx_hook_binding binds[32];
 	size_t nbinds = 0;
 	static const struct option lo[] = {{"hooks", required_argument, 0, 'H'},
-					   {"persistent", no_argument, 0, 'p'},
+					   {"persistent", optional_argument, 0, 'p'},
 					   {"policy", required_argument, 0, 'P'},
 					   {"policy-ptx", required_argument, 0, 'X'},
 					   {"bind", required_argument, 0, 'B'},
@@ -260,7 +262,11 @@ static int do_rewrite(int argc, char **argv)
 				return 2;
 			break;
 		case 'p':
-			opts.persistent = 1;
+			if (optarg && strcmp(optarg, "copy")) {
+				fprintf(stderr, "gpuext ptx rewrite: --persistent takes no value or 'copy'\n");
+				return 2;
+			}
+			opts.persistent = optarg ? GX_PTX_PERSISTENT_COPY : 1;
 			break;
 		case 'P':
 			policy = optarg;

@@ -3,6 +3,7 @@
  * per SM; times in µs of %globaltimer relative to the first event).
  * Input: struct tooldata (cli/tools.c). Output must not depend on anything
  * but the data (golden tests compare it byte for byte). */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,84 @@ static void trace_sm_names(FILE *tf, const unsigned char *used, unsigned n)
 				s, s);
 }
 
+/* ------------------------------------------------------------ launch ids */
+/* Device records carry ctx->launch_id (%gridid: per context, one per grid,
+ * increasing in launch order); the shim's log numbers the host's launches.
+ * The k-th distinct launch id of a kernel (per process and context) is that
+ * kernel's k-th launch there: returns, per record, the index of its launch
+ * in td->launches, or SIZE_MAX (id 0, short record, or no such launch).
+ * kid_off/lid_off: offsets of kernel_id and launch_id in the payload. */
+struct lid_key {
+	uint32_t pid, ctx;
+	uint64_t kid, lid;
+	size_t idx;
+};
+static int cmp_lid_key(const void *a, const void *b)
+{
+	const struct lid_key *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->ctx != y->ctx)
+		return x->ctx < y->ctx ? -1 : 1;
+	if (x->kid != y->kid)
+		return x->kid < y->kid ? -1 : 1;
+	if (x->lid != y->lid)
+		return x->lid < y->lid ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+static size_t *match_launch_ids(const struct tooldata *td, size_t min_len, size_t kid_off, size_t lid_off)
+{
+	size_t nr = td->nr_recs, nl = td->nr_launches, nk = 0;
+	size_t *out = malloc((nr + 1) * sizeof(*out));
+	struct lid_key *rk = calloc(nr + 1, sizeof(*rk)), *lk = calloc(nl + 1, sizeof(*lk));
+	if (!out || !rk || !lk) {
+		free(rk), free(lk), free(out);
+		return NULL;
+	}
+	for (size_t r = 0; r < nr; r++) {
+		out[r] = SIZE_MAX;
+		uint64_t kid, lid;
+		if (td->recs[r].len < min_len)
+			continue;
+		memcpy(&kid, (const char *)td->recs[r].data + kid_off, 8);
+		memcpy(&lid, (const char *)td->recs[r].data + lid_off, 8);
+		if (lid)
+			rk[nk++] = (struct lid_key){ td->recs[r].pid, td->recs[r].ctx, kid, lid, r };
+	}
+	/* launches keyed by (pid, ctx, kernel), in log order (idx) within */
+	for (size_t i = 0; i < nl; i++)
+		lk[i] = (struct lid_key){ td->launches[i].pid, td->launches[i].ctx, td->launches[i].kernel_id, 0, i };
+	qsort(rk, nk, sizeof(*rk), cmp_lid_key);
+	qsort(lk, nl, sizeof(*lk), cmp_lid_key);
+	size_t g = 0, rank = 0;
+	for (size_t i = 0; i < nk; i++) {
+		const struct lid_key *k = &rk[i];
+		int same_kernel = i && k->pid == rk[i - 1].pid && k->ctx == rk[i - 1].ctx && k->kid == rk[i - 1].kid;
+		if (!same_kernel) {
+			rank = 0;
+			g = 0; /* first launch of this kernel: binary search */
+			size_t lo = 0, hi = nl;
+			struct lid_key probe = { k->pid, k->ctx, k->kid, 0, 0 };
+			while (lo < hi) {
+				size_t mid = (lo + hi) / 2;
+				if (cmp_lid_key(&lk[mid], &probe) < 0)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			g = lo;
+		} else if (k->lid != rk[i - 1].lid) {
+			rank++;
+		}
+		size_t j = g + rank;
+		if (j < nl && lk[j].pid == k->pid && lk[j].ctx == k->ctx && lk[j].kid == k->kid)
+			out[k->idx] = lk[j].idx;
+	}
+	free(rk);
+	free(lk);
+	return out;
+}
+
 /* ------------------------------------------------------------ kernelretsnoop */
 struct krs_launch {
 	const struct td_launch *l; /* NULL: records no launch accounts for */
@@ -41,6 +120,7 @@ struct krs_launch {
 	uint32_t pid, ctx;
 	uint64_t nblocks, got;
 	uint64_t first, last;
+	uint64_t launch_id;            /* the device's id of this launch (0: none seen) */
 	const struct gx_krs_rec **blk; /* by linear block index (nblocks) */
 };
 
@@ -66,7 +146,10 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		L[i].nblocks = grid_blocks(td->launches[i].grid);
 		L[i].first = UINT64_MAX;
 	}
-	/* Records of a kernel, in ring order, fill its launches in launch order. */
+	/* Records go to the launch their launch id names; without one (0),
+	 * records of a kernel, in ring order, fill its launches in launch order. */
+	size_t *byid = match_launch_ids(td, sizeof(struct gx_krs_rec), offsetof(struct gx_krs_rec, kernel_id),
+					offsetof(struct gx_krs_rec, launch_id));
 	uint64_t unattributed = 0;
 	for (size_t r = 0; r < td->nr_recs; r++) {
 		if (td->recs[r].len < sizeof(struct gx_krs_rec))
@@ -74,7 +157,17 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		const struct gx_krs_rec *k = td->recs[r].data;
 		uint64_t lin = k->ctaid[0] + (uint64_t)k->nctaid[0] * (k->ctaid[1] + (uint64_t)k->nctaid[1] * k->ctaid[2]);
 		size_t li = 0;
-		for (; li < nl; li++) {
+		if (k->launch_id) {
+			li = byid ? byid[r] : SIZE_MAX;
+			if (li == SIZE_MAX || lin >= L[li].nblocks ||
+			    L[li].nblocks != (uint64_t)k->nctaid[0] * k->nctaid[1] * k->nctaid[2]) {
+				unattributed++;
+				continue;
+			}
+			if (!L[li].launch_id)
+				L[li].launch_id = k->launch_id;
+		}
+		for (; !k->launch_id && li < nl; li++) {
 			struct krs_launch *x = &L[li];
 			if (x->kernel_id != k->kernel_id || x->pid != td->recs[r].pid || x->ctx != td->recs[r].ctx ||
 			    x->nblocks != (uint64_t)k->nctaid[0] * k->nctaid[1] * k->nctaid[2] || lin >= x->nblocks)
@@ -133,10 +226,11 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		if (json) {
 			printf("%s{\"kernel\":", shown++ ? "," : "");
 			td_json_str(stdout, name);
-			printf(",\"pid\":%u,\"ctx\":%u,\"seq\":%u,\"blocks_expected\":%llu,\"blocks\":%llu,"
+			printf(",\"pid\":%u,\"ctx\":%u,\"seq\":%u,\"launch_id\":%llu,\"blocks_expected\":%llu,\"blocks\":%llu,"
 			       "\"sms\":%u,\"blocks_per_sm_min\":%u,\"blocks_per_sm_max\":%u,\"first_finish_ns\":%llu,"
 			       "\"last_finish_ns\":%llu,\"finishes\":[",
-			       x->pid, x->ctx, x->l->seq, (unsigned long long)x->nblocks, (unsigned long long)x->got,
+			       x->pid, x->ctx, x->l->seq, (unsigned long long)x->launch_id, (unsigned long long)x->nblocks,
+			       (unsigned long long)x->got,
 			       nsm, lo, hi, (unsigned long long)(x->got ? x->first : 0),
 			       (unsigned long long)(x->got ? x->last : 0));
 			int c = 0;
@@ -209,6 +303,7 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		free(L[i].blk);
 	free(L);
 	free(done);
+	free(byid);
 	return 0;
 }
 
@@ -292,18 +387,27 @@ int fmt_launchlate(const struct tooldata *td, int json, FILE *tf)
 		free(taken), free(lat), free(lof);
 		return 1;
 	}
-	/* k-th record of a kernel (per process and context) <-> its k-th launch. */
+	/* A record goes to the launch its launch id names; without one (0), the
+	 * k-th record of a kernel (per process and context) to its k-th launch. */
+	size_t *byid = match_launch_ids(td, sizeof(struct gx_ll_rec), offsetof(struct gx_ll_rec, kernel_id),
+					offsetof(struct gx_ll_rec, launch_id));
 	size_t matched = 0, uncal = 0;
 	for (size_t r = 0; r < td->nr_recs; r++) {
 		lof[r] = SIZE_MAX;
 		if (td->recs[r].len < sizeof(struct gx_ll_rec))
 			continue;
 		const struct gx_ll_rec *k = td->recs[r].data;
-		for (size_t i = 0; i < nl; i++) {
+		size_t only = k->launch_id ? (byid ? byid[r] : SIZE_MAX) : SIZE_MAX;
+		if (k->launch_id && only == SIZE_MAX)
+			continue; /* a launch the log does not have */
+		for (size_t i = k->launch_id ? only : 0; i < nl; i++) {
 			const struct td_launch *l = &td->launches[i];
 			if (taken[i] || l->kernel_id != k->kernel_id || l->pid != td->recs[r].pid ||
-			    l->ctx != td->recs[r].ctx)
+			    l->ctx != td->recs[r].ctx) {
+				if (k->launch_id)
+					break;
 				continue;
+			}
 			const struct td_ctx *c = td_ctx(td, l->pid, l->ctx);
 			taken[i] = 1;
 			lof[r] = i;
@@ -366,6 +470,19 @@ int fmt_launchlate(const struct tooldata *td, int json, FILE *tf)
 		}
 	}
 	if (json) {
+		/* per launch, in log order: the shim's number, the device's id, latency */
+		printf("],\"per_launch\":[");
+		for (size_t i = 0, c = 0; i < nl; i++)
+			for (size_t r = 0; r < td->nr_recs; r++)
+				if (lof[r] == i) {
+					const struct gx_ll_rec *k = td->recs[r].data;
+					printf("%s{\"kernel\":", c++ ? "," : "");
+					td_json_str(stdout, td_kname(td, k->kernel_id, nb, sizeof(nb)));
+					printf(",\"pid\":%u,\"ctx\":%u,\"seq\":%u,\"launch_id\":%llu,\"latency_ns\":%lld}",
+					       td->launches[i].pid, td->launches[i].ctx, td->launches[i].seq,
+					       (unsigned long long)k->launch_id, (long long)lat[r]);
+					break;
+				}
 		printf("]}\n");
 	} else if (matched) {
 		unsigned long long mx = 0;
@@ -411,7 +528,7 @@ int fmt_launchlate(const struct tooldata *td, int json, FILE *tf)
 		}
 		trace_sm_names(tf, used, 4096);
 	}
-	free(v), free(ids), free(taken), free(lat), free(lof);
+	free(v), free(ids), free(taken), free(lat), free(lof), free(byid);
 	return 0;
 }
 

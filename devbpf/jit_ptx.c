@@ -77,6 +77,63 @@ static int link_helpers(LLVMContextRef ctx, LLVMModuleRef mod, const struct gx_j
 	return 0;
 }
 
+/* ctx->launch_id on the device is %gridid: the hardware's number for this
+ * grid launch, unique among the launches of a context. The trampolines do
+ * not fill that word (0 in the context slot: a per-launch number from the
+ * shim would need a kernel parameter or a copy per launch, the first changes
+ * every kernel's signature, the second costs microseconds per launch), so
+ * every 8-byte load at offset 8 of a program's context argument — after
+ * optimization: inttoptr(ptrtoint(ctx) + 8), or a GEP of 8 bytes — becomes a
+ * read of the special register. Loads through copies the optimizer could not
+ * fold (a subprogram's argument) still read the slot, i.e. 0. */
+static void launch_id_sreg(LLVMContextRef ctx, LLVMModuleRef mod, const struct gx_jit_prog *progs,
+			   size_t nr_progs)
+{
+	LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx);
+	LLVMTypeRef fty = LLVMFunctionType(i64, NULL, 0, 0);
+	static const char as[] = "mov.u64 $0, %gridid;", cons[] = "=l";
+	LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+	for (size_t p = 0; p < nr_progs; p++) {
+		LLVMValueRef fn = LLVMGetNamedFunction(mod, progs[p].func ? progs[p].func : progs[p].name);
+		if (!fn || LLVMCountParams(fn) < 1)
+			continue;
+		LLVMValueRef arg = LLVMGetParam(fn, 0);
+		for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb)) {
+			LLVMValueRef next;
+			for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = next) {
+				next = LLVMGetNextInstruction(in);
+				if (LLVMGetInstructionOpcode(in) != LLVMLoad || LLVMTypeOf(in) != i64)
+					continue;
+				LLVMValueRef a = LLVMGetOperand(in, 0), base = NULL, off = NULL;
+				if (LLVMIsAIntToPtrInst(a)) {
+					LLVMValueRef sum = LLVMGetOperand(a, 0);
+					if (!LLVMIsABinaryOperator(sum) || LLVMGetInstructionOpcode(sum) != LLVMAdd)
+						continue;
+					for (int k = 0; k < 2 && !base; k++) {
+						LLVMValueRef x = LLVMGetOperand(sum, (unsigned)k);
+						if (LLVMIsAPtrToIntInst(x) && LLVMGetOperand(x, 0) == arg)
+							base = x, off = LLVMGetOperand(sum, (unsigned)!k);
+					}
+				} else if (LLVMIsAGetElementPtrInst(a) && LLVMGetNumOperands(a) == 2 &&
+					   LLVMGetOperand(a, 0) == arg &&
+					   LLVMGetGEPSourceElementType(a) == LLVMInt8TypeInContext(ctx)) {
+					base = arg, off = LLVMGetOperand(a, 1);
+				}
+				if (!base || !off || !LLVMIsAConstantInt(off) ||
+				    LLVMConstIntGetZExtValue(off) != GDEV_CTX_OFF_LAUNCH_ID)
+					continue;
+				LLVMPositionBuilderBefore(b, in);
+				LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)as, sizeof(as) - 1, (char *)cons,
+								     sizeof(cons) - 1, 1, 0, LLVMInlineAsmDialectATT, 0);
+				LLVMValueRef v = LLVMBuildCall2(b, fty, asmv, NULL, 0, "gridid");
+				LLVMReplaceAllUsesWith(in, v);
+				LLVMInstructionEraseFromParent(in);
+			}
+		}
+	}
+	LLVMDisposeBuilder(b);
+}
+
 int gx_jit_emit_ptx(struct gx_jit *j, const struct gx_jit_prog *progs, size_t nr_progs,
 		    const struct gx_jit_opts *o, char *err, size_t err_sz)
 {
@@ -122,6 +179,8 @@ int gx_jit_emit_ptx(struct gx_jit *j, const struct gx_jit_prog *progs, size_t nr
 	double T3 = gx_jit_now_ms();
 	if (!ret)
 		ret = gx_jit_optimize(mod, tm, o->opt_level, 1, err, err_sz);
+	if (!ret)
+		launch_id_sreg(ctx, mod, progs, nr_progs);
 	double T4 = gx_jit_now_ms();
 	if (!ret && o->keep_text) {
 		double t0 = gx_jit_now_ms();

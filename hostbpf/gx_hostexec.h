@@ -34,7 +34,14 @@ struct gx_hx_actions {
 	void (*prefetch)(void *user, uint64_t va, uint64_t len, int to_host);
 	/* A queue's attribute chosen by a sched policy (enum gpu_attr). */
 	void (*queue_attr)(void *user, uint64_t queue, uint32_t attr, uint64_t value);
+	/* Placement advice for a region (the eviction order made durable):
+	 * GX_HX_ADV_COLD when the policy evicts it (the shim: preferred
+	 * location host + accessed-by device, so stray device reads map the
+	 * host copy instead of pulling it back), GX_HX_ADV_HOT when a policy
+	 * brings a cold region back (advice removed), before its prefetch. */
+	void (*advise)(void *user, uint64_t va, uint64_t len, int advice);
 };
+enum { GX_HX_ADV_COLD = 1, GX_HX_ADV_HOT = 2 };
 
 struct gx_hx_opts {
 	size_t sz;               /* sizeof(struct gx_hx_opts) */
@@ -51,6 +58,15 @@ struct gx_hx_opts {
 	 * GPU's demand paging, unless they cover a whole allocation (0: issue
 	 * everything; the shim uses 2 MiB). Counted in gx_hx_stats.small. */
 	uint64_t min_prefetch;
+	/* Run handlers as native code from the devbpf JIT (libgxjit.so, loaded
+	 * with dlopen; the interpreter where it is missing). Native code skips
+	 * the interpreter's run-time memory checks and step budget: trusted
+	 * policies only. */
+	int native;
+	/* Hand coalesced ranges to act.prefetch once they reach this many bytes
+	 * (0: only when a run of ranges ends), so a caller can start copies
+	 * while the walk goes on. */
+	uint64_t max_coalesce;
 };
 
 struct gx_hx *gx_hx__new(const struct gx_hx_opts *opts);
@@ -97,6 +113,8 @@ struct gx_hx_stats {
 	uint64_t small;          /* ranges under min_prefetch left to demand paging */
 	uint64_t small_bytes;
 	uint64_t evictions;      /* regions moved back to the host */
+	uint64_t advice;         /* advise actions (cold + hot) */
+	uint64_t native_calls;   /* handler calls that ran native code */
 };
 void gx_hx__stats(const struct gx_hx *hx, struct gx_hx_stats *st);
 

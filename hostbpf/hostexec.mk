@@ -1,6 +1,7 @@
 # hostexec: the user-space executor of hostbpf struct_ops policies
 # (libgxhostexec.a, used by the shim) and its CPU test.
-HOSTEXEC_SRCS := hostbpf/hx_btf.c hostbpf/hx_load.c hostbpf/hx_verify.c hostbpf/hx_maps.c hostbpf/hx_run.c
+HOSTEXEC_SRCS := hostbpf/hx_btf.c hostbpf/hx_load.c hostbpf/hx_verify.c hostbpf/hx_maps.c hostbpf/hx_run.c \
+                 hostbpf/hx_native.c
 HOSTEXEC_LIB  := $(BUILD)/lib/libgxhostexec.a
 LIBS_ALL      += $(HOSTEXEC_LIB)
 
@@ -11,10 +12,11 @@ $(HOSTEXEC_LIB): $(call objs,$(HOSTEXEC_SRCS))
 
 TEST_BINS += $(BUILD)/tests/test_hostexec
 TESTS     += $(BUILD)/tests/test_hostexec
-$(BUILD)/tests/test_hostexec: $(call objs,tests/hostbpf/test_hostexec.c) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) $(HB_OBJS) $(HB_DIR)/gx_bad.bpf.o
+# jitlib_open.o: the native back end dlopens libgxjit.so (build/lib, next to ../tests).
+$(BUILD)/tests/test_hostexec: $(call objs,tests/hostbpf/test_hostexec.c devbpf/tools/jitlib_open.c) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) $(HB_OBJS) $(HB_DIR)/gx_bad.bpf.o $(JITSO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) -o $@ $(filter %.o,$(filter-out %.bpf.o,$^)) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) -lelf -lz $(LDFLAGS)
+	$(Q)$(CC) -o $@ $(filter %.o,$(filter-out %.bpf.o,$^)) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) -lelf -lz -ldl $(LDFLAGS)
 
 HX_TEST_OBJS := $(HB_DIR)/hx_unsafe.bpf.o $(HB_DIR)/hx_loop.bpf.o
 $(HB_DIR)/hx_%.bpf.o: tests/hostbpf/hx_%.bpf.c $(HB_BPF_DEPS)
@@ -22,7 +24,7 @@ $(HB_DIR)/hx_%.bpf.o: tests/hostbpf/hx_%.bpf.c $(HB_BPF_DEPS)
 	$(Q)$(CLANG) $(HB_BPF_FLAGS) -c $< -o $@
 $(BUILD)/tests/test_hostexec: $(HX_TEST_OBJS)
 .SECONDARY: $(HX_TEST_OBJS)
-SHIM_HOSTEXEC_LIBS := $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB)
+SHIM_HOSTEXEC_LIBS := $(HOSTEXEC_LIB) $(KCLIENT_LIB) $(MAPS_LIB) $(DEVBPF_LIB)
 
 # End to end through the shim and the fake driver (shim/tests.mk).
 $(BUILD)/tests/hostbpf/test_hostpolicy_shim: tests/hostbpf/test_hostpolicy_shim.c tests/gx_test.h
@@ -31,5 +33,39 @@ $(BUILD)/tests/hostbpf/test_hostpolicy_shim: tests/hostbpf/test_hostpolicy_shim.
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(dir $(CUDA_STUB)) -lcuda -ldl -lpthread
 $(BUILD)/tests/hostbpf/test_hostpolicy.sh: tests/hostbpf/test_hostpolicy.sh $(BUILD)/tests/hostbpf/test_hostpolicy_shim $(HB_DIR)/gx_seq.bpf.o
 	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
-TEST_BINS += $(BUILD)/tests/hostbpf/test_hostpolicy_shim $(BUILD)/tests/hostbpf/test_hostpolicy.sh
+# Stand-in for gpuext.ko's ioctl channel (LD_PRELOAD), for the kmod-mode checks.
+$(BUILD)/tests/hostbpf/fake_gpuext.so: tests/hostbpf/fake_gpuext.c kmod/gpuext_uapi.h
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -shared -fPIC -o $@ $< -ldl
+$(BUILD)/tests/hostbpf/test_hostpolicy.sh: $(BUILD)/tests/hostbpf/fake_gpuext.so
+# Device requests (gdev_mem_prefetch records) into the host policy, on the
+# tools' fake driver with a device tool attached.
+$(BUILD)/tests/hostbpf/devreq_app: tests/hostbpf/devreq_app.c devbpf/gx_devrt.h tests/gx_test.h
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(STUB_LDIR) -lcuda -ldl
+$(BUILD)/tests/hostbpf/test_hostpolicy.sh: $(BUILD)/tests/hostbpf/devreq_app $(TOOLS_FAKE) $(HB_DIR)/devprefetch.bpf.o $(JITSO)
+TEST_BINS += $(BUILD)/tests/hostbpf/devreq_app
+TEST_BINS += $(BUILD)/tests/hostbpf/test_hostpolicy_shim $(BUILD)/tests/hostbpf/test_hostpolicy.sh \
+             $(BUILD)/tests/hostbpf/fake_gpuext.so
 TESTS     += $(BUILD)/tests/hostbpf/test_hostpolicy.sh
+
+# A device policy that sends gdev_mem_prefetch requests (tests/gpu/hostpolicy.sh):
+# JIT'd here into the GPU machine's cache by `make gpu-prep` (no LLVM there).
+HB_DEVPF := $(HB_DIR)/devprefetch.bpf.o
+$(HB_DEVPF): tests/hostbpf/devprefetch.bpf.c devbpf/gdev_helpers.h devbpf/gdev_ctx.h
+	$(call msg,CLANG,$<)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) -target bpf -O2 -g -Wall -Werror -I. -c $< -o $@
+LIBS_ALL += $(HB_DEVPF)
+GPU_PREP_POLICIES += $(HB_DEVPF)
+gpu-prep: $(HB_DEVPF)
+
+# CPU cost of the executor per event, interpreter vs native (bench/hostexec_cost.c).
+BENCH_HX := $(BUILD)/bench/hostexec_cost
+$(BENCH_HX): $(call objs,bench/hostexec_cost.c devbpf/tools/jitlib_open.c) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $(filter %.o,$^) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) -lelf -lz -ldl $(LDFLAGS)
+BINS_ALL += $(BENCH_HX)

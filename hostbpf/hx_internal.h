@@ -32,6 +32,8 @@ struct hx_map {
 	uint8_t *data;   /* internal/array: values; hash: slots */
 	size_t data_len;
 	uint64_t clock;  /* LRU stamps */
+	uint32_t nr;     /* hash: live entries */
+	uint32_t tombs;  /* hash: deleted slots (hx_map_maintain rebuilds) */
 	struct gx_map *shm; /* shared-memory copy (gpuext map dump), or NULL */
 };
 
@@ -39,6 +41,7 @@ struct hx_prog {
 	char name[64];
 	struct bpf_insn *insns;
 	size_t cnt;
+	void *native; /* machine code (hx_native.c), or NULL: interpreted */
 };
 
 struct hx_policy {
@@ -56,6 +59,7 @@ struct hx_policy {
 	void *btf_raw;
 	int errors;
 	bool disabled;
+	void *native; /* struct hx_native (hx_native.c), or NULL */
 };
 
 /* hx_load.c */
@@ -65,11 +69,22 @@ void *hx_policy_global(const struct hx_policy *p, const char *name, uint32_t *si
 /* hx_verify.c: static checks of one handler; kind/slot say which kfuncs fit. */
 int hx_verify_prog(const struct hx_prog *prog, int kind, int slot, const struct hx_policy *p,
 		   char *why, size_t wlen);
+/* hx_native.c: compile p's programs with libgxjit.so (dlopen'ed); 0, or
+ * -errno with why set (then everything stays interpreted). */
+struct gx_bpf_helper_entry;
+int hx_native_compile(struct hx_policy *p, const struct gx_bpf_helper_entry *helpers, size_t nr_helpers, char *why,
+		      size_t wl);
+/* After p was copied (the native state points back at its policy). */
+void hx_native_rebind(struct hx_policy *p);
+uint64_t hx_native_run(struct hx_policy *p, struct hx_prog *prog, void *ctx, void *user);
+void hx_native_free(void *native);
 /* hx_maps.c */
 uint8_t *hx_map_lookup(struct hx_map *m, const void *key);
 int hx_map_update(struct hx_map *m, const void *key, const void *val, uint64_t flags);
 int hx_map_delete(struct hx_map *m, const void *key);
 int hx_map_init(struct hx_map *m);
+/* Between handler calls: rebuild a hash whose deleted slots pile up. */
+void hx_map_maintain(struct hx_map *m);
 /* Back m with a map file in /dev/shm/gpuext-$UID (devbpf/gx_map.h), named
  * "<policy>.<map>"; global data sections become one-element arrays.
  * Replaces m->data. 0 or -errno (then m is unchanged). */

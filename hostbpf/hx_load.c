@@ -482,6 +482,7 @@ int hx_policy_load(struct hx_policy *p, const char *path, const char *knobs, boo
 
 void hx_policy_free(struct hx_policy *p)
 {
+	hx_native_free(p->native);
 	for (int i = 0; i < p->nprogs; i++)
 		free(p->progs[i].insns);
 	for (int i = 0; i < p->nmaps; i++)

@@ -66,13 +66,6 @@ static uint8_t *probe(struct hx_map *m, const void *key, bool *found)
 	return free_slot;
 }
 
-static size_t count(const struct hx_map *m)
-{
-	size_t n = (size_t)m->max_entries * 2, ss = slot_size(m), c = 0;
-	for (size_t i = 0; i < n; i++)
-		c += m->data[i * ss] == 1;
-	return c;
-}
 
 int hx_map_share(struct hx_map *m, const char *policy)
 {
@@ -171,7 +164,7 @@ int hx_map_update(struct hx_map *m, const void *key, const void *val, uint64_t f
 		return -EEXIST;
 	if (!found && flags == 2 /* BPF_EXIST */)
 		return -ENOENT;
-	if (!found && count(m) >= m->max_entries) {
+	if (!found && m->nr >= m->max_entries) { /* m->nr: live entries (a full scan per insert cost 200 µs) */
 		if (m->type != T_LRU_HASH)
 			return -E2BIG;
 		size_t n = (size_t)m->max_entries * 2, ss = slot_size(m);
@@ -185,12 +178,20 @@ int hx_map_update(struct hx_map *m, const void *key, const void *val, uint64_t f
 				old = c;
 			}
 		}
-		if (old)
+		if (old) {
 			old[0] = 2; /* tombstone */
+			m->nr--;
+			m->tombs++;
+		}
 		s = probe(m, key, &found);
 	}
 	if (!s)
 		return -E2BIG;
+	if (!found) {
+		m->nr++;
+		if (s[0] == 2)
+			m->tombs--;
+	}
 	s[0] = 1;
 	memcpy(s + 8, &(uint64_t){++m->clock}, 8);
 	memcpy(s + 16, key, m->key_size);
@@ -209,5 +210,32 @@ int hx_map_delete(struct hx_map *m, const void *key)
 	if (!found)
 		return -ENOENT;
 	s[0] = 2;
+	m->nr--;
+	m->tombs++;
 	return 0;
+}
+
+void hx_map_maintain(struct hx_map *m)
+{
+	/* Tombstones lengthen probe paths until misses scan the whole table:
+	 * rebuild once they are a quarter of it. Only between handler calls
+	 * (value pointers a program holds stay valid during its call). */
+	size_t n = (size_t)m->max_entries * 2, ss = slot_size(m);
+	if (m->shm || m->type == T_ARRAY || m->tombs < n / 4)
+		return;
+	uint8_t *old = m->data, *nd = calloc(1, m->data_len);
+	if (!nd)
+		return;
+	m->data = nd;
+	m->tombs = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *c = old + i * ss;
+		if (c[0] != 1)
+			continue;
+		bool found;
+		uint8_t *d = probe(m, c + 16, &found);
+		if (d)
+			memcpy(d, c, ss);
+	}
+	free(old);
 }

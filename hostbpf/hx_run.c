@@ -24,11 +24,13 @@ struct hx_region {
 	uint64_t alloc_end;
 	struct hx_region *prev, *next; /* eviction list; head evicted first */
 	bool on_list;
+	bool cold; /* evicted with GX_HX_ADV_COLD advice in force */
 	UT_hash_handle hh;
 };
 
 struct hx_alloc {
 	uint64_t va, len;
+	bool all_resident; /* every page is resident (a full walk found so); reset by sync/eviction */
 };
 
 struct hx_queue {
@@ -352,8 +354,17 @@ static int call(struct gx_hx *hx, struct hx_policy *p, int slot, struct hx_call 
 		.user = c, .map_addr = map_addr, .mem_ok = mem_ok, .max_steps = HX_STEP_BUDGET,
 	};
 	uint64_t ret = 0;
+	int err = 0;
 	hx->st.calls++;
-	int err = gx_bpf_interp_run(prog->insns, prog->cnt, (uint64_t)(uintptr_t)args, &o, &ret);
+	if (prog->native) {
+		hx->st.native_calls++;
+		ret = hx_native_run(p, prog, args, c);
+	} else {
+		err = gx_bpf_interp_run(prog->insns, prog->cnt, (uint64_t)(uintptr_t)args, &o, &ret);
+	}
+	for (int i = 0; i < p->nmaps; i++)
+		if (p->maps[i].tombs)
+			hx_map_maintain(&p->maps[i]);
 	if (err) {
 		policy_error(p, "run-time fault", err);
 		return -1;
@@ -424,8 +435,15 @@ int gx_hx__load(struct gx_hx *hx, const char *path, const char *knobs)
 		pr_warn("hostpolicy: %s: refused: %s\n", path, why);
 		return err;
 	}
+	if (hx->o.native) {
+		char nwhy[300] = "";
+		int nerr = hx_native_compile(&p, helpers, sizeof(helpers) / sizeof(helpers[0]), nwhy, sizeof(nwhy));
+		if (nerr)
+			pr_info("hostpolicy: %s: native code unavailable (%s); interpreted\n", path, nwhy);
+	}
 	struct hx_policy *dst = p.kind == HX_MEM ? &hx->mem : &hx->sched;
 	*dst = p;
+	hx_native_rebind(dst);
 	for (int s = 0; s < HX_MAX_HANDLERS; s++) /* handlers point into progs[] */
 		if (p.handler[s])
 			dst->handler[s] = &dst->progs[p.handler[s] - p.progs];
@@ -433,7 +451,8 @@ int gx_hx__load(struct gx_hx *hx, const char *path, const char *knobs)
 		hx->has_mem = true;
 	else
 		hx->has_sched = true;
-	pr_info("hostpolicy: %s: attached %s policy '%s'\n", path, p.kind == HX_MEM ? "memory" : "scheduling", p.name);
+	pr_info("hostpolicy: %s: attached %s policy '%s' (%s)\n", path, p.kind == HX_MEM ? "memory" : "scheduling", p.name,
+		p.native ? "native" : "interpreted");
 	return 0;
 }
 
@@ -455,17 +474,27 @@ int64_t gx_hx__global(const struct gx_hx *hx, const char *name)
 	return -1;
 }
 
+/* Allocations are kept sorted by address (binary search: every word of
+ * every launch argument is looked up). */
 static struct hx_alloc *alloc_of(struct gx_hx *hx, uint64_t va)
 {
-	for (size_t i = 0; i < hx->nallocs; i++)
-		if (va >= hx->allocs[i].va && va < hx->allocs[i].va + hx->allocs[i].len)
-			return &hx->allocs[i];
+	size_t lo = 0, hi = hx->nallocs;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		struct hx_alloc *a = &hx->allocs[mid];
+		if (va < a->va)
+			hi = mid;
+		else if (va >= a->va + a->len)
+			lo = mid + 1;
+		else
+			return a;
+	}
 	return NULL;
 }
 
 int gx_hx__alloc(struct gx_hx *hx, uint64_t va, uint64_t len)
 {
-	if (!len || va + len < va || alloc_of(hx, va))
+	if (!len || va + len < va || alloc_of(hx, va) || alloc_of(hx, va + len - 1))
 		return -EINVAL;
 	if (hx->nallocs == hx->cap_allocs) {
 		size_t nc = hx->cap_allocs ? hx->cap_allocs * 2 : 16;
@@ -475,7 +504,12 @@ int gx_hx__alloc(struct gx_hx *hx, uint64_t va, uint64_t len)
 		hx->allocs = na;
 		hx->cap_allocs = nc;
 	}
-	hx->allocs[hx->nallocs++] = (struct hx_alloc){va, len};
+	size_t at = 0;
+	while (at < hx->nallocs && hx->allocs[at].va < va) /* rare event: linear is fine */
+		at++;
+	memmove(&hx->allocs[at + 1], &hx->allocs[at], (hx->nallocs - at) * sizeof(*hx->allocs));
+	hx->allocs[at] = (struct hx_alloc){va, len, false};
+	hx->nallocs++;
 	for (uint64_t b = va & ~(GPU_REGION_SIZE - 1); b < va + len; b += GPU_REGION_SIZE) {
 		struct hx_region *r = NULL;
 		HASH_FIND(hh, hx->regions, &b, sizeof(b), r);
@@ -500,7 +534,9 @@ int gx_hx__free_range(struct gx_hx *hx, uint64_t va)
 	if (!a || a->va != va)
 		return -ENOENT;
 	uint64_t lo = a->va, hi = a->va + a->len;
-	*a = hx->allocs[--hx->nallocs];
+	size_t at = (size_t)(a - hx->allocs);
+	memmove(a, a + 1, (hx->nallocs - at - 1) * sizeof(*a));
+	hx->nallocs--;
 	for (uint64_t b = lo & ~(GPU_REGION_SIZE - 1); b < hi; b += GPU_REGION_SIZE) {
 		struct hx_region *r = NULL;
 		HASH_FIND(hh, hx->regions, &b, sizeof(b), r);
@@ -542,6 +578,8 @@ static void want(struct gx_hx *hx, uint64_t va, uint64_t len)
 {
 	if (hx->pend_len && hx->pend_va + hx->pend_len == va) {
 		hx->pend_len += len;
+		if (hx->o.max_coalesce && hx->pend_len >= hx->o.max_coalesce)
+			flush(hx);
 		return;
 	}
 	flush(hx);
@@ -557,9 +595,37 @@ static uint32_t popcount_mask(const struct gpu_region *r)
 	return n;
 }
 
-static bool page_resident(const struct hx_region *r, uint32_t pg)
+/* Bits [lo, hi) of word w (0 <= lo < hi <= 64). */
+static uint64_t bits(uint32_t lo, uint32_t hi)
 {
-	return r->r.resident_mask[pg / 64] >> (pg % 64) & 1;
+	uint64_t up = hi >= 64 ? ~0ull : (1ull << hi) - 1;
+	return up & ~((1ull << lo) - 1);
+}
+
+/* First page in [from, to) whose residency is `want`, or `to`. Word at a
+ * time: the walk runs before every launch. */
+static uint32_t find_page(const struct hx_region *r, uint32_t from, uint32_t to, bool want)
+{
+	while (from < to) {
+		uint32_t w = from / 64, end = (w + 1) * 64 < to ? (w + 1) * 64 : to;
+		uint64_t m = r->r.resident_mask[w];
+		if (!want)
+			m = ~m;
+		m &= bits(from % 64, end - w * 64);
+		if (m)
+			return w * 64 + (uint32_t)__builtin_ctzll(m);
+		from = end;
+	}
+	return to;
+}
+
+static uint32_t region_pages(const struct hx_region *r)
+{
+	uint64_t end = r->alloc_end;
+	uint64_t lim = r->r.va_start + GPU_REGION_SIZE;
+	if (end >= lim)
+		return GPU_REGION_PAGES;
+	return (uint32_t)((end - r->r.va_start + GPU_PAGE_SIZE - 1) >> GPU_PAGE_SHIFT);
 }
 
 static void evict_one(struct gx_hx *hx)
@@ -583,19 +649,30 @@ static void evict_one(struct gx_hx *hx)
 		return;
 	list_del(hx, victim);
 	hx->st.evictions++;
+	for (size_t i = 0; i < hx->nallocs; i++)
+		hx->allocs[i].all_resident = false;
 	memset(victim->r.resident_mask, 0, sizeof(victim->r.resident_mask));
 	victim->r.resident_pages = 0;
-	if (hx->o.act.prefetch) {
-		uint64_t end = victim->r.va_start + GPU_REGION_SIZE;
-		hx->o.act.prefetch(hx->o.act.user, victim->r.va_start, end - victim->r.va_start, 1);
+	uint64_t len = (uint64_t)region_pages(victim) << GPU_PAGE_SHIFT;
+	if (hx->o.act.advise && !victim->cold) {
+		hx->o.act.advise(hx->o.act.user, victim->r.va_start, len, GX_HX_ADV_COLD);
+		hx->st.advice++;
 	}
+	victim->cold = true;
+	if (hx->o.act.prefetch)
+		hx->o.act.prefetch(hx->o.act.user, victim->r.va_start, len, 1);
 }
 
 /* Pages [first, outer) of r became resident; activate r if new. */
 static void make_resident(struct gx_hx *hx, struct hx_region *r, uint32_t first, uint32_t outer)
 {
-	for (uint32_t pg = first; pg < outer && pg < GPU_REGION_PAGES; pg++)
-		r->r.resident_mask[pg / 64] |= 1ull << (pg % 64);
+	if (outer > GPU_REGION_PAGES)
+		outer = GPU_REGION_PAGES;
+	for (uint32_t pg = first; pg < outer;) {
+		uint32_t w = pg / 64, end = (w + 1) * 64 < outer ? (w + 1) * 64 : outer;
+		r->r.resident_mask[w] |= bits(pg % 64, end - w * 64);
+		pg = end;
+	}
 	r->r.resident_pages = popcount_mask(&r->r);
 	if (r->on_list)
 		return;
@@ -611,14 +688,6 @@ static void make_resident(struct gx_hx *hx, struct hx_region *r, uint32_t first,
 		evict_one(hx);
 }
 
-static uint32_t region_pages(const struct hx_region *r)
-{
-	uint64_t end = r->alloc_end;
-	uint64_t lim = r->r.va_start + GPU_REGION_SIZE;
-	if (end >= lim)
-		return GPU_REGION_PAGES;
-	return (uint32_t)((end - r->r.va_start + GPU_PAGE_SIZE - 1) >> GPU_PAGE_SHIFT);
-}
 
 static void apply_range(struct gx_hx *hx, uint64_t va, uint64_t len, bool act)
 {
@@ -637,19 +706,20 @@ static void apply_range(struct gx_hx *hx, uint64_t va, uint64_t len, bool act)
 			o = rp;
 		if (f >= o)
 			continue;
+		if (act && r->cold) { /* a policy wants it back: advice off first */
+			if (hx->o.act.advise) {
+				flush(hx); /* keep advice and prefetch in order */
+				hx->o.act.advise(hx->o.act.user, b, (uint64_t)rp << GPU_PAGE_SHIFT, GX_HX_ADV_HOT);
+				hx->st.advice++;
+			}
+			r->cold = false;
+		}
 		/* Only what is not resident yet is asked for: runs of absent pages. */
 		for (uint32_t pg = f; act && pg < o;) {
-			if (r->r.resident_pages == 0) {
-				want(hx, b + ((uint64_t)pg << GPU_PAGE_SHIFT), (uint64_t)(o - pg) << GPU_PAGE_SHIFT);
+			pg = r->r.resident_pages ? find_page(r, pg, o, false) : pg;
+			if (pg >= o)
 				break;
-			}
-			if (page_resident(r, pg)) {
-				pg++;
-				continue;
-			}
-			uint32_t e = pg + 1;
-			while (e < o && !page_resident(r, e))
-				e++;
+			uint32_t e = r->r.resident_pages ? find_page(r, pg, o, true) : o;
 			want(hx, b + ((uint64_t)pg << GPU_PAGE_SHIFT), (uint64_t)(e - pg) << GPU_PAGE_SHIFT);
 			pg = e;
 		}
@@ -720,6 +790,12 @@ int gx_hx__touch(struct gx_hx *hx, uint64_t va, uint64_t len)
 	if (end > aend || end < va)
 		end = aend;
 	hx->nactions = 0;
+	/* All resident and a policy that only acts on faults: nothing to do
+	 * (the common case of every launch after the first: no region walk). */
+	bool faults_only = !hx->has_mem || hx->mem.disabled || (!hx->mem.handler[1] && !hx->mem.handler[2]);
+	if (a->all_resident && faults_only)
+		return 0;
+	uint64_t ev0 = hx->st.evictions;
 	hx->touch_ns = now_ns();
 	for (uint64_t b = va & ~(GPU_REGION_SIZE - 1); b < end; b += GPU_REGION_SIZE) {
 		struct hx_region *r = NULL;
@@ -735,9 +811,7 @@ int gx_hx__touch(struct gx_hx *hx, uint64_t va, uint64_t len)
 		r->r.last_access_ns = hx->touch_ns;
 		/* fully resident (the common case on every launch): no page walk */
 		uint32_t first_pg = r->r.resident_pages >= region_pages(r) ? hi : lo;
-		for (uint32_t pg = first_pg; pg < hi; pg++) {
-			if (page_resident(r, pg))
-				continue;
+		for (uint32_t pg = find_page(r, first_pg, hi, false); pg < hi;) {
 			/* One fault per region and launch: the first page the
 			 * device would miss. What the policy leaves out of this
 			 * region's footprint is the GPU's demand paging (marked
@@ -753,12 +827,17 @@ int gx_hx__touch(struct gx_hx *hx, uint64_t va, uint64_t len)
 			touch_resident(hx, r);
 	}
 	flush(hx);
+	/* a is still valid: touches neither add nor remove allocations */
+	if (va == a->va && end == aend && hx->st.evictions == ev0)
+		a->all_resident = true;
 	return hx->nactions;
 }
 
 void gx_hx__sync(struct gx_hx *hx)
 {
 	/* Residency is forgotten, the eviction order (the policy's state) kept. */
+	for (size_t i = 0; i < hx->nallocs; i++)
+		hx->allocs[i].all_resident = false;
 	for (struct hx_region *r = hx->head; r; r = r->next) {
 		memset(r->r.resident_mask, 0, sizeof(r->r.resident_mask));
 		r->r.resident_pages = 0;

@@ -22,7 +22,10 @@ struct gx_hook_binding {
 struct gx_ptx_rewrite_opts {
 	size_t sz;               /* sizeof(struct gx_ptx_rewrite_opts): ABI can grow */
 	unsigned hooks;          /* enum gdev_hook mask; 0 with !persistent = identity */
-	int persistent;          /* apply the persistent-worker transform where safe */
+	int persistent;          /* apply the persistent-worker transform where safe:
+				  * 1 in place; GX_PTX_PERSISTENT_COPY: keep each
+				  * accepted kernel and add a transformed copy (see
+				  * below) */
 	/* Policy code: PTX holding the bound .funcs (from the devbpf JIT). NULL:
 	 * hooks run the built-in handlers chosen by `stubs`. */
 	const char *policy_ptx;
@@ -45,6 +48,14 @@ enum gx_ptx_stubs {
 				 * constant, so it cannot be compiled away */
 	GX_PTX_STUBS_PROBE_CALL,/* the same handler called, context in per-thread .local */
 };
+
+/* opts.persistent = GX_PTX_PERSISTENT_COPY: each accepted kernel K stays as it
+ * is and a transformed copy `<prefix>_pw_K` (prefix "__gx" unless the input
+ * uses such names) is added, so a launcher can run either. res->log then has
+ * one line per copy (stable wording, parsed by the shim):
+ *   persistent: K: copy COPY transformed (work descriptor: parameter N __gx_work, loop barrier B)
+ * N: the copy's parameter count (the descriptor is the last). */
+#define GX_PTX_PERSISTENT_COPY 2
 
 struct gx_ptx_rewrite_result {
 	char *ptx;        /* malloc'd, NUL-terminated; free with gx_ptx_rewrite_result_free */

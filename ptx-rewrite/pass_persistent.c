@@ -259,7 +259,7 @@ static int insn_has_dest(const struct ptx_insn *in)
 		"applypriority", "discard", "multimem", "cvt.pack",
 	};
 	for (size_t i = 0; i < GX_ARRAY_SIZE(nodest); i++)
-		if (!strcmp(in->opcode, nodest[i]))
+		if (nodest[i][0] == in->opcode[0] && !strcmp(in->opcode, nodest[i]))
 			return !strcmp(in->opcode, "mbarrier") || !strcmp(in->opcode, "wgmma") ||
 			       !strcmp(in->opcode, "elect");
 	return 1;
@@ -271,7 +271,7 @@ static int insn_varying_result(const struct ptx_insn *in, const struct ptx_func 
 	static const char *const ops[] = {"atom", "activemask", "vote", "shfl", "match",
 					  "redux", "elect", "mbarrier", "suld", "tex", "tld4"};
 	for (size_t i = 0; i < GX_ARRAY_SIZE(ops); i++)
-		if (!strcmp(in->opcode, ops[i]))
+		if (ops[i][0] == in->opcode[0] && !strcmp(in->opcode, ops[i]))
 			return 1;
 	if (!strcmp(in->opcode, "ld") && ptx_insn_has_mod(in, ".param") && in->nops > 1 &&
 	    in->ops[1]->kind == PTX_OPND_ADDR && in->ops[1]->n &&
@@ -687,6 +687,8 @@ static int rewrite_sreg(struct ptx_opnd *o, void *arg)
 	if (o->kind != PTX_OPND_ID)
 		return 0;
 	const char *t = o->text;
+	if (t[0] != '%' || (t[1] != 'c' && t[1] != 'n')) /* most operands: one test */
+		return 0;
 	const char *r = !strcmp(t, "%ctaid.x")    ? v->cx
 			: !strcmp(t, "%ctaid.y")  ? v->cy
 			: !strcmp(t, "%ctaid.z")  ? v->cz
@@ -862,23 +864,59 @@ static int transform(struct ptx_passes *ps, struct ptx_func *fn, unsigned bar_id
 	return gx_err(err);
 }
 
+/* A copy of fn's item under `name`, inserted after it: statements and
+ * operands are copied (the transform edits them), strings shared. */
+static struct ptx_item *copy_func(struct ptx_module *m, struct ptx_item *it, const char *name)
+{
+	struct ptx_item *c = ptx_alloc(m, sizeof(*c));
+	if (!c || !name)
+		return NULL;
+	*c = *it;
+	c->prev = c->next = NULL;
+	c->func.name = name;
+	c->func.linkage &= ~(unsigned)(PTX_LINK_EXTERN | PTX_LINK_WEAK | PTX_LINK_COMMON);
+	struct ptx_chain src = {it->func.head, it->func.tail, 0}, dst = {0};
+	if (ptx_chain_copy(m, &dst, &src))
+		return NULL;
+	c->func.head = dst.head;
+	c->func.tail = dst.tail;
+	ptx_item_insert_after(m, it, c, c);
+	return c;
+}
+
 int ptx_pass_persistent(struct ptx_passes *ps)
 {
-	ptx_for_each_item(ps->m, it) {
+	struct ptx_module *m = ps->m;
+	int copy = ps->ctx->opts->persistent == GX_PTX_PERSISTENT_COPY;
+	ptx_for_each_item(m, it) {
 		if (it->kind != PTX_ITEM_FUNC || !ptx_persistent_accepted(ps, &it->func))
 			continue;
 		unsigned bar_id = 0;
 		for (size_t i = 0; i < ps->nr_persist; i += 2)
 			if (ps->persist[i] == &it->func)
 				bar_id = (unsigned)(uintptr_t)ps->persist[i + 1];
-		int err = transform(ps, &it->func, bar_id);
+		struct ptx_item *t = it;
+		if (copy) {
+			t = copy_func(m, it, ptx_sprintf(m, "%s_pw_%s", m->fresh_prefix, it->func.name));
+			if (!t)
+				return gx_err(-ENOMEM);
+		}
+		int err = transform(ps, &t->func, bar_id);
 		if (err)
 			return err;
 		ps->ctx->res->nr_persistent++;
-		ptx_pass_log(ps->ctx,
-			     "persistent: %s: transformed (work descriptor: trailing parameter %s, "
-			     "loop barrier %u)",
-			     it->func.name, GX_WORK_PARAM, bar_id);
+		if (copy)
+			ptx_pass_log(ps->ctx,
+				     "persistent: %s: copy %s transformed (work descriptor: "
+				     "parameter %u %s, loop barrier %u)",
+				     it->func.name, t->func.name, t->func.nparams, GX_WORK_PARAM,
+				     bar_id);
+		else
+			ptx_pass_log(ps->ctx,
+				     "persistent: %s: transformed (work descriptor: trailing parameter "
+				     "%s, loop barrier %u)",
+				     it->func.name, GX_WORK_PARAM, bar_id);
+		it = t; /* the copy is not visited again */
 	}
 	return 0;
 }

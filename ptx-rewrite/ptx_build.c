@@ -106,12 +106,7 @@ static struct ptx_stmt *stmt_new(struct ptx_module *m, struct ptx_chain *c,
 		return NULL;
 	}
 	s->kind = k;
-	s->prev = c->tail;
-	if (c->tail)
-		c->tail->next = s;
-	else
-		c->head = s;
-	c->tail = s;
+	ptx_chain_link(c, s);
 	return s;
 }
 

@@ -1,6 +1,7 @@
 /* ptx_ir.c — the module's arena and the editing/query helpers the passes use
  * (insertion, fresh names, opcode classification). Parsing is ptx_parse.c,
  * printing ptx_emit.c. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,23 @@ struct ptx_arena *ptx_arena_new(size_t hint)
  * parsing. Bounded: at most SPARE_MAX bytes kept per thread. */
 #define SPARE_MAX (32u << 20)
 static __thread struct ptx_chunk *spare;
+/* A thread that exits frees its spare (threads of an application that load
+ * modules come and go). */
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+
+static void spare_exit(void *p)
+{
+	(void)p;
+	free(spare);
+	spare = NULL;
+}
+
+static void spare_key_init(void)
+{
+	if (pthread_key_create(&spare_key, spare_exit))
+		spare_key = (pthread_key_t)-1;
+}
 
 static struct ptx_chunk *chunk_get(size_t cap)
 {
@@ -54,6 +72,11 @@ static struct ptx_chunk *chunk_get(size_t cap)
 static void chunk_put(struct ptx_chunk *c)
 {
 	if (c->cap <= SPARE_MAX && (!spare || spare->cap < c->cap)) {
+		pthread_once(&spare_once, spare_key_init);
+		if (spare_key == (pthread_key_t)-1 || pthread_setspecific(spare_key, c)) {
+			free(c); /* no destructor: keep nothing */
+			return;
+		}
 		free(spare);
 		spare = c;
 	} else {

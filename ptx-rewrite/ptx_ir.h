@@ -278,6 +278,17 @@ struct ptx_chain {
 	struct ptx_stmt *head, *tail;
 	int failed;
 };
+/* Append s (whose prev/next are not yet set) to c. */
+static inline void ptx_chain_link(struct ptx_chain *c, struct ptx_stmt *s)
+{
+	s->prev = c->tail;
+	s->next = NULL;
+	if (c->tail)
+		c->tail->next = s;
+	else
+		c->head = s;
+	c->tail = s;
+}
 struct ptx_opnd *ptx_opnd_id(struct ptx_module *m, const char *name);
 struct ptx_opnd *ptx_opnd_int(struct ptx_module *m, long long v);         /* "%lld" */
 struct ptx_opnd *ptx_opnd_hex64(struct ptx_module *m, unsigned long long v); /* "0x%016llx" */

@@ -670,9 +670,9 @@ verbatim:
 
 /* ------------------------------------------------------------ statements */
 
-struct chain {
-	struct ptx_stmt *head, *tail;
-};
+/* A chain of statements being built (ptx_ir.h); `failed` is unused here
+ * (allocation failures longjmp). */
+#define chain ptx_chain
 
 static struct ptx_stmt *new_stmt(struct parser *P, struct chain *c, enum ptx_stmt_kind k,
 				 const struct ptx_tok *at)
@@ -684,27 +684,8 @@ static struct ptx_stmt *new_stmt(struct parser *P, struct chain *c, enum ptx_stm
 	memset(s, 0, k == PTX_STMT_DECL ? sizeof(*s) : offsetof(struct ptx_stmt, insn) + sizeof(s->insn));
 	s->kind = k;
 	set_pos(P, &s->line, &s->col, at);
-	s->prev = c->tail;
-	if (c->tail)
-		c->tail->next = s;
-	else
-		c->head = s;
-	c->tail = s;
+	ptx_chain_link(c, s);
 	return s;
-}
-
-static void stmt_verbatim(struct parser *P, struct chain *c, const struct ptx_tok *at, int line)
-{
-	const char *p;
-	size_t n;
-	struct ptx_tok start = *at;
-	if (line)
-		ptx_lex_raw_line(&P->lx, &start, &p, &n);
-	else
-		ptx_lex_raw_stmt(&P->lx, &start, &p, &n);
-	struct ptx_stmt *s = new_stmt(P, c, PTX_STMT_VERBATIM, &start);
-	s->text = dup(P, p, n);
-	next(P);
 }
 
 /* Instruction; op is the opcode token, already consumed (P->t follows it). */
@@ -744,18 +725,71 @@ static void parse_insn(struct parser *P, struct chain *c, const struct ptx_tok *
 	in->ops = (struct ptx_opnd **)pop_array(P, base, &in->nops);
 }
 
-static void parse_decl_or_verbatim(struct parser *P, struct chain *c)
+/* -------------------------------------------------------------- top level */
+
+struct ichain {
+	struct ptx_item *head, *tail;
+};
+
+static struct ptx_item *new_item(struct parser *P, struct ichain *c, enum ptx_item_kind k,
+				 const struct ptx_tok *at)
 {
-	struct ptx_tok start = P->t;
+	struct ptx_item *it = zalloc(P, sizeof(*it));
+	it->kind = k;
+	it->line = at->line;
+	it->col = (unsigned)(at->p - at->ls) + 1;
+	it->prev = c->tail;
+	if (c->tail)
+		c->tail->next = it;
+	else
+		c->head = it;
+	c->tail = it;
+	return it;
+}
+
+/* Where parsed nodes go: a function body (statements) or the module (items);
+ * verbatim text and declarations are handled once for both. */
+struct sink {
+	struct chain *stmts; /* NULL: items */
+	struct ichain *items;
+};
+
+/* The construct at `at` kept as written: a line (.loc, .file) or a statement
+ * up to ';' (or a `{ }` block). */
+static void verbatim(struct parser *P, struct sink *k, const struct ptx_tok *at, int line)
+{
+	const char *p;
+	size_t n;
+	struct ptx_tok start = *at;
+	if (line)
+		ptx_lex_raw_line(&P->lx, &start, &p, &n);
+	else
+		ptx_lex_raw_stmt(&P->lx, &start, &p, &n);
+	const char *text = dup(P, p, n);
+	if (k->stmts)
+		new_stmt(P, k->stmts, PTX_STMT_VERBATIM, &start)->text = text;
+	else
+		new_item(P, k->items, PTX_ITEM_VERBATIM, &start)->text = text;
+	next(P);
+}
+
+/* A declaration statement starting at the lookahead (`at`): one node per
+ * declared name, or the statement verbatim when it is not one we model. */
+static void decl_or_verbatim(struct parser *P, struct sink *k, const struct ptx_tok *at)
+{
+	struct ptx_tok start = *at;
 	size_t base = P->sp;
 	if (parse_decl_stmt(P, base)) {
 		P->sp = base;
-		stmt_verbatim(P, c, &start, 0);
+		verbatim(P, k, &start, 0);
 		return;
 	}
 	for (size_t i = base; i < P->sp; i++) {
-		struct ptx_stmt *s = new_stmt(P, c, PTX_STMT_DECL, &start);
-		s->decl = *(struct ptx_decl *)P->stk[i];
+		const struct ptx_decl *d = P->stk[i];
+		if (k->stmts)
+			new_stmt(P, k->stmts, PTX_STMT_DECL, &start)->decl = *d;
+		else
+			new_item(P, k->items, PTX_ITEM_DECL, &start)->decl = *d;
 	}
 	P->sp = base;
 }
@@ -763,6 +797,7 @@ static void parse_decl_or_verbatim(struct parser *P, struct chain *c)
 /* Statements until the '}' closing depth 0 (body) or end of input (snippet). */
 static void parse_body(struct parser *P, struct chain *c, int until_brace)
 {
+	struct sink k = {.stmts = c};
 	int depth = 0;
 	for (;;) {
 		struct ptx_tok at = P->t;
@@ -824,52 +859,16 @@ static void parse_body(struct parser *P, struct chain *c, int until_brace)
 		}
 		case T_DOT:
 			if (ptx_tok_is(&P->t, T_DOT, ".loc") || ptx_tok_is(&P->t, T_DOT, ".file"))
-				stmt_verbatim(P, c, &at, 1);
+				verbatim(P, &k, &at, 1);
 			else if (is_space_word(&P->t))
-				parse_decl_or_verbatim(P, c);
+				decl_or_verbatim(P, &k, &at);
 			else
-				stmt_verbatim(P, c, &at, 0);
+				verbatim(P, &k, &at, 0);
 			break;
 		default:
 			fail_expected(P, "an instruction");
 		}
 	}
-}
-
-/* -------------------------------------------------------------- top level */
-
-struct ichain {
-	struct ptx_item *head, *tail;
-};
-
-static struct ptx_item *new_item(struct parser *P, struct ichain *c, enum ptx_item_kind k,
-				 const struct ptx_tok *at)
-{
-	struct ptx_item *it = zalloc(P, sizeof(*it));
-	it->kind = k;
-	it->line = at->line;
-	it->col = (unsigned)(at->p - at->ls) + 1;
-	it->prev = c->tail;
-	if (c->tail)
-		c->tail->next = it;
-	else
-		c->head = it;
-	c->tail = it;
-	return it;
-}
-
-static void item_verbatim(struct parser *P, struct ichain *c, const struct ptx_tok *at, int line)
-{
-	const char *p;
-	size_t n;
-	struct ptx_tok start = *at;
-	if (line)
-		ptx_lex_raw_line(&P->lx, &start, &p, &n);
-	else
-		ptx_lex_raw_stmt(&P->lx, &start, &p, &n);
-	struct ptx_item *it = new_item(P, c, PTX_ITEM_VERBATIM, &start);
-	it->text = dup(P, p, n);
-	next(P);
 }
 
 static void parse_perf(struct parser *P, struct ptx_func *fn)
@@ -972,6 +971,7 @@ static void parse_func(struct parser *P, struct ichain *c, const struct ptx_tok 
 
 static void parse_items(struct parser *P, struct ichain *c)
 {
+	struct sink k = {.items = c};
 	while (P->t.kind != T_EOF) {
 		struct ptx_tok at = P->t;
 		if (P->t.kind != T_DOT)
@@ -1017,7 +1017,7 @@ static void parse_items(struct parser *P, struct ichain *c)
 			it = new_item(P, c, PTX_ITEM_ADDRESS_SIZE, &at);
 			it->address_size = v;
 		} else if (ptx_tok_is(&at, T_DOT, ".file") || ptx_tok_is(&at, T_DOT, ".loc")) {
-			item_verbatim(P, c, &at, 1);
+			verbatim(P, &k, &at, 1);
 		} else if (linkage_bit(&at) || ptx_tok_is(&at, T_DOT, ".entry") ||
 			   ptx_tok_is(&at, T_DOT, ".func") || is_space_word(&at) ||
 			   ptx_tok_is(&at, T_DOT, ".attribute")) {
@@ -1037,19 +1037,9 @@ static void parse_items(struct parser *P, struct ichain *c)
 			/* a variable declaration: re-read from its first token */
 			ptx_lex_rewind(&P->lx, &at);
 			next(P);
-			size_t base = P->sp;
-			if (parse_decl_stmt(P, base)) {
-				P->sp = base;
-				item_verbatim(P, c, &at, 0);
-				continue;
-			}
-			for (size_t i = base; i < P->sp; i++) {
-				it = new_item(P, c, PTX_ITEM_DECL, &at);
-				it->decl = *(struct ptx_decl *)P->stk[i];
-			}
-			P->sp = base;
+			decl_or_verbatim(P, &k, &at);
 		} else {
-			item_verbatim(P, c, &at, 0);
+			verbatim(P, &k, &at, 0);
 		}
 	}
 }
@@ -1184,17 +1174,16 @@ struct ptx_module *ptx_module_parse(const char *text, size_t len, char *err, siz
 	return m;
 }
 
-int ptx_parse_stmts(struct ptx_module *m, const char *text, size_t len,
-		    struct ptx_stmt **first, struct ptx_stmt **last)
+/* Statements (function-body syntax, positions 0:0) into k->stmts, or
+ * top-level items into k->items. */
+static int parse_snippet(struct ptx_module *m, const char *text, size_t len, struct sink *k)
 {
-	*first = *last = NULL;
 	struct parser *P = malloc(sizeof(*P));
 	if (!P)
 		return gx_err(-ENOMEM);
 	parser_init(P, m, text, len);
-	P->snippet = 1;
+	P->snippet = k->stmts != NULL;
 	P->lx.where = "snippet:";
-	struct chain c = {0};
 	if (setjmp(P->jb)) {
 		int e = P->enomem ? -ENOMEM : -EINVAL;
 		parser_fini(P);
@@ -1202,35 +1191,33 @@ int ptx_parse_stmts(struct ptx_module *m, const char *text, size_t len,
 		return gx_err(e);
 	}
 	next(P);
-	parse_body(P, &c, 0);
+	if (k->stmts)
+		parse_body(P, k->stmts, 0);
+	else
+		parse_items(P, k->items);
 	parser_fini(P);
 	free(P);
-	*first = c.head;
-	*last = c.tail;
 	return 0;
+}
+
+int ptx_parse_stmts(struct ptx_module *m, const char *text, size_t len,
+		    struct ptx_stmt **first, struct ptx_stmt **last)
+{
+	struct chain c = {0};
+	struct sink k = {.stmts = &c};
+	int err = parse_snippet(m, text, len, &k);
+	*first = err ? NULL : c.head;
+	*last = err ? NULL : c.tail;
+	return err;
 }
 
 int ptx_parse_items(struct ptx_module *m, const char *text, size_t len,
 		    struct ptx_item **first, struct ptx_item **last)
 {
-	*first = *last = NULL;
-	struct parser *P = malloc(sizeof(*P));
-	if (!P)
-		return gx_err(-ENOMEM);
-	parser_init(P, m, text, len);
-	P->lx.where = "snippet:";
 	struct ichain c = {0};
-	if (setjmp(P->jb)) {
-		int e = P->enomem ? -ENOMEM : -EINVAL;
-		parser_fini(P);
-		free(P);
-		return gx_err(e);
-	}
-	next(P);
-	parse_items(P, &c);
-	parser_fini(P);
-	free(P);
-	*first = c.head;
-	*last = c.tail;
-	return 0;
+	struct sink k = {.items = &c};
+	int err = parse_snippet(m, text, len, &k);
+	*first = err ? NULL : c.head;
+	*last = err ? NULL : c.tail;
+	return err;
 }

@@ -2,10 +2,18 @@
 #ifndef GX_HOSTPOLICY_H
 #define GX_HOSTPOLICY_H
 #include <stdbool.h>
+#include <stdint.h>
+
+#include "shim/gx_shim.h"
 
 /* Attach the struct_ops entries of GPUEXT_POLICY (after cuInit succeeded). */
 void gx_hostpolicy_init(void);
 /* Is this file a host (struct_ops) policy object? Device-policy code skips
  * these entries of GPUEXT_POLICY. */
 bool gx_hostpolicy_is_struct_ops(const char *path);
+/* A device policy's gdev_mem_prefetch(addr, len), drained from the runtime
+ * ring of `ctx` (devrt.c): the memory policy decides what to bring, issued
+ * on the context's prefetch stream (or sent to gpuext.ko as a hint). No-op
+ * without a host memory policy. Callable from any thread. */
+void gx_hostpolicy_device_prefetch(CUcontext ctx, CUdevice dev, uint64_t addr, uint64_t len);
 #endif

@@ -11,8 +11,9 @@
  * stream; the launch stream waits for it (event), so the data moves before
  * the kernel without serialising unrelated work. A rejected queue makes
  * launches on it fail with CUDA_ERROR_NOT_PERMITTED. With /dev/gpuext
- * present the kernel module owns these decisions and the executor stays
- * off. Any failure: one line, the application runs without the policy. */
+ * present the kernel module owns these decisions: launches become prefetch
+ * hints on its ioctl channel (hostkmod.c) and the executor stays off. Any
+ * failure: one line, the application runs without the policy. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "hostbpf/gx_hostexec.h"
+#include "shim/gx_hostkmod.h"
 #include "shim/gx_hostpolicy.h"
 #include "shim/gx_shim_ev.h"
 
@@ -31,6 +33,7 @@
 
 static pthread_mutex_t hp_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gx_hx *hx;
+static bool via_kmod; /* gpuext.ko runs the policies; we send hints (hostkmod.c) */
 static struct { uint64_t va, len; int to_host; } pref[MAX_PREF];
 static int npref;
 static uint64_t rejected[MAX_REJECT];
@@ -42,6 +45,14 @@ static uint64_t nr_prefetch_bytes, exec_ns, api_ns;
 /* GPUEXT_HOSTPOLICY_STREAM=launch: prefetch in order on the launch stream
  * (what hand-written code does) instead of the private prefetch stream. */
 static bool on_launch_stream;
+/* GPUEXT_HOSTPOLICY_CHUNK (bytes): ranges go out as soon as the executor has
+ * this much, so copies start while it still walks the footprint; 0 (the
+ * default): one coalesced call per run of ranges, after the walk. */
+static uint64_t chunk_bytes;
+/* GPUEXT_HOSTPOLICY_LAUNCH_ARGS=0: launch arguments are not taken as
+ * footprints; only device requests (gdev_mem_prefetch) drive the policy. */
+static bool launch_args = true;
+static unsigned long nr_dev_requests;
 static uint64_t min_prefetch;
 
 static uint64_t mono_ns(void)
@@ -56,11 +67,40 @@ static uint64_t mono_ns(void)
 typedef CUresult (*prefetch_v2_fn)(CUdeviceptr, size_t, CUmemLocation, unsigned int, CUstream);
 #define PREFETCH_V2 ((prefetch_v2_fn)__atomic_load_n(&gx_slots[GX_SYM_cuMemPrefetchAsync_v2], __ATOMIC_RELAXED))
 
+static void send_one(uint64_t va, uint64_t len, int to_host);
+static bool chunked(void);
+
 static void on_prefetch(void *u, uint64_t va, uint64_t len, int to_host)
 {
 	(void)u;
-	if (npref < MAX_PREF)
+	if (chunked())
+		send_one(va, len, to_host); /* copies start during the walk */
+	else if (npref < MAX_PREF)
 		pref[npref++] = (__typeof__(pref[0])){va, len, to_host};
+}
+
+static CUdevice cur_dev; /* device of the event being handled */
+static unsigned long nr_advise_calls;
+
+/* Eviction order made durable (gx_hostexec.h): a cold region prefers the
+ * host and stays mapped for the device (remote reads, no migration back);
+ * a region a policy brings back loses that advice before its prefetch. */
+static void on_advise(void *u, uint64_t va, uint64_t len, int adv)
+{
+	(void)u;
+	CUmemLocation host = {.type = CU_MEM_LOCATION_TYPE_HOST, .id = 0};
+	CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = cur_dev};
+	CUresult a, b;
+	if (adv == GX_HX_ADV_COLD) {
+		a = REAL(cuMemAdvise_v2)((CUdeviceptr)va, len, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, host);
+		b = REAL(cuMemAdvise_v2)((CUdeviceptr)va, len, CU_MEM_ADVISE_SET_ACCESSED_BY, dev);
+	} else {
+		a = REAL(cuMemAdvise_v2)((CUdeviceptr)va, len, CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, host);
+		b = REAL(cuMemAdvise_v2)((CUdeviceptr)va, len, CU_MEM_ADVISE_UNSET_ACCESSED_BY, dev);
+	}
+	nr_advise_calls += 2;
+	if (a != CUDA_SUCCESS || b != CUDA_SUCCESS)
+		pr_warn_once("hostpolicy: cuMemAdvise failed (%d, %d); placement advice dropped", (int)a, (int)b);
 }
 
 static void on_attr(void *u, uint64_t q, uint32_t attr, uint64_t v)
@@ -92,7 +132,7 @@ bool gx_hostpolicy_is_struct_ops(const char *path)
 static struct gx_hx_opts make_opts(void)
 {
 	struct gx_hx_opts o = {.sz = sizeof(o), .shm_maps = 1,
-			       .act = {.prefetch = on_prefetch, .queue_attr = on_attr}};
+			       .act = {.prefetch = on_prefetch, .queue_attr = on_attr, .advise = on_advise}};
 	const char *cap = getenv("GPUEXT_HOSTPOLICY_CAPACITY"); /* regions; default: device memory */
 	if (cap)
 		o.capacity = (uint32_t)strtoul(cap, NULL, 0);
@@ -100,6 +140,16 @@ static struct gx_hx_opts make_opts(void)
 	 * launch than the GPU's demand paging spends on the same pages. */
 	const char *min = getenv("GPUEXT_HOSTPOLICY_MIN_PREFETCH");
 	o.min_prefetch = min_prefetch = min ? strtoull(min, NULL, 0) : 2ull << 20;
+	/* Native code (libgxjit.so) lacks the interpreter's run-time checks:
+	 * opt-in, for trusted policies. */
+	const char *jit = getenv("GPUEXT_HOSTPOLICY_JIT");
+	o.native = jit && !strcmp(jit, "native");
+	if (jit && strcmp(jit, "native") && strcmp(jit, "interp"))
+		pr_warn("hostpolicy: GPUEXT_HOSTPOLICY_JIT=%s: expected 'native' or 'interp'; interpreting", jit);
+	const char *ch = getenv("GPUEXT_HOSTPOLICY_CHUNK");
+	o.max_coalesce = chunk_bytes = ch ? strtoull(ch, NULL, 0) : 0;
+	const char *la = getenv("GPUEXT_HOSTPOLICY_LAUNCH_ARGS");
+	launch_args = !la || strcmp(la, "0");
 	const char *st = getenv("GPUEXT_HOSTPOLICY_STREAM");
 	on_launch_stream = st && !strcmp(st, "launch");
 	if (st && strcmp(st, "launch") && strcmp(st, "own"))
@@ -133,35 +183,77 @@ static int pstream(CUcontext ctx, CUstream *s, CUevent *ev)
 	return -ENOSPC;
 }
 
-/* Issue the decisions collected in pref[] before the launch on `ls`. */
-static void issue(struct gx_event *ev, CUstream ls)
-{
-	if (!npref)
-		return;
-	CUstream s;
+/* Where the decisions of the event being handled go: the prefetch stream
+ * (+ its event, which the launch stream waits on), or the launch stream. */
+static struct {
+	bool on;          /* a launch or device request is being handled */
+	bool launch;
+	bool resolved, usable;
+	CUcontext ctx;
+	CUdevice dev;
+	CUstream ls, s;
 	CUevent e;
-	CUdevice dev = ev->dev;
-	if (dev < 0 && REAL(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
-		dev = 0;
-	if (on_launch_stream || pstream(ev->ctx, &s, &e)) {
-		s = ls; /* in order on the launch stream */
-		e = NULL;
+	int issued;
+} cur;
+
+static bool chunked(void)
+{
+	return chunk_bytes && cur.on;
+}
+
+static void cur_begin(CUcontext ctx, CUdevice dev, CUstream ls, bool launch)
+{
+	cur = (__typeof__(cur)){.on = true, .launch = launch, .ctx = ctx, .dev = dev, .ls = ls};
+}
+
+static bool cur_resolve(void)
+{
+	if (cur.resolved)
+		return cur.usable;
+	cur.resolved = true;
+	if (cur.dev < 0 && REAL(cuCtxGetDevice)(&cur.dev) != CUDA_SUCCESS)
+		cur.dev = 0;
+	if ((cur.launch && on_launch_stream) || pstream(cur.ctx, &cur.s, &cur.e)) {
+		if (!cur.launch) /* no stream of ours and no launch to order by */
+			return cur.usable = false;
+		cur.s = cur.ls; /* in order on the launch stream */
+		cur.e = NULL;
 	}
+	if (!cur.launch)
+		cur.e = NULL;
+	return cur.usable = true;
+}
+
+static void send_one(uint64_t va, uint64_t len, int to_host)
+{
+	if (!cur_resolve())
+		return;
 	uint64_t t0 = mono_ns();
-	for (int i = 0; i < npref; i++) {
-		CUmemLocation loc = {.type = pref[i].to_host ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE,
-				     .id = pref[i].to_host ? 0 : dev};
-		CUresult rc = PREFETCH_V2((CUdeviceptr)pref[i].va, pref[i].len, loc, 0, s);
-		if (rc != CUDA_SUCCESS)
-			pr_warn_once("hostpolicy: cuMemPrefetchAsync failed (%d); hints dropped", (int)rc);
-		nr_prefetch_calls++;
-		if (!pref[i].to_host)
-			nr_prefetch_bytes += pref[i].len;
-	}
-	if (e && REAL(cuEventRecord)(e, s) == CUDA_SUCCESS)
-		REAL(cuStreamWaitEvent)(ls, e, 0);
+	CUmemLocation loc = {.type = to_host ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE,
+			     .id = to_host ? 0 : cur.dev};
+	CUresult rc = PREFETCH_V2((CUdeviceptr)va, len, loc, 0, cur.s);
+	if (rc != CUDA_SUCCESS)
+		pr_warn_once("hostpolicy: cuMemPrefetchAsync failed (%d); hints dropped", (int)rc);
+	nr_prefetch_calls++;
+	if (!to_host)
+		nr_prefetch_bytes += len;
+	cur.issued++;
 	api_ns += mono_ns() - t0;
+}
+
+/* Issue what is queued in pref[]; order the launch after all of it. */
+static void cur_end(void)
+{
+	for (int i = 0; i < npref; i++)
+		send_one(pref[i].va, pref[i].len, pref[i].to_host);
 	npref = 0;
+	if (cur.issued && cur.e) {
+		uint64_t t0 = mono_ns();
+		if (REAL(cuEventRecord)(cur.e, cur.s) == CUDA_SUCCESS)
+			REAL(cuStreamWaitEvent)(cur.ls, cur.e, 0);
+		api_ns += mono_ns() - t0;
+	}
+	cur.on = false;
 }
 
 /* The parameter layout of a function: offsets/sizes, cached. -1: unknown. */
@@ -193,13 +285,21 @@ static int param_layout(void *f, int is_kernel, uint16_t **off, uint16_t **size)
 
 static void scan_word(uint64_t v)
 {
-	if (v >= 4096)
+	if (v < 4096)
+		return;
+	if (via_kmod)
+		gx_hostkmod_note(v);
+	else
 		gx_hx__touch(hx, v, 0); /* -ENOENT for anything not managed */
 }
 
 static void on_launch(struct gx_event *ev)
 {
 	struct gx_launch_event *l = &ev->launch;
+	if (!launch_args)
+		return;
+	if (!via_kmod)
+		cur_begin(ev->ctx, ev->dev, l->stream, true);
 	uint64_t t0 = mono_ns();
 	for (int i = 0; i < nrejected; i++)
 		if (rejected[i] == (uint64_t)(uintptr_t)l->stream || rejected[i] == (uint64_t)(uintptr_t)ev->ctx)
@@ -231,7 +331,36 @@ static void on_launch(struct gx_event *ev)
 		}
 	}
 	exec_ns += mono_ns() - t0;
-	issue(ev, l->stream);
+	if (via_kmod)
+		gx_hostkmod_flush();
+	else
+		cur_end();
+}
+
+void gx_hostpolicy_device_prefetch(CUcontext ctx, CUdevice dev, uint64_t addr, uint64_t len)
+{
+	pthread_mutex_lock(&hp_lock);
+	if (!len)
+		len = 4096;
+	if (via_kmod) {
+		nr_dev_requests++;
+		gx_hostkmod_note_range(addr, len);
+		gx_hostkmod_flush();
+	} else if (hx && gx_hx__mem_enabled(hx)) {
+		nr_dev_requests++;
+		cur_dev = dev >= 0 ? dev : 0;
+		CUcontext old = NULL;
+		bool switched = REAL(cuCtxGetCurrent)(&old) == CUDA_SUCCESS && old != ctx &&
+				REAL(cuCtxSetCurrent)(ctx) == CUDA_SUCCESS;
+		cur_begin(ctx, dev, NULL, false);
+		uint64_t t0 = mono_ns();
+		gx_hx__touch(hx, addr, len); /* -ENOENT: not managed memory */
+		exec_ns += mono_ns() - t0;
+		cur_end();
+		if (switched)
+			REAL(cuCtxSetCurrent)(old);
+	}
+	pthread_mutex_unlock(&hp_lock);
 }
 
 static bool is_rejected(uint64_t id)
@@ -247,10 +376,23 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	(void)cookie;
 	CUresult rc = CUDA_SUCCESS;
 	pthread_mutex_lock(&hp_lock);
+	if (via_kmod) {
+		if (ev->kind == GX_EV_MEM_ALLOC_MANAGED)
+			gx_hostkmod_alloc(ev->mem.ptr, ev->mem.size);
+		else if (ev->kind == GX_EV_MEM_FREE)
+			gx_hostkmod_free(ev->mem.ptr);
+		else if (ev->kind == GX_EV_SYNC)
+			gx_hostkmod_sync();
+		else if (ev->kind == GX_EV_LAUNCH)
+			on_launch(ev);
+		pthread_mutex_unlock(&hp_lock);
+		return rc;
+	}
 	if (!hx) { /* after exit's report */
 		pthread_mutex_unlock(&hp_lock);
 		return rc;
 	}
+	cur_dev = ev->dev >= 0 ? ev->dev : 0;
 	switch (ev->kind) {
 	case GX_EV_MEM_ALLOC_MANAGED:
 		gx_hx__alloc(hx, ev->mem.ptr, ev->mem.size);
@@ -298,15 +440,20 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 static void report(void)
 {
 	pthread_mutex_lock(&hp_lock);
+	if (via_kmod) {
+		gx_hostkmod_close();
+		via_kmod = false;
+	}
 	if (hx) {
 		struct gx_hx_stats st;
 		gx_hx__stats(hx, &st);
 		pr_info("hostpolicy: %lu prefetch calls issued, %.1f MiB; %llu ranges (%.1f MiB) under %.1f MiB left to "
-			"demand paging; executor %.3f ms in %llu policy calls (%llu faults); cuMemPrefetchAsync %.3f ms "
-			"(policy '%s'%s)",
+			"demand paging; executor %.3f ms in %llu policy calls (%llu faults); cuMemPrefetchAsync %.3f ms"
+			"; %llu evictions, %lu cuMemAdvise calls; %lu device requests (policy '%s'%s)",
 			nr_prefetch_calls, nr_prefetch_bytes / 1048576.0, (unsigned long long)st.small,
 			st.small_bytes / 1048576.0, min_prefetch / 1048576.0, exec_ns / 1e6,
-			(unsigned long long)st.calls, (unsigned long long)st.faults, api_ns / 1e6, gx_hx__mem_policy(hx),
+			(unsigned long long)st.calls, (unsigned long long)st.faults, api_ns / 1e6,
+			(unsigned long long)st.evictions, nr_advise_calls, nr_dev_requests, gx_hx__mem_policy(hx),
 			gx_hx__mem_enabled(hx) ? "" : ", disabled");
 		gx_hx__free(hx);
 		hx = NULL;
@@ -322,7 +469,7 @@ void gx_hostpolicy_init(void)
 	char *dup = strdup(list);
 	if (!dup)
 		return;
-	int loaded = 0;
+	int loaded = 0, kmod_tried = 0;
 	struct gx_hx *h = NULL;
 	for (char *save = NULL, *e = strtok_r(dup, ":", &save); e; e = strtok_r(NULL, ":", &save)) {
 		char *knobs = strchr(e, ',');
@@ -330,9 +477,19 @@ void gx_hostpolicy_init(void)
 			*knobs++ = 0;
 		if (!gx_hostpolicy_is_struct_ops(e))
 			continue;
-		if (!access("/dev/gpuext", F_OK)) {
-			pr_info("hostpolicy: %s: /dev/gpuext present: the kernel module runs host policies, shim executor off", e);
-			break;
+		if (!kmod_tried++) {
+			/* The module sees real faults: it runs the policies, we hint. */
+			int err = gx_hostkmod_open();
+			if (!err) {
+				pr_info("hostpolicy: /dev/gpuext present (backend '%s'): gpuext.ko runs the host policies "
+					"(attach them with build/bin/gx_NAME); launches send it prefetch hints, shim executor off",
+					gx_hostkmod_backend());
+				via_kmod = true;
+				break;
+			}
+			if (err != -ENOENT)
+				pr_warn("hostpolicy: /dev/gpuext unusable (%s); running the policies in the shim",
+					strerror(-err));
 		}
 		if (!h) {
 			struct gx_hx_opts o = make_opts();
@@ -343,6 +500,18 @@ void gx_hostpolicy_init(void)
 		loaded += gx_hx__load(h, e, knobs) == 0;
 	}
 	free(dup);
+	if (via_kmod) {
+		unsigned m = GX_EV_MASK(GX_EV_MEM_ALLOC_MANAGED) | GX_EV_MASK(GX_EV_MEM_FREE) | GX_EV_MASK(GX_EV_LAUNCH) |
+			     GX_EV_MASK(GX_EV_SYNC);
+		if (gx_events_subscribe(m, on_event, NULL) < 0) {
+			pr_warn("hostpolicy: cannot subscribe to events; no prefetch hints");
+			gx_hostkmod_close();
+			via_kmod = false;
+			return;
+		}
+		atexit(report);
+		return;
+	}
 	if (!loaded) {
 		gx_hx__free(h);
 		return;

@@ -34,6 +34,10 @@ static CUresult launch_slow(unsigned sym, enum gx_launch_api api, LAUNCH_ARGS,
 {
 	struct gx_event ev = { .kind = GX_EV_LAUNCH };
 	struct gx_launch_event *l = &ev.launch;
+	/* The _ptsz forms' NULL stream is the per-thread default stream: say so
+	 * explicitly, so subscribers enqueue work on the right one. */
+	if (!hStream && (sym == GX_SYM_cuLaunchKernel_ptsz || sym == GX_SYM_cuLaunchCooperativeKernel_ptsz))
+		hStream = CU_STREAM_PER_THREAD;
 	l->api = api;
 	l->func = f;
 	l->grid[0] = gridDimX, l->grid[1] = gridDimY, l->grid[2] = gridDimZ;
@@ -99,6 +103,8 @@ static CUresult launch_ex_slow(unsigned sym, const CUlaunchConfig *config,
 	l->block[0] = config->blockDimX, l->block[1] = config->blockDimY, l->block[2] = config->blockDimZ;
 	l->shared_mem = config->sharedMemBytes;
 	l->stream = config->hStream;
+	if (!l->stream && sym == GX_SYM_cuLaunchKernelEx_ptsz)
+		l->stream = CU_STREAM_PER_THREAD; /* as in launch_slow */
 	l->kernel_params = kernelParams;
 	l->extra = extra;
 	l->config = config;

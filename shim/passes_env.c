@@ -2,8 +2,8 @@
  * sites calling the built-in no-op stubs (no policy needed). Used to check
  * that instrumented applications behave the same and to measure the bare
  * cost of hooks (tests/gpu/passes.sh). A policy (GPUEXT_POLICY) selects its
- * hooks itself; the persistent-worker transform is not offered here because
- * its launches need a work descriptor (blocksched). Unknown words are
+ * hooks itself; persistent workers have their own switch (GPUEXT_PERSISTENT,
+ * persist.c: their launches need a work descriptor). Unknown words are
  * ignored with a warning, once. */
 #include <stdlib.h>
 #include <string.h>

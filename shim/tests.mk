@@ -13,7 +13,8 @@ $(FAKE_LIB): tests/shim/fakecuda/fake.c $(BUILD)/gen/fakecuda/fake_gen.c
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Wno-unused-parameter -shared -o $@ -Wl,-soname,libcuda.so.1 $^ -ldl -lpthread
 
-SHIM_TEST_BINS := $(BUILD)/tests/shim/test_shim $(BUILD)/tests/shim/test_nodriver $(BUILD)/tests/shim/test_disable
+SHIM_TEST_BINS := $(BUILD)/tests/shim/test_shim $(BUILD)/tests/shim/test_nodriver $(BUILD)/tests/shim/test_disable \
+                  $(BUILD)/tests/shim/test_persist
 
 $(BUILD)/tests/shim/%: tests/shim/%.c shim/gx_events.h tests/gx_test.h
 	$(call msg,LD,$@)
@@ -38,3 +39,23 @@ $(BUILD)/tests/shim/cudart_probe: tests/shim/cudart_probe.cu
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(NVCC) -arch=sm_80 -o $@ $<
 TEST_BINS += $(BUILD)/tests/shim/cudart_probe
+
+# The rewritten-module cache (shim/mcache.c).
+$(BUILD)/tests/shim/test_mcache.sh: tests/shim/test_mcache.sh
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+TEST_BINS += $(BUILD)/tests/shim/mcache_load $(BUILD)/tests/shim/test_mcache.sh
+TESTS     += $(BUILD)/tests/shim/test_mcache.sh
+
+# -rdc: a two-unit program (also in the GPU corpus) and the wrapper test.
+$(BUILD)/tests/shim/rdc_app: tests/gpu/shim/rdc_a.cu tests/gpu/shim/rdc_b.cu tests/gpu/shim/common.h
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(NVCC) -rdc=true -gencode arch=compute_80,code=[sm_80,compute_80] -o $@ tests/gpu/shim/rdc_a.cu tests/gpu/shim/rdc_b.cu
+TEST_BINS += $(BUILD)/tests/shim/rdc_app $(BUILD)/tests/shim/test_rdc
+
+# Several devices and contexts (tests/shim/test_multi.c, issue 7).
+SHIM_TEST_BINS += $(BUILD)/tests/shim/test_multi
+$(BUILD)/tests/shim/test_multi.sh: tests/shim/test_multi.sh
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+TEST_BINS += $(BUILD)/tests/shim/test_multi $(BUILD)/tests/shim/test_multi.sh
+TESTS     += $(BUILD)/tests/shim/test_multi.sh

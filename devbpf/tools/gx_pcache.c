@@ -42,8 +42,8 @@ unsigned gx_pcache_jit_sm(unsigned sm)
 
 int gx_pcache_path(const char *dir, uint64_t hash, unsigned sm, char *out, size_t n)
 {
-	int w = snprintf(out, n, "%s/%016llx-%s-sm%u-ptx%u.gxpol", dir, (unsigned long long)hash,
-			 GX_GPUEXT_VERSION, sm, GX_PCACHE_PTXVER);
+	int w = snprintf(out, n, "%s/%016llx-%s-j%d-sm%u-ptx%u.gxpol", dir, (unsigned long long)hash,
+			 GX_GPUEXT_VERSION, GX_PCACHE_JITREV, sm, GX_PCACHE_PTXVER);
 	return w < 0 || (size_t)w >= n ? gx_err(-ENAMETOOLONG) : 0;
 }
 

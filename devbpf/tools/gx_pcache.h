@@ -8,7 +8,7 @@
  * loads, verifies and translates) and stored as one file per key:
  *
  *   $GPUEXT_CACHE_DIR (default $XDG_CACHE_HOME/gpuext, ~/.cache/gpuext)
- *     /<fnv64 of the .bpf.o bytes>-<gpuext version>-sm<NN>-ptx<VV>.gxpol
+ *     /<fnv64 of the .bpf.o bytes>-<gpuext version>-j<JIT rev>-sm<NN>-ptx<VV>.gxpol
  *
  * An entry exists only for an object that passed the verifier, so a cache
  * hit is as good as a fresh verify + JIT. The file is text: a manifest
@@ -24,6 +24,9 @@
 #define GX_PCACHE_FORMAT 1
 #define GX_GPUEXT_VERSION "0.1.0"
 #define GX_PCACHE_PTXVER 80 /* the JIT emits PTX ISA 8.0 (+ptx80) */
+/* Bumped whenever the JIT's output for the same object changes (2:
+ * ctx->launch_id reads %gridid), so older entries are never used. */
+#define GX_PCACHE_JITREV 2
 #define GX_POL_NAME_MAX 64
 
 struct gx_pol_prog {

@@ -23,6 +23,7 @@ struct gx_krs_rec {
 	gdev_u32 smid;
 	gdev_u32 nctaid[3];
 	gdev_u32 ntid;      /* threads per block (x*y*z) */
+	gdev_u64 launch_id; /* ctx->launch_id: %gridid, one per launch in a context */
 };
 
 /* threadhist: value of the per-warp-slot array (1 entry); the host sums the
@@ -39,6 +40,7 @@ struct gx_ll_rec {
 	gdev_u64 ts;        /* %globaltimer at the first block's start */
 	gdev_u32 smid;
 	gdev_u32 nblocks;   /* grid size (x*y*z) */
+	gdev_u64 launch_id; /* ctx->launch_id: %gridid, one per launch in a context */
 };
 
 /* memtrace: one per sampled warp access. */

@@ -33,6 +33,7 @@ int kernelretsnoop(struct gdev_ctx *ctx)
 		.smid = ctx->smid,
 		.nctaid = { ctx->nctaid_x, ctx->nctaid_y, ctx->nctaid_z },
 		.ntid = ctx->ntid_x * ctx->ntid_y * ctx->ntid_z,
+		.launch_id = ctx->launch_id,
 	};
 	bpf_ringbuf_output(&krs_ring, &r, sizeof(r), 0);
 	return GDEV_DEFAULT;

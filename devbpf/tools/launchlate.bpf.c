@@ -34,6 +34,7 @@ int launchlate(struct gdev_ctx *ctx)
 		.ts = gdev_globaltimer(),
 		.smid = ctx->smid,
 		.nblocks = ctx->nctaid_x * ctx->nctaid_y * ctx->nctaid_z,
+		.launch_id = ctx->launch_id,
 	};
 	bpf_ringbuf_output(&ll_ring, &r, sizeof(r), 0);
 	return GDEV_DEFAULT;

@@ -24,7 +24,8 @@ $(JITSO): $(JITSO_OBJS) $(JIT_LIB) $(DEVBPF_LIB) $(MAPS_LIB) $(COMMON_LIB)
 
 LIBS_ALL += $(TOOL_OBJS) $(JITSO)
 
-CLI_SRCS += cli/tools.c cli/tools_fmt.c cli/run_tool.c devbpf/tools/jitlib_open.c devbpf/tools/gx_pcache.c
+CLI_SRCS += cli/tools.c cli/tools_fmt.c cli/run_tool.c devbpf/tools/jitlib_open.c devbpf/tools/gx_pcache.c \
+            devbpf/tools/gx_pmerge.c
 
 # The JIT cache for the GPU machine (no LLVM there): the lead runs this
 # before carrying build/; tests/gpu/tools.sh sets GPUEXT_CACHE_DIR to it.
@@ -33,6 +34,7 @@ GPU_CACHE := $(BUILD)/cache
 gpu-prep: all $(BUILD)/tests/gpu/tools_kern $(BUILD)/tests/gpu/tool_bench
 	$(Q)rm -rf $(GPU_CACHE) && mkdir -p $(GPU_CACHE)
 	$(Q)$(BUILD)/bin/gpuext tools prepare --cache-dir $(GPU_CACHE) --sm 90
+	$(if $(GPU_PREP_POLICIES),$(Q)$(BUILD)/bin/gpuext tools prepare --cache-dir $(GPU_CACHE) --sm 90 $(GPU_PREP_POLICIES))
 
 # GPU test programs (nvcc 13 here; static cudart runs on the H200).
 $(BUILD)/tests/gpu/tools_kern: tests/gpu/tools_kern.cu
@@ -46,7 +48,7 @@ $(BUILD)/tests/gpu/tool_bench: bench/tool_bench.cu
 
 # ---- tests ----
 TOOLS_TEST := $(BUILD)/tests/tools
-$(TOOLS_TEST)/test_pcache: $(call objs,tests/tools/test_pcache.c devbpf/tools/gx_pcache.c) $(COMMON_LIB)
+$(TOOLS_TEST)/test_pcache: $(call objs,tests/tools/test_pcache.c devbpf/tools/gx_pcache.c devbpf/tools/gx_pmerge.c) $(COMMON_LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS)

@@ -6,10 +6,13 @@
 #     cudaMemPrefetchAsync vs the unchanged program under the shim with
 #     gx_seq / gx_stride / gx_tree; outputs compared across modes, table in
 #     $OUT/hostpolicy/uvm_prefetch.md;
+#  1b. eviction under GPUEXT_HOSTPOLICY_CAPACITY with cuMemAdvise advice;
+#  1c. device-side gdev_mem_prefetch requests (devprefetch device policy,
+#     from the JIT cache of `make gpu-prep`) driving gx_seq;
 #  2. CuPy with its managed-memory allocator and PyTorch with a managed
 #     allocator (CUDAPluggableAllocator, .so built here) under the prefetch
 #     policies: results identical to runs without the shim.
-# Prints ok/not ok lines; logs under $OUT/hostpolicy/. HOSTPOLICY_SKIP=bench,cupy,torch.
+# Prints ok/not ok lines; logs under $OUT/hostpolicy/. HOSTPOLICY_SKIP=bench,advise,cupy,torch.
 # Needs ~5 minutes; under tests/gpu/run.sh use GX_GPU_TIMEOUT=600 to be safe.
 set -u
 ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -37,6 +40,50 @@ if [[ ",$SKIP," != *,bench,* ]]; then
 		tee -a "$L/summary.txt" >/dev/null
 	grep -E '^(not )?ok - ' "$L/bench.log" || nok "bench/uvm_prefetch.sh printed no results"
 	[ -f "$L/uvm_prefetch.md" ] && cat "$L/uvm_prefetch.md"
+fi
+
+# ---- 1b. eviction with placement advice; 1c. device-side requests ----
+# 1b: GPUEXT_HOSTPOLICY_CAPACITY=96 regions (192 MiB) under the pipeline's
+# 768 MiB: gx_seq's decisions evict regions to the host with cuMemAdvise
+# (preferred location host, accessed-by device); results stay identical.
+# 1c: a device policy (devprefetch, JIT'd into $B/cache by `make gpu-prep`)
+# sends gdev_mem_prefetch requests from inside k_seq; with launch arguments
+# ignored (GPUEXT_HOSTPOLICY_LAUNCH_ARGS=0) they alone drive gx_seq.
+if [[ ",$SKIP," != *,advise,* ]] && timeout 300 "$NVCC" -O2 -arch=sm_90 -o "$W/uvm" "$ROOT/bench/uvm_prefetch.cu" \
+	>"$L/uvm-build.log" 2>&1; then
+	sum_of() { sed -n "s/^RESULT pattern=$2 .*checksum=\([0-9]*\).*/\1/p" "$L/$1.out"; }
+	timeout 120 "$W/uvm" --only pipeline --reps 1 >"$L/evict.base.out" 2>&1
+	timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_HOSTPOLICY_CAPACITY=96 \
+		GPUEXT_POLICY="$B/hostbpf/gx_seq.bpf.o" "$W/uvm" --only pipeline --reps 1 >"$L/evict.out" 2>"$L/evict.err"
+	ev=$(sed -n 's/.*; \([0-9]*\) evictions, \([0-9]*\) cuMemAdvise calls.*/\1 \2/p' "$L/evict.err" | tail -1)
+	c0=$(sum_of evict.base pipeline) c1=$(sum_of evict pipeline)
+	[ -n "$c0" ] && [ "$c0" = "$c1" ] && ok "evict: pipeline under capacity 96 regions gives the same checksum ($c1)" ||
+		nok "evict: checksum ${c1:-none} vs ${c0:-none} (see $L/evict.err)"
+	set -- $ev
+	[ "${1:-0}" -gt 0 ] && [ "${2:-0}" -gt 0 ] && ! grep -q "cuMemAdvise failed" "$L/evict.err" &&
+		ok "evict: $1 regions evicted with $2 cuMemAdvise calls, none failed ($(grep -o 'pattern=pipeline ms=[0-9.]*' "$L/evict.out"))" ||
+		nok "evict: expected evictions with advice (got '${ev:-no exit line}'; see $L/evict.err)"
+	# native back end requested: libgxjit.so needs libLLVM-19 (absent on the
+	# GPU machine) -> one line, the interpreter runs, results identical
+	timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_HOSTPOLICY_JIT=native \
+		GPUEXT_POLICY="$B/hostbpf/gx_seq.bpf.o" "$W/uvm" --only pipeline --reps 1 >"$L/native.out" 2>"$L/native.err"
+	c1=$(sum_of native pipeline)
+	mode=$(sed -n "s/.*attached memory policy 'seq' (\([a-z]*\)).*/\1/p" "$L/native.err" | head -1)
+	[ -n "$c0" ] && [ "$c1" = "$(sum_of evict.base pipeline)" ] && [ -n "$mode" ] &&
+		ok "native requested: policy $mode, same checksum ($(grep -m1 -o 'native code unavailable.*' "$L/native.err" | cut -c1-80))" ||
+		nok "native requested: mode '${mode:-?}', checksum ${c1:-none} (see $L/native.err)"
+	timeout 120 "$W/uvm" --only seq --mb 256 --reps 1 >"$L/devreq.base.out" 2>&1
+	timeout 180 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_CACHE_DIR="$B/cache" GPUEXT_HOSTPOLICY_LAUNCH_ARGS=0 \
+		GPUEXT_POLICY="$B/hostbpf/gx_seq.bpf.o:$B/hostbpf/devprefetch.bpf.o" "$W/uvm" --only seq --mb 256 --reps 1 \
+		>"$L/devreq.out" 2>"$L/devreq.err"
+	c0=$(sum_of devreq.base seq) c1=$(sum_of devreq seq)
+	[ -n "$c0" ] && [ "$c0" = "$c1" ] && ok "devreq: instrumented k_seq gives the same checksum ($c1)" ||
+		nok "devreq: checksum ${c1:-none} vs ${c0:-none} (see $L/devreq.err)"
+	dr=$(sed -n 's/.*; \([0-9]*\) device requests (policy.*/\1/p' "$L/devreq.err" | tail -1)
+	pc=$(sed -n 's/.*hostpolicy: \([0-9]*\) prefetch calls issued.*/\1/p' "$L/devreq.err" | tail -1)
+	[ "${dr:-0}" -gt 0 ] && [ "${pc:-0}" -gt 0 ] &&
+		ok "devreq: $dr gdev_mem_prefetch requests from the GPU drove gx_seq to $pc prefetch calls" ||
+		nok "devreq: device requests ${dr:-?}, prefetch calls ${pc:-?} (see $L/devreq.err: $(grep -m1 -E 'policy devprefetch|cache' "$L/devreq.err"))"
 fi
 
 # ---- 2. CuPy and PyTorch with managed memory ----

@@ -10,7 +10,10 @@
 #     context, called and inlined handlers).
 #  2. Through the shim: tests/gpu/passes_app.cu (PTX only, so the driver JITs
 #     it via the shim's rewrite) with GPUEXT_HOOKS=entry,exit / mem / all
-#     must print the same checksums as without the shim.
+#     must print the same checksums as without the shim; and with
+#     GPUEXT_PERSISTENT=dynamic / static (alone and with all hooks), where the
+#     kernels the transform accepts launch as persistent workers (the log
+#     must show at least one "launched as" line).
 # Logs and the table go to $OUT (hook_overhead.md, passes-*.txt).
 set -u
 cd "${GX_ROOT:-$(dirname "$0")/../..}"
@@ -56,4 +59,27 @@ for h in none entry,exit mem all; do
 		diff "$OUT/passes-native.txt" "$OUT/passes-$tag.txt" | head -10
 	fi
 	grep -iE 'hook|rewrit|passed through' "$OUT/passes-$tag.log" | head -3 | sed 's/^/# /'
+done
+
+# Persistent workers through the shim (GPUEXT_PERSISTENT, shim/persist.c).
+for pm in dynamic static dynamic+all; do
+	tag=persist-${pm/+/-}
+	mode=${pm%+all}
+	hooks=; [ "$pm" = dynamic+all ] && hooks=GPUEXT_HOOKS=all
+	env CUDA_CACHE_DISABLE=1 LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+		GPUEXT_LOG=info GPUEXT_PERSISTENT=$mode $hooks \
+		"$app" >"$OUT/passes-$tag.txt" 2>"$OUT/passes-$tag.log"
+	rc=$?
+	nl=$(grep -c 'launched as' "$OUT/passes-$tag.log")
+	if [ $rc -ne 0 ]; then
+		echo "not ok - passes: shim GPUEXT_PERSISTENT=$pm: exit $rc: $(tail -1 "$OUT/passes-$tag.log")"
+	elif ! cmp -s "$OUT/passes-native.txt" "$OUT/passes-$tag.txt"; then
+		echo "not ok - passes: shim GPUEXT_PERSISTENT=$pm: outputs differ"
+		diff "$OUT/passes-native.txt" "$OUT/passes-$tag.txt" | head -10
+	elif [ "$nl" -eq 0 ]; then
+		echo "not ok - passes: shim GPUEXT_PERSISTENT=$pm: same outputs, but no kernel launched persistent"
+	else
+		echo "ok - passes: shim GPUEXT_PERSISTENT=$pm: same outputs as without the shim, $nl kernels launched persistent"
+	fi
+	grep -E 'persistent' "$OUT/passes-$tag.log" | head -8 | sed 's/^/# /'
 done

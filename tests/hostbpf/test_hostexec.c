@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "hostbpf/gpu_ext.h"
 #include "hostbpf/gx_hostexec.h"
+#include "hostbpf/hx_internal.h"
 #include "devbpf/gx_map.h"
 #include "tests/gx_test.h"
 
@@ -19,6 +20,8 @@
 
 struct rec {
 	int n, nhost;
+	int ncold, nhot, hot_before_prefetch;
+	uint64_t cold_va;
 	uint64_t va[256], len[256];
 	int nattr;
 	uint32_t attr[16];
@@ -50,6 +53,19 @@ static void on_attr(void *u, uint64_t q, uint32_t attr, uint64_t v)
 	r->nattr++;
 }
 
+static void on_advise(void *u, uint64_t va, uint64_t len, int adv)
+{
+	struct rec *r = u;
+	(void)len;
+	if (adv == GX_HX_ADV_COLD) {
+		r->ncold++;
+		r->cold_va = va;
+	} else if (adv == GX_HX_ADV_HOT) {
+		r->nhot++;
+		r->hot_before_prefetch = r->n; /* device prefetches seen so far */
+	}
+}
+
 static const char *dir;
 static int use_shm; /* second pass: maps in shared memory */
 
@@ -58,7 +74,7 @@ static struct gx_hx *mk(struct rec *r, uint32_t capacity, const char *policy, co
 	char path[512];
 	memset(r, 0, sizeof(*r));
 	struct gx_hx_opts o = {.sz = sizeof(o), .capacity = capacity, .tgid = 4242, .shm_maps = use_shm,
-			       .act = {.user = r, .prefetch = on_prefetch, .queue_attr = on_attr}};
+			       .act = {.user = r, .prefetch = on_prefetch, .queue_attr = on_attr, .advise = on_advise}};
 	struct gx_hx *hx = gx_hx__new(&o);
 	if (policy) {
 		snprintf(path, sizeof(path), "%s/%s.bpf.o", dir, policy);
@@ -167,13 +183,39 @@ static void test_launch_model(void)
 			if (r.len[k] < 2 * MB)
 				GX_CHECK(0, "launch model: %s: range of %llu bytes under min_prefetch issued", pols[i],
 					 (unsigned long long)r.len[k]);
+		struct gx_hx_stats st2;
+		gx_hx__touch(hx, VA, 0);
+		gx_hx__stats(hx, &st2);
+		GX_CHECK(st2.calls == st.calls, "launch model: %s: a second launch over resident data calls nothing",
+			 pols[i]);
+		gx_hx__sync(hx);
+		gx_hx__touch(hx, VA, 0);
+		gx_hx__stats(hx, &st2);
+		GX_CHECK(st2.faults == st.faults + 32, "launch model: %s: after a sync the footprint faults again",
+			 pols[i]);
 		if (i == 0)
-			GX_CHECK(r.n == 1 && r.len[0] == 64 * MB, "launch model: gx_seq prefetches the footprint in one call");
+			GX_CHECK(r.n == 2 && r.len[0] == 64 * MB, "launch model: gx_seq prefetches the footprint in one call");
 		else
-			GX_CHECK(st.small > 0 && r.n == 0,
+			GX_CHECK(st.small > 0 && r.n == 0 && st2.prefetches == 0,
 				 "launch model: %s: its small ranges are left to demand paging (%llu ranges)", pols[i],
 				 (unsigned long long)st.small);
 		gx_hx__free(hx);
+	}
+	/* max_coalesce: ranges leave in chunks during the walk */
+	{
+		struct rec r2;
+		memset(&r2, 0, sizeof(r2));
+		char p2[512];
+		struct gx_hx_opts o2 = {.sz = sizeof(o2), .tgid = 4242, .min_prefetch = 2 * MB, .max_coalesce = 16 * MB,
+					.act = {.user = &r2, .prefetch = on_prefetch}};
+		struct gx_hx *h2 = gx_hx__new(&o2);
+		snprintf(p2, sizeof(p2), "%s/gx_seq.bpf.o", dir);
+		gx_hx__load(h2, p2, NULL);
+		gx_hx__alloc(h2, VA, 64 * MB);
+		gx_hx__touch(h2, VA, 0);
+		GX_CHECK(r2.n == 4 && r2.len[0] == 16 * MB && r2.va[3] == VA + 48 * MB,
+			 "launch model: max_coalesce=16 MiB sends a 64 MiB footprint in 4 chunks, in order (n=%d)", r2.n);
+		gx_hx__free(h2);
 	}
 	/* a small allocation is prefetched whole even under min_prefetch */
 	struct rec r;
@@ -224,6 +266,31 @@ static void test_lfu(void)
 	GX_CHECK(hot_survives("gx_lfu"), "lfu: the hot region stays resident through a cold scan");
 	GX_CHECK(!hot_survives(NULL), "fifo (no policy): the hot region is evicted by the same scan");
 	GX_CHECK(!hot_survives("gx_fifo"), "gx_fifo: the hot region is evicted by the same scan");
+}
+
+/* Eviction made durable: the victim gets cold advice (host preferred,
+ * accessed-by device) with its move to the host; bringing it back removes
+ * the advice before the prefetch. */
+static void test_advise(void)
+{
+	struct rec r;
+	struct gx_hx *hx = mk(&r, 2, "gx_seq", "next_regions=0");
+	gx_hx__alloc(hx, VA, 8 * MB);
+	for (int i = 0; i < 3; i++)
+		gx_hx__touch(hx, VA + (uint64_t)i * 2 * MB, 2 * MB);
+	GX_CHECK(r.ncold == 1 && r.cold_va == VA && r.nhost == 1,
+		 "advise: the evicted region gets cold advice and moves to the host (cold=%d host=%d)", r.ncold, r.nhost);
+	int before = r.n;
+	gx_hx__touch(hx, VA, 2 * MB);
+	GX_CHECK(r.nhot == 1 && r.hot_before_prefetch == before && r.n == before + 1,
+		 "advise: bringing it back removes the advice, then prefetches (hot=%d)", r.nhot);
+	gx_hx__touch(hx, VA, 2 * MB);
+	GX_CHECK(r.nhot == 1, "advise: no advice for a region already hot");
+	struct gx_hx_stats st;
+	gx_hx__stats(hx, &st);
+	GX_CHECK(st.evictions >= 2 && st.advice == (uint64_t)(r.ncold + r.nhot), "advise: counted in stats (%llu)",
+		 (unsigned long long)st.advice);
+	gx_hx__free(hx);
 }
 
 static void test_quota(void)
@@ -339,6 +406,105 @@ static void test_shm(void)
 	GX_CHECK(access(path, F_OK) != 0, "shm: files removed when the executor is freed");
 }
 
+/* Hash maps under churn (LFU's spared map): the entry count is kept, not
+ * rescanned, and deleted slots are rebuilt away between calls, so probes
+ * stay short after any number of inserts and deletes. */
+static void test_map_churn(void)
+{
+	struct hx_map m = {.type = 9 /* LRU hash */, .key_size = 8, .value_size = 4, .max_entries = 64};
+	GX_CHECK(hx_map_init(&m) == 0, "map churn: LRU hash created");
+	int bad = 0;
+	for (uint64_t k = 0; k < 20000; k++) {
+		uint32_t v = (uint32_t)k;
+		bad += hx_map_update(&m, &k, &v, 0) != 0;
+		if (k % 3 == 0)
+			bad += hx_map_delete(&m, &k) != 0;
+		hx_map_maintain(&m);
+	}
+	uint64_t last = 19999;
+	uint32_t *v = (uint32_t *)hx_map_lookup(&m, &last);
+	GX_CHECK(!bad && v && *v == 19999 && m.nr <= 64, "map churn: 20000 inserts/deletes, newest kept, %u live", m.nr);
+	GX_CHECK(m.tombs < 32, "map churn: deleted slots rebuilt away (%u left)", m.tombs);
+	hx_map_release(&m);
+}
+
+/* ---- native code vs the interpreter: the same decisions ---- */
+struct trace {
+	char buf[1 << 16];
+	size_t len;
+};
+
+static void tr_add(struct trace *t, const char *fmt, unsigned long long a, unsigned long long b, unsigned long long c)
+{
+	if (t->len < sizeof(t->buf) - 64)
+		t->len += (size_t)snprintf(t->buf + t->len, sizeof(t->buf) - t->len, fmt, a, b, c);
+}
+static void tr_prefetch(void *u, uint64_t va, uint64_t len, int h) { tr_add(u, "P %llx %llu %llu\n", va, len, (unsigned)h); }
+static void tr_attr(void *u, uint64_t q, uint32_t a, uint64_t v) { tr_add(u, "A %llx %llu %llu\n", q, a, v); }
+static void tr_advise(void *u, uint64_t va, uint64_t len, int a) { tr_add(u, "V %llx %llu %llu\n", va, len, (unsigned)a); }
+
+/* One scripted event stream; returns the executor's stats. */
+static void script(const char *policy, int native, struct trace *t, struct gx_hx_stats *st)
+{
+	char path[512];
+	memset(t, 0, sizeof(*t));
+	struct gx_hx_opts o = {.sz = sizeof(o), .tgid = 4242, .capacity = 6, .native = native,
+			       .act = {.user = t, .prefetch = tr_prefetch, .queue_attr = tr_attr, .advise = tr_advise}};
+	struct gx_hx *hx = gx_hx__new(&o);
+	snprintf(path, sizeof(path), "%s/%s.bpf.o", dir, policy);
+	GX_CHECK(gx_hx__load(hx, path, NULL) == 0, "native: %s loads (%s)", policy, native ? "native" : "interpreted");
+	gx_hx__alloc(hx, VA, 64 * MB);
+	gx_hx__alloc(hx, VA + 128 * MB, 3 * MB + 4096);
+	uint64_t rnd = 12345;
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 8; i++) /* strided single pages */
+			gx_hx__touch(hx, VA + (uint64_t)i * 4 * MB + (uint64_t)round * 8192, 4096);
+		for (int i = 0; i < 12; i++) { /* pseudo-random pages */
+			rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+			gx_hx__touch(hx, VA + (rnd >> 20) % (64 * MB) / 4096 * 4096, 4096);
+		}
+		gx_hx__touch(hx, VA + 128 * MB, 0); /* a whole small allocation */
+		gx_hx__touch(hx, VA + 16 * MB + 300 * 4096, 0); /* to the end */
+		for (int i = 0; i < 3; i++) /* hot region */
+			gx_hx__touch(hx, VA, 2 * MB);
+		gx_hx__sync(hx);
+	}
+	for (uint64_t q = 1; q <= 5; q++)
+		tr_add(t, "Q %llu %llu %llu\n", q, (unsigned long long)(gx_hx__queue_create(hx, q, (int)q) + 100), 0);
+	gx_hx__queue_destroy(hx, 2);
+	uint64_t v[64];
+	size_t n = gx_hx__resident(hx, v, 64);
+	for (size_t i = 0; i < n; i++)
+		tr_add(t, "R %llx %llu %llu\n", v[i], 0, 0);
+	const char *globals[] = {"nr_prefetch", "nr_next", "nr_predicted", "nr_requests", "nr_faults", "nr_grown",
+				 "nr_rejected", "nr_destroyed", "nr_evict", "nr_moved"};
+	for (size_t i = 0; i < sizeof(globals) / sizeof(globals[0]); i++)
+		tr_add(t, "G %llu %llu %llu\n", i, (unsigned long long)gx_hx__global(hx, globals[i]), 0);
+	gx_hx__stats(hx, st);
+	tr_add(t, "S %llu %llu %llu\n", st->calls, st->prefetches, st->evictions);
+	gx_hx__free(hx);
+}
+
+static void test_native(void)
+{
+	const char *all[] = {"gx_fifo", "gx_lfu", "gx_mru", "gx_quota", "gx_seq", "gx_stride", "gx_tree", "gx_prio"};
+	static struct trace a, b;
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		struct gx_hx_stats sa, sb;
+		script(all[i], 0, &a, &sa);
+		script(all[i], 1, &b, &sb);
+		GX_CHECK(sa.native_calls == 0 && sb.native_calls == sb.calls && sb.calls > 0,
+			 "native: %s runs as native code (%llu of %llu calls)", all[i],
+			 (unsigned long long)sb.native_calls, (unsigned long long)sb.calls);
+		size_t k = 0;
+		while (k < a.len && k < b.len && a.buf[k] == b.buf[k])
+			k++;
+		GX_CHECK(a.len == b.len && k == a.len && a.len > 0,
+			 "native: %s makes the interpreter's decisions (%zu bytes of trace; first difference at %zu)",
+			 all[i], a.len, k);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	dir = argc > 1 ? argv[1] : getenv("GX_HB_DIR");
@@ -355,6 +521,7 @@ int main(int argc, char **argv)
 		test_seq();
 		test_stride();
 		test_lfu();
+		test_advise();
 		test_quota();
 		test_prio();
 	}
@@ -365,6 +532,8 @@ int main(int argc, char **argv)
 		rmdir(shmdir);
 	test_refused();
 	test_launch_model();
+	test_native();
+	test_map_churn();
 	disabled_after_errors("gx_bad", "gx_bad (bad returns, kfunc misuse)", 0);
 	disabled_after_errors("hx_unsafe", "hx_unsafe (write to a read-only region)", 1);
 	disabled_after_errors("hx_loop", "hx_loop (unbounded loop, step budget)", 1);

@@ -19,6 +19,12 @@ grep -q "hostpolicy: [1-9][0-9]* prefetch calls issued, .*(policy 'seq')" "$tmp/
 [ -z "$(ls -A "$tmp/shm")" ] && echo "ok - seq: policy map files removed at exit" ||
 	echo "not ok - seq: map files left in the shm folder: $(ls "$tmp/shm")"
 
+# the same with chunked issue (copies start during the walk) and on the launch stream
+run GPUEXT_HOSTPOLICY_CHUNK=4096 GPUEXT_POLICY="$PWD/$B/hostbpf/gx_seq.bpf.o" "$T" expect-prefetch 2>"$tmp/chunk.err" |
+	sed 's/^\(not \)\?ok - /&seq chunked: /'
+run GPUEXT_HOSTPOLICY_STREAM=launch GPUEXT_POLICY="$PWD/$B/hostbpf/gx_seq.bpf.o" "$T" expect-prefetch 2>"$tmp/ls.err" |
+	sed 's/^\(not \)\?ok - /&seq on the launch stream: /'
+
 printf '\177ELF garbage struct_ops/x' >"$tmp/bad.bpf.o"
 run GPUEXT_POLICY="$tmp/bad.bpf.o" "$T" expect-none 2>"$tmp/bad.err" | sed 's/^\(not \)\?ok - /&bad: /'
 [ "$(grep -c 'refused' "$tmp/bad.err")" = 1 ] && echo "ok - bad: one refusal line" ||
@@ -38,3 +44,41 @@ grep -q "rejected by 'prio'" "$tmp/prio.err" && echo "ok - prio: rejection logge
 	echo "not ok - prio: no rejection line"
 ! grep -q "gpuext: policy" "$tmp/prio.err" && echo "ok - prio: struct_ops entries not taken for device policies" ||
 	echo "not ok - prio: device-policy code tried a struct_ops object: $(grep 'gpuext: policy' "$tmp/prio.err" | head -1)"
+
+# /dev/gpuext present (a stand-in ioctl channel): launches become hints to the
+# module, once per allocation between syncs; no cuMemPrefetchAsync.
+FK=$PWD/$B/tests/hostbpf/fake_gpuext.so
+: >"$tmp/gpuext"
+run GPUEXT_DEV="$tmp/gpuext" LD_PRELOAD="$FK" GPUEXT_POLICY="$PWD/$B/hostbpf/gx_seq.bpf.o" "$T" expect-kmod \
+	2>"$tmp/kmod.err" | sed 's/^\(not \)\?ok - /&kmod: /'
+grep -q "/dev/gpuext present (backend 'fake')" "$tmp/kmod.err" && echo "ok - kmod: channel opened, executor off" ||
+	{ echo "not ok - kmod: no /dev/gpuext line"; cat "$tmp/kmod.err"; }
+n=$(grep -c "^fake-gpuext: PREFETCH space=7 prio=0 n=1 va=0x[0-9a-f]* len=32768$" "$tmp/kmod.err")
+[ "$n" = 3 ] && echo "ok - kmod: one 32 KiB hint per launch after each sync (3 for 5 launches)" ||
+	{ echo "not ok - kmod: expected 3 hints of 32768 bytes, got $n"; cat "$tmp/kmod.err"; }
+grep -q "hostpolicy: 3 prefetch hints (3 ranges, 24 pages queued) sent to /dev/gpuext (backend 'fake'), 0 failed" \
+	"$tmp/kmod.err" && echo "ok - kmod: exit summary counts hints and pages" ||
+	{ echo "not ok - kmod: no exit summary"; grep hints "$tmp/kmod.err"; }
+! grep -q "attached memory policy" "$tmp/kmod.err" && echo "ok - kmod: the shim does not run the policy itself" ||
+	echo "not ok - kmod: executor attached a policy although the module is there"
+run GPUEXT_DEV="$tmp/gpuext" LD_PRELOAD="$FK" FAKE_GPUEXT_ABI=9 GPUEXT_POLICY="$PWD/$B/hostbpf/gx_seq.bpf.o" "$T" \
+	expect-prefetch 2>"$tmp/kmod9.err" | sed 's/^\(not \)\?ok - /&kmod ABI 9: /'
+grep -q "/dev/gpuext unusable (Protocol error); running the policies in the shim" "$tmp/kmod9.err" &&
+	grep -q "attached memory policy 'seq'" "$tmp/kmod9.err" &&
+	echo "ok - kmod ABI 9: other ABI refused with one line, executor runs the policy" ||
+	{ echo "not ok - kmod ABI 9: expected a fallback to the executor"; cat "$tmp/kmod9.err"; }
+
+# Device-side gdev_mem_prefetch requests (runtime ring, drained by the shim's
+# thread) go to the host policy: a device policy (devprefetch) gives the
+# ring, gx_seq the decision; launch arguments are switched off so only the
+# request counts. The app writes the record itself (the fake has no GPU).
+TF=$PWD/$B/tests/tools/fakecuda/libcuda.so.1
+PTXF=tests/ptx/golden-passes/vadd.ptx
+K=$(sed -n 's/.*\.entry \([A-Za-z0-9_]*\).*/\1/p' $PTXF | head -1)
+mkdir -p "$tmp/cache"
+env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$TF" GPUEXT_LOG=info GPUEXT_SHM_DIR="$tmp/shm" \
+	GPUEXT_CACHE_DIR="$tmp/cache" GPUEXT_FLUSH_MS=10 GPUEXT_HOSTPOLICY_LAUNCH_ARGS=0 \
+	GPUEXT_POLICY="$PWD/$B/hostbpf/gx_seq.bpf.o:$PWD/$B/hostbpf/devprefetch.bpf.o" \
+	timeout 60 "$B/tests/hostbpf/devreq_app" "$PTXF" "$K" 2>"$tmp/devreq.err"
+grep -q "; 1 device requests (policy 'seq')" "$tmp/devreq.err" && echo "ok - devreq: exit line counts the device request" ||
+	{ echo "not ok - devreq: no device request counted"; tail -5 "$tmp/devreq.err"; }

@@ -2,9 +2,10 @@
  * with GPUEXT_POLICY=gx_seq.bpf.o, a managed allocation passed to a launch
  * leads to cuMemPrefetchAsync calls before the launch; without a usable
  * policy nothing is prefetched and the launch still succeeds.
- * argv[1]: "expect-prefetch", "expect-none" or "expect-reject" (a sched
- * policy refuses a new stream: launches on it fail with
- * CUDA_ERROR_NOT_PERMITTED). Run by test_hostpolicy.sh. */
+ * argv[1]: "expect-prefetch", "expect-none", "expect-kmod" (hints go to
+ * /dev/gpuext: no cuMemPrefetchAsync; the script counts the hints) or
+ * "expect-reject" (a sched policy refuses a new stream: launches on it fail
+ * with CUDA_ERROR_NOT_PERMITTED). Run by test_hostpolicy.sh. */
 #define CUDA_ENABLE_DEPRECATED 1
 #include <cuda.h>
 #include <dlfcn.h>
@@ -20,6 +21,7 @@ static const char PTX[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
 int main(int argc, char **argv)
 {
 	int want = argc > 1 && !strcmp(argv[1], "expect-prefetch");
+	int kmod = argc > 1 && !strcmp(argv[1], "expect-kmod"); /* hints go to /dev/gpuext */
 	const char *fake = getenv("GPUEXT_REAL_LIBCUDA");
 	void *fh = fake ? dlopen(fake, RTLD_NOW | RTLD_NOLOAD) : NULL;
 	CUdevice dev;
@@ -60,24 +62,26 @@ int main(int argc, char **argv)
 	if (want)
 		GX_CHECK(after > before, "launch on managed memory issued cuMemPrefetchAsync (%ld)", after - before);
 	else
-		GX_CHECK(after == before, "no policy: no prefetch (%ld)", after - before);
+		GX_CHECK(after == before, "%s: no cuMemPrefetchAsync (%ld)", kmod ? "gpuext.ko" : "no policy",
+			 after - before);
 	/* resident now: a second launch issues nothing */
 	before = after;
 	cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, extra);
 	GX_CHECK(count("cuMemPrefetchAsync_v2") == before, "resident data: no second prefetch");
-	if (want) {
+	if (want || kmod) {
 		/* a host synchronisation (any of the driver's entry points): the
-		 * CPU may touch the data, the next launch prefetches again */
+		 * CPU may touch the data, the next launch prefetches (hints) again */
+		int more = want ? 1 : 0;
 		cuCtxSynchronize_v2(NULL);
 		cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, extra);
-		GX_CHECK(count("cuMemPrefetchAsync_v2") == before + 1,
+		GX_CHECK(count("cuMemPrefetchAsync_v2") == before + more,
 			 "after cuCtxSynchronize_v2 (cudart 13's cudaDeviceSynchronize) the data is prefetched again");
 		before = count("cuMemPrefetchAsync_v2");
 		CUevent e;
 		cuEventCreate(&e, 0);
 		cuEventSynchronize(e);
 		cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, extra);
-		GX_CHECK(count("cuMemPrefetchAsync_v2") == before + 1, "after cuEventSynchronize too");
+		GX_CHECK(count("cuMemPrefetchAsync_v2") == before + more, "after cuEventSynchronize too");
 		before = count("cuMemPrefetchAsync_v2");
 		cuEventDestroy(e);
 	}

@@ -33,3 +33,12 @@ mkfifo "$W/fifo" 2>/dev/null
 ( cat "$W/fifo" >"$W/fifo.out" ) &
 check "rewrite -o FIFO writes through the pipe" "$G ptx rewrite $IN -o $W/fifo && wait && [ -p $W/fifo ] && cmp -s $W/fifo.out tests/ptx/golden/body.out"
 rm -f "$W/fifo"
+# --persistent=copy: the accepted kernel stays, its transformed copy is added
+# (one log line naming it and its parameter count), ptxas takes the result.
+R=tests/ptx/golden-passes/reduce.ptx
+PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
+rtarget=$(sed -n 's/^[[:space:]]*\.target[[:space:]]\+\([a-z0-9_]*\).*/\1/p' "$R" | head -1)
+check "rewrite --persistent=copy keeps the kernel and adds __gx_pw_reduce" "$G ptx rewrite --hooks all --persistent=copy $R -o $W/pcopy.ptx 2>$W/pcopy.log && grep -q '^.visible .entry reduce(' $W/pcopy.ptx && grep -q '^.visible .entry __gx_pw_reduce(' $W/pcopy.ptx"
+check "rewrite --persistent=copy logs the copy and its parameters" "grep -q '^persistent: reduce: copy __gx_pw_reduce transformed (work descriptor: parameter [0-9]* __gx_work, loop barrier [0-9]*)' $W/pcopy.log"
+check "rewrite --persistent=copy output passes ptxas" "$PTXAS -arch=$rtarget $W/pcopy.ptx -o /dev/null"
+check "rewrite --persistent=frob is refused" "! $G ptx rewrite --persistent=frob $R -o $W/x.ptx"

@@ -23,19 +23,27 @@ for seq, (kid, host, g) in enumerate([(k1, 10_000, 4), (k2, 30_000, 2), (k1, 50_
     out += rec(4, struct.pack('<QQII6I', host, kid, 0, seq, g, 1, 1, 128, 1, 1))
 def ring(payload):
     return rec(5, struct.pack('<II', 0, 0) + payload)
+# device launch ids (%gridid): vadd #1 = 101, reduce = 102, vadd #2 = 103
 if tool == 'kernelretsnoop':
-    # launch 1 of vadd: blocks 0..3 on SMs 0,1,0,2; block 2 exits twice (kept last)
+    # The ring interleaves launches (concurrent streams): vadd #2's block 0
+    # comes first; its launch id, not the order, says where it belongs.
+    # Launch 1 of vadd: blocks 0..3 on SMs 0,1,0,2; block 2 exits twice (kept last).
+    def krs(kid, ts, b, sm, g, lid):
+        return ring(struct.pack('<QQ4I4IQ', kid, ts, b, 0, 0, sm, g, 1, 1, 128, lid))
+    out += krs(k1, 60_000, 0, 1, 4, 103)
     for b, sm, ts in [(0, 0, 20_000), (1, 1, 21_000), (2, 0, 22_000), (2, 0, 22_500), (3, 2, 24_000)]:
-        out += ring(struct.pack('<QQ4I4I', k1, ts, b, 0, 0, sm, 4, 1, 1, 128))
+        out += krs(k1, ts, b, sm, 4, 101)
     for b, sm, ts in [(0, 3, 40_000), (1, 3, 41_000)]:
-        out += ring(struct.pack('<QQ4I4I', k2, ts, b, 0, 0, sm, 2, 1, 1, 128))
-    for b, sm, ts in [(0, 1, 60_000), (1, 1, 61_000), (2, 2, 62_000)]:  # block 3 lost
-        out += ring(struct.pack('<QQ4I4I', k1, ts, b, 0, 0, sm, 4, 1, 1, 128))
+        out += krs(k2, ts, b, sm, 2, 102)
+    for b, sm, ts in [(1, 1, 61_000), (2, 2, 62_000)]:  # block 3 lost
+        out += krs(k1, ts, b, sm, 4, 103)
     out += rec(6, struct.pack('<IIQ', 0, 0, 1))
 elif tool == 'launchlate':
-    # device start = host + 5000 (offset) + latency 7000, 12000, 3000 ns
-    for kid, host, lat, g in [(k1, 10_000, 7000, 4), (k2, 30_000, 12000, 2), (k1, 50_000, 3000, 4)]:
-        out += ring(struct.pack('<QQII', kid, host + 5000 + lat, 1, g))
+    # device start = host + 5000 (offset) + latency 7000, 12000, 3000 ns;
+    # vadd #2's record first (its launch id places it)
+    for kid, host, lat, g, lid in [(k1, 50_000, 3000, 4, 103), (k1, 10_000, 7000, 4, 101),
+                                   (k2, 30_000, 12000, 2, 102)]:
+        out += ring(struct.pack('<QQIIQ', kid, host + 5000 + lat, 1, g, lid))
 elif tool == 'memtrace':
     for i, (op, sz, addr) in enumerate([(1, 4, 0x7f0000001000), (1, 4, 0x7f0000002000), (2, 4, 0x7f0000003000),
                                         (3, 8, 0x7f0000004000), (2, 16, 0x7f0000005000)]):

@@ -37,6 +37,13 @@ l = json.load(open(T + '/launchlate.json'))
 v = {x['kernel']: (x['count'], x['min_ns'], x['max_ns']) for x in l['kernels']}
 good = v.get('vadd') == (2, 3000, 7000) and v.get('_Z6reducePf') == (1, 12000, 12000)
 print(('ok' if good else 'not ok') + ' - tools-fmt: launchlate latencies from calibrated clocks %s' % v)
+# records out of launch order (concurrent streams) go where their launch id says
+ids = [x['launch_id'] for x in L]
+good = ids == [101, 102, 103] and [f['sm'] for f in L[2]['finishes']] == [1, 1, 2]
+print(('ok' if good else 'not ok') + ' - tools-fmt: kernelretsnoop places records by launch id %s' % ids)
+p = [(x['seq'], x['launch_id'], x['latency_ns']) for x in l['per_launch']]
+good = p == [(1, 101, 7000), (2, 102, 12000), (3, 103, 3000)]
+print(('ok' if good else 'not ok') + ' - tools-fmt: launchlate matches launches by launch id %s' % p)
 m = json.load(open(T + '/memtrace.json'))
 good = m['samples'] == 5 and m['ops'] == {'load': 2, 'store': 2, 'atomic': 1, 'reduce': 0}
 print(('ok' if good else 'not ok') + ' - tools-fmt: memtrace counts by op')

@@ -1,10 +1,19 @@
 /* fake.c — a TEST-ONLY stand-in for NVIDIA's libcuda.so.1 (never part of
  * the product). The shim's tests point GPUEXT_REAL_LIBCUDA at it. It exports
  * the driver's names (most as generated recorders, fake_gen.c), records
- * every call, and implements just enough semantics to check the shim: two
- * devices (sm_90, sm_80), primary and created contexts, PTX modules whose
+ * every call, and implements just enough semantics to check the shim:
+ * devices, primary and created contexts, PTX modules whose
  * kernels are the `.entry` names, libraries, launches, cuLink*, graph
  * nodes, managed memory, streams, and cuGetProcAddress with versions/flags.
+ * Several devices and contexts behave like the driver's: FAKECUDA_DEVICES
+ * (1..4, default 2: sm_90, sm_80, sm_90, sm_86), primary and created
+ * contexts, cuCtxPush/PopCurrent; modules and functions belong to the
+ * context current at their creation; a library (context-independent) gets
+ * a module per context lazily, at cuKernelGetFunction, cuLibraryGetModule or
+ * a launch with the CUkernel, JIT'd for that context's device (PTX for a
+ * newer arch fails there). A handle used in another context than its own,
+ * or after its module/context is gone, counts in fake_cross_ctx(); with
+ * fake_strict_ctx(1) such calls also fail, as a driver would.
  * Test programs read the record through fake_* functions (dlopen the same
  * path: the shim opened it RTLD_LOCAL, so the handle is shared). With
  * FAKECUDA_TRACE=FILE every call's name is appended to FILE. */
@@ -81,16 +90,51 @@ FX long fake_total(void)
 #define REC() fake_rec(__func__)
 
 /* ---- devices and contexts ---- */
+#define MAXDEV 4
 struct fctx {
 	int dev;
 	int primary;
 	int alive;
+	unsigned id;       /* never reused, unlike addresses */
+	struct fctx *next; /* every context ever made: kept, so stale handles stay comparable */
 };
-static struct fctx primaries[2] = { { 0, 1, 0 }, { 1, 1, 0 } };
-static int primary_refs[2];
+static struct fctx primaries[MAXDEV] = { { 0, 1, 0, 1, NULL }, { 1, 1, 0, 2, NULL }, { 2, 1, 0, 3, NULL },
+					 { 3, 1, 0, 4, NULL } };
+static int primary_refs[MAXDEV];
 static __thread struct fctx *cur;
-static const int cc[2][2] = { { 9, 0 }, { 8, 0 } };
+#define STACK 16
+static __thread struct fctx *stack[STACK]; /* below cur: cuCtxPushCurrent */
+static __thread int depth;
+static const int cc[MAXDEV][2] = { { 9, 0 }, { 8, 0 }, { 9, 0 }, { 8, 6 } };
 static int initialised;
+static struct fctx *all_ctxs;
+static unsigned ctx_ids = MAXDEV;
+static int strict_ctx;
+static long cross_ctx;
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int ndev(void)
+{
+	const char *e = getenv("FAKECUDA_DEVICES");
+	int n = e ? atoi(e) : 2;
+	return n < 1 ? 1 : n > MAXDEV ? MAXDEV : n;
+}
+
+FX void fake_strict_ctx(int on) { strict_ctx = on; }
+FX long fake_cross_ctx(void) { return __atomic_load_n(&cross_ctx, __ATOMIC_RELAXED); }
+FX unsigned fake_ctx_id(CUcontext c) { return c ? ((struct fctx *)c)->id : 0; }
+
+/* A handle of context `owner` (or a dead one) used while `cur` is current. */
+static int misuse(const char *what, const struct fctx *owner, int dead)
+{
+	if (!dead && owner == cur)
+		return 0;
+	__atomic_add_fetch(&cross_ctx, 1, __ATOMIC_RELAXED);
+	if (getenv("FAKECUDA_TRACE_MISUSE"))
+		fprintf(stderr, "fakecuda: %s: handle of context %u%s used in context %u\n", what, owner ? owner->id : 0,
+			dead ? " (gone)" : "", cur ? cur->id : 0);
+	return strict_ctx;
+}
 
 FX CUresult cuInit(unsigned int f)
 {
@@ -113,14 +157,14 @@ FX CUresult cuDriverGetVersion(int *v)
 FX CUresult cuDeviceGetCount(int *n)
 {
 	REC();
-	*n = 2;
+	*n = ndev();
 	return initialised ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
 }
 
 FX CUresult cuDeviceGet(CUdevice *d, int ord)
 {
 	REC();
-	if (ord < 0 || ord > 1)
+	if (ord < 0 || ord >= ndev())
 		return CUDA_ERROR_INVALID_DEVICE;
 	*d = ord;
 	return CUDA_SUCCESS;
@@ -129,7 +173,7 @@ FX CUresult cuDeviceGet(CUdevice *d, int ord)
 FX CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 {
 	REC();
-	if (d < 0 || d > 1)
+	if (d < 0 || d >= ndev())
 		return CUDA_ERROR_INVALID_DEVICE;
 	if (a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
 		*v = cc[d][0];
@@ -143,21 +187,32 @@ FX CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 FX CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
 {
 	REC();
-	if (d < 0 || d > 1)
+	if (d < 0 || d >= ndev())
 		return CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&ctx_lock);
 	primaries[d].alive = 1;
 	primary_refs[d]++;
+	pthread_mutex_unlock(&ctx_lock);
 	*c = (CUcontext)&primaries[d];
 	return CUDA_SUCCESS;
 }
 
+static void ctx_dies(struct fctx *c);
+
 FX CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
 {
 	REC();
-	if (d < 0 || d > 1 || !primary_refs[d])
+	pthread_mutex_lock(&ctx_lock);
+	if (d < 0 || d >= ndev() || !primary_refs[d]) {
+		pthread_mutex_unlock(&ctx_lock);
 		return CUDA_ERROR_INVALID_CONTEXT;
-	if (--primary_refs[d] == 0)
+	}
+	int last = --primary_refs[d] == 0;
+	if (last)
 		primaries[d].alive = 0;
+	pthread_mutex_unlock(&ctx_lock);
+	if (last)
+		ctx_dies(&primaries[d]);
 	return CUDA_SUCCESS;
 }
 
@@ -165,11 +220,19 @@ FX CUresult cuCtxCreate_v4(CUcontext *pc, CUctxCreateParams *p, unsigned f, CUde
 {
 	(void)p, (void)f;
 	REC();
-	if (d < 0 || d > 1)
+	if (d < 0 || d >= ndev())
 		return CUDA_ERROR_INVALID_DEVICE;
 	struct fctx *c = calloc(1, sizeof(*c));
 	c->dev = d;
 	c->alive = 1;
+	pthread_mutex_lock(&ctx_lock);
+	c->id = ++ctx_ids;
+	c->next = all_ctxs;
+	all_ctxs = c;
+	pthread_mutex_unlock(&ctx_lock);
+	/* The new context is pushed on the calling thread's stack. */
+	if (cur && depth < STACK)
+		stack[depth++] = cur;
 	cur = c;
 	*pc = (CUcontext)c;
 	return CUDA_SUCCESS;
@@ -184,11 +247,12 @@ FX CUresult cuCtxDestroy_v2(CUcontext c)
 {
 	REC();
 	struct fctx *x = (struct fctx *)c;
-	if (!x || x->primary)
+	if (!x || x->primary || !x->alive)
 		return CUDA_ERROR_INVALID_CONTEXT;
+	x->alive = 0;
 	if (cur == x)
-		cur = NULL;
-	free(x);
+		cur = depth ? stack[--depth] : NULL;
+	ctx_dies(x);
 	return CUDA_SUCCESS;
 }
 
@@ -203,6 +267,29 @@ FX CUresult cuCtxGetCurrent(CUcontext *c)
 {
 	REC();
 	*c = (CUcontext)cur;
+	return CUDA_SUCCESS;
+}
+
+FX CUresult cuCtxPushCurrent_v2(CUcontext c)
+{
+	REC();
+	if (!c)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (depth >= STACK)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	stack[depth++] = cur;
+	cur = (struct fctx *)c;
+	return CUDA_SUCCESS;
+}
+
+FX CUresult cuCtxPopCurrent_v2(CUcontext *c)
+{
+	REC();
+	if (!cur)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (c)
+		*c = (CUcontext)cur;
+	cur = depth ? stack[--depth] : NULL;
 	return CUDA_SUCCESS;
 }
 
@@ -235,17 +322,18 @@ FX CUresult cuGetErrorName(CUresult e, const char **s)
 
 /* ---- modules, libraries, functions ---- */
 struct fmod {
-	struct fmod *next; /* every live module: reachable, so no false leak reports */
-	struct fctx *ctx;
-	int is_library;
+	struct fmod *next; /* every module ever made: reachable, so no false leak reports */
+	struct fctx *ctx;  /* NULL for a library */
+	int is_library, dead;
+	struct fmod *lib;  /* a library's per-context module: its library */
 	char *text;   /* copy of the image (PTX or a fake cubin) */
 	const void *image; /* pointer the loader got */
 };
 struct ffunc {
 	struct ffunc *next; /* every handle ever made: kept reachable */
 	struct fmod *mod;
-	struct fctx *ctx;
-	int is_kernel;
+	struct fctx *ctx;   /* NULL for a CUkernel */
+	int is_kernel, dead;
 	char name[128];
 };
 
@@ -258,6 +346,31 @@ static unsigned long last_jit_nopts;
 
 FX void fake_reject_ptx_not_at(const void *p) { reject_not_at = p; }
 FX const void *fake_last_image(void) { return last_image; }
+
+/* Would this PTX JIT for the device of context c? */
+static int ptx_fits(const char *text, const struct fctx *c)
+{
+	if (!memcmp(text, "\177ELF", 4) || !c)
+		return 1;
+	const char *t = strstr(text, ".target sm_");
+	return !t || atoi(t + 11) <= cc[c->dev][0] * 10 + cc[c->dev][1];
+}
+
+static struct fmod *mod_new(struct fctx *ctx, int is_library, const char *text, size_t n, const void *img)
+{
+	struct fmod *m = calloc(1, sizeof(*m));
+	m->ctx = ctx;
+	m->is_library = is_library;
+	m->image = img;
+	m->text = malloc(n + 1);
+	memcpy(m->text, text, n);
+	m->text[n] = 0;
+	pthread_mutex_lock(&obj_lock);
+	m->next = all_mods;
+	all_mods = m;
+	pthread_mutex_unlock(&obj_lock);
+	return m;
+}
 
 static CUresult load(struct fmod **out, const void *img, int is_library, unsigned nopt, CUjit_option *o, void **v)
 {
@@ -272,8 +385,8 @@ static CUresult load(struct fmod **out, const void *img, int is_library, unsigne
 			return CUDA_ERROR_INVALID_IMAGE;
 		if (reject_not_at && img != reject_not_at)
 			return CUDA_ERROR_INVALID_PTX;
-		const char *t = strstr(s, ".target sm_");
-		if (t && cur && atoi(t + 11) > cc[cur->dev][0] * 10 + cc[cur->dev][1])
+		/* Modules JIT now; libraries when a context first uses them. */
+		if (!is_library && !ptx_fits(s, cur))
 			return CUDA_ERROR_INVALID_PTX;
 	}
 	/* JIT option write-back: CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES gets 5, the log "fake\n". */
@@ -283,19 +396,7 @@ static CUresult load(struct fmod **out, const void *img, int is_library, unsigne
 		if (o[i] == CU_JIT_WALL_TIME)
 			{ float w = 1.5f; v[i] = NULL; memcpy(&v[i], &w, sizeof(w)); }
 	}
-	struct fmod *m = calloc(1, sizeof(*m));
-	m->ctx = cur;
-	m->is_library = is_library;
-	m->image = img;
-	size_t n = is_elf ? 64 : strlen(s) + 1;
-	m->text = malloc(n + 1);
-	memcpy(m->text, s, n);
-	m->text[n] = 0;
-	pthread_mutex_lock(&obj_lock);
-	m->next = all_mods;
-	all_mods = m;
-	pthread_mutex_unlock(&obj_lock);
-	*out = m;
+	*out = mod_new(is_library ? NULL : cur, is_library, s, is_elf ? 64 : strlen(s) + 1, img);
 	return CUDA_SUCCESS;
 }
 
@@ -323,54 +424,96 @@ FX CUresult cuModuleLoadFatBinary(CUmodule *m, const void *img)
 	return load((struct fmod **)m, img, 0, 0, NULL, NULL);
 }
 
-FX CUresult cuModuleLoad(CUmodule *m, const char *path)
+static CUresult load_file(struct fmod **m, const char *path, int is_library)
 {
-	REC();
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return CUDA_ERROR_FILE_NOT_FOUND;
-	static char buf[1 << 16];
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	char *buf = malloc(1 << 16);
+	size_t n = fread(buf, 1, (1 << 16) - 1, f);
 	fclose(f);
 	buf[n] = 0;
-	return load((struct fmod **)m, buf, 0, 0, NULL, NULL);
+	CUresult rc = load(m, buf, is_library, 0, NULL, NULL);
+	if (rc == CUDA_SUCCESS)
+		(*m)->image = NULL;
+	free(buf);
+	return rc;
+}
+
+FX CUresult cuModuleLoad(CUmodule *m, const char *path)
+{
+	REC();
+	if (!cur)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return load_file((struct fmod **)m, path, 0);
+}
+
+/* Everything made from module x (its functions, a library's per-context
+ * modules and their functions) is gone. */
+static void mod_dies(struct fmod *x)
+{
+	pthread_mutex_lock(&obj_lock);
+	x->dead = 1;
+	for (struct fmod *k = all_mods; k; k = k->next)
+		if (k->lib == x)
+			k->dead = 1;
+	for (struct ffunc *f = all_funcs; f; f = f->next)
+		if (f->mod == x || (f->mod && f->mod->lib == x))
+			f->dead = 1;
+	pthread_mutex_unlock(&obj_lock);
+}
+
+static void ctx_dies(struct fctx *c)
+{
+	pthread_mutex_lock(&obj_lock);
+	for (struct fmod *k = all_mods; k; k = k->next)
+		if (k->ctx == c)
+			k->dead = 1;
+	for (struct ffunc *f = all_funcs; f; f = f->next)
+		if (f->ctx == c)
+			f->dead = 1;
+	pthread_mutex_unlock(&obj_lock);
 }
 
 FX CUresult cuModuleUnload(CUmodule m)
 {
 	REC();
 	struct fmod *x = (struct fmod *)m;
-	if (!x)
+	if (!x || x->dead || x->is_library || x->lib)
 		return CUDA_ERROR_INVALID_HANDLE;
-	pthread_mutex_lock(&obj_lock);
-	for (struct fmod **pp = &all_mods; *pp; pp = &(*pp)->next)
-		if (*pp == x) {
-			*pp = x->next;
-			break;
-		}
-	pthread_mutex_unlock(&obj_lock);
+	if (misuse("cuModuleUnload", x->ctx, 0))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	mod_dies(x);
 	free(x->text);
-	free(x);
+	x->text = NULL;
 	return CUDA_SUCCESS;
 }
 
+/* The function `name` of module m in context c: one handle per (module,
+ * name), made on first use, like the driver. */
 static CUresult get_func(struct fmod *m, const char *name, struct ffunc **out, int is_kernel)
 {
-	if (!m || !name)
+	if (!m || !name || m->dead || !m->text)
 		return CUDA_ERROR_INVALID_HANDLE;
 	char pat[160];
 	snprintf(pat, sizeof(pat), ".entry %s", name);
 	if (memcmp(m->text, "\177ELF", 4) && !strstr(m->text, pat))
 		return CUDA_ERROR_NOT_FOUND;
-	struct ffunc *f = calloc(1, sizeof(*f));
 	pthread_mutex_lock(&obj_lock);
-	f->next = all_funcs;
-	all_funcs = f;
+	struct ffunc *f = all_funcs;
+	for (; f; f = f->next)
+		if (f->mod == m && !f->dead && f->is_kernel == is_kernel && !strcmp(f->name, name))
+			break;
+	if (!f) {
+		f = calloc(1, sizeof(*f));
+		f->next = all_funcs;
+		all_funcs = f;
+		f->mod = m;
+		f->ctx = is_kernel ? NULL : m->ctx;
+		f->is_kernel = is_kernel;
+		snprintf(f->name, sizeof(f->name), "%s", name);
+	}
 	pthread_mutex_unlock(&obj_lock);
-	f->mod = m;
-	f->ctx = cur;
-	f->is_kernel = is_kernel;
-	snprintf(f->name, sizeof(f->name), "%s", name);
 	*out = f;
 	return CUDA_SUCCESS;
 }
@@ -378,7 +521,10 @@ static CUresult get_func(struct fmod *m, const char *name, struct ffunc **out, i
 FX CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 {
 	REC();
-	return get_func((struct fmod *)m, name, (struct ffunc **)f, 0);
+	struct fmod *x = (struct fmod *)m;
+	if (x && misuse("cuModuleGetFunction", x->ctx, x->dead))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return get_func(x, name, (struct ffunc **)f, 0);
 }
 
 FX CUresult cuLibraryLoadData(CUlibrary *l, const void *code, CUjit_option *jo, void **jv, unsigned nj,
@@ -394,40 +540,71 @@ FX CUresult cuLibraryLoadFromFile(CUlibrary *l, const char *path, CUjit_option *
 {
 	(void)lo, (void)lv, (void)nl, (void)jo, (void)jv, (void)nj;
 	REC();
-	CUmodule m;
-	CUresult rc = cuModuleLoad(&m, path);
-	if (rc == CUDA_SUCCESS)
-		((struct fmod *)m)->is_library = 1;
-	*l = (CUlibrary)m;
-	return rc;
+	return load_file((struct fmod **)l, path, 1);
 }
 
 FX CUresult cuLibraryUnload(CUlibrary l)
 {
 	REC();
-	return cuModuleUnload((CUmodule)l);
+	struct fmod *x = (struct fmod *)l;
+	if (!x || x->dead || !x->is_library)
+		return CUDA_ERROR_INVALID_HANDLE;
+	mod_dies(x);
+	return CUDA_SUCCESS;
 }
 
 FX CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary l, const char *name)
 {
 	REC();
-	return get_func((struct fmod *)l, name, (struct ffunc **)k, 1);
+	struct fmod *x = (struct fmod *)l;
+	if (!x || !x->is_library)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return get_func(x, name, (struct ffunc **)k, 1);
+}
+
+/* A library's module in the current context, loaded (JIT'd for its device)
+ * on first use. */
+static CUresult lib_module(struct fmod *lib, struct fmod **out)
+{
+	if (!lib || lib->dead || !lib->is_library)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!cur || !cur->alive)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&obj_lock);
+	struct fmod *m = all_mods;
+	for (; m; m = m->next)
+		if (m->lib == lib && m->ctx == cur && !m->dead)
+			break;
+	pthread_mutex_unlock(&obj_lock);
+	if (!m) {
+		if (!ptx_fits(lib->text, cur))
+			return CUDA_ERROR_INVALID_PTX;
+		m = mod_new(cur, 0, lib->text, strlen(lib->text) + 1, lib->image);
+		m->lib = lib;
+	}
+	*out = m;
+	return CUDA_SUCCESS;
+}
+
+static CUresult kernel_function(struct ffunc *k, struct ffunc **out)
+{
+	if (!k || !k->is_kernel || k->dead)
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct fmod *m;
+	CUresult rc = lib_module(k->mod, &m);
+	return rc != CUDA_SUCCESS ? rc : get_func(m, k->name, out, 0);
 }
 
 FX CUresult cuKernelGetFunction(CUfunction *f, CUkernel k)
 {
 	REC();
-	struct ffunc *kk = (struct ffunc *)k;
-	if (!kk)
-		return CUDA_ERROR_INVALID_HANDLE;
-	return get_func(kk->mod, kk->name, (struct ffunc **)f, 0);
+	return kernel_function((struct ffunc *)k, (struct ffunc **)f);
 }
 
 FX CUresult cuLibraryGetModule(CUmodule *m, CUlibrary l)
 {
 	REC();
-	*m = (CUmodule)l;
-	return CUDA_SUCCESS;
+	return lib_module((struct fmod *)l, (struct fmod **)m);
 }
 
 /* ---- launches ---- */
@@ -442,6 +619,14 @@ struct fake_launch {
 static struct fake_launch last_launch;
 static long nr_launches;
 static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Per thread: what the last launch of this thread ran, and where. */
+static __thread struct {
+	void *ctx;
+	int dev;
+	void *func; /* the CUfunction run (a CUkernel's, resolved in the context) */
+	char target[16];
+	char name[128];
+} last_run;
 
 FX struct fake_launch fake_last_launch(void)
 {
@@ -452,11 +637,52 @@ FX struct fake_launch fake_last_launch(void)
 	return l;
 }
 
+/* This thread's last successful launch: its context, device, the function
+ * that ran, the `.target` of the module it came from and its name. */
+FX int fake_last_run(void **ctx, int *dev, void **func, char *target, size_t tn, char *name, size_t nn)
+{
+	if (ctx)
+		*ctx = last_run.ctx;
+	if (dev)
+		*dev = last_run.dev;
+	if (func)
+		*func = last_run.func;
+	if (target)
+		snprintf(target, tn, "%s", last_run.target);
+	if (name)
+		snprintf(name, nn, "%s", last_run.name);
+	return last_run.ctx ? 0 : -1;
+}
+
 static CUresult launch(const char *api, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 		       unsigned by, unsigned bz, unsigned sh, CUstream s, void **p)
 {
-	if (!f)
+	struct ffunc *x = (struct ffunc *)f;
+	if (!x)
 		return CUDA_ERROR_INVALID_HANDLE;
+	/* Test handles made up by the tests (not ours) launch as they are. */
+	int known = 0;
+	pthread_mutex_lock(&obj_lock);
+	for (struct ffunc *y = all_funcs; y && !known; y = y->next)
+		known = y == x;
+	pthread_mutex_unlock(&obj_lock);
+	if (known) {
+		if (x->is_kernel) {
+			/* A CUkernel runs its library's code in the current context. */
+			CUresult rc = kernel_function(x, &x);
+			if (rc != CUDA_SUCCESS)
+				return rc;
+		} else if (misuse(api, x->ctx, x->dead || !x->mod->text)) {
+			return x->dead ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+		}
+		last_run.ctx = x->ctx;
+		last_run.dev = x->ctx ? x->ctx->dev : -1;
+		last_run.func = x;
+		const char *t = x->mod->text ? strstr(x->mod->text, ".target ") : NULL;
+		snprintf(last_run.target, sizeof(last_run.target), "%.*s", t ? (int)strcspn(t + 8, " \n,") : 0,
+			 t ? t + 8 : "");
+		snprintf(last_run.name, sizeof(last_run.name), "%s", x->name);
+	}
 	pthread_mutex_lock(&launch_lock);
 	last_launch = (struct fake_launch){ api, f, { gx, gy, gz }, { bx, by, bz }, sh, s, p, 0 };
 	nr_launches++;
@@ -574,6 +800,8 @@ FX CUresult cuLinkComplete(CUlinkState s, void **cubin, size_t *size)
 {
 	(void)s;
 	REC();
+	if (getenv("FAKECUDA_LINK_FAIL")) /* a link error, for the shim's -rdc fallback */
+		return CUDA_ERROR_INVALID_PTX;
 	*cubin = link_cubin;
 	*size = sizeof(link_cubin);
 	return CUDA_SUCCESS;
@@ -599,10 +827,14 @@ FX CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned f)
 	return CUDA_SUCCESS;
 }
 FX CUresult cuMemFree_v2(CUdeviceptr p) { (void)p; REC(); return CUDA_SUCCESS; }
+static __thread CUmemLocation last_prefetch_loc = { .type = CU_MEM_LOCATION_TYPE_INVALID, .id = -1 };
+/* Where this thread's last cuMemPrefetchAsync_v2 sent the memory. */
+FX CUmemLocation fake_last_prefetch(void) { return last_prefetch_loc; }
 FX CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation l, unsigned f, CUstream s)
 {
-	(void)p, (void)n, (void)l, (void)f, (void)s;
+	(void)p, (void)n, (void)f, (void)s;
 	REC();
+	last_prefetch_loc = l;
 	return CUDA_SUCCESS;
 }
 FX CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, CUmem_advise a, CUmemLocation l)
@@ -622,6 +854,52 @@ FX CUresult cuStreamDestroy_v2(CUstream s)
 {
 	REC();
 	free(s);
+	return CUDA_SUCCESS;
+}
+
+/* ---- device memory, async copies, occupancy, capture (persistent launches) ---- */
+struct fdev {
+	struct fdev *next; /* kept reachable: "device memory" lives until exit */
+	_Alignas(16) char data[];
+};
+static struct fdev *all_dev;
+static void *last_memcpy_stream;
+static int fake_occ = 3;
+FX void fake_set_occupancy(int n) { fake_occ = n; }
+FX void *fake_last_memcpy_stream(void) { return last_memcpy_stream; }
+/* weak: tests/tools/fakedev.c, linked into another fake, has its own */
+__attribute__((weak)) FX CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+{
+	REC();
+	struct fdev *d = calloc(1, sizeof(*d) + n);
+	if (!d)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&obj_lock);
+	d->next = all_dev;
+	all_dev = d;
+	pthread_mutex_unlock(&obj_lock);
+	*p = (CUdeviceptr)(uintptr_t)d->data;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *src, size_t n, CUstream s)
+{
+	REC();
+	memcpy((void *)(uintptr_t)d, src, n);
+	last_memcpy_stream = s;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int block, size_t smem)
+{
+	(void)f, (void)block, (void)smem;
+	REC();
+	*n = fake_occ;
+	return CUDA_SUCCESS;
+}
+/* Stream 0xC0DE is "being captured". */
+FX CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st)
+{
+	REC();
+	*st = s == (CUstream)(uintptr_t)0xC0DE ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
 	return CUDA_SUCCESS;
 }
 
@@ -772,6 +1050,7 @@ FX CUresult cuGetProcAddress(const char *symbol, void **pfn, int ver, cuuint64_t
 /* The fake must be fork-safe too, or the shim's fork test would hang in it. */
 static void fk_prepare(void)
 {
+	pthread_mutex_lock(&ctx_lock);
 	pthread_mutex_lock(&obj_lock);
 	pthread_mutex_lock(&launch_lock);
 	pthread_mutex_lock(&rec_lock);
@@ -781,6 +1060,7 @@ static void fk_release(void)
 	pthread_mutex_unlock(&rec_lock);
 	pthread_mutex_unlock(&launch_lock);
 	pthread_mutex_unlock(&obj_lock);
+	pthread_mutex_unlock(&ctx_lock);
 }
 __attribute__((constructor)) static void fake_init(void)
 {
