@@ -132,6 +132,10 @@ static void test_modules(void)
 	GX_CHECK(ok_load && log_count(mark, "reloaded from sm_80 PTX") == NCTX,
 		 "the same PTX loaded in %d contexts on 3 devices: rewritten for each (%d lines)", NCTX,
 		 log_count(mark, "reloaded from sm_80 PTX"));
+	/* Contexts 0 (sm_90) and 1 (sm_80) rewrite; 2 and 3 (sm_90) reuse. */
+	GX_CHECK(log_count(mark, "from the module cache") == 2,
+		 "rewritten once per device arch: the module cache serves the 2 contexts of an arch seen before (%d)",
+		 log_count(mark, "from the module cache"));
 	int distinct = 1;
 	for (int i = 0; i < NCTX; i++)
 		for (int j = i + 1; j < NCTX; j++)

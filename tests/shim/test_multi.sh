@@ -13,12 +13,12 @@ if ! "$NVCC" -fatbin -gencode arch=compute_80,code=[sm_80,compute_80] -o "$tmp/f
 	echo "not ok - test_multi: nvcc builds the test fatbin: $(head -3 "$tmp/nvcc.err")"
 	exit 1
 fi
-run() { env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$FAKE" FAKECUDA_DEVICES=3 GPUEXT_LOG=info "$@"; }
+run() { env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$FAKE" FAKECUDA_DEVICES=3 GPUEXT_LOG=info GPUEXT_CACHE_DIR="$tmp/${CACHE:-cache}" "$@"; }
 run timeout 120 "$B/tests/shim/test_multi" "$tmp/f.fatbin"
 rc=$?
 [ $rc -eq 0 ] || echo "not ok - test_multi exited $rc"
 if command -v valgrind >/dev/null; then
-	run timeout 300 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+	CACHE=cache-vg run timeout 300 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
 		--show-leak-kinds=definite "$B/tests/shim/test_multi" "$tmp/f.fatbin" quick >"$tmp/vg.out" 2>"$tmp/vg.err"
 	vrc=$?
 	if [ $vrc -eq 0 ] && ! grep -q '^not ok' "$tmp/vg.out"; then
