@@ -102,3 +102,12 @@ if [[ $out == *"threadhist: "*" 2 blocks, 4 warps, 128 threads"* && $out == *"la
 else
 	echo "not ok - cache: gpuext-run --tool threadhist --tool launchlate prints both reports"; echo "$out" | tail -8 | sed 's/^/#  /'
 fi
+# the CLI joins repeated options into the environment the shim reads
+env=$($B/bin/gpuext-run --tool threadhist --tool=launchlate --policy $B/share/gpuext/tools/memtrace.bpf.o \
+	--policy $B/share/gpuext/tools/kernelretsnoop.bpf.o --print-env -- true 2>&1)
+if [[ $env == *"GPUEXT_TOOL=threadhist,launchlate"* &&
+	$env == *"GPUEXT_POLICY=$B/share/gpuext/tools/memtrace.bpf.o:$B/share/gpuext/tools/kernelretsnoop.bpf.o"* ]]; then
+	echo "ok - cache: repeated --tool/--policy joined (GPUEXT_TOOL=a,b, GPUEXT_POLICY=p:q)"
+else
+	echo "not ok - cache: repeated --tool/--policy joined: $env"
+fi
