@@ -17,6 +17,11 @@ run() { env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$FAKE" FAKECUDA_D
 run timeout 120 "$B/tests/shim/test_multi" "$tmp/f.fatbin"
 rc=$?
 [ $rc -eq 0 ] || echo "not ok - test_multi exited $rc"
+# A driver without cuCtxGetDevice_v2 (before 12.8): the same answers.
+FAKECUDA_NO_GETDEVICE_V2=1 CACHE=cache-v1 run timeout 120 "$B/tests/shim/test_multi" "$tmp/f.fatbin" quick >"$tmp/v1.out"
+rc=$?
+[ $rc -eq 0 ] && echo "ok - test_multi without cuCtxGetDevice_v2: $(grep -c '^ok' "$tmp/v1.out") checks pass" ||
+	echo "not ok - test_multi without cuCtxGetDevice_v2 (exit $rc): $(grep '^not ok' "$tmp/v1.out" | head -3 | tr '\n' ' ')"
 if command -v valgrind >/dev/null; then
 	CACHE=cache-vg run timeout 300 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
 		--show-leak-kinds=definite "$B/tests/shim/test_multi" "$tmp/f.fatbin" quick >"$tmp/vg.out" 2>"$tmp/vg.err"
