@@ -12,7 +12,8 @@
 # ordering, by hand), shim (under the shim, no policy: its own cost), one per
 # policy in HOSTPOLICY_POLICIES (default "seq stride tree"), and the
 # variants in HOSTPOLICY_VARIANTS ("NAME=policy:ENV=VALUE", default: seq with
-# prefetches on the launch stream). Policy runs are one process per
+# prefetches on the launch stream, and seq issuing 128 MiB chunks during the
+# walk). Policy runs are one process per
 # pattern so the shim's exit line gives prefetch calls/bytes per pattern.
 set -u
 ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -23,7 +24,7 @@ NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 MB=${UVM_MB:-1024}
 REPS=${UVM_REPS:-3}
 POLICIES=${HOSTPOLICY_POLICIES:-"seq stride tree"}
-VARIANTS=${HOSTPOLICY_VARIANTS-"seq@launch=seq:GPUEXT_HOSTPOLICY_STREAM=launch"}
+VARIANTS=${HOSTPOLICY_VARIANTS-"seq@launch=seq:GPUEXT_HOSTPOLICY_STREAM=launch seq@chunk=seq:GPUEXT_HOSTPOLICY_CHUNK=134217728"}
 PATS="seq stride random pingpong pipeline"
 mkdir -p "$L"
 W=$(mktemp -d)

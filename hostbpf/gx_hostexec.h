@@ -63,6 +63,10 @@ struct gx_hx_opts {
 	 * the interpreter's run-time memory checks and step budget: trusted
 	 * policies only. */
 	int native;
+	/* Hand coalesced ranges to act.prefetch once they reach this many bytes
+	 * (0: only when a run of ranges ends), so a caller can start copies
+	 * while the walk goes on. */
+	uint64_t max_coalesce;
 };
 
 struct gx_hx *gx_hx__new(const struct gx_hx_opts *opts);

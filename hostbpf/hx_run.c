@@ -560,6 +560,8 @@ static void want(struct gx_hx *hx, uint64_t va, uint64_t len)
 {
 	if (hx->pend_len && hx->pend_va + hx->pend_len == va) {
 		hx->pend_len += len;
+		if (hx->o.max_coalesce && hx->pend_len >= hx->o.max_coalesce)
+			flush(hx);
 		return;
 	}
 	flush(hx);

@@ -45,6 +45,10 @@ static uint64_t nr_prefetch_bytes, exec_ns, api_ns;
 /* GPUEXT_HOSTPOLICY_STREAM=launch: prefetch in order on the launch stream
  * (what hand-written code does) instead of the private prefetch stream. */
 static bool on_launch_stream;
+/* GPUEXT_HOSTPOLICY_CHUNK (bytes): ranges go out as soon as the executor has
+ * this much, so copies start while it still walks the footprint; 0 (the
+ * default): one coalesced call per run of ranges, after the walk. */
+static uint64_t chunk_bytes;
 /* GPUEXT_HOSTPOLICY_LAUNCH_ARGS=0: launch arguments are not taken as
  * footprints; only device requests (gdev_mem_prefetch) drive the policy. */
 static bool launch_args = true;
@@ -63,10 +67,15 @@ static uint64_t mono_ns(void)
 typedef CUresult (*prefetch_v2_fn)(CUdeviceptr, size_t, CUmemLocation, unsigned int, CUstream);
 #define PREFETCH_V2 ((prefetch_v2_fn)__atomic_load_n(&gx_slots[GX_SYM_cuMemPrefetchAsync_v2], __ATOMIC_RELAXED))
 
+static void send_one(uint64_t va, uint64_t len, int to_host);
+static bool chunked(void);
+
 static void on_prefetch(void *u, uint64_t va, uint64_t len, int to_host)
 {
 	(void)u;
-	if (npref < MAX_PREF)
+	if (chunked())
+		send_one(va, len, to_host); /* copies start during the walk */
+	else if (npref < MAX_PREF)
 		pref[npref++] = (__typeof__(pref[0])){va, len, to_host};
 }
 
@@ -137,6 +146,8 @@ static struct gx_hx_opts make_opts(void)
 	o.native = jit && !strcmp(jit, "native");
 	if (jit && strcmp(jit, "native") && strcmp(jit, "interp"))
 		pr_warn("hostpolicy: GPUEXT_HOSTPOLICY_JIT=%s: expected 'native' or 'interp'; interpreting", jit);
+	const char *ch = getenv("GPUEXT_HOSTPOLICY_CHUNK");
+	o.max_coalesce = chunk_bytes = ch ? strtoull(ch, NULL, 0) : 0;
 	const char *la = getenv("GPUEXT_HOSTPOLICY_LAUNCH_ARGS");
 	launch_args = !la || strcmp(la, "0");
 	const char *st = getenv("GPUEXT_HOSTPOLICY_STREAM");
@@ -172,41 +183,77 @@ static int pstream(CUcontext ctx, CUstream *s, CUevent *ev)
 	return -ENOSPC;
 }
 
-/* Issue the decisions collected in pref[]: before the launch on `ls`, or
- * (launch false: a device request) on the prefetch stream alone. */
-static void issue(CUcontext ctx, CUdevice dev, CUstream ls, bool launch)
-{
-	if (!npref)
-		return;
-	CUstream s;
+/* Where the decisions of the event being handled go: the prefetch stream
+ * (+ its event, which the launch stream waits on), or the launch stream. */
+static struct {
+	bool on;          /* a launch or device request is being handled */
+	bool launch;
+	bool resolved, usable;
+	CUcontext ctx;
+	CUdevice dev;
+	CUstream ls, s;
 	CUevent e;
-	if (dev < 0 && REAL(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
-		dev = 0;
-	if ((launch && on_launch_stream) || pstream(ctx, &s, &e)) {
-		if (!launch) { /* no stream of ours and no launch to order by */
-			npref = 0;
-			return;
-		}
-		s = ls; /* in order on the launch stream */
-		e = NULL;
+	int issued;
+} cur;
+
+static bool chunked(void)
+{
+	return chunk_bytes && cur.on;
+}
+
+static void cur_begin(CUcontext ctx, CUdevice dev, CUstream ls, bool launch)
+{
+	cur = (__typeof__(cur)){.on = true, .launch = launch, .ctx = ctx, .dev = dev, .ls = ls};
+}
+
+static bool cur_resolve(void)
+{
+	if (cur.resolved)
+		return cur.usable;
+	cur.resolved = true;
+	if (cur.dev < 0 && REAL(cuCtxGetDevice)(&cur.dev) != CUDA_SUCCESS)
+		cur.dev = 0;
+	if ((cur.launch && on_launch_stream) || pstream(cur.ctx, &cur.s, &cur.e)) {
+		if (!cur.launch) /* no stream of ours and no launch to order by */
+			return cur.usable = false;
+		cur.s = cur.ls; /* in order on the launch stream */
+		cur.e = NULL;
 	}
-	if (!launch)
-		e = NULL;
+	if (!cur.launch)
+		cur.e = NULL;
+	return cur.usable = true;
+}
+
+static void send_one(uint64_t va, uint64_t len, int to_host)
+{
+	if (!cur_resolve())
+		return;
 	uint64_t t0 = mono_ns();
-	for (int i = 0; i < npref; i++) {
-		CUmemLocation loc = {.type = pref[i].to_host ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE,
-				     .id = pref[i].to_host ? 0 : dev};
-		CUresult rc = PREFETCH_V2((CUdeviceptr)pref[i].va, pref[i].len, loc, 0, s);
-		if (rc != CUDA_SUCCESS)
-			pr_warn_once("hostpolicy: cuMemPrefetchAsync failed (%d); hints dropped", (int)rc);
-		nr_prefetch_calls++;
-		if (!pref[i].to_host)
-			nr_prefetch_bytes += pref[i].len;
-	}
-	if (e && REAL(cuEventRecord)(e, s) == CUDA_SUCCESS)
-		REAL(cuStreamWaitEvent)(ls, e, 0);
+	CUmemLocation loc = {.type = to_host ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE,
+			     .id = to_host ? 0 : cur.dev};
+	CUresult rc = PREFETCH_V2((CUdeviceptr)va, len, loc, 0, cur.s);
+	if (rc != CUDA_SUCCESS)
+		pr_warn_once("hostpolicy: cuMemPrefetchAsync failed (%d); hints dropped", (int)rc);
+	nr_prefetch_calls++;
+	if (!to_host)
+		nr_prefetch_bytes += len;
+	cur.issued++;
 	api_ns += mono_ns() - t0;
+}
+
+/* Issue what is queued in pref[]; order the launch after all of it. */
+static void cur_end(void)
+{
+	for (int i = 0; i < npref; i++)
+		send_one(pref[i].va, pref[i].len, pref[i].to_host);
 	npref = 0;
+	if (cur.issued && cur.e) {
+		uint64_t t0 = mono_ns();
+		if (REAL(cuEventRecord)(cur.e, cur.s) == CUDA_SUCCESS)
+			REAL(cuStreamWaitEvent)(cur.ls, cur.e, 0);
+		api_ns += mono_ns() - t0;
+	}
+	cur.on = false;
 }
 
 /* The parameter layout of a function: offsets/sizes, cached. -1: unknown. */
@@ -251,6 +298,8 @@ static void on_launch(struct gx_event *ev)
 	struct gx_launch_event *l = &ev->launch;
 	if (!launch_args)
 		return;
+	if (!via_kmod)
+		cur_begin(ev->ctx, ev->dev, l->stream, true);
 	uint64_t t0 = mono_ns();
 	for (int i = 0; i < nrejected; i++)
 		if (rejected[i] == (uint64_t)(uintptr_t)l->stream || rejected[i] == (uint64_t)(uintptr_t)ev->ctx)
@@ -285,7 +334,7 @@ static void on_launch(struct gx_event *ev)
 	if (via_kmod)
 		gx_hostkmod_flush();
 	else
-		issue(ev->ctx, ev->dev, l->stream, true);
+		cur_end();
 }
 
 void gx_hostpolicy_device_prefetch(CUcontext ctx, CUdevice dev, uint64_t addr, uint64_t len)
@@ -300,16 +349,16 @@ void gx_hostpolicy_device_prefetch(CUcontext ctx, CUdevice dev, uint64_t addr, u
 	} else if (hx && gx_hx__mem_enabled(hx)) {
 		nr_dev_requests++;
 		cur_dev = dev >= 0 ? dev : 0;
+		CUcontext old = NULL;
+		bool switched = REAL(cuCtxGetCurrent)(&old) == CUDA_SUCCESS && old != ctx &&
+				REAL(cuCtxSetCurrent)(ctx) == CUDA_SUCCESS;
+		cur_begin(ctx, dev, NULL, false);
 		uint64_t t0 = mono_ns();
 		gx_hx__touch(hx, addr, len); /* -ENOENT: not managed memory */
 		exec_ns += mono_ns() - t0;
-		CUcontext old = NULL;
-		if (npref && REAL(cuCtxGetCurrent)(&old) == CUDA_SUCCESS && (old == ctx || REAL(cuCtxSetCurrent)(ctx) == CUDA_SUCCESS)) {
-			issue(ctx, dev, NULL, false);
-			if (old != ctx)
-				REAL(cuCtxSetCurrent)(old);
-		}
-		npref = 0;
+		cur_end();
+		if (switched)
+			REAL(cuCtxSetCurrent)(old);
 	}
 	pthread_mutex_unlock(&hp_lock);
 }

@@ -63,6 +63,15 @@ if [[ ",$SKIP," != *,advise,* ]] && timeout 300 "$NVCC" -O2 -arch=sm_90 -o "$W/u
 	[ "${1:-0}" -gt 0 ] && [ "${2:-0}" -gt 0 ] && ! grep -q "cuMemAdvise failed" "$L/evict.err" &&
 		ok "evict: $1 regions evicted with $2 cuMemAdvise calls, none failed ($(grep -o 'pattern=pipeline ms=[0-9.]*' "$L/evict.out"))" ||
 		nok "evict: expected evictions with advice (got '${ev:-no exit line}'; see $L/evict.err)"
+	# native back end requested: libgxjit.so needs libLLVM-19 (absent on the
+	# GPU machine) -> one line, the interpreter runs, results identical
+	timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_HOSTPOLICY_JIT=native \
+		GPUEXT_POLICY="$B/hostbpf/gx_seq.bpf.o" "$W/uvm" --only pipeline --reps 1 >"$L/native.out" 2>"$L/native.err"
+	c1=$(sum_of native pipeline)
+	mode=$(sed -n "s/.*attached memory policy 'seq' (\([a-z]*\)).*/\1/p" "$L/native.err" | head -1)
+	[ -n "$c0" ] && [ "$c1" = "$(sum_of evict.base pipeline)" ] && [ -n "$mode" ] &&
+		ok "native requested: policy $mode, same checksum ($(grep -m1 -o 'native code unavailable.*' "$L/native.err" | cut -c1-80))" ||
+		nok "native requested: mode '${mode:-?}', checksum ${c1:-none} (see $L/native.err)"
 	timeout 120 "$W/uvm" --only seq --mb 256 --reps 1 >"$L/devreq.base.out" 2>&1
 	timeout 180 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_CACHE_DIR="$B/cache" GPUEXT_HOSTPOLICY_LAUNCH_ARGS=0 \
 		GPUEXT_POLICY="$B/hostbpf/gx_seq.bpf.o:$B/hostbpf/devprefetch.bpf.o" "$W/uvm" --only seq --mb 256 --reps 1 \

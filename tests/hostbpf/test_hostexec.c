@@ -191,6 +191,22 @@ static void test_launch_model(void)
 				 (unsigned long long)st.small);
 		gx_hx__free(hx);
 	}
+	/* max_coalesce: ranges leave in chunks during the walk */
+	{
+		struct rec r2;
+		memset(&r2, 0, sizeof(r2));
+		char p2[512];
+		struct gx_hx_opts o2 = {.sz = sizeof(o2), .tgid = 4242, .min_prefetch = 2 * MB, .max_coalesce = 16 * MB,
+					.act = {.user = &r2, .prefetch = on_prefetch}};
+		struct gx_hx *h2 = gx_hx__new(&o2);
+		snprintf(p2, sizeof(p2), "%s/gx_seq.bpf.o", dir);
+		gx_hx__load(h2, p2, NULL);
+		gx_hx__alloc(h2, VA, 64 * MB);
+		gx_hx__touch(h2, VA, 0);
+		GX_CHECK(r2.n == 4 && r2.len[0] == 16 * MB && r2.va[3] == VA + 48 * MB,
+			 "launch model: max_coalesce=16 MiB sends a 64 MiB footprint in 4 chunks, in order (n=%d)", r2.n);
+		gx_hx__free(h2);
+	}
 	/* a small allocation is prefetched whole even under min_prefetch */
 	struct rec r;
 	memset(&r, 0, sizeof(r));

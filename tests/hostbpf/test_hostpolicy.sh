@@ -19,6 +19,12 @@ grep -q "hostpolicy: [1-9][0-9]* prefetch calls issued, .*(policy 'seq')" "$tmp/
 [ -z "$(ls -A "$tmp/shm")" ] && echo "ok - seq: policy map files removed at exit" ||
 	echo "not ok - seq: map files left in the shm folder: $(ls "$tmp/shm")"
 
+# the same with chunked issue (copies start during the walk) and on the launch stream
+run GPUEXT_HOSTPOLICY_CHUNK=4096 GPUEXT_POLICY="$PWD/$B/hostbpf/gx_seq.bpf.o" "$T" expect-prefetch 2>"$tmp/chunk.err" |
+	sed 's/^\(not \)\?ok - /&seq chunked: /'
+run GPUEXT_HOSTPOLICY_STREAM=launch GPUEXT_POLICY="$PWD/$B/hostbpf/gx_seq.bpf.o" "$T" expect-prefetch 2>"$tmp/ls.err" |
+	sed 's/^\(not \)\?ok - /&seq on the launch stream: /'
+
 printf '\177ELF garbage struct_ops/x' >"$tmp/bad.bpf.o"
 run GPUEXT_POLICY="$tmp/bad.bpf.o" "$T" expect-none 2>"$tmp/bad.err" | sed 's/^\(not \)\?ok - /&bad: /'
 [ "$(grep -c 'refused' "$tmp/bad.err")" = 1 ] && echo "ok - bad: one refusal line" ||
