@@ -48,6 +48,7 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR % 2 ? a[(NR+1)/2] : 
 # Command prefixes (timeout cannot run shell functions): direct = the
 # environment as given, shim = the shim's folder first.
 SHIM_ENV=(env "LD_LIBRARY_PATH=$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" GPUEXT_LOG=warn)
+export GPUEXT_CACHE_DIR=${GPUEXT_CACHE_DIR:-$W/mcache}
 runwho() { # WHO TIMEOUT CMD...
 	local who=$1 t=$2
 	shift 2
@@ -97,12 +98,26 @@ for mode in drv rt; do
 	done
 done
 # ---- 3. first load ----
+# JIT cache off (CUDA_CACHE_DISABLE=1): direct; shim with an empty module
+# cache (cold: parse + rewrite + JIT); shim again on that cache (warm: JIT
+# only). Then a second start as users see it, the driver's JIT cache on
+# (primed once each): direct vs shim with both caches warm.
 for r in $(seq 1 "$LOAD_REPS"); do
-	for who in direct shim; do
-		CUDA_CACHE_DISABLE=1 runwho $who 120 "$W/lo" load "$W/big.ptx" >>"$W/load.$who" 2>>"$W/err.$who" ||
-			echo "# $who load run $r failed: $(tail -1 "$W/err.$who")"
+	CUDA_CACHE_DISABLE=1 runwho direct 120 "$W/lo" load "$W/big.ptx" >>"$W/load.direct" 2>>"$W/err.direct" ||
+		echo "# direct load run $r failed: $(tail -1 "$W/err.direct")"
+	for c in shim shimwarm; do
+		CUDA_CACHE_DISABLE=1 GPUEXT_CACHE_DIR=$W/mcache$r runwho shim 120 "$W/lo" load "$W/big.ptx" >>"$W/load.$c" 2>>"$W/err.shim" ||
+			echo "# $c load run $r failed: $(tail -1 "$W/err.shim")"
 	done
 done
+export CUDA_CACHE_PATH=$W/nvcache
+runwho direct 120 "$W/lo" load "$W/big.ptx" >/dev/null 2>&1
+GPUEXT_CACHE_DIR=$W/mcachejit runwho shim 120 "$W/lo" load "$W/big.ptx" >/dev/null 2>&1
+for r in $(seq 1 "$LOAD_REPS"); do
+	runwho direct 120 "$W/lo" load "$W/big.ptx" >>"$W/load.directjit" 2>>"$W/err.direct"
+	GPUEXT_CACHE_DIR=$W/mcachejit runwho shim 120 "$W/lo" load "$W/big.ptx" >>"$W/load.shimjit" 2>>"$W/err.shim"
+done
+unset CUDA_CACHE_PATH
 
 vals() { awk -v k="$1" '{for (i = 1; i < NF; i++) if ($i == k) print $(i+1)}' "$2"; }
 col() { vals "$1" "$2" | median; }
@@ -118,11 +133,17 @@ spread() { vals "$1" "$2" | sort -g | awk '{a[NR]=$1} END { if (!NR) { print "-"
 		d=$(col launches_per_s "$W/$mode.direct"); s=$(col launches_per_s "$W/$mode.shim")
 		echo "| launches/s ($mode) | $d | $s | $(awk -v a="$s" -v b="$d" 'BEGIN{printf "%.4f", a/b}') | $(awk -v a="$s" -v b="$d" 'BEGIN{printf "%+.1f ns/launch", 1e9/a-1e9/b}') | $(spread launches_per_s "$W/$mode.direct") | $(spread launches_per_s "$W/$mode.shim") |"
 	done
-	d=$(col load_ms "$W/load.direct"); s=$(col load_ms "$W/load.shim")
-	echo "| first load, 64-kernel PTX, JIT cache off (ms) | $d | $s | $(awk -v a="$s" -v b="$d" 'BEGIN{printf "%.3f", a/b}') | $(awk -v a="$s" -v b="$d" 'BEGIN{printf "%+.2f ms", a-b}') | $(spread load_ms "$W/load.direct") | $(spread load_ms "$W/load.shim") |"
+	lrow() { # LABEL DIRECT_FILE SHIM_FILE
+		local d s
+		d=$(col load_ms "$2"); s=$(col load_ms "$3")
+		echo "| $1 | $d | $s | $(awk -v a="$s" -v b="$d" 'BEGIN{printf "%.3f", a/b}') | $(awk -v a="$s" -v b="$d" 'BEGIN{printf "%+.2f ms", a-b}') | $(spread load_ms "$2") | $(spread load_ms "$3") |"
+	}
+	lrow "first load, 64-kernel PTX, JIT cache off, module cache cold (ms)" "$W/load.direct" "$W/load.shim"
+	lrow "first load, 64-kernel PTX, JIT cache off, module cache warm (ms)" "$W/load.direct" "$W/load.shimwarm"
+	lrow "second start: load with JIT cache and module cache warm (ms)" "$W/load.directjit" "$W/load.shimjit"
 	[ -s "$W/ab.table" ] && { echo; echo "In one process ($AB_ROUNDS alternating rounds of 256 launches):"; cat "$W/ab.table"; }
 } >"$res"
-grep '^| \(launch\|first\|case\||-\)' "$res"
+grep '^| \(launch\|first\|second\|case\||-\)' "$res"
 echo "# process level: medians of $REPS alternating runs, $N launches each (a launch costs 3.6-4.9 us depending on the process: informative only); raw runs in $OUT/shim/bench-raw/"
 mkdir -p "$OUT/shim/bench-raw" && cp "$W"/*.direct "$W"/*.shim "$W/ab.out" "$OUT/shim/bench-raw/" 2>/dev/null
 ratio=$(awk -v a="$(col launches_per_s "$W/rt.shim")" -v b="$(col launches_per_s "$W/rt.direct")" 'BEGIN{printf "%.4f", a/b}')
@@ -133,4 +154,13 @@ num() { [[ "$1" =~ ^-?[0-9]+(\.[0-9]+)?$ ]]; }
 num "$ratio" && echo "ok - process-level cudart launch benchmark ran ($REPS alternating runs each side)" ||
 	echo "not ok - process-level launch benchmark did not run: $(tail -2 "$W/err.shim" "$W/err.direct" 2>/dev/null | tr '\n' ' ')"
 lr=$(awk -v a="$(col load_ms "$W/load.shim")" -v b="$(col load_ms "$W/load.direct")" 'BEGIN{printf "%.3f", a/b}')
-num "$lr" && echo "ok - first load with identity rewrite measured: $lr x direct" || echo "not ok - first-load benchmark did not run"
+lw=$(awk -v a="$(col load_ms "$W/load.shimwarm")" -v b="$(col load_ms "$W/load.direct")" 'BEGIN{printf "%.3f", a/b}')
+ls2=$(awk -v a="$(col load_ms "$W/load.shimjit")" -v b="$(col load_ms "$W/load.directjit")" 'BEGIN{printf "%.3f", a/b}')
+echo "bench: first load with identity rewrite, JIT cache off: module cache cold $lr x direct, warm $lw x direct; second start with both caches warm: $ls2 x direct"
+num "$lr" && num "$lw" && echo "ok - first load with identity rewrite measured: cold $lr x, warm module cache $lw x direct" ||
+	echo "not ok - first-load benchmark did not run"
+if num "$ls2" && awk -v r="$ls2" 'BEGIN { exit !(r <= 1.1) }'; then
+	echo "ok - second start (JIT cache + module cache warm) loads within 1.1 x direct ($ls2)"
+else
+	echo "not ok - second start with warm caches: $ls2 x direct (want <= 1.1)"
+fi

@@ -44,11 +44,13 @@ static void usage(FILE *out)
 		"Run CMD with gpuext's libcuda.so.1 in front of NVIDIA's driver.\n\n"
 		"  -v, --verbose     log what the shim does (GPUEXT_LOG=info; twice: debug)\n"
 		"  --log LEVEL       GPUEXT_LOG: error, warn, info or debug\n"
-		"  --tool NAME       run an observability tool (GPUEXT_TOOL), print its report at exit\n"
+		"  --tool NAME       run an observability tool (GPUEXT_TOOL), print its report at exit;\n"
+		"                    repeat (or NAME,NAME) for several: their hooks run in that order\n"
 		"  --json            --tool: the report as JSON\n"
 		"  --trace FILE      --tool: also write a Chrome/Perfetto trace (JSON)\n"
 		"  --sample N        --tool memtrace: record 1 of N warp accesses (GPUEXT_CFG)\n"
-		"  --policy FILE     load a policy object, *.bpf.o (GPUEXT_POLICY)\n"
+		"  --policy FILE     load a policy object, *.bpf.o (GPUEXT_POLICY); repeatable, and\n"
+		"                    usable with --tool (device policies run before the tools)\n"
 		"  --audit           also redirect dlopen of libcuda by absolute path (LD_AUDIT)\n"
 		"  --disable         keep the shim loaded but only forward (GPUEXT_DISABLE=1)\n"
 		"  --print-env       print the environment that would be set, do not run\n"
@@ -97,11 +99,37 @@ static int set(const char *k, const char *v, bool print)
 	return setenv(k, v, 1);
 }
 
+/* Repeated --tool (GPUEXT_TOOL=a,b) and --policy (GPUEXT_POLICY=p:q). */
+static int add_item(char *list, size_t n, const char *v, char sep)
+{
+	size_t l = strlen(list);
+	if (!*v)
+		return 0;
+	if (l + strlen(v) + 2 > n) {
+		run_err("name fewer", "too many --tool/--policy values");
+		return -1;
+	}
+	snprintf(list + l, n - l, "%s%s", l ? (char[]){ sep, 0 } : "", v);
+	return 0;
+}
+static int add_policy(char *list, size_t n, const char *v)
+{
+	char rp[PATH_MAX];
+	if (!realpath(v, rp) || access(rp, R_OK)) {
+		run_err("give the path of a compiled policy, e.g. policy.bpf.o", "cannot read policy '%s': %s", v,
+			strerror(errno));
+		return -1;
+	}
+	return add_item(list, n, rp, ':');
+}
+
 int gx_run_main(int argc, char **argv, const char *name)
 {
 	prog = name;
 	int verbose = 0, audit = 0, disable = 0, print_env = 0;
 	const char *tool = NULL, *policy = NULL, *log = NULL;
+	char tools[1024] = "", pols[8192] = ""; /* repeated --tool / --policy, joined */
+	int tool_given = 0;
 	const char *trace = NULL, *sample = NULL; /* --tool reports (run_tool.c) */
 	int json = 0;
 	int i = 1;
@@ -142,16 +170,23 @@ int gx_run_main(int argc, char **argv, const char *name)
 				return 2;
 			}
 			const char *v = argv[++i];
-			if (!strcmp(a, "--tool"))
-				tool = v;
-			else if (!strcmp(a, "--policy"))
-				policy = v;
-			else
+			if (!strcmp(a, "--tool")) {
+				tool_given = 1;
+				if (add_item(tools, sizeof(tools), v, ','))
+					return 2;
+			} else if (!strcmp(a, "--policy")) {
+				if (add_policy(pols, sizeof(pols), v))
+					return 2;
+			} else {
 				log = v;
+			}
 		} else if (!strncmp(a, "--tool=", 7)) {
-			tool = a + 7;
+			tool_given = 1;
+			if (add_item(tools, sizeof(tools), a + 7, ','))
+				return 2;
 		} else if (!strncmp(a, "--policy=", 9)) {
-			policy = a + 9;
+			if (add_policy(pols, sizeof(pols), a + 9))
+				return 2;
 		} else if (!strncmp(a, "--log=", 6)) {
 			log = a + 6;
 		} else {
@@ -171,14 +206,10 @@ int gx_run_main(int argc, char **argv, const char *name)
 		run_err("use error, warn, info or debug", "unknown log level '%s'", log);
 		return 2;
 	}
-	char pol[PATH_MAX];
-	if (policy) {
-		if (!realpath(policy, pol) || access(pol, R_OK)) {
-			run_err("give the path of a compiled policy, e.g. policy.bpf.o", "cannot read policy '%s': %s", policy,
-				strerror(errno));
-			return 2;
-		}
-	}
+	if (pols[0])
+		policy = pols;
+	if (tools[0] || tool_given)
+		tool = tools;
 	char dir[PATH_MAX];
 	if (shim_dir(dir, sizeof(dir)) < 0) {
 		run_err("build it with 'make', or set GPUEXT_LIB_DIR to the folder holding libcuda.so.1",
@@ -195,7 +226,7 @@ int gx_run_main(int argc, char **argv, const char *name)
 	free(llp);
 	set("TRITON_LIBCUDA_PATH", dir, print_env);
 	if (policy)
-		set("GPUEXT_POLICY", pol, print_env);
+		set("GPUEXT_POLICY", policy, print_env);
 	if (tool)
 		set("GPUEXT_TOOL", tool, print_env);
 	if (log)

@@ -6,8 +6,9 @@
  * fresh folder (GPUEXT_SHM_DIR=/dev/shm/gpuext-$UID/run-XXXXXX) so the report
  * reads exactly this run's processes (children included), and the folder is
  * removed afterwards unless GPUEXT_KEEP=1. The formatter is `gpuext tools
- * report` next to this program, so gpuext-run stays small. Exit status: the
- * application's. */
+ * report` next to this program, so gpuext-run stays small. Several tools
+ * (GPUEXT_TOOL=a,b): one report each, in that order (--json: one JSON
+ * document per line). Exit status: the application's. */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -88,35 +89,52 @@ int gx_run_tool(const char *tool, char **cmd, int json, const char *trace)
 	if (slash)
 		*slash = 0;
 	snprintf(gpuext, sizeof(gpuext), "%s/gpuext", slash ? exe : ".");
-	char *argv[10];
-	int a = 0;
-	argv[a++] = gpuext;
-	if (json)
-		argv[a++] = "--json";
-	argv[a++] = "tools";
-	argv[a++] = "report";
-	argv[a++] = (char *)tool;
-	argv[a++] = "--dir";
-	argv[a++] = dir;
-	if (trace) {
-		argv[a++] = "--trace";
-		argv[a++] = (char *)trace;
+	/* One report per tool, in the order given; with several tools each
+	 * trace goes to FILE with "-TOOL" before its ".json". */
+	char *list = strdup(tool), *save = NULL;
+	int several = strchr(tool, ',') != NULL;
+	for (char *t = list ? strtok_r(list, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
+		char tr[PATH_MAX + 80];
+		if (trace && several) {
+			size_t tl = strlen(trace);
+			int js = tl > 5 && !strcmp(trace + tl - 5, ".json");
+			snprintf(tr, sizeof(tr), "%.*s-%s%s", (int)(js ? tl - 5 : tl), trace, t, js ? ".json" : "");
+		} else if (trace) {
+			snprintf(tr, sizeof(tr), "%s", trace);
+		}
+		char *argv[10];
+		int a = 0;
+		argv[a++] = gpuext;
+		if (json)
+			argv[a++] = "--json";
+		argv[a++] = "tools";
+		argv[a++] = "report";
+		argv[a++] = t;
+		argv[a++] = "--dir";
+		argv[a++] = dir;
+		if (trace) {
+			argv[a++] = "--trace";
+			argv[a++] = tr;
+		}
+		argv[a] = NULL;
+		if (several && !json && t != list)
+			printf("\n");
+		fflush(NULL);
+		pid_t f = fork();
+		if (f == 0) {
+			execv(gpuext, argv);
+			fprintf(stderr, "gpuext: error: cannot run %s for the report: %s\n", gpuext, strerror(errno));
+			_exit(127);
+		}
+		int r = f > 0 ? wait_child(f) : 127;
+		if (r)
+			fprintf(stderr, "gpuext: the %s report failed (status %d)\n", t, r);
 	}
-	argv[a] = NULL;
-	fflush(NULL);
-	pid_t f = fork();
-	if (f == 0) {
-		execv(gpuext, argv);
-		fprintf(stderr, "gpuext: error: cannot run %s for the report: %s\n", gpuext, strerror(errno));
-		_exit(127);
-	}
-	int frc = f > 0 ? wait_child(f) : 127;
+	free(list);
 	const char *keep = getenv("GPUEXT_KEEP");
 	if (keep && *keep && strcmp(keep, "0"))
 		fprintf(stderr, "gpuext: tool data kept in %s\n", dir);
 	else
 		rm_dir(dir);
-	if (frc)
-		fprintf(stderr, "gpuext: the %s report failed (status %d)\n", tool, frc);
 	return rc;
 }

@@ -21,6 +21,7 @@
 #include "cli/gx_cli.h"
 #include "cli/gx_tooldata.h"
 #include "devbpf/tools/gx_pcache.h"
+#include "devbpf/tools/gx_pmerge.h"
 #include "gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
 
@@ -442,28 +443,9 @@ static int do_report(int argc, char **argv)
 /* `gpuext tools rewrite TOOL|FILE.bpf.o APP.ptx [-o OUT] [--sm N]`: what the
  * shim does at module load, offline — JIT the policy, rewrite the PTX with
  * its hook bindings and link its code in. For tests and inspection. */
-static int do_rewrite(int argc, char **argv)
+/* One policy of `tools rewrite`: a tool name or a .bpf.o path, JIT'd. */
+static int rewrite_load(const char *pol, unsigned sm, struct gx_policy_desc *d)
 {
-	const char *pol = NULL, *app = NULL, *out = NULL;
-	unsigned sm = 90;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-o") && i + 1 < argc)
-			out = argv[++i];
-		else if (!strcmp(argv[i], "--sm") && i + 1 < argc)
-			sm = (unsigned)strtoul(argv[++i], NULL, 10);
-		else if (argv[i][0] != '-' && !pol)
-			pol = argv[i];
-		else if (argv[i][0] != '-' && !app)
-			app = argv[i];
-		else {
-			p_err("usage: gpuext tools rewrite TOOL|FILE.bpf.o APP.ptx [-o OUT] [--sm N]");
-			return 2;
-		}
-	}
-	if (!pol || !app) {
-		p_err("usage: gpuext tools rewrite TOOL|FILE.bpf.o APP.ptx [-o OUT] [--sm N]");
-		return 2;
-	}
 	char path[4200], dir[4096], tag[GX_POL_NAME_MAX], err[512];
 	if (strstr(pol, ".bpf.o")) {
 		snprintf(path, sizeof(path), "%s", pol);
@@ -476,48 +458,97 @@ static int do_rewrite(int argc, char **argv)
 	char *dot = strstr(tag, ".bpf.o");
 	if (dot)
 		*dot = 0;
-	char *obj = NULL, *ptx = NULL;
-	size_t olen = 0, plen = 0;
+	char *obj = NULL;
+	size_t olen = 0;
 	int ret = gx_read_file(path, &obj, &olen, 64u << 20);
-	if (ret || (ret = gx_read_file(app, &ptx, &plen, 256u << 20))) {
-		p_err("%s: cannot read: %s", ret && obj ? app : path, strerror(-ret));
-		free(obj);
+	if (ret) {
+		p_err("%s: cannot read: %s", path, strerror(-ret));
 		return 1;
 	}
-	struct gx_policy_desc d;
-	ret = gx_jitlib_build_lazy(obj, olen, tag, sm, &d, err, sizeof(err));
+	ret = gx_jitlib_build_lazy(obj, olen, tag, sm, d, err, sizeof(err));
 	free(obj);
 	if (ret) {
 		p_err("%s: %s", path, err);
-		free(ptx);
 		return 1;
 	}
-	struct gx_hook_binding *bind = calloc(d.nr_progs, sizeof(*bind));
-	struct gx_ptx_rewrite_opts o = { .sz = sizeof(o), .policy_ptx = d.ptx, .policy_len = d.ptx_len,
-					 .bindings = bind, .nr_bindings = d.nr_progs };
-	for (size_t i = 0; bind && i < d.nr_progs; i++) {
-		bind[i] = (struct gx_hook_binding){ d.progs[i].hook, d.progs[i].glob[0] ? d.progs[i].glob : NULL,
-						    d.progs[i].func };
-		o.hooks |= d.progs[i].hook;
+	return 0;
+}
+
+static int do_rewrite(int argc, char **argv)
+{
+	const char *pol = NULL, *app = NULL, *out = NULL;
+	unsigned sm = 90;
+	static const char usage[] = "usage: gpuext tools rewrite TOOL|FILE.bpf.o[,...] APP.ptx [-o OUT] [--sm N]";
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-o") && i + 1 < argc)
+			out = argv[++i];
+		else if (!strcmp(argv[i], "--sm") && i + 1 < argc)
+			sm = (unsigned)strtoul(argv[++i], NULL, 10);
+		else if (argv[i][0] != '-' && !pol)
+			pol = argv[i];
+		else if (argv[i][0] != '-' && !app)
+			app = argv[i];
+		else {
+			p_err("%s", usage);
+			return 2;
+		}
+	}
+	if (!pol || !app) {
+		p_err("%s", usage);
+		return 2;
+	}
+	/* Several policies (comma-separated): chained at every shared hook, as
+	 * the shim runs GPUEXT_TOOL=a,b or a tool beside GPUEXT_POLICY. */
+	struct gx_policy_desc d[GX_PMERGE_MAX];
+	size_t n = 0;
+	char *list = strdup(pol), *save = NULL, err[512] = "";
+	int rc = list ? 0 : 1;
+	for (char *t = list ? strtok_r(list, ",", &save) : NULL; t && !rc; t = strtok_r(NULL, ",", &save)) {
+		if (n == GX_PMERGE_MAX) {
+			p_err("at most %d policies", GX_PMERGE_MAX);
+			rc = 2;
+		} else if (!(rc = rewrite_load(t, sm, &d[n]))) {
+			n++;
+		}
+	}
+	char *ptx = NULL;
+	size_t plen = 0;
+	struct gx_policy_set set;
+	memset(&set, 0, sizeof(set));
+	int ret = 0;
+	if (!rc && (ret = gx_read_file(app, &ptx, &plen, 256u << 20))) {
+		p_err("%s: cannot read: %s", app, strerror(-ret));
+		rc = 1;
+	}
+	if (!rc && (ret = gx_pset_build(d, n, &set, err, sizeof(err)))) {
+		p_err("%s", err);
+		rc = 1;
 	}
 	struct gx_ptx_rewrite_result res;
 	memset(&res, 0, sizeof(res));
-	ret = bind ? gx_ptx_rewrite(ptx, plen, &o, &res) : -ENOMEM;
-	free(ptx);
-	int rc = 0;
-	if (ret) {
-		p_err("%s: %s", app, res.err[0] ? res.err : strerror(-ret));
-		rc = 1;
-	} else if (out && strcmp(out, "-")) {
-		rc = gx_write_file(out, res.ptx, res.len) ? 1 : 0;
-	} else {
-		fwrite(res.ptx, 1, res.len, stdout);
+	if (!rc) {
+		struct gx_ptx_rewrite_opts o = { .sz = sizeof(o), .hooks = set.hooks, .policy_ptx = set.ptx,
+						 .policy_len = set.ptx_len, .bindings = set.binds,
+						 .nr_bindings = set.nr_binds };
+		ret = gx_ptx_rewrite(ptx, plen, &o, &res);
+		if (ret) {
+			p_err("%s: %s", app, res.err[0] ? res.err : strerror(-ret));
+			rc = 1;
+		} else if (out && strcmp(out, "-")) {
+			rc = gx_write_file(out, res.ptx, res.len) ? 1 : 0;
+		} else {
+			fwrite(res.ptx, 1, res.len, stdout);
+		}
+		if (!rc)
+			fprintf(stderr, "%s: %u kernels, %u hook sites, policy %s\n", app, res.nr_kernels, res.nr_hooks,
+				pol);
 	}
-	if (!rc && !ret)
-		fprintf(stderr, "%s: %u kernels, %u hook sites, policy %s\n", app, res.nr_kernels, res.nr_hooks, tag);
 	gx_ptx_rewrite_result_free(&res);
-	free(bind);
-	gx_pdesc_free(&d);
+	gx_pset_free(&set);
+	for (size_t k = 0; k < n; k++)
+		gx_pdesc_free(&d[k]);
+	free(ptx);
+	free(list);
 	return rc;
 }
 

@@ -18,6 +18,7 @@
 #define GX_DEVRT_MAGIC 0x56445847u /* "GXDV" */
 #define GX_DEVRT_VERSION 1
 #define GX_DEVRT_MAX_MAPS 64
+#define GX_DEVRT_MAX_NEXT 4 /* policies beyond the first (struct gx_devrt.next) */
 
 /* Map types: values of GDEV_MAP_* in gdev_helpers.h (kernel numbers where
  * they exist). Repeated here so runtime code needs no policy-author header. */
@@ -121,7 +122,11 @@ struct gx_devrt {
 	gdev_u32 flags;   /* GX_DEVRT_F_* */
 	gdev_u64 ring;    /* device address of the runtime ring (printk, prefetch); 0 = none */
 	gdev_u64 launch_id;
-	gdev_u64 pad[5];
+	/* Several device policies in one process: __gx_devrt points at the
+	 * first one's block; policy k (1..GX_DEVRT_MAX_NEXT) finds its own
+	 * through next[k - 1] (gx_pmerge.c makes its code load it). */
+	gdev_u64 next[GX_DEVRT_MAX_NEXT];
+	gdev_u64 pad[5 - GX_DEVRT_MAX_NEXT];
 	struct gx_devrt_map maps[GX_DEVRT_MAX_MAPS];
 };
 

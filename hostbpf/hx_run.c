@@ -30,6 +30,7 @@ struct hx_region {
 
 struct hx_alloc {
 	uint64_t va, len;
+	bool all_resident; /* every page is resident (a full walk found so); reset by sync/eviction */
 };
 
 struct hx_queue {
@@ -473,17 +474,27 @@ int64_t gx_hx__global(const struct gx_hx *hx, const char *name)
 	return -1;
 }
 
+/* Allocations are kept sorted by address (binary search: every word of
+ * every launch argument is looked up). */
 static struct hx_alloc *alloc_of(struct gx_hx *hx, uint64_t va)
 {
-	for (size_t i = 0; i < hx->nallocs; i++)
-		if (va >= hx->allocs[i].va && va < hx->allocs[i].va + hx->allocs[i].len)
-			return &hx->allocs[i];
+	size_t lo = 0, hi = hx->nallocs;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		struct hx_alloc *a = &hx->allocs[mid];
+		if (va < a->va)
+			hi = mid;
+		else if (va >= a->va + a->len)
+			lo = mid + 1;
+		else
+			return a;
+	}
 	return NULL;
 }
 
 int gx_hx__alloc(struct gx_hx *hx, uint64_t va, uint64_t len)
 {
-	if (!len || va + len < va || alloc_of(hx, va))
+	if (!len || va + len < va || alloc_of(hx, va) || alloc_of(hx, va + len - 1))
 		return -EINVAL;
 	if (hx->nallocs == hx->cap_allocs) {
 		size_t nc = hx->cap_allocs ? hx->cap_allocs * 2 : 16;
@@ -493,7 +504,12 @@ int gx_hx__alloc(struct gx_hx *hx, uint64_t va, uint64_t len)
 		hx->allocs = na;
 		hx->cap_allocs = nc;
 	}
-	hx->allocs[hx->nallocs++] = (struct hx_alloc){va, len};
+	size_t at = 0;
+	while (at < hx->nallocs && hx->allocs[at].va < va) /* rare event: linear is fine */
+		at++;
+	memmove(&hx->allocs[at + 1], &hx->allocs[at], (hx->nallocs - at) * sizeof(*hx->allocs));
+	hx->allocs[at] = (struct hx_alloc){va, len, false};
+	hx->nallocs++;
 	for (uint64_t b = va & ~(GPU_REGION_SIZE - 1); b < va + len; b += GPU_REGION_SIZE) {
 		struct hx_region *r = NULL;
 		HASH_FIND(hh, hx->regions, &b, sizeof(b), r);
@@ -518,7 +534,9 @@ int gx_hx__free_range(struct gx_hx *hx, uint64_t va)
 	if (!a || a->va != va)
 		return -ENOENT;
 	uint64_t lo = a->va, hi = a->va + a->len;
-	*a = hx->allocs[--hx->nallocs];
+	size_t at = (size_t)(a - hx->allocs);
+	memmove(a, a + 1, (hx->nallocs - at - 1) * sizeof(*a));
+	hx->nallocs--;
 	for (uint64_t b = lo & ~(GPU_REGION_SIZE - 1); b < hi; b += GPU_REGION_SIZE) {
 		struct hx_region *r = NULL;
 		HASH_FIND(hh, hx->regions, &b, sizeof(b), r);
@@ -631,6 +649,8 @@ static void evict_one(struct gx_hx *hx)
 		return;
 	list_del(hx, victim);
 	hx->st.evictions++;
+	for (size_t i = 0; i < hx->nallocs; i++)
+		hx->allocs[i].all_resident = false;
 	memset(victim->r.resident_mask, 0, sizeof(victim->r.resident_mask));
 	victim->r.resident_pages = 0;
 	uint64_t len = (uint64_t)region_pages(victim) << GPU_PAGE_SHIFT;
@@ -770,6 +790,12 @@ int gx_hx__touch(struct gx_hx *hx, uint64_t va, uint64_t len)
 	if (end > aend || end < va)
 		end = aend;
 	hx->nactions = 0;
+	/* All resident and a policy that only acts on faults: nothing to do
+	 * (the common case of every launch after the first: no region walk). */
+	bool faults_only = !hx->has_mem || hx->mem.disabled || (!hx->mem.handler[1] && !hx->mem.handler[2]);
+	if (a->all_resident && faults_only)
+		return 0;
+	uint64_t ev0 = hx->st.evictions;
 	hx->touch_ns = now_ns();
 	for (uint64_t b = va & ~(GPU_REGION_SIZE - 1); b < end; b += GPU_REGION_SIZE) {
 		struct hx_region *r = NULL;
@@ -801,12 +827,17 @@ int gx_hx__touch(struct gx_hx *hx, uint64_t va, uint64_t len)
 			touch_resident(hx, r);
 	}
 	flush(hx);
+	/* a is still valid: touches neither add nor remove allocations */
+	if (va == a->va && end == aend && hx->st.evictions == ev0)
+		a->all_resident = true;
 	return hx->nactions;
 }
 
 void gx_hx__sync(struct gx_hx *hx)
 {
 	/* Residency is forgotten, the eviction order (the policy's state) kept. */
+	for (size_t i = 0; i < hx->nallocs; i++)
+		hx->allocs[i].all_resident = false;
 	for (struct hx_region *r = hx->head; r; r = r->next) {
 		memset(r->r.resident_mask, 0, sizeof(r->r.resident_mask));
 		r->r.resident_pages = 0;

@@ -8,9 +8,10 @@ SHIM_GEN    := $(BUILD)/gen/shim
 SHIM_LIB    := $(BUILD)/lib/libcuda.so.1
 SHIM_SRCS   := shim/core.c shim/real.c shim/procaddr.c shim/init.c shim/events.c \
                shim/tables.c shim/load.c shim/module.c shim/link.c shim/launch.c \
-               shim/graph.c shim/mem.c shim/passes_env.c shim/hostpolicy.c shim/hostkmod.c shim/persist.c
+               shim/graph.c shim/mem.c shim/passes_env.c shim/hostpolicy.c shim/hostkmod.c shim/persist.c \
+               shim/mcache.c shim/rdc.c
 # Device policies (tools engineer): attach, device runtime, JIT cache.
-SHIM_SRCS   += shim/policy.c shim/devrt.c devbpf/tools/gx_pcache.c devbpf/tools/jitlib_open.c
+SHIM_SRCS   += shim/policy.c shim/devrt.c devbpf/tools/gx_pcache.c devbpf/tools/gx_pmerge.c devbpf/tools/jitlib_open.c
 ifeq ($(IMAGE_LIB),)
 SHIM_SRCS   += shim/noimage.c
 IMAGE_LDLIBS ?=

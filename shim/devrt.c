@@ -1,4 +1,7 @@
-/* devrt.c — the per-context runtime of an attached device policy.
+/* devrt.c — the per-context runtime of the attached device policies (one
+ * to GX_PMERGE_MAX; each has its own maps, rings, gx_devrt block and tool
+ * log; modules get the first block's address, whose next[] points at the
+ * others' — gx_pmerge.h).
  *
  * Per context (keyed by CUcontext, created before the first rewrite in it or
  * at the first launch that needs it): host maps in the shm folder (one file
@@ -18,6 +21,7 @@
  * here waits on the application's streams except the exit path, which
  * synchronizes each context once so the final counts are complete. */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +32,7 @@
 
 #include "devbpf/gx_map.h"
 #include "devbpf/tools/gx_pcache.h"
+#include "devbpf/tools/gx_pmerge.h"
 #include "devbpf/tools/gx_tools.h"
 #include "shim/gx_events.h"
 #include "shim/gx_hostpolicy.h"
@@ -38,22 +43,33 @@
 #define MAX_DONE 4096
 #define RT_RING_BYTES (1u << 20)
 
+/* One attached policy: its description, its tool log. */
+struct polst {
+	const struct gx_policy_desc *pd;
+	char tag[GX_POL_NAME_MAX];
+	struct gx_buf evlog; /* pending tool-log bytes */
+	int ev_fd;
+	uint64_t knames[MAX_DONE]; /* kernel names already in its log */
+	unsigned nr_knames;
+};
+static struct polst pols[GX_PMERGE_MAX];
+static unsigned nr_pols;
+
 struct ctxst {
 	CUcontext ctx;
 	unsigned idx;
 	int failed;
 	CUdevice dev;
 	unsigned nr_sms;
-	struct gx_map **maps;
-	struct gx_devmaps *dm;
+	struct gx_map **maps[GX_PMERGE_MAX];    /* per policy, in its map order */
+	struct gx_devmaps *dm[GX_PMERGE_MAX];   /* per policy; dm[0]'s block is __gx_devrt */
+	struct gx_ring *rt_ring[GX_PMERGE_MAX]; /* per policy: printk, prefetch */
 	CUstream stream;
-	struct gx_ring *rt_ring;
 	uint64_t safe; /* setup failed: a zeroed gx_devrt (no maps) for hooked modules */
+	unsigned cur; /* the policy being set up, for the warning */
 	char why[160]; /* the first driver call that failed during setup */
 };
 
-static const struct gx_policy_desc *pd;
-static char ptag[GX_POL_NAME_MAX];
 static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ctxst ctxs[MAX_CTX];
 static unsigned nr_ctx;
@@ -65,10 +81,6 @@ static struct {
 	unsigned ctx;
 } seen[MAX_SEEN]; /* functions handled: their launches skip the driver queries */
 static unsigned nr_seen;
-static uint64_t knames[MAX_DONE];
-static unsigned nr_knames;
-static struct gx_buf evlog; /* pending tool-log bytes */
-static int ev_fd = -1;
 static unsigned launch_seq;
 static pthread_t drainer;
 static int drainer_on, stopping;
@@ -81,29 +93,35 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- tool log ---- */
-static void ev_put(const void *rec, size_t len)
+/* ---- tool logs (one per policy) ---- */
+static void ev_put(struct polst *p, const void *rec, size_t len)
 {
 	static const char zero[8];
 	struct gx_tev *h = (struct gx_tev *)rec;
 	size_t padded = GX_ROUND8(len);
 	h->len = (gdev_u32)padded;
-	gx_buf_append(&evlog, rec, len);
-	gx_buf_append(&evlog, zero, padded - len);
+	gx_buf_append(&p->evlog, rec, len);
+	gx_buf_append(&p->evlog, zero, padded - len);
+}
+static void ev_put_all(const void *rec, size_t len)
+{
+	for (unsigned i = 0; i < nr_pols; i++)
+		ev_put(&pols[i], rec, len);
 }
 
 static void ev_write(void)
 {
-	if (ev_fd < 0 || !evlog.len)
-		return;
-	size_t off = 0;
-	while (off < evlog.len) {
-		ssize_t w = write(ev_fd, evlog.data + off, evlog.len - off);
-		if (w <= 0)
-			break;
-		off += (size_t)w;
+	for (unsigned i = 0; i < nr_pols; i++) {
+		struct polst *p = &pols[i];
+		size_t off = 0;
+		while (p->ev_fd >= 0 && off < p->evlog.len) {
+			ssize_t w = write(p->ev_fd, p->evlog.data + off, p->evlog.len - off);
+			if (w <= 0)
+				break;
+			off += (size_t)w;
+		}
+		p->evlog.len = 0;
 	}
-	evlog.len = 0;
 }
 
 /* ---- the device ops over the real driver (maps_dev.c calls these) ---- */
@@ -238,23 +256,25 @@ static void calibrate(struct ctxst *st, struct gx_tev_ctx *ev)
 /* ---- per-context state ---- */
 static void ctx_teardown(struct ctxst *st, bool free_maps)
 {
-	if (st->dm)
-		gx_devmaps__free(st->dm);
-	st->dm = NULL;
-	for (size_t i = 0; free_maps && st->maps && i < pd->nr_maps; i++)
-		if (st->maps[i]) {
-			st->maps[i]->keep = 1;
-			gx_map__free(st->maps[i]);
+	for (unsigned p = 0; p < nr_pols; p++) {
+		if (st->dm[p])
+			gx_devmaps__free(st->dm[p]);
+		st->dm[p] = NULL;
+		for (size_t i = 0; free_maps && st->maps[p] && i < pols[p].pd->nr_maps; i++)
+			if (st->maps[p][i]) {
+				st->maps[p][i]->keep = 1;
+				gx_map__free(st->maps[p][i]);
+			}
+		if (free_maps) {
+			free(st->maps[p]);
+			st->maps[p] = NULL;
 		}
-	if (free_maps) {
-		free(st->maps);
-		st->maps = NULL;
+		free(st->rt_ring[p]);
+		st->rt_ring[p] = NULL;
 	}
 	if (st->stream)
 		REAL(cuStreamDestroy_v2)(st->stream);
 	st->stream = NULL;
-	free(st->rt_ring);
-	st->rt_ring = NULL;
 }
 
 static void cfg_fill(struct gx_map *m)
@@ -273,19 +293,13 @@ static void cfg_fill(struct gx_map *m)
 	}
 }
 
-static int ctx_setup(struct ctxst *st)
+/* One policy's maps, rings and gx_devrt block in this context. */
+static int pol_setup(struct ctxst *st, unsigned p)
 {
-	int nsm = 0;
-	if (REAL(cuCtxGetDevice)(&st->dev) != CUDA_SUCCESS ||
-	    REAL(cuDeviceGetAttribute)(&nsm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, st->dev) != CUDA_SUCCESS ||
-	    nsm <= 0)
-		return -ENODEV;
-	st->nr_sms = (unsigned)nsm;
-	CUresult rc = REAL(cuStreamCreate)(&st->stream, CU_STREAM_NON_BLOCKING);
-	if (rc != CUDA_SUCCESS)
-		return cu_fail(st, "cuStreamCreate", 0, rc);
-	st->maps = calloc(pd->nr_maps ? pd->nr_maps : 1, sizeof(*st->maps));
-	if (!st->maps)
+	const struct gx_policy_desc *pd = pols[p].pd;
+	st->cur = p;
+	st->maps[p] = calloc(pd->nr_maps ? pd->nr_maps : 1, sizeof(*st->maps[p]));
+	if (!st->maps[p])
 		return -ENOMEM;
 	for (size_t i = 0; i < pd->nr_maps; i++) {
 		const struct gx_pol_map *pm = &pd->maps[i];
@@ -307,31 +321,55 @@ static int ctx_setup(struct ctxst *st)
 		 * overlayfs made every tool with a ring fail to attach on the
 		 * H200. Their records reach the tool log through our drainer
 		 * (the only consumer a ring may have) anyway. */
-		int ret = s.type == GX_MAP_RINGBUF ? gx_map__create(&s, 0, &st->maps[i])
-						   : gx_map__create(&s, GX_MAP_F_SHM | GX_MAP_F_KEEP, &st->maps[i]);
+		int ret = s.type == GX_MAP_RINGBUF ? gx_map__create(&s, 0, &st->maps[p][i])
+						   : gx_map__create(&s, GX_MAP_F_SHM | GX_MAP_F_KEEP, &st->maps[p][i]);
 		if (ret && s.type != GX_MAP_RINGBUF) {
 			/* No shm folder: the policy still runs, tools just cannot see it. */
-			pr_warn("policy %s: map %s: no shared-memory copy (%s); keeping it private", ptag, name,
-				strerror(-ret));
-			ret = gx_map__create(&s, 0, &st->maps[i]);
+			pr_warn("policy %s: map %s: no shared-memory copy (%s); keeping it private", pols[p].tag,
+				name, strerror(-ret));
+			ret = gx_map__create(&s, 0, &st->maps[p][i]);
 		}
 		if (ret)
 			return ret;
 		if (pm->init && pm->init_len && s.type == GX_MAP_ARRAY)
-			memcpy(gx_map__shard_elem(st->maps[i], 0, 0), pm->init, pm->init_len);
+			memcpy(gx_map__shard_elem(st->maps[p][i], 0, 0), pm->init, pm->init_len);
 		if (!strcmp(strrchr(pm->name, '.') ? strrchr(pm->name, '.') + 1 : pm->name, "cfg"))
-			cfg_fill(st->maps[i]);
+			cfg_fill(st->maps[p][i]);
 	}
-	if (posix_memalign((void **)&st->rt_ring, 4096, gx_ring_bytes(RT_RING_BYTES)))
+	if (posix_memalign((void **)&st->rt_ring[p], 4096, gx_ring_bytes(RT_RING_BYTES)))
 		return -ENOMEM;
-	memset(st->rt_ring, 0, gx_ring_bytes(RT_RING_BYTES));
-	gx_ring__init(st->rt_ring, RT_RING_BYTES);
+	memset(st->rt_ring[p], 0, gx_ring_bytes(RT_RING_BYTES));
+	gx_ring__init(st->rt_ring[p], RT_RING_BYTES);
 	struct gx_dev_ops ops = { .ctx = st, .alloc = op_alloc, .free = op_free, .htod = op_htod,
 				  .dtoh = op_dtoh, .host_map = op_host_map, .host_unmap = op_host_unmap };
-	int ret = gx_devmaps__create(st->maps, pd->nr_maps, st->rt_ring, gx_ring_bytes(RT_RING_BYTES),
-				     GX_DEVRT_F_PRINTK | GX_DEVRT_F_PREFETCH, &ops, &st->dm);
+	int ret = gx_devmaps__create(st->maps[p], pd->nr_maps, st->rt_ring[p], gx_ring_bytes(RT_RING_BYTES),
+				     GX_DEVRT_F_PRINTK | GX_DEVRT_F_PREFETCH, &ops, &st->dm[p]);
 	if (ret)
 		return ret;
+	if (p) { /* policy p's code finds its block through the first one's next[p - 1] */
+		uint64_t a = gx_devmaps__devrt(st->dm[p]);
+		uint64_t slot = gx_devmaps__devrt(st->dm[0]) + offsetof(struct gx_devrt, next) + 8 * (p - 1);
+		ret = op_htod(st, slot, &a, sizeof(a));
+	}
+	return ret;
+}
+
+static int ctx_setup(struct ctxst *st)
+{
+	int nsm = 0;
+	if (REAL(cuCtxGetDevice)(&st->dev) != CUDA_SUCCESS ||
+	    REAL(cuDeviceGetAttribute)(&nsm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, st->dev) != CUDA_SUCCESS ||
+	    nsm <= 0)
+		return -ENODEV;
+	st->nr_sms = (unsigned)nsm;
+	CUresult rc = REAL(cuStreamCreate)(&st->stream, CU_STREAM_NON_BLOCKING);
+	if (rc != CUDA_SUCCESS)
+		return cu_fail(st, "cuStreamCreate", 0, rc);
+	for (unsigned p = 0; p < nr_pols; p++) {
+		int ret = pol_setup(st, p);
+		if (ret)
+			return ret;
+	}
 	struct gx_tev_ctx ev = { .h.type = GX_TEV_CTX, .ctx = st->idx, .dev = (gdev_u32)st->dev,
 				 .nr_sms = st->nr_sms };
 	int maj = 0, min = 0;
@@ -339,7 +377,7 @@ static int ctx_setup(struct ctxst *st)
 	REAL(cuDeviceGetAttribute)(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, st->dev);
 	ev.sm = (gdev_u32)(maj * 10 + min);
 	calibrate(st, &ev);
-	ev_put(&ev, sizeof(ev));
+	ev_put_all(&ev, sizeof(ev));
 	return 0;
 }
 
@@ -363,15 +401,22 @@ static struct ctxst *ctx_get(CUcontext c)
 	int ret = ctx_setup(st);
 	if (ret) {
 		pr_warn("policy %s: not attached in context %u: cannot set up its device maps: %s; running "
-			"without it",
-			ptag, st->idx, st->why[0] ? st->why : strerror(-ret));
+			"without it%s",
+			pols[st->cur].tag, st->idx, st->why[0] ? st->why : strerror(-ret),
+			nr_pols > 1 ? " (nor the other policies, in that context)" : "");
 		ctx_teardown(st, true);
 		st->failed = 1;
-		/* Modules rewritten before the failure still call the policy: give
-		 * them a devrt with no maps, where every helper finds nothing. */
-		static const struct gx_devrt zero;
-		if (op_alloc(NULL, sizeof(zero), &st->safe) == 0 && op_htod(NULL, st->safe, &zero, sizeof(zero)))
-			st->safe = 0;
+		/* Modules rewritten before the failure still call the policies:
+		 * give them a devrt with no maps, where every helper finds nothing
+		 * (next[] points back at it, for policies 1..). */
+		struct gx_devrt zero;
+		memset(&zero, 0, sizeof(zero));
+		if (op_alloc(NULL, sizeof(zero), &st->safe) == 0) {
+			for (unsigned k = 0; k < GX_DEVRT_MAX_NEXT; k++)
+				zero.next[k] = st->safe;
+			if (op_htod(NULL, st->safe, &zero, sizeof(zero)))
+				st->safe = 0;
+		}
 		return NULL;
 	}
 	if (!drainer_on && !pthread_create(&drainer, NULL, drain_main, NULL))
@@ -395,6 +440,7 @@ int gx_devrt_ctx_ready(void)
 /* ---- draining ---- */
 struct drain_arg {
 	struct ctxst *st;
+	struct polst *p;
 	unsigned map;
 };
 
@@ -408,9 +454,9 @@ static int rec_cb(void *ctx, unsigned type, const void *rec, size_t len)
 	static const char zero[8];
 	size_t total = GX_ROUND8(sizeof(h) + pl);
 	h.h.len = (gdev_u32)total;
-	gx_buf_append(&evlog, &h, sizeof(h));
-	gx_buf_append(&evlog, (const char *)rec + sizeof(struct gx_rec_hdr), pl);
-	gx_buf_append(&evlog, zero, total - sizeof(h) - pl);
+	gx_buf_append(&a->p->evlog, &h, sizeof(h));
+	gx_buf_append(&a->p->evlog, (const char *)rec + sizeof(struct gx_rec_hdr), pl);
+	gx_buf_append(&a->p->evlog, zero, total - sizeof(h) - pl);
 	return 0;
 }
 
@@ -436,33 +482,39 @@ static int rt_cb(void *ctx, unsigned type, const void *rec, size_t len)
 
 static void drain_ctx(struct ctxst *st, bool flush)
 {
-	if (!st->dm)
+	if (!st->dm[0])
 		return;
-	for (size_t i = 0; i < pd->nr_maps; i++) {
-		struct gx_map *m = st->maps[i];
-		if (!m || m->l.type != GX_MAP_RINGBUF)
-			continue;
-		struct drain_arg a = { st, (unsigned)i };
-		gx_ring__drain(gx_map__ring(m), rec_cb, &a);
+	for (unsigned p = 0; p < nr_pols; p++) {
+		for (size_t i = 0; i < pols[p].pd->nr_maps; i++) {
+			struct gx_map *m = st->maps[p][i];
+			if (!m || m->l.type != GX_MAP_RINGBUF)
+				continue;
+			struct drain_arg a = { st, &pols[p], (unsigned)i };
+			gx_ring__drain(gx_map__ring(m), rec_cb, &a);
+		}
+		gx_ring__drain(st->rt_ring[p], rt_cb, st);
 	}
-	gx_ring__drain(st->rt_ring, rt_cb, st);
 	if (flush && REAL(cuCtxSetCurrent)(st->ctx) == CUDA_SUCCESS)
-		gx_devmaps__flush(st->dm);
+		for (unsigned p = 0; p < nr_pols; p++)
+			gx_devmaps__flush(st->dm[p]);
 }
 
 static void drops_out(struct ctxst *st)
 {
-	for (size_t i = 0; st->maps && i < pd->nr_maps; i++) {
-		struct gx_map *m = st->maps[i];
-		if (!m || m->l.type != GX_MAP_RINGBUF)
-			continue;
-		uint64_t d = __atomic_load_n(&gx_map__ring(m)->drops, __ATOMIC_RELAXED);
-		if (!d)
-			continue;
-		struct gx_tev_drops ev = { .h.type = GX_TEV_DROPS, .ctx = st->idx, .map = (gdev_u32)i, .drops = d };
-		ev_put(&ev, sizeof(ev));
-		pr_warn("policy %s: ring %s dropped %llu records (full)", ptag, m->name, (unsigned long long)d);
-	}
+	for (unsigned p = 0; p < nr_pols; p++)
+		for (size_t i = 0; st->maps[p] && i < pols[p].pd->nr_maps; i++) {
+			struct gx_map *m = st->maps[p][i];
+			if (!m || m->l.type != GX_MAP_RINGBUF)
+				continue;
+			uint64_t d = __atomic_load_n(&gx_map__ring(m)->drops, __ATOMIC_RELAXED);
+			if (!d)
+				continue;
+			struct gx_tev_drops ev = { .h.type = GX_TEV_DROPS, .ctx = st->idx, .map = (gdev_u32)i,
+						   .drops = d };
+			ev_put(&pols[p], &ev, sizeof(ev));
+			pr_warn("policy %s: ring %s dropped %llu records (full)", pols[p].tag, m->name,
+				(unsigned long long)d);
+		}
 }
 
 static void *drain_main(void *arg)
@@ -512,11 +564,11 @@ static void module_devrt(struct ctxst *st, CUfunction f, bool is_kernel)
 	CUdeviceptr g = 0;
 	size_t sz = 0;
 	if (REAL(cuModuleGetGlobal_v2)(&g, &sz, mod, GDEV_DEVRT_SYMBOL) == CUDA_SUCCESS && sz == 8) {
-		uint64_t a = st->dm ? gx_devmaps__devrt(st->dm) : st->safe;
+		uint64_t a = st->dm[0] ? gx_devmaps__devrt(st->dm[0]) : st->safe;
 		if (REAL(cuMemcpyHtoD_v2)(g, &a, 8) != CUDA_SUCCESS)
-			pr_warn("policy %s: cannot write %s of a module", ptag, GDEV_DEVRT_SYMBOL);
+			pr_warn("policy %s: cannot write %s of a module", pols[0].tag, GDEV_DEVRT_SYMBOL);
 		else
-			pr_debug("policy %s: %s written in context %u", ptag, GDEV_DEVRT_SYMBOL, st->idx);
+			pr_debug("policy %s: %s written in context %u", pols[0].tag, GDEV_DEVRT_SYMBOL, st->idx);
 	}
 	if (nr_done < MAX_DONE)
 		done_mods[nr_done++] = mod;
@@ -525,28 +577,29 @@ static void module_devrt(struct ctxst *st, CUfunction f, bool is_kernel)
 static void log_launch(struct ctxst *st, const struct gx_launch_event *l, uint64_t t)
 {
 	uint64_t kid = l->name ? gx_kernel_id(l->name) : 0;
-	if (l->name) {
+	for (unsigned p = 0; l->name && p < nr_pols; p++) {
+		struct polst *ps = &pols[p];
 		bool seen = false;
-		for (unsigned i = 0; i < nr_knames && !seen; i++)
-			seen = knames[i] == kid;
-		if (!seen && nr_knames < MAX_DONE) {
-			knames[nr_knames++] = kid;
-			size_t n = strlen(l->name) + 1;
-			struct gx_tev_kname *k = calloc(1, sizeof(*k) + n);
-			if (k) {
-				k->h.type = GX_TEV_KNAME;
-				k->kernel_id = kid;
-				memcpy(k->name, l->name, n);
-				ev_put(k, sizeof(*k) + n);
-				free(k);
-			}
+		for (unsigned i = 0; i < ps->nr_knames && !seen; i++)
+			seen = ps->knames[i] == kid;
+		if (seen || ps->nr_knames >= MAX_DONE)
+			continue;
+		ps->knames[ps->nr_knames++] = kid;
+		size_t n = strlen(l->name) + 1;
+		struct gx_tev_kname *k = calloc(1, sizeof(*k) + n);
+		if (k) {
+			k->h.type = GX_TEV_KNAME;
+			k->kernel_id = kid;
+			memcpy(k->name, l->name, n);
+			ev_put(ps, k, sizeof(*k) + n);
+			free(k);
 		}
 	}
 	struct gx_tev_launch ev = { .h.type = GX_TEV_LAUNCH, .host_ns = t, .kernel_id = kid, .ctx = st->idx,
 				    .seq = ++launch_seq };
 	memcpy(ev.grid, l->grid, sizeof(ev.grid));
 	memcpy(ev.block, l->block, sizeof(ev.block));
-	ev_put(&ev, sizeof(ev));
+	ev_put_all(&ev, sizeof(ev));
 }
 
 static CUresult on_event(struct gx_event *ev, void *cookie)
@@ -610,7 +663,7 @@ static void at_exit(void)
 	pthread_mutex_lock(&rt_lock);
 	for (unsigned i = 0; i < nr_ctx; i++) {
 		struct ctxst *st = &ctxs[i];
-		if (st->failed || !st->dm)
+		if (st->failed || !st->dm[0])
 			continue;
 		if (REAL(cuCtxSetCurrent)(st->ctx) == CUDA_SUCCESS)
 			REAL(cuCtxSynchronize)();
@@ -619,29 +672,40 @@ static void at_exit(void)
 	}
 	ev_write();
 	if (nr_prefetch)
-		pr_info("policy %s: %llu gdev_mem_prefetch requests seen", ptag, nr_prefetch);
-	if (ev_fd >= 0)
-		close(ev_fd);
-	ev_fd = -1;
+		pr_info("policy %s: %llu gdev_mem_prefetch requests seen", pols[0].tag, nr_prefetch);
+	for (unsigned p = 0; p < nr_pols; p++) {
+		if (pols[p].ev_fd >= 0)
+			close(pols[p].ev_fd);
+		pols[p].ev_fd = -1;
+	}
 	pthread_mutex_unlock(&rt_lock);
 }
 
-int gx_devrt_start(const struct gx_policy_desc *d, const char *tag)
+int gx_devrt_start(const struct gx_policy_desc *d, const char *const *tags, size_t n)
 {
-	pd = d;
-	snprintf(ptag, sizeof(ptag), "%s", tag);
-	gx_buf_init(&evlog);
+	if (!n || n > GX_PMERGE_MAX)
+		return -EINVAL;
 	char dir[512], path[700];
-	if (gx_map_shm_dir(dir, sizeof(dir)) == 0) {
+	bool have_dir = gx_map_shm_dir(dir, sizeof(dir)) == 0;
+	if (have_dir)
 		mkdir(dir, 0700);
-		snprintf(path, sizeof(path), "%s/%d-%s.events", dir, (int)getpid(), tag);
-		ev_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	for (size_t i = 0; i < n; i++) {
+		struct polst *p = &pols[i];
+		p->pd = &d[i];
+		snprintf(p->tag, sizeof(p->tag), "%s", tags[i]);
+		gx_buf_init(&p->evlog);
+		p->ev_fd = -1;
+		if (have_dir) {
+			snprintf(path, sizeof(path), "%s/%d-%s.events", dir, (int)getpid(), p->tag);
+			p->ev_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		}
+		if (p->ev_fd < 0)
+			pr_warn("policy %s: cannot write the tool log in %s; records are lost", p->tag, dir);
+		struct gx_tev_proc pr = { .h.type = GX_TEV_PROC, .pid = (gdev_u32)getpid(), .start_ns = now_ns() };
+		snprintf(pr.tag, sizeof(pr.tag), "%s", p->tag);
+		ev_put(p, &pr, sizeof(pr));
 	}
-	if (ev_fd < 0)
-		pr_warn("policy %s: cannot write the tool log in %s; records are lost", tag, dir);
-	struct gx_tev_proc p = { .h.type = GX_TEV_PROC, .pid = (gdev_u32)getpid(), .start_ns = now_ns() };
-	snprintf(p.tag, sizeof(p.tag), "%s", tag);
-	ev_put(&p, sizeof(p));
+	nr_pols = (unsigned)n;
 	gx_lock_register(&rt_lock, 15);
 	int id = gx_events_subscribe(GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE) |
 					     GX_EV_MASK(GX_EV_CTX_DESTROY) | GX_EV_MASK(GX_EV_MODULE_UNLOAD),

@@ -119,6 +119,11 @@ int gx_image_entry_data(const struct gx_image_entry *e, void **out, size_t *len)
 const struct gx_image_entry *gx_image_pick_ptx(const struct gx_image *im, unsigned device_sm,
 					       int *has_sass);
 
+/* The same among the entries of one container only, prelinked ones included
+ * (-rdc: each translation unit's relocatable PTX lies in its own container). */
+const struct gx_image_entry *gx_image_pick_ptx_in(const struct gx_image *im, unsigned container,
+						  unsigned device_sm);
+
 const char *gx_image_kind_name(enum gx_image_kind k);
 /* "none", "zstd", "lz4". */
 const char *gx_image_comp_name(enum gx_entry_compression c);

@@ -16,6 +16,8 @@ struct gx_prep {
 	char *log;          /* rewriter notes naming those copies (malloc'd) or NULL */
 	char why[256];      /* why the image passes through */
 	int level;          /* log level of the pass-through line */
+	bool cached;        /* p->ptx came from the rewritten-module cache (gx_mcache.h) */
+	unsigned rdc_units; /* -rdc: p->ptx is a cubin JIT-linked from this many rewritten units */
 };
 
 /* Returns true with p->ptx set when the image should be replaced by
@@ -26,6 +28,15 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 /* Rewrite a PTX text (cuLinkAddData): same contract. */
 bool gx_prepare_ptx(const char *api, const char *ptx, size_t len, struct gx_prep *p);
 void gx_prep_free(struct gx_prep *p);
+/* Rewrite one PTX text for a device arch (through the module cache). */
+bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_prep *p);
+/* rdc.c: an image whose code is -rdc relocatable units (a version-2 wrapper's
+ * prelinked fatbins): 1 with p->ptx = the cubin JIT-linked from the units'
+ * rewritten PTX; 0 if there are no such units with PTX; -1 on failure with
+ * p->why set. `mixed_archs`: the code must run on devices of several archs
+ * (a library): a linked cubin cannot, so units with PTX give -1. */
+struct gx_image;
+int gx_prepare_rdc(const struct gx_image *im, unsigned sm, bool mixed_archs, struct gx_prep *p);
 
 /* The one line per module. */
 void gx_log_reloaded(const char *api, const struct gx_prep *p);

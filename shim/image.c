@@ -245,3 +245,17 @@ GX_EXPORT const struct gx_image_entry *gx_image_pick_ptx(const struct gx_image *
 		*has_sass = sass;
 	return best;
 }
+
+GX_EXPORT const struct gx_image_entry *gx_image_pick_ptx_in(const struct gx_image *im, unsigned container,
+							     unsigned device_sm)
+{
+	const struct gx_image_entry *best = NULL;
+	for (size_t i = 0; im && i < im->nr_entries; i++) {
+		const struct gx_image_entry *e = &im->entries[i];
+		if (e->container != container || e->kind != GX_ENTRY_PTX || !arch_fits(e, device_sm, false))
+			continue;
+		if (!best || ptx_rank(e) > ptx_rank(best))
+			best = e;
+	}
+	return best;
+}

@@ -9,6 +9,7 @@
 #include "ptx-rewrite/gx_ptx.h"
 #include "shim/gx_image.h"
 #include "shim/gx_load.h"
+#include "shim/gx_mcache.h"
 #include "shim/gx_persist.h"
 #include "shim/gx_policy.h"
 #include "shim/passes_env.h"
@@ -33,35 +34,61 @@ static int device_sm(CUdevice d, unsigned *sm)
 
 /* The arch whose PTX we load: the current context's device, or for
  * libraries the lowest arch of all devices (a library is loaded into every
- * context, so its PTX must JIT on each). */
-static int target_sm(bool all_devices, unsigned *sm)
+ * context, so its PTX must JIT on each). `hi` (may be NULL) gets the highest
+ * arch among the devices considered. */
+static int target_sm(bool all_devices, unsigned *sm, unsigned *hi)
 {
 	CUdevice d;
-	if (!all_devices)
-		return REAL(cuCtxGetDevice)(&d) == CUDA_SUCCESS ? device_sm(d, sm) : -ENODEV;
+	if (!all_devices) {
+		int r = REAL(cuCtxGetDevice)(&d) == CUDA_SUCCESS ? device_sm(d, sm) : -ENODEV;
+		if (!r && hi)
+			*hi = *sm;
+		return r;
+	}
 	int n = 0;
 	if (REAL(cuDeviceGetCount)(&n) != CUDA_SUCCESS || n <= 0)
 		return -ENODEV;
-	unsigned lo = UINT32_MAX;
+	unsigned lo = UINT32_MAX, top = 0;
 	for (int i = 0; i < n; i++) {
 		CUdevice di;
 		unsigned s;
-		if (REAL(cuDeviceGet)(&di, i) == CUDA_SUCCESS && device_sm(di, &s) == 0 && s < lo)
-			lo = s;
+		if (REAL(cuDeviceGet)(&di, i) == CUDA_SUCCESS && device_sm(di, &s) == 0) {
+			lo = s < lo ? s : lo;
+			top = s > top ? s : top;
+		}
 	}
 	if (lo == UINT32_MAX)
 		return -ENODEV;
 	*sm = lo;
+	if (hi)
+		*hi = top;
 	return 0;
 }
 
-static bool rewrite(const char *ptx, size_t len, struct gx_prep *p)
+/* dev_sm: the device arch the PTX is loaded for (part of the cache key). */
+bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_prep *p)
 {
 	/* Identity until host policies select hooks (another part wires them). */
 	struct gx_ptx_rewrite_opts opts = { .sz = sizeof(opts) };
 	opts.hooks = gx_hooks_from_env(); /* GPUEXT_HOOKS: no-op stub hooks */
 	gx_policy_rewrite_opts(&opts); /* device policy hooks, if one is attached */
 	bool persist = gx_persist_rewrite_opts(&opts); /* GPUEXT_PERSISTENT: copies */
+	/* The rewritten-module cache: same input, options, build and arch. */
+	struct gx_mcache_key key;
+	gx_mcache_key(ptx, len, &opts, dev_sm, &key);
+	struct gx_mcache_entry ce = { 0 };
+	if (gx_mcache_get(&key, &ce) == 0) {
+		p->cached = true;
+		p->ptx = ce.ptx, p->len = ce.len;
+		p->nr_hooks = ce.nr_hooks, p->nr_persistent = ce.nr_persistent;
+		if (ce.notes && ce.notes[0])
+			pr_debug("module %u: rewriter notes: %s", p->id, ce.notes);
+		if (persist && ce.nr_persistent)
+			p->log = ce.notes; /* names the persistent copies: for gx_persist_module */
+		else
+			free(ce.notes);
+		return true;
+	}
 	struct gx_ptx_rewrite_result res;
 	memset(&res, 0, sizeof(res));
 	int ret = gx_ptx_rewrite(ptx, len, &opts, &res);
@@ -76,6 +103,9 @@ static bool rewrite(const char *ptx, size_t len, struct gx_prep *p)
 	p->nr_hooks = res.nr_hooks;
 	res.ptx = NULL;
 	p->nr_persistent = res.nr_persistent;
+	ce = (struct gx_mcache_entry){ .ptx = p->ptx, .len = p->len, .nr_hooks = p->nr_hooks,
+				       .nr_persistent = p->nr_persistent, .notes = res.log };
+	gx_mcache_put(&key, &ce);
 	if (persist && res.nr_persistent) {
 		p->log = res.log; /* names the persistent copies: for gx_persist_module */
 		res.log = NULL;
@@ -110,8 +140,8 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 		p->level = GX_LOG_WARN;
 		return false;
 	}
-	unsigned sm;
-	if (target_sm(all_devices, &sm) < 0) {
+	unsigned sm, sm_hi;
+	if (target_sm(all_devices, &sm, &sm_hi) < 0) {
 		snprintf(p->why, sizeof(p->why), "no current device to pick PTX for");
 		gx_image_free(&im);
 		return false;
@@ -119,6 +149,15 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 	int has_sass = 0;
 	const struct gx_image_entry *e = gx_image_pick_ptx(&im, sm, &has_sass);
 	if (!e) {
+		/* -rdc: the linked image is SASS only, its units carry PTX. The
+		 * link yields SASS for one arch (running on that major arch): a
+		 * library shared by devices of several major archs keeps its
+		 * original image. */
+		int r = gx_prepare_rdc(&im, sm, sm / 10 != sm_hi / 10, p);
+		if (r) {
+			gx_image_free(&im);
+			return r > 0;
+		}
 		/* has_sass: SASS that runs on this device; the module may still be
 		 * SASS-only for another arch (then the driver's own error follows). */
 		bool any_sass = has_sass;
@@ -140,7 +179,7 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 		p->level = GX_LOG_WARN;
 		return false;
 	}
-	bool ok = rewrite(raw, len, p);
+	bool ok = gx_prep_rewrite(raw, len, sm, p);
 	free(raw);
 	return ok;
 }
@@ -163,7 +202,10 @@ bool gx_prepare_ptx(const char *api, const char *ptx, size_t len, struct gx_prep
 	}
 	const char *t = strstr(ptx, ".target sm_");
 	p->sm = t ? (unsigned)strtoul(t + 11, NULL, 10) : 0;
-	return rewrite(ptx, len, p);
+	unsigned dev_sm = 0;
+	if (target_sm(false, &dev_sm, NULL) < 0)
+		dev_sm = 0;
+	return gx_prep_rewrite(ptx, len, dev_sm, p);
 }
 
 void gx_prep_free(struct gx_prep *p)
@@ -185,8 +227,14 @@ void gx_log_reloaded(const char *api, const struct gx_prep *p)
 		snprintf(how, sizeof(how), "%u hooks", p->nr_hooks);
 	else
 		snprintf(how, sizeof(how), "identity");
-	pr_info("module %u (%s): rewritten (%s), reloaded from sm_%u PTX (%zu bytes)", p->id, api, how, p->sm,
-		p->len);
+	if (p->rdc_units) {
+		pr_info("module %u (%s): rewritten (%s), reloaded from sm_%u PTX of %u -rdc units, JIT-linked (%zu bytes "
+			"of cubin)",
+			p->id, api, how, p->sm, p->rdc_units, p->len);
+		return;
+	}
+	pr_info("module %u (%s): rewritten (%s), reloaded from sm_%u PTX (%zu bytes%s)", p->id, api, how, p->sm,
+		p->len, p->cached ? ", from the module cache" : "");
 }
 
 void gx_log_passed(const char *api, const struct gx_prep *p)

@@ -84,6 +84,13 @@ const struct gx_image_entry *gx_image_pick_ptx(const struct gx_image *im, unsign
 	return NULL;
 }
 
+const struct gx_image_entry *gx_image_pick_ptx_in(const struct gx_image *im, unsigned container,
+						  unsigned device_sm)
+{
+	(void)im, (void)container, (void)device_sm;
+	return NULL; /* no fatbin containers without the image parser */
+}
+
 const char *gx_image_kind_name(enum gx_image_kind k)
 {
 	switch (k) {

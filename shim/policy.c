@@ -1,16 +1,18 @@
-/* policy.c — which device policy runs, and where its PTX comes from.
+/* policy.c — which device policies run, and where their PTX comes from.
  *
- * At the first module rewrite after cuInit: read GPUEXT_POLICY (a .bpf.o
- * path; colon-separated lists are accepted but only the first object is
- * attached — device programs of several objects would need one map index
- * space) or GPUEXT_TOOL (a shipped tool: $GPUEXT_TOOLS_DIR/NAME.bpf.o, else
- * <shim dir>/../share/gpuext/tools/NAME.bpf.o). The object's bytes are
- * hashed; the JIT cache (gx_pcache.h) is looked up for (hash, version,
+ * At the first module rewrite after cuInit: the objects are every device
+ * object in GPUEXT_POLICY (colon-separated; host struct_ops objects there
+ * belong to hostpolicy.c) then every tool in GPUEXT_TOOL (comma-separated:
+ * $GPUEXT_TOOLS_DIR/NAME.bpf.o, else <shim dir>/../share/gpuext/tools/), at
+ * most GX_PMERGE_MAX, duplicates dropped. Each object's bytes are hashed;
+ * the JIT cache (gx_pcache.h) is looked up for (hash, version, JIT revision,
  * device sm, PTX ISA); on a miss libgxjit.so ($GPUEXT_JITLIB, else next to
  * the shim) is dlopen'ed — only then, so the shim itself never needs LLVM —
- * to verify and JIT, and the result is stored for the next run. Every
- * failure is one "gpuext: policy ..." line and the application runs without
- * the policy, its modules untouched. */
+ * to verify and JIT, and the result is stored for the next run. The
+ * policies are joined (gx_pmerge.h): every hook site calls them in that
+ * order. A policy that fails is one "gpuext: policy NAME: ...; running
+ * without it" line and the others still attach; with none left the
+ * application's modules are untouched. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <libgen.h>
@@ -19,14 +21,16 @@
 #include <string.h>
 
 #include "devbpf/tools/gx_pcache.h"
+#include "devbpf/tools/gx_pmerge.h"
 #include "shim/gx_hostpolicy.h"
 #include "shim/gx_policy.h"
 
 static pthread_mutex_t pol_lock = PTHREAD_MUTEX_INITIALIZER;
 static int pol_state; /* 0 unknown, 1 active, -1 off/failed */
-static struct gx_policy_desc pol;
-static struct gx_hook_binding *binds;
-static unsigned pol_hooks;
+static struct gx_policy_desc pols[GX_PMERGE_MAX];
+static char tags[GX_PMERGE_MAX][GX_POL_NAME_MAX];
+static size_t nr_pols;
+static struct gx_policy_set pset;
 
 static const char *self_dir(char *buf, size_t n)
 {
@@ -37,47 +41,76 @@ static const char *self_dir(char *buf, size_t n)
 	return dirname(buf);
 }
 
-static int object_path(char *out, size_t n, char *tag, size_t tn)
+struct obj {
+	char path[4096];
+	char tag[GX_POL_NAME_MAX];
+};
+
+static void tag_of(const char *path, char *tag, size_t tn)
 {
-	const char *p = gx_config.policy, *t = gx_config.tool;
-	/* Host struct_ops objects in the list belong to shim/hostpolicy.c. */
-	while (p && *p) {
-		const char *c = strchr(p, ':'), *k = memchr(p, ',', c ? (size_t)(c - p) : strlen(p));
-		snprintf(out, n, "%.*s", (int)(k ? k - p : c ? c - p : (long)strlen(p)), p);
-		if (!gx_hostpolicy_is_struct_ops(out))
-			break;
-		p = c ? c + 1 : NULL;
-	}
-	if (p && *p) {
-		const char *colon = strchr(p, ':');
-		size_t len = colon ? (size_t)(colon - p) : strlen(p);
-		if (colon)
-			pr_warn("policy: GPUEXT_POLICY lists several objects; attaching only the first (%.*s)",
-				(int)len, p);
-		snprintf(out, n, "%.*s", (int)len, p);
-		const char *b = memrchr(out, '/', strlen(out));
-		snprintf(tag, tn, "%.63s", b ? b + 1 : out);
-		char *dot = strstr(tag, ".bpf.o");
-		if (dot)
-			*dot = 0;
+	const char *b = strrchr(path, '/');
+	snprintf(tag, tn, "%.63s", b ? b + 1 : path);
+	char *dot = strstr(tag, ".bpf.o");
+	if (dot)
+		*dot = 0;
+}
+
+static int add_obj(struct obj *o, size_t *n, const char *path, const char *tag)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp(o[i].path, path)) {
+			pr_warn("policy %s: listed twice; attached once", tag);
+			return 0;
+		}
+	if (*n == GX_PMERGE_MAX) {
+		pr_warn("policy %s: more than %d device policies; running without it", tag, GX_PMERGE_MAX);
 		return 0;
 	}
-	if (!t || !*t)
-		return -ENOENT;
-	if (strchr(t, '/')) {
-		pr_warn("policy: GPUEXT_TOOL=%s: not a tool name", t);
-		return -EINVAL;
+	snprintf(o[*n].path, sizeof(o[*n].path), "%s", path);
+	snprintf(o[*n].tag, sizeof(o[*n].tag), "%s", tag);
+	(*n)++;
+	return 0;
+}
+
+/* The device policy objects, in order: GPUEXT_POLICY's, then the tools. */
+static size_t object_list(struct obj *o)
+{
+	size_t n = 0;
+	char path[4096], tag[GX_POL_NAME_MAX];
+	for (const char *p = gx_config.policy; p && *p;) {
+		const char *c = strchr(p, ':');
+		size_t len = c ? (size_t)(c - p) : strlen(p);
+		/* "obj.bpf.o,opts" entries: the object is before the comma */
+		const char *k = memchr(p, ',', len);
+		snprintf(path, sizeof(path), "%.*s", (int)(k ? (size_t)(k - p) : len), p);
+		if (path[0] && !gx_hostpolicy_is_struct_ops(path)) {
+			tag_of(path, tag, sizeof(tag));
+			add_obj(o, &n, path, tag);
+		}
+		p = c ? c + 1 : NULL;
 	}
-	snprintf(tag, tn, "%s", t);
 	const char *d = getenv("GPUEXT_TOOLS_DIR");
 	char sd[4096];
-	if (d && *d)
-		snprintf(out, n, "%s/%s.bpf.o", d, t);
-	else if ((d = self_dir(sd, sizeof(sd))))
-		snprintf(out, n, "%s/../share/gpuext/tools/%s.bpf.o", d, t);
-	else
-		return -ENOENT;
-	return 0;
+	const char *base = d && *d ? d : self_dir(sd, sizeof(sd));
+	for (const char *t = gx_config.tool; t && *t;) {
+		const char *c = strchr(t, ',');
+		size_t len = c ? (size_t)(c - t) : strlen(t);
+		snprintf(tag, sizeof(tag), "%.*s", (int)(len < sizeof(tag) ? len : sizeof(tag) - 1), t);
+		if (!tag[0]) {
+		} else if (strchr(tag, '/') || strchr(tag, '.')) {
+			pr_warn("policy: GPUEXT_TOOL=%s: not a tool name", tag);
+		} else if (!base) {
+			pr_warn("policy %s: cannot find the tools folder; running without it", tag);
+		} else {
+			if (d && *d)
+				snprintf(path, sizeof(path), "%s/%s.bpf.o", base, tag);
+			else
+				snprintf(path, sizeof(path), "%s/../share/gpuext/tools/%s.bpf.o", base, tag);
+			add_obj(o, &n, path, tag);
+		}
+		t = c ? c + 1 : NULL;
+	}
+	return n;
 }
 
 static unsigned cur_sm(void)
@@ -105,57 +138,85 @@ static int jit_build(const char *buf, size_t len, const char *tag, unsigned sm, 
 	return fn(buf, len, tag, sm, d, err, en);
 }
 
-static void pol_load(void)
+/* One object: its description from the cache or the JIT; 0 or -errno (logged). */
+static int desc_load(const struct obj *o, unsigned sm, const char *dir, bool have_dir, struct gx_policy_desc *d)
 {
-	char path[4096], tag[GX_POL_NAME_MAX], err[512] = "", dir[4096];
-	if (gx_config.disabled || object_path(path, sizeof(path), tag, sizeof(tag))) {
-		pol_state = -1;
-		return;
-	}
+	char err[512] = "";
 	char *buf = NULL;
 	size_t len = 0;
-	int ret = gx_read_file(path, &buf, &len, 64u << 20);
+	int ret = gx_read_file(o->path, &buf, &len, 64u << 20);
 	if (ret) {
-		pr_warn("policy %s: cannot read %s: %s; running without it", tag, path, strerror(-ret));
-		pol_state = -1;
-		return;
+		pr_warn("policy %s: cannot read %s: %s; running without it", o->tag, o->path, strerror(-ret));
+		return ret;
 	}
-	unsigned sm = cur_sm();
 	uint64_t h = gx_pcache_hash(buf, len);
-	bool have_dir = gx_pcache_dir(dir, sizeof(dir)) == 0;
-	ret = have_dir ? gx_pcache_load(dir, h, sm, &pol, err, sizeof(err)) : -ENOENT;
+	ret = have_dir ? gx_pcache_load(dir, h, sm, d, err, sizeof(err)) : -ENOENT;
 	if (ret == -EINVAL)
-		pr_warn("policy %s: %s; JIT'ing again", tag, err);
+		pr_warn("policy %s: %s; JIT'ing again", o->tag, err);
 	if (!ret) {
-		pr_info("policy %s: from the JIT cache (%s, sm_%u)", tag, dir, sm);
+		pr_info("policy %s: from the JIT cache (%s, sm_%u)", o->tag, dir, sm);
 	} else {
-		ret = jit_build(buf, len, tag, sm, &pol, err, sizeof(err));
+		err[0] = 0;
+		ret = jit_build(buf, len, o->tag, sm, d, err, sizeof(err));
 		if (!ret) {
-			pr_info("policy %s: verified and JIT'd for sm_%u", tag, sm);
-			if (have_dir && gx_pcache_store(dir, &pol))
-				pr_debug("policy %s: cannot write the JIT cache in %s", tag, dir);
+			pr_info("policy %s: verified and JIT'd for sm_%u", o->tag, sm);
+			if (have_dir && gx_pcache_store(dir, d))
+				pr_debug("policy %s: cannot write the JIT cache in %s", o->tag, dir);
 		}
 	}
 	free(buf);
-	if (ret) {
-		pr_warn("policy %s: %s; running without it", tag, err[0] ? err : strerror(-ret));
-		pol_state = -1;
+	if (ret)
+		pr_warn("policy %s: %s; running without it", o->tag, err[0] ? err : strerror(-ret));
+	return ret;
+}
+
+static void pol_load(void)
+{
+	struct obj objs[GX_PMERGE_MAX];
+	char dir[4096], err[512] = "";
+	size_t n = gx_config.disabled ? 0 : object_list(objs);
+	pol_state = -1;
+	if (!n)
+		return;
+	unsigned sm = cur_sm();
+	bool have_dir = gx_pcache_dir(dir, sizeof(dir)) == 0;
+	for (size_t i = 0; i < n; i++) {
+		struct gx_policy_desc *d = &pols[nr_pols];
+		if (desc_load(&objs[i], sm, dir, have_dir, d))
+			continue;
+		/* the first is used as it is; later ones move beside it */
+		if (nr_pols && gx_pdesc_relocate(d, (unsigned)nr_pols, err, sizeof(err))) {
+			pr_warn("%s; running without it", err);
+			gx_pdesc_free(d);
+			continue;
+		}
+		snprintf(tags[nr_pols], sizeof(tags[0]), "%s", objs[i].tag);
+		nr_pols++;
+	}
+	if (nr_pols && gx_pset_join(pols, nr_pols, &pset)) {
+		pr_warn("policy %s: out of memory; running without it", tags[0]);
+		for (size_t k = 0; k < nr_pols; k++)
+			gx_pdesc_free(&pols[k]);
+		nr_pols = 0;
+	}
+	if (!nr_pols)
+		return;
+	const char *tp[GX_PMERGE_MAX];
+	for (size_t k = 0; k < nr_pols; k++)
+		tp[k] = tags[k];
+	if (gx_devrt_start(pols, tp, nr_pols)) {
+		pr_warn("policy %s: cannot start the runtime; running without it", tags[0]);
+		gx_pset_free(&pset);
+		for (size_t k = 0; k < nr_pols; k++)
+			gx_pdesc_free(&pols[k]);
+		nr_pols = 0;
 		return;
 	}
-	binds = calloc(pol.nr_progs, sizeof(*binds));
-	if (!binds || gx_devrt_start(&pol, tag)) {
-		pr_warn("policy %s: cannot start the runtime; running without it", tag);
-		free(binds);
-		binds = NULL;
-		gx_pdesc_free(&pol);
-		pol_state = -1;
-		return;
-	}
-	for (size_t i = 0; i < pol.nr_progs; i++) {
-		binds[i].hook = pol.progs[i].hook;
-		binds[i].kernel_glob = pol.progs[i].glob[0] ? pol.progs[i].glob : NULL;
-		binds[i].func = pol.progs[i].func;
-		pol_hooks |= pol.progs[i].hook;
+	if (nr_pols > 1) {
+		char all[GX_PMERGE_MAX * (GX_POL_NAME_MAX + 2)] = "";
+		for (size_t k = 0; k < nr_pols; k++)
+			snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s%s", k ? ", " : "", tags[k]);
+		pr_info("policy: %zu device policies, called in this order at shared hooks: %s", nr_pols, all);
 	}
 	pol_state = 1;
 }
@@ -172,9 +233,9 @@ void gx_policy_rewrite_opts(struct gx_ptx_rewrite_opts *opts)
 	pthread_mutex_unlock(&pol_lock);
 	if (st != 1 || gx_devrt_ctx_ready())
 		return;
-	opts->hooks |= pol_hooks;
-	opts->policy_ptx = pol.ptx;
-	opts->policy_len = pol.ptx_len;
-	opts->bindings = binds;
-	opts->nr_bindings = pol.nr_progs;
+	opts->hooks |= pset.hooks;
+	opts->policy_ptx = pset.ptx;
+	opts->policy_len = pset.ptx_len;
+	opts->bindings = pset.binds;
+	opts->nr_bindings = pset.nr_binds;
 }

@@ -4,8 +4,11 @@
  * one of the functions we intercept, we hand back our wrapper of that very
  * variant (same _vN, same _ptsz), found by comparing the pointer with the
  * real driver's address of each intercepted symbol. Should a driver return a
- * pointer we cannot match, a table of ABI versions picks the variant. A
- * query for cuGetProcAddress itself returns ours. */
+ * pointer we cannot match, a table of ABI versions picks the variant; for
+ * the launch functions (the hot path) we then hand out a twin wrapper that
+ * jumps to the driver's very pointer (launch_fast.S), so no launch pays for
+ * a different entry than the driver chose. A query for cuGetProcAddress
+ * itself returns ours. */
 #include <stdio.h>
 #include <string.h>
 
@@ -105,6 +108,34 @@ static bool stem_intercepted(const char *name)
 	return false;
 }
 
+/* launch_fast.S: twins of the launch wrappers jumping through gx_gpa_slots. */
+extern void *gx_gpa_slots[6];
+#define GPA_TWIN(name) { GX_SYM_##name, gx_gpa_##name }
+extern char gx_gpa_cuLaunchKernel[], gx_gpa_cuLaunchKernel_ptsz[], gx_gpa_cuLaunchKernelEx[],
+	gx_gpa_cuLaunchKernelEx_ptsz[], gx_gpa_cuLaunchCooperativeKernel[], gx_gpa_cuLaunchCooperativeKernel_ptsz[];
+static const struct {
+	unsigned sym;
+	void *twin;
+} gpa_launch[6] = {
+	GPA_TWIN(cuLaunchKernel), GPA_TWIN(cuLaunchKernel_ptsz),
+	GPA_TWIN(cuLaunchKernelEx), GPA_TWIN(cuLaunchKernelEx_ptsz),
+	GPA_TWIN(cuLaunchCooperativeKernel), GPA_TWIN(cuLaunchCooperativeKernel_ptsz),
+};
+
+/* Our wrapper of symbol s for a driver pointer p that is not its export. */
+static void *wrapper_for(unsigned s, void *p)
+{
+	for (unsigned k = 0; k < GX_ARRAY_SIZE(gpa_launch); k++) {
+		if (gpa_launch[k].sym != s)
+			continue;
+		/* Any pointer the driver gave for this variant will do; the
+		 * store is atomic and published before the twin is returned. */
+		__atomic_store_n(&gx_gpa_slots[k], p, __ATOMIC_RELEASE);
+		return gpa_launch[k].twin;
+	}
+	return gx_ours[s];
+}
+
 static void *substitute(const char *symbol, void *p, int ver, cuuint64_t flags)
 {
 	pthread_once(&addrs_once, addrs_build);
@@ -119,7 +150,7 @@ static void *substitute(const char *symbol, void *p, int ver, cuuint64_t flags)
 		return NULL;
 	pr_debug("cuGetProcAddress(%s, %d, %#llx): pointer not an export of the driver; using %s by version",
 		 symbol, ver, (unsigned long long)flags, gx_sym_names[s]);
-	return gx_ours[s];
+	return wrapper_for((unsigned)s, p);
 }
 
 static bool is_self_query(const char *symbol)

@@ -40,6 +40,19 @@ $(BUILD)/tests/shim/cudart_probe: tests/shim/cudart_probe.cu
 	$(Q)$(NVCC) -arch=sm_80 -o $@ $<
 TEST_BINS += $(BUILD)/tests/shim/cudart_probe
 
+# The rewritten-module cache (shim/mcache.c).
+$(BUILD)/tests/shim/test_mcache.sh: tests/shim/test_mcache.sh
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+TEST_BINS += $(BUILD)/tests/shim/mcache_load $(BUILD)/tests/shim/test_mcache.sh
+TESTS     += $(BUILD)/tests/shim/test_mcache.sh
+
+# -rdc: a two-unit program (also in the GPU corpus) and the wrapper test.
+$(BUILD)/tests/shim/rdc_app: tests/gpu/shim/rdc_a.cu tests/gpu/shim/rdc_b.cu tests/gpu/shim/common.h
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(NVCC) -rdc=true -gencode arch=compute_80,code=[sm_80,compute_80] -o $@ tests/gpu/shim/rdc_a.cu tests/gpu/shim/rdc_b.cu
+TEST_BINS += $(BUILD)/tests/shim/rdc_app $(BUILD)/tests/shim/test_rdc
+
 # Several devices and contexts (tests/shim/test_multi.c, issue 7).
 SHIM_TEST_BINS += $(BUILD)/tests/shim/test_multi
 $(BUILD)/tests/shim/test_multi.sh: tests/shim/test_multi.sh

@@ -24,7 +24,8 @@ $(JITSO): $(JITSO_OBJS) $(JIT_LIB) $(DEVBPF_LIB) $(MAPS_LIB) $(COMMON_LIB)
 
 LIBS_ALL += $(TOOL_OBJS) $(JITSO)
 
-CLI_SRCS += cli/tools.c cli/tools_fmt.c cli/run_tool.c devbpf/tools/jitlib_open.c devbpf/tools/gx_pcache.c
+CLI_SRCS += cli/tools.c cli/tools_fmt.c cli/run_tool.c devbpf/tools/jitlib_open.c devbpf/tools/gx_pcache.c \
+            devbpf/tools/gx_pmerge.c
 
 # The JIT cache for the GPU machine (no LLVM there): the lead runs this
 # before carrying build/; tests/gpu/tools.sh sets GPUEXT_CACHE_DIR to it.
@@ -47,7 +48,7 @@ $(BUILD)/tests/gpu/tool_bench: bench/tool_bench.cu
 
 # ---- tests ----
 TOOLS_TEST := $(BUILD)/tests/tools
-$(TOOLS_TEST)/test_pcache: $(call objs,tests/tools/test_pcache.c devbpf/tools/gx_pcache.c) $(COMMON_LIB)
+$(TOOLS_TEST)/test_pcache: $(call objs,tests/tools/test_pcache.c devbpf/tools/gx_pcache.c devbpf/tools/gx_pmerge.c) $(COMMON_LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS)

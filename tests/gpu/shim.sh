@@ -79,9 +79,10 @@ build ptx -ptx -arch=compute_90 -o "$W/kernels.ptx" "$S/kernels_ptx.cu"
 build ptx2 -ptx -arch=compute_90 -o "$W/kernels2.ptx" "$S/kernels2_ptx.cu"
 build probe -arch=sm_90 -o "$W/probe" "$ROOT/tests/shim/cudart_probe.cu"
 build multiarch -gencode arch=compute_80,code=compute_80 -gencode arch=compute_90,code=sm_90 -o "$W/multiarch" "$S/rt_basic.cu"
+build rdc -rdc=true -arch=sm_90 -I"$S" -o "$W/rdc" "$S/rdc_a.cu" "$S/rdc_b.cu"
 wait
 for f in rt_static:rt_static rt_shared:rt_shared rt_ptds:rt_ptds graph:graph threads16:threads16 forker:forker \
-	drv:drv kernels.ptx:ptx kernels2.ptx:ptx2 probe:probe multiarch:multiarch; do
+	drv:drv kernels.ptx:ptx kernels2.ptx:ptx2 probe:probe multiarch:multiarch rdc:rdc; do
 	[ -s "$W/${f%%:*}" ] || nok "build ${f%%:*}: $(tail -3 "$L/build-${f#*:}.log" 2>/dev/null | tr '\n' ' ')"
 done
 
@@ -135,6 +136,24 @@ run_case cudart_probe 1 "$W/probe"
 run_case multiarch 1 "$W/multiarch"
 grep -q 'reloaded from sm_80 PTX' "$L/multiarch.shim.err" 2>/dev/null &&
 	ok "multiarch: the compute_80 PTX was picked for the sm_90 device" || nok "multiarch: compute_80 PTX not used"
+# -rdc: two units calling each other's device functions; the shim JIT-links
+# the units' rewritten PTX instead of passing the device-linked SASS through.
+run_case rdc 1 "$W/rdc"
+grep -q 'rewritten (identity), reloaded from sm_90 PTX of 2 -rdc units, JIT-linked' "$L/rdc.shim.err" 2>/dev/null &&
+	ok "rdc: the 2 relocatable units were rewritten and JIT-linked by the shim" ||
+	nok "rdc: no '2 -rdc units, JIT-linked' line: $(grep 'gpuext: module' "$L/rdc.shim.err" | head -2 | tr '\n' ' ')"
+# The rewritten-module cache: a second start takes the rewritten PTX from it.
+MC=$W/mcache
+for i in 1 2; do
+	timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_CACHE_DIR="$MC" "$W/rt_static" \
+		>"$L/mcache$i.out" 2>"$L/mcache$i.err"
+done
+if cmp -s "$L/mcache2.out" "$L/rt_static.base.out" && ! grep -q 'from the module cache' "$L/mcache1.err" &&
+	grep -q 'rewritten (identity), reloaded from sm_[0-9]* PTX ([0-9]* bytes, from the module cache)' "$L/mcache2.err"; then
+	ok "module cache: the second start of rt_static loads the rewritten PTX from GPUEXT_CACHE_DIR, same output"
+else
+	nok "module cache: second start $(grep -c 'from the module cache' "$L/mcache2.err") hits, output $(cmp -s "$L/mcache2.out" "$L/rt_static.base.out" && echo same || echo differs); $(grep 'gpuext: module' "$L/mcache2.err" | head -2 | tr '\n' ' ')"
+fi
 # The same programs under gpuext-run.
 if [ -x "$B/bin/gpuext-run" ]; then
 	timeout 120 "$B/bin/gpuext-run" -v -- "$W/rt_static" >"$L/run.out" 2>"$L/run.err"

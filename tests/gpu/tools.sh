@@ -86,6 +86,32 @@ for t in threadhist kernelretsnoop launchlate memtrace; do
 	[ -s "$L/$t.txt" ] && ok "$t: text report printed" || nok "$t: no text report"
 done
 
+# Two tools at once (their hooks chained at every kernel entry): both
+# reports, each with exact answers, output unchanged.
+GPUEXT_KEEP=0 timeout 300 "$B/bin/gpuext-run" -v --tool threadhist --tool launchlate --json -- \
+	"$APP" "$W/two.bin" >"$L/two.json" 2>"$L/two.err"
+if grep -q "running without it" "$L/two.err"; then
+	nok "two tools: not attached: $(grep 'running without it' "$L/two.err" | head -2 | tr '\n' ' ')"
+fi
+grep -q 'called in this order at shared hooks: threadhist, launchlate' "$L/two.err" && ok "two tools: both attached, in order" ||
+	nok "two tools: both attached, in order: $(grep 'policy' "$L/two.err" | head -3 | tr '\n' ' ')"
+cmp -s "$W/direct.bin" "$W/two.bin" && ok "two tools: application output bit-identical" || nok "two tools: application output differs"
+python3 - "$L/two.json" "$blocks" "$warps" "$threads" <<'P' | tee -a "$L/summary.txt"
+import json, sys
+text, dec, docs, i = open(sys.argv[1]).read(), json.JSONDecoder(), [], 0
+while True:
+    while i < len(text) and text[i].isspace(): i += 1
+    if i >= len(text): break
+    d, i = dec.raw_decode(text, i); docs.append(d)
+by = {d.get('tool'): d for d in docs}
+b, w, t = map(int, sys.argv[2:5])
+th, ll = by.get('threadhist'), by.get('launchlate')
+print(('ok' if th and th['total'] == dict(blocks=b, warps=w, threads=t) else 'not ok') +
+      ' - tools: two tools: threadhist totals exact (%s)' % (th and th['total']))
+u = [k for k in (ll or {}).get('kernels', []) if k['kernel'] == '_Z6unevenPfi']
+print(('ok' if u and u[0]['count'] == 4 else 'not ok') + ' - tools: two tools: launchlate matched the 4 launches of uneven')
+P
+
 python3 - "$L" "$blocks" "$warps" "$threads" "$r0" "$r1" "$r2" "$r3" "$r4" "$r5" "$r6" "$r7" <<'P' | tee -a "$L/summary.txt"
 import json, sys
 L = sys.argv[1]

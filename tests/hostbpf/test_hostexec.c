@@ -183,10 +183,20 @@ static void test_launch_model(void)
 			if (r.len[k] < 2 * MB)
 				GX_CHECK(0, "launch model: %s: range of %llu bytes under min_prefetch issued", pols[i],
 					 (unsigned long long)r.len[k]);
+		struct gx_hx_stats st2;
+		gx_hx__touch(hx, VA, 0);
+		gx_hx__stats(hx, &st2);
+		GX_CHECK(st2.calls == st.calls, "launch model: %s: a second launch over resident data calls nothing",
+			 pols[i]);
+		gx_hx__sync(hx);
+		gx_hx__touch(hx, VA, 0);
+		gx_hx__stats(hx, &st2);
+		GX_CHECK(st2.faults == st.faults + 32, "launch model: %s: after a sync the footprint faults again",
+			 pols[i]);
 		if (i == 0)
-			GX_CHECK(r.n == 1 && r.len[0] == 64 * MB, "launch model: gx_seq prefetches the footprint in one call");
+			GX_CHECK(r.n == 2 && r.len[0] == 64 * MB, "launch model: gx_seq prefetches the footprint in one call");
 		else
-			GX_CHECK(st.small > 0 && r.n == 0,
+			GX_CHECK(st.small > 0 && r.n == 0 && st2.prefetches == 0,
 				 "launch model: %s: its small ranges are left to demand paging (%llu ranges)", pols[i],
 				 (unsigned long long)st.small);
 		gx_hx__free(hx);

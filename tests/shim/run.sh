@@ -48,7 +48,7 @@ if ! "$NVCC" -fatbin -gencode arch=compute_80,code=[sm_80,compute_80] -o "$tmp/f
 	exit 1
 fi
 
-run() { env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$FAKE" GPUEXT_LOG=info "$@"; }
+run() { env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$FAKE" GPUEXT_LOG=info GPUEXT_CACHE_DIR="$tmp/cache" "$@"; }
 run timeout 120 "$B/tests/shim/test_shim" "$tmp/k.cubin" "$tmp/k.ptx" "$tmp/f.fatbin"
 rc=$?
 [ $rc -eq 0 ] || nok "test_shim exited $rc"
@@ -125,4 +125,27 @@ if [ -x "$B/bench/launch_ab" ]; then
 	[ $abrc -eq 0 ] && [ -n "$worst" ] && awk -v w="$worst" 'BEGIN { exit !(w <= 50) }' &&
 		ok "CPU launch cost through the shim: worst entry point adds $worst ns per call (<= 50)" ||
 		nok "CPU launch cost through the shim (exit $abrc): worst ${worst:-?} ns; $(tail -2 "$tmp/ab.err" | tr '\n' ' ')"
+fi
+
+# -rdc: the units' PTX JIT-linked through the real driver (tests/shim/test_rdc.c
+# on the sections of an nvcc -rdc program), and the fallback when linking fails.
+if [ -x "$B/tests/shim/rdc_app" ]; then
+	objcopy -O binary --only-section=.nv_fatbin "$B/tests/shim/rdc_app" "$tmp/linked.bin" &&
+		objcopy -O binary --only-section=__nv_relfatbin "$B/tests/shim/rdc_app" "$tmp/rel.bin"
+	run "$B/tests/shim/test_rdc" "$tmp/linked.bin" "$tmp/rel.bin" ok 2>"$tmp/rdc.err"
+	grep -q 'module 2 (cuModuleLoadData): rewritten (identity), reloaded from sm_80 PTX of 2 -rdc units, JIT-linked' "$tmp/rdc.err" &&
+		ok "-rdc: the log says the 2 units were rewritten and JIT-linked" || nok "-rdc log: $(grep gpuext "$tmp/rdc.err" | tail -2 | tr '\n' ' ')"
+	grep -q 'module 1 (cuLibraryLoadData): passed through: -rdc: devices of several archs' "$tmp/rdc.err" &&
+		ok "-rdc library on devices of two major archs: passed through, said why" || nok "-rdc mixed archs log: $(grep 'module 1' "$tmp/rdc.err")"
+	FAKECUDA_LINK_FAIL=1 run "$B/tests/shim/test_rdc" "$tmp/linked.bin" "$tmp/rel.bin" fail 2>"$tmp/rdcf.err"
+	[ "$(grep -c 'passed through: -rdc: cuLinkComplete: CUDA_ERROR_INVALID_PTX' "$tmp/rdcf.err")" = 1 ] &&
+		ok "-rdc link failure: one log line, the original loaded" || nok "-rdc fallback log: $(grep gpuext "$tmp/rdcf.err" | tail -2 | tr '\n' ' ')"
+	if command -v valgrind >/dev/null; then
+		run valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite \
+			"$B/tests/shim/test_rdc" "$tmp/linked.bin" "$tmp/rel.bin" ok >"$tmp/rdcvg.out" 2>"$tmp/rdcvg.err"
+		[ $? -eq 0 ] && ! grep -q '^not ok' "$tmp/rdcvg.out" && ok "-rdc path under valgrind: no invalid access, no definite leak" ||
+			nok "-rdc under valgrind: $(grep -E '^==|not ok' "$tmp/rdcvg.out" "$tmp/rdcvg.err" | head -4 | tr '\n' ' ')"
+	fi
+else
+	nok "-rdc: $B/tests/shim/rdc_app not built"
 fi

@@ -261,10 +261,18 @@ static void test_procaddr(void)
 	internal(1);
 	void *q = NULL, *r = NULL, *u = NULL;
 	int n = -1;
-	GX_CHECK(cuGetProcAddress_v2("cuLaunchKernel", &q, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL) == CUDA_SUCCESS &&
-			 q == dlsym(shim, "cuLaunchKernel_ptsz") &&
-			 cuGetProcAddress_v2("cuMemFree", &r, 13000, 0, NULL) == CUDA_SUCCESS && r == dlsym(shim, "cuMemFree_v2"),
+	GX_CHECK(cuGetProcAddress_v2("cuMemFree", &r, 13000, 0, NULL) == CUDA_SUCCESS && r == dlsym(shim, "cuMemFree_v2"),
 		 "driver answering with non-exported pointers: the version table picks our variant");
+	/* Launches: a twin of our wrapper that jumps to the driver's own pointer. */
+	Dl_info di;
+	long n0 = fake_count("cuLaunchKernel_ptsz");
+	GX_CHECK(cuGetProcAddress_v2("cuLaunchKernel", &q, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL) == CUDA_SUCCESS &&
+			 q && q != dlsym(shim, "cuLaunchKernel_ptsz") && dladdr(q, &di) && strstr(di.dli_fname, "build/lib") &&
+			 ((CUresult(*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+				       void **, void **))q)((CUfunction)(uintptr_t)0x99, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) ==
+				 CUDA_SUCCESS &&
+			 fake_count("cuLaunchKernel_ptsz") == n0 + 1 && fake_last_launch().func == (void *)(uintptr_t)0x99,
+		 "... a launch gets our twin wrapper that reaches the driver's non-exported pointer");
 	GX_CHECK(cuGetProcAddress_v2("cuDeviceGetCount", &u, 13000, 0, NULL) == CUDA_SUCCESS && u && u != dlsym(fake, "cuDeviceGetCount") &&
 			 u != dlsym(shim, "cuDeviceGetCount") && ((CUresult(*)(int *))u)(&n) == CUDA_SUCCESS && n == 2,
 		 "... and leaves the driver's own pointer for a function we do not intercept");

@@ -62,30 +62,43 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("ok - attach_app: __gx_devrt written with a valid block (%u maps)\n", rt->nr_maps);
-	/* "Device" work: map 0 of threadhist is the per-warp array; the last
-	 * warp slot of the last SM gets 2 blocks, 4 warps, 128 threads. */
-	if (rt->nr_maps >= 1 && rt->maps[0].type == GX_MAP_PERWARP_ARRAY && rt->maps[0].nr_shards) {
-		uint64_t shard = rt->maps[0].nr_shards - 1;
-		uint64_t *v = (uint64_t *)(uintptr_t)(rt->maps[0].data + shard * rt->maps[0].max_entries * rt->maps[0].value_stride);
-		v[0] = 2, v[1] = 4, v[2] = 128;
-	}
-	/* One data record in every ring of the policy, as bpf_ringbuf_output
-	 * would write it: 64 bytes whose first u64 is the kernel id (every
-	 * tool's record starts with it), block 1 (kernelretsnoop's ctaid.x). */
-	for (uint32_t i = 0; i < rt->nr_maps; i++) {
-		if (rt->maps[i].type != GX_MAP_RINGBUF)
-			continue;
-		struct gx_ring *rr = (struct gx_ring *)(uintptr_t)rt->maps[i].data;
-		unsigned char *rec = (unsigned char *)(rr + 1);
-		uint64_t payload[8] = { gx_kernel_id(argv[2]), 1000, 1 };
-		memcpy(rec + sizeof(struct gx_rec_hdr), payload, sizeof(payload));
-		uint32_t len = (uint32_t)(sizeof(struct gx_rec_hdr) + sizeof(payload));
-		__atomic_store_n(&rr->head, GX_ROUND8(len), __ATOMIC_RELEASE);
-		struct gx_rec_hdr hd = { len, GX_REC_DATA | GX_REC_COMMITTED };
-		uint64_t word;
-		memcpy(&word, &hd, 8);
-		__atomic_store_n((uint64_t *)(void *)rec, word, __ATOMIC_RELEASE);
-		printf("ok - attach_app: one record written into ring map %u\n", i);
+	/* Every attached policy's block: the first is __gx_devrt's, the others
+	 * hang off its next[] (several policies in one process). */
+	struct gx_devrt *blk[1 + GX_DEVRT_MAX_NEXT] = { rt };
+	unsigned nb = 1;
+	for (unsigned k = 0; k < GX_DEVRT_MAX_NEXT && rt->next[k]; k++)
+		blk[nb++] = (struct gx_devrt *)(uintptr_t)rt->next[k];
+	for (unsigned k = 1; k < nb; k++)
+		printf("%s - attach_app: policy %u has its own runtime block (%u maps)\n",
+		       blk[k]->magic == GX_DEVRT_MAGIC && blk[k] != rt ? "ok" : "not ok", k, blk[k]->nr_maps);
+	for (unsigned k = 0; k < nb; k++) {
+		struct gx_devrt *b = blk[k];
+		/* "Device" work: map 0 of threadhist is the per-warp array; the last
+		 * warp slot of the last SM gets 2 blocks, 4 warps, 128 threads. */
+		if (b->nr_maps >= 1 && b->maps[0].type == GX_MAP_PERWARP_ARRAY && b->maps[0].nr_shards) {
+			uint64_t shard = b->maps[0].nr_shards - 1;
+			uint64_t *v = (uint64_t *)(uintptr_t)(b->maps[0].data +
+							      shard * b->maps[0].max_entries * b->maps[0].value_stride);
+			v[0] = 2, v[1] = 4, v[2] = 128;
+		}
+		/* One data record in every ring of the policy, as bpf_ringbuf_output
+		 * would write it: 64 bytes whose first u64 is the kernel id (every
+		 * tool's record starts with it), block 1 (kernelretsnoop's ctaid.x). */
+		for (uint32_t i = 0; i < b->nr_maps; i++) {
+			if (b->maps[i].type != GX_MAP_RINGBUF)
+				continue;
+			struct gx_ring *rr = (struct gx_ring *)(uintptr_t)b->maps[i].data;
+			unsigned char *rec = (unsigned char *)(rr + 1);
+			uint64_t payload[8] = { gx_kernel_id(argv[2]), 1000, 1 };
+			memcpy(rec + sizeof(struct gx_rec_hdr), payload, sizeof(payload));
+			uint32_t len = (uint32_t)(sizeof(struct gx_rec_hdr) + sizeof(payload));
+			__atomic_store_n(&rr->head, GX_ROUND8(len), __ATOMIC_RELEASE);
+			struct gx_rec_hdr hd = { len, GX_REC_DATA | GX_REC_COMMITTED };
+			uint64_t word;
+			memcpy(&word, &hd, 8);
+			__atomic_store_n((uint64_t *)(void *)rec, word, __ATOMIC_RELEASE);
+			printf("ok - attach_app: one record written into ring map %u of policy %u\n", i, k);
+		}
 	}
 	/* A printk record in the runtime ring. */
 	struct gx_ring *r = (struct gx_ring *)(uintptr_t)rt->ring;

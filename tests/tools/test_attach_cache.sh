@@ -70,3 +70,33 @@ MODE=none run launchlate fail FAKEDEV_PIN_NONE=1
 check "refused mapping: one warning naming the tool and the driver call" \
 	"[ \$(grep -c 'policy launchlate: not attached in context 0: cannot set up its device maps: cuMemHostRegister of [0-9]* bytes: .*; running without it' $T/fail.err) = 1 ]" fail
 check "refused mapping: the app runs on" "[ \$(cat $T/fail.rc) = 0 ]" fail
+
+# Several device policies in one process (GPUEXT_TOOL=a,b; a tool beside
+# GPUEXT_POLICY): each from the cache, called in order at shared hooks, each
+# with its own maps, ring and tool log; the second reaches its runtime block
+# through the first one's next[0].
+run launchlate,threadhist two
+check "two tools: both from the cache" \
+	"grep -q 'policy launchlate: from the JIT cache' $T/two.err && grep -q 'policy threadhist: from the JIT cache' $T/two.err" two
+check "two tools: one line with the order" "grep -q 'policy: 2 device policies, called in this order at shared hooks: launchlate, threadhist' $T/two.err" two
+check "two tools: no 'running without it'" "! grep -q 'running without it' $T/two.err" two
+check "two tools: hooks of both at the entry site (2 hooks)" "grep -q 'rewritten (2 hooks)' $T/two.err" two
+check "two tools: the second policy's block hangs off the first" "grep -q '^ok - attach_app: policy 1 has its own runtime block (1 maps)' $T/two.out" two
+check "two tools: launchlate's ring record in its own log" "grep -q 'one record written into ring map 0 of policy 0' $T/two.out && [ \$(stat -c %s $T/shm-two/*-launchlate.events) -gt 200 ]" two
+$B/bin/gpuext --json tools report threadhist --dir $T/shm-two >$T/two-th.json 2>&1
+check "two tools: threadhist's counters reached its report" \
+	"python3 -c 'import json,sys; d=json.load(open(\"$T/two-th.json\")); sys.exit(0 if d[\"total\"]==dict(blocks=2,warps=4,threads=128) else 1)'" two
+run threadhist two-pol GPUEXT_POLICY=$B/share/gpuext/tools/kernelretsnoop.bpf.o
+check "policy + tool: the policy first, then the tool" \
+	"grep -q 'called in this order at shared hooks: kernelretsnoop, threadhist' $T/two-pol.err && grep -q 'rewritten (2 hooks)' $T/two-pol.err" two-pol
+run threadhist,threadhist dup
+check "a tool named twice is attached once" "grep -q 'policy threadhist: listed twice; attached once' $T/dup.err && grep -q 'rewritten (1 hooks)' $T/dup.err" dup
+# gpuext-run --tool a --tool b: one report each
+out=$(env LD_LIBRARY_PATH= GPUEXT_REAL_LIBCUDA=$FAKE GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm5 \
+	GPUEXT_TOOLS_DIR=$B/share/gpuext/tools GPUEXT_FLUSH_MS=10 GPUEXT_JITLIB=/nonexistent timeout 60 \
+	$B/bin/gpuext-run --tool threadhist --tool launchlate -- $APP $PTX $K policy 2>&1)
+if [[ $out == *"threadhist: "*" 2 blocks, 4 warps, 128 threads"* && $out == *"launchlate: 1 launches"* ]]; then
+	echo "ok - cache: gpuext-run --tool threadhist --tool launchlate prints both reports"
+else
+	echo "not ok - cache: gpuext-run --tool threadhist --tool launchlate prints both reports"; echo "$out" | tail -8 | sed 's/^/#  /'
+fi

@@ -25,6 +25,22 @@ for t in kernelretsnoop threadhist launchlate memtrace; do
 		fi
 	done
 done
+# All four tools in one module: chained at shared hooks, ptxas accepts it.
+for k in vadd reduce edge; do
+	if log=$($B/bin/gpuext tools rewrite threadhist,kernelretsnoop,launchlate,memtrace \
+		tests/ptx/golden-passes/$k.ptx -o $T/all-$k.ptx 2>&1) &&
+		perr=$("$PTXAS" -arch=sm_90 $T/all-$k.ptx -o /dev/null 2>&1); then
+		echo "ok - tools-ptx: four tools together in $k: ptxas sm_90"
+	else
+		echo "not ok - tools-ptx: four tools together in $k: $log $(echo "${perr:-}" | head -3)"
+	fi
+done
+n=$(grep -c 'ld.global.u64.*\[%rd[0-9]*+\(32\|40\|48\)\];' $T/all-vadd.ptx)
+[ "$n" -ge 3 ] && echo "ok - tools-ptx: policies 2..4 reach their runtime blocks through next[] ($n loads)" \
+	|| echo "not ok - tools-ptx: policies 2..4 reach their runtime blocks through next[] ($n loads)"
+e=$(sed -n '/^.visible .entry/,/^}/p' $T/all-vadd.ptx | grep -c 'call.*__gx_tramp_entry')
+[ "$e" = 2 ] && echo "ok - tools-ptx: both entry probes called at the kernel entry" \
+	|| echo "not ok - tools-ptx: both entry probes called at the kernel entry ($e calls)"
 # ctx->launch_id is the hardware's grid launch number on the device.
 for t in kernelretsnoop launchlate; do
 	if grep -q '%gridid' $T/$t-vadd.ptx 2>/dev/null; then

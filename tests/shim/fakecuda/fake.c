@@ -800,6 +800,8 @@ FX CUresult cuLinkComplete(CUlinkState s, void **cubin, size_t *size)
 {
 	(void)s;
 	REC();
+	if (getenv("FAKECUDA_LINK_FAIL")) /* a link error, for the shim's -rdc fallback */
+		return CUDA_ERROR_INVALID_PTX;
 	*cubin = link_cubin;
 	*size = sizeof(link_cubin);
 	return CUDA_SUCCESS;

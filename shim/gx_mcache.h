@@ -1,0 +1,47 @@
+/* gx_mcache.h — the rewritten-module cache: a second start of an application
+ * skips parsing and rewriting its PTX (the driver's own JIT cache,
+ * ~/.nv/ComputeCache, then skips the JIT of the identical rewritten text).
+ *
+ *   $GPUEXT_CACHE_DIR (default $XDG_CACHE_HOME/gpuext, ~/.cache/gpuext)
+ *     /modules/<32 hex digits>.gxmod    one rewritten PTX per key
+ *
+ * Key: a 128-bit hash of the input PTX, the rewrite options (hooks,
+ * persistent transform, policy PTX and bindings, PTX ISA limit), gpuext's
+ * version and build id, and the device arch. Files are mode 0600 in a 0700
+ * folder, written to a temporary name and renamed; entries are checked
+ * (header, sizes, hash of the content) and a corrupt one is ignored with one
+ * log line and removed. The folder is capped (GPUEXT_CACHE_MAX_MB, default
+ * 256): the least recently used entries go first. GPUEXT_CACHE=0 turns the
+ * cache off. A folder not owned by the user, or writable by others, is not
+ * used (someone else could plant code there). */
+#ifndef GX_MCACHE_H
+#define GX_MCACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gx_ptx_rewrite_opts;
+
+struct gx_mcache_key {
+	uint64_t h[2];
+};
+
+void gx_mcache_key(const char *ptx, size_t len, const struct gx_ptx_rewrite_opts *opts, unsigned dev_sm,
+		   struct gx_mcache_key *k);
+/* What an entry holds: the rewritten PTX and what the rewriter said. */
+struct gx_mcache_entry {
+	char *ptx;              /* NUL-terminated */
+	size_t len;
+	unsigned nr_hooks;
+	unsigned nr_persistent;
+	char *notes;            /* the rewriter's notes (res.log), or NULL */
+};
+
+/* 0 on a hit (e->ptx and e->notes malloc'd, the caller frees them); -ENOENT
+ * on a miss or when the cache is off; another -errno for an entry that was
+ * corrupt (logged, removed). */
+int gx_mcache_get(const struct gx_mcache_key *k, struct gx_mcache_entry *e);
+/* Store; 0 or -errno (failures are logged once at info, never fatal). */
+int gx_mcache_put(const struct gx_mcache_key *k, const struct gx_mcache_entry *e);
+
+#endif
