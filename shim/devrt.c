@@ -331,6 +331,9 @@ static int pol_setup(struct ctxst *st, unsigned p)
 		}
 		if (ret)
 			return ret;
+		/* Whose copy this is: `gpuext map dump --devices` groups by it. */
+		st->maps[p][i]->hdr->dev = (uint32_t)st->dev + 1;
+		st->maps[p][i]->hdr->ctx = st->idx;
 		if (pm->init && pm->init_len && s.type == GX_MAP_ARRAY)
 			memcpy(gx_map__shard_elem(st->maps[p][i], 0, 0), pm->init, pm->init_len);
 		if (!strcmp(strrchr(pm->name, '.') ? strrchr(pm->name, '.') + 1 : pm->name, "cfg"))

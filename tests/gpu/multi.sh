@@ -84,6 +84,14 @@ nrw=$(grep -c 'rewritten (identity), reloaded' "$L/ctx.shim.err")
 [ "$nrw" -ge $((nctx + 1)) ] && ! grep -q 'passed through' "$L/ctx.shim.err" &&
 	ok "shim: the module rewritten in each of $nctx contexts and the library once ($nrw rewritten, none passed through)" ||
 	nok "shim: $nrw modules rewritten for $nctx contexts + 1 library: $(grep -E 'passed|module' "$L/ctx.shim.err" | head -3 | tr '\n' ' ')"
+narch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | sort -u | wc -l)
+nre=$(grep -c 'from the module cache' "$L/ctx.shim.err")
+if [ "$narch" -eq 1 ]; then
+	[ "$nre" -ge "$nctx" ] && ok "shim: one rewrite for one GPU arch, the module cache serves $nre of $((nctx + 1)) loads" ||
+		nok "shim: the module cache served $nre of $((nctx + 1)) loads (one arch: expected >= $nctx)"
+else
+	note "GPU archs: $narch; the module cache served $nre loads"
+fi
 grep -q 'cuMemcpyPeer.*DIFFERENT' "$L/ctx.shim.out" && nok "cuMemcpyPeer copied different bytes with the shim" ||
 	ok "cuMemcpyPeer between contexts: $(grep -c 'cuMemcpyPeer.*identical' "$L/ctx.shim.out") copies identical"
 if [ "$NGPU" -ge 2 ]; then
