@@ -161,7 +161,7 @@ int main(int argc, char **argv)
 			c->dev = d;
 			c->primary = j == 0;
 			c->push = j == 2;
-			c->grid = 40u + 24u * (unsigned)c->idx;
+			c->grid = 40u + 8u * (unsigned)c->idx;
 			if (c->primary)
 				CU(cuDevicePrimaryCtxRetain(&c->ctx, dv));
 			else
