@@ -180,6 +180,8 @@ static int pstream(CUcontext ctx, CUstream *s, CUevent *ev)
 			*ev = pstreams[i].ev;
 			return 0;
 		}
+	}
+	for (int i = 0; i < 16; i++) { /* slots of destroyed contexts are free again */
 		if (!pstreams[i].ctx) {
 			if (REAL(cuStreamCreate)(&pstreams[i].s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
 				return -EIO;
@@ -441,6 +443,11 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	case GX_EV_CTX_DESTROY:
 		gx_hx__queue_destroy(hx, ev->kind == GX_EV_STREAM_DESTROY ? (uint64_t)(uintptr_t)ev->stream.stream
 									  : (uint64_t)(uintptr_t)ev->ctx);
+		/* The context's prefetch stream goes with it (the driver frees
+		 * it); a later context at the same address gets a new one. */
+		for (int i = 0; ev->kind == GX_EV_CTX_DESTROY && i < (int)(sizeof(pstreams) / sizeof(pstreams[0])); i++)
+			if (pstreams[i].ctx == ev->ctx)
+				memset(&pstreams[i], 0, sizeof(pstreams[i]));
 		break;
 	case GX_EV_SYNC:
 		gx_hx__sync(hx);
@@ -534,11 +541,12 @@ void gx_hostpolicy_init(void)
 		return;
 	}
 	hx = h;
+	/* Context destruction always: its prefetch stream slot is freed. */
 	unsigned mask = GX_EV_MASK(GX_EV_MEM_ALLOC_MANAGED) | GX_EV_MASK(GX_EV_MEM_FREE) | GX_EV_MASK(GX_EV_LAUNCH) |
-			GX_EV_MASK(GX_EV_SYNC);
+			GX_EV_MASK(GX_EV_SYNC) | GX_EV_MASK(GX_EV_CTX_DESTROY);
 	if (*gx_hx__sched_policy(hx))
 		mask |= GX_EV_MASK(GX_EV_STREAM_CREATE) | GX_EV_MASK(GX_EV_STREAM_DESTROY) |
-			GX_EV_MASK(GX_EV_CTX_CREATE) | GX_EV_MASK(GX_EV_CTX_DESTROY);
+			GX_EV_MASK(GX_EV_CTX_CREATE);
 	if (gx_events_subscribe(mask, on_event, NULL) < 0) {
 		pr_warn("hostpolicy: cannot subscribe to events; running without host policy");
 		return;
