@@ -441,6 +441,11 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	case GX_EV_CTX_DESTROY:
 		gx_hx__queue_destroy(hx, ev->kind == GX_EV_STREAM_DESTROY ? (uint64_t)(uintptr_t)ev->stream.stream
 									  : (uint64_t)(uintptr_t)ev->ctx);
+		/* The context's prefetch stream goes with it (the driver frees
+		 * it); a later context at the same address gets a new one. */
+		for (int i = 0; ev->kind == GX_EV_CTX_DESTROY && i < (int)(sizeof(pstreams) / sizeof(pstreams[0])); i++)
+			if (pstreams[i].ctx == ev->ctx)
+				memset(&pstreams[i], 0, sizeof(pstreams[i]));
 		break;
 	case GX_EV_SYNC:
 		gx_hx__sync(hx);

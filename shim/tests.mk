@@ -54,10 +54,10 @@ $(BUILD)/tests/shim/rdc_app: tests/gpu/shim/rdc_a.cu tests/gpu/shim/rdc_b.cu tes
 TEST_BINS += $(BUILD)/tests/shim/rdc_app $(BUILD)/tests/shim/test_rdc
 
 # Several devices and contexts (tests/shim/test_multi.c, issue 7).
-SHIM_TEST_BINS += $(BUILD)/tests/shim/test_multi
+SHIM_TEST_BINS += $(BUILD)/tests/shim/test_multi $(BUILD)/tests/shim/test_multi_tool
 $(BUILD)/tests/shim/test_multi.sh: tests/shim/test_multi.sh
 	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
-TEST_BINS += $(BUILD)/tests/shim/test_multi $(BUILD)/tests/shim/test_multi.sh
+TEST_BINS += $(BUILD)/tests/shim/test_multi $(BUILD)/tests/shim/test_multi_tool $(BUILD)/tests/shim/test_multi.sh
 TESTS     += $(BUILD)/tests/shim/test_multi.sh
 # The tools' reports with several GPUs (synthetic data, tests/tools/mkmulti.c).
 $(BUILD)/tests/tools/mkmulti: $(call objs,tests/tools/mkmulti.c) $(MAPS_LIB) $(COMMON_LIB)

@@ -116,6 +116,9 @@ for t in threadhist kernelretsnoop; do
 		nok "$t: only $nh modules rewritten with hooks for $nctx contexts + 1 library"
 	d=$(ls -d "$W/ctx.$t.shm"/run-* 2>/dev/null | head -1)
 	[ -n "$d" ] && "$B/bin/gpuext" tools report $t --dir "$d" >"$L/ctx.$t.txt" 2>&1
+	# every context's copy of threadhist's counters, merged and per GPU
+	[ -n "$d" ] && [ $t = threadhist ] && GPUEXT_SHM_DIR="$d" "$B/bin/gpuext" --json map dump th_counts --devices \
+		>"$L/ctx.mapdump.json" 2>"$L/ctx.mapdump.err"
 done
 python3 - "$L" "$blocks" "$warps" "$threads" "$nctx" <<'P' | tee -a "$L/summary.txt"
 import json, re, sys
@@ -139,6 +142,12 @@ if d:
         check(got == perdev, 'threadhist per GPU: %s (launched %s)' % (got, perdev))
     else:
         print('# threadhist report has no per-GPU section (older tree)')
+d = load('ctx.mapdump')
+if d:
+    e = d['entries'][0] if d['entries'] else {'merged': [0, 0, 0], 'gpus': {}}
+    got = {int(k): v[0] for k, v in e['gpus'].items()}
+    check(e['merged'] == [blocks, warps, threads] and got == perdev and len(d['copies']) == nctx,
+          'gpuext map dump --devices: %d copies merged %s, per GPU %s (launched %s)' % (len(d['copies']), e['merged'], got, perdev))
 d = load('ctx.kernelretsnoop')
 if d:
     L_ = d['launches']

@@ -48,3 +48,15 @@ if [ -x "$B/tests/tools/attach_app" ] && [ -e "$FT" ] && [ -e "$PTX" ]; then
 		echo "ok - test_multi: a policy on sm_90 + sm_80 devices is JIT'd for sm_80 and hooks an sm_90 module" ||
 		echo "not ok - test_multi: policy arch with two GPU archs (exit $arc): $(grep 'policy\|module' "$tmp/att.err" | head -3 | tr '\n' ' ')"
 fi
+
+# A tool with contexts on two GPUs; a context destroyed from a thread whose
+# current context is another one.
+if [ -e "$FT" ]; then
+	env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$FT" FAKECUDA_DEVICES=2 GPUEXT_LOG=info \
+		GPUEXT_TOOL=threadhist GPUEXT_TOOLS_DIR="$PWD/$B/share/gpuext/tools" GPUEXT_CACHE_DIR="$tmp/pcache" \
+		GPUEXT_SHM_DIR="$tmp/shm2" timeout 120 "$B/tests/shim/test_multi_tool" 2>"$tmp/mt.err" | sed 's/^\(not \)\?ok - /&multi-tool: /'
+	n=$(ls "$tmp/shm2" 2>/dev/null | grep -c 'threadhist.th_counts')
+	[ "$n" = 2 ] && ! grep -q 'running without it' "$tmp/mt.err" &&
+		echo "ok - multi-tool: each context got its own threadhist map ($n files)" ||
+		echo "not ok - multi-tool: $n threadhist map files: $(ls "$tmp/shm2" 2>/dev/null | tr '\n' ' ') $(grep policy "$tmp/mt.err" | head -2 | tr '\n' ' ')"
+fi
