@@ -53,3 +53,24 @@ extern "C" __global__ void reduce(const unsigned *in, unsigned long long *out, u
 	if (threadIdx.x == 0)
 		atomicAdd(out, s[0]);
 }
+
+// Divergence check (hook_overhead, not timed): odd and even lanes of each warp
+// run different loops with global stores, so two lane groups of one warp
+// reach memory hooks at different times. The handler bound to them checks
+// that the context it reads is its own group's (tests/gpu/passes.sh).
+extern "C" __global__ void diverge(volatile unsigned *out, int iters)
+{
+	unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+	unsigned acc = t;
+	if (threadIdx.x & 1) {
+		for (int i = 0; i < iters; i++) {
+			acc = acc * 3 + 1;
+			out[t] = acc;
+		}
+	} else {
+		for (int i = 0; i < iters + 1; i++) {
+			acc = acc * 5 + 7;
+			out[t] = acc;
+		}
+	}
+}

@@ -2,11 +2,14 @@
  * their JIT time, and a correctness check of every pass.
  *
  * Loads the PTX of bench/hook_kernels.cu (built by nvcc), rewrites it with
- * gx_ptx_rewrite() for each pass (entry+exit hooks with no-op stubs, mem
- * hooks, all hooks, persistent workers static/dynamic), JIT-loads each
- * version with the real driver, runs every kernel (>= 1 ms each), compares
- * the outputs bit for bit with the original's, and prints the median time of
- * REPEATS runs and the ratio to the original, plus JIT and rewrite times.
+ * gx_ptx_rewrite() for each pass (entry+exit / mem / all hooks with the
+ * built-in handlers: empty and elided, empty and called, a probe reading the
+ * whole context inlined or called; a small policy reading two fields;
+ * persistent workers), JIT-loads each version with the real driver, runs
+ * every kernel (>= 1 ms each), compares the outputs bit for bit with the
+ * original's, and prints the median time of REPEATS runs, the ratio to the
+ * original, registers and local bytes per thread of the JIT'd kernel, JIT
+ * and rewrite times. Then the divergence checks (divergence_check()).
  * No shim involved: the rewrite library is called directly, so the figures
  * are the instrumentation's own cost.
  *
@@ -51,32 +54,136 @@ struct pass {
 	unsigned hooks;
 	int persistent; /* 0 no, 1 static, 2 dynamic */
 	int ctx_policy; /* bind ctx_policy_ptx (reads the context) instead of the stubs */
+	unsigned stubs; /* enum gx_ptx_stubs without a policy */
 };
 
-/* A policy that reads two context fields, so the trampolines must fill the
- * context (the built-in stubs read none and skip the fill): measures the
- * fill's cost. Returns 0 (the decision of entry/exit hooks is not used). */
+/* A policy that reads two context fields and has an effect (a per-SM count
+ * of hook calls, one relaxed atomic per warp), as a small real probe would:
+ * measures the context and the handler as policies see them. With the
+ * inliner (pass_inline.c) the fields come from registers. */
 static const char ctx_policy_ptx[] =
 	".version 7.0\n.target sm_70\n.address_size 64\n"
+	".visible .global .align 4 .u32 gx_bench_count[1024];\n"
 	".visible .func (.param .b32 r) gx_bench_ctx(.param .b64 ctx)\n{\n"
-	"\t.reg .b64 %rd<2>;\n\t.reg .b32 %r<4>;\n\t.reg .pred %p<2>;\n"
+	"\t.reg .b64 %rd<4>;\n\t.reg .b32 %r<4>;\n"
 	"\tld.param.b64 %rd1, [ctx];\n\tld.u32 %r1, [%rd1+44];\n\tld.u32 %r2, [%rd1+96];\n"
-	"\tadd.u32 %r3, %r1, %r2;\n\tsetp.eq.u32 %p1, %r3, -1;\n"
-	"\tselp.u32 %r3, 1, 0, %p1;\n\tst.param.b32 [r], %r3;\n\tret;\n}\n";
+	"\tand.b32 %r2, %r2, 255;\n\tshl.b32 %r3, %r2, 2;\n\tand.b32 %r1, %r1, 3;\n"
+	"\tshl.b32 %r1, %r1, 10;\n\tadd.u32 %r3, %r3, %r1;\n"
+	"\tcvt.u64.u32 %rd2, %r3;\n\tmov.u64 %rd3, gx_bench_count;\n\tadd.u64 %rd3, %rd3, %rd2;\n"
+	"\tred.global.add.u32 [%rd3], 1;\n"
+	"\tmov.b32 %r3, 0;\n\tst.param.b32 [r], %r3;\n\tret;\n}\n";
 static const struct gx_hook_binding ctx_bindings[] = {
 	{GDEV_HOOK_ENTRY, NULL, "gx_bench_ctx"},
 	{GDEV_HOOK_EXIT, NULL, "gx_bench_ctx"},
 };
 
+static CUdeviceptr dalloc(size_t bytes)
+{
+	CUdeviceptr p;
+	CK(cuMemAlloc(&p, bytes));
+	return p;
+}
+
+/* Divergence check: a memory-hook handler that passes the context to a
+ * helper (so it is called, with the context in memory, not inlined) and one
+ * that reads it directly (inlined, context in registers). Each checks that
+ * the context is its own lane group's: the leader lane reading it is the
+ * leader_lane it names, before and after a sleep that lets the warp's other
+ * group run (and, with a per-warp context slot, overwrite it), and that lane
+ * is in active_mask. The counters are the policy's globals, renamed by the
+ * link pass to __gx_p_NAME (the module has no __gx names). */
+static const char div_policy_ptx[] =
+	".version 7.0\n.target sm_70\n.address_size 64\n"
+	".visible .global .align 4 .u32 gx_div_bad;\n"
+	".visible .global .align 4 .u32 gx_div_calls;\n"
+	".func gx_div_check(.param .b64 c)\n{\n"
+	"\t.reg .b64 %rd<2>;\n\t.reg .b32 %r<6>;\n\t.reg .pred %p<2>;\n"
+	"\tld.param.b64 %rd1, [c];\n\tmov.u32 %r1, %laneid;\n\tld.u32 %r2, [%rd1+104];\n"
+	"\tnanosleep.u32 2000;\n\tld.u32 %r3, [%rd1+104];\n\tld.u32 %r4, [%rd1+36];\n"
+	"\tsetp.ne.u32 %p1, %r2, %r1;\n\tsetp.ne.or.u32 %p1, %r3, %r1, %p1;\n"
+	"\tshr.b32 %r5, %r4, %r1;\n\tand.b32 %r5, %r5, 1;\n\tsetp.eq.or.u32 %p1, %r5, 0, %p1;\n"
+	"\tred.global.add.u32 [gx_div_calls], 1;\n\t@%p1 red.global.add.u32 [gx_div_bad], 1;\n"
+	"\tret;\n}\n"
+	".visible .func (.param .b32 r) gx_div(.param .b64 ctx)\n{\n"
+	"\t.reg .b64 %rd<2>;\n\t.reg .b32 %r<2>;\n\tld.param.b64 %rd1, [ctx];\n"
+	"\t{\n\t.param .b64 a0;\n\tst.param.b64 [a0], %rd1;\n\tcall gx_div_check, (a0);\n\t}\n"
+	"\tmov.b32 %r1, 0;\n\tst.param.b32 [r], %r1;\n\tret;\n}\n"
+	".visible .func (.param .b32 r) gx_div_inl(.param .b64 ctx)\n{\n"
+	"\t.reg .b64 %rd<2>;\n\t.reg .b32 %r<6>;\n\t.reg .pred %p<2>;\n"
+	"\tld.param.b64 %rd1, [ctx];\n\tmov.u32 %r1, %laneid;\n\tld.u32 %r2, [%rd1+104];\n"
+	"\tnanosleep.u32 2000;\n\tld.u32 %r4, [%rd1+36];\n"
+	"\tsetp.ne.u32 %p1, %r2, %r1;\n"
+	"\tshr.b32 %r5, %r4, %r1;\n\tand.b32 %r5, %r5, 1;\n\tsetp.eq.or.u32 %p1, %r5, 0, %p1;\n"
+	"\tred.global.add.u32 [gx_div_calls], 1;\n\t@%p1 red.global.add.u32 [gx_div_bad], 1;\n"
+	"\tmov.b32 %r1, 0;\n\tst.param.b32 [r], %r1;\n\tret;\n}\n";
+
+/* Run `diverge` with its memory hooks bound to `func`; prints ok/not ok. */
+static void divergence_check(const char *ptx, size_t len, const char *func, const char *what)
+{
+	struct gx_hook_binding b = {GDEV_HOOK_MEM, "diverge", func};
+	struct gx_ptx_rewrite_opts o = {.sz = sizeof(o), .hooks = GDEV_HOOK_MEM,
+					.policy_ptx = div_policy_ptx,
+					.policy_len = sizeof(div_policy_ptx) - 1, .bindings = &b,
+					.nr_bindings = 1};
+	struct gx_ptx_rewrite_result res;
+	if (gx_ptx_rewrite(ptx, len, &o, &res)) {
+		printf("not ok - hook_overhead divergence %s: rewrite: %s\n", what, res.err);
+		return;
+	}
+	if (res.log)
+		printf("# %s", res.log);
+	CUmodule mod;
+	CUresult cr = cuModuleLoadDataEx(&mod, res.ptx, 0, NULL, NULL);
+	gx_ptx_rewrite_result_free(&res);
+	if (cr != CUDA_SUCCESS) {
+		printf("not ok - hook_overhead divergence %s: JIT failed (%d)\n", what, (int)cr);
+		return;
+	}
+	CUfunction f;
+	CUdeviceptr bad, calls, out;
+	size_t sz;
+	CK(cuModuleGetFunction(&f, mod, "diverge"));
+	CK(cuModuleGetGlobal(&bad, &sz, mod, "__gx_p_gx_div_bad"));
+	CK(cuModuleGetGlobal(&calls, &sz, mod, "__gx_p_gx_div_calls"));
+	CK(cuMemsetD32(bad, 0, 1));
+	CK(cuMemsetD32(calls, 0, 1));
+	unsigned nthr = 64 * 256;
+	out = dalloc(nthr * 4);
+	int iters = 16;
+	void *args[] = {&out, &iters};
+	CK(cuLaunchKernel(f, 64, 1, 1, 256, 1, 1, 0, 0, args, NULL));
+	CK(cuCtxSynchronize());
+	unsigned nb = 0, nc = 0;
+	CK(cuMemcpyDtoH(&nb, bad, 4));
+	CK(cuMemcpyDtoH(&nc, calls, 4));
+	/* every store is hooked: per warp at least 2 groups x 16 iterations */
+	printf("%s - hook_overhead divergence %s: %u handler calls, %u saw another group's "
+	       "context\n",
+	       nb == 0 && nc >= 64 * 8 * 32 ? "ok" : "not ok", what, nc, nb);
+	CK(cuMemFree(out));
+	CK(cuModuleUnload(mod));
+}
+
+#define EE (GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT)
+#define ALL (GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT | GDEV_HOOK_MEM | GDEV_HOOK_FENCE)
+/* Rows: "stubs" are built-in handlers (GX_PTX_STUBS_*): elided (empty, the
+ * default), call (election + call of an empty .func), probe (reads every
+ * context field, inlined: context in registers), probe-call (the same called
+ * with the context in per-thread .local memory). */
 static const struct pass passes[] = {
-	{"orig", 0, 0, 0},
-	{"entry+exit", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT, 0, 0},
-	{"mem", GDEV_HOOK_MEM, 0, 0},
-	{"all", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT | GDEV_HOOK_MEM | GDEV_HOOK_FENCE, 0, 0},
-	{"persist-static", 0, 1, 0},
-	{"persist-dynamic", 0, 2, 0},
-	{"persist+entry/exit", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT, 2, 0},
-	{"entry+exit+ctx", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT, 0, 1},
+	{"orig", 0, 0, 0, 0},
+	{"entry+exit", EE, 0, 0, GX_PTX_STUBS_ELIDE},
+	{"entry+exit call", EE, 0, 0, GX_PTX_STUBS_CALL},
+	{"entry+exit probe", EE, 0, 0, GX_PTX_STUBS_PROBE},
+	{"entry+exit probe-call", EE, 0, 0, GX_PTX_STUBS_PROBE_CALL},
+	{"entry+exit+ctx", EE, 0, 1, 0},
+	{"mem call", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_CALL},
+	{"mem probe", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_PROBE},
+	{"all call", ALL, 0, 0, GX_PTX_STUBS_CALL},
+	{"all probe", ALL, 0, 0, GX_PTX_STUBS_PROBE},
+	{"persist-static", 0, 1, 0, 0},
+	{"persist-dynamic", 0, 2, 0, 0},
+	{"persist+entry/exit probe", EE, 2, 0, GX_PTX_STUBS_PROBE},
 };
 #define NPASS (sizeof(passes) / sizeof(passes[0]))
 
@@ -95,13 +202,6 @@ struct kern {
 	size_t out_bytes;
 	int zero_out; /* output accumulates: clear before each run */
 };
-
-static CUdeviceptr dalloc(size_t bytes)
-{
-	CUdeviceptr p;
-	CK(cuMemAlloc(&p, bytes));
-	return p;
-}
 
 int main(int argc, char **argv)
 {
@@ -162,11 +262,13 @@ int main(int argc, char **argv)
 	CUevent e0, e1;
 	CK(cuEventCreate(&e0, 0));
 	CK(cuEventCreate(&e1, 0));
-	printf("| pass | kernel | median ms | ratio |\n|---|---|---|---|\n");
+	printf("| pass | kernel | median ms | ratio | regs | local B | blocks/SM |\n"
+	       "|---|---|---|---|---|---|---|\n");
 	for (size_t p = 0; p < NPASS; p++) {
 		const struct pass *ps = &passes[p];
 		struct gx_ptx_rewrite_opts o = {.sz = sizeof(o), .hooks = ps->hooks,
-						.persistent = ps->persistent != 0};
+						.persistent = ps->persistent != 0,
+						.stubs = ps->stubs};
 		if (ps->ctx_policy) {
 			o.policy_ptx = ctx_policy_ptx;
 			o.policy_len = sizeof(ctx_policy_ptx) - 1;
@@ -198,6 +300,13 @@ int main(int argc, char **argv)
 			struct kern *kn = &ks[k];
 			CUfunction f;
 			CK(cuModuleGetFunction(&f, mod, kn->name));
+			/* what the JIT made of it: registers (occupancy) and local memory */
+			int nregs = 0, lmem = 0;
+			CK(cuFuncGetAttribute(&nregs, CU_FUNC_ATTRIBUTE_NUM_REGS, f));
+			CK(cuFuncGetAttribute(&lmem, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f));
+			int occb = 0; /* resident blocks per SM at this block size */
+			CK(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+				&occb, f, kn->block[0] * kn->block[1] * kn->block[2], 0));
 			void *args[8];
 			int na = 0;
 			while (na < 6 && kn->args[na]) {
@@ -244,23 +353,27 @@ int main(int argc, char **argv)
 			if (p == 0) {
 				ref[k] = h;
 				base_ms[k] = med;
-				printf("| %s | %s | %.3f | 1.000 |\n", ps->name, kn->name, med);
+				printf("| %s | %s | %.3f | 1.000 | %d | %d | %d |\n", ps->name, kn->name, med,
+				       nregs, lmem, occb);
 				continue;
 			}
 			int same = !memcmp(h, ref[k], kn->out_bytes);
 			free(h);
 			printf("%s - hook_overhead %s %s: output identical to the original\n",
 			       same ? "ok" : "not ok", ps->name, kn->name);
-			printf("| %s | %s | %.3f | %.3f |\n", ps->name, kn->name, med,
-			       med / base_ms[k]);
-			if (!strcmp(ps->name, "entry+exit"))
-				printf("%s - hook_overhead entry+exit %s: overhead %.2f %% (goal <= 2 %%)\n",
-				       med / base_ms[k] <= 1.02 ? "ok" : "not ok", kn->name,
+			printf("| %s | %s | %.3f | %.3f | %d | %d | %d |\n", ps->name, kn->name, med,
+			       med / base_ms[k], nregs, lmem, occb);
+			/* the goal: empty handlers at entry/exit, elided and called */
+			if (!strcmp(ps->name, "entry+exit") || !strcmp(ps->name, "entry+exit call"))
+				printf("%s - hook_overhead %s %s: overhead %.2f %% (goal <= 2 %%)\n",
+				       med / base_ms[k] <= 1.02 ? "ok" : "not ok", ps->name, kn->name,
 				       100.0 * (med / base_ms[k] - 1));
 		}
 		CK(cuModuleUnload(mod));
 		gx_ptx_rewrite_result_free(&res);
 	}
+	divergence_check(ptx, ptx_len, "gx_div", "called handler (context in .local)");
+	divergence_check(ptx, ptx_len, "gx_div_inl", "inlined handler (context in registers)");
 	for (size_t k = 0; k < nk; k++)
 		free(ref[k]);
 	free(ptx);

@@ -56,6 +56,21 @@ void td_paths_free(char **p);
 /* JSON string output. */
 void td_json_str(FILE *f, const char *s);
 
+/* tools_dev.c: GPUs in reports. Device columns/fields appear only when the
+ * data has more than one device; traces use pid = device + 1. */
+#define TD_MAX_DEVS 64
+#define TD_MAX_SMS 4096
+int td_dev(const struct tooldata *td, uint32_t pid, uint32_t ctx); /* 0 if unknown */
+unsigned td_nr_devs(const struct tooldata *td);                    /* >= 1 */
+/* (pid, ctx) of a map file "<pid>-<tool>.<map>[@ctx]"; 0 or -1. */
+int td_map_file_ctx(const char *path, uint32_t *pid, uint32_t *ctx);
+/* Trace tracks used, named at the end (td_tracks_names frees them). */
+struct td_tracks;
+struct td_tracks *td_tracks_new(void);
+void td_tracks_use(struct td_tracks *t, int dev, unsigned sm);
+void td_tracks_names(FILE *tf, struct td_tracks *t, const struct tooldata *td, const char *extra_tid_name,
+		     unsigned extra_tid);
+
 /* tools_fmt.c: one formatter per tool. mode: 0 text, 1 JSON. trace: a Chrome
  * trace-event file to write, or NULL. Returns 0 or a CLI exit status. */
 int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *trace);

@@ -230,8 +230,204 @@ static void dump_map(struct gx_map *m, int all)
 
 struct dump_req {
 	const char *name;
-	int all, found;
+	int all, found, devices;
+	char **files; /* --devices: matching files, collected */
+	size_t nr_files;
 };
+
+/* "<map>@<ctx>" names one context's copy of <map>; the base is <map>. */
+static int base_matches(const char *want, const char *map_name)
+{
+	char base[GX_MAP_NAME_MAX];
+	snprintf(base, sizeof(base), "%s", map_name);
+	char *at = strrchr(base, '@');
+	if (at)
+		*at = 0;
+	const char *dot = strrchr(base, '.');
+	return !strcmp(want, base) || (dot && !strcmp(want, dot + 1));
+}
+
+static int collect_one(struct gx_map *m, const char *file, void *u)
+{
+	struct dump_req *q = u;
+	if (!base_matches(q->name, m->name) || m->l.type == GX_MAP_RINGBUF)
+		return 0;
+	char **f = realloc(q->files, (q->nr_files + 1) * sizeof(*f));
+	if (!f)
+		return 1;
+	q->files = f;
+	if ((f[q->nr_files] = strdup(file)))
+		q->nr_files++;
+	return 0;
+}
+
+/* The 64-bit words of one copy's value at a key (sharded arrays: summed
+ * over its shards). 0, 1 when the key is absent, -1 when not mergeable. */
+static int copy_value(struct gx_map *m, const unsigned char *key, uint64_t *out, unsigned words)
+{
+	memset(out, 0, words * 8);
+	if (m->l.type == GX_MAP_HASH) {
+		const uint64_t *v = gx_map__lookup(m, key);
+		if (v)
+			memcpy(out, v, words * 8);
+		return v ? 0 : 1;
+	}
+	uint32_t idx;
+	memcpy(&idx, key, 4);
+	if (idx >= m->l.max_entries)
+		return 1;
+	if (m->l.type == GX_MAP_ARRAY) {
+		memcpy(out, gx_map__shard_elem(m, 0, idx), words * 8);
+		return 0;
+	}
+	return gx_map__merged_u64(m, idx, out) ? -1 : 0;
+}
+
+static void print_words(const uint64_t *v, unsigned words)
+{
+	if (words == 1) {
+		printf("%" PRIu64, v[0]);
+		return;
+	}
+	printf(gx_json ? "[" : "(");
+	for (unsigned w = 0; w < words; w++)
+		printf("%s%" PRIu64, w ? (gx_json ? "," : " ") : "", v[w]);
+	printf(gx_json ? "]" : ")");
+}
+
+/* --devices: every copy of one map (contexts, GPUs, processes) merged —
+ * the sum of each 64-bit word, the counters' view — and per GPU (copies of
+ * one device summed; the device of each copy is in its header). */
+static int dump_devices(struct dump_req *q)
+{
+	char dir[256], path[600];
+	if (gx_map_shm_dir(dir, sizeof(dir)))
+		return 1;
+	enum { MAXC = 256 };
+	struct gx_map *ms[MAXC];
+	const char *fn[MAXC];
+	int devs[MAXC], dl[MAXC], nd = 0;
+	size_t n = 0;
+	for (size_t i = 0; i < q->nr_files && n < MAXC; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, q->files[i]);
+		if (gx_map__open(path, 0, &ms[n]))
+			continue;
+		if (n && (ms[n]->l.type != ms[0]->l.type || ms[n]->l.value_size != ms[0]->l.value_size ||
+			  ms[n]->l.key_size != ms[0]->l.key_size)) {
+			p_err("%s: not the same map as %s (type or sizes differ); skipped", q->files[i], fn[0]);
+			gx_map__free(ms[n]);
+			continue;
+		}
+		fn[n] = q->files[i];
+		devs[n] = (int)ms[n]->hdr->dev - 1; /* -1: unknown */
+		n++;
+	}
+	if (!n) {
+		p_err("no map named '%s' (see 'gpuext map list')", q->name);
+		return 1;
+	}
+	struct gx_map *m0 = ms[0];
+	unsigned vs = m0->l.value_size, words = vs / 8;
+	int rc = 0;
+	if (vs % 8 || !words || words > 64 || m0->l.key_size > 512) {
+		p_err("%s: values of %u bytes are not 64-bit counters; dump each copy without --devices", q->name, vs);
+		rc = 1;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) { /* distinct devices, ascending */
+		int seen = 0;
+		for (int j = 0; j < nd; j++)
+			seen |= dl[j] == devs[i];
+		if (!seen)
+			dl[nd++] = devs[i];
+	}
+	for (int i = 0; i < nd; i++)
+		for (int j = i + 1; j < nd; j++)
+			if (dl[j] < dl[i]) {
+				int t = dl[i];
+				dl[i] = dl[j], dl[j] = t;
+			}
+	if (gx_json) {
+		printf("{\"name\":");
+		json_str(q->name);
+		printf(",\"type\":\"%s\",\"copies\":[", gx_map_type_name(m0->l.type));
+		for (size_t i = 0; i < n; i++) {
+			printf("%s{\"file\":", i ? "," : "");
+			json_str(fn[i]);
+			printf(",\"pid\":%u,\"ctx\":%u,\"dev\":%d}", ms[i]->hdr->pid, ms[i]->hdr->ctx, devs[i]);
+		}
+		printf("],\"entries\":[");
+	} else {
+		printf("map %s (%s, %zu copies, %d GPU%s)\n", q->name, gx_map_type_name(m0->l.type), n, nd,
+		       nd == 1 ? "" : "s");
+	}
+	/* Keys: indexes for arrays (the same in every copy); for hashes the
+	 * union over copies. */
+	unsigned char key[512], prev[512];
+	int first = 1;
+	for (size_t c = 0; c < n && (c == 0 || m0->l.type == GX_MAP_HASH); c++) {
+		for (int r = gx_map__next_key(ms[c], NULL, key); !r; r = gx_map__next_key(ms[c], prev, key)) {
+			memcpy(prev, key, m0->l.key_size);
+			int dup = 0; /* a hash key already printed from an earlier copy */
+			for (size_t e = 0; e < c; e++)
+				dup |= gx_map__lookup(ms[e], key) != NULL;
+			if (dup)
+				continue;
+			uint64_t merged[64] = { 0 }, perdev[64], v[64];
+			int any = 0;
+			for (size_t i = 0; i < n; i++) {
+				if (copy_value(ms[i], key, v, words))
+					continue;
+				for (unsigned w = 0; w < words; w++) {
+					merged[w] += v[w];
+					any |= v[w] != 0;
+				}
+			}
+			if (!any && !q->all)
+				continue;
+			if (gx_json) {
+				printf("%s{\"key\":", first ? "" : ",");
+				if (m0->l.type == GX_MAP_HASH)
+					print_bytes(key, m0->l.key_size);
+				else
+					printf("%u", *(uint32_t *)key);
+				printf(",\"merged\":");
+			} else if (m0->l.type == GX_MAP_HASH) {
+				printf("  key ");
+				print_bytes(key, m0->l.key_size);
+				printf(" merged ");
+			} else {
+				printf("  [%u] merged ", *(uint32_t *)key);
+			}
+			print_words(merged, words);
+			printf(gx_json ? ",\"gpus\":{" : " ");
+			for (int d = 0; d < nd; d++) {
+				memset(perdev, 0, sizeof(perdev));
+				for (size_t i = 0; i < n; i++) {
+					if (devs[i] != dl[d] || copy_value(ms[i], key, v, words))
+						continue;
+					for (unsigned w = 0; w < words; w++)
+						perdev[w] += v[w];
+				}
+				if (gx_json)
+					printf("%s\"%d\":", d ? "," : "", dl[d]);
+				else if (dl[d] < 0)
+					printf(" gpu?=");
+				else
+					printf(" gpu%d=", dl[d]);
+				print_words(perdev, words);
+			}
+			printf(gx_json ? "}}" : "\n");
+			first = 0;
+		}
+	}
+	if (gx_json)
+		printf("]}\n");
+out:
+	for (size_t i = 0; i < n; i++)
+		gx_map__free(ms[i]);
+	return rc;
+}
 
 static int dump_one(struct gx_map *m, const char *file, void *u)
 {
@@ -251,16 +447,30 @@ static int do_dump(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--all"))
 			q.all = 1;
+		else if (!strcmp(argv[i], "--devices"))
+			q.devices = 1;
 		else if (argv[i][0] != '-' && !q.name)
 			q.name = argv[i];
 		else {
-			p_err("usage: gpuext map dump NAME|FILE|PATH [--all]");
+			p_err("usage: gpuext map dump NAME|FILE|PATH [--all] [--devices]");
 			return 2;
 		}
 	}
 	if (!q.name) {
-		p_err("usage: gpuext map dump NAME|FILE|PATH [--all]");
+		p_err("usage: gpuext map dump NAME|FILE|PATH [--all] [--devices]");
 		return 2;
+	}
+	if (q.devices) {
+		int n = for_each_map(collect_one, &q);
+		int rc = 1;
+		if (n < 0)
+			p_err("cannot read the map folder: %s", strerror(-n));
+		else
+			rc = dump_devices(&q);
+		for (size_t i = 0; i < q.nr_files; i++)
+			free(q.files[i]);
+		free(q.files);
+		return rc;
 	}
 	if (strchr(q.name, '/')) {
 		struct gx_map *m;
@@ -283,7 +493,8 @@ static int do_dump(int argc, char **argv)
 
 static const struct gx_cmd map_cmds[] = {
 	{ "list", do_list, "maps of gpuext processes (shared memory)" },
-	{ "dump", do_dump, "NAME|FILE|PATH [--all]: print a map's entries" },
+	{ "dump", do_dump, "NAME|FILE|PATH [--all] [--devices]: print a map's entries (--devices: every context's "
+			   "copy merged, and per GPU)" },
 	{ 0 },
 };
 

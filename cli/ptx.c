@@ -160,13 +160,17 @@ static void rewrite_usage(FILE *f)
 {
 	fprintf(f, "usage: gpuext [--json] ptx rewrite [--hooks entry,exit,mem,fence|all]\n"
 		   "         [--persistent[=copy]] [--policy FILE.bpf.o] [--policy-ptx FILE.ptx\n"
-		   "         --bind HOOK:FUNC[:KERNEL-GLOB]...] [--max-ptx X.Y] IN.ptx [-o OUT.ptx]\n"
+		   "         --bind HOOK:FUNC[:KERNEL-GLOB]...] [--max-ptx X.Y] [--stubs MODE]\n"
+		   "         IN.ptx [-o OUT.ptx]\n"
 		   "Rewrite IN.ptx with the requested device hooks (no-op handlers unless a policy\n"
 		   "is given) and/or the persistent-worker transform; write OUT.ptx (stdout: -).\n"
 		   "--policy-ptx links .funcs of an already compiled policy; each --bind names the\n"
 		   "function a hook calls (HOOK: entry, exit, mem or fence).\n"
 		   "--persistent=copy keeps each transformed kernel and adds the persistent\n"
-		   "version as a copy named <prefix>_pw_<kernel> (what the shim loads).\n");
+		   "version as a copy named <prefix>_pw_<kernel> (what the shim loads).\n"
+		   "--stubs elide|call|probe|probe-call: without a policy, what hooks run: nothing\n"
+		   "(default: the empty handler is compiled away), a call of an empty function, a\n"
+		   "built-in handler reading the whole context inlined, or the same handler called.\n");
 }
 
 static int parse_hooks(const char *s, unsigned *mask)
@@ -245,6 +249,7 @@ static int do_rewrite(int argc, char **argv)
 					   {"policy-ptx", required_argument, 0, 'X'},
 					   {"bind", required_argument, 0, 'B'},
 					   {"max-ptx", required_argument, 0, 'M'},
+					   {"stubs", required_argument, 0, 'S'},
 					   {"output", required_argument, 0, 'o'},
 					   {"help", no_argument, 0, 'h'},
 					   {0, 0, 0, 0}};
@@ -285,6 +290,19 @@ static int do_rewrite(int argc, char **argv)
 				return 2;
 			}
 			opts.max_ptx_version = maj * 10 + min;
+			break;
+		}
+		case 'S': {
+			static const char *const modes[] = {"elide", "call", "probe", "probe-call"};
+			size_t i;
+			for (i = 0; i < GX_ARRAY_SIZE(modes); i++)
+				if (!strcmp(optarg, modes[i]))
+					break;
+			if (i == GX_ARRAY_SIZE(modes)) {
+				p_err("--stubs wants elide, call, probe or probe-call, got '%s'", optarg);
+				return 2;
+			}
+			opts.stubs = (unsigned)i;
 			break;
 		}
 		case 'o':

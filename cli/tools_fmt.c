@@ -27,14 +27,6 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void trace_sm_names(FILE *tf, const unsigned char *used, unsigned n)
-{
-	for (unsigned s = 0; s < n; s++)
-		if (used[s])
-			fprintf(tf, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%u,\"args\":{\"name\":\"SM %u\"}}",
-				s, s);
-}
-
 /* ------------------------------------------------------------ launch ids */
 /* Device records carry ctx->launch_id (%gridid: per context, one per grid,
  * increasing in launch order); the shim's log numbers the host's launches.
@@ -195,6 +187,7 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		if (L[i].got && L[i].first < base)
 			base = L[i].first;
 	char nb[64];
+	int multi = td_nr_devs(td) > 1;
 	if (json) {
 		printf("{\"tool\":\"kernelretsnoop\",\"records\":%zu,\"drops\":%llu,\"unattributed\":%llu,"
 		       "\"launches\":[",
@@ -202,12 +195,15 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 	} else {
 		printf("kernelretsnoop: %zu launches, %zu block records, %llu dropped, %llu unattributed\n\n", nl,
 		       td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed);
+		if (multi)
+			printf("%3s ", "GPU");
 		printf("%-32s %6s %15s %5s %12s %11s\n", "KERNEL", "LAUNCH", "BLOCKS", "SMS", "SPREAD(us)", "BLK/SM");
 	}
-	unsigned char used[4096] = { 0 };
+	struct td_tracks *tracks = tf ? td_tracks_new() : NULL;
 	size_t ntrace = 0;
 	for (size_t i = 0, shown = 0; i < nl; i++) {
 		struct krs_launch *x = &L[i];
+		int dev = td_dev(td, x->pid, x->ctx);
 		const char *name = td_kname(td, x->kernel_id, nb, sizeof(nb));
 		unsigned persm[4096] = { 0 };
 		unsigned nsm = 0, lo = UINT32_MAX, hi = 0;
@@ -226,10 +222,13 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		if (json) {
 			printf("%s{\"kernel\":", shown++ ? "," : "");
 			td_json_str(stdout, name);
-			printf(",\"pid\":%u,\"ctx\":%u,\"seq\":%u,\"launch_id\":%llu,\"blocks_expected\":%llu,\"blocks\":%llu,"
+			printf(",\"pid\":%u,\"ctx\":%u,", x->pid, x->ctx);
+			if (multi)
+				printf("\"dev\":%d,", dev);
+			printf("\"seq\":%u,\"launch_id\":%llu,\"blocks_expected\":%llu,\"blocks\":%llu,"
 			       "\"sms\":%u,\"blocks_per_sm_min\":%u,\"blocks_per_sm_max\":%u,\"first_finish_ns\":%llu,"
 			       "\"last_finish_ns\":%llu,\"finishes\":[",
-			       x->pid, x->ctx, x->l->seq, (unsigned long long)x->launch_id, (unsigned long long)x->nblocks,
+			       x->l->seq, (unsigned long long)x->launch_id, (unsigned long long)x->nblocks,
 			       (unsigned long long)x->got,
 			       nsm, lo, hi, (unsigned long long)(x->got ? x->first : 0),
 			       (unsigned long long)(x->got ? x->last : 0));
@@ -246,32 +245,32 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 			char blocks[40];
 			snprintf(blocks, sizeof(blocks), "%llu/%llu", (unsigned long long)x->got,
 				 (unsigned long long)x->nblocks);
+			if (multi)
+				printf("%3d ", dev);
 			printf("%-32.32s %6u %15s %5u %12.1f %5u..%-5u\n", name, x->l->seq, blocks, nsm, spread, lo, hi);
 		}
 		for (uint64_t b = 0; tf && x->blk && b < x->nblocks && ntrace < TRACE_MAX_EVENTS; b++) {
 			const struct gx_krs_rec *k = x->blk[b];
 			if (!k)
 				continue;
-			if (k->smid < 4096)
-				used[k->smid] = 1;
-			fprintf(tf, ",\n{\"name\":\"%s (%u,%u,%u) done\",\"cat\":\"block\",\"ph\":\"i\",\"s\":\"t\",\"pid\":1,"
+			td_tracks_use(tracks, dev, k->smid);
+			fprintf(tf, ",\n{\"name\":\"%s (%u,%u,%u) done\",\"cat\":\"block\",\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,"
 				    "\"tid\":%u,\"ts\":%.3f}",
-				"block", k->ctaid[0], k->ctaid[1], k->ctaid[2], k->smid, (double)(k->ts - base) / 1000.0);
+				"block", k->ctaid[0], k->ctaid[1], k->ctaid[2], dev + 1, k->smid, (double)(k->ts - base) / 1000.0);
 			ntrace++;
 		}
 		if (tf && x->got) {
 			fprintf(tf, ",\n{\"name\":");
 			td_json_str(tf, name);
-			fprintf(tf, ",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":1,\"tid\":100000,\"ts\":%.3f,\"dur\":%.3f,"
+			td_tracks_use(tracks, dev, TD_MAX_SMS);
+			fprintf(tf, ",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":%d,\"tid\":100000,\"ts\":%.3f,\"dur\":%.3f,"
 				    "\"args\":{\"seq\":%u,\"blocks\":%llu}}",
-				(double)(x->first - base) / 1000.0, (double)(x->last - x->first) / 1000.0, x->l->seq,
+				dev + 1, (double)(x->first - base) / 1000.0, (double)(x->last - x->first) / 1000.0, x->l->seq,
 				(unsigned long long)x->got);
 		}
 	}
-	if (tf) {
-		trace_sm_names(tf, used, 4096);
-		fprintf(tf, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":100000,\"args\":{\"name\":\"kernels (finish spread)\"}}");
-	}
+	if (tf)
+		td_tracks_names(tf, tracks, td, "kernels (finish spread)", 100000);
 	if (json) {
 		printf("]}\n");
 	} else if (nl) {
@@ -308,71 +307,153 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 }
 
 /* ---------------------------------------------------------------- threadhist */
+/* Per GPU: SMs (from the contexts of that device, else the highest busy
+ * one), sums and balance. */
+struct th_gpu {
+	struct gx_th_val *sm; /* NULL: no data for this device */
+	unsigned nsm;
+	struct gx_th_val tot;
+	unsigned long long mx, busy;
+};
+
+static void th_sum(struct th_gpu *g)
+{
+	for (unsigned s = 0; s < g->nsm; s++) {
+		g->tot.blocks += g->sm[s].blocks, g->tot.warps += g->sm[s].warps, g->tot.threads += g->sm[s].threads;
+		g->mx = g->sm[s].threads > g->mx ? g->sm[s].threads : g->mx;
+		g->busy += g->sm[s].threads != 0;
+	}
+}
+
+static double th_imbalance(const struct th_gpu *g)
+{
+	double mean = g->nsm ? (double)g->tot.threads / g->nsm : 0;
+	return mean > 0 ? (double)g->mx / mean : 0.0;
+}
+
 int fmt_threadhist(const struct tooldata *td, int json, FILE *tf)
 {
-	enum { MAXSM = 4096 };
-	struct gx_th_val *sm = calloc(MAXSM, sizeof(*sm));
-	if (!sm)
+	enum { MAXSM = TD_MAX_SMS };
+	struct th_gpu all = { 0 }, *gpu = calloc(TD_MAX_DEVS, sizeof(*gpu));
+	all.sm = calloc(MAXSM, sizeof(*all.sm));
+	if (!all.sm || !gpu) {
+		free(all.sm), free(gpu);
 		return 1;
-	unsigned nsm = 0, files = 0;
-	for (size_t i = 0; i < td->nr_ctxs; i++)
-		nsm = td->ctxs[i].nr_sms > nsm ? td->ctxs[i].nr_sms : nsm;
+	}
+	unsigned files = 0;
+	for (size_t i = 0; i < td->nr_ctxs; i++) {
+		all.nsm = td->ctxs[i].nr_sms > all.nsm ? td->ctxs[i].nr_sms : all.nsm;
+		struct th_gpu *g = &gpu[td_dev(td, td->ctxs[i].pid, td->ctxs[i].ctx)];
+		g->nsm = td->ctxs[i].nr_sms > g->nsm ? td->ctxs[i].nr_sms : g->nsm;
+	}
 	char **paths = td_map_paths(td, "th_counts");
 	for (size_t i = 0; paths && paths[i]; i++) {
 		struct gx_map *m = NULL;
 		if (gx_map__open(paths[i], 0, &m))
 			continue;
-		if (m->l.value_size >= sizeof(struct gx_th_val)) {
+		uint32_t pid = 0, ctx = 0;
+		td_map_file_ctx(paths[i], &pid, &ctx);
+		struct th_gpu *g = &gpu[td_dev(td, pid, ctx)];
+		if (!g->sm)
+			g->sm = calloc(MAXSM, sizeof(*g->sm));
+		if (m->l.value_size >= sizeof(struct gx_th_val) && g->sm) {
 			files++;
 			for (unsigned s = 0; s < m->l.nr_shards; s++) {
 				const struct gx_th_val *v = gx_map__shard_elem(m, s, 0);
 				unsigned id = s / GX_WARP_SLOTS_PER_SM;
 				if (!v || id >= MAXSM)
 					continue;
-				sm[id].blocks += v->blocks;
-				sm[id].warps += v->warps;
-				sm[id].threads += v->threads;
-				if (id + 1 > nsm && (v->blocks || v->warps))
-					nsm = id + 1;
+				all.sm[id].blocks += v->blocks;
+				all.sm[id].warps += v->warps;
+				all.sm[id].threads += v->threads;
+				g->sm[id].blocks += v->blocks;
+				g->sm[id].warps += v->warps;
+				g->sm[id].threads += v->threads;
+				if (id + 1 > all.nsm && (v->blocks || v->warps))
+					all.nsm = id + 1;
+				if (id + 1 > g->nsm && (v->blocks || v->warps))
+					g->nsm = id + 1;
 			}
 		}
 		gx_map__free(m);
 	}
 	td_paths_free(paths);
-	struct gx_th_val tot = { 0 };
-	unsigned long long mx = 0, busy = 0;
-	for (unsigned s = 0; s < nsm; s++) {
-		tot.blocks += sm[s].blocks, tot.warps += sm[s].warps, tot.threads += sm[s].threads;
-		mx = sm[s].threads > mx ? sm[s].threads : mx;
-		busy += sm[s].threads != 0;
-	}
-	double mean = nsm ? (double)tot.threads / nsm : 0;
+	th_sum(&all);
+	unsigned ngpu = 0;
+	for (int d = 0; d < TD_MAX_DEVS; d++)
+		if (gpu[d].sm) {
+			th_sum(&gpu[d]);
+			ngpu++;
+		}
+	int multi = ngpu > 1 || td_nr_devs(td) > 1;
+	const struct gx_th_val *sm = all.sm;
+	unsigned nsm = all.nsm;
 	if (json) {
 		printf("{\"tool\":\"threadhist\",\"map_files\":%u,\"sms\":[", files);
 		for (unsigned s = 0; s < nsm; s++)
 			printf("%s{\"sm\":%u,\"blocks\":%llu,\"warps\":%llu,\"threads\":%llu}", s ? "," : "", s,
 			       sm[s].blocks, sm[s].warps, sm[s].threads);
 		printf("],\"total\":{\"blocks\":%llu,\"warps\":%llu,\"threads\":%llu},\"busy_sms\":%llu,"
-		       "\"imbalance\":%.3f}\n",
-		       tot.blocks, tot.warps, tot.threads, busy, mean > 0 ? (double)mx / mean : 0.0);
-	} else {
-		printf("threadhist: %u SMs, %llu blocks, %llu warps, %llu threads (%u map files)\n\n", nsm, tot.blocks,
-		       tot.warps, tot.threads, files);
+		       "\"imbalance\":%.3f,\"gpus\":[",
+		       all.tot.blocks, all.tot.warps, all.tot.threads, all.busy, th_imbalance(&all));
+		for (int d = 0, c = 0; d < TD_MAX_DEVS; d++) {
+			const struct th_gpu *g = &gpu[d];
+			if (!g->sm)
+				continue;
+			printf("%s{\"dev\":%d,\"sms\":%u,\"blocks\":%llu,\"warps\":%llu,\"threads\":%llu,\"busy_sms\":%llu,"
+			       "\"imbalance\":%.3f,\"per_sm\":[",
+			       c++ ? "," : "", d, g->nsm, g->tot.blocks, g->tot.warps, g->tot.threads, g->busy,
+			       th_imbalance(g));
+			for (unsigned s = 0; s < g->nsm; s++)
+				printf("%s{\"sm\":%u,\"blocks\":%llu,\"warps\":%llu,\"threads\":%llu}", s ? "," : "", s,
+				       g->sm[s].blocks, g->sm[s].warps, g->sm[s].threads);
+			printf("]}");
+		}
+		printf("]}\n");
+	} else if (!multi) {
+		printf("threadhist: %u SMs, %llu blocks, %llu warps, %llu threads (%u map files)\n\n", nsm, all.tot.blocks,
+		       all.tot.warps, all.tot.threads, files);
 		printf("%5s %10s %10s %12s\n", "SM", "BLOCKS", "WARPS", "THREADS");
 		for (unsigned s = 0; s < nsm; s++) {
 			printf("%5u %10llu %10llu %12llu ", s, sm[s].blocks, sm[s].warps, sm[s].threads);
-			bar(sm[s].threads, mx, 40);
+			bar(sm[s].threads, all.mx, 40);
 			printf("\n");
 		}
-		printf("\nbusy SMs %llu/%u; max/mean threads per SM = %.3f (1.000 = perfectly even)\n", busy, nsm,
-		       mean > 0 ? (double)mx / mean : 0.0);
+		printf("\nbusy SMs %llu/%u; max/mean threads per SM = %.3f (1.000 = perfectly even)\n", all.busy, nsm,
+		       th_imbalance(&all));
+	} else {
+		printf("threadhist: %u GPUs, %llu blocks, %llu warps, %llu threads (%u map files)\n\n", ngpu,
+		       all.tot.blocks, all.tot.warps, all.tot.threads, files);
+		printf("%3s %5s %10s %10s %12s\n", "GPU", "SM", "BLOCKS", "WARPS", "THREADS");
+		for (int d = 0; d < TD_MAX_DEVS; d++)
+			for (unsigned s = 0; gpu[d].sm && s < gpu[d].nsm; s++) {
+				const struct gx_th_val *v = &gpu[d].sm[s];
+				printf("%3d %5u %10llu %10llu %12llu ", d, s, v->blocks, v->warps, v->threads);
+				bar(v->threads, all.mx, 40);
+				printf("\n");
+			}
+		printf("\n");
+		for (int d = 0; d < TD_MAX_DEVS; d++)
+			if (gpu[d].sm)
+				printf("GPU %d: %llu blocks, %llu warps, %llu threads; busy SMs %llu/%u; max/mean threads per "
+				       "SM = %.3f\n",
+				       d, gpu[d].tot.blocks, gpu[d].tot.warps, gpu[d].tot.threads, gpu[d].busy, gpu[d].nsm,
+				       th_imbalance(&gpu[d]));
 	}
-	for (unsigned s = 0; tf && s < nsm; s++) {
-		fprintf(tf, ",\n{\"name\":\"SM %u\",\"ph\":\"C\",\"pid\":1,\"tid\":%u,\"ts\":0,\"args\":{\"blocks\":%llu,"
-			    "\"warps\":%llu,\"threads\":%llu}}",
-			s, s, sm[s].blocks, sm[s].warps, sm[s].threads);
+	for (int d = 0; tf && d < TD_MAX_DEVS; d++) {
+		const struct th_gpu *g = multi ? &gpu[d] : d == 0 ? &all : NULL;
+		for (unsigned s = 0; g && g->sm && s < g->nsm; s++)
+			fprintf(tf, ",\n{\"name\":\"SM %u\",\"ph\":\"C\",\"pid\":%d,\"tid\":%u,\"ts\":0,\"args\":{\"blocks\":%llu,"
+				    "\"warps\":%llu,\"threads\":%llu}}",
+				s, d + 1, s, g->sm[s].blocks, g->sm[s].warps, g->sm[s].threads);
+		if (multi && g && g->sm)
+			fprintf(tf, ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"gpuext %s: GPU %d\"}}",
+				d + 1, td->tool, d);
 	}
-	free(sm);
+	for (int d = 0; d < TD_MAX_DEVS; d++)
+		free(gpu[d].sm);
+	free(gpu);
+	free(all.sm);
 	return 0;
 }
 
@@ -421,18 +502,22 @@ int fmt_launchlate(const struct tooldata *td, int json, FILE *tf)
 			break;
 		}
 	}
-	/* Per kernel: sorted latencies. */
+	/* Per kernel (and GPU, with several): sorted latencies. */
+	int multi = td_nr_devs(td) > 1;
 	uint64_t *ids = calloc(td->nr_knames + td->nr_recs + 1, sizeof(*ids));
+	int *idev = calloc(td->nr_knames + td->nr_recs + 1, sizeof(*idev));
 	size_t nids = 0;
-	for (size_t r = 0; ids && r < td->nr_recs; r++) {
+#define LL_DEV(r) (multi ? td_dev(td, td->launches[lof[r]].pid, td->launches[lof[r]].ctx) : 0)
+	for (size_t r = 0; ids && idev && r < td->nr_recs; r++) {
 		if (lof[r] == SIZE_MAX)
 			continue;
 		uint64_t id = td->launches[lof[r]].kernel_id;
+		int dev = LL_DEV(r);
 		size_t j = 0;
-		while (j < nids && ids[j] != id)
+		while (j < nids && (ids[j] != id || idev[j] != dev))
 			j++;
 		if (j == nids)
-			ids[nids++] = id;
+			ids[nids] = id, idev[nids++] = dev;
 	}
 	char nb[64];
 	if (json)
@@ -440,25 +525,30 @@ int fmt_launchlate(const struct tooldata *td, int json, FILE *tf)
 		       "\"kernels\":[",
 		       nl, matched, uncal, (unsigned long long)td->drops);
 	else
-		printf("launchlate: %zu launches, %zu matched with a first-block start, %llu dropped\n\n"
+		printf("launchlate: %zu launches, %zu matched with a first-block start, %llu dropped\n\n%s"
 		       "%-32s %6s %10s %10s %10s %10s\n",
-		       nl, matched, (unsigned long long)td->drops, "KERNEL", "COUNT", "MIN(us)", "MEDIAN", "P90", "MAX");
+		       nl, matched, (unsigned long long)td->drops, multi ? "GPU " : "", "KERNEL", "COUNT", "MIN(us)",
+		       "MEDIAN", "P90", "MAX");
 	uint64_t *v = calloc(td->nr_recs + 1, sizeof(*v));
 	unsigned long long hist[24] = { 0 };
 	for (size_t j = 0; v && j < nids; j++) {
 		size_t n = 0;
 		for (size_t r = 0; r < td->nr_recs; r++)
-			if (lof[r] != SIZE_MAX && td->launches[lof[r]].kernel_id == ids[j])
+			if (lof[r] != SIZE_MAX && td->launches[lof[r]].kernel_id == ids[j] && LL_DEV(r) == idev[j])
 				v[n++] = (uint64_t)(lat[r] < 0 ? 0 : lat[r]);
 		qsort(v, n, sizeof(*v), cmp_u64);
 		const char *name = td_kname(td, ids[j], nb, sizeof(nb));
 		if (json) {
 			printf("%s{\"kernel\":", j ? "," : "");
 			td_json_str(stdout, name);
+			if (multi)
+				printf(",\"dev\":%d", idev[j]);
 			printf(",\"count\":%zu,\"min_ns\":%llu,\"median_ns\":%llu,\"p90_ns\":%llu,\"max_ns\":%llu}", n,
 			       (unsigned long long)v[0], (unsigned long long)v[n / 2],
 			       (unsigned long long)v[n * 9 / 10], (unsigned long long)v[n - 1]);
 		} else {
+			if (multi)
+				printf("%3d ", idev[j]);
 			printf("%-32.32s %6zu %10.1f %10.1f %10.1f %10.1f\n", name, n, v[0] / 1000.0, v[n / 2] / 1000.0,
 			       v[n * 9 / 10] / 1000.0, v[n - 1] / 1000.0);
 		}
@@ -478,8 +568,10 @@ int fmt_launchlate(const struct tooldata *td, int json, FILE *tf)
 					const struct gx_ll_rec *k = td->recs[r].data;
 					printf("%s{\"kernel\":", c++ ? "," : "");
 					td_json_str(stdout, td_kname(td, k->kernel_id, nb, sizeof(nb)));
-					printf(",\"pid\":%u,\"ctx\":%u,\"seq\":%u,\"launch_id\":%llu,\"latency_ns\":%lld}",
-					       td->launches[i].pid, td->launches[i].ctx, td->launches[i].seq,
+					printf(",\"pid\":%u,\"ctx\":%u,", td->launches[i].pid, td->launches[i].ctx);
+					if (multi)
+						printf("\"dev\":%d,", LL_DEV(r));
+					printf("\"seq\":%u,\"launch_id\":%llu,\"latency_ns\":%lld}", td->launches[i].seq,
 					       (unsigned long long)k->launch_id, (long long)lat[r]);
 					break;
 				}
@@ -511,24 +603,26 @@ int fmt_launchlate(const struct tooldata *td, int json, FILE *tf)
 				uint64_t start = k->ts - (uint64_t)lat[r];
 				base = start < base ? start : base;
 			}
-		unsigned char used[4096] = { 0 };
+		struct td_tracks *tracks = td_tracks_new();
 		for (size_t r = 0, n = 0; r < td->nr_recs && n < TRACE_MAX_EVENTS; r++) {
 			if (lof[r] == SIZE_MAX)
 				continue;
 			const struct gx_ll_rec *k = td->recs[r].data;
 			unsigned tid = k->smid < 4096 ? k->smid : 0;
-			used[tid] = 1;
+			int dev = td_dev(td, td->launches[lof[r]].pid, td->launches[lof[r]].ctx);
+			td_tracks_use(tracks, dev, tid);
 			fprintf(tf, ",\n{\"name\":");
 			td_json_str(tf, td_kname(td, k->kernel_id, nb, sizeof(nb)));
-			fprintf(tf, ",\"cat\":\"launch latency\",\"ph\":\"X\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,"
+			fprintf(tf, ",\"cat\":\"launch latency\",\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,"
 				    "\"args\":{\"seq\":%u}}",
-				tid, (double)(k->ts - (uint64_t)lat[r] - base) / 1000.0, lat[r] / 1000.0,
+				dev + 1, tid, (double)(k->ts - (uint64_t)lat[r] - base) / 1000.0, lat[r] / 1000.0,
 				td->launches[lof[r]].seq);
 			n++;
 		}
-		trace_sm_names(tf, used, 4096);
+		td_tracks_names(tf, tracks, td, NULL, 0);
 	}
-	free(v), free(ids), free(taken), free(lat), free(lof), free(byid);
+#undef LL_DEV
+	free(v), free(ids), free(idev), free(taken), free(lat), free(lof), free(byid);
 	return 0;
 }
 
@@ -558,6 +652,7 @@ int fmt_memtrace(const struct tooldata *td, int json, FILE *tf)
 	}
 	/* Per kernel counts. */
 	char nb[64];
+	int multi = td_nr_devs(td) > 1;
 	if (json) {
 		printf("{\"tool\":\"memtrace\",\"samples\":%llu,\"drops\":%llu,\"ops\":{\"load\":%llu,\"store\":%llu,"
 		       "\"atomic\":%llu,\"reduce\":%llu},\"addr_min\":%llu,\"addr_max\":%llu,\"records\":[",
@@ -570,6 +665,8 @@ int fmt_memtrace(const struct tooldata *td, int json, FILE *tf)
 			const struct gx_mt_rec *m = td->recs[r].data;
 			printf("%s{\"kernel\":", c++ ? "," : "");
 			td_json_str(stdout, td_kname(td, m->kernel_id, nb, sizeof(nb)));
+			if (multi)
+				printf(",\"dev\":%d", td_dev(td, td->recs[r].pid, td->recs[r].ctx));
 			printf(",\"addr\":%llu,\"size\":%u,\"op\":\"%s\",\"sm\":%u,\"block\":%u,\"lanes\":%u,\"ts\":%llu}",
 			       (unsigned long long)m->addr, m->size, op_name(m->op), m->smid, m->ctaid_x, m->nr_active,
 			       (unsigned long long)m->ts);
@@ -603,24 +700,36 @@ int fmt_memtrace(const struct tooldata *td, int json, FILE *tf)
 				if (c)
 					printf("%-32.32s %10llu\n", td->knames[k].name, c);
 			}
+			if (multi) {
+				printf("\n%3s %10s\n", "GPU", "SAMPLES");
+				for (int d = 0; d < TD_MAX_DEVS; d++) {
+					unsigned long long c = 0;
+					for (size_t r = 0; r < td->nr_recs; r++)
+						c += td->recs[r].len >= sizeof(struct gx_mt_rec) &&
+						     td_dev(td, td->recs[r].pid, td->recs[r].ctx) == d;
+					if (c)
+						printf("%3d %10llu\n", d, c);
+				}
+			}
 		}
 	}
 	if (tf) {
-		unsigned char used[4096] = { 0 };
+		struct td_tracks *tracks = td_tracks_new();
 		size_t c = 0;
 		for (size_t r = 0; r < td->nr_recs && c < TRACE_MAX_EVENTS; r++) {
 			if (td->recs[r].len < sizeof(struct gx_mt_rec))
 				continue;
 			const struct gx_mt_rec *m = td->recs[r].data;
 			unsigned tid = m->smid < 4096 ? m->smid : 0;
-			used[tid] = 1;
-			fprintf(tf, ",\n{\"name\":\"%s\",\"cat\":\"mem\",\"ph\":\"i\",\"s\":\"t\",\"pid\":1,\"tid\":%u,"
+			int dev = td_dev(td, td->recs[r].pid, td->recs[r].ctx);
+			td_tracks_use(tracks, dev, tid);
+			fprintf(tf, ",\n{\"name\":\"%s\",\"cat\":\"mem\",\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%u,"
 				    "\"ts\":%.3f,\"args\":{\"addr\":\"0x%llx\",\"size\":%u,\"lanes\":%u}}",
-				op_name(m->op), tid, (double)(m->ts - base) / 1000.0, (unsigned long long)m->addr, m->size,
+				op_name(m->op), dev + 1, tid, (double)(m->ts - base) / 1000.0, (unsigned long long)m->addr, m->size,
 				m->nr_active);
 			c++;
 		}
-		trace_sm_names(tf, used, 4096);
+		td_tracks_names(tf, tracks, td, NULL, 0);
 	}
 	return 0;
 }

@@ -1,17 +1,22 @@
 /* gdev_ctx.h — the ABI between instrumented kernels and device policies.
  *
  * Shared by three parties, so it changes only with all three:
- *  - ptx-rewrite trampolines build a `struct gdev_ctx` in global memory (one
- *    128-byte slot per resident warp, filled by the leader lane) and call the
- *    hook function with its generic address:
+ *  - ptx-rewrite hook sites give the hook function a `struct gdev_ctx`: an
+ *    inlined handler gets its fields in registers (its loads through ctx are
+ *    rewritten); a called one gets the generic address of the leader
+ *    thread's own .local copy (only the fields it may read are written):
  *    .func (.param .b32 ret) FUNC(.param .b64 ctx)
+ *    Read the struct through ctx with generic loads at constant offsets only
+ *    (the verifier's rule): no space conversion, no pointer arithmetic kept.
  *  - devbpf JIT emits each policy program as such a .func (eBPF r1 = ctx).
  *  - policy authors read the fields from C compiled with clang -target bpf.
  *
  * Warp-uniformity (for the SIMT verifier): every field is warp-uniform. The
- * trampoline runs the handler on the leader lane only (ffs(activemask)); lane
- * values are aggregated first (active_mask, nr_active) or are the leader's
- * (addr, thread index), and the result is broadcast back by shfl.sync.
+ * site runs the handler on one leader lane of the lanes that reached it
+ * (elect.sync on sm_90+, the lowest lane before; leader_lane says which);
+ * lane values are aggregated (active_mask, nr_active) or are the leader's
+ * (addr, thread index). Entry/exit/mem/fence decisions are not used; sched
+ * hooks broadcast theirs by shfl.sync.
  *
  * Plain C types so the header works in BPF, CUDA, kernel-free user space. */
 #ifndef GDEV_CTX_H

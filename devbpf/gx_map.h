@@ -44,7 +44,9 @@ struct gx_shm_hdr {
 	struct gx_devrt_map layout; /* .data = GX_SHM_DATA_OFF (offset in the file) */
 	uint64_t gen;      /* bumped by every flush from the device */
 	uint64_t flush_ns; /* CLOCK_REALTIME of the last flush */
-	uint64_t reserved[6];
+	uint32_t dev;      /* device copy of this context: CUDA ordinal + 1 (0: none/unknown) */
+	uint32_t ctx;      /* that context's index in the process (the "@N" of the name) */
+	uint64_t reserved[5];
 };
 
 struct gx_map {

@@ -127,7 +127,7 @@ static void sanitize(char *dst, const char *src, size_t n)
 	for (; src && src[i] && i + 1 < n; i++) {
 		char c = src[i];
 		dst[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-					 c == '_' || c == '-' || c == '.'
+					 c == '_' || c == '-' || c == '.' || c == '@' /* "<map>@<ctx>" */
 				 ? c
 				 : '_';
 	}

@@ -20,7 +20,7 @@ TESTS += tests/ptx/test_corpus.sh
 
 # Pass tests (tests/ptx/test_passes.sh, test_link.sh): see docs/ptx-rewrite.md.
 TEST_BINS += $(BUILD)/tests/ptx/test_link
-TESTS     += tests/ptx/test_passes.sh tests/ptx/test_link.sh
+TESTS     += tests/ptx/test_passes.sh tests/ptx/test_link.sh tests/ptx/test_sites.sh
 $(BUILD)/tests/ptx/test_link: $(call objs,tests/ptx/test_link.c) $(PTX_LIB) $(COMMON_LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)

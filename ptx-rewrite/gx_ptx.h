@@ -27,7 +27,7 @@ struct gx_ptx_rewrite_opts {
 				  * accepted kernel and add a transformed copy (see
 				  * below) */
 	/* Policy code: PTX holding the bound .funcs (from the devbpf JIT). NULL:
-	 * hooks call built-in no-op stubs (used for overhead measurements). */
+	 * hooks run the built-in handlers chosen by `stubs`. */
 	const char *policy_ptx;
 	size_t policy_len;
 	const struct gx_hook_binding *bindings;
@@ -35,6 +35,18 @@ struct gx_ptx_rewrite_opts {
 	/* Highest PTX ISA the driver accepts, as major*10+minor (e.g. 90 for 9.0);
 	 * 0 = no limit. Merged modules never exceed it. */
 	unsigned max_ptx_version;
+	/* Without a policy: what the hooks run (enum gx_ptx_stubs). */
+	unsigned stubs;
+};
+
+/* Built-in handlers for hooks without a policy (measurements and tests). */
+enum gx_ptx_stubs {
+	GX_PTX_STUBS_ELIDE = 0,	/* empty: compiled away, no code at the sites */
+	GX_PTX_STUBS_CALL,	/* leader election and a call of an empty .func (no context) */
+	GX_PTX_STUBS_PROBE,	/* a handler reading every context field, inlined (context
+				 * in registers); it stores only when the fields hash to a
+				 * constant, so it cannot be compiled away */
+	GX_PTX_STUBS_PROBE_CALL,/* the same handler called, context in per-thread .local */
 };
 
 /* opts.persistent = GX_PTX_PERSISTENT_COPY: each accepted kernel K stays as it

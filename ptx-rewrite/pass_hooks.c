@@ -109,46 +109,28 @@ static int addr_setup(struct ptx_passes *ps, const struct ptx_func *fn,
 	return c->failed ? gx_err(-ENOMEM) : 0;
 }
 
-/* Insert the sites for `hook` before pos (NULL: at the end). addr: the
- * address code or NULL; the first site takes it, later ones a copy. */
+/* Insert the sites for `hook` before pos (NULL: at the end): one per bound
+ * handler, or the built-in one without a policy (pass_site.c). addr: the
+ * address code or NULL (each site prints its own copy). */
 static int add_sites(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt *pos,
 		     unsigned hook, struct ptx_chain *addr, unsigned info, const char *guard,
 		     int guard_neg)
 {
-	struct ptx_module *m = ps->m;
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
-	int virt = fn->is_entry && ptx_persistent_accepted(ps, fn);
 	unsigned long long kid = gx_kernel_id(fn->name);
-	struct ptx_chain sites = {0}, orig = {0};
-	if (addr && addr->head && o->policy_ptx && ptx_chain_copy(m, &orig, addr))
-		return gx_err(-ENOMEM); /* several bindings may each need one */
-	for (size_t i = 0; i <= o->nr_bindings; i++) {
-		const char *func = NULL;
-		if (o->policy_ptx) {
-			if (i == o->nr_bindings)
-				break;
-			const struct gx_hook_binding *bd = &o->bindings[i];
-			if (bd->hook != hook || !bd->func)
-				continue;
-			if (bd->kernel_glob && fnmatch(bd->kernel_glob, fn->name, 0))
-				continue;
-			func = ptx_link_name(ps, bd->func);
-		} else if (i) {
-			break; /* no policy: one call to the stub */
-		}
-		const char *tr = ptx_tramp_get(ps, hook, func, virt);
-		if (!tr)
-			return gx_err(-ENOMEM);
-		struct ptx_chain ac = {0};
-		if (sites.head && orig.head && ptx_chain_copy(m, &ac, &orig))
-			return gx_err(-ENOMEM);
-		int err = ptx_tramp_site(ps, &sites, tr, kid, sites.head ? &ac : addr, info, virt,
-					 guard, guard_neg, NULL);
+	if (!o->policy_ptx)
+		return ptx_site_insert(ps, fn, pos, hook, NULL, kid, addr, info, guard, guard_neg);
+	for (size_t i = 0; i < o->nr_bindings; i++) {
+		const struct gx_hook_binding *bd = &o->bindings[i];
+		if (bd->hook != hook || !bd->func)
+			continue;
+		if (bd->kernel_glob && fnmatch(bd->kernel_glob, fn->name, 0))
+			continue;
+		int err = ptx_site_insert(ps, fn, pos, hook, ptx_link_name(ps, bd->func), kid, addr,
+					  info, guard, guard_neg);
 		if (err)
 			return err;
-		ps->ctx->res->nr_hooks++;
 	}
-	ptx_insert_before(fn, pos, sites.head, sites.tail);
 	return 0;
 }
 
@@ -172,11 +154,6 @@ static int hook_func(struct ptx_passes *ps, struct ptx_func *fn)
 {
 	unsigned hooks = ps->ctx->opts->hooks;
 	int err;
-	if (fn->is_entry && (hooks & GDEV_HOOK_ENTRY)) {
-		err = add_sites(ps, fn, ptx_func_entry_point(fn), GDEV_HOOK_ENTRY, NULL, 0, NULL, 0);
-		if (err)
-			return err;
-	}
 	unsigned skipped = 0;
 	ptx_for_each_stmt(fn, s, nxt) {
 		if (s->kind != PTX_STMT_INSN)
@@ -209,6 +186,14 @@ static int hook_func(struct ptx_passes *ps, struct ptx_func *fn)
 		if (!hook)
 			continue;
 		err = add_sites(ps, fn, s, hook, &addr, info, s->insn.guard, s->insn.guard_neg);
+		if (err)
+			return err;
+	}
+	/* The entry site last: an inlined handler's own memory accesses and
+	 * returns must not be hooked. It goes before the first statement, a
+	 * site of the first instruction included. */
+	if (fn->is_entry && (hooks & GDEV_HOOK_ENTRY)) {
+		err = add_sites(ps, fn, ptx_func_entry_point(fn), GDEV_HOOK_ENTRY, NULL, 0, NULL, 0);
 		if (err)
 			return err;
 	}

@@ -713,33 +713,24 @@ static unsigned target_sm(struct ptx_module *m)
 	return 0;
 }
 
-/* Sites for a sched hook (thread 0 only: guard), as text, or "" if none is
- * bound. */
-static char *sched_sites(struct ptx_passes *ps, struct ptx_func *fn, unsigned hook,
-			 const char *guard, const char *ret_reg)
+/* Sites for a sched hook (thread 0 only: guard), appended to c (nothing if
+ * no policy function is bound). 0 or -ENOMEM. */
+static int sched_sites(struct ptx_passes *ps, struct ptx_func *fn, unsigned hook,
+		       const char *guard, const char *ret_reg, struct ptx_chain *c)
 {
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
-	struct ptx_chain c = {0};
 	for (size_t i = 0; o->policy_ptx && (o->hooks & hook) && i < o->nr_bindings; i++) {
 		const struct gx_hook_binding *bd = &o->bindings[i];
 		if (bd->hook != hook || !bd->func ||
 		    (bd->kernel_glob && fnmatch(bd->kernel_glob, fn->name, 0)))
 			continue;
 		const char *tr = ptx_tramp_get(ps, hook, ptx_link_name(ps, bd->func), 1);
-		if (!tr || ptx_tramp_site(ps, &c, tr, gx_kernel_id(fn->name), NULL, 0, 1, guard, 0,
+		if (!tr || ptx_tramp_site(ps, c, tr, gx_kernel_id(fn->name), NULL, 0, 1, guard, 0,
 					  ret_reg))
-			return NULL;
+			return gx_err(-ENOMEM);
 		ps->ctx->res->nr_hooks++;
 	}
-	struct gx_buf b;
-	gx_buf_init(&b);
-	gx_buf_puts(&b, "");
-	ptx_chain_emit(&c, &b);
-	if (b.failed) {
-		gx_buf_free(&b);
-		return NULL;
-	}
-	return gx_buf_steal(&b, NULL);
+	return 0;
 }
 
 static int transform(struct ptx_passes *ps, struct ptx_func *fn, unsigned bar_id)
@@ -793,75 +784,107 @@ static int transform(struct ptx_passes *ps, struct ptx_func *fn, unsigned bar_id
 	pd.name = ptx_strdup(m, GX_WORK_PARAM);
 	if (!pd.name || (err = ptx_func_add_param(m, fn, &pd)))
 		return gx_err(-ENOMEM);
-	const char *bar = target_sm(m) >= 70 ? "barrier.sync" : "bar.sync";
+	int sm70 = target_sm(m) >= 70;
+	const char *bar = sm70 ? "barrier" : "bar";
 	const char *L_stop = ptx_fresh_name(m, "$", "Lstop");
-	char *steal = sched_sites(ps, fn, GDEV_HOOK_SCHED_STEAL, pt0, dec);
-	char *enter = sched_sites(ps, fn, GDEV_HOOK_SCHED_ENTER, pt0, NULL);
-	char *leave = sched_sites(ps, fn, GDEV_HOOK_SCHED_EXIT, pt0, NULL);
-	struct gx_buf b;
-	gx_buf_init(&b);
-	if (!steal || !enter || !leave || !L_stop)
-		b.failed = 1;
+	struct ptx_chain steal = {0}, enter = {0}, leave = {0}, b = {0}, tail = {0};
+	if (!L_stop || sched_sites(ps, fn, GDEV_HOOK_SCHED_STEAL, pt0, dec, &steal) ||
+	    sched_sites(ps, fn, GDEV_HOOK_SCHED_ENTER, pt0, NULL, &enter) ||
+	    sched_sites(ps, fn, GDEV_HOOK_SCHED_EXIT, pt0, NULL, &leave))
+		return gx_err(-ENOMEM);
+	/* Built as IR (ptx_build.c), the same statements the text
+	 *   ld.param.u64 desc, [__gx_work]; cvta.to.global.u64 desc, desc; ...
+	 * parses to. R: register/label/symbol, N: integer, A: [base+off]. */
+#define R(x) ptx_opnd_id(m, (x))
+#define N(v) ptx_opnd_int(m, (v))
+#define A(x, off) ptx_opnd_addr(m, R(x), (off))
+#define I(g, gn, op, mods, n, ...) ptx_chain_insn(m, &b, (g), (gn), (op), PTX_MODS mods, (n), __VA_ARGS__)
+#define BRA(c, g, gn, lbl) ptx_chain_insn(m, (c), (g), (gn), "bra", 0, NULL, 1, R(lbl))
 	/* 4. Prologue: descriptor, physical worker id/count, thread 0. */
-	gx_buf_printf(&b, "ld.param.u64 %s, [%s];\ncvta.to.global.u64 %s, %s;\n", desc,
-		      GX_WORK_PARAM, desc, desc);
-	gx_buf_printf(&b, "ld.global.u32 %s, [%s+%d];\n", total, desc, GX_WORK_OFF_TOTAL);
-	gx_buf_printf(&b, "ld.global.u32 %s, [%s+%d];\n", v.nx, desc, GX_WORK_OFF_GRID);
-	gx_buf_printf(&b, "ld.global.u32 %s, [%s+%d];\n", v.ny, desc, GX_WORK_OFF_GRID + 4);
-	gx_buf_printf(&b, "ld.global.u32 %s, [%s+%d];\n", v.nz, desc, GX_WORK_OFF_GRID + 8);
-	gx_buf_printf(&b, "ld.global.u32 %s, [%s+%d];\n", mode, desc, GX_WORK_OFF_MODE);
-	gx_buf_printf(&b,
-		      "mov.u32 %s, %%ctaid.z;\nmov.u32 %s, %%nctaid.y;\nmov.u32 %s, %%ctaid.y;\n"
-		      "mad.lo.u32 %s, %s, %s, %s;\n",
-		      plin, pn, t, plin, plin, pn, t);
-	gx_buf_printf(&b,
-		      "mov.u32 %s, %%nctaid.x;\nmov.u32 %s, %%ctaid.x;\nmad.lo.u32 %s, %s, %s, %s;\n",
-		      pn, t, plin, plin, pn, t);
-	gx_buf_printf(&b,
-		      "mov.u32 %s, %%nctaid.y;\nmul.lo.u32 %s, %s, %s;\nmov.u32 %s, %%nctaid.z;\n"
-		      "mul.lo.u32 %s, %s, %s;\n",
-		      t, pn, pn, t, t, pn, pn, t);
-	gx_buf_printf(&b,
-		      "mov.u32 %s, %%tid.x;\nmov.u32 %s, %%tid.y;\nor.b32 %s, %s, %s;\n"
-		      "mov.u32 %s, %%tid.z;\nor.b32 %s, %s, %s;\nsetp.eq.u32 %s, %s, 0;\n",
-		      t, dec, t, t, dec, dec, t, t, dec, pt0, t);
-	gx_buf_printf(&b, "mov.u32 %s, 0;\nmov.u32 %s, 0;\nmov.u32 %s, 0;\nmov.u32 %s, 0;\n",
-		      iter, v.cx, v.cy, v.cz);
+	I(NULL, 0, "ld", (".param", ".u64"), 2, R(desc), A(GX_WORK_PARAM, 0));
+	I(NULL, 0, "cvta", (".to", ".global", ".u64"), 2, R(desc), R(desc));
+	I(NULL, 0, "ld", (".global", ".u32"), 2, R(total), A(desc, GX_WORK_OFF_TOTAL));
+	I(NULL, 0, "ld", (".global", ".u32"), 2, R(v.nx), A(desc, GX_WORK_OFF_GRID));
+	I(NULL, 0, "ld", (".global", ".u32"), 2, R(v.ny), A(desc, GX_WORK_OFF_GRID + 4));
+	I(NULL, 0, "ld", (".global", ".u32"), 2, R(v.nz), A(desc, GX_WORK_OFF_GRID + 8));
+	I(NULL, 0, "ld", (".global", ".u32"), 2, R(mode), A(desc, GX_WORK_OFF_MODE));
+	I(NULL, 0, "mov", (".u32"), 2, R(plin), R("%ctaid.z"));
+	I(NULL, 0, "mov", (".u32"), 2, R(pn), R("%nctaid.y"));
+	I(NULL, 0, "mov", (".u32"), 2, R(t), R("%ctaid.y"));
+	I(NULL, 0, "mad", (".lo", ".u32"), 4, R(plin), R(plin), R(pn), R(t));
+	I(NULL, 0, "mov", (".u32"), 2, R(pn), R("%nctaid.x"));
+	I(NULL, 0, "mov", (".u32"), 2, R(t), R("%ctaid.x"));
+	I(NULL, 0, "mad", (".lo", ".u32"), 4, R(plin), R(plin), R(pn), R(t));
+	I(NULL, 0, "mov", (".u32"), 2, R(t), R("%nctaid.y"));
+	I(NULL, 0, "mul", (".lo", ".u32"), 3, R(pn), R(pn), R(t));
+	I(NULL, 0, "mov", (".u32"), 2, R(t), R("%nctaid.z"));
+	I(NULL, 0, "mul", (".lo", ".u32"), 3, R(pn), R(pn), R(t));
+	I(NULL, 0, "mov", (".u32"), 2, R(t), R("%tid.x"));
+	I(NULL, 0, "mov", (".u32"), 2, R(dec), R("%tid.y"));
+	I(NULL, 0, "or", (".b32"), 3, R(t), R(t), R(dec));
+	I(NULL, 0, "mov", (".u32"), 2, R(dec), R("%tid.z"));
+	I(NULL, 0, "or", (".b32"), 3, R(t), R(t), R(dec));
+	I(NULL, 0, "setp", (".eq", ".u32"), 3, R(pt0), R(t), N(0));
+	I(NULL, 0, "mov", (".u32"), 2, R(iter), N(0));
+	I(NULL, 0, "mov", (".u32"), 2, R(v.cx), N(0));
+	I(NULL, 0, "mov", (".u32"), 2, R(v.cy), N(0));
+	I(NULL, 0, "mov", (".u32"), 2, R(v.cz), N(0));
 	/* Loop head: thread 0 claims a unit and publishes it. */
-	gx_buf_printf(&b, "%s:\n%s %u;\n@!%s bra %s;\n", L_loop, bar, bar_id, pt0, L_cl);
-	gx_buf_printf(&b, "setp.eq.u32 %s, %s, %d;\n@%s bra %s;\n", pq, mode, GX_WORK_STATIC, pq,
-		      L_st);
-	gx_buf_printf(&b, "mov.u32 %s, 0;\n%s", dec, steal ? steal : "");
-	gx_buf_printf(&b, "setp.eq.u32 %s, %s, %d;\nsetp.ne.and.u32 %s, %s, 0, %s;\n@%s bra %s;\n",
-		      pq, dec, GDEV_SCHED_NO_STEAL, pq, iter, pq, pq, L_stop);
-	gx_buf_printf(&b, "atom.global.add.u32 %s, [%s+%d], 1;\nbra %s;\n", unit, desc,
-		      GX_WORK_OFF_NEXT, L_pub);
-	gx_buf_printf(&b, "%s:\nmov.u32 %s, %s;\nbra %s;\n", L_stop, unit, total, L_pub);
-	gx_buf_printf(&b, "%s:\nmad.lo.u32 %s, %s, %s, %s;\n", L_st, unit, iter, pn, plin);
-	gx_buf_printf(&b, "%s:\nst.shared.u32 [%s], %s;\n", L_pub, slot, unit);
-	gx_buf_printf(&b, "%s:\n%s %u;\nld.shared.u32 %s, [%s];\nadd.u32 %s, %s, 1;\n", L_cl, bar,
-		      bar_id, unit, slot, iter, iter);
-	gx_buf_printf(&b, "setp.ge.u32 %s, %s, %s;\n@%s bra %s;\n", pq, unit, total, pq, L_done);
+	ptx_chain_label(m, &b, L_loop);
+	I(NULL, 0, bar, (".sync"), 1, N(bar_id));
+	BRA(&b, pt0, 1, L_cl);
+	I(NULL, 0, "setp", (".eq", ".u32"), 3, R(pq), R(mode), N(GX_WORK_STATIC));
+	BRA(&b, pq, 0, L_st);
+	I(NULL, 0, "mov", (".u32"), 2, R(dec), N(0));
+	ptx_chain_append(&b, &steal);
+	I(NULL, 0, "setp", (".eq", ".u32"), 3, R(pq), R(dec), N(GDEV_SCHED_NO_STEAL));
+	I(NULL, 0, "setp", (".ne", ".and", ".u32"), 4, R(pq), R(iter), N(0), R(pq));
+	BRA(&b, pq, 0, L_stop);
+	I(NULL, 0, "atom", (".global", ".add", ".u32"), 3, R(unit), A(desc, GX_WORK_OFF_NEXT), N(1));
+	BRA(&b, NULL, 0, L_pub);
+	ptx_chain_label(m, &b, L_stop);
+	I(NULL, 0, "mov", (".u32"), 2, R(unit), R(total));
+	BRA(&b, NULL, 0, L_pub);
+	ptx_chain_label(m, &b, L_st);
+	I(NULL, 0, "mad", (".lo", ".u32"), 4, R(unit), R(iter), R(pn), R(plin));
+	ptx_chain_label(m, &b, L_pub);
+	I(NULL, 0, "st", (".shared", ".u32"), 2, A(slot, 0), R(unit));
+	ptx_chain_label(m, &b, L_cl);
+	I(NULL, 0, bar, (".sync"), 1, N(bar_id));
+	I(NULL, 0, "ld", (".shared", ".u32"), 2, R(unit), A(slot, 0));
+	I(NULL, 0, "add", (".u32"), 3, R(iter), R(iter), N(1));
+	I(NULL, 0, "setp", (".ge", ".u32"), 3, R(pq), R(unit), R(total));
+	BRA(&b, pq, 0, L_done);
 	/* Logical block coordinates, x fastest. */
-	gx_buf_printf(&b,
-		      "rem.u32 %s, %s, %s;\ndiv.u32 %s, %s, %s;\nrem.u32 %s, %s, %s;\n"
-		      "div.u32 %s, %s, %s;\n%s",
-		      v.cx, unit, v.nx, t, unit, v.nx, v.cy, t, v.ny, v.cz, t, v.ny,
-		      enter ? enter : "");
-	free(steal);
-	free(enter);
-	err = b.failed ? -ENOMEM : 0;
-	if (!err)
-		err = ptx_insert_text_before(m, fn, fn->head, NULL, ".shared .align 4 .u32 %s;\n",
-					     slot);
-	if (!err)
-		err = ptx_insert_text_before(m, fn, ptx_func_entry_point(fn), NULL, "%s", b.data);
-	gx_buf_free(&b);
-	if (!err)
-		err = ptx_insert_text_before(m, fn, NULL, NULL, "%s:\n%sbra %s;\n%s:\nret;\n",
-					     L_next, leave ? leave : "", L_loop, L_done);
-	free(leave);
-	return gx_err(err);
+	I(NULL, 0, "rem", (".u32"), 3, R(v.cx), R(unit), R(v.nx));
+	I(NULL, 0, "div", (".u32"), 3, R(t), R(unit), R(v.nx));
+	I(NULL, 0, "rem", (".u32"), 3, R(v.cy), R(t), R(v.ny));
+	I(NULL, 0, "div", (".u32"), 3, R(v.cz), R(t), R(v.ny));
+	ptx_chain_append(&b, &enter);
+	/* Epilogue: next unit, done. */
+	ptx_chain_label(m, &tail, L_next);
+	ptx_chain_append(&tail, &leave);
+	BRA(&tail, NULL, 0, L_loop);
+	ptx_chain_label(m, &tail, L_done);
+	ptx_chain_insn(m, &tail, NULL, 0, "ret", 0, NULL, 0);
+#undef R
+#undef N
+#undef A
+#undef I
+#undef BRA
+	struct ptx_stmt *sd = ptx_alloc(m, sizeof(*sd));
+	if (b.failed || tail.failed || !sd)
+		return gx_err(-ENOMEM);
+	sd->kind = PTX_STMT_DECL;
+	sd->decl.space = PTX_SPACE_SHARED;
+	sd->decl.space_str = ".shared";
+	sd->decl.align = 4;
+	sd->decl.type = ".u32";
+	sd->decl.name = slot;
+	ptx_insert_before(fn, fn->head, sd, sd);
+	ptx_insert_before(fn, ptx_func_entry_point(fn), b.head, b.tail);
+	ptx_insert_before(fn, NULL, tail.head, tail.tail);
+	return 0;
 }
 
 /* A copy of fn's item under `name`, inserted after it: statements and

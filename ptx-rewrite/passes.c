@@ -71,5 +71,10 @@ int ptx_run_passes(struct ptx_module *m, struct ptx_pass_ctx *ctx)
 	free(ps.renames);
 	free(ps.persist);
 	free(ps.tramps);
+	free(ps.handlers);
+	free(ps.locals);
+	if (!err && ps.nr_elided)
+		ptx_pass_log(ctx, "hooks: %u site%s of the empty built-in handler compiled away",
+			     ps.nr_elided, ps.nr_elided == 1 ? "" : "s");
 	return err;
 }

@@ -40,6 +40,28 @@ struct ptx_tramp {
 	const char *name;
 };
 
+/* A hook handler as pass_inline.c sees it (ptx_handler_get). words: bit i
+ * set when the handler may read bytes 4i..4i+3 of its struct gdev_ctx
+ * (PTX_CTX_ALL_WORDS when the pointer escapes the analysis). */
+#define PTX_CTX_WORDS 30
+#define PTX_CTX_ALL_WORDS ((1u << PTX_CTX_WORDS) - 1)
+struct ptx_handler {
+	const char *name;
+	struct ptx_func *fn;	/* NULL: not a handler-shaped .func (then called as is) */
+	unsigned words;
+	int inlinable;		/* exactly inlinable (pass_site.c also weighs the size) */
+	size_t ninsn;		/* instructions in the body */
+	const char *why;	/* why it is not inlinable (for the log) */
+	unsigned char logged;	/* "called, not inlined" was logged */
+};
+
+/* A function-level .local declared for hook sites (context, handler depots). */
+struct ptx_site_local {
+	const struct ptx_func *fn;
+	const struct ptx_handler *h;	/* NULL: the context buffer */
+	const char *from, *to;
+};
+
 struct ptx_passes {
 	struct ptx_module *m;
 	struct ptx_pass_ctx *ctx;
@@ -54,6 +76,14 @@ struct ptx_passes {
 	struct ptx_tramp *tramps;
 	size_t nr_tramps, cap_tramps;
 	unsigned stubs; /* GDEV_HOOK_* bits whose no-op stub is needed */
+	/* pass_inline / pass_site */
+	struct ptx_handler *handlers;
+	size_t nr_handlers, cap_handlers;
+	unsigned nr_inlined;
+	struct ptx_site_local *locals;
+	size_t nr_locals;
+	int probe_added;	/* the built-in probe handler is in the module */
+	unsigned nr_elided;	/* sites of empty built-in handlers left out */
 	const struct ptx_site_names *site_names; /* made on first use */
 };
 
@@ -70,6 +100,31 @@ int ptx_persistent_check(struct ptx_passes *ps);
 int ptx_persistent_accepted(const struct ptx_passes *ps, const struct ptx_func *fn);
 /* Transform the accepted kernels (after the hook pass). */
 int ptx_pass_persistent(struct ptx_passes *ps);
+
+/* pass_inline.c */
+/* The analysis of handler `name` (a .func of the module), cached. 0 or -ENOMEM. */
+int ptx_handler_get(struct ptx_passes *ps, const char *name, const struct ptx_handler **out);
+/* Write h's body, inlined, for a site in site_fn: its top-level declarations
+ * (renamed) to decls, its code to body. Context word i is read from register
+ * W<i> (e.g. W = "%__gx_w"), T is a .b32 scratch register, `end` the label
+ * after the site. Only for h->inlinable. 0 or -errno. */
+int ptx_handler_inline(struct ptx_passes *ps, struct ptx_func *site_fn, const struct ptx_handler *h,
+		       struct gx_buf *decls, struct gx_buf *body, const char *W, const char *T,
+		       const char *end);
+
+/* pass_site.c */
+/* Insert the inline site of `hook` before pos (NULL: end of fn): guard and
+ * guard_neg the guard of the hooked instruction (NULL: none), func the
+ * handler (NULL: the built-in one chosen by opts->stubs), addr statements
+ * computing the lane's address into ptx_tramp_addr_reg() (NULL: 0), info
+ * size | op << 16 | space << 24. */
+int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt *pos,
+		    unsigned hook, const char *func, unsigned long long kid,
+		    const struct ptx_chain *addr, unsigned info, const char *guard, int guard_neg);
+/* Name of a function-level copy of the handler's .local `d` in fn (declared
+ * once per function and handler). NULL on ENOMEM. */
+const char *ptx_site_local(struct ptx_passes *ps, struct ptx_func *fn, const struct ptx_handler *h,
+			   const struct ptx_decl *d);
 
 /* pass_hooks.c */
 int ptx_pass_hooks(struct ptx_passes *ps);

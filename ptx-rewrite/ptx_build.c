@@ -115,6 +115,16 @@ void ptx_chain_scope(struct ptx_module *m, struct ptx_chain *c, int open)
 	stmt_new(m, c, open ? PTX_STMT_OPEN : PTX_STMT_CLOSE);
 }
 
+void ptx_chain_label(struct ptx_module *m, struct ptx_chain *c, const char *name)
+{
+	struct ptx_stmt *s = name ? stmt_new(m, c, PTX_STMT_LABEL) : NULL;
+	if (!s) {
+		c->failed = 1;
+		return;
+	}
+	s->text = name;
+}
+
 void ptx_chain_decl(struct ptx_module *m, struct ptx_chain *c, enum ptx_space space,
 		    const char *type, const char *name)
 {

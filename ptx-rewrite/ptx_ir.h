@@ -296,6 +296,8 @@ struct ptx_opnd *ptx_opnd_addr(struct ptx_module *m, struct ptx_opnd *base, long
 struct ptx_opnd *ptx_opnd_list(struct ptx_module *m, unsigned n, struct ptx_opnd *const *elems);
 /* `{` (open != 0) or `}`. */
 void ptx_chain_scope(struct ptx_module *m, struct ptx_chain *c, int open);
+/* `NAME:` (a label, name with its sigil: "$__gx_L3"). */
+void ptx_chain_label(struct ptx_module *m, struct ptx_chain *c, const char *name);
 /* `.reg TYPE NAME;` or `.param TYPE NAME;` (space PTX_SPACE_REG/PARAM). */
 void ptx_chain_decl(struct ptx_module *m, struct ptx_chain *c, enum ptx_space space,
 		    const char *type, const char *name);

@@ -331,6 +331,9 @@ static int pol_setup(struct ctxst *st, unsigned p)
 		}
 		if (ret)
 			return ret;
+		/* Whose copy this is: `gpuext map dump --devices` groups by it. */
+		st->maps[p][i]->hdr->dev = (uint32_t)st->dev + 1;
+		st->maps[p][i]->hdr->ctx = st->idx;
 		if (pm->init && pm->init_len && s.type == GX_MAP_ARRAY)
 			memcpy(gx_map__shard_elem(st->maps[p][i], 0, 0), pm->init, pm->init_len);
 		if (!strcmp(strrchr(pm->name, '.') ? strrchr(pm->name, '.') + 1 : pm->name, "cfg"))
@@ -623,6 +626,13 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	if (ev->kind == GX_EV_CTX_DESTROY) {
 		for (unsigned i = 0; i < nr_ctx; i++)
 			if (ctxs[i].ctx == c && !ctxs[i].failed) {
+				/* The context going away need not be this thread's
+				 * current one (another GPU's, a primary released from
+				 * elsewhere): work in it, then give the thread back its
+				 * own. */
+				CUcontext old = NULL;
+				bool other = REAL(cuCtxGetCurrent)(&old) == CUDA_SUCCESS && old != c &&
+					     REAL(cuCtxSetCurrent)(c) == CUDA_SUCCESS;
 				REAL(cuCtxSynchronize)();
 				drain_ctx(&ctxs[i], true);
 				drops_out(&ctxs[i]);
@@ -630,6 +640,8 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 				ctx_teardown(&ctxs[i], true);
 				ctxs[i].failed = 1; /* a new context at this address gets a new slot */
 				ctxs[i].ctx = NULL;
+				if (other)
+					REAL(cuCtxSetCurrent)(old);
 			}
 		nr_done = 0; /* module and function handles of that context may be reused */
 		nr_seen = 0;

@@ -91,9 +91,23 @@ CUresult gx_ev_raise(struct gx_event *ev)
 	}
 	ev->dev = -1;
 	if (ev->ctx) {
-		CUdevice d;
-		if (REAL(cuCtxGetDevice)(&d) == CUDA_SUCCESS)
-			ev->dev = d;
+		/* The device of the event's context, which need not be the current
+		 * one (a primary context retained for another GPU, a context
+		 * destroyed from elsewhere). */
+		CUdevice d = -1;
+		CUcontext cur = NULL, popped;
+		if (REAL(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur == ev->ctx) {
+			if (REAL(cuCtxGetDevice)(&d) != CUDA_SUCCESS)
+				d = -1;
+		} else if (REAL(cuCtxGetDevice_v2)(&d, ev->ctx) != CUDA_SUCCESS) {
+			d = -1; /* a driver before 12.8: ask with the context pushed */
+			if (REAL(cuCtxPushCurrent_v2)(ev->ctx) == CUDA_SUCCESS) {
+				if (REAL(cuCtxGetDevice)(&d) != CUDA_SUCCESS)
+					d = -1;
+				REAL(cuCtxPopCurrent_v2)(&popped);
+			}
+		}
+		ev->dev = d;
 	}
 	CUresult ret = CUDA_SUCCESS;
 	unsigned bit = 1u << ev->kind;

@@ -80,6 +80,20 @@ static void on_prefetch(void *u, uint64_t va, uint64_t len, int to_host)
 }
 
 static CUdevice cur_dev; /* device of the event being handled */
+/* The executor keeps one residency model per process. A process driving
+ * several GPUs: when launches move to another device, the data they touch
+ * is not resident there, as after a host synchronisation — so the switch
+ * syncs the model and the new device's launches fault (and prefetch) again. */
+static CUdevice model_dev = -1;
+
+static void touch_device(CUdevice d)
+{
+	if (d < 0)
+		return;
+	if (model_dev >= 0 && d != model_dev)
+		gx_hx__sync(hx);
+	model_dev = d;
+}
 static unsigned long nr_advise_calls;
 
 /* Eviction order made durable (gx_hostexec.h): a cold region prefers the
@@ -166,6 +180,8 @@ static int pstream(CUcontext ctx, CUstream *s, CUevent *ev)
 			*ev = pstreams[i].ev;
 			return 0;
 		}
+	}
+	for (int i = 0; i < 16; i++) { /* slots of destroyed contexts are free again */
 		if (!pstreams[i].ctx) {
 			if (REAL(cuStreamCreate)(&pstreams[i].s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
 				return -EIO;
@@ -349,6 +365,7 @@ void gx_hostpolicy_device_prefetch(CUcontext ctx, CUdevice dev, uint64_t addr, u
 	} else if (hx && gx_hx__mem_enabled(hx)) {
 		nr_dev_requests++;
 		cur_dev = dev >= 0 ? dev : 0;
+		touch_device(cur_dev);
 		CUcontext old = NULL;
 		bool switched = REAL(cuCtxGetCurrent)(&old) == CUDA_SUCCESS && old != ctx &&
 				REAL(cuCtxSetCurrent)(ctx) == CUDA_SUCCESS;
@@ -403,8 +420,10 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	case GX_EV_LAUNCH:
 		if (is_rejected((uint64_t)(uintptr_t)ev->launch.stream) || is_rejected((uint64_t)(uintptr_t)ev->ctx))
 			rc = CUDA_ERROR_NOT_PERMITTED;
-		else
+		else {
+			touch_device(cur_dev);
 			on_launch(ev);
+		}
 		break;
 	case GX_EV_STREAM_CREATE:
 	case GX_EV_CTX_CREATE: {
@@ -424,6 +443,11 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	case GX_EV_CTX_DESTROY:
 		gx_hx__queue_destroy(hx, ev->kind == GX_EV_STREAM_DESTROY ? (uint64_t)(uintptr_t)ev->stream.stream
 									  : (uint64_t)(uintptr_t)ev->ctx);
+		/* The context's prefetch stream goes with it (the driver frees
+		 * it); a later context at the same address gets a new one. */
+		for (int i = 0; ev->kind == GX_EV_CTX_DESTROY && i < (int)(sizeof(pstreams) / sizeof(pstreams[0])); i++)
+			if (pstreams[i].ctx == ev->ctx)
+				memset(&pstreams[i], 0, sizeof(pstreams[i]));
 		break;
 	case GX_EV_SYNC:
 		gx_hx__sync(hx);
@@ -517,11 +541,12 @@ void gx_hostpolicy_init(void)
 		return;
 	}
 	hx = h;
+	/* Context destruction always: its prefetch stream slot is freed. */
 	unsigned mask = GX_EV_MASK(GX_EV_MEM_ALLOC_MANAGED) | GX_EV_MASK(GX_EV_MEM_FREE) | GX_EV_MASK(GX_EV_LAUNCH) |
-			GX_EV_MASK(GX_EV_SYNC);
+			GX_EV_MASK(GX_EV_SYNC) | GX_EV_MASK(GX_EV_CTX_DESTROY);
 	if (*gx_hx__sched_policy(hx))
 		mask |= GX_EV_MASK(GX_EV_STREAM_CREATE) | GX_EV_MASK(GX_EV_STREAM_DESTROY) |
-			GX_EV_MASK(GX_EV_CTX_CREATE) | GX_EV_MASK(GX_EV_CTX_DESTROY);
+			GX_EV_MASK(GX_EV_CTX_CREATE);
 	if (gx_events_subscribe(mask, on_event, NULL) < 0) {
 		pr_warn("hostpolicy: cannot subscribe to events; running without host policy");
 		return;

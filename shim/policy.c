@@ -113,16 +113,34 @@ static size_t object_list(struct obj *o)
 	return n;
 }
 
-static unsigned cur_sm(void)
+static unsigned dev_sm(CUdevice d)
 {
-	CUdevice d;
 	int maj = 0, min = 0;
-	if (REAL(cuCtxGetDevice)(&d) != CUDA_SUCCESS &&
-	    REAL(cuDeviceGet)(&d, 0) != CUDA_SUCCESS)
-		return 0;
 	REAL(cuDeviceGetAttribute)(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d);
 	REAL(cuDeviceGetAttribute)(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d);
 	return maj > 0 ? (unsigned)(maj * 10 + min) : 0;
+}
+
+/* The arch the policy is JIT'd for: the lowest of all the process's
+ * devices, so the one build links into modules for any of them (PTX for an
+ * older arch JITs on a newer one; several GPUs of one arch, the usual host,
+ * change nothing). */
+static unsigned cur_sm(void)
+{
+	CUdevice d;
+	int n = 0;
+	unsigned lo = 0;
+	if (REAL(cuDeviceGetCount)(&n) == CUDA_SUCCESS)
+		for (int i = 0; i < n; i++) {
+			unsigned s = REAL(cuDeviceGet)(&d, i) == CUDA_SUCCESS ? dev_sm(d) : 0;
+			if (s && (!lo || s < lo))
+				lo = s;
+		}
+	if (lo)
+		return lo;
+	if (REAL(cuCtxGetDevice)(&d) != CUDA_SUCCESS && REAL(cuDeviceGet)(&d, 0) != CUDA_SUCCESS)
+		return 0;
+	return dev_sm(d);
 }
 
 static int jit_build(const char *buf, size_t len, const char *tag, unsigned sm, struct gx_policy_desc *d,

@@ -54,8 +54,26 @@ $(BUILD)/tests/shim/rdc_app: tests/gpu/shim/rdc_a.cu tests/gpu/shim/rdc_b.cu tes
 TEST_BINS += $(BUILD)/tests/shim/rdc_app $(BUILD)/tests/shim/test_rdc
 
 # Several devices and contexts (tests/shim/test_multi.c, issue 7).
-SHIM_TEST_BINS += $(BUILD)/tests/shim/test_multi
+SHIM_TEST_BINS += $(BUILD)/tests/shim/test_multi $(BUILD)/tests/shim/test_multi_tool
 $(BUILD)/tests/shim/test_multi.sh: tests/shim/test_multi.sh
 	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
-TEST_BINS += $(BUILD)/tests/shim/test_multi $(BUILD)/tests/shim/test_multi.sh
+TEST_BINS += $(BUILD)/tests/shim/test_multi $(BUILD)/tests/shim/test_multi_tool $(BUILD)/tests/shim/test_multi.sh
 TESTS     += $(BUILD)/tests/shim/test_multi.sh
+# The tools' reports with several GPUs (synthetic data, tests/tools/mkmulti.c).
+$(BUILD)/tests/tools/mkmulti: $(call objs,tests/tools/mkmulti.c) $(MAPS_LIB) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
+$(BUILD)/tests/tools/test_tools_multi.sh: tests/tools/test_tools_multi.sh
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+TEST_BINS += $(BUILD)/tests/tools/mkmulti $(BUILD)/tests/tools/test_tools_multi.sh
+TESTS     += $(BUILD)/tests/tools/test_tools_multi.sh
+# Host policies with several GPUs: prefetch to the launch's device.
+$(BUILD)/tests/hostbpf/test_hostpolicy_multi: tests/hostbpf/test_hostpolicy_multi.c tests/gx_test.h shim/gx_events.h
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(STUB_LDIR) -lcuda -ldl -lpthread
+$(BUILD)/tests/hostbpf/test_hostpolicy_multi.sh: tests/hostbpf/test_hostpolicy_multi.sh
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+TEST_BINS += $(BUILD)/tests/hostbpf/test_hostpolicy_multi $(BUILD)/tests/hostbpf/test_hostpolicy_multi.sh
+TESTS     += $(BUILD)/tests/hostbpf/test_hostpolicy_multi.sh

@@ -24,7 +24,7 @@ $(JITSO): $(JITSO_OBJS) $(JIT_LIB) $(DEVBPF_LIB) $(MAPS_LIB) $(COMMON_LIB)
 
 LIBS_ALL += $(TOOL_OBJS) $(JITSO)
 
-CLI_SRCS += cli/tools.c cli/tools_fmt.c cli/run_tool.c devbpf/tools/jitlib_open.c devbpf/tools/gx_pcache.c \
+CLI_SRCS += cli/tools.c cli/tools_fmt.c cli/tools_dev.c cli/run_tool.c devbpf/tools/jitlib_open.c devbpf/tools/gx_pcache.c \
             devbpf/tools/gx_pmerge.c
 
 # The JIT cache for the GPU machine (no LLVM there): the lead runs this

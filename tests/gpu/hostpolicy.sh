@@ -34,9 +34,14 @@ for p in $POLICIES; do
 	[ -f "$B/hostbpf/gx_$p.bpf.o" ] || nok "policy object $B/hostbpf/gx_$p.bpf.o missing"
 done
 
+# One build of the benchmark program for sections 1 and 1b/1c.
+arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
+timeout 300 "$NVCC" -O2 -arch=sm_${arch:-90} -o "$W/uvm" "$ROOT/bench/uvm_prefetch.cu" >"$L/uvm-build.log" 2>&1 ||
+	nok "bench/uvm_prefetch.cu: nvcc build failed (see $L/uvm-build.log)"
+
 # ---- 1. benchmark ----
 if [[ ",$SKIP," != *,bench,* ]]; then
-	OUT=$OUT GX_BUILD=$B bash "$ROOT/bench/uvm_prefetch.sh" 2>&1 | tee "$L/bench.log" | grep -E '^(not )?ok - ' |
+	UVM_BIN="$W/uvm" OUT=$OUT GX_BUILD=$B bash "$ROOT/bench/uvm_prefetch.sh" 2>&1 | tee "$L/bench.log" | grep -E '^(not )?ok - ' |
 		tee -a "$L/summary.txt" >/dev/null
 	grep -E '^(not )?ok - ' "$L/bench.log" || nok "bench/uvm_prefetch.sh printed no results"
 	[ -f "$L/uvm_prefetch.md" ] && cat "$L/uvm_prefetch.md"
@@ -49,8 +54,7 @@ fi
 # 1c: a device policy (devprefetch, JIT'd into $B/cache by `make gpu-prep`)
 # sends gdev_mem_prefetch requests from inside k_seq; with launch arguments
 # ignored (GPUEXT_HOSTPOLICY_LAUNCH_ARGS=0) they alone drive gx_seq.
-if [[ ",$SKIP," != *,advise,* ]] && timeout 300 "$NVCC" -O2 -arch=sm_90 -o "$W/uvm" "$ROOT/bench/uvm_prefetch.cu" \
-	>"$L/uvm-build.log" 2>&1; then
+if [[ ",$SKIP," != *,advise,* ]] && [ -x "$W/uvm" ]; then
 	sum_of() { sed -n "s/^RESULT pattern=$2 .*checksum=\([0-9]*\).*/\1/p" "$L/$1.out"; }
 	timeout 120 "$W/uvm" --only pipeline --reps 1 >"$L/evict.base.out" 2>&1
 	timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_HOSTPOLICY_CAPACITY=96 \

@@ -84,6 +84,14 @@ nrw=$(grep -c 'rewritten (identity), reloaded' "$L/ctx.shim.err")
 [ "$nrw" -ge $((nctx + 1)) ] && ! grep -q 'passed through' "$L/ctx.shim.err" &&
 	ok "shim: the module rewritten in each of $nctx contexts and the library once ($nrw rewritten, none passed through)" ||
 	nok "shim: $nrw modules rewritten for $nctx contexts + 1 library: $(grep -E 'passed|module' "$L/ctx.shim.err" | head -3 | tr '\n' ' ')"
+narch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | sort -u | wc -l)
+nre=$(grep -c 'from the module cache' "$L/ctx.shim.err")
+if [ "$narch" -eq 1 ]; then
+	[ "$nre" -ge "$nctx" ] && ok "shim: one rewrite for one GPU arch, the module cache serves $nre of $((nctx + 1)) loads" ||
+		nok "shim: the module cache served $nre of $((nctx + 1)) loads (one arch: expected >= $nctx)"
+else
+	note "GPU archs: $narch; the module cache served $nre loads"
+fi
 grep -q 'cuMemcpyPeer.*DIFFERENT' "$L/ctx.shim.out" && nok "cuMemcpyPeer copied different bytes with the shim" ||
 	ok "cuMemcpyPeer between contexts: $(grep -c 'cuMemcpyPeer.*identical' "$L/ctx.shim.out") copies identical"
 if [ "$NGPU" -ge 2 ]; then
@@ -108,6 +116,9 @@ for t in threadhist kernelretsnoop; do
 		nok "$t: only $nh modules rewritten with hooks for $nctx contexts + 1 library"
 	d=$(ls -d "$W/ctx.$t.shm"/run-* 2>/dev/null | head -1)
 	[ -n "$d" ] && "$B/bin/gpuext" tools report $t --dir "$d" >"$L/ctx.$t.txt" 2>&1
+	# every context's copy of threadhist's counters, merged and per GPU
+	[ -n "$d" ] && [ $t = threadhist ] && GPUEXT_SHM_DIR="$d" "$B/bin/gpuext" --json map dump th_counts --devices \
+		>"$L/ctx.mapdump.json" 2>"$L/ctx.mapdump.err"
 done
 python3 - "$L" "$blocks" "$warps" "$threads" "$nctx" <<'P' | tee -a "$L/summary.txt"
 import json, re, sys
@@ -131,6 +142,12 @@ if d:
         check(got == perdev, 'threadhist per GPU: %s (launched %s)' % (got, perdev))
     else:
         print('# threadhist report has no per-GPU section (older tree)')
+d = load('ctx.mapdump')
+if d:
+    e = d['entries'][0] if d['entries'] else {'merged': [0, 0, 0], 'gpus': {}}
+    got = {int(k): v[0] for k, v in e['gpus'].items()}
+    check(e['merged'] == [blocks, warps, threads] and got == perdev and len(d['copies']) == nctx,
+          'gpuext map dump --devices: %d copies merged %s, per GPU %s (launched %s)' % (len(d['copies']), e['merged'], got, perdev))
 d = load('ctx.kernelretsnoop')
 if d:
     L_ = d['launches']

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # GPU check of the ptx-rewrite passes (run by tests/gpu/run.sh on the H200).
 #  1. bench/hook_overhead: the kernels of bench/hook_kernels.cu rewritten by
-#     every pass (entry+exit, mem, all hooks with no-op stubs; persistent
-#     workers static/dynamic; persistent + entry/exit), outputs compared bit
-#     for bit with the original, median times, ratio table, JIT times.
+#     every pass (entry+exit with the empty handler elided, called, a probe
+#     reading the whole context inlined / called; a policy reading two fields;
+#     mem and all hooks called / probe; persistent workers static/dynamic and
+#     with entry/exit), outputs compared bit for bit with the original, median
+#     times, ratios, registers and local bytes per kernel, JIT times; then the
+#     divergence checks (two lane groups of a warp never see each other's
+#     context, called and inlined handlers).
 #  2. Through the shim: tests/gpu/passes_app.cu (PTX only, so the driver JITs
 #     it via the shim's rewrite) with GPUEXT_HOOKS=entry,exit / mem / all
 #     must print the same checksums as without the shim; and with

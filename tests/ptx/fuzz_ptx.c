@@ -46,6 +46,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fprintf(stderr, "not a fixpoint\n--- first\n%s\n--- second\n%s\n", e1.data, e2.data);
 		abort();
 	}
+	/* the first .func with a body: bound as a handler below */
+	char hname[128] = "f";
+	ptx_for_each_item(m, it)
+		if (it->kind == PTX_ITEM_FUNC && !it->func.is_entry && it->func.has_body) {
+			snprintf(hname, sizeof(hname), "%s", it->func.name);
+			break;
+		}
 	/* editing helpers on every function body */
 	ptx_for_each_item(m, it) {
 		if (it->kind != PTX_ITEM_FUNC || !it->func.has_body)
@@ -79,9 +86,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* every pass: may refuse, must not crash (small inputs: keeps the rate up) */
 	if (size > 8192)
 		return 0;
-	struct gx_ptx_rewrite_opts o = {.sz = sizeof(o), .hooks = 0xf, .persistent = size & 1};
+	struct gx_ptx_rewrite_opts o = {.sz = sizeof(o), .hooks = 0xf, .persistent = size & 1,
+					.stubs = (unsigned)(size >> 1) % 4};
 	struct gx_ptx_rewrite_result res;
 	if (gx_ptx_rewrite(text, size, &o, &res) == 0 && !res.ptx)
+		abort();
+	gx_ptx_rewrite_result_free(&res);
+	/* the input as a policy whose first .func handles every hook of a
+	 * small kernel: the handler analysis and the inliner (pass_inline.c) */
+	static const char app[] =
+		".version 8.0\n.target sm_90\n.address_size 64\n"
+		".visible .entry k(.param .u64 p)\n{\n.reg .b64 %rd<3>;\n.reg .pred %p<2>;\n"
+		"ld.param.u64 %rd1, [p];\nsetp.eq.u64 %p1, %rd1, 0;\n@%p1 ret;\n"
+		"ld.global.u64 %rd2, [%rd1+8];\nst.global.u64 [%rd1], %rd2;\nret;\n}\n";
+	const struct gx_hook_binding bd[] = {
+		{GDEV_HOOK_ENTRY, NULL, hname}, {GDEV_HOOK_EXIT, NULL, hname},
+		{GDEV_HOOK_MEM, NULL, hname}, {GDEV_HOOK_FENCE, NULL, hname}};
+	struct gx_ptx_rewrite_opts po = {.sz = sizeof(po), .hooks = 0xf, .policy_ptx = text,
+					 .policy_len = size, .bindings = bd, .nr_bindings = 4};
+	if (gx_ptx_rewrite(app, sizeof(app) - 1, &po, &res) == 0 && !res.ptx)
 		abort();
 	gx_ptx_rewrite_result_free(&res);
 	return 0;

@@ -27,11 +27,11 @@ PASSES="ee mem all persist allp"
 CHECK_PASSES=${GX_PASSES_CHECK:-"ee mem all persist"}
 flags() {
 	case $1 in
-	ee) echo "--hooks entry,exit" ;;
-	mem) echo "--hooks mem" ;;
-	all) echo "--hooks all" ;;
+	ee) echo "--hooks entry,exit --stubs call" ;;
+	mem) echo "--hooks mem --stubs probe" ;;
+	all) echo "--hooks all --stubs probe-call" ;;
 	persist) echo "--persistent" ;;
-	allp) echo "--hooks all --persistent" ;;
+	allp) echo "--hooks all --persistent --stubs probe" ;;
 	esac
 }
 

@@ -25,7 +25,9 @@ check "rewrite --bind validates" "$G ptx rewrite --policy-ptx $IN --bind entry $
 check "rewrite --bind needs --policy-ptx" "$G ptx rewrite --bind entry:f $IN 2>&1 | grep -q 'go together'"
 check "rewrite --policy not yet" "$G ptx rewrite --policy x.bpf.o $IN 2>&1 | grep -q 'not supported yet'"
 check "rewrite --max-ptx validates" "$G ptx rewrite --max-ptx 9 $IN 2>&1 | grep -q 'max-ptx wants X.Y'"
-check "rewrite --hooks all --json" "$G --json ptx rewrite --hooks all $IN -o $W/all.ptx | grep -q '\"kernels\":1,\"hooks\":[1-9]'"
+check "rewrite --hooks all --json" "$G --json ptx rewrite --hooks all --stubs call $IN -o $W/all.ptx | grep -q '\"kernels\":1,\"hooks\":[1-9]'"
+check "rewrite --hooks all (empty handlers elided)" "$G --json ptx rewrite --hooks all $IN -o $W/alle.ptx | grep -q '\"kernels\":1,\"hooks\":0'"
+check "rewrite --stubs bad is refused" "! $G ptx rewrite --hooks all --stubs bad $IN -o /dev/null 2>/dev/null"
 # -o to a device must write through it, never replace it (temp+rename)
 mkfifo "$W/fifo" 2>/dev/null
 ( cat "$W/fifo" >"$W/fifo.out" ) &

@@ -18,7 +18,7 @@ else
 fi
 mkdir -p "$corpus"
 if [ -z "$(ls -A "$corpus")" ]; then
-	cp tests/ptx/golden/*.ptx "$corpus/" 2>/dev/null
+	cp tests/ptx/golden/*.ptx tests/ptx/sites/*.ptx "$corpus/" 2>/dev/null
 	# small corpus modules only: libFuzzer mutates better on short inputs
 	for s in "$B"/ptx-corpus/*.ptx; do
 		[ -f "$s" ] && [ "$(stat -c %s "$s")" -lt 20000 ] && cp "$s" "$corpus/"

@@ -103,9 +103,21 @@ static __thread struct {
 	int is_kernel, n;
 } seen;
 
+/* Context events: the device each named (they need not be current). */
+static struct {
+	CUcontext ctx;
+	int dev, kind;
+} ctx_ev[16];
+static int nr_ctx_ev;
+
 static CUresult on_launch(struct gx_event *ev, void *cookie)
 {
 	(void)cookie;
+	if (ev->kind == GX_EV_CTX_CREATE || ev->kind == GX_EV_CTX_DESTROY) {
+		if (nr_ctx_ev < 16)
+			ctx_ev[nr_ctx_ev].ctx = ev->ctx, ctx_ev[nr_ctx_ev].dev = ev->dev, ctx_ev[nr_ctx_ev++].kind = ev->kind;
+		return CUDA_SUCCESS;
+	}
 	seen.ctx = ev->ctx;
 	seen.dev = ev->dev;
 	snprintf(seen.name, sizeof(seen.name), "%s", ev->launch.name ? ev->launch.name : "(null)");
@@ -132,6 +144,10 @@ static void test_modules(void)
 	GX_CHECK(ok_load && log_count(mark, "reloaded from sm_80 PTX") == NCTX,
 		 "the same PTX loaded in %d contexts on 3 devices: rewritten for each (%d lines)", NCTX,
 		 log_count(mark, "reloaded from sm_80 PTX"));
+	/* Contexts 0 (sm_90) and 1 (sm_80) rewrite; 2 and 3 (sm_90) reuse. */
+	GX_CHECK(log_count(mark, "from the module cache") == 2,
+		 "rewritten once per device arch: the module cache serves the 2 contexts of an arch seen before (%d)",
+		 log_count(mark, "from the module cache"));
 	int distinct = 1;
 	for (int i = 0; i < NCTX; i++)
 		for (int j = i + 1; j < NCTX; j++)
@@ -329,7 +345,8 @@ int main(int argc, char **argv)
 	GX_CHECK(cuInit(0) == CUDA_SUCCESS && cuDeviceGetCount(&n) == CUDA_SUCCESS && n == 3, "3 devices (%d)", n);
 	bind();
 	fake_strict_ctx(1);
-	int id = p_subscribe(GX_EV_MASK(GX_EV_LAUNCH), on_launch, NULL);
+	int id = p_subscribe(GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_CTX_CREATE) | GX_EV_MASK(GX_EV_CTX_DESTROY),
+			     on_launch, NULL);
 	size_t c0, m0, f0;
 	table_counts(&c0, &m0, &f0);
 	int ok = 1;
@@ -337,6 +354,19 @@ int main(int argc, char **argv)
 		ok &= cuDevicePrimaryCtxRetain(&ctx[i], i) == CUDA_SUCCESS;
 	ok &= cuCtxCreate(&ctx[3], NULL, 0, 0) == CUDA_SUCCESS;
 	GX_CHECK(ok && ctx[0] != ctx[3], "primary contexts of 3 devices and a created one on device 0");
+	int evok = nr_ctx_ev == 4;
+	for (int i = 0; i < nr_ctx_ev && evok; i++)
+		evok = ctx_ev[i].kind == GX_EV_CTX_CREATE && ctx_ev[i].ctx == ctx[i] && ctx_ev[i].dev == ctx_dev[i];
+	GX_CHECK(evok, "context-create events carry each context's own device (primaries retained with no or another "
+		       "context current)");
+	/* Destroyed while another device's context is current. */
+	CUcontext c2;
+	nr_ctx_ev = 0;
+	ok = cuCtxCreate(&c2, NULL, 0, 2) == CUDA_SUCCESS && cuCtxSetCurrent(ctx[1]) == CUDA_SUCCESS &&
+	     cuCtxDestroy(c2) == CUDA_SUCCESS;
+	GX_CHECK(ok && nr_ctx_ev == 2 && ctx_ev[1].kind == GX_EV_CTX_DESTROY && ctx_ev[1].ctx == c2 && ctx_ev[1].dev == 2,
+		 "a context of device 2 destroyed while device 1's is current: the event names device 2 (%d)",
+		 nr_ctx_ev == 2 ? ctx_ev[1].dev : -9);
 	test_modules();
 	test_library(argv[1]);
 	test_threads();

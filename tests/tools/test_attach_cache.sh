@@ -8,7 +8,9 @@
 # kept kernelretsnoop, launchlate and memtrace from attaching on the H200).
 # Per tool: from the cache, hooks inserted, __gx_devrt written, not a single
 # "running without it" line, one ring record (if the tool has a ring)
-# reaches the report. A failing setup must say which tool and why.
+# reaches the report. A failing setup must say which tool and why. One fake
+# device (FAKECUDA_DEVICES=1): the machine has one H200, and the policy is
+# JIT'd for the lowest arch of all devices (the fake's default two differ).
 set -u
 B=${BUILD:-build}
 B=$(cd "$B" && pwd)
@@ -34,7 +36,7 @@ run() { # tool, out name, extra env...
 	mkdir -p $T/shm-$n
 	env -u GPUEXT_TOOL -u GPUEXT_POLICY -u GPUEXT_JITLIB LD_LIBRARY_PATH=$T/lib GPUEXT_REAL_LIBCUDA=$FAKE \
 		GPUEXT_LOG=info GPUEXT_TOOLS_DIR=$B/share/gpuext/tools GPUEXT_FLUSH_MS=10 GPUEXT_TOOL=$t \
-		GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm-$n FAKEDEV_PIN_ANON_ONLY=1 "$@" \
+		GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm-$n FAKEDEV_PIN_ANON_ONLY=1 FAKECUDA_DEVICES=1 "$@" \
 		timeout 60 $APP $PTX $K ${MODE:-policy} >$T/$n.out 2>$T/$n.err
 	echo $? >$T/$n.rc
 }
@@ -92,11 +94,20 @@ check "policy + tool: the policy first, then the tool" \
 run threadhist,threadhist dup
 check "a tool named twice is attached once" "grep -q 'policy threadhist: listed twice; attached once' $T/dup.err && grep -q 'rewritten (1 hooks)' $T/dup.err" dup
 # gpuext-run --tool a --tool b: one report each
-out=$(env LD_LIBRARY_PATH= GPUEXT_REAL_LIBCUDA=$FAKE GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm5 \
+out=$(env LD_LIBRARY_PATH= GPUEXT_REAL_LIBCUDA=$FAKE FAKECUDA_DEVICES=1 GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm5 \
 	GPUEXT_TOOLS_DIR=$B/share/gpuext/tools GPUEXT_FLUSH_MS=10 GPUEXT_JITLIB=/nonexistent timeout 60 \
 	$B/bin/gpuext-run --tool threadhist --tool launchlate -- $APP $PTX $K policy 2>&1)
 if [[ $out == *"threadhist: "*" 2 blocks, 4 warps, 128 threads"* && $out == *"launchlate: 1 launches"* ]]; then
 	echo "ok - cache: gpuext-run --tool threadhist --tool launchlate prints both reports"
 else
 	echo "not ok - cache: gpuext-run --tool threadhist --tool launchlate prints both reports"; echo "$out" | tail -8 | sed 's/^/#  /'
+fi
+# the CLI joins repeated options into the environment the shim reads
+env=$($B/bin/gpuext-run --tool threadhist --tool=launchlate --policy $B/share/gpuext/tools/memtrace.bpf.o \
+	--policy $B/share/gpuext/tools/kernelretsnoop.bpf.o --print-env -- true 2>&1)
+if [[ $env == *"GPUEXT_TOOL=threadhist,launchlate"* &&
+	$env == *"GPUEXT_POLICY=$B/share/gpuext/tools/memtrace.bpf.o:$B/share/gpuext/tools/kernelretsnoop.bpf.o"* ]]; then
+	echo "ok - cache: repeated --tool/--policy joined (GPUEXT_TOOL=a,b, GPUEXT_POLICY=p:q)"
+else
+	echo "not ok - cache: repeated --tool/--policy joined: $env"
 fi

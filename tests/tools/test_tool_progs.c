@@ -6,7 +6,8 @@
  * leader would (gx_host_env says where the warp is, gdev_ctx what the
  * trampoline fills). threadhist: per-SM blocks/warps/threads exact for block
  * shapes with a partial last warp and 3-D blocks; kernelretsnoop: one record
- * per block; launchlate: one record per launch. */
+ * per block; launchlate: one record per launch; memtrace: every N-th access
+ * of a warp slot (N = 64, a power of two, and 3). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "tests/gx_test.h"
 
 #define SMS 4
+#define MEM_REPS 40 /* memory accesses per warp (memtrace) */
 
 struct launch {
 	unsigned grid[3], block[3];
@@ -31,6 +33,7 @@ static const struct launch launches[] = {
 };
 
 typedef uint32_t (*hook_fn)(void *);
+static uint64_t mt_every; /* memtrace's cfg[0] for the next run (0: its default) */
 
 static int rec_count(void *ctx, unsigned type, const void *rec, size_t len)
 {
@@ -73,11 +76,15 @@ static int simulate(const struct gx_bpf_prog *p, hook_fn fn, struct gx_map **map
 							.block_dim = { L->block[0], L->block[1], L->block[2] },
 							.grid_dim = { L->grid[0], L->grid[1], L->grid[2] } };
 						uint64_t r;
-						if (fn)
-							fn(&c);
-						else
-							bad += gx_test_interp_maps(gx_bpf_prog__insns(p),
-										   gx_bpf_prog__insn_cnt(p), &c, jm, &r) != 0;
+						for (unsigned a = 0; a < (hook == GDEV_HOOK_MEM ? MEM_REPS : 1); a++) {
+							c.addr = 0x1000 + 64ull * a;
+							if (fn)
+								fn(&c);
+							else
+								bad += gx_test_interp_maps(gx_bpf_prog__insns(p),
+											   gx_bpf_prog__insn_cnt(p), &c, jm,
+											   &r) != 0;
+						}
 					}
 	}
 	free(jm);
@@ -104,6 +111,14 @@ static void run_tool(const char *dir, const char *tool, unsigned hook,
 	GX_CHECK(ok, "%s: program and maps", tool);
 	if (!ok)
 		return;
+	/* knobs: cfg[0] as GPUEXT_CFG would set it */
+	for (size_t i = 0; i < ni; i++) {
+		const char *dot = strrchr(mi[i]->name, '.');
+		if (dot && !strcmp(dot, ".cfg")) {
+			*(uint64_t *)gx_map__shard_elem(mi[i], 0, 0) = mt_every;
+			*(uint64_t *)gx_map__shard_elem(mn[i], 0, 0) = mt_every;
+		}
+	}
 	GX_CHECK(simulate(p, NULL, mi, ni, hook) == 0, "%s: interpreter ran every warp", tool);
 	check("interpreter", mi, ni);
 	struct gx_jit_object_opts o = { .sz = sizeof(o), .target = GX_JIT_NATIVE, .maps = mn, .nr_maps = nn };
@@ -178,6 +193,27 @@ static void check_ll(const char *how, struct gx_map **maps, size_t n)
 		 got, GX_ARRAY_SIZE(launches));
 }
 
+/* memtrace: every N-th call of a warp slot is sampled (cfg[0], 64 when 0). */
+static void check_mt(const char *how, struct gx_map **maps, size_t n)
+{
+	static uint64_t calls[SMS * GX_WARP_SLOTS_PER_SM];
+	memset(calls, 0, sizeof(calls));
+	for (size_t l = 0; l < GX_ARRAY_SIZE(launches); l++) {
+		const struct launch *L = &launches[l];
+		unsigned nb = L->grid[0] * L->grid[1] * L->grid[2];
+		unsigned nw = (L->block[0] * L->block[1] * L->block[2] + 31) / 32;
+		for (unsigned b = 0; b < nb; b++)
+			for (unsigned w = 0; w < nw; w++)
+				calls[(b % SMS) * GX_WARP_SLOTS_PER_SM + w] += MEM_REPS;
+	}
+	uint64_t every = mt_every ? mt_every : 64;
+	unsigned want = 0, got = ring_records(maps, n);
+	for (unsigned s = 0; s < SMS * GX_WARP_SLOTS_PER_SM; s++)
+		want += (unsigned)(calls[s] / every);
+	GX_CHECK(got == want, "memtrace (%s, 1 in %llu): %u samples (want %u)", how, (unsigned long long)every, got,
+		 want);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -190,5 +226,8 @@ int main(int argc, char **argv)
 	run_tool(argv[1], "threadhist", GDEV_HOOK_ENTRY, check_threadhist);
 	run_tool(argv[1], "kernelretsnoop", GDEV_HOOK_EXIT, check_krs);
 	run_tool(argv[1], "launchlate", GDEV_HOOK_ENTRY, check_ll);
+	run_tool(argv[1], "memtrace", GDEV_HOOK_MEM, check_mt);
+	mt_every = 3; /* not a power of two: the division path */
+	run_tool(argv[1], "memtrace", GDEV_HOOK_MEM, check_mt);
 	return gx_test_done();
 }

@@ -28,6 +28,7 @@ def ptx_kernel(rank, ptx_path):
     cu = ctypes.CDLL("libcuda.so.1")
     for n in ("cuCtxGetCurrent", "cuModuleLoadData", "cuModuleGetFunction", "cuLaunchKernel", "cuModuleUnload"):
         getattr(cu, n).restype = ctypes.c_int
+    cu.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
     ctx = ctypes.c_void_p()
     assert cu.cuCtxGetCurrent(ctypes.byref(ctx)) == 0 and ctx.value, "no current context"
     img = open(ptx_path, "rb").read() + b"\0"
@@ -42,7 +43,7 @@ def ptx_kernel(rank, ptx_path):
     p_in = ctypes.c_uint64(0)
     c_n = ctypes.c_uint32(n)
     salt = ctypes.c_uint32(0x4242 + rank)
-    args = (ctypes.c_void_p * 4)(*[ctypes.cast(ctypes.byref(a), ctypes.c_void_p) for a in (p_out, p_in, c_n, salt)])
+    args = (ctypes.c_void_p * 4)(*[ctypes.addressof(a) for a in (p_out, p_in, c_n, salt)])
     grid = 50 * (rank + 1)
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     rc = cu.cuLaunchKernel(fn, grid, 1, 1, 128, 1, 1, 0, stream, args, None)

@@ -302,6 +302,19 @@ FX CUresult cuCtxGetDevice(CUdevice *d)
 	return CUDA_SUCCESS;
 }
 
+/* FAKECUDA_NO_GETDEVICE_V2=1: a driver before 12.8, without it. */
+FX CUresult cuCtxGetDevice_v2(CUdevice *d, CUcontext c)
+{
+	REC();
+	if (getenv("FAKECUDA_NO_GETDEVICE_V2"))
+		return CUDA_ERROR_NOT_FOUND;
+	struct fctx *x = c ? (struct fctx *)c : cur;
+	if (!x)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*d = x->dev;
+	return CUDA_SUCCESS;
+}
+
 FX CUresult cuCtxSynchronize(void)
 {
 	REC();

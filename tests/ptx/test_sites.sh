@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Hook sites and handlers (ptx-rewrite/pass_site.c, pass_inline.c) through the
+# CLI, on tests/ptx/golden-passes/vadd.ptx (sm_90: elect.sync) and edge.ptx:
+#  - built-in handlers: elide leaves no site, call/probe/probe-call have the
+#    shapes they promise;
+#  - policies (tests/ptx/sites/): one reading two context fields and the
+#    devbpf JIT's own tool programs are inlined (no call, only the words they
+#    read are computed); one whose context pointer escapes into a helper is
+#    called with every word stored in the thread's own .local context;
+#  - divergence safety: no hook site of entry/exit/mem/fence uses a context
+#    shared between lanes (no __gx_ctxbuf, no global context slot), so two
+#    lane groups of a warp cannot overwrite each other's context;
+#  - every output is accepted by ptxas.
+set -u
+BUILD=${BUILD:-build}
+PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
+G=$BUILD/bin/gpuext
+S=tests/ptx/sites
+W=$BUILD/ptx-sites
+APP=tests/ptx/golden-passes/vadd.ptx
+mkdir -p "$W"
+
+ok() { echo "ok - sites: $*"; }
+nok() { echo "not ok - sites: $*"; }
+check() { # NAME COMMAND...
+	local n=$1
+	shift
+	if "$@" >/dev/null 2>&1; then ok "$n"; else nok "$n"; fi
+}
+count() { grep -c -- "$1" "$2"; }
+[ -x "$G" ] || { nok "$G not built"; exit 1; }
+
+# rw NAME ARGS...: rewrite APP (or --app FILE) into $W/NAME.ptx, log in NAME.log
+rw() {
+	local n=$1 app=$APP
+	shift
+	if [ "$1" = --app ]; then app=$2; shift 2; fi
+	if ! $G ptx rewrite "$@" "$app" -o "$W/$n.ptx" 2>"$W/$n.log"; then
+		nok "$n: rewrite failed: $(tail -1 "$W/$n.log")"
+		return 1
+	fi
+	if "$PTXAS" -arch=sm_90 -v "$W/$n.ptx" -o /dev/null >"$W/$n.v" 2>&1; then
+		ok "$n: ptxas sm_90"
+	else
+		nok "$n: ptxas: $(grep -m1 -i error "$W/$n.v")"
+		return 1
+	fi
+}
+no_shared_ctx() { # NAME: no per-warp context slot anywhere
+	if grep -q '__gx_ctxbuf\|__gx_tramp' "$W/$1.ptx"; then
+		nok "$1: a site uses a context shared by the warp"
+	else
+		ok "$1: no context shared between lane groups"
+	fi
+}
+
+# Built-in handlers.
+if rw elide --hooks all; then
+	check "elide: no site code" test "$(count activemask "$W/elide.ptx")" = 0
+	check "elide: logged" grep -q 'sites of the empty built-in handler compiled away' "$W/elide.log"
+fi
+if rw call --hooks entry,exit --stubs call; then
+	check "call: elect.sync and a call per site" \
+		test "$(count 'elect.sync' "$W/call.ptx")" = 2 -a "$(count 'call.*__gx_stub_' "$W/call.ptx")" = 2
+	check "call: no trampoline" test "$(count '__gx_tramp' "$W/call.ptx")" = 0
+	no_shared_ctx call
+fi
+if rw probe --hooks all --stubs probe; then
+	check "probe: inlined (no call)" test "$(count 'call' "$W/probe.ptx")" = 0
+	check "probe: reads the special registers" grep -q '%smid' "$W/probe.ptx"
+	check "probe: the probe's own store is not hooked" \
+		test "$(count 'mov.b64	%__gx_a, %rd' "$W/probe.ptx")" = 3
+	no_shared_ctx probe
+fi
+if rw probe-call --hooks all --stubs probe-call; then
+	check "probe-call: the context is the thread's own .local" \
+		grep -q '^	\.local \.align 16 \.b8 __gx_lctx\[128\];' "$W/probe-call.ptx"
+	check "probe-call: every word it reads stored (words 0-28: 7 x v4 + 1 per site)" \
+		test "$(count 'st.local.v4.u32' "$W/probe-call.ptx")" = "$((7 * $(count 'call.*__gx_probe' "$W/probe-call.ptx")))"
+	no_shared_ctx probe-call
+fi
+rw edge-probe --app tests/ptx/golden-passes/edge.ptx --hooks all --stubs probe &&
+	no_shared_ctx edge-probe
+rw edge-call --app tests/ptx/golden-passes/edge.ptx --hooks all --persistent --stubs probe-call
+
+# A policy reading `hook` and `smid`: inlined, only those words computed.
+if rw ctx --policy-ptx $S/ctx_policy.ptx --bind entry:gx_bench_ctx --bind exit:gx_bench_ctx; then
+	check "ctx policy: inlined" test "$(count 'call' "$W/ctx.ptx")" = 0
+	check "ctx policy: only the words it reads (hook, smid) are computed" \
+		test "$(grep -o '%__gx_w[0-9][0-9]*' "$W/ctx.ptx" | sort -u | tr '\n' ' ')" = "%__gx_w11 %__gx_w24 "
+	check "ctx policy: its effect is kept" test "$(count 'red.global.add.u32	\[%__gx_h' "$W/ctx.ptx")" = 2
+	no_shared_ctx ctx
+fi
+# A policy passing the context to a helper: called, every word in .local.
+if rw escape --policy-ptx $S/escape_policy.ptx --bind mem:gx_div; then
+	check "escaping policy: called" test "$(count 'call.*__gx_p_gx_div,' "$W/escape.ptx")" = 3
+	check "escaping policy: context in .local, all words (7 x v4 + 1 x v2 per site)" \
+		test "$(count 'st.local.v4.u32' "$W/escape.ptx")" = 21 -a "$(count 'st.local.v2.u32' "$W/escape.ptx")" = 3
+	check "escaping policy: logged" grep -q 'handler __gx_p_gx_div is called, not inlined (context pointer escapes)' "$W/escape.log"
+	no_shared_ctx escape
+fi
+if rw escape-inl --policy-ptx $S/escape_policy.ptx --bind mem:gx_div_inl; then
+	check "reading policy: inlined" test "$(count 'call.*__gx_p_gx_div_inl' "$W/escape-inl.ptx")" = 0
+fi
+# The devbpf JIT's tool programs (LLVM NVPTX output, 60-260 instructions).
+for t in threadhist:entry kernelretsnoop:exit launchlate:entry memtrace:mem; do
+	n=${t%:*} h=${t#*:}
+	rw "jit-$n" --policy-ptx "$S/$n.ptx" --bind "$h:gxp_$n" || continue
+	no_shared_ctx "jit-$n"
+	if [ "$h" = mem ]; then
+		check "jit $n: too large for every memory instruction: called" \
+			grep -q "handler __gx_p_gxp_$n is called, not inlined (too large for this hook)" "$W/jit-$n.log"
+	else
+		check "jit $n: inlined" test "$(count "call.*__gx_p_gxp_$n\b" "$W/jit-$n.ptx")" = 0
+		check "jit $n: one .local depot per kernel" \
+			test "$(grep -c '^	\.local .* __gx_d[0-9]*\[' "$W/jit-$n.ptx")" = 1
+	fi
+done
