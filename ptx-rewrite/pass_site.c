@@ -240,7 +240,11 @@ static void store_words(struct gx_buf *b, const char *P, unsigned need, const ch
 	for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
 		if (!(need & 1u << i))
 			continue;
-		if (!(i & 1) && (need & 1u << (i + 1))) {
+		if (!(i & 3) && (need >> i & 0xfu) == 0xfu) {
+			gx_buf_printf(b, "st.local.v4.u32 [%s+%u], {%%%s_w%u, %%%s_w%u, %%%s_w%u, %%%s_w%u};\n",
+				      ctx, 4 * i, P, i, P, i + 1, P, i + 2, P, i + 3);
+			i += 3;
+		} else if (!(i & 1) && (need & 1u << (i + 1))) {
 			gx_buf_printf(b, "st.local.v2.u32 [%s+%u], {%%%s_w%u, %%%s_w%u};\n", ctx, 4 * i,
 				      P, i, P, i + 1);
 			i++;
@@ -352,7 +356,7 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	} else if (stub || !need) {
 		gx_buf_printf(&bd, "mov.u64 %%%s_x, 0;\n", P);
 	} else {
-		const char *ctx = fn_local(ps, fn, NULL, "", ".local .align 8 .b8 %s[120];");
+		const char *ctx = fn_local(ps, fn, NULL, "", ".local .align 16 .b8 %s[128];");
 		if (!ctx)
 			err = -ENOMEM;
 		else {

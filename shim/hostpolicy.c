@@ -180,6 +180,8 @@ static int pstream(CUcontext ctx, CUstream *s, CUevent *ev)
 			*ev = pstreams[i].ev;
 			return 0;
 		}
+	}
+	for (int i = 0; i < 16; i++) { /* slots of destroyed contexts are free again */
 		if (!pstreams[i].ctx) {
 			if (REAL(cuStreamCreate)(&pstreams[i].s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
 				return -EIO;
@@ -539,11 +541,12 @@ void gx_hostpolicy_init(void)
 		return;
 	}
 	hx = h;
+	/* Context destruction always: its prefetch stream slot is freed. */
 	unsigned mask = GX_EV_MASK(GX_EV_MEM_ALLOC_MANAGED) | GX_EV_MASK(GX_EV_MEM_FREE) | GX_EV_MASK(GX_EV_LAUNCH) |
-			GX_EV_MASK(GX_EV_SYNC);
+			GX_EV_MASK(GX_EV_SYNC) | GX_EV_MASK(GX_EV_CTX_DESTROY);
 	if (*gx_hx__sched_policy(hx))
 		mask |= GX_EV_MASK(GX_EV_STREAM_CREATE) | GX_EV_MASK(GX_EV_STREAM_DESTROY) |
-			GX_EV_MASK(GX_EV_CTX_CREATE) | GX_EV_MASK(GX_EV_CTX_DESTROY);
+			GX_EV_MASK(GX_EV_CTX_CREATE);
 	if (gx_events_subscribe(mask, on_event, NULL) < 0) {
 		pr_warn("hostpolicy: cannot subscribe to events; running without host policy");
 		return;

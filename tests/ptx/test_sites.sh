@@ -74,9 +74,9 @@ if rw probe --hooks all --stubs probe; then
 fi
 if rw probe-call --hooks all --stubs probe-call; then
 	check "probe-call: the context is the thread's own .local" \
-		grep -q '^	\.local \.align 8 \.b8 __gx_lctx\[120\];' "$W/probe-call.ptx"
-	check "probe-call: every word it reads stored (words 0-28: 14 pairs + 1 per site)" \
-		test "$(count 'st.local.v2.u32' "$W/probe-call.ptx")" = "$((14 * $(count 'call.*__gx_probe' "$W/probe-call.ptx")))"
+		grep -q '^	\.local \.align 16 \.b8 __gx_lctx\[128\];' "$W/probe-call.ptx"
+	check "probe-call: every word it reads stored (words 0-28: 7 x v4 + 1 per site)" \
+		test "$(count 'st.local.v4.u32' "$W/probe-call.ptx")" = "$((7 * $(count 'call.*__gx_probe' "$W/probe-call.ptx")))"
 	no_shared_ctx probe-call
 fi
 rw edge-probe --app tests/ptx/golden-passes/edge.ptx --hooks all --stubs probe &&
@@ -94,8 +94,8 @@ fi
 # A policy passing the context to a helper: called, every word in .local.
 if rw escape --policy-ptx $S/escape_policy.ptx --bind mem:gx_div; then
 	check "escaping policy: called" test "$(count 'call.*__gx_p_gx_div,' "$W/escape.ptx")" = 3
-	check "escaping policy: context in .local, all words" \
-		test "$(count 'st.local.v2.u32' "$W/escape.ptx")" = 45
+	check "escaping policy: context in .local, all words (7 x v4 + 1 x v2 per site)" \
+		test "$(count 'st.local.v4.u32' "$W/escape.ptx")" = 21 -a "$(count 'st.local.v2.u32' "$W/escape.ptx")" = 3
 	check "escaping policy: logged" grep -q 'handler __gx_p_gx_div is called, not inlined (context pointer escapes)' "$W/escape.log"
 	no_shared_ctx escape
 fi
