@@ -171,8 +171,16 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 	}
 	void *raw = NULL;
 	size_t len = 0;
-	int ret = gx_image_entry_data(e, &raw, &len);
 	p->sm = e->sm;
+	/* Stored PTX is used in place (the rewriter and the cache take a
+	 * length): no copy of a module that may be megabytes. */
+	if (e->comp == GX_COMP_NONE && e->raw_size <= e->size && !(e->flags & GX_FATBIN_F_ENCODED)) {
+		const char *text = e->data;
+		len = strnlen(text, e->raw_size);
+		gx_image_free(&im); /* entries point into the application's image, which stays */
+		return gx_prep_rewrite(text, len, sm, p);
+	}
+	int ret = gx_image_entry_data(e, &raw, &len);
 	gx_image_free(&im);
 	if (ret < 0) {
 		snprintf(p->why, sizeof(p->why), "cannot extract the PTX entry (error %d)", ret);
