@@ -10,10 +10,12 @@
  * Prefetch decisions become cuMemPrefetchAsync in order on the launch
  * stream (GPUEXT_HOSTPOLICY_STREAM=own: on a per-context prefetch stream the
  * launch stream waits for, by event), so the data moves before the kernel.
- * A rejected queue makes launches on it fail with CUDA_ERROR_NOT_PERMITTED. With /dev/gpuext
- * present the kernel module owns these decisions: launches become prefetch
- * hints on its ioctl channel (hostkmod.c) and the executor stays off. Any
- * failure: one line, the application runs without the policy. */
+ * A rejected queue makes launches on it fail with CUDA_ERROR_NOT_PERMITTED.
+ * With /dev/gpuext present the kernel module owns these decisions: launches
+ * become prefetch hints on its ioctl channel (hostkmod.c) and the executor
+ * stays off. Device policies' gdev_mem_prefetch requests (drained by
+ * devrt.c) reach the same policy. Any failure: one line, the application
+ * runs without the policy. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -42,8 +44,8 @@ static struct { CUcontext ctx; CUstream s; CUevent ev; } pstreams[16];
 static struct { void *f; int n; uint16_t off[32], size[32]; } fcache[FCACHE];
 static unsigned long nr_prefetch_calls;
 static uint64_t nr_prefetch_bytes, exec_ns, api_ns;
-/* GPUEXT_HOSTPOLICY_STREAM=launch: prefetch in order on the launch stream
- * (what hand-written code does) instead of the private prefetch stream. */
+/* Prefetch in order on the launch stream (what hand-written code does);
+ * GPUEXT_HOSTPOLICY_STREAM=own: on the private prefetch stream + event. */
 static bool on_launch_stream;
 /* GPUEXT_HOSTPOLICY_CHUNK (bytes): ranges go out as soon as the executor has
  * this much, so copies start while it still walks the footprint; 0 (the
