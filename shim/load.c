@@ -71,6 +71,7 @@ bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_pre
 	/* Identity until host policies select hooks (another part wires them). */
 	struct gx_ptx_rewrite_opts opts = { .sz = sizeof(opts) };
 	opts.hooks = gx_hooks_from_env(); /* GPUEXT_HOOKS: no-op stub hooks */
+	opts.stubs = gx_hook_stubs_from_env(); /* what they run (no policy) */
 	gx_policy_rewrite_opts(&opts); /* device policy hooks, if one is attached */
 	bool persist = gx_persist_rewrite_opts(&opts); /* GPUEXT_PERSISTENT: copies */
 	/* The rewritten-module cache: same input, options, build and arch. */

@@ -1,5 +1,7 @@
 /* passes_env.c — GPUEXT_HOOKS=entry,exit,mem,fence|all turns on device hook
- * sites calling the built-in no-op stubs (no policy needed). Used to check
+ * sites calling the built-in no-op stubs (no policy needed);
+ * GPUEXT_HOOK_STUBS=elide|call|probe|probe-call picks another built-in
+ * handler (ptx-rewrite's enum gx_ptx_stubs; elide leaves no site at all). Used to check
  * that instrumented applications behave the same and to measure the bare
  * cost of hooks (tests/gpu/passes.sh). A policy (GPUEXT_POLICY) selects its
  * hooks itself; persistent workers have their own switch (GPUEXT_PERSISTENT,
@@ -9,6 +11,7 @@
 #include <string.h>
 
 #include "devbpf/gdev_ctx.h"
+#include "ptx-rewrite/gx_ptx.h"
 #include "gx_log.h"
 #include "shim/passes_env.h"
 
@@ -37,4 +40,17 @@ unsigned gx_hooks_from_env(void)
 		s += n + (s[n] == ',');
 	}
 	return mask;
+}
+
+unsigned gx_hook_stubs_from_env(void)
+{
+	static const char *const modes[] = {"elide", "call", "probe", "probe-call"};
+	const char *s = getenv("GPUEXT_HOOK_STUBS");
+	if (!s || !*s)
+		return GX_PTX_STUBS_CALL;
+	for (unsigned i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (!strcmp(s, modes[i]))
+			return i;
+	pr_warn_once("GPUEXT_HOOK_STUBS: unknown '%s' ignored (elide, call, probe, probe-call)", s);
+	return GX_PTX_STUBS_CALL;
 }
