@@ -29,14 +29,60 @@ int gx_jit_errf(char *err, size_t err_sz, int ret, const char *fmt, ...)
 	"always-inline,globaldce,function(sroa,early-cse,instcombine,simplifycfg,sccp," \
 	"gvn,instcombine,dse,adce,simplifycfg)"
 
-int gx_jit_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt_level,
-		    int linked_helpers, char *err, size_t err_sz)
+/* eBPF passes stack addresses as integers (`r2 = r10; r2 += -4; call`), so
+ * after inlining a helper reads its key through inttoptr(ptrtoint(stack) +
+ * C): LLVM cannot see that as the stack (pointer provenance), keeps the
+ * 512-byte frame in memory and loads the key back from it — on the GPU a
+ * local-memory store and load on every map lookup. Rewrite every such
+ * inttoptr whose integer is (a pointer into the stack alloca) + constant
+ * into a GEP of that pointer; another round of SROA/GVN then turns the key
+ * into a constant and the frame into registers. Returns how many. */
+static unsigned stack_ptrs(LLVMModuleRef mod)
 {
-	char pipeline[256];
-	if (linked_helpers && opt_level == 2)
-		snprintf(pipeline, sizeof(pipeline), "%s", GX_PIPELINE_LIGHT);
-	else
-		snprintf(pipeline, sizeof(pipeline), "default<O%d>", opt_level);
+	unsigned n = 0;
+	LLVMContextRef ctx = LLVMGetModuleContext(mod);
+	LLVMTypeRef i8 = LLVMInt8TypeInContext(ctx);
+	LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+	for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+		for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb)) {
+			LLVMValueRef next;
+			for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = next) {
+				next = LLVMGetNextInstruction(in);
+				if (!LLVMIsAIntToPtrInst(in))
+					continue;
+				LLVMValueRef v = LLVMGetOperand(in, 0), off = NULL, p;
+				if (LLVMIsABinaryOperator(v) && LLVMGetInstructionOpcode(v) == LLVMAdd) {
+					LLVMValueRef a = LLVMGetOperand(v, 0), c = LLVMGetOperand(v, 1);
+					if (LLVMIsAConstantInt(a)) {
+						LLVMValueRef t = a;
+						a = c, c = t;
+					}
+					if (!LLVMIsAConstantInt(c))
+						continue;
+					v = a, off = c;
+				}
+				if (!LLVMIsAPtrToIntInst(v))
+					continue;
+				p = LLVMGetOperand(v, 0);
+				LLVMValueRef base = p;
+				while (LLVMIsAGetElementPtrInst(base))
+					base = LLVMGetOperand(base, 0);
+				if (!LLVMIsAAllocaInst(base) || LLVMTypeOf(p) != LLVMTypeOf(in))
+					continue;
+				LLVMPositionBuilderBefore(b, in);
+				LLVMValueRef g = off ? LLVMBuildGEP2(b, i8, p, &off, 1, "") : p;
+				LLVMReplaceAllUsesWith(in, g);
+				LLVMInstructionEraseFromParent(in);
+				n++;
+			}
+		}
+	LLVMDisposeBuilder(b);
+	return n;
+}
+
+static int run_passes(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *pipeline, char *err,
+		      size_t err_sz)
+{
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
 	LLVMErrorRef e = LLVMRunPasses(mod, pipeline, tm, po);
 	LLVMDisposePassBuilderOptions(po);
@@ -47,6 +93,23 @@ int gx_jit_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt_level,
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int gx_jit_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt_level,
+		    int linked_helpers, char *err, size_t err_sz)
+{
+	char pipeline[256];
+	if (linked_helpers && opt_level == 2)
+		snprintf(pipeline, sizeof(pipeline), "%s", GX_PIPELINE_LIGHT);
+	else
+		snprintf(pipeline, sizeof(pipeline), "default<O%d>", opt_level);
+	int ret = run_passes(mod, tm, pipeline, err, err_sz);
+	if (!ret && stack_ptrs(mod))
+		ret = run_passes(mod, tm,
+				 "function(sroa,early-cse,instcombine,simplifycfg,sccp,gvn,instcombine,dse,adce,"
+				 "simplifycfg)",
+				 err, err_sz);
+	return ret;
 }
 
 static int valid_name(const char *s)

@@ -104,7 +104,8 @@ static int append_func(struct gx_load *ld, struct flat *fl, size_t f)
 	fl->chunk_base = cb;
 	fl->chunk_func[fl->nchunks] = f;
 	fl->chunk_base[fl->nchunks++] = fl->len;
-	memcpy(fl->insns + fl->len, (const struct bpf_insn *)ld->secs[fn->shndx].data + fn->start,
+	/* Byte arithmetic: a section of a hostile file may be misaligned. */
+	memcpy(fl->insns + fl->len, (const char *)ld->secs[fn->shndx].data + fn->start * sizeof(struct bpf_insn),
 	       fn->cnt * sizeof(struct bpf_insn));
 	fl->func_base[f] = (long)fl->len;
 	fl->len += fn->cnt;

@@ -1,18 +1,20 @@
 /* passes_env.c — GPUEXT_HOOKS=entry,exit,mem,fence|all turns on device hook
- * sites calling the built-in no-op stubs (no policy needed);
- * GPUEXT_HOOK_STUBS=elide|call|probe|probe-call picks another built-in
- * handler (ptx-rewrite's enum gx_ptx_stubs; elide leaves no site at all). Used to check
+ * sites calling the built-in no-op stubs (no policy needed). Used to check
  * that instrumented applications behave the same and to measure the bare
  * cost of hooks (tests/gpu/passes.sh). A policy (GPUEXT_POLICY) selects its
- * hooks itself; persistent workers have their own switch (GPUEXT_PERSISTENT,
+ * hooks itself; GPUEXT_STUBS picks the built-in handler the GPUEXT_HOOKS
+ * sites run (call: leader election and a call of an empty function, the
+ * default, so the sites exist; elide: none, the empty handler compiled
+ * away; probe / probe-call: a handler reading the whole context, inlined or
+ * called). Persistent workers have their own switch (GPUEXT_PERSISTENT,
  * persist.c: their launches need a work descriptor). Unknown words are
  * ignored with a warning, once. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "devbpf/gdev_ctx.h"
-#include "ptx-rewrite/gx_ptx.h"
 #include "gx_log.h"
+#include "ptx-rewrite/gx_ptx.h"
 #include "shim/passes_env.h"
 
 unsigned gx_hooks_from_env(void)
@@ -42,15 +44,21 @@ unsigned gx_hooks_from_env(void)
 	return mask;
 }
 
-unsigned gx_hook_stubs_from_env(void)
+unsigned gx_stubs_from_env(void)
 {
-	static const char *const modes[] = {"elide", "call", "probe", "probe-call"};
-	const char *s = getenv("GPUEXT_HOOK_STUBS");
+	static const struct {
+		const char *name;
+		unsigned stubs;
+	} words[] = {
+		{"call", GX_PTX_STUBS_CALL},   {"elide", GX_PTX_STUBS_ELIDE},
+		{"probe", GX_PTX_STUBS_PROBE}, {"probe-call", GX_PTX_STUBS_PROBE_CALL},
+	};
+	const char *s = getenv("GPUEXT_STUBS");
 	if (!s || !*s)
 		return GX_PTX_STUBS_CALL;
-	for (unsigned i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
-		if (!strcmp(s, modes[i]))
-			return i;
-	pr_warn_once("GPUEXT_HOOK_STUBS: unknown '%s' ignored (elide, call, probe, probe-call)", s);
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (!strcmp(s, words[i].name))
+			return words[i].stubs;
+	pr_warn_once("GPUEXT_STUBS: unknown value '%s' (call, elide, probe, probe-call); using call", s);
 	return GX_PTX_STUBS_CALL;
 }
