@@ -243,7 +243,9 @@ void ptx_stmt_remove(struct ptx_func *fn, struct ptx_stmt *s)
 static int insert_text(struct ptx_module *m, struct ptx_func *fn, struct ptx_stmt *pos, int after,
 		       struct ptx_stmt **out, const char *fmt, va_list ap)
 {
-	char *text = ptx_vsprintf(m, fmt, ap);
+	/* The parser copies what it keeps, so "%s" (a snippet built elsewhere,
+	 * often kilobytes) is parsed in place rather than copied by printf. */
+	const char *text = !strcmp(fmt, "%s") ? va_arg(ap, const char *) : ptx_vsprintf(m, fmt, ap);
 	if (!text)
 		return gx_err(-ENOMEM);
 	struct ptx_stmt *first, *last;

@@ -31,48 +31,25 @@
 #define MC_EXT ".gxmod"
 #define MC_HDR_MAX 256
 
-/* ---- hashing: two multiplicative lanes (FNV-style), then mixed ---- */
-struct h128 {
-	uint64_t a, b;
-};
+/* ---- hashing ----
+ * One pass over four 8-byte lanes (32 bytes a step, independent multiply
+ * chains, so a megabyte-sized module hashes in a fraction of a millisecond),
+ * folded into 128 bits. Fields are combined in order with their lengths, so
+ * ("ab","c") and ("a","bc") differ. Not cryptographic: the folder is the
+ * user's own (see safe_dir), the hash only has to tell inputs apart. */
+#define K1 0x9e3779b97f4a7c15ull
+#define K2 0xc2b2ae3d27d4eb4full
+#define K3 0x165667b19e3779f9ull
+#define K4 0xd6e8feb86659fd93ull
 
-static void h_init(struct h128 *h)
+static inline uint64_t rotl64(uint64_t x, int r)
 {
-	h->a = 0xcbf29ce484222325ull;
-	h->b = 0x84222325cbf29ce4ull;
+	return (x << r) | (x >> (64 - r));
 }
 
-/* Eight bytes a step (a module can be megabytes), then the tail bytewise. */
-static void h_add(struct h128 *h, const void *buf, size_t len)
+static inline uint64_t lane(uint64_t acc, uint64_t w)
 {
-	const unsigned char *p = buf;
-	uint64_t a = h->a, b = h->b, w;
-	size_t i = 0;
-	for (; i + 8 <= len; i += 8) {
-		memcpy(&w, p + i, 8);
-		a = (a ^ w) * 0x100000001b3ull;
-		a ^= a >> 32;
-		b = (b ^ w ^ (b >> 29)) * 0x9e3779b97f4a7c15ull;
-	}
-	for (; i < len; i++) {
-		a = (a ^ p[i]) * 0x100000001b3ull;
-		b = (b ^ p[i] ^ (b >> 29)) * 0x9e3779b97f4a7c15ull;
-	}
-	h->a = a, h->b = b;
-}
-
-/* A field: its length first, so ("ab","c") and ("a","bc") differ. */
-static void h_field(struct h128 *h, const void *buf, size_t len)
-{
-	uint64_t n = len;
-	h_add(h, &n, sizeof(n));
-	if (len)
-		h_add(h, buf, len);
-}
-
-static void h_str(struct h128 *h, const char *s)
-{
-	h_field(h, s ? s : "", s ? strlen(s) + 1 : 0);
+	return rotl64(acc ^ (w * K2), 29) * K1;
 }
 
 static uint64_t mix(uint64_t x)
@@ -82,12 +59,57 @@ static uint64_t mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-static uint64_t content_hash(const void *buf, size_t len)
+static void hash128(const void *buf, size_t len, uint64_t seed, uint64_t out[2])
+{
+	const unsigned char *p = buf;
+	uint64_t a = seed ^ K1, b = seed ^ K2, c = seed ^ K3, d = seed ^ K4, w[4];
+	size_t i = 0;
+	for (; i + 32 <= len; i += 32) {
+		memcpy(w, p + i, 32);
+		a = lane(a, w[0]), b = lane(b, w[1]), c = lane(c, w[2]), d = lane(d, w[3]);
+	}
+	uint64_t v[4] = { a, b, c, d };
+	for (int j = 0; i + 8 <= len; i += 8, j++) {
+		memcpy(w, p + i, 8);
+		v[j] = lane(v[j], w[0]);
+	}
+	uint64_t t = 0;
+	memcpy(&t, p + i, len - i);
+	v[3] = lane(v[3], t ^ ((uint64_t)(len - i) << 56));
+	out[0] = mix(v[0] ^ rotl64(v[1], 17) ^ len);
+	out[1] = mix(v[2] ^ rotl64(v[3], 23) ^ out[0]);
+}
+
+struct h128 {
+	uint64_t a, b;
+};
+
+static void h_init(struct h128 *h)
+{
+	h->a = K3, h->b = K4;
+}
+
+static void h_field(struct h128 *h, const void *buf, size_t len)
+{
+	uint64_t o[2];
+	hash128(len ? buf : "", len, h->a, o);
+	h->a = mix(h->a ^ o[0]);
+	h->b = mix(h->b ^ o[1] ^ h->a);
+}
+
+static void h_str(struct h128 *h, const char *s)
+{
+	h_field(h, s ? s : "", s ? strlen(s) + 1 : 0);
+}
+
+/* What the header records of an entry's PTX and notes. */
+static uint64_t content_hash(const char *ptx, size_t len, const char *notes, size_t nlen)
 {
 	struct h128 h;
 	h_init(&h);
-	h_add(&h, buf, len);
-	return mix(h.a ^ mix(h.b));
+	h_field(&h, ptx, len);
+	h_field(&h, notes, nlen);
+	return h.a ^ h.b;
 }
 
 /* ---- the build's identity: GNU build id of this library, else its size and mtime ---- */
@@ -150,7 +172,7 @@ void gx_mcache_key(const char *ptx, size_t len, const struct gx_ptx_rewrite_opts
 	h_str(&h, build_id);
 	h_field(&h, &dev_sm, sizeof(dev_sm));
 	h_field(&h, ptx, len);
-	unsigned v[3] = { o->hooks, (unsigned)o->persistent, o->max_ptx_version };
+	unsigned v[4] = { o->hooks, (unsigned)o->persistent, o->max_ptx_version, o->stubs };
 	h_field(&h, v, sizeof(v));
 	h_field(&h, o->policy_ptx, o->policy_ptx ? o->policy_len : 0);
 	for (size_t i = 0; i < o->nr_bindings; i++) {
@@ -236,6 +258,17 @@ static int corrupt(const char *path, const char *why)
 	return -EBADMSG;
 }
 
+static bool read_at(int fd, char *buf, size_t len, size_t off)
+{
+	for (size_t got = 0; got < len;) {
+		ssize_t r = pread(fd, buf + got, len - got, (off_t)(off + got));
+		if (r <= 0)
+			return false;
+		got += (size_t)r;
+	}
+	return true;
+}
+
 int gx_mcache_get(const struct gx_mcache_key *k, struct gx_mcache_entry *e)
 {
 	char dir[4096], path[4200];
@@ -255,62 +288,57 @@ int gx_mcache_get(const struct gx_mcache_key *k, struct gx_mcache_entry *e)
 		return corrupt(path, "size out of range");
 	}
 	size_t sz = (size_t)st.st_size;
-	char *buf = malloc(sz + 1);
-	size_t got = 0;
-	while (buf && got < sz) {
-		ssize_t r = read(fd, buf + got, sz - got);
-		if (r <= 0)
-			break;
-		got += (size_t)r;
+	/* The header, then the PTX and the notes straight into their own
+	 * buffers (no copy of a megabyte-sized module). */
+	char hdr[MC_HDR_MAX + 1], key[40], want_key[40];
+	ssize_t hl = pread(fd, hdr, MC_HDR_MAX, 0);
+	unsigned long long plen = 0, nlen = 0, phash = 0;
+	unsigned hooks = 0, persistent = 0;
+	snprintf(key, sizeof(key), "%016llx%016llx", (unsigned long long)k->h[0], (unsigned long long)k->h[1]);
+	hdr[hl > 0 ? hl : 0] = 0;
+	/* The header ends at the first empty line (the PTX may begin with blanks). */
+	char *sep = hl > 0 ? strstr(hdr, "\n\n") : NULL;
+	const char *why = NULL;
+	if (!sep || strncmp(hdr, MC_MAGIC, sizeof(MC_MAGIC) - 1)) {
+		why = "bad header";
+	} else {
+		sep[1] = 0;
+		if (sscanf(hdr + sizeof(MC_MAGIC) - 1, "key %32s hooks %u persistent %u ptx %llu notes %llu %llx", want_key,
+			   &hooks, &persistent, &plen, &nlen, &phash) != 6)
+			why = "bad header";
+		else if (strcmp(want_key, key))
+			why = "key does not match the file name";
 	}
-	if (buf && got == sz)
+	size_t off = sep ? (size_t)(sep - hdr) + 2 : 0;
+	if (!why && (off > sz || plen > sz - off || nlen != sz - off - plen))
+		why = "sizes do not match the header";
+	char *ptx = NULL, *notes = NULL;
+	if (!why) {
+		ptx = malloc(plen + 1);
+		notes = malloc(nlen + 1);
+		if (!ptx || !notes) {
+			free(ptx), free(notes);
+			close(fd);
+			return -ENOMEM;
+		}
+		if (!read_at(fd, ptx, plen, off) || !read_at(fd, notes, nlen, off + plen))
+			why = "short read";
+		else if (ptx[plen] = 0, notes[nlen] = 0, content_hash(ptx, plen, notes, nlen) != phash)
+			why = "content hash mismatch";
+	}
+	if (!why)
 		futimens(fd, NULL); /* recently used: evicted last */
 	close(fd);
-	if (!buf)
-		return -ENOMEM;
-	if (got != sz) {
-		free(buf);
-		return corrupt(path, "short read");
+	if (why) {
+		free(ptx), free(notes);
+		return corrupt(path, why);
 	}
-	buf[sz] = 0;
-	char key[40], want_key[40];
-	unsigned long long plen, nlen, phash;
-	unsigned hooks, persistent;
-	snprintf(key, sizeof(key), "%016llx%016llx", (unsigned long long)k->h[0], (unsigned long long)k->h[1]);
-	/* The header ends at the first empty line (the PTX may begin with blanks). */
-	char *sep = memmem(buf, sz < MC_HDR_MAX ? sz : MC_HDR_MAX, "\n\n", 2);
-	if (!sep || strncmp(buf, MC_MAGIC, sizeof(MC_MAGIC) - 1)) {
-		free(buf);
-		return corrupt(path, "bad header");
+	if (!nlen) {
+		free(notes);
+		notes = NULL;
 	}
-	size_t off = (size_t)(sep - buf) + 2;
-	sep[1] = 0;
-	int nf = sscanf(buf + sizeof(MC_MAGIC) - 1, "key %32s hooks %u persistent %u ptx %llu notes %llu %llx", want_key,
-			&hooks, &persistent, &plen, &nlen, &phash);
-	sep[1] = '\n';
-	if (nf != 6) {
-		free(buf);
-		return corrupt(path, "bad header");
-	}
-	if (strcmp(want_key, key)) {
-		free(buf);
-		return corrupt(path, "key does not match the file name");
-	}
-	if (off > sz || plen > sz - off || nlen != sz - off - plen) {
-		free(buf);
-		return corrupt(path, "sizes do not match the header");
-	}
-	if (content_hash(buf + off, plen + nlen) != phash) {
-		free(buf);
-		return corrupt(path, "content hash mismatch");
-	}
-	e->notes = nlen ? strndup(buf + off + plen, nlen) : NULL;
-	memmove(buf, buf + off, plen);
-	buf[plen] = 0;
-	e->ptx = buf;
-	e->len = plen;
-	e->nr_hooks = hooks;
-	e->nr_persistent = persistent;
+	*e = (struct gx_mcache_entry){ .ptx = ptx, .len = plen, .nr_hooks = hooks, .nr_persistent = persistent,
+				       .notes = notes };
 	return 0;
 }
 
@@ -398,16 +426,11 @@ int gx_mcache_put(const struct gx_mcache_key *k, const struct gx_mcache_entry *e
 		goto fail;
 	}
 	size_t nlen = notes ? strlen(notes) : 0;
-	struct h128 h;
-	h_init(&h);
-	h_add(&h, ptx, len);
-	if (nlen)
-		h_add(&h, notes, nlen);
 	char hdr[MC_HDR_MAX];
 	int hl = snprintf(hdr, sizeof(hdr),
 			  MC_MAGIC "key %016llx%016llx\nhooks %u persistent %u\nptx %zu notes %zu %016llx\n\n",
 			  (unsigned long long)k->h[0], (unsigned long long)k->h[1], e->nr_hooks, e->nr_persistent, len, nlen,
-			  (unsigned long long)mix(h.a ^ mix(h.b)));
+			  (unsigned long long)content_hash(ptx, len, notes, nlen));
 	ret = 0;
 	const char *parts[3] = { hdr, ptx, notes };
 	size_t lens[3] = { (size_t)hl, len, nlen };

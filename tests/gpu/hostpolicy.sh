@@ -76,18 +76,22 @@ if [[ ",$SKIP," != *,advise,* ]] && [ -x "$W/uvm" ]; then
 	[ -n "$c0" ] && [ "$c1" = "$(sum_of evict.base pipeline)" ] && [ -n "$mode" ] &&
 		ok "native requested: policy $mode, same checksum ($(grep -m1 -o 'native code unavailable.*' "$L/native.err" | cut -c1-80))" ||
 		nok "native requested: mode '${mode:-?}', checksum ${c1:-none} (see $L/native.err)"
-	timeout 120 "$W/uvm" --only seq --mb 256 --reps 1 >"$L/devreq.base.out" 2>&1
+	# 1 GiB: the kernel runs long enough (demand paging) for the drain
+	# thread (every 5 ms here) to see requests while the data is alive
+	# (run 5 with 256 MiB: all 128 requests arrived after the cudaFree)
+	timeout 120 "$W/uvm" --only seq --mb 1024 --reps 1 >"$L/devreq.base.out" 2>&1
 	timeout 180 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_CACHE_DIR="$B/cache" GPUEXT_HOSTPOLICY_LAUNCH_ARGS=0 \
-		GPUEXT_POLICY="$B/hostbpf/gx_seq.bpf.o:$B/hostbpf/devprefetch.bpf.o" "$W/uvm" --only seq --mb 256 --reps 1 \
-		>"$L/devreq.out" 2>"$L/devreq.err"
+		GPUEXT_FLUSH_MS=5 GPUEXT_POLICY="$B/hostbpf/gx_seq.bpf.o:$B/hostbpf/devprefetch.bpf.o" "$W/uvm" --only seq \
+		--mb 1024 --reps 1 >"$L/devreq.out" 2>"$L/devreq.err"
 	c0=$(sum_of devreq.base seq) c1=$(sum_of devreq seq)
 	[ -n "$c0" ] && [ "$c0" = "$c1" ] && ok "devreq: instrumented k_seq gives the same checksum ($c1)" ||
 		nok "devreq: checksum ${c1:-none} vs ${c0:-none} (see $L/devreq.err)"
-	dr=$(sed -n 's/.*; \([0-9]*\) device requests (policy.*/\1/p' "$L/devreq.err" | tail -1)
+	dr=$(sed -n 's/.*; \([0-9]*\) device requests (\([0-9]*\) outside managed memory).*/\1 \2/p' "$L/devreq.err" | tail -1)
 	pc=$(sed -n 's/.*hostpolicy: \([0-9]*\) prefetch calls issued.*/\1/p' "$L/devreq.err" | tail -1)
-	[ "${dr:-0}" -gt 0 ] && [ "${pc:-0}" -gt 0 ] &&
-		ok "devreq: $dr gdev_mem_prefetch requests from the GPU drove gx_seq to $pc prefetch calls" ||
-		nok "devreq: device requests ${dr:-?}, prefetch calls ${pc:-?} (see $L/devreq.err: $(grep -m1 -E 'policy devprefetch|cache' "$L/devreq.err"))"
+	set -- ${dr:-0 0}
+	[ "$1" -gt "$2" ] && [ "${pc:-0}" -gt 0 ] &&
+		ok "devreq: $1 gdev_mem_prefetch requests from the GPU ($2 after the data was freed) drove gx_seq to $pc prefetch calls ($(grep -o 'pattern=seq ms=[0-9.]*' "$L/devreq.out"), default $(grep -o 'ms=[0-9.]*' "$L/devreq.base.out"))" ||
+		nok "devreq: device requests ${dr:-?} (total, after free), prefetch calls ${pc:-?} (see $L/devreq.err: $(grep -m1 -E 'policy devprefetch|cache' "$L/devreq.err"))"
 fi
 
 # ---- 2. CuPy and PyTorch with managed memory ----
