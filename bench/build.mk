@@ -24,5 +24,5 @@ BENCH_AB := $(BUILD)/bench/launch_ab
 $(BENCH_AB): $(call objs,bench/launch_ab.c)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) -o $@ $^ $(LDFLAGS) -ldl
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) -ldl -lm
 BINS_ALL += $(BENCH_AB)

@@ -24,6 +24,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <link.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,7 +136,7 @@ static double quantile(double *v, int n, double q)
 
 struct result {
 	const char *name, *a_name, *b_name;
-	double a_ns, b_ns, d_med, d_p25, d_p75, ratio;
+	double a_ns, b_ns, d_med, d_p25, d_p75, ratio, ci_lo, ci_hi;
 };
 
 /* A = reference, B = under test; returns B - A statistics. */
@@ -166,11 +167,18 @@ static struct result ab(const char *name, const char *a_name, const struct side 
 	res.d_p25 = quantile(d, rounds, 0.25);
 	res.d_med = quantile(d, rounds, 0.5);
 	res.d_p75 = quantile(d, rounds, 0.75);
+	/* 95 % confidence interval of the median from order statistics
+	 * (d is sorted by quantile()): ranks n/2 -+ 0.98 sqrt(n). */
+	double half = 0.98 * sqrt((double)rounds);
+	int lo = (int)floor((rounds - 1) / 2.0 - half), hi = (int)ceil((rounds - 1) / 2.0 + half);
+	res.ci_lo = d[lo < 0 ? 0 : lo];
+	res.ci_hi = d[hi >= rounds ? rounds - 1 : hi];
 	res.a_ns = quantile(ca, rounds, 0.5);
 	res.b_ns = quantile(cb, rounds, 0.5);
 	res.ratio = quantile(q, rounds, 0.5);
-	printf("ab %s %s_ns %.1f %s_ns %.1f added_ns %.1f p25 %.1f p75 %.1f ratio %.4f rounds %d batch %d\n", name,
-	       a_name, res.a_ns, b_name, res.b_ns, res.d_med, res.d_p25, res.d_p75, res.ratio, rounds, n);
+	printf("ab %s %s_ns %.1f %s_ns %.1f added_ns %.1f p25 %.1f p75 %.1f ratio %.4f rounds %d batch %d ci95 %.1f %.1f\n",
+	       name, a_name, res.a_ns, b_name, res.b_ns, res.d_med, res.d_p25, res.d_p75, res.ratio, rounds, n, res.ci_lo,
+	       res.ci_hi);
 	fflush(stdout);
 	free(ca), free(cb), free(d), free(q);
 	return res;
@@ -282,11 +290,12 @@ int main(int argc, char **argv)
 	struct side r = { .fn = (launch_fn)sym(real, "cuLaunchKernel") };
 	res[nres++] = ab("code:rewritten-vs-original", "original", &r, f0, "rewritten", &r, func, rounds, n);
 
-	printf("| entry point | A | B | A ns/call | B ns/call | added (median, p25..p75) | launches/s B/A |\n");
-	printf("|---|---|---|---|---|---|---|\n");
+	printf("| entry point | A | B | A ns/call | B ns/call | added (median, p25..p75) | 95%% CI of the median | launches/s B/A |\n");
+	printf("|---|---|---|---|---|---|---|---|\n");
 	for (int i = 0; i < nres; i++)
-		printf("| %s | %s | %s | %.1f | %.1f | %+.1f ns (%+.1f..%+.1f) | %.4f |\n", res[i].name, res[i].a_name,
-		       res[i].b_name, res[i].a_ns, res[i].b_ns, res[i].d_med, res[i].d_p25, res[i].d_p75, res[i].ratio);
+		printf("| %s | %s | %s | %.1f | %.1f | %+.1f ns (%+.1f..%+.1f) | %+.1f..%+.1f ns | %.4f |\n", res[i].name,
+		       res[i].a_name, res[i].b_name, res[i].a_ns, res[i].b_ns, res[i].d_med, res[i].d_p25, res[i].d_p75,
+		       res[i].ci_lo, res[i].ci_hi, res[i].ratio);
 	free(img);
 	return 0;
 }

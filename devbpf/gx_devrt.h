@@ -64,18 +64,28 @@ struct gx_devrt_map {
 	gdev_u64 data_size;    /* bytes */
 };
 
-/* Device -> host ring (ringbuf maps and the runtime ring). Lives in memory the
- * host can read while kernels run (pinned/mapped host memory, or managed).
+/* Device -> host ring (ringbuf maps and the runtime ring).
+ * Where it lives: in device memory (the shim), so reservations are L2
+ * atomics; the host keeps a mirror with the same layout (the map's storage,
+ * the shim's rt ring) whose `tail` is the consumer's. Tests and harnesses
+ * without async ops map host memory for the device instead and drain in
+ * place (maps_dev.c).
  * Protocol (multi-producer, one consumer):
- *  - reserve: CAS loop on `head` (bytes ever reserved); refused (and `drops`
- *    incremented) when head + len - tail > size. A record never wraps: if it
- *    would cross the end, the producer reserves the rest of the buffer too
- *    and writes a PAD record there.
+ *  - reserve: CAS loop on `head` (bytes ever reserved), retried while there
+ *    is room (a failed CAS means another record got in); refused (and
+ *    `drops` incremented) when head + len - tail > size. A record never
+ *    wraps: if it would cross the end, the producer reserves the rest of the
+ *    buffer too and writes a PAD record there.
  *  - commit: write the payload, fence (system scope), then store the record
- *    header { len, type | GX_REC_COMMITTED } with one 64-bit store.
- *  - consume: the host reads headers at `tail`; an uncommitted header (0)
- *    stops the drain. Consumed bytes are zeroed before `tail` advances, so a
- *    producer's reservation always starts on a zero header. */
+ *    header { len, type | GX_REC_COMMITTED }.
+ *  - consume (gx_devmaps__drain, on the consumer's private stream): read
+ *    head and drops; copy [tail, head) to the mirror; find the committed
+ *    prefix [tail, end) (an uncommitted header stops it); copy that prefix
+ *    again (its payloads were complete before the first copy ended — the
+ *    copy engine may read a payload before the header); parse it on the
+ *    mirror; zero the consumed bytes on the device, then write the new tail
+ *    (same stream, in that order), so a producer's reservation always starts
+ *    on a zero header. */
 struct gx_ring {
 	gdev_u64 head;  /* producers: bytes reserved (monotonic) */
 	gdev_u64 tail;  /* consumer: bytes consumed (monotonic) */

@@ -127,6 +127,15 @@ struct gx_dev_ops {
 	/* Make page-aligned host memory addressable by the device (rings). */
 	int (*host_map)(void *ctx, void *host, size_t n, uint64_t *daddr);
 	void (*host_unmap)(void *ctx, void *host);
+	/* Device rings (all three or none). With them, rings live in device
+	 * memory (reservations are L2 atomics, not PCIe ones) and
+	 * gx_devmaps__drain copies them to their host mirror; without them
+	 * rings are host memory mapped for the device (host_map). Both queue
+	 * on the consumer's private stream, in order; sync waits for it.
+	 * dtoh must also run on that stream (it is waited for before return). */
+	int (*dzero_async)(void *ctx, uint64_t daddr, size_t n);
+	int (*htod_async)(void *ctx, uint64_t daddr, const void *src, size_t n);
+	int (*sync)(void *ctx);
 };
 
 struct gx_devmaps;
@@ -136,6 +145,14 @@ struct gx_devmaps;
 int gx_devmaps__create(struct gx_map *const *maps, size_t n, struct gx_ring *rt_ring,
 		       size_t rt_ring_bytes, unsigned devrt_flags, const struct gx_dev_ops *ops,
 		       struct gx_devmaps **out);
+/* Consume the records of ring map `map` (its index), or of the runtime
+ * ring with GX_DEVMAPS_RT, through cb (as gx_ring__drain). Device rings:
+ * copies the committed span to the host mirror (the map's ring / the
+ * rt_ring given to create), parses it there, clears the consumed records on
+ * the device and publishes the new tail; the mirror's drops mirror the
+ * device's. Host-mapped rings drain in place. Returns records consumed. */
+#define GX_DEVMAPS_RT (-1L)
+long gx_devmaps__drain(struct gx_devmaps *d, long map, gx_ring_cb cb, void *ctx);
 /* Device address of the struct gx_devrt (what goes into __gx_devrt). */
 uint64_t gx_devmaps__devrt(const struct gx_devmaps *d);
 /* Device -> host copy of every array/hash/sharded map; bumps gen. */

@@ -7,8 +7,9 @@
  * at the first launch that needs it): host maps in the shm folder (one file
  * per map, "<pid>-<object>.<map>", kept after exit for the formatters), their
  * device copies and the `struct gx_devrt` block (devbpf/maps_dev.c over the
- * REAL driver), rings registered as mapped pinned memory so the host reads
- * them while kernels run, a private non-blocking stream for flushes, and a
+ * REAL driver), rings in device memory too (copied to their pinned host
+ * mirrors by the drains), a private non-blocking stream for flushes and
+ * ring drains, and a
  * %globaltimer ↔ CLOCK_REALTIME calibration (a ping-pong kernel).
  *
  * Launch events: before a launch, the function's module gets the devrt
@@ -182,6 +183,23 @@ static void op_host_unmap(void *c, void *h)
 	(void)c;
 	REAL(cuMemHostUnregister)(h);
 }
+/* Device rings' consumer ops: the private non-blocking stream only, never
+ * the legacy default stream (that would serialise with the application). */
+static int op_dzero_async(void *c, uint64_t d, size_t n)
+{
+	struct ctxst *st = c;
+	return cu_rc(REAL(cuMemsetD8Async)((CUdeviceptr)d, 0, n, st->stream));
+}
+static int op_htod_async(void *c, uint64_t d, const void *s, size_t n)
+{
+	struct ctxst *st = c;
+	return cu_rc(REAL(cuMemcpyHtoDAsync_v2)((CUdeviceptr)d, s, n, st->stream));
+}
+static int op_sync(void *c)
+{
+	struct ctxst *st = c;
+	return cu_rc(REAL(cuStreamSynchronize)(st->stream));
+}
 
 /* ---- %globaltimer calibration ---- */
 static const char calib_ptx[] =
@@ -344,7 +362,8 @@ static int pol_setup(struct ctxst *st, unsigned p)
 	memset(st->rt_ring[p], 0, gx_ring_bytes(RT_RING_BYTES));
 	gx_ring__init(st->rt_ring[p], RT_RING_BYTES);
 	struct gx_dev_ops ops = { .ctx = st, .alloc = op_alloc, .free = op_free, .htod = op_htod,
-				  .dtoh = op_dtoh, .host_map = op_host_map, .host_unmap = op_host_unmap };
+				  .dtoh = op_dtoh, .host_map = op_host_map, .host_unmap = op_host_unmap,
+				  .dzero_async = op_dzero_async, .htod_async = op_htod_async, .sync = op_sync };
 	int ret = gx_devmaps__create(st->maps[p], pd->nr_maps, st->rt_ring[p], gx_ring_bytes(RT_RING_BYTES),
 				     GX_DEVRT_F_PRINTK | GX_DEVRT_F_PREFETCH, &ops, &st->dm[p]);
 	if (ret)
@@ -485,7 +504,9 @@ static int rt_cb(void *ctx, unsigned type, const void *rec, size_t len)
 
 static void drain_ctx(struct ctxst *st, bool flush)
 {
-	if (!st->dm[0])
+	/* Rings live in device memory: draining them is driver work in st's
+	 * context (copies on its private stream). */
+	if (!st->dm[0] || REAL(cuCtxSetCurrent)(st->ctx) != CUDA_SUCCESS)
 		return;
 	for (unsigned p = 0; p < nr_pols; p++) {
 		for (size_t i = 0; i < pols[p].pd->nr_maps; i++) {
@@ -493,11 +514,11 @@ static void drain_ctx(struct ctxst *st, bool flush)
 			if (!m || m->l.type != GX_MAP_RINGBUF)
 				continue;
 			struct drain_arg a = { st, &pols[p], (unsigned)i };
-			gx_ring__drain(gx_map__ring(m), rec_cb, &a);
+			gx_devmaps__drain(st->dm[p], (long)i, rec_cb, &a);
 		}
-		gx_ring__drain(st->rt_ring[p], rt_cb, st);
+		gx_devmaps__drain(st->dm[p], GX_DEVMAPS_RT, rt_cb, st);
 	}
-	if (flush && REAL(cuCtxSetCurrent)(st->ctx) == CUDA_SUCCESS)
+	if (flush)
 		for (unsigned p = 0; p < nr_pols; p++)
 			gx_devmaps__flush(st->dm[p]);
 }

@@ -72,6 +72,8 @@ bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_pre
 	struct gx_ptx_rewrite_opts opts = { .sz = sizeof(opts) };
 	opts.hooks = gx_hooks_from_env(); /* GPUEXT_HOOKS: no-op stub hooks */
 	gx_policy_rewrite_opts(&opts); /* device policy hooks, if one is attached */
+	if (opts.hooks && !opts.policy_ptx)
+		opts.stubs = gx_stubs_from_env(); /* GPUEXT_STUBS: what those hooks run */
 	bool persist = gx_persist_rewrite_opts(&opts); /* GPUEXT_PERSISTENT: copies */
 	/* The rewritten-module cache: same input, options, build and arch. */
 	struct gx_mcache_key key;

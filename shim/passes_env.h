@@ -4,5 +4,8 @@
 
 /* GPUEXT_HOOKS as a mask of enum gdev_hook bits (0 if unset or invalid). */
 unsigned gx_hooks_from_env(void);
+/* GPUEXT_STUBS (call|elide|probe|probe-call) as enum gx_ptx_stubs; call if
+ * unset. Used only when no policy supplies the handlers. */
+unsigned gx_stubs_from_env(void);
 
 #endif

@@ -134,7 +134,7 @@ static void setup_maps(const char *dir, const char *specs, int sms, struct rt *r
 	if (posix_memalign((void **)&rt->ring, 4096, (rbytes + 4095) & ~(size_t)4095))
 		exit(1);
 	gx_ring__init(rt->ring, 1 << 16);
-	struct gx_dev_ops ops = { NULL, c_alloc, c_free, c_htod, c_dtoh, c_hmap, c_hunmap };
+	struct gx_dev_ops ops = { NULL, c_alloc, c_free, c_htod, c_dtoh, c_hmap, c_hunmap, NULL, NULL, NULL };
 	int ret = gx_devmaps__create(rt->maps, rt->nr, rt->ring, rbytes,
 				     GX_DEVRT_F_PRINTK | GX_DEVRT_F_PREFETCH, &ops, &rt->dm);
 	if (ret) {

@@ -10,6 +10,7 @@
 #     context, called and inlined handlers).
 #  2. Through the shim: tests/gpu/passes_app.cu (PTX only, so the driver JITs
 #     it via the shim's rewrite) with GPUEXT_HOOKS=entry,exit / mem / all
+#     (sites calling an empty handler: GPUEXT_STUBS defaults to call)
 #     must print the same checksums as without the shim; and with
 #     GPUEXT_PERSISTENT=dynamic / static (alone and with all hooks), where the
 #     kernels the transform accepts launch as persistent workers (the log

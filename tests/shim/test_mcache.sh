@@ -39,22 +39,27 @@ else
 	nok "cold start: $(grep gpuext "$tmp/1" | tail -2 | tr '\n' ' ') entries $(entries)"
 fi
 f=$(ls "$C/modules"/*.gxmod 2>/dev/null | head -1)
+F1=$f # the entry of s.ptx with the default options
 [ -n "$f" ] && [ "$(stat -c %a "$f")" = 600 ] && [ "$(stat -c %a "$C/modules")" = 700 ] &&
 	ok "entry mode 0600, folder mode 0700" || nok "modes: entry $(stat -c %a "$f" 2>/dev/null) folder $(stat -c %a "$C/modules" 2>/dev/null)"
 load "$tmp/2" "$tmp/s.ptx" small
 grep -q 'rewritten (identity), reloaded from sm_80 PTX ([0-9]* bytes, from the module cache)' "$tmp/2" &&
 	ok "second start: the rewritten PTX comes from the module cache" || nok "second start: $(grep gpuext "$tmp/2" | tail -2 | tr '\n' ' ')"
+# (The rewriter compiles the empty built-in handlers away, so the output may
+# show no hook: the options still make another key.)
 load "$tmp/3" "$tmp/s.ptx" small GPUEXT_HOOKS=entry
-grep -q 'rewritten (1 hooks' "$tmp/3" && ! grep -q 'from the module cache' "$tmp/3" && [ "$(entries)" = 2 ] &&
+grep -q 'rewritten (.*), reloaded' "$tmp/3" && ! grep -q 'from the module cache' "$tmp/3" && [ "$(entries)" = 2 ] &&
 	ok "other rewrite options (GPUEXT_HOOKS=entry): another key, a miss" || nok "options in the key: $(grep gpuext "$tmp/3" | tail -1) entries $(entries)"
 load "$tmp/3b" "$tmp/s.ptx" small GPUEXT_HOOKS=entry
-grep -q 'rewritten (1 hooks), reloaded from sm_80 PTX ([0-9]* bytes, from the module cache)' "$tmp/3b" &&
-	ok "... and a hit the second time, hook count kept" || nok "hooked hit: $(grep gpuext "$tmp/3b" | tail -1)"
+want=$(sed -n 's/.*rewritten (\(.*\)), reloaded from sm_80 PTX (\([0-9]*\) bytes).*/\1 \2/p' "$tmp/3")
+got=$(sed -n 's/.*rewritten (\(.*\)), reloaded from sm_80 PTX (\([0-9]*\) bytes, from the module cache).*/\1 \2/p' "$tmp/3b")
+[ -n "$want" ] && [ "$want" = "$got" ] &&
+	ok "... and a hit the second time, same hooks and size ($got)" || nok "hooked hit: '$want' vs '$got': $(grep gpuext "$tmp/3b" | tail -1)"
 
 # Corruption: a flipped byte in the PTX, a broken header, an empty file.
 for how in flip header empty; do
 	load "$tmp/pre" "$tmp/s.ptx" small
-	f=$(grep -l . "$C/modules"/*.gxmod | while read -r x; do grep -q 'hooks 0' "$x" && echo "$x"; done | head -1)
+	f=$F1
 	case $how in
 	flip) sed -i 's/%r1, %r1, 5;/%r1, %r1, 55;/' "$f" ;;
 	header) sed -i '1s/.*/gpuext-mcache 9/' "$f" ;;

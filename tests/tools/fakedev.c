@@ -40,6 +40,14 @@ FX CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st)
 	memcpy(d, (const void *)(uintptr_t)s, n);
 	return CUDA_SUCCESS;
 }
+/* The shim clears consumed ring records on the device with it. */
+FX CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream st)
+{
+	(void)st;
+	fake_rec("cuMemsetD8Async");
+	memset((void *)(uintptr_t)d, v, n);
+	return CUDA_SUCCESS;
+}
 FX CUresult cuStreamSynchronize(CUstream s)
 {
 	(void)s;
