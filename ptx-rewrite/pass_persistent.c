@@ -701,18 +701,6 @@ static int rewrite_sreg(struct ptx_opnd *o, void *arg)
 	return 0;
 }
 
-static unsigned target_sm(struct ptx_module *m)
-{
-	if (!m->target)
-		return 0;
-	for (unsigned i = 0; i < m->target->target.n; i++) {
-		unsigned v;
-		if (sscanf(m->target->target.names[i], "sm_%u", &v) == 1)
-			return v;
-	}
-	return 0;
-}
-
 /* Sites for a sched hook (thread 0 only: guard), appended to c (nothing if
  * no policy function is bound). 0 or -ENOMEM. */
 static int sched_sites(struct ptx_passes *ps, struct ptx_func *fn, unsigned hook,
@@ -784,7 +772,7 @@ static int transform(struct ptx_passes *ps, struct ptx_func *fn, unsigned bar_id
 	pd.name = ptx_strdup(m, GX_WORK_PARAM);
 	if (!pd.name || (err = ptx_func_add_param(m, fn, &pd)))
 		return gx_err(-ENOMEM);
-	int sm70 = target_sm(m) >= 70;
+	int sm70 = ptx_module_target_sm(m) >= 70;
 	const char *bar = sm70 ? "barrier" : "bar";
 	const char *L_stop = ptx_fresh_name(m, "$", "Lstop");
 	struct ptx_chain steal = {0}, enter = {0}, leave = {0}, b = {0}, tail = {0};

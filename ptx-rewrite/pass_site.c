@@ -101,22 +101,10 @@ static const char *probe_name(struct ptx_passes *ps)
 	return name;
 }
 
-static unsigned target_sm(const struct ptx_module *m)
-{
-	if (!m->target)
-		return 0;
-	for (unsigned i = 0; i < m->target->target.n; i++) {
-		unsigned v;
-		if (sscanf(m->target->target.names[i], "sm_%u", &v) == 1)
-			return v;
-	}
-	return 0;
-}
-
 /* elect.sync: sm_90 and PTX ISA 8.0. */
 static int can_elect(const struct ptx_module *m)
 {
-	return target_sm(m) >= 90 && m->version &&
+	return ptx_module_target_sm(m) >= 90 && m->version &&
 	       m->version->version.major * 10 + m->version->version.minor >= 80;
 }
 

@@ -543,3 +543,15 @@ int ptx_call_parts(const struct ptx_insn *in, struct ptx_call_parts *cp)
 		cp->proto = in->ops[i++];
 	return i == in->nops ? 0 : gx_err(-EINVAL);
 }
+
+unsigned ptx_module_target_sm(const struct ptx_module *m)
+{
+	if (!m->target)
+		return 0;
+	for (unsigned i = 0; i < m->target->target.n; i++) {
+		unsigned v;
+		if (sscanf(m->target->target.names[i], "sm_%u", &v) == 1)
+			return v;
+	}
+	return 0;
+}

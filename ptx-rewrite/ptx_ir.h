@@ -239,6 +239,8 @@ void ptx_module_free(struct ptx_module *m);
 
 /* Append the module's PTX text to out. Returns 0 or -ENOMEM. */
 int ptx_module_emit(const struct ptx_module *m, struct gx_buf *out);
+/* N of the first sm_N in .target (0 if none). */
+unsigned ptx_module_target_sm(const struct ptx_module *m);
 /* Emit one statement / operand (no trailing newline), for logs and tests. */
 void ptx_stmt_emit(const struct ptx_stmt *s, struct gx_buf *out);
 void ptx_opnd_emit(const struct ptx_opnd *o, struct gx_buf *out);
