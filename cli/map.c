@@ -491,10 +491,172 @@ static int do_dump(int argc, char **argv)
 	return 0;
 }
 
+/* gpuext map update: write one field of one entry, in place, in every copy
+ * of the map that NAME matches (one per process: one command steers every
+ * tenant running that policy) or in FILE/PATH. Host policies and device
+ * policies read these very mappings, so the next event sees the value. Only
+ * the field written changes (a store of 1-8 bytes): the policy's own updates
+ * to the rest of the entry are not overwritten. */
+struct upd_req {
+	const char *name;
+	char **paths;
+	size_t n;
+};
+
+static int collect_path(struct gx_map *m, const char *file, void *u)
+{
+	struct upd_req *q = u;
+	const char *dot = strrchr(m->name, '.');
+	if (strcmp(q->name, file) && strcmp(q->name, m->name) && !(dot && !strcmp(q->name, dot + 1)))
+		return 0;
+	char **t = realloc(q->paths, (q->n + 1) * sizeof(*t));
+	if (!t)
+		return 1;
+	q->paths = t;
+	if (!(t[q->n] = strdup(m->path)))
+		return 1;
+	q->n++;
+	return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *e;
+	errno = 0;
+	if (!*s || *s == '-')
+		return -1;
+	unsigned long long x = strtoull(s, &e, 0);
+	if (errno || *e)
+		return -1;
+	*v = x;
+	return 0;
+}
+
+static void store_field(unsigned char *p, uint64_t val, unsigned size)
+{
+	/* aligned stores are single-copy atomic for the reading policy */
+	if (((uintptr_t)p & (size - 1)) == 0) {
+		switch (size) {
+		case 1: __atomic_store_n(p, (uint8_t)val, __ATOMIC_RELEASE); return;
+		case 2: __atomic_store_n((uint16_t *)(void *)p, (uint16_t)val, __ATOMIC_RELEASE); return;
+		case 4: __atomic_store_n((uint32_t *)(void *)p, (uint32_t)val, __ATOMIC_RELEASE); return;
+		default: __atomic_store_n((uint64_t *)(void *)p, val, __ATOMIC_RELEASE); return;
+		}
+	}
+	memcpy(p, &val, size); /* little-endian host */
+}
+
+static int update_path(const char *path, uint64_t key, uint64_t val, unsigned off, unsigned size)
+{
+	struct gx_map *m;
+	int ret = gx_map__open(path, 1, &m);
+	if (ret) {
+		p_err("%s: cannot open for writing: %s", path, strerror(-ret));
+		return 1;
+	}
+	int rc = 1;
+	unsigned t = m->l.type, ks = m->l.key_size, vs = m->l.value_size, sz = size ? size : (vs < 8 ? vs : 8);
+	unsigned char k[8] = { 0 };
+	if (t != GX_MAP_ARRAY && t != GX_MAP_HASH) {
+		p_err("%s: %s maps cannot be updated from outside (array and hash maps can)", m->name,
+		      gx_map_type_name(t));
+		goto out;
+	}
+	if (sz != 1 && sz != 2 && sz != 4 && sz != 8) {
+		p_err("%s: --size must be 1, 2, 4 or 8 (values are %u bytes)", m->name, vs);
+		goto out;
+	}
+	if ((uint64_t)off + sz > vs) {
+		p_err("%s: field at offset %u of %u bytes is outside the %u-byte value", m->name, off, sz, vs);
+		goto out;
+	}
+	if (sz < 8 && val >> (8 * sz)) {
+		p_err("%s: value %" PRIu64 " does not fit in %u bytes", m->name, val, sz);
+		goto out;
+	}
+	if (ks > 8 || (ks < 8 && key >> (8 * ks))) {
+		p_err("%s: key %" PRIu64 " does not fit the map's %u-byte key", m->name, key, ks);
+		goto out;
+	}
+	memcpy(k, &key, ks);
+	unsigned char *v = gx_map__lookup(m, k);
+	if (!v && t == GX_MAP_HASH) {
+		unsigned char *nv = calloc(1, vs);
+		if (!nv)
+			goto out;
+		store_field(nv + off, val, sz);
+		ret = gx_map__update(m, k, nv, 0);
+		free(nv);
+		if (ret) {
+			p_err("%s: cannot add key %" PRIu64 ": %s", m->name, key, strerror(-ret));
+			goto out;
+		}
+		rc = 0;
+		goto out;
+	}
+	if (!v) {
+		p_err("%s: index %" PRIu64 " is outside the array (%u entries)", m->name, key, m->l.max_entries);
+		goto out;
+	}
+	store_field(v + off, val, sz);
+	rc = 0;
+out:
+	gx_map__free(m);
+	return rc;
+}
+
+static int do_update(int argc, char **argv)
+{
+	static const char usage[] = "usage: gpuext map update NAME|FILE|PATH KEY VALUE [--offset N] [--size 1|2|4|8]";
+	const char *pos[3] = { 0 };
+	int np = 0;
+	uint64_t off = 0, size = 0, key, val;
+	for (int i = 1; i < argc; i++) {
+		if ((!strcmp(argv[i], "--offset") || !strcmp(argv[i], "--size")) && i + 1 < argc) {
+			if (parse_u64(argv[i + 1], argv[i][2] == 'o' ? &off : &size) || off > 1u << 20) {
+				p_err("%s: not a number: '%s'", argv[i], argv[i + 1]);
+				return 2;
+			}
+			i++;
+		} else if (argv[i][0] != '-' && np < 3) {
+			pos[np++] = argv[i];
+		} else {
+			p_err("%s", usage);
+			return 2;
+		}
+	}
+	if (np != 3) {
+		p_err("%s", usage);
+		return 2;
+	}
+	if (parse_u64(pos[1], &key) || parse_u64(pos[2], &val)) {
+		p_err("KEY and VALUE are unsigned integers (decimal or 0x...): '%s' '%s'", pos[1], pos[2]);
+		return 2;
+	}
+	if (strchr(pos[0], '/'))
+		return update_path(pos[0], key, val, (unsigned)off, (unsigned)size);
+	struct upd_req q = { .name = pos[0] };
+	int n = for_each_map(collect_path, &q), rc = 0;
+	if (n < 0 || !q.n) {
+		p_err("no map named '%s' (see 'gpuext map list')", q.name);
+		rc = 1;
+	}
+	for (size_t i = 0; i < q.n; i++) {
+		rc |= update_path(q.paths[i], key, val, (unsigned)off, (unsigned)size);
+		free(q.paths[i]);
+	}
+	free(q.paths);
+	if (!rc)
+		printf("updated %zu map%s\n", q.n, q.n == 1 ? "" : "s");
+	return rc;
+}
+
 static const struct gx_cmd map_cmds[] = {
 	{ "list", do_list, "maps of gpuext processes (shared memory)" },
 	{ "dump", do_dump, "NAME|FILE|PATH [--all] [--devices]: print a map's entries (--devices: every context's "
 			   "copy merged, and per GPU)" },
+	{ "update", do_update, "NAME|FILE|PATH KEY VALUE [--offset N] [--size 1|2|4|8]: write one field of an "
+			       "entry in every process's copy (steers running policies)" },
 	{ 0 },
 };
 
