@@ -406,6 +406,38 @@ static void test_shm(void)
 	GX_CHECK(access(path, F_OK) != 0, "shm: files removed when the executor is freed");
 }
 
+/* A control plane steers a running policy: a write into the shared mapping
+ * of its knobs (what `gpuext map update` does) changes the next decision. */
+static void test_steer(void)
+{
+	struct rec r;
+	char path[600], d[512];
+	struct gx_hx *hx = mk(&r, 0, "gx_quota", NULL);
+	gx_hx__alloc(hx, VA, 16 * MB);
+	for (int i = 0; i < 3; i++)
+		gx_hx__touch(hx, VA + (uint64_t)i * 2 * MB, 4096);
+	GX_CHECK(gx_hx__global(hx, "nr_over") == 0, "steer: quota 16: nothing over (%lld)",
+		 (long long)gx_hx__global(hx, "nr_over"));
+	gx_map_shm_dir(d, sizeof(d));
+	snprintf(path, sizeof(path), "%s/%d-quota.rodata", d, getpid());
+	struct gx_map *m = NULL;
+	int err = gx_map__open(path, 1, &m);
+	GX_CHECK(err == 0, "steer: %s writable from outside (%d)", path, err);
+	if (m) {
+		uint32_t k = 0;
+		uint32_t *q = gx_map__lookup(m, &k);
+		GX_CHECK(q && *q == 16, "steer: the knob reads 16 from outside (%u)", q ? *q : 0);
+		if (q)
+			__atomic_store_n(q, 1u, __ATOMIC_RELEASE);
+		gx_map__free(m);
+	}
+	for (int i = 3; i < 6; i++)
+		gx_hx__touch(hx, VA + (uint64_t)i * 2 * MB, 4096);
+	GX_CHECK(gx_hx__global(hx, "nr_over") > 0, "steer: after quota=1 from outside, regions are over (%lld)",
+		 (long long)gx_hx__global(hx, "nr_over"));
+	gx_hx__free(hx);
+}
+
 /* Hash maps under churn (LFU's spared map): the entry count is kept, not
  * rescanned, and deleted slots are rebuilt away between calls, so probes
  * stay short after any number of inserts and deletes. */
@@ -527,6 +559,7 @@ int main(int argc, char **argv)
 	}
 	use_shm = 1;
 	test_shm();
+	test_steer();
 	use_shm = 0;
 	if (shmdir)
 		rmdir(shmdir);
