@@ -557,6 +557,14 @@ static int update_path(const char *path, uint64_t key, uint64_t val, unsigned of
 	int rc = 1;
 	unsigned t = m->l.type, ks = m->l.key_size, vs = m->l.value_size, sz = size ? size : (vs < 8 ? vs : 8);
 	unsigned char k[8] = { 0 };
+	const char *dot = strrchr(m->name, '.');
+	if (dot && !strcmp(dot, ".rodata")) {
+		/* the verifiers treat .rodata knobs as constants: changing them
+		 * under a verified program would void its proofs */
+		p_err("%s: .rodata is read-only (knobs are constants the verifier relied on; set them at load)",
+		      m->name);
+		goto out;
+	}
 	if (t != GX_MAP_ARRAY && t != GX_MAP_HASH) {
 		p_err("%s: %s maps cannot be updated from outside (array and hash maps can)", m->name,
 		      gx_map_type_name(t));

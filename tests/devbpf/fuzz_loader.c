@@ -80,6 +80,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (vs && vs <= (1u << 16)) {
 			e.vals[i] = calloc(1, vs);
 			e.vsize[i] = vs;
+			/* global data starts with its initial bytes, as in the runtime:
+			 * the verifier folds .rodata loads into constants */
+			size_t n = 0;
+			const void *init = gx_bpf_map__initial_value(m, &n);
+			if (e.vals[i] && init)
+				memcpy(e.vals[i], init, n < vs ? n : vs);
 		}
 	}
 	struct gx_bpf_helper_entry helpers[] = { { 1, h_lookup } };

@@ -515,8 +515,10 @@ static int fixture(const char *d)
 	struct gx_map *a = mk("fix.counts", GX_MAP_ARRAY, 4, 8, 4, 0, GX_MAP_F_SHM | GX_MAP_F_KEEP);
 	struct gx_map *h = mk("fix.kernels", GX_MAP_HASH, 8, 8, 16, 0, GX_MAP_F_SHM | GX_MAP_F_KEEP);
 	struct gx_map *s = mk("fix.persm", GX_MAP_PERSM_ARRAY, 4, 8, 2, 3, GX_MAP_F_SHM | GX_MAP_F_KEEP);
-	if (!a || !h || !s)
+	struct gx_map *ro = mk("fix.rodata", GX_MAP_ARRAY, 4, 8, 1, 0, GX_MAP_F_SHM | GX_MAP_F_KEEP);
+	if (!a || !h || !s || !ro)
 		return 1;
+	gx_map__free(ro);
 	for (uint32_t i = 0; i < 4; i++) {
 		uint64_t v = (i + 1) * 100;
 		gx_map__update(a, &i, &v, 0);
