@@ -41,10 +41,10 @@ $(BUILD)/tests/hostbpf/fake_gpuext.so: tests/hostbpf/fake_gpuext.c kmod/gpuext_u
 $(BUILD)/tests/hostbpf/test_hostpolicy.sh: $(BUILD)/tests/hostbpf/fake_gpuext.so
 # Device requests (gdev_mem_prefetch records) into the host policy, on the
 # tools' fake driver with a device tool attached.
-$(BUILD)/tests/hostbpf/devreq_app: tests/hostbpf/devreq_app.c devbpf/gx_devrt.h tests/gx_test.h
+$(BUILD)/tests/hostbpf/devreq_app: tests/hostbpf/devreq_app.c devbpf/gx_devrt.h tests/gx_test.h $(COMMON_LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(STUB_LDIR) -lcuda -ldl
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(STUB_LDIR) $(COMMON_LIB) -lcuda -ldl
 $(BUILD)/tests/hostbpf/test_hostpolicy.sh: $(BUILD)/tests/hostbpf/devreq_app $(TOOLS_FAKE) $(HB_DIR)/devprefetch.bpf.o $(JITSO)
 TEST_BINS += $(BUILD)/tests/hostbpf/devreq_app
 TEST_BINS += $(BUILD)/tests/hostbpf/test_hostpolicy_shim $(BUILD)/tests/hostbpf/test_hostpolicy.sh \

@@ -72,8 +72,8 @@ $(TOOLS_FAKE): tests/shim/fakecuda/fake.c $(BUILD)/gen/fakecuda/fake_gen.c tests
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Wno-unused-parameter -shared -o $@ -Wl,-soname,libcuda.so.1 $^ -ldl -lpthread
-$(TOOLS_TEST)/attach_app: tests/tools/attach_app.c devbpf/gx_devrt.h ptx-rewrite/gx_ptx.h
+$(TOOLS_TEST)/attach_app: tests/tools/attach_app.c devbpf/gx_devrt.h ptx-rewrite/gx_ptx.h $(COMMON_LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(STUB_LDIR) -lcuda -ldl
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(STUB_LDIR) $(COMMON_LIB) -lcuda -ldl
 TEST_BINS += $(TOOLS_FAKE) $(TOOLS_TEST)/attach_app

@@ -16,19 +16,17 @@
 #include <unistd.h>
 
 #include "devbpf/gx_devrt.h"
+#include "gx_util.h"
 #include "tests/gx_test.h"
 
 int main(int argc, char **argv)
 {
 	if (argc < 3)
 		return 2;
-	FILE *f = fopen(argv[1], "rb");
-	if (!f)
+	char *ptx;
+	size_t n;
+	if (gx_read_file(argv[1], &ptx, &n, 1 << 20))
 		return 2;
-	static char ptx[1 << 20];
-	size_t n = fread(ptx, 1, sizeof(ptx) - 1, f);
-	fclose(f);
-	ptx[n] = 0;
 	CUdevice dev;
 	CUcontext ctx;
 	CUmodule mod;

@@ -15,6 +15,7 @@
 
 #include "devbpf/gx_devrt.h"
 #include "ptx-rewrite/gx_ptx.h"
+#include "gx_util.h"
 
 static int fail(const char *what, CUresult rc)
 {
@@ -26,13 +27,10 @@ int main(int argc, char **argv)
 {
 	if (argc < 4)
 		return 2;
-	FILE *f = fopen(argv[1], "rb");
-	if (!f)
+	char *ptx;
+	size_t n;
+	if (gx_read_file(argv[1], &ptx, &n, 1 << 20))
 		return 2;
-	static char ptx[1 << 20];
-	size_t n = fread(ptx, 1, sizeof(ptx) - 1, f);
-	fclose(f);
-	ptx[n] = 0;
 	CUresult rc;
 	CUdevice dev;
 	CUcontext ctx;
