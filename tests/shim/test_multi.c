@@ -23,6 +23,7 @@
 
 #include "shim/gx_events.h"
 #include "tests/gx_test.h"
+#include "tests/shim/stderr_log.h"
 
 static const char PTX80[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
 			    ".visible .entry kern_a()\n{\n\tret;\n}\n"
@@ -31,24 +32,6 @@ static const char PTX90[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
 			    ".visible .entry kern_c()\n{\n\tret;\n}\n";
 
 /* ---- the log (stderr goes to a temp file) ---- */
-static FILE *logf_;
-static long log_mark(void)
-{
-	fflush(stderr);
-	fseek(logf_, 0, SEEK_END);
-	return ftell(logf_);
-}
-static int log_count(long from, const char *s)
-{
-	fflush(stderr);
-	fseek(logf_, from, SEEK_SET);
-	char line[2048];
-	int n = 0;
-	while (fgets(line, sizeof(line), logf_))
-		if (strstr(line, s))
-			n++;
-	return n;
-}
 
 /* ---- the fake's record, the shim's debug entry points ---- */
 static void (*fake_strict_ctx)(int);
@@ -337,10 +320,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	iters = argc > 2 ? 20 : 300;
-	logf_ = tmpfile();
-	fflush(stderr);
-	dup2(fileno(logf_), 2);
-	setvbuf(stdout, NULL, _IOLBF, 0);
+	log_capture();
 	int n = 0;
 	GX_CHECK(cuInit(0) == CUDA_SUCCESS && cuDeviceGetCount(&n) == CUDA_SUCCESS && n == 3, "3 devices (%d)", n);
 	bind();

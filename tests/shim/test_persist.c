@@ -15,6 +15,7 @@
 
 #include "ptx-rewrite/gx_work.h"
 #include "tests/gx_test.h"
+#include "tests/shim/stderr_log.h"
 
 /* k_ok reads %ctaid (accepted); k_cluster uses cluster ids (refused). */
 static const char PTX[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
@@ -42,17 +43,10 @@ static struct fake_launch (*last)(void);
 static long (*count)(const char *);
 static void (*set_occ)(int);
 static void *(*memcpy_stream)(void);
-static FILE *logf_;
 
 static int log_has(const char *s)
 {
-	fflush(stderr);
-	fseek(logf_, 0, SEEK_SET);
-	char line[2048];
-	while (fgets(line, sizeof(line), logf_))
-		if (strstr(line, s))
-			return 1;
-	return 0;
+	return log_count(0, s) > 0;
 }
 
 /* The descriptor a launch of the copy got (NULL if the original ran: its
@@ -68,10 +62,7 @@ static const struct gx_work_desc *desc_of(const struct fake_launch *l, void *ori
 int main(int argc, char **argv)
 {
 	unsigned want_mode = argc > 1 && !strcmp(argv[1], "static") ? GX_WORK_STATIC : GX_WORK_DYNAMIC;
-	logf_ = tmpfile();
-	fflush(stderr);
-	dup2(fileno(logf_), 2);
-	setvbuf(stdout, NULL, _IOLBF, 0);
+	log_capture();
 
 	CUcontext ctx;
 	CUmodule mod;

@@ -20,6 +20,7 @@
 
 #include "shim/gx_events.h"
 #include "tests/gx_test.h"
+#include "tests/shim/stderr_log.h"
 
 static const char PTX80[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
 			    ".visible .entry kern_a()\n{\n\tret;\n}\n"
@@ -28,25 +29,6 @@ static const char PTX90[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
 			    ".visible .entry kern_c()\n{\n\tret;\n}\n";
 
 /* ---- the log ---- */
-static FILE *logf_;
-static long log_mark(void)
-{
-	fflush(stderr);
-	fseek(logf_, 0, SEEK_END);
-	return ftell(logf_);
-}
-/* Lines since `from` containing `s`. */
-static int log_count(long from, const char *s)
-{
-	fflush(stderr);
-	fseek(logf_, from, SEEK_SET);
-	char line[2048];
-	int n = 0;
-	while (fgets(line, sizeof(line), logf_))
-		if (strstr(line, s))
-			n++;
-	return n;
-}
 static void log_dump(long from)
 {
 	fflush(stderr);
@@ -745,10 +727,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: test_shim CUBIN PTXFILE FATBIN [quick]\n");
 		return 2;
 	}
-	logf_ = tmpfile();
-	fflush(stderr);
-	dup2(fileno(logf_), 2);
-	setvbuf(stdout, NULL, _IOLBF, 0);
+	log_capture();
 	bool quick = argc > 4;
 	test_forwarding();
 	test_dlsym();
