@@ -31,8 +31,6 @@ static const char PTX80[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
 static const char PTX90[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
 			    ".visible .entry kern_c()\n{\n\tret;\n}\n";
 
-/* ---- the log (stderr goes to a temp file) ---- */
-
 /* ---- the fake's record, the shim's debug entry points ---- */
 static void (*fake_strict_ctx)(int);
 static long (*fake_cross_ctx)(void);
