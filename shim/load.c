@@ -125,9 +125,9 @@ bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_pre
 	return true;
 }
 
-bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices, struct gx_prep *p)
+/* Common start of gx_prepare*: the module's number, and GPUEXT_DISABLE. */
+static bool prep_start(struct gx_prep *p)
 {
-	(void)api;
 	if (!p->id)
 		p->id = gx_next_module_id();
 	p->level = GX_LOG_INFO;
@@ -137,6 +137,14 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 		p->level = GX_LOG_DEBUG;
 		return false;
 	}
+	return true;
+}
+
+bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices, struct gx_prep *p)
+{
+	(void)api;
+	if (!prep_start(p))
+		return false;
 	if (!img) {
 		snprintf(p->why, sizeof(p->why), "no image");
 		return false;
@@ -203,15 +211,8 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 bool gx_prepare_ptx(const char *api, const char *ptx, size_t len, struct gx_prep *p)
 {
 	(void)api;
-	if (!p->id)
-		p->id = gx_next_module_id();
-	p->level = GX_LOG_INFO;
-	gx_config_load();
-	if (gx_config.disabled) {
-		snprintf(p->why, sizeof(p->why), "GPUEXT_DISABLE is set");
-		p->level = GX_LOG_DEBUG;
+	if (!prep_start(p))
 		return false;
-	}
 	if (!ptx) {
 		snprintf(p->why, sizeof(p->why), "no PTX");
 		return false;
