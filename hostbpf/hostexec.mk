@@ -69,3 +69,13 @@ $(BENCH_HX): $(call objs,bench/hostexec_cost.c devbpf/tools/jitlib_open.c) $(HOS
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $(filter %.o,$^) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) -lelf -lz -ldl $(LDFLAGS)
 BINS_ALL += $(BENCH_HX)
+
+# Unsafe-policy corpus: each object must be refused by the user-space
+# verifier with the message its GX_EXPECT names (test_hostexec).
+HX_UNSAFE_OBJS := $(patsubst tests/hostbpf/unsafe/%.bpf.c,$(HB_DIR)/unsafe/%.bpf.o,$(wildcard tests/hostbpf/unsafe/*.bpf.c))
+$(HB_DIR)/unsafe/%.bpf.o: tests/hostbpf/unsafe/%.bpf.c tests/hostbpf/unsafe/hx_expect.h $(HB_BPF_DEPS)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) $(HB_BPF_FLAGS) -Itests/hostbpf/unsafe -c $< -o $@
+$(BUILD)/tests/test_hostexec: $(HX_UNSAFE_OBJS)
+.SECONDARY: $(HX_UNSAFE_OBJS)
