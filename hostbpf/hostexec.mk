@@ -79,3 +79,4 @@ $(HB_DIR)/unsafe/%.bpf.o: tests/hostbpf/unsafe/%.bpf.c tests/hostbpf/unsafe/hx_e
 	$(Q)$(CLANG) $(HB_BPF_FLAGS) -Itests/hostbpf/unsafe -c $< -o $@
 $(BUILD)/tests/test_hostexec: $(HX_UNSAFE_OBJS)
 .SECONDARY: $(HX_UNSAFE_OBJS)
+$(BUILD)/tests/hostbpf/test_hostpolicy.sh: $(HX_UNSAFE_OBJS)

@@ -436,10 +436,18 @@ int gx_hx__load(struct gx_hx *hx, const char *path, const char *knobs)
 		return err;
 	}
 	if (hx->o.native) {
+		/* No JIT library here (e.g. no libLLVM-19): one line per
+		 * process; a program the JIT cannot translate: one per policy. */
+		static bool said_nolib;
 		char nwhy[300] = "";
 		int nerr = hx_native_compile(&p, helpers, sizeof(helpers) / sizeof(helpers[0]), nwhy, sizeof(nwhy));
-		if (nerr)
+		if (nerr == -ENOENT) {
+			if (!said_nolib)
+				pr_info("hostpolicy: native code unavailable (%s); policies interpreted\n", nwhy);
+			said_nolib = true;
+		} else if (nerr) {
 			pr_info("hostpolicy: %s: native code unavailable (%s); interpreted\n", path, nwhy);
+		}
 	}
 	struct hx_policy *dst = p.kind == HX_MEM ? &hx->mem : &hx->sched;
 	*dst = p;

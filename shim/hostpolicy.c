@@ -156,12 +156,13 @@ static struct gx_hx_opts make_opts(void)
 	 * launch than the GPU's demand paging spends on the same pages. */
 	const char *min = getenv("GPUEXT_HOSTPOLICY_MIN_PREFETCH");
 	o.min_prefetch = min_prefetch = min ? strtoull(min, NULL, 0) : 2ull << 20;
-	/* Native code (libgxjit.so) lacks the interpreter's run-time checks:
-	 * opt-in, for trusted policies. */
+	/* Native code (libgxjit.so) by default: the executor verified every
+	 * handler at load (hostbpf/hx_verify.c); where the JIT library cannot
+	 * be loaded, one line and the interpreter. */
 	const char *jit = getenv("GPUEXT_HOSTPOLICY_JIT");
-	o.native = jit && !strcmp(jit, "native");
+	o.native = !jit || strcmp(jit, "interp");
 	if (jit && strcmp(jit, "native") && strcmp(jit, "interp"))
-		pr_warn("hostpolicy: GPUEXT_HOSTPOLICY_JIT=%s: expected 'native' or 'interp'; interpreting", jit);
+		pr_warn("hostpolicy: GPUEXT_HOSTPOLICY_JIT=%s: expected 'native' or 'interp'; using native", jit);
 	const char *ch = getenv("GPUEXT_HOSTPOLICY_CHUNK");
 	o.max_coalesce = chunk_bytes = ch ? strtoull(ch, NULL, 0) : 0;
 	const char *la = getenv("GPUEXT_HOSTPOLICY_LAUNCH_ARGS");
