@@ -104,6 +104,9 @@ void gx_hx__sync(struct gx_hx *hx);
 /* Queues (streams). 0, or -EPERM when the sched policy rejects the bind. */
 int gx_hx__queue_create(struct gx_hx *hx, uint64_t id, int priority);
 void gx_hx__queue_destroy(struct gx_hx *hx, uint64_t id);
+/* A queue bound under a provisional id (before the driver made the stream)
+ * takes its real id; no handler runs. 0, -ENOENT, -EEXIST. */
+int gx_hx__queue_rekey(struct gx_hx *hx, uint64_t old_id, uint64_t new_id);
 
 /* What the executor did since gx_hx__new. */
 struct gx_hx_stats {

@@ -895,6 +895,22 @@ void gx_hx__queue_destroy(struct gx_hx *hx, uint64_t id)
 	free(q);
 }
 
+int gx_hx__queue_rekey(struct gx_hx *hx, uint64_t old_id, uint64_t new_id)
+{
+	struct hx_queue *q = NULL, *o = NULL;
+	HASH_FIND(hh, hx->queues, &old_id, sizeof(old_id), q);
+	if (!q)
+		return -ENOENT;
+	HASH_FIND(hh, hx->queues, &new_id, sizeof(new_id), o);
+	if (o)
+		return -EEXIST;
+	HASH_DEL(hx->queues, q);
+	q->id = new_id;
+	q->q.id = new_id;
+	HASH_ADD(hh, hx->queues, id, sizeof(uint64_t), q);
+	return 0;
+}
+
 void gx_hx__stats(const struct gx_hx *hx, struct gx_hx_stats *st)
 {
 	*st = hx->st;

@@ -72,6 +72,18 @@ grep -q "rejected by 'prio'" "$tmp/prio.err" && echo "ok - prio: rejection logge
 ! grep -q "gpuext: policy" "$tmp/prio.err" && echo "ok - prio: struct_ops entries not taken for device policies" ||
 	echo "not ok - prio: device-policy code tried a struct_ops object: $(grep 'gpuext: policy' "$tmp/prio.err" | head -1)"
 
+# stream priorities: hx_prioset gives every stream the queue priority of
+# its knob; the fake driver's range is [-5, 0] (lower is higher)
+for qp in 7:-5 3:-2 0:0; do
+	run GPUEXT_POLICY="$PWD/$B/hostbpf/hx_prioset.bpf.o,prio=${qp%:*}" "$T" expect-priority "${qp#*:}" \
+		2>"$tmp/prioset.err" | sed "s/^\(not \)\?ok - /&priority ${qp%:*}: /"
+	grep -q "hostpolicy: 3 streams created under 'prioset', 3 with the policy's priority, 0 refused" "$tmp/prioset.err" &&
+		echo "ok - priority ${qp%:*}: exit line counts 3 streams with the policy's priority" ||
+		{ echo "not ok - priority ${qp%:*}: no exit line for the streams"; cat "$tmp/prioset.err"; }
+done
+# gx_prio keeps the application's priority (identity through the mapping)
+run GPUEXT_POLICY="$PWD/$B/hostbpf/gx_prio.bpf.o" "$T" expect-priority -4 keep 2>"$tmp/prioid.err" |
+	sed 's/^\(not \)\?ok - /&gx_prio keeps priorities: /'
 # /dev/gpuext present (a stand-in ioctl channel): launches become hints to the
 # module, once per allocation between syncs; no cuMemPrefetchAsync.
 FK=$PWD/$B/tests/hostbpf/fake_gpuext.so
