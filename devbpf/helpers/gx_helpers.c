@@ -13,7 +13,12 @@
  * struct gx_devrt_map (in __gx_devrt on the device; the head of struct gx_map
  * on the host). */
 #ifdef __NVPTX__
-#define GX_FENCE_SYS() __asm__ volatile("fence.sc.sys;" ::: "memory")
+/* Release, not sequential consistency: a ring commit orders the payload and
+ * length before the header store, which is all its consumer relies on.
+ * fence.sc.sys (MEMBAR.SC.SYS) is the heaviest barrier there is, issued by
+ * the one warp that writes a record — for launchlate block 0 of every
+ * launch, whose delay a grid-stride kernel turns into its tail. */
+#define GX_FENCE_SYS() __asm__ volatile("fence.acq_rel.sys;" ::: "memory")
 
 static inline unsigned gx_sreg_smid(void)
 {
@@ -27,10 +32,18 @@ static inline unsigned gx_sreg_hwwarpid(void)
 	__asm__ volatile("mov.u32 %0, %%warpid;" : "=r"(r));
 	return r;
 }
+/* The slot is below nr_shards whenever the runtime sized the map for this
+ * GPU (SMs x 64 warp slots): a compare, and the division (~20 instructions
+ * for a runtime divisor) only on a smaller map. */
+static inline unsigned gx_shard_fold(unsigned x, unsigned n)
+{
+	return x < n ? x : n ? x % n : 0;
+}
 #define gx_shard_index(m, type)                                                          \
-	((type) == GX_MAP_PERWARP_ARRAY                                                  \
-		 ? (gx_sreg_smid() * GX_WARP_SLOTS_PER_SM + gx_sreg_hwwarpid()) % (m)->nr_shards \
-		 : gx_sreg_smid() % (m)->nr_shards)
+	gx_shard_fold((type) == GX_MAP_PERWARP_ARRAY                                     \
+			      ? gx_sreg_smid() * GX_WARP_SLOTS_PER_SM + gx_sreg_hwwarpid()       \
+			      : gx_sreg_smid(),                                                  \
+		      (m)->nr_shards)
 #else
 #include "devbpf/gx_hosthelpers.h"
 #define GX_FENCE_SYS() __atomic_thread_fence(__ATOMIC_SEQ_CST)

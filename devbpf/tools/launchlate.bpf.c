@@ -23,11 +23,13 @@ struct {
 SEC("gdev/probe/*")
 int launchlate(struct gdev_ctx *ctx)
 {
-	/* gdev_warpid() reads special registers: warps 1.. leave without a
-	 * memory access (the context is memory until the rewriter inlines us) */
-	if (gdev_warpid() != 0)
+	/* Cheapest test first: the block index words are %ctaid reads the
+	 * rewriter puts in uniform registers (S2UR) at an inlined site, one OR and
+	 * one compare; every warp of every other block leaves after it. The warp
+	 * test (%tid/%ntid arithmetic) then runs in block 0 only. */
+	if ((ctx->ctaid_x | ctx->ctaid_y | ctx->ctaid_z) != 0)
 		return GDEV_DEFAULT;
-	if (ctx->ctaid_x != 0 || ctx->ctaid_y != 0 || ctx->ctaid_z != 0)
+	if (gdev_warpid() != 0)
 		return GDEV_DEFAULT;
 	struct gx_ll_rec r = {
 		.kernel_id = ctx->kernel_id,
