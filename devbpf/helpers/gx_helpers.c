@@ -13,13 +13,6 @@
  * struct gx_devrt_map (in __gx_devrt on the device; the head of struct gx_map
  * on the host). */
 #ifdef __NVPTX__
-/* Release, not sequential consistency: a ring commit orders the payload and
- * length before the header store, which is all its consumer relies on.
- * fence.sc.sys (MEMBAR.SC.SYS) is the heaviest barrier there is, issued by
- * the one warp that writes a record — for launchlate block 0 of every
- * launch, whose delay a grid-stride kernel turns into its tail. */
-#define GX_FENCE_SYS() __asm__ volatile("fence.acq_rel.sys;" ::: "memory")
-
 static inline unsigned gx_sreg_smid(void)
 {
 	unsigned r;
@@ -44,13 +37,14 @@ static inline unsigned gx_shard_fold(unsigned x, unsigned n)
 			      ? gx_sreg_smid() * GX_WARP_SLOTS_PER_SM + gx_sreg_hwwarpid()       \
 			      : gx_sreg_smid(),                                                  \
 		      (m)->nr_shards)
+#define GX_RING_SHARD() gx_sreg_smid()
 #else
 #include "devbpf/gx_hosthelpers.h"
-#define GX_FENCE_SYS() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #define gx_shard_index(m, type)                                                          \
 	((type) == GX_MAP_PERWARP_ARRAY                                                  \
 		 ? (gx_host_env.smid * GX_WARP_SLOTS_PER_SM + gx_host_env.warpid) % (m)->nr_shards \
 		 : gx_host_env.smid % (m)->nr_shards)
+#define GX_RING_SHARD() gx_host_env.smid
 #endif
 
 #include "devbpf/helpers/gx_mapimpl.h"
@@ -313,7 +307,7 @@ GX_HELPER(mem_prefetch)
 	rec->ts = gx_now();
 	rec->smid = gx_sreg_smid();
 	rec->pad = 0;
-	gx_ring_commit(&rec->hdr, (gx_u32)sizeof(*rec), GX_REC_PREFETCH);
+	gx_ring_commit(ring, &rec->hdr, (gx_u32)sizeof(*rec), GX_REC_PREFETCH);
 	return 0;
 }
 /* printk(fmt, fmt_size, a1, a2, a3): the format is copied into the record
@@ -341,6 +335,6 @@ GX_HELPER(printk)
 	rec->args[0] = r3;
 	rec->args[1] = r4;
 	rec->args[2] = r5;
-	gx_ring_commit(&rec->hdr, (gx_u32)sizeof(*rec), GX_REC_PRINTK);
+	gx_ring_commit(ring, &rec->hdr, (gx_u32)sizeof(*rec), GX_REC_PRINTK);
 	return n;
 }
