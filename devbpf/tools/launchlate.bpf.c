@@ -31,14 +31,17 @@ int launchlate(struct gdev_ctx *ctx)
 		return GDEV_DEFAULT;
 	if (gdev_warpid() != 0)
 		return GDEV_DEFAULT;
-	struct gx_ll_rec r = {
-		.kernel_id = ctx->kernel_id,
-		.ts = gdev_globaltimer(),
-		.smid = ctx->smid,
-		.nblocks = ctx->nctaid_x * ctx->nctaid_y * ctx->nctaid_z,
-		.launch_id = ctx->launch_id,
-	};
-	bpf_ringbuf_output(&ll_ring, &r, sizeof(r), 0);
+	/* Built as 8-byte words (the layout of struct gx_ll_rec): the ring
+	 * helper reads them from registers, no stack frame is left. */
+	union {
+		struct gx_ll_rec r;
+		__u64 w[4];
+	} u;
+	u.w[0] = ctx->kernel_id;
+	u.w[1] = gdev_globaltimer();
+	u.w[2] = (__u64)(ctx->nctaid_x * ctx->nctaid_y * ctx->nctaid_z) << 32 | ctx->smid;
+	u.w[3] = ctx->launch_id;
+	bpf_ringbuf_output(&ll_ring, &u, sizeof(u), 0);
 	return GDEV_DEFAULT;
 }
 
