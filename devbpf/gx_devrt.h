@@ -69,29 +69,42 @@ struct gx_devrt_map {
  * atomics; the host keeps a mirror with the same layout (the map's storage,
  * the shim's rt ring) whose `tail` is the consumer's. Tests and harnesses
  * without async ops map host memory for the device instead and drain in
- * place (maps_dev.c).
- * Protocol (multi-producer, one consumer):
- *  - reserve: CAS loop on `head` (bytes ever reserved), retried while there
- *    is room (a failed CAS means another record got in); refused (and
- *    `drops` incremented) when head + len - tail > size. A record never
- *    wraps: if it would cross the end, the producer reserves the rest of the
- *    buffer too and writes a PAD record there.
- *  - commit: write the payload, fence (system scope), then store the record
- *    header { len, type | GX_REC_COMMITTED }.
+ * place (maps_dev.c); such rings carry GX_RING_F_SYS.
+ * Protocol (multi-producer, one consumer; gx_mapimpl.h has the why):
+ *  - reserve: one snapshot load of {head, tail}; refused at once (no
+ *    atomic on head) when head + len - tail > size; else one fetch-add of
+ *    len on `head`. The rare reservation that overflows anyway (the
+ *    snapshot was stale) settles in a slow path: it succeeds once a fresh
+ *    tail shows room, or rolls head back with a CAS when it is the last
+ *    reservation (overflowing reservations unwind last-in first-out, so a
+ *    reserved byte range is never left without a header). A record never
+ *    wraps: a reservation that would cross the end becomes PAD records
+ *    (its piece at the end and its piece at the start) and is retried.
+ *  - drops: refused records are counted in drop_sh[smid % 16] (sharded: no
+ *    single hot counter when a full ring refuses millions of records); the
+ *    consumer sums them into `drops`.
+ *  - commit: write the payload, then the 8-byte header { len, type |
+ *    GX_REC_COMMITTED } as one store with release semantics at GPU scope
+ *    (system scope for GX_RING_F_SYS rings, read live by the CPU).
  *  - consume (gx_devmaps__drain, on the consumer's private stream): read
- *    head and drops; copy [tail, head) to the mirror; find the committed
+ *    the header block; copy [tail, head) to the mirror; find the committed
  *    prefix [tail, end) (an uncommitted header stops it); copy that prefix
  *    again (its payloads were complete before the first copy ended — the
  *    copy engine may read a payload before the header); parse it on the
  *    mirror; zero the consumed bytes on the device, then write the new tail
  *    (same stream, in that order), so a producer's reservation always starts
  *    on a zero header. */
+#define GX_RING_DROP_SHARDS 16
+#define GX_RING_F_SYS 1u /* host memory the CPU reads while kernels run */
 struct gx_ring {
-	gdev_u64 head;  /* producers: bytes reserved (monotonic) */
+	gdev_u64 head;  /* producers: bytes reserved (monotonic but for overflow rollbacks) */
 	gdev_u64 tail;  /* consumer: bytes consumed (monotonic) */
 	gdev_u64 size;  /* data bytes, power of two */
-	gdev_u64 drops; /* records refused for lack of space */
-	gdev_u64 pad[4];
+	gdev_u64 drops; /* consumer: records refused, the sum of drop_sh at its last look */
+	gdev_u32 flags; /* GX_RING_F_* (set before producers start) */
+	gdev_u32 pad0;
+	gdev_u64 pad[3];
+	gdev_u64 drop_sh[GX_RING_DROP_SHARDS]; /* producers: records refused, by SM */
 	/* data follows (64-byte aligned header) */
 };
 

@@ -15,7 +15,6 @@
 #include "gx_log.h"
 #include "gx_util.h"
 
-#define GX_FENCE_SYS() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #define gx_shard_index(m, type)                                                          \
 	((type) == GX_MAP_PERWARP_ARRAY                                                  \
 		 ? (gx_host_env.smid * GX_WARP_SLOTS_PER_SM + gx_host_env.warpid) % (m)->nr_shards \

@@ -94,6 +94,8 @@ GX_EXPORT int gx_devmaps__create(struct gx_map *const *maps, size_t n, struct gx
 		} else if (d->dev_rings) {
 			ret = dev_ring(d, gx_map__ring(m), m->l.data_size, &d->daddr[i], &d->pinned[i]);
 		} else if (ops->host_map) {
+			/* read live by the CPU: commits need system scope */
+			gx_map__ring(m)->flags |= GX_RING_F_SYS;
 			ret = ops->host_map(ops->ctx, (void *)(uintptr_t)m->l.data, m->l.data_size,
 					    &d->daddr[i]);
 			d->host_mapped[i] = !ret;
@@ -118,6 +120,7 @@ GX_EXPORT int gx_devmaps__create(struct gx_map *const *maps, size_t n, struct gx
 			ret = -ENOTSUP;
 			goto fail;
 		}
+		rt_ring->flags |= GX_RING_F_SYS;
 		ret = ops->host_map(ops->ctx, rt_ring, rt_ring_bytes, &d->rt_ring_daddr);
 		if (ret)
 			goto fail;
@@ -270,10 +273,12 @@ static uint64_t committed_end(const struct gx_ring *mir, uint64_t tail, uint64_t
 static long dev_drain(struct gx_devmaps *d, struct gx_ring *mir, uint64_t dring, gx_ring_cb cb, void *ctx)
 {
 	struct gx_ring dh;
-	int r = d->ops.dtoh(d->ops.ctx, &dh, dring, offsetof(struct gx_ring, pad));
+	int r = d->ops.dtoh(d->ops.ctx, &dh, dring, sizeof(dh));
 	if (r)
 		return gx_err(r);
-	__atomic_store_n(&mir->drops, dh.drops, __ATOMIC_RELAXED);
+	/* the producers' drop shards, summed here (the mirror's own shards
+	 * stay zero: nobody produces into the mirror) */
+	__atomic_store_n(&mir->drops, gx_ring__drops(&dh), __ATOMIC_RELAXED);
 	uint64_t tail = mir->tail, head = dh.head;
 	if (!mir->size || head <= tail)
 		return 0;

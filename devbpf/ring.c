@@ -17,6 +17,27 @@ GX_EXPORT int gx_ring__init(struct gx_ring *r, uint64_t size)
 	return 0;
 }
 
+GX_EXPORT uint64_t gx_ring__drops(const struct gx_ring *r)
+{
+	uint64_t n = 0;
+	if (!r)
+		return 0;
+	for (unsigned i = 0; i < GX_RING_DROP_SHARDS; i++)
+		n += __atomic_load_n(&r->drop_sh[i], __ATOMIC_RELAXED);
+	return n;
+}
+
+/* The committed header at tail, as one 8-byte load (producers publish
+ * {len, type} with one release store); type 0 = not committed yet. */
+static uint32_t rec_at(const unsigned char *data, uint64_t off, uint32_t *len)
+{
+	uint64_t w = __atomic_load_n((const uint64_t *)(const void *)(data + off), __ATOMIC_ACQUIRE);
+	struct gx_rec_hdr h;
+	memcpy(&h, &w, sizeof(h));
+	*len = h.len;
+	return h.type;
+}
+
 GX_EXPORT long gx_ring__drain(struct gx_ring *r, gx_ring_cb cb, void *ctx)
 {
 	if (!r || !r->size || (r->size & (r->size - 1)))
@@ -24,16 +45,22 @@ GX_EXPORT long gx_ring__drain(struct gx_ring *r, gx_ring_cb cb, void *ctx)
 	unsigned char *data = (unsigned char *)(r + 1);
 	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 	long n = 0;
+	/* In-place rings: the producers' shards are here. A device ring's
+	 * mirror has none (gx_devmaps__drain stored the device's sum): the
+	 * counts only grow, so the larger value is the current one. */
+	uint64_t dr = gx_ring__drops(r);
+	if (dr > __atomic_load_n(&r->drops, __ATOMIC_RELAXED))
+		__atomic_store_n(&r->drops, dr, __ATOMIC_RELAXED);
 	for (;;) {
 		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
 		if (tail >= head)
 			break;
-		struct gx_rec_hdr *h = (struct gx_rec_hdr *)(data + (tail & (r->size - 1)));
-		uint32_t type = __atomic_load_n(&h->type, __ATOMIC_ACQUIRE);
+		uint64_t off = tail & (r->size - 1);
+		uint32_t len, type = rec_at(data, off, &len);
 		if (!(type & GX_REC_COMMITTED))
 			break; /* reserved, not yet committed: try again later */
-		uint32_t len = h->len;
-		uint64_t room = r->size - (tail & (r->size - 1));
+		struct gx_rec_hdr *h = (struct gx_rec_hdr *)(data + off);
+		uint64_t room = r->size - off;
 		if (len < sizeof(*h) || GX_ROUND8(len) > room) {
 			/* corrupt record: drop everything reserved so far */
 			memset(data, 0, r->size);

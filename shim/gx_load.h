@@ -28,6 +28,10 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 /* Rewrite a PTX text (cuLinkAddData): same contract. */
 bool gx_prepare_ptx(const char *api, const char *ptx, size_t len, struct gx_prep *p);
 void gx_prep_free(struct gx_prep *p);
+/* The rewrite options of this process (hooks, policy, persistent copies);
+ * true when persistent copies are asked for. */
+struct gx_ptx_rewrite_opts;
+bool gx_prep_opts(struct gx_ptx_rewrite_opts *opts);
 /* Rewrite one PTX text for a device arch (through the module cache). */
 bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_prep *p);
 /* rdc.c: an image whose code is -rdc relocatable units (a version-2 wrapper's

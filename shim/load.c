@@ -66,15 +66,21 @@ static int target_sm(bool all_devices, unsigned *sm, unsigned *hi)
 }
 
 /* dev_sm: the device arch the PTX is loaded for (part of the cache key). */
-bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_prep *p)
+bool gx_prep_opts(struct gx_ptx_rewrite_opts *opts)
 {
 	/* Identity until host policies select hooks (another part wires them). */
-	struct gx_ptx_rewrite_opts opts = { .sz = sizeof(opts) };
-	opts.hooks = gx_hooks_from_env(); /* GPUEXT_HOOKS: no-op stub hooks */
-	gx_policy_rewrite_opts(&opts); /* device policy hooks, if one is attached */
-	if (opts.hooks && !opts.policy_ptx)
-		opts.stubs = gx_stubs_from_env(); /* GPUEXT_STUBS: what those hooks run */
-	bool persist = gx_persist_rewrite_opts(&opts); /* GPUEXT_PERSISTENT: copies */
+	*opts = (struct gx_ptx_rewrite_opts){ .sz = sizeof(*opts) };
+	opts->hooks = gx_hooks_from_env(); /* GPUEXT_HOOKS: no-op stub hooks */
+	gx_policy_rewrite_opts(opts); /* device policy hooks, if one is attached */
+	if (opts->hooks && !opts->policy_ptx)
+		opts->stubs = gx_stubs_from_env(); /* GPUEXT_STUBS: what those hooks run */
+	return gx_persist_rewrite_opts(opts); /* GPUEXT_PERSISTENT: copies */
+}
+
+bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_prep *p)
+{
+	struct gx_ptx_rewrite_opts opts;
+	bool persist = gx_prep_opts(&opts);
 	/* The rewritten-module cache: same input, options, build and arch. */
 	struct gx_mcache_key key;
 	gx_mcache_key(ptx, len, &opts, dev_sm, &key);
@@ -119,9 +125,9 @@ bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_pre
 	return true;
 }
 
-bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices, struct gx_prep *p)
+/* Common start of gx_prepare*: the module's number, and GPUEXT_DISABLE. */
+static bool prep_start(struct gx_prep *p)
 {
-	(void)api;
 	if (!p->id)
 		p->id = gx_next_module_id();
 	p->level = GX_LOG_INFO;
@@ -131,6 +137,14 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 		p->level = GX_LOG_DEBUG;
 		return false;
 	}
+	return true;
+}
+
+bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices, struct gx_prep *p)
+{
+	(void)api;
+	if (!prep_start(p))
+		return false;
 	if (!img) {
 		snprintf(p->why, sizeof(p->why), "no image");
 		return false;
@@ -197,15 +211,8 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 bool gx_prepare_ptx(const char *api, const char *ptx, size_t len, struct gx_prep *p)
 {
 	(void)api;
-	if (!p->id)
-		p->id = gx_next_module_id();
-	p->level = GX_LOG_INFO;
-	gx_config_load();
-	if (gx_config.disabled) {
-		snprintf(p->why, sizeof(p->why), "GPUEXT_DISABLE is set");
-		p->level = GX_LOG_DEBUG;
+	if (!prep_start(p))
 		return false;
-	}
 	if (!ptx) {
 		snprintf(p->why, sizeof(p->why), "no PTX");
 		return false;
@@ -239,8 +246,8 @@ void gx_log_reloaded(const char *api, const struct gx_prep *p)
 		snprintf(how, sizeof(how), "identity");
 	if (p->rdc_units) {
 		pr_info("module %u (%s): rewritten (%s), reloaded from sm_%u PTX of %u -rdc units, JIT-linked (%zu bytes "
-			"of cubin)",
-			p->id, api, how, p->sm, p->rdc_units, p->len);
+			"of cubin%s)",
+			p->id, api, how, p->sm, p->rdc_units, p->len, p->cached ? ", from the module cache" : "");
 		return;
 	}
 	pr_info("module %u (%s): rewritten (%s), reloaded from sm_%u PTX (%zu bytes%s)", p->id, api, how, p->sm,

@@ -141,16 +141,23 @@ GX_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
 	return rc;
 }
 
+/* The unload event (a policy may veto it); not for the shim's own unloads. */
+static CUresult unload_event(void *handle, bool is_library, const char *api)
+{
+	if (!gx_ev_on(GX_EV_MODULE_UNLOAD) || gx_ev_nested())
+		return CUDA_SUCCESS;
+	struct gx_event ev = { .kind = GX_EV_MODULE_UNLOAD };
+	ev.module.handle = handle;
+	ev.module.is_library = is_library;
+	ev.module.api = api;
+	return gx_ev_raise(&ev);
+}
+
 GX_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 {
-	if (gx_ev_on(GX_EV_MODULE_UNLOAD) && !gx_ev_nested()) {
-		struct gx_event ev = { .kind = GX_EV_MODULE_UNLOAD };
-		ev.module.handle = hmod;
-		ev.module.api = "cuModuleUnload";
-		CUresult veto = gx_ev_raise(&ev);
-		if (veto != CUDA_SUCCESS)
-			return veto;
-	}
+	CUresult veto = unload_event(hmod, false, "cuModuleUnload");
+	if (veto != CUDA_SUCCESS)
+		return veto;
 	CUresult rc = REAL(cuModuleUnload)(hmod);
 	if (rc == CUDA_SUCCESS)
 		gx_tab_del_mod(hmod);
@@ -218,15 +225,9 @@ GX_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileNam
 
 GX_EXPORT CUresult cuLibraryUnload(CUlibrary library)
 {
-	if (gx_ev_on(GX_EV_MODULE_UNLOAD) && !gx_ev_nested()) {
-		struct gx_event ev = { .kind = GX_EV_MODULE_UNLOAD };
-		ev.module.handle = library;
-		ev.module.is_library = 1;
-		ev.module.api = "cuLibraryUnload";
-		CUresult veto = gx_ev_raise(&ev);
-		if (veto != CUDA_SUCCESS)
-			return veto;
-	}
+	CUresult veto = unload_event(library, true, "cuLibraryUnload");
+	if (veto != CUDA_SUCCESS)
+		return veto;
 	CUresult rc = REAL(cuLibraryUnload)(library);
 	if (rc == CUDA_SUCCESS)
 		gx_tab_del_mod(library);

@@ -10,7 +10,9 @@
  * -rdc JIT would). The caller loads the resulting cubin in place of the
  * application's image; on any failure it loads the original (one log line).
  * Units without PTX, or device code that needs libraries the link cannot see
- * (libcudadevrt for dynamic parallelism), end in that fallback. */
+ * (libcudadevrt for dynamic parallelism), end in that fallback. The linked
+ * cubin goes into the rewritten-module cache (gx_mcache.h), keyed by its
+ * units, so a second start neither rewrites nor links. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,8 @@
 
 #include "shim/gx_image.h"
 #include "shim/gx_load.h"
+#include "shim/gx_mcache.h"
+#include "ptx-rewrite/gx_ptx.h"
 
 #define RDC_MAX_UNITS 1024
 
@@ -89,6 +93,35 @@ static int link_units(char **ptx, size_t *len, size_t n, unsigned sm, struct gx_
 	return 1;
 }
 
+/* The cache key of a linked cubin: the keys of its units' PTX, in link
+ * order, under the process's rewrite options and the device arch. The
+ * marker keeps it apart from any single module's key. */
+static void rdc_key(char **raw, const size_t *rl, size_t n, unsigned sm, struct gx_mcache_key *k)
+{
+	static const char mark[16] = "gx-rdc-link-v1";
+	struct gx_ptx_rewrite_opts opts;
+	gx_prep_opts(&opts);
+	size_t sz = sizeof(mark) + n * sizeof(*k);
+	char *buf = malloc(sz);
+	if (!buf) {
+		memset(k, 0, sizeof(*k)); /* all-zero: never stored (see below) */
+		return;
+	}
+	memcpy(buf, mark, sizeof(mark));
+	for (size_t i = 0; i < n; i++) {
+		struct gx_mcache_key u;
+		gx_mcache_key(raw[i], rl[i], &opts, sm, &u);
+		memcpy(buf + sizeof(mark) + i * sizeof(u), &u, sizeof(u));
+	}
+	gx_mcache_key(buf, sz, &opts, sm, k);
+	free(buf);
+}
+
+static bool key_valid(const struct gx_mcache_key *k)
+{
+	return k->h[0] || k->h[1];
+}
+
 int gx_prepare_rdc(const struct gx_image *im, unsigned sm, bool mixed_archs, struct gx_prep *p)
 {
 	unsigned cont[RDC_MAX_UNITS];
@@ -96,33 +129,51 @@ int gx_prepare_rdc(const struct gx_image *im, unsigned sm, bool mixed_archs, str
 	if (!n)
 		return 0;
 	const struct gx_image_entry *pick[RDC_MAX_UNITS];
+	unsigned ptx_sm = 0;
 	for (size_t i = 0; i < n; i++) {
 		pick[i] = gx_image_pick_ptx_in(im, cont[i], sm);
 		if (!pick[i])
 			return 0; /* a unit without PTX for this device: SASS only */
+		if (pick[i]->sm > ptx_sm)
+			ptx_sm = pick[i]->sm;
 	}
 	if (mixed_archs) {
 		snprintf(p->why, sizeof(p->why),
 			 "-rdc: devices of several archs share this library, and a JIT-linked cubin serves one");
 		return -1;
 	}
+	char **raw = calloc(n, sizeof(*raw));
 	char **ptx = calloc(n, sizeof(*ptx));
+	size_t *rl = calloc(n, sizeof(*rl));
 	size_t *len = calloc(n, sizeof(*len));
-	unsigned hooks = 0, ptx_sm = 0;
-	int ret = ptx && len ? 1 : -1;
+	unsigned hooks = 0;
+	int ret = raw && ptx && rl && len ? 1 : -1;
 	if (ret < 0)
 		snprintf(p->why, sizeof(p->why), "-rdc: out of memory");
 	for (size_t i = 0; i < n && ret > 0; i++) {
-		void *raw = NULL;
-		size_t rl = 0;
-		if (gx_image_entry_data(pick[i], &raw, &rl) < 0) {
+		void *r = NULL;
+		if (gx_image_entry_data(pick[i], &r, &rl[i]) < 0) {
 			snprintf(p->why, sizeof(p->why), "-rdc: cannot extract the PTX of unit %zu", i);
 			p->level = GX_LOG_WARN;
 			ret = -1;
-			break;
 		}
+		raw[i] = r;
+	}
+	/* A second start links nothing: the cubin comes from the module cache. */
+	struct gx_mcache_key key = { { 0, 0 } };
+	struct gx_mcache_entry ce = { 0 };
+	if (ret > 0)
+		rdc_key(raw, rl, n, sm, &key);
+	if (ret > 0 && key_valid(&key) && gx_mcache_get(&key, &ce) == 0) {
+		free(ce.notes);
+		p->ptx = ce.ptx, p->len = ce.len;
+		p->cached = true;
+		hooks = ce.nr_hooks;
+		ret = 2;
+	}
+	for (size_t i = 0; i < n && ret == 1; i++) {
 		struct gx_prep u = { .id = p->id };
-		if (!gx_prep_rewrite(raw, rl, sm, &u)) {
+		if (!gx_prep_rewrite(raw[i], rl[i], sm, &u)) {
 			snprintf(p->why, sizeof(p->why), "-rdc unit %zu: %.200s", i, u.why);
 			p->level = u.level;
 			ret = -1;
@@ -130,21 +181,30 @@ int gx_prepare_rdc(const struct gx_image *im, unsigned sm, bool mixed_archs, str
 			free(u.log); /* persistent copies: not for JIT-linked -rdc code */
 			ptx[i] = u.ptx, len[i] = u.len;
 			hooks += u.nr_hooks;
-			if (pick[i]->sm > ptx_sm)
-				ptx_sm = pick[i]->sm;
 		}
-		free(raw);
 	}
-	if (ret > 0)
+	if (ret == 1) {
 		ret = link_units(ptx, len, n, sm, p);
+		if (ret > 0 && key_valid(&key)) {
+			ce = (struct gx_mcache_entry){ .ptx = p->ptx, .len = p->len, .nr_hooks = hooks };
+			gx_mcache_put(&key, &ce);
+		}
+	}
 	if (ret > 0) {
+		ret = 1;
 		p->rdc_units = (unsigned)n;
 		p->nr_hooks = hooks;
 		p->sm = ptx_sm;
 	}
-	for (size_t i = 0; ptx && i < n; i++)
-		free(ptx[i]);
+	for (size_t i = 0; i < n; i++) {
+		if (ptx)
+			free(ptx[i]);
+		if (raw)
+			free(raw[i]);
+	}
+	free(raw);
 	free(ptx);
+	free(rl);
 	free(len);
 	return ret;
 }

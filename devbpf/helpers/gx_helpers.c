@@ -13,8 +13,6 @@
  * struct gx_devrt_map (in __gx_devrt on the device; the head of struct gx_map
  * on the host). */
 #ifdef __NVPTX__
-#define GX_FENCE_SYS() __asm__ volatile("fence.sc.sys;" ::: "memory")
-
 static inline unsigned gx_sreg_smid(void)
 {
 	unsigned r;
@@ -27,17 +25,26 @@ static inline unsigned gx_sreg_hwwarpid(void)
 	__asm__ volatile("mov.u32 %0, %%warpid;" : "=r"(r));
 	return r;
 }
+/* The slot is below nr_shards whenever the runtime sized the map for this
+ * GPU (SMs x 64 warp slots): a compare, and the division (~20 instructions
+ * for a runtime divisor) only on a smaller map. */
+static inline unsigned gx_shard_fold(unsigned x, unsigned n)
+{
+	return x < n ? x : n ? x % n : 0;
+}
 #define gx_shard_index(m, type)                                                          \
-	((type) == GX_MAP_PERWARP_ARRAY                                                  \
-		 ? (gx_sreg_smid() * GX_WARP_SLOTS_PER_SM + gx_sreg_hwwarpid()) % (m)->nr_shards \
-		 : gx_sreg_smid() % (m)->nr_shards)
+	gx_shard_fold((type) == GX_MAP_PERWARP_ARRAY                                     \
+			      ? gx_sreg_smid() * GX_WARP_SLOTS_PER_SM + gx_sreg_hwwarpid()       \
+			      : gx_sreg_smid(),                                                  \
+		      (m)->nr_shards)
+#define GX_RING_SHARD() gx_sreg_smid()
 #else
 #include "devbpf/gx_hosthelpers.h"
-#define GX_FENCE_SYS() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #define gx_shard_index(m, type)                                                          \
 	((type) == GX_MAP_PERWARP_ARRAY                                                  \
 		 ? (gx_host_env.smid * GX_WARP_SLOTS_PER_SM + gx_host_env.warpid) % (m)->nr_shards \
 		 : gx_host_env.smid % (m)->nr_shards)
+#define GX_RING_SHARD() gx_host_env.smid
 #endif
 
 #include "devbpf/helpers/gx_mapimpl.h"
@@ -300,7 +307,7 @@ GX_HELPER(mem_prefetch)
 	rec->ts = gx_now();
 	rec->smid = gx_sreg_smid();
 	rec->pad = 0;
-	gx_ring_commit(&rec->hdr, (gx_u32)sizeof(*rec), GX_REC_PREFETCH);
+	gx_ring_commit(ring, &rec->hdr, (gx_u32)sizeof(*rec), GX_REC_PREFETCH);
 	return 0;
 }
 /* printk(fmt, fmt_size, a1, a2, a3): the format is copied into the record
@@ -328,6 +335,6 @@ GX_HELPER(printk)
 	rec->args[0] = r3;
 	rec->args[1] = r4;
 	rec->args[2] = r5;
-	gx_ring_commit(&rec->hdr, (gx_u32)sizeof(*rec), GX_REC_PRINTK);
+	gx_ring_commit(ring, &rec->hdr, (gx_u32)sizeof(*rec), GX_REC_PRINTK);
 	return n;
 }

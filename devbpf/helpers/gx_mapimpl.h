@@ -8,13 +8,16 @@
  * bytes the host decodes after a flush.
  *
  * The including file defines, before including this header:
- *   GX_FENCE_SYS()   a system-scope memory fence
  *   gx_shard_index(m, type) the shard of the calling warp (sharded arrays)
+ *   GX_RING_SHARD()  optional: the caller's SM (ring drop counter shards)
  * Everything here is static inline and allocation-free. */
 #ifndef GX_MAPIMPL_H
 #define GX_MAPIMPL_H
 
 #include "devbpf/gx_devrt.h"
+#ifndef __NVPTX__
+#include <sched.h>
+#endif
 
 typedef unsigned char gx_u8;
 typedef gdev_u32 gx_u32;
@@ -110,12 +113,16 @@ static inline gx_u32 gx_load32(const gx_u32 *p)
 }
 
 /* ---- array / sharded arrays ---- */
+/* The descriptor's words are read before any test: on the device they are
+ * then one batch of independent loads (one round trip), not a load, a
+ * branch and three more loads behind it; a select, not a branch, keeps the
+ * compiler from sinking the loads behind the test. */
 static inline void *gx_array_elem(const struct gx_devrt_map *m, gx_u32 shard, gx_u32 idx)
 {
-	if (idx >= m->max_entries || shard >= m->nr_shards)
-		return 0;
-	return (gx_u8 *)(unsigned long)m->data +
-	       ((gx_u64)shard * m->max_entries + idx) * m->value_stride;
+	gx_u32 max = m->max_entries, nr = m->nr_shards, stride = m->value_stride;
+	gx_u64 data = m->data;
+	gx_u64 p = data + ((gx_u64)shard * max + idx) * stride;
+	return ((idx < max) & (shard < nr)) ? (void *)(unsigned long)p : 0;
 }
 
 /* ---- hash ----
@@ -273,14 +280,163 @@ static inline long gx_map_delete(const struct gx_devrt_map *m, const void *key)
 	return -GX_EINVAL;
 }
 
-/* ---- ring (producer side; gx_ring.c has the consumer) ---- */
+/* ---- ring (producer side; ring.c and maps_dev.c have the consumer) ----
+ * Protocol summary in gx_devrt.h. Why it is built this way:
+ *  - One fetch-add per record on the hot path. The old CAS loop on `head`
+ *    (load, CAS, retry) serialised producers to one record per L2 round
+ *    trip each; when 1056 blocks of a grid-stride kernel exit together that
+ *    is O(n^2) CAS traffic (+1.2 ms per launch on the H200). A fetch-add
+ *    never fails, so n producers cost n L2 atomics, pipelined.
+ *  - A fetch-add cannot refuse, so the refusal happens before it: one
+ *    16-byte snapshot load of {head, tail}. A full ring then refuses with
+ *    that load and one fire-and-forget reduction on a drop shard: no atomic
+ *    on head (the old full path did a CAS storm plus a hot drop counter:
+ *    2.5 s per 262k-block launch). The same snapshot's tail decides success
+ *    after the fetch-add (a stale tail only under-estimates the room).
+ *  - The rare overflow (another producer took the room between snapshot and
+ *    fetch-add) settles exactly, never by guessing: a fresh tail with room
+ *    means success; otherwise the reservation must leave no hole, so it
+ *    waits to be the last one (head == its end) and rolls head back with a
+ *    CAS. Every overflowing reservation does the same, so they unwind last
+ *    in first out; each one's waiters are running producers, so it ends.
+ *  - Sub-rings per SM were the alternative (no shared counter at all), but
+ *    they split the capacity (one busy SM fills its slice while others sit
+ *    empty: more drops for the same memory), lose the global order the
+ *    formatters rely on, and need n copies per drain. One fetch-add per
+ *    record on one address is far below the L2's atomic throughput for
+ *    one-record-per-block tools.
+ *  - Fences: the ring is in device memory and read by the copy engine after
+ *    an async copy, so the commit needs the payload to reach L2 before the
+ *    header: a release store at GPU scope (one MEMBAR.GPU, which waits for
+ *    this thread's payload stores). System scope (fence.sc.sys) only for
+ *    rings in mapped host memory read live by the CPU (GX_RING_F_SYS).
+ *    Reservation needs no fence: the consumer clears consumed bytes before
+ *    it publishes the tail that lets producers write there (same stream,
+ *    in order), and a store that depends on the loaded tail cannot be
+ *    performed before that load.
+ * The includer may define GX_RING_SHARD() (the caller's SM) for the drop
+ * shards; 0 otherwise. */
+#ifndef GX_RING_SHARD
+#define GX_RING_SHARD() 0u
+#endif
+/* Bound on the reserve/pad retries of one record (crossing the end twice in
+ * one call needs a whole lap by others in between). */
+#define GX_RING_TRIES 8
+
+#ifdef __NVPTX__
+static inline void gx_ring_snap(const struct gx_ring *r, gx_u64 *head, gx_u64 *tail)
+{
+	__asm__ volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
+			 : "=l"(*head), "=l"(*tail)
+			 : "l"(r)
+			 : "memory");
+}
+static inline gx_u64 gx_ring_load_tail(const struct gx_ring *r)
+{
+	gx_u64 t;
+	__asm__ volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(t) : "l"(&r->tail) : "memory");
+	return t;
+}
+static inline gx_u64 gx_ring_fadd(struct gx_ring *r, gx_u64 len)
+{
+	gx_u64 old;
+	__asm__ volatile("atom.relaxed.gpu.global.add.u64 %0, [%1], %2;"
+			 : "=l"(old)
+			 : "l"(&r->head), "l"(len)
+			 : "memory");
+	return old;
+}
+static inline int gx_ring_rollback(struct gx_ring *r, gx_u64 end, gx_u64 old)
+{
+	gx_u64 got;
+	__asm__ volatile("atom.relaxed.gpu.global.cas.b64 %0, [%1], %2, %3;"
+			 : "=l"(got)
+			 : "l"(&r->head), "l"(end), "l"(old)
+			 : "memory");
+	return got == end;
+}
+static inline void gx_ring_count_drop(struct gx_ring *r)
+{
+	__asm__ volatile("red.relaxed.gpu.global.add.u64 [%0], 1;" ::"l"(
+				 &r->drop_sh[GX_RING_SHARD() % GX_RING_DROP_SHARDS])
+			 : "memory");
+}
+static inline void gx_ring_backoff(int spin)
+{
+	__asm__ volatile("nanosleep.u32 %0;" ::"r"(spin < 8 ? 32u : 512u));
+}
+/* The commit store: {len, type} as one 8-byte word, released. */
+static inline void gx_ring_publish(const struct gx_ring *r, struct gx_rec_hdr *h, gx_u64 word)
+{
+	if (r->flags & GX_RING_F_SYS)
+		__asm__ volatile("fence.sc.sys;\n\tst.relaxed.sys.global.u64 [%0], %1;" ::"l"(h), "l"(word)
+				 : "memory");
+	else
+		__asm__ volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(h), "l"(word) : "memory");
+}
+#else
+static inline void gx_ring_snap(const struct gx_ring *r, gx_u64 *head, gx_u64 *tail)
+{
+	*head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
+	*tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+}
+static inline gx_u64 gx_ring_load_tail(const struct gx_ring *r)
+{
+	return __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+}
+static inline gx_u64 gx_ring_fadd(struct gx_ring *r, gx_u64 len)
+{
+	return __atomic_fetch_add(&r->head, len, __ATOMIC_RELAXED);
+}
+static inline int gx_ring_rollback(struct gx_ring *r, gx_u64 end, gx_u64 old)
+{
+	return __atomic_compare_exchange_n(&r->head, &end, old, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+static inline void gx_ring_count_drop(struct gx_ring *r)
+{
+	__atomic_fetch_add(&r->drop_sh[GX_RING_SHARD() % GX_RING_DROP_SHARDS], 1, __ATOMIC_RELAXED);
+}
+static inline void gx_ring_backoff(int spin)
+{
+	if (spin > 64)
+		sched_yield();
+}
+static inline void gx_ring_publish(const struct gx_ring *r, struct gx_rec_hdr *h, gx_u64 word)
+{
+	(void)r;
+	__atomic_store_n((gx_u64 *)(void *)h, word, __ATOMIC_RELEASE);
+}
+#endif
+
 static inline gx_u8 *gx_ring_data(struct gx_ring *r)
 {
 	return (gx_u8 *)(r + 1);
 }
 
+static inline gx_u64 gx_rec_word(gx_u32 len, gx_u32 type)
+{
+	struct gx_rec_hdr h = { len, type | GX_REC_COMMITTED };
+	gx_u64 w;
+	__builtin_memcpy(&w, &h, sizeof(w));
+	return w;
+}
+
+/* Slow path of a reservation [old, old + len) that the snapshot's tail did
+ * not cover: 1 = it fits after all (fresh tail), 0 = rolled back (nothing
+ * reserved). See the top comment for why this ends. */
+static inline int gx_ring_settle(struct gx_ring *r, gx_u64 old, gx_u64 len, gx_u64 size)
+{
+	for (int spin = 0;; spin++) {
+		if (old + len - gx_ring_load_tail(r) <= size)
+			return 1;
+		if (gx_ring_rollback(r, old + len, old))
+			return 0;
+		gx_ring_backoff(spin);
+	}
+}
+
 /* Reserve len bytes (header included, multiple of 8); returns the record or
- * NULL (drops counted). The header is left zero until gx_ring_commit. */
+ * NULL (a drop, counted). The header stays zero until gx_ring_commit. */
 static inline struct gx_rec_hdr *gx_ring_reserve(struct gx_ring *r, gx_u32 len)
 {
 	if (!r)
@@ -288,52 +444,72 @@ static inline struct gx_rec_hdr *gx_ring_reserve(struct gx_ring *r, gx_u32 len)
 	gx_u64 size = r->size;
 	if (len == 0 || len > size || (len & 7))
 		return 0;
-	/* Retry while there is room: a failed CAS means another producer got
-	 * its record in (lock-free progress). The old bound of 64 attempts
-	 * turned contention into drops (2842 of 3589 one-per-block records on
-	 * the H200 with room to spare); the bound left only guards against a
-	 * corrupt header. A failed CAS reloads head. */
-	gx_u64 head = GX_LOAD_ACQ(&r->head);
-	for (int attempt = 0; attempt < (1 << 20); attempt++) {
-		gx_u64 tail = GX_LOAD_ACQ(&r->tail);
-		gx_u64 off = head & (size - 1);
-		gx_u64 pad = off + len > size ? size - off : 0;
-		if (head + pad + len - tail > size)
+	gx_u8 *d = gx_ring_data(r);
+	for (int tries = 0; tries < GX_RING_TRIES; tries++) {
+		gx_u64 head, tail;
+		gx_ring_snap(r, &head, &tail);
+		/* a snapshot may pair an older head with a newer tail */
+		gx_u64 used = head > tail ? head - tail : 0;
+		if (used + len > size)
+			break; /* full: refused without touching head */
+		gx_u64 old = gx_ring_fadd(r, len);
+		if (old + len - tail > size && !gx_ring_settle(r, old, len, size))
 			break;
-		if (GX_CAS(&r->head, &head, head + pad + len)) {
-			gx_u8 *d = gx_ring_data(r);
-			if (pad) {
-				struct gx_rec_hdr *p = (struct gx_rec_hdr *)(d + off);
-				p->len = (gx_u32)pad;
-				GX_STORE_REL(&p->type, GX_REC_PAD | GX_REC_COMMITTED);
-				off = 0;
-			}
+		gx_u64 off = old & (size - 1);
+		if (off + len <= size)
 			return (struct gx_rec_hdr *)(d + off);
-		}
+		/* Crosses the end: both pieces become PAD records, try again. */
+		gx_u32 first = (gx_u32)(size - off);
+		gx_ring_publish(r, (struct gx_rec_hdr *)(d + off), gx_rec_word(first, GX_REC_PAD));
+		gx_ring_publish(r, (struct gx_rec_hdr *)d, gx_rec_word(len - first, GX_REC_PAD));
 	}
-	__atomic_fetch_add(&r->drops, 1, __ATOMIC_RELAXED);
+	gx_ring_count_drop(r);
 	return 0;
 }
 
 /* len: the record's exact length (header included); the consumer rounds it
  * up to 8 to find the next record. */
-static inline void gx_ring_commit(struct gx_rec_hdr *h, gx_u32 len, gx_u32 type)
+static inline void gx_ring_commit(struct gx_ring *r, struct gx_rec_hdr *h, gx_u32 len, gx_u32 type)
 {
-	h->len = len;
-	GX_FENCE_SYS();
-	GX_STORE_REL(&h->type, type | GX_REC_COMMITTED);
+	gx_ring_publish(r, h, gx_rec_word(len, type));
 }
 
+/* bpf_ringbuf_output. Payloads up to 64 aligned bytes are read into
+ * registers before the reservation, in straight-line code: with the size
+ * a constant (every call site) the branches fold, the loads read the
+ * policy's stack at constant offsets right after the policy's own stores,
+ * so the JIT forwards them (the reservation's atomics are opaque asm that
+ * would otherwise force the values back through local memory). */
 static inline long gx_ring_output(struct gx_ring *r, const void *data, gx_u64 size)
 {
 	if (!r || size > 0xffff0000u)
 		return -GX_EINVAL;
-	gx_u32 len = GX_ROUND8((gx_u32)size + (gx_u32)sizeof(struct gx_rec_hdr));
+	gx_u32 n = (gx_u32)size;
+	gx_u32 len = GX_ROUND8(n + (gx_u32)sizeof(struct gx_rec_hdr));
+	if (n <= 64 && (n & 7) == 0 && ((unsigned long)data & 7) == 0) {
+		const gx_u64 *s8 = (const gx_u64 *)data;
+		gx_u64 w[8];
+		gx_u32 nw = n / 8;
+#define GX_LD(i) w[i] = nw > i ? s8[i] : 0;
+		GX_LD(0) GX_LD(1) GX_LD(2) GX_LD(3) GX_LD(4) GX_LD(5) GX_LD(6) GX_LD(7)
+#undef GX_LD
+		struct gx_rec_hdr *h = gx_ring_reserve(r, len);
+		if (!h)
+			return -GX_ENOSPC;
+		gx_u64 *d8 = (gx_u64 *)(h + 1);
+#define GX_ST(i)               \
+	if (nw > i)            \
+		d8[i] = w[i];
+		GX_ST(0) GX_ST(1) GX_ST(2) GX_ST(3) GX_ST(4) GX_ST(5) GX_ST(6) GX_ST(7)
+#undef GX_ST
+		gx_ring_commit(r, h, n + (gx_u32)sizeof(struct gx_rec_hdr), GX_REC_DATA);
+		return 0;
+	}
 	struct gx_rec_hdr *h = gx_ring_reserve(r, len);
 	if (!h)
 		return -GX_ENOSPC;
-	gx_copy(h + 1, data, (gx_u32)size);
-	gx_ring_commit(h, (gx_u32)size + (gx_u32)sizeof(struct gx_rec_hdr), GX_REC_DATA);
+	gx_copy(h + 1, data, n);
+	gx_ring_commit(r, h, n + (gx_u32)sizeof(struct gx_rec_hdr), GX_REC_DATA);
 	return 0;
 }
 

@@ -26,16 +26,21 @@ int kernelretsnoop(struct gdev_ctx *ctx)
 	/* special registers, not the context: warps 1.. touch no memory */
 	if (gdev_warpid() != 0)
 		return GDEV_DEFAULT;
-	struct gx_krs_rec r = {
-		.kernel_id = ctx->kernel_id,
-		.ts = gdev_globaltimer(),
-		.ctaid = { ctx->ctaid_x, ctx->ctaid_y, ctx->ctaid_z },
-		.smid = ctx->smid,
-		.nctaid = { ctx->nctaid_x, ctx->nctaid_y, ctx->nctaid_z },
-		.ntid = ctx->ntid_x * ctx->ntid_y * ctx->ntid_z,
-		.launch_id = ctx->launch_id,
-	};
-	bpf_ringbuf_output(&krs_ring, &r, sizeof(r), 0);
+	/* Built as 8-byte words (the layout of struct gx_krs_rec): the ring
+	 * helper then reads them straight from registers, no u32 pieces
+	 * reassembled through the stack. */
+	union {
+		struct gx_krs_rec r;
+		__u64 w[7];
+	} u;
+	u.w[0] = ctx->kernel_id;
+	u.w[1] = gdev_globaltimer();
+	u.w[2] = (__u64)ctx->ctaid_y << 32 | ctx->ctaid_x;
+	u.w[3] = (__u64)ctx->smid << 32 | ctx->ctaid_z;
+	u.w[4] = (__u64)ctx->nctaid_y << 32 | ctx->nctaid_x;
+	u.w[5] = (__u64)(ctx->ntid_x * ctx->ntid_y * ctx->ntid_z) << 32 | ctx->nctaid_z;
+	u.w[6] = ctx->launch_id;
+	bpf_ringbuf_output(&krs_ring, &u, sizeof(u), 0);
 	return GDEV_DEFAULT;
 }
 

@@ -154,6 +154,18 @@ if cmp -s "$L/mcache2.out" "$L/rt_static.base.out" && ! grep -q 'from the module
 else
 	nok "module cache: second start $(grep -c 'from the module cache' "$L/mcache2.err") hits, output $(cmp -s "$L/mcache2.out" "$L/rt_static.base.out" && echo same || echo differs); $(grep 'gpuext: module' "$L/mcache2.err" | head -2 | tr '\n' ' ')"
 fi
+# -rdc: the second start takes the JIT-linked cubin from the cache (no link).
+MC=$W/mcache-rdc
+for i in 1 2; do
+	timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_CACHE_DIR="$MC" "$W/rdc" \
+		>"$L/rdccache$i.out" 2>"$L/rdccache$i.err"
+done
+if cmp -s "$L/rdccache2.out" "$L/rdc.base.out" && ! grep -q 'from the module cache' "$L/rdccache1.err" &&
+	grep -q 'of 2 -rdc units, JIT-linked ([0-9]* bytes of cubin, from the module cache)' "$L/rdccache2.err"; then
+	ok "module cache: the second start of the -rdc program loads the linked cubin from the cache, same output"
+else
+	nok "module cache -rdc: output $(cmp -s "$L/rdccache2.out" "$L/rdc.base.out" && echo same || echo differs); $(grep 'gpuext: module' "$L/rdccache2.err" | head -2 | tr '\n' ' ')"
+fi
 # The same programs under gpuext-run.
 if [ -x "$B/bin/gpuext-run" ]; then
 	timeout 120 "$B/bin/gpuext-run" -v -- "$W/rt_static" >"$L/run.out" 2>"$L/run.err"

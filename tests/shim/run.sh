@@ -132,16 +132,21 @@ fi
 if [ -x "$B/tests/shim/rdc_app" ]; then
 	objcopy -O binary --only-section=.nv_fatbin "$B/tests/shim/rdc_app" "$tmp/linked.bin" &&
 		objcopy -O binary --only-section=__nv_relfatbin "$B/tests/shim/rdc_app" "$tmp/rel.bin"
-	run "$B/tests/shim/test_rdc" "$tmp/linked.bin" "$tmp/rel.bin" ok 2>"$tmp/rdc.err"
+	run env GPUEXT_CACHE_DIR="$tmp/rdccache" "$B/tests/shim/test_rdc" "$tmp/linked.bin" "$tmp/rel.bin" ok 2>"$tmp/rdc.err"
 	grep -q 'module 2 (cuModuleLoadData): rewritten (identity), reloaded from sm_80 PTX of 2 -rdc units, JIT-linked' "$tmp/rdc.err" &&
 		ok "-rdc: the log says the 2 units were rewritten and JIT-linked" || nok "-rdc log: $(grep gpuext "$tmp/rdc.err" | tail -2 | tr '\n' ' ')"
 	grep -q 'module 1 (cuLibraryLoadData): passed through: -rdc: devices of several archs' "$tmp/rdc.err" &&
 		ok "-rdc library on devices of two major archs: passed through, said why" || nok "-rdc mixed archs log: $(grep 'module 1' "$tmp/rdc.err")"
-	FAKECUDA_LINK_FAIL=1 run "$B/tests/shim/test_rdc" "$tmp/linked.bin" "$tmp/rel.bin" fail 2>"$tmp/rdcf.err"
+	# A second start with the same cache: the linked cubin is reused.
+	run env GPUEXT_CACHE_DIR="$tmp/rdccache" "$B/tests/shim/test_rdc" "$tmp/linked.bin" "$tmp/rel.bin" cached 2>"$tmp/rdc2.err"
+	grep -q 'module 2 (cuModuleLoadData): rewritten (identity), reloaded from sm_80 PTX of 2 -rdc units, JIT-linked ([0-9]* bytes of cubin, from the module cache)' "$tmp/rdc2.err" &&
+		ok "-rdc second start: the log says the linked cubin came from the module cache" ||
+		nok "-rdc second start log: $(grep gpuext "$tmp/rdc2.err" | tail -2 | tr '\n' ' ')"
+	FAKECUDA_LINK_FAIL=1 run env GPUEXT_CACHE=0 "$B/tests/shim/test_rdc" "$tmp/linked.bin" "$tmp/rel.bin" fail 2>"$tmp/rdcf.err"
 	[ "$(grep -c 'passed through: -rdc: cuLinkComplete: CUDA_ERROR_INVALID_PTX' "$tmp/rdcf.err")" = 1 ] &&
 		ok "-rdc link failure: one log line, the original loaded" || nok "-rdc fallback log: $(grep gpuext "$tmp/rdcf.err" | tail -2 | tr '\n' ' ')"
 	if command -v valgrind >/dev/null; then
-		run valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite \
+		run env GPUEXT_CACHE_DIR="$tmp/rdcvgcache" valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite \
 			"$B/tests/shim/test_rdc" "$tmp/linked.bin" "$tmp/rel.bin" ok >"$tmp/rdcvg.out" 2>"$tmp/rdcvg.err"
 		[ $? -eq 0 ] && ! grep -q '^not ok' "$tmp/rdcvg.out" && ok "-rdc path under valgrind: no invalid access, no definite leak" ||
 			nok "-rdc under valgrind: $(grep -E '^==|not ok' "$tmp/rdcvg.out" "$tmp/rdcvg.err" | head -4 | tr '\n' ' ')"

@@ -4,8 +4,10 @@
  * version-2 fatbin wrapper cudart would register and loads it (as a
  * library and as a module): the shim must JIT-link the units' rewritten PTX
  * (cuLinkCreate/AddData/Complete on the real driver) and load the result;
- * with FAKECUDA_LINK_FAIL set it must load the original instead.
- *   test_rdc LINKED.bin REL.bin ok|fail */
+ * with FAKECUDA_LINK_FAIL set it must load the original instead; on a
+ * second start with the same GPUEXT_CACHE_DIR the linked cubin comes from
+ * the module cache, with no rewrite and no link.
+ *   test_rdc LINKED.bin REL.bin ok|fail|cached */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -39,7 +41,7 @@ int main(int argc, char **argv)
 {
 	if (argc != 4)
 		return 2;
-	bool want_ok = !strcmp(argv[3], "ok");
+	bool want_ok = !strcmp(argv[3], "ok"), want_cached = !strcmp(argv[3], "cached");
 	size_t ll, rl;
 	char *linked = slurp(argv[1], &ll), *rel = slurp(argv[2], &rl);
 	GX_CHECK(linked && rel && ll > 16 && rl > 16, "read the -rdc sections");
@@ -91,7 +93,13 @@ int main(int argc, char **argv)
 	CUmodule mod = NULL;
 	rc = cuModuleLoadData(&mod, &wrapper);
 	const char *img = last_image();
-	if (want_ok) {
+	if (want_cached) {
+		GX_CHECK(count("cuLinkCreate_v2") == 0 && count("cuLinkAddData_v2") == 0,
+			 "second start: no JIT link, the cubin comes from the module cache");
+		GX_CHECK(rc == CUDA_SUCCESS && img && img != (const void *)&wrapper && !memcmp(img, "\177ELF fake linked", 16),
+			 "the module was loaded from the cached cubin (rc %d)", rc);
+		GX_CHECK(cuModuleUnload(mod) == CUDA_SUCCESS, "unload");
+	} else if (want_ok) {
 		GX_CHECK(count("cuLinkCreate_v2") == 1 && count("cuLinkAddData_v2") == 2 && count("cuLinkComplete") == 1 &&
 				 count("cuLinkDestroy") == 1,
 			 "-rdc wrapper: one JIT link of the 2 units through the real driver");
