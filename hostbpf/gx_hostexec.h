@@ -59,9 +59,10 @@ struct gx_hx_opts {
 	 * everything; the shim uses 2 MiB). Counted in gx_hx_stats.small. */
 	uint64_t min_prefetch;
 	/* Run handlers as native code from the devbpf JIT (libgxjit.so, loaded
-	 * with dlopen; the interpreter where it is missing). Native code skips
-	 * the interpreter's run-time memory checks and step budget: trusted
-	 * policies only. */
+	 * with dlopen; the interpreter where it is missing, with one log line
+	 * per process). Native code has no run-time checks: it relies on the
+	 * load-time verification every policy passes (the shim sets this
+	 * unless GPUEXT_HOSTPOLICY_JIT=interp). */
 	int native;
 	/* Hand coalesced ranges to act.prefetch once they reach this many bytes
 	 * (0: only when a run of ranges ends), so a caller can start copies
@@ -103,6 +104,9 @@ void gx_hx__sync(struct gx_hx *hx);
 /* Queues (streams). 0, or -EPERM when the sched policy rejects the bind. */
 int gx_hx__queue_create(struct gx_hx *hx, uint64_t id, int priority);
 void gx_hx__queue_destroy(struct gx_hx *hx, uint64_t id);
+/* A queue bound under a provisional id (before the driver made the stream)
+ * takes its real id; no handler runs. 0, -ENOENT, -EEXIST. */
+int gx_hx__queue_rekey(struct gx_hx *hx, uint64_t old_id, uint64_t new_id);
 
 /* What the executor did since gx_hx__new. */
 struct gx_hx_stats {

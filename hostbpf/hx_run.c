@@ -436,10 +436,18 @@ int gx_hx__load(struct gx_hx *hx, const char *path, const char *knobs)
 		return err;
 	}
 	if (hx->o.native) {
+		/* No JIT library here (e.g. no libLLVM-19): one line per
+		 * process; a program the JIT cannot translate: one per policy. */
+		static bool said_nolib;
 		char nwhy[300] = "";
 		int nerr = hx_native_compile(&p, helpers, sizeof(helpers) / sizeof(helpers[0]), nwhy, sizeof(nwhy));
-		if (nerr)
+		if (nerr == -ENOENT) {
+			if (!said_nolib)
+				pr_info("hostpolicy: native code unavailable (%s); policies interpreted\n", nwhy);
+			said_nolib = true;
+		} else if (nerr) {
 			pr_info("hostpolicy: %s: native code unavailable (%s); interpreted\n", path, nwhy);
+		}
 	}
 	struct hx_policy *dst = p.kind == HX_MEM ? &hx->mem : &hx->sched;
 	*dst = p;
@@ -885,6 +893,22 @@ void gx_hx__queue_destroy(struct gx_hx *hx, uint64_t id)
 		call(hx, &hx->sched, 1, &c, &sc, sizeof(sc), &q->q, sizeof(q->q), NULL, 0);
 	}
 	free(q);
+}
+
+int gx_hx__queue_rekey(struct gx_hx *hx, uint64_t old_id, uint64_t new_id)
+{
+	struct hx_queue *q = NULL, *o = NULL;
+	HASH_FIND(hh, hx->queues, &old_id, sizeof(old_id), q);
+	if (!q)
+		return -ENOENT;
+	HASH_FIND(hh, hx->queues, &new_id, sizeof(new_id), o);
+	if (o)
+		return -EEXIST;
+	HASH_DEL(hx->queues, q);
+	q->id = new_id;
+	q->q.id = new_id;
+	HASH_ADD(hh, hx->queues, id, sizeof(uint64_t), q);
+	return 0;
 }
 
 void gx_hx__stats(const struct gx_hx *hx, struct gx_hx_stats *st)

@@ -23,11 +23,13 @@
  *    or unknown declarations, no `exit`, no verbatim directive that could
  *    name a label, no recursion; and not too large for the hook (pass_site.c:
  *    a mem hook's handler is copied to every memory instruction). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ptx-rewrite/passes.h"
+#include "ptx-rewrite/ptx_priv.h"
 
 #define PTX_ANALYSE_MAX 20000	/* beyond this: assume every field, never inline */
 
@@ -338,23 +340,24 @@ static int analyse(struct an *a)
 	return 0;
 }
 
-int ptx_handler_get(struct ptx_passes *ps, const char *name, const struct ptx_handler **out)
+int ptx_handler_get(struct ptx_passes *ps, const char *name, struct ptx_handler **out)
 {
 	for (size_t i = 0; i < ps->nr_handlers; i++)
-		if (!strcmp(ps->handlers[i].name, name)) {
-			*out = &ps->handlers[i];
+		if (!strcmp(ps->handlers[i]->name, name)) {
+			*out = ps->handlers[i];
 			return 0;
 		}
 	if (ps->nr_handlers == ps->cap_handlers) {
 		size_t cap = ps->cap_handlers ? 2 * ps->cap_handlers : 4;
-		struct ptx_handler *n = realloc(ps->handlers, cap * sizeof(*n));
+		struct ptx_handler **n = realloc(ps->handlers, cap * sizeof(*n));
 		if (!n)
 			return gx_err(-ENOMEM);
 		ps->handlers = n;
 		ps->cap_handlers = cap;
 	}
-	struct ptx_handler *h = &ps->handlers[ps->nr_handlers];
-	memset(h, 0, sizeof(*h));
+	struct ptx_handler *h = ptx_alloc(ps->m, sizeof(*h));
+	if (!h)
+		return gx_err(-ENOMEM);
 	h->name = name;
 	h->words = PTX_CTX_ALL_WORDS;
 	struct ptx_item *it = ptx_find_func(ps->m, name);
@@ -378,119 +381,240 @@ int ptx_handler_get(struct ptx_passes *ps, const char *name, const struct ptx_ha
 		if (!a.escape)
 			h->words = a.words;
 	}
-	ps->nr_handlers++;
+	ps->handlers[ps->nr_handlers++] = h;
 	*out = h;
 	return 0;
 }
 
 /* --------------------------------------------------------------- inlining */
 
-struct ren {
-	struct ptx_module *m;
-	const char *pfx;		/* "%__gx_h3_" for registers */
-	const char *lpfx;		/* "$__gx_h3_" for labels and depots */
-	struct regdecl *regs;
-	size_t nregs;
-	const char **labels;
-	size_t nlabels;
-	const char **locals;		/* handler .local names → function-level names */
-	const char **local_to;
-	size_t nlocals;
+/* The body of an inlinable handler, prepared once (tmpl_build) as IR with
+ * every name that a site renames replaced by a slot; a site (tmpl_clone)
+ * makes the slots' names and copies the statements, sharing what no site
+ * changes (modifiers, immediates, names that are not renamed).
+ *
+ * Slots: a handler register ("%r5" → "%__gx_h7_r5"), a label
+ * ("$L__BB0_1" → "$__gx_h7_L__BB0_1"), a .local depot (→ the site
+ * function's copy, ptx_site_local) and the site's end label. In template
+ * operands, an ID's ival is its slot + 1 (0: not renamed, -1: copied at
+ * every site because a later pass may rewrite it in place: %ctaid/%nctaid,
+ * pass_persistent.c) and a compound operand's ival is 1 when it must be
+ * copied; sites get copies with ival 0, as the parser makes them. */
+enum slot_kind { SLOT_REG, SLOT_LABEL, SLOT_LOCAL, SLOT_END };
+
+struct slot {
+	enum slot_kind kind;
+	const char *name;		/* original name (REG, LABEL, LOCAL) */
+	const char *suffix;		/* REG/LABEL: what follows the site prefix */
+	size_t suffix_len;
+	const struct ptx_decl *decl;	/* LOCAL */
 };
 
-static const char *ren_id(struct ren *r, const char *t)
+struct tstmt {
+	struct ptx_stmt s;
+	unsigned guard, name;		/* slot + 1 of the guard / decl or label name, 0: kept */
+	unsigned char top;		/* a top-level declaration: to the site's head */
+	unsigned char ren;		/* some operand must be copied */
+};
+
+struct ptx_inl_tmpl {
+	struct tstmt *st;
+	size_t n;
+	struct slot *slots;
+	size_t nslots;
+};
+
+struct tb {				/* template under construction */
+	struct ptx_module *m;
+	struct an *a;
+	const struct ptx_site_regs *r;
+	const char **labels;
+	size_t nlabels;
+	struct tstmt *st;
+	size_t n, cap;
+	struct slot *slots;
+	size_t nslots, capslots;
+	unsigned end;			/* slot + 1 of the end label */
+};
+
+static unsigned slot_add(struct tb *t, enum slot_kind kind, const char *name,
+			 const struct ptx_decl *decl)
 {
-	if (t[0] == '%' && find_regdecl(r->regs, r->nregs, t))
-		return ptx_sprintf(r->m, "%s%s", r->pfx, t + 1);
-	for (size_t i = 0; i < r->nlabels; i++)
-		if (!strcmp(r->labels[i], t))
-			return ptx_sprintf(r->m, "%s%s", r->lpfx, t[0] == '$' ? t + 1 : t);
-	for (size_t i = 0; i < r->nlocals; i++)
-		if (!strcmp(r->locals[i], t))
-			return r->local_to[i];
-	return t;
+	for (size_t i = 0; i < t->nslots; i++)
+		if (t->slots[i].kind == kind && (kind == SLOT_END || !strcmp(t->slots[i].name, name)))
+			return (unsigned)i + 1;
+	if (t->nslots == t->capslots) {
+		size_t cap = t->capslots ? 2 * t->capslots : 32;
+		struct slot *n = realloc(t->slots, cap * sizeof(*n));
+		if (!n)
+			return 0;
+		t->slots = n;
+		t->capslots = cap;
+	}
+	struct slot *s = &t->slots[t->nslots];
+	*s = (struct slot){kind, name, NULL, 0, decl};
+	if (kind == SLOT_REG || kind == SLOT_LABEL) {
+		s->suffix = name + (name[0] == '%' || name[0] == '$');
+		s->suffix_len = strlen(s->suffix);
+	}
+	return (unsigned)++t->nslots;
 }
 
-static struct ptx_opnd *ren_opnd(struct ren *r, const struct ptx_opnd *o)
+/* The slot + 1 of a name a site renames (ren_id of the text path), 0 if it
+ * is kept; UINT_MAX on ENOMEM. */
+static unsigned name_slot(struct tb *t, const char *name)
 {
-	if (!o)
-		return NULL;
-	struct ptx_opnd *c = ptx_alloc(r->m, sizeof(*c));
+	enum slot_kind k;
+	if (name[0] == '%' && find_regdecl(t->a->regs, t->a->nregs, name)) {
+		k = SLOT_REG;
+	} else {
+		k = SLOT_END;
+		for (size_t i = 0; i < t->nlabels && k == SLOT_END; i++)
+			if (!strcmp(t->labels[i], name))
+				k = SLOT_LABEL;
+		for (size_t i = 0; i < t->nslots && k == SLOT_END; i++)
+			if (t->slots[i].kind == SLOT_LOCAL && !strcmp(t->slots[i].name, name))
+				return (unsigned)i + 1;
+		if (k == SLOT_END)
+			return 0;
+	}
+	unsigned s = slot_add(t, k, name, NULL);
+	return s ? s : UINT_MAX;
+}
+
+static struct tstmt *tstmt_new(struct tb *t, enum ptx_stmt_kind kind)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 64;
+		struct tstmt *n = realloc(t->st, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		t->st = n;
+		t->cap = cap;
+	}
+	struct tstmt *s = &t->st[t->n++];
+	memset(s, 0, sizeof(*s));
+	s->s.kind = kind;
+	return s;
+}
+
+/* A template copy of operand o with its names marked; *copy set when a
+ * site must copy it. NULL on ENOMEM. */
+static struct ptx_opnd *topnd(struct tb *t, const struct ptx_opnd *o, int *copy)
+{
+	struct ptx_opnd *c = ptx_alloc(t->m, sizeof(*c));
 	if (!c)
 		return NULL;
 	*c = *o;
-	if (o->kind == PTX_OPND_ID && o->text && !(c->text = ren_id(r, o->text)))
-		return NULL;
-	if (o->n) {
-		c->elems = ptx_alloc(r->m, o->n * sizeof(*c->elems));
-		if (!c->elems)
+	if (o->kind == PTX_OPND_ID && o->text) {
+		unsigned s = name_slot(t, o->text);
+		if (s == UINT_MAX)
 			return NULL;
-		for (unsigned i = 0; i < o->n; i++)
-			if (o->elems[i] && !(c->elems[i] = ren_opnd(r, o->elems[i])))
+		c->ival = s ? (long long)s
+			    : (o->text[0] == '%' && (o->text[1] == 'c' || o->text[1] == 'n')) ? -1 : 0;
+		*copy |= c->ival != 0;
+		return c;
+	}
+	if (o->kind == PTX_OPND_VEC || o->kind == PTX_OPND_ADDR || o->kind == PTX_OPND_LIST ||
+	    o->kind == PTX_OPND_PIPE) {
+		int sub = 0;
+		if (o->n) {
+			c->elems = ptx_alloc(t->m, o->n * sizeof(*c->elems));
+			if (!c->elems)
 				return NULL;
+			for (unsigned i = 0; i < o->n; i++)
+				if (o->elems[i] && !(c->elems[i] = topnd(t, o->elems[i], &sub)))
+					return NULL;
+		}
+		c->ival = sub;
+		*copy |= sub;
 	}
 	return c;
 }
 
-static int emit_renamed(struct ren *r, const struct ptx_stmt *s, struct gx_buf *b)
+/* Must a site copy template operand o? */
+static int tmarked(const struct ptx_opnd *o)
 {
-	struct ptx_stmt c = *s;
-	if (s->kind == PTX_STMT_DECL) {
-		c.decl.name = s->decl.space == PTX_SPACE_REG && s->decl.name[0] == '%'
-				      ? ptx_sprintf(r->m, "%s%s", r->pfx, s->decl.name + 1)
-				      : ren_id(r, s->decl.name);
-		if (!c.decl.name)
-			return -ENOMEM;
-	} else if (s->kind == PTX_STMT_LABEL) {
-		if (!(c.text = ren_id(r, s->text)))
-			return -ENOMEM;
-	} else if (s->kind == PTX_STMT_INSN) {
-		if (s->insn.guard && !(c.insn.guard = ren_id(r, s->insn.guard)))
-			return -ENOMEM;
-		if (s->insn.nops) {
-			c.insn.ops = ptx_alloc(r->m, s->insn.nops * sizeof(*c.insn.ops));
-			if (!c.insn.ops)
-				return -ENOMEM;
-			for (unsigned i = 0; i < s->insn.nops; i++)
-				if (!(c.insn.ops[i] = ren_opnd(r, s->insn.ops[i])))
-					return -ENOMEM;
-		}
+	return o->ival && (o->kind == PTX_OPND_ID || o->kind == PTX_OPND_VEC ||
+			   o->kind == PTX_OPND_ADDR || o->kind == PTX_OPND_LIST ||
+			   o->kind == PTX_OPND_PIPE);
+}
+
+/* Append instruction `opcode mods ops` (ops already template operands). */
+static struct tstmt *tinsn(struct tb *t, const char *guard, int guard_neg, const char *opcode,
+			   unsigned nmods, const char *const *mods, unsigned nops,
+			   struct ptx_opnd **ops)
+{
+	struct tstmt *s = tstmt_new(t, PTX_STMT_INSN);
+	const char **md = nmods ? ptx_alloc(t->m, nmods * sizeof(*md)) : NULL;
+	struct ptx_opnd **o = nops ? ptx_alloc(t->m, nops * sizeof(*o)) : NULL;
+	if (!s || (nmods && !md) || (nops && !o))
+		return NULL;
+	for (unsigned i = 0; i < nops; i++) {
+		if (!ops[i])
+			return NULL;
+		o[i] = ops[i];
+		s->ren |= tmarked(ops[i]);
 	}
-	c.prev = c.next = NULL;
-	ptx_stmt_emit(&c, b);
-	gx_buf_puts(b, "\n");
-	return 0;
+	if (nmods)
+		memcpy(md, mods, nmods * sizeof(*md));
+	s->s.insn = (struct ptx_insn){guard, (unsigned char)(guard && guard_neg), opcode, nmods,
+				      md, nops, o};
+	return s;
+}
+
+/* A renamed register as a template operand. */
+static struct ptx_opnd *treg(struct tb *t, const char *name)
+{
+	struct ptx_opnd *o = ptx_opnd_id(t->m, name);
+	unsigned s = o ? name_slot(t, name) : 0;
+	if (!o || s == UINT_MAX)
+		return NULL;
+	o->ival = s;
+	return o;
 }
 
 /* The value of `es` bytes at context offset `off` (signed: sx) into register
- * dst of dsize bytes, from the word registers W<i>. */
-static void load_words(struct gx_buf *b, const char *W, const char *T, const char *dst,
-		       unsigned dsize, long long off, unsigned es, int sx)
+ * dst of dsize bytes, from the word registers. */
+static int load_words(struct tb *t, const char *dst, unsigned dsize, long long off, unsigned es,
+		      int sx)
 {
+	struct ptx_module *m = t->m;
+	struct ptx_opnd *const *W = t->r->ow;
 	unsigned w = (unsigned)(off / 4);
+	struct ptx_opnd *ops[4];
+	if (w >= PTX_CTX_WORDS || (es == 8 && w + 1 >= PTX_CTX_WORDS))
+		return -EINVAL;
+	if (!(ops[0] = treg(t, dst)))
+		return -ENOMEM;
 	if (es == 8) {
-		if (dsize == 8)
-			gx_buf_printf(b, "mov.b64 %s, {%s%u, %s%u};\n", dst, W, w, W, w + 1);
-		else /* a 64-bit load into a narrower register: low part */
-			gx_buf_printf(b, "mov.b32 %s, %s%u;\n", dst, W, w);
-		return;
+		if (dsize == 8) {
+			struct ptx_opnd *e[2] = {W[w], W[w + 1]};
+			ops[1] = ptx_opnd_vec(m, 2, e);
+			return tinsn(t, NULL, 0, "mov", PTX_MODS(".b64"), 2, ops) ? 0 : -ENOMEM;
+		}
+		/* a 64-bit load into a narrower register: low part */
+		ops[1] = W[w];
+		return tinsn(t, NULL, 0, "mov", PTX_MODS(".b32"), 2, ops) ? 0 : -ENOMEM;
 	}
-	const char *src;
-	char tmp[64];
-	if (es == 4) {
-		snprintf(tmp, sizeof(tmp), "%s%u", W, w);
-		src = tmp;
-	} else {
-		gx_buf_printf(b, "bfe.%c32 %s, %s%u, %u, %u;\n", sx ? 's' : 'u', T, W, w,
-			      (unsigned)(off % 4) * 8, es * 8);
-		src = T;
+	struct ptx_opnd *src = W[w];
+	if (es != 4) {
+		struct ptx_opnd *b[4] = {t->r->ot, W[w], ptx_opnd_int(m, (off % 4) * 8),
+					 ptx_opnd_int(m, es * 8)};
+		if (!tinsn(t, NULL, 0, "bfe", PTX_MODS(sx ? ".s32" : ".u32"), 4, b))
+			return -ENOMEM;
+		src = t->r->ot;
 	}
+	ops[1] = src;
+	struct tstmt *s;
 	if (dsize == 8)
-		gx_buf_printf(b, "cvt.%c64.%c32 %s, %s;\n", sx ? 's' : 'u', sx ? 's' : 'u', dst, src);
+		s = sx ? tinsn(t, NULL, 0, "cvt", PTX_MODS(".s64", ".s32"), 2, ops)
+		       : tinsn(t, NULL, 0, "cvt", PTX_MODS(".u64", ".u32"), 2, ops);
 	else if (dsize == 2)
-		gx_buf_printf(b, "cvt.u16.u32 %s, %s;\n", dst, src);
+		s = tinsn(t, NULL, 0, "cvt", PTX_MODS(".u16", ".u32"), 2, ops);
 	else
-		gx_buf_printf(b, "mov.b32 %s, %s;\n", dst, src);
+		s = tinsn(t, NULL, 0, "mov", PTX_MODS(".b32"), 2, ops);
+	return s ? 0 : -ENOMEM;
 }
 
 static int is_signed_load(const struct ptx_insn *in)
@@ -502,48 +626,74 @@ static int is_signed_load(const struct ptx_insn *in)
 	return 0;
 }
 
-int ptx_handler_inline(struct ptx_passes *ps, struct ptx_func *site_fn, const struct ptx_handler *h,
-		       struct gx_buf *decls, struct gx_buf *body, const char *W, const char *T,
-		       const char *end)
+/* A statement of the handler, names marked. */
+static int tcopy(struct tb *t, const struct ptx_stmt *s, int top)
 {
-	struct ptx_module *m = ps->m;
-	const char *P = m->fresh_prefix;
-	struct ptx_func *fn = h->fn;
-	unsigned id = ps->nr_inlined++;
-	struct an a = {.ps = ps, .fn = fn, .param = fn->params[0].name,
-		       .ret = fn->nrets ? fn->rets[0].name : NULL, .inl = 1};
-	struct ren r = {.m = m, .pfx = ptx_sprintf(m, "%%%s_h%u_", P, id),
-			.lpfx = ptx_sprintf(m, "$%s_h%u_", P, id)};
-	int err = -ENOMEM;
-	if (!r.pfx || !r.lpfx)
-		return gx_err(-ENOMEM);
-	if ((err = analyse(&a)))
-		goto out;
-	r.regs = a.regs;
-	r.nregs = a.nregs;
-	/* labels and .local depots of the handler */
-	for (struct ptx_stmt *s = fn->head; s; s = s->next) {
-		if (s->kind == PTX_STMT_LABEL) {
-			const char **n = realloc(r.labels, (r.nlabels + 1) * sizeof(*n));
-			if (!n)
-				goto out;
-			r.labels = n;
-			r.labels[r.nlabels++] = s->text;
-		} else if (s->kind == PTX_STMT_DECL && s->decl.space == PTX_SPACE_LOCAL) {
-			const char **n = realloc(r.locals, (r.nlocals + 1) * sizeof(*n));
-			const char **t = n ? realloc(r.local_to, (r.nlocals + 1) * sizeof(*t)) : NULL;
-			if (n)
-				r.locals = n;
-			if (!t)
-				goto out;
-			r.local_to = t;
-			const char *to = ptx_site_local(ps, site_fn, h, &s->decl);
-			if (!to)
-				goto out;
-			r.locals[r.nlocals] = s->decl.name;
-			r.local_to[r.nlocals++] = to;
+	struct tstmt *d = tstmt_new(t, s->kind);
+	if (!d)
+		return -ENOMEM;
+	d->s = *s;
+	d->s.prev = d->s.next = NULL;
+	d->top = (unsigned char)top;
+	unsigned n = 0;
+	if (s->kind == PTX_STMT_DECL) {
+		/* a register declaration is always renamed, `%r<32>` included */
+		if (s->decl.space == PTX_SPACE_REG && s->decl.name[0] == '%') {
+			if (!(n = slot_add(t, SLOT_REG, s->decl.name, NULL)))
+				n = UINT_MAX;
+		} else {
+			n = name_slot(t, s->decl.name);
+		}
+		d->name = n;
+	} else if (s->kind == PTX_STMT_LABEL) {
+		d->name = n = name_slot(t, s->text);
+	} else if (s->kind == PTX_STMT_INSN) {
+		if (s->insn.guard)
+			d->guard = n = name_slot(t, s->insn.guard);
+		if (n != UINT_MAX && s->insn.nops) {
+			struct ptx_opnd **ops = ptx_alloc(t->m, s->insn.nops * sizeof(*ops));
+			if (!ops)
+				return -ENOMEM;
+			for (unsigned i = 0; i < s->insn.nops; i++) {
+				int copy = 0;
+				if (!(ops[i] = topnd(t, s->insn.ops[i], &copy)))
+					return -ENOMEM;
+				d->ren |= (unsigned char)copy;
+			}
+			d->s.insn.ops = ops;
 		}
 	}
+	return n == UINT_MAX ? -ENOMEM : 0;
+}
+
+static int tmpl_build(struct ptx_passes *ps, struct ptx_handler *h,
+		      const struct ptx_site_regs *r)
+{
+	struct ptx_module *m = ps->m;
+	struct ptx_func *fn = h->fn;
+	struct an a = {.ps = ps, .fn = fn, .param = fn->params[0].name,
+		       .ret = fn->nrets ? fn->rets[0].name : NULL, .inl = 1};
+	struct tb t = {.m = m, .a = &a, .r = r};
+	int err = analyse(&a);
+	if (err)
+		goto out;
+	err = -ENOMEM;
+	/* labels; .local depots first, in order (a site creates them in
+	 * this order, before anything else) */
+	for (struct ptx_stmt *s = fn->head; s; s = s->next) {
+		if (s->kind == PTX_STMT_LABEL) {
+			const char **n = realloc(t.labels, (t.nlabels + 1) * sizeof(*n));
+			if (!n)
+				goto out;
+			t.labels = n;
+			t.labels[t.nlabels++] = s->text;
+		} else if (s->kind == PTX_STMT_DECL && s->decl.space == PTX_SPACE_LOCAL) {
+			if (!slot_add(&t, SLOT_LOCAL, s->decl.name, &s->decl))
+				goto out;
+		}
+	}
+	if (!(t.end = slot_add(&t, SLOT_END, NULL, NULL)))
+		goto out;
 	int depth = 0;
 	for (struct ptx_stmt *s = fn->head; s; s = s->next) {
 		depth += s->kind == PTX_STMT_OPEN ? 1 : s->kind == PTX_STMT_CLOSE ? -1 : 0;
@@ -551,14 +701,14 @@ int ptx_handler_inline(struct ptx_passes *ps, struct ptx_func *site_fn, const st
 			if (s->decl.space == PTX_SPACE_LOCAL)
 				continue;
 			/* top-level declarations go to the site's head, nested ones stay */
-			if ((err = emit_renamed(&r, s, depth ? body : decls)))
+			if ((err = tcopy(&t, s, !depth)))
 				goto out;
 			continue;
 		}
 		if (s->kind == PTX_STMT_VERBATIM && !strncmp(s->text, ".loc", 4))
 			continue;
 		if (s->kind != PTX_STMT_INSN) {
-			if ((err = emit_renamed(&r, s, body)))
+			if ((err = tcopy(&t, s, 0)))
 				goto out;
 			continue;
 		}
@@ -569,12 +719,18 @@ int ptx_handler_inline(struct ptx_passes *ps, struct ptx_func *site_fn, const st
 		struct ctxreg *c;
 		if (ctx_param_load(&a, in) || ctx_copy(&a, in, &d, &delta) || is_ret_store(&a, in))
 			continue;
+		err = -ENOMEM;
 		if (!strcmp(in->opcode, "ret")) {
-			const char *g = in->guard ? ren_id(&r, in->guard) : NULL;
-			if (in->guard && !g)
+			/* ret → bra END (guard kept) */
+			unsigned g = in->guard ? name_slot(&t, in->guard) : 0;
+			struct ptx_opnd *o = ptx_opnd_id(m, "");
+			if (g == UINT_MAX || !o)
 				goto out;
-			gx_buf_printf(body, "%s%s%s%sbra %s;\n", g ? "@" : "",
-				      g && in->guard_neg ? "!" : "", g ? g : "", g ? " " : "", end);
+			o->ival = t.end;
+			struct tstmt *b = tinsn(&t, in->guard, in->guard_neg, "bra", 0, NULL, 1, &o);
+			if (!b)
+				goto out;
+			b->guard = g;
 			continue;
 		}
 		if ((c = ctx_load(&a, in, &oi))) {
@@ -590,26 +746,131 @@ int ptx_handler_inline(struct ptx_passes *ps, struct ptx_func *site_fn, const st
 					goto out;
 				}
 				struct regdecl *rd = find_regdecl(a.regs, a.nregs, e->text);
-				const char *dn = ren_id(&r, e->text);
-				if (!dn)
+				if ((err = load_words(&t, e->text, rd ? rd->size : oi.elem_size,
+						      off + (long long)i * oi.elem_size, oi.elem_size,
+						      is_signed_load(in))))
 					goto out;
-				load_words(body, W, T, dn, rd ? rd->size : oi.elem_size,
-					   off + (long long)i * oi.elem_size, oi.elem_size,
-					   is_signed_load(in));
 			}
 			continue;
 		}
-		if ((err = emit_renamed(&r, s, body)))
+		if ((err = tcopy(&t, s, 0)))
 			goto out;
 	}
-	err = decls->failed || body->failed ? -ENOMEM : 0;
+	err = -ENOMEM;
+	struct ptx_inl_tmpl *tp = ptx_alloc(m, sizeof(*tp));
+	struct tstmt *st = t.n ? ptx_alloc_raw(m, t.n * sizeof(*st)) : NULL;
+	struct slot *sl = ptx_alloc_raw(m, t.nslots * sizeof(*sl));
+	if (!tp || (t.n && !st) || !sl)
+		goto out;
+	if (t.n)
+		memcpy(st, t.st, t.n * sizeof(*st));
+	memcpy(sl, t.slots, t.nslots * sizeof(*sl));
+	*tp = (struct ptx_inl_tmpl){st, t.n, sl, t.nslots};
+	h->tmpl = tp;
+	err = 0;
 out:
 	free(a.regs);
 	free(a.cr);
-	free(r.labels);
-	free(r.locals);
-	free(r.local_to);
+	free(t.labels);
+	free(t.st);
+	free(t.slots);
 	if (err == -EINVAL)
 		snprintf(m->err, sizeof(m->err), "internal error: inlining %s", fn->name);
-	return gx_err(err);
+	return err;
+}
+
+/* A site's copy of template operand o. */
+static struct ptx_opnd *clone_opnd(struct ptx_module *m, const struct ptx_opnd *o,
+				   const char *const *names)
+{
+	if (!tmarked(o))
+		return (struct ptx_opnd *)o;
+	struct ptx_opnd *c = ptx_alloc_raw(m, sizeof(*c));
+	if (!c)
+		return NULL;
+	*c = *o;
+	c->ival = 0;
+	if (o->kind == PTX_OPND_ID) {
+		if (o->ival > 0)
+			c->text = names[o->ival - 1];
+		return c;
+	}
+	c->elems = ptx_alloc_raw(m, o->n * sizeof(*c->elems));
+	if (!c->elems)
+		return NULL;
+	for (unsigned i = 0; i < o->n; i++)
+		if (!(c->elems[i] = o->elems[i] ? clone_opnd(m, o->elems[i], names) : NULL) &&
+		    o->elems[i])
+			return NULL;
+	return c;
+}
+
+int ptx_handler_inline(struct ptx_passes *ps, struct ptx_func *site_fn, struct ptx_handler *h,
+		       struct ptx_chain *decls, struct ptx_chain *body,
+		       const struct ptx_site_regs *r, const char *end)
+{
+	struct ptx_module *m = ps->m;
+	unsigned id = ps->nr_inlined++;
+	int err;
+	if (!h->tmpl && (err = tmpl_build(ps, h, r)))
+		return gx_err(err);
+	const struct ptx_inl_tmpl *tp = h->tmpl;
+	/* the site's names: "%<P>_h<id>_" + register, "$<P>_h<id>_" + label */
+	char pfx[64];
+	int pl = snprintf(pfx, sizeof(pfx), "%%%s_h%u_", m->fresh_prefix, id);
+	if (pl <= 0 || (size_t)pl >= sizeof(pfx))
+		return gx_err(-ENAMETOOLONG);
+	const char **names = ptx_alloc_raw(m, tp->nslots * sizeof(*names));
+	if (!names)
+		return gx_err(-ENOMEM);
+	for (size_t i = 0; i < tp->nslots; i++) {
+		const struct slot *s = &tp->slots[i];
+		switch (s->kind) {
+		case SLOT_REG:
+		case SLOT_LABEL:
+			pfx[0] = s->kind == SLOT_REG ? '%' : '$';
+			names[i] = ptx_concat(m, pfx, (size_t)pl, s->suffix, s->suffix_len);
+			break;
+		case SLOT_LOCAL:
+			names[i] = ptx_site_local(ps, site_fn, h, s->decl);
+			break;
+		case SLOT_END:
+			names[i] = end;
+			break;
+		}
+		if (!names[i])
+			return gx_err(-ENOMEM);
+	}
+	for (size_t i = 0; i < tp->n; i++) {
+		const struct tstmt *t = &tp->st[i];
+		struct ptx_stmt *d = ptx_alloc_raw(m, sizeof(*d));
+		if (!d)
+			return gx_err(-ENOMEM);
+		*d = t->s;
+		ptx_chain_link(t->top ? decls : body, d);
+		if (d->kind == PTX_STMT_DECL) {
+			if (t->name)
+				d->decl.name = names[t->name - 1];
+			continue;
+		}
+		if (d->kind == PTX_STMT_LABEL) {
+			if (t->name)
+				d->text = names[t->name - 1];
+			continue;
+		}
+		if (d->kind != PTX_STMT_INSN)
+			continue;
+		if (t->guard)
+			d->insn.guard = names[t->guard - 1];
+		if (!t->ren)
+			continue;
+		struct ptx_opnd **ops = ptx_alloc_raw(m, d->insn.nops * sizeof(*ops));
+		if (!ops)
+			return gx_err(-ENOMEM);
+		for (unsigned k = 0; k < d->insn.nops; k++)
+			if (!(ops[k] = clone_opnd(m, t->s.insn.ops[k], names)))
+				return gx_err(-ENOMEM);
+		d->insn.ops = ops;
+	}
+	return 0;
 }

@@ -151,6 +151,198 @@ static int fail(struct ptx_module *m, int err, const char *fmt, ...)
 	return gx_err(err);
 }
 
+/* ------------------------------------------------- placement of the policy */
+
+/* Names used by the policy items (sorted, unique, for bsearch). */
+struct names {
+	const char **v;
+	size_t n, cap;
+};
+
+static int names_add(struct names *ns, const char *name)
+{
+	if (ns->n == ns->cap) {
+		size_t cap = ns->cap ? 2 * ns->cap : 64;
+		const char **v = realloc(ns->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		ns->v = v;
+		ns->cap = cap;
+	}
+	ns->v[ns->n++] = name;
+	return 0;
+}
+
+/* Every identifier of verbatim text (initialisers, expressions, directives). */
+static int names_of_text(struct ptx_module *m, struct names *ns, const char *text)
+{
+	for (const char *p = text; p && *p;) {
+		if (!is_ident_char(*p) || (p > text && is_ident_char(p[-1]))) {
+			p++;
+			continue;
+		}
+		size_t n = 0;
+		while (is_ident_char(p[n]))
+			n++;
+		const char *id = ptx_strndup(m, p, n);
+		if (!id || names_add(ns, id))
+			return -ENOMEM;
+		p += n;
+	}
+	return 0;
+}
+
+static int names_of_opnd(struct ptx_module *m, struct names *ns, const struct ptx_opnd *o)
+{
+	if (!o)
+		return 0;
+	if (o->kind == PTX_OPND_ID && o->text && o->text[0] != '%')
+		return names_add(ns, o->text);
+	if (o->kind == PTX_OPND_EXPR)
+		return names_of_text(m, ns, o->text);
+	for (unsigned i = 0; i < o->n; i++)
+		if (names_of_opnd(m, ns, o->elems[i]))
+			return -ENOMEM;
+	return 0;
+}
+
+static int names_of_item(struct ptx_module *m, struct names *ns, const struct ptx_item *it)
+{
+	if (it->kind == PTX_ITEM_DECL)
+		return names_of_text(m, ns, it->decl.init);
+	if (it->kind != PTX_ITEM_FUNC)
+		return 0;
+	for (const struct ptx_stmt *s = it->func.head; s; s = s->next) {
+		int err = 0;
+		if (s->kind == PTX_STMT_INSN)
+			for (unsigned i = 0; !err && i < s->insn.nops; i++)
+				err = names_of_opnd(m, ns, s->insn.ops[i]);
+		else if (s->kind == PTX_STMT_DECL)
+			err = names_of_text(m, ns, s->decl.init);
+		else if (s->kind == PTX_STMT_VERBATIM)
+			err = names_of_text(m, ns, s->text);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int names_has(const struct names *ns, const char *name)
+{
+	return name && ns->n && bsearch(&name, ns->v, ns->n, sizeof(*ns->v), cmp_str);
+}
+
+/* Functions declared before the first definition (names), and the
+ * prototypes placement adds there. */
+struct early {
+	struct names fns;
+	struct ptx_item *def;	/* the first function definition */
+	struct ptx_item *last;	/* the last item placement put before def */
+};
+
+static int early_has(const struct early *e, const char *name)
+{
+	for (size_t i = 0; i < e->fns.n; i++)
+		if (!strcmp(e->fns.v[i], name))
+			return 1;
+	return 0;
+}
+
+/* A prototype of function fn (defined at or after def) just before def. */
+static int proto_before_def(struct ptx_module *m, struct early *e, const struct ptx_item *fn)
+{
+	if (early_has(e, fn->func.name))
+		return 0;
+	struct ptx_item *p = ptx_alloc(m, sizeof(*p));
+	if (!p || names_add(&e->fns, fn->func.name))
+		return -ENOMEM;
+	p->kind = PTX_ITEM_FUNC;
+	p->func = fn->func;
+	p->func.has_body = 0;
+	p->func.head = p->func.tail = NULL;
+	ptx_item_insert_before(m, e->def, p, p);
+	e->last = p;
+	return 0;
+}
+
+/* Where the policy items go (see the top of the file); may move application
+ * declarations and add prototypes. Returns the item to insert after (NULL:
+ * the module start) through *at. 0 or -errno with m->err set. */
+static int place_policy(struct ptx_passes *ps, struct ptx_item *pol, struct ptx_item **at)
+{
+	struct ptx_module *m = ps->m;
+	struct names ns = {0}, in = {0};
+	struct early e = {0};
+	int err = 0;
+	struct ptx_item *anchor = ptx_module_header_end(m);
+	for (struct ptx_item *it = pol; it && !err; it = it->next)
+		err = names_of_item(m, &ns, it);
+	if (ns.n)
+		qsort(ns.v, ns.n, sizeof(*ns.v), cmp_str);
+	ptx_for_each_item(m, it) {
+		if (it->kind == PTX_ITEM_FUNC && it->func.has_body) {
+			e.def = it;
+			break;
+		}
+		if (!err && it->kind == PTX_ITEM_FUNC)
+			err = names_add(&e.fns, it->func.name);
+	}
+	int past_def = 0;
+	for (struct ptx_item *it = m->head, *nx; it && !err; it = nx) {
+		nx = it->next;
+		past_def |= it == e.def;
+		if ((it->kind != PTX_ITEM_DECL && it->kind != PTX_ITEM_FUNC) ||
+		    !names_has(&ns, item_name(it)))
+			continue;
+		if (!past_def) {
+			anchor = it;
+			continue;
+		}
+		if (it->kind == PTX_ITEM_FUNC) {
+			if (it->func.has_body)
+				err = proto_before_def(m, &e, it);
+			continue;
+		}
+		/* A global declared after code: moved to just before the first
+		 * definition, with prototypes of the functions its initialiser
+		 * names; a global it names that is declared after code too is
+		 * beyond what this does. */
+		in.n = 0;
+		if ((err = names_of_text(m, &in, it->decl.init)))
+			break;
+		if (in.n)
+			qsort(in.v, in.n, sizeof(*in.v), cmp_str);
+		for (struct ptx_item *b = e.def; b && b != it && !err; b = b->next) {
+			if (!names_has(&in, item_name(b)))
+				continue;
+			if (b->kind == PTX_ITEM_FUNC)
+				err = proto_before_def(m, &e, b);
+			else
+				err = fail(m, -EOPNOTSUPP,
+					   "policy PTX uses %.80s, whose initialiser names %.80s "
+					   "declared after code: cannot place the policy",
+					   it->decl.name, item_name(b));
+		}
+		if (err)
+			break;
+		ptx_item_remove(m, it);
+		ptx_item_insert_before(m, e.def, it, it);
+		e.last = it;
+	}
+	free(ns.v);
+	free(in.v);
+	free(e.fns.v);
+	if (err)
+		return err == -ENOMEM ? fail(m, err, "out of memory") : err;
+	*at = e.last ? e.last : anchor;
+	return 0;
+}
+
 int ptx_pass_link(struct ptx_passes *ps)
 {
 	struct ptx_module *m = ps->m;
@@ -233,8 +425,10 @@ int ptx_pass_link(struct ptx_passes *ps)
 		m->version->version.minor = v % 10;
 	}
 	if (keep_first) {
-		struct ptx_item *hdr = ptx_module_header_end(m);
-		ptx_item_insert_after(m, hdr, keep_first, keep_last);
+		struct ptx_item *at = NULL;
+		if ((err = place_policy(ps, keep_first, &at)))
+			return err;
+		ptx_item_insert_after(m, at, keep_first, keep_last);
 		ps->policy_last = keep_last;
 	}
 	for (size_t i = 0; i < o->nr_bindings; i++) {

@@ -108,10 +108,50 @@ static int can_elect(const struct ptx_module *m)
 	       m->version->version.major * 10 + m->version->version.minor >= 80;
 }
 
-static const char *fn_local(struct ptx_passes *ps, struct ptx_func *fn,
-			    const struct ptx_handler *h, const char *from, const char *decl_fmt)
+/* The names and shared operands of the sites, made once per module. */
+static const struct ptx_site_regs *site_regs(struct ptx_passes *ps)
 {
 	struct ptx_module *m = ps->m;
+	const char *P = m->fresh_prefix;
+	if (ps->site_regs)
+		return ps->site_regs;
+	struct ptx_site_regs *r = ptx_alloc(m, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->q = ptx_sprintf(m, "%%%s_q", P);
+	r->m = ptx_sprintf(m, "%%%s_m", P);
+	r->l = ptx_sprintf(m, "%%%s_l", P);
+	r->t = ptx_sprintf(m, "%%%s_t", P);
+	r->w = ptx_sprintf(m, "%%%s_w", P);
+	r->x = ptx_sprintf(m, "%%%s_x", P);
+	r->c0 = ptx_sprintf(m, "%s_c0", P);
+	r->cr = ptx_sprintf(m, "%s_cr", P);
+	r->a = ptx_tramp_addr_reg(ps);
+	r->oq = ptx_opnd_id(m, r->q);
+	r->om = ptx_opnd_id(m, r->m);
+	r->ol = ptx_opnd_id(m, r->l);
+	r->ot = ptx_opnd_id(m, r->t);
+	r->ox = ptx_opnd_id(m, r->x);
+	r->oa = ptx_opnd_id(m, r->a);
+	r->oc0 = ptx_opnd_id(m, r->c0);
+	r->ocr = ptx_opnd_id(m, r->cr);
+	if (!r->oq || !r->om || !r->ol || !r->ot || !r->ox || !r->oa || !r->oc0 || !r->ocr ||
+	    !r->w)
+		return NULL;
+	for (unsigned i = 0; i < PTX_CTX_WORDS; i++)
+		if (!(r->ow[i] = ptx_opnd_id(m, ptx_sprintf(m, "%s%u", r->w, i))))
+			return NULL;
+	ps->site_regs = r;
+	return r;
+}
+
+/* A function-level .local for the sites of fn: the context (h NULL) or a
+ * copy of handler h's depot `d`, declared once per function and handler. */
+static const char *fn_local(struct ptx_passes *ps, struct ptx_func *fn,
+			    const struct ptx_handler *h, const struct ptx_decl *d)
+{
+	struct ptx_module *m = ps->m;
+	const char *from = d ? d->name : "";
 	for (size_t i = 0; i < ps->nr_locals; i++) {
 		struct ptx_site_local *l = &ps->locals[i];
 		if (l->fn == fn && l->h == h && !strcmp(l->from, from))
@@ -122,8 +162,22 @@ static const char *fn_local(struct ptx_passes *ps, struct ptx_func *fn,
 		return NULL;
 	ps->locals = n;
 	const char *to = h ? ptx_fresh_name(m, "", "d") : ptx_sprintf(m, "%s_lctx", m->fresh_prefix);
-	if (!to || ptx_insert_text_before(m, fn, fn->head, NULL, decl_fmt, to))
+	struct ptx_stmt *s = ptx_alloc(m, sizeof(*s));
+	if (!to || !s)
 		return NULL;
+	s->kind = PTX_STMT_DECL;
+	if (d) {
+		s->decl = *d;
+	} else { /* .local .align 16 .b8 NAME[128]; */
+		s->decl.space = PTX_SPACE_LOCAL;
+		s->decl.space_str = ".local";
+		s->decl.align = 16;
+		s->decl.type = ".b8";
+		s->decl.ndims = 1;
+		s->decl.dims[0] = PTX_CTXBUF_SLOT;
+	}
+	s->decl.name = to;
+	ptx_insert_before(fn, fn->head, s, s);
 	ps->locals[ps->nr_locals++] = (struct ptx_site_local){fn, h, from, to};
 	return to;
 }
@@ -131,24 +185,31 @@ static const char *fn_local(struct ptx_passes *ps, struct ptx_func *fn,
 const char *ptx_site_local(struct ptx_passes *ps, struct ptx_func *fn, const struct ptx_handler *h,
 			   const struct ptx_decl *d)
 {
-	struct ptx_decl c = *d;
-	c.name = "%s";
-	struct ptx_stmt s = {.kind = PTX_STMT_DECL, .decl = c};
-	struct gx_buf b;
-	gx_buf_init(&b);
-	ptx_stmt_emit(&s, &b);
-	const char *fmt = b.failed ? NULL : ptx_strdup(ps->m, b.data);
-	gx_buf_free(&b);
-	return fmt ? fn_local(ps, fn, h, d->name, fmt) : NULL;
+	return fn_local(ps, fn, h, d);
+}
+
+#define INSN(c, opcode, mods, ...)                                                         \
+	ptx_chain_insn(m, c, NULL, 0, opcode, mods,                                        \
+		       (unsigned)(sizeof((struct ptx_opnd *[]){__VA_ARGS__}) /             \
+				  sizeof(struct ptx_opnd *)),                              \
+		       __VA_ARGS__)
+
+/* mov.b32 W<i>, v */
+static void mov_imm(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r,
+		    unsigned i, unsigned long long v)
+{
+	INSN(c, "mov", PTX_MODS(".b32"), r->ow[i], ptx_opnd_int(m, (long long)v));
 }
 
 /* The words of the context in W<i>, for the bits of `need` (leader only). */
-static void emit_words(struct gx_buf *b, const char *P, const char *A, unsigned need,
-		       unsigned long long kid, unsigned info, unsigned hook, const char *addr_setup)
+static int emit_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r,
+		      unsigned need, unsigned long long kid, unsigned info, unsigned hook,
+		      const struct ptx_chain *addr)
 {
 	static const char *const sreg[12] = {"%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x",
 					     "%nctaid.y", "%nctaid.z", "%tid.x", "%tid.y",
 					     "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z"};
+	struct ptx_opnd *const *W = r->ow;
 	if (need & 1u << 25) /* warpid = linear tid / 32 */
 		need |= 0x1fu << 18;
 	if (need & 1u << 27) /* unit = linear block id */
@@ -159,68 +220,73 @@ static void emit_words(struct gx_buf *b, const char *P, const char *A, unsigned 
 		switch (i) {
 		case 0:
 		case 1:
-			gx_buf_printf(b, "mov.b32 %%%s_w%u, %u;\n", P, i,
-				      (unsigned)(i ? kid >> 32 : kid & 0xffffffffu));
+			mov_imm(m, c, r, i, i ? kid >> 32 : kid & 0xffffffffu);
 			break;
 		case 4:
 		case 5:
 			if (i == 5 && (need & 1u << 4))
 				break;
-			if (addr_setup)
-				gx_buf_printf(b, "%smov.b64 {%%%s_w4, %%%s_w5}, %s;\n", addr_setup, P, P,
-					      A);
-			else
-				gx_buf_printf(b, "mov.b32 %%%s_w4, 0;\nmov.b32 %%%s_w5, 0;\n", P, P);
+			if (addr && addr->head) {
+				struct ptx_opnd *e[2] = {W[4], W[5]};
+				if (ptx_chain_copy(m, c, addr))
+					return -ENOMEM;
+				INSN(c, "mov", PTX_MODS(".b64"), ptx_opnd_vec(m, 2, e), r->oa);
+			} else {
+				mov_imm(m, c, r, 4, 0);
+				mov_imm(m, c, r, 5, 0);
+			}
 			break;
 		case 6:
-			gx_buf_printf(b, "mov.b32 %%%s_w6, %u;\n", P, info & 0xffff);
+			mov_imm(m, c, r, 6, info & 0xffff);
 			break;
 		case 7:
-			gx_buf_printf(b, "mov.b32 %%%s_w7, %u;\n", P, info >> 16 & 0xff);
+			mov_imm(m, c, r, 7, info >> 16 & 0xff);
 			break;
 		case 8:
-			gx_buf_printf(b, "mov.b32 %%%s_w8, %u;\n", P, info >> 24 & 0xff);
+			mov_imm(m, c, r, 8, info >> 24 & 0xff);
 			break;
 		case 9:
-			gx_buf_printf(b, "mov.b32 %%%s_w9, %%%s_m;\n", P, P);
+			INSN(c, "mov", PTX_MODS(".b32"), W[9], r->om);
 			break;
 		case 10:
-			gx_buf_printf(b, "popc.b32 %%%s_w10, %%%s_m;\n", P, P);
+			INSN(c, "popc", PTX_MODS(".b32"), W[10], r->om);
 			break;
 		case 11:
-			gx_buf_printf(b, "mov.b32 %%%s_w11, %u;\n", P, hook);
+			mov_imm(m, c, r, 11, hook);
 			break;
 		case 24:
-			gx_buf_printf(b, "mov.u32 %%%s_w24, %%smid;\n", P);
+			INSN(c, "mov", PTX_MODS(".u32"), W[24], ptx_opnd_id(m, "%smid"));
 			break;
 		case 25:
-			gx_buf_printf(b,
-				      "mad.lo.u32 %%%s_t, %%%s_w20, %%%s_w22, %%%s_w19;\n"
-				      "mad.lo.u32 %%%s_t, %%%s_t, %%%s_w21, %%%s_w18;\n"
-				      "shr.u32 %%%s_w25, %%%s_t, 5;\n",
-				      P, P, P, P, P, P, P, P, P, P);
+			INSN(c, "mad", PTX_MODS(".lo", ".u32"), r->ot, W[20], W[22], W[19]);
+			INSN(c, "mad", PTX_MODS(".lo", ".u32"), r->ot, r->ot, W[21], W[18]);
+			INSN(c, "shr", PTX_MODS(".u32"), W[25], r->ot, ptx_opnd_int(m, 5));
 			break;
 		case 26:
-			gx_buf_printf(b, "mov.b32 %%%s_w26, %%%s_l;\n", P, P);
+			INSN(c, "mov", PTX_MODS(".b32"), W[26], r->ol);
 			break;
 		case 27:
-			gx_buf_printf(b,
-				      "mad.lo.u32 %%%s_t, %%%s_w14, %%%s_w16, %%%s_w13;\n"
-				      "mad.lo.u32 %%%s_w27, %%%s_t, %%%s_w15, %%%s_w12;\n",
-				      P, P, P, P, P, P, P, P);
+			INSN(c, "mad", PTX_MODS(".lo", ".u32"), r->ot, W[14], W[16], W[13]);
+			INSN(c, "mad", PTX_MODS(".lo", ".u32"), W[27], r->ot, W[15], W[12]);
 			break;
 		default:
+			/* special registers: fresh operands (the persistent
+			 * pass rewrites %ctaid/%nctaid reads in place) */
 			if (i >= 12 && i < 24)
-				gx_buf_printf(b, "mov.u32 %%%s_w%u, %s;\n", P, i, sreg[i - 12]);
+				INSN(c, "mov", PTX_MODS(".u32"), W[i], ptx_opnd_id(m, sreg[i - 12]));
 			else /* launch_id (0 until the shim numbers launches), pad */
-				gx_buf_printf(b, "mov.b32 %%%s_w%u, 0;\n", P, i);
+				mov_imm(m, c, r, i, 0);
 		}
 	}
+	return c->failed ? -ENOMEM : 0;
 }
 
 /* The words in `need` stored to the .local context at `ctx`. */
-static void store_words(struct gx_buf *b, const char *P, unsigned need, const char *ctx)
+static void store_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r,
+			unsigned need, const char *ctx)
 {
+	struct ptx_opnd *const *W = r->ow;
+	struct ptx_opnd *base = ptx_opnd_id(m, ctx);
 	if (need & 1u << 25)
 		need |= 0x1fu << 18;
 	if (need & 1u << 27)
@@ -228,16 +294,17 @@ static void store_words(struct gx_buf *b, const char *P, unsigned need, const ch
 	for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
 		if (!(need & 1u << i))
 			continue;
+		struct ptx_opnd *at = ptx_opnd_addr(m, base, 4 * i);
 		if (!(i & 3) && (need >> i & 0xfu) == 0xfu) {
-			gx_buf_printf(b, "st.local.v4.u32 [%s+%u], {%%%s_w%u, %%%s_w%u, %%%s_w%u, %%%s_w%u};\n",
-				      ctx, 4 * i, P, i, P, i + 1, P, i + 2, P, i + 3);
+			INSN(c, "st", PTX_MODS(".local", ".v4", ".u32"), at,
+			     ptx_opnd_vec(m, 4, &W[i]));
 			i += 3;
 		} else if (!(i & 1) && (need & 1u << (i + 1))) {
-			gx_buf_printf(b, "st.local.v2.u32 [%s+%u], {%%%s_w%u, %%%s_w%u};\n", ctx, 4 * i,
-				      P, i, P, i + 1);
+			INSN(c, "st", PTX_MODS(".local", ".v2", ".u32"), at,
+			     ptx_opnd_vec(m, 2, &W[i]));
 			i++;
 		} else {
-			gx_buf_printf(b, "st.local.u32 [%s+%u], %%%s_w%u;\n", ctx, 4 * i, P, i);
+			INSN(c, "st", PTX_MODS(".local", ".u32"), at, W[i]);
 		}
 	}
 }
@@ -249,7 +316,7 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	struct ptx_module *m = ps->m;
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
 	const char *P = m->fresh_prefix;
-	const struct ptx_handler *h = NULL;
+	struct ptx_handler *h = NULL;
 	int force_call = 0, stub = 0;
 	if (!func) {
 		switch (o->stubs) {
@@ -272,8 +339,8 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	}
 	unsigned need = 0;
 	int inl = 0;
-	const char *A = ptx_tramp_addr_reg(ps);
-	if (!A)
+	const struct ptx_site_regs *r = site_regs(ps);
+	if (!r)
 		return gx_err(-ENOMEM);
 	if (!stub) {
 		int err = ptx_handler_get(ps, func, &h);
@@ -286,8 +353,7 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 								      : PTX_INLINE_MAX;
 		inl = h->inlinable && h->ninsn <= max && !force_call;
 		if (!inl && !force_call && !h->logged) {
-			struct ptx_handler *hw = (struct ptx_handler *)h;
-			hw->logged = 1;
+			h->logged = 1;
 			ptx_pass_log(ps->ctx, "hooks: handler %s is called, not inlined (%s); "
 				     "context words stored: %s", func,
 				     !h->inlinable ? (h->why ? h->why : "?")
@@ -298,76 +364,67 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	const char *end = ptx_fresh_name(m, "$", "Lh");
 	if (!end)
 		return gx_err(-ENOMEM);
-	struct gx_buf hd, bd;
-	gx_buf_init(&hd);
-	gx_buf_init(&bd);
-	gx_buf_printf(&hd, "{\n.reg .pred %%%s_q;\n.reg .b32 %%%s_m, %%%s_l, %%%s_t;\n", P, P, P, P);
-	if (need)
-		gx_buf_printf(&hd, ".reg .b32 %%%s_w<%d>;\n", P, PTX_CTX_WORDS);
+	struct ptx_chain hd = {0}, bd = {0};
+	ptx_chain_scope(m, &hd, 1);
+	ptx_chain_decl(m, &hd, PTX_SPACE_REG, ".pred", r->q);
+	ptx_chain_decl(m, &hd, PTX_SPACE_REG, ".b32", r->m);
+	ptx_chain_decl(m, &hd, PTX_SPACE_REG, ".b32", r->l);
+	ptx_chain_decl(m, &hd, PTX_SPACE_REG, ".b32", r->t);
+	if (need) {
+		struct ptx_stmt *d = ptx_chain_decl(m, &hd, PTX_SPACE_REG, ".b32", r->w);
+		if (d)
+			d->decl.range = PTX_CTX_WORDS;
+	}
 	if (need & 0x30u)
-		gx_buf_printf(&hd, ".reg .b64 %s;\n", A);
-	if (!inl)
-		gx_buf_printf(&hd, ".reg .b64 %%%s_x;\n.param .b64 %s_c0;\n.param .b32 %s_cr;\n", P,
-			      P, P);
+		ptx_chain_decl(m, &hd, PTX_SPACE_REG, ".b64", r->a);
+	if (!inl) {
+		ptx_chain_decl(m, &hd, PTX_SPACE_REG, ".b64", r->x);
+		ptx_chain_decl(m, &hd, PTX_SPACE_PARAM, ".b64", r->c0);
+		ptx_chain_decl(m, &hd, PTX_SPACE_PARAM, ".b32", r->cr);
+	}
+	struct ptx_opnd *oend = ptx_opnd_id(m, end);
 	if (guard)
-		gx_buf_printf(&bd, "@%s%s bra %s;\n", guard_neg ? "" : "!", guard, end);
-	gx_buf_printf(&bd, "activemask.b32 %%%s_m;\n", P);
-	if (can_elect(m))
-		gx_buf_printf(&bd, "elect.sync %%%s_l|%%%s_q, %%%s_m;\n", P, P, P);
-	else
-		gx_buf_printf(&bd,
-			      "mov.u32 %%%s_t, %%laneid;\nbrev.b32 %%%s_l, %%%s_m;\n"
-			      "bfind.shiftamt.u32 %%%s_l, %%%s_l;\nsetp.eq.u32 %%%s_q, %%%s_t, %%%s_l;\n",
-			      P, P, P, P, P, P, P, P);
-	gx_buf_printf(&bd, "@!%%%s_q bra %s;\n", P, end);
-	char *addr_setup = NULL;
-	if ((need & 0x30u) && addr && addr->head) {
-		struct gx_buf ab;
-		gx_buf_init(&ab);
-		ptx_chain_emit(addr, &ab);
-		addr_setup = ab.failed ? NULL : gx_buf_steal(&ab, NULL);
-		gx_buf_free(&ab);
-		if (!addr_setup) {
-			gx_buf_free(&hd);
-			gx_buf_free(&bd);
-			return gx_err(-ENOMEM);
-		}
-	}
-	emit_words(&bd, P, A, need, kid, info, hook, addr_setup);
-	free(addr_setup);
-	int err = 0;
-	if (inl) {
-		char W[64], T[64];
-		snprintf(W, sizeof(W), "%%%s_w", P);
-		snprintf(T, sizeof(T), "%%%s_t", P);
-		err = ptx_handler_inline(ps, fn, h, &hd, &bd, W, T, end);
-	} else if (stub || !need) {
-		gx_buf_printf(&bd, "mov.u64 %%%s_x, 0;\n", P);
+		ptx_chain_insn(m, &bd, guard, !guard_neg, "bra", 0, NULL, 1, oend);
+	INSN(&bd, "activemask", PTX_MODS(".b32"), r->om);
+	if (can_elect(m)) {
+		INSN(&bd, "elect", PTX_MODS(".sync"), ptx_opnd_pipe(m, r->ol, r->oq), r->om);
 	} else {
-		const char *ctx = fn_local(ps, fn, NULL, "", ".local .align 16 .b8 %s[128];");
-		if (!ctx)
+		INSN(&bd, "mov", PTX_MODS(".u32"), r->ot, ptx_opnd_id(m, "%laneid"));
+		INSN(&bd, "brev", PTX_MODS(".b32"), r->ol, r->om);
+		INSN(&bd, "bfind", PTX_MODS(".shiftamt", ".u32"), r->ol, r->ol);
+		INSN(&bd, "setp", PTX_MODS(".eq", ".u32"), r->oq, r->ot, r->ol);
+	}
+	ptx_chain_insn(m, &bd, r->q, 1, "bra", 0, NULL, 1, oend);
+	int err = emit_words(m, &bd, r, need, kid, info, hook, need & 0x30u ? addr : NULL);
+	if (err)
+		;
+	else if (inl)
+		err = ptx_handler_inline(ps, fn, h, &hd, &bd, r, end);
+	else if (stub || !need)
+		INSN(&bd, "mov", PTX_MODS(".u64"), r->ox, ptx_opnd_int(m, 0));
+	else {
+		const char *ctx = fn_local(ps, fn, NULL, NULL);
+		if (!ctx) {
 			err = -ENOMEM;
-		else {
-			store_words(&bd, P, need, ctx);
-			gx_buf_printf(&bd, "mov.u64 %%%s_x, %s;\ncvta.local.u64 %%%s_x, %%%s_x;\n", P,
-				      ctx, P, P);
+		} else {
+			store_words(m, &bd, r, need, ctx);
+			INSN(&bd, "mov", PTX_MODS(".u64"), r->ox, ptx_opnd_id(m, ctx));
+			INSN(&bd, "cvta", PTX_MODS(".local", ".u64"), r->ox, r->ox);
 		}
 	}
-	if (!inl)
-		gx_buf_printf(&bd, "st.param.b64 [%s_c0], %%%s_x;\ncall (%s_cr), %s, (%s_c0);\n", P,
-			      P, P, func, P);
-	gx_buf_printf(&bd, "%s:\n}\n", end);
-	if (!err && (hd.failed || bd.failed))
-		err = -ENOMEM;
-	if (!err) {
-		gx_buf_puts(&hd, bd.data);
-		err = hd.failed ? -ENOMEM
-				: ptx_insert_text_before(m, fn, pos, NULL, "%s", hd.data);
+	if (!inl && !err) {
+		INSN(&bd, "st", PTX_MODS(".param", ".b64"), ptx_opnd_addr(m, r->oc0, 0), r->ox);
+		ptx_chain_insn(m, &bd, NULL, 0, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &r->ocr),
+			       ptx_opnd_id(m, func), ptx_opnd_list(m, 1, &r->oc0));
 	}
-	gx_buf_free(&hd);
-	gx_buf_free(&bd);
+	ptx_chain_label(m, &bd, end);
+	ptx_chain_scope(m, &bd, 0);
+	ptx_chain_append(&hd, &bd);
+	if (!err && hd.failed)
+		err = -ENOMEM;
 	if (err)
 		return gx_err(err);
+	ptx_insert_before(fn, pos, hd.head, hd.tail);
 	ps->ctx->res->nr_hooks++;
 	return 0;
 }

@@ -45,6 +45,7 @@ struct ptx_tramp {
  * (PTX_CTX_ALL_WORDS when the pointer escapes the analysis). */
 #define PTX_CTX_WORDS 30
 #define PTX_CTX_ALL_WORDS ((1u << PTX_CTX_WORDS) - 1)
+struct ptx_inl_tmpl;
 struct ptx_handler {
 	const char *name;
 	struct ptx_func *fn;	/* NULL: not a handler-shaped .func (then called as is) */
@@ -53,6 +54,18 @@ struct ptx_handler {
 	size_t ninsn;		/* instructions in the body */
 	const char *why;	/* why it is not inlinable (for the log) */
 	unsigned char logged;	/* "called, not inlined" was logged */
+	/* The body prepared for inlining (pass_inline.c), made on the first
+	 * inlined site and cloned at every other one; NULL until then. */
+	const struct ptx_inl_tmpl *tmpl;
+};
+
+/* Names and shared operands of the inline hook sites of a module
+ * (pass_site.c), made once. The operands are the same objects at every
+ * site: no pass changes a register operand of site code in place. */
+struct ptx_site_regs {
+	const char *q, *m, *l, *t, *w, *x, *c0, *cr, *a; /* "%__gx_q" ... "__gx_c0" */
+	struct ptx_opnd *oq, *om, *ol, *ot, *ox, *oa, *oc0, *ocr;
+	struct ptx_opnd *ow[PTX_CTX_WORDS]; /* %__gx_w0 ... %__gx_w29 */
 };
 
 /* A function-level .local declared for hook sites (context, handler depots). */
@@ -77,7 +90,7 @@ struct ptx_passes {
 	size_t nr_tramps, cap_tramps;
 	unsigned stubs; /* GDEV_HOOK_* bits whose no-op stub is needed */
 	/* pass_inline / pass_site */
-	struct ptx_handler *handlers;
+	struct ptx_handler **handlers;	/* each in the arena: pointers stay valid */
 	size_t nr_handlers, cap_handlers;
 	unsigned nr_inlined;
 	struct ptx_site_local *locals;
@@ -85,6 +98,7 @@ struct ptx_passes {
 	int probe_added;	/* the built-in probe handler is in the module */
 	unsigned nr_elided;	/* sites of empty built-in handlers left out */
 	const struct ptx_site_names *site_names; /* made on first use */
+	const struct ptx_site_regs *site_regs;	/* pass_site.c, made on first use */
 };
 
 /* pass_link.c: parse opts->policy_ptx, rename its symbols, drop its module
@@ -103,14 +117,15 @@ int ptx_pass_persistent(struct ptx_passes *ps);
 
 /* pass_inline.c */
 /* The analysis of handler `name` (a .func of the module), cached. 0 or -ENOMEM. */
-int ptx_handler_get(struct ptx_passes *ps, const char *name, const struct ptx_handler **out);
-/* Write h's body, inlined, for a site in site_fn: its top-level declarations
- * (renamed) to decls, its code to body. Context word i is read from register
- * W<i> (e.g. W = "%__gx_w"), T is a .b32 scratch register, `end` the label
- * after the site. Only for h->inlinable. 0 or -errno. */
-int ptx_handler_inline(struct ptx_passes *ps, struct ptx_func *site_fn, const struct ptx_handler *h,
-		       struct gx_buf *decls, struct gx_buf *body, const char *W, const char *T,
-		       const char *end);
+int ptx_handler_get(struct ptx_passes *ps, const char *name, struct ptx_handler **out);
+/* Append h's body, inlined, for a site in site_fn: its top-level
+ * declarations (renamed) to decls, its code to body. Context word i is read
+ * from register r->ow[i], r->ot is a .b32 scratch register, `end` the label
+ * after the site. Only for h->inlinable. The body is analysed and turned into
+ * IR once per handler; each site clones it with fresh names. 0 or -errno. */
+int ptx_handler_inline(struct ptx_passes *ps, struct ptx_func *site_fn, struct ptx_handler *h,
+		       struct ptx_chain *decls, struct ptx_chain *body,
+		       const struct ptx_site_regs *r, const char *end);
 
 /* pass_site.c */
 /* Insert the inline site of `hook` before pos (NULL: end of fn): guard and

@@ -97,6 +97,23 @@ struct ptx_opnd *ptx_opnd_list(struct ptx_module *m, unsigned n, struct ptx_opnd
 	return o;
 }
 
+struct ptx_opnd *ptx_opnd_vec(struct ptx_module *m, unsigned n, struct ptx_opnd *const *elems)
+{
+	struct ptx_opnd *o = ptx_opnd_list(m, n, elems);
+	if (o)
+		o->kind = PTX_OPND_VEC;
+	return o;
+}
+
+struct ptx_opnd *ptx_opnd_pipe(struct ptx_module *m, struct ptx_opnd *a, struct ptx_opnd *b)
+{
+	struct ptx_opnd *e[2] = {a, b};
+	struct ptx_opnd *o = ptx_opnd_list(m, 2, e);
+	if (o)
+		o->kind = PTX_OPND_PIPE;
+	return o;
+}
+
 static struct ptx_stmt *stmt_new(struct ptx_module *m, struct ptx_chain *c,
 				 enum ptx_stmt_kind k)
 {
@@ -125,18 +142,19 @@ void ptx_chain_label(struct ptx_module *m, struct ptx_chain *c, const char *name
 	s->text = name;
 }
 
-void ptx_chain_decl(struct ptx_module *m, struct ptx_chain *c, enum ptx_space space,
-		    const char *type, const char *name)
+struct ptx_stmt *ptx_chain_decl(struct ptx_module *m, struct ptx_chain *c, enum ptx_space space,
+				const char *type, const char *name)
 {
 	struct ptx_stmt *s = name ? stmt_new(m, c, PTX_STMT_DECL) : NULL;
 	if (!s) {
 		c->failed = 1;
-		return;
+		return NULL;
 	}
 	s->decl.space = space;
 	s->decl.space_str = space == PTX_SPACE_PARAM ? ".param" : ".reg";
 	s->decl.type = type;
 	s->decl.name = name;
+	return s;
 }
 
 struct ptx_stmt *ptx_chain_insn(struct ptx_module *m, struct ptx_chain *c, const char *guard,

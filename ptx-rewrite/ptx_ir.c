@@ -147,6 +147,17 @@ char *ptx_strndup(struct ptx_module *m, const char *s, size_t n)
 	return p;
 }
 
+char *ptx_concat(struct ptx_module *m, const char *a, size_t alen, const char *b, size_t blen)
+{
+	char *p = arena_alloc_al(m->arena, alen + blen + 1, 1);
+	if (!p)
+		return NULL;
+	memcpy(p, a, alen);
+	memcpy(p + alen, b, blen);
+	p[alen + blen] = 0;
+	return p;
+}
+
 char *ptx_strdup(struct ptx_module *m, const char *s)
 {
 	return ptx_strndup(m, s, strlen(s));

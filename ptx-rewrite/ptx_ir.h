@@ -227,6 +227,9 @@ void *ptx_alloc(struct ptx_module *m, size_t size);    /* zeroed; NULL on ENOMEM
 char *ptx_strdup(struct ptx_module *m, const char *s);
 char *ptx_strndup(struct ptx_module *m, const char *s, size_t n);
 char *ptx_sprintf(struct ptx_module *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* a (alen bytes) followed by b (blen bytes), NUL-terminated: names built per
+ * hook site without printf. */
+char *ptx_concat(struct ptx_module *m, const char *a, size_t alen, const char *b, size_t blen);
 
 /* ---------------------------------------------------------- parse and emit */
 
@@ -296,13 +299,17 @@ struct ptx_opnd *ptx_opnd_int(struct ptx_module *m, long long v);         /* "%l
 struct ptx_opnd *ptx_opnd_hex64(struct ptx_module *m, unsigned long long v); /* "0x%016llx" */
 struct ptx_opnd *ptx_opnd_addr(struct ptx_module *m, struct ptx_opnd *base, long long off);
 struct ptx_opnd *ptx_opnd_list(struct ptx_module *m, unsigned n, struct ptx_opnd *const *elems);
+/* { e0, e1, ... } and e0|e1 (elements as for ptx_opnd_list). */
+struct ptx_opnd *ptx_opnd_vec(struct ptx_module *m, unsigned n, struct ptx_opnd *const *elems);
+struct ptx_opnd *ptx_opnd_pipe(struct ptx_module *m, struct ptx_opnd *a, struct ptx_opnd *b);
 /* `{` (open != 0) or `}`. */
 void ptx_chain_scope(struct ptx_module *m, struct ptx_chain *c, int open);
 /* `NAME:` (a label, name with its sigil: "$__gx_L3"). */
 void ptx_chain_label(struct ptx_module *m, struct ptx_chain *c, const char *name);
-/* `.reg TYPE NAME;` or `.param TYPE NAME;` (space PTX_SPACE_REG/PARAM). */
-void ptx_chain_decl(struct ptx_module *m, struct ptx_chain *c, enum ptx_space space,
-		    const char *type, const char *name);
+/* `.reg TYPE NAME;` or `.param TYPE NAME;` (space PTX_SPACE_REG/PARAM);
+ * returns the statement (NULL on ENOMEM, also recorded in c). */
+struct ptx_stmt *ptx_chain_decl(struct ptx_module *m, struct ptx_chain *c, enum ptx_space space,
+				const char *type, const char *name);
 /* `[@[!]guard] opcode mods... op, op...;` with nops struct ptx_opnd * after
  * nops; mods: nmods strings (".param", ".b64"), the array is copied
  * (PTX_MODS(".param", ".b64") gives both arguments). */

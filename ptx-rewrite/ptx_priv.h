@@ -1,5 +1,6 @@
-/* ptx_priv.h — internals shared by the parser, emitter and IR helpers (not
- * for passes: they use ptx_ir.h). */
+/* ptx_priv.h — internals shared by the parser, emitter and IR helpers.
+ * Passes use ptx_ir.h; only pass_inline.c, which clones a handler's body at
+ * every hook site, also takes ptx_alloc_raw (it overwrites what it gets). */
 #ifndef PTX_PRIV_H
 #define PTX_PRIV_H
 

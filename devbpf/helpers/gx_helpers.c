@@ -25,10 +25,18 @@ static inline unsigned gx_sreg_hwwarpid(void)
 	__asm__ volatile("mov.u32 %0, %%warpid;" : "=r"(r));
 	return r;
 }
+/* The slot is below nr_shards whenever the runtime sized the map for this
+ * GPU (SMs x 64 warp slots): a compare, and the division (~20 instructions
+ * for a runtime divisor) only on a smaller map. */
+static inline unsigned gx_shard_fold(unsigned x, unsigned n)
+{
+	return x < n ? x : n ? x % n : 0;
+}
 #define gx_shard_index(m, type)                                                          \
-	((type) == GX_MAP_PERWARP_ARRAY                                                  \
-		 ? (gx_sreg_smid() * GX_WARP_SLOTS_PER_SM + gx_sreg_hwwarpid()) % (m)->nr_shards \
-		 : gx_sreg_smid() % (m)->nr_shards)
+	gx_shard_fold((type) == GX_MAP_PERWARP_ARRAY                                     \
+			      ? gx_sreg_smid() * GX_WARP_SLOTS_PER_SM + gx_sreg_hwwarpid()       \
+			      : gx_sreg_smid(),                                                  \
+		      (m)->nr_shards)
 #define GX_RING_SHARD() gx_sreg_smid()
 #else
 #include "devbpf/gx_hosthelpers.h"

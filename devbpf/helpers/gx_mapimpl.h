@@ -113,12 +113,16 @@ static inline gx_u32 gx_load32(const gx_u32 *p)
 }
 
 /* ---- array / sharded arrays ---- */
+/* The descriptor's words are read before any test: on the device they are
+ * then one batch of independent loads (one round trip), not a load, a
+ * branch and three more loads behind it; a select, not a branch, keeps the
+ * compiler from sinking the loads behind the test. */
 static inline void *gx_array_elem(const struct gx_devrt_map *m, gx_u32 shard, gx_u32 idx)
 {
-	if (idx >= m->max_entries || shard >= m->nr_shards)
-		return 0;
-	return (gx_u8 *)(unsigned long)m->data +
-	       ((gx_u64)shard * m->max_entries + idx) * m->value_stride;
+	gx_u32 max = m->max_entries, nr = m->nr_shards, stride = m->value_stride;
+	gx_u64 data = m->data;
+	gx_u64 p = data + ((gx_u64)shard * max + idx) * stride;
+	return ((idx < max) & (shard < nr)) ? (void *)(unsigned long)p : 0;
 }
 
 /* ---- hash ----

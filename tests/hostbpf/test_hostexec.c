@@ -4,7 +4,11 @@
  * the region and the next one, stride predicts, quota orders the tenant
  * over its quota first, prio rejects binds over its limit; broken objects
  * are refused with one line, misbehaving ones disabled after 16 errors. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -537,6 +541,108 @@ static void test_native(void)
 	}
 }
 
+/* ---- unsafe policies: refused by the user-space verifier at load ---- */
+
+/* The expected refusal (GX_EXPECT in tests/hostbpf/unsafe/hx_expect.h). */
+static int read_expect(const char *path, char *out, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ok = -1;
+	if (fd < 0)
+		return -1;
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	size_t strndx;
+	Elf_Scn *scn = NULL;
+	while (e && !elf_getshdrstrndx(e, &strndx) && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *n;
+		Elf_Data *d;
+		if (gelf_getshdr(scn, &sh) && (n = elf_strptr(e, strndx, sh.sh_name)) && !strcmp(n, ".gx_expect") &&
+		    (d = elf_getdata(scn, NULL)) && d->d_buf && d->d_size) {
+			snprintf(out, len, "%.*s", (int)d->d_size, (const char *)d->d_buf);
+			ok = 0;
+			break;
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return ok;
+}
+
+/* Load path with stderr (the refusal line) captured into line. */
+static int load_captured(struct gx_hx *hx, const char *path, char *line, size_t len)
+{
+	FILE *tf = tmpfile();
+	int saved = dup(2);
+	fflush(stderr);
+	dup2(fileno(tf), 2);
+	int err = gx_hx__load(hx, path, NULL);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	line[0] = 0;
+	rewind(tf);
+	int nlines = 0;
+	char buf[1024];
+	while (fgets(buf, sizeof(buf), tf)) {
+		if (!nlines++)
+			snprintf(line, len, "%s", buf);
+	}
+	fclose(tf);
+	size_t l = strlen(line);
+	if (l && line[l - 1] == '\n')
+		line[l - 1] = 0;
+	return nlines == 1 ? err : (err ? err : -1) * 1000; /* exactly one line */
+}
+
+static void refused_with(const char *path, const char *name, const char *expect)
+{
+	struct rec r;
+	char line[1024], want[600];
+	struct gx_hx *hx = mk(&r, 4, NULL, NULL);
+	int err = load_captured(hx, path, line, sizeof(line));
+	snprintf(want, sizeof(want), "refused: program ");
+	const char *at = strstr(line, want);
+	GX_CHECK(err == -EINVAL && at && strstr(at, expect) && !*gx_hx__mem_policy(hx),
+		 "unsafe: %s refused with one line naming '%s' (got %d: %s)", name, expect, err, line);
+	/* the application runs on without it: FIFO, no policy calls */
+	gx_hx__alloc(hx, VA, 16 * MB);
+	int n = gx_hx__touch(hx, VA, 0);
+	struct gx_hx_stats st;
+	gx_hx__stats(hx, &st);
+	GX_CHECK(n == 0 && st.calls == 0 && r.n == 0, "unsafe: %s: events go on without a policy", name);
+	gx_hx__free(hx);
+}
+
+static void test_unsafe_corpus(void)
+{
+	char d[600], path[900], expect[512];
+	snprintf(d, sizeof(d), "%s/unsafe", dir);
+	DIR *dp = opendir(d);
+	int n = 0;
+	for (struct dirent *de; dp && (de = readdir(dp));) {
+		size_t l = strlen(de->d_name);
+		if (l < 7 || strcmp(de->d_name + l - 6, ".bpf.o"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", d, de->d_name);
+		if (read_expect(path, expect, sizeof(expect))) {
+			GX_CHECK(0, "unsafe: %s has a GX_EXPECT", de->d_name);
+			continue;
+		}
+		refused_with(path, de->d_name, expect);
+		n++;
+	}
+	if (dp)
+		closedir(dp);
+	GX_CHECK(n >= 10, "unsafe: corpus of %d annotated programs in %s", n, d);
+	/* the two older run-time cases are load-time refusals now */
+	snprintf(path, sizeof(path), "%s/hx_unsafe.bpf.o", dir);
+	refused_with(path, "hx_unsafe", "write into struct gpu_region (handler arguments are read-only)");
+	snprintf(path, sizeof(path), "%s/hx_loop.bpf.o", dir);
+	refused_with(path, "hx_loop", "infinite loop detected");
+}
+
 int main(int argc, char **argv)
 {
 	dir = argc > 1 ? argv[1] : getenv("GX_HB_DIR");
@@ -568,7 +674,6 @@ int main(int argc, char **argv)
 	test_native();
 	test_map_churn();
 	disabled_after_errors("gx_bad", "gx_bad (bad returns, kfunc misuse)", 0);
-	disabled_after_errors("hx_unsafe", "hx_unsafe (write to a read-only region)", 1);
-	disabled_after_errors("hx_loop", "hx_loop (unbounded loop, step budget)", 1);
+	test_unsafe_corpus();
 	return gx_test_done();
 }

@@ -24,4 +24,53 @@ for f in linked capped devrt; do
 		echo "not ok - link: ptxas $f.ptx: $(grep -m1 -i 'error\|fatal' "$W/$f.ptxas")"
 	fi
 done
+
+# A policy using the application's globals and a device function by .extern
+# (tests/ptx/link/policy_globals.ptx): the policy must come after their
+# declarations (a global declared after code is moved up, a function
+# defined after it gets a prototype), or ptxas rejects the module.
+G=$BUILD/bin/gpuext
+LK=tests/ptx/link
+binds=(--policy-ptx $LK/policy_globals.ptx --bind entry:pol_count --bind exit:pol_keep
+	--bind mem:pol_count)
+# late-fn: app_tab's initialiser names app_helper (defined before it);
+# late-var: names app_base, a global declared after code too (refused).
+sed 's/app_tab\[4\] = {1, 2, 3, 4}/app_tab[4] = {app_helper, 2, 3, 4}/' \
+	$LK/app_globals.ptx >"$W/app_late_fn.ptx"
+sed 's/^\.global \.align 8 \.u64 app_tab\[4\] = {1, 2, 3, 4};/.global .align 8 .u64 app_base = 5;\n&/; s/app_tab\[4\] = {1,/app_tab[4] = {app_base,/' \
+	$LK/app_globals.ptx >"$W/app_late_var.ptx"
+for c in globals:$LK/app_globals.ptx late-fn:$W/app_late_fn.ptx; do
+	n=${c%%:*} app=${c#*:}
+	if ! "$G" ptx rewrite "${binds[@]}" "$app" -o "$W/app-$n.ptx" 2>"$W/app-$n.log"; then
+		echo "not ok - link: app $n: rewrite failed: $(tail -1 "$W/app-$n.log")"
+		rc=1
+		continue
+	fi
+	if "$PTXAS" -arch=sm_90 "$W/app-$n.ptx" -o /dev/null 2>"$W/app-$n.ptxas"; then
+		echo "ok - link: app $n: policy using application globals accepted by ptxas"
+	else
+		echo "not ok - link: app $n: ptxas: $(grep -m1 -i 'error\|fatal' "$W/app-$n.ptxas")"
+		rc=1
+	fi
+	# the policy's .extern declarations are gone, the application's kept once
+	if [ "$(grep -c 'app_counter;$' "$W/app-$n.ptx")" = 1 ] &&
+		[ "$(grep -c '^\.global .* app_tab\[4\]' "$W/app-$n.ptx")" = 1 ] &&
+		! grep -q '^\.extern' "$W/app-$n.ptx"; then
+		echo "ok - link: app $n: one declaration of each application global"
+	else
+		echo "not ok - link: app $n: application globals declared twice or extern left"
+		rc=1
+	fi
+done
+if "$G" ptx rewrite "${binds[@]}" "$W/app_late_var.ptx" -o "$W/app-late-var.ptx" \
+	2>"$W/app-late-var.log"; then
+	echo "not ok - link: app late-var: accepted an order it cannot make"
+	rc=1
+elif grep -q 'policy PTX uses app_tab, whose initialiser names app_base declared after code' \
+	"$W/app-late-var.log"; then
+	echo "ok - link: app late-var: refused with the reason"
+else
+	echo "not ok - link: app late-var: $(tail -1 "$W/app-late-var.log")"
+	rc=1
+fi
 exit $rc

@@ -856,11 +856,48 @@ FX CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, CUmem_advise a, CUmemLocatio
 	REC();
 	return CUDA_SUCCESS;
 }
+/* Streams remember their flags and priority; priorities are clamped to
+ * [-5, 0] as on an H100/H200 (cuCtxGetStreamPriorityRange). */
+struct fstream {
+	unsigned flags;
+	int prio;
+};
 FX CUresult cuStreamCreate(CUstream *s, unsigned f)
 {
-	(void)f;
 	REC();
-	*s = (CUstream)calloc(1, 8);
+	struct fstream *fs = calloc(1, sizeof(*fs));
+	fs->flags = f;
+	*s = (CUstream)fs;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuStreamCreateWithPriority(CUstream *s, unsigned f, int prio)
+{
+	REC();
+	struct fstream *fs = calloc(1, sizeof(*fs));
+	fs->flags = f;
+	fs->prio = prio < -5 ? -5 : prio > 0 ? 0 : prio;
+	*s = (CUstream)fs;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
+{
+	REC();
+	if (least)
+		*least = 0;
+	if (greatest)
+		*greatest = -5;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuStreamGetPriority(CUstream s, int *prio)
+{
+	REC();
+	*prio = s ? ((struct fstream *)s)->prio : 0;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuStreamGetFlags(CUstream s, unsigned *f)
+{
+	REC();
+	*f = s ? ((struct fstream *)s)->flags : 0;
 	return CUDA_SUCCESS;
 }
 FX CUresult cuStreamDestroy_v2(CUstream s)
