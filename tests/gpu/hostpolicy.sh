@@ -72,7 +72,9 @@ if [[ ",$SKIP," != *,advise,* ]] && [ -x "$W/uvm" ]; then
 	# native back end (the default): libgxjit.so needs libLLVM-19 (absent on
 	# the GPU machine) -> exactly one line for both policies, the
 	# interpreter runs, results identical
-	timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info \
+	# (the executor's events are recorded too: $L/h200-pipeline.ev, a real
+	# stream for tests/hostbpf/streams/ — native vs interpreter replays)
+	timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_HOSTPOLICY_RECORD="$L/h200-pipeline.ev" \
 		GPUEXT_POLICY="$B/hostbpf/gx_seq.bpf.o:$B/hostbpf/gx_prio.bpf.o" "$W/uvm" --only pipeline --reps 1 \
 		>"$L/native.out" 2>"$L/native.err"
 	c1=$(sum_of native pipeline)
@@ -82,6 +84,9 @@ if [[ ",$SKIP," != *,advise,* ]] && [ -x "$W/uvm" ]; then
 		{ [ "$mode" = native ] || { [ "$mode" = interpreted ] && [ "$nl" = 1 ]; }; } &&
 		ok "native by default: policy $mode, same checksum, $nl fallback line ($(grep -m1 -o 'native code unavailable.*' "$L/native.err" | cut -c1-80))" ||
 		nok "native by default: mode '${mode:-?}', $nl fallback lines, checksum ${c1:-none} (see $L/native.err)"
+	ne=$(grep -vc '^#' "$L/h200-pipeline.ev" 2>/dev/null)
+	[ "${ne:-0}" -gt 0 ] && ok "record: $ne executor events of the pipeline recorded ($(grep -c '^touch' "$L/h200-pipeline.ev") touches, $(grep -c '^qcreate' "$L/h200-pipeline.ev") queues) in $L/h200-pipeline.ev" ||
+		nok "record: no events recorded in $L/h200-pipeline.ev"
 	# 1 GiB: the kernel runs long enough (demand paging) for the drain
 	# thread (every 5 ms here) to see requests while the data is alive
 	# (run 5 with 256 MiB: all 128 requests arrived after the cudaFree)
