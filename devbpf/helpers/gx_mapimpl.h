@@ -424,8 +424,12 @@ static inline gx_u64 gx_rec_word(gx_u32 len, gx_u32 type)
 /* Slow path of a reservation [old, old + len) that the snapshot's tail did
  * not cover: 1 = it fits after all (fresh tail), 0 = rolled back (nothing
  * reserved). See the top comment for why this ends. */
+#ifndef GX_RING_SETTLE_TRACE
+#define GX_RING_SETTLE_TRACE() /* tests count the slow paths */
+#endif
 static inline int gx_ring_settle(struct gx_ring *r, gx_u64 old, gx_u64 len, gx_u64 size)
 {
+	GX_RING_SETTLE_TRACE();
 	for (int spin = 0;; spin++) {
 		if (old + len - gx_ring_load_tail(r) <= size)
 			return 1;
