@@ -267,7 +267,7 @@ static void join_sibling(struct venv *env, struct vstate *st, uint32_t idx)
 			if (c->stack[k].kind == SLOT_SPILL)
 				join_reg(&c->stack[k].spill, &o->stack[k].spill);
 		}
-		return;
+		/* and on: the widest join makes later arrivals covered */
 	}
 }
 

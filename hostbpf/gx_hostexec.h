@@ -68,6 +68,10 @@ struct gx_hx_opts {
 	 * (0: only when a run of ranges ends), so a caller can start copies
 	 * while the walk goes on. */
 	uint64_t max_coalesce;
+	/* Append every event to this file as a text line (the stream
+	 * gx_hx__replay reads back): `alloc VA LEN`, `free VA`, `touch VA LEN`,
+	 * `sync`, `qcreate ID PRIO`, `qdestroy ID`, `qrekey OLD NEW`. NULL: off. */
+	const char *record;
 };
 
 struct gx_hx *gx_hx__new(const struct gx_hx_opts *opts);
@@ -107,6 +111,11 @@ void gx_hx__queue_destroy(struct gx_hx *hx, uint64_t id);
 /* A queue bound under a provisional id (before the driver made the stream)
  * takes its real id; no handler runs. 0, -ENOENT, -EEXIST. */
 int gx_hx__queue_rekey(struct gx_hx *hx, uint64_t old_id, uint64_t new_id);
+
+/* Feed the events of a recorded stream (opts.record's format; '#' lines
+ * are comments) to hx. Returns the number of events, or -errno (-EINVAL:
+ * a malformed line, logged with its number). */
+long gx_hx__replay(struct gx_hx *hx, const char *path);
 
 /* What the executor did since gx_hx__new. */
 struct gx_hx_stats {

@@ -83,3 +83,15 @@ $(BUILD)/tests/hostbpf/test_hostpolicy.sh: $(HX_UNSAFE_OBJS)
 $(BUILD)/tests/hostbpf/test_hostpolicy.sh: $(HB_DIR)/hx_prioset.bpf.o
 # tests/gpu/hostpolicy.sh uses it on the GPU machine (stream priorities)
 LIBS_ALL += $(HB_DIR)/hx_prioset.bpf.o
+
+# Recorded event streams: record_app under the shim records one; replayed
+# under every policy, native vs interpreted (tests/hostbpf/test_replay.sh).
+$(BUILD)/tests/hostbpf/record_app: tests/hostbpf/record_app.c
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(dir $(CUDA_STUB)) -lcuda
+$(BUILD)/tests/hostbpf/test_replay.sh: tests/hostbpf/test_replay.sh $(BUILD)/tests/hostbpf/record_app $(BUILD)/tests/test_hostexec \
+		$(HB_OBJS) $(HB_DIR)/hx_prioset.bpf.o $(JITSO)
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+TEST_BINS += $(BUILD)/tests/hostbpf/record_app $(BUILD)/tests/hostbpf/test_replay.sh
+TESTS     += $(BUILD)/tests/hostbpf/test_replay.sh

@@ -212,6 +212,8 @@ bool gx_hostpolicy_is_struct_ops(const char *path)
 	return yes;
 }
 
+static bool recording; /* GPUEXT_HOSTPOLICY_RECORD: queue events too */
+
 static struct gx_hx_opts make_opts(void)
 {
 	struct gx_hx_opts o = {.sz = sizeof(o), .shm_maps = 1,
@@ -230,6 +232,20 @@ static struct gx_hx_opts make_opts(void)
 	o.native = !jit || strcmp(jit, "interp");
 	if (jit && strcmp(jit, "native") && strcmp(jit, "interp"))
 		pr_warn("hostpolicy: GPUEXT_HOSTPOLICY_JIT=%s: expected 'native' or 'interp'; using native", jit);
+	/* GPUEXT_HOSTPOLICY_RECORD=FILE ("%p": the pid): every executor event
+	 * as a text line, for gx_hx__replay (differential and regression tests
+	 * on real event streams). */
+	const char *recp = getenv("GPUEXT_HOSTPOLICY_RECORD");
+	if (recp && *recp) {
+		static char path[512];
+		const char *pp = strstr(recp, "%p");
+		if (pp)
+			snprintf(path, sizeof(path), "%.*s%d%s", (int)(pp - recp), recp, (int)getpid(), pp + 2);
+		else
+			snprintf(path, sizeof(path), "%s", recp);
+		o.record = path;
+		recording = true;
+	}
 	const char *ch = getenv("GPUEXT_HOSTPOLICY_CHUNK");
 	o.max_coalesce = chunk_bytes = ch ? strtoull(ch, NULL, 0) : 0;
 	const char *la = getenv("GPUEXT_HOSTPOLICY_LAUNCH_ARGS");
@@ -632,7 +648,7 @@ void gx_hostpolicy_init(void)
 	/* Context destruction always: its prefetch stream slot is freed. */
 	unsigned mask = GX_EV_MASK(GX_EV_MEM_ALLOC_MANAGED) | GX_EV_MASK(GX_EV_MEM_FREE) | GX_EV_MASK(GX_EV_LAUNCH) |
 			GX_EV_MASK(GX_EV_SYNC) | GX_EV_MASK(GX_EV_CTX_DESTROY);
-	if (*gx_hx__sched_policy(hx))
+	if (*gx_hx__sched_policy(hx) || recording)
 		mask |= GX_EV_MASK(GX_EV_STREAM_CREATING) | GX_EV_MASK(GX_EV_STREAM_CREATE) |
 			GX_EV_MASK(GX_EV_STREAM_DESTROY) | GX_EV_MASK(GX_EV_CTX_CREATE);
 	if (gx_events_subscribe(mask, on_event, NULL) < 0) {

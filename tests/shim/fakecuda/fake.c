@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define FX __attribute__((visibility("default")))
@@ -827,13 +828,23 @@ FX CUresult cuLinkDestroy(CUlinkState s)
 }
 
 /* ---- memory and streams ---- */
-static char managed_pool[1 << 16];
+/* 4 GiB of address space, committed only where a test writes (host policy
+ * tests allocate GiBs they never touch); 2 MiB aligned like the driver's. */
+#define MANAGED_POOL (4ull << 30)
+static char *managed_pool;
 static size_t managed_used;
 FX CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned f)
 {
 	(void)f;
 	REC();
-	if (managed_used + n > sizeof(managed_pool))
+	if (!managed_pool) {
+		void *m = mmap(NULL, MANAGED_POOL + (2u << 20), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (m == MAP_FAILED)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		managed_pool = (char *)(((uintptr_t)m + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1));
+	}
+	if (managed_used + n > MANAGED_POOL)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	*p = (CUdeviceptr)(uintptr_t)(managed_pool + managed_used);
 	managed_used += (n + 255) & ~(size_t)255;
