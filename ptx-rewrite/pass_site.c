@@ -15,11 +15,13 @@
  *   <context words the handler reads, computed here and only here:
  *    special registers are read by the leader, after the election>
  *   <handler body inlined, context loads → those registers>       (inline)
+ *   | <the words as .param scalars; call F's word clone> (call, copyable F)
  *   | <the words stored to a per-thread .local struct gdev_ctx; call F> (call)
  *   END:
  *   }
  *
- * The context of a called handler lives in the thread's own .local copy:
+ * The context of a called handler is its call's parameters (words_clone) or,
+ * when its body cannot be copied, lives in the thread's own .local copy:
  * two divergent lane groups of one warp reaching hooks at different times
  * each have their own leader, so a per-warp slot could be overwritten by one
  * group while the other's handler still reads it; a per-thread copy cannot.
@@ -281,6 +283,73 @@ static int emit_words(struct ptx_module *m, struct ptx_chain *c, const struct pt
 	return c->failed ? -ENOMEM : 0;
 }
 
+/* A called handler that the inliner could copy (h->inlinable: too large for
+ * its hook, or a probe-call site) is called through a clone of it that takes
+ * the words it reads as `.param .b32` scalars: the body is the inliner's
+ * copy (context loads → moves from %<P>_w<i>, `ret` → the clone's end),
+ * the words come from ld.param at its start. Under the call ABI those are
+ * registers: no .local context, no store per word and no load back. The
+ * .local context it replaces cost the leader a store and a load per word
+ * of a struct that local memory interleaves across the warp's lanes (+9.9x
+ * on a 1M-block vadd with a probe reading every word, run 6). Made once per
+ * handler, right after it. NULL on error (m->err set or ENOMEM). */
+static const char *words_clone(struct ptx_passes *ps, struct ptx_handler *h,
+			       const struct ptx_site_regs *r, int *err)
+{
+	struct ptx_module *m = ps->m;
+	*err = 0;
+	if (h->wclone)
+		return h->wclone;
+	const char *name = ptx_fresh_name(m, "", "hw");
+	const char *end = ptx_fresh_name(m, "$", "Lw");
+	struct ptx_item *at = ptx_find_func(m, h->name);
+	struct gx_buf t = {0};
+	if (!name || !end || !at) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	gx_buf_printf(&t, ".func (.param .b32 %s_r) %s(", name, name);
+	for (unsigned i = 0, n = 0; i < PTX_CTX_WORDS; i++)
+		if (h->words & 1u << i)
+			gx_buf_printf(&t, "%s.param .b32 %s_w%u", n++ ? ", " : "", name, i);
+	gx_buf_printf(&t, ")\n{\n\t.reg .b32 %s<%u>;\n\t.reg .b32 %s;\n", r->w, PTX_CTX_WORDS, r->t);
+	for (unsigned i = 0; i < PTX_CTX_WORDS; i++)
+		if (h->words & 1u << i)
+			gx_buf_printf(&t, "\tld.param.b32 %s%u, [%s_w%u];\n", r->w, i, name, i);
+	gx_buf_printf(&t, "%s:\n\tst.param.b32 [%s_r], 0;\n\tret;\n}\n", end, name);
+	struct ptx_item *first = NULL, *last = NULL;
+	*err = t.failed ? -ENOMEM : ptx_parse_items(m, t.data, t.len, &first, &last);
+	gx_buf_free(&t);
+	if (*err)
+		return NULL;
+	struct ptx_item *it = first;
+	while (it && it->kind != PTX_ITEM_FUNC)
+		it = it->next;
+	struct ptx_stmt *lab = it ? it->func.head : NULL;
+	while (lab && !(lab->kind == PTX_STMT_LABEL && !strcmp(lab->text, end)))
+		lab = lab->next;
+	if (!lab) {
+		snprintf(m->err, sizeof(m->err), "internal error: clone of %s", h->name);
+		*err = -EINVAL;
+		return NULL;
+	}
+	ptx_item_insert_after(m, at, first, last);
+	if (ps->policy_last == at)
+		ps->policy_last = last;
+	struct ptx_chain decls = {0}, body = {0};
+	if ((*err = ptx_handler_inline(ps, &it->func, h, &decls, &body, r, end)))
+		return NULL;
+	ptx_chain_append(&decls, &body);
+	if (decls.failed) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	if (decls.head)
+		ptx_insert_before(&it->func, lab, decls.head, decls.tail);
+	h->wclone = name;
+	return name;
+}
+
 /* The words in `need` stored to the .local context at `ctx`. */
 static void store_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r,
 			unsigned need, const char *ctx)
@@ -377,10 +446,12 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 		if (!inl && !force_call && !h->logged) {
 			h->logged = 1;
 			ptx_pass_log(ps->ctx, "hooks: handler %s is called, not inlined (%s); "
-				     "context words stored: %s", func,
+				     "context words %s", func,
 				     !h->inlinable ? (h->why ? h->why : "?")
 						   : "too large for this hook",
-				     h->words == PTX_CTX_ALL_WORDS ? "all" : "those it reads");
+				     h->inlinable ? "passed as parameters"
+				     : h->words == PTX_CTX_ALL_WORDS ? "stored: all"
+								     : "stored: those it reads");
 		}
 	}
 	const char *end = ptx_fresh_name(m, "$", "Lh");
@@ -418,11 +489,35 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	}
 	ptx_chain_insn(m, &bd, r->q, 1, "bra", 0, NULL, 1, oend);
 	int err = emit_words(m, &bd, r, need, kid, info, hook, need & 0x30u ? addr : NULL);
+	/* called with the words as parameters (words_clone) */
+	const char *wclone = NULL;
+	if (!err && !inl && !stub && need && h->inlinable)
+		wclone = words_clone(ps, h, r, &err);
 	if (err)
 		;
 	else if (inl)
 		err = ptx_handler_inline(ps, fn, h, &hd, &bd, r, end);
-	else if (stub || !need)
+	else if (wclone) {
+		struct ptx_opnd *args[PTX_CTX_WORDS];
+		unsigned n = 0;
+		for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
+			if (!(need & 1u << i))
+				continue;
+			const char *pn = ptx_sprintf(m, "%s_cw%u", P, i);
+			if (!pn || !(args[n] = ptx_opnd_id(m, pn))) {
+				err = -ENOMEM;
+				break;
+			}
+			ptx_chain_decl(m, &hd, PTX_SPACE_PARAM, ".b32", pn);
+			INSN(&bd, "st", PTX_MODS(".param", ".b32"), ptx_opnd_addr(m, args[n], 0),
+			     r->ow[i]);
+			n++;
+		}
+		if (!err)
+			ptx_chain_insn(m, &bd, NULL, 0, "call", 0, NULL, 3,
+				       ptx_opnd_list(m, 1, &r->ocr), ptx_opnd_id(m, wclone),
+				       ptx_opnd_list(m, n, args));
+	} else if (stub || !need)
 		INSN(&bd, "mov", PTX_MODS(".u64"), r->ox, ptx_opnd_int(m, 0));
 	else {
 		const char *ctx = fn_local(ps, fn, NULL, NULL);
@@ -434,7 +529,7 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 			INSN(&bd, "cvta", PTX_MODS(".local", ".u64"), r->ox, r->ox);
 		}
 	}
-	if (!inl && !err) {
+	if (!inl && !wclone && !err) {
 		INSN(&bd, "st", PTX_MODS(".param", ".b64"), ptx_opnd_addr(m, r->oc0, 0), r->ox);
 		ptx_chain_insn(m, &bd, NULL, 0, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &r->ocr),
 			       ptx_opnd_id(m, func), ptx_opnd_list(m, 1, &r->oc0));

@@ -57,6 +57,9 @@ struct ptx_handler {
 	/* The body prepared for inlining (pass_inline.c), made on the first
 	 * inlined site and cloned at every other one; NULL until then. */
 	const struct ptx_inl_tmpl *tmpl;
+	/* A called handler's clone taking the words it reads as .param .b32
+	 * scalars (pass_site.c), made on its first called site; NULL until then. */
+	const char *wclone;
 };
 
 /* Names and shared operands of the inline hook sites of a module

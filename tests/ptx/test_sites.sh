@@ -80,10 +80,17 @@ if rw probe --hooks all --stubs probe; then
 	no_shared_ctx probe
 fi
 if rw probe-call --hooks all --stubs probe-call; then
-	check "probe-call: the context is the thread's own .local" \
-		grep -q '^	\.local \.align 16 \.b8 __gx_lctx\[128\];' "$W/probe-call.ptx"
-	check "probe-call: every word it reads stored (words 0-28: 7 x v4 + 1 per site)" \
-		test "$(count 'st.local.v4.u32' "$W/probe-call.ptx")" = "$((7 * $(count 'call.*__gx_probe' "$W/probe-call.ptx")))"
+	# called through a clone taking the words it reads as parameters: no
+	# .local context (words 0-28: 29 parameters, 29 st.param per site)
+	nsites=$(count 'call.*__gx_hw[0-9]*,' "$W/probe-call.ptx")
+	check "probe-call: called through its word-parameter clone at every site ($nsites)" \
+		test "$nsites" -gt 0 -a "$(count 'call.*__gx_probe,' "$W/probe-call.ptx")" = 0
+	check "probe-call: no .local context" test "$(count '__gx_lctx' "$W/probe-call.ptx")" = 0
+	check "probe-call: one clone, 29 word parameters read" \
+		test "$(count '^\.func .* __gx_hw' "$W/probe-call.ptx")" = 1 -a \
+		"$(count 'ld.param.b32	%__gx_w' "$W/probe-call.ptx")" = 29
+	check "probe-call: every word it reads passed (29 per site)" \
+		test "$(count 'st.param.b32	\[__gx_cw' "$W/probe-call.ptx")" = "$((29 * nsites))"
 	no_shared_ctx probe-call
 fi
 rw edge-probe --app tests/ptx/golden-passes/edge.ptx --hooks all --stubs probe &&
