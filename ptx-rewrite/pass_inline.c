@@ -380,8 +380,12 @@ int ptx_handler_get(struct ptx_passes *ps, const char *name, struct ptx_handler 
 				err = -ENOMEM;
 			} else {
 				*keep = a;
-				keep->regs = memcpy(rg, a.regs, a.nregs * sizeof(*rg));
-				keep->cr = memcpy(cr, a.cr, a.ncr * sizeof(*cr));
+				if (a.nregs)
+					memcpy(rg, a.regs, a.nregs * sizeof(*rg));
+				if (a.ncr)
+					memcpy(cr, a.cr, a.ncr * sizeof(*cr));
+				keep->regs = rg;
+				keep->cr = cr;
 				keep->capcr = a.ncr;
 			}
 		}
@@ -462,12 +466,15 @@ struct tb {				/* template under construction */
 	unsigned end;			/* slot + 1 of the end label */
 	struct hent *htab;		/* slot_add, name_slot */
 	size_t hn, hcap;
+	size_t nalias;			/* registers replaced by context words */
 };
 
 /* Lookups while building a template: (kind, name) → slot + 1, and a name's
  * renaming (NAME_QUERY) → name_slot's answer + 1. Open addressing, grown at
  * half full; a handler mentions a few hundred distinct names at most. */
 #define NAME_QUERY 7u
+#define NAME_ALIAS 8u	/* a register that is a context word: val = word + 1 */
+#define NAME_DEFS 9u	/* definitions of a register: val = count */
 
 static unsigned hkey(const char *s, unsigned kind)
 {
@@ -603,6 +610,13 @@ static struct ptx_opnd *topnd(struct tb *t, const struct ptx_opnd *o, int *copy)
 		return NULL;
 	*c = *o;
 	if (o->kind == PTX_OPND_ID && o->text) {
+		if (t->nalias && o->text[0] == '%' && !o->neg) {
+			struct hent *al = hfind(t, o->text, NAME_ALIAS);
+			if (!al)
+				return NULL;
+			if (al->val)
+				return t->r->ow[al->val - 1]; /* shared: never marked */
+		}
 		unsigned s = name_slot(t, o->text);
 		if (s == UINT_MAX)
 			return NULL;
@@ -762,6 +776,79 @@ static int tcopy(struct tb *t, const struct ptx_stmt *s, int top)
 	return n == UINT_MAX ? -ENOMEM : 0;
 }
 
+/* Count the definitions of registers in o, a destination operand. */
+static int count_defs(struct tb *t, const struct ptx_opnd *o)
+{
+	if (!o)
+		return 0;
+	if (o->kind == PTX_OPND_ID && o->text) {
+		struct hent *e = hfind(t, o->text, NAME_DEFS);
+		if (!e)
+			return -ENOMEM;
+		e->val++;
+		return 0;
+	}
+	if (o->kind == PTX_OPND_VEC || o->kind == PTX_OPND_LIST || o->kind == PTX_OPND_PIPE)
+		for (unsigned i = 0; i < o->n; i++)
+			if (count_defs(t, o->elems[i]))
+				return -ENOMEM;
+	return 0;
+}
+
+/* Context loads whose register can simply be the word's register: a 32-bit
+ * word into a 32-bit register (`mov.b32 R, W` otherwise) that nothing else
+ * in the handler writes. Its mentions then name the word (which only the
+ * site's prelude writes) and the move goes: ptxas would propagate the copy
+ * anyway, and a handler copied to every memory instruction costs less text
+ * to make, emit and JIT. Not with nested register declarations (a name
+ * could mean two registers) or operands kept as expressions. */
+static int find_aliases(struct tb *t, struct ptx_func *fn)
+{
+	struct ptx_an *a = t->a;
+	int depth = 0;
+	for (struct ptx_stmt *s = fn->head; s; s = s->next) {
+		depth += s->kind == PTX_STMT_OPEN ? 1 : s->kind == PTX_STMT_CLOSE ? -1 : 0;
+		if (s->kind == PTX_STMT_DECL && s->decl.space == PTX_SPACE_REG && depth)
+			return 0;
+		if (s->kind != PTX_STMT_INSN)
+			continue;
+		for (unsigned i = 0; i < s->insn.nops; i++)
+			if (s->insn.ops[i] && s->insn.ops[i]->kind == PTX_OPND_EXPR)
+				return 0;
+		if (s->insn.nops && s->insn.ops[0]->kind != PTX_OPND_ADDR &&
+		    count_defs(t, s->insn.ops[0]))
+			return -ENOMEM;
+	}
+	for (struct ptx_stmt *s = fn->head; s; s = s->next) {
+		struct ptx_opinfo oi;
+		struct ctxreg *c;
+		if (s->kind != PTX_STMT_INSN || !(c = ctx_load(a, &s->insn, &oi)) ||
+		    oi.elem_size != 4)
+			continue;
+		long long off = c->delta + s->insn.ops[1]->off;
+		const struct ptx_opnd *dst = s->insn.ops[0];
+		unsigned n = dst->kind == PTX_OPND_VEC ? dst->n : 1;
+		for (unsigned i = 0; i < n; i++) {
+			const struct ptx_opnd *e = dst->kind == PTX_OPND_VEC ? dst->elems[i] : dst;
+			long long eo = off + 4 * (long long)i;
+			if (!is_id(e) || e->neg || eo % 4 || eo < 0 || eo / 4 >= PTX_CTX_WORDS)
+				continue;
+			struct regdecl *rd = find_regdecl(a->regs, a->nregs, e->text);
+			struct hent *d = hfind(t, e->text, NAME_DEFS);
+			if (!d)
+				return -ENOMEM;
+			if (!rd || rd->size != 4 || d->val != 1)
+				continue;
+			struct hent *al = hfind(t, e->text, NAME_ALIAS);
+			if (!al)
+				return -ENOMEM;
+			al->val = (unsigned)(eo / 4) + 1;
+			t->nalias++;
+		}
+	}
+	return 0;
+}
+
 /* Template operand o with its register slots replaced by their fixed
  * names; returns whether a site must still copy it. */
 static int fix_opnd(struct tb *t, struct ptx_opnd *o)
@@ -844,6 +931,9 @@ static int tmpl_build(struct ptx_passes *ps, struct ptx_handler *h,
 	}
 	if (!(t.end = slot_add(&t, SLOT_END, NULL, NULL)))
 		goto out;
+	if ((err = find_aliases(&t, fn)))
+		goto out;
+	err = -ENOMEM;
 	int depth = 0;
 	for (struct ptx_stmt *s = fn->head; s; s = s->next) {
 		depth += s->kind == PTX_STMT_OPEN ? 1 : s->kind == PTX_STMT_CLOSE ? -1 : 0;
@@ -896,6 +986,11 @@ static int tmpl_build(struct ptx_passes *ps, struct ptx_handler *h,
 					goto out;
 				}
 				struct regdecl *rd = find_regdecl(a.regs, a.nregs, e->text);
+				struct hent *al = t.nalias ? hfind(&t, e->text, NAME_ALIAS) : NULL;
+				if (t.nalias && !al)
+					goto out;
+				if (al && al->val)
+					continue; /* the register is the word itself */
 				if ((err = load_words(&t, e->text, rd ? rd->size : oi.elem_size,
 						      off + (long long)i * oi.elem_size, oi.elem_size,
 						      is_signed_load(in))))
