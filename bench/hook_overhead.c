@@ -55,20 +55,25 @@ struct pass {
 	int persistent; /* 0 no, 1 static, 2 dynamic */
 	int ctx_policy; /* bind ctx_policy_ptx (reads the context) instead of the stubs */
 	unsigned stubs; /* enum gx_ptx_stubs without a policy */
+	int top;        /* GX_PTX_ENTRY_TOP=1: entry site before the kernel's first
+			 * statement (the A/B of the entry site's placement) */
 };
 
 /* A policy that reads two context fields and has an effect (a per-SM count
  * of hook calls, one relaxed atomic per warp), as a small real probe would:
  * measures the context and the handler as policies see them. With the
- * inliner (pass_inline.c) the fields come from registers. */
+ * inliner (pass_inline.c) the fields come from registers. Each (hook, SM)
+ * counter has its own 128-byte line, as per-CPU counters do: packed 4 bytes
+ * apart (run 6), the 16M reds of a 1M-block vadd queued on ~10 L2 lines and
+ * the row measured that queue (4.2x), not the hook. */
 static const char ctx_policy_ptx[] =
 	".version 7.0\n.target sm_70\n.address_size 64\n"
-	".visible .global .align 4 .u32 gx_bench_count[1024];\n"
+	".visible .global .align 128 .u32 gx_bench_count[32768];\n"
 	".visible .func (.param .b32 r) gx_bench_ctx(.param .b64 ctx)\n{\n"
 	"\t.reg .b64 %rd<4>;\n\t.reg .b32 %r<4>;\n"
 	"\tld.param.b64 %rd1, [ctx];\n\tld.u32 %r1, [%rd1+44];\n\tld.u32 %r2, [%rd1+96];\n"
-	"\tand.b32 %r2, %r2, 255;\n\tshl.b32 %r3, %r2, 2;\n\tand.b32 %r1, %r1, 3;\n"
-	"\tshl.b32 %r1, %r1, 10;\n\tadd.u32 %r3, %r3, %r1;\n"
+	"\tand.b32 %r2, %r2, 255;\n\tshl.b32 %r3, %r2, 7;\n\tand.b32 %r1, %r1, 3;\n"
+	"\tshl.b32 %r1, %r1, 15;\n\tadd.u32 %r3, %r3, %r1;\n"
 	"\tcvt.u64.u32 %rd2, %r3;\n\tmov.u64 %rd3, gx_bench_count;\n\tadd.u64 %rd3, %rd3, %rd2;\n"
 	"\tred.global.add.u32 [%rd3], 1;\n"
 	"\tmov.b32 %r3, 0;\n\tst.param.b32 [r], %r3;\n\tret;\n}\n";
@@ -171,19 +176,21 @@ static void divergence_check(const char *ptx, size_t len, const char *func, cons
  * context field, inlined: context in registers), probe-call (the same called
  * with the context in per-thread .local memory). */
 static const struct pass passes[] = {
-	{"orig", 0, 0, 0, 0},
-	{"entry+exit", EE, 0, 0, GX_PTX_STUBS_ELIDE},
-	{"entry+exit call", EE, 0, 0, GX_PTX_STUBS_CALL},
-	{"entry+exit probe", EE, 0, 0, GX_PTX_STUBS_PROBE},
-	{"entry+exit probe-call", EE, 0, 0, GX_PTX_STUBS_PROBE_CALL},
-	{"entry+exit+ctx", EE, 0, 1, 0},
-	{"mem call", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_CALL},
-	{"mem probe", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_PROBE},
-	{"all call", ALL, 0, 0, GX_PTX_STUBS_CALL},
-	{"all probe", ALL, 0, 0, GX_PTX_STUBS_PROBE},
-	{"persist-static", 0, 1, 0, 0},
-	{"persist-dynamic", 0, 2, 0, 0},
-	{"persist+entry/exit probe", EE, 2, 0, GX_PTX_STUBS_PROBE},
+	{"orig", 0, 0, 0, 0, 0},
+	{"entry+exit", EE, 0, 0, GX_PTX_STUBS_ELIDE, 0},
+	{"entry+exit call", EE, 0, 0, GX_PTX_STUBS_CALL, 0},
+	{"entry+exit probe", EE, 0, 0, GX_PTX_STUBS_PROBE, 0},
+	{"entry+exit probe (top)", EE, 0, 0, GX_PTX_STUBS_PROBE, 1},
+	{"entry+exit probe-call", EE, 0, 0, GX_PTX_STUBS_PROBE_CALL, 0},
+	{"entry+exit+ctx", EE, 0, 1, 0, 0},
+	{"entry+exit+ctx (top)", EE, 0, 1, 0, 1},
+	{"mem call", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_CALL, 0},
+	{"mem probe", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_PROBE, 0},
+	{"all call", ALL, 0, 0, GX_PTX_STUBS_CALL, 0},
+	{"all probe", ALL, 0, 0, GX_PTX_STUBS_PROBE, 0},
+	{"persist-static", 0, 1, 0, 0, 0},
+	{"persist-dynamic", 0, 2, 0, 0, 0},
+	{"persist+entry/exit probe", EE, 2, 0, GX_PTX_STUBS_PROBE, 0},
 };
 #define NPASS (sizeof(passes) / sizeof(passes[0]))
 
@@ -276,9 +283,12 @@ int main(int argc, char **argv)
 			o.nr_bindings = sizeof(ctx_bindings) / sizeof(ctx_bindings[0]);
 		}
 		struct gx_ptx_rewrite_result res;
+		if (ps->top)
+			setenv("GX_PTX_ENTRY_TOP", "1", 1);
 		double t0 = now_ms();
 		int err = gx_ptx_rewrite(ptx, ptx_len, &o, &res);
 		double t_rw = now_ms() - t0;
+		unsetenv("GX_PTX_ENTRY_TOP");
 		if (err) {
 			printf("not ok - hook_overhead %s: rewrite: %s\n", ps->name, res.err);
 			continue;
@@ -363,6 +373,10 @@ int main(int argc, char **argv)
 			       same ? "ok" : "not ok", ps->name, kn->name);
 			printf("| %s | %s | %.3f | %.3f | %d | %d | %d |\n", ps->name, kn->name, med,
 			       med / base_ms[k], nregs, lmem, occb);
+			/* a handler with an effect at entry/exit: reported */
+			if (!strncmp(ps->name, "entry+exit+ctx", 14))
+				printf("bench: hook_overhead %s %s %+.2f %%\n", ps->name, kn->name,
+				       100.0 * (med / base_ms[k] - 1));
 			/* the goal: empty handlers at entry/exit, elided and called */
 			if (!strcmp(ps->name, "entry+exit") || !strcmp(ps->name, "entry+exit call"))
 				printf("%s - hook_overhead %s %s: overhead %.2f %% (goal <= 2 %%)\n",

@@ -4,6 +4,10 @@
 // events on one stream); prints "bench: NAME median_ms min_ms" per workload
 // and a checksum line per workload (outputs must not change under tools).
 // usage: tool_bench [REPS] [workload,...]
+// `burst` (not in the default list) is the ring stress of tests/gpu/tools.sh:
+// one batch = one launch of 2^20 blocks of 64 threads, far more per-block
+// records than kernelretsnoop's ring holds. "blocks: NAME N" lines say how
+// many blocks each workload (and the initial fills) launched in all.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -62,6 +66,11 @@ __global__ void reduce(const float *in, float *out, size_t n)
 		out[blockIdx.x] = s[0];
 }
 
+__global__ void burst(float *p)
+{
+	p[(size_t)blockIdx.x * blockDim.x + threadIdx.x] = (float)(blockIdx.x & 1023);
+}
+
 __global__ void fill(float *p, size_t n, float s)
 {
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
@@ -97,14 +106,20 @@ int main(int argc, char **argv)
 	fill<<<sms * 8, 256>>>(a, big, 0.001f);
 	fill<<<sms * 8, 256>>>(b, big, 0.002f);
 	CK(cudaDeviceSynchronize());
+	printf("blocks: fill %lld\n", 2LL * sms * 8);
 	cudaEvent_t e0, e1;
 	cudaEventCreate(&e0);
 	cudaEventCreate(&e1);
 	struct W { const char *name; int batch; };
-	W ws[] = { { "vadd", 4 }, { "gemm", 1 }, { "stencil", 10 }, { "reduce", 4 } };
+	W ws[] = { { "vadd", 4 }, { "gemm", 1 }, { "stencil", 10 }, { "reduce", 4 }, { "burst", 1 } };
+	const int NB = 1 << 20; // burst: blocks per launch
 	for (W &w : ws) {
 		if (!strstr(only, w.name))
 			continue;
+		long long per = !strcmp(w.name, "vadd") || !strcmp(w.name, "reduce") ? sms * 8
+				: !strcmp(w.name, "gemm")			    ? (long long)(NG / TILE) * (NG / TILE)
+				: !strcmp(w.name, "stencil")			    ? (long long)(NS / 32) * (NS / 8)
+										    : NB;
 		auto once = [&]() {
 			if (!strcmp(w.name, "vadd"))
 				vadd<<<sms * 8, 256>>>(a, b, c, NV);
@@ -112,6 +127,8 @@ int main(int argc, char **argv)
 				gemm<<<dim3(NG / TILE, NG / TILE), dim3(TILE, TILE)>>>(a, b, c, NG);
 			else if (!strcmp(w.name, "stencil"))
 				stencil<<<dim3(NS / 32, NS / 8), dim3(32, 8)>>>(a, c, NS);
+			else if (!strcmp(w.name, "burst"))
+				burst<<<NB, 64>>>(c);
 			else
 				reduce<<<sms * 8, 256>>>(a, red, NR);
 		};
@@ -131,6 +148,7 @@ int main(int argc, char **argv)
 		}
 		std::sort(t.begin(), t.end());
 		printf("bench: %s %.4f %.4f\n", w.name, t[t.size() / 2], t[0]);
+		printf("blocks: %s %lld\n", w.name, per * (3 + (long long)reps * w.batch));
 		printf("checksum: %s %.6e\n", w.name, checksum(!strcmp(w.name, "reduce") ? red : c, !strcmp(w.name, "reduce") ? sms * 8 : NV));
 		fflush(stdout);
 	}

@@ -188,6 +188,12 @@ static void reg_str(const struct vreg *r, const struct gx_bpf_object *obj, char 
 	case V_PTR_FUNC:
 		snprintf(buf, len, "func(insn %d)", r->map_idx);
 		return;
+	case V_PTR_ARG:
+		if (r->omin == r->omax)
+			snprintf(buf, len, "arg%d%+" PRId64 "%s", r->map_idx, r->omin, v);
+		else
+			snprintf(buf, len, "arg%d+[%" PRId64 "..%" PRId64 "]%s", r->map_idx, r->omin, r->omax, v);
+		return;
 	case 0xff:
 		snprintf(buf, len, "mixed%s", v);
 		return;

@@ -69,7 +69,49 @@ struct gx_bpf_budget {
 enum {
 	GX_BPF_SEC_SUFFIX = 1u << 0,  /* section name continues after prefix (required) */
 	GX_BPF_SEC_DEVICE = 1u << 1,  /* runs on the GPU: SIMT rules apply */
+	GX_BPF_SEC_VAR_STACK = 1u << 2, /* bounded variable-offset stack access (as the
+					 * kernel allows privileged programs) */
+	GX_BPF_SEC_JOIN = 1u << 3,    /* at a prune point, a state that differs from an explored
+				       * one only in scalar values continues as their join
+				       * (ranges widened): sibling paths that compute data
+				       * (sums, chosen bounds) no longer multiply; the kernel
+				       * gets there with precision tracking */
 };
+/* Host struct_ops handlers (hostbpf policies run by the shim): r1 points to
+ * nr_args 8-byte arguments, as the kernel passes struct_ops arguments, and
+ * argument i is a pointer to args[i].size read-only bytes (the struct of
+ * the member's signature), or a scalar when size is 0. A pointer argument
+ * is read whole (8 bytes) or not at all; accesses through it stay inside
+ * its size at any offset the verifier can bound. */
+struct gx_bpf_ctx_arg {
+	uint32_t size;     /* bytes behind the pointer; 0: scalar argument */
+	uint32_t type;     /* caller's tag 1..15, matched by GX_BPF_ARG_PTR(tag) */
+	const char *name;  /* "struct gpu_region", for messages */
+};
+/* Helper prototypes of a section that brings its own table (replaces the
+ * built-in gdev helpers): argument and return kinds. */
+enum {
+	GX_BPF_ARG_NONE = 0,
+	GX_BPF_ARG_SCALAR,
+	GX_BPF_ARG_MAP,        /* map handle */
+	GX_BPF_ARG_MAP_KEY,    /* pointer to key_size initialised bytes */
+	GX_BPF_ARG_MAP_VALUE,  /* pointer to value_size initialised bytes */
+	GX_BPF_ARG_PTR0 = 16,  /* + tag: the handler's argument of that tag, unmodified */
+};
+#define GX_BPF_ARG_PTR(tag) (GX_BPF_ARG_PTR0 + (tag))
+enum { GX_BPF_RET_SCALAR = 0, GX_BPF_RET_ERR, GX_BPF_RET_MAP_VALUE_OR_NULL };
+enum {
+	GX_BPF_HELPER_F_MAP_WRITE = 1u << 0, /* writes the map (not .rodata) */
+	GX_BPF_HELPER_F_HASH_ONLY = 1u << 1, /* map must be a hash */
+};
+struct gx_bpf_helper_proto {
+	int32_t id;
+	const char *name;
+	uint8_t args[5];   /* GX_BPF_ARG_* */
+	uint8_t ret;       /* GX_BPF_RET_* */
+	uint32_t flags;    /* GX_BPF_HELPER_F_* */
+};
+
 struct gx_bpf_sec_def {
 	const char *prefix;
 	enum gx_bpf_hook hook;
@@ -78,6 +120,12 @@ struct gx_bpf_sec_def {
 	uint32_t ctx_size;       /* readable bytes behind r1 (struct gdev_ctx: 120) */
 	int64_t ret_min, ret_max; /* allowed r0 at exit */
 	struct gx_bpf_budget budget;
+	/* Optional (host struct_ops): typed arguments behind r1 (ctx_size must
+	 * be 8 * nr_args) and the section's own helper table. */
+	const struct gx_bpf_ctx_arg *args;
+	uint32_t nr_args;
+	const struct gx_bpf_helper_proto *helpers;
+	uint32_t nr_helpers;
 };
 /* Add a rule (the pointer must stay valid). Later rules win over earlier ones
  * for the same prefix. Returns 0, -EINVAL, -ENOSPC. Not thread-safe: call at
@@ -189,6 +237,20 @@ struct gx_bpf_verify_opts {
 /* 0 or -EINVAL (program rejected; the reason is in verifier_msg) or another
  * negative errno. Messages read "prog NAME insn N: reason". */
 int gx_bpf_prog__verify(struct gx_bpf_prog *prog, const struct gx_bpf_verify_opts *opts);
+/* Verify a flat program another part's loader produced (the conventions at
+ * the top; maps described below, in ld_imm64 index order) against `sec`.
+ * 0, or -EINVAL with "prog NAME insn N: reason" in msg, or another errno.
+ * Nothing is logged unless opts say so (quiet is forced). */
+struct gx_bpf_map_desc {
+	const char *name;
+	enum gx_bpf_map_type type; /* LRU hashes: GX_BPF_MAP_HASH */
+	uint32_t key_size, value_size, max_entries;
+	uint32_t gx_flags;         /* GX_BPF_MAP_F_* */
+	const void *init;          /* .rodata: its bytes (folded as constants) */
+};
+int gx_bpf_verify_insns(const char *name, const struct bpf_insn *insns, size_t cnt,
+			const struct gx_bpf_sec_def *sec, const struct gx_bpf_map_desc *maps, size_t nr_maps,
+			const struct gx_bpf_verify_opts *opts, char *msg, size_t msg_len);
 /* Verify every program; stops at the first rejection. */
 int gx_bpf_object__verify(struct gx_bpf_object *obj, const struct gx_bpf_verify_opts *opts);
 /* The last rejection message of this program ("" if none). */

@@ -64,15 +64,19 @@ $(BUILD)/tests/test_maps: $(call objs,tests/devbpf/test_maps.c) $(MAPS_LIB) $(CO
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) -lpthread
+$(BUILD)/tests/test_ring: $(call objs,tests/devbpf/test_ring.c) $(MAPS_LIB) $(COMMON_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) -lpthread
 $(BUILD)/tests/devbpf/progs/%.bpf.o: tests/devbpf/progs/%.bpf.c devbpf/gdev_helpers.h devbpf/gdev_ctx.h
 	$(call msg,CLANG,$<)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CLANG) -target bpf -O2 -g -Wall -Werror -Idevbpf -c $< -o $@
 $(BUILD)/tests/test_bpf_jit_cli.sh: tests/devbpf/test_bpf_jit_cli.sh
 	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
-TEST_BINS += $(BUILD)/tests/test_jit $(BUILD)/tests/test_maps $(BUILD)/tests/test_bpf_jit_cli.sh \
+TEST_BINS += $(BUILD)/tests/test_jit $(BUILD)/tests/test_maps $(BUILD)/tests/test_ring $(BUILD)/tests/test_bpf_jit_cli.sh \
              $(BUILD)/tests/devbpf/progs/jit_count.bpf.o
-TESTS     += $(BUILD)/tests/test_jit $(BUILD)/tests/test_maps $(BUILD)/tests/test_bpf_jit_cli.sh
+TESTS     += $(BUILD)/tests/test_jit $(BUILD)/tests/test_maps $(BUILD)/tests/test_ring $(BUILD)/tests/test_bpf_jit_cli.sh
 
 # GPU differential test inputs (tests/gpu/devbpf.sh runs them on the H200):
 # policy/bench PTX, map specs and the interpreter's expected state (gpu_ref),

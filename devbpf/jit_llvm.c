@@ -345,28 +345,47 @@ static int emit_ldx(struct tx *t, size_t pc, const struct bpf_insn *in)
 /* PTX atomics. The stack is thread-private local memory, where NVPTX has no
  * atomics (instruction selection would abort): r10-based atomics become a
  * plain read-modify-write, which is atomic for a private location. Others go
- * through generic-address `atom` in inline asm, so address-space inference
- * can never turn them into local atomics; the verifier keeps stack pointers
- * out of atomics other than r10-based ones. */
+ * through `atom`/`red` in inline asm, so address-space inference can never
+ * turn them into local atomics; the verifier keeps stack pointers out of
+ * atomics other than r10-based ones, so what is left is map storage and
+ * global data: device memory. They are issued in the .global space
+ * (cvta.to.global, free in SASS): a generic atom compiles to an ATOM whose
+ * "was it global" predicate the warp must wait for, plus a shared-memory
+ * fallback loop. Without BPF_FETCH nothing reads the old value, so it is a
+ * `red`: fire-and-forget, the warp does not wait for the L2 round trip (a
+ * counter update per warp at a hook costs an issue slot, not a latency). */
 static LLVMValueRef ptx_atom_asm(struct tx *t, const char *op, int sz, LLVMValueRef addr,
-				 LLVMValueRef a, LLVMValueRef b)
+				 LLVMValueRef a, LLVMValueRef b, int red)
 {
 	int w = sz == BPF_DW;
 	LLVMTypeRef vt = w ? t->i64 : t->i32;
-	char text[64], cons[64];
-	if (b)
-		snprintf(text, sizeof(text), "atom.%s.b%d $0, [$1], $2, $3;", op, w ? 64 : 32);
-	else
-		snprintf(text, sizeof(text), "atom.%s.%c%d $0, [$1], $2;", op,
-			 !strcmp(op, "add") ? 'u' : 'b', w ? 64 : 32);
-	snprintf(cons, sizeof(cons), b ? "=%c,l,%c,%c,~{memory}" : "=%c,l,%c,~{memory}",
-		 w ? 'l' : 'r', w ? 'l' : 'r', w ? 'l' : 'r');
+	char text[160], cons[64];
+	char ty = !strcmp(op, "add") ? 'u' : 'b';
+	char rc = w ? 'l' : 'r';
+	if (red) {
+		snprintf(text, sizeof(text),
+			 "{ .reg .b64 %%g; cvta.to.global.u64 %%g, $0; red.global.%s.%c%d [%%g], $1; }",
+			 op, ty, w ? 64 : 32);
+		snprintf(cons, sizeof(cons), "l,%c,~{memory}", rc);
+	} else if (b) {
+		snprintf(text, sizeof(text),
+			 "{ .reg .b64 %%g; cvta.to.global.u64 %%g, $1; atom.global.%s.b%d $0, [%%g], $2, $3; }",
+			 op, w ? 64 : 32);
+		snprintf(cons, sizeof(cons), "=%c,l,%c,%c,~{memory}", rc, rc, rc);
+	} else {
+		snprintf(text, sizeof(text),
+			 "{ .reg .b64 %%g; cvta.to.global.u64 %%g, $1; atom.global.%s.%c%d $0, [%%g], $2; }",
+			 op, ty, w ? 64 : 32);
+		snprintf(cons, sizeof(cons), "=%c,l,%c,~{memory}", rc, rc);
+	}
 	LLVMTypeRef params[3] = { t->i64, vt, vt };
-	LLVMTypeRef fty = LLVMFunctionType(vt, params, b ? 3 : 2, 0);
+	LLVMTypeRef fty = LLVMFunctionType(red ? LLVMVoidTypeInContext(t->ctx) : vt, params,
+					   b ? 3 : 2, 0);
 	LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 1, 0,
 					   LLVMInlineAsmDialectATT, 0);
 	LLVMValueRef args[3] = { addr, a, b };
-	return LLVMBuildCall2(t->b, fty, fn, args, b ? 3 : 2, "");
+	LLVMValueRef v = LLVMBuildCall2(t->b, fty, fn, args, b ? 3 : 2, "");
+	return red ? LLVMGetUndef(vt) : v;
 }
 
 static int emit_atomic(struct tx *t, size_t pc, const struct bpf_insn *in)
@@ -443,8 +462,8 @@ static int emit_atomic(struct tx *t, size_t pc, const struct bpf_insn *in)
 	} else if (ptx) {
 		LLVMValueRef a = LLVMBuildAdd(t->b, rd(t, in->dst_reg),
 					      c64(t, (unsigned long long)(long long)in->off), "");
-		old = cas ? ptx_atom_asm(t, ptxop, sz, a, cmp, src)
-			  : ptx_atom_asm(t, ptxop, sz, a, src, NULL);
+		old = cas ? ptx_atom_asm(t, ptxop, sz, a, cmp, src, 0)
+			  : ptx_atom_asm(t, ptxop, sz, a, src, NULL, !fetch);
 	} else {
 		LLVMValueRef p = addr_of(t, in->dst_reg, in->off);
 		if (cas) {

@@ -8,19 +8,6 @@
 #include "devbpf/bpf_internal.h"
 #include "gx_util.h"
 
-void gx_bpf_prog_clear_verdict(struct gx_bpf_prog *p)
-{
-	free(p->vmsg);
-	p->vmsg = NULL;
-	free(p->varying);
-	p->varying = NULL;
-	gx_vfacts_free(p->facts, p->insn_cnt);
-	p->facts = NULL;
-	p->verified = false;
-	p->stack_depth = 0;
-	memset(&p->stats, 0, sizeof(p->stats));
-}
-
 GX_EXPORT void gx_bpf_object__close(struct gx_bpf_object *obj)
 {
 	if (!obj)

@@ -15,7 +15,7 @@
 #define B_PROBE { 4096, 64, 1000000 }
 
 #define DEV(pfx, h, fl, gh, lo, hi, b) \
-	{ pfx, h, GX_BPF_SEC_DEVICE | (fl), gh, GDEV_CTX_SIZE, lo, hi, b }
+	{ pfx, h, GX_BPF_SEC_DEVICE | (fl), gh, GDEV_CTX_SIZE, lo, hi, b, NULL, 0, NULL, 0 }
 
 static const struct gx_bpf_sec_def builtin[] = {
 	DEV("gdev/mem/access", GX_BPF_HOOK_MEM_ACCESS, 0, GDEV_HOOK_MEM, 0, 0, B_MEM),

@@ -123,6 +123,7 @@ static bool reg_covers(const struct vreg *o, const struct vreg *c, struct idmap 
 	case V_PTR_CTX:
 	case V_PTR_STACK:
 	case V_PTR_MAP_VALUE:
+	case V_PTR_ARG:
 		return o->map_idx == c->map_idx && o->frame == c->frame && c->omin >= o->omin &&
 		       c->omax <= o->omax && c->tz >= o->tz;
 	}
@@ -206,6 +207,70 @@ static void path_end(struct venv *env, struct vstate *st, uint32_t insns, uint32
 	st->parent = NULL;
 }
 
+/* GX_BPF_SEC_JOIN: same shape (types, pointers, stack layout) as an
+ * explored state, scalars aside? Registers dead at idx do not count. */
+static bool same_shape_reg(const struct vreg *a, const struct vreg *b)
+{
+	if (a->type != b->type)
+		return false;
+	if (a->type == V_SCALAR || a->type == V_NOT_INIT)
+		return true;
+	return a->map_idx == b->map_idx && a->frame == b->frame && a->omin == b->omin && a->omax == b->omax &&
+	       a->tz == b->tz && a->id == b->id && a->varying == b->varying;
+}
+
+static void join_reg(struct vreg *c, const struct vreg *o)
+{
+	if (c->type != V_SCALAR)
+		return;
+	c->umin = c->umin < o->umin ? c->umin : o->umin;
+	c->umax = c->umax > o->umax ? c->umax : o->umax;
+	c->smin = c->smin < o->smin ? c->smin : o->smin;
+	c->smax = c->smax > o->smax ? c->smax : o->smax;
+	c->tz = c->tz < o->tz ? c->tz : o->tz;
+	c->varying |= o->varying;
+}
+
+static void join_sibling(struct venv *env, struct vstate *st, uint32_t idx)
+{
+	if (st->nframes != 1)
+		return;
+	uint16_t live = env->live[idx] | 0x400;
+	struct vframe *c = st->frames[0];
+	/* Only siblings of the same loop iteration (as many back edges taken)
+	 * and fully explored: a loop is bounded by unrolling it with exact
+	 * counters; widening a counter would make it look endless. */
+	for (struct vstored *s = env->stored[idx]; s; s = s->next) {
+		if (s->refs || s->st.nframes != 1 || s->st.back_edges != st->back_edges)
+			continue;
+		const struct vframe *o = s->st.frames[0];
+		if (o->callsite != c->callsite || o->subprog != c->subprog || o->is_callback != c->is_callback)
+			continue;
+		bool same = true;
+		for (int r = 0; r < 11 && same; r++)
+			same = !((live >> r) & 1) || same_shape_reg(&o->regs[r], &c->regs[r]);
+		for (int k = 0; k < V_SLOTS && same; k++) {
+			const struct vslot *os = &o->stack[k], *cs = &c->stack[k];
+			same = os->kind == cs->kind && os->init == cs->init &&
+			       (os->kind != SLOT_SPILL || same_shape_reg(&os->spill, &cs->spill));
+		}
+		if (!same)
+			continue;
+		for (int r = 0; r < 11; r++) {
+			if (!((live >> r) & 1))
+				memset(&c->regs[r], 0, sizeof(c->regs[r])); /* dead: not read before written */
+			else
+				join_reg(&c->regs[r], &o->regs[r]);
+		}
+		for (int k = 0; k < V_SLOTS; k++) {
+			c->stack[k].varying |= o->stack[k].varying;
+			if (c->stack[k].kind == SLOT_SPILL)
+				join_reg(&c->stack[k].spill, &o->stack[k].spill);
+		}
+		/* and on: the widest join makes later arrivals covered */
+	}
+}
+
 /* 1: pruned (path done), 0: go on, <0: error */
 static int prune_or_store(struct venv *env, struct vstate *st, uint32_t idx)
 {
@@ -221,6 +286,8 @@ static int prune_or_store(struct venv *env, struct vstate *st, uint32_t idx)
 			return verr(env, idx, "infinite loop detected");
 		}
 	}
+	if (env->sec->flags & GX_BPF_SEC_JOIN)
+		join_sibling(env, st, idx);
 	if (env->nstored[idx] >= V_MAX_STATES_PER_INSN || env->nstates >= V_MAX_STORED)
 		return 0;
 	struct vstored *s = calloc(1, sizeof(*s));
@@ -282,6 +349,7 @@ static const char *type_name(uint8_t t)
 	case V_PTR_MAP_VALUE_OR_NULL: return "map value or null";
 	case V_PTR_STACK: return "stack";
 	case V_PTR_FUNC: return "function";
+	case V_PTR_ARG: return "argument";
 	}
 	return "uninitialized";
 }
@@ -294,7 +362,8 @@ static bool is_ptr(const struct vreg *r)
 static int ptr_add(struct venv *env, uint32_t idx, struct vreg *d, const struct vreg *ptr,
 		   const struct vreg *sc, bool sub)
 {
-	if (ptr->type != V_PTR_CTX && ptr->type != V_PTR_STACK && ptr->type != V_PTR_MAP_VALUE) {
+	if (ptr->type != V_PTR_CTX && ptr->type != V_PTR_STACK && ptr->type != V_PTR_MAP_VALUE &&
+	    ptr->type != V_PTR_ARG) {
 		if (ptr->type == V_PTR_MAP_VALUE_OR_NULL)
 			return verr(env, idx, "pointer arithmetic on map value or null (missing null check)");
 		return verr(env, idx, "invalid pointer arithmetic on %s", type_name(ptr->type));
@@ -377,7 +446,8 @@ static int do_alu(struct venv *env, struct vstate *st, uint32_t idx, const struc
 	if (op == BPF_SUB && is_ptr(d) && !is_ptr(&src))
 		return ptr_add(env, idx, d, d, &src, true);
 	if (op == BPF_SUB && is_ptr(d) && is_ptr(&src) && d->type == src.type &&
-	    (d->type == V_PTR_STACK || d->type == V_PTR_MAP_VALUE) && d->map_idx == src.map_idx) {
+	    (d->type == V_PTR_STACK || d->type == V_PTR_MAP_VALUE || d->type == V_PTR_ARG) &&
+	    d->map_idx == src.map_idx) {
 		uint8_t v = d->varying | src.varying;
 		vreg_mark_unknown(d);
 		d->varying = v;
@@ -577,7 +647,7 @@ static void havoc_outer_stacks(struct vstate *st)
 				continue;
 			uint8_t vary = sl->varying | (sl->kind == SLOT_SPILL ? sl->spill.varying : 0);
 			if (sl->kind == SLOT_SPILL && (sl->spill.type == V_PTR_CTX || sl->spill.type == V_CONST_MAP ||
-						       sl->spill.type == V_PTR_FUNC))
+						       sl->spill.type == V_PTR_FUNC || sl->spill.type == V_PTR_ARG))
 				continue; /* cannot be forged through a pointer of the callback */
 			sl->kind = SLOT_MISC;
 			sl->varying = vary;
@@ -971,6 +1041,21 @@ void gx_vfacts_free(struct gx_vfacts *f, size_t cnt)
 	free(f);
 }
 
+/* Here rather than in object.c: the verifier alone (gx_bpf_verify_insns,
+ * linked into the shim) must not pull in the libbpf-based loader. */
+void gx_bpf_prog_clear_verdict(struct gx_bpf_prog *p)
+{
+	free(p->vmsg);
+	p->vmsg = NULL;
+	free(p->varying);
+	p->varying = NULL;
+	gx_vfacts_free(p->facts, p->insn_cnt);
+	p->facts = NULL;
+	p->verified = false;
+	p->stack_depth = 0;
+	memset(&p->stats, 0, sizeof(p->stats));
+}
+
 GX_EXPORT int gx_bpf_prog__verify(struct gx_bpf_prog *prog, const struct gx_bpf_verify_opts *opts)
 {
 	struct venv env = { 0 };
@@ -1053,4 +1138,50 @@ GX_EXPORT int gx_bpf_object__verify(struct gx_bpf_object *obj, const struct gx_b
 			return err;
 	}
 	return 0;
+}
+
+GX_EXPORT int gx_bpf_verify_insns(const char *name, const struct bpf_insn *insns, size_t cnt,
+				  const struct gx_bpf_sec_def *sec, const struct gx_bpf_map_desc *maps, size_t nr_maps,
+				  const struct gx_bpf_verify_opts *opts, char *msg, size_t msg_len)
+{
+	if (msg && msg_len)
+		msg[0] = 0;
+	if (!name || !insns || !sec || (nr_maps && !maps) || (sec->nr_args && !sec->args) ||
+	    (sec->nr_helpers && !sec->helpers) || (sec->nr_args && sec->ctx_size != 8 * sec->nr_args))
+		return gx_err(-EINVAL);
+	for (uint32_t i = 0; i < sec->nr_args; i++)
+		if (sec->args[i].size && (!sec->args[i].type || sec->args[i].type > 15))
+			return gx_err(-EINVAL);
+	struct gx_bpf_verify_opts o = { .sz = sizeof(o) };
+	if (gx_opts_copy(&o, sizeof(o), opts, opts ? opts->sz : 0))
+		return gx_err(-EINVAL);
+	o.sz = sizeof(o);
+	o.quiet = true;
+	o.collect_facts = false;
+	struct gx_bpf_object obj = { .name = (char *)name, .map_cnt = nr_maps };
+	obj.maps = calloc(nr_maps ? nr_maps : 1, sizeof(*obj.maps));
+	if (!obj.maps)
+		return gx_err(-ENOMEM);
+	for (size_t i = 0; i < nr_maps; i++) {
+		struct gx_bpf_map *m = &obj.maps[i];
+		m->obj = &obj;
+		m->name = (char *)(maps[i].name ? maps[i].name : "?");
+		m->idx = i;
+		m->type = maps[i].type;
+		m->key_size = maps[i].key_size;
+		m->value_size = maps[i].value_size;
+		m->max_entries = maps[i].max_entries;
+		m->gx_flags = maps[i].gx_flags;
+		m->init = (void *)maps[i].init;
+	}
+	struct gx_bpf_prog prog = { .obj = &obj, .name = (char *)name, .sec_name = (char *)sec->prefix, .sec = sec,
+				    .insns = (struct bpf_insn *)insns, .insn_cnt = cnt };
+	obj.progs = &prog;
+	obj.prog_cnt = 1;
+	int err = gx_bpf_prog__verify(&prog, &o);
+	if (err && msg && msg_len)
+		snprintf(msg, msg_len, "%s", prog.vmsg ? prog.vmsg : strerror(-err));
+	gx_bpf_prog_clear_verdict(&prog);
+	free(obj.maps);
+	return err;
 }

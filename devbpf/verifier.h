@@ -29,6 +29,8 @@ enum vtype {
 	V_PTR_MAP_VALUE_OR_NULL,
 	V_PTR_STACK,
 	V_PTR_FUNC,           /* subprogram address (bpf_loop callback) */
+	V_PTR_ARG,            /* host struct_ops argument: map_idx = argument index,
+			       * read-only, sec->args[map_idx].size bytes */
 };
 
 struct vreg {
@@ -167,6 +169,12 @@ int vmem_access(struct venv *env, struct vstate *st, uint32_t idx, uint8_t ptr_r
 int vmem_helper_mem(struct venv *env, struct vstate *st, uint32_t idx, uint8_t regno,
 		    uint64_t size, bool write, bool *varying);
 struct vframe *vcur(struct vstate *st);
+
+/* The argument behind a V_PTR_ARG register. */
+static inline const struct gx_bpf_ctx_arg *varg_of(const struct venv *env, const struct vreg *r)
+{
+	return &env->sec->args[r->map_idx];
+}
 
 /* verifier_helpers.c */
 int vhelper_call(struct venv *env, struct vstate *st, uint32_t idx, int32_t id,

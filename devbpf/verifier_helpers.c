@@ -19,6 +19,7 @@ enum varg {
 	A_FUNC,    /* callback subprogram */
 	A_FMT,     /* printk format: constant string in .rodata */
 	A_ZERO,    /* flags: constant 0 */
+	A_ARG0 = 64, /* + tag: a section argument pointer of that tag, offset 0 */
 };
 
 enum vret {
@@ -114,11 +115,48 @@ static void set_ret(struct vreg *r0, uint8_t ret)
 	}
 }
 
+/* A section's own prototype (host struct_ops) in the internal form. */
+static const struct vproto *sec_proto(const struct venv *env, int32_t id, struct vproto *out)
+{
+	for (uint32_t i = 0; i < env->sec->nr_helpers; i++) {
+		const struct gx_bpf_helper_proto *h = &env->sec->helpers[i];
+		if (h->id != id)
+			continue;
+		memset(out, 0, sizeof(*out));
+		out->id = id;
+		out->name = h->name;
+		for (int a = 0; a < 5; a++) {
+			uint8_t k = h->args[a];
+			out->args[a] = k == GX_BPF_ARG_SCALAR ? A_SCALAR : k == GX_BPF_ARG_MAP ? A_MAP
+				     : k == GX_BPF_ARG_MAP_KEY ? A_KEY : k == GX_BPF_ARG_MAP_VALUE ? A_VALUE
+				     : k >= GX_BPF_ARG_PTR0 ? (uint8_t)(A_ARG0 + (k - GX_BPF_ARG_PTR0)) : A_NONE;
+		}
+		out->ret = h->ret == GX_BPF_RET_ERR ? R_ERR : h->ret == GX_BPF_RET_MAP_VALUE_OR_NULL
+			 ? R_MAP_VALUE_OR_NULL : R_SCALAR;
+		out->flags = F_NOT_RINGBUF | ((h->flags & GX_BPF_HELPER_F_MAP_WRITE) ? F_MAP_WRITE : 0) |
+			     ((h->flags & GX_BPF_HELPER_F_HASH_ONLY) ? F_HASH_ONLY : 0);
+		return out;
+	}
+	return NULL;
+}
+
+/* The name of the struct a kfunc argument of `tag` wants, for messages. */
+static const char *tag_name(const struct venv *env, uint32_t tag)
+{
+	for (uint32_t i = 0; i < env->sec->nr_args; i++)
+		if (env->sec->args[i].type == tag && env->sec->args[i].name)
+			return env->sec->args[i].name;
+	return "a handler argument";
+}
+
 int vhelper_call(struct venv *env, struct vstate *st, uint32_t idx, int32_t id, uint32_t *cb_target,
 		 uint64_t *cb_iters)
 {
 	struct vframe *f = vcur(st);
-	const struct vproto *p = find_proto(id);
+	struct vproto own;
+	const struct vproto *p = env->sec->helpers ? sec_proto(env, id, &own) : find_proto(id);
+	if (!p && env->sec->helpers)
+		return verr(env, idx, "helper %d is not available to %s handlers", id, env->sec->prefix);
 	if (!p) {
 		for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
 			if (refused[i].id == id)
@@ -210,6 +248,18 @@ int vhelper_call(struct venv *env, struct vstate *st, uint32_t idx, int32_t id, 
 		}
 		case A_SIZE:
 			break; /* checked with its memory argument */
+		default:
+			if (p->args[a] >= A_ARG0) {
+				/* kfunc pointer argument: the very struct the
+				 * handler was given (the kernel's BTF type match
+				 * on a trusted pointer at offset 0) */
+				uint32_t tag = (uint32_t)(p->args[a] - A_ARG0);
+				if (r->type != V_PTR_ARG || varg_of(env, r)->type != tag || r->omin != 0 ||
+				    r->omax != 0)
+					return verr(env, idx, "%s: argument r%d must be %s * as passed to the handler",
+						    p->name, regno, tag_name(env, tag));
+			}
+			break;
 		case A_DIM:
 			if (!vreg_is_const(r) || r->umin > 2)
 				return verr(env, idx, "%s: dimension must be a constant 0, 1 or 2", p->name);

@@ -50,6 +50,7 @@ static const char *ptr_name(const struct vreg *r)
 	case V_PTR_MAP_VALUE_OR_NULL: return "map value or null";
 	case V_PTR_STACK: return "stack";
 	case V_PTR_FUNC: return "function";
+	case V_PTR_ARG: return "argument";
 	}
 	return "?";
 }
@@ -109,6 +110,51 @@ static void note_depth(struct venv *env, struct vstate *st, int frame, int64_t o
 		sp->stack_depth = (uint32_t)-o;
 }
 
+/* A stack access at a bounded variable offset (e.g. an array on the stack
+ * indexed by a masked value): every byte it may touch is inside the frame;
+ * a read needs all of them initialised and gives an unknown scalar; a write
+ * (scalars only) leaves initialisation as it was (which byte it wrote is
+ * unknown) and turns spilled registers it may hit into plain data. */
+static int var_stack(struct venv *env, struct vstate *st, uint32_t idx, const struct vreg *p, int16_t off,
+		     int size, bool write, const struct vreg *val, int value_reg, bool sx, bool atomic)
+{
+	if (p->frame >= st->nframes)
+		return verr(env, idx, "invalid stack pointer r%d", value_reg);
+	if (p->omin == INT64_MIN || p->omax == INT64_MAX)
+		return verr(env, idx, "unbounded offset into the stack");
+	int64_t lo = p->omin + off, hi = p->omax + off + size;
+	if (lo < -V_STACK || hi > 0)
+		return verr(env, idx, "stack access out of bounds (offset %lld..%lld, size %d)", (long long)lo,
+			    (long long)(p->omax + off), size);
+	uint8_t tz = p->tz < ctz_off(off) ? p->tz : ctz_off(off);
+	if (tz < log2sz(size))
+		return verr(env, idx, "misaligned stack access (size %d)", size);
+	struct vframe *sf = st->frames[p->frame];
+	note_depth(env, st, p->frame, lo);
+	bool vary = p->varying;
+	if ((!write || atomic) && !stack_init(sf, lo, (int)(hi - lo), &vary))
+		return verr(env, idx, "read of uninitialized stack (offset %lld..%lld)", (long long)lo,
+			    (long long)(hi - 1));
+	if (write) {
+		if (val->type != V_SCALAR)
+			return verr(env, idx, "storing a pointer at a variable stack offset is not allowed");
+		for (int64_t b = lo; b < hi; b++) {
+			struct vslot *s = &sf->stack[(-b - 1) / 8];
+			if (s->kind == SLOT_SPILL) {
+				s->varying |= s->spill.varying;
+				s->kind = SLOT_MISC;
+			}
+			if (val->varying || p->varying)
+				s->varying = 1;
+		}
+		return 0;
+	}
+	struct vreg *d = &vcur(st)->regs[value_reg];
+	d->varying = vary;
+	scalar_of_size(d, size, sx);
+	return 0;
+}
+
 int vmem_access(struct venv *env, struct vstate *st, uint32_t idx, uint8_t ptr_reg, int16_t off,
 		int size, bool write, int value_reg, bool sx, bool atomic)
 {
@@ -140,11 +186,49 @@ int vmem_access(struct venv *env, struct vstate *st, uint32_t idx, uint8_t ptr_r
 			return verr(env, idx, "misaligned context access (offset %lld, size %d)", (long long)o,
 				    size);
 		struct vreg *d = &f->regs[value_reg];
+		if (env->sec->nr_args && env->sec->args[o / 8].size) {
+			/* a struct_ops pointer argument: whole, or not at all
+			 * (a part of a pointer would leak its address) */
+			const struct gx_bpf_ctx_arg *a = &env->sec->args[o / 8];
+			if (size != 8 || o % 8 || sx)
+				return verr(env, idx, "partial read of pointer argument %lld (%s *)",
+					    (long long)(o / 8), a->name ? a->name : "?");
+			memset(d, 0, sizeof(*d));
+			d->type = V_PTR_ARG;
+			d->map_idx = (int32_t)(o / 8);
+			d->tz = 63;
+			return 0;
+		}
 		d->varying = 0; /* every context field is warp-uniform */
 		scalar_of_size(d, size, sx);
 		return 0;
 	}
+	case V_PTR_ARG: {
+		/* read-only struct behind a handler argument (the kernel's
+		 * trusted pointer to the member's struct type) */
+		const struct gx_bpf_ctx_arg *a = varg_of(env, p);
+		const char *an = a->name ? a->name : "argument";
+		if (write)
+			return verr(env, idx, "write into %s (handler arguments are read-only)", an);
+		if (p->omin == INT64_MIN || p->omax == INT64_MAX)
+			return verr(env, idx, "unbounded offset into %s", an);
+		int64_t lo = p->omin + off, hi = p->omax + off + size;
+		if (lo < 0 || hi > (int64_t)a->size)
+			return verr(env, idx, "%s access out of bounds (offset %lld..%lld, size %d, struct size %u)", an,
+				    (long long)lo, (long long)(p->omax + off), size, a->size);
+		uint8_t tz = p->tz < ctz_off(off) ? p->tz : ctz_off(off);
+		if (p->omin == p->omax)
+			tz = ctz_off(p->omin + off);
+		if (tz < log2sz(size))
+			return verr(env, idx, "misaligned %s access (size %d)", an, size);
+		struct vreg *d = &f->regs[value_reg];
+		d->varying = 0;
+		scalar_of_size(d, size, sx);
+		return 0;
+	}
 	case V_PTR_STACK: {
+		if (p->omin != p->omax && (env->sec->flags & GX_BPF_SEC_VAR_STACK))
+			return var_stack(env, st, idx, p, off, size, write, val, value_reg, sx, atomic);
 		if (p->omin != p->omax)
 			return verr(env, idx, "variable offset stack access");
 		if (p->frame >= st->nframes)
@@ -277,7 +361,20 @@ int vmem_helper_mem(struct venv *env, struct vstate *st, uint32_t idx, uint8_t r
 			return verr(env, idx, "write to context is not allowed");
 		if (p->omin != p->omax || p->omin < 0 || p->omin + (int64_t)size > (int64_t)env->sec->ctx_size)
 			return verr(env, idx, "context access out of bounds (helper argument r%d)", regno);
+		if (env->sec->nr_args)
+			return verr(env, idx, "helper argument r%d points to the argument array (pointer leak)", regno);
 		return 0;
+	case V_PTR_ARG: {
+		const struct gx_bpf_ctx_arg *a = varg_of(env, p);
+		if (write)
+			return verr(env, idx, "write into %s (handler arguments are read-only)",
+				    a->name ? a->name : "argument");
+		if (p->omin == INT64_MIN || p->omax == INT64_MAX || p->omin < 0 ||
+		    p->omax + (int64_t)size > (int64_t)a->size)
+			return verr(env, idx, "%s access out of bounds (helper argument r%d)",
+				    a->name ? a->name : "argument", regno);
+		return 0;
+	}
 	case V_PTR_MAP_VALUE_OR_NULL:
 		return verr(env, idx, "map value pointer may be null (missing null check)");
 	case V_NOT_INIT:

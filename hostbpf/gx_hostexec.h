@@ -59,14 +59,19 @@ struct gx_hx_opts {
 	 * everything; the shim uses 2 MiB). Counted in gx_hx_stats.small. */
 	uint64_t min_prefetch;
 	/* Run handlers as native code from the devbpf JIT (libgxjit.so, loaded
-	 * with dlopen; the interpreter where it is missing). Native code skips
-	 * the interpreter's run-time memory checks and step budget: trusted
-	 * policies only. */
+	 * with dlopen; the interpreter where it is missing, with one log line
+	 * per process). Native code has no run-time checks: it relies on the
+	 * load-time verification every policy passes (the shim sets this
+	 * unless GPUEXT_HOSTPOLICY_JIT=interp). */
 	int native;
 	/* Hand coalesced ranges to act.prefetch once they reach this many bytes
 	 * (0: only when a run of ranges ends), so a caller can start copies
 	 * while the walk goes on. */
 	uint64_t max_coalesce;
+	/* Append every event to this file as a text line (the stream
+	 * gx_hx__replay reads back): `alloc VA LEN`, `free VA`, `touch VA LEN`,
+	 * `sync`, `qcreate ID PRIO`, `qdestroy ID`, `qrekey OLD NEW`. NULL: off. */
+	const char *record;
 };
 
 struct gx_hx *gx_hx__new(const struct gx_hx_opts *opts);
@@ -103,6 +108,14 @@ void gx_hx__sync(struct gx_hx *hx);
 /* Queues (streams). 0, or -EPERM when the sched policy rejects the bind. */
 int gx_hx__queue_create(struct gx_hx *hx, uint64_t id, int priority);
 void gx_hx__queue_destroy(struct gx_hx *hx, uint64_t id);
+/* A queue bound under a provisional id (before the driver made the stream)
+ * takes its real id; no handler runs. 0, -ENOENT, -EEXIST. */
+int gx_hx__queue_rekey(struct gx_hx *hx, uint64_t old_id, uint64_t new_id);
+
+/* Feed the events of a recorded stream (opts.record's format; '#' lines
+ * are comments) to hx. Returns the number of events, or -errno (-EINVAL:
+ * a malformed line, logged with its number). */
+long gx_hx__replay(struct gx_hx *hx, const char *path);
 
 /* What the executor did since gx_hx__new. */
 struct gx_hx_stats {

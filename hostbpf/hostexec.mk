@@ -18,7 +18,7 @@ $(BUILD)/tests/test_hostexec: $(call objs,tests/hostbpf/test_hostexec.c devbpf/t
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $(filter %.o,$(filter-out %.bpf.o,$^)) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) -lelf -lz -ldl $(LDFLAGS)
 
-HX_TEST_OBJS := $(HB_DIR)/hx_unsafe.bpf.o $(HB_DIR)/hx_loop.bpf.o
+HX_TEST_OBJS := $(HB_DIR)/hx_unsafe.bpf.o $(HB_DIR)/hx_loop.bpf.o $(HB_DIR)/hx_prioset.bpf.o
 $(HB_DIR)/hx_%.bpf.o: tests/hostbpf/hx_%.bpf.c $(HB_BPF_DEPS)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(HB_BPF_FLAGS) -c $< -o $@
@@ -69,3 +69,29 @@ $(BENCH_HX): $(call objs,bench/hostexec_cost.c devbpf/tools/jitlib_open.c) $(HOS
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $(filter %.o,$^) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) -lelf -lz -ldl $(LDFLAGS)
 BINS_ALL += $(BENCH_HX)
+
+# Unsafe-policy corpus: each object must be refused by the user-space
+# verifier with the message its GX_EXPECT names (test_hostexec).
+HX_UNSAFE_OBJS := $(patsubst tests/hostbpf/unsafe/%.bpf.c,$(HB_DIR)/unsafe/%.bpf.o,$(wildcard tests/hostbpf/unsafe/*.bpf.c))
+$(HB_DIR)/unsafe/%.bpf.o: tests/hostbpf/unsafe/%.bpf.c tests/hostbpf/unsafe/hx_expect.h $(HB_BPF_DEPS)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) $(HB_BPF_FLAGS) -Itests/hostbpf/unsafe -c $< -o $@
+$(BUILD)/tests/test_hostexec: $(HX_UNSAFE_OBJS)
+.SECONDARY: $(HX_UNSAFE_OBJS)
+$(BUILD)/tests/hostbpf/test_hostpolicy.sh: $(HX_UNSAFE_OBJS)
+$(BUILD)/tests/hostbpf/test_hostpolicy.sh: $(HB_DIR)/hx_prioset.bpf.o
+# tests/gpu/hostpolicy.sh uses it on the GPU machine (stream priorities)
+LIBS_ALL += $(HB_DIR)/hx_prioset.bpf.o
+
+# Recorded event streams: record_app under the shim records one; replayed
+# under every policy, native vs interpreted (tests/hostbpf/test_replay.sh).
+$(BUILD)/tests/hostbpf/record_app: tests/hostbpf/record_app.c
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(dir $(CUDA_STUB)) -lcuda
+$(BUILD)/tests/hostbpf/test_replay.sh: tests/hostbpf/test_replay.sh $(BUILD)/tests/hostbpf/record_app $(BUILD)/tests/test_hostexec \
+		$(HB_OBJS) $(HB_DIR)/hx_prioset.bpf.o $(JITSO)
+	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+TEST_BINS += $(BUILD)/tests/hostbpf/record_app $(BUILD)/tests/hostbpf/test_replay.sh
+TESTS     += $(BUILD)/tests/hostbpf/test_replay.sh

@@ -12,10 +12,10 @@
  * addresses from); the trampolines translate them back to the policy's
  * hx_map before calling the helper.
  *
- * Unlike the interpreter, native code has no run-time memory checks and no
- * step budget: the kernel verifier's proofs are not redone here, so native
- * is opt-in (gx_hx_opts.native, GPUEXT_HOSTPOLICY_JIT=native) for trusted
- * policies. */
+ * Native code has no run-time memory checks and no step budget: it runs
+ * only programs hx_verify.c proved safe (memory, bounded loops, kfunc
+ * arguments) at load, as the kernel runs JIT'd struct_ops programs. The
+ * shim uses it by default (GPUEXT_HOSTPOLICY_JIT=interp: the interpreter). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,15 +83,25 @@ static unsigned long long (*const tramps[NX_MAX_HELPERS])(unsigned long long, un
 	tramp8, tramp9, tramp10, tramp11, tramp12, tramp13, tramp14, tramp15,
 };
 
+/* The library is looked for once per process; a failure is remembered
+ * (with its reason), so later policies fall back without another dlopen. */
+static char jitlib_why[256];
+
 static int load_jitlib(char *why, size_t wl)
 {
 	if (p_new)
 		return 0;
+	if (jitlib_why[0]) {
+		snprintf(why, wl, "%s", jitlib_why);
+		return -ENOENT;
+	}
 	jit_new_fn n = (jit_new_fn)gx_jitlib_sym("gx_jit__new", why, wl);
 	jit_free_fn f = n ? (jit_free_fn)gx_jitlib_sym("gx_jit__free", why, wl) : NULL;
 	jit_func_fn fn = f ? (jit_func_fn)gx_jitlib_sym("gx_jit__func", why, wl) : NULL;
-	if (!fn)
+	if (!fn) {
+		snprintf(jitlib_why, sizeof(jitlib_why), "%s", why[0] ? why : "the JIT library cannot be loaded");
 		return -ENOENT;
+	}
 	p_free = f;
 	p_func = fn;
 	p_new = n;
@@ -161,7 +171,7 @@ int hx_native_compile(struct hx_policy *p, const struct gx_bpf_helper_entry *hel
 			hx_native_free(nx);
 			for (int k = 0; k < p->nprogs; k++)
 				p->progs[k].native = NULL;
-			return -ENOENT;
+			return -ENOEXEC;
 		}
 	}
 	nx->pol = p;

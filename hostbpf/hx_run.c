@@ -72,7 +72,14 @@ struct gx_hx {
 	int nactions;
 	uint64_t touch_ns;
 	struct gx_hx_stats st;
+	FILE *rec; /* opts.record */
 };
+
+#define REC(hx, ...)                                     \
+	do {                                             \
+		if ((hx)->rec)                           \
+			fprintf((hx)->rec, __VA_ARGS__); \
+	} while (0)
 
 static void policy_error(struct hx_policy *p, const char *what, int err)
 {
@@ -395,6 +402,16 @@ struct gx_hx *gx_hx__new(const struct gx_hx_opts *opts)
 	if (!hx->o.max_walk)
 		hx->o.max_walk = 4ull << 30;
 	hx->next_id = 1;
+	if (hx->o.record) {
+		hx->rec = fopen(hx->o.record, "we");
+		if (hx->rec) {
+			setvbuf(hx->rec, NULL, _IOFBF, 1 << 16);
+			fprintf(hx->rec, "# gpuext hostpolicy event stream v1 (tgid %u)\n", hx->o.tgid);
+		} else {
+			pr_warn("hostpolicy: cannot record events to %s: %s", hx->o.record, strerror(errno));
+		}
+		hx->o.record = NULL; /* the caller's string need not outlive this call */
+	}
 	return hx;
 }
 
@@ -402,6 +419,8 @@ void gx_hx__free(struct gx_hx *hx)
 {
 	if (!hx)
 		return;
+	if (hx->rec)
+		fclose(hx->rec);
 	struct hx_region *r, *t;
 	HASH_ITER(hh, hx->regions, r, t) {
 		HASH_DEL(hx->regions, r);
@@ -436,10 +455,18 @@ int gx_hx__load(struct gx_hx *hx, const char *path, const char *knobs)
 		return err;
 	}
 	if (hx->o.native) {
+		/* No JIT library here (e.g. no libLLVM-19): one line per
+		 * process; a program the JIT cannot translate: one per policy. */
+		static bool said_nolib;
 		char nwhy[300] = "";
 		int nerr = hx_native_compile(&p, helpers, sizeof(helpers) / sizeof(helpers[0]), nwhy, sizeof(nwhy));
-		if (nerr)
+		if (nerr == -ENOENT) {
+			if (!said_nolib)
+				pr_info("hostpolicy: native code unavailable (%s); policies interpreted\n", nwhy);
+			said_nolib = true;
+		} else if (nerr) {
 			pr_info("hostpolicy: %s: native code unavailable (%s); interpreted\n", path, nwhy);
+		}
 	}
 	struct hx_policy *dst = p.kind == HX_MEM ? &hx->mem : &hx->sched;
 	*dst = p;
@@ -494,6 +521,7 @@ static struct hx_alloc *alloc_of(struct gx_hx *hx, uint64_t va)
 
 int gx_hx__alloc(struct gx_hx *hx, uint64_t va, uint64_t len)
 {
+	REC(hx, "alloc %#llx %llu\n", (unsigned long long)va, (unsigned long long)len);
 	if (!len || va + len < va || alloc_of(hx, va) || alloc_of(hx, va + len - 1))
 		return -EINVAL;
 	if (hx->nallocs == hx->cap_allocs) {
@@ -533,6 +561,7 @@ int gx_hx__free_range(struct gx_hx *hx, uint64_t va)
 	struct hx_alloc *a = alloc_of(hx, va);
 	if (!a || a->va != va)
 		return -ENOENT;
+	REC(hx, "free %#llx\n", (unsigned long long)va);
 	uint64_t lo = a->va, hi = a->va + a->len;
 	size_t at = (size_t)(a - hx->allocs);
 	memmove(a, a + 1, (hx->nallocs - at - 1) * sizeof(*a));
@@ -785,6 +814,7 @@ int gx_hx__touch(struct gx_hx *hx, uint64_t va, uint64_t len)
 	struct hx_alloc *a = alloc_of(hx, va);
 	if (!a)
 		return -ENOENT;
+	REC(hx, "touch %#llx %llu\n", (unsigned long long)va, (unsigned long long)len);
 	uint64_t aend = a->va + a->len;
 	uint64_t end = len ? va + len : va + hx->o.max_walk;
 	if (end > aend || end < va)
@@ -835,6 +865,7 @@ int gx_hx__touch(struct gx_hx *hx, uint64_t va, uint64_t len)
 
 void gx_hx__sync(struct gx_hx *hx)
 {
+	REC(hx, "sync\n");
 	/* Residency is forgotten, the eviction order (the policy's state) kept. */
 	for (size_t i = 0; i < hx->nallocs; i++)
 		hx->allocs[i].all_resident = false;
@@ -846,6 +877,7 @@ void gx_hx__sync(struct gx_hx *hx)
 
 int gx_hx__queue_create(struct gx_hx *hx, uint64_t id, int priority)
 {
+	REC(hx, "qcreate %#llx %d\n", (unsigned long long)id, priority);
 	struct hx_queue *q = NULL;
 	HASH_FIND(hh, hx->queues, &id, sizeof(id), q);
 	if (q)
@@ -877,6 +909,7 @@ void gx_hx__queue_destroy(struct gx_hx *hx, uint64_t id)
 	HASH_FIND(hh, hx->queues, &id, sizeof(id), q);
 	if (!q)
 		return;
+	REC(hx, "qdestroy %#llx\n", (unsigned long long)id);
 	HASH_DEL(hx->queues, q);
 	if (hx->has_sched) {
 		struct gpu_sched_ctx sc = {.event = GPU_EV_TASK_DESTROY, .nr_queues = HASH_COUNT(hx->queues),
@@ -885,6 +918,23 @@ void gx_hx__queue_destroy(struct gx_hx *hx, uint64_t id)
 		call(hx, &hx->sched, 1, &c, &sc, sizeof(sc), &q->q, sizeof(q->q), NULL, 0);
 	}
 	free(q);
+}
+
+int gx_hx__queue_rekey(struct gx_hx *hx, uint64_t old_id, uint64_t new_id)
+{
+	struct hx_queue *q = NULL, *o = NULL;
+	HASH_FIND(hh, hx->queues, &old_id, sizeof(old_id), q);
+	if (!q)
+		return -ENOENT;
+	HASH_FIND(hh, hx->queues, &new_id, sizeof(new_id), o);
+	if (o)
+		return -EEXIST;
+	REC(hx, "qrekey %#llx %#llx\n", (unsigned long long)old_id, (unsigned long long)new_id);
+	HASH_DEL(hx->queues, q);
+	q->id = new_id;
+	q->q.id = new_id;
+	HASH_ADD(hh, hx->queues, id, sizeof(uint64_t), q);
+	return 0;
 }
 
 void gx_hx__stats(const struct gx_hx *hx, struct gx_hx_stats *st)
@@ -897,5 +947,58 @@ size_t gx_hx__resident(const struct gx_hx *hx, uint64_t *va, size_t max)
 	size_t n = 0;
 	for (struct hx_region *r = hx->head; r && n < max; r = r->next)
 		va[n++] = r->r.va_start;
+	return n;
+}
+
+/* One number of an event line: 0x hex or decimal, whole token. */
+static bool num(const char *t, unsigned long long *v)
+{
+	char *end;
+	if (!t)
+		return false;
+	errno = 0;
+	*v = t[0] == '-' ? (unsigned long long)strtoll(t, &end, 0) : strtoull(t, &end, 0);
+	return !errno && end != t && !*end;
+}
+
+long gx_hx__replay(struct gx_hx *hx, const char *path)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	char line[256];
+	long n = 0, lineno = 0;
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		line[strcspn(line, "\r\n")] = 0;
+		if (line[0] == '#' || !line[0])
+			continue;
+		char *save = NULL, *cmd = strtok_r(line, " ", &save);
+		char *t1 = strtok_r(NULL, " ", &save), *t2 = strtok_r(NULL, " ", &save);
+		bool extra = strtok_r(NULL, " ", &save) != NULL;
+		unsigned long long a = 0, b = 0;
+		bool ok = !extra;
+		if (ok && !strcmp(cmd, "sync") && !t1)
+			gx_hx__sync(hx);
+		else if (ok && !strcmp(cmd, "alloc") && num(t1, &a) && num(t2, &b))
+			gx_hx__alloc(hx, a, b);
+		else if (ok && !strcmp(cmd, "free") && num(t1, &a) && !t2)
+			gx_hx__free_range(hx, a);
+		else if (ok && !strcmp(cmd, "touch") && num(t1, &a) && num(t2, &b))
+			gx_hx__touch(hx, a, b);
+		else if (ok && !strcmp(cmd, "qcreate") && num(t1, &a) && num(t2, &b))
+			gx_hx__queue_create(hx, a, (int)(long long)b);
+		else if (ok && !strcmp(cmd, "qdestroy") && num(t1, &a) && !t2)
+			gx_hx__queue_destroy(hx, a);
+		else if (ok && !strcmp(cmd, "qrekey") && num(t1, &a) && num(t2, &b))
+			gx_hx__queue_rekey(hx, a, b);
+		else {
+			pr_warn("hostpolicy: %s:%ld: malformed event line", path, lineno);
+			fclose(f);
+			return -EINVAL;
+		}
+		n++;
+	}
+	fclose(f);
 	return n;
 }

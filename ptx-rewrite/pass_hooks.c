@@ -150,6 +150,69 @@ static unsigned mem_op(enum ptx_op_class c)
 	}
 }
 
+/* Where the entry site goes. Its handlers inlined: after the kernel's
+ * leading parameter loads and special-register reads (`ld.param`, `mov`),
+ * before anything else (arithmetic, a label, branch, memory access, call,
+ * barrier or scope). The handler cannot observe those, and the site's own
+ * special-register reads and election then share a basic block with the
+ * kernel's: ptxas issues both sets together and reuses the kernel's reads
+ * for the handler's (%ctaid, %tid), instead of running the whole site before
+ * the kernel's first instruction is issued. Arithmetic is not passed over:
+ * its results would be live across the handler (more registers). A called
+ * handler stays first: under the call ABI every value live across the call
+ * costs registers (a probe-call site after stencil's reads: 31 → 34, one
+ * block per SM less). GX_PTX_ENTRY_TOP=1 keeps every entry site first (the
+ * A/B switch of bench/hook_overhead). */
+static struct ptx_stmt *entry_site_pos(struct ptx_passes *ps, struct ptx_func *fn, int *err)
+{
+	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
+	struct ptx_stmt *s = ptx_func_entry_point(fn);
+	const char *top = getenv("GX_PTX_ENTRY_TOP");
+	*err = 0;
+	if (top && *top && strcmp(top, "0"))
+		return s;
+	if (!o->policy_ptx) {
+		int r = ptx_site_inlines(ps, GDEV_HOOK_ENTRY, NULL);
+		if (r <= 0) {
+			*err = r;
+			return s;
+		}
+	}
+	for (size_t i = 0; o->policy_ptx && i < o->nr_bindings; i++) {
+		const struct gx_hook_binding *bd = &o->bindings[i];
+		if (bd->hook != GDEV_HOOK_ENTRY || !bd->func ||
+		    (bd->kernel_glob && fnmatch(bd->kernel_glob, fn->name, 0)))
+			continue;
+		int r = ptx_site_inlines(ps, GDEV_HOOK_ENTRY, ptx_link_name(ps, bd->func));
+		if (r <= 0) {
+			*err = r;
+			return s;
+		}
+	}
+	for (; s; s = s->next) {
+		if (s->kind == PTX_STMT_VERBATIM && !strncmp(s->text, ".loc", 4))
+			continue;
+		if (s->kind == PTX_STMT_DECL && s->decl.space == PTX_SPACE_REG)
+			continue;
+		if (s->kind != PTX_STMT_INSN || s->insn.guard || s->insn.nops != 2)
+			break;
+		const struct ptx_insn *in = &s->insn;
+		const struct ptx_opnd *d = in->ops[0], *a = in->ops[1];
+		if (!d || d->kind != PTX_OPND_ID || !a)
+			break;
+		if (!strcmp(in->opcode, "ld") && ptx_insn_has_mod(in, ".param") &&
+		    a->kind == PTX_OPND_ADDR)
+			continue;
+		/* mov from a special register, another register or an immediate */
+		if (!strcmp(in->opcode, "mov") && (a->kind == PTX_OPND_INT ||
+						   (a->kind == PTX_OPND_ID && a->text &&
+						    a->text[0] == '%')))
+			continue;
+		break;
+	}
+	return s;
+}
+
 static int hook_func(struct ptx_passes *ps, struct ptx_func *fn)
 {
 	unsigned hooks = ps->ctx->opts->hooks;
@@ -190,10 +253,14 @@ static int hook_func(struct ptx_passes *ps, struct ptx_func *fn)
 			return err;
 	}
 	/* The entry site last: an inlined handler's own memory accesses and
-	 * returns must not be hooked. It goes before the first statement, a
-	 * site of the first instruction included. */
+	 * returns must not be hooked. It goes before the first statement, or
+	 * after the kernel's leading parameter and special-register reads
+	 * (entry_site_pos), a site of the statement there included. */
 	if (fn->is_entry && (hooks & GDEV_HOOK_ENTRY)) {
-		err = add_sites(ps, fn, ptx_func_entry_point(fn), GDEV_HOOK_ENTRY, NULL, 0, NULL, 0);
+		struct ptx_stmt *pos = entry_site_pos(ps, fn, &err);
+		if (err)
+			return err;
+		err = add_sites(ps, fn, pos, GDEV_HOOK_ENTRY, NULL, 0, NULL, 0);
 		if (err)
 			return err;
 	}

@@ -311,6 +311,30 @@ static void store_words(struct ptx_module *m, struct ptx_chain *c, const struct 
 	}
 }
 
+/* The handler of a site inlined? Large handlers of mem/fence hooks are not
+ * (one copy per memory instruction), nor those the analysis refuses. */
+static int inlines(const struct ptx_handler *h, unsigned hook, int force_call)
+{
+	size_t max = hook & (GDEV_HOOK_MEM | GDEV_HOOK_FENCE) ? PTX_INLINE_MAX_MEM : PTX_INLINE_MAX;
+	return h->inlinable && h->ninsn <= max && !force_call;
+}
+
+int ptx_site_inlines(struct ptx_passes *ps, unsigned hook, const char *func)
+{
+	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
+	int force_call = 0;
+	if (!func) {
+		if (o->stubs != GX_PTX_STUBS_PROBE && o->stubs != GX_PTX_STUBS_PROBE_CALL)
+			return 0;
+		force_call = o->stubs == GX_PTX_STUBS_PROBE_CALL;
+		if (!(func = probe_name(ps)))
+			return gx_err(-ENOMEM);
+	}
+	struct ptx_handler *h;
+	int err = ptx_handler_get(ps, func, &h);
+	return err ? err : inlines(h, hook, force_call);
+}
+
 int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt *pos,
 		    unsigned hook, const char *func, unsigned long long kid,
 		    const struct ptx_chain *addr, unsigned info, const char *guard, int guard_neg)
@@ -351,9 +375,7 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 		need = h->words;
 		/* entry/exit sites are few per kernel; a mem/fence handler is
 		 * copied to every memory instruction, so only small ones are */
-		size_t max = hook & (GDEV_HOOK_MEM | GDEV_HOOK_FENCE) ? PTX_INLINE_MAX_MEM
-								      : PTX_INLINE_MAX;
-		inl = h->inlinable && h->ninsn <= max && !force_call;
+		inl = inlines(h, hook, force_call);
 		if (!inl && !force_call && !h->logged) {
 			h->logged = 1;
 			ptx_pass_log(ps->ctx, "hooks: handler %s is called, not inlined (%s); "

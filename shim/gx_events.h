@@ -47,6 +47,10 @@ enum gx_event_kind {
 	GX_EV_STREAM_CREATE,    /* a stream was created */
 	GX_EV_STREAM_DESTROY,   /* pre: a stream is about to be destroyed */
 	GX_EV_SYNC,             /* pre: cuCtxSynchronize[_v2] / cuStreamSynchronize / cuEventSynchronize */
+	GX_EV_STREAM_CREATING,  /* pre: a stream is about to be created (stream.flags and
+				 * .priority as asked; a callback may change .priority:
+				 * the stream is then made with cuStreamCreateWithPriority
+				 * and those flags; a veto fails the creation) */
 	GX_EV__COUNT
 };
 
@@ -98,9 +102,9 @@ struct gx_mem_event {
 };
 
 struct gx_stream_event {
-	CUstream stream;
+	CUstream stream;             /* NULL in GX_EV_STREAM_CREATING */
 	unsigned flags;
-	int priority;
+	int priority;                /* CUDA's: lower is higher; 0 for cuStreamCreate */
 };
 
 struct gx_event {

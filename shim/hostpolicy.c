@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hostbpf/gpu_ext.h"
 #include "hostbpf/gx_hostexec.h"
 #include "shim/gx_hostkmod.h"
 #include "shim/gx_hostpolicy.h"
@@ -119,11 +120,77 @@ static void on_advise(void *u, uint64_t va, uint64_t len, int adv)
 		pr_warn_once("hostpolicy: cuMemAdvise failed (%d, %d); placement advice dropped", (int)a, (int)b);
 }
 
+/* Streams as queues. A stream is bound before the driver makes it
+ * (GX_EV_STREAM_CREATING) under a provisional id, so a policy's priority
+ * can be the one it is created with (CUDA cannot change a stream's
+ * priority later) and a rejection fails the creation as the driver would;
+ * the post event gives the queue the stream's handle. */
+static __thread uint64_t creating;       /* provisional queue id, 0: none */
+static __thread int creating_prio = -1;  /* GPU_ATTR_PRIORITY the policy set, -1: none */
+static uint64_t next_provisional = 1;
+static unsigned long nr_streams, nr_streams_prio, nr_streams_rejected, nr_attr_other;
+
 static void on_attr(void *u, uint64_t q, uint32_t attr, uint64_t v)
 {
 	(void)u;
-	/* CUDA cannot change a stream's priority after creation: recorded only. */
+	if (q == creating && attr == GPU_ATTR_PRIORITY)
+		creating_prio = (int)v;
+	else if (attr != GPU_ATTR_PRIORITY)
+		nr_attr_other++; /* timeslice / interleave: no per-stream CUDA control */
 	pr_debug("hostpolicy: queue %#llx attr %u = %llu", (unsigned long long)q, attr, (unsigned long long)v);
+}
+
+/* CUDA stream priorities run from `least` (0, the default) to `greatest`
+ * (e.g. -5): lower numbers are higher priorities. Queues have
+ * 0..GPU_PRIO_MAX, higher is higher (gpu_ext.h). Linear, rounded. */
+static int queue_prio_of(int cuda, int least, int greatest)
+{
+	int span = least - greatest;
+	if (span <= 0)
+		return 0;
+	cuda = cuda > least ? least : cuda < greatest ? greatest : cuda;
+	return ((least - cuda) * GPU_PRIO_MAX + span / 2) / span;
+}
+
+static int cuda_prio_of(int q, int least, int greatest)
+{
+	int span = least - greatest;
+	q = q < 0 ? 0 : q > GPU_PRIO_MAX ? GPU_PRIO_MAX : q;
+	return least - (q * span + GPU_PRIO_MAX / 2) / GPU_PRIO_MAX;
+}
+
+/* Pre-event of a stream creation: run task_init; apply its priority. */
+static CUresult stream_creating(struct gx_event *ev)
+{
+	if (creating) /* the last creation on this thread failed in the driver */
+		gx_hx__queue_destroy(hx, creating);
+	int least = 0, greatest = 0;
+	if (REAL(cuCtxGetStreamPriorityRange)(&least, &greatest) != CUDA_SUCCESS)
+		least = greatest = 0;
+	creating = (1ull << 63) | next_provisional++;
+	creating_prio = -1;
+	int err = gx_hx__queue_create(hx, creating, queue_prio_of(ev->stream.priority, least, greatest));
+	if (err == -EPERM) {
+		creating = 0;
+		nr_streams_rejected++;
+		pr_warn("hostpolicy: stream rejected by '%s': cuStreamCreate fails with CUDA_ERROR_NOT_PERMITTED",
+			gx_hx__sched_policy(hx));
+		return CUDA_ERROR_NOT_PERMITTED;
+	}
+	if (err) {
+		creating = 0;
+		return CUDA_SUCCESS;
+	}
+	if (creating_prio >= 0) {
+		int p = cuda_prio_of(creating_prio, least, greatest);
+		if (p != ev->stream.priority) {
+			pr_debug("hostpolicy: stream priority %d -> %d (queue priority %d, range [%d, %d])",
+				 ev->stream.priority, p, creating_prio, greatest, least);
+			ev->stream.priority = p;
+		}
+		nr_streams_prio++;
+	}
+	return CUDA_SUCCESS;
 }
 
 bool gx_hostpolicy_is_struct_ops(const char *path)
@@ -145,6 +212,8 @@ bool gx_hostpolicy_is_struct_ops(const char *path)
 	return yes;
 }
 
+static bool recording; /* GPUEXT_HOSTPOLICY_RECORD: queue events too */
+
 static struct gx_hx_opts make_opts(void)
 {
 	struct gx_hx_opts o = {.sz = sizeof(o), .shm_maps = 1,
@@ -156,12 +225,27 @@ static struct gx_hx_opts make_opts(void)
 	 * launch than the GPU's demand paging spends on the same pages. */
 	const char *min = getenv("GPUEXT_HOSTPOLICY_MIN_PREFETCH");
 	o.min_prefetch = min_prefetch = min ? strtoull(min, NULL, 0) : 2ull << 20;
-	/* Native code (libgxjit.so) lacks the interpreter's run-time checks:
-	 * opt-in, for trusted policies. */
+	/* Native code (libgxjit.so) by default: the executor verified every
+	 * handler at load (hostbpf/hx_verify.c); where the JIT library cannot
+	 * be loaded, one line and the interpreter. */
 	const char *jit = getenv("GPUEXT_HOSTPOLICY_JIT");
-	o.native = jit && !strcmp(jit, "native");
+	o.native = !jit || strcmp(jit, "interp");
 	if (jit && strcmp(jit, "native") && strcmp(jit, "interp"))
-		pr_warn("hostpolicy: GPUEXT_HOSTPOLICY_JIT=%s: expected 'native' or 'interp'; interpreting", jit);
+		pr_warn("hostpolicy: GPUEXT_HOSTPOLICY_JIT=%s: expected 'native' or 'interp'; using native", jit);
+	/* GPUEXT_HOSTPOLICY_RECORD=FILE ("%p": the pid): every executor event
+	 * as a text line, for gx_hx__replay (differential and regression tests
+	 * on real event streams). */
+	const char *recp = getenv("GPUEXT_HOSTPOLICY_RECORD");
+	if (recp && *recp) {
+		static char path[512];
+		const char *pp = strstr(recp, "%p");
+		if (pp)
+			snprintf(path, sizeof(path), "%.*s%d%s", (int)(pp - recp), recp, (int)getpid(), pp + 2);
+		else
+			snprintf(path, sizeof(path), "%s", recp);
+		o.record = path;
+		recording = true;
+	}
 	const char *ch = getenv("GPUEXT_HOSTPOLICY_CHUNK");
 	o.max_coalesce = chunk_bytes = ch ? strtoull(ch, NULL, 0) : 0;
 	const char *la = getenv("GPUEXT_HOSTPOLICY_LAUNCH_ARGS");
@@ -431,7 +515,17 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 			on_launch(ev);
 		}
 		break;
+	case GX_EV_STREAM_CREATING:
+		rc = stream_creating(ev);
+		break;
 	case GX_EV_STREAM_CREATE:
+		if (creating) { /* bound in the pre-event: the queue gets the handle */
+			gx_hx__queue_rekey(hx, creating, (uint64_t)(uintptr_t)ev->stream.stream);
+			creating = 0;
+			nr_streams++;
+			break;
+		}
+		/* fall through */
 	case GX_EV_CTX_CREATE: {
 		uint64_t id = ev->kind == GX_EV_STREAM_CREATE ? (uint64_t)(uintptr_t)ev->stream.stream
 							      : (uint64_t)(uintptr_t)ev->ctx;
@@ -485,6 +579,10 @@ static void report(void)
 			(unsigned long long)st.calls, (unsigned long long)st.faults, api_ns / 1e6,
 			(unsigned long long)st.evictions, nr_advise_calls, nr_dev_requests, nr_dev_unmanaged, gx_hx__mem_policy(hx),
 			gx_hx__mem_enabled(hx) ? "" : ", disabled");
+		if (*gx_hx__sched_policy(hx))
+			pr_info("hostpolicy: %lu streams created under '%s', %lu with the policy's priority, %lu refused; "
+				"%lu timeslice/interleave settings recorded only",
+				nr_streams, gx_hx__sched_policy(hx), nr_streams_prio, nr_streams_rejected, nr_attr_other);
 		gx_hx__free(hx);
 		hx = NULL;
 	}
@@ -550,9 +648,9 @@ void gx_hostpolicy_init(void)
 	/* Context destruction always: its prefetch stream slot is freed. */
 	unsigned mask = GX_EV_MASK(GX_EV_MEM_ALLOC_MANAGED) | GX_EV_MASK(GX_EV_MEM_FREE) | GX_EV_MASK(GX_EV_LAUNCH) |
 			GX_EV_MASK(GX_EV_SYNC) | GX_EV_MASK(GX_EV_CTX_DESTROY);
-	if (*gx_hx__sched_policy(hx))
-		mask |= GX_EV_MASK(GX_EV_STREAM_CREATE) | GX_EV_MASK(GX_EV_STREAM_DESTROY) |
-			GX_EV_MASK(GX_EV_CTX_CREATE);
+	if (*gx_hx__sched_policy(hx) || recording)
+		mask |= GX_EV_MASK(GX_EV_STREAM_CREATING) | GX_EV_MASK(GX_EV_STREAM_CREATE) |
+			GX_EV_MASK(GX_EV_STREAM_DESTROY) | GX_EV_MASK(GX_EV_CTX_CREATE);
 	if (gx_events_subscribe(mask, on_event, NULL) < 0) {
 		pr_warn("hostpolicy: cannot subscribe to events; running without host policy");
 		return;

@@ -126,18 +126,36 @@ static void stream_created(CUresult rc, CUstream *s, unsigned flags, int prio)
 	gx_ev_raise(&ev);
 }
 
+/* Pre-event: a scheduling policy may choose the priority (or refuse the
+ * stream). The application's flags are kept; without a change the call
+ * the application made is the one made. */
+static CUresult stream_create(CUstream *s, unsigned flags, int prio, bool with_prio)
+{
+	if (want(GX_EV_STREAM_CREATING)) {
+		struct gx_event ev = { .kind = GX_EV_STREAM_CREATING };
+		ev.stream.flags = flags;
+		ev.stream.priority = prio;
+		CUresult veto = gx_ev_raise(&ev);
+		if (veto != CUDA_SUCCESS)
+			return veto;
+		if (ev.stream.priority != prio) {
+			prio = ev.stream.priority;
+			with_prio = true;
+		}
+	}
+	CUresult rc = with_prio ? REAL(cuStreamCreateWithPriority)(s, flags, prio) : REAL(cuStreamCreate)(s, flags);
+	stream_created(rc, s, flags, prio);
+	return rc;
+}
+
 GX_EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
 {
-	CUresult rc = REAL(cuStreamCreate)(phStream, Flags);
-	stream_created(rc, phStream, Flags, 0);
-	return rc;
+	return stream_create(phStream, Flags, 0, false);
 }
 
 GX_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
 {
-	CUresult rc = REAL(cuStreamCreateWithPriority)(phStream, flags, priority);
-	stream_created(rc, phStream, flags, priority);
-	return rc;
+	return stream_create(phStream, flags, priority, true);
 }
 
 static CUresult stream_destroy_event(CUstream s)

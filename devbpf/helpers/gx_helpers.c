@@ -25,11 +25,26 @@ static inline unsigned gx_sreg_hwwarpid(void)
 	__asm__ volatile("mov.u32 %0, %%warpid;" : "=r"(r));
 	return r;
 }
+/* The slot is below nr_shards whenever the runtime sized the map for this
+ * GPU (SMs x 64 warp slots): a compare, and the division (~20 instructions
+ * for a runtime divisor) only on a smaller map. */
+static inline unsigned gx_shard_fold(unsigned x, unsigned n)
+{
+	return x < n ? x : n ? x % n : 0;
+}
 #define gx_shard_index(m, type)                                                          \
-	((type) == GX_MAP_PERWARP_ARRAY                                                  \
-		 ? (gx_sreg_smid() * GX_WARP_SLOTS_PER_SM + gx_sreg_hwwarpid()) % (m)->nr_shards \
-		 : gx_sreg_smid() % (m)->nr_shards)
+	gx_shard_fold((type) == GX_MAP_PERWARP_ARRAY                                     \
+			      ? gx_sreg_smid() * GX_WARP_SLOTS_PER_SM + gx_sreg_hwwarpid()       \
+			      : gx_sreg_smid(),                                                  \
+		      (m)->nr_shards)
 #define GX_RING_SHARD() gx_sreg_smid()
+static inline unsigned long long gx_ring_now(void)
+{
+	unsigned long long t;
+	__asm__ volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+#define GX_RING_NOW() gx_ring_now()
 #else
 #include "devbpf/gx_hosthelpers.h"
 #define gx_shard_index(m, type)                                                          \
@@ -37,6 +52,14 @@ static inline unsigned gx_sreg_hwwarpid(void)
 		 ? (gx_host_env.smid * GX_WARP_SLOTS_PER_SM + gx_host_env.warpid) % (m)->nr_shards \
 		 : gx_host_env.smid % (m)->nr_shards)
 #define GX_RING_SHARD() gx_host_env.smid
+#include <time.h>
+static inline unsigned long long gx_ring_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+#define GX_RING_NOW() gx_ring_now()
 #endif
 
 #include "devbpf/helpers/gx_mapimpl.h"
@@ -282,7 +305,8 @@ GX_HELPER(ringbuf_output)
 	const struct gx_devrt_map *m = GX_MAP(r1);
 	if (!m || m->type != GX_MAP_RINGBUF)
 		return (gx_u64)-GX_EINVAL;
-	return (gx_u64)gx_ring_output((struct gx_ring *)(unsigned long)m->data, GX_PTR(r2), r3);
+	/* the descriptor's max_entries is the ring's size, loaded with its type */
+	return (gx_u64)gx_ring_output_n((struct gx_ring *)(unsigned long)m->data, m->max_entries, GX_PTR(r2), r3);
 }
 GX_HELPER(mem_prefetch)
 {

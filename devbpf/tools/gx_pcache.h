@@ -25,8 +25,10 @@
 #define GX_GPUEXT_VERSION "0.1.0"
 #define GX_PCACHE_PTXVER 80 /* the JIT emits PTX ISA 8.0 (+ptx80) */
 /* Bumped whenever the JIT's output for the same object changes (2:
- * ctx->launch_id reads %gridid), so older entries are never used. */
-#define GX_PCACHE_JITREV 2
+ * ctx->launch_id reads %gridid; 3: atomics in .global, red for non-fetch
+ * ones, array lookups without a division, release fence on ring commits),
+ * so older entries are never used. */
+#define GX_PCACHE_JITREV 3
 #define GX_POL_NAME_MAX 64
 
 struct gx_pol_prog {

@@ -7,8 +7,11 @@
  * had) and shows, per launch, the finish spread and per-SM block counts; the
  * trace puts one slice per block on the track of its SM.
  *
- * Trade-offs: one record per block (24 M blocks fill a 4 MiB ring quickly:
- * records beyond it are counted as drops, never block the kernel). Warp 0's
+ * Trade-offs: one record per block. The ring holds 16 MiB = 262 144 records
+ * between drains (every GPUEXT_FLUSH_MS, 20 ms): a launch of up to 262k
+ * blocks, or many smaller ones, loses nothing; beyond that records are
+ * refused and counted (the summary prints the drops), never waited for. A
+ * refusal costs one snapshot load and one sharded reduction (gx_mapimpl.h). Warp 0's
  * exit stands for the block's: other warps may finish a little later. A warp
  * whose lanes leave through several `ret` sites calls the hook once per site:
  * the formatter keeps the last record of a (launch, block). */
@@ -17,7 +20,7 @@
 
 struct {
 	__uint(type, GDEV_MAP_RINGBUF);
-	__uint(max_entries, 1 << 22);
+	__uint(max_entries, 1 << 24);
 } krs_ring SEC(".maps");
 
 SEC("gdev/retprobe/*")

@@ -2,16 +2,30 @@
  *
  * A probe on every global/generic load, store, atomic and reduction, once
  * per warp access (the trampoline aggregates the lanes: leader address,
- * bytes per lane, active lanes). Each warp slot counts its accesses in its
- * own shard (per-warp-slot array: no atomics) and every N-th access emits a
- * ring record {kernel, address, size, op, SM, block, time}. N is cfg[0]
- * (GPUEXT_CFG / gpuext-run --sample N), 64 when unset.
+ * bytes per lane, active lanes). Each access is recorded with probability
+ * 1/N, N = cfg[0] (GPUEXT_CFG / gpuext-run --sample N), 1024 when unset:
+ * a ring record {kernel, address, size, op, SM, block, time}.
  *
- * Trade-offs: the hook runs on every access, so even unsampled accesses pay a
- * call, a map lookup and an increment (memtrace is the expensive tool:
- * measure with bench/tool_overhead.sh). Sampling is per warp slot, so it is
- * even across SMs but not across kernels with very different access counts.
- * When the ring is full records are dropped and counted, never waited for. */
+ * Why a hash and not a counter: the decision is made from registers only —
+ * the leader's address, %globaltimer, the SM and warp, mixed (splitmix64's
+ * finaliser) and compared by a multiply, no division — so an access that is
+ * not sampled (all but 1 in N) touches no memory beyond the knob. The old
+ * per-warp-slot counter cost a load and a store on every access, and could
+ * not sample small kernels at all at low rates (8448 warp slots on an H200:
+ * a slot rarely sees N accesses). The expected sample count is exactly
+ * accesses / N; samples of one warp are not evenly spaced.
+ *
+ * Why 1 in 1024: a memory-bound kernel on an H200 makes ~10^10 warp
+ * accesses per second; 1 in 64 meant ~10^8 records (5 GB) per second, more
+ * than a 16 MiB ring drained every 20 ms and the host's tool log can take
+ * (the run did not finish). 1 in 1024 is ~30 M records/s at the very worst
+ * (the ring then drops and counts the excess, never waits), a few thousand
+ * per launch of the bench's kernels.
+ *
+ * Trade-offs: the hook runs on every access, so even unsampled accesses pay
+ * the call into the policy (memtrace is the expensive tool: measure with
+ * bench/tool_overhead.sh). When the ring is full records are dropped and
+ * counted (the summary says how many), never waited for. */
 #include "devbpf/gdev_helpers.h"
 #include "devbpf/tools/gx_tools.h"
 
@@ -23,13 +37,6 @@ struct {
 } cfg SEC(".maps");
 
 struct {
-	__uint(type, GDEV_MAP_PERWARP_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} mt_count SEC(".maps");
-
-struct {
 	__uint(type, GDEV_MAP_RINGBUF);
 	__uint(max_entries, 1 << 24);
 } mt_ring SEC(".maps");
@@ -38,31 +45,34 @@ SEC("gdev/mem/access")
 int memtrace(struct gdev_ctx *ctx)
 {
 	__u32 key = 0;
-	__u64 every = 64;
+	__u64 every = 1024;
 	__u64 *n = bpf_map_lookup_elem(&cfg, &key);
 	if (n && *n)
-		every = *n;
-	__u64 *c = bpf_map_lookup_elem(&mt_count, &key);
-	if (!c)
+		every = *n < (1ull << 32) ? *n : (1ull << 32);
+	__u64 addr = ctx->addr;
+	__u64 x = addr ^ gdev_globaltimer() * 0x9e3779b97f4a7c15ull ^
+		  ((__u64)gdev_smid() << 48 | (__u64)gdev_warpid() << 40);
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	/* sampled iff (x's top 32 bits) * every < 2^32: probability 1/every */
+	if (((x >> 32) * every) >> 32)
 		return GDEV_DEFAULT;
-	__u64 seen = *c + 1;
-	*c = seen;
-	/* a power of two (the default 64) needs no 64-bit division, which
-	 * costs the GPU dozens of instructions on every access */
-	if (every & (every - 1) ? seen % every : seen & (every - 1))
-		return GDEV_DEFAULT;
-	struct gx_mt_rec r = {
-		.kernel_id = ctx->kernel_id,
-		.addr = ctx->addr,
-		.ts = gdev_globaltimer(),
-		.size = ctx->size,
-		.op = ctx->op,
-		.space = ctx->space,
-		.smid = ctx->smid,
-		.nr_active = ctx->nr_active,
-		.ctaid_x = ctx->ctaid_x,
-	};
-	bpf_ringbuf_output(&mt_ring, &r, sizeof(r), 0);
+	/* struct gx_mt_rec, built as 8-byte words: the ring helper reads them
+	 * from registers (no u32 pieces reassembled through local memory) */
+	union {
+		struct gx_mt_rec r;
+		__u64 w[6];
+	} u;
+	u.w[0] = ctx->kernel_id;
+	u.w[1] = addr;
+	u.w[2] = gdev_globaltimer();
+	u.w[3] = (__u64)ctx->op << 32 | ctx->size;
+	u.w[4] = (__u64)ctx->smid << 32 | ctx->space;
+	u.w[5] = (__u64)ctx->ctaid_x << 32 | ctx->nr_active;
+	bpf_ringbuf_output(&mt_ring, &u, sizeof(u), 0);
 	return GDEV_DEFAULT;
 }
 

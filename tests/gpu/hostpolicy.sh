@@ -9,10 +9,12 @@
 #  1b. eviction under GPUEXT_HOSTPOLICY_CAPACITY with cuMemAdvise advice;
 #  1c. device-side gdev_mem_prefetch requests (devprefetch device policy,
 #     from the JIT cache of `make gpu-prep`) driving gx_seq;
+#  1d. stream priorities chosen by a scheduling policy (hx_prioset): what
+#     cudaStreamGetPriority reports, identical results, launch ordering;
 #  2. CuPy with its managed-memory allocator and PyTorch with a managed
 #     allocator (CUDAPluggableAllocator, .so built here) under the prefetch
 #     policies: results identical to runs without the shim.
-# Prints ok/not ok lines; logs under $OUT/hostpolicy/. HOSTPOLICY_SKIP=bench,advise,cupy,torch.
+# Prints ok/not ok lines; logs under $OUT/hostpolicy/. HOSTPOLICY_SKIP=bench,advise,streams,cupy,torch.
 # Needs ~5 minutes; under tests/gpu/run.sh use GX_GPU_TIMEOUT=600 to be safe.
 set -u
 ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -67,15 +69,24 @@ if [[ ",$SKIP," != *,advise,* ]] && [ -x "$W/uvm" ]; then
 	[ "${1:-0}" -gt 0 ] && [ "${2:-0}" -gt 0 ] && ! grep -q "cuMemAdvise failed" "$L/evict.err" &&
 		ok "evict: $1 regions evicted with $2 cuMemAdvise calls, none failed ($(grep -o 'pattern=pipeline ms=[0-9.]*' "$L/evict.out"))" ||
 		nok "evict: expected evictions with advice (got '${ev:-no exit line}'; see $L/evict.err)"
-	# native back end requested: libgxjit.so needs libLLVM-19 (absent on the
-	# GPU machine) -> one line, the interpreter runs, results identical
-	timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_HOSTPOLICY_JIT=native \
-		GPUEXT_POLICY="$B/hostbpf/gx_seq.bpf.o" "$W/uvm" --only pipeline --reps 1 >"$L/native.out" 2>"$L/native.err"
+	# native back end (the default): libgxjit.so needs libLLVM-19 (absent on
+	# the GPU machine) -> exactly one line for both policies, the
+	# interpreter runs, results identical
+	# (the executor's events are recorded too: $L/h200-pipeline.ev, a real
+	# stream for tests/hostbpf/streams/ — native vs interpreter replays)
+	timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_HOSTPOLICY_RECORD="$L/h200-pipeline.ev" \
+		GPUEXT_POLICY="$B/hostbpf/gx_seq.bpf.o:$B/hostbpf/gx_prio.bpf.o" "$W/uvm" --only pipeline --reps 1 \
+		>"$L/native.out" 2>"$L/native.err"
 	c1=$(sum_of native pipeline)
 	mode=$(sed -n "s/.*attached memory policy 'seq' (\([a-z]*\)).*/\1/p" "$L/native.err" | head -1)
-	[ -n "$c0" ] && [ "$c1" = "$(sum_of evict.base pipeline)" ] && [ -n "$mode" ] &&
-		ok "native requested: policy $mode, same checksum ($(grep -m1 -o 'native code unavailable.*' "$L/native.err" | cut -c1-80))" ||
-		nok "native requested: mode '${mode:-?}', checksum ${c1:-none} (see $L/native.err)"
+	nl=$(grep -c 'native code unavailable' "$L/native.err")
+	[ -n "$c0" ] && [ "$c1" = "$(sum_of evict.base pipeline)" ] &&
+		{ [ "$mode" = native ] || { [ "$mode" = interpreted ] && [ "$nl" = 1 ]; }; } &&
+		ok "native by default: policy $mode, same checksum, $nl fallback line ($(grep -m1 -o 'native code unavailable.*' "$L/native.err" | cut -c1-80))" ||
+		nok "native by default: mode '${mode:-?}', $nl fallback lines, checksum ${c1:-none} (see $L/native.err)"
+	ne=$(grep -vc '^#' "$L/h200-pipeline.ev" 2>/dev/null)
+	[ "${ne:-0}" -gt 0 ] && ok "record: $ne executor events of the pipeline recorded ($(grep -c '^touch' "$L/h200-pipeline.ev") touches, $(grep -c '^qcreate' "$L/h200-pipeline.ev") queues) in $L/h200-pipeline.ev" ||
+		nok "record: no events recorded in $L/h200-pipeline.ev"
 	# 1 GiB: the kernel runs long enough (demand paging) for the drain
 	# thread (every 5 ms here) to see requests while the data is alive
 	# (run 5 with 256 MiB: all 128 requests arrived after the cudaFree)
@@ -92,6 +103,52 @@ if [[ ",$SKIP," != *,advise,* ]] && [ -x "$W/uvm" ]; then
 	[ "$1" -gt "$2" ] && [ "${pc:-0}" -gt 0 ] &&
 		ok "devreq: $1 gdev_mem_prefetch requests from the GPU ($2 after the data was freed) drove gx_seq to $pc prefetch calls ($(grep -o 'pattern=seq ms=[0-9.]*' "$L/devreq.out"), default $(grep -o 'ms=[0-9.]*' "$L/devreq.base.out"))" ||
 		nok "devreq: device requests ${dr:-?} (total, after free), prefetch calls ${pc:-?} (see $L/devreq.err: $(grep -m1 -E 'policy devprefetch|cache' "$L/devreq.err"))"
+fi
+
+# ---- 1d. stream priorities and launch ordering (scheduling policy) ----
+# hx_prioset gives queues the top priority (prio=7): streams the unchanged
+# program creates (cudaStreamCreate / WithFlags / WithPriority) must report
+# the device's greatest priority through cudaStreamGetPriority, flags as
+# asked, and the same checksum. With prio=0 (next to gx_seq) the policy
+# flattens priorities: the program's own top-priority stream (fg) loses its
+# precedence, and fg's short kernel behind a flood of long kernels on a
+# default stream (bg) must take longer than without the policy — the policy
+# decides the launch order, not the program.
+if [[ ",$SKIP," != *,streams,* ]]; then
+	if timeout 300 "$NVCC" -O2 -arch=sm_${arch:-90} -o "$W/streams" "$ROOT/tests/gpu/hostpolicy_streams.cu" \
+		>"$L/streams-build.log" 2>&1; then
+		timeout 120 "$W/streams" >"$L/streams.base.out" 2>"$L/streams.base.err"
+		timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_POLICY="$B/hostbpf/hx_prioset.bpf.o" \
+			"$W/streams" >"$L/streams.all.out" 2>"$L/streams.all.err"
+		timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info \
+			GPUEXT_POLICY="$B/hostbpf/gx_seq.bpf.o:$B/hostbpf/hx_prioset.bpf.o,prio=0" \
+			"$W/streams" >"$L/streams.flat.out" 2>"$L/streams.flat.err"
+		least=$(sed -n 's/^RANGE least=\(-*[0-9]*\) greatest=.*/\1/p' "$L/streams.base.out")
+		greatest=$(sed -n 's/^RANGE least=.* greatest=\(-*[0-9]*\)$/\1/p' "$L/streams.base.out")
+		sline() { sed -n 's/^STREAMS //p' "$L/streams.$1.out"; }
+		csum() { sed -n 's/^RESULT checksum=//p' "$L/streams.$1.out"; }
+		oval() { sed -n "s/^ORDER .*$2=\([-0-9.]*\).*/\1/p" "$L/streams.$1.out"; }
+		b=$(sline base) a=$(sline all)
+		[ -n "$greatest" ] && [ "$b" = "prio=0,0,$least flags=0,1,1" ] &&
+			[ "$a" = "prio=$greatest,$greatest,$greatest flags=0,1,1" ] &&
+			ok "streams: under hx_prioset every stream reports priority $greatest (range [$greatest, $least]), flags kept (without: $b)" ||
+			nok "streams: priorities/flags '${a:-none}' under hx_prioset, '${b:-none}' without (range ${greatest:-?}..${least:-?}; see $L/streams.all.err)"
+		[ -n "$(csum base)" ] && [ "$(csum base)" = "$(csum all)" ] && [ "$(csum base)" = "$(csum flat)" ] &&
+			ok "streams: identical checksums with and without the scheduling policy ($(csum base))" ||
+			nok "streams: checksums $(csum base) / $(csum all) / $(csum flat) (see $L/streams.*.err)"
+		grep -q "streams created under 'prioset', [1-9][0-9]* with the policy's priority, 0 refused" "$L/streams.all.err" &&
+			ok "streams: exit line ($(grep -o '[0-9]* streams created under.*refused' "$L/streams.all.err"))" ||
+			nok "streams: no exit line (see $L/streams.all.err)"
+		fb=$(oval base fg_ms_min) ff=$(oval flat fg_ms_min)
+		[ "$(oval base fg_prio)" = "$greatest" ] && [ "$(oval flat fg_prio)" = "$least" ] && [ "$(oval flat bg_prio)" = "$least" ] &&
+			ok "streams: prio=0 next to gx_seq flattened the program's top-priority stream (fg $greatest -> $least)" ||
+			nok "streams: fg priority $(oval base fg_prio) -> $(oval flat fg_prio), bg $(oval flat bg_prio) (want $greatest -> $least; see $L/streams.flat.out)"
+		[ -n "$fb" ] && [ -n "$ff" ] && awk -v a="$ff" -v b="$fb" 'BEGIN { exit !(a > b) }' &&
+			ok "streams: launch ordering: fg's kernel behind a flood on bg took $fb ms at the program's priority, $ff ms at the policy's (min of 5; avg $(oval base fg_ms_avg) vs $(oval flat fg_ms_avg))" ||
+			nok "streams: launch ordering: fg took ${fb:-?} ms at the program's priority, ${ff:-?} ms at the policy's"
+	else
+		nok "tests/gpu/hostpolicy_streams.cu: nvcc build failed (see $L/streams-build.log)"
+	fi
 fi
 
 # ---- 2. CuPy and PyTorch with managed memory ----

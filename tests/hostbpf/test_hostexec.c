@@ -4,7 +4,11 @@
  * the region and the next one, stride predicts, quota orders the tenant
  * over its quota first, prio rejects binds over its limit; broken objects
  * are refused with one line, misbehaving ones disabled after 16 errors. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -462,14 +466,35 @@ static void test_map_churn(void)
 
 /* ---- native code vs the interpreter: the same decisions ---- */
 struct trace {
-	char buf[1 << 16];
-	size_t len;
+	char buf[1 << 16]; /* the first 64 KiB, to locate a difference */
+	size_t len;        /* all of it */
+	uint64_t hash;     /* FNV-1a over all of it */
 };
 
 static void tr_add(struct trace *t, const char *fmt, unsigned long long a, unsigned long long b, unsigned long long c)
 {
-	if (t->len < sizeof(t->buf) - 64)
-		t->len += (size_t)snprintf(t->buf + t->len, sizeof(t->buf) - t->len, fmt, a, b, c);
+	char line[128];
+	int n = snprintf(line, sizeof(line), fmt, a, b, c);
+	if (!t->len && !t->hash)
+		t->hash = 1469598103934665603ull;
+	for (int i = 0; i < n; i++)
+		t->hash = (t->hash ^ (uint8_t)line[i]) * 1099511628211ull;
+	if (t->len + (size_t)n < sizeof(t->buf))
+		memcpy(t->buf + t->len, line, (size_t)n);
+	t->len += (size_t)n;
+}
+
+/* Index of the first difference (the trace length if none). */
+static size_t tr_diff(const struct trace *a, const struct trace *b)
+{
+	size_t k = 0, lim = a->len < b->len ? a->len : b->len;
+	if (lim > sizeof(a->buf))
+		lim = sizeof(a->buf);
+	while (k < lim && a->buf[k] == b->buf[k])
+		k++;
+	if (k == lim && a->len == b->len && a->hash == b->hash)
+		return a->len;
+	return k;
 }
 static void tr_prefetch(void *u, uint64_t va, uint64_t len, int h) { tr_add(u, "P %llx %llu %llu\n", va, len, (unsigned)h); }
 static void tr_attr(void *u, uint64_t q, uint32_t a, uint64_t v) { tr_add(u, "A %llx %llu %llu\n", q, a, v); }
@@ -517,6 +542,51 @@ static void script(const char *policy, int native, struct trace *t, struct gx_hx
 	gx_hx__free(hx);
 }
 
+/* A recorded event stream (GPUEXT_HOSTPOLICY_RECORD from a shim run),
+ * replayed under `policy`; the same trace format as script(). */
+static long replay(const char *policy, const char *file, int native, struct trace *t, struct gx_hx_stats *st)
+{
+	char path[512];
+	memset(t, 0, sizeof(*t));
+	struct gx_hx_opts o = {.sz = sizeof(o), .tgid = 4242, .capacity = 48, .native = native, .min_prefetch = 2 * MB,
+			       .act = {.user = t, .prefetch = tr_prefetch, .queue_attr = tr_attr, .advise = tr_advise}};
+	struct gx_hx *hx = gx_hx__new(&o);
+	snprintf(path, sizeof(path), "%s/%s.bpf.o", dir, policy);
+	if (gx_hx__load(hx, path, NULL)) {
+		gx_hx__free(hx);
+		return -1;
+	}
+	long n = gx_hx__replay(hx, file);
+	uint64_t v[64];
+	size_t k = gx_hx__resident(hx, v, 64);
+	for (size_t i = 0; i < k; i++)
+		tr_add(t, "R %llx %llu %llu\n", v[i], 0, 0);
+	gx_hx__stats(hx, st);
+	tr_add(t, "S %llu %llu %llu\n", st->calls, st->prefetches, st->evictions);
+	gx_hx__free(hx);
+	return n;
+}
+
+static void replay_diff(const char *file)
+{
+	const char *all[] = {"gx_fifo", "gx_lfu", "gx_mru", "gx_quota", "gx_seq", "gx_stride", "gx_tree", "gx_prio",
+			     "hx_prioset"};
+	static struct trace a, b;
+	const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		struct gx_hx_stats sa, sb;
+		long na = replay(all[i], file, 0, &a, &sa), nb = replay(all[i], file, 1, &b, &sb);
+		size_t k = tr_diff(&a, &b);
+		GX_CHECK(na > 0 && na == nb && sb.native_calls == sb.calls && sa.native_calls == 0 && sa.calls > 0,
+			 "replay %s: %s: %ld recorded events, %llu handler calls, all native in the native run", base,
+			 all[i], na, (unsigned long long)sa.calls);
+		GX_CHECK(a.len == b.len && k == a.len && a.len > 0,
+			 "replay %s: %s: native and interpreter make identical decisions (%zu bytes of trace, %llu prefetches, "
+			 "%llu evictions; first difference at %zu)",
+			 base, all[i], a.len, (unsigned long long)sa.prefetches, (unsigned long long)sa.evictions, k);
+	}
+}
+
 static void test_native(void)
 {
 	const char *all[] = {"gx_fifo", "gx_lfu", "gx_mru", "gx_quota", "gx_seq", "gx_stride", "gx_tree", "gx_prio"};
@@ -528,13 +598,113 @@ static void test_native(void)
 		GX_CHECK(sa.native_calls == 0 && sb.native_calls == sb.calls && sb.calls > 0,
 			 "native: %s runs as native code (%llu of %llu calls)", all[i],
 			 (unsigned long long)sb.native_calls, (unsigned long long)sb.calls);
-		size_t k = 0;
-		while (k < a.len && k < b.len && a.buf[k] == b.buf[k])
-			k++;
+		size_t k = tr_diff(&a, &b);
 		GX_CHECK(a.len == b.len && k == a.len && a.len > 0,
 			 "native: %s makes the interpreter's decisions (%zu bytes of trace; first difference at %zu)",
 			 all[i], a.len, k);
 	}
+}
+
+/* ---- unsafe policies: refused by the user-space verifier at load ---- */
+
+/* The expected refusal (GX_EXPECT in tests/hostbpf/unsafe/hx_expect.h). */
+static int read_expect(const char *path, char *out, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ok = -1;
+	if (fd < 0)
+		return -1;
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	size_t strndx;
+	Elf_Scn *scn = NULL;
+	while (e && !elf_getshdrstrndx(e, &strndx) && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *n;
+		Elf_Data *d;
+		if (gelf_getshdr(scn, &sh) && (n = elf_strptr(e, strndx, sh.sh_name)) && !strcmp(n, ".gx_expect") &&
+		    (d = elf_getdata(scn, NULL)) && d->d_buf && d->d_size) {
+			snprintf(out, len, "%.*s", (int)d->d_size, (const char *)d->d_buf);
+			ok = 0;
+			break;
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return ok;
+}
+
+/* Load path with stderr (the refusal line) captured into line. */
+static int load_captured(struct gx_hx *hx, const char *path, char *line, size_t len)
+{
+	FILE *tf = tmpfile();
+	int saved = dup(2);
+	fflush(stderr);
+	dup2(fileno(tf), 2);
+	int err = gx_hx__load(hx, path, NULL);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	line[0] = 0;
+	rewind(tf);
+	int nlines = 0;
+	char buf[1024];
+	while (fgets(buf, sizeof(buf), tf)) {
+		if (!nlines++)
+			snprintf(line, len, "%s", buf);
+	}
+	fclose(tf);
+	size_t l = strlen(line);
+	if (l && line[l - 1] == '\n')
+		line[l - 1] = 0;
+	return nlines == 1 ? err : (err ? err : -1) * 1000; /* exactly one line */
+}
+
+static void refused_with(const char *path, const char *name, const char *expect)
+{
+	struct rec r;
+	char line[1024], want[600];
+	struct gx_hx *hx = mk(&r, 4, NULL, NULL);
+	int err = load_captured(hx, path, line, sizeof(line));
+	snprintf(want, sizeof(want), "refused: program ");
+	const char *at = strstr(line, want);
+	GX_CHECK(err == -EINVAL && at && strstr(at, expect) && !*gx_hx__mem_policy(hx),
+		 "unsafe: %s refused with one line naming '%s' (got %d: %s)", name, expect, err, line);
+	/* the application runs on without it: FIFO, no policy calls */
+	gx_hx__alloc(hx, VA, 16 * MB);
+	int n = gx_hx__touch(hx, VA, 0);
+	struct gx_hx_stats st;
+	gx_hx__stats(hx, &st);
+	GX_CHECK(n == 0 && st.calls == 0 && r.n == 0, "unsafe: %s: events go on without a policy", name);
+	gx_hx__free(hx);
+}
+
+static void test_unsafe_corpus(void)
+{
+	char d[600], path[900], expect[512];
+	snprintf(d, sizeof(d), "%s/unsafe", dir);
+	DIR *dp = opendir(d);
+	int n = 0;
+	for (struct dirent *de; dp && (de = readdir(dp));) {
+		size_t l = strlen(de->d_name);
+		if (l < 7 || strcmp(de->d_name + l - 6, ".bpf.o"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", d, de->d_name);
+		if (read_expect(path, expect, sizeof(expect))) {
+			GX_CHECK(0, "unsafe: %s has a GX_EXPECT", de->d_name);
+			continue;
+		}
+		refused_with(path, de->d_name, expect);
+		n++;
+	}
+	if (dp)
+		closedir(dp);
+	GX_CHECK(n >= 10, "unsafe: corpus of %d annotated programs in %s", n, d);
+	/* the two older run-time cases are load-time refusals now */
+	snprintf(path, sizeof(path), "%s/hx_unsafe.bpf.o", dir);
+	refused_with(path, "hx_unsafe", "write into struct gpu_region (handler arguments are read-only)");
+	snprintf(path, sizeof(path), "%s/hx_loop.bpf.o", dir);
+	refused_with(path, "hx_loop", "infinite loop detected");
 }
 
 int main(int argc, char **argv)
@@ -542,6 +712,11 @@ int main(int argc, char **argv)
 	dir = argc > 1 ? argv[1] : getenv("GX_HB_DIR");
 	if (!dir)
 		dir = "build/hostbpf";
+	if (argc > 3 && !strcmp(argv[2], "--replay")) { /* DIR --replay FILE...: differential replays only */
+		for (int i = 3; i < argc; i++)
+			replay_diff(argv[i]);
+		return gx_test_done();
+	}
 	char tmpl[] = "/tmp/hx_shm.XXXXXX";
 	const char *shmdir = mkdtemp(tmpl);
 	if (shmdir)
@@ -568,7 +743,19 @@ int main(int argc, char **argv)
 	test_native();
 	test_map_churn();
 	disabled_after_errors("gx_bad", "gx_bad (bad returns, kfunc misuse)", 0);
-	disabled_after_errors("hx_unsafe", "hx_unsafe (write to a read-only region)", 1);
-	disabled_after_errors("hx_loop", "hx_loop (unbounded loop, step budget)", 1);
+	test_unsafe_corpus();
+	{ /* a malformed recorded stream is refused with its line number */
+		char tf[] = "/tmp/hx_ev.XXXXXX";
+		int fd = mkstemp(tf);
+		const char txt[] = "# v1\nalloc 0x7f0000000000 4194304\ntouch 0x7f0000000000 0\ntouch 12 x\n";
+		struct rec r;
+		struct gx_hx *hx = mk(&r, 0, "gx_seq", NULL);
+		GX_CHECK(fd >= 0 && write(fd, txt, sizeof(txt) - 1) == (ssize_t)sizeof(txt) - 1, "replay: temp stream");
+		close(fd);
+		GX_CHECK(gx_hx__replay(hx, tf) == -EINVAL && r.n == 1, "replay: a malformed line stops the replay (-EINVAL)");
+		GX_CHECK(gx_hx__replay(hx, "/nonexistent.ev") == -ENOENT, "replay: a missing stream is -ENOENT");
+		gx_hx__free(hx);
+		unlink(tf);
+	}
 	return gx_test_done();
 }

@@ -19,6 +19,33 @@ grep -q "hostpolicy: [1-9][0-9]* prefetch calls issued, .*(policy 'seq')" "$tmp/
 [ -z "$(ls -A "$tmp/shm")" ] && echo "ok - seq: policy map files removed at exit" ||
 	echo "not ok - seq: map files left in the shm folder: $(ls "$tmp/shm")"
 
+grep -q "attached memory policy 'seq' (native)" "$tmp/seq.err" && echo "ok - seq: native code by default" ||
+	{ echo "not ok - seq: expected '(native)' in the attach line"; grep attached "$tmp/seq.err"; }
+
+# no JIT library (the GPU machine has no libLLVM-19): one line, both
+# policies interpreted, same behaviour
+run GPUEXT_JITLIB=/nonexistent/libgxjit.so GPUEXT_POLICY="$PWD/$B/hostbpf/gx_seq.bpf.o:$PWD/$B/hostbpf/gx_prio.bpf.o" \
+	"$T" expect-prefetch 2>"$tmp/nojit.err" | sed 's/^\(not \)\?ok - /&no JIT library: /'
+[ "$(grep -c 'native code unavailable' "$tmp/nojit.err")" = 1 ] &&
+	grep -q "hostpolicy: native code unavailable (.*); policies interpreted" "$tmp/nojit.err" &&
+	[ "$(grep -c "attached .* policy '.*' (interpreted)" "$tmp/nojit.err")" = 2 ] &&
+	echo "ok - no JIT library: one fallback line, both policies interpreted" ||
+	{ echo "not ok - no JIT library: expected one fallback line and two interpreted policies"; cat "$tmp/nojit.err"; }
+run GPUEXT_HOSTPOLICY_JIT=interp GPUEXT_POLICY="$PWD/$B/hostbpf/gx_seq.bpf.o" "$T" expect-prefetch 2>"$tmp/interp.err" |
+	sed 's/^\(not \)\?ok - /&GPUEXT_HOSTPOLICY_JIT=interp: /'
+grep -q "attached memory policy 'seq' (interpreted)" "$tmp/interp.err" && ! grep -q "native code" "$tmp/interp.err" &&
+	echo "ok - GPUEXT_HOSTPOLICY_JIT=interp: interpreted, no fallback line" ||
+	{ echo "not ok - GPUEXT_HOSTPOLICY_JIT=interp: expected '(interpreted)'"; cat "$tmp/interp.err"; }
+
+# an unsafe policy (missing null check): refused by the verifier, one line,
+# the program runs on without it
+run GPUEXT_POLICY="$PWD/$B/hostbpf/unsafe/null_check.bpf.o" "$T" expect-none 2>"$tmp/unsafe.err" |
+	sed 's/^\(not \)\?ok - /&unsafe: /'
+[ "$(grep -c 'refused' "$tmp/unsafe.err")" = 1 ] &&
+	grep -q "refused: program null_check insn [0-9]*: map value pointer may be null (missing null check)" "$tmp/unsafe.err" &&
+	echo "ok - unsafe: refused by the verifier with one line" ||
+	{ echo "not ok - unsafe: expected one refusal line"; cat "$tmp/unsafe.err"; }
+
 # the same with chunked issue (copies start during the walk) and on the launch stream
 run GPUEXT_HOSTPOLICY_CHUNK=4096 GPUEXT_POLICY="$PWD/$B/hostbpf/gx_seq.bpf.o" "$T" expect-prefetch 2>"$tmp/chunk.err" |
 	sed 's/^\(not \)\?ok - /&seq chunked: /'
@@ -45,6 +72,18 @@ grep -q "rejected by 'prio'" "$tmp/prio.err" && echo "ok - prio: rejection logge
 ! grep -q "gpuext: policy" "$tmp/prio.err" && echo "ok - prio: struct_ops entries not taken for device policies" ||
 	echo "not ok - prio: device-policy code tried a struct_ops object: $(grep 'gpuext: policy' "$tmp/prio.err" | head -1)"
 
+# stream priorities: hx_prioset gives every stream the queue priority of
+# its knob; the fake driver's range is [-5, 0] (lower is higher)
+for qp in 7:-5 3:-2 0:0; do
+	run GPUEXT_POLICY="$PWD/$B/hostbpf/hx_prioset.bpf.o,prio=${qp%:*}" "$T" expect-priority "${qp#*:}" \
+		2>"$tmp/prioset.err" | sed "s/^\(not \)\?ok - /&priority ${qp%:*}: /"
+	grep -q "hostpolicy: 3 streams created under 'prioset', 3 with the policy's priority, 0 refused" "$tmp/prioset.err" &&
+		echo "ok - priority ${qp%:*}: exit line counts 3 streams with the policy's priority" ||
+		{ echo "not ok - priority ${qp%:*}: no exit line for the streams"; cat "$tmp/prioset.err"; }
+done
+# gx_prio keeps the application's priority (identity through the mapping)
+run GPUEXT_POLICY="$PWD/$B/hostbpf/gx_prio.bpf.o" "$T" expect-priority -4 keep 2>"$tmp/prioid.err" |
+	sed 's/^\(not \)\?ok - /&gx_prio keeps priorities: /'
 # /dev/gpuext present (a stand-in ioctl channel): launches become hints to the
 # module, once per allocation between syncs; no cuMemPrefetchAsync.
 FK=$PWD/$B/tests/hostbpf/fake_gpuext.so

@@ -4,8 +4,10 @@
  * policy nothing is prefetched and the launch still succeeds.
  * argv[1]: "expect-prefetch", "expect-none", "expect-kmod" (hints go to
  * /dev/gpuext: no cuMemPrefetchAsync; the script counts the hints) or
- * "expect-reject" (a sched policy refuses a new stream: launches on it fail
- * with CUDA_ERROR_NOT_PERMITTED). Run by test_hostpolicy.sh. */
+ * "expect-reject" (a sched policy refuses a new stream: cuStreamCreate fails
+ * with CUDA_ERROR_NOT_PERMITTED) or "expect-priority P" (streams are made
+ * with the sched policy's priority, CUDA priority P). Run by
+ * test_hostpolicy.sh. */
 #define CUDA_ENABLE_DEPRECATED 1
 #include <cuda.h>
 #include <dlfcn.h>
@@ -45,12 +47,55 @@ int main(int argc, char **argv)
 		uint64_t a0 = p;
 		size_t s0 = sizeof(a0);
 		void *ex[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &a0, CU_LAUNCH_PARAM_BUFFER_SIZE, &s0, CU_LAUNCH_PARAM_END};
-		GX_CHECK(cuStreamCreate(&st, 0) == CUDA_SUCCESS, "stream create returns success (post event)");
-		GX_CHECK(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, st, NULL, ex) == CUDA_ERROR_NOT_PERMITTED,
-			 "launch on the rejected stream fails with CUDA_ERROR_NOT_PERMITTED");
+		long made = count("cuStreamCreate");
+		GX_CHECK(cuStreamCreate(&st, 0) == CUDA_ERROR_NOT_PERMITTED && count("cuStreamCreate") == made,
+			 "rejected stream: cuStreamCreate fails with CUDA_ERROR_NOT_PERMITTED, the driver is not called");
 		GX_CHECK(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, ex) == CUDA_SUCCESS,
 			 "launch on the default stream still works");
-		cuStreamDestroy(st);
+		return gx_test_done();
+	}
+	if (argc > 1 && !strcmp(argv[1], "expect-priority")) {
+		/* hx_prioset (prio=N): streams are created with the policy's
+		 * priority, mapped into the fake's range [-5, 0], flags kept */
+		int want_prio = argc > 2 ? atoi(argv[2]) : -5;
+		int keep = argc > 3 && !strcmp(argv[3], "keep"); /* a policy that keeps priorities */
+		int want_a = keep ? 0 : want_prio, want_b = keep ? -1 : want_prio;
+		CUstream a, b, c;
+		int pa = 1, pb = 1, pc = 1;
+		unsigned fa = 0, fb = 0;
+		long wp = count("cuStreamCreateWithPriority"), plain = count("cuStreamCreate");
+		GX_CHECK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS &&
+				 cuStreamGetPriority(a, &pa) == CUDA_SUCCESS && cuStreamGetFlags(a, &fa) == CUDA_SUCCESS,
+			 "cuStreamCreate under the policy");
+		GX_CHECK(pa == want_a && fa == CU_STREAM_NON_BLOCKING,
+			 "cuStreamCreate: priority %d (want %d), flags %u kept", pa, want_a, fa);
+		GX_CHECK(cuStreamCreateWithPriority(&b, CU_STREAM_DEFAULT, -1) == CUDA_SUCCESS &&
+				 cuStreamGetPriority(b, &pb) == CUDA_SUCCESS && cuStreamGetFlags(b, &fb) == CUDA_SUCCESS,
+			 "cuStreamCreateWithPriority under the policy");
+		GX_CHECK(pb == want_b && fb == CU_STREAM_DEFAULT,
+			 "cuStreamCreateWithPriority(-1): priority %d (want %d), flags %u kept", pb, want_b, fb);
+		GX_CHECK(cuStreamCreateWithPriority(&c, 0, want_prio) == CUDA_SUCCESS &&
+				 cuStreamGetPriority(c, &pc) == CUDA_SUCCESS && pc == want_prio,
+			 "a stream asking for the policy's priority gets it (%d)", pc);
+		long wp2 = count("cuStreamCreateWithPriority"), plain2 = count("cuStreamCreate");
+		if (keep)
+			GX_CHECK(wp2 == wp + 2 && plain2 == plain + 1,
+				 "priorities kept: the application's calls reach the driver unchanged");
+		else if (want_prio)
+			GX_CHECK(wp2 == wp + 3 && plain2 == plain,
+				 "the driver saw cuStreamCreateWithPriority 3 times (%ld), cuStreamCreate %ld times",
+				 wp2 - wp, plain2 - plain);
+		else
+			GX_CHECK(wp2 == wp + 2 && plain2 == plain + 1,
+				 "priority 0 (the default): cuStreamCreate stays cuStreamCreate (%ld), %ld with priority",
+				 plain2 - plain, wp2 - wp);
+		uint64_t a0 = p;
+		size_t s0 = sizeof(a0);
+		void *ex[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &a0, CU_LAUNCH_PARAM_BUFFER_SIZE, &s0, CU_LAUNCH_PARAM_END};
+		GX_CHECK(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, a, NULL, ex) == CUDA_SUCCESS, "launch on such a stream");
+		cuStreamDestroy(a);
+		cuStreamDestroy(b);
+		cuStreamDestroy(c);
 		return gx_test_done();
 	}
 	long before = count("cuMemPrefetchAsync_v2");

@@ -54,6 +54,12 @@ no_shared_ctx() { # NAME: no per-warp context slot anywhere
 	fi
 }
 
+# entry_prefix NAME: the opcodes of the first kernel's statements before its
+# first site (`{` at the body's level), one per line.
+entry_prefix() {
+	awk '/^\.visible \.entry/{e=1} e&&/^{/{b=1;next} b&&/^\t\{/{exit} b&&/^\t[a-z@]/{split($1,a,".");print a[1]}' "$W/$1.ptx"
+}
+
 # Built-in handlers.
 if rw elide --hooks all; then
 	check "elide: no site code" test "$(count activemask "$W/elide.ptx")" = 0
@@ -63,6 +69,7 @@ if rw call --hooks entry,exit --stubs call; then
 	check "call: elect.sync and a call per site" \
 		test "$(count 'elect.sync' "$W/call.ptx")" = 2 -a "$(count 'call.*__gx_stub_' "$W/call.ptx")" = 2
 	check "call: no trampoline" test "$(count '__gx_tramp' "$W/call.ptx")" = 0
+	check "call: a called entry handler is the kernel's first statement" test -z "$(entry_prefix call)"
 	no_shared_ctx call
 fi
 if rw probe --hooks all --stubs probe; then
@@ -89,7 +96,12 @@ if rw ctx --policy-ptx $S/ctx_policy.ptx --bind entry:gx_bench_ctx --bind exit:g
 	check "ctx policy: only the words it reads (hook, smid) are computed" \
 		test "$(grep -o '%__gx_w[0-9][0-9]*' "$W/ctx.ptx" | sort -u | tr '\n' ' ')" = "%__gx_w11 %__gx_w24 "
 	check "ctx policy: its effect is kept" test "$(count 'red.global.add.u32	\[%__gx_h' "$W/ctx.ptx")" = 2
+	check "ctx policy: inlined entry site after the kernel's parameter and special-register reads (4 ld.param, 3 mov), before its arithmetic" \
+		test "$(entry_prefix ctx | tr '\n' ' ')" = "ld ld ld ld mov mov mov "
 	no_shared_ctx ctx
+fi
+if GX_PTX_ENTRY_TOP=1 rw ctx-top --policy-ptx $S/ctx_policy.ptx --bind entry:gx_bench_ctx; then
+	check "ctx policy, GX_PTX_ENTRY_TOP=1: entry site first" test -z "$(entry_prefix ctx-top)"
 fi
 # A policy passing the context to a helper: called, every word in .local.
 if rw escape --policy-ptx $S/escape_policy.ptx --bind mem:gx_div; then

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define FX __attribute__((visibility("default")))
@@ -827,13 +828,23 @@ FX CUresult cuLinkDestroy(CUlinkState s)
 }
 
 /* ---- memory and streams ---- */
-static char managed_pool[1 << 16];
+/* 4 GiB of address space, committed only where a test writes (host policy
+ * tests allocate GiBs they never touch); 2 MiB aligned like the driver's. */
+#define MANAGED_POOL (4ull << 30)
+static char *managed_pool;
 static size_t managed_used;
 FX CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned f)
 {
 	(void)f;
 	REC();
-	if (managed_used + n > sizeof(managed_pool))
+	if (!managed_pool) {
+		void *m = mmap(NULL, MANAGED_POOL + (2u << 20), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (m == MAP_FAILED)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		managed_pool = (char *)(((uintptr_t)m + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1));
+	}
+	if (managed_used + n > MANAGED_POOL)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	*p = (CUdeviceptr)(uintptr_t)(managed_pool + managed_used);
 	managed_used += (n + 255) & ~(size_t)255;
@@ -856,11 +867,48 @@ FX CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, CUmem_advise a, CUmemLocatio
 	REC();
 	return CUDA_SUCCESS;
 }
+/* Streams remember their flags and priority; priorities are clamped to
+ * [-5, 0] as on an H100/H200 (cuCtxGetStreamPriorityRange). */
+struct fstream {
+	unsigned flags;
+	int prio;
+};
 FX CUresult cuStreamCreate(CUstream *s, unsigned f)
 {
-	(void)f;
 	REC();
-	*s = (CUstream)calloc(1, 8);
+	struct fstream *fs = calloc(1, sizeof(*fs));
+	fs->flags = f;
+	*s = (CUstream)fs;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuStreamCreateWithPriority(CUstream *s, unsigned f, int prio)
+{
+	REC();
+	struct fstream *fs = calloc(1, sizeof(*fs));
+	fs->flags = f;
+	fs->prio = prio < -5 ? -5 : prio > 0 ? 0 : prio;
+	*s = (CUstream)fs;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
+{
+	REC();
+	if (least)
+		*least = 0;
+	if (greatest)
+		*greatest = -5;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuStreamGetPriority(CUstream s, int *prio)
+{
+	REC();
+	*prio = s ? ((struct fstream *)s)->prio : 0;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuStreamGetFlags(CUstream s, unsigned *f)
+{
+	REC();
+	*f = s ? ((struct fstream *)s)->flags : 0;
 	return CUDA_SUCCESS;
 }
 FX CUresult cuStreamDestroy_v2(CUstream s)
