@@ -83,6 +83,12 @@ struct gx_devrt_map {
  *  - drops: refused records are counted in drop_sh[smid % 16] (sharded: no
  *    single hot counter when a full ring refuses millions of records); the
  *    consumer sums them into `drops`.
+ *  - full hint: a producer that finds the ring full sets its SM's
+ *    full_until[smid % 256] to now + GX_RING_FULL_NS (%globaltimer); until
+ *    then that SM refuses at once, reading only its own hint (an L1 hit)
+ *    instead of the shared head. The consumer clears the hints after each
+ *    drain (an SM may still refuse for up to GX_RING_FULL_NS after a drain:
+ *    those refusals are counted drops like any other).
  *  - commit: write the payload, then the 8-byte header { len, type |
  *    GX_REC_COMMITTED } as one store with release semantics at GPU scope
  *    (system scope for GX_RING_F_SYS rings, read live by the CPU).
@@ -95,7 +101,9 @@ struct gx_devrt_map {
  *    (same stream, in that order), so a producer's reservation always starts
  *    on a zero header. */
 #define GX_RING_DROP_SHARDS 16
-#define GX_RING_F_SYS 1u /* host memory the CPU reads while kernels run */
+#define GX_RING_HINTS 256     /* full hints, one per SM (smid % 256) */
+#define GX_RING_FULL_NS 5000u /* how long a full ring is not looked at again */
+#define GX_RING_F_SYS 1u      /* host memory the CPU reads while kernels run */
 struct gx_ring {
 	gdev_u64 head;  /* producers: bytes reserved (monotonic but for overflow rollbacks) */
 	gdev_u64 tail;  /* consumer: bytes consumed (monotonic) */
@@ -105,6 +113,7 @@ struct gx_ring {
 	gdev_u32 pad0;
 	gdev_u64 pad[3];
 	gdev_u64 drop_sh[GX_RING_DROP_SHARDS]; /* producers: records refused, by SM */
+	gdev_u64 full_until[GX_RING_HINTS];    /* producers: ring seen full, refuse until (ns) */
 	/* data follows (64-byte aligned header) */
 };
 

@@ -112,6 +112,8 @@ static inline size_t gx_ring_bytes(uint64_t size)
 /* Records refused so far (the sum of the producers' drop shards); drains
  * store it in r->drops. */
 uint64_t gx_ring__drops(const struct gx_ring *r);
+/* Forget the producers' "full" hints (drains do it once they made room). */
+void gx_ring__clear_hints(struct gx_ring *r);
 typedef int (*gx_ring_cb)(void *ctx, unsigned type, const void *rec, size_t len);
 /* Consume committed records in order (PAD records skipped), calling cb with
  * the whole record (header included) and its exact length; a non-zero cb

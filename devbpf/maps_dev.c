@@ -272,8 +272,8 @@ static uint64_t committed_end(const struct gx_ring *mir, uint64_t tail, uint64_t
  * mirror's tail is the consumer's; head and drops come from the device. */
 static long dev_drain(struct gx_devmaps *d, struct gx_ring *mir, uint64_t dring, gx_ring_cb cb, void *ctx)
 {
-	struct gx_ring dh;
-	int r = d->ops.dtoh(d->ops.ctx, &dh, dring, sizeof(dh));
+	struct gx_ring dh = { 0 };
+	int r = d->ops.dtoh(d->ops.ctx, &dh, dring, offsetof(struct gx_ring, full_until));
 	if (r)
 		return gx_err(r);
 	/* the producers' drop shards, summed here (the mirror's own shards
@@ -305,6 +305,11 @@ static long dev_drain(struct gx_devmaps *d, struct gx_ring *mir, uint64_t dring,
 	if (!r)
 		r = d->ops.htod_async(d->ops.ctx, dring + offsetof(struct gx_ring, tail), &mir->tail,
 				      sizeof(mir->tail));
+	/* room made: the SMs that found the ring full may look again (their
+	 * cached hints expire by themselves within GX_RING_FULL_NS) */
+	if (!r && nt > tail)
+		r = d->ops.dzero_async(d->ops.ctx, dring + offsetof(struct gx_ring, full_until),
+				       sizeof(mir->full_until));
 	int s = d->ops.sync(d->ops.ctx);
 	if (r || s)
 		return gx_err(r ? r : s);

@@ -27,6 +27,13 @@ GX_EXPORT uint64_t gx_ring__drops(const struct gx_ring *r)
 	return n;
 }
 
+GX_EXPORT void gx_ring__clear_hints(struct gx_ring *r)
+{
+	for (unsigned i = 0; r && i < GX_RING_HINTS; i++)
+		if (__atomic_load_n(&r->full_until[i], __ATOMIC_RELAXED))
+			__atomic_store_n(&r->full_until[i], 0, __ATOMIC_RELAXED);
+}
+
 /* The committed header at tail, as one 8-byte load (producers publish
  * {len, type} with one release store); type 0 = not committed yet. */
 static uint32_t rec_at(const unsigned char *data, uint64_t off, uint32_t *len)
@@ -79,6 +86,8 @@ GX_EXPORT long gx_ring__drain(struct gx_ring *r, gx_ring_cb cb, void *ctx)
 		if (stop)
 			break;
 	}
+	if (n)
+		gx_ring__clear_hints(r);
 	return n;
 }
 

@@ -85,9 +85,11 @@ static const char *probe_name(struct ptx_passes *ps)
 {
 	struct ptx_module *m = ps->m;
 	const char *P = m->fresh_prefix;
+	if (ps->probe_added)
+		return ps->probe_added;
 	const char *name = ptx_sprintf(m, "%s_probe", P);
-	if (!name || ps->probe_added)
-		return name;
+	if (!name)
+		return NULL;
 	char *text = NULL;
 	if (asprintf(&text, probe_fmt, P, P, P, P, P, P, P, P, P) < 0)
 		return NULL;
@@ -99,7 +101,7 @@ static const char *probe_name(struct ptx_passes *ps)
 	struct ptx_item *hdr = ptx_module_header_end(m);
 	ptx_item_insert_after(m, ps->policy_last ? ps->policy_last : hdr, first, last);
 	ps->policy_last = last;
-	ps->probe_added = 1;
+	ps->probe_added = name;
 	return name;
 }
 
@@ -542,6 +544,7 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	if (err)
 		return gx_err(err);
 	ptx_insert_before(fn, pos, hd.head, hd.tail);
+	m->emit_hint += (size_t)hd.n * 32; /* bytes per line of site code, about */
 	ps->ctx->res->nr_hooks++;
 	return 0;
 }

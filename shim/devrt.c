@@ -72,6 +72,15 @@ struct ctxst {
 };
 
 static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held by whoever drains rings or writes tool log files (the drainer for a
+ * whole tick, context destruction, exit), always taken before rt_lock. A
+ * tick copies and parses up to a full ring per map (16 MiB of records) —
+ * under rt_lock that stalled every launch of the application (launches log
+ * themselves under it) for milliseconds; now the drainer holds rt_lock only
+ * to snapshot the contexts and take the pending launch log. A context is
+ * torn down only with drain_lock held, so the drainer's snapshot stays
+ * valid. */
+static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ctxst ctxs[MAX_CTX];
 static unsigned nr_ctx;
 static CUmodule done_mods[MAX_DONE]; /* modules whose __gx_devrt is written (or has none) */
@@ -85,7 +94,7 @@ static unsigned nr_seen;
 static unsigned launch_seq;
 static pthread_t drainer;
 static int drainer_on, stopping;
-static unsigned long long nr_prefetch;
+static unsigned long long nr_prefetch; /* atomic: the drainer counts without rt_lock */
 
 static uint64_t now_ns(void)
 {
@@ -110,19 +119,23 @@ static void ev_put_all(const void *rec, size_t len)
 		ev_put(&pols[i], rec, len);
 }
 
+/* Append b to p's tool log file and empty it. The file is written only by
+ * holders of drain_lock. */
+static void ev_write_buf(struct polst *p, struct gx_buf *b)
+{
+	size_t off = 0;
+	while (p->ev_fd >= 0 && off < b->len) {
+		ssize_t w = write(p->ev_fd, b->data + off, b->len - off);
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	b->len = 0;
+}
 static void ev_write(void)
 {
-	for (unsigned i = 0; i < nr_pols; i++) {
-		struct polst *p = &pols[i];
-		size_t off = 0;
-		while (p->ev_fd >= 0 && off < p->evlog.len) {
-			ssize_t w = write(p->ev_fd, p->evlog.data + off, p->evlog.len - off);
-			if (w <= 0)
-				break;
-			off += (size_t)w;
-		}
-		p->evlog.len = 0;
-	}
+	for (unsigned i = 0; i < nr_pols; i++)
+		ev_write_buf(&pols[i], &pols[i].evlog);
 }
 
 /* ---- the device ops over the real driver (maps_dev.c calls these) ---- */
@@ -460,9 +473,17 @@ int gx_devrt_ctx_ready(void)
 }
 
 /* ---- draining ---- */
+/* The policies' own pending logs, for drains under rt_lock (teardown, exit). */
+static struct gx_buf *const *evlogs(void)
+{
+	static struct gx_buf *v[GX_PMERGE_MAX];
+	for (unsigned p = 0; p < GX_PMERGE_MAX; p++)
+		v[p] = &pols[p].evlog;
+	return v;
+}
 struct drain_arg {
 	struct ctxst *st;
-	struct polst *p;
+	struct gx_buf *out; /* the policy's pending tool-log bytes */
 	unsigned map;
 };
 
@@ -476,9 +497,9 @@ static int rec_cb(void *ctx, unsigned type, const void *rec, size_t len)
 	static const char zero[8];
 	size_t total = GX_ROUND8(sizeof(h) + pl);
 	h.h.len = (gdev_u32)total;
-	gx_buf_append(&a->p->evlog, &h, sizeof(h));
-	gx_buf_append(&a->p->evlog, (const char *)rec + sizeof(struct gx_rec_hdr), pl);
-	gx_buf_append(&a->p->evlog, zero, total - sizeof(h) - pl);
+	gx_buf_append(a->out, &h, sizeof(h));
+	gx_buf_append(a->out, (const char *)rec + sizeof(struct gx_rec_hdr), pl);
+	gx_buf_append(a->out, zero, total - sizeof(h) - pl);
 	return 0;
 }
 
@@ -493,7 +514,7 @@ static int rt_cb(void *ctx, unsigned type, const void *rec, size_t len)
 			line[--n] = 0;
 		fprintf(stderr, "gpuext: %s\n", line);
 	} else if (type == GX_REC_PREFETCH) {
-		nr_prefetch++;
+		__atomic_fetch_add(&nr_prefetch, 1, __ATOMIC_RELAXED);
 		/* to the host memory policy (hostpolicy.c), if one runs */
 		if (len >= sizeof(struct gx_rec_prefetch))
 			gx_hostpolicy_device_prefetch(st->ctx, st->dev, ((const struct gx_rec_prefetch *)rec)->addr,
@@ -502,7 +523,9 @@ static int rt_cb(void *ctx, unsigned type, const void *rec, size_t len)
 	return 0;
 }
 
-static void drain_ctx(struct ctxst *st, bool flush)
+/* Records go to out[p] (policy p's pending log bytes). Caller holds
+ * drain_lock. */
+static void drain_ctx(struct ctxst *st, bool flush, struct gx_buf *const *out)
 {
 	/* Rings live in device memory: draining them is driver work in st's
 	 * context (copies on its private stream). */
@@ -513,7 +536,7 @@ static void drain_ctx(struct ctxst *st, bool flush)
 			struct gx_map *m = st->maps[p][i];
 			if (!m || m->l.type != GX_MAP_RINGBUF)
 				continue;
-			struct drain_arg a = { st, &pols[p], (unsigned)i };
+			struct drain_arg a = { st, out[p], (unsigned)i };
 			gx_devmaps__drain(st->dm[p], (long)i, rec_cb, &a);
 		}
 		gx_devmaps__drain(st->dm[p], GX_DEVMAPS_RT, rt_cb, st);
@@ -549,18 +572,44 @@ static void *drain_main(void *arg)
 	if (ms < 1 || ms > 10000)
 		ms = 20;
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+	struct gx_buf pend[GX_PMERGE_MAX];
+	struct gx_buf *out[GX_PMERGE_MAX];
+	for (unsigned p = 0; p < GX_PMERGE_MAX; p++) {
+		gx_buf_init(&pend[p]);
+		out[p] = &pend[p];
+	}
 	for (unsigned tick = 1;; tick++) {
 		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&drain_lock);
 		pthread_mutex_lock(&rt_lock);
 		if (stopping) {
 			pthread_mutex_unlock(&rt_lock);
+			pthread_mutex_unlock(&drain_lock);
 			break;
 		}
+		/* the contexts set up so far (setup runs under rt_lock) and the
+		 * launch log so far (swapped out: launches keep logging) */
+		struct ctxst *ready[MAX_CTX];
+		unsigned n = 0;
 		for (unsigned i = 0; i < nr_ctx; i++)
-			drain_ctx(&ctxs[i], tick % 10 == 0);
-		ev_write();
+			if (!ctxs[i].failed && ctxs[i].dm[0])
+				ready[n++] = &ctxs[i];
+		for (unsigned p = 0; p < nr_pols; p++) {
+			struct gx_buf t = pols[p].evlog;
+			pols[p].evlog = pend[p];
+			pend[p] = t;
+		}
 		pthread_mutex_unlock(&rt_lock);
+		for (unsigned p = 0; p < nr_pols; p++)
+			ev_write_buf(&pols[p], &pend[p]);
+		for (unsigned k = 0; k < n; k++)
+			drain_ctx(ready[k], tick % 10 == 0, out);
+		for (unsigned p = 0; p < nr_pols; p++)
+			ev_write_buf(&pols[p], &pend[p]);
+		pthread_mutex_unlock(&drain_lock);
 	}
+	for (unsigned p = 0; p < GX_PMERGE_MAX; p++)
+		gx_buf_free(&pend[p]);
 	return NULL;
 }
 
@@ -632,9 +681,14 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	CUcontext c = ev->ctx;
 	if (!c && REAL(cuCtxGetCurrent)(&c) != CUDA_SUCCESS)
 		return CUDA_SUCCESS;
+	bool destroy = ev->kind == GX_EV_CTX_DESTROY;
+	if (destroy) /* drains and tears down: drain_lock first */
+		pthread_mutex_lock(&drain_lock);
 	pthread_mutex_lock(&rt_lock);
 	if (stopping) {
 		pthread_mutex_unlock(&rt_lock);
+		if (destroy)
+			pthread_mutex_unlock(&drain_lock);
 		return CUDA_SUCCESS;
 	}
 	if (ev->kind == GX_EV_MODULE_UNLOAD) {
@@ -655,7 +709,7 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 				bool other = REAL(cuCtxGetCurrent)(&old) == CUDA_SUCCESS && old != c &&
 					     REAL(cuCtxSetCurrent)(c) == CUDA_SUCCESS;
 				REAL(cuCtxSynchronize)();
-				drain_ctx(&ctxs[i], true);
+				drain_ctx(&ctxs[i], true, evlogs());
 				drops_out(&ctxs[i]);
 				ev_write();
 				ctx_teardown(&ctxs[i], true);
@@ -667,6 +721,7 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 		nr_done = 0; /* module and function handles of that context may be reused */
 		nr_seen = 0;
 		pthread_mutex_unlock(&rt_lock);
+		pthread_mutex_unlock(&drain_lock);
 		return CUDA_SUCCESS;
 	}
 	struct ctxst *st = ctx_get(c);
@@ -693,6 +748,7 @@ static void at_exit(void)
 	pthread_mutex_unlock(&rt_lock);
 	if (drainer_on)
 		pthread_join(drainer, NULL);
+	pthread_mutex_lock(&drain_lock);
 	pthread_mutex_lock(&rt_lock);
 	for (unsigned i = 0; i < nr_ctx; i++) {
 		struct ctxst *st = &ctxs[i];
@@ -700,7 +756,7 @@ static void at_exit(void)
 			continue;
 		if (REAL(cuCtxSetCurrent)(st->ctx) == CUDA_SUCCESS)
 			REAL(cuCtxSynchronize)();
-		drain_ctx(st, true);
+		drain_ctx(st, true, evlogs());
 		drops_out(st);
 	}
 	ev_write();
@@ -712,6 +768,7 @@ static void at_exit(void)
 		pols[p].ev_fd = -1;
 	}
 	pthread_mutex_unlock(&rt_lock);
+	pthread_mutex_unlock(&drain_lock);
 }
 
 int gx_devrt_start(const struct gx_policy_desc *d, const char *const *tags, size_t n)

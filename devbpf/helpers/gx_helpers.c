@@ -38,6 +38,13 @@ static inline unsigned gx_shard_fold(unsigned x, unsigned n)
 			      : gx_sreg_smid(),                                                  \
 		      (m)->nr_shards)
 #define GX_RING_SHARD() gx_sreg_smid()
+static inline unsigned long long gx_ring_now(void)
+{
+	unsigned long long t;
+	__asm__ volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+#define GX_RING_NOW() gx_ring_now()
 #else
 #include "devbpf/gx_hosthelpers.h"
 #define gx_shard_index(m, type)                                                          \
@@ -45,6 +52,14 @@ static inline unsigned gx_shard_fold(unsigned x, unsigned n)
 		 ? (gx_host_env.smid * GX_WARP_SLOTS_PER_SM + gx_host_env.warpid) % (m)->nr_shards \
 		 : gx_host_env.smid % (m)->nr_shards)
 #define GX_RING_SHARD() gx_host_env.smid
+#include <time.h>
+static inline unsigned long long gx_ring_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+#define GX_RING_NOW() gx_ring_now()
 #endif
 
 #include "devbpf/helpers/gx_mapimpl.h"
@@ -290,7 +305,8 @@ GX_HELPER(ringbuf_output)
 	const struct gx_devrt_map *m = GX_MAP(r1);
 	if (!m || m->type != GX_MAP_RINGBUF)
 		return (gx_u64)-GX_EINVAL;
-	return (gx_u64)gx_ring_output((struct gx_ring *)(unsigned long)m->data, GX_PTR(r2), r3);
+	/* the descriptor's max_entries is the ring's size, loaded with its type */
+	return (gx_u64)gx_ring_output_n((struct gx_ring *)(unsigned long)m->data, m->max_entries, GX_PTR(r2), r3);
 }
 GX_HELPER(mem_prefetch)
 {

@@ -314,8 +314,16 @@ static inline long gx_map_delete(const struct gx_devrt_map *m, const void *key)
  *    it publishes the tail that lets producers write there (same stream,
  *    in order), and a store that depends on the loaded tail cannot be
  *    performed before that load.
+ *  - Full hints: while the ring is full every producer would still load the
+ *    shared {head, tail} (one L2 slice serving every SM: ~10^9 loads/s when
+ *    a 262k-block launch finishes its blocks against a full ring). A
+ *    producer that finds it full marks its SM's hint instead (now + 5 us);
+ *    the SM's next producers read only that word — their own SM's, so an
+ *    L1 hit — and refuse. The price: up to 5 us of refusals after a drain
+ *    made room (counted drops, bounded).
  * The includer may define GX_RING_SHARD() (the caller's SM) for the drop
- * shards; 0 otherwise. */
+ * shards and hints, 0 otherwise, and GX_RING_NOW() (ns) to enable the full
+ * hints. */
 #ifndef GX_RING_SHARD
 #define GX_RING_SHARD() 0u
 #endif
@@ -439,16 +447,26 @@ static inline int gx_ring_settle(struct gx_ring *r, gx_u64 old, gx_u64 len, gx_u
 	}
 }
 
-/* Reserve len bytes (header included, multiple of 8); returns the record or
- * NULL (a drop, counted). The header stays zero until gx_ring_commit. */
-static inline struct gx_rec_hdr *gx_ring_reserve(struct gx_ring *r, gx_u32 len)
+/* Reserve len bytes (header included, multiple of 8) in a ring of `size`
+ * data bytes (r->size; the map descriptor's copy saves a dependent load);
+ * returns the record or NULL (a drop, counted). The header stays zero until
+ * gx_ring_commit. */
+static inline struct gx_rec_hdr *gx_ring_reserve_n(struct gx_ring *r, gx_u64 size, gx_u32 len)
 {
 	if (!r)
 		return 0;
-	gx_u64 size = r->size;
 	if (len == 0 || len > size || (len & 7))
 		return 0;
 	gx_u8 *d = gx_ring_data(r);
+#ifdef GX_RING_NOW
+	/* a plain load: this SM's own word, cached near it */
+	gx_u64 *hint = &r->full_until[GX_RING_SHARD() % GX_RING_HINTS];
+	gx_u64 now = GX_RING_NOW();
+	if (*hint > now) {
+		gx_ring_count_drop(r);
+		return 0;
+	}
+#endif
 	for (int tries = 0; tries < GX_RING_TRIES; tries++) {
 		gx_u64 head, tail;
 		gx_ring_snap(r, &head, &tail);
@@ -467,8 +485,16 @@ static inline struct gx_rec_hdr *gx_ring_reserve(struct gx_ring *r, gx_u32 len)
 		gx_ring_publish(r, (struct gx_rec_hdr *)(d + off), gx_rec_word(first, GX_REC_PAD));
 		gx_ring_publish(r, (struct gx_rec_hdr *)d, gx_rec_word(len - first, GX_REC_PAD));
 	}
+#ifdef GX_RING_NOW
+	*hint = now + GX_RING_FULL_NS;
+#endif
 	gx_ring_count_drop(r);
 	return 0;
+}
+
+static inline struct gx_rec_hdr *gx_ring_reserve(struct gx_ring *r, gx_u32 len)
+{
+	return r ? gx_ring_reserve_n(r, r->size, len) : 0;
 }
 
 /* len: the record's exact length (header included); the consumer rounds it
@@ -484,7 +510,7 @@ static inline void gx_ring_commit(struct gx_ring *r, struct gx_rec_hdr *h, gx_u3
  * policy's stack at constant offsets right after the policy's own stores,
  * so the JIT forwards them (the reservation's atomics are opaque asm that
  * would otherwise force the values back through local memory). */
-static inline long gx_ring_output(struct gx_ring *r, const void *data, gx_u64 size)
+static inline long gx_ring_output_n(struct gx_ring *r, gx_u64 rsize, const void *data, gx_u64 size)
 {
 	if (!r || size > 0xffff0000u)
 		return -GX_EINVAL;
@@ -497,7 +523,7 @@ static inline long gx_ring_output(struct gx_ring *r, const void *data, gx_u64 si
 #define GX_LD(i) w[i] = nw > i ? s8[i] : 0;
 		GX_LD(0) GX_LD(1) GX_LD(2) GX_LD(3) GX_LD(4) GX_LD(5) GX_LD(6) GX_LD(7)
 #undef GX_LD
-		struct gx_rec_hdr *h = gx_ring_reserve(r, len);
+		struct gx_rec_hdr *h = gx_ring_reserve_n(r, rsize, len);
 		if (!h)
 			return -GX_ENOSPC;
 		gx_u64 *d8 = (gx_u64 *)(h + 1);
@@ -509,12 +535,17 @@ static inline long gx_ring_output(struct gx_ring *r, const void *data, gx_u64 si
 		gx_ring_commit(r, h, n + (gx_u32)sizeof(struct gx_rec_hdr), GX_REC_DATA);
 		return 0;
 	}
-	struct gx_rec_hdr *h = gx_ring_reserve(r, len);
+	struct gx_rec_hdr *h = gx_ring_reserve_n(r, rsize, len);
 	if (!h)
 		return -GX_ENOSPC;
 	gx_copy(h + 1, data, n);
 	gx_ring_commit(r, h, n + (gx_u32)sizeof(struct gx_rec_hdr), GX_REC_DATA);
 	return 0;
+}
+
+static inline long gx_ring_output(struct gx_ring *r, const void *data, gx_u64 size)
+{
+	return r ? gx_ring_output_n(r, r->size, data, size) : -GX_EINVAL;
 }
 
 #endif

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "devbpf/gx_map.h"
 #include "tests/gx_test.h"
@@ -23,6 +24,13 @@
 static _Thread_local unsigned cur_sm; /* the producer's "SM": its drop shard */
 #define gx_shard_index(m, type) 0
 #define GX_RING_SHARD() cur_sm
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+#define GX_RING_NOW() now_ns()
 static long settles;
 #define GX_RING_SETTLE_TRACE() __atomic_fetch_add(&settles, 1, __ATOMIC_RELAXED)
 #include "devbpf/helpers/gx_mapimpl.h"
@@ -145,6 +153,26 @@ static void test_full(void)
 	long d = gx_ring__drain(r, NULL, &c);
 	GX_CHECK(d == 8 && r->drops == 42 && gx_ring_output(r, v, sizeof(v)) == 0,
 		 "full: room again after the drain");
+	/* the full hint: once an SM found the ring full it refuses without
+	 * looking for GX_RING_FULL_NS, until a drain clears the hints */
+	cur_sm = 5;
+	while (gx_ring_output(r, v, sizeof(v)) == 0)
+		;
+	uint64_t drops0 = gx_ring__drops(r), tail0 = r->tail;
+	r->tail += 64; /* room, made behind the producers' back */
+	long hinted = gx_ring_output(r, v, sizeof(v));
+	cur_sm = 6; /* another SM has no hint: it looks and finds the room */
+	long other = gx_ring_output(r, v, sizeof(v));
+	cur_sm = 5;
+	gx_ring__clear_hints(r);
+	long cleared = gx_ring_output(r, v, sizeof(v));
+	GX_CHECK(hinted == -ENOSPC && other == 0 && cleared == 0 && gx_ring__drops(r) == drops0 + 1,
+		 "full: an SM that found the ring full refuses at once until the hints clear (%ld %ld %ld)", hinted,
+		 other, cleared);
+	r->tail = tail0;
+	gx_ring__init(r, 256);
+	cur_sm = 0;
+	gx_ring_output(r, v, sizeof(v));
 	/* an uncommitted record holds back the ones after it */
 	struct gx_rec_hdr *h = gx_ring_reserve(r, 16);
 	gx_ring_output(r, v, sizeof(v));

@@ -109,9 +109,11 @@ fi
 # hx_prioset gives queues the top priority (prio=7): streams the unchanged
 # program creates (cudaStreamCreate / WithFlags / WithPriority) must report
 # the device's greatest priority through cudaStreamGetPriority, flags as
-# asked, and the same checksum. With nth=6 only the 6th queue bound (the
-# context, three streams, then bg, then fg) is raised: fg's short kernel
-# behind a flood on bg must then finish sooner than without the policy.
+# asked, and the same checksum. With prio=0 (next to gx_seq) the policy
+# flattens priorities: the program's own top-priority stream (fg) loses its
+# precedence, and fg's short kernel behind a flood of long kernels on a
+# default stream (bg) must take longer than without the policy — the policy
+# decides the launch order, not the program.
 if [[ ",$SKIP," != *,streams,* ]]; then
 	if timeout 300 "$NVCC" -O2 -arch=sm_${arch:-90} -o "$W/streams" "$ROOT/tests/gpu/hostpolicy_streams.cu" \
 		>"$L/streams-build.log" 2>&1; then
@@ -119,8 +121,8 @@ if [[ ",$SKIP," != *,streams,* ]]; then
 		timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_POLICY="$B/hostbpf/hx_prioset.bpf.o" \
 			"$W/streams" >"$L/streams.all.out" 2>"$L/streams.all.err"
 		timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info \
-			GPUEXT_POLICY="$B/hostbpf/gx_seq.bpf.o:$B/hostbpf/hx_prioset.bpf.o,nth=6" \
-			"$W/streams" >"$L/streams.fg.out" 2>"$L/streams.fg.err"
+			GPUEXT_POLICY="$B/hostbpf/gx_seq.bpf.o:$B/hostbpf/hx_prioset.bpf.o,prio=0" \
+			"$W/streams" >"$L/streams.flat.out" 2>"$L/streams.flat.err"
 		least=$(sed -n 's/^RANGE least=\(-*[0-9]*\) greatest=.*/\1/p' "$L/streams.base.out")
 		greatest=$(sed -n 's/^RANGE least=.* greatest=\(-*[0-9]*\)$/\1/p' "$L/streams.base.out")
 		sline() { sed -n 's/^STREAMS //p' "$L/streams.$1.out"; }
@@ -131,19 +133,19 @@ if [[ ",$SKIP," != *,streams,* ]]; then
 			[ "$a" = "prio=$greatest,$greatest,$greatest flags=0,1,1" ] &&
 			ok "streams: under hx_prioset every stream reports priority $greatest (range [$greatest, $least]), flags kept (without: $b)" ||
 			nok "streams: priorities/flags '${a:-none}' under hx_prioset, '${b:-none}' without (range ${greatest:-?}..${least:-?}; see $L/streams.all.err)"
-		[ -n "$(csum base)" ] && [ "$(csum base)" = "$(csum all)" ] && [ "$(csum base)" = "$(csum fg)" ] &&
+		[ -n "$(csum base)" ] && [ "$(csum base)" = "$(csum all)" ] && [ "$(csum base)" = "$(csum flat)" ] &&
 			ok "streams: identical checksums with and without the scheduling policy ($(csum base))" ||
-			nok "streams: checksums $(csum base) / $(csum all) / $(csum fg) (see $L/streams.*.err)"
+			nok "streams: checksums $(csum base) / $(csum all) / $(csum flat) (see $L/streams.*.err)"
 		grep -q "streams created under 'prioset', [1-9][0-9]* with the policy's priority, 0 refused" "$L/streams.all.err" &&
 			ok "streams: exit line ($(grep -o '[0-9]* streams created under.*refused' "$L/streams.all.err"))" ||
 			nok "streams: no exit line (see $L/streams.all.err)"
-		fb=$(oval base fg_ms_min) ff=$(oval fg fg_ms_min)
-		[ "$(oval fg bg_prio)" = "$least" ] && [ "$(oval fg fg_prio)" = "$greatest" ] &&
-			ok "streams: with nth=6 the policy raised fg only (bg $least, fg $greatest) next to gx_seq" ||
-			nok "streams: nth=6 gave bg $(oval fg bg_prio), fg $(oval fg fg_prio) (want $least, $greatest; see $L/streams.fg.out)"
-		[ -n "$fb" ] && [ -n "$ff" ] && awk -v a="$ff" -v b="$fb" 'BEGIN { exit !(a < b) }' &&
-			ok "streams: launch ordering: fg's kernel behind a flood on bg took $ff ms with the policy's priority, $fb ms without (min of 5; avg $(oval fg fg_ms_avg) vs $(oval base fg_ms_avg))" ||
-			nok "streams: launch ordering: fg took ${ff:-?} ms with the policy's priority, ${fb:-?} ms without"
+		fb=$(oval base fg_ms_min) ff=$(oval flat fg_ms_min)
+		[ "$(oval base fg_prio)" = "$greatest" ] && [ "$(oval flat fg_prio)" = "$least" ] && [ "$(oval flat bg_prio)" = "$least" ] &&
+			ok "streams: prio=0 next to gx_seq flattened the program's top-priority stream (fg $greatest -> $least)" ||
+			nok "streams: fg priority $(oval base fg_prio) -> $(oval flat fg_prio), bg $(oval flat bg_prio) (want $greatest -> $least; see $L/streams.flat.out)"
+		[ -n "$fb" ] && [ -n "$ff" ] && awk -v a="$ff" -v b="$fb" 'BEGIN { exit !(a > b) }' &&
+			ok "streams: launch ordering: fg's kernel behind a flood on bg took $fb ms at the program's priority, $ff ms at the policy's (min of 5; avg $(oval base fg_ms_avg) vs $(oval flat fg_ms_avg))" ||
+			nok "streams: launch ordering: fg took ${fb:-?} ms at the program's priority, ${ff:-?} ms at the policy's"
 	else
 		nok "tests/gpu/hostpolicy_streams.cu: nvcc build failed (see $L/streams-build.log)"
 	fi
