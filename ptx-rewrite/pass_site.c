@@ -404,6 +404,232 @@ int ptx_site_inlines(struct ptx_passes *ps, unsigned hook, const char *func)
 	return err ? err : inlines(h, hook, force_call);
 }
 
+/* ---- the uniform prefix of an inlined handler ----
+ *
+ * A handler that leaves early on a warp-uniform test (launchlate: "not block
+ * 0"; threadhist: "not warp 0") made every warp elect a leader, diverge
+ * (BSSY/BSYNC) and run the test on one lane. The tests at the head of the
+ * inlined body that read only warp-uniform values — the words below, the
+ * uniform special registers, constants and registers computed from those —
+ * are copied before the election as `@p bra.uni END`: a warp that does not
+ * qualify takes one uniform branch and never diverges. The body keeps its own
+ * copy of the tests (the leader re-evaluates them, same values). */
+#define PTX_UNI_WORDS                                                                     \
+	(0xfu | 0x7u << 6 | 1u << 11 | 0x3fu << 12 | 0x7u << 21 | 1u << 24 | 1u << 25 |  \
+	 1u << 27)
+#define PTX_UNI_MAX 64 /* instructions scanned */
+
+struct uni {
+	const char **regs;	/* registers holding warp-uniform values */
+	size_t n, cap;
+};
+
+static int uni_has(const struct uni *u, const char *name)
+{
+	for (size_t i = 0; i < u->n; i++)
+		if (!strcmp(u->regs[i], name))
+			return 1;
+	return 0;
+}
+
+static void uni_set(struct uni *u, const char *name, int on)
+{
+	for (size_t i = 0; i < u->n; i++)
+		if (!strcmp(u->regs[i], name)) {
+			if (!on)
+				u->regs[i] = u->regs[--u->n];
+			return;
+		}
+	if (!on)
+		return;
+	if (u->n == u->cap) {
+		size_t cap = u->cap ? 2 * u->cap : 32;
+		const char **n = realloc(u->regs, cap * sizeof(*n));
+		if (!n)
+			return; /* not recorded: only makes the prefix shorter */
+		u->regs = n;
+		u->cap = cap;
+	}
+	u->regs[u->n++] = name;
+}
+
+static int uni_sreg(const char *t)
+{
+	static const char *const sr[] = {"%ctaid.", "%nctaid.", "%ntid.", "%smid", "%nsmid",
+					 "%gridid", NULL};
+	for (unsigned i = 0; sr[i]; i++)
+		if (!strncmp(t, sr[i], strlen(sr[i])))
+			return 1;
+	return 0;
+}
+
+/* The statement after label `name` in chain c, or NULL. */
+static struct ptx_stmt *after_label(const struct ptx_chain *c, const char *name)
+{
+	for (struct ptx_stmt *s = c->head; s; s = s->next)
+		if (s->kind == PTX_STMT_LABEL && !strcmp(s->text, name))
+			return s->next;
+	return NULL;
+}
+
+/* Does label `t` lead straight to the site's end (dead moves of constants,
+ * then `bra END`)? The template turns the handler's `ret` into that. */
+static int exits_to(const struct ptx_chain *c, const char *t, const char *end)
+{
+	if (!strcmp(t, end))
+		return 1;
+	for (struct ptx_stmt *s = after_label(c, t); s; s = s->next) {
+		if (s->kind == PTX_STMT_LABEL)
+			continue;
+		if (s->kind != PTX_STMT_INSN || s->insn.guard)
+			return 0;
+		const struct ptx_insn *in = &s->insn;
+		if (!strcmp(in->opcode, "mov") && in->nops == 2 && in->ops[1] &&
+		    in->ops[1]->kind == PTX_OPND_INT)
+			continue;
+		return !strcmp(in->opcode, "bra") && in->nops == 1 && in->ops[0] &&
+		       in->ops[0]->kind == PTX_OPND_ID && !strcmp(in->ops[0]->text, end);
+	}
+	return 0;
+}
+
+static int pure_op(const char *op)
+{
+	static const char *const ops[] = {"mov", "add", "sub", "mul", "mad", "and", "or", "xor",
+					  "not", "shl", "shr", "setp", "selp", "cvt", "min", "max",
+					  "neg", "bfe", NULL};
+	for (unsigned i = 0; ops[i]; i++)
+		if (!strcmp(op, ops[i]))
+			return 1;
+	return 0;
+}
+
+/* Copy into `pre` the uniform tests at the head of the inlined body `hb`
+ * (see above); *words: the context words they read. Returns the number of
+ * early exits copied (0: nothing usable, pre left empty). */
+static int uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
+			  const struct ptx_chain *hb, const char *end, struct ptx_chain *pre,
+			  unsigned *words)
+{
+	struct uni u = {0};
+	struct ptx_chain c = {0};
+	unsigned w = 0;
+	int exits = 0, steps = 0;
+	for (unsigned i = 0; i < PTX_CTX_WORDS; i++)
+		if (PTX_UNI_WORDS & 1u << i)
+			uni_set(&u, r->ow[i]->text, 1);
+	struct ptx_stmt *s = hb->head;
+	while (s && steps++ < PTX_UNI_MAX) {
+		if (s->kind == PTX_STMT_LABEL) {
+			s = s->next;
+			continue;
+		}
+		if (s->kind != PTX_STMT_INSN)
+			break;
+		const struct ptx_insn *in = &s->insn;
+		if (!strcmp(in->opcode, "bra") && in->nops == 1 && in->ops[0] &&
+		    in->ops[0]->kind == PTX_OPND_ID) {
+			const char *t = in->ops[0]->text;
+			if (!in->guard) { /* forward jump: follow it */
+				struct ptx_stmt *n = after_label(hb, t), *x = s;
+				while (x && x != n)
+					x = x->next;
+				if (!n || !x)
+					break;
+				s = n;
+				continue;
+			}
+			if (!uni_has(&u, in->guard))
+				break;
+			if (exits_to(hb, t, end)) { /* @p bra EXIT */
+				ptx_chain_insn(m, &c, in->guard, in->guard_neg, "bra", PTX_MODS(".uni"),
+					       1, ptx_opnd_id(m, end));
+				exits++;
+				s = s->next;
+				continue;
+			}
+			/* @p bra GO; bra EXIT (LLVM's shape): @!p bra END, go on at GO */
+			const struct ptx_stmt *nx = s->next;
+			struct ptx_stmt *go = after_label(hb, t), *x = s;
+			while (x && x != go)
+				x = x->next;
+			if (!nx || nx->kind != PTX_STMT_INSN || nx->insn.guard ||
+			    strcmp(nx->insn.opcode, "bra") || nx->insn.nops != 1 || !nx->insn.ops[0] ||
+			    nx->insn.ops[0]->kind != PTX_OPND_ID ||
+			    !exits_to(hb, nx->insn.ops[0]->text, end) || !go || !x)
+				break;
+			ptx_chain_insn(m, &c, in->guard, !in->guard_neg, "bra", PTX_MODS(".uni"), 1,
+				       ptx_opnd_id(m, end));
+			exits++;
+			s = go;
+			continue;
+		}
+		if (in->guard || !pure_op(in->opcode) || !in->nops || !in->ops[0] ||
+		    in->ops[0]->kind != PTX_OPND_ID)
+			break;
+		int ok = 1;
+		unsigned used = 0;
+		for (unsigned i = 1; ok && i < in->nops; i++) {
+			const struct ptx_opnd *o = in->ops[i];
+			if (!o || (o->kind != PTX_OPND_ID && o->kind != PTX_OPND_INT &&
+				   o->kind != PTX_OPND_FLOAT)) {
+				ok = -1;
+				break;
+			}
+			if (o->kind != PTX_OPND_ID)
+				continue;
+			ok = uni_has(&u, o->text) || uni_sreg(o->text);
+			for (unsigned k = 0; ok && k < PTX_CTX_WORDS; k++)
+				if (!strcmp(o->text, r->ow[k]->text))
+					used |= 1u << k;
+		}
+		if (ok < 0)
+			break;
+		/* a value the prefix cannot compute uniformly: not copied, and
+		 * whatever reads it is not uniform either */
+		uni_set(&u, in->ops[0]->text, ok);
+		if (!ok) {
+			s = s->next;
+			continue;
+		}
+		w |= used;
+		struct ptx_stmt *d = ptx_alloc(m, sizeof(*d));
+		struct ptx_opnd **ops = ptx_alloc(m, in->nops * sizeof(*ops));
+		if (!d || !ops) {
+			c.failed = 1;
+			break;
+		}
+		d->kind = PTX_STMT_INSN;
+		d->insn = *in;
+		for (unsigned i = 0; i < in->nops; i++) {
+			ops[i] = in->ops[i];
+			/* own operand objects: %ctaid/%nctaid reads are rewritten in
+			 * place by the persistent transform */
+			if (ops[i]->kind == PTX_OPND_ID && !(ops[i] = ptx_opnd_id(m, in->ops[i]->text)))
+				c.failed = 1;
+		}
+		d->insn.ops = ops;
+		ptx_chain_link(&c, d);
+		s = s->next;
+	}
+	free(u.regs);
+	if (!exits || c.failed) {
+		*words = 0;
+		return c.failed ? -ENOMEM : 0;
+	}
+	/* drop what follows the last exit (computed for later tests only) */
+	struct ptx_stmt *last = c.tail;
+	while (last && strcmp(last->insn.opcode, "bra"))
+		last = last->prev;
+	if (last) {
+		last->next = NULL;
+		c.tail = last;
+	}
+	*words = w;
+	ptx_chain_append(pre, &c);
+	return exits;
+}
+
 int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt *pos,
 		    unsigned hook, const char *func, unsigned long long kid,
 		    const struct ptx_chain *addr, unsigned info, const char *guard, int guard_neg)
@@ -480,6 +706,28 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	struct ptx_opnd *oend = ptx_opnd_id(m, end);
 	if (guard)
 		ptx_chain_insn(m, &bd, guard, !guard_neg, "bra", 0, NULL, 1, oend);
+	/* An inlined entry/exit handler: its body first (into hb), so that its
+	 * uniform early exits can go before the election (uniform_prefix). */
+	struct ptx_chain hb = {0};
+	unsigned pre_words = 0;
+	int err = 0, hb_done = 0;
+	if (inl && (hook & (GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT))) {
+		err = ptx_handler_inline(ps, fn, h, &hd, &hb, r, end);
+		hb_done = 1;
+		struct ptx_chain pre = {0};
+		int nx = err ? 0 : uniform_prefix(m, r, &hb, end, &pre, &pre_words);
+		if (nx < 0)
+			err = nx;
+		if (nx > 0) {
+			if (pre_words & 1u << 25)
+				pre_words |= 0x1fu << 18;
+			if (pre_words & 1u << 27)
+				pre_words |= 0x1fu << 12;
+			if (!err)
+				err = emit_words(m, &bd, r, pre_words, kid, info, hook, NULL);
+			ptx_chain_append(&bd, &pre);
+		}
+	}
 	INSN(&bd, "activemask", PTX_MODS(".b32"), r->om);
 	if (can_elect(m)) {
 		INSN(&bd, "elect", PTX_MODS(".sync"), ptx_opnd_pipe(m, r->ol, r->oq), r->om);
@@ -490,13 +738,17 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 		INSN(&bd, "setp", PTX_MODS(".eq", ".u32"), r->oq, r->ot, r->ol);
 	}
 	ptx_chain_insn(m, &bd, r->q, 1, "bra", 0, NULL, 1, oend);
-	int err = emit_words(m, &bd, r, need, kid, info, hook, need & 0x30u ? addr : NULL);
+	if (!err)
+		err = emit_words(m, &bd, r, need & ~pre_words, kid, info, hook,
+				 need & 0x30u ? addr : NULL);
 	/* called with the words as parameters (words_clone) */
 	const char *wclone = NULL;
 	if (!err && !inl && !stub && need && h->inlinable)
 		wclone = words_clone(ps, h, r, &err);
 	if (err)
 		;
+	else if (hb_done)
+		ptx_chain_append(&bd, &hb);
 	else if (inl)
 		err = ptx_handler_inline(ps, fn, h, &hd, &bd, r, end);
 	else if (wclone) {

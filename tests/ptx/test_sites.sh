@@ -110,6 +110,18 @@ fi
 if GX_PTX_ENTRY_TOP=1 rw ctx-top --policy-ptx $S/ctx_policy.ptx --bind entry:gx_bench_ctx; then
 	check "ctx policy, GX_PTX_ENTRY_TOP=1: entry site first" test -z "$(entry_prefix ctx-top)"
 fi
+# Early exits on warp-uniform words run before the election as uniform
+# branches; a test of the leader's own thread index does not.
+if rw uni --policy-ptx $S/uniform_policy.ptx --bind entry:gx_uni --bind exit:gx_uni; then
+	check "uniform tests: both early exits of each site before its election (2 sites x 2)" \
+		test "$(awk '/bra.uni\t\$__gx_Lh/{n++} /elect.sync/{print n; n=0}' "$W/uni.ptx" | tr '\n' ' ')" = "2 2 "
+	check "uniform tests: no ctaid/warpid test after an election is lost (body keeps its own)" \
+		test "$(count 'setp.ne.s32	%__gx_h_p2, %__gx_w25, 0' "$W/uni.ptx")" = 4
+fi
+if rw lane --policy-ptx $S/uniform_policy.ptx --bind entry:gx_lane; then
+	check "lane-varying test (tid_x): stays after the election" \
+		test "$(count 'bra.uni	\$__gx_Lh' "$W/lane.ptx")" = 0
+fi
 # A policy passing the context to a helper: called, every word in .local.
 if rw escape --policy-ptx $S/escape_policy.ptx --bind mem:gx_div; then
 	check "escaping policy: called" test "$(count 'call.*__gx_p_gx_div,' "$W/escape.ptx")" = 3
