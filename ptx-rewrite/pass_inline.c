@@ -46,7 +46,7 @@ struct ctxreg {
 	long long delta;
 };
 
-struct an {
+struct ptx_an {
 	struct ptx_passes *ps;
 	struct ptx_func *fn;
 	const char *param, *ret;
@@ -75,7 +75,7 @@ static struct regdecl *find_regdecl(struct regdecl *r, size_t n, const char *nam
 	return NULL;
 }
 
-static struct ctxreg *find_cr(struct an *a, const char *name)
+static struct ctxreg *find_cr(struct ptx_an *a, const char *name)
 {
 	for (size_t i = 0; i < a->ncr; i++)
 		if (!strcmp(a->cr[i].name, name))
@@ -83,7 +83,7 @@ static struct ctxreg *find_cr(struct an *a, const char *name)
 	return NULL;
 }
 
-static int add_cr(struct an *a, const char *name, long long delta)
+static int add_cr(struct ptx_an *a, const char *name, long long delta)
 {
 	struct ctxreg *c = find_cr(a, name);
 	if (c) {
@@ -120,7 +120,7 @@ static int is_64(const struct ptx_insn *in)
 }
 
 /* `ld.param.X R, [ctxparam]`: returns R, else NULL. */
-static const char *ctx_param_load(struct an *a, const struct ptx_insn *in)
+static const char *ctx_param_load(struct ptx_an *a, const struct ptx_insn *in)
 {
 	if (strcmp(in->opcode, "ld") || in->guard || in->nops != 2 || !is_64(in) ||
 	    !ptx_insn_has_mod(in, ".param"))
@@ -134,7 +134,7 @@ static const char *ctx_param_load(struct an *a, const struct ptx_insn *in)
 
 /* A copy of the pointer plus a constant (mov/add/sub .64 R, S[, imm]) with S
  * a context register: sets *dst, *delta. */
-static int ctx_copy(struct an *a, const struct ptx_insn *in, const char **dst, long long *delta)
+static int ctx_copy(struct ptx_an *a, const struct ptx_insn *in, const char **dst, long long *delta)
 {
 	if (in->guard || !is_64(in) || in->nmods != 1 || !is_id(in->ops[0]))
 		return 0;
@@ -162,7 +162,7 @@ static int ctx_copy(struct an *a, const struct ptx_insn *in, const char **dst, l
 
 /* A load from the context: `ld[.generic][.v2|.v4].T D, [R+off]` with R a
  * context register. Returns the context register, else NULL. */
-static struct ctxreg *ctx_load(struct an *a, const struct ptx_insn *in, struct ptx_opinfo *oi)
+static struct ctxreg *ctx_load(struct ptx_an *a, const struct ptx_insn *in, struct ptx_opinfo *oi)
 {
 	if (ptx_classify(in, oi) != PTX_OP_LD || oi->space != PTX_SPACE_GENERIC ||
 	    oi->addr_op != 1 || in->nops != 2 || strcmp(in->opcode, "ld"))
@@ -174,7 +174,7 @@ static struct ctxreg *ctx_load(struct an *a, const struct ptx_insn *in, struct p
 }
 
 /* Does operand o mention a context register (or the ctx/ret parameter)? */
-static int mentions(struct an *a, const struct ptx_opnd *o)
+static int mentions(struct ptx_an *a, const struct ptx_opnd *o)
 {
 	if (!o)
 		return 0;
@@ -203,7 +203,7 @@ static unsigned words_of(long long off, unsigned size)
 }
 
 /* `st.param.bN [ret], X`: the return value. */
-static int is_ret_store(struct an *a, const struct ptx_insn *in)
+static int is_ret_store(struct ptx_an *a, const struct ptx_insn *in)
 {
 	if (!a->ret || strcmp(in->opcode, "st") || !ptx_insn_has_mod(in, ".param") || in->nops != 2)
 		return 0;
@@ -212,7 +212,7 @@ static int is_ret_store(struct an *a, const struct ptx_insn *in)
 	       !strcmp(ad->elems[0]->text, a->ret) && !mentions(a, in->ops[1]);
 }
 
-static void not_inline(struct an *a, const char *why)
+static void not_inline(struct ptx_an *a, const char *why)
 {
 	if (a->inl) {
 		a->inl = 0;
@@ -220,7 +220,7 @@ static void not_inline(struct an *a, const char *why)
 	}
 }
 
-static int analyse(struct an *a)
+static int analyse(struct ptx_an *a)
 {
 	struct ptx_func *fn = a->fn;
 	size_t ninsn = 0, cap = 0;
@@ -367,13 +367,33 @@ int ptx_handler_get(struct ptx_passes *ps, const char *name, struct ptx_handler 
 	    (fn->nrets && ptx_type_size(fn->rets[0].type) != 4)) {
 		h->why = "not a .func (.param .b32) F(.param .b64) with a body";
 	} else {
-		struct an a = {.ps = ps, .fn = fn, .param = fn->params[0].name,
+		struct ptx_an a = {.ps = ps, .fn = fn, .param = fn->params[0].name,
 			       .ret = fn->nrets ? fn->rets[0].name : NULL, .inl = 1};
 		int err = analyse(&a);
+		struct ptx_an *keep = NULL;
+		if (!err && a.inl) {
+			/* kept for tmpl_build (in the arena) */
+			keep = ptx_alloc_raw(ps->m, sizeof(*keep));
+			struct regdecl *rg = ptx_alloc_raw(ps->m, a.nregs * sizeof(*rg) + 1);
+			struct ctxreg *cr = ptx_alloc_raw(ps->m, a.ncr * sizeof(*cr) + 1);
+			if (!keep || !rg || !cr) {
+				err = -ENOMEM;
+			} else {
+				*keep = a;
+				if (a.nregs)
+					memcpy(rg, a.regs, a.nregs * sizeof(*rg));
+				if (a.ncr)
+					memcpy(cr, a.cr, a.ncr * sizeof(*cr));
+				keep->regs = rg;
+				keep->cr = cr;
+				keep->capcr = a.ncr;
+			}
+		}
 		free(a.regs);
 		free(a.cr);
 		if (err)
 			return gx_err(err);
+		h->an = keep;
 		h->fn = fn;
 		h->inlinable = a.inl;
 		h->why = a.why;
@@ -393,9 +413,12 @@ int ptx_handler_get(struct ptx_passes *ps, const char *name, struct ptx_handler 
  * makes the slots' names and copies the statements, sharing what no site
  * changes (modifiers, immediates, names that are not renamed).
  *
- * Slots: a handler register ("%r5" → "%__gx_h7_r5"), a label
- * ("$L__BB0_1" → "$__gx_h7_L__BB0_1"), a .local depot (→ the site
- * function's copy, ptx_site_local) and the site's end label. In template
+ * Registers are renamed once ("%r5" → "%__gx_h_r5"): every site declares
+ * them in its own `{ }` scope, like its other registers, so copies at
+ * different sites cannot meet, and operands naming them are shared. Slots,
+ * renamed per site: a label ("$L__BB0_1" → "$__gx_h7_L__BB0_1", labels are
+ * per function), a .local depot (→ the site function's copy,
+ * ptx_site_local) and the site's end label. In template
  * operands, an ID's ival is its slot + 1 (0: not renamed, -1: copied at
  * every site because a later pass may rewrite it in place: %ctaid/%nctaid,
  * pass_persistent.c) and a compound operand's ival is 1 when it must be
@@ -407,6 +430,7 @@ struct slot {
 	const char *name;		/* original name (REG, LABEL, LOCAL) */
 	const char *suffix;		/* REG/LABEL: what follows the site prefix */
 	size_t suffix_len;
+	const char *fixed;		/* REG: the name at every site */
 	const struct ptx_decl *decl;	/* LOCAL */
 };
 
@@ -424,9 +448,14 @@ struct ptx_inl_tmpl {
 	size_t nslots;
 };
 
+struct hent {
+	const char *name;
+	unsigned key, kind, val;
+};
+
 struct tb {				/* template under construction */
 	struct ptx_module *m;
-	struct an *a;
+	struct ptx_an *a;
 	const struct ptx_site_regs *r;
 	const char **labels;
 	size_t nlabels;
@@ -435,14 +464,72 @@ struct tb {				/* template under construction */
 	struct slot *slots;
 	size_t nslots, capslots;
 	unsigned end;			/* slot + 1 of the end label */
+	struct hent *htab;		/* slot_add, name_slot */
+	size_t hn, hcap;
+	size_t nalias;			/* registers replaced by context words */
 };
+
+/* Lookups while building a template: (kind, name) → slot + 1, and a name's
+ * renaming (NAME_QUERY) → name_slot's answer + 1. Open addressing, grown at
+ * half full; a handler mentions a few hundred distinct names at most. */
+#define NAME_QUERY 7u
+#define NAME_ALIAS 8u	/* a register that is a context word: val = word + 1 */
+#define NAME_DEFS 9u	/* definitions of a register: val = count */
+
+static unsigned hkey(const char *s, unsigned kind)
+{
+	unsigned h = 2166136261u ^ kind;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static struct hent *hfind(struct tb *t, const char *name, unsigned kind)
+{
+	if (2 * (t->hn + 1) > t->hcap) {
+		size_t cap = t->hcap ? 2 * t->hcap : 256;
+		struct hent *n = calloc(cap, sizeof(*n));
+		if (!n)
+			return NULL;
+		for (size_t i = 0; i < t->hcap; i++) {
+			struct hent *e = &t->htab[i];
+			if (!e->name)
+				continue;
+			size_t j = e->key & (cap - 1);
+			while (n[j].name)
+				j = (j + 1) & (cap - 1);
+			n[j] = *e;
+		}
+		free(t->htab);
+		t->htab = n;
+		t->hcap = cap;
+	}
+	unsigned k = hkey(name, kind);
+	size_t j = k & (t->hcap - 1);
+	for (; t->htab[j].name; j = (j + 1) & (t->hcap - 1))
+		if (t->htab[j].key == k && t->htab[j].kind == kind &&
+		    (t->htab[j].name == name || !strcmp(t->htab[j].name, name)))
+			return &t->htab[j];
+	/* a new entry: the caller fills val */
+	t->htab[j] = (struct hent){name, k, kind, 0};
+	t->hn++;
+	return &t->htab[j];
+}
 
 static unsigned slot_add(struct tb *t, enum slot_kind kind, const char *name,
 			 const struct ptx_decl *decl)
 {
-	for (size_t i = 0; i < t->nslots; i++)
-		if (t->slots[i].kind == kind && (kind == SLOT_END || !strcmp(t->slots[i].name, name)))
-			return (unsigned)i + 1;
+	struct hent *e = NULL;
+	if (kind == SLOT_END) {
+		for (size_t i = 0; i < t->nslots; i++)
+			if (t->slots[i].kind == SLOT_END)
+				return (unsigned)i + 1;
+	} else {
+		if (!(e = hfind(t, name, kind)))
+			return 0;
+		if (e->val)
+			return e->val;
+	}
 	if (t->nslots == t->capslots) {
 		size_t cap = t->capslots ? 2 * t->capslots : 32;
 		struct slot *n = realloc(t->slots, cap * sizeof(*n));
@@ -452,19 +539,28 @@ static unsigned slot_add(struct tb *t, enum slot_kind kind, const char *name,
 		t->capslots = cap;
 	}
 	struct slot *s = &t->slots[t->nslots];
-	*s = (struct slot){kind, name, NULL, 0, decl};
+	*s = (struct slot){.kind = kind, .name = name, .decl = decl};
 	if (kind == SLOT_REG || kind == SLOT_LABEL) {
 		s->suffix = name + (name[0] == '%' || name[0] == '$');
 		s->suffix_len = strlen(s->suffix);
 	}
-	return (unsigned)++t->nslots;
+	t->nslots++;
+	if (e)
+		e->val = (unsigned)t->nslots;
+	return (unsigned)t->nslots;
 }
 
 /* The slot + 1 of a name a site renames (ren_id of the text path), 0 if it
  * is kept; UINT_MAX on ENOMEM. */
 static unsigned name_slot(struct tb *t, const char *name)
 {
+	struct hent *q = hfind(t, name, NAME_QUERY);
+	if (!q)
+		return UINT_MAX;
+	if (q->val)
+		return q->val - 1;
 	enum slot_kind k;
+	unsigned s = 0;
 	if (name[0] == '%' && find_regdecl(t->a->regs, t->a->nregs, name)) {
 		k = SLOT_REG;
 	} else {
@@ -472,14 +568,21 @@ static unsigned name_slot(struct tb *t, const char *name)
 		for (size_t i = 0; i < t->nlabels && k == SLOT_END; i++)
 			if (!strcmp(t->labels[i], name))
 				k = SLOT_LABEL;
-		for (size_t i = 0; i < t->nslots && k == SLOT_END; i++)
-			if (t->slots[i].kind == SLOT_LOCAL && !strcmp(t->slots[i].name, name))
-				return (unsigned)i + 1;
-		if (k == SLOT_END)
-			return 0;
+		if (k == SLOT_END) {
+			/* a .local depot (made before any query), or kept */
+			struct hent *l = hfind(t, name, SLOT_LOCAL);
+			if (!l)
+				return UINT_MAX;
+			s = l->val; /* 0: not one (the entry stays, answering 0) */
+		}
 	}
-	unsigned s = slot_add(t, k, name, NULL);
-	return s ? s : UINT_MAX;
+	if (k != SLOT_END && !(s = slot_add(t, k, name, NULL)))
+		return UINT_MAX;
+	/* hfind may have moved the table: look the query up again */
+	if (!(q = hfind(t, name, NAME_QUERY)))
+		return UINT_MAX;
+	q->val = s + 1;
+	return s;
 }
 
 static struct tstmt *tstmt_new(struct tb *t, enum ptx_stmt_kind kind)
@@ -507,6 +610,13 @@ static struct ptx_opnd *topnd(struct tb *t, const struct ptx_opnd *o, int *copy)
 		return NULL;
 	*c = *o;
 	if (o->kind == PTX_OPND_ID && o->text) {
+		if (t->nalias && o->text[0] == '%' && !o->neg) {
+			struct hent *al = hfind(t, o->text, NAME_ALIAS);
+			if (!al)
+				return NULL;
+			if (al->val)
+				return t->r->ow[al->val - 1]; /* shared: never marked */
+		}
 		unsigned s = name_slot(t, o->text);
 		if (s == UINT_MAX)
 			return NULL;
@@ -666,18 +776,145 @@ static int tcopy(struct tb *t, const struct ptx_stmt *s, int top)
 	return n == UINT_MAX ? -ENOMEM : 0;
 }
 
+/* Count the definitions of registers in o, a destination operand. */
+static int count_defs(struct tb *t, const struct ptx_opnd *o)
+{
+	if (!o)
+		return 0;
+	if (o->kind == PTX_OPND_ID && o->text) {
+		struct hent *e = hfind(t, o->text, NAME_DEFS);
+		if (!e)
+			return -ENOMEM;
+		e->val++;
+		return 0;
+	}
+	if (o->kind == PTX_OPND_VEC || o->kind == PTX_OPND_LIST || o->kind == PTX_OPND_PIPE)
+		for (unsigned i = 0; i < o->n; i++)
+			if (count_defs(t, o->elems[i]))
+				return -ENOMEM;
+	return 0;
+}
+
+/* Context loads whose register can simply be the word's register: a 32-bit
+ * word into a 32-bit register (`mov.b32 R, W` otherwise) that nothing else
+ * in the handler writes. Its mentions then name the word (which only the
+ * site's prelude writes) and the move goes: ptxas would propagate the copy
+ * anyway, and a handler copied to every memory instruction costs less text
+ * to make, emit and JIT. Not with nested register declarations (a name
+ * could mean two registers) or operands kept as expressions. */
+static int find_aliases(struct tb *t, struct ptx_func *fn)
+{
+	struct ptx_an *a = t->a;
+	int depth = 0;
+	for (struct ptx_stmt *s = fn->head; s; s = s->next) {
+		depth += s->kind == PTX_STMT_OPEN ? 1 : s->kind == PTX_STMT_CLOSE ? -1 : 0;
+		if (s->kind == PTX_STMT_DECL && s->decl.space == PTX_SPACE_REG && depth)
+			return 0;
+		if (s->kind != PTX_STMT_INSN)
+			continue;
+		for (unsigned i = 0; i < s->insn.nops; i++)
+			if (s->insn.ops[i] && s->insn.ops[i]->kind == PTX_OPND_EXPR)
+				return 0;
+		if (s->insn.nops && s->insn.ops[0]->kind != PTX_OPND_ADDR &&
+		    count_defs(t, s->insn.ops[0]))
+			return -ENOMEM;
+	}
+	for (struct ptx_stmt *s = fn->head; s; s = s->next) {
+		struct ptx_opinfo oi;
+		struct ctxreg *c;
+		if (s->kind != PTX_STMT_INSN || !(c = ctx_load(a, &s->insn, &oi)) ||
+		    oi.elem_size != 4)
+			continue;
+		long long off = c->delta + s->insn.ops[1]->off;
+		const struct ptx_opnd *dst = s->insn.ops[0];
+		unsigned n = dst->kind == PTX_OPND_VEC ? dst->n : 1;
+		for (unsigned i = 0; i < n; i++) {
+			const struct ptx_opnd *e = dst->kind == PTX_OPND_VEC ? dst->elems[i] : dst;
+			long long eo = off + 4 * (long long)i;
+			if (!is_id(e) || e->neg || eo % 4 || eo < 0 || eo / 4 >= PTX_CTX_WORDS)
+				continue;
+			struct regdecl *rd = find_regdecl(a->regs, a->nregs, e->text);
+			struct hent *d = hfind(t, e->text, NAME_DEFS);
+			if (!d)
+				return -ENOMEM;
+			if (!rd || rd->size != 4 || d->val != 1)
+				continue;
+			struct hent *al = hfind(t, e->text, NAME_ALIAS);
+			if (!al)
+				return -ENOMEM;
+			al->val = (unsigned)(eo / 4) + 1;
+			t->nalias++;
+		}
+	}
+	return 0;
+}
+
+/* Template operand o with its register slots replaced by their fixed
+ * names; returns whether a site must still copy it. */
+static int fix_opnd(struct tb *t, struct ptx_opnd *o)
+{
+	if (!tmarked(o))
+		return 0;
+	if (o->kind == PTX_OPND_ID) {
+		if (o->ival > 0 && t->slots[o->ival - 1].kind == SLOT_REG) {
+			o->text = t->slots[o->ival - 1].fixed;
+			o->ival = 0;
+		}
+		return o->ival != 0;
+	}
+	int sub = 0;
+	for (unsigned i = 0; i < o->n; i++)
+		if (o->elems[i])
+			sub |= fix_opnd(t, o->elems[i]);
+	o->ival = sub;
+	return sub;
+}
+
+/* Registers get their names now ("%<P>_h_" + name), once for all sites. */
+static int fix_regs(struct tb *t)
+{
+	struct ptx_module *m = t->m;
+	char pfx[64];
+	int pl = snprintf(pfx, sizeof(pfx), "%%%s_h_", m->fresh_prefix);
+	if (pl <= 0 || (size_t)pl >= sizeof(pfx))
+		return -ENAMETOOLONG;
+	for (size_t i = 0; i < t->nslots; i++) {
+		struct slot *sl = &t->slots[i];
+		if (sl->kind == SLOT_REG &&
+		    !(sl->fixed = ptx_concat(m, pfx, (size_t)pl, sl->suffix, sl->suffix_len)))
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		struct tstmt *ts = &t->st[i];
+		if (ts->name && t->slots[ts->name - 1].kind == SLOT_REG) {
+			if (ts->s.kind == PTX_STMT_DECL)
+				ts->s.decl.name = t->slots[ts->name - 1].fixed;
+			else
+				ts->s.text = t->slots[ts->name - 1].fixed;
+			ts->name = 0;
+		}
+		if (ts->s.kind != PTX_STMT_INSN)
+			continue;
+		if (ts->guard && t->slots[ts->guard - 1].kind == SLOT_REG) {
+			ts->s.insn.guard = t->slots[ts->guard - 1].fixed;
+			ts->guard = 0;
+		}
+		int ren = 0;
+		for (unsigned k = 0; k < ts->s.insn.nops; k++)
+			ren |= fix_opnd(t, ts->s.insn.ops[k]);
+		ts->ren = (unsigned char)ren;
+	}
+	return 0;
+}
+
 static int tmpl_build(struct ptx_passes *ps, struct ptx_handler *h,
 		      const struct ptx_site_regs *r)
 {
 	struct ptx_module *m = ps->m;
 	struct ptx_func *fn = h->fn;
-	struct an a = {.ps = ps, .fn = fn, .param = fn->params[0].name,
-		       .ret = fn->nrets ? fn->rets[0].name : NULL, .inl = 1};
+	struct ptx_an a = *h->an; /* arrays in the arena: read only here */
 	struct tb t = {.m = m, .a = &a, .r = r};
-	int err = analyse(&a);
-	if (err)
-		goto out;
-	err = -ENOMEM;
+	int err = -ENOMEM;
 	/* labels; .local depots first, in order (a site creates them in
 	 * this order, before anything else) */
 	for (struct ptx_stmt *s = fn->head; s; s = s->next) {
@@ -694,6 +931,9 @@ static int tmpl_build(struct ptx_passes *ps, struct ptx_handler *h,
 	}
 	if (!(t.end = slot_add(&t, SLOT_END, NULL, NULL)))
 		goto out;
+	if ((err = find_aliases(&t, fn)))
+		goto out;
+	err = -ENOMEM;
 	int depth = 0;
 	for (struct ptx_stmt *s = fn->head; s; s = s->next) {
 		depth += s->kind == PTX_STMT_OPEN ? 1 : s->kind == PTX_STMT_CLOSE ? -1 : 0;
@@ -746,6 +986,11 @@ static int tmpl_build(struct ptx_passes *ps, struct ptx_handler *h,
 					goto out;
 				}
 				struct regdecl *rd = find_regdecl(a.regs, a.nregs, e->text);
+				struct hent *al = t.nalias ? hfind(&t, e->text, NAME_ALIAS) : NULL;
+				if (t.nalias && !al)
+					goto out;
+				if (al && al->val)
+					continue; /* the register is the word itself */
 				if ((err = load_words(&t, e->text, rd ? rd->size : oi.elem_size,
 						      off + (long long)i * oi.elem_size, oi.elem_size,
 						      is_signed_load(in))))
@@ -756,6 +1001,8 @@ static int tmpl_build(struct ptx_passes *ps, struct ptx_handler *h,
 		if ((err = tcopy(&t, s, 0)))
 			goto out;
 	}
+	if ((err = fix_regs(&t)))
+		goto out;
 	err = -ENOMEM;
 	struct ptx_inl_tmpl *tp = ptx_alloc(m, sizeof(*tp));
 	struct tstmt *st = t.n ? ptx_alloc_raw(m, t.n * sizeof(*st)) : NULL;
@@ -769,9 +1016,8 @@ static int tmpl_build(struct ptx_passes *ps, struct ptx_handler *h,
 	h->tmpl = tp;
 	err = 0;
 out:
-	free(a.regs);
-	free(a.cr);
 	free(t.labels);
+	free(t.htab);
 	free(t.st);
 	free(t.slots);
 	if (err == -EINVAL)
@@ -779,12 +1025,25 @@ out:
 	return err;
 }
 
+/* A site's names: slot i is names[i]; as an operand, the one object
+ * ops[i] (made on first use) for every mention in the site. */
+struct site_names {
+	const char **names;
+	struct ptx_opnd **ops;
+};
+
 /* A site's copy of template operand o. */
 static struct ptx_opnd *clone_opnd(struct ptx_module *m, const struct ptx_opnd *o,
-				   const char *const *names)
+				   struct site_names *sn)
 {
 	if (!tmarked(o))
 		return (struct ptx_opnd *)o;
+	if (o->kind == PTX_OPND_ID && o->ival > 0 && !o->neg) {
+		struct ptx_opnd **slot = &sn->ops[o->ival - 1];
+		if (!*slot)
+			*slot = ptx_opnd_id(m, sn->names[o->ival - 1]);
+		return *slot;
+	}
 	struct ptx_opnd *c = ptx_alloc_raw(m, sizeof(*c));
 	if (!c)
 		return NULL;
@@ -792,14 +1051,14 @@ static struct ptx_opnd *clone_opnd(struct ptx_module *m, const struct ptx_opnd *
 	c->ival = 0;
 	if (o->kind == PTX_OPND_ID) {
 		if (o->ival > 0)
-			c->text = names[o->ival - 1];
+			c->text = sn->names[o->ival - 1];
 		return c;
 	}
 	c->elems = ptx_alloc_raw(m, o->n * sizeof(*c->elems));
 	if (!c->elems)
 		return NULL;
 	for (unsigned i = 0; i < o->n; i++)
-		if (!(c->elems[i] = o->elems[i] ? clone_opnd(m, o->elems[i], names) : NULL) &&
+		if (!(c->elems[i] = o->elems[i] ? clone_opnd(m, o->elems[i], sn) : NULL) &&
 		    o->elems[i])
 			return NULL;
 	return c;
@@ -815,20 +1074,24 @@ int ptx_handler_inline(struct ptx_passes *ps, struct ptx_func *site_fn, struct p
 	if (!h->tmpl && (err = tmpl_build(ps, h, r)))
 		return gx_err(err);
 	const struct ptx_inl_tmpl *tp = h->tmpl;
-	/* the site's names: "%<P>_h<id>_" + register, "$<P>_h<id>_" + label */
+	/* the site's names: "$<P>_h<id>_" + label (made when needed) */
 	char pfx[64];
-	int pl = snprintf(pfx, sizeof(pfx), "%%%s_h%u_", m->fresh_prefix, id);
-	if (pl <= 0 || (size_t)pl >= sizeof(pfx))
-		return gx_err(-ENAMETOOLONG);
+	int pl = 0;
 	const char **names = ptx_alloc_raw(m, tp->nslots * sizeof(*names));
-	if (!names)
+	struct site_names sn = {names, ptx_alloc(m, tp->nslots * sizeof(*sn.ops))};
+	if (!names || !sn.ops)
 		return gx_err(-ENOMEM);
 	for (size_t i = 0; i < tp->nslots; i++) {
 		const struct slot *s = &tp->slots[i];
 		switch (s->kind) {
 		case SLOT_REG:
+			names[i] = s->fixed;
+			break;
 		case SLOT_LABEL:
-			pfx[0] = s->kind == SLOT_REG ? '%' : '$';
+			if (!pl && ((pl = snprintf(pfx, sizeof(pfx), "$%s_h%u_", m->fresh_prefix,
+						   id)) <= 0 ||
+				    (size_t)pl >= sizeof(pfx)))
+				return gx_err(-ENAMETOOLONG);
 			names[i] = ptx_concat(m, pfx, (size_t)pl, s->suffix, s->suffix_len);
 			break;
 		case SLOT_LOCAL:
@@ -868,7 +1131,7 @@ int ptx_handler_inline(struct ptx_passes *ps, struct ptx_func *site_fn, struct p
 		if (!ops)
 			return gx_err(-ENOMEM);
 		for (unsigned k = 0; k < d->insn.nops; k++)
-			if (!(ops[k] = clone_opnd(m, t->s.insn.ops[k], names)))
+			if (!(ops[k] = clone_opnd(m, t->s.insn.ops[k], &sn)))
 				return gx_err(-ENOMEM);
 		d->insn.ops = ops;
 	}

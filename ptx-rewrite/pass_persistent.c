@@ -886,7 +886,7 @@ static struct ptx_item *copy_func(struct ptx_module *m, struct ptx_item *it, con
 	c->prev = c->next = NULL;
 	c->func.name = name;
 	c->func.linkage &= ~(unsigned)(PTX_LINK_EXTERN | PTX_LINK_WEAK | PTX_LINK_COMMON);
-	struct ptx_chain src = {it->func.head, it->func.tail, 0}, dst = {0};
+	struct ptx_chain src = {.head = it->func.head, .tail = it->func.tail}, dst = {0};
 	if (ptx_chain_copy(m, &dst, &src))
 		return NULL;
 	c->func.head = dst.head;

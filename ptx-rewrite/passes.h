@@ -46,6 +46,7 @@ struct ptx_tramp {
 #define PTX_CTX_WORDS 30
 #define PTX_CTX_ALL_WORDS ((1u << PTX_CTX_WORDS) - 1)
 struct ptx_inl_tmpl;
+struct ptx_an;
 struct ptx_handler {
 	const char *name;
 	struct ptx_func *fn;	/* NULL: not a handler-shaped .func (then called as is) */
@@ -57,6 +58,10 @@ struct ptx_handler {
 	/* The body prepared for inlining (pass_inline.c), made on the first
 	 * inlined site and cloned at every other one; NULL until then. */
 	const struct ptx_inl_tmpl *tmpl;
+	/* A called handler's clone taking the words it reads as .param .b32
+	 * scalars (pass_site.c), made on its first called site; NULL until then. */
+	const char *wclone;
+	const struct ptx_an *an;	/* its analysis (pass_inline.c), when inlinable */
 };
 
 /* Names and shared operands of the inline hook sites of a module
@@ -95,7 +100,7 @@ struct ptx_passes {
 	unsigned nr_inlined;
 	struct ptx_site_local *locals;
 	size_t nr_locals;
-	int probe_added;	/* the built-in probe handler is in the module */
+	const char *probe_added;	/* the built-in probe handler's name, once in the module */
 	unsigned nr_elided;	/* sites of empty built-in handlers left out */
 	const struct ptx_site_names *site_names; /* made on first use */
 	const struct ptx_site_regs *site_regs;	/* pass_site.c, made on first use */

@@ -56,7 +56,20 @@ struct ptx_opnd *ptx_opnd_int(struct ptx_module *m, long long v)
 		}
 		return o;
 	}
-	return opnd_int_text(m, v, "%lld");
+	/* "%lld" without printf (one per hook site and context word) */
+	char buf[24], *p = buf + sizeof(buf);
+	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--p = '-';
+	struct ptx_opnd *o = opnd_new(m, PTX_OPND_INT);
+	if (!o || !(o->text = ptx_strndup(m, p, (size_t)(buf + sizeof(buf) - p))))
+		return NULL;
+	o->ival = v;
+	return o;
 }
 
 struct ptx_opnd *ptx_opnd_hex64(struct ptx_module *m, unsigned long long v)
@@ -161,13 +174,14 @@ struct ptx_stmt *ptx_chain_insn(struct ptx_module *m, struct ptx_chain *c, const
 				int guard_neg, const char *opcode, unsigned nmods,
 				const char *const *mods, unsigned nops, ...)
 {
-	struct ptx_stmt *s = stmt_new(m, c, PTX_STMT_INSN);
-	struct ptx_opnd **ops = s && nops ? ptx_alloc_raw(m, nops * sizeof(*ops)) : NULL;
-	const char **md = s && nmods ? ptx_alloc_raw(m, nmods * sizeof(*md)) : NULL;
-	if (!s || (nops && !ops) || (nmods && !md)) {
+	/* one allocation: the statement, its operand and modifier arrays */
+	struct ptx_stmt *s = ptx_alloc_raw(m, sizeof(*s) + (nops + nmods) * sizeof(void *));
+	if (!s) {
 		c->failed = 1;
 		return NULL;
 	}
+	struct ptx_opnd **ops = (struct ptx_opnd **)(s + 1);
+	const char **md = (const char **)(ops + nops);
 	va_list ap;
 	va_start(ap, nops);
 	for (unsigned i = 0; i < nops; i++) {
@@ -176,22 +190,21 @@ struct ptx_stmt *ptx_chain_insn(struct ptx_module *m, struct ptx_chain *c, const
 			c->failed = 1;
 	}
 	va_end(ap);
-	struct ptx_insn *in = &s->insn;
-	in->guard = guard;
-	in->guard_neg = (unsigned char)(guard && guard_neg);
-	in->opcode = opcode;
-	in->nmods = nmods;
-	if (nmods)
-		memcpy(md, mods, nmods * sizeof(*md));
-	in->mods = md;
-	in->nops = nops;
-	in->ops = ops;
+	for (unsigned i = 0; i < nmods; i++)
+		md[i] = mods[i];
+	s->kind = PTX_STMT_INSN;
+	s->line = s->col = 0;
+	s->insn = (struct ptx_insn){guard, (unsigned char)(guard && guard_neg), opcode, nmods,
+				    nmods ? md : NULL, nops, nops ? ops : NULL};
+	ptx_chain_link(c, s);
 	return s;
 }
 
 void ptx_chain_append(struct ptx_chain *c, struct ptx_chain *more)
 {
 	c->failed |= more->failed;
+	c->n += more->n;
+	more->n = 0;
 	if (!more->head)
 		return;
 	more->head->prev = c->tail;

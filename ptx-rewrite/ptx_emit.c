@@ -325,7 +325,7 @@ static void emit_func(const struct ptx_func *fn, struct gx_buf *b)
 int ptx_module_emit(const struct ptx_module *m, struct gx_buf *b)
 {
 	/* identity output is about the input's size: one allocation up front */
-	reserve(b, m->src_len + m->src_len / 8 + 4096);
+	reserve(b, m->src_len + m->src_len / 8 + m->emit_hint + 4096);
 	for (const struct ptx_item *it = m->head; it; it = it->next) {
 		switch (it->kind) {
 		case PTX_ITEM_VERSION:

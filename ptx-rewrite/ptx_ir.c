@@ -12,17 +12,6 @@
 
 /* ------------------------------------------------------------------ arena */
 
-struct ptx_chunk {
-	struct ptx_chunk *next;
-	size_t used, cap;
-	_Alignas(16) char data[];
-};
-
-struct ptx_arena {
-	struct ptx_chunk *cur;
-	size_t next_cap;
-};
-
 struct ptx_arena *ptx_arena_new(size_t hint)
 {
 	struct ptx_arena *a = calloc(1, sizeof(*a));
@@ -32,13 +21,17 @@ struct ptx_arena *ptx_arena_new(size_t hint)
 	return a;
 }
 
-/* One spare chunk per thread: modules are parsed one after another (the shim
+/* Spare chunks per thread: modules are parsed one after another (the shim
  * loads many; the CLI and tests parse twice), and reusing the last module's
- * largest chunk saves its page faults, which otherwise cost as much as
- * parsing. Bounded: at most SPARE_MAX bytes kept per thread. */
-#define SPARE_MAX (32u << 20)
-static __thread struct ptx_chunk *spare;
-/* A thread that exits frees its spare (threads of an application that load
+ * chunks saves their page faults, which otherwise cost as much as parsing
+ * (and more than that for a rewrite that inserts many hook sites: its IR is
+ * several times the input's). Bounded: at most SPARE_MAX bytes in at most
+ * SPARE_N chunks kept per thread. */
+#define SPARE_MAX (64u << 20)
+#define SPARE_N 8
+static __thread struct ptx_chunk *spare[SPARE_N];
+static __thread size_t spare_bytes;
+/* A thread that exits frees its spares (threads of an application that load
  * modules come and go). */
 static pthread_key_t spare_key;
 static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
@@ -46,8 +39,11 @@ static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
 static void spare_exit(void *p)
 {
 	(void)p;
-	free(spare);
-	spare = NULL;
+	for (int i = 0; i < SPARE_N; i++) {
+		free(spare[i]);
+		spare[i] = NULL;
+	}
+	spare_bytes = 0;
 }
 
 static void spare_key_init(void)
@@ -58,12 +54,17 @@ static void spare_key_init(void)
 
 static struct ptx_chunk *chunk_get(size_t cap)
 {
-	struct ptx_chunk *c = spare;
-	if (c && c->cap >= cap) {
-		spare = NULL;
+	int best = -1;
+	for (int i = 0; i < SPARE_N; i++)
+		if (spare[i] && spare[i]->cap >= cap && (best < 0 || spare[i]->cap < spare[best]->cap))
+			best = i;
+	if (best >= 0) {
+		struct ptx_chunk *c = spare[best];
+		spare[best] = NULL;
+		spare_bytes -= c->cap;
 		return c; /* keeps its (larger) capacity */
 	}
-	c = malloc(sizeof(*c) + cap);
+	struct ptx_chunk *c = malloc(sizeof(*c) + cap);
 	if (c)
 		c->cap = cap;
 	return c;
@@ -71,17 +72,21 @@ static struct ptx_chunk *chunk_get(size_t cap)
 
 static void chunk_put(struct ptx_chunk *c)
 {
-	if (c->cap <= SPARE_MAX && (!spare || spare->cap < c->cap)) {
-		pthread_once(&spare_once, spare_key_init);
-		if (spare_key == (pthread_key_t)-1 || pthread_setspecific(spare_key, c)) {
-			free(c); /* no destructor: keep nothing */
-			return;
-		}
-		free(spare);
-		spare = c;
-	} else {
+	int slot = -1;
+	for (int i = 0; i < SPARE_N && slot < 0; i++)
+		if (!spare[i])
+			slot = i;
+	if (slot < 0 || spare_bytes + c->cap > SPARE_MAX) {
 		free(c);
+		return;
 	}
+	pthread_once(&spare_once, spare_key_init);
+	if (spare_key == (pthread_key_t)-1 || pthread_setspecific(spare_key, spare)) {
+		free(c); /* no destructor: keep nothing */
+		return;
+	}
+	spare[slot] = c;
+	spare_bytes += c->cap;
 }
 
 void ptx_arena_free(struct ptx_arena *a)
@@ -96,8 +101,9 @@ void ptx_arena_free(struct ptx_arena *a)
 }
 
 /* align: 8 for structures, 1 for strings (they need no alignment and are
- * the most numerous allocations). */
-static void *arena_alloc_al(struct ptx_arena *a, size_t size, size_t align)
+ * the most numerous allocations). The fast path is ptx_arena_alloc() in
+ * ptx_priv.h; this is its slow path (a new chunk). */
+void *ptx_arena_alloc_slow(struct ptx_arena *a, size_t size, size_t align)
 {
 	struct ptx_chunk *c = a->cur;
 	size_t off = c ? (c->used + align - 1) & ~(align - 1) : 0;
@@ -119,14 +125,14 @@ static void *arena_alloc_al(struct ptx_arena *a, size_t size, size_t align)
 	return c->data + off;
 }
 
-static void *arena_alloc(struct ptx_arena *a, size_t size)
+static void *arena_alloc_al(struct ptx_arena *a, size_t size, size_t align)
 {
-	return arena_alloc_al(a, size, 8);
+	return ptx_arena_alloc(a, size, align);
 }
 
-void *ptx_alloc_raw(struct ptx_module *m, size_t size)
+static void *arena_alloc(struct ptx_arena *a, size_t size)
 {
-	return arena_alloc(m->arena, size);
+	return ptx_arena_alloc(a, size, 8);
 }
 
 void *ptx_alloc(struct ptx_module *m, size_t size)
@@ -302,7 +308,23 @@ struct ptx_stmt *ptx_func_entry_point(struct ptx_func *fn)
 
 const char *ptx_fresh_name(struct ptx_module *m, const char *sigil, const char *what)
 {
-	return ptx_sprintf(m, "%s%s_%s%u", sigil, m->fresh_prefix, what, m->fresh_seq++);
+	/* "%s%s_%s%u" without printf: one per hook site */
+	char buf[128], num[12], *p = num + sizeof(num);
+	size_t ls = strlen(sigil), lp = strlen(m->fresh_prefix), lw = strlen(what);
+	if (ls + lp + lw + 1 + sizeof(num) > sizeof(buf))
+		return ptx_sprintf(m, "%s%s_%s%u", sigil, m->fresh_prefix, what, m->fresh_seq++);
+	unsigned v = m->fresh_seq++;
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	size_t ln = (size_t)(num + sizeof(num) - p), n = 0;
+	memcpy(buf, sigil, ls), n += ls;
+	memcpy(buf + n, m->fresh_prefix, lp), n += lp;
+	buf[n++] = '_';
+	memcpy(buf + n, what, lw), n += lw;
+	memcpy(buf + n, p, ln), n += ln;
+	return ptx_strndup(m, buf, n);
 }
 
 const char *ptx_new_reg(struct ptx_module *m, struct ptx_func *fn, const char *type)

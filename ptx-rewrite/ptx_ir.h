@@ -218,6 +218,7 @@ struct ptx_module {
 	const char *fresh_prefix;
 	unsigned fresh_seq;
 	size_t src_len;          /* bytes parsed (sizes the emitter's buffer) */
+	size_t emit_hint;        /* bytes passes expect to add (the same) */
 	char err[256];           /* last error: "line:col: message" */
 };
 
@@ -282,12 +283,14 @@ int ptx_insert_text_after(struct ptx_module *m, struct ptx_func *fn, struct ptx_
 struct ptx_chain {
 	struct ptx_stmt *head, *tail;
 	int failed;
+	unsigned n;	/* statements linked by ptx_chain_link (a size estimate) */
 };
 /* Append s (whose prev/next are not yet set) to c. */
 static inline void ptx_chain_link(struct ptx_chain *c, struct ptx_stmt *s)
 {
 	s->prev = c->tail;
 	s->next = NULL;
+	c->n++;
 	if (c->tail)
 		c->tail->next = s;
 	else
