@@ -216,9 +216,12 @@ static const struct ptx_site_regs *site_regs(struct ptx_passes *ps)
 	if (!r->oq || !r->om || !r->ol || !r->ot || !r->ox || !r->oa || !r->oc0 || !r->ocr ||
 	    !r->w)
 		return NULL;
-	for (unsigned i = 0; i < PTX_CTX_WORDS; i++)
-		if (!(r->ow[i] = ptx_opnd_id(m, ptx_sprintf(m, "%s%u", r->w, i))))
+	size_t wl = strlen(r->w);
+	for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
+		char num[4] = {(char)(i < 10 ? '0' + i : '0' + i / 10), (char)('0' + i % 10), 0};
+		if (!(r->ow[i] = ptx_opnd_id(m, ptx_concat(m, r->w, wl, num, i < 10 ? 1 : 2))))
 			return NULL;
+	}
 	ps->site_regs = r;
 	return r;
 }
