@@ -173,8 +173,9 @@ static void divergence_check(const char *ptx, size_t len, const char *func, cons
 #define ALL (GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT | GDEV_HOOK_MEM | GDEV_HOOK_FENCE)
 /* Rows: "stubs" are built-in handlers (GX_PTX_STUBS_*): elided (empty, the
  * default), call (election + call of an empty .func), probe (reads every
- * context field, inlined: context in registers), probe-call (the same called
- * with the context in per-thread .local memory). */
+ * context field, inlined: context in registers), probe-call (the same called,
+ * through its clone taking the words as parameters). "(top)": the entry site
+ * before the kernel's first statement (GX_PTX_ENTRY_TOP=1). */
 static const struct pass passes[] = {
 	{"orig", 0, 0, 0, 0, 0},
 	{"entry+exit", EE, 0, 0, GX_PTX_STUBS_ELIDE, 0},

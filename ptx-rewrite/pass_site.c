@@ -15,11 +15,13 @@
  *   <context words the handler reads, computed here and only here:
  *    special registers are read by the leader, after the election>
  *   <handler body inlined, context loads → those registers>       (inline)
+ *   | <the words as .param scalars; call F's word clone> (call, copyable F)
  *   | <the words stored to a per-thread .local struct gdev_ctx; call F> (call)
  *   END:
  *   }
  *
- * The context of a called handler lives in the thread's own .local copy:
+ * The context of a called handler is its call's parameters (words_clone) or,
+ * when its body cannot be copied, lives in the thread's own .local copy:
  * two divergent lane groups of one warp reaching hooks at different times
  * each have their own leader, so a per-warp slot could be overwritten by one
  * group while the other's handler still reads it; a per-thread copy cannot.
@@ -357,6 +359,73 @@ static int emit_words(struct ptx_module *m, struct ptx_chain *c, const struct pt
 	return c->failed ? -ENOMEM : 0;
 }
 
+/* A called handler that the inliner could copy (h->inlinable: too large for
+ * its hook, or a probe-call site) is called through a clone of it that takes
+ * the words it reads as `.param .b32` scalars: the body is the inliner's
+ * copy (context loads → moves from %<P>_w<i>, `ret` → the clone's end),
+ * the words come from ld.param at its start. Under the call ABI those are
+ * registers: no .local context, no store per word and no load back. The
+ * .local context it replaces cost the leader a store and a load per word
+ * of a struct that local memory interleaves across the warp's lanes (+9.9x
+ * on a 1M-block vadd with a probe reading every word, run 6). Made once per
+ * handler, right after it. NULL on error (m->err set or ENOMEM). */
+static const char *words_clone(struct ptx_passes *ps, struct ptx_handler *h,
+			       const struct ptx_site_regs *r, int *err)
+{
+	struct ptx_module *m = ps->m;
+	*err = 0;
+	if (h->wclone)
+		return h->wclone;
+	const char *name = ptx_fresh_name(m, "", "hw");
+	const char *end = ptx_fresh_name(m, "$", "Lw");
+	struct ptx_item *at = ptx_find_func(m, h->name);
+	struct gx_buf t = {0};
+	if (!name || !end || !at) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	gx_buf_printf(&t, ".func (.param .b32 %s_r) %s(", name, name);
+	for (unsigned i = 0, n = 0; i < PTX_CTX_WORDS; i++)
+		if (h->words & 1u << i)
+			gx_buf_printf(&t, "%s.param .b32 %s_w%u", n++ ? ", " : "", name, i);
+	gx_buf_printf(&t, ")\n{\n\t.reg .b32 %s<%u>;\n\t.reg .b32 %s;\n", r->w, PTX_CTX_WORDS, r->t);
+	for (unsigned i = 0; i < PTX_CTX_WORDS; i++)
+		if (h->words & 1u << i)
+			gx_buf_printf(&t, "\tld.param.b32 %s%u, [%s_w%u];\n", r->w, i, name, i);
+	gx_buf_printf(&t, "%s:\n\tst.param.b32 [%s_r], 0;\n\tret;\n}\n", end, name);
+	struct ptx_item *first = NULL, *last = NULL;
+	*err = t.failed ? -ENOMEM : ptx_parse_items(m, t.data, t.len, &first, &last);
+	gx_buf_free(&t);
+	if (*err)
+		return NULL;
+	struct ptx_item *it = first;
+	while (it && it->kind != PTX_ITEM_FUNC)
+		it = it->next;
+	struct ptx_stmt *lab = it ? it->func.head : NULL;
+	while (lab && !(lab->kind == PTX_STMT_LABEL && !strcmp(lab->text, end)))
+		lab = lab->next;
+	if (!lab) {
+		snprintf(m->err, sizeof(m->err), "internal error: clone of %s", h->name);
+		*err = -EINVAL;
+		return NULL;
+	}
+	ptx_item_insert_after(m, at, first, last);
+	if (ps->policy_last == at)
+		ps->policy_last = last;
+	struct ptx_chain decls = {0}, body = {0};
+	if ((*err = ptx_handler_inline(ps, &it->func, h, &decls, &body, r, end)))
+		return NULL;
+	ptx_chain_append(&decls, &body);
+	if (decls.failed) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	if (decls.head)
+		ptx_insert_before(&it->func, lab, decls.head, decls.tail);
+	h->wclone = name;
+	return name;
+}
+
 /* The words in `need` stored to the .local context at `ctx`. */
 static void store_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r,
 			unsigned need, const char *ctx)
@@ -409,6 +478,232 @@ int ptx_site_inlines(struct ptx_passes *ps, unsigned hook, const char *func)
 	return err ? err : inlines(h, hook, force_call);
 }
 
+/* ---- the uniform prefix of an inlined handler ----
+ *
+ * A handler that leaves early on a warp-uniform test (launchlate: "not block
+ * 0"; threadhist: "not warp 0") made every warp elect a leader, diverge
+ * (BSSY/BSYNC) and run the test on one lane. The tests at the head of the
+ * inlined body that read only warp-uniform values — the words below, the
+ * uniform special registers, constants and registers computed from those —
+ * are copied before the election as `@p bra.uni END`: a warp that does not
+ * qualify takes one uniform branch and never diverges. The body keeps its own
+ * copy of the tests (the leader re-evaluates them, same values). */
+#define PTX_UNI_WORDS                                                                     \
+	(0xfu | 0x7u << 6 | 1u << 11 | 0x3fu << 12 | 0x7u << 21 | 1u << 24 | 1u << 25 |  \
+	 1u << 27)
+#define PTX_UNI_MAX 64 /* instructions scanned */
+
+struct uni {
+	const char **regs;	/* registers holding warp-uniform values */
+	size_t n, cap;
+};
+
+static int uni_has(const struct uni *u, const char *name)
+{
+	for (size_t i = 0; i < u->n; i++)
+		if (!strcmp(u->regs[i], name))
+			return 1;
+	return 0;
+}
+
+static void uni_set(struct uni *u, const char *name, int on)
+{
+	for (size_t i = 0; i < u->n; i++)
+		if (!strcmp(u->regs[i], name)) {
+			if (!on)
+				u->regs[i] = u->regs[--u->n];
+			return;
+		}
+	if (!on)
+		return;
+	if (u->n == u->cap) {
+		size_t cap = u->cap ? 2 * u->cap : 32;
+		const char **n = realloc(u->regs, cap * sizeof(*n));
+		if (!n)
+			return; /* not recorded: only makes the prefix shorter */
+		u->regs = n;
+		u->cap = cap;
+	}
+	u->regs[u->n++] = name;
+}
+
+static int uni_sreg(const char *t)
+{
+	static const char *const sr[] = {"%ctaid.", "%nctaid.", "%ntid.", "%smid", "%nsmid",
+					 "%gridid", NULL};
+	for (unsigned i = 0; sr[i]; i++)
+		if (!strncmp(t, sr[i], strlen(sr[i])))
+			return 1;
+	return 0;
+}
+
+/* The statement after label `name` in chain c, or NULL. */
+static struct ptx_stmt *after_label(const struct ptx_chain *c, const char *name)
+{
+	for (struct ptx_stmt *s = c->head; s; s = s->next)
+		if (s->kind == PTX_STMT_LABEL && !strcmp(s->text, name))
+			return s->next;
+	return NULL;
+}
+
+/* Does label `t` lead straight to the site's end (dead moves of constants,
+ * then `bra END`)? The template turns the handler's `ret` into that. */
+static int exits_to(const struct ptx_chain *c, const char *t, const char *end)
+{
+	if (!strcmp(t, end))
+		return 1;
+	for (struct ptx_stmt *s = after_label(c, t); s; s = s->next) {
+		if (s->kind == PTX_STMT_LABEL)
+			continue;
+		if (s->kind != PTX_STMT_INSN || s->insn.guard)
+			return 0;
+		const struct ptx_insn *in = &s->insn;
+		if (!strcmp(in->opcode, "mov") && in->nops == 2 && in->ops[1] &&
+		    in->ops[1]->kind == PTX_OPND_INT)
+			continue;
+		return !strcmp(in->opcode, "bra") && in->nops == 1 && in->ops[0] &&
+		       in->ops[0]->kind == PTX_OPND_ID && !strcmp(in->ops[0]->text, end);
+	}
+	return 0;
+}
+
+static int pure_op(const char *op)
+{
+	static const char *const ops[] = {"mov", "add", "sub", "mul", "mad", "and", "or", "xor",
+					  "not", "shl", "shr", "setp", "selp", "cvt", "min", "max",
+					  "neg", "bfe", NULL};
+	for (unsigned i = 0; ops[i]; i++)
+		if (!strcmp(op, ops[i]))
+			return 1;
+	return 0;
+}
+
+/* Copy into `pre` the uniform tests at the head of the inlined body `hb`
+ * (see above); *words: the context words they read. Returns the number of
+ * early exits copied (0: nothing usable, pre left empty). */
+static int uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
+			  const struct ptx_chain *hb, const char *end, struct ptx_chain *pre,
+			  unsigned *words)
+{
+	struct uni u = {0};
+	struct ptx_chain c = {0};
+	unsigned w = 0;
+	int exits = 0, steps = 0;
+	for (unsigned i = 0; i < PTX_CTX_WORDS; i++)
+		if (PTX_UNI_WORDS & 1u << i)
+			uni_set(&u, r->ow[i]->text, 1);
+	struct ptx_stmt *s = hb->head;
+	while (s && steps++ < PTX_UNI_MAX) {
+		if (s->kind == PTX_STMT_LABEL) {
+			s = s->next;
+			continue;
+		}
+		if (s->kind != PTX_STMT_INSN)
+			break;
+		const struct ptx_insn *in = &s->insn;
+		if (!strcmp(in->opcode, "bra") && in->nops == 1 && in->ops[0] &&
+		    in->ops[0]->kind == PTX_OPND_ID) {
+			const char *t = in->ops[0]->text;
+			if (!in->guard) { /* forward jump: follow it */
+				struct ptx_stmt *n = after_label(hb, t), *x = s;
+				while (x && x != n)
+					x = x->next;
+				if (!n || !x)
+					break;
+				s = n;
+				continue;
+			}
+			if (!uni_has(&u, in->guard))
+				break;
+			if (exits_to(hb, t, end)) { /* @p bra EXIT */
+				ptx_chain_insn(m, &c, in->guard, in->guard_neg, "bra", PTX_MODS(".uni"),
+					       1, ptx_opnd_id(m, end));
+				exits++;
+				s = s->next;
+				continue;
+			}
+			/* @p bra GO; bra EXIT (LLVM's shape): @!p bra END, go on at GO */
+			const struct ptx_stmt *nx = s->next;
+			struct ptx_stmt *go = after_label(hb, t), *x = s;
+			while (x && x != go)
+				x = x->next;
+			if (!nx || nx->kind != PTX_STMT_INSN || nx->insn.guard ||
+			    strcmp(nx->insn.opcode, "bra") || nx->insn.nops != 1 || !nx->insn.ops[0] ||
+			    nx->insn.ops[0]->kind != PTX_OPND_ID ||
+			    !exits_to(hb, nx->insn.ops[0]->text, end) || !go || !x)
+				break;
+			ptx_chain_insn(m, &c, in->guard, !in->guard_neg, "bra", PTX_MODS(".uni"), 1,
+				       ptx_opnd_id(m, end));
+			exits++;
+			s = go;
+			continue;
+		}
+		if (in->guard || !pure_op(in->opcode) || !in->nops || !in->ops[0] ||
+		    in->ops[0]->kind != PTX_OPND_ID)
+			break;
+		int ok = 1;
+		unsigned used = 0;
+		for (unsigned i = 1; ok && i < in->nops; i++) {
+			const struct ptx_opnd *o = in->ops[i];
+			if (!o || (o->kind != PTX_OPND_ID && o->kind != PTX_OPND_INT &&
+				   o->kind != PTX_OPND_FLOAT)) {
+				ok = -1;
+				break;
+			}
+			if (o->kind != PTX_OPND_ID)
+				continue;
+			ok = uni_has(&u, o->text) || uni_sreg(o->text);
+			for (unsigned k = 0; ok && k < PTX_CTX_WORDS; k++)
+				if (!strcmp(o->text, r->ow[k]->text))
+					used |= 1u << k;
+		}
+		if (ok < 0)
+			break;
+		/* a value the prefix cannot compute uniformly: not copied, and
+		 * whatever reads it is not uniform either */
+		uni_set(&u, in->ops[0]->text, ok);
+		if (!ok) {
+			s = s->next;
+			continue;
+		}
+		w |= used;
+		struct ptx_stmt *d = ptx_alloc(m, sizeof(*d));
+		struct ptx_opnd **ops = ptx_alloc(m, in->nops * sizeof(*ops));
+		if (!d || !ops) {
+			c.failed = 1;
+			break;
+		}
+		d->kind = PTX_STMT_INSN;
+		d->insn = *in;
+		for (unsigned i = 0; i < in->nops; i++) {
+			ops[i] = in->ops[i];
+			/* own operand objects: %ctaid/%nctaid reads are rewritten in
+			 * place by the persistent transform */
+			if (ops[i]->kind == PTX_OPND_ID && !(ops[i] = ptx_opnd_id(m, in->ops[i]->text)))
+				c.failed = 1;
+		}
+		d->insn.ops = ops;
+		ptx_chain_link(&c, d);
+		s = s->next;
+	}
+	free(u.regs);
+	if (!exits || c.failed) {
+		*words = 0;
+		return c.failed ? -ENOMEM : 0;
+	}
+	/* drop what follows the last exit (computed for later tests only) */
+	struct ptx_stmt *last = c.tail;
+	while (last && strcmp(last->insn.opcode, "bra"))
+		last = last->prev;
+	if (last) {
+		last->next = NULL;
+		c.tail = last;
+	}
+	*words = w;
+	ptx_chain_append(pre, &c);
+	return exits;
+}
+
 int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt *pos,
 		    unsigned hook, const char *func, unsigned long long kid,
 		    const struct ptx_chain *addr, unsigned info, const char *guard, int guard_neg)
@@ -453,10 +748,12 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 		if (!inl && !force_call && !h->logged) {
 			h->logged = 1;
 			ptx_pass_log(ps->ctx, "hooks: handler %s is called, not inlined (%s); "
-				     "context words stored: %s", func,
+				     "context words %s", func,
 				     !h->inlinable ? (h->why ? h->why : "?")
 						   : "too large for this hook",
-				     h->words == PTX_CTX_ALL_WORDS ? "all" : "those it reads");
+				     h->inlinable ? "passed as parameters"
+				     : h->words == PTX_CTX_ALL_WORDS ? "stored: all"
+								     : "stored: those it reads");
 		}
 	}
 	const char *end = ptx_fresh_name(m, "$", "Lh");
@@ -483,6 +780,28 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	struct ptx_opnd *oend = ptx_opnd_id(m, end);
 	if (guard)
 		ptx_chain_insn(m, &bd, guard, !guard_neg, "bra", 0, NULL, 1, oend);
+	/* An inlined entry/exit handler: its body first (into hb), so that its
+	 * uniform early exits can go before the election (uniform_prefix). */
+	struct ptx_chain hb = {0};
+	unsigned pre_words = 0;
+	int err = 0, hb_done = 0;
+	if (inl && (hook & (GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT))) {
+		err = ptx_handler_inline(ps, fn, h, &hd, &hb, r, end);
+		hb_done = 1;
+		struct ptx_chain pre = {0};
+		int nx = err ? 0 : uniform_prefix(m, r, &hb, end, &pre, &pre_words);
+		if (nx < 0)
+			err = nx;
+		if (nx > 0) {
+			if (pre_words & 1u << 25)
+				pre_words |= 0x1fu << 18;
+			if (pre_words & 1u << 27)
+				pre_words |= 0x1fu << 12;
+			if (!err)
+				err = emit_words(m, &bd, r, pre_words, kid, info, hook, NULL);
+			ptx_chain_append(&bd, &pre);
+		}
+	}
 	INSN(&bd, "activemask", PTX_MODS(".b32"), r->om);
 	if (can_elect(m)) {
 		INSN(&bd, "elect", PTX_MODS(".sync"), ptx_opnd_pipe(m, r->ol, r->oq), r->om);
@@ -493,12 +812,40 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 		INSN(&bd, "setp", PTX_MODS(".eq", ".u32"), r->oq, r->ot, r->ol);
 	}
 	ptx_chain_insn(m, &bd, r->q, 1, "bra", 0, NULL, 1, oend);
-	int err = emit_words(m, &bd, r, need, kid, info, hook, need & 0x30u ? addr : NULL);
+	if (!err)
+		err = emit_words(m, &bd, r, need & ~pre_words, kid, info, hook,
+				 need & 0x30u ? addr : NULL);
+	/* called with the words as parameters (words_clone) */
+	const char *wclone = NULL;
+	if (!err && !inl && !stub && need && h->inlinable)
+		wclone = words_clone(ps, h, r, &err);
 	if (err)
 		;
+	else if (hb_done)
+		ptx_chain_append(&bd, &hb);
 	else if (inl)
 		err = ptx_handler_inline(ps, fn, h, &hd, &bd, r, end);
-	else if (stub || !need)
+	else if (wclone) {
+		struct ptx_opnd *args[PTX_CTX_WORDS];
+		unsigned n = 0;
+		for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
+			if (!(need & 1u << i))
+				continue;
+			const char *pn = ptx_sprintf(m, "%s_cw%u", P, i);
+			if (!pn || !(args[n] = ptx_opnd_id(m, pn))) {
+				err = -ENOMEM;
+				break;
+			}
+			ptx_chain_decl(m, &hd, PTX_SPACE_PARAM, ".b32", pn);
+			INSN(&bd, "st", PTX_MODS(".param", ".b32"), ptx_opnd_addr(m, args[n], 0),
+			     r->ow[i]);
+			n++;
+		}
+		if (!err)
+			ptx_chain_insn(m, &bd, NULL, 0, "call", 0, NULL, 3,
+				       ptx_opnd_list(m, 1, &r->ocr), ptx_opnd_id(m, wclone),
+				       ptx_opnd_list(m, n, args));
+	} else if (stub || !need)
 		INSN(&bd, "mov", PTX_MODS(".u64"), r->ox, ptx_opnd_int(m, 0));
 	else {
 		const char *ctx = fn_local(ps, fn, NULL, NULL);
@@ -510,7 +857,7 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 			INSN(&bd, "cvta", PTX_MODS(".local", ".u64"), r->ox, r->ox);
 		}
 	}
-	if (!inl && !err) {
+	if (!inl && !wclone && !err) {
 		INSN(&bd, "st", PTX_MODS(".param", ".b64"), ptx_opnd_addr(m, r->oc0, 0), r->ox);
 		ptx_chain_insn(m, &bd, NULL, 0, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &r->ocr),
 			       ptx_opnd_id(m, func), ptx_opnd_list(m, 1, &r->oc0));

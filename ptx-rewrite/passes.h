@@ -58,6 +58,9 @@ struct ptx_handler {
 	/* The body prepared for inlining (pass_inline.c), made on the first
 	 * inlined site and cloned at every other one; NULL until then. */
 	const struct ptx_inl_tmpl *tmpl;
+	/* A called handler's clone taking the words it reads as .param .b32
+	 * scalars (pass_site.c), made on its first called site; NULL until then. */
+	const char *wclone;
 	const struct ptx_an *an;	/* its analysis (pass_inline.c), when inlinable */
 };
 

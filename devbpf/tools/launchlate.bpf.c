@@ -23,13 +23,15 @@ struct {
 SEC("gdev/probe/*")
 int launchlate(struct gdev_ctx *ctx)
 {
-	/* Cheapest test first: the block index words are %ctaid reads the
-	 * rewriter puts in uniform registers (S2UR) at an inlined site, one OR and
+	/* Cheapest test first: the block index words are %ctaid reads, one OR and
 	 * one compare; every warp of every other block leaves after it. The warp
-	 * test (%tid/%ntid arithmetic) then runs in block 0 only. */
+	 * test (%tid/%ntid arithmetic) then runs in block 0 only. Both read
+	 * context words the rewriter knows to be warp-uniform, so at an inlined
+	 * site they run before the leader election as uniform branches: a warp
+	 * that does not qualify never diverges (pass_site.c: uniform_prefix). */
 	if ((ctx->ctaid_x | ctx->ctaid_y | ctx->ctaid_z) != 0)
 		return GDEV_DEFAULT;
-	if (gdev_warpid() != 0)
+	if (ctx->warpid != 0)
 		return GDEV_DEFAULT;
 	/* Built as 8-byte words (the layout of struct gx_ll_rec): the ring
 	 * helper reads them from registers, no stack frame is left. */

@@ -10,7 +10,8 @@
  * many short blocks pays one counter update per block instead of one per
  * warp: with every warp updating, a stencil of 262 144 blocks of 8 warps ran
  * 4.9x slower on the H200, each block waiting on its warps' memory round
- * trips.
+ * trips. The other warps' test is one uniform branch before the rewriter's
+ * leader election (docs/devbpf-perf.md).
  *
  * Counters live in a per-warp-slot sharded array (shard = %smid x 64 +
  * hardware warp slot): a warp slot runs one warp at a time, so warp 0
@@ -36,8 +37,11 @@ struct {
 SEC("gdev/probe/*")
 int threadhist(struct gdev_ctx *ctx)
 {
-	(void)ctx;
-	if (gdev_warpid() != 0)
+	/* ctx->warpid (warp index in the block), not gdev_warpid(): the same
+	 * value, but a context word the rewriter knows to be warp-uniform, so
+	 * this test runs before the leader election as a uniform branch and
+	 * warps 1.. leave without diverging (pass_site.c: uniform_prefix). */
+	if (ctx->warpid != 0)
 		return GDEV_DEFAULT;
 	__u32 key = 0;
 	struct gx_th_val *v = bpf_map_lookup_elem(&th_counts, &key);

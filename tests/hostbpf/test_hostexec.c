@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <linux/btf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -666,7 +667,7 @@ static void refused_with(const char *path, const char *name, const char *expect)
 	char line[1024], want[600];
 	struct gx_hx *hx = mk(&r, 4, NULL, NULL);
 	int err = load_captured(hx, path, line, sizeof(line));
-	snprintf(want, sizeof(want), "refused: program ");
+	snprintf(want, sizeof(want), "refused: ");
 	const char *at = strstr(line, want);
 	GX_CHECK(err == -EINVAL && at && strstr(at, expect) && !*gx_hx__mem_policy(hx),
 		 "unsafe: %s refused with one line naming '%s' (got %d: %s)", name, expect, err, line);
@@ -677,6 +678,67 @@ static void refused_with(const char *path, const char *name, const char *expect)
 	gx_hx__stats(hx, &st);
 	GX_CHECK(n == 0 && st.calls == 0 && r.n == 0, "unsafe: %s: events go on without a policy", name);
 	gx_hx__free(hx);
+}
+
+/* A copy of policy's object whose BTF says struct `sname` is 8 bytes
+ * larger (as if built against another gpu_ext.h). 0 or -1. */
+static int patch_btf_struct(const char *src, const char *dst, const char *sname)
+{
+	size_t len;
+	char *buf = NULL;
+	FILE *f = fopen(src, "rb");
+	if (!f)
+		return -1;
+	fseek(f, 0, SEEK_END);
+	len = (size_t)ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc(len);
+	if (!buf || fread(buf, 1, len, f) != len) {
+		fclose(f);
+		free(buf);
+		return -1;
+	}
+	fclose(f);
+	int ok = -1;
+	elf_version(EV_CURRENT);
+	Elf *e = elf_memory(buf, len);
+	size_t strndx;
+	Elf_Scn *scn = NULL;
+	while (e && !elf_getshdrstrndx(e, &strndx) && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *n;
+		if (!gelf_getshdr(scn, &sh) || !(n = elf_strptr(e, strndx, sh.sh_name)) || strcmp(n, ".BTF"))
+			continue;
+		struct btf_header *h = (struct btf_header *)(buf + sh.sh_offset);
+		uint8_t *types = (uint8_t *)h + h->hdr_len + h->type_off;
+		const char *strs = (const char *)h + h->hdr_len + h->str_off;
+		for (uint32_t p = 0; p + sizeof(struct btf_type) <= h->type_len;) {
+			struct btf_type *t = (struct btf_type *)(types + p);
+			uint32_t kind = BTF_INFO_KIND(t->info), vlen = BTF_INFO_VLEN(t->info);
+			if (kind == BTF_KIND_STRUCT && !strcmp(strs + t->name_off, sname)) {
+				t->size += 8;
+				ok = 0;
+				break;
+			}
+			size_t x = kind == BTF_KIND_INT ? 4 : kind == BTF_KIND_ARRAY ? sizeof(struct btf_array)
+				 : kind == BTF_KIND_STRUCT || kind == BTF_KIND_UNION ? vlen * sizeof(struct btf_member)
+				 : kind == BTF_KIND_ENUM ? vlen * sizeof(struct btf_enum)
+				 : kind == BTF_KIND_FUNC_PROTO ? vlen * sizeof(struct btf_param)
+				 : kind == BTF_KIND_VAR ? sizeof(struct btf_var)
+				 : kind == BTF_KIND_DATASEC ? vlen * sizeof(struct btf_var_secinfo)
+				 : kind == BTF_KIND_DECL_TAG ? 4 : kind == 19 ? vlen * 12 : 0;
+			p += sizeof(*t) + x;
+		}
+	}
+	if (e)
+		elf_end(e);
+	f = ok ? NULL : fopen(dst, "wb");
+	if (f) {
+		ok = fwrite(buf, 1, len, f) == len ? 0 : -1;
+		fclose(f);
+	}
+	free(buf);
+	return ok;
 }
 
 static void test_unsafe_corpus(void)
@@ -705,6 +767,17 @@ static void test_unsafe_corpus(void)
 	refused_with(path, "hx_unsafe", "write into struct gpu_region (handler arguments are read-only)");
 	snprintf(path, sizeof(path), "%s/hx_loop.bpf.o", dir);
 	refused_with(path, "hx_loop", "infinite loop detected");
+	/* the member's signature in the object's BTF must match what the
+	 * executor passes (an object built against another gpu_ext.h) */
+	char src[700], tmpf[] = "/tmp/hx_btf.XXXXXX";
+	int fd = mkstemp(tmpf);
+	snprintf(src, sizeof(src), "%s/gx_seq.bpf.o", dir);
+	GX_CHECK(fd >= 0 && patch_btf_struct(src, tmpf, "gpu_fault") == 0, "unsafe: gx_seq copy with a larger gpu_fault");
+	if (fd >= 0)
+		close(fd);
+	refused_with(tmpf, "gx_seq with another gpu_fault",
+		     "struct gpu_mem_ops: member gpu_prefetch argument 2 is not struct gpu_fault * of 32 bytes");
+	unlink(tmpf);
 }
 
 int main(int argc, char **argv)

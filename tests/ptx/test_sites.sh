@@ -80,10 +80,17 @@ if rw probe --hooks all --stubs probe; then
 	no_shared_ctx probe
 fi
 if rw probe-call --hooks all --stubs probe-call; then
-	check "probe-call: the context is the thread's own .local" \
-		grep -q '^	\.local \.align 16 \.b8 __gx_lctx\[128\];' "$W/probe-call.ptx"
-	check "probe-call: every word it reads stored (words 0-28: 7 x v4 + 1 per site)" \
-		test "$(count 'st.local.v4.u32' "$W/probe-call.ptx")" = "$((7 * $(count 'call.*__gx_probe' "$W/probe-call.ptx")))"
+	# called through a clone taking the words it reads as parameters: no
+	# .local context (words 0-28: 29 parameters, 29 st.param per site)
+	nsites=$(count 'call.*__gx_hw[0-9]*,' "$W/probe-call.ptx")
+	check "probe-call: called through its word-parameter clone at every site ($nsites)" \
+		test "$nsites" -gt 0 -a "$(count 'call.*__gx_probe,' "$W/probe-call.ptx")" = 0
+	check "probe-call: no .local context" test "$(count '__gx_lctx' "$W/probe-call.ptx")" = 0
+	check "probe-call: one clone, 29 word parameters read" \
+		test "$(count '^\.func .* __gx_hw' "$W/probe-call.ptx")" = 1 -a \
+		"$(count 'ld.param.b32	%__gx_w' "$W/probe-call.ptx")" = 29
+	check "probe-call: every word it reads passed (29 per site)" \
+		test "$(count 'st.param.b32	\[__gx_cw' "$W/probe-call.ptx")" = "$((29 * nsites))"
 	no_shared_ctx probe-call
 fi
 rw edge-probe --app tests/ptx/golden-passes/edge.ptx --hooks all --stubs probe &&
@@ -102,6 +109,18 @@ if rw ctx --policy-ptx $S/ctx_policy.ptx --bind entry:gx_bench_ctx --bind exit:g
 fi
 if GX_PTX_ENTRY_TOP=1 rw ctx-top --policy-ptx $S/ctx_policy.ptx --bind entry:gx_bench_ctx; then
 	check "ctx policy, GX_PTX_ENTRY_TOP=1: entry site first" test -z "$(entry_prefix ctx-top)"
+fi
+# Early exits on warp-uniform words run before the election as uniform
+# branches; a test of the leader's own thread index does not.
+if rw uni --policy-ptx $S/uniform_policy.ptx --bind entry:gx_uni --bind exit:gx_uni; then
+	check "uniform tests: both early exits of each site before its election (2 sites x 2)" \
+		test "$(awk '/bra.uni\t\$__gx_Lh/{n++} /elect.sync/{print n; n=0}' "$W/uni.ptx" | tr '\n' ' ')" = "2 2 "
+	check "uniform tests: no ctaid/warpid test after an election is lost (body keeps its own)" \
+		test "$(count 'setp.ne.s32	%__gx_h_p2, %__gx_w25, 0' "$W/uni.ptx")" = 4
+fi
+if rw lane --policy-ptx $S/uniform_policy.ptx --bind entry:gx_lane; then
+	check "lane-varying test (tid_x): stays after the election" \
+		test "$(count 'bra.uni	\$__gx_Lh' "$W/lane.ptx")" = 0
 fi
 # A policy passing the context to a helper: called, every word in .local.
 if rw escape --policy-ptx $S/escape_policy.ptx --bind mem:gx_div; then
