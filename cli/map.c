@@ -158,13 +158,16 @@ static void dump_map(struct gx_map *m, int all)
 	}
 	if (m->l.type == GX_MAP_RINGBUF) {
 		const struct gx_ring *r = gx_map__ring(m);
+		/* drops: what the last drain summed, or the producers' shards if
+		 * they counted more since (a ring nobody drained lately) */
+		uint64_t drops = gx_ring__drops(r) > r->drops ? gx_ring__drops(r) : r->drops;
 		if (gx_json)
 			printf("],\"ring\":{\"size\":%" PRIu64 ",\"head\":%" PRIu64 ",\"tail\":%" PRIu64
 			       ",\"drops\":%" PRIu64 "}}\n",
-			       (uint64_t)r->size, (uint64_t)r->head, (uint64_t)r->tail, (uint64_t)r->drops);
+			       (uint64_t)r->size, (uint64_t)r->head, (uint64_t)r->tail, drops);
 		else
 			printf("  ring size %" PRIu64 " head %" PRIu64 " tail %" PRIu64 " drops %" PRIu64 "\n",
-			       (uint64_t)r->size, (uint64_t)r->head, (uint64_t)r->tail, (uint64_t)r->drops);
+			       (uint64_t)r->size, (uint64_t)r->head, (uint64_t)r->tail, drops);
 		return;
 	}
 	unsigned char key[512];

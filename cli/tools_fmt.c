@@ -195,6 +195,10 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 	} else {
 		printf("kernelretsnoop: %zu launches, %zu block records, %llu dropped, %llu unattributed\n\n", nl,
 		       td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed);
+		if (td->drops)
+			printf("note: %llu block records were dropped (counted, not lost silently): the ring\n"
+			       "was full between two drains; launches missing them show fewer BLOCKS.\n\n",
+			       (unsigned long long)td->drops);
 		if (multi)
 			printf("%3s ", "GPU");
 		printf("%-32s %6s %15s %5s %12s %11s\n", "KERNEL", "LAUNCH", "BLOCKS", "SMS", "SPREAD(us)", "BLK/SM");

@@ -80,8 +80,9 @@ struct gx_devrt_map {
  *    reserved byte range is never left without a header). A record never
  *    wraps: a reservation that would cross the end becomes PAD records
  *    (its piece at the end and its piece at the start) and is retried.
- *  - drops: refused records are counted in drop_sh[smid % 16] (sharded: no
- *    single hot counter when a full ring refuses millions of records); the
+ *  - drops: refused records are counted in drop_sh[smid % 256], one counter
+ *    per SM (a full ring refuses up to ~10^9 records/s: one shared counter,
+ *    or a few in one L2 line, would serialise them in one L2 slice); the
  *    consumer sums them into `drops`.
  *  - full hint: a producer that finds the ring full sets its SM's
  *    full_until[smid % 256] to now + GX_RING_FULL_NS (%globaltimer); until
@@ -100,7 +101,7 @@ struct gx_devrt_map {
  *    mirror; zero the consumed bytes on the device, then write the new tail
  *    (same stream, in that order), so a producer's reservation always starts
  *    on a zero header. */
-#define GX_RING_DROP_SHARDS 16
+#define GX_RING_DROP_SHARDS 256 /* drop counters, one per SM (smid % 256) */
 #define GX_RING_HINTS 256     /* full hints, one per SM (smid % 256) */
 #define GX_RING_FULL_NS 5000u /* how long a full ring is not looked at again */
 #define GX_RING_F_SYS 1u      /* host memory the CPU reads while kernels run */
@@ -113,6 +114,8 @@ struct gx_ring {
 	gdev_u32 pad0;
 	gdev_u64 pad[3];
 	gdev_u64 drop_sh[GX_RING_DROP_SHARDS]; /* producers: records refused, by SM */
+	/* separate lines from drop_sh: an SM's reductions there must not evict
+	 * the hint line its producers read from L1 */
 	gdev_u64 full_until[GX_RING_HINTS];    /* producers: ring seen full, refuse until (ns) */
 	/* data follows (64-byte aligned header) */
 };

@@ -119,3 +119,13 @@ $(MAPS_ASAN): tests/devbpf/test_maps.c $(MAPS_SRCS) $(COMMON_SRCS) $(wildcard de
 		$(MAPS_SRCS) $(COMMON_SRCS) -lpthread
 TEST_BINS += $(MAPS_ASAN)
 TESTS     += $(MAPS_ASAN)
+# The ring protocol under ASan + UBSan too (consumers' copies, wrap, PADs).
+RING_ASAN := $(BUILD)/tests/test_ring_asan
+$(RING_ASAN): tests/devbpf/test_ring.c $(MAPS_SRCS) $(COMMON_SRCS) $(wildcard devbpf/*.h devbpf/helpers/*.h)
+	$(call msg,ASAN,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -std=gnu11 -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+		-fno-omit-frame-pointer -D_GNU_SOURCE -I. -Icommon -o $@ tests/devbpf/test_ring.c \
+		$(MAPS_SRCS) $(COMMON_SRCS) -lpthread
+TEST_BINS += $(RING_ASAN)
+TESTS     += $(RING_ASAN)

@@ -60,7 +60,13 @@ $(HB_DEVPF): tests/hostbpf/devprefetch.bpf.c devbpf/gdev_helpers.h devbpf/gdev_c
 	$(Q)$(CLANG) -target bpf -O2 -g -Wall -Werror -I. -c $< -o $@
 LIBS_ALL += $(HB_DEVPF)
 GPU_PREP_POLICIES += $(HB_DEVPF)
-gpu-prep: $(HB_DEVPF)
+gpu-prep: $(HB_DEVPF) gpu-jitlibs
+
+# The libraries of the native back end the GPU machine lacks, packed for the
+# native check of tests/gpu/hostpolicy.sh (scripts/pack-jit-libs.sh).
+.PHONY: gpu-jitlibs
+gpu-jitlibs: $(BUILD)/lib/libgxjit.so
+	$(Q)GX_JITLIB=$(BUILD)/lib/libgxjit.so scripts/pack-jit-libs.sh $(BUILD)/share/jitlibs
 
 # CPU cost of the executor per event, interpreter vs native (bench/hostexec_cost.c).
 BENCH_HX := $(BUILD)/bench/hostexec_cost

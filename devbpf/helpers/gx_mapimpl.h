@@ -332,9 +332,11 @@ static inline long gx_map_delete(const struct gx_devrt_map *m, const void *key)
 #define GX_RING_TRIES 8
 
 #ifdef __NVPTX__
+/* head/tail loads at system scope: a host-mapped ring's tail is written by
+ * the CPU (on device memory they cost the same: both are served by L2) */
 static inline void gx_ring_snap(const struct gx_ring *r, gx_u64 *head, gx_u64 *tail)
 {
-	__asm__ volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
+	__asm__ volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];"
 			 : "=l"(*head), "=l"(*tail)
 			 : "l"(r)
 			 : "memory");
@@ -342,7 +344,7 @@ static inline void gx_ring_snap(const struct gx_ring *r, gx_u64 *head, gx_u64 *t
 static inline gx_u64 gx_ring_load_tail(const struct gx_ring *r)
 {
 	gx_u64 t;
-	__asm__ volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(t) : "l"(&r->tail) : "memory");
+	__asm__ volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(t) : "l"(&r->tail) : "memory");
 	return t;
 }
 static inline gx_u64 gx_ring_fadd(struct gx_ring *r, gx_u64 len)

@@ -84,6 +84,28 @@ if [[ ",$SKIP," != *,advise,* ]] && [ -x "$W/uvm" ]; then
 		{ [ "$mode" = native ] || { [ "$mode" = interpreted ] && [ "$nl" = 1 ]; }; } &&
 		ok "native by default: policy $mode, same checksum, $nl fallback line ($(grep -m1 -o 'native code unavailable.*' "$L/native.err" | cut -c1-80))" ||
 		nok "native by default: mode '${mode:-?}', $nl fallback lines, checksum ${c1:-none} (see $L/native.err)"
+	# The native back end itself on the GPU: with the libraries `make
+	# gpu-prep` packed (build/share/jitlibs), the same run must attach the
+	# policies as native code and give the same checksum.
+	JL=$B/share/jitlibs
+	if ls "$JL"/*.xz >/dev/null 2>&1; then
+		mkdir -p "$W/jitlibs"
+		for f in "$JL"/*.xz; do xz -dc "$f" >"$W/jitlibs/$(basename "${f%.xz}")"; done
+		miss=$(LD_LIBRARY_PATH="$W/jitlibs" ldd "$B/lib/libgxjit.so" 2>&1 | grep 'not found' | awk '{print $1}' | tr '\n' ' ')
+		if [ -n "$miss" ]; then
+			nok "native on the GPU machine: libgxjit.so still lacks $miss (packed: $(ls "$W/jitlibs" | tr '\n' ' '))"
+		else
+			timeout 120 env LD_LIBRARY_PATH="$B/lib:$W/jitlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" GPUEXT_LOG=info \
+				GPUEXT_POLICY="$B/hostbpf/gx_seq.bpf.o:$B/hostbpf/gx_prio.bpf.o" "$W/uvm" --only pipeline --reps 1 \
+				>"$L/native-llvm.out" 2>"$L/native-llvm.err"
+			c2=$(sum_of native-llvm pipeline)
+			mode=$(sed -n "s/.*attached memory policy 'seq' (\([a-z]*\)).*/\1/p" "$L/native-llvm.err" | head -1)
+			[ "$mode" = native ] && [ -n "$c2" ] && [ "$c2" = "$(sum_of evict.base pipeline)" ] &&
+				! grep -q 'native code unavailable' "$L/native-llvm.err" &&
+				ok "native on the GPU machine (libLLVM-19 unpacked): policies attached as native code, same checksum ($c2)" ||
+				nok "native on the GPU machine: mode '${mode:-?}', checksum ${c2:-none} (see $L/native-llvm.err)"
+		fi
+	fi
 	ne=$(grep -vc '^#' "$L/h200-pipeline.ev" 2>/dev/null)
 	[ "${ne:-0}" -gt 0 ] && ok "record: $ne executor events of the pipeline recorded ($(grep -c '^touch' "$L/h200-pipeline.ev") touches, $(grep -c '^qcreate' "$L/h200-pipeline.ev") queues) in $L/h200-pipeline.ev" ||
 		nok "record: no events recorded in $L/h200-pipeline.ev"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# pack-jit-libs.sh OUTDIR — the shared libraries libgxjit.so needs beyond
+# what the GPU machine has (libLLVM-19, libbpf 1.x, libz3, libedit; see
+# docs/gpu-machine.md), xz-compressed so they fit the device tool's carry
+# limit. tests/gpu/hostpolicy.sh unpacks them to prove the native back end of
+# the host-policy executor on the H200. Only for that test machine: users
+# install libllvm19/libbpf1 from their distribution.
+set -euo pipefail
+out=$1
+mkdir -p "$out"
+jit=${GX_JITLIB:-build/lib/libgxjit.so}
+for need in $(readelf -d "$jit" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p'); do
+	case $need in libc.so.*|ld-linux*|libelf.so.*|libm.so.*|libstdc++*|libgcc_s*) continue ;; esac
+	src=$(ldconfig -p | awk -v n="$need" '$1 == n && /x86-64/ { print $NF; exit }')
+	[ -n "$src" ] || src=$(ls /usr/lib/llvm-19/lib/"$need" 2>/dev/null || true)
+	[ -n "$src" ] || { echo "pack-jit-libs: $need not found" >&2; exit 1; }
+	libs="${libs:-} $src"
+	# libLLVM's own uncommon dependencies
+	if [ "${need#libLLVM}" != "$need" ]; then
+		for d in libz3.so.4 libedit.so.2; do
+			libs="$libs $(ldconfig -p | awk -v n="$d" '$1 == n && /x86-64/ { print $NF; exit }')"
+		done
+	fi
+done
+for src in $libs; do
+	name=$(basename "$src")
+	[ "$name" = libLLVM-19.so.1 ] && name=libLLVM.so.19.1
+	dst=$out/$name.xz
+	[ -f "$dst" ] && [ "$dst" -nt "$(readlink -f "$src")" ] && continue
+	xz -9 -T1 -c "$(readlink -f "$src")" >"$dst.tmp" && mv "$dst.tmp" "$dst"
+	echo "  XZ      $dst"
+done
