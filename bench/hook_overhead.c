@@ -90,13 +90,19 @@ static CUdeviceptr dalloc(size_t bytes)
 }
 
 /* Divergence check: a memory-hook handler that passes the context to a
- * helper (so it is called, with the context in memory, not inlined) and one
- * that reads it directly (inlined, context in registers). Each checks that
+ * helper (so it is called, with the context in memory, not inlined), one
+ * that reads it directly (inlined, context in registers) and the same padded
+ * past the inlining limit (called with the words as parameters). Each checks that
  * the context is its own lane group's: the leader lane reading it is the
  * leader_lane it names, before and after a sleep that lets the warp's other
  * group run (and, with a per-warp context slot, overwrite it), and that lane
  * is in active_mask. The counters are the policy's globals, renamed by the
  * link pass to __gx_p_NAME (the module has no __gx names). */
+#define DIV_PAD1 "\tadd.u32 %r6, %r6, 1;\n"
+#define DIV_PAD                                                                           \
+	DIV_PAD1 DIV_PAD1 DIV_PAD1 DIV_PAD1 DIV_PAD1 DIV_PAD1 DIV_PAD1 DIV_PAD1 DIV_PAD1 \
+		DIV_PAD1 DIV_PAD1 DIV_PAD1 DIV_PAD1 DIV_PAD1 DIV_PAD1 DIV_PAD1 DIV_PAD1 \
+			DIV_PAD1 DIV_PAD1 DIV_PAD1
 static const char div_policy_ptx[] =
 	".version 7.0\n.target sm_70\n.address_size 64\n"
 	".visible .global .align 4 .u32 gx_div_bad;\n"
@@ -117,6 +123,17 @@ static const char div_policy_ptx[] =
 	"\t.reg .b64 %rd<2>;\n\t.reg .b32 %r<6>;\n\t.reg .pred %p<2>;\n"
 	"\tld.param.b64 %rd1, [ctx];\n\tmov.u32 %r1, %laneid;\n\tld.u32 %r2, [%rd1+104];\n"
 	"\tnanosleep.u32 2000;\n\tld.u32 %r4, [%rd1+36];\n"
+	"\tsetp.ne.u32 %p1, %r2, %r1;\n"
+	"\tshr.b32 %r5, %r4, %r1;\n\tand.b32 %r5, %r5, 1;\n\tsetp.eq.or.u32 %p1, %r5, 0, %p1;\n"
+	"\tred.global.add.u32 [gx_div_calls], 1;\n\t@%p1 red.global.add.u32 [gx_div_bad], 1;\n"
+	"\tmov.b32 %r1, 0;\n\tst.param.b32 [r], %r1;\n\tret;\n}\n"
+	/* gx_div_inl padded past the mem hooks' inlining limit (160): called
+	 * through its clone taking the context words as parameters */
+	".visible .func (.param .b32 r) gx_div_big(.param .b64 ctx)\n{\n"
+	"\t.reg .b64 %rd<2>;\n\t.reg .b32 %r<7>;\n\t.reg .pred %p<2>;\n"
+	"\tld.param.b64 %rd1, [ctx];\n\tmov.u32 %r1, %laneid;\n\tld.u32 %r2, [%rd1+104];\n"
+	"\tnanosleep.u32 2000;\n\tld.u32 %r4, [%rd1+36];\n\tmov.u32 %r6, 0;\n"
+	DIV_PAD DIV_PAD DIV_PAD DIV_PAD DIV_PAD DIV_PAD DIV_PAD DIV_PAD DIV_PAD
 	"\tsetp.ne.u32 %p1, %r2, %r1;\n"
 	"\tshr.b32 %r5, %r4, %r1;\n\tand.b32 %r5, %r5, 1;\n\tsetp.eq.or.u32 %p1, %r5, 0, %p1;\n"
 	"\tred.global.add.u32 [gx_div_calls], 1;\n\t@%p1 red.global.add.u32 [gx_div_bad], 1;\n"
@@ -389,6 +406,7 @@ int main(int argc, char **argv)
 	}
 	divergence_check(ptx, ptx_len, "gx_div", "called handler (context in .local)");
 	divergence_check(ptx, ptx_len, "gx_div_inl", "inlined handler (context in registers)");
+	divergence_check(ptx, ptx_len, "gx_div_big", "called handler (words as parameters)");
 	for (size_t k = 0; k < nk; k++)
 		free(ref[k]);
 	free(ptx);
