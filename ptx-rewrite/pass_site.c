@@ -219,9 +219,15 @@ static const struct ptx_site_regs *site_regs(struct ptx_passes *ps)
 	    !r->w)
 		return NULL;
 	size_t wl = strlen(r->w);
+	const char *cw = ptx_sprintf(m, "%s_cw", P);
+	if (!cw)
+		return NULL;
 	for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
 		char num[4] = {(char)(i < 10 ? '0' + i : '0' + i / 10), (char)('0' + i % 10), 0};
-		if (!(r->ow[i] = ptx_opnd_id(m, ptx_concat(m, r->w, wl, num, i < 10 ? 1 : 2))))
+		size_t nl = i < 10 ? 1 : 2;
+		if (!(r->ow[i] = ptx_opnd_id(m, ptx_concat(m, r->w, wl, num, nl))) ||
+		    !(r->cw[i] = ptx_concat(m, cw, strlen(cw), num, nl)) ||
+		    !(r->ocw[i] = ptx_opnd_id(m, r->cw[i])))
 			return NULL;
 	}
 	ps->site_regs = r;
@@ -831,11 +837,8 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 		for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
 			if (!(need & 1u << i))
 				continue;
-			const char *pn = ptx_sprintf(m, "%s_cw%u", P, i);
-			if (!pn || !(args[n] = ptx_opnd_id(m, pn))) {
-				err = -ENOMEM;
-				break;
-			}
+			const char *pn = r->cw[i]; /* names made once per module */
+			args[n] = r->ocw[i];
 			ptx_chain_decl(m, &hd, PTX_SPACE_PARAM, ".b32", pn);
 			INSN(&bd, "st", PTX_MODS(".param", ".b32"), ptx_opnd_addr(m, args[n], 0),
 			     r->ow[i]);

@@ -23,7 +23,6 @@ check "rewrite syntax error" "$G ptx rewrite $W/bad.ptx -o $W/x.ptx 2>&1 | grep 
 check "rewrite --hooks validates names" "$G ptx rewrite --hooks entry,frob $IN 2>&1 | grep -q \"unknown hook 'frob'\""
 check "rewrite --bind validates" "$G ptx rewrite --policy-ptx $IN --bind entry $IN 2>&1 | grep -q 'bind wants HOOK:FUNC'"
 check "rewrite --bind needs --policy-ptx" "$G ptx rewrite --bind entry:f $IN 2>&1 | grep -q 'go together'"
-check "rewrite --policy not yet" "$G ptx rewrite --policy x.bpf.o $IN 2>&1 | grep -q 'not supported yet'"
 check "rewrite --max-ptx validates" "$G ptx rewrite --max-ptx 9 $IN 2>&1 | grep -q 'max-ptx wants X.Y'"
 check "rewrite --hooks all --json" "$G --json ptx rewrite --hooks all --stubs call $IN -o $W/all.ptx | grep -q '\"kernels\":1,\"hooks\":[1-9]'"
 check "rewrite --hooks all (empty handlers elided)" "$G --json ptx rewrite --hooks all $IN -o $W/alle.ptx | grep -q '\"kernels\":1,\"hooks\":0'"
