@@ -228,8 +228,82 @@ struct kern {
 	int zero_out; /* output accumulates: clear before each run */
 };
 
+/* `--regs KERNELS.ptx POLICY.ptx HOOK:FUNC [BLOCK]`: no timing, the
+ * registers, local bytes and resident blocks per SM (at BLOCK threads, 256
+ * by default) of every kernel of KERNELS.ptx as the driver JIT makes them,
+ * original and with POLICY's FUNC bound to HOOK (entry|exit|mem) — whether a
+ * tool's handler costs a kernel occupancy. Without a device runtime block
+ * the instrumented kernels are not run. */
+static int regs_mode(int argc, char **argv)
+{
+	if (argc < 5)
+		return 2;
+	const char *hk = argv[4], *fn = strchr(hk, ':');
+	int bs = argc > 5 ? atoi(argv[5]) : 256;
+	unsigned hook = !fn                     ? 0
+			: !strncmp(hk, "entry:", 6) ? GDEV_HOOK_ENTRY
+			: !strncmp(hk, "exit:", 5)  ? GDEV_HOOK_EXIT
+			: !strncmp(hk, "mem:", 4)   ? GDEV_HOOK_MEM
+						    : 0;
+	char *ptx, *pol;
+	size_t ptx_len, pol_len;
+	if (!hook || bs <= 0 || gx_read_file(argv[2], &ptx, &ptx_len, 0) ||
+	    gx_read_file(argv[3], &pol, &pol_len, 0)) {
+		printf("not ok - hook_overhead --regs: bad arguments or unreadable files\n");
+		return 1;
+	}
+	struct gx_hook_binding b = {hook, NULL, fn + 1};
+	struct gx_ptx_rewrite_opts o = {.sz = sizeof(o), .hooks = hook, .policy_ptx = pol,
+					.policy_len = pol_len, .bindings = &b, .nr_bindings = 1};
+	struct gx_ptx_rewrite_result res;
+	if (gx_ptx_rewrite(ptx, ptx_len, &o, &res)) {
+		printf("not ok - hook_overhead --regs %s: rewrite: %s\n", argv[3], res.err);
+		return 1;
+	}
+	CUdevice dev;
+	CUcontext ctx;
+	CK(cuInit(0));
+	CK(cuDeviceGet(&dev, 0));
+	CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+	CK(cuCtxSetCurrent(ctx));
+	CUmodule mod[2];
+	const char *text[2] = {ptx, res.ptx};
+	for (int v = 0; v < 2; v++)
+		if (cuModuleLoadData(&mod[v], text[v]) != CUDA_SUCCESS) {
+			printf("not ok - hook_overhead --regs %s: %s module not loaded\n", argv[3],
+			       v ? "instrumented" : "original");
+			return 1;
+		}
+	/* kernel names: the .entry lines of the original */
+	for (const char *e = strstr(ptx, ".entry "); e; e = strstr(e + 7, ".entry ")) {
+		char name[256];
+		size_t n = strcspn(e + 7, "( \t\n");
+		if (!n || n >= sizeof(name))
+			continue;
+		memcpy(name, e + 7, n);
+		name[n] = 0;
+		int rg[2], lm[2], oc[2];
+		for (int v = 0; v < 2; v++) {
+			CUfunction f;
+			CK(cuModuleGetFunction(&f, mod[v], name));
+			CK(cuFuncGetAttribute(&rg[v], CU_FUNC_ATTRIBUTE_NUM_REGS, f));
+			CK(cuFuncGetAttribute(&lm[v], CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f));
+			CK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&oc[v], f, bs, 0));
+		}
+		printf("| %s | %s | %d -> %d | %d -> %d | %d -> %d |\n", argv[3], name, rg[0], rg[1],
+		       lm[0], lm[1], oc[0], oc[1]);
+		printf("%s - hook_overhead --regs %s %s: resident blocks per SM at %d threads kept "
+		       "(%d -> %d, %d -> %d registers)\n",
+		       oc[1] >= oc[0] ? "ok" : "not ok", argv[3], name, bs, oc[0], oc[1], rg[0], rg[1]);
+	}
+	gx_ptx_rewrite_result_free(&res);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "--regs"))
+		return regs_mode(argc, argv);
 	if (argc < 2) {
 		fprintf(stderr, "usage: %s KERNELS.ptx [REPEATS]\n", argv[0]);
 		return 2;
