@@ -385,36 +385,61 @@ static const char *words_clone(struct ptx_passes *ps, struct ptx_handler *h,
 	const char *name = ptx_fresh_name(m, "", "hw");
 	const char *end = ptx_fresh_name(m, "$", "Lw");
 	struct ptx_item *at = ptx_find_func(m, h->name);
-	struct gx_buf t = {0};
 	if (!name || !end || !at) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	gx_buf_printf(&t, ".func (.param .b32 %s_r) %s(", name, name);
-	for (unsigned i = 0, n = 0; i < PTX_CTX_WORDS; i++)
-		if (h->words & 1u << i)
-			gx_buf_printf(&t, "%s.param .b32 %s_w%u", n++ ? ", " : "", name, i);
-	gx_buf_printf(&t, ")\n{\n\t.reg .b32 %s<%u>;\n\t.reg .b32 %s;\n", r->w, PTX_CTX_WORDS, r->t);
-	for (unsigned i = 0; i < PTX_CTX_WORDS; i++)
-		if (h->words & 1u << i)
-			gx_buf_printf(&t, "\tld.param.b32 %s%u, [%s_w%u];\n", r->w, i, name, i);
-	gx_buf_printf(&t, "%s:\n\tst.param.b32 [%s_r], 0;\n\tret;\n}\n", end, name);
-	struct ptx_item *first = NULL, *last = NULL;
-	*err = t.failed ? -ENOMEM : ptx_parse_items(m, t.data, t.len, &first, &last);
-	gx_buf_free(&t);
-	if (*err)
-		return NULL;
-	struct ptx_item *it = first;
-	while (it && it->kind != PTX_ITEM_FUNC)
-		it = it->next;
-	struct ptx_stmt *lab = it ? it->func.head : NULL;
-	while (lab && !(lab->kind == PTX_STMT_LABEL && !strcmp(lab->text, end)))
-		lab = lab->next;
-	if (!lab) {
-		snprintf(m->err, sizeof(m->err), "internal error: clone of %s", h->name);
-		*err = -EINVAL;
+	/* .func (.param .b32 N_r) N(.param .b32 N_w<i>, ...)
+	 * { .reg .b32 %<P>_w<30>; .reg .b32 %<P>_t; ld.param.b32 %<P>_w<i>, [N_w<i>]; ...
+	 *   END: st.param.b32 [N_r], 0; ret; }  -- built as IR, the body goes before END */
+	unsigned nw = (unsigned)__builtin_popcount(h->words);
+	struct ptx_item *it = ptx_alloc(m, sizeof(*it));
+	struct ptx_decl *pd = ptx_alloc(m, (nw + 1) * sizeof(*pd));
+	const char *rname = ptx_sprintf(m, "%s_r", name);
+	if (!it || !pd || !rname) {
+		*err = -ENOMEM;
 		return NULL;
 	}
+	it->kind = PTX_ITEM_FUNC;
+	struct ptx_func *f = &it->func;
+	f->has_rets = f->has_params = f->has_body = 1;
+	f->name = name;
+	f->nrets = 1;
+	f->rets = pd;
+	f->nparams = nw;
+	f->params = pd + 1;
+	pd[0] = (struct ptx_decl){.space = PTX_SPACE_PARAM, .space_str = ".param", .type = ".b32",
+				  .name = rname};
+	struct ptx_chain c = {0};
+	struct ptx_stmt *wd = ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", r->w);
+	if (wd)
+		wd->decl.range = PTX_CTX_WORDS;
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", r->t);
+	for (unsigned i = 0, n = 1; i < PTX_CTX_WORDS; i++) {
+		if (!(h->words & 1u << i))
+			continue;
+		const char *pn = ptx_sprintf(m, "%s_w%u", name, i);
+		if (!pn) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		pd[n++] = (struct ptx_decl){.space = PTX_SPACE_PARAM, .space_str = ".param",
+					    .type = ".b32", .name = pn};
+		INSN(&c, "ld", PTX_MODS(".param", ".b32"), r->ow[i],
+		     ptx_opnd_addr(m, ptx_opnd_id(m, pn), 0));
+	}
+	ptx_chain_label(m, &c, end);
+	struct ptx_stmt *lab = c.tail;
+	INSN(&c, "st", PTX_MODS(".param", ".b32"), ptx_opnd_addr(m, ptx_opnd_id(m, rname), 0),
+	     ptx_opnd_int(m, 0));
+	ptx_chain_insn(m, &c, NULL, 0, "ret", 0, NULL, 0);
+	if (c.failed) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	f->head = c.head;
+	f->tail = c.tail;
+	struct ptx_item *first = it, *last = it;
 	ptx_item_insert_after(m, at, first, last);
 	if (ps->policy_last == at)
 		ps->policy_last = last;

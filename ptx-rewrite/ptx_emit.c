@@ -166,7 +166,8 @@ static void emit_linkage(unsigned l, struct gx_buf *b)
 /* Without the trailing ';'. */
 static void emit_decl(const struct ptx_decl *d, struct gx_buf *b)
 {
-	emit_linkage(d->linkage, b);
+	if (d->linkage)
+		emit_linkage(d->linkage, b);
 	putstr(b, d->space_str);
 	if (d->attr) {
 		putc_(b, ' ');
