@@ -16,6 +16,18 @@ $(BENCH_HOOK): $(call objs,bench/hook_overhead.c) $(BUILD)/lib/libgxptx.a $(BUIL
 
 BINS_ALL += $(BENCH_HOOK) $(BENCH_HOOK_PTX)
 
+# For `hook_overhead --regs` on the GPU (tests/gpu/passes.sh), which has no
+# LLVM: tool_bench's kernels as PTX and the tools' handlers JIT'd to PTX here.
+BENCH_TB_PTX := $(BUILD)/bench/tool_bench.ptx
+$(BENCH_TB_PTX): bench/tool_bench.cu
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(NVCC) -arch=sm_90 -ptx $< -o $@
+$(BUILD)/bench/tool_%.ptx: $(BUILD)/share/gpuext/tools/%.bpf.o | $(BUILD)/bin/gpuext
+	$(call msg,JIT,$@)
+	$(Q)$(BUILD)/bin/gpuext bpf jit --target ptx $< -o $@ >$@.log 2>&1 || { cat $@.log; exit 1; }
+BINS_ALL += $(BENCH_TB_PTX) $(BUILD)/bench/tool_launchlate.ptx $(BUILD)/bench/tool_threadhist.ptx
+
 # launch_ab: the shim's added launch cost inside one process (real vs shim
 # entry points, same CUfunction, alternating rounds); run by
 # bench/launch_overhead.sh on the GPU and by tests/shim/run.sh on the fake

@@ -5,8 +5,8 @@
  * and the median run (process CPU time: the machine is shared) is reported
  * for each stage (-s N: only stage N, for profiling): parse only, parse+emit, gx_ptx_rewrite()
  * identity, entry/exit hooks, all hooks, all hooks + persistent workers (those with the
- * default elided stubs), all hooks with stubs called and with the probe handler inlined
- * (a site at every hook, as with a policy). A
+ * default elided stubs), all hooks with stubs called, with the probe handler inlined and
+ * with it called (a site at every hook, as with a policy). A
  * stage whose rewrite fails on a module counts that module's time and says
  * how many failed (the shim would load the original). */
 #include <stdio.h>
@@ -37,11 +37,12 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-enum stage { S_PARSE, S_EMIT, S_IDENT, S_EE, S_ALL, S_ALLP, S_ALLC, S_ALLPR, S_N };
+enum stage { S_PARSE, S_EMIT, S_IDENT, S_EE, S_ALL, S_ALLP, S_ALLC, S_ALLPR, S_ALLPC, S_N };
 static const char *stage_name[S_N] = {
 	"parse", "parse+emit", "rewrite (identity)", "rewrite --hooks entry,exit",
 	"rewrite --hooks all", "rewrite --hooks all --persistent",
 	"rewrite --hooks all --stubs call", "rewrite --hooks all --stubs probe",
+	"rewrite --hooks all --stubs probe-call",
 };
 
 static unsigned run_stage(enum stage s, struct input *in, size_t n)
@@ -68,7 +69,7 @@ static unsigned run_stage(enum stage s, struct input *in, size_t n)
 		struct gx_ptx_rewrite_opts o = {.sz = sizeof(o)};
 		if (s == S_EE)
 			o.hooks = GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT;
-		if (s == S_ALL || s == S_ALLP || s == S_ALLC || s == S_ALLPR)
+		if (s == S_ALL || s == S_ALLP || s == S_ALLC || s == S_ALLPR || s == S_ALLPC)
 			o.hooks = GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT | GDEV_HOOK_MEM | GDEV_HOOK_FENCE;
 		/* Default stubs are elided (no code at the sites): call and probe
 		 * put a site at every hook, as a policy does. */
@@ -76,6 +77,8 @@ static unsigned run_stage(enum stage s, struct input *in, size_t n)
 			o.stubs = GX_PTX_STUBS_CALL;
 		if (s == S_ALLPR)
 			o.stubs = GX_PTX_STUBS_PROBE;
+		if (s == S_ALLPC)
+			o.stubs = GX_PTX_STUBS_PROBE_CALL;
 		o.persistent = s == S_ALLP;
 		struct gx_ptx_rewrite_result r;
 		if (gx_ptx_rewrite(in[i].buf, in[i].len, &o, &r))

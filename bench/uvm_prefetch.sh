@@ -82,7 +82,8 @@ for m in $modes; do
 	[ $rc -eq 0 ] && [ "$(grep -c '^RESULT' "$L/uvm.$m.out")" = 5 ] && ok "uvm_prefetch mode $m ran" ||
 		nok "uvm_prefetch mode $m: rc $rc (see $L/uvm.$m.err)"
 	case $m in default|hand|hand-stream|shim) ;; *)
-		grep -q "attached memory policy" "$L/uvm.$m.err" && ok "uvm_prefetch mode $m: policy attached" ||
+		how=$(sed -n "s/.*attached memory policy '[a-z_]*' (\([a-z]*\)).*/\1/p" "$L/uvm.$m.err" | sort -u | tr '\n' ' ')
+		grep -q "attached memory policy" "$L/uvm.$m.err" && ok "uvm_prefetch mode $m: policy attached (${how% })" ||
 			nok "uvm_prefetch mode $m: policy not attached (see $L/uvm.$m.err)" ;;
 	esac
 done

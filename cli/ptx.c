@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/gx_cli.h"
+#include "devbpf/tools/gx_pcache.h"
 #include "gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
 #include "ptx-rewrite/ptx_ir.h"
@@ -164,6 +165,8 @@ static void rewrite_usage(FILE *f)
 		   "         IN.ptx [-o OUT.ptx]\n"
 		   "Rewrite IN.ptx with the requested device hooks (no-op handlers unless a policy\n"
 		   "is given) and/or the persistent-worker transform; write OUT.ptx (stdout: -).\n"
+		   "--policy JITs a BPF object's device programs (libgxjit.so) for IN.ptx's target\n"
+		   "and binds them as their sections say (gdev/entry/GLOB ...).\n"
 		   "--policy-ptx links .funcs of an already compiled policy; each --bind names the\n"
 		   "function a hook calls (HOOK: entry, exit, mem or fence).\n"
 		   "--persistent=copy keeps each transformed kernel and adds the persistent\n"
@@ -235,6 +238,82 @@ static void report_err(const char *path, const char *err)
 		p_err("%s:%s", path, err);
 	else
 		p_err("%s: %s", path, err[0] ? err : "rewrite failed");
+}
+
+/* The sm_N of the first `.target` of PTX text (90 if none). */
+static unsigned text_target_sm(const char *buf, size_t len)
+{
+	const char *end = buf + len;
+	for (const char *p = buf; p && p < end; p = memchr(p, '\n', (size_t)(end - p))) {
+		while (p < end && (*p == '\n' || *p == ' ' || *p == '\t'))
+			p++;
+		if ((size_t)(end - p) > 11 && !strncmp(p, ".target", 7)) {
+			const char *q = p + 7;
+			while (q < end && (*q == ' ' || *q == '\t'))
+				q++;
+			if (end - q > 3 && !strncmp(q, "sm_", 3)) {
+				unsigned v = (unsigned)strtoul(q + 3, NULL, 10);
+				return v ? v : 90;
+			}
+			return 90;
+		}
+	}
+	return 90;
+}
+
+/* `--policy FILE.bpf.o`: JIT it for the input's target; its PTX and bindings
+ * into opts (pointing into *d and *binds, freed by the caller). 0 or 1. */
+static int load_policy(const char *path, const char *app, size_t app_len,
+		       struct gx_ptx_rewrite_opts *opts, struct gx_policy_desc *d,
+		       struct gx_hook_binding **binds)
+{
+	char *obj = NULL, err[512], tag[GX_POL_NAME_MAX];
+	size_t olen = 0;
+	int ret = gx_read_file(path, &obj, &olen, 64u << 20);
+	if (ret) {
+		p_err("%s: cannot read: %s", path, strerror(-ret));
+		return 1;
+	}
+	const char *b = strrchr(path, '/');
+	snprintf(tag, sizeof(tag), "%.63s", b ? b + 1 : path);
+	char *dot = strstr(tag, ".bpf.o");
+	if (dot)
+		*dot = 0;
+	ret = gx_jitlib_build_lazy(obj, olen, tag, text_target_sm(app, app_len), d, err,
+				   sizeof(err));
+	free(obj);
+	if (ret) {
+		p_err("%s: %s", path, err);
+		return 1;
+	}
+	struct gx_hook_binding *bd = calloc(d->nr_progs + 1, sizeof(*bd));
+	if (!bd) {
+		gx_pdesc_free(d);
+		p_err("out of memory");
+		return 1;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < d->nr_progs; i++) {
+		const struct gx_pol_prog *pg = &d->progs[i];
+		if (!(pg->hook & (GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT | GDEV_HOOK_MEM |
+				  GDEV_HOOK_FENCE | GDEV_HOOK_SCHED_ENTER | GDEV_HOOK_SCHED_EXIT |
+				  GDEV_HOOK_SCHED_STEAL)))
+			continue; /* not a device hook */
+		bd[n++] = (struct gx_hook_binding){pg->hook, pg->glob[0] ? pg->glob : NULL, pg->func};
+		opts->hooks |= pg->hook;
+	}
+	if (!n) {
+		free(bd);
+		gx_pdesc_free(d);
+		p_err("%s: no device program bound to a hook", path);
+		return 1;
+	}
+	opts->policy_ptx = d->ptx;
+	opts->policy_len = d->ptx_len;
+	opts->bindings = bd;
+	opts->nr_bindings = n;
+	*binds = bd;
+	return 0;
 }
 
 static int do_rewrite(int argc, char **argv)
@@ -320,11 +399,11 @@ static int do_rewrite(int argc, char **argv)
 		rewrite_usage(stderr);
 		return 2;
 	}
-	if (policy) {
-		p_err("--policy: loading policy objects is not supported yet");
-		return 1;
+	if (policy && (policy_ptx || nbinds)) {
+		p_err("--policy takes its bindings from the object: not with --policy-ptx/--bind");
+		return 2;
 	}
-	if (!policy_ptx != !nbinds) {
+	if (!policy && !policy_ptx != !nbinds) {
 		p_err("--policy-ptx and --bind go together");
 		return 2;
 	}
@@ -345,10 +424,21 @@ static int do_rewrite(int argc, char **argv)
 		free(pol);
 		return 1;
 	}
+	/* --policy: JIT the object's device programs (libgxjit.so, as the shim
+	 * does) for the input's target and bind them as their sections say */
+	struct gx_policy_desc d = {0};
+	struct gx_hook_binding *pbinds = NULL;
+	if (policy && load_policy(policy, buf, len, &opts, &d, &pbinds)) {
+		free(buf);
+		return 1;
+	}
 	struct gx_ptx_rewrite_result res;
 	int err = gx_ptx_rewrite(buf, len, &opts, &res);
 	free(buf);
 	free(pol);
+	free(pbinds);
+	if (policy)
+		gx_pdesc_free(&d);
 	if (err) {
 		report_err(path, res.err);
 		gx_ptx_rewrite_result_free(&res);

@@ -136,7 +136,7 @@ static const char *ctx_param_load(struct ptx_an *a, const struct ptx_insn *in)
  * a context register: sets *dst, *delta. */
 static int ctx_copy(struct ptx_an *a, const struct ptx_insn *in, const char **dst, long long *delta)
 {
-	if (in->guard || !is_64(in) || in->nmods != 1 || !is_id(in->ops[0]))
+	if (in->guard || !in->nops || !is_64(in) || in->nmods != 1 || !is_id(in->ops[0]))
 		return 0;
 	struct ctxreg *s;
 	if (!strcmp(in->opcode, "mov") && in->nops == 2 && is_id(in->ops[1]) &&

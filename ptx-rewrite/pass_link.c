@@ -304,8 +304,8 @@ static int place_policy(struct ptx_passes *ps, struct ptx_item *pol, struct ptx_
 			continue;
 		}
 		if (it->kind == PTX_ITEM_FUNC) {
-			if (it->func.has_body)
-				err = proto_before_def(m, &e, it);
+			/* defined or only declared after code: declared before */
+			err = proto_before_def(m, &e, it);
 			continue;
 		}
 		/* A global declared after code: moved to just before the first

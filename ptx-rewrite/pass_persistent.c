@@ -487,6 +487,9 @@ static int scan_opnd(struct ptx_opnd *o, void *arg)
 		}
 		return 0;
 	}
+	/* every name below is a special register: %c..., %n..., %e..., %i... */
+	if (!t || t[0] != '%' || (t[1] != 'c' && t[1] != 'n' && t[1] != 'e' && t[1] != 'i'))
+		return 0;
 	for (size_t i = 0; i < GX_ARRAY_SIZE(cluster_sregs); i++)
 		if (!strncmp(t, cluster_sregs[i], strlen(cluster_sregs[i]))) {
 			snprintf(sc->buf, sizeof(sc->buf), "uses clusters (%s)", t);

@@ -46,40 +46,60 @@
 
 /* The built-in probe: reads all of struct gdev_ctx with the load shapes
  * LLVM emits (64-bit, vector, 32-bit into a 64-bit register) and stores
- * their hash only if it equals a constant, so ptxas keeps every read. */
-static const char probe_fmt[] =
-	".global .align 4 .u32 %s_probe_sink;\n"
-	".func (.param .b32 %s_probe_r) %s_probe(.param .b64 %s_probe_c)\n{\n"
-	"\t.reg .pred %%p<2>;\n\t.reg .b32 %%r<32>;\n\t.reg .b64 %%rd<8>;\n"
-	"\tld.param.u64 %%rd1, [%s_probe_c];\n"
-	"\tld.u64 %%rd2, [%%rd1];\n\tld.u64 %%rd3, [%%rd1+8];\n\tld.u64 %%rd4, [%%rd1+16];\n"
-	"\tld.v2.u32 {%%r1, %%r2}, [%%rd1+24];\n"
-	"\tld.v4.u32 {%%r3, %%r4, %%r5, %%r6}, [%%rd1+32];\n"
-	"\tld.v4.u32 {%%r7, %%r8, %%r9, %%r10}, [%%rd1+48];\n"
-	"\tld.v4.u32 {%%r11, %%r12, %%r13, %%r14}, [%%rd1+64];\n"
-	"\tld.v4.u32 {%%r15, %%r16, %%r17, %%r18}, [%%rd1+80];\n"
-	"\tld.v4.u32 {%%r19, %%r20, %%r21, %%r22}, [%%rd1+96];\n"
-	"\tld.u32 %%rd5, [%%rd1+112];\n"
-	"\txor.b64 %%rd2, %%rd2, %%rd3;\n\txor.b64 %%rd2, %%rd2, %%rd4;\n"
-	"\txor.b64 %%rd2, %%rd2, %%rd5;\n\tcvt.u32.u64 %%r23, %%rd2;\n"
-	"\tshr.u64 %%rd2, %%rd2, 32;\n\tcvt.u32.u64 %%r24, %%rd2;\n"
-	"\txor.b32 %%r23, %%r23, %%r24;\n"
-	"\txor.b32 %%r23, %%r23, %%r1;\n\txor.b32 %%r23, %%r23, %%r2;\n"
-	"\txor.b32 %%r23, %%r23, %%r3;\n\txor.b32 %%r23, %%r23, %%r4;\n"
-	"\txor.b32 %%r23, %%r23, %%r5;\n\txor.b32 %%r23, %%r23, %%r6;\n"
-	"\txor.b32 %%r23, %%r23, %%r7;\n\txor.b32 %%r23, %%r23, %%r8;\n"
-	"\txor.b32 %%r23, %%r23, %%r9;\n\txor.b32 %%r23, %%r23, %%r10;\n"
-	"\txor.b32 %%r23, %%r23, %%r11;\n\txor.b32 %%r23, %%r23, %%r12;\n"
-	"\txor.b32 %%r23, %%r23, %%r13;\n\txor.b32 %%r23, %%r23, %%r14;\n"
-	"\txor.b32 %%r23, %%r23, %%r15;\n\txor.b32 %%r23, %%r23, %%r16;\n"
-	"\txor.b32 %%r23, %%r23, %%r17;\n\txor.b32 %%r23, %%r23, %%r18;\n"
-	"\txor.b32 %%r23, %%r23, %%r19;\n\txor.b32 %%r23, %%r23, %%r20;\n"
-	"\txor.b32 %%r23, %%r23, %%r21;\n\txor.b32 %%r23, %%r23, %%r22;\n"
-	"\tsetp.ne.u32 %%p1, %%r23, 1641009; /* never in practice: keeps the reads */\n"
-	"\t@%%p1 bra $%s_probe_done;\n"
-	"\tst.global.u32 [%s_probe_sink], %%r23;\n"
-	"$%s_probe_done:\n"
-	"\tmov.b32 %%r25, 0;\n\tst.param.b32 [%s_probe_r], %%r25;\n\tret;\n}\n";
+ * their hash only if it equals a constant, so ptxas keeps every read:
+ *
+ *   .global .align 4 .u32 P_probe_sink;
+ *   .func (.param .b32 P_probe_r) P_probe(.param .b64 P_probe_c)
+ *   {
+ *   	.reg .pred %p<2>; .reg .b32 %r<32>; .reg .b64 %rd<8>;
+ *   	ld.param.u64 %rd1, [P_probe_c];
+ *   	ld.u64 %rd2, [%rd1]; ld.u64 %rd3, [%rd1+8]; ld.u64 %rd4, [%rd1+16];
+ *   	ld.v2.u32 {%r1, %r2}, [%rd1+24];
+ *   	ld.v4.u32 {%r3, %r4, %r5, %r6}, [%rd1+32];   ... {%r19, ..., %r22}, [%rd1+96];
+ *   	ld.u32 %rd5, [%rd1+112];
+ *   	xor.b64 %rd2, %rd2, %rd3; xor.b64 %rd2, %rd2, %rd4; xor.b64 %rd2, %rd2, %rd5;
+ *   	cvt.u32.u64 %r23, %rd2; shr.u64 %rd2, %rd2, 32; cvt.u32.u64 %r24, %rd2;
+ *   	xor.b32 %r23, %r23, %r24; xor.b32 %r23, %r23, %r1; ... %r22;
+ *   	setp.ne.u32 %p1, %r23, 1641009;	// never in practice: keeps the reads
+ *   	@%p1 bra $P_probe_done;
+ *   	st.global.u32 [P_probe_sink], %r23;
+ *   $P_probe_done:
+ *   	mov.b32 %r25, 0; st.param.b32 [P_probe_r], %r25; ret;
+ *   }
+ *
+ * Built as IR (it is added to every module the bench and tests rewrite with
+ * it, and parsing its text cost as much as a tenth of such a rewrite). */
+#define INSN(c, opcode, mods, ...)                                                         \
+	ptx_chain_insn(m, c, NULL, 0, opcode, mods,                                        \
+		       (unsigned)(sizeof((struct ptx_opnd *[]){__VA_ARGS__}) /             \
+				  sizeof(struct ptx_opnd *)),                              \
+		       __VA_ARGS__)
+
+static const char *const probe_r[] = {
+	"%r0",	"%r1",	"%r2",	"%r3",	"%r4",	"%r5",	"%r6",	"%r7",	"%r8",
+	"%r9",	"%r10", "%r11", "%r12", "%r13", "%r14", "%r15", "%r16", "%r17",
+	"%r18", "%r19", "%r20", "%r21", "%r22", "%r23", "%r24", "%r25",
+};
+static const char *const probe_rd[] = {"%rd0", "%rd1", "%rd2", "%rd3", "%rd4", "%rd5"};
+
+static struct ptx_item *probe_item(struct ptx_module *m, enum ptx_item_kind kind)
+{
+	struct ptx_item *it = ptx_alloc(m, sizeof(*it));
+	if (it)
+		it->kind = kind;
+	return it;
+}
+
+static void probe_param(struct ptx_decl *d, const char *type, const char *name)
+{
+	d->space = PTX_SPACE_PARAM;
+	d->space_str = ".param";
+	d->type = type;
+	d->name = name;
+}
+
+#define ID(n) ptx_opnd_id(m, n)
+#define AT(b, off) ptx_opnd_addr(m, ID(b), off)
 
 static const char *probe_name(struct ptx_passes *ps)
 {
@@ -88,19 +108,75 @@ static const char *probe_name(struct ptx_passes *ps)
 	if (ps->probe_added)
 		return ps->probe_added;
 	const char *name = ptx_sprintf(m, "%s_probe", P);
-	if (!name)
+	const char *sink = ptx_sprintf(m, "%s_probe_sink", P);
+	const char *pr = ptx_sprintf(m, "%s_probe_r", P);
+	const char *pc = ptx_sprintf(m, "%s_probe_c", P);
+	const char *done = ptx_sprintf(m, "$%s_probe_done", P);
+	struct ptx_item *g = probe_item(m, PTX_ITEM_DECL), *f = probe_item(m, PTX_ITEM_FUNC);
+	struct ptx_decl *pp = ptx_alloc(m, 2 * sizeof(*pp));
+	if (!name || !sink || !pr || !pc || !done || !g || !f || !pp)
 		return NULL;
-	char *text = NULL;
-	if (asprintf(&text, probe_fmt, P, P, P, P, P, P, P, P, P) < 0)
+	g->decl.space = PTX_SPACE_GLOBAL;
+	g->decl.space_str = ".global";
+	g->decl.align = 4;
+	g->decl.type = ".u32";
+	g->decl.name = sink;
+	probe_param(&pp[0], ".b32", pr);
+	probe_param(&pp[1], ".b64", pc);
+	struct ptx_func *fn = &f->func;
+	fn->has_rets = fn->has_params = fn->has_body = 1;
+	fn->name = name;
+	fn->nrets = fn->nparams = 1;
+	fn->rets = &pp[0];
+	fn->params = &pp[1];
+
+	struct ptx_chain c = {0};
+	struct ptx_stmt *d;
+	if ((d = ptx_chain_decl(m, &c, PTX_SPACE_REG, ".pred", "%p")))
+		d->decl.range = 2;
+	if ((d = ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", "%r")))
+		d->decl.range = 32;
+	if ((d = ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b64", "%rd")))
+		d->decl.range = 8;
+	const char *const *R = probe_r, *const *RD = probe_rd;
+	INSN(&c, "ld", PTX_MODS(".param", ".u64"), ID(RD[1]), AT(pc, 0));
+	for (int i = 0; i < 3; i++)
+		INSN(&c, "ld", PTX_MODS(".u64"), ID(RD[2 + i]), AT(RD[1], 8 * i));
+	struct ptx_opnd *v2[2] = {ID(R[1]), ID(R[2])};
+	INSN(&c, "ld", PTX_MODS(".v2", ".u32"), ptx_opnd_vec(m, 2, v2), AT(RD[1], 24));
+	for (int k = 0; k < 5; k++) {
+		struct ptx_opnd *v4[4];
+		for (int i = 0; i < 4; i++)
+			v4[i] = ID(R[3 + 4 * k + i]);
+		INSN(&c, "ld", PTX_MODS(".v4", ".u32"), ptx_opnd_vec(m, 4, v4),
+		     AT(RD[1], 32 + 16 * k));
+	}
+	INSN(&c, "ld", PTX_MODS(".u32"), ID(RD[5]), AT(RD[1], 112));
+	for (int i = 3; i <= 5; i++)
+		INSN(&c, "xor", PTX_MODS(".b64"), ID(RD[2]), ID(RD[2]), ID(RD[i]));
+	INSN(&c, "cvt", PTX_MODS(".u32", ".u64"), ID(R[23]), ID(RD[2]));
+	INSN(&c, "shr", PTX_MODS(".u64"), ID(RD[2]), ID(RD[2]), ptx_opnd_int(m, 32));
+	INSN(&c, "cvt", PTX_MODS(".u32", ".u64"), ID(R[24]), ID(RD[2]));
+	INSN(&c, "xor", PTX_MODS(".b32"), ID(R[23]), ID(R[23]), ID(R[24]));
+	for (int i = 1; i <= 22; i++)
+		INSN(&c, "xor", PTX_MODS(".b32"), ID(R[23]), ID(R[23]), ID(R[i]));
+	INSN(&c, "setp", PTX_MODS(".ne", ".u32"), ID("%p1"), ID(R[23]),
+	     ptx_opnd_int(m, 1641009));
+	ptx_chain_insn(m, &c, "%p1", 0, "bra", 0, NULL, 1, ID(done));
+	INSN(&c, "st", PTX_MODS(".global", ".u32"), AT(sink, 0), ID(R[23]));
+	ptx_chain_label(m, &c, done);
+	INSN(&c, "mov", PTX_MODS(".b32"), ID(R[25]), ptx_opnd_int(m, 0));
+	INSN(&c, "st", PTX_MODS(".param", ".b32"), AT(pr, 0), ID(R[25]));
+	ptx_chain_insn(m, &c, NULL, 0, "ret", 0, NULL, 0);
+	if (c.failed)
 		return NULL;
-	struct ptx_item *first, *last;
-	int err = ptx_parse_items(m, text, strlen(text), &first, &last);
-	free(text);
-	if (err)
-		return NULL;
+	fn->head = c.head;
+	fn->tail = c.tail;
+	g->next = f;
+	f->prev = g;
 	struct ptx_item *hdr = ptx_module_header_end(m);
-	ptx_item_insert_after(m, ps->policy_last ? ps->policy_last : hdr, first, last);
-	ps->policy_last = last;
+	ptx_item_insert_after(m, ps->policy_last ? ps->policy_last : hdr, g, f);
+	ps->policy_last = f;
 	ps->probe_added = name;
 	return name;
 }
@@ -142,9 +218,18 @@ static const struct ptx_site_regs *site_regs(struct ptx_passes *ps)
 	if (!r->oq || !r->om || !r->ol || !r->ot || !r->ox || !r->oa || !r->oc0 || !r->ocr ||
 	    !r->w)
 		return NULL;
-	for (unsigned i = 0; i < PTX_CTX_WORDS; i++)
-		if (!(r->ow[i] = ptx_opnd_id(m, ptx_sprintf(m, "%s%u", r->w, i))))
+	size_t wl = strlen(r->w);
+	const char *cw = ptx_sprintf(m, "%s_cw", P);
+	if (!cw)
+		return NULL;
+	for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
+		char num[4] = {(char)(i < 10 ? '0' + i : '0' + i / 10), (char)('0' + i % 10), 0};
+		size_t nl = i < 10 ? 1 : 2;
+		if (!(r->ow[i] = ptx_opnd_id(m, ptx_concat(m, r->w, wl, num, nl))) ||
+		    !(r->cw[i] = ptx_concat(m, cw, strlen(cw), num, nl)) ||
+		    !(r->ocw[i] = ptx_opnd_id(m, r->cw[i])))
 			return NULL;
+	}
 	ps->site_regs = r;
 	return r;
 }
@@ -192,11 +277,6 @@ const char *ptx_site_local(struct ptx_passes *ps, struct ptx_func *fn, const str
 	return fn_local(ps, fn, h, d);
 }
 
-#define INSN(c, opcode, mods, ...)                                                         \
-	ptx_chain_insn(m, c, NULL, 0, opcode, mods,                                        \
-		       (unsigned)(sizeof((struct ptx_opnd *[]){__VA_ARGS__}) /             \
-				  sizeof(struct ptx_opnd *)),                              \
-		       __VA_ARGS__)
 
 /* mov.b32 W<i>, v */
 static void mov_imm(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r,
@@ -305,36 +385,61 @@ static const char *words_clone(struct ptx_passes *ps, struct ptx_handler *h,
 	const char *name = ptx_fresh_name(m, "", "hw");
 	const char *end = ptx_fresh_name(m, "$", "Lw");
 	struct ptx_item *at = ptx_find_func(m, h->name);
-	struct gx_buf t = {0};
 	if (!name || !end || !at) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	gx_buf_printf(&t, ".func (.param .b32 %s_r) %s(", name, name);
-	for (unsigned i = 0, n = 0; i < PTX_CTX_WORDS; i++)
-		if (h->words & 1u << i)
-			gx_buf_printf(&t, "%s.param .b32 %s_w%u", n++ ? ", " : "", name, i);
-	gx_buf_printf(&t, ")\n{\n\t.reg .b32 %s<%u>;\n\t.reg .b32 %s;\n", r->w, PTX_CTX_WORDS, r->t);
-	for (unsigned i = 0; i < PTX_CTX_WORDS; i++)
-		if (h->words & 1u << i)
-			gx_buf_printf(&t, "\tld.param.b32 %s%u, [%s_w%u];\n", r->w, i, name, i);
-	gx_buf_printf(&t, "%s:\n\tst.param.b32 [%s_r], 0;\n\tret;\n}\n", end, name);
-	struct ptx_item *first = NULL, *last = NULL;
-	*err = t.failed ? -ENOMEM : ptx_parse_items(m, t.data, t.len, &first, &last);
-	gx_buf_free(&t);
-	if (*err)
-		return NULL;
-	struct ptx_item *it = first;
-	while (it && it->kind != PTX_ITEM_FUNC)
-		it = it->next;
-	struct ptx_stmt *lab = it ? it->func.head : NULL;
-	while (lab && !(lab->kind == PTX_STMT_LABEL && !strcmp(lab->text, end)))
-		lab = lab->next;
-	if (!lab) {
-		snprintf(m->err, sizeof(m->err), "internal error: clone of %s", h->name);
-		*err = -EINVAL;
+	/* .func (.param .b32 N_r) N(.param .b32 N_w<i>, ...)
+	 * { .reg .b32 %<P>_w<30>; .reg .b32 %<P>_t; ld.param.b32 %<P>_w<i>, [N_w<i>]; ...
+	 *   END: st.param.b32 [N_r], 0; ret; }  -- built as IR, the body goes before END */
+	unsigned nw = (unsigned)__builtin_popcount(h->words);
+	struct ptx_item *it = ptx_alloc(m, sizeof(*it));
+	struct ptx_decl *pd = ptx_alloc(m, (nw + 1) * sizeof(*pd));
+	const char *rname = ptx_sprintf(m, "%s_r", name);
+	if (!it || !pd || !rname) {
+		*err = -ENOMEM;
 		return NULL;
 	}
+	it->kind = PTX_ITEM_FUNC;
+	struct ptx_func *f = &it->func;
+	f->has_rets = f->has_params = f->has_body = 1;
+	f->name = name;
+	f->nrets = 1;
+	f->rets = pd;
+	f->nparams = nw;
+	f->params = pd + 1;
+	pd[0] = (struct ptx_decl){.space = PTX_SPACE_PARAM, .space_str = ".param", .type = ".b32",
+				  .name = rname};
+	struct ptx_chain c = {0};
+	struct ptx_stmt *wd = ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", r->w);
+	if (wd)
+		wd->decl.range = PTX_CTX_WORDS;
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", r->t);
+	for (unsigned i = 0, n = 1; i < PTX_CTX_WORDS; i++) {
+		if (!(h->words & 1u << i))
+			continue;
+		const char *pn = ptx_sprintf(m, "%s_w%u", name, i);
+		if (!pn) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		pd[n++] = (struct ptx_decl){.space = PTX_SPACE_PARAM, .space_str = ".param",
+					    .type = ".b32", .name = pn};
+		INSN(&c, "ld", PTX_MODS(".param", ".b32"), r->ow[i],
+		     ptx_opnd_addr(m, ptx_opnd_id(m, pn), 0));
+	}
+	ptx_chain_label(m, &c, end);
+	struct ptx_stmt *lab = c.tail;
+	INSN(&c, "st", PTX_MODS(".param", ".b32"), ptx_opnd_addr(m, ptx_opnd_id(m, rname), 0),
+	     ptx_opnd_int(m, 0));
+	ptx_chain_insn(m, &c, NULL, 0, "ret", 0, NULL, 0);
+	if (c.failed) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	f->head = c.head;
+	f->tail = c.tail;
+	struct ptx_item *first = it, *last = it;
 	ptx_item_insert_after(m, at, first, last);
 	if (ps->policy_last == at)
 		ps->policy_last = last;
@@ -757,11 +862,8 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 		for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
 			if (!(need & 1u << i))
 				continue;
-			const char *pn = ptx_sprintf(m, "%s_cw%u", P, i);
-			if (!pn || !(args[n] = ptx_opnd_id(m, pn))) {
-				err = -ENOMEM;
-				break;
-			}
+			const char *pn = r->cw[i]; /* names made once per module */
+			args[n] = r->ocw[i];
 			ptx_chain_decl(m, &hd, PTX_SPACE_PARAM, ".b32", pn);
 			INSN(&bd, "st", PTX_MODS(".param", ".b32"), ptx_opnd_addr(m, args[n], 0),
 			     r->ow[i]);

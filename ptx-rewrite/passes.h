@@ -71,6 +71,8 @@ struct ptx_site_regs {
 	const char *q, *m, *l, *t, *w, *x, *c0, *cr, *a; /* "%__gx_q" ... "__gx_c0" */
 	struct ptx_opnd *oq, *om, *ol, *ot, *ox, *oa, *oc0, *ocr;
 	struct ptx_opnd *ow[PTX_CTX_WORDS]; /* %__gx_w0 ... %__gx_w29 */
+	const char *cw[PTX_CTX_WORDS];	/* __gx_cw0 ...: a called clone's word params */
+	struct ptx_opnd *ocw[PTX_CTX_WORDS];
 };
 
 /* A function-level .local declared for hook sites (context, handler depots). */

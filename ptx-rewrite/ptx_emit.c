@@ -45,6 +45,24 @@ static inline void puts_(struct gx_buf *b, const char *s)
 	put(b, s, strlen(s));
 }
 
+/* The IR's strings (names, modifiers) are short: copied byte by byte while
+ * there is room, which beats a strlen and a memcpy call each; long ones
+ * finish with those. */
+static inline void putstr(struct gx_buf *b, const char *s)
+{
+	if (__builtin_expect(b->len + 64 < b->cap, 1)) {
+		char *d = b->data + b->len;
+		size_t i = 0;
+		for (; i < 63 && s[i]; i++)
+			d[i] = s[i];
+		b->len += i;
+		if (!s[i])
+			return;
+		s += i;
+	}
+	put(b, s, strlen(s));
+}
+
 static inline void putc_(struct gx_buf *b, char c)
 {
 	if (__builtin_expect(b->len + 1 < b->cap, 1))
@@ -83,7 +101,7 @@ static void opnd_emit(const struct ptx_opnd *o, struct gx_buf *b)
 	case PTX_OPND_INT:
 	case PTX_OPND_FLOAT:
 	case PTX_OPND_EXPR:
-		puts_(b, o->text);
+		putstr(b, o->text);
 		break;
 	case PTX_OPND_SINK:
 		putc_(b, '_');
@@ -120,12 +138,12 @@ static void emit_insn(const struct ptx_insn *in, struct gx_buf *b)
 {
 	if (in->guard) {
 		put(b, in->guard_neg ? "@!" : "@", in->guard_neg ? 2 : 1);
-		puts_(b, in->guard);
+		putstr(b, in->guard);
 		putc_(b, ' ');
 	}
-	puts_(b, in->opcode);
+	putstr(b, in->opcode);
 	for (unsigned i = 0; i < in->nmods; i++)
-		puts_(b, in->mods[i]);
+		putstr(b, in->mods[i]);
 	for (unsigned i = 0; i < in->nops; i++) {
 		put(b, i ? ", " : "\t", i ? 2 : 1);
 		opnd_emit(in->ops[i], b);
@@ -148,11 +166,12 @@ static void emit_linkage(unsigned l, struct gx_buf *b)
 /* Without the trailing ';'. */
 static void emit_decl(const struct ptx_decl *d, struct gx_buf *b)
 {
-	emit_linkage(d->linkage, b);
-	puts_(b, d->space_str);
+	if (d->linkage)
+		emit_linkage(d->linkage, b);
+	putstr(b, d->space_str);
 	if (d->attr) {
 		putc_(b, ' ');
-		puts_(b, d->attr);
+		putstr(b, d->attr);
 	}
 	if (d->align) {
 		puts_(b, " .align ");
@@ -163,12 +182,12 @@ static void emit_decl(const struct ptx_decl *d, struct gx_buf *b)
 		put_i64(b, d->vec);
 	}
 	putc_(b, ' ');
-	puts_(b, d->type);
+	putstr(b, d->type);
 	if (d->is_ptr) {
 		puts_(b, " .ptr");
 		if (d->ptr_space) {
 			putc_(b, ' ');
-			puts_(b, d->ptr_space);
+			putstr(b, d->ptr_space);
 		}
 		if (d->ptr_align) {
 			puts_(b, " .align ");
@@ -176,7 +195,7 @@ static void emit_decl(const struct ptx_decl *d, struct gx_buf *b)
 		}
 	}
 	putc_(b, ' ');
-	puts_(b, d->name);
+	putstr(b, d->name);
 	if (d->range) {
 		putc_(b, '<');
 		put_i64(b, d->range);
@@ -190,7 +209,7 @@ static void emit_decl(const struct ptx_decl *d, struct gx_buf *b)
 	}
 	if (d->init) {
 		put(b, " = ", 3);
-		puts_(b, d->init);
+		putstr(b, d->init);
 	}
 }
 
@@ -208,14 +227,14 @@ static void stmt_emit(const struct ptx_stmt *s, struct gx_buf *b)
 		putc_(b, ';');
 		break;
 	case PTX_STMT_LABEL:
-		puts_(b, s->text);
+		putstr(b, s->text);
 		putc_(b, ':');
 		break;
 	case PTX_STMT_INSN:
 		emit_insn(&s->insn, b);
 		break;
 	case PTX_STMT_VERBATIM:
-		puts_(b, s->text);
+		putstr(b, s->text);
 		break;
 	}
 }
@@ -256,12 +275,12 @@ static void emit_body(const struct ptx_func *fn, struct gx_buf *b)
 			put(b, "}\n", 2);
 			continue;
 		case PTX_STMT_LABEL:
-			puts_(b, s->text);
+			putstr(b, s->text);
 			putc_(b, ':');
 			if (binds_to_label(s->next)) {
 				putc_(b, ' ');
 				s = s->next;
-				puts_(b, s->text);
+				putstr(b, s->text);
 			}
 			putc_(b, '\n');
 			continue;
@@ -293,22 +312,22 @@ static void emit_func(const struct ptx_func *fn, struct gx_buf *b)
 	emit_linkage(fn->linkage, b);
 	puts_(b, fn->is_entry ? ".entry " : ".func ");
 	if (fn->attr) {
-		puts_(b, fn->attr);
+		putstr(b, fn->attr);
 		putc_(b, ' ');
 	}
 	if (fn->has_rets) {
 		emit_params(fn->rets, fn->nrets, 0, b);
 		putc_(b, ' ');
 	}
-	puts_(b, fn->name);
+	putstr(b, fn->name);
 	if (fn->has_params)
 		emit_params(fn->params, fn->nparams, 1, b);
 	for (unsigned i = 0; i < fn->nperf; i++) {
 		putc_(b, '\n');
-		puts_(b, fn->perf[i].name);
+		putstr(b, fn->perf[i].name);
 		if (fn->perf[i].args) {
 			putc_(b, ' ');
-			puts_(b, fn->perf[i].args);
+			putstr(b, fn->perf[i].args);
 		}
 		if (fn->perf[i].semi)
 			putc_(b, ';');
@@ -340,7 +359,7 @@ int ptx_module_emit(const struct ptx_module *m, struct gx_buf *b)
 			for (unsigned i = 0; i < it->target.n; i++) {
 				if (i)
 					put(b, ", ", 2);
-				puts_(b, it->target.names[i]);
+				putstr(b, it->target.names[i]);
 			}
 			putc_(b, '\n');
 			break;
@@ -359,7 +378,7 @@ int ptx_module_emit(const struct ptx_module *m, struct gx_buf *b)
 			putc_(b, '\n');
 			break;
 		case PTX_ITEM_VERBATIM:
-			puts_(b, it->text);
+			putstr(b, it->text);
 			putc_(b, '\n');
 			break;
 		}

@@ -24,11 +24,20 @@ mkdir -p "$OUT"
 export PATH=$PATH:/usr/local/cuda/bin
 
 if [ -x "$B/bench/hook_overhead" ] && [ -f "$B/bench/hook_kernels.ptx" ]; then
-	CUDA_CACHE_DISABLE=1 "$B/bench/hook_overhead" "$B/bench/hook_kernels.ptx" "${GX_REPEATS:-21}" |
+	CUDA_CACHE_DISABLE=1 "$B/bench/hook_overhead" "$B/bench/hook_kernels.ptx" "${GX_REPEATS:-21}" "$B/bench" |
 		tee "$OUT/hook_overhead.md"
 else
 	echo "not ok - passes: $B/bench/hook_overhead not built"
 fi
+# Registers and resident blocks per SM of tool_bench's kernels with a tool's
+# handler at its hook (the driver JIT's figures; nothing is run).
+for t in launchlate:entry threadhist:entry; do
+	n=${t%:*} h=${t#*:}
+	if [ -x "$B/bench/hook_overhead" ] && [ -f "$B/bench/tool_$n.ptx" ] && [ -f "$B/bench/tool_bench.ptx" ]; then
+		CUDA_CACHE_DISABLE=1 "$B/bench/hook_overhead" --regs "$B/bench/tool_bench.ptx" \
+			"$B/bench/tool_$n.ptx" "$h:gxp_$n" 256 | tee -a "$OUT/hook_regs.md"
+	fi
+done
 
 app=$OUT/passes_app
 if ! nvcc -gencode arch=compute_90,code=compute_90 -o "$app" tests/gpu/passes_app.cu \

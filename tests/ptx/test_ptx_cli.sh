@@ -23,7 +23,6 @@ check "rewrite syntax error" "$G ptx rewrite $W/bad.ptx -o $W/x.ptx 2>&1 | grep 
 check "rewrite --hooks validates names" "$G ptx rewrite --hooks entry,frob $IN 2>&1 | grep -q \"unknown hook 'frob'\""
 check "rewrite --bind validates" "$G ptx rewrite --policy-ptx $IN --bind entry $IN 2>&1 | grep -q 'bind wants HOOK:FUNC'"
 check "rewrite --bind needs --policy-ptx" "$G ptx rewrite --bind entry:f $IN 2>&1 | grep -q 'go together'"
-check "rewrite --policy not yet" "$G ptx rewrite --policy x.bpf.o $IN 2>&1 | grep -q 'not supported yet'"
 check "rewrite --max-ptx validates" "$G ptx rewrite --max-ptx 9 $IN 2>&1 | grep -q 'max-ptx wants X.Y'"
 check "rewrite --hooks all --json" "$G --json ptx rewrite --hooks all --stubs call $IN -o $W/all.ptx | grep -q '\"kernels\":1,\"hooks\":[1-9]'"
 check "rewrite --hooks all (empty handlers elided)" "$G --json ptx rewrite --hooks all $IN -o $W/alle.ptx | grep -q '\"kernels\":1,\"hooks\":0'"
@@ -42,3 +41,12 @@ check "rewrite --persistent=copy keeps the kernel and adds __gx_pw_reduce" "$G p
 check "rewrite --persistent=copy logs the copy and its parameters" "grep -q '^persistent: reduce: copy __gx_pw_reduce transformed (work descriptor: parameter [0-9]* __gx_work, loop barrier [0-9]*)' $W/pcopy.log"
 check "rewrite --persistent=copy output passes ptxas" "$PTXAS -arch=$rtarget $W/pcopy.ptx -o /dev/null"
 check "rewrite --persistent=frob is refused" "! $G ptx rewrite --persistent=frob $R -o $W/x.ptx"
+# --policy FILE.bpf.o: the object's device programs JIT'd (libgxjit.so) and
+# bound as their sections say; threadhist (entry) is inlined.
+T=${BUILD:-build}/share/gpuext/tools
+V=tests/ptx/golden-passes/vadd.ptx
+check "rewrite --policy threadhist.bpf.o: JIT'd, bound, inlined" "$G ptx rewrite --policy $T/threadhist.bpf.o $V -o $W/pol.ptx && grep -q '^.func .* __gx_p_gxp_threadhist(' $W/pol.ptx && grep -q 'elect.sync' $W/pol.ptx && ! grep -q 'call' $W/pol.ptx"
+check "rewrite --policy output passes ptxas" "$PTXAS -arch=sm_90 $W/pol.ptx -o /dev/null"
+check "rewrite --policy memtrace.bpf.o (mem: called) passes ptxas" "$G ptx rewrite --policy $T/memtrace.bpf.o $V -o $W/pol2.ptx 2>/dev/null && grep -q '^.func .* __gx_p_gxp_memtrace(' $W/pol2.ptx && grep -q 'call' $W/pol2.ptx && $PTXAS -arch=sm_90 $W/pol2.ptx -o /dev/null"
+check "rewrite --policy with --bind is refused" "$G ptx rewrite --policy $T/threadhist.bpf.o --bind entry:f $V 2>&1 | grep -q 'policy takes its bindings from the object'"
+check "rewrite --policy missing object" "$G ptx rewrite --policy $W/nope.bpf.o $V 2>&1 | grep -q \"$W/nope.bpf.o: cannot read\""
