@@ -457,11 +457,9 @@ static inline struct gx_rec_hdr *gx_ring_reserve_n(struct gx_ring *r, gx_u64 siz
 {
 	if (!r)
 		return 0;
-	if (len == 0 || len > size || (len & 7))
-		return 0;
-	gx_u8 *d = gx_ring_data(r);
 #ifdef GX_RING_NOW
-	/* a plain load: this SM's own word, cached near it */
+	/* first (it depends on r only): a plain load of this SM's own word,
+	 * cached near it */
 	gx_u64 *hint = &r->full_until[GX_RING_SHARD() % GX_RING_HINTS];
 	gx_u64 now = GX_RING_NOW();
 	if (*hint > now) {
@@ -469,6 +467,9 @@ static inline struct gx_rec_hdr *gx_ring_reserve_n(struct gx_ring *r, gx_u64 siz
 		return 0;
 	}
 #endif
+	if (len == 0 || len > size || (len & 7))
+		return 0;
+	gx_u8 *d = gx_ring_data(r);
 	for (int tries = 0; tries < GX_RING_TRIES; tries++) {
 		gx_u64 head, tail;
 		gx_ring_snap(r, &head, &tail);
