@@ -11,9 +11,14 @@
  * original, registers and local bytes per thread of the JIT'd kernel, JIT
  * and rewrite times. Then the divergence checks (divergence_check()).
  * No shim involved: the rewrite library is called directly, so the figures
- * are the instrumentation's own cost.
+ * are the instrumentation's own cost. With TOOLDIR (tool_launchlate.ptx,
+ * tool_threadhist.ptx: the tools' handlers JIT'd by the build), rows for
+ * those tools at kernel entry, with a device runtime block made here: a
+ * tool's cost without the shim (hook_kernels' reduce is a one-wave
+ * grid-stride kernel like tool_bench's).
  *
- *   hook_overhead KERNELS.ptx [REPEATS]      (CUDA_CACHE_DISABLE=1 advised)
+ *   hook_overhead KERNELS.ptx [REPEATS [TOOLDIR]]   (CUDA_CACHE_DISABLE=1 advised)
+ *   hook_overhead --regs KERNELS.ptx POLICY.ptx HOOK:FUNC [BLOCK]   (regs_mode)
  * Prints `ok - `/`not ok - ` lines and `| ` table rows. */
 #include <cuda.h>
 #include <stdio.h>
@@ -24,6 +29,7 @@
 #include "gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
 #include "ptx-rewrite/gx_work.h"
+#include "devbpf/gx_devrt.h"
 
 #define CK(x)                                                                       \
 	do {                                                                        \
@@ -57,6 +63,8 @@ struct pass {
 	unsigned stubs; /* enum gx_ptx_stubs without a policy */
 	int top;        /* GX_PTX_ENTRY_TOP=1: entry site before the kernel's first
 			 * statement (the A/B of the entry site's placement) */
+	const char *tool; /* a tool's JIT'd handler (TOOLDIR/tool_NAME.ptx) at entry,
+			   * with a device runtime block made here (tool_devrt) */
 };
 
 /* A policy that reads two context fields and has an effect (a per-SM count
@@ -194,21 +202,23 @@ static void divergence_check(const char *ptx, size_t len, const char *func, cons
  * through its clone taking the words as parameters). "(top)": the entry site
  * before the kernel's first statement (GX_PTX_ENTRY_TOP=1). */
 static const struct pass passes[] = {
-	{"orig", 0, 0, 0, 0, 0},
-	{"entry+exit", EE, 0, 0, GX_PTX_STUBS_ELIDE, 0},
-	{"entry+exit call", EE, 0, 0, GX_PTX_STUBS_CALL, 0},
-	{"entry+exit probe", EE, 0, 0, GX_PTX_STUBS_PROBE, 0},
-	{"entry+exit probe (top)", EE, 0, 0, GX_PTX_STUBS_PROBE, 1},
-	{"entry+exit probe-call", EE, 0, 0, GX_PTX_STUBS_PROBE_CALL, 0},
-	{"entry+exit+ctx", EE, 0, 1, 0, 0},
-	{"entry+exit+ctx (top)", EE, 0, 1, 0, 1},
-	{"mem call", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_CALL, 0},
-	{"mem probe", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_PROBE, 0},
-	{"all call", ALL, 0, 0, GX_PTX_STUBS_CALL, 0},
-	{"all probe", ALL, 0, 0, GX_PTX_STUBS_PROBE, 0},
-	{"persist-static", 0, 1, 0, 0, 0},
-	{"persist-dynamic", 0, 2, 0, 0, 0},
-	{"persist+entry/exit probe", EE, 2, 0, GX_PTX_STUBS_PROBE, 0},
+	{"orig", 0, 0, 0, 0, 0, NULL},
+	{"entry+exit", EE, 0, 0, GX_PTX_STUBS_ELIDE, 0, NULL},
+	{"entry+exit call", EE, 0, 0, GX_PTX_STUBS_CALL, 0, NULL},
+	{"entry+exit probe", EE, 0, 0, GX_PTX_STUBS_PROBE, 0, NULL},
+	{"entry+exit probe (top)", EE, 0, 0, GX_PTX_STUBS_PROBE, 1, NULL},
+	{"entry+exit probe-call", EE, 0, 0, GX_PTX_STUBS_PROBE_CALL, 0, NULL},
+	{"entry+exit+ctx", EE, 0, 1, 0, 0, NULL},
+	{"entry+exit+ctx (top)", EE, 0, 1, 0, 1, NULL},
+	{"mem call", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_CALL, 0, NULL},
+	{"mem probe", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_PROBE, 0, NULL},
+	{"all call", ALL, 0, 0, GX_PTX_STUBS_CALL, 0, NULL},
+	{"all probe", ALL, 0, 0, GX_PTX_STUBS_PROBE, 0, NULL},
+	{"persist-static", 0, 1, 0, 0, 0, NULL},
+	{"persist-dynamic", 0, 2, 0, 0, 0, NULL},
+	{"persist+entry/exit probe", EE, 2, 0, GX_PTX_STUBS_PROBE, 0, NULL},
+	{"tool launchlate", GDEV_HOOK_ENTRY, 0, 0, 0, 0, "launchlate"},
+	{"tool threadhist", GDEV_HOOK_ENTRY, 0, 0, 0, 0, "threadhist"},
 };
 #define NPASS (sizeof(passes) / sizeof(passes[0]))
 
@@ -227,6 +237,37 @@ struct kern {
 	size_t out_bytes;
 	int zero_out; /* output accumulates: clear before each run */
 };
+
+/* The device runtime block a tool's handler finds through __gx_devrt, as the
+ * shim would make it (devbpf/gx_devrt.h), with the tool's one map at index
+ * 0: launchlate's ring (1 MiB, never drained here: one record per launch)
+ * or threadhist's per-warp-slot array. 0 if the tool is unknown. */
+static CUdeviceptr tool_devrt(const char *tool, int nsm)
+{
+	struct gx_devrt rt = {.magic = GX_DEVRT_MAGIC, .version = GX_DEVRT_VERSION, .nr_maps = 1};
+	struct gx_devrt_map *mp = &rt.maps[0];
+	if (!strcmp(tool, "launchlate")) {
+		size_t data = 1u << 20, bytes = sizeof(struct gx_ring) + data;
+		CUdeviceptr ring = dalloc(bytes);
+		CK(cuMemsetD8(ring, 0, bytes));
+		struct gx_ring h = {.size = data};
+		CK(cuMemcpyHtoD(ring, &h, sizeof(h)));
+		*mp = (struct gx_devrt_map){.type = GX_MAP_RINGBUF, .max_entries = (gdev_u32)data,
+					    .nr_shards = 1, .data = ring, .data_size = bytes};
+	} else if (!strcmp(tool, "threadhist")) {
+		size_t shards = (size_t)nsm * GX_WARP_SLOTS_PER_SM, bytes = shards * 24;
+		CUdeviceptr d = dalloc(bytes);
+		CK(cuMemsetD8(d, 0, bytes));
+		*mp = (struct gx_devrt_map){.type = GX_MAP_PERWARP_ARRAY, .key_size = 4,
+					    .value_size = 24, .max_entries = 1, .value_stride = 24,
+					    .nr_shards = (gdev_u32)shards, .data = d, .data_size = bytes};
+	} else {
+		return 0;
+	}
+	CUdeviceptr b = dalloc(sizeof(rt));
+	CK(cuMemcpyHtoD(b, &rt, sizeof(rt)));
+	return b;
+}
 
 /* `--regs KERNELS.ptx POLICY.ptx HOOK:FUNC [BLOCK]`: no timing, the
  * registers, local bytes and resident blocks per SM (at BLOCK threads, 256
@@ -305,10 +346,13 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--regs"))
 		return regs_mode(argc, argv);
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s KERNELS.ptx [REPEATS]\n", argv[0]);
+		fprintf(stderr, "usage: %s KERNELS.ptx [REPEATS [TOOLDIR]]\n"
+				"       %s --regs KERNELS.ptx POLICY.ptx HOOK:FUNC [BLOCK]\n",
+			argv[0], argv[0]);
 		return 2;
 	}
 	int repeats = argc > 2 ? atoi(argv[2]) : 21;
+	const char *tooldir = argc > 3 ? argv[3] : NULL;
 	char *ptx;
 	size_t ptx_len;
 	if (gx_read_file(argv[1], &ptx, &ptx_len, 0)) {
@@ -363,8 +407,20 @@ int main(int argc, char **argv)
 	CK(cuEventCreate(&e1, 0));
 	printf("| pass | kernel | median ms | ratio | regs | local B | blocks/SM |\n"
 	       "|---|---|---|---|---|---|---|\n");
-	for (size_t p = 0; p < NPASS; p++) {
+	/* two rounds: the passes, then (after the divergence checks, so that a
+	 * fault there cannot lose them) the tools' rows */
+	for (size_t q = 0; q < 2 * NPASS; q++) {
+		size_t p = q % NPASS;
 		const struct pass *ps = &passes[p];
+		if (q == NPASS) {
+			divergence_check(ptx, ptx_len, "gx_div", "called handler (context in .local)");
+			divergence_check(ptx, ptx_len, "gx_div_inl",
+					 "inlined handler (context in registers)");
+			divergence_check(ptx, ptx_len, "gx_div_big",
+					 "called handler (words as parameters)");
+		}
+		if ((ps->tool != NULL) != (q >= NPASS))
+			continue;
 		struct gx_ptx_rewrite_opts o = {.sz = sizeof(o), .hooks = ps->hooks,
 						.persistent = ps->persistent != 0,
 						.stubs = ps->stubs};
@@ -374,6 +430,23 @@ int main(int argc, char **argv)
 			o.bindings = ctx_bindings;
 			o.nr_bindings = sizeof(ctx_bindings) / sizeof(ctx_bindings[0]);
 		}
+		char *tool_ptx = NULL, tool_path[512], tool_func[64];
+		struct gx_hook_binding tool_b = {GDEV_HOOK_ENTRY, NULL, tool_func};
+		if (ps->tool) {
+			size_t tl;
+			snprintf(tool_path, sizeof(tool_path), "%s/tool_%s.ptx", tooldir ? tooldir : ".",
+				 ps->tool);
+			snprintf(tool_func, sizeof(tool_func), "gxp_%s", ps->tool);
+			if (!tooldir || gx_read_file(tool_path, &tool_ptx, &tl, 0)) {
+				printf("# hook_overhead %s: no %s (third argument: the folder)\n",
+				       ps->name, tool_path);
+				continue;
+			}
+			o.policy_ptx = tool_ptx;
+			o.policy_len = tl;
+			o.bindings = &tool_b;
+			o.nr_bindings = 1;
+		}
 		struct gx_ptx_rewrite_result res;
 		if (ps->top)
 			setenv("GX_PTX_ENTRY_TOP", "1", 1);
@@ -381,6 +454,7 @@ int main(int argc, char **argv)
 		int err = gx_ptx_rewrite(ptx, ptx_len, &o, &res);
 		double t_rw = now_ms() - t0;
 		unsetenv("GX_PTX_ENTRY_TOP");
+		free(tool_ptx);
 		if (err) {
 			printf("not ok - hook_overhead %s: rewrite: %s\n", ps->name, res.err);
 			continue;
@@ -398,6 +472,12 @@ int main(int argc, char **argv)
 		}
 		printf("bench: %s: rewrite %.2f ms, JIT %.1f ms, %u hooks, %u persistent\n",
 		       ps->name, t_rw, t_jit, res.nr_hooks, res.nr_persistent);
+		if (ps->tool) {
+			CUdeviceptr g, rt = tool_devrt(ps->tool, nsm);
+			size_t gsz;
+			CK(cuModuleGetGlobal(&g, &gsz, mod, GDEV_DEVRT_SYMBOL));
+			CK(cuMemcpyHtoD(g, &rt, sizeof(rt)));
+		}
 		for (size_t k = 0; k < nk; k++) {
 			struct kern *kn = &ks[k];
 			CUfunction f;
@@ -466,7 +546,7 @@ int main(int argc, char **argv)
 			printf("| %s | %s | %.3f | %.3f | %d | %d | %d |\n", ps->name, kn->name, med,
 			       med / base_ms[k], nregs, lmem, occb);
 			/* a handler with an effect at entry/exit: reported */
-			if (!strncmp(ps->name, "entry+exit+ctx", 14))
+			if (!strncmp(ps->name, "entry+exit+ctx", 14) || ps->tool)
 				printf("bench: hook_overhead %s %s %+.2f %%\n", ps->name, kn->name,
 				       100.0 * (med / base_ms[k] - 1));
 			/* the goal: empty handlers at entry/exit, elided and called */
@@ -478,9 +558,6 @@ int main(int argc, char **argv)
 		CK(cuModuleUnload(mod));
 		gx_ptx_rewrite_result_free(&res);
 	}
-	divergence_check(ptx, ptx_len, "gx_div", "called handler (context in .local)");
-	divergence_check(ptx, ptx_len, "gx_div_inl", "inlined handler (context in registers)");
-	divergence_check(ptx, ptx_len, "gx_div_big", "called handler (words as parameters)");
 	for (size_t k = 0; k < nk; k++)
 		free(ref[k]);
 	free(ptx);

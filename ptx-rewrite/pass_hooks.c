@@ -157,12 +157,19 @@ static unsigned mem_op(enum ptx_op_class c)
  * special-register reads and election then share a basic block with the
  * kernel's: ptxas issues both sets together and reuses the kernel's reads
  * for the handler's (%ctaid, %tid), instead of running the whole site before
- * the kernel's first instruction is issued. Arithmetic is not passed over:
+ * the kernel's first instruction is issued; handlers of at most
+ * PTX_ENTRY_MOVE_MAX instructions. Arithmetic is not passed over:
  * its results would be live across the handler (more registers). A called
  * handler stays first: under the call ABI every value live across the call
  * costs registers (a probe-call site after stencil's reads: 31 → 34, one
  * block per SM less). GX_PTX_ENTRY_TOP=1 keeps every entry site first (the
  * A/B switch of bench/hook_overhead). */
+/* Handlers above this many instructions keep the site first: their cold
+ * paths set the kernel's register count, and the kernel's values live across
+ * them add to it (launchlate's ring reservation, 252 instructions: 30 → 32
+ * registers on tool_bench's vadd, the limit of 8 blocks of 256 threads). */
+#define PTX_ENTRY_MOVE_MAX 128
+
 static struct ptx_stmt *entry_site_pos(struct ptx_passes *ps, struct ptx_func *fn, int *err)
 {
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
@@ -171,10 +178,11 @@ static struct ptx_stmt *entry_site_pos(struct ptx_passes *ps, struct ptx_func *f
 	*err = 0;
 	if (top && *top && strcmp(top, "0"))
 		return s;
+	size_t ninsn = 0;
 	if (!o->policy_ptx) {
-		int r = ptx_site_inlines(ps, GDEV_HOOK_ENTRY, NULL);
-		if (r <= 0) {
-			*err = r;
+		int r = ptx_site_inlines(ps, GDEV_HOOK_ENTRY, NULL, &ninsn);
+		if (r <= 0 || ninsn > PTX_ENTRY_MOVE_MAX) {
+			*err = r < 0 ? r : 0;
 			return s;
 		}
 	}
@@ -183,9 +191,9 @@ static struct ptx_stmt *entry_site_pos(struct ptx_passes *ps, struct ptx_func *f
 		if (bd->hook != GDEV_HOOK_ENTRY || !bd->func ||
 		    (bd->kernel_glob && fnmatch(bd->kernel_glob, fn->name, 0)))
 			continue;
-		int r = ptx_site_inlines(ps, GDEV_HOOK_ENTRY, ptx_link_name(ps, bd->func));
-		if (r <= 0) {
-			*err = r;
+		int r = ptx_site_inlines(ps, GDEV_HOOK_ENTRY, ptx_link_name(ps, bd->func), &ninsn);
+		if (r <= 0 || ninsn > PTX_ENTRY_MOVE_MAX) {
+			*err = r < 0 ? r : 0;
 			return s;
 		}
 	}

@@ -493,7 +493,7 @@ static int inlines(const struct ptx_handler *h, unsigned hook, int force_call)
 	return h->inlinable && h->ninsn <= max && !force_call;
 }
 
-int ptx_site_inlines(struct ptx_passes *ps, unsigned hook, const char *func)
+int ptx_site_inlines(struct ptx_passes *ps, unsigned hook, const char *func, size_t *ninsn)
 {
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
 	int force_call = 0;
@@ -506,7 +506,10 @@ int ptx_site_inlines(struct ptx_passes *ps, unsigned hook, const char *func)
 	}
 	struct ptx_handler *h;
 	int err = ptx_handler_get(ps, func, &h);
-	return err ? err : inlines(h, hook, force_call);
+	if (err)
+		return err;
+	*ninsn = h->ninsn;
+	return inlines(h, hook, force_call);
 }
 
 /* ---- the uniform prefix of an inlined handler ----

@@ -144,8 +144,9 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 		    unsigned hook, const char *func, unsigned long long kid,
 		    const struct ptx_chain *addr, unsigned info, const char *guard, int guard_neg);
 /* Will the site of `hook` with handler func (NULL: the built-in one) inline
- * it? 1 yes, 0 no (called, or no site at all), -errno. */
-int ptx_site_inlines(struct ptx_passes *ps, unsigned hook, const char *func);
+ * it? 1 yes (*ninsn: its instructions), 0 no (called, or no site at all),
+ * -errno. */
+int ptx_site_inlines(struct ptx_passes *ps, unsigned hook, const char *func, size_t *ninsn);
 /* Name of a function-level copy of the handler's .local `d` in fn (declared
  * once per function and handler). NULL on ENOMEM. */
 const char *ptx_site_local(struct ptx_passes *ps, struct ptx_func *fn, const struct ptx_handler *h,

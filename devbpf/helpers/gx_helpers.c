@@ -303,10 +303,16 @@ GX_HELPER(ringbuf_output)
 {
 	(void)r4, (void)r5;
 	const struct gx_devrt_map *m = GX_MAP(r1);
-	if (!m || m->type != GX_MAP_RINGBUF)
+	if (!m)
 		return (gx_u64)-GX_EINVAL;
-	/* the descriptor's max_entries is the ring's size, loaded with its type */
-	return (gx_u64)gx_ring_output_n((struct gx_ring *)(unsigned long)m->data, m->max_entries, GX_PTR(r2), r3);
+	/* type, size (max_entries) and ring read together (one line) and the
+	 * type folded into the pointer: the ring's own loads need not wait
+	 * for a compare-and-branch on the type (a block's exit waits on this
+	 * chain of dependent loads under kernelretsnoop) */
+	gx_u32 type = m->type, size = m->max_entries;
+	gx_u64 data = m->data;
+	struct gx_ring *ring = (struct gx_ring *)(unsigned long)(type == GX_MAP_RINGBUF ? data : 0);
+	return (gx_u64)gx_ring_output_n(ring, size, GX_PTR(r2), r3);
 }
 GX_HELPER(mem_prefetch)
 {

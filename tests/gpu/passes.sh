@@ -24,7 +24,7 @@ mkdir -p "$OUT"
 export PATH=$PATH:/usr/local/cuda/bin
 
 if [ -x "$B/bench/hook_overhead" ] && [ -f "$B/bench/hook_kernels.ptx" ]; then
-	CUDA_CACHE_DISABLE=1 "$B/bench/hook_overhead" "$B/bench/hook_kernels.ptx" "${GX_REPEATS:-21}" |
+	CUDA_CACHE_DISABLE=1 "$B/bench/hook_overhead" "$B/bench/hook_kernels.ptx" "${GX_REPEATS:-21}" "$B/bench" |
 		tee "$OUT/hook_overhead.md"
 else
 	echo "not ok - passes: $B/bench/hook_overhead not built"
