@@ -347,6 +347,13 @@ static inline gx_u64 gx_ring_load_tail(const struct gx_ring *r)
 	__asm__ volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(t) : "l"(&r->tail) : "memory");
 	return t;
 }
+/* weak (L1-cached) on purpose: the SM's own hint word */
+static inline gx_u64 gx_ring_load_hint(const gx_u64 *p)
+{
+	gx_u64 v;
+	__asm__ volatile("ld.global.u64 %0, [%1];" : "=l"(v) : "l"(p));
+	return v;
+}
 static inline gx_u64 gx_ring_fadd(struct gx_ring *r, gx_u64 len)
 {
 	gx_u64 old;
@@ -393,6 +400,10 @@ static inline void gx_ring_snap(const struct gx_ring *r, gx_u64 *head, gx_u64 *t
 static inline gx_u64 gx_ring_load_tail(const struct gx_ring *r)
 {
 	return __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+}
+static inline gx_u64 gx_ring_load_hint(const gx_u64 *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 static inline gx_u64 gx_ring_fadd(struct gx_ring *r, gx_u64 len)
 {
@@ -458,17 +469,18 @@ static inline struct gx_rec_hdr *gx_ring_reserve_n(struct gx_ring *r, gx_u64 siz
 	if (!r)
 		return 0;
 #ifdef GX_RING_NOW
-	/* first (it depends on r only): a plain load of this SM's own word,
-	 * cached near it */
+	/* first, before anything that branches (it depends on r only): a
+	 * plain load of this SM's own word, cached near it. A record refused
+	 * here is a drop even if its length was bad (checked just below). */
 	gx_u64 *hint = &r->full_until[GX_RING_SHARD() % GX_RING_HINTS];
 	gx_u64 now = GX_RING_NOW();
-	if (*hint > now) {
+	if (gx_ring_load_hint(hint) > now) {
 		gx_ring_count_drop(r);
 		return 0;
 	}
 #endif
 	if (len == 0 || len > size || (len & 7))
-		return 0;
+		return 0; /* a bad length is an error, not a drop */
 	gx_u8 *d = gx_ring_data(r);
 	for (int tries = 0; tries < GX_RING_TRIES; tries++) {
 		gx_u64 head, tail;
@@ -489,7 +501,7 @@ static inline struct gx_rec_hdr *gx_ring_reserve_n(struct gx_ring *r, gx_u64 siz
 		gx_ring_publish(r, (struct gx_rec_hdr *)d, gx_rec_word(len - first, GX_REC_PAD));
 	}
 #ifdef GX_RING_NOW
-	*hint = now + GX_RING_FULL_NS;
+	__atomic_store_n(hint, now + GX_RING_FULL_NS, __ATOMIC_RELAXED);
 #endif
 	gx_ring_count_drop(r);
 	return 0;

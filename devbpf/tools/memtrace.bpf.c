@@ -7,8 +7,8 @@
  * a ring record {kernel, address, size, op, SM, block, time}.
  *
  * Why a hash and not a counter: the decision is made from registers only —
- * the leader's address, %globaltimer, the SM and warp, mixed (splitmix64's
- * finaliser) and compared by a multiply, no division — so an access that is
+ * the leader's address, %globaltimer and the SM, mixed (murmur3's
+ * 32-bit finaliser) and compared by a multiply, no division — so an access that is
  * not sampled (all but 1 in N) touches no memory beyond the knob. The old
  * per-warp-slot counter cost a load and a store on every access, and could
  * not sample small kernels at all at low rates (8448 warp slots on an H200:
@@ -50,15 +50,15 @@ int memtrace(struct gdev_ctx *ctx)
 	if (n && *n)
 		every = *n < (1ull << 32) ? *n : (1ull << 32);
 	__u64 addr = ctx->addr;
-	__u64 x = addr ^ gdev_globaltimer() * 0x9e3779b97f4a7c15ull ^
-		  ((__u64)gdev_smid() << 48 | (__u64)gdev_warpid() << 40);
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	/* sampled iff (x's top 32 bits) * every < 2^32: probability 1/every */
-	if (((x >> 32) * every) >> 32)
+	/* 32-bit mixing (murmur3's finaliser): a few IMADs on the GPU */
+	__u32 x = (__u32)(addr >> 2) ^ (__u32)gdev_globaltimer() * 0x9e3779b1u ^ gdev_smid() << 20;
+	x ^= x >> 16;
+	x *= 0x85ebca6bu;
+	x ^= x >> 13;
+	x *= 0xc2b2ae35u;
+	x ^= x >> 16;
+	/* sampled iff x * every < 2^32: probability 1/every */
+	if (((__u64)x * every) >> 32)
 		return GDEV_DEFAULT;
 	/* struct gx_mt_rec, built as 8-byte words: the ring helper reads them
 	 * from registers (no u32 pieces reassembled through local memory) */
