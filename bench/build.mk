@@ -23,7 +23,7 @@ $(BENCH_TB_PTX): bench/tool_bench.cu
 	$(call msg,NVCC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(NVCC) -arch=sm_90 -ptx $< -o $@
-$(BUILD)/bench/tool_%.ptx: $(BUILD)/share/gpuext/tools/%.bpf.o | $(BUILD)/bin/gpuext
+$(BUILD)/bench/tool_%.ptx: $(BUILD)/share/gpuext/tools/%.bpf.o $(BUILD)/bin/gpuext
 	$(call msg,JIT,$@)
 	$(Q)$(BUILD)/bin/gpuext bpf jit --target ptx $< -o $@ >$@.log 2>&1 || { cat $@.log; exit 1; }
 BINS_ALL += $(BENCH_TB_PTX) $(BUILD)/bench/tool_launchlate.ptx $(BUILD)/bench/tool_threadhist.ptx
