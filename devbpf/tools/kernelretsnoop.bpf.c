@@ -26,8 +26,12 @@ struct {
 SEC("gdev/retprobe/*")
 int kernelretsnoop(struct gdev_ctx *ctx)
 {
-	/* special registers, not the context: warps 1.. touch no memory */
-	if (gdev_warpid() != 0)
+	/* ctx->warpid (warp index in the block), not gdev_warpid(): the same
+	 * value, but a context word the rewriter knows to be warp-uniform, so
+	 * this test runs before the leader election as a uniform branch and
+	 * warps 1.. leave at once, without diverging (pass_site.c:
+	 * uniform_prefix) */
+	if (ctx->warpid != 0)
 		return GDEV_DEFAULT;
 	/* Built as 8-byte words (the layout of struct gx_krs_rec): the ring
 	 * helper then reads them straight from registers, no u32 pieces
