@@ -34,6 +34,7 @@
  * reading every field, inlined) and PROBE_CALL (the same, called). Decisions
  * of entry/exit/mem/fence handlers are not used, so nothing is broadcast.
  * Every name starts with the module's fresh prefix. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -616,8 +617,8 @@ static int pure_op(const char *op)
  * (see above); *words: the context words they read. Returns the number of
  * early exits copied (0: nothing usable, pre left empty). */
 static int uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
-			  const struct ptx_chain *hb, const char *end, struct ptx_chain *pre,
-			  unsigned *words)
+			  const struct ptx_chain *hb, const char *end, const char *out,
+			  struct ptx_chain *pre, unsigned *words)
 {
 	struct uni u = {0};
 	struct ptx_chain c = {0};
@@ -651,7 +652,7 @@ static int uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
 				break;
 			if (exits_to(hb, t, end)) { /* @p bra EXIT */
 				ptx_chain_insn(m, &c, in->guard, in->guard_neg, "bra", PTX_MODS(".uni"),
-					       1, ptx_opnd_id(m, end));
+					       1, ptx_opnd_id(m, out));
 				exits++;
 				s = s->next;
 				continue;
@@ -667,7 +668,7 @@ static int uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
 			    !exits_to(hb, nx->insn.ops[0]->text, end) || !go || !x)
 				break;
 			ptx_chain_insn(m, &c, in->guard, !in->guard_neg, "bra", PTX_MODS(".uni"), 1,
-				       ptx_opnd_id(m, end));
+				       ptx_opnd_id(m, out));
 			exits++;
 			s = go;
 			continue;
@@ -812,8 +813,25 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 		ptx_chain_decl(m, &hd, PTX_SPACE_PARAM, ".b32", r->cr);
 	}
 	struct ptx_opnd *oend = ptx_opnd_id(m, end);
+	/* The lanes that reach the election leave together: bar.warp.sync on
+	 * their mask (the activemask of the election) after END. Without it ptxas did not always reconverge the
+	 * leader with the other lanes after a handler with loops (the ring
+	 * reservation): on the H200 warp 0 of block 0 then ran the rest of a
+	 * grid-stride kernel diverged, and launchlate cost +40 % (vadd) and
+	 * +79 % (reduce); with the barrier +0.8 % and -0.1 %. Not at exit sites:
+	 * the lanes leave the kernel there, and waiting for the leader's record
+	 * only delays them (kernelretsnoop +40 % on vadd with it).
+	 * GX_PTX_RECONVERGE=0 leaves it out (A/B). */
+	const char *rc = getenv("GX_PTX_RECONVERGE");
+	bool sync = !(hook & GDEV_HOOK_EXIT) && !(rc && rc[0] == '0');
+	/* Lanes whose instruction is off and warps leaving by a uniform early
+	 * exit never reach the election: they go past the barrier (OUT). */
+	const char *out = sync ? ptx_fresh_name(m, "$", "Lo") : end;
+	if (!out)
+		return gx_err(-ENOMEM);
+	struct ptx_opnd *oout = ptx_opnd_id(m, out);
 	if (guard)
-		ptx_chain_insn(m, &bd, guard, !guard_neg, "bra", 0, NULL, 1, oend);
+		ptx_chain_insn(m, &bd, guard, !guard_neg, "bra", 0, NULL, 1, oout);
 	/* An inlined entry/exit handler: its body first (into hb), so that its
 	 * uniform early exits can go before the election (uniform_prefix). */
 	struct ptx_chain hb = {0};
@@ -823,7 +841,7 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 		err = ptx_handler_inline(ps, fn, h, &hd, &hb, r, end);
 		hb_done = 1;
 		struct ptx_chain pre = {0};
-		int nx = err ? 0 : uniform_prefix(m, r, &hb, end, &pre, &pre_words);
+		int nx = err ? 0 : uniform_prefix(m, r, &hb, end, out, &pre, &pre_words);
 		if (nx < 0)
 			err = nx;
 		if (nx > 0) {
@@ -894,6 +912,10 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 			       ptx_opnd_id(m, func), ptx_opnd_list(m, 1, &r->oc0));
 	}
 	ptx_chain_label(m, &bd, end);
+	if (sync) {
+		INSN(&bd, "bar", PTX_MODS(".warp", ".sync"), r->om);
+		ptx_chain_label(m, &bd, out);
+	}
 	ptx_chain_scope(m, &bd, 0);
 	ptx_chain_append(&hd, &bd);
 	if (!err && hd.failed)

@@ -114,13 +114,23 @@ fi
 # branches; a test of the leader's own thread index does not.
 if rw uni --policy-ptx $S/uniform_policy.ptx --bind entry:gx_uni --bind exit:gx_uni; then
 	check "uniform tests: both early exits of each site before its election (2 sites x 2)" \
-		test "$(awk '/bra.uni\t\$__gx_Lh/{n++} /elect.sync/{print n; n=0}' "$W/uni.ptx" | tr '\n' ' ')" = "2 2 "
+		test "$(awk '/bra.uni\t\$__gx_L[ho]/{n++} /elect.sync/{print n; n=0}' "$W/uni.ptx" | tr '\n' ' ')" = "2 2 "
 	check "uniform tests: no ctaid/warpid test after an election is lost (body keeps its own)" \
 		test "$(count 'setp.ne.s32	%__gx_h_p2, %__gx_w25, 0' "$W/uni.ptx")" = 4
 fi
+# Reconvergence: the lanes that reached the election wait for the leader
+# after an entry (or memory) site; uniform exits and guarded-off lanes go
+# past the barrier; exit sites have none (the lanes leave the kernel).
+if [ -f "$W/uni.ptx" ]; then
+	check "reconvergence: bar.warp.sync on the election mask after the entry site's end, uniform exits past it" \
+		test "$(awk '/^\$__gx_Lh[0-9]*:/{h=1; next} h && /bar.warp.sync\t%__gx_m;/{b++} {h=0} /^\$__gx_Lo[0-9]*:/{o++} END{print b+0, o+0}' "$W/uni.ptx")" = "1 1"
+fi
+if GX_PTX_RECONVERGE=0 rw uni-norc --policy-ptx $S/uniform_policy.ptx --bind entry:gx_uni --bind exit:gx_uni; then
+	check "reconvergence: GX_PTX_RECONVERGE=0 leaves the barrier out" test "$(count 'bar.warp.sync' "$W/uni-norc.ptx")" = 0
+fi
 if rw lane --policy-ptx $S/uniform_policy.ptx --bind entry:gx_lane; then
 	check "lane-varying test (tid_x): stays after the election" \
-		test "$(count 'bra.uni	\$__gx_Lh' "$W/lane.ptx")" = 0
+		test "$(count 'bra.uni	\$__gx_L[ho]' "$W/lane.ptx")" = 0
 fi
 # A policy passing the context to a helper: called, every word in .local.
 if rw escape --policy-ptx $S/escape_policy.ptx --bind mem:gx_div; then
