@@ -42,6 +42,18 @@
 		}                                                                   \
 	} while (0)
 
+/* Device 0 with its primary context current. */
+static CUdevice primary_ctx(void)
+{
+	CUdevice dev;
+	CUcontext ctx;
+	CK(cuInit(0));
+	CK(cuDeviceGet(&dev, 0));
+	CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+	CK(cuCtxSetCurrent(ctx));
+	return dev;
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -301,12 +313,7 @@ static int regs_mode(int argc, char **argv)
 		printf("not ok - hook_overhead --regs %s: rewrite: %s\n", argv[3], res.err);
 		return 1;
 	}
-	CUdevice dev;
-	CUcontext ctx;
-	CK(cuInit(0));
-	CK(cuDeviceGet(&dev, 0));
-	CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-	CK(cuCtxSetCurrent(ctx));
+	primary_ctx();
 	CUmodule mod[2];
 	const char *text[2] = {ptx, res.ptx};
 	for (int v = 0; v < 2; v++)
@@ -359,12 +366,7 @@ int main(int argc, char **argv)
 		printf("not ok - hook_overhead: cannot read %s\n", argv[1]);
 		return 1;
 	}
-	CUdevice dev;
-	CUcontext ctx;
-	CK(cuInit(0));
-	CK(cuDeviceGet(&dev, 0));
-	CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-	CK(cuCtxSetCurrent(ctx));
+	CUdevice dev = primary_ctx();
 	int nsm = 0;
 	CK(cuDeviceGetAttribute(&nsm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
 

@@ -56,15 +56,8 @@ struct ptx_opnd *ptx_opnd_int(struct ptx_module *m, long long v)
 		}
 		return o;
 	}
-	/* "%lld" without printf (one per hook site and context word) */
-	char buf[24], *p = buf + sizeof(buf);
-	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
-	do {
-		*--p = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	if (v < 0)
-		*--p = '-';
+	char buf[24];
+	const char *p = ptx_fmt_i64(buf, v);
 	struct ptx_opnd *o = opnd_new(m, PTX_OPND_INT);
 	if (!o || !(o->text = ptx_strndup(m, p, (size_t)(buf + sizeof(buf) - p))))
 		return NULL;

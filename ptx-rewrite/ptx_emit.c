@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ptx-rewrite/ptx_ir.h"
+#include "ptx-rewrite/ptx_priv.h"
 
 /* Fast path without the NUL gx_buf_append writes each time; the public
  * entry points terminate the buffer once at the end. */
@@ -73,14 +74,8 @@ static inline void putc_(struct gx_buf *b, char c)
 
 static void put_i64(struct gx_buf *b, long long v)
 {
-	char buf[24], *p = buf + sizeof(buf);
-	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
-	do {
-		*--p = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	if (v < 0)
-		*--p = '-';
+	char buf[24];
+	const char *p = ptx_fmt_i64(buf, v);
 	put(b, p, (size_t)(buf + sizeof(buf) - p));
 }
 

@@ -44,4 +44,19 @@ static inline void *ptx_alloc_raw(struct ptx_module *m, size_t size)
 	return ptx_arena_alloc(m->arena, size, 8);
 }
 
+/* v in decimal without printf (hot: one per hook site, context word and
+ * emitted offset): the digits end at buf + 24; returns where they start. */
+static inline const char *ptx_fmt_i64(char buf[24], long long v)
+{
+	char *p = buf + 24;
+	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--p = '-';
+	return p;
+}
+
 #endif

@@ -142,30 +142,28 @@ run_case rdc 1 "$W/rdc"
 grep -q 'rewritten (identity), reloaded from sm_90 PTX of 2 -rdc units, JIT-linked' "$L/rdc.shim.err" 2>/dev/null &&
 	ok "rdc: the 2 relocatable units were rewritten and JIT-linked by the shim" ||
 	nok "rdc: no '2 -rdc units, JIT-linked' line: $(grep 'gpuext: module' "$L/rdc.shim.err" | head -2 | tr '\n' ' ')"
-# The rewritten-module cache: a second start takes the rewritten PTX from it.
-MC=$W/mcache
-for i in 1 2; do
-	timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_CACHE_DIR="$MC" "$W/rt_static" \
-		>"$L/mcache$i.out" 2>"$L/mcache$i.err"
-done
-if cmp -s "$L/mcache2.out" "$L/rt_static.base.out" && ! grep -q 'from the module cache' "$L/mcache1.err" &&
-	grep -q 'rewritten (identity), reloaded from sm_[0-9]* PTX ([0-9]* bytes, from the module cache)' "$L/mcache2.err"; then
-	ok "module cache: the second start of rt_static loads the rewritten PTX from GPUEXT_CACHE_DIR, same output"
-else
-	nok "module cache: second start $(grep -c 'from the module cache' "$L/mcache2.err") hits, output $(cmp -s "$L/mcache2.out" "$L/rt_static.base.out" && echo same || echo differs); $(grep 'gpuext: module' "$L/mcache2.err" | head -2 | tr '\n' ' ')"
-fi
-# -rdc: the second start takes the JIT-linked cubin from the cache (no link).
-MC=$W/mcache-rdc
-for i in 1 2; do
-	timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_CACHE_DIR="$MC" "$W/rdc" \
-		>"$L/rdccache$i.out" 2>"$L/rdccache$i.err"
-done
-if cmp -s "$L/rdccache2.out" "$L/rdc.base.out" && ! grep -q 'from the module cache' "$L/rdccache1.err" &&
-	grep -q 'of 2 -rdc units, JIT-linked ([0-9]* bytes of cubin, from the module cache)' "$L/rdccache2.err"; then
-	ok "module cache: the second start of the -rdc program loads the linked cubin from the cache, same output"
-else
-	nok "module cache -rdc: output $(cmp -s "$L/rdccache2.out" "$L/rdc.base.out" && echo same || echo differs); $(grep 'gpuext: module' "$L/rdccache2.err" | head -2 | tr '\n' ' ')"
-fi
+# second_start NAME BIN BASE_OUT WHAT LINE_RE: two starts with one
+# GPUEXT_CACHE_DIR; the second must take WHAT from the cache (its log line
+# matches LINE_RE), the first must not, and the output must be BASE_OUT's.
+second_start() {
+	local n=$1 bin=$2 base=$3 what=$4 re=$5 i
+	for i in 1 2; do
+		timeout 120 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_CACHE_DIR="$W/mcache-$n" "$bin" \
+			>"$L/$n$i.out" 2>"$L/$n$i.err"
+	done
+	if cmp -s "$L/${n}2.out" "$base" && ! grep -q 'from the module cache' "$L/${n}1.err" &&
+		grep -q "$re" "$L/${n}2.err"; then
+		ok "module cache: the second start of $(basename "$bin") loads $what from the cache, same output"
+	else
+		nok "module cache ($n): second start $(grep -c 'from the module cache' "$L/${n}2.err") hits, output $(cmp -s "$L/${n}2.out" "$base" && echo same || echo differs); $(grep 'gpuext: module' "$L/${n}2.err" | head -2 | tr '\n' ' ')"
+	fi
+}
+# The rewritten-module cache: a second start takes the rewritten PTX from it;
+# for -rdc the JIT-linked cubin (no rewrite, no link).
+second_start mcache "$W/rt_static" "$L/rt_static.base.out" "the rewritten PTX" \
+	'rewritten (identity), reloaded from sm_[0-9]* PTX ([0-9]* bytes, from the module cache)'
+second_start rdccache "$W/rdc" "$L/rdc.base.out" "the linked cubin" \
+	'of 2 -rdc units, JIT-linked ([0-9]* bytes of cubin, from the module cache)'
 # The same programs under gpuext-run.
 if [ -x "$B/bin/gpuext-run" ]; then
 	timeout 120 "$B/bin/gpuext-run" -v -- "$W/rt_static" >"$L/run.out" 2>"$L/run.err"
