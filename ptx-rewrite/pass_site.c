@@ -7,7 +7,8 @@
  * the site the same warp-level model costs a few instructions:
  *
  *   {                                     // declarations of the site
- *   @!%guard bra END;                     // lanes whose instruction is off
+ *   @!%guard bra OUT;                     // lanes whose instruction is off
+ *   <uniform early exits: @p bra.uni OUT> (inlined entry/exit handlers)
  *   activemask.b32 %m;                    // the lanes that are here
  *   elect.sync %l|%q, %m;                 // sm_90+: one leader, its lane id
  *      (older targets: laneid, brev + bfind.shiftamt = lowest lane, setp)
@@ -18,6 +19,8 @@
  *   | <the words as .param scalars; call F's word clone> (call, copyable F)
  *   | <the words stored to a per-thread .local struct gdev_ctx; call F> (call)
  *   END:
+ *   bar.warp.sync %m;                     // not at exit sites; OUT is END there
+ *   OUT:
  *   }
  *
  * The context of a called handler is its call's parameters (words_clone) or,
@@ -231,6 +234,8 @@ static const struct ptx_site_regs *site_regs(struct ptx_passes *ps)
 		    !(r->ocw[i] = ptx_opnd_id(m, r->cw[i])))
 			return NULL;
 	}
+	const char *rc = getenv("GX_PTX_RECONVERGE"); /* read once per module */
+	r->reconverge = !(rc && rc[0] == '0');
 	ps->site_regs = r;
 	return r;
 }
@@ -814,16 +819,16 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	}
 	struct ptx_opnd *oend = ptx_opnd_id(m, end);
 	/* The lanes that reach the election leave together: bar.warp.sync on
-	 * their mask (the activemask of the election) after END. Without it ptxas did not always reconverge the
-	 * leader with the other lanes after a handler with loops (the ring
-	 * reservation): on the H200 warp 0 of block 0 then ran the rest of a
-	 * grid-stride kernel diverged, and launchlate cost +40 % (vadd) and
-	 * +79 % (reduce); with the barrier +0.8 % and -0.1 %. Not at exit sites:
-	 * the lanes leave the kernel there, and waiting for the leader's record
-	 * only delays them (kernelretsnoop +40 % on vadd with it).
-	 * GX_PTX_RECONVERGE=0 leaves it out (A/B). */
-	const char *rc = getenv("GX_PTX_RECONVERGE");
-	bool sync = !(hook & GDEV_HOOK_EXIT) && !(rc && rc[0] == '0');
+	 * their mask (the election's activemask) after END. Without it ptxas did
+	 * not always reconverge the leader with the other lanes after a handler
+	 * with loops (the ring reservation): on the H200 warp 0 of block 0 then
+	 * ran the rest of a grid-stride kernel diverged, and launchlate cost
+	 * +40 % (vadd) and +79 % (reduce); with a barrier on all arriving lanes
+	 * +0.8 % and -0.1 % (this form, with uniform exits past the barrier, was
+	 * not measured). Not at exit sites: the lanes leave the kernel there, and
+	 * waiting for the leader's record only delays them (kernelretsnoop +40 %
+	 * on vadd with it). GX_PTX_RECONVERGE=0 leaves it out (A/B). */
+	bool sync = r->reconverge && !(hook & GDEV_HOOK_EXIT);
 	/* Lanes whose instruction is off and warps leaving by a uniform early
 	 * exit never reach the election: they go past the barrier (OUT). */
 	const char *out = sync ? ptx_fresh_name(m, "$", "Lo") : end;
