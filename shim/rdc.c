@@ -95,18 +95,17 @@ static int link_units(char **ptx, size_t *len, size_t n, unsigned sm, struct gx_
 
 /* The cache key of a linked cubin: the keys of its units' PTX, in link
  * order, under the process's rewrite options and the device arch. The
- * marker keeps it apart from any single module's key. */
-static void rdc_key(char **raw, const size_t *rl, size_t n, unsigned sm, struct gx_mcache_key *k)
+ * marker keeps it apart from any single module's key. False: no key (out of
+ * memory), the cubin is neither looked up nor stored. */
+static bool rdc_key(char **raw, const size_t *rl, size_t n, unsigned sm, struct gx_mcache_key *k)
 {
 	static const char mark[16] = "gx-rdc-link-v1";
 	struct gx_ptx_rewrite_opts opts;
 	gx_prep_opts(&opts);
 	size_t sz = sizeof(mark) + n * sizeof(*k);
 	char *buf = malloc(sz);
-	if (!buf) {
-		memset(k, 0, sizeof(*k)); /* all-zero: never stored (see below) */
-		return;
-	}
+	if (!buf)
+		return false;
 	memcpy(buf, mark, sizeof(mark));
 	for (size_t i = 0; i < n; i++) {
 		struct gx_mcache_key u;
@@ -115,11 +114,7 @@ static void rdc_key(char **raw, const size_t *rl, size_t n, unsigned sm, struct 
 	}
 	gx_mcache_key(buf, sz, &opts, sm, k);
 	free(buf);
-}
-
-static bool key_valid(const struct gx_mcache_key *k)
-{
-	return k->h[0] || k->h[1];
+	return true;
 }
 
 int gx_prepare_rdc(const struct gx_image *im, unsigned sm, bool mixed_archs, struct gx_prep *p)
@@ -160,11 +155,10 @@ int gx_prepare_rdc(const struct gx_image *im, unsigned sm, bool mixed_archs, str
 		raw[i] = r;
 	}
 	/* A second start links nothing: the cubin comes from the module cache. */
-	struct gx_mcache_key key = { { 0, 0 } };
+	struct gx_mcache_key key;
 	struct gx_mcache_entry ce = { 0 };
-	if (ret > 0)
-		rdc_key(raw, rl, n, sm, &key);
-	if (ret > 0 && key_valid(&key) && gx_mcache_get(&key, &ce) == 0) {
+	bool keyed = ret > 0 && rdc_key(raw, rl, n, sm, &key);
+	if (keyed && gx_mcache_get(&key, &ce) == 0) {
 		free(ce.notes);
 		p->ptx = ce.ptx, p->len = ce.len;
 		p->cached = true;
@@ -185,7 +179,7 @@ int gx_prepare_rdc(const struct gx_image *im, unsigned sm, bool mixed_archs, str
 	}
 	if (ret == 1) {
 		ret = link_units(ptx, len, n, sm, p);
-		if (ret > 0 && key_valid(&key)) {
+		if (ret > 0 && keyed) {
 			ce = (struct gx_mcache_entry){ .ptx = p->ptx, .len = p->len, .nr_hooks = hooks };
 			gx_mcache_put(&key, &ce);
 		}
