@@ -9,22 +9,25 @@ set -euo pipefail
 out=$1
 mkdir -p "$out"
 jit=${GX_JITLIB:-build/lib/libgxjit.so}
+# lib_path SONAME: where the dynamic linker finds it (awk reads all of
+# ldconfig's output: exiting early would kill ldconfig with SIGPIPE, which
+# pipefail turns into a failure)
+lib_path() { ldconfig -p | awk -v n="$1" '!f && $1 == n && /x86-64/ { print $NF; f = 1 }'; }
 for need in $(readelf -d "$jit" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p'); do
 	case $need in libc.so.*|ld-linux*|libelf.so.*|libm.so.*|libstdc++*|libgcc_s*) continue ;; esac
-	src=$(ldconfig -p | awk -v n="$need" '$1 == n && /x86-64/ { print $NF; exit }')
+	src=$(lib_path "$need")
 	[ -n "$src" ] || src=$(ls /usr/lib/llvm-19/lib/"$need" 2>/dev/null || true)
 	[ -n "$src" ] || { echo "pack-jit-libs: $need not found" >&2; exit 1; }
 	libs="${libs:-} $src"
 	# libLLVM's own uncommon dependencies
 	if [ "${need#libLLVM}" != "$need" ]; then
 		for d in libz3.so.4 libedit.so.2; do
-			libs="$libs $(ldconfig -p | awk -v n="$d" '$1 == n && /x86-64/ { print $NF; exit }')"
+			libs="$libs $(lib_path "$d")"
 		done
 	fi
 done
 for src in $libs; do
 	name=$(basename "$src")
-	[ "$name" = libLLVM-19.so.1 ] && name=libLLVM.so.19.1
 	dst=$out/$name.xz
 	[ -f "$dst" ] && [ "$dst" -nt "$(readlink -f "$src")" ] && continue
 	xz -9 -T1 -c "$(readlink -f "$src")" >"$dst.tmp" && mv "$dst.tmp" "$dst"
