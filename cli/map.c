@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -432,12 +433,18 @@ out:
 	return rc;
 }
 
+/* Does `name` (from the command line) name map m in `file`: the file name
+ * ("PID-NAME"), the map name, or its last component? */
+static bool names(const char *name, const struct gx_map *m, const char *file)
+{
+	const char *dot = strrchr(m->name, '.');
+	return !strcmp(name, file) || !strcmp(name, m->name) || (dot && !strcmp(name, dot + 1));
+}
+
 static int dump_one(struct gx_map *m, const char *file, void *u)
 {
 	struct dump_req *q = u;
-	/* match the file name ("PID-NAME"), the map name, or its last component */
-	const char *dot = strrchr(m->name, '.');
-	if (strcmp(q->name, file) && strcmp(q->name, m->name) && !(dot && !strcmp(q->name, dot + 1)))
+	if (!names(q->name, m, file))
 		return 0;
 	dump_map(m, q->all);
 	q->found++;
@@ -509,8 +516,7 @@ struct upd_req {
 static int collect_path(struct gx_map *m, const char *file, void *u)
 {
 	struct upd_req *q = u;
-	const char *dot = strrchr(m->name, '.');
-	if (strcmp(q->name, file) && strcmp(q->name, m->name) && !(dot && !strcmp(q->name, dot + 1)))
+	if (!names(q->name, m, file))
 		return 0;
 	char **t = realloc(q->paths, (q->n + 1) * sizeof(*t));
 	if (!t)
