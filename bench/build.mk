@@ -18,12 +18,14 @@ BINS_ALL += $(BENCH_HOOK) $(BENCH_HOOK_PTX)
 
 # For `hook_overhead --regs` on the GPU (tests/gpu/passes.sh), which has no
 # LLVM: tool_bench's kernels as PTX and the tools' handlers JIT'd to PTX here.
+# (gpuext bpf jit loads gpuext-bpfjit.so: a prerequisite, or a parallel
+# clean build runs it before the plugin exists.)
 BENCH_TB_PTX := $(BUILD)/bench/tool_bench.ptx
 $(BENCH_TB_PTX): bench/tool_bench.cu
 	$(call msg,NVCC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(NVCC) -arch=sm_90 -ptx $< -o $@
-$(BUILD)/bench/tool_%.ptx: $(BUILD)/share/gpuext/tools/%.bpf.o $(BUILD)/bin/gpuext
+$(BUILD)/bench/tool_%.ptx: $(BUILD)/share/gpuext/tools/%.bpf.o $(BUILD)/bin/gpuext $(BUILD)/lib/gpuext-bpfjit.so
 	$(call msg,JIT,$@)
 	$(Q)$(BUILD)/bin/gpuext bpf jit --target ptx $< -o $@ >$@.log 2>&1 || { cat $@.log; exit 1; }
 BINS_ALL += $(BENCH_TB_PTX) $(BUILD)/bench/tool_launchlate.ptx $(BUILD)/bench/tool_threadhist.ptx
