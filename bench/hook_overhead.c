@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <dirent.h>
 
 #include "gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
@@ -254,7 +255,7 @@ struct kern {
  * shim would make it (devbpf/gx_devrt.h), with the tool's one map at index
  * 0: launchlate's ring (1 MiB, never drained here: one record per launch)
  * or threadhist's per-warp-slot array. 0 if the tool is unknown. */
-static CUdeviceptr tool_devrt(const char *tool, int nsm)
+static CUdeviceptr tool_devrt(const char *tool, int nsm, struct gx_devrt *out)
 {
 	struct gx_devrt rt = {.magic = GX_DEVRT_MAGIC, .version = GX_DEVRT_VERSION, .nr_maps = 1};
 	struct gx_devrt_map *mp = &rt.maps[0];
@@ -278,6 +279,7 @@ static CUdeviceptr tool_devrt(const char *tool, int nsm)
 	}
 	CUdeviceptr b = dalloc(sizeof(rt));
 	CK(cuMemcpyHtoD(b, &rt, sizeof(rt)));
+	*out = rt;
 	return b;
 }
 
@@ -411,17 +413,49 @@ int main(int argc, char **argv)
 	       "|---|---|---|---|---|---|---|\n");
 	/* two rounds: the passes, then (after the divergence checks, so that a
 	 * fault there cannot lose them) the tools' rows */
-	for (size_t q = 0; q < 2 * NPASS; q++) {
-		size_t p = q % NPASS;
+	/* GX_HO_VARIANTS=DIR: after the tools' rows, one row per DIR/NAME.ptx,
+	 * a hand-made or pre-rewritten version of KERNELS.ptx loaded as is (the
+	 * A/B of a code-generation idea before the rewriter makes it); a name
+	 * starting with a tool's name gets that tool's device runtime block. */
+	char **vars = NULL;
+	size_t nvar = 0;
+	const char *vdir = getenv("GX_HO_VARIANTS");
+	if (vdir) {
+		struct dirent **nl;
+		int nd = scandir(vdir, &nl, NULL, alphasort);
+		for (int i = 0; i < nd; i++) {
+			size_t l = strlen(nl[i]->d_name);
+			if (l > 4 && !strcmp(nl[i]->d_name + l - 4, ".ptx")) {
+				vars = realloc(vars, (nvar + 1) * sizeof(*vars));
+				vars[nvar++] = strdup(nl[i]->d_name);
+			}
+			free(nl[i]);
+		}
+		if (nd > 0)
+			free(nl);
+	}
+	for (size_t q = 0; q < 2 * NPASS + nvar; q++) {
+		size_t p = q < 2 * NPASS ? q % NPASS : 0;
 		const struct pass *ps = &passes[p];
-		if (q == NPASS) {
+		struct pass vp;
+		const char *var = q >= 2 * NPASS ? vars[q - 2 * NPASS] : NULL;
+		if (var) {
+			vp = (struct pass){.name = var, .tool = !strncmp(var, "threadhist", 10) ? "threadhist"
+												 : "launchlate"};
+			ps = &vp;
+			p = 1;
+		}
+		if (q == NPASS && !getenv("GX_HO_VARIANTS_ONLY")) {
 			divergence_check(ptx, ptx_len, "gx_div", "called handler (context in .local)");
 			divergence_check(ptx, ptx_len, "gx_div_inl",
 					 "inlined handler (context in registers)");
 			divergence_check(ptx, ptx_len, "gx_div_big",
 					 "called handler (words as parameters)");
 		}
-		if ((ps->tool != NULL) != (q >= NPASS))
+		if (!var && (ps->tool != NULL) != (q >= NPASS))
+			continue;
+		/* GX_HO_VARIANTS_ONLY=1: the original and the variants (a quick A/B) */
+		if (!var && p != 0 && getenv("GX_HO_VARIANTS_ONLY"))
 			continue;
 		struct gx_ptx_rewrite_opts o = {.sz = sizeof(o), .hooks = ps->hooks,
 						.persistent = ps->persistent != 0,
@@ -434,7 +468,7 @@ int main(int argc, char **argv)
 		}
 		char *tool_ptx = NULL, tool_path[512], tool_func[64];
 		struct gx_hook_binding tool_b = {GDEV_HOOK_ENTRY, NULL, tool_func};
-		if (ps->tool) {
+		if (ps->tool && !var) {
 			size_t tl;
 			snprintf(tool_path, sizeof(tool_path), "%s/tool_%s.ptx", tooldir ? tooldir : ".",
 				 ps->tool);
@@ -453,7 +487,17 @@ int main(int argc, char **argv)
 		if (ps->top)
 			setenv("GX_PTX_ENTRY_TOP", "1", 1);
 		double t0 = now_ms();
-		int err = gx_ptx_rewrite(ptx, ptx_len, &o, &res);
+		int err = 0;
+		if (var) {
+			char vpath[1024];
+			size_t vl;
+			memset(&res, 0, sizeof(res));
+			snprintf(vpath, sizeof(vpath), "%s/%s", vdir, var);
+			err = gx_read_file(vpath, &res.ptx, &vl, 0);
+			snprintf(res.err, sizeof(res.err), "cannot read %.200s", var);
+		} else {
+			err = gx_ptx_rewrite(ptx, ptx_len, &o, &res);
+		}
 		double t_rw = now_ms() - t0;
 		unsetenv("GX_PTX_ENTRY_TOP");
 		free(tool_ptx);
@@ -475,10 +519,16 @@ int main(int argc, char **argv)
 		printf("bench: %s: rewrite %.2f ms, JIT %.1f ms, %u hooks, %u persistent\n",
 		       ps->name, t_rw, t_jit, res.nr_hooks, res.nr_persistent);
 		if (ps->tool) {
-			CUdeviceptr g, rt = tool_devrt(ps->tool, nsm);
+			struct gx_devrt hrt;
+			CUdeviceptr g, rt = tool_devrt(ps->tool, nsm, &hrt);
 			size_t gsz;
-			CK(cuModuleGetGlobal(&g, &gsz, mod, GDEV_DEVRT_SYMBOL));
-			CK(cuMemcpyHtoD(g, &rt, sizeof(rt)));
+			/* a variant may have no hooks (the original, for the noise) */
+			if (cuModuleGetGlobal(&g, &gsz, mod, GDEV_DEVRT_SYMBOL) == CUDA_SUCCESS)
+				CK(cuMemcpyHtoD(g, &rt, sizeof(rt)));
+			/* a variant reading the block from the constant bank */
+			if (cuModuleGetGlobal(&g, &gsz, mod, "__gx_c_devrt") == CUDA_SUCCESS &&
+			    gsz == sizeof(hrt))
+				CK(cuMemcpyHtoD(g, &hrt, sizeof(hrt)));
 		}
 		for (size_t k = 0; k < nk; k++) {
 			struct kern *kn = &ks[k];

@@ -117,6 +117,10 @@ if rw uni --policy-ptx $S/uniform_policy.ptx --bind entry:gx_uni --bind exit:gx_
 		test "$(awk '/bra.uni\t\$__gx_L[ho]/{n++} /elect.sync/{print n; n=0}' "$W/uni.ptx" | tr '\n' ' ')" = "2 2 "
 	check "uniform tests: no ctaid/warpid test after an election is lost (body keeps its own)" \
 		test "$(count 'setp.ne.s32	%__gx_h_p2, %__gx_w25, 0' "$W/uni.ptx")" = 4
+	# words computed as the tests need them: the block test (%ctaid.x)
+	# leaves before the warp test's %tid reads, at each of the 2 sites
+	check "uniform tests: words read lazily (ctaid.x, exit, then the tid words, exit)" \
+		test "$(awk '/mov.u32\t%__gx_w12, %ctaid.x;/{printf "c"} /mov.u32\t%__gx_w18, %tid.x;/{printf "t"} /bra.uni\t\$__gx_L[ho]/{printf "x"} /elect.sync/{printf " "}' "$W/uni.ptx")" = "cxtx cxtx "
 fi
 # Reconvergence: the lanes that reached the election wait for the leader
 # after an entry (or memory) site; uniform exits and guarded-off lanes go
