@@ -74,7 +74,7 @@ struct pass {
 	int persistent; /* 0 no, 1 static, 2 dynamic */
 	int ctx_policy; /* bind ctx_policy_ptx (reads the context) instead of the stubs */
 	unsigned stubs; /* enum gx_ptx_stubs without a policy */
-	int top;        /* GX_PTX_ENTRY_TOP=1: entry site before the kernel's first
+	int top;        /* GX_PTX_F_ENTRY_TOP: entry site before the kernel's first
 			 * statement (the A/B of the entry site's placement) */
 	const char *tool; /* a tool's JIT'd handler (TOOLDIR/tool_NAME.ptx) at entry,
 			   * with a device runtime block made here (tool_devrt) */
@@ -213,7 +213,7 @@ static void divergence_check(const char *ptx, size_t len, const char *func, cons
  * default), call (election + call of an empty .func), probe (reads every
  * context field, inlined: context in registers), probe-call (the same called,
  * through its clone taking the words as parameters). "(top)": the entry site
- * before the kernel's first statement (GX_PTX_ENTRY_TOP=1). */
+ * before the kernel's first statement (GX_PTX_F_ENTRY_TOP). */
 static const struct pass passes[] = {
 	{"orig", 0, 0, 0, 0, 0, NULL},
 	{"entry+exit", EE, 0, 0, GX_PTX_STUBS_ELIDE, 0, NULL},
@@ -485,7 +485,7 @@ int main(int argc, char **argv)
 		}
 		struct gx_ptx_rewrite_result res;
 		if (ps->top)
-			setenv("GX_PTX_ENTRY_TOP", "1", 1);
+			o.flags |= GX_PTX_F_ENTRY_TOP;
 		double t0 = now_ms();
 		int err = 0;
 		if (var) {
@@ -499,7 +499,6 @@ int main(int argc, char **argv)
 			err = gx_ptx_rewrite(ptx, ptx_len, &o, &res);
 		}
 		double t_rw = now_ms() - t0;
-		unsetenv("GX_PTX_ENTRY_TOP");
 		free(tool_ptx);
 		if (err) {
 			printf("not ok - hook_overhead %s: rewrite: %s\n", ps->name, res.err);

@@ -319,7 +319,7 @@ static int load_policy(const char *path, const char *app, size_t app_len,
 static int do_rewrite(int argc, char **argv)
 {
 	const char *out = NULL, *policy = NULL, *policy_ptx = NULL;
-	struct gx_ptx_rewrite_opts opts = {.sz = sizeof(opts)};
+	struct gx_ptx_rewrite_opts opts = {.sz = sizeof(opts), .flags = gx_ptx_flags_from_env()};
 	struct gx_hook_binding binds[32];
 	size_t nbinds = 0;
 	static const struct option lo[] = {{"hooks", required_argument, 0, 'H'},

@@ -529,7 +529,8 @@ static int do_rewrite(int argc, char **argv)
 	if (!rc) {
 		struct gx_ptx_rewrite_opts o = { .sz = sizeof(o), .hooks = set.hooks, .policy_ptx = set.ptx,
 						 .policy_len = set.ptx_len, .bindings = set.binds,
-						 .nr_bindings = set.nr_binds };
+						 .nr_bindings = set.nr_binds,
+						 .flags = gx_ptx_flags_from_env() };
 		ret = gx_ptx_rewrite(ptx, plen, &o, &res);
 		if (ret) {
 			p_err("%s: %s", app, res.err[0] ? res.err : strerror(-ret));

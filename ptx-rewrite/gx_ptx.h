@@ -8,6 +8,8 @@
 #define GX_PTX_H
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "devbpf/gdev_ctx.h"
 
@@ -37,7 +39,25 @@ struct gx_ptx_rewrite_opts {
 	unsigned max_ptx_version;
 	/* Without a policy: what the hooks run (enum gx_ptx_stubs). */
 	unsigned stubs;
+	/* Code-generation switches (GX_PTX_F_*), for A/B measurements. Options,
+	 * not environment variables read by the library, so that the shim's
+	 * module cache (keyed by these options) never serves a module built
+	 * under other switches. */
+	unsigned flags;
 };
+
+/* opts.flags */
+#define GX_PTX_F_NO_RECONVERGE 1u /* no bar.warp.sync after entry/mem/fence sites */
+#define GX_PTX_F_ENTRY_TOP 2u     /* every entry site before the kernel's first statement */
+
+/* The switches the callers (shim, CLI) take from the environment:
+ * GX_PTX_RECONVERGE=0 and GX_PTX_ENTRY_TOP=1 (any value but "" and "0"). */
+static inline unsigned gx_ptx_flags_from_env(void)
+{
+	const char *rc = getenv("GX_PTX_RECONVERGE"), *top = getenv("GX_PTX_ENTRY_TOP");
+	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) |
+	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0);
+}
 
 /* Built-in handlers for hooks without a policy (measurements and tests). */
 enum gx_ptx_stubs {

@@ -162,7 +162,7 @@ static unsigned mem_op(enum ptx_op_class c)
  * its results would be live across the handler (more registers). A called
  * handler stays first: under the call ABI every value live across the call
  * costs registers (a probe-call site after stencil's reads: 31 → 34, one
- * block per SM less). GX_PTX_ENTRY_TOP=1 keeps every entry site first (the
+ * block per SM less). GX_PTX_F_ENTRY_TOP (GX_PTX_ENTRY_TOP=1) keeps every entry site first (the
  * A/B switch of bench/hook_overhead). */
 /* Handlers above this many instructions keep the site first: their cold
  * paths set the kernel's register count, and the kernel's values live across
@@ -174,9 +174,8 @@ static struct ptx_stmt *entry_site_pos(struct ptx_passes *ps, struct ptx_func *f
 {
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
 	struct ptx_stmt *s = ptx_func_entry_point(fn);
-	const char *top = getenv("GX_PTX_ENTRY_TOP");
 	*err = 0;
-	if (top && *top && strcmp(top, "0"))
+	if (o->flags & GX_PTX_F_ENTRY_TOP)
 		return s;
 	size_t ninsn = 0;
 	if (!o->policy_ptx) {

@@ -234,8 +234,7 @@ static const struct ptx_site_regs *site_regs(struct ptx_passes *ps)
 		    !(r->ocw[i] = ptx_opnd_id(m, r->cw[i])))
 			return NULL;
 	}
-	const char *rc = getenv("GX_PTX_RECONVERGE"); /* read once per module */
-	r->reconverge = !(rc && rc[0] == '0');
+	r->reconverge = !(ps->ctx->opts->flags & GX_PTX_F_NO_RECONVERGE);
 	ps->site_regs = r;
 	return r;
 }
@@ -845,7 +844,7 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	 * +0.8 % and -0.1 % (this form, with uniform exits past the barrier, was
 	 * not measured). Not at exit sites: the lanes leave the kernel there, and
 	 * waiting for the leader's record only delays them (kernelretsnoop +40 %
-	 * on vadd with it). GX_PTX_RECONVERGE=0 leaves it out (A/B). */
+	 * on vadd with it). GX_PTX_F_NO_RECONVERGE (GX_PTX_RECONVERGE=0) leaves it out (A/B). */
 	bool sync = r->reconverge && !(hook & GDEV_HOOK_EXIT);
 	/* Lanes whose instruction is off and warps leaving by a uniform early
 	 * exit never reach the election: they go past the barrier (OUT). */

@@ -73,7 +73,7 @@ struct ptx_site_regs {
 	struct ptx_opnd *ow[PTX_CTX_WORDS]; /* %__gx_w0 ... %__gx_w29 */
 	const char *cw[PTX_CTX_WORDS];	/* __gx_cw0 ...: a called clone's word params */
 	struct ptx_opnd *ocw[PTX_CTX_WORDS];
-	int reconverge; /* bar.warp.sync after entry/mem/fence sites (GX_PTX_RECONVERGE != "0") */
+	int reconverge; /* bar.warp.sync after entry/mem/fence sites (no GX_PTX_F_NO_RECONVERGE) */
 };
 
 /* A function-level .local declared for hook sites (context, handler depots). */

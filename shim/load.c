@@ -74,6 +74,7 @@ bool gx_prep_opts(struct gx_ptx_rewrite_opts *opts)
 	gx_policy_rewrite_opts(opts); /* device policy hooks, if one is attached */
 	if (opts->hooks && !opts->policy_ptx)
 		opts->stubs = gx_stubs_from_env(); /* GPUEXT_STUBS: what those hooks run */
+	opts->flags = gx_ptx_flags_from_env(); /* A/B switches, part of the cache key */
 	return gx_persist_rewrite_opts(opts); /* GPUEXT_PERSISTENT: copies */
 }
 

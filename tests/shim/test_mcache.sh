@@ -55,6 +55,14 @@ want=$(sed -n 's/.*rewritten (\(.*\)), reloaded from sm_80 PTX (\([0-9]*\) bytes
 got=$(sed -n 's/.*rewritten (\(.*\)), reloaded from sm_80 PTX (\([0-9]*\) bytes, from the module cache).*/\1 \2/p' "$tmp/3b")
 [ -n "$want" ] && [ "$want" = "$got" ] &&
 	ok "... and a hit the second time, same hooks and size ($got)" || nok "hooked hit: '$want' vs '$got': $(grep gpuext "$tmp/3b" | tail -1)"
+# The code-generation A/B switches are rewrite options too: a module built
+# with GX_PTX_RECONVERGE=0 must not be served to a run without it.
+load "$tmp/3c" "$tmp/s.ptx" small GPUEXT_HOOKS=entry GX_PTX_RECONVERGE=0
+grep -q 'rewritten (.*), reloaded' "$tmp/3c" && ! grep -q 'from the module cache' "$tmp/3c" && [ "$(entries)" = 3 ] &&
+	ok "GX_PTX_RECONVERGE=0: another key, a miss" || nok "A/B switch in the key: $(grep gpuext "$tmp/3c" | tail -1) entries $(entries)"
+load "$tmp/3d" "$tmp/s.ptx" small GPUEXT_HOOKS=entry GX_PTX_ENTRY_TOP=1
+grep -q 'rewritten (.*), reloaded' "$tmp/3d" && ! grep -q 'from the module cache' "$tmp/3d" && [ "$(entries)" = 4 ] &&
+	ok "GX_PTX_ENTRY_TOP=1: another key, a miss" || nok "A/B switch in the key: $(grep gpuext "$tmp/3d" | tail -1) entries $(entries)"
 
 # Corruption: a flipped byte in the PTX, a broken header, an empty file.
 for how in flip header empty; do
