@@ -150,72 +150,78 @@ static unsigned mem_op(enum ptx_op_class c)
 	}
 }
 
-/* Where the entry site goes. Its handlers inlined: after the kernel's
- * leading parameter loads and special-register reads (`ld.param`, `mov`),
- * before anything else (arithmetic, a label, branch, memory access, call,
- * barrier or scope). The handler cannot observe those, and the site's own
- * special-register reads and election then share a basic block with the
- * kernel's: ptxas issues both sets together and reuses the kernel's reads
- * for the handler's (%ctaid, %tid), instead of running the whole site before
- * the kernel's first instruction is issued; handlers of at most
- * PTX_ENTRY_MOVE_MAX instructions. Arithmetic is not passed over:
- * its results would be live across the handler (more registers). A called
- * handler stays first: under the call ABI every value live across the call
- * costs registers (a probe-call site after stencil's reads: 31 → 34, one
- * block per SM less). GX_PTX_F_ENTRY_TOP (GX_PTX_ENTRY_TOP=1) keeps every entry site first (the
- * A/B switch of bench/hook_overhead). */
-/* Handlers above this many instructions keep the site first: their cold
- * paths set the kernel's register count, and the kernel's values live across
- * them add to it (launchlate's ring reservation, 252 instructions: 30 → 32
- * registers on tool_bench's vadd, the limit of 8 blocks of 256 threads). */
-#define PTX_ENTRY_MOVE_MAX 128
+/* Statements an entry site may be moved past and re-executed after its
+ * handler (entry_site_pos): no memory access but parameter loads, no branch,
+ * label or warp-collective, no volatile special register (clocks, timers,
+ * counters, %smid, %warpid: a second read may differ). */
+static int reexecutable(const struct ptx_stmt *s)
+{
+	static const char *const ops[] = {
+		"mov", "add", "sub", "mul", "mad", "mul24", "mad24", "sad", "and", "or",
+		"xor", "not", "cnot", "shl", "shr", "setp", "selp", "set", "cvt", "cvta",
+		"min", "max", "neg", "abs", "bfe", "bfi", "prmt", "popc", "clz", "brev",
+		"lop3", "shf", NULL};
+	static const char *const vol[] = {"%clock", "%globaltimer", "%pm", "%smid", "%warpid",
+					  "%nwarpid", "%nsmid", NULL};
+	if (s->kind != PTX_STMT_INSN)
+		return 0;
+	const struct ptx_insn *in = &s->insn;
+	if (!in->nops || !in->ops[0] || in->ops[0]->kind != PTX_OPND_ID)
+		return 0;
+	int ok = 0;
+	if (!strcmp(in->opcode, "ld"))
+		ok = ptx_insn_has_mod(in, ".param") && in->nops == 2 && in->ops[1] &&
+		     in->ops[1]->kind == PTX_OPND_ADDR;
+	for (unsigned i = 0; !ok && ops[i]; i++)
+		ok = !strcmp(in->opcode, ops[i]);
+	for (unsigned i = 1; ok && i < in->nops; i++) {
+		const struct ptx_opnd *o = in->ops[i];
+		if (!o || o->kind != PTX_OPND_ID || !o->text)
+			continue;
+		for (unsigned k = 0; vol[k]; k++)
+			if (!strncmp(o->text, vol[k], strlen(vol[k])))
+				return 0;
+	}
+	return ok;
+}
 
-static struct ptx_stmt *entry_site_pos(struct ptx_passes *ps, struct ptx_func *fn, int *err)
+/* Where the entry site goes: after the kernel's prologue, the run of
+ * re-executable statements it starts with (parameter loads, special-register
+ * reads, address arithmetic, the bounds test; up to the first branch, label,
+ * memory access, call, barrier or scope). Before the kernel's first
+ * instruction, the site's uniform tests and their branch delayed every
+ * warp's start: on the H200, launchlate (a test that sends all warps but
+ * block 0's away) cost stencil +3.7 % and 1M-block vadd +2.6 % there, +0.9 %
+ * and +0.4 % after the prologue; threadhist's stencil +3.5 % -> +2.2 %. The
+ * site's special-register reads now share a basic block with the kernel's
+ * (ptxas issues them together, once).
+ * The kernel's values are then live across the site. The handler's path
+ * re-executes the prologue after it (pass_site.c, ps->remat_*), so they are
+ * dead during the handler and add nothing to its register count (called or
+ * inlined: no kernel value is live across the call); the lanes and warps
+ * that do not run the handler keep theirs. GX_PTX_F_ENTRY_TOP
+ * (GX_PTX_ENTRY_TOP=1) keeps every entry site first (the A/B switch of
+ * bench/hook_overhead). Sets ps->remat_begin/remat_end to the prologue
+ * moved past (both NULL: none). */
+static struct ptx_stmt *entry_site_pos(struct ptx_passes *ps, struct ptx_func *fn)
 {
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
-	struct ptx_stmt *s = ptx_func_entry_point(fn);
-	*err = 0;
+	struct ptx_stmt *first = ptx_func_entry_point(fn), *s = first, *last = NULL;
+	ps->remat_begin = ps->remat_end = NULL;
 	if (o->flags & GX_PTX_F_ENTRY_TOP)
-		return s;
-	size_t ninsn = 0;
-	if (!o->policy_ptx) {
-		int r = ptx_site_inlines(ps, GDEV_HOOK_ENTRY, NULL, &ninsn);
-		if (r <= 0 || ninsn > PTX_ENTRY_MOVE_MAX) {
-			*err = r < 0 ? r : 0;
-			return s;
-		}
-	}
-	for (size_t i = 0; o->policy_ptx && i < o->nr_bindings; i++) {
-		const struct gx_hook_binding *bd = &o->bindings[i];
-		if (bd->hook != GDEV_HOOK_ENTRY || !bd->func ||
-		    (bd->kernel_glob && fnmatch(bd->kernel_glob, fn->name, 0)))
-			continue;
-		int r = ptx_site_inlines(ps, GDEV_HOOK_ENTRY, ptx_link_name(ps, bd->func), &ninsn);
-		if (r <= 0 || ninsn > PTX_ENTRY_MOVE_MAX) {
-			*err = r < 0 ? r : 0;
-			return s;
-		}
-	}
+		return first;
 	for (; s; s = s->next) {
 		if (s->kind == PTX_STMT_VERBATIM && !strncmp(s->text, ".loc", 4))
 			continue;
 		if (s->kind == PTX_STMT_DECL && s->decl.space == PTX_SPACE_REG)
 			continue;
-		if (s->kind != PTX_STMT_INSN || s->insn.guard || s->insn.nops != 2)
+		if (!reexecutable(s))
 			break;
-		const struct ptx_insn *in = &s->insn;
-		const struct ptx_opnd *d = in->ops[0], *a = in->ops[1];
-		if (!d || d->kind != PTX_OPND_ID || !a)
-			break;
-		if (!strcmp(in->opcode, "ld") && ptx_insn_has_mod(in, ".param") &&
-		    a->kind == PTX_OPND_ADDR)
-			continue;
-		/* mov from a special register, another register or an immediate */
-		if (!strcmp(in->opcode, "mov") && (a->kind == PTX_OPND_INT ||
-						   (a->kind == PTX_OPND_ID && a->text &&
-						    a->text[0] == '%')))
-			continue;
-		break;
+		last = s;
+	}
+	if (last) {
+		ps->remat_begin = first;
+		ps->remat_end = s;
 	}
 	return s;
 }
@@ -260,14 +266,12 @@ static int hook_func(struct ptx_passes *ps, struct ptx_func *fn)
 			return err;
 	}
 	/* The entry site last: an inlined handler's own memory accesses and
-	 * returns must not be hooked. It goes before the first statement, or
-	 * after the kernel's leading parameter and special-register reads
+	 * returns must not be hooked. It goes after the kernel's prologue
 	 * (entry_site_pos), a site of the statement there included. */
 	if (fn->is_entry && (hooks & GDEV_HOOK_ENTRY)) {
-		struct ptx_stmt *pos = entry_site_pos(ps, fn, &err);
-		if (err)
-			return err;
+		struct ptx_stmt *pos = entry_site_pos(ps, fn);
 		err = add_sites(ps, fn, pos, GDEV_HOOK_ENTRY, NULL, 0, NULL, 0);
+		ps->remat_begin = ps->remat_end = NULL;
 		if (err)
 			return err;
 	}

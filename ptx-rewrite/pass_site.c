@@ -622,6 +622,32 @@ static int pure_op(const char *op)
 	return 0;
 }
 
+/* Append a copy of `in` to c; NULL (c->failed set) when out of memory. */
+static struct ptx_stmt *insn_dup(struct ptx_module *m, struct ptx_chain *c,
+				 const struct ptx_insn *in)
+{
+	struct ptx_stmt *d = ptx_alloc(m, sizeof(*d));
+	struct ptx_opnd **ops = ptx_alloc(m, in->nops * sizeof(*ops));
+	if (!d || (in->nops && !ops)) {
+		c->failed = 1;
+		return NULL;
+	}
+	d->kind = PTX_STMT_INSN;
+	d->insn = *in;
+	for (unsigned i = 0; i < in->nops; i++) {
+		ops[i] = in->ops[i];
+		/* own operand objects: %ctaid/%nctaid reads are rewritten in
+		 * place by the persistent transform */
+		if (ops[i] && ops[i]->kind == PTX_OPND_ID && !(ops[i] = ptx_opnd_id(m, in->ops[i]->text))) {
+			c->failed = 1;
+			return NULL;
+		}
+	}
+	d->insn.ops = ops;
+	ptx_chain_link(c, d);
+	return d;
+}
+
 /* Copy into `pre` the uniform tests at the head of the inlined body `hb`
  * (see above), each preceded by the words it reads that are not computed
  * yet: a warp that leaves at the first test has read only what that test
@@ -724,23 +750,8 @@ static int uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
 				c.failed = 1;
 			have |= words_closure(used);
 		}
-		struct ptx_stmt *d = ptx_alloc(m, sizeof(*d));
-		struct ptx_opnd **ops = ptx_alloc(m, in->nops * sizeof(*ops));
-		if (!d || !ops) {
-			c.failed = 1;
+		if (!insn_dup(m, &c, in))
 			break;
-		}
-		d->kind = PTX_STMT_INSN;
-		d->insn = *in;
-		for (unsigned i = 0; i < in->nops; i++) {
-			ops[i] = in->ops[i];
-			/* own operand objects: %ctaid/%nctaid reads are rewritten in
-			 * place by the persistent transform */
-			if (ops[i]->kind == PTX_OPND_ID && !(ops[i] = ptx_opnd_id(m, in->ops[i]->text)))
-				c.failed = 1;
-		}
-		d->insn.ops = ops;
-		ptx_chain_link(&c, d);
 		s = s->next;
 	}
 	free(u.regs);
@@ -816,6 +827,14 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	const char *end = ptx_fresh_name(m, "$", "Lh");
 	if (!end)
 		return gx_err(-ENOMEM);
+	/* An entry site after the kernel's prologue (pass_hooks.c:
+	 * entry_site_pos): the handler's path ends at HEND, re-executes the
+	 * prologue there and goes on to END, so no kernel value is live across
+	 * the handler; lanes and warps that skip it keep theirs. */
+	bool remat = (hook & GDEV_HOOK_ENTRY) && ps->remat_begin && pos == ps->remat_end;
+	const char *hend = remat ? ptx_fresh_name(m, "$", "Lr") : end;
+	if (!hend)
+		return gx_err(-ENOMEM);
 	struct ptx_chain hd = {0}, bd = {0};
 	ptx_chain_scope(m, &hd, 1);
 	ptx_chain_decl(m, &hd, PTX_SPACE_REG, ".pred", r->q);
@@ -860,10 +879,10 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	unsigned pre_words = 0;
 	int err = 0, hb_done = 0;
 	if (inl && (hook & (GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT))) {
-		err = ptx_handler_inline(ps, fn, h, &hd, &hb, r, end);
+		err = ptx_handler_inline(ps, fn, h, &hd, &hb, r, hend);
 		hb_done = 1;
 		struct ptx_chain pre = {0};
-		int nx = err ? 0 : uniform_prefix(m, r, &hb, end, out, kid, info, hook, &pre,
+		int nx = err ? 0 : uniform_prefix(m, r, &hb, hend, out, kid, info, hook, &pre,
 						   &pre_words);
 		if (nx < 0)
 			err = nx;
@@ -892,7 +911,7 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	else if (hb_done)
 		ptx_chain_append(&bd, &hb);
 	else if (inl)
-		err = ptx_handler_inline(ps, fn, h, &hd, &bd, r, end);
+		err = ptx_handler_inline(ps, fn, h, &hd, &bd, r, hend);
 	else if (wclone) {
 		struct ptx_opnd *args[PTX_CTX_WORDS];
 		unsigned n = 0;
@@ -926,6 +945,12 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 		INSN(&bd, "st", PTX_MODS(".param", ".b64"), ptx_opnd_addr(m, r->oc0, 0), r->ox);
 		ptx_chain_insn(m, &bd, NULL, 0, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &r->ocr),
 			       ptx_opnd_id(m, func), ptx_opnd_list(m, 1, &r->oc0));
+	}
+	if (remat && !err) {
+		ptx_chain_label(m, &bd, hend);
+		for (const struct ptx_stmt *p = ps->remat_begin; p && p != ps->remat_end; p = p->next)
+			if (p->kind == PTX_STMT_INSN && !insn_dup(m, &bd, &p->insn))
+				err = -ENOMEM;
 	}
 	ptx_chain_label(m, &bd, end);
 	if (sync) {
