@@ -201,13 +201,13 @@ static int reexecutable(const struct ptx_stmt *s)
  * inlined: no kernel value is live across the call); the lanes and warps
  * that do not run the handler keep theirs. GX_PTX_F_ENTRY_TOP
  * (GX_PTX_ENTRY_TOP=1) keeps every entry site first (the A/B switch of
- * bench/hook_overhead). Sets ps->remat_begin/remat_end to the prologue
- * moved past (both NULL: none). */
+ * bench/hook_overhead). Sets ps->remat_* to the prologue moved past (NULL:
+ * none). */
 static struct ptx_stmt *entry_site_pos(struct ptx_passes *ps, struct ptx_func *fn)
 {
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
 	struct ptx_stmt *first = ptx_func_entry_point(fn), *s = first, *last = NULL;
-	ps->remat_begin = ps->remat_end = NULL;
+	ps->remat_begin = ps->remat_last = ps->remat_end = NULL;
 	if (o->flags & GX_PTX_F_ENTRY_TOP)
 		return first;
 	for (; s; s = s->next) {
@@ -221,6 +221,7 @@ static struct ptx_stmt *entry_site_pos(struct ptx_passes *ps, struct ptx_func *f
 	}
 	if (last) {
 		ps->remat_begin = first;
+		ps->remat_last = last;
 		ps->remat_end = s;
 	}
 	return s;
@@ -271,7 +272,7 @@ static int hook_func(struct ptx_passes *ps, struct ptx_func *fn)
 	if (fn->is_entry && (hooks & GDEV_HOOK_ENTRY)) {
 		struct ptx_stmt *pos = entry_site_pos(ps, fn);
 		err = add_sites(ps, fn, pos, GDEV_HOOK_ENTRY, NULL, 0, NULL, 0);
-		ps->remat_begin = ps->remat_end = NULL;
+		ps->remat_begin = ps->remat_last = ps->remat_end = NULL;
 		if (err)
 			return err;
 	}

@@ -948,9 +948,12 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	}
 	if (remat && !err) {
 		ptx_chain_label(m, &bd, hend);
-		for (const struct ptx_stmt *p = ps->remat_begin; p && p != ps->remat_end; p = p->next)
+		for (const struct ptx_stmt *p = ps->remat_begin; p; p = p->next) {
 			if (p->kind == PTX_STMT_INSN && !insn_dup(m, &bd, &p->insn))
 				err = -ENOMEM;
+			if (p == ps->remat_last)
+				break;
+		}
 	}
 	ptx_chain_label(m, &bd, end);
 	if (sync) {

@@ -107,9 +107,11 @@ struct ptx_passes {
 	unsigned nr_elided;	/* sites of empty built-in handlers left out */
 	const struct ptx_site_names *site_names; /* made on first use */
 	const struct ptx_site_regs *site_regs;	/* pass_site.c, made on first use */
-	/* pass_hooks: the kernel prologue [begin, end) an entry site at `end`
-	 * was moved past; its handler's path re-executes it (pass_site.c) */
-	struct ptx_stmt *remat_begin, *remat_end;
+	/* pass_hooks: the kernel prologue begin..last (inclusive) that the entry
+	 * sites at `end` were moved past; each handler's path re-executes it
+	 * (pass_site.c). Several entry sites go before `end` one after the
+	 * other: the range stops at `last`, never reaching a site's code. */
+	struct ptx_stmt *remat_begin, *remat_last, *remat_end;
 };
 
 /* pass_link.c: parse opts->policy_ptx, rename its symbols, drop its module
