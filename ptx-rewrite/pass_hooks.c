@@ -185,30 +185,81 @@ static int reexecutable(const struct ptx_stmt *s)
 	return ok;
 }
 
-/* Where the entry site goes: after the kernel's prologue, the run of
- * re-executable statements it starts with (parameter loads, special-register
- * reads, address arithmetic, the bounds test; up to the first branch, label,
- * memory access, call, barrier or scope). Before the kernel's first
- * instruction, the site's uniform tests and their branch delayed every
- * warp's start: on the H200, launchlate (a test that sends all warps but
- * block 0's away) cost stencil +3.7 % and 1M-block vadd +2.6 % there, +0.9 %
- * and +0.4 % after the prologue; threadhist's stencil +3.5 % -> +2.2 %. The
- * site's special-register reads now share a basic block with the kernel's
- * (ptxas issues them together, once).
- * The kernel's values are then live across the site. The handler's path
- * re-executes the prologue after it (pass_site.c, ps->remat_*), so they are
- * dead during the handler and add nothing to its register count (called or
- * inlined: no kernel value is live across the call); the lanes and warps
- * that do not run the handler keep theirs. GX_PTX_F_ENTRY_TOP
- * (GX_PTX_ENTRY_TOP=1) keeps every entry site first (the A/B switch of
- * bench/hook_overhead). Sets ps->remat_* to the prologue moved past (NULL:
- * none). */
-static struct ptx_stmt *entry_site_pos(struct ptx_passes *ps, struct ptx_func *fn)
+#define PTX_ENTRY_MOVE_MAX 128 /* see entry_site_pos */
+
+/* Every entry handler bound to fn (or the built-in one) passes `test`. */
+static int all_entry_handlers(struct ptx_passes *ps, struct ptx_func *fn,
+			      int (*test)(struct ptx_passes *, struct ptx_func *, const char *))
+{
+	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
+	if (!o->policy_ptx)
+		return test(ps, fn, NULL);
+	int any = 0;
+	for (size_t i = 0; i < o->nr_bindings; i++) {
+		const struct gx_hook_binding *bd = &o->bindings[i];
+		if (bd->hook != GDEV_HOOK_ENTRY || !bd->func ||
+		    (bd->kernel_glob && fnmatch(bd->kernel_glob, fn->name, 0)))
+			continue;
+		int r = test(ps, fn, ptx_link_name(ps, bd->func));
+		if (r <= 0)
+			return r;
+		any = 1;
+	}
+	return any;
+}
+
+static int small_inlined(struct ptx_passes *ps, struct ptx_func *fn, const char *func)
+{
+	(void)fn;
+	size_t ninsn = 0;
+	int r = ptx_site_inlines(ps, GDEV_HOOK_ENTRY, func, &ninsn);
+	return r <= 0 ? r : ninsn <= PTX_ENTRY_MOVE_MAX;
+}
+
+/* Where the entry site goes.
+ *
+ * Handlers that send most warps away before their election (inlined, with a
+ * warp-uniform early exit: launchlate "not block 0", threadhist "not warp
+ * 0"): after the kernel's whole prologue, the re-executable statements the
+ * body starts with (parameter loads, special-register reads, integer
+ * arithmetic, the bounds test; up to the first branch, label, memory access,
+ * call, barrier, scope, or read of a clock, timer, %smid or %warpid). Before
+ * the kernel's first instruction, the uniform test and its branch delayed
+ * every warp's start: on the H200 launchlate cost stencil +3.7 % and 1M-block
+ * vadd +2.6 %, +0.4 % and -0.4 % after the prologue (threadhist's stencil
+ * +3.4 % -> +1.6 %); ptxas issues the kernel's and the site's reads
+ * together. The kernel's values are then live across the site: the
+ * handler's path re-executes the prologue after the handler (pass_site.c,
+ * ps->remat_*), so they are dead inside it and add nothing to its register
+ * count; the warps that leave early keep theirs.
+ *
+ * Handlers every warp runs (no uniform exit): re-executing the prologue
+ * would be on every warp's path, and waiting for it cost more than it saved
+ * (entry+exit with an empty handler called: vadd +8.3 % -> +13 %). Small
+ * inlined ones go after the leading `ld.param`s and special-register `mov`s,
+ * without re-execution (ptxas shares those reads with the handler's; a
+ * handler over PTX_ENTRY_MOVE_MAX instructions would hold those values live
+ * across its cold paths), the others first.
+ *
+ * GX_PTX_F_ENTRY_TOP (GX_PTX_ENTRY_TOP=1) keeps every entry site first (the
+ * A/B switch of bench/hook_overhead). Sets ps->remat_* when the handler's
+ * path must re-execute the prologue (NULL: not). Returns the position, or
+ * NULL with *err set. */
+static struct ptx_stmt *entry_site_pos(struct ptx_passes *ps, struct ptx_func *fn, int *err)
 {
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
 	struct ptx_stmt *first = ptx_func_entry_point(fn), *s = first, *last = NULL;
 	ps->remat_begin = ps->remat_last = ps->remat_end = NULL;
+	*err = 0;
 	if (o->flags & GX_PTX_F_ENTRY_TOP)
+		return first;
+	int uni = all_entry_handlers(ps, fn, ptx_site_uniform_exit);
+	int small = uni > 0 ? 0 : all_entry_handlers(ps, fn, small_inlined);
+	if (uni < 0 || small < 0) {
+		*err = uni < 0 ? uni : small;
+		return NULL;
+	}
+	if (!uni && !small)
 		return first;
 	for (; s; s = s->next) {
 		if (s->kind == PTX_STMT_VERBATIM && !strncmp(s->text, ".loc", 4))
@@ -217,9 +268,19 @@ static struct ptx_stmt *entry_site_pos(struct ptx_passes *ps, struct ptx_func *f
 			continue;
 		if (!reexecutable(s))
 			break;
+		/* without re-execution: parameter loads and special-register
+		 * reads only (their values are cheap to keep) */
+		if (!uni && !(!strcmp(s->insn.opcode, "ld") ||
+			      (!strcmp(s->insn.opcode, "mov") && s->insn.nops == 2 &&
+			       s->insn.ops[1] && (s->insn.ops[1]->kind == PTX_OPND_INT ||
+						  (s->insn.ops[1]->kind == PTX_OPND_ID &&
+						   s->insn.ops[1]->text[0] == '%'))) ) )
+			break;
+		if (!uni && s->insn.guard)
+			break;
 		last = s;
 	}
-	if (last) {
+	if (last && uni) {
 		ps->remat_begin = first;
 		ps->remat_last = last;
 		ps->remat_end = s;
@@ -270,8 +331,9 @@ static int hook_func(struct ptx_passes *ps, struct ptx_func *fn)
 	 * returns must not be hooked. It goes after the kernel's prologue
 	 * (entry_site_pos), a site of the statement there included. */
 	if (fn->is_entry && (hooks & GDEV_HOOK_ENTRY)) {
-		struct ptx_stmt *pos = entry_site_pos(ps, fn);
-		err = add_sites(ps, fn, pos, GDEV_HOOK_ENTRY, NULL, 0, NULL, 0);
+		struct ptx_stmt *pos = entry_site_pos(ps, fn, &err);
+		if (!err)
+			err = add_sites(ps, fn, pos, GDEV_HOOK_ENTRY, NULL, 0, NULL, 0);
 		ps->remat_begin = ps->remat_last = ps->remat_end = NULL;
 		if (err)
 			return err;

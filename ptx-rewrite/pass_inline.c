@@ -360,6 +360,7 @@ int ptx_handler_get(struct ptx_passes *ps, const char *name, struct ptx_handler 
 		return gx_err(-ENOMEM);
 	h->name = name;
 	h->words = PTX_CTX_ALL_WORDS;
+	h->uni_exit = -1;
 	struct ptx_item *it = ptx_find_func(ps->m, name);
 	struct ptx_func *fn = it ? &it->func : NULL;
 	if (!fn || !fn->has_body || fn->nparams != 1 || fn->nrets > 1 ||

@@ -522,6 +522,50 @@ int ptx_site_inlines(struct ptx_passes *ps, unsigned hook, const char *func, siz
 	return inlines(h, hook, force_call);
 }
 
+static int uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
+			  const struct ptx_chain *hb, const char *end, const char *out,
+			  unsigned long long kid, unsigned info, unsigned hook,
+			  struct ptx_chain *pre, unsigned *words);
+
+int ptx_site_uniform_exit(struct ptx_passes *ps, struct ptx_func *fn, const char *func)
+{
+	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
+	int force_call = 0;
+	if (!func) {
+		if (o->stubs != GX_PTX_STUBS_PROBE && o->stubs != GX_PTX_STUBS_PROBE_CALL)
+			return 0;
+		force_call = o->stubs == GX_PTX_STUBS_PROBE_CALL;
+		if (!(func = probe_name(ps)))
+			return gx_err(-ENOMEM);
+	}
+	struct ptx_handler *h;
+	int err = ptx_handler_get(ps, func, &h);
+	if (err)
+		return err;
+	if (!inlines(h, GDEV_HOOK_ENTRY, force_call))
+		return 0;
+	if (h->uni_exit >= 0)
+		return h->uni_exit;
+	/* Inline it once into scratch chains (never inserted) and look for the
+	 * prefix; the site counter is restored so that the real sites' names
+	 * do not depend on this probe. */
+	const struct ptx_site_regs *r = site_regs(ps);
+	if (!r)
+		return gx_err(-ENOMEM);
+	struct ptx_chain hd = {0}, hb = {0}, pre = {0};
+	unsigned id = ps->nr_inlined, words = 0;
+	err = ptx_handler_inline(ps, fn, h, &hd, &hb, r, "$__gx_probe_end");
+	ps->nr_inlined = id;
+	if (err)
+		return err;
+	int nx = uniform_prefix(ps->m, r, &hb, "$__gx_probe_end", "$__gx_probe_out", 0, 0,
+				GDEV_HOOK_ENTRY, &pre, &words);
+	if (nx < 0)
+		return nx;
+	h->uni_exit = nx > 0;
+	return h->uni_exit;
+}
+
 /* ---- the uniform prefix of an inlined handler ----
  *
  * A handler that leaves early on a warp-uniform test (launchlate: "not block

@@ -62,6 +62,8 @@ struct ptx_handler {
 	 * scalars (pass_site.c), made on its first called site; NULL until then. */
 	const char *wclone;
 	const struct ptx_an *an;	/* its analysis (pass_inline.c), when inlinable */
+	signed char uni_exit;	/* inlined at entry, it leaves early on a warp-uniform
+				 * test (pass_site.c): 1 yes, 0 no, -1 not known yet */
 };
 
 /* Names and shared operands of the inline hook sites of a module
@@ -153,6 +155,10 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
  * it? 1 yes (*ninsn: its instructions), 0 no (called, or no site at all),
  * -errno. */
 int ptx_site_inlines(struct ptx_passes *ps, unsigned hook, const char *func, size_t *ninsn);
+/* Does the entry site of handler func (NULL: the built-in one) send most
+ * warps away before its election: inlined, with a warp-uniform early exit
+ * (pass_site.c: uniform_prefix)? 1 yes, 0 no, -errno. */
+int ptx_site_uniform_exit(struct ptx_passes *ps, struct ptx_func *fn, const char *func);
 /* Name of a function-level copy of the handler's .local `d` in fn (declared
  * once per function and handler). NULL on ENOMEM. */
 const char *ptx_site_local(struct ptx_passes *ps, struct ptx_func *fn, const struct ptx_handler *h,

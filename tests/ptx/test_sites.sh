@@ -69,20 +69,8 @@ if rw call --hooks entry,exit --stubs call; then
 	check "call: elect.sync and a call per site" \
 		test "$(count 'elect.sync' "$W/call.ptx")" = 2 -a "$(count 'call.*__gx_stub_' "$W/call.ptx")" = 2
 	check "call: no trampoline" test "$(count '__gx_tramp' "$W/call.ptx")" = 0
-	# after the kernel's prologue (parameter loads, special registers, its
-	# arithmetic and bounds test), which the handler's path re-executes
-	check "call: the entry site follows the kernel's prologue (up to its first branch)" \
-		test "$(entry_prefix call | tr '\n' ' ')" = "ld ld ld ld mov mov mov mad setp "
-	check "call: the called handler's path re-executes the prologue after the call, before END" \
-		test "$(awk '/__gx_stub_entry, /{c=1;next} c&&/^\$__gx_Lr[0-9]*:/{r=1;next} r&&/^\$__gx_Lh[0-9]*:/{print n; exit} r&&/^\t\t[a-z]/{split($1,a,"."); n=n a[1] " "}' "$W/call.ptx")" = "ld ld ld ld mov mov mov mad setp "
+	check "call: a called entry handler is the kernel's first statement" test -z "$(entry_prefix call)"
 	no_shared_ctx call
-fi
-# A volatile special register (a clock: a second read would differ) ends the
-# prologue the entry site may be moved past.
-sed 's/mov.u32 \t%r4, %ntid.x;/mov.u32 \t%r4, %clock;/' "$APP" >"$W/clock-app.ptx"
-if grep -q '%clock' "$W/clock-app.ptx" && rw clock --app "$W/clock-app.ptx" --hooks entry --stubs call; then
-	check "call: a %clock read ends the prologue (entry site before it)" \
-		test "$(entry_prefix clock | tr '\n' ' ')" = "ld ld ld ld mov "
 fi
 if rw probe --hooks all --stubs probe; then
 	check "probe: inlined (no call)" test "$(count 'call' "$W/probe.ptx")" = 0
@@ -115,8 +103,8 @@ if rw ctx --policy-ptx $S/ctx_policy.ptx --bind entry:gx_bench_ctx --bind exit:g
 	check "ctx policy: only the words it reads (hook, smid) are computed" \
 		test "$(grep -o '%__gx_w[0-9][0-9]*' "$W/ctx.ptx" | sort -u | tr '\n' ' ')" = "%__gx_w11 %__gx_w24 "
 	check "ctx policy: its effect is kept" test "$(count 'red.global.add.u32	\[%__gx_h' "$W/ctx.ptx")" = 2
-	check "ctx policy: inlined entry site after the kernel's prologue (4 ld.param, 3 mov, its arithmetic and bounds test), before its first branch" \
-		test "$(entry_prefix ctx | tr '\n' ' ')" = "ld ld ld ld mov mov mov mad setp "
+	check "ctx policy (every warp runs it): inlined entry site after the kernel's parameter and special-register reads (4 ld.param, 3 mov), before its arithmetic" \
+		test "$(entry_prefix ctx | tr '\n' ' ')" = "ld ld ld ld mov mov mov "
 	no_shared_ctx ctx
 fi
 if GX_PTX_ENTRY_TOP=1 rw ctx-top --policy-ptx $S/ctx_policy.ptx --bind entry:gx_bench_ctx; then
@@ -143,6 +131,22 @@ if [ -f "$W/uni.ptx" ]; then
 fi
 if GX_PTX_RECONVERGE=0 rw uni-norc --policy-ptx $S/uniform_policy.ptx --bind entry:gx_uni --bind exit:gx_uni; then
 	check "reconvergence: GX_PTX_RECONVERGE=0 leaves the barrier out" test "$(count 'bar.warp.sync' "$W/uni-norc.ptx")" = 0
+fi
+# A handler that sends most warps away first (uniform early exit): its
+# entry site follows the kernel's whole prologue (arithmetic and bounds test
+# included), which the handler's path re-executes before END.
+if rw uni-entry --policy-ptx $S/uniform_policy.ptx --bind entry:gx_uni; then
+	check "uniform entry handler: the site follows the kernel's prologue (up to its first branch)" \
+		test "$(entry_prefix uni-entry | tr '\n' ' ')" = "ld ld ld ld mov mov mov mad setp "
+	check "uniform entry handler: its path re-executes the prologue after the handler, before END" \
+		test "$(awk '/^\$__gx_Lr[0-9]*:/{r=1;next} r&&/^\$__gx_Lh[0-9]*:/{print n; exit} r&&/^\t\t[a-z]/{split($1,a,"."); n=n a[1] " "}' "$W/uni-entry.ptx")" = "ld ld ld ld mov mov mov mad setp "
+fi
+# A volatile special register (a clock: a second read would differ) ends the
+# prologue the site may be moved past.
+sed 's/mov.u32 \t%r4, %ntid.x;/mov.u32 \t%r4, %clock;/' "$APP" >"$W/clock-app.ptx"
+if grep -q '%clock' "$W/clock-app.ptx" && rw clock --app "$W/clock-app.ptx" --policy-ptx $S/uniform_policy.ptx --bind entry:gx_uni; then
+	check "uniform entry handler: a %clock read ends the prologue (site before it)" \
+		test "$(entry_prefix clock | tr '\n' ' ')" = "ld ld ld ld mov "
 fi
 if rw lane --policy-ptx $S/uniform_policy.ptx --bind entry:gx_lane; then
 	check "lane-varying test (tid_x): stays after the election" \
