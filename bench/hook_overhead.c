@@ -18,6 +18,12 @@
  * grid-stride kernel like tool_bench's).
  *
  *   hook_overhead KERNELS.ptx [REPEATS [TOOLDIR]]   (CUDA_CACHE_DISABLE=1 advised)
+ *   GX_HO_VARIANTS=DIR [GX_HO_VARIANTS_ONLY=1] hook_overhead ...: also a row per
+ *     DIR/NAME.ptx (KERNELS.ptx rewritten and edited by hand: the A/B of a
+ *     code-generation idea before the rewriter makes it; NAME starting with a
+ *     tool's name gets its runtime block, in __gx_devrt and, when the module
+ *     has it, the constant-bank copy __gx_c_devrt); _ONLY: the original and
+ *     the variants only (bench/results/2026-12-02-gpu-run10.md) 
  *   hook_overhead --regs KERNELS.ptx POLICY.ptx HOOK:FUNC [BLOCK]   (regs_mode)
  * Prints `ok - `/`not ok - ` lines and `| ` table rows. */
 #include <cuda.h>
