@@ -503,21 +503,31 @@ static int inlines(const struct ptx_handler *h, unsigned hook, int force_call)
 	return h->inlinable && h->ninsn <= max && !force_call;
 }
 
-int ptx_site_inlines(struct ptx_passes *ps, unsigned hook, const char *func, size_t *ninsn)
+/* The handler a site of func (NULL: the built-in one chosen by opts->stubs)
+ * would run, in *h, and whether it must be called (*force_call). 1 found,
+ * 0 no handler (elided or an empty called stub), -errno. */
+static int site_handler(struct ptx_passes *ps, const char *func, struct ptx_handler **h,
+			int *force_call)
 {
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
-	int force_call = 0;
+	*force_call = 0;
 	if (!func) {
 		if (o->stubs != GX_PTX_STUBS_PROBE && o->stubs != GX_PTX_STUBS_PROBE_CALL)
 			return 0;
-		force_call = o->stubs == GX_PTX_STUBS_PROBE_CALL;
+		*force_call = o->stubs == GX_PTX_STUBS_PROBE_CALL;
 		if (!(func = probe_name(ps)))
 			return gx_err(-ENOMEM);
 	}
+	int err = ptx_handler_get(ps, func, h);
+	return err ? err : 1;
+}
+
+int ptx_site_inlines(struct ptx_passes *ps, unsigned hook, const char *func, size_t *ninsn)
+{
 	struct ptx_handler *h;
-	int err = ptx_handler_get(ps, func, &h);
-	if (err)
-		return err;
+	int force_call, r = site_handler(ps, func, &h, &force_call);
+	if (r <= 0)
+		return r;
 	*ninsn = h->ninsn;
 	return inlines(h, hook, force_call);
 }
@@ -529,18 +539,9 @@ static int uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
 
 int ptx_site_uniform_exit(struct ptx_passes *ps, struct ptx_func *fn, const char *func)
 {
-	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
-	int force_call = 0;
-	if (!func) {
-		if (o->stubs != GX_PTX_STUBS_PROBE && o->stubs != GX_PTX_STUBS_PROBE_CALL)
-			return 0;
-		force_call = o->stubs == GX_PTX_STUBS_PROBE_CALL;
-		if (!(func = probe_name(ps)))
-			return gx_err(-ENOMEM);
-	}
 	struct ptx_handler *h;
-	int err = ptx_handler_get(ps, func, &h);
-	if (err)
+	int force_call, err = site_handler(ps, func, &h, &force_call);
+	if (err <= 0)
 		return err;
 	if (!inlines(h, GDEV_HOOK_ENTRY, force_call))
 		return 0;
