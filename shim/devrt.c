@@ -50,6 +50,7 @@ struct polst {
 	char tag[GX_POL_NAME_MAX];
 	struct gx_buf evlog; /* pending tool-log bytes */
 	int ev_fd;
+	bool ev_lost;  /* a write to the tool log failed (warned once) */
 	uint64_t knames[MAX_DONE]; /* kernel names already in its log */
 	unsigned nr_knames;
 };
@@ -120,14 +121,24 @@ static void ev_put_all(const void *rec, size_t len)
 }
 
 /* Append b to p's tool log file and empty it. The file is written only by
- * holders of drain_lock. */
+ * holders of drain_lock. A write that fails (a full /dev/shm, an I/O error)
+ * loses those records: said once per policy, with the reason, never
+ * silently. */
 static void ev_write_buf(struct polst *p, struct gx_buf *b)
 {
 	size_t off = 0;
 	while (p->ev_fd >= 0 && off < b->len) {
 		ssize_t w = write(p->ev_fd, b->data + off, b->len - off);
-		if (w <= 0)
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (!p->ev_lost)
+				pr_warn("policy %s: writing its tool log failed (%s): %zu bytes of "
+					"records lost; the summary will miss them",
+					p->tag, w < 0 ? strerror(errno) : "no progress", b->len - off);
+			p->ev_lost = true;
 			break;
+		}
 		off += (size_t)w;
 	}
 	b->len = 0;
