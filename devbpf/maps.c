@@ -161,9 +161,13 @@ GX_EXPORT int gx_map__create(const struct gx_map_spec *spec, unsigned flags, str
 		snprintf(m->path, sizeof(m->path), "%s/%d-%s", dir, (int)getpid(), m->name);
 		unlink(m->path); /* a stale file of a previous process with our pid */
 		fd = open(m->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0 || fchmod(fd, 0600) || ftruncate(fd, (off_t)m->map_size)) {
-			ret = -errno;
-			pr_warn("maps: cannot create %s: %s\n", m->path, strerror(errno));
+		/* The file's blocks are allocated now, not on first touch: with
+		 * ftruncate (a sparse file), a full /dev/shm made the first store
+		 * into the mapping raise SIGBUS and killed the application. */
+		int e = fd < 0 || fchmod(fd, 0600) ? errno : posix_fallocate(fd, 0, (off_t)m->map_size);
+		if (e) {
+			ret = -e;
+			pr_warn("maps: cannot create %s: %s\n", m->path, strerror(e));
 			goto fail;
 		}
 		m->owner = 1;

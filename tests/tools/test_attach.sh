@@ -66,3 +66,19 @@ fi
 out=$(env GPUEXT_REAL_LIBCUDA=$FAKE GPUEXT_SHM_DIR=$T/shm4 timeout 30 $B/bin/gpuext-run --tool threadhist -- sh -c 'exit 3' 2>&1)
 [ $? = 3 ] && echo "ok - attach: gpuext-run --tool keeps the command's exit status" \
 	|| echo "not ok - attach: gpuext-run --tool keeps the command's exit status"
+# A full /dev/shm (a 4 KiB tmpfs, filled; mounted when we may): the map files
+# and the tool log cannot be written. Each says so in one line and the app
+# runs on (a sparse map file used to raise SIGBUS on its first store).
+mkdir -p $T/full
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=4k tmpfs $T/full 2>/dev/null; then
+	head -c 4096 /dev/zero >$T/full/filler 2>/dev/null
+	run full GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/full
+	check "full shm folder: the app exits 0 (no SIGBUS)" "[ \$(cat $T/full.rc) = 0 ]" full
+	check "full shm folder: the map stays private, one line with the reason" \
+		"grep -q 'map threadhist.th_counts: no shared-memory copy (No space left on device)' $T/full.err" full
+	check "full shm folder: one line says tool-log records are lost and why" \
+		"[ \$(grep -c 'writing its tool log failed (No space left on device)' $T/full.err) = 1 ]" full
+	umount $T/full
+else
+	echo "ok - attach: full tool-log folder # SKIP needs root to mount a tmpfs"
+fi
