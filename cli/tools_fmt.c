@@ -111,6 +111,7 @@ struct krs_launch {
 	uint64_t kernel_id;
 	uint32_t pid, ctx;
 	uint64_t nblocks, got;
+	uint64_t every, expected; /* sampled launches (gx_krs_sample_mask): 1 in every; records expected */
 	uint64_t first, last;
 	uint64_t launch_id;            /* the device's id of this launch (0: none seen) */
 	const struct gx_krs_rec **blk; /* by linear block index (nblocks) */
@@ -136,7 +137,14 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		L[i].kernel_id = td->launches[i].kernel_id;
 		L[i].pid = td->launches[i].pid, L[i].ctx = td->launches[i].ctx;
 		L[i].nblocks = grid_blocks(td->launches[i].grid);
+		L[i].every = gx_krs_sample_mask(L[i].nblocks) + 1;
+		L[i].expected = L[i].nblocks ? (L[i].nblocks - 1) / L[i].every + 1 : 0;
 		L[i].first = UINT64_MAX;
+	}
+	uint64_t expected = 0, sampled = 0;
+	for (size_t i = 0; i < nl; i++) {
+		expected += L[i].expected;
+		sampled += L[i].every > 1;
 	}
 	/* Records go to the launch their launch id names; without one (0),
 	 * records of a kernel, in ring order, fill its launches in launch order. */
@@ -164,7 +172,7 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 			if (x->kernel_id != k->kernel_id || x->pid != td->recs[r].pid || x->ctx != td->recs[r].ctx ||
 			    x->nblocks != (uint64_t)k->nctaid[0] * k->nctaid[1] * k->nctaid[2] || lin >= x->nblocks)
 				continue;
-			if (x->got < x->nblocks) /* new block, or a second exit site of one */
+			if (x->got < x->expected) /* new block, or a second exit site of one */
 				break;
 		}
 		if (li == nl) {
@@ -190,18 +198,26 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 	int multi = td_nr_devs(td) > 1;
 	if (json) {
 		printf("{\"tool\":\"kernelretsnoop\",\"records\":%zu,\"drops\":%llu,\"unattributed\":%llu,"
-		       "\"launches\":[",
-		       td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed);
+		       "\"expected\":%llu,\"sampled_launches\":%llu,\"launches\":[",
+		       td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed,
+		       (unsigned long long)expected, (unsigned long long)sampled);
 	} else {
-		printf("kernelretsnoop: %zu launches, %zu block records, %llu dropped, %llu unattributed\n\n", nl,
-		       td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed);
+		printf("kernelretsnoop: %zu launches, %zu block records, %llu dropped, %llu unattributed, %llu expected\n\n",
+		       nl, td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed,
+		       (unsigned long long)expected);
+		if (sampled)
+			printf("note: %llu launch(es) of more than %u blocks recorded a regular sample of their\n"
+			       "blocks (SAMPLE: every Nth by linear index, at most %u per launch);\n"
+			       "BLOCKS counts the sampled blocks.\n\n",
+			       (unsigned long long)sampled, GX_KRS_FULL_BLOCKS, GX_KRS_FULL_BLOCKS);
 		if (td->drops)
 			printf("note: %llu block records were dropped (counted, not lost silently): the ring\n"
 			       "was full between two drains; launches missing them show fewer BLOCKS.\n\n",
 			       (unsigned long long)td->drops);
 		if (multi)
 			printf("%3s ", "GPU");
-		printf("%-32s %6s %15s %5s %12s %11s\n", "KERNEL", "LAUNCH", "BLOCKS", "SMS", "SPREAD(us)", "BLK/SM");
+		printf("%-32s %6s %15s %6s %5s %12s %11s\n", "KERNEL", "LAUNCH", "BLOCKS", "SAMPLE", "SMS", "SPREAD(us)",
+		       "BLK/SM");
 	}
 	struct td_tracks *tracks = tf ? td_tracks_new() : NULL;
 	size_t ntrace = 0;
@@ -229,11 +245,12 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 			printf(",\"pid\":%u,\"ctx\":%u,", x->pid, x->ctx);
 			if (multi)
 				printf("\"dev\":%d,", dev);
-			printf("\"seq\":%u,\"launch_id\":%llu,\"blocks_expected\":%llu,\"blocks\":%llu,"
+			printf("\"seq\":%u,\"launch_id\":%llu,\"grid_blocks\":%llu,\"sample_every\":%llu,"
+			       "\"blocks_expected\":%llu,\"blocks\":%llu,"
 			       "\"sms\":%u,\"blocks_per_sm_min\":%u,\"blocks_per_sm_max\":%u,\"first_finish_ns\":%llu,"
 			       "\"last_finish_ns\":%llu,\"finishes\":[",
 			       x->l->seq, (unsigned long long)x->launch_id, (unsigned long long)x->nblocks,
-			       (unsigned long long)x->got,
+			       (unsigned long long)x->every, (unsigned long long)x->expected, (unsigned long long)x->got,
 			       nsm, lo, hi, (unsigned long long)(x->got ? x->first : 0),
 			       (unsigned long long)(x->got ? x->last : 0));
 			int c = 0;
@@ -246,12 +263,15 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 			}
 			printf("]}");
 		} else {
-			char blocks[40];
+			char blocks[40], every[24] = "all";
 			snprintf(blocks, sizeof(blocks), "%llu/%llu", (unsigned long long)x->got,
-				 (unsigned long long)x->nblocks);
+				 (unsigned long long)x->expected);
+			if (x->every > 1)
+				snprintf(every, sizeof(every), "1/%llu", (unsigned long long)x->every);
 			if (multi)
 				printf("%3d ", dev);
-			printf("%-32.32s %6u %15s %5u %12.1f %5u..%-5u\n", name, x->l->seq, blocks, nsm, spread, lo, hi);
+			printf("%-32.32s %6u %15s %6s %5u %12.1f %5u..%-5u\n", name, x->l->seq, blocks, every, nsm, spread,
+			       lo, hi);
 		}
 		for (uint64_t b = 0; tf && x->blk && b < x->nblocks && ntrace < TRACE_MAX_EVENTS; b++) {
 			const struct gx_krs_rec *k = x->blk[b];

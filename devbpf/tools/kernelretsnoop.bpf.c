@@ -7,13 +7,15 @@
  * had) and shows, per launch, the finish spread and per-SM block counts; the
  * trace puts one slice per block on the track of its SM.
  *
- * Trade-offs: one record per block. The ring holds 16 MiB = 262 144 records
- * between drains (every GPUEXT_FLUSH_MS, 20 ms): a launch of up to 262k
- * blocks, or many smaller ones, loses nothing; beyond that records are
- * refused and counted (the summary prints the drops), never waited for. A
- * refusal costs one snapshot load and one sharded reduction (gx_mapimpl.h). Warp 0's
- * exit stands for the block's: other warps may finish a little later. A warp
- * whose lanes leave through several `ret` sites calls the hook once per site:
+ * Trade-offs: one record per block; launches of more than 65,536 blocks
+ * record a regular sample of at most 65,536 of them (every 2nd, 4th, ...
+ * block by linear index: gx_tools.h, gx_krs_sample_mask). The ring holds
+ * 16 MiB = 262 144 records between drains (every GPUEXT_FLUSH_MS, 20 ms);
+ * beyond that records are refused and counted (the summary prints the
+ * drops), never waited for. A refusal costs one snapshot load and one
+ * sharded reduction (gx_mapimpl.h). Warp 0's exit stands for the block's:
+ * other warps may finish a little later. A warp whose lanes leave through
+ * several `ret` sites calls the hook once per site:
  * the formatter keeps the last record of a (launch, block). */
 #include "devbpf/gdev_helpers.h"
 #include "devbpf/tools/gx_tools.h"
@@ -32,6 +34,12 @@ int kernelretsnoop(struct gdev_ctx *ctx)
 	 * warps 1.. leave at once, without diverging (pass_site.c:
 	 * uniform_prefix) */
 	if (ctx->warpid != 0)
+		return GDEV_DEFAULT;
+	/* launches over GX_KRS_FULL_BLOCKS blocks: a regular sample of blocks
+	 * (gx_tools.h says why); block indices only, so a uniform branch */
+	__u64 nx = ctx->nctaid_x, ny = ctx->nctaid_y;
+	__u64 lin = ctx->ctaid_x + nx * (ctx->ctaid_y + ny * ctx->ctaid_z);
+	if (lin & gx_krs_sample_mask(nx * ny * ctx->nctaid_z))
 		return GDEV_DEFAULT;
 	/* Built as 8-byte words (the layout of struct gx_krs_rec): the ring
 	 * helper then reads them straight from registers, no u32 pieces

@@ -6,7 +6,7 @@
  * leader would (gx_host_env says where the warp is, gdev_ctx what the
  * trampoline fills). threadhist: per-SM blocks/warps/threads exact for block
  * shapes with a partial last warp and 3-D blocks; kernelretsnoop: one record
- * per block; launchlate: one record per launch; memtrace: 1 in N accesses
+ * per block, a regular sample beyond 65536 blocks; launchlate: one record per launch; memtrace: 1 in N accesses
  * on average (N = 1 exactly all; the default 1024, 3 and 64 statistically). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,6 +31,17 @@ static const struct launch launches[] = {
 	{ { 5, 3, 2 }, { 16, 4, 2 } },   /* 3-D: 128 threads, 4 warps */
 	{ { 9, 1, 1 }, { 33, 1, 1 } },   /* 2 warps, the second of 1 lane */
 };
+/* kernelretsnoop's sampled launches (more than GX_KRS_FULL_BLOCKS blocks):
+ * 70001 blocks record every 2nd (35001), 300x250 every 2nd (37500),
+ * 131073 x 1 x 2 (3-D: z counts) every 8th by linear index (32769) */
+static const struct launch big[] = {
+	{ { 70001, 1, 1 }, { 64, 1, 1 } },
+	{ { 300, 250, 1 }, { 32, 1, 1 } },
+	{ { 131073, 1, 2 }, { 32, 1, 1 } },
+};
+/* the launches simulate() runs */
+static const struct launch *runs = launches;
+static size_t nr_runs = GX_ARRAY_SIZE(launches);
 
 typedef uint32_t (*hook_fn)(void *);
 static uint64_t mt_every; /* memtrace's cfg[0] for the next run (0: its default) */
@@ -51,8 +62,8 @@ static int simulate(const struct gx_bpf_prog *p, hook_fn fn, struct gx_map **map
 	int bad = 0;
 	for (size_t i = 0; i < nm; i++)
 		jm[i].host = maps[i];
-	for (size_t l = 0; l < GX_ARRAY_SIZE(launches); l++) {
-		const struct launch *L = &launches[l];
+	for (size_t l = 0; l < nr_runs; l++) {
+		const struct launch *L = &runs[l];
 		unsigned nt = L->block[0] * L->block[1] * L->block[2], nw = (nt + 31) / 32, b = 0;
 		for (unsigned z = 0; z < L->grid[2]; z++)
 			for (unsigned y = 0; y < L->grid[1]; y++)
@@ -186,6 +197,39 @@ static void check_krs(const char *how, struct gx_map **maps, size_t n)
 	GX_CHECK(got == want, "kernelretsnoop (%s): one record per block (%u of %u)", how, got, want);
 }
 
+/* The sampled launches: exactly the blocks whose linear index is a multiple
+ * of the launch's sample step, each once. */
+static int krs_sampled(void *ctx, unsigned type, const void *rec, size_t len)
+{
+	unsigned *c = ctx; /* [0] records, [1] off the sample or malformed */
+	if (type != GX_REC_DATA)
+		return 0;
+	/* the whole record: header, then the payload */
+	const struct gx_krs_rec *k = (const void *)((const struct gx_rec_hdr *)rec + 1);
+	len -= len < sizeof(struct gx_rec_hdr) ? len : sizeof(struct gx_rec_hdr);
+	uint64_t n = (uint64_t)k->nctaid[0] * k->nctaid[1] * k->nctaid[2];
+	uint64_t lin = k->ctaid[0] + (uint64_t)k->nctaid[0] * (k->ctaid[1] + (uint64_t)k->nctaid[1] * k->ctaid[2]);
+	c[0]++;
+	c[1] += len < sizeof(*k) || (lin & gx_krs_sample_mask(n)) || lin >= n;
+	return 0;
+}
+
+static void check_krs_sampled(const char *how, struct gx_map **maps, size_t n)
+{
+	unsigned c[2] = { 0, 0 }, want = 0;
+	for (size_t l = 0; l < GX_ARRAY_SIZE(big); l++) {
+		uint64_t nb = (uint64_t)big[l].grid[0] * big[l].grid[1] * big[l].grid[2];
+		want += (unsigned)((nb - 1) / (gx_krs_sample_mask(nb) + 1) + 1);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (maps[i]->l.type == GX_MAP_RINGBUF)
+			gx_ring__drain(gx_map__ring(maps[i]), krs_sampled, c);
+	GX_CHECK(want == 35001 + 37500 + 32769 && c[0] == want && c[1] == 0,
+		 "kernelretsnoop (%s): launches over %u blocks record every 2nd/8th block (%u of %u, %u off "
+		 "the sample)",
+		 how, GX_KRS_FULL_BLOCKS, c[0], want, c[1]);
+}
+
 static void check_ll(const char *how, struct gx_map **maps, size_t n)
 {
 	unsigned got = ring_records(maps, n);
@@ -226,6 +270,9 @@ int main(int argc, char **argv)
 	gx_host_ring = (struct gx_ring *)ring;
 	run_tool(argv[1], "threadhist", GDEV_HOOK_ENTRY, check_threadhist);
 	run_tool(argv[1], "kernelretsnoop", GDEV_HOOK_EXIT, check_krs);
+	runs = big, nr_runs = GX_ARRAY_SIZE(big);
+	run_tool(argv[1], "kernelretsnoop", GDEV_HOOK_EXIT, check_krs_sampled);
+	runs = launches, nr_runs = GX_ARRAY_SIZE(launches);
 	run_tool(argv[1], "launchlate", GDEV_HOOK_ENTRY, check_ll);
 	for (unsigned i = 0; i < 4; i++) { /* the default (1024), every access, 1 in 3, 1 in 64 */
 		static const uint64_t every[] = { 0, 1, 3, 64 };

@@ -30,7 +30,7 @@ import json, sys
 T = sys.argv[1]
 k = json.load(open(T + '/kernelretsnoop.json'))
 L = k['launches']
-ok = [len(L) == 3, L[0]['blocks'] == 4 and L[0]['blocks_expected'] == 4,
+ok = [len(L) == 4, L[0]['blocks'] == 4 and L[0]['blocks_expected'] == 4,
       [f['ts'] for f in L[0]['finishes']][2] == 22500, L[1]['blocks'] == 2, L[2]['blocks'] == 3, k['drops'] == 1]
 print(('ok' if all(ok) else 'not ok') + ' - tools-fmt: kernelretsnoop assigns blocks to launches %s' % ok)
 l = json.load(open(T + '/launchlate.json'))
@@ -39,8 +39,12 @@ good = v.get('vadd') == (2, 3000, 7000) and v.get('_Z6reducePf') == (1, 12000, 1
 print(('ok' if good else 'not ok') + ' - tools-fmt: launchlate latencies from calibrated clocks %s' % v)
 # records out of launch order (concurrent streams) go where their launch id says
 ids = [x['launch_id'] for x in L]
-good = ids == [101, 102, 103] and [f['sm'] for f in L[2]['finishes']] == [1, 1, 2]
+good = ids == [101, 102, 103, 104] and [f['sm'] for f in L[2]['finishes']] == [1, 1, 2]
 print(('ok' if good else 'not ok') + ' - tools-fmt: kernelretsnoop places records by launch id %s' % ids)
+# a 131073-block launch records every 4th block: 32769 expected (gx_krs_sample_mask)
+s = [(x['grid_blocks'], x['sample_every'], x['blocks_expected'], x['blocks']) for x in L]
+good = s == [(4, 1, 4, 4), (2, 1, 2, 2), (4, 1, 4, 3), (131073, 4, 32769, 3)] and k['expected'] == 32779
+print(('ok' if good else 'not ok') + ' - tools-fmt: kernelretsnoop expects a sample of launches over 65536 blocks %s' % s)
 p = [(x['seq'], x['launch_id'], x['latency_ns']) for x in l['per_launch']]
 good = p == [(1, 101, 7000), (2, 102, 12000), (3, 103, 3000)]
 print(('ok' if good else 'not ok') + ' - tools-fmt: launchlate matches launches by launch id %s' % p)

@@ -50,6 +50,11 @@ for t in kernelretsnoop launchlate; do
 		echo "not ok - tools-ptx: $t reads ctx->launch_id as %gridid"
 	fi
 done
+# kernelretsnoop's exit: the warp test and the block-sample test (launches
+# over 65536 blocks) both leave before the leader election, as uniform branches
+n=$(awk '/^\t\{/ { n = 0 } /bra.uni\t\$__gx_Lh/ { n++ } /elect.sync/ { print n; exit }' $T/kernelretsnoop-vadd.ptx)
+[ "${n:-0}" -ge 2 ] && echo "ok - tools-ptx: kernelretsnoop's warp and sample tests are uniform exits before the election ($n)" \
+	|| echo "not ok - tools-ptx: kernelretsnoop's warp and sample tests are uniform exits before the election (${n:-none})"
 grep -q '%gridid' $T/threadhist-vadd.ptx && echo "not ok - tools-ptx: %gridid only where launch_id is read" \
 	|| echo "ok - tools-ptx: %gridid only where launch_id is read"
 # A rejected policy: the message names the program and instruction.
