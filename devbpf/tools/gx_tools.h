@@ -22,19 +22,21 @@
  * gx_krs_sample_mask(blocks) + 1, a power of two chosen so that at most
  * GX_KRS_FULL_BLOCKS blocks of a launch record. Why: warp 0 of a recording
  * block retires only after its record (a few dependent loads and the ring's
- * fetch-add), which cost a 262k-block stencil +5.6 %, and a ring drained
- * every 20 ms holds 262,144 records: one such launch filled it, and the
- * records kept were the first blocks of the first launches of each drain
- * period, the rest dropped. A regular sample of every launch is the better
- * picture at a fraction of the cost; the test that skips the others reads
+ * fetch-add), which cost a 262k-block stencil +5.6 % (+2.9 % sampling down
+ * to 65,536 blocks per launch, GPU run 15), and a ring drained every 20 ms
+ * holds 262,144 records: one such launch filled it, and the records kept
+ * were the first blocks of the first launches of each drain period, the
+ * rest dropped. A regular sample of every launch (16,384 blocks: 124 per SM
+ * of an H200, enough for the finish spread and the per-SM balance) is the
+ * better picture at a fraction of the cost; the test that skips the others reads
  * only block indices, so the rewriter hoists it before the leader election
  * (a uniform branch). The formatter recomputes the mask from the launch's
  * grid. */
-#define GX_KRS_FULL_SHIFT 16
+#define GX_KRS_FULL_SHIFT 14
 #define GX_KRS_FULL_BLOCKS (1u << GX_KRS_FULL_SHIFT)
 
 /* Mask of the linear block index: 0 (every block) up to GX_KRS_FULL_BLOCKS
- * blocks, else 2^k - 1 for the least k with blocks <= 2^(16 + k). */
+ * blocks, else 2^k - 1 for the least k with blocks <= 2^(14 + k). */
 static inline gdev_u64 gx_krs_sample_mask(gdev_u64 blocks)
 {
 	gdev_u64 x = blocks ? (blocks - 1) >> GX_KRS_FULL_SHIFT : 0;

@@ -7,8 +7,8 @@
  * had) and shows, per launch, the finish spread and per-SM block counts; the
  * trace puts one slice per block on the track of its SM.
  *
- * Trade-offs: one record per block; launches of more than 65,536 blocks
- * record a regular sample of at most 65,536 of them (every 2nd, 4th, ...
+ * Trade-offs: one record per block; launches of more than 16,384 blocks
+ * record a regular sample of at most 16,384 of them (every 2nd, 4th, ...
  * block by linear index: gx_tools.h, gx_krs_sample_mask). The ring holds
  * 16 MiB = 262 144 records between drains (every GPUEXT_FLUSH_MS, 20 ms);
  * beyond that records are refused and counted (the summary prints the

@@ -19,7 +19,7 @@ k1, k2 = fnv('vadd'), fnv('_Z6reducePf')
 out += rec(3, struct.pack('<Q', k1) + b'vadd\0')
 out += rec(3, struct.pack('<Q', k2) + b'_Z6reducePf\0')
 # launches: vadd 4x1x1 blocks at host 10_000 and 50_000; reduce 2 blocks at 30_000
-# kernelretsnoop also: vadd with 131073 blocks at 70_000 (sampled 1 in 4: 32769 expected)
+# kernelretsnoop also: vadd with 131073 blocks at 70_000 (sampled 1 in 16: 8193 expected)
 L = [(k1, 10_000, 4), (k2, 30_000, 2), (k1, 50_000, 4)] + ([(k1, 70_000, 131073)] if tool == 'kernelretsnoop' else [])
 for seq, (kid, host, g) in enumerate(L, 1):
     out += rec(4, struct.pack('<QQII6I', host, kid, 0, seq, g, 1, 1, 128, 1, 1))
@@ -39,8 +39,8 @@ if tool == 'kernelretsnoop':
         out += krs(k2, ts, b, sm, 2, 102)
     for b, sm, ts in [(1, 1, 61_000), (2, 2, 62_000)]:  # block 3 lost
         out += krs(k1, ts, b, sm, 4, 103)
-    # the 131073-block launch: blocks 0, 4 and 131072 of the 32769 sampled ones (every 4th)
-    for b, sm, ts in [(0, 0, 80_000), (4, 1, 81_000), (131072, 2, 90_000)]:
+    # the 131073-block launch: blocks 0, 16 and 131072 of the 8193 sampled ones (every 16th)
+    for b, sm, ts in [(0, 0, 80_000), (16, 1, 81_000), (131072, 2, 90_000)]:
         out += krs(k1, ts, b, sm, 131073, 104)
     out += rec(6, struct.pack('<IIQ', 0, 0, 1))
 elif tool == 'launchlate':

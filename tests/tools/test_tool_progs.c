@@ -6,7 +6,7 @@
  * leader would (gx_host_env says where the warp is, gdev_ctx what the
  * trampoline fills). threadhist: per-SM blocks/warps/threads exact for block
  * shapes with a partial last warp and 3-D blocks; kernelretsnoop: one record
- * per block, a regular sample beyond 65536 blocks; launchlate: one record per launch; memtrace: 1 in N accesses
+ * per block, a regular sample beyond 16384 blocks; launchlate: one record per launch; memtrace: 1 in N accesses
  * on average (N = 1 exactly all; the default 1024, 3 and 64 statistically). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,8 +32,8 @@ static const struct launch launches[] = {
 	{ { 9, 1, 1 }, { 33, 1, 1 } },   /* 2 warps, the second of 1 lane */
 };
 /* kernelretsnoop's sampled launches (more than GX_KRS_FULL_BLOCKS blocks):
- * 70001 blocks record every 2nd (35001), 300x250 every 2nd (37500),
- * 131073 x 1 x 2 (3-D: z counts) every 8th by linear index (32769) */
+ * 70001 blocks record every 8th (8751), 300x250 every 8th (9375),
+ * 131073 x 1 x 2 (3-D: z counts) every 32nd by linear index (8193) */
 static const struct launch big[] = {
 	{ { 70001, 1, 1 }, { 64, 1, 1 } },
 	{ { 300, 250, 1 }, { 32, 1, 1 } },
@@ -224,8 +224,8 @@ static void check_krs_sampled(const char *how, struct gx_map **maps, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (maps[i]->l.type == GX_MAP_RINGBUF)
 			gx_ring__drain(gx_map__ring(maps[i]), krs_sampled, c);
-	GX_CHECK(want == 35001 + 37500 + 32769 && c[0] == want && c[1] == 0,
-		 "kernelretsnoop (%s): launches over %u blocks record every 2nd/8th block (%u of %u, %u off "
+	GX_CHECK(want == 8751 + 9375 + 8193 && c[0] == want && c[1] == 0,
+		 "kernelretsnoop (%s): launches over %u blocks record every 8th/32nd block (%u of %u, %u off "
 		 "the sample)",
 		 how, GX_KRS_FULL_BLOCKS, c[0], want, c[1]);
 }

@@ -41,10 +41,10 @@ print(('ok' if good else 'not ok') + ' - tools-fmt: launchlate latencies from ca
 ids = [x['launch_id'] for x in L]
 good = ids == [101, 102, 103, 104] and [f['sm'] for f in L[2]['finishes']] == [1, 1, 2]
 print(('ok' if good else 'not ok') + ' - tools-fmt: kernelretsnoop places records by launch id %s' % ids)
-# a 131073-block launch records every 4th block: 32769 expected (gx_krs_sample_mask)
+# a 131073-block launch records every 16th block: 8193 expected (gx_krs_sample_mask)
 s = [(x['grid_blocks'], x['sample_every'], x['blocks_expected'], x['blocks']) for x in L]
-good = s == [(4, 1, 4, 4), (2, 1, 2, 2), (4, 1, 4, 3), (131073, 4, 32769, 3)] and k['expected'] == 32779
-print(('ok' if good else 'not ok') + ' - tools-fmt: kernelretsnoop expects a sample of launches over 65536 blocks %s' % s)
+good = s == [(4, 1, 4, 4), (2, 1, 2, 2), (4, 1, 4, 3), (131073, 16, 8193, 3)] and k['expected'] == 8203
+print(('ok' if good else 'not ok') + ' - tools-fmt: kernelretsnoop expects a sample of launches over 16384 blocks %s' % s)
 p = [(x['seq'], x['launch_id'], x['latency_ns']) for x in l['per_launch']]
 good = p == [(1, 101, 7000), (2, 102, 12000), (3, 103, 3000)]
 print(('ok' if good else 'not ok') + ' - tools-fmt: launchlate matches launches by launch id %s' % p)

@@ -51,7 +51,7 @@ for t in kernelretsnoop launchlate; do
 	fi
 done
 # kernelretsnoop's exit: the warp test and the block-sample test (launches
-# over 65536 blocks) both leave before the leader election, as uniform branches
+# over 16384 blocks) both leave before the leader election, as uniform branches
 n=$(awk '/^\t\{/ { n = 0 } /bra.uni\t\$__gx_Lh/ { n++ } /elect.sync/ { print n; exit }' $T/kernelretsnoop-vadd.ptx)
 [ "${n:-0}" -ge 2 ] && echo "ok - tools-ptx: kernelretsnoop's warp and sample tests are uniform exits before the election ($n)" \
 	|| echo "not ok - tools-ptx: kernelretsnoop's warp and sample tests are uniform exits before the election (${n:-none})"
