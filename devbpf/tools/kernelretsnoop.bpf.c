@@ -39,7 +39,7 @@ int kernelretsnoop(struct gdev_ctx *ctx)
 	 * (gx_tools.h says why); block indices only, so a uniform branch */
 	__u64 nx = ctx->nctaid_x, ny = ctx->nctaid_y;
 	__u64 lin = ctx->ctaid_x + nx * (ctx->ctaid_y + ny * ctx->ctaid_z);
-	if (lin & gx_krs_sample_mask(nx * ny * ctx->nctaid_z))
+	if (gx_krs_skip(lin, nx * ny * ctx->nctaid_z))
 		return GDEV_DEFAULT;
 	/* Built as 8-byte words (the layout of struct gx_krs_rec): the ring
 	 * helper then reads them straight from registers, no u32 pieces

@@ -230,6 +230,30 @@ static void check_krs_sampled(const char *how, struct gx_map **maps, size_t n)
 		 how, GX_KRS_FULL_BLOCKS, c[0], want, c[1]);
 }
 
+/* The device's test (gx_krs_skip: lowest set bit against (blocks - 1) >> 14)
+ * and the formatter's mask (gx_krs_sample_mask) agree on every block of
+ * grids of 1..70000 blocks and of large ones up to 2^62. */
+static void check_krs_rule(void)
+{
+	uint64_t bad = 0, tried = 0, x = 88172645463325252ull;
+	for (uint64_t n = 1; n <= 70000; n += n < 20000 ? 1 : 7)
+		for (uint64_t lin = 0; lin < n; lin += 1 + lin / 64, tried++)
+			bad += gx_krs_skip(lin, n) != ((lin & gx_krs_sample_mask(n)) != 0);
+	for (int i = 0; i < 200000; i++, tried++) { /* xorshift64: big grids, any block */
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		uint64_t n = (x >> (x & 63 ? x & 63 : 1)) | 1, lin = (x * 0x9e3779b97f4a7c15ull) % n;
+		n = n > (1ull << 62) ? 1ull << 62 : n;
+		lin &= i & 1 ? ~0ull << (i % 40) : ~0ull; /* many trailing zeros too */
+		lin %= n;
+		bad += gx_krs_skip(lin, n) != ((lin & gx_krs_sample_mask(n)) != 0);
+	}
+	GX_CHECK(bad == 0 && gx_krs_sample_mask(16384) == 0 && gx_krs_sample_mask(16385) == 1 &&
+			 gx_krs_sample_mask(262144) == 15 && gx_krs_sample_mask(262145) == 31,
+		 "kernelretsnoop: the device's skip test and the formatter's sample mask agree (%llu of %llu "
+		 "differ)",
+		 (unsigned long long)bad, (unsigned long long)tried);
+}
+
 static void check_ll(const char *how, struct gx_map **maps, size_t n)
 {
 	unsigned got = ring_records(maps, n);
@@ -270,6 +294,7 @@ int main(int argc, char **argv)
 	gx_host_ring = (struct gx_ring *)ring;
 	run_tool(argv[1], "threadhist", GDEV_HOOK_ENTRY, check_threadhist);
 	run_tool(argv[1], "kernelretsnoop", GDEV_HOOK_EXIT, check_krs);
+	check_krs_rule();
 	runs = big, nr_runs = GX_ARRAY_SIZE(big);
 	run_tool(argv[1], "kernelretsnoop", GDEV_HOOK_EXIT, check_krs_sampled);
 	runs = launches, nr_runs = GX_ARRAY_SIZE(launches);
