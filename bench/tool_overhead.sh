@@ -10,7 +10,9 @@
 # is cut at what is left; the table shows the workloads it finished), and
 # memtrace, the slow tool, times REPS_SLOW batches (medians either way).
 # Env: GX_BUILD, GX_BENCH_OUT (logs), REPS (21), REPS_SLOW (REPS, at most 5),
-# TOOL_BENCH_TIMEOUT (300 s per run), TOOL_BENCH_BUDGET (900 s in all).
+# TOOL_BENCH_TIMEOUT (300 s per run), TOOL_BENCH_BUDGET (900 s in all),
+# TOOL_BENCH_CONFIGS (a subset or order of the configurations, `direct`
+# first), GPUEXT_TOOLS_DIR (the tools' objects: an A/B of a tool's variant).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${GX_BUILD:-$ROOT/build}
@@ -23,7 +25,7 @@ T0=$(date +%s)
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 mkdir -p "$OUTD"
 export GPUEXT_CACHE_DIR=${GPUEXT_CACHE_DIR:-$B/cache}
-export GPUEXT_TOOLS_DIR=$B/share/gpuext/tools
+export GPUEXT_TOOLS_DIR=${GPUEXT_TOOLS_DIR:-$B/share/gpuext/tools}
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 APP=$B/tests/gpu/tool_bench
 if [ ! -x "$APP" ]; then
@@ -31,7 +33,7 @@ if [ ! -x "$APP" ]; then
 	timeout 300 "$NVCC" -O2 -arch=sm_90 -gencode arch=compute_90,code=compute_90 -o "$APP" "$ROOT/bench/tool_bench.cu" \
 		>"$OUTD/bench-nvcc.log" 2>&1 || { echo "not ok - bench: nvcc tool_bench.cu failed"; exit 1; }
 fi
-configs="direct shim kernelretsnoop threadhist launchlate memtrace"
+configs=${TOOL_BENCH_CONFIGS:-direct shim kernelretsnoop threadhist launchlate memtrace}
 for cfg in $configs; do
 	log=$OUTD/bench-$cfg.log
 	left=$((BUDGET - ($(date +%s) - T0)))
