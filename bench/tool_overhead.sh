@@ -4,7 +4,8 @@
 # REPS batches: direct (no shim) vs the shim without a tool vs each tool.
 # Prints a markdown table of medians and ratios to direct, `bench:` lines,
 # and ok/not ok for the goal (<= 3 % over direct for kernelretsnoop,
-# threadhist, launchlate; memtrace reported as measured). Checksums must not
+# threadhist, launchlate; memtrace and kernelretsnoop_all, which records
+# every block of large launches, reported as measured). Checksums must not
 # change under any configuration. Needs the JIT cache (make gpu-prep).
 # Time: the whole benchmark keeps within TOOL_BENCH_BUDGET seconds (a run
 # is cut at what is left; the table shows the workloads it finished), and
@@ -33,7 +34,7 @@ if [ ! -x "$APP" ]; then
 	timeout 300 "$NVCC" -O2 -arch=sm_90 -gencode arch=compute_90,code=compute_90 -o "$APP" "$ROOT/bench/tool_bench.cu" \
 		>"$OUTD/bench-nvcc.log" 2>&1 || { echo "not ok - bench: nvcc tool_bench.cu failed"; exit 1; }
 fi
-configs=${TOOL_BENCH_CONFIGS:-direct shim kernelretsnoop threadhist launchlate memtrace}
+configs=${TOOL_BENCH_CONFIGS:-direct shim kernelretsnoop kernelretsnoop_all threadhist launchlate memtrace}
 for cfg in $configs; do
 	log=$OUTD/bench-$cfg.log
 	left=$((BUDGET - ($(date +%s) - T0)))

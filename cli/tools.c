@@ -31,6 +31,7 @@ static const struct {
 	int (*fmt)(const struct tooldata *, int, FILE *);
 } tools[] = {
 	{ "kernelretsnoop", "per-block finish time and SM, per kernel launch", fmt_kernelretsnoop },
+	{ "kernelretsnoop_all", "kernelretsnoop without sampling large launches (costs more)", fmt_kernelretsnoop },
 	{ "threadhist", "blocks/warps/threads executed per SM (load imbalance)", fmt_threadhist },
 	{ "launchlate", "host launch -> first block start latency, per kernel", fmt_launchlate },
 	{ "memtrace", "sampled global memory accesses (address, size, op, SM, time)", fmt_memtrace },
@@ -69,7 +70,7 @@ static int do_list(int argc, char **argv)
 			td_json_str(stdout, p);
 			printf(",\"present\":%s}", ok ? "true" : "false");
 		} else {
-			printf("%-16s %s%s\n", tools[i].name, tools[i].what, ok ? "" : "  (object missing)");
+			printf("%-18s %s%s\n", tools[i].name, tools[i].what, ok ? "" : "  (object missing)");
 		}
 	}
 	if (gx_json)

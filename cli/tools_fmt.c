@@ -132,12 +132,14 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		free(done);
 		return 1;
 	}
+	/* kernelretsnoop_all: every block of every launch */
+	int all = td->tool && !strcmp(td->tool, "kernelretsnoop_all");
 	for (size_t i = 0; i < nl; i++) {
 		L[i].l = &td->launches[i];
 		L[i].kernel_id = td->launches[i].kernel_id;
 		L[i].pid = td->launches[i].pid, L[i].ctx = td->launches[i].ctx;
 		L[i].nblocks = grid_blocks(td->launches[i].grid);
-		L[i].every = gx_krs_sample_mask(L[i].nblocks) + 1;
+		L[i].every = all ? 1 : gx_krs_sample_mask(L[i].nblocks) + 1;
 		L[i].expected = L[i].nblocks ? (L[i].nblocks - 1) / L[i].every + 1 : 0;
 		L[i].first = UINT64_MAX;
 	}
@@ -197,13 +199,13 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 	char nb[64];
 	int multi = td_nr_devs(td) > 1;
 	if (json) {
-		printf("{\"tool\":\"kernelretsnoop\",\"records\":%zu,\"drops\":%llu,\"unattributed\":%llu,"
+		printf("{\"tool\":\"%s\",\"records\":%zu,\"drops\":%llu,\"unattributed\":%llu,"
 		       "\"expected\":%llu,\"sampled_launches\":%llu,\"launches\":[",
-		       td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed,
+		       all ? "kernelretsnoop_all" : "kernelretsnoop", td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed,
 		       (unsigned long long)expected, (unsigned long long)sampled);
 	} else {
-		printf("kernelretsnoop: %zu launches, %zu block records, %llu dropped, %llu unattributed, %llu expected\n\n",
-		       nl, td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed,
+		printf("%s: %zu launches, %zu block records, %llu dropped, %llu unattributed, %llu expected\n\n",
+		       all ? "kernelretsnoop_all" : "kernelretsnoop", nl, td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed,
 		       (unsigned long long)expected);
 		if (sampled)
 			printf("note: %llu launch(es) of more than %u blocks recorded a regular sample of their\n"

@@ -35,12 +35,16 @@ int kernelretsnoop(struct gdev_ctx *ctx)
 	 * uniform_prefix) */
 	if (ctx->warpid != 0)
 		return GDEV_DEFAULT;
+#ifndef GX_KRS_ALL
 	/* launches over GX_KRS_FULL_BLOCKS blocks: a regular sample of blocks
-	 * (gx_tools.h says why); block indices only, so a uniform branch */
+	 * (gx_tools.h says why); block indices only, so a uniform branch.
+	 * kernelretsnoop_all (this file built with GX_KRS_ALL) records every
+	 * block of every launch, at the old cost. */
 	__u64 nx = ctx->nctaid_x, ny = ctx->nctaid_y;
 	__u64 lin = ctx->ctaid_x + nx * (ctx->ctaid_y + ny * ctx->ctaid_z);
 	if (gx_krs_skip(lin, nx * ny * ctx->nctaid_z))
 		return GDEV_DEFAULT;
+#endif
 	/* Built as 8-byte words (the layout of struct gx_krs_rec): the ring
 	 * helper then reads them straight from registers, no u32 pieces
 	 * reassembled through the stack. */

@@ -4,7 +4,7 @@
 #    (the shim itself links no LLVM; shim/build.mk adds policy.c/devrt.c)
 #  - gpuext tools (list/prepare/report) and gpuext-run --tool (cli/run_tool.c)
 #  - make gpu-prep: fill the JIT cache in $(BUILD)/cache for the GPU machine
-TOOL_NAMES := kernelretsnoop threadhist launchlate memtrace
+TOOL_NAMES := kernelretsnoop kernelretsnoop_all threadhist launchlate memtrace
 TOOLS_DIR  := $(BUILD)/share/gpuext/tools
 TOOL_OBJS  := $(patsubst %,$(TOOLS_DIR)/%.bpf.o,$(TOOL_NAMES))
 TOOL_BPF_CFLAGS := -target bpf -O2 -g -Wall -Werror -I.
@@ -13,6 +13,12 @@ $(TOOLS_DIR)/%.bpf.o: devbpf/tools/%.bpf.c devbpf/tools/gx_tools.h devbpf/gdev_h
 	$(call msg,CLANG,$<)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CLANG) $(TOOL_BPF_CFLAGS) -c $< -o $@
+# kernelretsnoop without its block sampling: every block of every launch
+$(TOOLS_DIR)/kernelretsnoop_all.bpf.o: devbpf/tools/kernelretsnoop.bpf.c devbpf/tools/gx_tools.h devbpf/gdev_helpers.h \
+		devbpf/gdev_ctx.h
+	$(call msg,CLANG,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) $(TOOL_BPF_CFLAGS) -DGX_KRS_ALL -c $< -o $@
 
 JITSO := $(BUILD)/lib/libgxjit.so
 JITSO_OBJS := $(call objs,devbpf/tools/jitlib.c devbpf/tools/gx_pcache.c)

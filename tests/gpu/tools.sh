@@ -214,6 +214,23 @@ else:
     if len(ms) == 2:
         print('bench: ring stress: 2^20-block launch %s ms under kernelretsnoop, %s ms direct' % (ms[0], ms[1]))
 P
+	# kernelretsnoop_all records every block: 4 launches of 2^20 blocks (3
+	# warm-up + 1), 4.2 M records, the ring overflows; kept + dropped must
+	# equal the blocks launched exactly
+	GPUEXT_KEEP=0 timeout 60 "$B/bin/gpuext-run" -v --tool kernelretsnoop_all -- "$BAPP" 1 burst \
+		>"$L/burst-all.txt" 2>"$L/burst-all.err"
+	python3 - "$L/burst-all.txt" <<'P' | tee -a "$L/summary.txt"
+import re, sys
+t = open(sys.argv[1]).read()
+blocks = sum(int(n) for n in re.findall(r'^blocks: \S+ (\d+)$', t, re.M))
+m = re.search(r'^kernelretsnoop_all: (\d+) launches, (\d+) block records, (\d+) dropped, (\d+) unattributed, (\d+) expected', t, re.M)
+if not m or not blocks:
+    print('not ok - tools: kernelretsnoop_all ring stress: no summary or block count (see burst-all.txt)')
+else:
+    nl, rec, drop, un, exp = map(int, m.groups())
+    print('%s - tools: kernelretsnoop_all ring stress: %d kept + %d dropped = %d of %d blocks launched (%d expected), %d unattributed' %
+          ('ok' if rec + drop == blocks == exp and un == 0 and drop > 0 else 'not ok', rec, drop, rec + drop, blocks, exp, un))
+P
 fi
 
 # ---- benchmark ----

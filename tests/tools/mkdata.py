@@ -20,13 +20,13 @@ out += rec(3, struct.pack('<Q', k1) + b'vadd\0')
 out += rec(3, struct.pack('<Q', k2) + b'_Z6reducePf\0')
 # launches: vadd 4x1x1 blocks at host 10_000 and 50_000; reduce 2 blocks at 30_000
 # kernelretsnoop also: vadd with 131073 blocks at 70_000 (sampled 1 in 16: 8193 expected)
-L = [(k1, 10_000, 4), (k2, 30_000, 2), (k1, 50_000, 4)] + ([(k1, 70_000, 131073)] if tool == 'kernelretsnoop' else [])
+L = [(k1, 10_000, 4), (k2, 30_000, 2), (k1, 50_000, 4)] + ([(k1, 70_000, 131073)] if tool.startswith('kernelretsnoop') else [])
 for seq, (kid, host, g) in enumerate(L, 1):
     out += rec(4, struct.pack('<QQII6I', host, kid, 0, seq, g, 1, 1, 128, 1, 1))
 def ring(payload):
     return rec(5, struct.pack('<II', 0, 0) + payload)
 # device launch ids (%gridid): vadd #1 = 101, reduce = 102, vadd #2 = 103
-if tool == 'kernelretsnoop':
+if tool.startswith('kernelretsnoop'):
     # The ring interleaves launches (concurrent streams): vadd #2's block 0
     # comes first; its launch id, not the order, says where it belongs.
     # Launch 1 of vadd: blocks 0..3 on SMs 0,1,0,2; block 2 exits twice (kept last).

@@ -25,10 +25,10 @@ for f in $B/lib/libcuda.so*; do cp -P "$f" $T/lib/; done
 [ ! -e $T/lib/libgxjit.so ] && echo "ok - cache: shim copied without libgxjit.so" ||
 	echo "not ok - cache: shim copied without libgxjit.so"
 if $B/bin/gpuext tools prepare --cache-dir $T/cache --sm 90 >$T/prepare.log 2>&1 &&
-	[ "$(ls $T/cache/*.gxpol | wc -l)" = 4 ]; then
-	echo "ok - cache: gpuext tools prepare --sm 90 cached the four tools"
+	[ "$(ls $T/cache/*.gxpol | wc -l)" = 5 ]; then
+	echo "ok - cache: gpuext tools prepare --sm 90 cached the five tool objects"
 else
-	echo "not ok - cache: gpuext tools prepare --sm 90 cached the four tools"; sed 's/^/#  /' $T/prepare.log
+	echo "not ok - cache: gpuext tools prepare --sm 90 cached the five tool objects"; sed 's/^/#  /' $T/prepare.log
 fi
 
 run() { # tool, out name, extra env...
@@ -42,14 +42,14 @@ run() { # tool, out name, extra env...
 }
 check() { if eval "$2"; then echo "ok - cache: $1"; else echo "not ok - cache: $1"; sed 's/^/#  /' $T/$3.err | tail -6; fi; }
 
-for t in kernelretsnoop threadhist launchlate memtrace; do
+for t in kernelretsnoop kernelretsnoop_all threadhist launchlate memtrace; do
 	run $t $t
 	check "$t: from the JIT cache without the JIT library" "grep -q 'policy $t: from the JIT cache' $T/$t.err" $t
 	check "$t: no 'running without it'" "! grep -q 'running without it' $T/$t.err" $t
 	check "$t: module rewritten with hooks" "grep -q 'rewritten ([1-9][0-9]* hooks)' $T/$t.err" $t
 	check "$t: __gx_devrt written with a valid block" "grep -q '^ok - attach_app: __gx_devrt written' $T/$t.out" $t
 	check "$t: app exit 0" "[ \$(cat $T/$t.rc) = 0 ]" $t
-	if grep -q 'RINGBUF' devbpf/tools/$t.bpf.c; then
+	if grep -q 'RINGBUF' devbpf/tools/${t%_all}.bpf.c; then
 		# tool log: framed records {u32 type, u32 len}; type 5 = a ring record
 		check "$t: the ring record reached the tool log" \
 			"grep -q 'one record written into ring' $T/$t.out && python3 - $T/shm-$t/*-$t.events <<'P'

@@ -39,6 +39,8 @@ static const struct launch big[] = {
 	{ { 300, 250, 1 }, { 32, 1, 1 } },
 	{ { 131073, 1, 2 }, { 32, 1, 1 } },
 };
+/* kernelretsnoop_all: every block of a launch over 16384 blocks */
+static const struct launch big_all[] = { { { 20000, 1, 1 }, { 32, 1, 1 } } };
 /* the launches simulate() runs */
 static const struct launch *runs = launches;
 static size_t nr_runs = GX_ARRAY_SIZE(launches);
@@ -115,7 +117,13 @@ static void run_tool(const char *dir, const char *tool, unsigned hook,
 	GX_CHECK(ok, "%s loads and verifies", tool);
 	if (!ok)
 		return;
-	const struct gx_bpf_prog *p = gx_bpf_object__find_prog(obj, tool);
+	/* a variant object (NAME_all) holds the program NAME */
+	char prog[64];
+	snprintf(prog, sizeof(prog), "%s", tool);
+	char *suffix = strstr(prog, "_all");
+	if (suffix && !suffix[4])
+		*suffix = 0;
+	const struct gx_bpf_prog *p = gx_bpf_object__find_prog(obj, prog);
 	struct gx_map **mi, **mn;
 	size_t ni, nn;
 	ok = p && !gx_jit_object_maps(obj, 0, SMS, &mi, &ni) && !gx_jit_object_maps(obj, 0, SMS, &mn, &nn);
@@ -135,7 +143,7 @@ static void run_tool(const char *dir, const char *tool, unsigned hook,
 	struct gx_jit_object_opts o = { .sz = sizeof(o), .target = GX_JIT_NATIVE, .maps = mn, .nr_maps = nn };
 	char err[256] = "";
 	struct gx_jit *j = gx_jit_object(obj, &o, NULL, NULL, err, sizeof(err));
-	snprintf(fname, sizeof(fname), "gxp_%s", tool);
+	snprintf(fname, sizeof(fname), "gxp_%s", prog);
 	hook_fn fn = j ? (hook_fn)gx_jit__func(j, fname) : NULL;
 	GX_CHECK(fn != NULL, "%s: native JIT (%s)", tool, j ? "ok" : err);
 	if (fn) {
@@ -254,6 +262,12 @@ static void check_krs_rule(void)
 		 (unsigned long long)bad, (unsigned long long)tried);
 }
 
+static void check_krs_all(const char *how, struct gx_map **maps, size_t n)
+{
+	unsigned got = ring_records(maps, n);
+	GX_CHECK(got == 20000, "kernelretsnoop_all (%s): every block of a 20000-block launch (%u)", how, got);
+}
+
 static void check_ll(const char *how, struct gx_map **maps, size_t n)
 {
 	unsigned got = ring_records(maps, n);
@@ -297,7 +311,10 @@ int main(int argc, char **argv)
 	check_krs_rule();
 	runs = big, nr_runs = GX_ARRAY_SIZE(big);
 	run_tool(argv[1], "kernelretsnoop", GDEV_HOOK_EXIT, check_krs_sampled);
+	runs = big_all, nr_runs = GX_ARRAY_SIZE(big_all);
+	run_tool(argv[1], "kernelretsnoop_all", GDEV_HOOK_EXIT, check_krs_all);
 	runs = launches, nr_runs = GX_ARRAY_SIZE(launches);
+	run_tool(argv[1], "kernelretsnoop_all", GDEV_HOOK_EXIT, check_krs);
 	run_tool(argv[1], "launchlate", GDEV_HOOK_ENTRY, check_ll);
 	for (unsigned i = 0; i < 4; i++) { /* the default (1024), every access, 1 in 3, 1 in 64 */
 		static const uint64_t every[] = { 0, 1, 3, 64 };

@@ -52,6 +52,16 @@ m = json.load(open(T + '/memtrace.json'))
 good = m['samples'] == 5 and m['ops'] == {'load': 2, 'store': 2, 'atomic': 1, 'reduce': 0}
 print(('ok' if good else 'not ok') + ' - tools-fmt: memtrace counts by op')
 P
+# kernelretsnoop_all: the same records, every block of every launch expected
+mkdir -p $T/all && python3 tests/tools/mkdata.py $T/all kernelretsnoop_all
+$B/bin/gpuext --json tools report kernelretsnoop_all --dir $T/all >$T/all.json 2>&1
+python3 - $T/all.json <<'P'
+import json, sys
+L = json.load(open(sys.argv[1]))['launches']
+s = [(x['grid_blocks'], x['sample_every'], x['blocks_expected'], x['blocks']) for x in L]
+good = s == [(4, 1, 4, 4), (2, 1, 2, 2), (4, 1, 4, 3), (131073, 1, 131073, 3)]
+print(('ok' if good else 'not ok') + ' - tools-fmt: kernelretsnoop_all expects every block %s' % s)
+P
 out=$($B/bin/gpuext tools report nosuch --dir $T 2>&1); [ $? = 2 ] && [[ $out == *"unknown tool"* ]] \
 	&& echo "ok - tools-fmt: unknown tool refused" || echo "not ok - tools-fmt: unknown tool refused: $out"
 mkdir -p $T/empty

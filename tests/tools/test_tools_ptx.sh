@@ -5,7 +5,7 @@ set -u
 B=${BUILD:-build}
 PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-for t in kernelretsnoop threadhist launchlate memtrace; do
+for t in kernelretsnoop kernelretsnoop_all threadhist launchlate memtrace; do
 	if out=$($B/bin/gpuext bpf verify $B/share/gpuext/tools/$t.bpf.o 2>&1) && [[ $out == *": ok"* ]]; then
 		echo "ok - tools-ptx: $t verifies"
 	else
@@ -55,6 +55,9 @@ done
 n=$(awk '/^\t\{/ { n = 0 } /bra.uni\t\$__gx_Lh/ { n++ } /elect.sync/ { print n; exit }' $T/kernelretsnoop-vadd.ptx)
 [ "${n:-0}" -ge 2 ] && echo "ok - tools-ptx: kernelretsnoop's warp and sample tests are uniform exits before the election ($n)" \
 	|| echo "not ok - tools-ptx: kernelretsnoop's warp and sample tests are uniform exits before the election (${n:-none})"
+n=$(awk '/^\t\{/ { n = 0 } /bra.uni\t\$__gx_Lh/ { n++ } /elect.sync/ { print n; exit }' $T/kernelretsnoop_all-vadd.ptx)
+[ "${n:-0}" = 1 ] && echo "ok - tools-ptx: kernelretsnoop_all has the warp test only (no sampling)" \
+	|| echo "not ok - tools-ptx: kernelretsnoop_all has the warp test only (no sampling) (${n:-none})"
 grep -q '%gridid' $T/threadhist-vadd.ptx && echo "not ok - tools-ptx: %gridid only where launch_id is read" \
 	|| echo "ok - tools-ptx: %gridid only where launch_id is read"
 # A rejected policy: the message names the program and instruction.
