@@ -190,47 +190,40 @@ if [ ! -x "$BAPP" ]; then
 	timeout 300 "$NVCC" -O2 -arch=sm_90 -gencode arch=compute_90,code=compute_90 -o "$BAPP" \
 		"$ROOT/bench/tool_bench.cu" >"$L/nvcc-bench.log" 2>&1 || BAPP=
 fi
-if [ -n "$BAPP" ]; then
-	timeout 60 "$BAPP" 64 burst >"$L/burst-direct.txt" 2>&1
-	GPUEXT_KEEP=0 timeout 60 "$B/bin/gpuext-run" -v --tool kernelretsnoop -- "$BAPP" 64 burst \
-		>"$L/burst.txt" 2>"$L/burst.err"
-	python3 - "$L/burst.txt" "$L/burst-direct.txt" <<'P' | tee -a "$L/summary.txt"
+# ring_stress TOOL REPS STEP: TOOL on tool_bench's burst (3 + REPS launches
+# of 2^20 blocks), each recording every STEP-th block; kept + dropped must
+# equal the records expected (every block of the fills, every STEP-th of a
+# burst launch) and the formatter's count, with drops; output unchanged.
+ring_stress() {
+	local tool=$1 reps=$2 step=$3
+	timeout 60 "$BAPP" "$reps" burst >"$L/burst-direct-$tool.txt" 2>&1
+	GPUEXT_KEEP=0 timeout 60 "$B/bin/gpuext-run" -v --tool "$tool" -- "$BAPP" "$reps" burst \
+		>"$L/burst-$tool.txt" 2>"$L/burst-$tool.err"
+	python3 - "$tool" "$step" "$L/burst-$tool.txt" "$L/burst-direct-$tool.txt" <<'P' | tee -a "$L/summary.txt"
 import re, sys
-t, d = open(sys.argv[1]).read(), open(sys.argv[2]).read()
-# records expected: every block of the fills, every 64th of a 2^20-block burst launch
+tool, step = sys.argv[1], int(sys.argv[2])
+t, d = open(sys.argv[3]).read(), open(sys.argv[4]).read()
 bl = re.findall(r'^blocks: (\S+) (\d+)$', t, re.M)
-blocks = sum(int(n) // 64 if w == 'burst' else int(n) for w, n in bl)
-m = re.search(r'^kernelretsnoop: (\d+) launches, (\d+) block records, (\d+) dropped, (\d+) unattributed, (\d+) expected', t, re.M)
+blocks = sum(int(n) // step if w == 'burst' else int(n) for w, n in bl)
+m = re.search(r'^%s: (\d+) launches, (\d+) block records, (\d+) dropped, (\d+) unattributed, (\d+) expected' % tool, t, re.M)
 ck = lambda s: re.findall(r'^checksum: burst (\S+)', s, re.M)
 ms = re.findall(r'^bench: burst ([0-9.]+)', t, re.M) + re.findall(r'^bench: burst ([0-9.]+)', d, re.M)
 if not m or not blocks:
-    print('not ok - tools: ring stress: no kernelretsnoop summary or block count (see burst.txt)')
+    print('not ok - tools: %s ring stress: no summary or block count (see burst-%s.txt)' % (tool, tool))
 else:
     nl, rec, drop, un, exp = map(int, m.groups())
-    print('%s - tools: ring stress: %d kept + %d dropped = %d of %d block records expected (%d by the formatter), %d unattributed' %
-          ('ok' if rec + drop == blocks == exp and un == 0 and drop > 0 else 'not ok', rec, drop, rec + drop, blocks, exp, un))
-    print('%s - tools: ring stress: output unchanged (%s vs %s)' %
-          ('ok' if ck(t) and ck(t) == ck(d) else 'not ok', ck(t), ck(d)))
+    print('%s - tools: %s ring stress: %d kept + %d dropped = %d of %d block records expected (%d by the formatter), %d unattributed' %
+          ('ok' if rec + drop == blocks == exp and un == 0 and drop > 0 else 'not ok', tool, rec, drop, rec + drop, blocks, exp, un))
+    print('%s - tools: %s ring stress: output unchanged (%s vs %s)' %
+          ('ok' if ck(t) and ck(t) == ck(d) else 'not ok', tool, ck(t), ck(d)))
     if len(ms) == 2:
-        print('bench: ring stress: 2^20-block launch %s ms under kernelretsnoop, %s ms direct' % (ms[0], ms[1]))
+        print('bench: %s ring stress: 2^20-block launch %s ms under the tool, %s ms direct' % (tool, ms[0], ms[1]))
 P
-	# kernelretsnoop_all records every block: 4 launches of 2^20 blocks (3
-	# warm-up + 1), 4.2 M records, the ring overflows; kept + dropped must
-	# equal the blocks launched exactly
-	GPUEXT_KEEP=0 timeout 60 "$B/bin/gpuext-run" -v --tool kernelretsnoop_all -- "$BAPP" 1 burst \
-		>"$L/burst-all.txt" 2>"$L/burst-all.err"
-	python3 - "$L/burst-all.txt" <<'P' | tee -a "$L/summary.txt"
-import re, sys
-t = open(sys.argv[1]).read()
-blocks = sum(int(n) for n in re.findall(r'^blocks: \S+ (\d+)$', t, re.M))
-m = re.search(r'^kernelretsnoop_all: (\d+) launches, (\d+) block records, (\d+) dropped, (\d+) unattributed, (\d+) expected', t, re.M)
-if not m or not blocks:
-    print('not ok - tools: kernelretsnoop_all ring stress: no summary or block count (see burst-all.txt)')
-else:
-    nl, rec, drop, un, exp = map(int, m.groups())
-    print('%s - tools: kernelretsnoop_all ring stress: %d kept + %d dropped = %d of %d blocks launched (%d expected), %d unattributed' %
-          ('ok' if rec + drop == blocks == exp and un == 0 and drop > 0 else 'not ok', rec, drop, rec + drop, blocks, exp, un))
-P
+}
+if [ -n "$BAPP" ]; then
+	ring_stress kernelretsnoop 64 64
+	# kernelretsnoop_all records every block: 4 launches, 4.2 M records
+	ring_stress kernelretsnoop_all 1 1
 fi
 
 # ---- benchmark ----
