@@ -46,20 +46,6 @@ static int write_out(const char *path, const char *text)
 	return ret;
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; s && *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
 int gx_cli_bpf_jit(int argc, char **argv);
 __attribute__((visibility("default"))) int gx_cli_bpf_jit(int argc, char **argv)
 {
@@ -160,14 +146,14 @@ __attribute__((visibility("default"))) int gx_cli_bpf_jit(int argc, char **argv)
 		FILE *f = (native && !out && !gx_json) ? stdout : stderr;
 		if (gx_json && (native || out)) {
 			printf("{\"object\":");
-			json_str(file);
+			gx_json_str(stdout, file);
 			printf(",\"target\":\"%s\",\"jit_ms\":%.3f,\"funcs\":[", native ? "native" : "ptx",
 			       gx_jit__time_ms(j));
 			for (size_t i = 0; i < nb; i++) {
 				printf("%s{\"func\":", i ? "," : "");
-				json_str(b[i].func);
+				gx_json_str(stdout, b[i].func);
 				printf(",\"hook\":%u,\"kernel_glob\":", b[i].hook);
-				json_str(b[i].kernel_glob ? b[i].kernel_glob : "*");
+				gx_json_str(stdout, b[i].kernel_glob ? b[i].kernel_glob : "*");
 				printf("}");
 			}
 			printf("]}\n");

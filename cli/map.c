@@ -16,20 +16,6 @@
 #include "devbpf/gx_map.h"
 #include "gx_util.h"
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; s && *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
 static int alive(uint32_t pid)
 {
 	return pid && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
@@ -84,9 +70,9 @@ static int list_one(struct gx_map *m, const char *file, void *u)
 	const struct gx_shm_hdr *h = m->hdr;
 	if (gx_json) {
 		printf("%s{\"file\":", *first ? "" : ",");
-		json_str(file);
+		gx_json_str(stdout, file);
 		printf(",\"name\":");
-		json_str(m->name);
+		gx_json_str(stdout, m->name);
 		printf(",\"pid\":%u,\"alive\":%s,\"type\":\"%s\",\"key_size\":%u,\"value_size\":%u,"
 		       "\"max_entries\":%u,\"shards\":%u,\"gen\":%" PRIu64 ",\"flush_ns\":%" PRIu64 "}",
 		       h->pid, alive(h->pid) ? "true" : "false", gx_map_type_name(m->l.type),
@@ -151,7 +137,7 @@ static void dump_map(struct gx_map *m, int all)
 	unsigned vs = m->l.value_size;
 	if (gx_json) {
 		printf("{\"name\":");
-		json_str(m->name);
+		gx_json_str(stdout, m->name);
 		printf(",\"type\":\"%s\",\"gen\":%" PRIu64 ",\"entries\":[", gx_map_type_name(m->l.type),
 		       m->hdr->gen);
 	} else {
@@ -353,11 +339,11 @@ static int dump_devices(struct dump_req *q)
 			}
 	if (gx_json) {
 		printf("{\"name\":");
-		json_str(q->name);
+		gx_json_str(stdout, q->name);
 		printf(",\"type\":\"%s\",\"copies\":[", gx_map_type_name(m0->l.type));
 		for (size_t i = 0; i < n; i++) {
 			printf("%s{\"file\":", i ? "," : "");
-			json_str(fn[i]);
+			gx_json_str(stdout, fn[i]);
 			printf(",\"pid\":%u,\"ctx\":%u,\"dev\":%d}", ms[i]->hdr->pid, ms[i]->hdr->ctx, devs[i]);
 		}
 		printf("],\"entries\":[");

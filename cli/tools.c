@@ -160,17 +160,7 @@ static int do_prepare(int argc, char **argv)
 /* ---- loading a run's data ---- */
 void td_json_str(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
+	gx_json_str(f, s);
 }
 
 static void *grow(void *p, size_t *cap, size_t n, size_t sz)

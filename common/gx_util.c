@@ -63,6 +63,39 @@ int gx_read_file(const char *path, char **bufp, size_t *lenp, size_t max_len)
 	return 0;
 }
 
+/* All of buf to fd, through short writes and EINTR: 0 or -errno. */
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n, len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* JSON string literal of s (quotes, backslashes and control characters
+ * escaped); NULL prints "". */
+void gx_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
 /* Write to an existing non-regular file (a device such as /dev/null, a
  * FIFO) in place: renaming a temp file over it would replace the device. */
 static int write_in_place(const char *path, const void *buf, size_t len)
@@ -70,18 +103,7 @@ static int write_in_place(const char *path, const void *buf, size_t len)
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	const char *p = buf;
-	int err = 0;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			break;
-		}
-		p += n, len -= (size_t)n;
-	}
+	int err = write_all(fd, buf, len);
 	if (close(fd) < 0 && !err)
 		err = -errno;
 	return err;
@@ -103,17 +125,7 @@ int gx_write_file(const char *path, const void *buf, size_t len)
 		err = -errno;
 		goto out;
 	}
-	const char *p = buf;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			break;
-		}
-		p += n, len -= (size_t)n;
-	}
+	err = write_all(fd, buf, len);
 	if (close(fd) < 0 && !err)
 		err = -errno;
 	if (!err && rename(tmp, path) < 0)

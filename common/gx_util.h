@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define GX_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define GX_EXPORT __attribute__((visibility("default")))
@@ -25,6 +26,8 @@ int gx_read_file(const char *path, char **buf, size_t *len, size_t max_len);
 /* Write a buffer to a file atomically (temp file + rename); an existing
  * device or FIFO (/dev/null, a pipe) is written in place instead. */
 int gx_write_file(const char *path, const void *buf, size_t len);
+/* s as a JSON string literal on f (NULL: ""). */
+void gx_json_str(FILE *f, const char *s);
 
 /* Growable byte buffer, used by emitters. On allocation failure the buffer
  * records it in `failed` and further appends are no-ops. */
