@@ -54,7 +54,6 @@ const struct td_ctx *td_ctx(const struct tooldata *td, uint32_t pid, uint32_t ct
 char **td_map_paths(const struct tooldata *td, const char *map);
 void td_paths_free(char **p);
 /* JSON string output. */
-void td_json_str(FILE *f, const char *s);
 
 /* tools_dev.c: GPUs in reports. Device columns/fields appear only when the
  * data has more than one device; traces use pid = device + 1. */

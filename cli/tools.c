@@ -67,7 +67,7 @@ static int do_list(int argc, char **argv)
 		if (gx_json) {
 			printf("%s{\"name\":\"%s\",\"what\":\"%s\",\"object\":", i ? "," : "", tools[i].name,
 			       tools[i].what);
-			td_json_str(stdout, p);
+			gx_json_str(stdout, p);
 			printf(",\"present\":%s}", ok ? "true" : "false");
 		} else {
 			printf("%-18s %s%s\n", tools[i].name, tools[i].what, ok ? "" : "  (object missing)");
@@ -158,11 +158,6 @@ static int do_prepare(int argc, char **argv)
 }
 
 /* ---- loading a run's data ---- */
-void td_json_str(FILE *f, const char *s)
-{
-	gx_json_str(f, s);
-}
-
 static void *grow(void *p, size_t *cap, size_t n, size_t sz)
 {
 	if (n < *cap)

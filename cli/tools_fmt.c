@@ -11,6 +11,7 @@
 
 #include "cli/gx_tooldata.h"
 #include "devbpf/gx_map.h"
+#include "gx_util.h"
 
 #define TRACE_MAX_EVENTS 200000
 
@@ -134,6 +135,8 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 	}
 	/* kernelretsnoop_all: every block of every launch */
 	int all = td->tool && !strcmp(td->tool, "kernelretsnoop_all");
+	const char *tname = all ? "kernelretsnoop_all" : "kernelretsnoop";
+	uint64_t expected = 0, sampled = 0;
 	for (size_t i = 0; i < nl; i++) {
 		L[i].l = &td->launches[i];
 		L[i].kernel_id = td->launches[i].kernel_id;
@@ -142,9 +145,6 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		L[i].every = all ? 1 : gx_krs_sample_mask(L[i].nblocks) + 1;
 		L[i].expected = L[i].nblocks ? (L[i].nblocks - 1) / L[i].every + 1 : 0;
 		L[i].first = UINT64_MAX;
-	}
-	uint64_t expected = 0, sampled = 0;
-	for (size_t i = 0; i < nl; i++) {
 		expected += L[i].expected;
 		sampled += L[i].every > 1;
 	}
@@ -201,11 +201,11 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 	if (json) {
 		printf("{\"tool\":\"%s\",\"records\":%zu,\"drops\":%llu,\"unattributed\":%llu,"
 		       "\"expected\":%llu,\"sampled_launches\":%llu,\"launches\":[",
-		       all ? "kernelretsnoop_all" : "kernelretsnoop", td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed,
+		       tname, td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed,
 		       (unsigned long long)expected, (unsigned long long)sampled);
 	} else {
 		printf("%s: %zu launches, %zu block records, %llu dropped, %llu unattributed, %llu expected\n\n",
-		       all ? "kernelretsnoop_all" : "kernelretsnoop", nl, td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed,
+		       tname, nl, td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed,
 		       (unsigned long long)expected);
 		if (sampled)
 			printf("note: %llu launch(es) of more than %u blocks recorded a regular sample of their\n"
@@ -243,7 +243,7 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		double spread = x->got ? (double)(x->last - x->first) / 1000.0 : 0;
 		if (json) {
 			printf("%s{\"kernel\":", shown++ ? "," : "");
-			td_json_str(stdout, name);
+			gx_json_str(stdout, name);
 			printf(",\"pid\":%u,\"ctx\":%u,", x->pid, x->ctx);
 			if (multi)
 				printf("\"dev\":%d,", dev);
@@ -287,7 +287,7 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		}
 		if (tf && x->got) {
 			fprintf(tf, ",\n{\"name\":");
-			td_json_str(tf, name);
+			gx_json_str(tf, name);
 			td_tracks_use(tracks, dev, TD_MAX_SMS);
 			fprintf(tf, ",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":%d,\"tid\":100000,\"ts\":%.3f,\"dur\":%.3f,"
 				    "\"args\":{\"seq\":%u,\"blocks\":%llu}}",
@@ -566,7 +566,7 @@ int fmt_launchlate(const struct tooldata *td, int json, FILE *tf)
 		const char *name = td_kname(td, ids[j], nb, sizeof(nb));
 		if (json) {
 			printf("%s{\"kernel\":", j ? "," : "");
-			td_json_str(stdout, name);
+			gx_json_str(stdout, name);
 			if (multi)
 				printf(",\"dev\":%d", idev[j]);
 			printf(",\"count\":%zu,\"min_ns\":%llu,\"median_ns\":%llu,\"p90_ns\":%llu,\"max_ns\":%llu}", n,
@@ -593,7 +593,7 @@ int fmt_launchlate(const struct tooldata *td, int json, FILE *tf)
 				if (lof[r] == i) {
 					const struct gx_ll_rec *k = td->recs[r].data;
 					printf("%s{\"kernel\":", c++ ? "," : "");
-					td_json_str(stdout, td_kname(td, k->kernel_id, nb, sizeof(nb)));
+					gx_json_str(stdout, td_kname(td, k->kernel_id, nb, sizeof(nb)));
 					printf(",\"pid\":%u,\"ctx\":%u,", td->launches[i].pid, td->launches[i].ctx);
 					if (multi)
 						printf("\"dev\":%d,", LL_DEV(r));
@@ -638,7 +638,7 @@ int fmt_launchlate(const struct tooldata *td, int json, FILE *tf)
 			int dev = td_dev(td, td->launches[lof[r]].pid, td->launches[lof[r]].ctx);
 			td_tracks_use(tracks, dev, tid);
 			fprintf(tf, ",\n{\"name\":");
-			td_json_str(tf, td_kname(td, k->kernel_id, nb, sizeof(nb)));
+			gx_json_str(tf, td_kname(td, k->kernel_id, nb, sizeof(nb)));
 			fprintf(tf, ",\"cat\":\"launch latency\",\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,"
 				    "\"args\":{\"seq\":%u}}",
 				dev + 1, tid, (double)(k->ts - (uint64_t)lat[r] - base) / 1000.0, lat[r] / 1000.0,
@@ -690,7 +690,7 @@ int fmt_memtrace(const struct tooldata *td, int json, FILE *tf)
 				continue;
 			const struct gx_mt_rec *m = td->recs[r].data;
 			printf("%s{\"kernel\":", c++ ? "," : "");
-			td_json_str(stdout, td_kname(td, m->kernel_id, nb, sizeof(nb)));
+			gx_json_str(stdout, td_kname(td, m->kernel_id, nb, sizeof(nb)));
 			if (multi)
 				printf(",\"dev\":%d", td_dev(td, td->recs[r].pid, td->recs[r].ctx));
 			printf(",\"addr\":%llu,\"size\":%u,\"op\":\"%s\",\"sm\":%u,\"block\":%u,\"lanes\":%u,\"ts\":%llu}",

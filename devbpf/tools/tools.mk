@@ -8,14 +8,14 @@ TOOL_NAMES := kernelretsnoop kernelretsnoop_all threadhist launchlate memtrace
 TOOLS_DIR  := $(BUILD)/share/gpuext/tools
 TOOL_OBJS  := $(patsubst %,$(TOOLS_DIR)/%.bpf.o,$(TOOL_NAMES))
 TOOL_BPF_CFLAGS := -target bpf -O2 -g -Wall -Werror -I.
+TOOL_BPF_HDRS := devbpf/tools/gx_tools.h devbpf/gdev_helpers.h devbpf/gdev_ctx.h
 
-$(TOOLS_DIR)/%.bpf.o: devbpf/tools/%.bpf.c devbpf/tools/gx_tools.h devbpf/gdev_helpers.h devbpf/gdev_ctx.h
+$(TOOLS_DIR)/%.bpf.o: devbpf/tools/%.bpf.c $(TOOL_BPF_HDRS)
 	$(call msg,CLANG,$<)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CLANG) $(TOOL_BPF_CFLAGS) -c $< -o $@
 # kernelretsnoop without its block sampling: every block of every launch
-$(TOOLS_DIR)/kernelretsnoop_all.bpf.o: devbpf/tools/kernelretsnoop.bpf.c devbpf/tools/gx_tools.h devbpf/gdev_helpers.h \
-		devbpf/gdev_ctx.h
+$(TOOLS_DIR)/kernelretsnoop_all.bpf.o: devbpf/tools/kernelretsnoop.bpf.c $(TOOL_BPF_HDRS)
 	$(call msg,CLANG,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CLANG) $(TOOL_BPF_CFLAGS) -DGX_KRS_ALL -c $< -o $@

@@ -6,8 +6,8 @@
  * leader would (gx_host_env says where the warp is, gdev_ctx what the
  * trampoline fills). threadhist: per-SM blocks/warps/threads exact for block
  * shapes with a partial last warp and 3-D blocks; kernelretsnoop: one record
- * per block, a regular sample beyond 16384 blocks; launchlate: one record per launch; memtrace: 1 in N accesses
- * on average (N = 1 exactly all; the default 1024, 3 and 64 statistically). */
+ * per block, a regular sample beyond 16384 blocks; launchlate: one record per
+ * launch; memtrace: 1 in N accesses on average (N = 1 exactly all; the default 1024, 3 and 64 statistically). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
