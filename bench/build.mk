@@ -29,6 +29,16 @@ $(BUILD)/bench/tool_%.ptx: $(BUILD)/share/gpuext/tools/%.bpf.o $(BUILD)/bin/gpue
 	$(call msg,JIT,$@)
 	$(Q)$(BUILD)/bin/gpuext bpf jit --target ptx $< -o $@ >$@.log 2>&1 || { cat $@.log; exit 1; }
 BINS_ALL += $(BENCH_TB_PTX) $(BUILD)/bench/tool_launchlate.ptx $(BUILD)/bench/tool_threadhist.ptx
+# The empty device probe (bench/empty_probe.bpf.c) through the user's path,
+# JIT'd here for hook_overhead's "entry+exit empty eBPF" row.
+$(BUILD)/bench/empty_probe.bpf.o: bench/empty_probe.bpf.c devbpf/gdev_helpers.h devbpf/gdev_ctx.h
+	$(call msg,CLANG,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) -target bpf -O2 -g -Wall -Werror -I. -c $< -o $@
+$(BUILD)/bench/policy_%.ptx: $(BUILD)/bench/%.bpf.o $(BUILD)/bin/gpuext $(BUILD)/lib/gpuext-bpfjit.so
+	$(call msg,JIT,$@)
+	$(Q)$(BUILD)/bin/gpuext bpf jit --target ptx $< -o $@ >$@.log 2>&1 || { cat $@.log; exit 1; }
+BINS_ALL += $(BUILD)/bench/empty_probe.bpf.o $(BUILD)/bench/policy_empty_probe.ptx
 
 # launch_ab: the shim's added launch cost inside one process (real vs shim
 # entry points, same CUfunction, alternating rounds); run by

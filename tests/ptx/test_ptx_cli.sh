@@ -48,5 +48,17 @@ V=tests/ptx/golden-passes/vadd.ptx
 check "rewrite --policy threadhist.bpf.o: JIT'd, bound, inlined" "$G ptx rewrite --policy $T/threadhist.bpf.o $V -o $W/pol.ptx && grep -q '^.func .* __gx_p_gxp_threadhist(' $W/pol.ptx && grep -q 'elect.sync' $W/pol.ptx && ! grep -q 'call' $W/pol.ptx"
 check "rewrite --policy output passes ptxas" "$PTXAS -arch=sm_90 $W/pol.ptx -o /dev/null"
 check "rewrite --policy memtrace.bpf.o (mem: called) passes ptxas" "$G ptx rewrite --policy $T/memtrace.bpf.o $V -o $W/pol2.ptx 2>/dev/null && grep -q '^.func .* __gx_p_gxp_memtrace(' $W/pol2.ptx && grep -q 'call' $W/pol2.ptx && $PTXAS -arch=sm_90 $W/pol2.ptx -o /dev/null"
+# The empty device probe (bench/empty_probe.bpf.o, entry and exit programs
+# returning 0) through the user's path: both sites are made and inlined (no
+# call), and ptxas folds them away: vadd's SASS is the original's size, where
+# the same sites calling an empty function (--stubs call) make it larger.
+EP=${BUILD:-build}/bench/empty_probe.bpf.o
+text_size() { local h; h=$(readelf -SW "$1" 2>/dev/null | sed 's/^ *\[ *[0-9]*\] *//' | awk '$1 == ".text.vadd" { print $5 }'); [ -n "$h" ] && echo $((16#$h)); }
+check "rewrite --policy empty_probe.bpf.o: 2 sites, inlined" "$G --json ptx rewrite --policy $EP $V -o $W/empty.ptx | grep -q '\"hooks\":2,' && [ \$(grep -c 'elect.sync' $W/empty.ptx) = 2 ] && ! grep -q 'call' $W/empty.ptx"
+$PTXAS -arch=sm_90 $V -o $W/orig.cubin 2>/dev/null
+$PTXAS -arch=sm_90 $W/empty.ptx -o $W/empty.cubin 2>/dev/null
+$G ptx rewrite --hooks entry,exit --stubs call $V -o $W/called.ptx 2>/dev/null && $PTXAS -arch=sm_90 $W/called.ptx -o $W/called.cubin 2>/dev/null
+check "empty probe: ptxas folds the sites (vadd's SASS as large as the original's)" "o=\$(text_size $W/orig.cubin) && [ -n \"\$o\" ] && [ \"\$(text_size $W/empty.cubin)\" = \"\$o\" ]"
+check "empty function called at the sites: vadd's SASS is larger" "[ \"\$(text_size $W/called.cubin)\" -gt \"\$(text_size $W/orig.cubin)\" ]"
 check "rewrite --policy with --bind is refused" "$G ptx rewrite --policy $T/threadhist.bpf.o --bind entry:f $V 2>&1 | grep -q 'policy takes its bindings from the object'"
 check "rewrite --policy missing object" "$G ptx rewrite --policy $W/nope.bpf.o $V 2>&1 | grep -q \"$W/nope.bpf.o: cannot read\""
