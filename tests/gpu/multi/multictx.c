@@ -22,16 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CU(x)                                                                                     \
-	do {                                                                                      \
-		CUresult r_ = (x);                                                                \
-		if (r_ != CUDA_SUCCESS) {                                                         \
-			const char *s_ = "?";                                                     \
-			cuGetErrorName(r_, &s_);                                                  \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, s_);           \
-			exit(1);                                                                  \
-		}                                                                                 \
-	} while (0)
+#include "../shim/cu_check.h" /* CU(): driver API calls */
 
 /* Cleanup calls: a failure is printed (so runs with and without the shim
  * still compare) but does not end the program. */

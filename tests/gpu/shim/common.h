@@ -17,16 +17,7 @@
 		}                                                                          \
 	} while (0)
 
-#define CU(x)                                                                              \
-	do {                                                                               \
-		CUresult r_ = (x);                                                         \
-		if (r_ != CUDA_SUCCESS) {                                                  \
-			const char *s_ = "?";                                              \
-			cuGetErrorName(r_, &s_);                                           \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, s_);    \
-			exit(1);                                                           \
-		}                                                                          \
-	} while (0)
+#include "cu_check.h" /* CU(): driver API calls */
 
 static inline uint64_t fnv(const void *p, size_t n, uint64_t h = 0xcbf29ce484222325ull)
 {

@@ -1,0 +1,22 @@
+/* cu_check.h — CU(): a driver API call that must succeed, for the GPU test
+ * programs in C (tests/gpu/multi/multictx.c) and C++ (common.h): on failure
+ * the file, line, call and error name go to stderr and the program exits 1,
+ * so the run's comparison with and without the shim fails loudly. */
+#ifndef GX_CU_CHECK_H
+#define GX_CU_CHECK_H
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define CU(x)                                                                              \
+	do {                                                                               \
+		CUresult r_ = (x);                                                         \
+		if (r_ != CUDA_SUCCESS) {                                                  \
+			const char *s_ = "?";                                              \
+			cuGetErrorName(r_, &s_);                                           \
+			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, s_);    \
+			exit(1);                                                           \
+		}                                                                          \
+	} while (0)
+
+#endif
