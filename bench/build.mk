@@ -25,19 +25,24 @@ $(BENCH_TB_PTX): bench/tool_bench.cu
 	$(call msg,NVCC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(NVCC) -arch=sm_90 -ptx $< -o $@
-$(BUILD)/bench/tool_%.ptx: $(BUILD)/share/gpuext/tools/%.bpf.o $(BUILD)/bin/gpuext $(BUILD)/lib/gpuext-bpfjit.so
+# A BPF object's device programs JIT'd to PTX (the log kept beside it).
+define bench_jit_ptx
 	$(call msg,JIT,$@)
 	$(Q)$(BUILD)/bin/gpuext bpf jit --target ptx $< -o $@ >$@.log 2>&1 || { cat $@.log; exit 1; }
+endef
+$(BUILD)/bench/tool_%.ptx: $(BUILD)/share/gpuext/tools/%.bpf.o $(BUILD)/bin/gpuext $(BUILD)/lib/gpuext-bpfjit.so
+	$(bench_jit_ptx)
 BINS_ALL += $(BENCH_TB_PTX) $(BUILD)/bench/tool_launchlate.ptx $(BUILD)/bench/tool_threadhist.ptx
 # The empty device probe (bench/empty_probe.bpf.c) through the user's path,
-# JIT'd here for hook_overhead's "entry+exit empty eBPF" row.
+# JIT'd here for hook_overhead's "entry+exit empty eBPF" row. (Compiled as
+# the tools are: TOOL_BPF_CFLAGS, devbpf/tools/tools.mk, is set by the time
+# the recipe runs; the headers are listed here, this file is read first.)
 $(BUILD)/bench/empty_probe.bpf.o: bench/empty_probe.bpf.c devbpf/gdev_helpers.h devbpf/gdev_ctx.h
 	$(call msg,CLANG,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CLANG) -target bpf -O2 -g -Wall -Werror -I. -c $< -o $@
+	$(Q)$(CLANG) $(TOOL_BPF_CFLAGS) -c $< -o $@
 $(BUILD)/bench/policy_%.ptx: $(BUILD)/bench/%.bpf.o $(BUILD)/bin/gpuext $(BUILD)/lib/gpuext-bpfjit.so
-	$(call msg,JIT,$@)
-	$(Q)$(BUILD)/bin/gpuext bpf jit --target ptx $< -o $@ >$@.log 2>&1 || { cat $@.log; exit 1; }
+	$(bench_jit_ptx)
 BINS_ALL += $(BUILD)/bench/empty_probe.bpf.o $(BUILD)/bench/policy_empty_probe.ptx
 
 # launch_ab: the shim's added launch cost inside one process (real vs shim

@@ -36,6 +36,7 @@
 
 #include "gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
+#include "ptx-rewrite/passes.h" /* ptx_hook_name() */
 #include "ptx-rewrite/gx_work.h"
 #include "devbpf/gx_devrt.h"
 
@@ -87,7 +88,9 @@ struct pass {
 			   * with a device runtime block made here (tool_devrt) */
 	const char *policy; /* a policy JIT'd by the build (TOOLDIR/policy_NAME.ptx),
 			     * each hook of `hooks` bound to gxp_NAME_HOOK */
-	int goal; /* an empty probe: the <= 2 % goal (DESIGN.md) applies */
+	enum { FIG_NONE, FIG_REPORT, FIG_GOAL } fig; /* FIG_REPORT: the overhead is
+			 * printed as a figure; FIG_GOAL: an empty probe, held to
+			 * the <= 2 % goal (DESIGN.md) */
 };
 
 /* A policy that reads two context fields and has an effect (a per-SM count
@@ -225,24 +228,24 @@ static void divergence_check(const char *ptx, size_t len, const char *func, cons
  * through its clone taking the words as parameters). "(top)": the entry site
  * before the kernel's first statement (GX_PTX_F_ENTRY_TOP). */
 static const struct pass passes[] = {
-	{"orig", 0, 0, 0, 0, 0, NULL, NULL, 0},
-	{"entry+exit", EE, 0, 0, GX_PTX_STUBS_ELIDE, 0, NULL, NULL, 1},
-	{"entry+exit empty eBPF", EE, 0, 0, 0, 0, NULL, "empty_probe", 1},
-	{"entry+exit call", EE, 0, 0, GX_PTX_STUBS_CALL, 0, NULL, NULL, 0},
-	{"entry+exit probe", EE, 0, 0, GX_PTX_STUBS_PROBE, 0, NULL, NULL, 0},
-	{"entry+exit probe (top)", EE, 0, 0, GX_PTX_STUBS_PROBE, 1, NULL, NULL, 0},
-	{"entry+exit probe-call", EE, 0, 0, GX_PTX_STUBS_PROBE_CALL, 0, NULL, NULL, 0},
-	{"entry+exit+ctx", EE, 0, 1, 0, 0, NULL, NULL, 0},
-	{"entry+exit+ctx (top)", EE, 0, 1, 0, 1, NULL, NULL, 0},
-	{"mem call", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_CALL, 0, NULL, NULL, 0},
-	{"mem probe", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_PROBE, 0, NULL, NULL, 0},
-	{"all call", ALL, 0, 0, GX_PTX_STUBS_CALL, 0, NULL, NULL, 0},
-	{"all probe", ALL, 0, 0, GX_PTX_STUBS_PROBE, 0, NULL, NULL, 0},
-	{"persist-static", 0, 1, 0, 0, 0, NULL, NULL, 0},
-	{"persist-dynamic", 0, 2, 0, 0, 0, NULL, NULL, 0},
-	{"persist+entry/exit probe", EE, 2, 0, GX_PTX_STUBS_PROBE, 0, NULL, NULL, 0},
-	{"tool launchlate", GDEV_HOOK_ENTRY, 0, 0, 0, 0, "launchlate", NULL, 0},
-	{"tool threadhist", GDEV_HOOK_ENTRY, 0, 0, 0, 0, "threadhist", NULL, 0},
+	{"orig", 0, 0, 0, 0, 0, NULL, NULL, FIG_NONE},
+	{"entry+exit", EE, 0, 0, GX_PTX_STUBS_ELIDE, 0, NULL, NULL, FIG_GOAL},
+	{"entry+exit empty eBPF", EE, 0, 0, 0, 0, NULL, "empty_probe", FIG_GOAL},
+	{"entry+exit call", EE, 0, 0, GX_PTX_STUBS_CALL, 0, NULL, NULL, FIG_REPORT},
+	{"entry+exit probe", EE, 0, 0, GX_PTX_STUBS_PROBE, 0, NULL, NULL, FIG_NONE},
+	{"entry+exit probe (top)", EE, 0, 0, GX_PTX_STUBS_PROBE, 1, NULL, NULL, FIG_NONE},
+	{"entry+exit probe-call", EE, 0, 0, GX_PTX_STUBS_PROBE_CALL, 0, NULL, NULL, FIG_NONE},
+	{"entry+exit+ctx", EE, 0, 1, 0, 0, NULL, NULL, FIG_REPORT},
+	{"entry+exit+ctx (top)", EE, 0, 1, 0, 1, NULL, NULL, FIG_REPORT},
+	{"mem call", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_CALL, 0, NULL, NULL, FIG_NONE},
+	{"mem probe", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_PROBE, 0, NULL, NULL, FIG_NONE},
+	{"all call", ALL, 0, 0, GX_PTX_STUBS_CALL, 0, NULL, NULL, FIG_NONE},
+	{"all probe", ALL, 0, 0, GX_PTX_STUBS_PROBE, 0, NULL, NULL, FIG_NONE},
+	{"persist-static", 0, 1, 0, 0, 0, NULL, NULL, FIG_NONE},
+	{"persist-dynamic", 0, 2, 0, 0, 0, NULL, NULL, FIG_NONE},
+	{"persist+entry/exit probe", EE, 2, 0, GX_PTX_STUBS_PROBE, 0, NULL, NULL, FIG_NONE},
+	{"tool launchlate", GDEV_HOOK_ENTRY, 0, 0, 0, 0, "launchlate", NULL, FIG_REPORT},
+	{"tool threadhist", GDEV_HOOK_ENTRY, 0, 0, 0, 0, "threadhist", NULL, FIG_REPORT},
 };
 #define NPASS (sizeof(passes) / sizeof(passes[0]))
 
@@ -451,8 +454,10 @@ int main(int argc, char **argv)
 		struct pass vp;
 		const char *var = q >= 2 * NPASS ? vars[q - 2 * NPASS] : NULL;
 		if (var) {
-			vp = (struct pass){.name = var, .tool = !strncmp(var, "threadhist", 10) ? "threadhist"
-												 : "launchlate"};
+			vp = (struct pass){.name = var,
+					   .tool = !strncmp(var, "threadhist", 10) ? "threadhist"
+										   : "launchlate",
+					   .fig = FIG_REPORT};
 			ps = &vp;
 			p = 1;
 		}
@@ -477,50 +482,40 @@ int main(int argc, char **argv)
 			o.bindings = ctx_bindings;
 			o.nr_bindings = sizeof(ctx_bindings) / sizeof(ctx_bindings[0]);
 		}
-		char *tool_ptx = NULL, tool_path[512], tool_func[64], pol_func[2][64];
-		struct gx_hook_binding tool_b = {GDEV_HOOK_ENTRY, NULL, tool_func}, pol_b[2];
+		/* a policy the build JIT'd: the empty probe (each hook of the row
+		 * bound to gxp_NAME_HOOK, as the JIT names its programs) or a tool
+		 * (its one entry program, gxp_NAME) */
+		char *pol_ptx = NULL, pol_path[512], pol_func[4][64];
+		struct gx_hook_binding pol_b[4];
+		unsigned nb = 0;
 		if (ps->policy) {
-			/* the empty probe: TOOLDIR/policy_NAME.ptx, entry and exit bound
-			 * to gxp_NAME_entry and gxp_NAME_exit as the JIT named them */
-			size_t tl;
-			snprintf(tool_path, sizeof(tool_path), "%s/policy_%s.ptx",
-				 tooldir ? tooldir : ".", ps->policy);
-			if (!tooldir || gx_read_file(tool_path, &tool_ptx, &tl, 0)) {
-				printf("not ok - hook_overhead %s: no %s (third argument: the folder)\n",
-				       ps->name, tool_path);
-				continue;
-			}
-			static const struct {
-				unsigned hook;
-				const char *name;
-			} ph[2] = {{GDEV_HOOK_ENTRY, "entry"}, {GDEV_HOOK_EXIT, "exit"}};
-			o.nr_bindings = 0;
-			for (int i = 0; i < 2; i++) {
-				if (!(ps->hooks & ph[i].hook))
-					continue;
-				snprintf(pol_func[i], sizeof(pol_func[i]), "gxp_%s_%s", ps->policy,
-					 ph[i].name);
-				pol_b[o.nr_bindings++] =
-					(struct gx_hook_binding){ph[i].hook, NULL, pol_func[i]};
-			}
-			o.policy_ptx = tool_ptx;
-			o.policy_len = tl;
-			o.bindings = pol_b;
-		}
-		if (ps->tool && !var) {
-			size_t tl;
-			snprintf(tool_path, sizeof(tool_path), "%s/tool_%s.ptx", tooldir ? tooldir : ".",
+			snprintf(pol_path, sizeof(pol_path), "%s/policy_%s.ptx", tooldir ? tooldir : ".",
+				 ps->policy);
+			for (unsigned h = 1; h && nb < 4; h <<= 1)
+				if ((ps->hooks & h) && ptx_hook_name(h)) {
+					snprintf(pol_func[nb], sizeof(pol_func[nb]), "gxp_%s_%s",
+						 ps->policy, ptx_hook_name(h));
+					pol_b[nb] = (struct gx_hook_binding){h, NULL, pol_func[nb]};
+					nb++;
+				}
+		} else if (ps->tool && !var) {
+			snprintf(pol_path, sizeof(pol_path), "%s/tool_%s.ptx", tooldir ? tooldir : ".",
 				 ps->tool);
-			snprintf(tool_func, sizeof(tool_func), "gxp_%s", ps->tool);
-			if (!tooldir || gx_read_file(tool_path, &tool_ptx, &tl, 0)) {
-				printf("# hook_overhead %s: no %s (third argument: the folder)\n",
-				       ps->name, tool_path);
+			snprintf(pol_func[0], sizeof(pol_func[0]), "gxp_%s", ps->tool);
+			pol_b[nb++] = (struct gx_hook_binding){GDEV_HOOK_ENTRY, NULL, pol_func[0]};
+		}
+		if (nb) {
+			size_t pl;
+			/* a missing tool skips its row; the empty probe is a goal row */
+			if (!tooldir || gx_read_file(pol_path, &pol_ptx, &pl, 0)) {
+				printf("%s hook_overhead %s: no %s (third argument: the folder)\n",
+				       ps->policy ? "not ok -" : "#", ps->name, pol_path);
 				continue;
 			}
-			o.policy_ptx = tool_ptx;
-			o.policy_len = tl;
-			o.bindings = &tool_b;
-			o.nr_bindings = 1;
+			o.policy_ptx = pol_ptx;
+			o.policy_len = pl;
+			o.bindings = pol_b;
+			o.nr_bindings = nb;
 		}
 		struct gx_ptx_rewrite_result res;
 		if (ps->top)
@@ -538,7 +533,7 @@ int main(int argc, char **argv)
 			err = gx_ptx_rewrite(ptx, ptx_len, &o, &res);
 		}
 		double t_rw = now_ms() - t0;
-		free(tool_ptx);
+		free(pol_ptx);
 		if (err) {
 			printf("not ok - hook_overhead %s: rewrite: %s\n", ps->name, res.err);
 			continue;
@@ -635,16 +630,10 @@ int main(int argc, char **argv)
 			       same ? "ok" : "not ok", ps->name, kn->name);
 			printf("| %s | %s | %.3f | %.3f | %d | %d | %d |\n", ps->name, kn->name, med,
 			       med / base_ms[k], nregs, lmem, occb);
-			/* a handler with an effect at entry/exit, and the out-of-line
-			 * call (what a handler too large to inline pays per warp and
-			 * site for its CALL/RET): reported */
-			if (!strncmp(ps->name, "entry+exit+ctx", 14) || ps->tool ||
-			    !strcmp(ps->name, "entry+exit call"))
+			if (ps->fig == FIG_REPORT)
 				printf("bench: hook_overhead %s %s %+.2f %%\n", ps->name, kn->name,
 				       100.0 * (med / base_ms[k] - 1));
-			/* the goal: an empty probe at entry/exit, the built-in empty
-			 * handler and an empty eBPF program through the user's path */
-			if (ps->goal)
+			if (ps->fig == FIG_GOAL)
 				printf("%s - hook_overhead %s %s: overhead %.2f %% (goal <= 2 %%)\n",
 				       med / base_ms[k] <= 1.02 ? "ok" : "not ok", ps->name, kn->name,
 				       100.0 * (med / base_ms[k] - 1));
