@@ -22,7 +22,9 @@ endif
 CFLAGS_BASE := -std=gnu11 -Wall -Wextra -Werror -O2 -g -fPIC -fvisibility=hidden \
                -D_GNU_SOURCE -I. -Icommon -I$(CUDA_HOME)/include
 CFLAGS      ?=
-ALL_CFLAGS   = $(CFLAGS_BASE) $(CFLAGS)
+# UAPI_INC: an include folder searched first (tests/common/test_bpf_isa_headers.sh).
+UAPI_INC    ?=
+ALL_CFLAGS   = $(UAPI_INC) $(CFLAGS_BASE) $(CFLAGS)
 LDFLAGS     ?=
 
 # Parts append to these.
@@ -35,6 +37,15 @@ CLEAN_EXTRA :=
 .SECONDEXPANSION:
 .PHONY: all tests test clean deps fuzz
 all:
+
+# Before building: one line naming any missing package (scripts/deps.sh
+# --check), instead of a compiler error. GX_SKIP_DEPCHECK=1 skips it.
+ifeq ($(filter deps clean,$(MAKECMDGOALS))$(GX_SKIP_DEPCHECK),)
+DEPCHECK := $(shell scripts/deps.sh --check)
+ifneq ($(DEPCHECK),)
+$(error $(DEPCHECK))
+endif
+endif
 
 include mk/common.mk
 include $(sort $(wildcard */build.mk))

@@ -10,7 +10,8 @@ $(COMMON_LIB): $(COMMON_OBJS)
 LIBS_ALL += $(COMMON_LIB)
 
 TEST_BINS += $(BUILD)/tests/test_common
-TESTS     += $(BUILD)/tests/test_common
+TESTS     += $(BUILD)/tests/test_common tests/common/test_bpf_isa_headers.sh \
+             tests/common/test_deps_check.sh
 $(BUILD)/tests/test_common: $(call objs,tests/common/test_common.c) $(COMMON_LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)

@@ -25,7 +25,7 @@
 #ifndef GX_BPF_H
 #define GX_BPF_H
 
-#include <linux/bpf.h>
+#include "common/gx_bpf_isa.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

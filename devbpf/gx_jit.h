@@ -28,7 +28,7 @@
 #ifndef GX_JIT_H
 #define GX_JIT_H
 
-#include <linux/bpf.h>
+#include "common/gx_bpf_isa.h"
 #include <stddef.h>
 #include <stdint.h>
 

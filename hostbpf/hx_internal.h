@@ -2,7 +2,7 @@
  * (object → policy), hx_verify.c (static checks) and hx_run.c (events). */
 #ifndef HX_INTERNAL_H
 #define HX_INTERNAL_H
-#include <linux/bpf.h>
+#include "common/gx_bpf_isa.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include "hostbpf/gpu_ext.h"

@@ -2,21 +2,16 @@
 # Install everything gpuext needs on a clean Debian 12 (bookworm). Idempotent.
 # bookworm-backports is added by deriving the mirror from the machine's own
 # Debian sources, so no registry host name is written into the repository.
+# `deps.sh --check` installs nothing: it prints one line naming what is
+# missing (the Makefile runs it before building) and exits 1, or prints nothing.
 set -euo pipefail
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 
+# The Debian mirror this machine's apt already uses (scripts/apt-mirror.sh).
 add_backports() {
     grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/ && return 0
-    local uri=""
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [ -f "$f" ] || continue
-        uri=$(awk '/^URIs:/{u=$2} /^Suites:.*bookworm( |$)/{if(u){print u; exit}}' "$f")
-        [ -n "$uri" ] && break
-    done
-    if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
-        uri=$(awk '$1=="deb" && $3=="bookworm" {print $2; exit}' /etc/apt/sources.list)
-    fi
-    [ -n "$uri" ] || { echo "deps: cannot find the Debian mirror in apt sources" >&2; exit 1; }
+    local uri
+    uri=$("$(dirname "$0")/apt-mirror.sh") || exit 1
     echo "deb $uri bookworm-backports main" | $SUDO tee /etc/apt/sources.list.d/gpuext-backports.list >/dev/null
 }
 
@@ -25,12 +20,22 @@ PKGS_MAIN="build-essential pkg-config libelf-dev libzstd-dev liblz4-dev uthash-d
   llvm-19-dev clang-19 lld-19 libclang-rt-19-dev qemu-system-x86 busybox-static cpio valgrind python3"
 PKGS_BPO="libbpf-dev bpftool linux-headers-$KVER"
 
+# One dpkg-query for all packages; a package it does not know prints nothing.
+installed=$(dpkg-query -W -f='${Package} ${Status} ${Version}\n' $PKGS_MAIN $PKGS_BPO 2>/dev/null || true)
 missing=""
 for p in $PKGS_MAIN $PKGS_BPO; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+    grep -q "^$p install ok installed" <<<"$installed" || missing="$missing $p"
 done
 # libbpf-dev must be >= 1.4 (bookworm itself has 1.1).
-if dpkg-query -W -f='${Version}' libbpf-dev 2>/dev/null | grep -q '^1:1\.[0-3]'; then missing="$missing libbpf-dev"; fi
+if grep -q '^libbpf-dev install ok installed 1:1\.[0-3]' <<<"$installed"; then missing="$missing libbpf-dev(>=1.4)"; fi
+
+if [ "${1:-}" = --check ]; then
+    command -v dpkg-query >/dev/null || exit 0   # not Debian: the compiler will tell
+    [ -z "$missing" ] && exit 0
+    echo "gpuext: missing packages:$missing (run: make deps)"
+    exit 1
+fi
+missing=${missing//(>=1.4)/}
 
 if [ -n "$missing" ]; then
     add_backports

@@ -4,7 +4,7 @@
 #ifndef GX_TEST_BPF_INSN_H
 #define GX_TEST_BPF_INSN_H
 
-#include <linux/bpf.h>
+#include "common/gx_bpf_isa.h"
 #include <stdint.h>
 
 #define GX_INSN(c, d, s, o, i) \

@@ -3,7 +3,7 @@
 #ifndef GX_TEST_BPF_INSN_MACROS_H
 #define GX_TEST_BPF_INSN_MACROS_H
 
-#include <linux/bpf.h>
+#include "common/gx_bpf_isa.h"
 
 #define I(CODE, DST, SRC, OFF, IMM) \
 	{ .code = (CODE), .dst_reg = (DST), .src_reg = (SRC), .off = (OFF), .imm = (IMM) }
