@@ -6,7 +6,7 @@
  * this small, so each site is the election and an empty branch, which ptxas
  * folds away; a handler too large to inline is called instead (the
  * "entry+exit call" row: what a real CALL/RET per warp costs). */
-#include "devbpf/gdev_helpers.h"
+#include "gpuext/gdev_helpers.h"
 
 SEC("gdev/probe/*")
 int empty_probe_entry(struct gdev_ctx *ctx)

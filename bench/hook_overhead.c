@@ -34,11 +34,10 @@
 #include <time.h>
 #include <dirent.h>
 
-#include "gx_util.h"
+#include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
-#include "ptx-rewrite/passes.h" /* ptx_hook_name() */
-#include "ptx-rewrite/gx_work.h"
-#include "devbpf/gx_devrt.h"
+#include "gpuext/gx_work.h"
+#include "gpuext/gx_devrt.h"
 
 #define CK(x)                                                                       \
 	do {                                                                        \
@@ -492,9 +491,9 @@ int main(int argc, char **argv)
 			snprintf(pol_path, sizeof(pol_path), "%s/policy_%s.ptx", tooldir ? tooldir : ".",
 				 ps->policy);
 			for (unsigned h = 1; h && nb < 4; h <<= 1)
-				if ((ps->hooks & h) && ptx_hook_name(h)) {
+				if ((ps->hooks & h) && gx_ptx_hook_name(h)) {
 					snprintf(pol_func[nb], sizeof(pol_func[nb]), "gxp_%s_%s",
-						 ps->policy, ptx_hook_name(h));
+						 ps->policy, gx_ptx_hook_name(h));
 					pol_b[nb] = (struct gx_hook_binding){h, NULL, pol_func[nb]};
 					nb++;
 				}

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "hostbpf/gx_hostexec.h"
+#include "hostexec/gx_hostexec.h"
 
 #define VA 0x7f0000000000ull
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "../tests/gpu/shim/common.h"
+#include "../common/gx_cu_check.h" /* CU(): driver API calls */
 
 __global__ void empty_rt() {}
 

@@ -15,9 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gx_util.h"
+#include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
-#include "ptx-rewrite/ptx_ir.h"
 
 struct input {
 	char *buf;
@@ -51,19 +50,19 @@ static unsigned run_stage(enum stage s, struct input *in, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (s == S_PARSE || s == S_EMIT) {
 			char err[256];
-			struct ptx_module *m = ptx_module_parse(in[i].buf, in[i].len, err, sizeof(err));
+			struct gx_ptx_module *m = gx_ptx_module__parse(in[i].buf, in[i].len, err, sizeof(err));
 			if (!m) {
 				failed++;
 				continue;
 			}
 			if (s == S_EMIT) {
-				struct gx_buf b;
-				gx_buf_init(&b);
-				if (ptx_module_emit(m, &b))
+				char *text = NULL;
+				size_t len = 0;
+				if (gx_ptx_module__emit(m, &text, &len))
 					failed++;
-				gx_buf_free(&b);
+				free(text);
 			}
-			ptx_module_free(m);
+			gx_ptx_module__free(m);
 			continue;
 		}
 		struct gx_ptx_rewrite_opts o = {.sz = sizeof(o)};

@@ -10,8 +10,8 @@
 
 #include "cli/gx_cli.h"
 #include "devbpf/gx_bpf.h"
-#include "devbpf/tools/gx_pcache.h"
-#include "gx_log.h"
+#include "attach/gx_attach.h"
+#include "common/gx_log.h"
 
 /* ---- JIT ENGINEER: define this (strong symbol) in cli/bpf_jit.c. ----
  * argv[0] is "jit"; return the process exit code. */
@@ -181,8 +181,7 @@ static const struct gx_cmd bpf_cmds[] = {
 	{ 0 },
 };
 
-static int do_bpf(int argc, char **argv)
+int do_bpf(int argc, char **argv)
 {
 	return gx_cmd_dispatch("bpf", bpf_cmds, argc - 1, argv + 1);
 }
-GX_CMD(bpf, do_bpf, "device eBPF policies: show, verify, dump, jit");

@@ -9,9 +9,7 @@
 
 #include "cli/gx_cli.h"
 #include "devbpf/gx_bpf.h"
-#include "devbpf/gx_jit.h"
-#include "devbpf/gx_map.h"
-#include "gx_util.h"
+#include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
 
 static void usage(FILE *f)

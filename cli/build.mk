@@ -1,16 +1,23 @@
-# The gpuext CLI. Parts add their subcommand sources to CLI_SRCS, the static
-# libraries they need to CLI_LIBS and extra link flags to CLI_LDLIBS.
-CLI_SRCS   += cli/main.c cli/version.c
+# cli/ — the gpuext command (one file per subcommand, listed in main.c's
+# table) and gpuext-run (= gpuext run). The CLI uses the parts' public
+# headers only; this file is the one place that lists what it links.
+CLI_SRCS   := cli/main.c cli/run.c cli/run_tool.c cli/ptx.c cli/fatbin.c cli/bpf.c cli/map.c cli/tools.c
+CLI_LIBS   := $(TOOLS_LIB) $(ATTACH_LIB) $(IMAGE_LIB) $(PTX_LIB) $(BPF_LIB) $(COMMON_LIB)
 GPUEXT_BIN := $(BUILD)/bin/gpuext
-BINS_ALL   += $(GPUEXT_BIN)
+GPUEXT_RUN := $(BUILD)/bin/gpuext-run
 
-# Evaluated late (=) so fragments included after this one still contribute.
-$(GPUEXT_BIN): $$(call objs,$$(CLI_SRCS)) $$(CLI_LIBS) $$(COMMON_LIB)
-	$(call msg,LD,$@)
-	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) -o $@ $(call objs,$(CLI_SRCS)) $(CLI_LIBS) $(COMMON_LIB) -rdynamic $(LDFLAGS) $(CLI_LDLIBS)
+# -rdynamic: the plugin below calls back into the executable (p_err, gx_json).
+$(GPUEXT_BIN): $(call objs,$(CLI_SRCS)) $(CLI_LIBS)
+	$(call link,-rdynamic $(IMAGE_LDLIBS) $(BPF_LDLIBS) -ldl)
 
-TEST_BINS += $(BUILD)/tests/test_cli.sh
-TESTS     += $(BUILD)/tests/test_cli.sh
-$(BUILD)/tests/test_cli.sh: tests/cli/test_cli.sh
-	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
+$(GPUEXT_RUN): $(call objs,cli/run.c cli/run_main.c cli/run_tool.c) $(COMMON_LIB)
+	$(link)
+
+# `gpuext bpf jit` is a plugin the CLI dlopens (cli/bpf.c), so the gpuext
+# binary itself needs no LLVM (machines that run applications often lack it).
+BPFJIT_PLUGIN := $(BUILD)/lib/gpuext-bpfjit.so
+$(BPFJIT_PLUGIN): $(call objs,cli/bpf_jit.c) $(JIT_LIB) $(BPF_LIB) $(COMMON_LIB)
+	$(call link_so,$(JIT_LDLIBS) $(BPF_SO_LDLIBS))
+
+BINS_ALL += $(GPUEXT_BIN) $(GPUEXT_RUN)
+LIBS_ALL += $(BPFJIT_PLUGIN)

@@ -15,9 +15,8 @@
 #include <unistd.h>
 
 #include "cli/gx_cli.h"
-#include "gx_util.h"
-#include "shim/gx_hostelf.h"
-#include "shim/gx_image.h"
+#include "common/gx_util.h"
+#include "image/gx_image.h"
 
 /* One entry of the listing, wherever it came from. */
 struct item {
@@ -411,7 +410,7 @@ static int do_help(int argc, char **argv)
 	return 0;
 }
 
-static int do_fatbin(int argc, char **argv)
+int do_fatbin(int argc, char **argv)
 {
 	static const struct gx_cmd cmds[] = {
 		{ "list", do_list, "list the entries of FILE" },
@@ -421,5 +420,3 @@ static int do_fatbin(int argc, char **argv)
 	};
 	return gx_cmd_dispatch("fatbin", cmds, argc - 1, argv + 1);
 }
-
-GX_CMD(fatbin, do_fatbin, "list and extract CUDA code (PTX, cubins) in binaries and fatbins");

@@ -1,7 +1,6 @@
-/* gpuext CLI: one binary, one source file per subcommand (bpftool-style).
- * A subcommand file registers itself with GX_CMD(); main.c finds every
- * registered command through the linker section, so adding a subcommand never
- * touches another file. */
+/* gpuext CLI: one binary, one source file per subcommand (bpftool-style),
+ * each exposing do_NAME(); main.c's table lists them, and cli/build.mk the
+ * sources and the parts' libraries: adding a command touches those two. */
 #ifndef GX_CLI_H
 #define GX_CLI_H
 
@@ -13,11 +12,6 @@ struct gx_cmd {
 	const char *summary;              /* one line for `gpuext --help` */
 };
 
-#define GX_CMD(NAME, FN, SUMMARY)                                           \
-	static const struct gx_cmd gx_cmd_##NAME                            \
-		__attribute__((used, section("gx_cmds"), aligned(sizeof(void *)))) = { \
-			#NAME, FN, SUMMARY }
-
 /* Global options, parsed by main before dispatch. */
 /* Exported (with -rdynamic) for the plugins the CLI dlopens. */
 extern bool gx_json __attribute__((visibility("default")));    /* --json / -j */
@@ -25,6 +19,14 @@ extern int gx_verbose __attribute__((visibility("default"))); /* -v */
 
 /* The one error path of the CLI: "gpuext: error: ..." (or JSON when --json). */
 void p_err(const char *fmt, ...) __attribute__((format(printf, 1, 2), visibility("default")));
+/* The subcommands (argv[0] is the subcommand's name). */
+int do_run(int argc, char **argv);    /* run.c */
+int do_ptx(int argc, char **argv);    /* ptx.c */
+int do_fatbin(int argc, char **argv); /* fatbin.c */
+int do_bpf(int argc, char **argv);    /* bpf.c */
+int do_map(int argc, char **argv);    /* map.c */
+int do_tools(int argc, char **argv);  /* tools.c */
+
 /* Run a nested subcommand table: cmds[] ends with {0}; prints usage on miss. */
 int gx_cmd_dispatch(const char *parent, const struct gx_cmd *cmds, int argc, char **argv);
 

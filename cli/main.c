@@ -5,16 +5,32 @@
 #include <string.h>
 
 #include "cli/gx_cli.h"
-#include "gx_log.h"
-
-#ifndef GPUEXT_VERSION
-#define GPUEXT_VERSION "0.1.0"
-#endif
+#include "common/gx_log.h"
+#include "common/gx_util.h"
 
 bool gx_json;
 int gx_verbose;
 
-extern const struct gx_cmd __start_gx_cmds[], __stop_gx_cmds[];
+static int do_version(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	if (gx_json)
+		printf("{\"version\":\"%s\"}\n", GX_VERSION);
+	else
+		printf("gpuext %s\n", GX_VERSION);
+	return 0;
+}
+
+static const struct gx_cmd cmds[] = {
+	{ "run", do_run, "run a CUDA program through the shim (also: gpuext-run)" },
+	{ "ptx", do_ptx, "PTX tools: check, rewrite" },
+	{ "fatbin", do_fatbin, "list and extract CUDA code (PTX, cubins) in binaries and fatbins" },
+	{ "bpf", do_bpf, "device eBPF policies: show, verify, dump, jit" },
+	{ "map", do_map, "policy maps shared with the GPU: list, dump" },
+	{ "tools", do_tools, "observability tools: list, prepare (JIT cache), report" },
+	{ "version", do_version, "print the version" },
+	{ 0 },
+};
 
 void p_err(const char *fmt, ...)
 {
@@ -62,7 +78,7 @@ static void usage(FILE *out)
 	fprintf(out, "usage: gpuext [--json] [-v] COMMAND [ARGS...]\n\n"
 		     "gpuext runs CUDA applications through a programmable, eBPF-driven shim.\n\n"
 		     "commands:\n");
-	for (const struct gx_cmd *c = __start_gx_cmds; c < __stop_gx_cmds; c++)
+	for (const struct gx_cmd *c = cmds; c->name; c++)
 		fprintf(out, "  %-10s %s\n", c->name, c->summary);
 	fprintf(out, "\n'gpuext COMMAND --help' describes each command.\n");
 }
@@ -81,7 +97,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		} else if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
-			printf("gpuext %s\n", GPUEXT_VERSION);
+			printf("gpuext %s\n", GX_VERSION);
 			return 0;
 		} else {
 			p_err("unknown option '%s' (try 'gpuext --help')", a);
@@ -92,7 +108,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	for (const struct gx_cmd *c = __start_gx_cmds; c < __stop_gx_cmds; c++)
+	for (const struct gx_cmd *c = cmds; c->name; c++)
 		if (!strcmp(c->name, argv[i]))
 			return c->fn(argc - i, argv + i);
 	p_err("unknown command '%s' (try 'gpuext --help')", argv[i]);

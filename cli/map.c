@@ -13,8 +13,8 @@
 #include <time.h>
 
 #include "cli/gx_cli.h"
-#include "devbpf/gx_map.h"
-#include "gx_util.h"
+#include "devbpf/gx_bpf.h"
+#include "common/gx_util.h"
 
 static int alive(uint32_t pid)
 {
@@ -663,8 +663,7 @@ static const struct gx_cmd map_cmds[] = {
 	{ 0 },
 };
 
-static int do_map(int argc, char **argv)
+int do_map(int argc, char **argv)
 {
 	return gx_cmd_dispatch("map", map_cmds, argc - 1, argv + 1);
 }
-GX_CMD(map, do_map, "policy maps shared with the GPU: list, dump");

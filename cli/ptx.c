@@ -7,42 +7,9 @@
 #include <string.h>
 
 #include "cli/gx_cli.h"
-#include "devbpf/tools/gx_pcache.h"
-#include "gx_util.h"
+#include "attach/gx_attach.h"
+#include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
-#include "ptx-rewrite/ptx_ir.h"
-
-struct check_stats {
-	unsigned kernels, funcs, decls, insns, memops, lines;
-};
-
-static void count(const struct ptx_module *m, struct check_stats *st)
-{
-	for (const struct ptx_item *it = m->head; it; it = it->next) {
-		if (it->kind != PTX_ITEM_FUNC || !it->func.has_body)
-			continue;
-		if (it->func.is_entry)
-			st->kernels++;
-		else
-			st->funcs++;
-		for (const struct ptx_stmt *s = it->func.head; s; s = s->next) {
-			if (s->kind != PTX_STMT_INSN)
-				continue;
-			st->insns++;
-			struct ptx_opinfo oi;
-			switch (ptx_classify(&s->insn, &oi)) {
-			case PTX_OP_LD:
-			case PTX_OP_ST:
-			case PTX_OP_ATOM:
-			case PTX_OP_RED:
-				st->memops++;
-				break;
-			default:
-				break;
-			}
-		}
-	}
-}
 
 static int read_input(const char *path, char **buf, size_t *len)
 {
@@ -106,53 +73,51 @@ static int do_check(int argc, char **argv)
 	if (read_input(path, &buf, &len))
 		return 1;
 	len = strnlen(buf, len);
-	struct check_stats st = {0};
+	unsigned lines = 0;
 	for (size_t i = 0; i < len; i++)
-		st.lines += buf[i] == '\n';
+		lines += buf[i] == '\n';
 	if (len && buf[len - 1] != '\n')
-		st.lines++;
+		lines++;
 
 	char err[256];
-	struct ptx_module *m = ptx_module_parse(buf, len, err, sizeof(err));
+	struct gx_ptx_module *m = gx_ptx_module__parse(buf, len, err, sizeof(err)), *m2 = NULL;
 	if (!m) {
 		p_err("%s:%s", path, err);
 		free(buf);
 		return 1;
 	}
-	count(m, &st);
-	struct gx_buf e1, e2;
-	gx_buf_init(&e1);
-	gx_buf_init(&e2);
+	struct gx_ptx_stats st;
+	gx_ptx_module__stats(m, &st);
+	char *e1 = NULL, *e2 = NULL;
+	size_t l1 = 0, l2 = 0;
 	int rc = 1;
-	if (ptx_module_emit(m, &e1)) {
+	if (gx_ptx_module__emit(m, &e1, &l1)) {
 		p_err("out of memory");
 		goto out;
 	}
-	struct ptx_module *m2 = ptx_module_parse(e1.data, e1.len, err, sizeof(err));
-	if (!m2) {
+	if (!(m2 = gx_ptx_module__parse(e1, l1, err, sizeof(err)))) {
 		p_err("%s: re-parse of the emitted text failed: %s", path, err);
 		goto out;
 	}
-	int emitted = ptx_module_emit(m2, &e2);
-	ptx_module_free(m2);
-	if (emitted || e1.len != e2.len || memcmp(e1.data, e2.data, e1.len)) {
+	if (gx_ptx_module__emit(m2, &e2, &l2) || l1 != l2 || memcmp(e1, e2, l1)) {
 		p_err("%s: emitted text is not a fixpoint of parse+emit", path);
 		goto out;
 	}
-	if (out && write_output(out, e1.data, e1.len))
+	if (out && write_output(out, e1, l1))
 		goto out;
 	if (gx_json)
 		printf("{\"file\":\"%s\",\"bytes\":%zu,\"lines\":%u,\"kernels\":%u,\"functions\":%u,"
 		       "\"instructions\":%u,\"memory_ops\":%u,\"emitted_bytes\":%zu,\"fixpoint\":true}\n",
-		       path, len, st.lines, st.kernels, st.funcs, st.insns, st.memops, e1.len);
+		       path, len, lines, st.kernels, st.funcs, st.insns, st.memops, l1);
 	else
 		printf("%s: ok: %u lines, %u kernels, %u functions, %u instructions, %u memory ops\n",
-		       path, st.lines, st.kernels, st.funcs, st.insns, st.memops);
+		       path, lines, st.kernels, st.funcs, st.insns, st.memops);
 	rc = 0;
 out:
-	gx_buf_free(&e1);
-	gx_buf_free(&e2);
-	ptx_module_free(m);
+	free(e1);
+	free(e2);
+	gx_ptx_module__free(m2);
+	gx_ptx_module__free(m);
 	free(buf);
 	return rc;
 }
@@ -267,23 +232,9 @@ static int load_policy(const char *path, const char *app, size_t app_len,
 		       struct gx_ptx_rewrite_opts *opts, struct gx_policy_desc *d,
 		       struct gx_hook_binding **binds)
 {
-	char *obj = NULL, err[512], tag[GX_POL_NAME_MAX];
-	size_t olen = 0;
-	int ret = gx_read_file(path, &obj, &olen, 64u << 20);
-	if (ret) {
-		p_err("%s: cannot read: %s", path, strerror(-ret));
-		return 1;
-	}
-	const char *b = strrchr(path, '/');
-	snprintf(tag, sizeof(tag), "%.63s", b ? b + 1 : path);
-	char *dot = strstr(tag, ".bpf.o");
-	if (dot)
-		*dot = 0;
-	ret = gx_jitlib_build_lazy(obj, olen, tag, text_target_sm(app, app_len), d, err,
-				   sizeof(err));
-	free(obj);
-	if (ret) {
-		p_err("%s: %s", path, err);
+	char err[600];
+	if (gx_policy_build_file(path, text_target_sm(app, app_len), d, err, sizeof(err))) {
+		p_err("%s", err);
 		return 1;
 	}
 	struct gx_hook_binding *bd = calloc(d->nr_progs + 1, sizeof(*bd));
@@ -461,8 +412,7 @@ static const struct gx_cmd ptx_cmds[] = {
 	{0},
 };
 
-static int do_ptx(int argc, char **argv)
+int do_ptx(int argc, char **argv)
 {
 	return gx_cmd_dispatch("ptx", ptx_cmds, argc - 1, argv + 1);
 }
-GX_CMD(ptx, do_ptx, "PTX tools: check, rewrite");

@@ -16,11 +16,8 @@
 
 #include "cli/gx_cli.h"
 #include "cli/gx_run.h"
-#include "gx_log.h"
-
-#ifndef GPUEXT_VERSION
-#define GPUEXT_VERSION "0.1.0"
-#endif
+#include "common/gx_log.h"
+#include "common/gx_util.h"
 
 static const char *prog = "gpuext run";
 
@@ -149,7 +146,7 @@ int gx_run_main(int argc, char **argv, const char *name)
 			usage(stdout);
 			return 0;
 		} else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
-			printf("gpuext %s\n", GPUEXT_VERSION);
+			printf("gpuext %s\n", GX_VERSION);
 			return 0;
 		} else if (!strcmp(a, "--audit")) {
 			audit = 1;
@@ -262,8 +259,7 @@ int gx_run_main(int argc, char **argv, const char *name)
 	return e == ENOENT ? 127 : 126;
 }
 
-static int do_run(int argc, char **argv)
+int do_run(int argc, char **argv)
 {
 	return gx_run_main(argc, argv, "gpuext run");
 }
-GX_CMD(run, do_run, "run a CUDA program through the shim (also: gpuext-run)");

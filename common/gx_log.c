@@ -1,4 +1,4 @@
-#include "gx_log.h"
+#include "common/gx_log.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "gx_util.h"
+#include "common/gx_util.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -221,4 +221,19 @@ char *gx_buf_steal(struct gx_buf *b, size_t *len)
 		*len = b->len;
 	gx_buf_init(b);
 	return d;
+}
+
+GX_EXPORT int gx_cache_dir(char *buf, size_t n)
+{
+	const char *d = getenv("GPUEXT_CACHE_DIR");
+	int w;
+	if (d && *d)
+		w = snprintf(buf, n, "%s", d);
+	else if ((d = getenv("XDG_CACHE_HOME")) && *d)
+		w = snprintf(buf, n, "%s/gpuext", d);
+	else if ((d = getenv("HOME")) && *d)
+		w = snprintf(buf, n, "%s/.cache/gpuext", d);
+	else
+		return gx_err(-ENOENT);
+	return w < 0 || (size_t)w >= n ? gx_err(-ENAMETOOLONG) : 0;
 }

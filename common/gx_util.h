@@ -7,7 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
+#define GX_VERSION "0.1.0" /* gpuext's version: CLI, cache keys */
 #define GX_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define GX_EXPORT __attribute__((visibility("default")))
 
@@ -19,6 +21,28 @@ static inline int gx_err(int ret)
 		errno = -ret;
 	return ret;
 }
+
+/* Copy a caller's options struct (size first) into a zeroed local one: a
+ * smaller caller struct leaves our new fields zero; a larger one is accepted
+ * only if its unknown tail is zero. Returns 0 or -EINVAL. */
+static inline int gx_opts_copy(void *dst, size_t dst_sz, const void *src, size_t src_sz)
+{
+	if (!src)
+		return 0;
+	if (src_sz < sizeof(size_t))
+		return -EINVAL;
+	for (size_t i = dst_sz; i < src_sz; i++)
+		if (((const unsigned char *)src)[i])
+			return -EINVAL;
+	memcpy(dst, src, src_sz < dst_sz ? src_sz : dst_sz);
+	return 0;
+}
+
+/* The cache folder: $GPUEXT_CACHE_DIR, else $XDG_CACHE_HOME/gpuext, else
+ * ~/.cache/gpuext (not created). Shared by the rewritten-module cache
+ * (shim/) and the policy JIT cache (attach/). 0, -ENOENT (no HOME either)
+ * or -ENAMETOOLONG. */
+int gx_cache_dir(char *buf, size_t n);
 
 /* Read a whole file into a malloc'd buffer (NUL-terminated, len excludes the
  * NUL). Returns 0 or -errno. max_len bounds the size (0: 1 GiB). */

@@ -53,22 +53,6 @@ struct gx_bpf_object {
 	struct btf *btf;
 };
 
-/* Copy a caller's options struct (size first) into a zeroed local one: a
- * smaller caller struct leaves our new fields zero; a larger one is accepted
- * only if its unknown tail is zero. Returns 0 or -EINVAL. */
-static inline int gx_opts_copy(void *dst, size_t dst_sz, const void *src, size_t src_sz)
-{
-	if (!src)
-		return 0;
-	if (src_sz < sizeof(size_t))
-		return -EINVAL;
-	for (size_t i = dst_sz; i < src_sz; i++)
-		if (((const unsigned char *)src)[i])
-			return -EINVAL;
-	memcpy(dst, src, src_sz < dst_sz ? src_sz : dst_sz);
-	return 0;
-}
-
 void gx_bpf_prog_clear_verdict(struct gx_bpf_prog *prog);
 void gx_vfacts_free(struct gx_vfacts *f, size_t cnt);
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "devbpf/verifier.h"
-#include "gx_util.h"
+#include "common/gx_util.h"
 
 static const char *alu_op[16] = { "+=", "-=", "*=", "/=", "|=", "&=", "<<=", ">>=",
 				  "neg", "%=", "^=", "=", "s>>=", "end", "?", "?" };

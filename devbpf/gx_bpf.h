@@ -1,6 +1,10 @@
-/* gx_bpf.h — device-policy objects: load, verify, inspect, interpret.
+/* gx_bpf.h — devbpf's one public header: device-policy objects (load,
+ * verify, inspect, interpret), the maps runtime, and the JIT.
  *
- * The public API of devbpf's front half (libgxbpf.a), in libbpf's naming
+ * Two archives implement it: libgxbpf.a (loader, verifier, interpreter,
+ * maps; no LLVM, so the shim and the CLI link it) and libgxjit.a (the JIT,
+ * which links libLLVM-19 and is reached by the shim only through
+ * libgxjit.so, dlopened by attach/). In libbpf's naming
  * style: opaque objects, `object__verb` methods, int functions return 0 or a
  * negative errno (errno set too), pointer functions return NULL and set errno.
  * Messages go through gx_log (common/gx_log.h) only.
@@ -8,7 +12,7 @@
  * Life cycle:  gx_bpf_object__open_file/_mem  → programs and maps are parsed,
  * relocated and flattened (each program is one self-contained insn array:
  * bpf-to-bpf callees appended, call offsets fixed) → gx_bpf_object__verify →
- * hand programs to the JIT (devbpf/jit, another file) or to the interpreter.
+ * hand programs to the JIT (below) or to the interpreter.
  *
  * Instruction conventions after loading (what the JIT and interpreter see):
  *  - map reference:  ld_imm64 with src_reg = BPF_PSEUDO_MAP_IDX (5),
@@ -25,11 +29,13 @@
 #ifndef GX_BPF_H
 #define GX_BPF_H
 
-#include "common/gx_bpf_isa.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "common/gx_bpf_isa.h"
+#include "gpuext/gx_devrt.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -309,6 +315,312 @@ int gx_bpf_interp_run(const struct bpf_insn *insns, size_t cnt, uint64_t ctx,
 /* Same, for a loaded program. */
 int gx_bpf_prog__interp(const struct gx_bpf_prog *prog, uint64_t ctx,
 			const struct gx_bpf_interp_opts *opts, uint64_t *ret);
+
+/* ---------------------------------------------------------- maps runtime
+ *
+ * One logical map for GPU, shim, tools and host policies.
+ *
+ * The canonical copy of a map lives on the host, by default in shared memory
+ * (`/dev/shm/gpuext-$UID/<pid>-<name>`, folder 0700, file 0600; GPUEXT_SHM_DIR
+ * overrides the folder) so `gpuext map list|dump` can read it from outside the
+ * process. The file is a page-sized header (struct gx_shm_hdr) followed by the
+ * storage in the layout of gx_devrt.h. Device storage is a copy of that
+ * storage made per CUDA context (gx_devmaps, below); flushing copies device
+ * bytes back, so host and device never translate between formats.
+ *
+ * Semantics per type after a flush (relaxed, snapshot consistency: a flush
+ * while kernels run sees each 8-byte word old or new):
+ *  - ARRAY, HASH: the host copy equals the device copy at flush time. Host
+ *    writes reach the device with gx_devmaps__push (before launches).
+ *  - PERSM_ARRAY / PERWARP_ARRAY: every shard stays visible
+ *    (gx_map__shard_elem); gx_map__merged_u64 gives the merged view: the sum
+ *    over shards of each 64-bit word (counters). Values whose size is not a
+ *    multiple of 8 have no merged view (-EINVAL).
+ *  - RINGBUF: not copied; the ring itself is host memory the device writes
+ *    (mapped with ops->host_map), drained by the host (gx_ring__drain).
+ *
+ * A struct gx_map starts with its struct gx_devrt_map whose `data` is the host
+ * storage: that is the handle the host helpers (and native JIT code) take. */
+
+
+
+#define GX_SHM_MAGIC 0x504d5847u /* "GXMP" */
+#define GX_SHM_VERSION 1
+#define GX_SHM_DATA_OFF 4096 /* storage starts page-aligned (host_map needs it) */
+#define GX_MAP_NAME_MAX 64
+
+struct gx_shm_hdr {
+	uint32_t magic;   /* GX_SHM_MAGIC */
+	uint32_t version; /* GX_SHM_VERSION */
+	uint32_t hdr_size; /* sizeof(struct gx_shm_hdr) */
+	uint32_t pid;     /* creating process */
+	char name[GX_MAP_NAME_MAX];
+	struct gx_devrt_map layout; /* .data = GX_SHM_DATA_OFF (offset in the file) */
+	uint64_t gen;      /* bumped by every flush from the device */
+	uint64_t flush_ns; /* CLOCK_REALTIME of the last flush */
+	uint32_t dev;      /* device copy of this context: CUDA ordinal + 1 (0: none/unknown) */
+	uint32_t ctx;      /* that context's index in the process (the "@N" of the name) */
+	uint64_t reserved[5];
+};
+
+struct gx_map {
+	struct gx_devrt_map l; /* first: the helper handle; l.data = host storage */
+	char name[GX_MAP_NAME_MAX];
+	struct gx_shm_hdr *hdr; /* mapping base (shm or anonymous) */
+	size_t map_size;
+	int owner;   /* created here: unlink on free unless kept */
+	int keep;
+	int writable;
+	char path[384]; /* "" for anonymous maps */
+};
+
+struct gx_map_spec {
+	const char *name;
+	unsigned type; /* GX_MAP_* */
+	unsigned key_size, value_size, max_entries;
+	unsigned nr_shards; /* sharded arrays: shard count (0 = 1) */
+};
+
+enum {
+	GX_MAP_F_SHM = 1u << 0,  /* back with a file in the shm folder */
+	GX_MAP_F_KEEP = 1u << 1, /* leave the file when the map is freed */
+};
+
+/* Create a map (zero-filled). Returns 0 or -errno; messages go to gx_log. */
+int gx_map__create(const struct gx_map_spec *spec, unsigned flags, struct gx_map **out);
+/* Open a map file created by another process (read-only unless writable). */
+int gx_map__open(const char *path, int writable, struct gx_map **out);
+void gx_map__free(struct gx_map *m);
+
+/* Folder of the shm files: $GPUEXT_SHM_DIR or /dev/shm/gpuext-$UID. */
+int gx_map_shm_dir(char *buf, size_t n);
+/* Compute the layout (sizes, shard and bucket counts) of a spec; -EINVAL if
+ * the spec is invalid. layout->data is left 0. */
+int gx_map_layout(const struct gx_map_spec *spec, struct gx_devrt_map *layout);
+
+/* Host-side operations with the helpers' semantics (sharded arrays use the
+ * shard of gx_host_env). Return 0 / pointer, or -errno / NULL. */
+void *gx_map__lookup(struct gx_map *m, const void *key);
+int gx_map__update(struct gx_map *m, const void *key, const void *value, uint64_t flags);
+int gx_map__delete(struct gx_map *m, const void *key);
+/* Iterate keys: prev NULL gives the first. Returns 0, or -ENOENT at the end.
+ * Hash maps iterate in bucket order. */
+int gx_map__next_key(struct gx_map *m, const void *prev, void *next);
+/* Element idx of shard s (arrays: s = 0). */
+void *gx_map__shard_elem(struct gx_map *m, unsigned shard, unsigned idx);
+/* Merged view of a sharded array element: out[w] = sum over shards of word w
+ * (value_size / 8 words). */
+int gx_map__merged_u64(struct gx_map *m, unsigned idx, uint64_t *out);
+/* RINGBUF maps: the ring. */
+struct gx_ring *gx_map__ring(struct gx_map *m);
+const char *gx_map_type_name(unsigned type);
+
+/* ---- ring consumer (ring.c) ---- */
+/* Initialize a ring of `size` data bytes (power of two, >= 64) at r. */
+int gx_ring__init(struct gx_ring *r, uint64_t size);
+/* Bytes a ring of `size` data bytes occupies. */
+static inline size_t gx_ring_bytes(uint64_t size)
+{
+	return sizeof(struct gx_ring) + (size_t)size;
+}
+/* Records refused so far (the sum of the producers' drop shards); drains
+ * store it in r->drops. */
+uint64_t gx_ring__drops(const struct gx_ring *r);
+/* Forget the producers' "full" hints (drains do it once they made room). */
+void gx_ring__clear_hints(struct gx_ring *r);
+typedef int (*gx_ring_cb)(void *ctx, unsigned type, const void *rec, size_t len);
+/* Consume committed records in order (PAD records skipped), calling cb with
+ * the whole record (header included) and its exact length; a non-zero cb
+ * return stops after that record. Returns the number consumed. */
+long gx_ring__drain(struct gx_ring *r, gx_ring_cb cb, void *ctx);
+/* Format a printk record ("%d %u %x %ld %lu %lx %lld %llu %llx %p %%"). */
+int gx_printk_format(const struct gx_rec_printk *rec, char *out, size_t n);
+
+/* ---- device copies (maps_dev.c), testable without a GPU ---- */
+struct gx_dev_ops {
+	void *ctx;
+	int (*alloc)(void *ctx, size_t size, uint64_t *daddr);
+	void (*free)(void *ctx, uint64_t daddr);
+	int (*htod)(void *ctx, uint64_t daddr, const void *src, size_t n);
+	int (*dtoh)(void *ctx, void *dst, uint64_t daddr, size_t n);
+	/* Make page-aligned host memory addressable by the device (rings). */
+	int (*host_map)(void *ctx, void *host, size_t n, uint64_t *daddr);
+	void (*host_unmap)(void *ctx, void *host);
+	/* Device rings (all three or none). With them, rings live in device
+	 * memory (reservations are L2 atomics, not PCIe ones) and
+	 * gx_devmaps__drain copies them to their host mirror; without them
+	 * rings are host memory mapped for the device (host_map). Both queue
+	 * on the consumer's private stream, in order; sync waits for it.
+	 * dtoh must also run on that stream (it is waited for before return). */
+	int (*dzero_async)(void *ctx, uint64_t daddr, size_t n);
+	int (*htod_async)(void *ctx, uint64_t daddr, const void *src, size_t n);
+	int (*sync)(void *ctx);
+};
+
+struct gx_devmaps;
+/* Allocate device storage for maps[0..n) (index = the JIT's map index),
+ * upload the host copies, build and upload struct gx_devrt. rt_ring: the
+ * runtime ring for printk/prefetch records (page-aligned host memory) or NULL. */
+int gx_devmaps__create(struct gx_map *const *maps, size_t n, struct gx_ring *rt_ring,
+		       size_t rt_ring_bytes, unsigned devrt_flags, const struct gx_dev_ops *ops,
+		       struct gx_devmaps **out);
+/* Consume the records of ring map `map` (its index), or of the runtime
+ * ring with GX_DEVMAPS_RT, through cb (as gx_ring__drain). Device rings:
+ * copies the committed span to the host mirror (the map's ring / the
+ * rt_ring given to create), parses it there, clears the consumed records on
+ * the device and publishes the new tail; the mirror's drops mirror the
+ * device's. Host-mapped rings drain in place. Returns records consumed. */
+#define GX_DEVMAPS_RT (-1L)
+long gx_devmaps__drain(struct gx_devmaps *d, long map, gx_ring_cb cb, void *ctx);
+/* Device address of the struct gx_devrt (what goes into __gx_devrt). */
+uint64_t gx_devmaps__devrt(const struct gx_devmaps *d);
+/* Device -> host copy of every array/hash/sharded map; bumps gen. */
+int gx_devmaps__flush(struct gx_devmaps *d);
+/* Host -> device copy (after host-side updates). */
+int gx_devmaps__push(struct gx_devmaps *d);
+void gx_devmaps__free(struct gx_devmaps *d);
+
+/* -------------------------------------------------------------------- JIT
+ *
+ * eBPF -> LLVM IR -> PTX `.func`s or native code (LLVM 19).
+ *
+ * The JIT takes what the loader produced — flat, relocated instruction arrays
+ * (`struct bpf_insn`), a map table and helper ids — and nothing else, so it
+ * does not depend on how objects were parsed. It assumes the program passed
+ * the verifier; it still refuses instructions it cannot translate with a
+ * stable message: "prog NAME insn N: reason".
+ *
+ * Conventions the instructions follow (what the loader writes):
+ *  - ld_imm64 with src_reg BPF_PSEUDO_MAP_FD / BPF_PSEUDO_MAP_IDX: imm = index
+ *    into the map table -> the map handle.
+ *  - ld_imm64 with src_reg BPF_PSEUDO_MAP_VALUE / BPF_PSEUDO_MAP_IDX_VALUE:
+ *    imm = map index, next imm = byte offset -> address of the value
+ *    (global data: .data/.rodata/.bss are 1-entry array maps).
+ *  - call with src_reg BPF_PSEUDO_CALL: bpf-to-bpf call, target pc+imm+1.
+ *  - ld_imm64 with src_reg BPF_PSEUDO_FUNC: address of the subprogram at
+ *    pc+imm+1 (for bpf_loop callbacks).
+ *  - call with src_reg 0: helper id (GDEV_HELPER_* of gdev_helpers.h).
+ *
+ * Targets:
+ *  - GX_JIT_PTX: one `.visible .func (.param .b32 r) NAME(.param .b64 ctx)`
+ *    per program (the hook ABI of gdev_ctx.h); helpers from the device helper
+ *    bitcode are linked in and inlined; maps are reached through the module
+ *    global `__gx_devrt` (struct gx_devrt, gx_devrt.h), declared `.extern`
+ *    unless define_devrt.
+ *  - GX_JIT_NATIVE: ORC LLJIT; functions `uint32_t f(void *ctx)` calling the
+ *    host helper implementations (gx_hosthelpers.h) on host maps (gx_map). */
+
+
+struct gx_map;
+
+enum gx_jit_target {
+	GX_JIT_PTX = 1,
+	GX_JIT_NATIVE = 2,
+};
+
+/* One entry of the map table; its index is what ld_imm64 refers to. */
+struct gx_jit_map {
+	const char *name;
+	unsigned type; /* GX_MAP_* / GDEV_MAP_* */
+	unsigned key_size, value_size, max_entries;
+	/* Native only: the host map the helpers operate on (may be NULL when no
+	 * program of the module references it; a reference is then an error). */
+	struct gx_map *host;
+};
+
+struct gx_jit_prog {
+	const char *name;             /* program name, used in messages */
+	const char *func;             /* symbol / .func name; NULL = name */
+	const struct bpf_insn *insns; /* main program first, then subprograms */
+	size_t nr_insns;
+};
+
+/* A callable the native target offers besides the helper table: host
+ * helpers of other hooks, or kfuncs (calls with src_reg BPF_PSEUDO_KFUNC_CALL,
+ * imm = the kfunc's BTF id as the loader left it). Called with r1..r5 as
+ * u64 arguments, r0 = the u64 result. */
+struct gx_jit_extern {
+	int kfunc;          /* 0: helper id, 1: kfunc */
+	int id;             /* helper id or kfunc imm */
+	const char *symbol; /* C identifier, unique */
+	unsigned long long (*fn)(unsigned long long, unsigned long long, unsigned long long,
+				 unsigned long long, unsigned long long);
+};
+
+struct gx_jit_opts {
+	size_t sz;                 /* sizeof(struct gx_jit_opts) */
+	enum gx_jit_target target;
+	const struct gx_jit_map *maps;
+	size_t nr_maps;
+	int opt_level;     /* 0..3; 0 = default (2) */
+	int ret64;         /* functions return the full 64-bit r0 (tests) */
+	int define_devrt;  /* PTX: define __gx_devrt (standalone modules, tests);
+			    * default: `.extern` — ptx-rewrite adds the one
+			    * definition to the rewritten module and refuses
+			    * policy PTX that defines it */
+	const char *cpu;   /* PTX: default "sm_90" */
+	const char *features; /* PTX: default "+ptx80" */
+	int keep_text;     /* keep the optimized IR (and native assembly) for
+			    * gx_jit__ir / gx_jit__asm (costs time: off for hot paths) */
+	/* Native only: extra helpers / kfuncs, looked up before the table. */
+	const struct gx_jit_extern *externs;
+	size_t nr_externs;
+};
+
+struct gx_jit;
+
+/* Translate and compile. Returns NULL with errno set and a message in err
+ * ("prog NAME insn N: reason" for translation errors). */
+struct gx_jit *gx_jit__new(const struct gx_jit_prog *progs, size_t nr_progs,
+			   const struct gx_jit_opts *opts, char *err, size_t err_sz);
+void gx_jit__free(struct gx_jit *j);
+
+/* PTX target: the module text (NUL-terminated, owned by j). */
+const char *gx_jit__ptx(const struct gx_jit *j, size_t *len);
+/* Native target: entry point of a program by its func name, or NULL. */
+void *gx_jit__func(const struct gx_jit *j, const char *func);
+/* Optimized LLVM IR text (malloc'd; free()); NULL unless opts.keep_text. */
+char *gx_jit__ir(const struct gx_jit *j);
+/* Native target: x86-64 assembly (malloc'd); NULL unless opts.keep_text. */
+char *gx_jit__asm(const struct gx_jit *j);
+/* Wall time of translation + optimization + code generation, in ms. */
+double gx_jit__time_ms(const struct gx_jit *j);
+/* The same work in CPU time of the calling thread (what it costs without
+ * contention on a shared machine), in ms. */
+double gx_jit__cpu_ms(const struct gx_jit *j);
+
+/* ---- whole objects (jit_object.c): what the shim and the CLI call ---- */
+struct gx_bpf_object;
+struct gx_hook_binding;
+
+/* Host maps for every map of a loaded object, in map index order (the
+ * index ld_imm64 uses). Global data maps get their initial bytes. Sharded
+ * arrays get nr_sms shards (per-SM) or nr_sms * GX_WARP_SLOTS_PER_SM
+ * (per-warp). map_flags: GX_MAP_F_* (GX_MAP_F_SHM for maps tools can see;
+ * the file is "<pid>-<object>.<map>"). */
+int gx_jit_object_maps(const struct gx_bpf_object *obj, unsigned map_flags, unsigned nr_sms,
+		       struct gx_map ***maps, size_t *nr_maps);
+void gx_jit_object_maps_free(struct gx_map **maps, size_t nr_maps);
+
+struct gx_jit_object_opts {
+	size_t sz;          /* sizeof(struct gx_jit_object_opts) */
+	enum gx_jit_target target;
+	const char *prefix; /* function name prefix; NULL = "gxp_" */
+	struct gx_map *const *maps; /* native: from gx_jit_object_maps */
+	size_t nr_maps;
+	int define_devrt;
+	int keep_text;
+	int device_only;    /* only programs of device hooks (gdev/...) */
+};
+
+/* JIT every (device) program of a verified object into one module. With
+ * bindings non-NULL, returns one gx_hook_binding per device program (hook
+ * bit, kernel glob or NULL, func name) for gx_ptx_rewrite; free them with
+ * gx_jit_bindings_free. */
+struct gx_jit *gx_jit_object(const struct gx_bpf_object *obj, const struct gx_jit_object_opts *opts,
+			     struct gx_hook_binding **bindings, size_t *nr_bindings, char *err,
+			     size_t err_sz);
+void gx_jit_bindings_free(struct gx_hook_binding *b, size_t n);
 
 #ifdef __cplusplus
 }

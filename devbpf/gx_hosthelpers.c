@@ -3,7 +3,7 @@
 #include <stddef.h>
 
 #include "devbpf/gx_hosthelpers.h"
-#include "gx_util.h"
+#include "common/gx_util.h"
 
 #define H(ID, NAME, N) { ID, #NAME, "gx_h_" #NAME, gx_h_##NAME, N }
 static const struct gx_helper_desc helpers[] = {

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "devbpf/gx_devrt.h"
+#include "gpuext/gx_devrt.h"
 
 /* Helper ids: the numbers of gdev_helpers.h (kernel numbers for the standard
  * helpers; gdev ones from 0x1000). */

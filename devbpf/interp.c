@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "devbpf/verifier.h"
-#include "devbpf/gdev_helpers.h"
-#include "gx_util.h"
+#include "gpuext/gdev_helpers.h"
+#include "common/gx_util.h"
 
 #define STACK_SIZE 512
 #define MAX_FRAMES 8

@@ -9,7 +9,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "devbpf/jit_internal.h"
-#include "gx_util.h"
+#include "common/gx_util.h"
 
 int gx_jit_errf(char *err, size_t err_sz, int ret, const char *fmt, ...)
 {
@@ -152,16 +152,12 @@ GX_EXPORT struct gx_jit *gx_jit__new(const struct gx_jit_prog *progs, size_t nr_
 		errno = EINVAL;
 		return NULL;
 	}
-	if (opts->sz > sizeof(*opts)) {
-		for (size_t i = sizeof(*opts); i < opts->sz; i++)
-			if (((const char *)opts)[i]) {
-				gx_jit_errf(err, err_sz, 0, "unknown options (non-zero tail)");
-				errno = EINVAL;
-				return NULL;
-			}
-	}
 	struct gx_jit_opts o = { 0 };
-	memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	if (gx_opts_copy(&o, sizeof(o), opts, opts->sz)) {
+		gx_jit_errf(err, err_sz, 0, "unknown options (non-zero tail)");
+		errno = EINVAL;
+		return NULL;
+	}
 	o.sz = sizeof(o);
 	if (!o.opt_level)
 		o.opt_level = 2;

@@ -8,7 +8,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <stdarg.h>
 
-#include "devbpf/gx_jit.h"
+#include "devbpf/gx_bpf.h"
 
 struct gx_jit {
 	enum gx_jit_target target;

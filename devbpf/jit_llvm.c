@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devbpf/gx_devrt.h"
+#include "gpuext/gx_devrt.h"
 #include "devbpf/gx_hosthelpers.h"
 #include "devbpf/jit_internal.h"
-#include "gx_util.h"
+#include "common/gx_util.h"
 
 #ifndef BPF_PSEUDO_MAP_IDX
 #define BPF_PSEUDO_MAP_IDX 5

@@ -15,7 +15,7 @@
 
 #include "devbpf/gx_hosthelpers.h"
 #include "devbpf/jit_internal.h"
-#include "gx_util.h"
+#include "common/gx_util.h"
 
 struct gx_jit_native {
 	LLVMOrcLLJITRef lljit;

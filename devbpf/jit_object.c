@@ -8,11 +8,9 @@
 #include <string.h>
 
 #include "devbpf/gx_bpf.h"
-#include "devbpf/gx_jit.h"
-#include "devbpf/gx_map.h"
 #include "devbpf/jit_internal.h"
-#include "gx_log.h"
-#include "gx_util.h"
+#include "common/gx_log.h"
+#include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
 
 GX_EXPORT void gx_jit_object_maps_free(struct gx_map **maps, size_t n)

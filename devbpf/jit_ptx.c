@@ -16,8 +16,8 @@
 #include <llvm-c/Target.h>
 
 #include "devbpf/jit_internal.h"
-#include "gdev_ctx.h"
-#include "gx_util.h"
+#include "gpuext/gdev_ctx.h"
+#include "common/gx_util.h"
 
 #define GX_PTX_TRIPLE "nvptx64-nvidia-cuda"
 

@@ -19,8 +19,8 @@
 #include <bpf/libbpf.h>
 
 #include "devbpf/loader.h"
-#include "gx_log.h"
-#include "gx_util.h"
+#include "common/gx_log.h"
+#include "common/gx_util.h"
 
 #define MAX_MAPS 256
 #define MAX_PROGS 1024

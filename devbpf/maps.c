@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "devbpf/gx_hosthelpers.h"
-#include "devbpf/gx_map.h"
-#include "gx_log.h"
-#include "gx_util.h"
+#include "devbpf/gx_bpf.h"
+#include "common/gx_log.h"
+#include "common/gx_util.h"
 
 #define gx_shard_index(m, type)                                                          \
 	((type) == GX_MAP_PERWARP_ARRAY                                                  \

@@ -16,9 +16,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "devbpf/gx_map.h"
-#include "gx_log.h"
-#include "gx_util.h"
+#include "devbpf/gx_bpf.h"
+#include "common/gx_log.h"
+#include "common/gx_util.h"
 
 struct gx_devmaps {
 	struct gx_dev_ops ops;

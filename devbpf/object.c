@@ -6,7 +6,7 @@
 #include <bpf/btf.h>
 
 #include "devbpf/bpf_internal.h"
-#include "gx_util.h"
+#include "common/gx_util.h"
 
 GX_EXPORT void gx_bpf_object__close(struct gx_bpf_object *obj)
 {

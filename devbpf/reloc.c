@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "devbpf/loader.h"
-#include "gx_log.h"
-#include "gx_util.h"
+#include "common/gx_log.h"
+#include "common/gx_util.h"
 
 #define MAX_PROG_INSNS (1u << 20)
 

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "devbpf/gx_map.h"
-#include "gx_util.h"
+#include "devbpf/gx_bpf.h"
+#include "common/gx_util.h"
 
 GX_EXPORT int gx_ring__init(struct gx_ring *r, uint64_t size)
 {

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "devbpf/bpf_internal.h"
-#include "devbpf/gdev_ctx.h"
-#include "gx_util.h"
+#include "gpuext/gdev_ctx.h"
+#include "common/gx_util.h"
 
 /* Budgets: the memory hook runs on every global access of a kernel, so it is
  * kept short; scheduler hooks run once per claimed unit; probes run once per

@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devbpf/gdev_helpers.h"
+#include "gpuext/gdev_helpers.h"
 #include "devbpf/verifier.h"
-#include "gx_log.h"
-#include "gx_util.h"
+#include "common/gx_log.h"
+#include "common/gx_util.h"
 
 #define V_MAX_STORED 4096
 

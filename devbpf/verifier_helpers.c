@@ -3,7 +3,7 @@
  * single source of truth for which helpers exist; docs/devbpf.md lists it. */
 #include <string.h>
 
-#include "devbpf/gdev_helpers.h"
+#include "gpuext/gdev_helpers.h"
 #include "devbpf/verifier.h"
 
 enum varg {

@@ -7,7 +7,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "gpu_ext.h"
+#include "gpuext/gpu_ext.h"
 
 char _license[] SEC("license") = "GPL";
 

@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gpu_ext.h"
-#include "kmod/gpuext_uapi.h"
+#include "gpuext/gpu_ext.h"
+#include "gpuext/gpuext_uapi.h"
 
 static volatile sig_atomic_t gx_stop;
 static int gx_verbose;

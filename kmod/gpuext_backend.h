@@ -19,7 +19,7 @@
 
 #include <linux/list.h>
 #include <linux/types.h>
-#include "gpu_ext.h"
+#include "gpuext/gpu_ext.h"
 
 struct gx_dev;
 struct mm_struct;

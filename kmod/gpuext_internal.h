@@ -6,7 +6,7 @@
 #include <linux/mutex.h>
 #include <linux/xarray.h>
 #include "gpuext_backend.h"
-#include "gpuext_uapi.h"
+#include "gpuext/gpuext_uapi.h"
 
 #define GX_EVICT_TRIES 8        /* re-picks a policy may ask for per eviction */
 #define GX_POLICY_MAX_ERRORS 16 /* then the policy is disabled: FIFO */

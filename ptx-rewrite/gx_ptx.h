@@ -11,15 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devbpf/gdev_ctx.h"
-
-/* One policy function bound to a hook, for the kernels matching a glob.
- * Supplied by devbpf (from section names gdev/probe/<glob> etc.). */
-struct gx_hook_binding {
-	unsigned hook;           /* one enum gdev_hook bit */
-	const char *kernel_glob; /* fnmatch(3) pattern on the mangled name; NULL = all */
-	const char *func;        /* .func name defined in opts->policy_ptx */
-};
+#include "gpuext/gx_hooks.h"
 
 struct gx_ptx_rewrite_opts {
 	size_t sz;               /* sizeof(struct gx_ptx_rewrite_opts): ABI can grow */
@@ -92,13 +84,23 @@ int gx_ptx_rewrite(const char *ptx, size_t len, const struct gx_ptx_rewrite_opts
 		   struct gx_ptx_rewrite_result *res);
 void gx_ptx_rewrite_result_free(struct gx_ptx_rewrite_result *res);
 
-/* FNV-1a 64 of a kernel name: the kernel_id seen in struct gdev_ctx. */
-static inline unsigned long long gx_kernel_id(const char *name)
-{
-	unsigned long long h = 0xcbf29ce484222325ull;
-	for (; *name; name++)
-		h = (h ^ (unsigned char)*name) * 0x100000001b3ull;
-	return h;
-}
+/* ---- parse, emit and inspect without rewriting (module.c) ----
+ * For `gpuext ptx check` and benchmarks; the IR stays internal. */
+struct gx_ptx_module;
+/* Parse; NULL with "line:col: reason" in err (errno EINVAL or ENOMEM). */
+struct gx_ptx_module *gx_ptx_module__parse(const char *ptx, size_t len, char *err, size_t errlen);
+/* The module as text (malloc'd, NUL-terminated). 0 or -ENOMEM. */
+int gx_ptx_module__emit(const struct gx_ptx_module *m, char **out, size_t *len);
+struct gx_ptx_stats {
+	unsigned kernels;  /* .entry with a body */
+	unsigned funcs;    /* .func with a body */
+	unsigned insns;
+	unsigned memops;   /* ld, st, atom, red */
+};
+void gx_ptx_module__stats(const struct gx_ptx_module *m, struct gx_ptx_stats *st);
+void gx_ptx_module__free(struct gx_ptx_module *m);
+
+/* "entry", "exit", "mem", ... for one enum gdev_hook bit; NULL if unknown. */
+const char *gx_ptx_hook_name(unsigned hook);
 
 #endif

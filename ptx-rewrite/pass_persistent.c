@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx-rewrite/gx_work.h"
+#include "gpuext/gx_work.h"
 #include "ptx-rewrite/passes.h"
 
 /* ------------------------------------------------------------ small sets */

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gx_util.h"
+#include "common/gx_util.h"
 
 struct ptx_arena;
 

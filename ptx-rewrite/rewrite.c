@@ -8,22 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gx_util.h"
+#include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
 #include "ptx-rewrite/ptx_pass.h"
-
-/* libbpf-style extensible options: fields past what we know must be zero. */
-static int opts_valid(const struct gx_ptx_rewrite_opts *o)
-{
-	if (!o)
-		return 1;
-	if (o->sz < sizeof(size_t))
-		return 0;
-	for (size_t i = sizeof(*o); i < o->sz; i++)
-		if (((const unsigned char *)o)[i])
-			return 0;
-	return 1;
-}
 
 GX_EXPORT int gx_ptx_rewrite(const char *ptx, size_t len, const struct gx_ptx_rewrite_opts *opts,
 			     struct gx_ptx_rewrite_result *res)
@@ -31,13 +18,11 @@ GX_EXPORT int gx_ptx_rewrite(const char *ptx, size_t len, const struct gx_ptx_re
 	if (!res)
 		return gx_err(-EINVAL);
 	memset(res, 0, sizeof(*res));
-	if (!ptx || !opts_valid(opts)) {
+	struct gx_ptx_rewrite_opts o = {0};
+	if (!ptx || gx_opts_copy(&o, sizeof(o), opts, opts ? opts->sz : 0)) {
 		snprintf(res->err, sizeof(res->err), "invalid arguments");
 		return gx_err(-EINVAL);
 	}
-	struct gx_ptx_rewrite_opts o = {0};
-	if (opts)
-		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
 	o.sz = sizeof(o);
 	/* Module images are C strings: the driver stops at the first NUL too. */
 	len = strnlen(ptx, len);

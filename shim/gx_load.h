@@ -47,6 +47,10 @@ void gx_log_reloaded(const char *api, const struct gx_prep *p);
 void gx_log_passed(const char *api, const struct gx_prep *p);
 void gx_log_fallback(const char *api, const struct gx_prep *p, CUresult rc);
 
+/* attach.c: device policies' hooks, PTX and bindings into opts (attach/);
+ * a no-op without GPUEXT_POLICY/GPUEXT_TOOL device objects. */
+void gx_attach_opts(struct gx_ptx_rewrite_opts *opts);
+
 /* Next module number (also for modules that never reach gx_prepare). */
 unsigned gx_next_module_id(void);
 

@@ -17,9 +17,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "gx_log.h"
+#include "common/gx_log.h"
 #include "gx_syms.h"
-#include "gx_util.h"
+#include "common/gx_util.h"
 
 /* Generated tables (gx_tramp.S), indexed by enum gx_sym. */
 extern void *gx_slots[GX_NR_SYMS];            /* where calls go now */
@@ -59,6 +59,9 @@ extern int gx_initialized; /* cuInit succeeded */
  * `order` is the lock order: outer locks (taken first) have lower numbers. */
 enum { GX_LOCK_EVENTS = 10, GX_LOCK_TABLES = 20, GX_LOCK_REAL = 90 };
 void gx_lock_register(pthread_mutex_t *m, int order);
+
+/* attach.c: a device's arch as major*10+minor (90 for sm_90), 0 if unknown. */
+unsigned gx_dev_sm(CUdevice d);
 
 /* Tag for a CUDA error, "CUDA_ERROR_X (n)", from the real driver if loaded. */
 const char *gx_cu_errname(CUresult rc, char *buf, size_t len);

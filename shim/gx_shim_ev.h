@@ -4,7 +4,7 @@
 #define GX_SHIM_EV_H
 
 #include "shim/gx_shim.h" /* first: the internal cuda.h view */
-#include "shim/gx_events.h"
+#include "gpuext/gx_events.h"
 
 extern unsigned gx_ev_mask; /* kinds with at least one subscriber */
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hostbpf/gx_kmod_client.h"
+#include "kmod/client/gx_kmod_client.h"
 #include "shim/gx_hostkmod.h"
 #include "shim/gx_shim.h"
 

@@ -24,8 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hostbpf/gpu_ext.h"
-#include "hostbpf/gx_hostexec.h"
+#include "gpuext/gpu_ext.h"
+#include "hostexec/gx_hostexec.h"
 #include "shim/gx_hostkmod.h"
 #include "shim/gx_hostpolicy.h"
 #include "shim/gx_shim_ev.h"

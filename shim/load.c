@@ -7,11 +7,10 @@
 #include <string.h>
 
 #include "ptx-rewrite/gx_ptx.h"
-#include "shim/gx_image.h"
+#include "image/gx_image.h"
 #include "shim/gx_load.h"
 #include "shim/gx_mcache.h"
 #include "shim/gx_persist.h"
-#include "shim/gx_policy.h"
 #include "shim/passes_env.h"
 
 static unsigned module_seq;
@@ -23,13 +22,8 @@ unsigned gx_next_module_id(void)
 
 static int device_sm(CUdevice d, unsigned *sm)
 {
-	int maj = 0, min = 0;
-	if (REAL(cuDeviceGetAttribute)(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) != CUDA_SUCCESS ||
-	    REAL(cuDeviceGetAttribute)(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) != CUDA_SUCCESS ||
-	    maj <= 0)
-		return -ENODEV;
-	*sm = (unsigned)(maj * 10 + min);
-	return 0;
+	*sm = gx_dev_sm(d);
+	return *sm ? 0 : -ENODEV;
 }
 
 /* The arch whose PTX we load: the current context's device, or for
@@ -68,10 +62,9 @@ static int target_sm(bool all_devices, unsigned *sm, unsigned *hi)
 /* dev_sm: the device arch the PTX is loaded for (part of the cache key). */
 bool gx_prep_opts(struct gx_ptx_rewrite_opts *opts)
 {
-	/* Identity until host policies select hooks (another part wires them). */
 	*opts = (struct gx_ptx_rewrite_opts){ .sz = sizeof(*opts) };
 	opts->hooks = gx_hooks_from_env(); /* GPUEXT_HOOKS: no-op stub hooks */
-	gx_policy_rewrite_opts(opts); /* device policy hooks, if one is attached */
+	gx_attach_opts(opts); /* device policy hooks, if one is attached (attach.c) */
 	if (opts->hooks && !opts->policy_ptx)
 		opts->stubs = gx_stubs_from_env(); /* GPUEXT_STUBS: what those hooks run */
 	opts->flags = gx_ptx_flags_from_env(); /* A/B switches, part of the cache key */

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "devbpf/tools/gx_pcache.h"
+#include "attach/gx_attach.h"
 #include "ptx-rewrite/gx_ptx.h"
 #include "shim/gx_mcache.h"
 #include "shim/gx_shim.h"
@@ -168,7 +168,7 @@ void gx_mcache_key(const char *ptx, size_t len, const struct gx_ptx_rewrite_opts
 	pthread_once(&once, build_id_init);
 	struct h128 h;
 	h_init(&h);
-	h_str(&h, "gpuext " GX_GPUEXT_VERSION);
+	h_str(&h, "gpuext " GX_VERSION);
 	h_str(&h, build_id);
 	h_field(&h, &dev_sm, sizeof(dev_sm));
 	h_field(&h, ptx, len);
@@ -238,7 +238,7 @@ static int cache_dir(char *buf, size_t n, bool create)
 	if (cache_off())
 		return -ENOENT;
 	char base[4000];
-	if (gx_pcache_dir(base, sizeof(base)) < 0)
+	if (gx_cache_dir(base, sizeof(base)) < 0)
 		return -ENOENT;
 	if (snprintf(buf, n, "%s/modules", base) >= (int)n)
 		return -ENAMETOOLONG;

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devbpf/gdev_ctx.h"
-#include "gx_log.h"
+#include "gpuext/gdev_ctx.h"
+#include "common/gx_log.h"
 #include "ptx-rewrite/gx_ptx.h"
 #include "shim/passes_env.h"
 

@@ -31,7 +31,7 @@
 #include <uthash.h>
 
 #include "ptx-rewrite/gx_ptx.h"
-#include "ptx-rewrite/gx_work.h"
+#include "gpuext/gx_work.h"
 #include "shim/gx_persist.h"
 #include "shim/gx_shim_ev.h"
 #include "shim/gx_tables.h"

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/gx_image.h"
+#include "image/gx_image.h"
 #include "shim/gx_load.h"
 #include "shim/gx_mcache.h"
 #include "ptx-rewrite/gx_ptx.h"

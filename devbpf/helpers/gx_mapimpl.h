@@ -14,7 +14,7 @@
 #ifndef GX_MAPIMPL_H
 #define GX_MAPIMPL_H
 
-#include "devbpf/gx_devrt.h"
+#include "gpuext/gx_devrt.h"
 #ifndef __NVPTX__
 #include <sched.h>
 #endif

@@ -16,7 +16,8 @@ if [ -z "$src" ] || [ ! -f "$src/kernel-open/nvidia-uvm/uvm_pmm_gpu.c" ]; then
 fi
 patch -p1 --forward --batch $dry -d "$src" <"$here/gpuext-hooks.patch"
 if [ -z "$dry" ]; then
-	mkdir -p "$src/kernel-open/common/inc"
-	cp "$here/../gpuext_backend.h" "$here/../../hostbpf/gpu_ext.h" "$src/kernel-open/common/inc/"
+	mkdir -p "$src/kernel-open/common/inc/gpuext"
+	cp "$here/../gpuext_backend.h" "$src/kernel-open/common/inc/"
+	cp "$here/../../include/gpuext/gpu_ext.h" "$src/kernel-open/common/inc/gpuext/"
 	echo "apply.sh: hooks added; build the modules as usual, then load gpuext.ko before nvidia.ko/nvidia-uvm.ko"
 fi

@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gx_log.h"
-#include "gx_util.h"
+#include "common/gx_log.h"
+#include "common/gx_util.h"
 #include "tests/gx_test.h"
 
 static char last_msg[256];

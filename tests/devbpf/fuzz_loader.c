@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devbpf/gdev_ctx.h"
+#include "gpuext/gdev_ctx.h"
 #include "devbpf/gx_bpf.h"
-#include "gx_log.h"
+#include "common/gx_log.h"
 
 static void quiet(enum gx_log_level l, const char *fmt, va_list ap)
 {

@@ -11,7 +11,6 @@
 
 #include "devbpf/gx_bpf.h"
 #include "devbpf/gx_hosthelpers.h"
-#include "devbpf/gx_jit.h"
 
 #define GX_IW(NAME)                                                                          \
 	static uint64_t gx_iw_##NAME(void *u, uint64_t a, uint64_t b, uint64_t c, uint64_t d,   \

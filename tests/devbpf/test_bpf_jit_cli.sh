@@ -26,7 +26,7 @@ check "a non-ELF file fails cleanly" "echo garbage > $T/g.bpf.o; ! $G bpf jit $T
 
 # maps from outside the process
 D=$T/shm
-check "fixture maps created" "$B/tests/test_maps --fixture $D"
+check "fixture maps created" "$B/tests/devbpf/test_maps --fixture $D"
 export GPUEXT_SHM_DIR=$D
 check "map list shows the four maps" "test \$($G map list | grep -c -- '-fix\.') -eq 4"
 check "map list --json" "$G --json map list | grep -q '\"name\":\"fix.counts\",\"pid\":[0-9]*,\"alive\":false,\"type\":\"array\"'"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devbpf/gdev_helpers.h"
+#include "gpuext/gdev_helpers.h"
 #include "devbpf/gx_bpf.h"
 #include "tests/devbpf/alu_table.h"
 #include "tests/gx_test.h"

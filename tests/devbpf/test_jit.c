@@ -11,8 +11,7 @@
 #include <unistd.h>
 
 #include "devbpf/gx_hosthelpers.h"
-#include "devbpf/gx_jit.h"
-#include "devbpf/gx_map.h"
+#include "devbpf/gx_bpf.h"
 #include "tests/devbpf/bpf_insn_macros.h"
 #include "tests/gx_test.h"
 
@@ -669,7 +668,7 @@ static void test_jit_time(void)
 	gx_map__free(m);
 }
 
-/* The loader engineer's shared table (tests/devbpf/alu_table.h), as tcases. */
+/* The ALU table shared with the interpreter's tests (tests/devbpf/alu_table.h), as tcases. */
 #include "tests/devbpf/alu_table.h"
 static struct tcase shared_cases[sizeof(gx_alu_cases) / sizeof(gx_alu_cases[0])];
 static size_t load_shared_cases(void)

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devbpf/gdev_ctx.h"
+#include "gpuext/gdev_ctx.h"
 #include "devbpf/gx_bpf.h"
-#include "gx_log.h"
-#include "gx_util.h"
+#include "common/gx_log.h"
+#include "common/gx_util.h"
 #include "tests/gx_test.h"
 
 static char last_msg[1024];

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "devbpf/gx_hosthelpers.h"
-#include "devbpf/gx_map.h"
+#include "devbpf/gx_bpf.h"
 #include "tests/gx_test.h"
 
 /* The producer side of rings, as the helpers use it. */

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "devbpf/gx_map.h"
+#include "devbpf/gx_bpf.h"
 #include "tests/gx_test.h"
 
 static _Thread_local unsigned cur_sm; /* the producer's "SM": its drop shard */

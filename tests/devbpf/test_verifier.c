@@ -9,10 +9,10 @@
 
 #include <bpf/btf.h>
 
-#include "devbpf/gdev_ctx.h"
+#include "gpuext/gdev_ctx.h"
 #include "devbpf/gx_bpf.h"
-#include "gx_util.h"
-#include "gx_log.h"
+#include "common/gx_util.h"
+#include "common/gx_log.h"
 #include "tests/gx_test.h"
 
 struct tags {

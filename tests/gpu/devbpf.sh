@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # devbpf on the GPU: JIT'd policies linked by the driver into a test kernel,
 # device maps and helpers, compared with the interpreter's run of the same
-# events (expected.txt, made at build time by build/tests/devbpf_gpu_ref);
+# events (expected.txt, made at build time by build/tests/devbpf/gpu/gpu_ref);
 # then the map-update micro-benchmark (warp-leader aggregated vs per-thread).
 # Inputs come from the build tree (make): build/tests/devbpf/gpu/.
 set -u
@@ -21,7 +21,7 @@ cd "$ROOT"
 if command -v nvcc >/dev/null 2>&1; then
 	for v in check bench; do
 		V=$(echo $v | tr a-z A-Z)
-		if nvcc -arch=sm_90 -rdc=true -ptx -I. -DGX_KERNELS_$V tests/gpu/devbpf_kernels.cu \
+		if nvcc -arch=sm_90 -rdc=true -ptx -I. -Iinclude -DGX_KERNELS_$V tests/gpu/devbpf_kernels.cu \
 			-o "$W/kernels_$v.ptx" 2>"$W/nvcc_$v.log"; then
 			echo "ok - nvcc compiles the $v kernels on this machine"
 		else
@@ -33,8 +33,8 @@ fi
 H=$W/devbpf_harness
 "$H" >/dev/null 2>&1
 if [ $? -ne 2 ] && command -v nvcc >/dev/null 2>&1; then # prebuilt one does not run here
-	nvcc -o "$H" -I. -Icommon tests/gpu/devbpf_harness.c tests/devbpf/gpu/gpu_common.c \
-		"$BUILD/lib/libgxmaps.a" "$BUILD/lib/libgxcommon.a" -lcuda -lpthread
+	nvcc -o "$H" -I. -Iinclude tests/gpu/devbpf_harness.c tests/devbpf/gpu/gpu_common.c \
+		"$BUILD/lib/libgxbpf.a" "$BUILD/lib/libgxcommon.a" -lcuda -lpthread
 fi
 
 "$H" check "$W" 2>&1 | tee "$W/check.log"

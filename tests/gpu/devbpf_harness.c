@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devbpf/gx_map.h"
-#include "gx_util.h"
+#include "devbpf/gx_bpf.h"
+#include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
 #include "tests/devbpf/gpu/gpu_common.h"
 

@@ -4,7 +4,7 @@
 // leader (ffs(activemask)) builds a struct gdev_ctx and calls the .func.
 //  -DGX_KERNELS_CHECK: gx_check, the differential test's event stream
 //  -DGX_KERNELS_BENCH: gx_bench, map update cost: aggregated vs per-thread
-#include "devbpf/gdev_ctx.h"
+#include "gpuext/gdev_ctx.h"
 #include "tests/devbpf/gpu/gpu_common.h"
 
 static __device__ __forceinline__ unsigned sreg_smid()

@@ -13,7 +13,7 @@ set -u
 cd "${GX_ROOT:-$(dirname "$0")/../..}"
 B=${GX_BUILD:-build}
 G=$(realpath "$B/bin/gpuext")
-T=$(realpath "$B/tests/test_image")
+T=$(realpath "$B/tests/image/test_image")
 O=${OUT:-$B/gpu-out}/images
 mkdir -p "$O"
 export PATH=$PATH:/usr/local/cuda/bin

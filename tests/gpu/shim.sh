@@ -192,7 +192,7 @@ fi
 # ---- 1b. events on the real driver: a preloaded subscriber counts them ----
 # Proves cudart's launches (via cuGetProcAddress, _ptsz too) reach our
 # wrappers, and that outputs stay identical on the slow path.
-"$CC" -shared -fPIC -I"$ROOT" -I/usr/local/cuda/include -o "$W/count.so" "$S/count_events.c" -L"$B/lib" -lcuda \
+"$CC" -shared -fPIC -I"$ROOT" -I"$ROOT/include" -I/usr/local/cuda/include -o "$W/count.so" "$S/count_events.c" -L"$B/lib" -lcuda \
 	>"$L/build-count.log" 2>&1 || nok "build count_events.so: $(tail -2 "$L/build-count.log" | tr '\n' ' ')"
 ev_case() { # NAME WANT_LAUNCHES WANT_NODES CMD...
 	local n=$1 wl=$2 wn=$3

@@ -179,7 +179,7 @@ P
 # ---- ring stress ----
 # kernelretsnoop on 67 launches of 2^20 blocks (bench/tool_bench.cu `burst`,
 # 3 warm-up + 64 timed), each recording every 64th block (launches over
-# 16384 blocks are sampled: devbpf/tools/gx_tools.h), 1.1 M records in
+# 16384 blocks are sampled: tools/tools_common.h), 1.1 M records in
 # ~45 ms: far more than its 16 MiB ring holds between drains, every recording
 # block racing for it. Kept + dropped must equal the records expected
 # exactly (nothing lost silently, nothing counted twice), the output must

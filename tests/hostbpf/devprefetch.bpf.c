@@ -12,8 +12,8 @@
  * warp and load); the request reaches the host a drain tick (20 ms) later,
  * so AHEAD must cover that much of the stream. Mainly the end-to-end
  * check of device → host requests (tests/gpu/hostpolicy.sh). */
-#include "devbpf/gdev_ctx.h"
-#include "devbpf/gdev_helpers.h"
+#include "gpuext/gdev_ctx.h"
+#include "gpuext/gdev_helpers.h"
 
 #define REGION (2ull << 20)
 #define AHEAD (4 * REGION)

@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "devbpf/gx_devrt.h"
-#include "gx_util.h"
+#include "gpuext/gx_devrt.h"
+#include "common/gx_util.h"
 #include "tests/gx_test.h"
 
 int main(int argc, char **argv)

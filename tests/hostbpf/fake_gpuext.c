@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "kmod/gpuext_uapi.h"
+#include "gpuext/gpuext_uapi.h"
 
 __attribute__((visibility("default"))) int ioctl(int fd, unsigned long req, ...)
 {

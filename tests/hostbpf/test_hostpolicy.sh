@@ -4,7 +4,7 @@
 # and the application runs on without a policy.
 set -u
 B=${BUILD:-build}
-FAKE=$PWD/$B/tests/fakecuda/libcuda.so.1
+FAKE=$PWD/$B/tests/shim/fakecuda/libcuda.so.1
 T=$B/tests/hostbpf/test_hostpolicy_shim
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -111,8 +111,8 @@ grep -q "/dev/gpuext unusable (Protocol error); running the policies in the shim
 # thread) go to the host policy: a device policy (devprefetch) gives the
 # ring, gx_seq the decision; launch arguments are switched off so only the
 # request counts. The app writes the record itself (the fake has no GPU).
-TF=$PWD/$B/tests/tools/fakecuda/libcuda.so.1
-PTXF=tests/ptx/golden-passes/vadd.ptx
+TF=$PWD/$B/tests/attach/fakecuda/libcuda.so.1
+PTXF=tests/ptx-rewrite/golden-passes/vadd.ptx
 K=$(sed -n 's/.*\.entry \([A-Za-z0-9_]*\).*/\1/p' $PTXF | head -1)
 mkdir -p "$tmp/cache"
 env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$TF" GPUEXT_LOG=info GPUEXT_SHM_DIR="$tmp/shm" \

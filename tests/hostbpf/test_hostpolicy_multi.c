@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/gx_events.h"
+#include "gpuext/gx_events.h"
 #include "tests/gx_test.h"
 
 static const char PTX[] = ".version 8.0\n.target sm_80\n.address_size 64\n"

@@ -6,7 +6,7 @@ B=${BUILD:-build}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/shm"
-env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$PWD/$B/tests/fakecuda/libcuda.so.1" FAKECUDA_DEVICES=3 GPUEXT_CACHE_DIR="$tmp/cache" \
+env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$PWD/$B/tests/shim/fakecuda/libcuda.so.1" FAKECUDA_DEVICES=3 GPUEXT_CACHE_DIR="$tmp/cache" \
 	GPUEXT_LOG=info GPUEXT_SHM_DIR="$tmp/shm" GPUEXT_POLICY="$PWD/$B/hostbpf/gx_seq.bpf.o" \
 	timeout 60 "$B/tests/hostbpf/test_hostpolicy_multi" 2>"$tmp/err" | sed 's/^\(not \)\?ok - /&hostpolicy-multi: /'
 grep -q "attached memory policy 'seq'" "$tmp/err" && echo "ok - hostpolicy-multi: seq attached" ||

@@ -3,8 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "shim/gx_hostelf.h"
-#include "shim/gx_image.h"
+#include "image/gx_image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "shim/gx_image.h"
+#include "image/gx_image.h"
 
 #define FUZZ_BASE 0x10000u
 

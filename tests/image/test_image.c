@@ -16,9 +16,8 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "gx_util.h"
-#include "shim/gx_hostelf.h"
-#include "shim/gx_image.h"
+#include "common/gx_util.h"
+#include "image/gx_image.h"
 #include "tests/gx_test.h"
 
 static const char ptx80[] = "//\n// test\n//\n.version 8.0\n.target sm_80\n.address_size 64\n"

@@ -10,7 +10,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "kmod/gpuext_uapi.h"
+#include "gpuext/gpuext_uapi.h"
 
 #define GX_PREP(s)                            \
 	do {                                  \

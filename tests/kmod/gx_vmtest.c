@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "gx_kmod_ioc.h"
-#include "hostbpf/gpu_ext.h"
+#include "gpuext/gpu_ext.h"
 #include "tests/gx_test.h"
 
 #define MB (1ULL << 20)

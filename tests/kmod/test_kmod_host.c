@@ -5,9 +5,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "hostbpf/gpu_ext.h"
-#include "hostbpf/gx_kmod_client.h"
-#include "kmod/gpuext_uapi.h"
+#include "gpuext/gpu_ext.h"
+#include "kmod/client/gx_kmod_client.h"
+#include "gpuext/gpuext_uapi.h"
 #include "tests/gx_test.h"
 
 int main(void)

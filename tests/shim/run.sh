@@ -5,7 +5,7 @@
 set -u
 B=${BUILD:-build}
 SHIM=$B/lib/libcuda.so.1
-FAKE=$PWD/$B/tests/fakecuda/libcuda.so.1
+FAKE=$PWD/$B/tests/shim/fakecuda/libcuda.so.1
 STUB=${CUDA_HOME:-/usr/local/cuda}/lib64/stubs/libcuda.so
 PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
 ok() { echo "ok - $*"; }

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "shim/gx_events.h"
+#include "gpuext/gx_events.h"
 #include "tests/gx_test.h"
 
 static const char PTX[] = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n\tret;\n}\n";

@@ -7,7 +7,7 @@
 # Bench line: first load of a large PTX module, cold vs warm cache.
 set -u
 B=${BUILD:-build}
-FAKE=$PWD/$B/tests/fakecuda/libcuda.so.1
+FAKE=$PWD/$B/tests/shim/fakecuda/libcuda.so.1
 L=$B/tests/shim/mcache_load
 tmp=$(mktemp -d)
 trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "shim/gx_events.h"
+#include "gpuext/gx_events.h"
 #include "tests/gx_test.h"
 #include "tests/shim/stderr_log.h"
 

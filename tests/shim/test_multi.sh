@@ -4,7 +4,7 @@
 # under valgrind (no invalid access, no definite leak).
 set -u
 B=${BUILD:-build}
-FAKE=$PWD/$B/tests/fakecuda/libcuda.so.1
+FAKE=$PWD/$B/tests/shim/fakecuda/libcuda.so.1
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -35,13 +35,13 @@ fi
 
 # A device policy in a process with two GPU archs (sm_90 and sm_80): JIT'd
 # once, for the lowest, and linked into a module rewritten for sm_90.
-FT=$PWD/$B/tests/tools/fakecuda/libcuda.so.1
-PTX=tests/ptx/golden-passes/vadd.ptx
-if [ -x "$B/tests/tools/attach_app" ] && [ -e "$FT" ] && [ -e "$PTX" ]; then
+FT=$PWD/$B/tests/attach/fakecuda/libcuda.so.1
+PTX=tests/ptx-rewrite/golden-passes/vadd.ptx
+if [ -x "$B/tests/attach/attach_app" ] && [ -e "$FT" ] && [ -e "$PTX" ]; then
 	K=$(sed -n 's/.*\.entry \([A-Za-z0-9_]*\).*/\1/p' $PTX | head -1)
 	env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$FT" FAKECUDA_DEVICES=3 GPUEXT_LOG=info \
 		GPUEXT_TOOL=threadhist GPUEXT_TOOLS_DIR="$PWD/$B/share/gpuext/tools" GPUEXT_CACHE_DIR="$tmp/pcache" \
-		GPUEXT_SHM_DIR="$tmp/shm" timeout 120 "$B/tests/tools/attach_app" $PTX "$K" policy >"$tmp/att.out" 2>"$tmp/att.err"
+		GPUEXT_SHM_DIR="$tmp/shm" timeout 120 "$B/tests/attach/attach_app" $PTX "$K" policy >"$tmp/att.out" 2>"$tmp/att.err"
 	arc=$?
 	grep -q "policy threadhist: verified and JIT'd for sm_80" "$tmp/att.err" &&
 		grep -q 'rewritten (1 hooks), reloaded from sm_90 PTX' "$tmp/att.err" && [ $arc -eq 0 ] &&

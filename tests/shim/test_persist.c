@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ptx-rewrite/gx_work.h"
+#include "gpuext/gx_work.h"
 #include "tests/gx_test.h"
 #include "tests/shim/stderr_log.h"
 

@@ -5,7 +5,7 @@ set -u
 B=${BUILD:-build}
 R=$B/bin/gpuext-run
 G=$B/bin/gpuext
-FAKE=$PWD/$B/tests/fakecuda/libcuda.so.1
+FAKE=$PWD/$B/tests/shim/fakecuda/libcuda.so.1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 check() { if eval "$2" >/dev/null 2>&1; then echo "ok - $1"; else echo "not ok - $1: $2"; fi; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Synthetic tool logs for the formatter golden tests: what the shim would
-write for a known run (layouts of devbpf/tools/gx_tools.h). argv: dir tool."""
+write for a known run (layouts of tools/tools_common.h and include/gpuext/gx_toollog.h). argv: dir tool."""
 import struct, sys, os
 
 d, tool = sys.argv[1], sys.argv[2]

@@ -14,10 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "devbpf/gx_devrt.h"
-#include "devbpf/gx_map.h"
-#include "devbpf/tools/gx_tools.h"
-#include "gx_util.h"
+#include "gpuext/gx_devrt.h"
+#include "devbpf/gx_bpf.h"
+#include "gpuext/gx_toollog.h"
+#include "tools/tools_common.h"
+#include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
 
 static struct gx_buf out;

@@ -13,10 +13,8 @@
 #include <string.h>
 
 #include "devbpf/gx_bpf.h"
-#include "devbpf/gx_jit.h"
-#include "devbpf/gx_map.h"
-#include "gx_util.h"
-#include "devbpf/tools/gx_tools.h"
+#include "common/gx_util.h"
+#include "tools/tools_common.h"
 #include "tests/devbpf/interp_shim.h"
 #include "tests/gx_test.h"
 

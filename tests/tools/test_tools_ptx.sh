@@ -12,7 +12,7 @@ for t in kernelretsnoop kernelretsnoop_all threadhist launchlate memtrace; do
 		echo "not ok - tools-ptx: $t verifies: $out"
 	fi
 	for k in vadd reduce edge; do
-		if ! log=$($B/bin/gpuext tools rewrite $t tests/ptx/golden-passes/$k.ptx -o $T/$t-$k.ptx 2>&1); then
+		if ! log=$($B/bin/gpuext tools rewrite $t tests/ptx-rewrite/golden-passes/$k.ptx -o $T/$t-$k.ptx 2>&1); then
 			echo "not ok - tools-ptx: $t rewrites $k: $log"; continue
 		fi
 		if ! [[ $log =~ ,\ [1-9][0-9]*\ hook\ sites ]]; then
@@ -28,7 +28,7 @@ done
 # All four tools in one module: chained at shared hooks, ptxas accepts it.
 for k in vadd reduce edge; do
 	if log=$($B/bin/gpuext tools rewrite threadhist,kernelretsnoop,launchlate,memtrace \
-		tests/ptx/golden-passes/$k.ptx -o $T/all-$k.ptx 2>&1) &&
+		tests/ptx-rewrite/golden-passes/$k.ptx -o $T/all-$k.ptx 2>&1) &&
 		perr=$("$PTXAS" -arch=sm_90 $T/all-$k.ptx -o /dev/null 2>&1); then
 		echo "ok - tools-ptx: four tools together in $k: ptxas sm_90"
 	else
@@ -39,7 +39,7 @@ n=$(grep -c 'ld.global.u64.*\[%[A-Za-z0-9_]*+\(32\|40\|48\)\];' $T/all-vadd.ptx)
 [ "$n" -ge 3 ] && echo "ok - tools-ptx: policies 2..4 reach their runtime blocks through next[] ($n loads)" \
 	|| echo "not ok - tools-ptx: policies 2..4 reach their runtime blocks through next[] ($n loads)"
 # threadhist and launchlate both probe the entry: two sites at vadd's one entry
-log=$($B/bin/gpuext tools rewrite threadhist,launchlate tests/ptx/golden-passes/vadd.ptx -o $T/two-vadd.ptx 2>&1)
+log=$($B/bin/gpuext tools rewrite threadhist,launchlate tests/ptx-rewrite/golden-passes/vadd.ptx -o $T/two-vadd.ptx 2>&1)
 [[ $log == *"1 kernels, 2 hook sites"* ]] && echo "ok - tools-ptx: both entry probes at the kernel entry" \
 	|| echo "not ok - tools-ptx: both entry probes at the kernel entry: $log"
 # ctx->launch_id is the hardware's grid launch number on the device.
@@ -62,10 +62,10 @@ grep -q '%gridid' $T/threadhist-vadd.ptx && echo "not ok - tools-ptx: %gridid on
 	|| echo "ok - tools-ptx: %gridid only where launch_id is read"
 # A rejected policy: the message names the program and instruction.
 cat >$T/bad.bpf.c <<'X'
-#include "devbpf/gdev_helpers.h"
+#include "gpuext/gdev_helpers.h"
 SEC("gdev/probe/*") int bad(struct gdev_ctx *c) { if (gdev_laneid() == 3) return 1; return 0; }
 X
-if ${CLANG:-clang-19} -target bpf -O2 -g -I. -c $T/bad.bpf.c -o $T/bad.bpf.o 2>/dev/null; then
+if ${CLANG:-clang-19} -target bpf -O2 -g -I. -Iinclude -c $T/bad.bpf.c -o $T/bad.bpf.o 2>$T/bad.err; then
 	out=$($B/bin/gpuext tools prepare --cache-dir $T/c $T/bad.bpf.o 2>&1)
 	if [[ $? -ne 0 && $out == *"prog bad insn"* ]]; then
 		echo "ok - tools-ptx: a lane-varying policy is refused by prepare"
@@ -74,4 +74,6 @@ if ${CLANG:-clang-19} -target bpf -O2 -g -I. -c $T/bad.bpf.c -o $T/bad.bpf.o 2>/
 	fi
 	[ -z "$(ls $T/c 2>/dev/null)" ] && echo "ok - tools-ptx: nothing cached for a refused policy" \
 		|| echo "not ok - tools-ptx: nothing cached for a refused policy"
+else
+	echo "not ok - tools-ptx: the lane-varying policy does not compile: $(head -c 300 $T/bad.err)"
 fi

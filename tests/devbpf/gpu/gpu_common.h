@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "devbpf/gx_map.h"
+#include "devbpf/gx_bpf.h"
 
 #define GX_T_GRID 264  /* blocks of the check kernel */
 #define GX_T_BLOCK 128 /* threads per block (4 warps) */

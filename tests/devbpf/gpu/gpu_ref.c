@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "devbpf/gx_bpf.h"
-#include "devbpf/gx_jit.h"
 #include "ptx-rewrite/gx_ptx.h"
 #include "tests/devbpf/gpu/gpu_common.h"
 #include "tests/devbpf/interp_shim.h"

@@ -1,6 +1,6 @@
 /* Malformed objects for the loader tests, one per VARIANT (-DVARIANT=N);
  * test_loader.c lists the error each must produce. */
-#include "gdev_helpers.h"
+#include "gpuext/gdev_helpers.h"
 
 #if VARIANT == 1 /* key_size disagrees with key */
 struct {

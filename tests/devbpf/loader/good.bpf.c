@@ -1,7 +1,7 @@
 /* A well-formed object for the loader tests: every map kind, global data
  * (.rodata knob, .data, .bss, a string), a subprogram shared by two
  * programs, and every hook section. */
-#include "gdev_helpers.h"
+#include "gpuext/gdev_helpers.h"
 
 struct val {
 	__u64 cnt;

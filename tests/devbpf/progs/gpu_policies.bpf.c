@@ -3,7 +3,7 @@
  * final map state does not depend on scheduling (commutative updates, keys
  * from block indices, sharded maps compared through their merged view), so
  * the GPU run can be compared with the interpreter run of the same events. */
-#include "gdev_helpers.h"
+#include "gpuext/gdev_helpers.h"
 
 struct {
 	__uint(type, GDEV_MAP_ARRAY);

@@ -2,7 +2,7 @@
  * counts memory-access hook calls (and the lanes behind them) per SM, and
  * kernel entries per kernel in a hash map. Known answers: on a kernel of B
  * blocks x W warps, on_entry runs B*W times and counts[smid] sums nr_active. */
-#include "gdev_helpers.h"
+#include "gpuext/gdev_helpers.h"
 
 struct {
 	__uint(type, GDEV_MAP_ARRAY);

@@ -9,7 +9,7 @@
 #ifndef GX_TEST_BPF_H
 #define GX_TEST_BPF_H
 
-#include "gdev_helpers.h"
+#include "gpuext/gdev_helpers.h"
 
 #define __gx_tag(x) __attribute__((btf_decl_tag(x)))
 #define __description(d) __gx_tag("gx_desc=" d)

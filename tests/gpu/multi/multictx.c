@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../shim/cu_check.h" /* CU(): driver API calls */
+#include "../../../common/gx_cu_check.h" /* CU(): driver API calls */
 
 /* Cleanup calls: a failure is printed (so runs with and without the shim
  * still compare) but does not end the program. */

@@ -7,17 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#define CK(x)                                                                              \
-	do {                                                                               \
-		cudaError_t e_ = (x);                                                      \
-		if (e_ != cudaSuccess) {                                                   \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,         \
-				cudaGetErrorString(e_));                                   \
-			exit(1);                                                           \
-		}                                                                          \
-	} while (0)
-
-#include "cu_check.h" /* CU(): driver API calls */
+#include "../../../common/gx_cu_check.h" /* CU(): driver API calls */
 
 static inline uint64_t fnv(const void *p, size_t n, uint64_t h = 0xcbf29ce484222325ull)
 {

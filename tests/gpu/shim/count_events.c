@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "shim/gx_events.h"
+#include "gpuext/gx_events.h"
 
 static unsigned long counts[GX_EV__COUNT];
 static unsigned long named;

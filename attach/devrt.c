@@ -1,0 +1,810 @@
+/* devrt.c — the per-context runtime of the attached device policies (one
+ * to GX_PMERGE_MAX; each has its own maps, rings, gx_devrt block and tool
+ * log; modules get the first block's address, whose next[] points at the
+ * others' — gx_pmerge.h).
+ *
+ * Per context (keyed by CUcontext, created before the first rewrite in it or
+ * at the first launch that needs it): host maps in the shm folder (one file
+ * per map, "<pid>-<object>.<map>", kept after exit for the formatters), their
+ * device copies and the `struct gx_devrt` block (devbpf/maps_dev.c over the
+ * real driver), rings in device memory too (copied to their pinned host
+ * mirrors by the drains), a private non-blocking stream for flushes and
+ * ring drains, and a
+ * %globaltimer ↔ CLOCK_REALTIME calibration (a ping-pong kernel).
+ *
+ * Launch events: before a launch, the function's module gets the devrt
+ * address in its `__gx_devrt` (once per module; cuModuleGetGlobal +
+ * cuMemcpyHtoD), and the launch is logged (host time, kernel, grid) for the
+ * tools. One background thread drains rings (records → the tool log,
+ * printk → stderr, prefetch requests counted) every GPUEXT_FLUSH_MS (20) and
+ * flushes device maps into the host copies every 10th tick, on its own
+ * stream; a last drain and flush happen at context destroy and exit. Nothing
+ * here waits on the application's streams except the exit path, which
+ * synchronizes each context once so the final counts are complete. */
+#include <errno.h>
+#include <stddef.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attach/attach_priv.h"
+#include "devbpf/gx_bpf.h"
+#include "gpuext/gx_toollog.h"
+
+#define MAX_CTX 64
+#define MAX_DONE 4096
+#define RT_RING_BYTES (1u << 20)
+
+/* One attached policy: its description, its tool log. */
+struct polst {
+	const struct gx_policy_desc *pd;
+	char tag[GX_POL_NAME_MAX];
+	struct gx_buf evlog; /* pending tool-log bytes */
+	int ev_fd;
+	bool ev_lost;  /* a write to the tool log failed (warned once) */
+	uint64_t knames[MAX_DONE]; /* kernel names already in its log */
+	unsigned nr_knames;
+};
+static struct polst pols[GX_PMERGE_MAX];
+static unsigned nr_pols;
+
+struct ctxst {
+	CUcontext ctx;
+	unsigned idx;
+	int failed;
+	CUdevice dev;
+	unsigned nr_sms;
+	struct gx_map **maps[GX_PMERGE_MAX];    /* per policy, in its map order */
+	struct gx_devmaps *dm[GX_PMERGE_MAX];   /* per policy; dm[0]'s block is __gx_devrt */
+	struct gx_ring *rt_ring[GX_PMERGE_MAX]; /* per policy: printk, prefetch */
+	CUstream stream;
+	uint64_t safe; /* setup failed: a zeroed gx_devrt (no maps) for hooked modules */
+	unsigned cur; /* the policy being set up, for the warning */
+	char why[160]; /* the first driver call that failed during setup */
+};
+
+static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held by whoever drains rings or writes tool log files (the drainer for a
+ * whole tick, context destruction, exit), always taken before rt_lock. A
+ * tick copies and parses up to a full ring per map (16 MiB of records) —
+ * under rt_lock that stalled every launch of the application (launches log
+ * themselves under it) for milliseconds; now the drainer holds rt_lock only
+ * to snapshot the contexts and take the pending launch log. A context is
+ * torn down only with drain_lock held, so the drainer's snapshot stays
+ * valid. */
+static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ctxst ctxs[MAX_CTX];
+static unsigned nr_ctx;
+static CUmodule done_mods[MAX_DONE]; /* modules whose __gx_devrt is written (or has none) */
+static unsigned nr_done;
+#define MAX_SEEN 512
+static struct {
+	CUfunction f;
+	unsigned ctx;
+} seen[MAX_SEEN]; /* functions handled: their launches skip the driver queries */
+static unsigned nr_seen;
+static unsigned launch_seq;
+static pthread_t drainer;
+static int drainer_on, stopping;
+static unsigned long long nr_prefetch; /* atomic: the drainer counts without rt_lock */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- tool logs (one per policy) ---- */
+static void ev_put(struct polst *p, const void *rec, size_t len)
+{
+	static const char zero[8];
+	struct gx_tev *h = (struct gx_tev *)rec;
+	size_t padded = GX_ROUND8(len);
+	h->len = (gdev_u32)padded;
+	gx_buf_append(&p->evlog, rec, len);
+	gx_buf_append(&p->evlog, zero, padded - len);
+}
+static void ev_put_all(const void *rec, size_t len)
+{
+	for (unsigned i = 0; i < nr_pols; i++)
+		ev_put(&pols[i], rec, len);
+}
+
+/* Append b to p's tool log file and empty it. The file is written only by
+ * holders of drain_lock. A write that fails (a full /dev/shm, an I/O error)
+ * loses those records: said once per policy, with the reason, never
+ * silently. */
+static void ev_write_buf(struct polst *p, struct gx_buf *b)
+{
+	size_t off = 0;
+	while (p->ev_fd >= 0 && off < b->len) {
+		ssize_t w = write(p->ev_fd, b->data + off, b->len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (!p->ev_lost)
+				pr_warn("policy %s: writing its tool log failed (%s): %zu bytes of "
+					"records lost; the summary will miss them",
+					p->tag, w < 0 ? strerror(errno) : "no progress", b->len - off);
+			p->ev_lost = true;
+			break;
+		}
+		off += (size_t)w;
+	}
+	b->len = 0;
+}
+static void ev_write(void)
+{
+	for (unsigned i = 0; i < nr_pols; i++)
+		ev_write_buf(&pols[i], &pols[i].evlog);
+}
+
+/* ---- the device ops over the real driver (maps_dev.c calls these) ---- */
+static int cu_rc(CUresult rc)
+{
+	return rc == CUDA_SUCCESS ? 0 : -EIO;
+}
+/* Remember the first failing driver call of a context's setup, for the one
+ * warning that says why the policy is not attached there. */
+static int cu_fail(struct ctxst *st, const char *call, size_t n, CUresult rc)
+{
+	const char *name = NULL;
+	if (CU(cuGetErrorName)(rc, &name) != CUDA_SUCCESS || !name)
+		name = "unknown error";
+	if (st && !st->why[0])
+		snprintf(st->why, sizeof(st->why), "%s of %zu bytes: %s (%d)", call, n, name, (int)rc);
+	return -EIO;
+}
+static int op_alloc(void *c, size_t n, uint64_t *d)
+{
+	CUdeviceptr p = 0;
+	CUresult rc = CU(cuMemAlloc_v2)(&p, n ? n : 8);
+	*d = p;
+	return rc == CUDA_SUCCESS ? 0 : cu_fail(c, "cuMemAlloc", n, rc);
+}
+static void op_free(void *c, uint64_t d)
+{
+	(void)c;
+	CU(cuMemFree_v2)((CUdeviceptr)d);
+}
+static int op_htod(void *c, uint64_t d, const void *s, size_t n)
+{
+	CUresult rc = CU(cuMemcpyHtoD_v2)((CUdeviceptr)d, s, n);
+	return rc == CUDA_SUCCESS ? 0 : cu_fail(c, "cuMemcpyHtoD", n, rc);
+}
+static int op_dtoh(void *c, void *dst, uint64_t d, size_t n)
+{
+	struct ctxst *st = c;
+	if (CU(cuMemcpyDtoHAsync_v2)(dst, (CUdeviceptr)d, n, st->stream) != CUDA_SUCCESS)
+		return -EIO;
+	return cu_rc(CU(cuStreamSynchronize)(st->stream));
+}
+static int op_host_map(void *c, void *h, size_t n, uint64_t *d)
+{
+	CUdeviceptr p = 0;
+	CUresult rc = CU(cuMemHostRegister_v2)(h, n, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+	if (rc != CUDA_SUCCESS)
+		return cu_fail(c, "cuMemHostRegister", n, rc);
+	if ((rc = CU(cuMemHostGetDevicePointer_v2)(&p, h, 0)) != CUDA_SUCCESS) {
+		CU(cuMemHostUnregister)(h);
+		return cu_fail(c, "cuMemHostGetDevicePointer", n, rc);
+	}
+	*d = p;
+	return 0;
+}
+static void op_host_unmap(void *c, void *h)
+{
+	(void)c;
+	CU(cuMemHostUnregister)(h);
+}
+/* Device rings' consumer ops: the private non-blocking stream only, never
+ * the legacy default stream (that would serialise with the application). */
+static int op_dzero_async(void *c, uint64_t d, size_t n)
+{
+	struct ctxst *st = c;
+	return cu_rc(CU(cuMemsetD8Async)((CUdeviceptr)d, 0, n, st->stream));
+}
+static int op_htod_async(void *c, uint64_t d, const void *s, size_t n)
+{
+	struct ctxst *st = c;
+	return cu_rc(CU(cuMemcpyHtoDAsync_v2)((CUdeviceptr)d, s, n, st->stream));
+}
+static int op_sync(void *c)
+{
+	struct ctxst *st = c;
+	return cu_rc(CU(cuStreamSynchronize)(st->stream));
+}
+
+/* ---- %globaltimer calibration ---- */
+static const char calib_ptx[] =
+	".version 7.0\n.target sm_70\n.address_size 64\n"
+	".visible .entry gx_calib(.param .u64 buf)\n{\n"
+	"\t.reg .pred %p<4>;\n\t.reg .b64 %rd<12>;\n"
+	"\tld.param.u64 %rd1, [buf];\n"
+	"\tmov.u64 %rd2, %globaltimer;\n" /* start, for the timeout */
+	"\tmov.u64 %rd3, 1;\n"
+	"$round:\n"
+	"\tld.volatile.global.u64 %rd4, [%rd1];\n"
+	"\tsetp.eq.u64 %p1, %rd4, %rd3;\n"
+	"\t@%p1 bra $hit;\n"
+	"\tmov.u64 %rd5, %globaltimer;\n"
+	"\tsub.u64 %rd5, %rd5, %rd2;\n"
+	"\tsetp.gt.u64 %p2, %rd5, 200000000;\n" /* 200 ms: give up */
+	"\t@%p2 bra $done;\n"
+	"\tbra $round;\n"
+	"$hit:\n"
+	"\tmov.u64 %rd6, %globaltimer;\n"
+	"\tst.volatile.global.u64 [%rd1+8], %rd6;\n"
+	"\tmembar.sys;\n"
+	"\tst.volatile.global.u64 [%rd1+16], %rd3;\n"
+	"\tadd.u64 %rd3, %rd3, 1;\n"
+	"\tsetp.le.u64 %p3, %rd3, 8;\n"
+	"\t@%p3 bra $round;\n"
+	"$done:\n\tret;\n}\n";
+
+static void calibrate(struct ctxst *st, struct gx_tev_ctx *ev)
+{
+	CUmodule mod = NULL;
+	CUfunction fn;
+	volatile uint64_t *buf = NULL;
+	CUdeviceptr dbuf;
+	if (CU(cuModuleLoadData)(&mod, calib_ptx) != CUDA_SUCCESS)
+		return;
+	if (CU(cuModuleGetFunction)(&fn, mod, "gx_calib") != CUDA_SUCCESS ||
+	    CU(cuMemHostAlloc)((void **)&buf, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) !=
+		    CUDA_SUCCESS || !buf) {
+		CU(cuModuleUnload)(mod);
+		return;
+	}
+	memset((void *)buf, 0, 64);
+	if (CU(cuMemHostGetDevicePointer_v2)(&dbuf, (void *)buf, 0) == CUDA_SUCCESS) {
+		void *args[] = { &dbuf };
+		if (CU(cuLaunchKernel)(fn, 1, 1, 1, 1, 1, 1, 0, st->stream, args, NULL) == CUDA_SUCCESS) {
+			uint64_t best = UINT64_MAX;
+			for (uint64_t i = 1; i <= 8; i++) {
+				uint64_t t0 = now_ns(), t1;
+				__atomic_store_n(&buf[0], i, __ATOMIC_SEQ_CST);
+				while (__atomic_load_n(&buf[2], __ATOMIC_SEQ_CST) != i) {
+					if (now_ns() - t0 > 100000000ull)
+						goto out;
+				}
+				t1 = now_ns();
+				uint64_t gt = buf[1];
+				if (t1 - t0 < best) {
+					best = t1 - t0;
+					ev->gt_minus_host = (long long)(gt - (t0 + (t1 - t0) / 2));
+					ev->calib_err_ns = (t1 - t0 + 1) / 2;
+					ev->calibrated = 1;
+				}
+			}
+		out:
+			CU(cuStreamSynchronize)(st->stream);
+		}
+	}
+	CU(cuMemFreeHost)((void *)buf);
+	CU(cuModuleUnload)(mod);
+}
+
+/* ---- per-context state ---- */
+static void ctx_teardown(struct ctxst *st, bool free_maps)
+{
+	for (unsigned p = 0; p < nr_pols; p++) {
+		if (st->dm[p])
+			gx_devmaps__free(st->dm[p]);
+		st->dm[p] = NULL;
+		for (size_t i = 0; free_maps && st->maps[p] && i < pols[p].pd->nr_maps; i++)
+			if (st->maps[p][i]) {
+				st->maps[p][i]->keep = 1;
+				gx_map__free(st->maps[p][i]);
+			}
+		if (free_maps) {
+			free(st->maps[p]);
+			st->maps[p] = NULL;
+		}
+		free(st->rt_ring[p]);
+		st->rt_ring[p] = NULL;
+	}
+	if (st->stream)
+		CU(cuStreamDestroy_v2)(st->stream);
+	st->stream = NULL;
+}
+
+static void cfg_fill(struct gx_map *m)
+{
+	const char *c = getenv("GPUEXT_CFG");
+	if (!c || m->l.type != GX_MAP_ARRAY || m->l.value_size != 8)
+		return;
+	for (unsigned k = 0; *c && k < m->l.max_entries; k++) {
+		char *end;
+		unsigned long long v = strtoull(c, &end, 0);
+		if (end != c)
+			*(uint64_t *)gx_map__shard_elem(m, 0, k) = v;
+		c = *end == ',' ? end + 1 : end;
+		if (end == c && *c != ',' && *c)
+			break;
+	}
+}
+
+/* One policy's maps, rings and gx_devrt block in this context. */
+static int pol_setup(struct ctxst *st, unsigned p)
+{
+	const struct gx_policy_desc *pd = pols[p].pd;
+	st->cur = p;
+	st->maps[p] = calloc(pd->nr_maps ? pd->nr_maps : 1, sizeof(*st->maps[p]));
+	if (!st->maps[p])
+		return -ENOMEM;
+	for (size_t i = 0; i < pd->nr_maps; i++) {
+		const struct gx_pol_map *pm = &pd->maps[i];
+		char name[GX_MAP_NAME_MAX];
+		if (st->idx)
+			snprintf(name, sizeof(name), "%.56s@%u", pm->name, st->idx % 1000);
+		else
+			snprintf(name, sizeof(name), "%s", pm->name);
+		struct gx_map_spec s = { .name = name, .type = pm->type, .key_size = pm->key_size,
+					 .value_size = pm->value_size, .max_entries = pm->max_entries };
+		if (s.type == GX_MAP_PERSM_ARRAY)
+			s.nr_shards = st->nr_sms;
+		else if (s.type == GX_MAP_PERWARP_ARRAY)
+			s.nr_shards = st->nr_sms * GX_WARP_SLOTS_PER_SM;
+		/* Rings stay private: the device writes them through a
+		 * cuMemHostRegister mapping, and Linux (>= 6.5, with NVIDIA's
+		 * long-term pins) refuses to pin writable MAP_SHARED pages of a
+		 * file outside tmpfs — a GPUEXT_SHM_DIR under /tmp on ext4 or
+		 * overlayfs made every tool with a ring fail to attach on the
+		 * H200. Their records reach the tool log through our drainer
+		 * (the only consumer a ring may have) anyway. */
+		int ret = s.type == GX_MAP_RINGBUF ? gx_map__create(&s, 0, &st->maps[p][i])
+						   : gx_map__create(&s, GX_MAP_F_SHM | GX_MAP_F_KEEP, &st->maps[p][i]);
+		if (ret && s.type != GX_MAP_RINGBUF) {
+			/* No shm folder: the policy still runs, tools just cannot see it. */
+			pr_warn("policy %s: map %s: no shared-memory copy (%s); keeping it private", pols[p].tag,
+				name, strerror(-ret));
+			ret = gx_map__create(&s, 0, &st->maps[p][i]);
+		}
+		if (ret)
+			return ret;
+		/* Whose copy this is: `gpuext map dump --devices` groups by it. */
+		st->maps[p][i]->hdr->dev = (uint32_t)st->dev + 1;
+		st->maps[p][i]->hdr->ctx = st->idx;
+		if (pm->init && pm->init_len && s.type == GX_MAP_ARRAY)
+			memcpy(gx_map__shard_elem(st->maps[p][i], 0, 0), pm->init, pm->init_len);
+		if (!strcmp(strrchr(pm->name, '.') ? strrchr(pm->name, '.') + 1 : pm->name, "cfg"))
+			cfg_fill(st->maps[p][i]);
+	}
+	if (posix_memalign((void **)&st->rt_ring[p], 4096, gx_ring_bytes(RT_RING_BYTES)))
+		return -ENOMEM;
+	memset(st->rt_ring[p], 0, gx_ring_bytes(RT_RING_BYTES));
+	gx_ring__init(st->rt_ring[p], RT_RING_BYTES);
+	struct gx_dev_ops ops = { .ctx = st, .alloc = op_alloc, .free = op_free, .htod = op_htod,
+				  .dtoh = op_dtoh, .host_map = op_host_map, .host_unmap = op_host_unmap,
+				  .dzero_async = op_dzero_async, .htod_async = op_htod_async, .sync = op_sync };
+	int ret = gx_devmaps__create(st->maps[p], pd->nr_maps, st->rt_ring[p], gx_ring_bytes(RT_RING_BYTES),
+				     GX_DEVRT_F_PRINTK | GX_DEVRT_F_PREFETCH, &ops, &st->dm[p]);
+	if (ret)
+		return ret;
+	if (p) { /* policy p's code finds its block through the first one's next[p - 1] */
+		uint64_t a = gx_devmaps__devrt(st->dm[p]);
+		uint64_t slot = gx_devmaps__devrt(st->dm[0]) + offsetof(struct gx_devrt, next) + 8 * (p - 1);
+		ret = op_htod(st, slot, &a, sizeof(a));
+	}
+	return ret;
+}
+
+static int ctx_setup(struct ctxst *st)
+{
+	int nsm = 0;
+	if (CU(cuCtxGetDevice)(&st->dev) != CUDA_SUCCESS ||
+	    CU(cuDeviceGetAttribute)(&nsm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, st->dev) != CUDA_SUCCESS ||
+	    nsm <= 0)
+		return -ENODEV;
+	st->nr_sms = (unsigned)nsm;
+	CUresult rc = CU(cuStreamCreate)(&st->stream, CU_STREAM_NON_BLOCKING);
+	if (rc != CUDA_SUCCESS)
+		return cu_fail(st, "cuStreamCreate", 0, rc);
+	for (unsigned p = 0; p < nr_pols; p++) {
+		int ret = pol_setup(st, p);
+		if (ret)
+			return ret;
+	}
+	struct gx_tev_ctx ev = { .h.type = GX_TEV_CTX, .ctx = st->idx, .dev = (gdev_u32)st->dev,
+				 .nr_sms = st->nr_sms };
+	ev.sm = gx_attach_env->dev_sm(st->dev);
+	calibrate(st, &ev);
+	ev_put_all(&ev, sizeof(ev));
+	return 0;
+}
+
+static void *drain_main(void *arg);
+
+/* The state of the current context, created on first use; NULL if it failed
+ * (logged once per context). Called with rt_lock held. */
+static struct ctxst *ctx_get(CUcontext c)
+{
+	if (!c)
+		return NULL;
+	for (unsigned i = 0; i < nr_ctx; i++)
+		if (ctxs[i].ctx == c)
+			return ctxs[i].failed ? NULL : &ctxs[i];
+	if (nr_ctx >= MAX_CTX)
+		return NULL;
+	struct ctxst *st = &ctxs[nr_ctx];
+	memset(st, 0, sizeof(*st));
+	st->ctx = c;
+	st->idx = nr_ctx++;
+	int ret = ctx_setup(st);
+	if (ret) {
+		pr_warn("policy %s: not attached in context %u: cannot set up its device maps: %s; running "
+			"without it%s",
+			pols[st->cur].tag, st->idx, st->why[0] ? st->why : strerror(-ret),
+			nr_pols > 1 ? " (nor the other policies, in that context)" : "");
+		ctx_teardown(st, true);
+		st->failed = 1;
+		/* Modules rewritten before the failure still call the policies:
+		 * give them a devrt with no maps, where every helper finds nothing
+		 * (next[] points back at it, for policies 1..). */
+		struct gx_devrt zero;
+		memset(&zero, 0, sizeof(zero));
+		if (op_alloc(NULL, sizeof(zero), &st->safe) == 0) {
+			for (unsigned k = 0; k < GX_DEVRT_MAX_NEXT; k++)
+				zero.next[k] = st->safe;
+			if (op_htod(NULL, st->safe, &zero, sizeof(zero)))
+				st->safe = 0;
+		}
+		return NULL;
+	}
+	if (!drainer_on && !pthread_create(&drainer, NULL, drain_main, NULL))
+		drainer_on = 1;
+	return st;
+}
+
+int gx_devrt_ctx_ready(void)
+{
+	CUcontext c = NULL;
+	/* No current context (a library loaded before any): its contexts get
+	 * their maps at their first launch. */
+	if (CU(cuCtxGetCurrent)(&c) != CUDA_SUCCESS || !c)
+		return 0;
+	pthread_mutex_lock(&rt_lock);
+	struct ctxst *st = ctx_get(c);
+	pthread_mutex_unlock(&rt_lock);
+	return st ? 0 : -EIO;
+}
+
+/* ---- draining ---- */
+/* The policies' own pending logs, for drains under rt_lock (teardown, exit). */
+static struct gx_buf *const *evlogs(void)
+{
+	static struct gx_buf *v[GX_PMERGE_MAX];
+	for (unsigned p = 0; p < GX_PMERGE_MAX; p++)
+		v[p] = &pols[p].evlog;
+	return v;
+}
+struct drain_arg {
+	struct ctxst *st;
+	struct gx_buf *out; /* the policy's pending tool-log bytes */
+	unsigned map;
+};
+
+static int rec_cb(void *ctx, unsigned type, const void *rec, size_t len)
+{
+	struct drain_arg *a = ctx;
+	if (type != GX_REC_DATA || len < sizeof(struct gx_rec_hdr))
+		return 0;
+	size_t pl = len - sizeof(struct gx_rec_hdr);
+	struct gx_tev_rec h = { .h.type = GX_TEV_REC, .ctx = a->st->idx, .map = a->map };
+	static const char zero[8];
+	size_t total = GX_ROUND8(sizeof(h) + pl);
+	h.h.len = (gdev_u32)total;
+	gx_buf_append(a->out, &h, sizeof(h));
+	gx_buf_append(a->out, (const char *)rec + sizeof(struct gx_rec_hdr), pl);
+	gx_buf_append(a->out, zero, total - sizeof(h) - pl);
+	return 0;
+}
+
+static int rt_cb(void *ctx, unsigned type, const void *rec, size_t len)
+{
+	struct ctxst *st = ctx;
+	if (type == GX_REC_PRINTK && len >= sizeof(struct gx_rec_printk)) {
+		char line[512];
+		gx_printk_format(rec, line, sizeof(line));
+		size_t n = strlen(line);
+		while (n && line[n - 1] == '\n')
+			line[--n] = 0;
+		fprintf(stderr, "gpuext: %s\n", line);
+	} else if (type == GX_REC_PREFETCH) {
+		__atomic_fetch_add(&nr_prefetch, 1, __ATOMIC_RELAXED);
+		/* to the host memory policy (hostpolicy.c), if one runs */
+		if (len >= sizeof(struct gx_rec_prefetch))
+			gx_attach_env->device_prefetch(st->ctx, st->dev, ((const struct gx_rec_prefetch *)rec)->addr,
+						      ((const struct gx_rec_prefetch *)rec)->len);
+	}
+	return 0;
+}
+
+/* Records go to out[p] (policy p's pending log bytes). Caller holds
+ * drain_lock. */
+static void drain_ctx(struct ctxst *st, bool flush, struct gx_buf *const *out)
+{
+	/* Rings live in device memory: draining them is driver work in st's
+	 * context (copies on its private stream). */
+	if (!st->dm[0] || CU(cuCtxSetCurrent)(st->ctx) != CUDA_SUCCESS)
+		return;
+	for (unsigned p = 0; p < nr_pols; p++) {
+		for (size_t i = 0; i < pols[p].pd->nr_maps; i++) {
+			struct gx_map *m = st->maps[p][i];
+			if (!m || m->l.type != GX_MAP_RINGBUF)
+				continue;
+			struct drain_arg a = { st, out[p], (unsigned)i };
+			gx_devmaps__drain(st->dm[p], (long)i, rec_cb, &a);
+		}
+		gx_devmaps__drain(st->dm[p], GX_DEVMAPS_RT, rt_cb, st);
+	}
+	if (flush)
+		for (unsigned p = 0; p < nr_pols; p++)
+			gx_devmaps__flush(st->dm[p]);
+}
+
+static void drops_out(struct ctxst *st)
+{
+	for (unsigned p = 0; p < nr_pols; p++)
+		for (size_t i = 0; st->maps[p] && i < pols[p].pd->nr_maps; i++) {
+			struct gx_map *m = st->maps[p][i];
+			if (!m || m->l.type != GX_MAP_RINGBUF)
+				continue;
+			uint64_t d = __atomic_load_n(&gx_map__ring(m)->drops, __ATOMIC_RELAXED);
+			if (!d)
+				continue;
+			struct gx_tev_drops ev = { .h.type = GX_TEV_DROPS, .ctx = st->idx, .map = (gdev_u32)i,
+						   .drops = d };
+			ev_put(&pols[p], &ev, sizeof(ev));
+			pr_warn("policy %s: ring %s dropped %llu records (full)", pols[p].tag, m->name,
+				(unsigned long long)d);
+		}
+}
+
+static void *drain_main(void *arg)
+{
+	(void)arg;
+	const char *e = getenv("GPUEXT_FLUSH_MS");
+	long ms = e ? strtol(e, NULL, 10) : 20;
+	if (ms < 1 || ms > 10000)
+		ms = 20;
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+	struct gx_buf pend[GX_PMERGE_MAX];
+	struct gx_buf *out[GX_PMERGE_MAX];
+	for (unsigned p = 0; p < GX_PMERGE_MAX; p++) {
+		gx_buf_init(&pend[p]);
+		out[p] = &pend[p];
+	}
+	for (unsigned tick = 1;; tick++) {
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&drain_lock);
+		pthread_mutex_lock(&rt_lock);
+		if (stopping) {
+			pthread_mutex_unlock(&rt_lock);
+			pthread_mutex_unlock(&drain_lock);
+			break;
+		}
+		/* the contexts set up so far (setup runs under rt_lock) and the
+		 * launch log so far (swapped out: launches keep logging) */
+		struct ctxst *ready[MAX_CTX];
+		unsigned n = 0;
+		for (unsigned i = 0; i < nr_ctx; i++)
+			if (!ctxs[i].failed && ctxs[i].dm[0])
+				ready[n++] = &ctxs[i];
+		for (unsigned p = 0; p < nr_pols; p++) {
+			struct gx_buf t = pols[p].evlog;
+			pols[p].evlog = pend[p];
+			pend[p] = t;
+		}
+		pthread_mutex_unlock(&rt_lock);
+		for (unsigned p = 0; p < nr_pols; p++)
+			ev_write_buf(&pols[p], &pend[p]);
+		for (unsigned k = 0; k < n; k++)
+			drain_ctx(ready[k], tick % 10 == 0, out);
+		for (unsigned p = 0; p < nr_pols; p++)
+			ev_write_buf(&pols[p], &pend[p]);
+		pthread_mutex_unlock(&drain_lock);
+	}
+	for (unsigned p = 0; p < GX_PMERGE_MAX; p++)
+		gx_buf_free(&pend[p]);
+	return NULL;
+}
+
+/* ---- events ---- */
+static bool done_has(CUmodule m)
+{
+	for (unsigned i = 0; i < nr_done; i++)
+		if (done_mods[i] == m)
+			return true;
+	return false;
+}
+
+static void module_devrt(struct ctxst *st, CUfunction f, bool is_kernel)
+{
+	for (unsigned i = 0; i < nr_seen; i++)
+		if (seen[i].f == f && seen[i].ctx == st->idx)
+			return;
+	if (nr_seen < MAX_SEEN)
+		seen[nr_seen].f = f, seen[nr_seen++].ctx = st->idx;
+	CUmodule mod = NULL;
+	if (is_kernel && CU(cuKernelGetFunction)(&f, (CUkernel)f) != CUDA_SUCCESS)
+		return;
+	if (CU(cuFuncGetModule)(&mod, f) != CUDA_SUCCESS || !mod || done_has(mod))
+		return;
+	CUdeviceptr g = 0;
+	size_t sz = 0;
+	if (CU(cuModuleGetGlobal_v2)(&g, &sz, mod, GDEV_DEVRT_SYMBOL) == CUDA_SUCCESS && sz == 8) {
+		uint64_t a = st->dm[0] ? gx_devmaps__devrt(st->dm[0]) : st->safe;
+		if (CU(cuMemcpyHtoD_v2)(g, &a, 8) != CUDA_SUCCESS)
+			pr_warn("policy %s: cannot write %s of a module", pols[0].tag, GDEV_DEVRT_SYMBOL);
+		else
+			pr_debug("policy %s: %s written in context %u", pols[0].tag, GDEV_DEVRT_SYMBOL, st->idx);
+	}
+	if (nr_done < MAX_DONE)
+		done_mods[nr_done++] = mod;
+}
+
+static void log_launch(struct ctxst *st, const struct gx_launch_event *l, uint64_t t)
+{
+	uint64_t kid = l->name ? gx_kernel_id(l->name) : 0;
+	for (unsigned p = 0; l->name && p < nr_pols; p++) {
+		struct polst *ps = &pols[p];
+		bool seen = false;
+		for (unsigned i = 0; i < ps->nr_knames && !seen; i++)
+			seen = ps->knames[i] == kid;
+		if (seen || ps->nr_knames >= MAX_DONE)
+			continue;
+		ps->knames[ps->nr_knames++] = kid;
+		size_t n = strlen(l->name) + 1;
+		struct gx_tev_kname *k = calloc(1, sizeof(*k) + n);
+		if (k) {
+			k->h.type = GX_TEV_KNAME;
+			k->kernel_id = kid;
+			memcpy(k->name, l->name, n);
+			ev_put(ps, k, sizeof(*k) + n);
+			free(k);
+		}
+	}
+	struct gx_tev_launch ev = { .h.type = GX_TEV_LAUNCH, .host_ns = t, .kernel_id = kid, .ctx = st->idx,
+				    .seq = ++launch_seq };
+	memcpy(ev.grid, l->grid, sizeof(ev.grid));
+	memcpy(ev.block, l->block, sizeof(ev.block));
+	ev_put_all(&ev, sizeof(ev));
+}
+
+static CUresult on_event(struct gx_event *ev, void *cookie)
+{
+	(void)cookie;
+	CUcontext c = ev->ctx;
+	if (!c && CU(cuCtxGetCurrent)(&c) != CUDA_SUCCESS)
+		return CUDA_SUCCESS;
+	bool destroy = ev->kind == GX_EV_CTX_DESTROY;
+	if (destroy) /* drains and tears down: drain_lock first */
+		pthread_mutex_lock(&drain_lock);
+	pthread_mutex_lock(&rt_lock);
+	if (stopping) {
+		pthread_mutex_unlock(&rt_lock);
+		if (destroy)
+			pthread_mutex_unlock(&drain_lock);
+		return CUDA_SUCCESS;
+	}
+	if (ev->kind == GX_EV_MODULE_UNLOAD) {
+		/* A later module may get the same handle: forget what we wrote. */
+		nr_done = 0;
+		nr_seen = 0;
+		pthread_mutex_unlock(&rt_lock);
+		return CUDA_SUCCESS;
+	}
+	if (ev->kind == GX_EV_CTX_DESTROY) {
+		for (unsigned i = 0; i < nr_ctx; i++)
+			if (ctxs[i].ctx == c && !ctxs[i].failed) {
+				/* The context going away need not be this thread's
+				 * current one (another GPU's, a primary released from
+				 * elsewhere): work in it, then give the thread back its
+				 * own. */
+				CUcontext old = NULL;
+				bool other = CU(cuCtxGetCurrent)(&old) == CUDA_SUCCESS && old != c &&
+					     CU(cuCtxSetCurrent)(c) == CUDA_SUCCESS;
+				CU(cuCtxSynchronize)();
+				drain_ctx(&ctxs[i], true, evlogs());
+				drops_out(&ctxs[i]);
+				ev_write();
+				ctx_teardown(&ctxs[i], true);
+				ctxs[i].failed = 1; /* a new context at this address gets a new slot */
+				ctxs[i].ctx = NULL;
+				if (other)
+					CU(cuCtxSetCurrent)(old);
+			}
+		nr_done = 0; /* module and function handles of that context may be reused */
+		nr_seen = 0;
+		pthread_mutex_unlock(&rt_lock);
+		pthread_mutex_unlock(&drain_lock);
+		return CUDA_SUCCESS;
+	}
+	struct ctxst *st = ctx_get(c);
+	if (!st) {
+		for (unsigned i = 0; i < nr_ctx; i++)
+			if (ctxs[i].ctx == c && ctxs[i].safe && ev->kind == GX_EV_LAUNCH)
+				module_devrt(&ctxs[i], ev->launch.func, ev->launch.is_kernel);
+	} else {
+		CUfunction f = ev->kind == GX_EV_LAUNCH ? ev->launch.func : ev->graph.params.func;
+		bool is_kernel = ev->kind == GX_EV_LAUNCH ? ev->launch.is_kernel : false;
+		if (f)
+			module_devrt(st, f, is_kernel);
+		if (ev->kind == GX_EV_LAUNCH)
+			log_launch(st, &ev->launch, now_ns());
+	}
+	pthread_mutex_unlock(&rt_lock);
+	return CUDA_SUCCESS;
+}
+
+static void at_exit(void)
+{
+	pthread_mutex_lock(&rt_lock);
+	stopping = 1;
+	pthread_mutex_unlock(&rt_lock);
+	if (drainer_on)
+		pthread_join(drainer, NULL);
+	pthread_mutex_lock(&drain_lock);
+	pthread_mutex_lock(&rt_lock);
+	for (unsigned i = 0; i < nr_ctx; i++) {
+		struct ctxst *st = &ctxs[i];
+		if (st->failed || !st->dm[0])
+			continue;
+		if (CU(cuCtxSetCurrent)(st->ctx) == CUDA_SUCCESS)
+			CU(cuCtxSynchronize)();
+		drain_ctx(st, true, evlogs());
+		drops_out(st);
+	}
+	ev_write();
+	if (nr_prefetch)
+		pr_info("policy %s: %llu gdev_mem_prefetch requests seen", pols[0].tag, nr_prefetch);
+	for (unsigned p = 0; p < nr_pols; p++) {
+		if (pols[p].ev_fd >= 0)
+			close(pols[p].ev_fd);
+		pols[p].ev_fd = -1;
+	}
+	pthread_mutex_unlock(&rt_lock);
+	pthread_mutex_unlock(&drain_lock);
+}
+
+int gx_devrt_start(const struct gx_policy_desc *d, const char *const *tags, size_t n)
+{
+	if (!n || n > GX_PMERGE_MAX)
+		return -EINVAL;
+	char dir[512], path[700];
+	bool have_dir = gx_map_shm_dir(dir, sizeof(dir)) == 0;
+	if (have_dir)
+		mkdir(dir, 0700);
+	for (size_t i = 0; i < n; i++) {
+		struct polst *p = &pols[i];
+		p->pd = &d[i];
+		snprintf(p->tag, sizeof(p->tag), "%s", tags[i]);
+		gx_buf_init(&p->evlog);
+		p->ev_fd = -1;
+		if (have_dir) {
+			snprintf(path, sizeof(path), "%s/%d-%s.events", dir, (int)getpid(), p->tag);
+			p->ev_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		}
+		if (p->ev_fd < 0)
+			pr_warn("policy %s: cannot write the tool log in %s; records are lost", p->tag, dir);
+		struct gx_tev_proc pr = { .h.type = GX_TEV_PROC, .pid = (gdev_u32)getpid(), .start_ns = now_ns() };
+		snprintf(pr.tag, sizeof(pr.tag), "%s", p->tag);
+		ev_put(p, &pr, sizeof(pr));
+	}
+	nr_pols = (unsigned)n;
+	gx_attach_env->lock_register(&rt_lock, 15);
+	int id = gx_attach_env->subscribe(GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE) |
+					     GX_EV_MASK(GX_EV_CTX_DESTROY) | GX_EV_MASK(GX_EV_MODULE_UNLOAD),
+				     on_event, NULL);
+	if (id < 0)
+		return id;
+	atexit(at_exit);
+	return 0;
+}

@@ -1,0 +1,209 @@
+/* gx_attach.h — attach/'s one public header: device policies and tools
+ * attached to an application.
+ *
+ * The path of `gpuext-run --policy P --tool T`: the options become
+ * GPUEXT_POLICY / GPUEXT_TOOL → the shim, at its first module rewrite, calls
+ * gx_attach_rewrite_opts() → attach/ lists the objects, takes each one's
+ * verified PTX from the JIT cache or from libgxjit.so (devbpf's verifier and
+ * JIT, dlopened on a miss so the shim never links LLVM), joins several
+ * policies into one PTX text, starts their device runtime (maps, rings and
+ * tool logs per context: devrt.c) and fills the rewrite options → the
+ * rewriter (ptx-rewrite) links the code into the module. Nothing here calls
+ * back into the shim's entry points: the driver and the shim's services
+ * come in through struct gx_attach_host.
+ *
+ * Any failure is one "gpuext: policy NAME: ...; running without it" line;
+ * the application runs on without that policy. */
+#ifndef GX_ATTACH_H
+#define GX_ATTACH_H
+
+/* Every ABI variant of the driver's functions (cuMemAlloc_v2 ...). */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuext/gx_events.h"
+#include "gpuext/gx_hooks.h"
+#include "ptx-rewrite/gx_ptx.h"
+
+/* ---- a device policy ready to attach, and the cache that keeps it (pcache.c) ----
+ *
+ * Why: the machines that run GPU applications may lack LLVM (the JIT's
+ * dependency) and libbpf (the loader's), so the shim never opens a .bpf.o
+ * itself. Everything it needs — the verified programs' PTX, their hook
+ * bindings, the map specs with the initial bytes of global data — is a
+ * `struct gx_policy_desc`, produced by the JIT library (libgxjit.so, which
+ * loads, verifies and translates) and stored as one file per key:
+ *
+ *   $GPUEXT_CACHE_DIR (default $XDG_CACHE_HOME/gpuext, ~/.cache/gpuext)
+ *     /<fnv64 of the .bpf.o bytes>-<gpuext version>-j<JIT rev>-sm<NN>-ptx<VV>.gxpol
+ *
+ * An entry exists only for an object that passed the verifier, so a cache
+ * hit is as good as a fresh verify + JIT. The file is text: a manifest
+ * (one line per program and map), then the PTX. Written to a temporary name
+ * and renamed, so concurrent writers and readers never see half a file.
+ * No LLVM, no libbpf: linked into the shim, the CLI and libgxjit.so.
+ *
+ * gx_cache_dir() (common/gx_util.h) is the cache folder. */
+
+#define GX_PCACHE_FORMAT 1
+#define GX_PCACHE_PTXVER 80 /* the JIT emits PTX ISA 8.0 (+ptx80) */
+/* Bumped whenever the JIT's output for the same object changes (2:
+ * ctx->launch_id reads %gridid; 3: atomics in .global, red for non-fetch
+ * ones, array lookups without a division, release fence on ring commits),
+ * so older entries are never used. */
+#define GX_PCACHE_JITREV 3
+#define GX_POL_NAME_MAX 64
+
+struct gx_pol_prog {
+	char func[96];  /* .func name in the PTX */
+	unsigned hook;  /* one enum gdev_hook bit */
+	char glob[128]; /* kernel glob; "" = every kernel */
+};
+
+struct gx_pol_map {
+	char name[GX_POL_NAME_MAX]; /* "<object>.<map>" */
+	unsigned type, key_size, value_size, max_entries;
+	unsigned internal;          /* global data (.data/.rodata/.bss) */
+	unsigned char *init;        /* initial value bytes (global data) or NULL */
+	size_t init_len;
+};
+
+struct gx_policy_desc {
+	char name[GX_POL_NAME_MAX]; /* object name */
+	uint64_t hash;              /* fnv64 of the object bytes */
+	unsigned sm, ptxver;
+	char *ptx;                  /* NUL-terminated */
+	size_t ptx_len;
+	struct gx_pol_prog *progs;
+	size_t nr_progs;
+	struct gx_pol_map *maps;    /* in the object's map index order */
+	size_t nr_maps;
+};
+
+uint64_t gx_pcache_hash(const void *buf, size_t len);
+/* Full path of the entry for (hash, sm). */
+int gx_pcache_path(const char *dir, uint64_t hash, unsigned sm, char *out, size_t n);
+/* The PTX target the JIT uses for a device arch (LLVM 19 stops at sm_90). */
+unsigned gx_pcache_jit_sm(unsigned sm);
+
+/* Serialize / parse (the file format). Parse: 0 or -EINVAL with a reason in err. */
+char *gx_pdesc_serialize(const struct gx_policy_desc *d, size_t *len);
+int gx_pdesc_parse(const char *text, size_t len, struct gx_policy_desc *d, char *err, size_t err_sz);
+void gx_pdesc_free(struct gx_policy_desc *d);
+
+/* Look up: 0, -ENOENT (miss) or -EINVAL (corrupt entry: err says why). */
+int gx_pcache_load(const char *dir, uint64_t hash, unsigned sm, struct gx_policy_desc *d, char *err,
+		   size_t err_sz);
+/* Store (creates the folder, mode 0700). 0 or -errno. */
+int gx_pcache_store(const char *dir, const struct gx_policy_desc *d);
+
+/* ---- the JIT library's entry point (libgxjit.so; also linked into the CLI) ----
+ * Open `obj` (len bytes, named `name`), verify every program, JIT the device
+ * programs to PTX for `sm`, and describe the result. 0, or -errno with a
+ * one-line reason in err ("prog NAME insn N: reason" for rejections). */
+#define GX_JITLIB_SONAME "libgxjit.so"
+#define GX_JITLIB_SYM "gx_jitlib_build"
+/* A symbol of libgxjit.so (loaded on first use; see jitlib_open.c), or NULL
+ * with a one-line reason in err. */
+void *gx_jitlib_sym(const char *sym, char *err, size_t en);
+/* gx_jitlib_build() of libgxjit.so, loaded on first use: 0 or -errno with err set. */
+int gx_jitlib_build_lazy(const void *obj, size_t len, const char *name, unsigned sm,
+			 struct gx_policy_desc *d, char *err, size_t en);
+/* The name a policy goes by: its file name without folder and ".bpf.o". */
+void gx_policy_tag(const char *path, char *tag, size_t n);
+/* Read the object at `path` and build it for `sm` through libgxjit.so: 0,
+ * or -errno with "PATH: reason" in err. */
+int gx_policy_build_file(const char *path, unsigned sm, struct gx_policy_desc *d, char *err, size_t en);
+/* The same for another library of ours that links LLVM (gpuext-bpfjit.so). */
+void *gx_jitlib_sym_in(const char *soname, const char *sym, char *err, size_t en);
+typedef int (*gx_jitlib_build_fn)(const void *obj, size_t len, const char *name, unsigned sm,
+				  struct gx_policy_desc *out, char *err, size_t err_sz);
+int gx_jitlib_build(const void *obj, size_t len, const char *name, unsigned sm,
+		    struct gx_policy_desc *out, char *err, size_t err_sz);
+
+/* ---- several device policies in one process (pmerge.c) ----
+ *
+ * Each policy object is JIT'd (and cached) on its own, so two of them would
+ * clash in one module: same symbols, and one __gx_devrt for two map index
+ * spaces. The first policy is used as it is; every later one (k = 1..4) is
+ * relocated: its symbols renamed, its module header dropped, and its code
+ * made to reach its own struct gx_devrt through the first one's next[k - 1].
+ * The relocated PTX texts are appended to the first; the hook bindings of
+ * all policies, in order, make the trampolines call them one after another
+ * at every hook they share. */
+
+#define GX_PMERGE_MAX 5 /* device policies per process: 1 + GX_DEVRT_MAX_NEXT */
+
+/* Relocate d, the k-th policy (1 <= k < GX_PMERGE_MAX), in place (d->ptx and
+ * d->progs[].func change). 0, or -EINVAL / -ENOMEM with a one-line reason
+ * ("policy NAME: cannot run beside the others: ..."). */
+int gx_pdesc_relocate(struct gx_policy_desc *d, unsigned k, char *err, size_t en);
+
+/* What gx_ptx_rewrite needs for a set of policies: one PTX text, the
+ * bindings of every program in policy order, the union of their hooks. */
+struct gx_policy_set {
+	char *ptx;
+	size_t ptx_len;
+	struct gx_hook_binding *binds; /* point into the descriptions' progs */
+	size_t nr_binds;
+	unsigned hooks;
+};
+/* Relocate d[1..n-1] (in place) and join them after d[0]. The descriptions
+ * must outlive the set. 0 or -errno with a one-line reason. */
+int gx_pset_build(struct gx_policy_desc *d, size_t n, struct gx_policy_set *out, char *err, size_t en);
+/* The same without relocating: d[k] (k >= 1) already went through
+ * gx_pdesc_relocate(&d[k], k). */
+int gx_pset_join(const struct gx_policy_desc *d, size_t n, struct gx_policy_set *out);
+void gx_pset_free(struct gx_policy_set *s);
+
+/* ---- attaching in a process (policy.c, devrt.c) ---- */
+
+/* The driver functions the device runtime calls: the real driver's (never
+ * the shim's wrappers, which would rewrite the runtime's own module and
+ * raise events). */
+#define GX_ATTACH_CU_FUNCS(X)                                                          \
+	X(cuCtxGetCurrent) X(cuCtxGetDevice) X(cuCtxSetCurrent) X(cuCtxSynchronize)    \
+	X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDeviceGetCount) X(cuFuncGetModule)  \
+	X(cuGetErrorName) X(cuKernelGetFunction) X(cuLaunchKernel) X(cuMemAlloc_v2)    \
+	X(cuMemFreeHost) X(cuMemFree_v2) X(cuMemHostAlloc) X(cuMemHostGetDevicePointer_v2) \
+	X(cuMemHostRegister_v2) X(cuMemHostUnregister) X(cuMemcpyDtoHAsync_v2)         \
+	X(cuMemcpyHtoDAsync_v2) X(cuMemcpyHtoD_v2) X(cuMemsetD8Async)                  \
+	X(cuModuleGetFunction) X(cuModuleGetGlobal_v2) X(cuModuleLoadData)            \
+	X(cuModuleUnload) X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize)
+
+struct gx_attach_cu {
+#define GX_ATTACH_CU_MEMBER(name) __typeof__(&name) name;
+	GX_ATTACH_CU_FUNCS(GX_ATTACH_CU_MEMBER)
+#undef GX_ATTACH_CU_MEMBER
+};
+
+/* What the process gives attach/: configuration, the driver, the shim's
+ * services. Lives as long as the process. */
+struct gx_attach_host {
+	size_t sz;                  /* sizeof(struct gx_attach_host) */
+	const char *policy;         /* GPUEXT_POLICY: "obj.bpf.o[,knobs]:..." (host objects skipped) */
+	const char *tool;           /* GPUEXT_TOOL: "name,name" */
+	const char *self_dir;       /* folder of the shim: tools in ../share/gpuext/tools */
+	const struct gx_attach_cu *cu;
+	/* The device's arch as major*10+minor (90 for sm_90), 0 if unknown. */
+	unsigned (*dev_sm)(CUdevice dev);
+	/* gx_events_subscribe of the shim. */
+	int (*subscribe)(unsigned mask, gx_event_fn fn, void *cookie);
+	/* Is this object a host (struct_ops) policy? Those are not ours. */
+	bool (*is_host_policy)(const char *path);
+	/* A device policy asked for [addr, addr + len) to be prefetched. */
+	void (*device_prefetch)(CUcontext ctx, CUdevice dev, uint64_t addr, uint64_t len);
+	/* Register a lock so fork() holds it (order: outer locks lower). */
+	void (*lock_register)(pthread_mutex_t *m, int order);
+};
+
+/* Fill hooks, policy PTX and bindings for a module about to be rewritten.
+ * The first call latches `host` and loads the policies; a no-op when none
+ * is configured or every one failed. Thread-safe. */
+void gx_attach_rewrite_opts(const struct gx_attach_host *host, struct gx_ptx_rewrite_opts *opts);
+
+#endif

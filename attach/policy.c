@@ -1,0 +1,244 @@
+/* policy.c — which device policies run, and where their PTX comes from.
+ *
+ * At the first module rewrite after cuInit: the objects are every device
+ * object in GPUEXT_POLICY (colon-separated; host struct_ops objects there
+ * belong to hostpolicy.c) then every tool in GPUEXT_TOOL (comma-separated:
+ * $GPUEXT_TOOLS_DIR/NAME.bpf.o, else <shim dir>/../share/gpuext/tools/), at
+ * most GX_PMERGE_MAX, duplicates dropped. Each object's bytes are hashed;
+ * the JIT cache (gx_pcache.h) is looked up for (hash, version, JIT revision,
+ * device sm, PTX ISA); on a miss libgxjit.so ($GPUEXT_JITLIB, else next to
+ * the shim) is dlopen'ed — only then, so the shim itself never needs LLVM —
+ * to verify and JIT, and the result is stored for the next run. The
+ * policies are joined (gx_pmerge.h): every hook site calls them in that
+ * order. A policy that fails is one "gpuext: policy NAME: ...; running
+ * without it" line and the others still attach; with none left the
+ * application's modules are untouched. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attach/attach_priv.h"
+
+static pthread_mutex_t pol_lock = PTHREAD_MUTEX_INITIALIZER;
+static int pol_state; /* 0 unknown, 1 active, -1 off/failed */
+static struct gx_policy_desc pols[GX_PMERGE_MAX];
+static char tags[GX_PMERGE_MAX][GX_POL_NAME_MAX];
+static size_t nr_pols;
+static struct gx_policy_set pset;
+
+static const char *self_dir(char *buf, size_t n)
+{
+	Dl_info di;
+	if (!dladdr((void *)self_dir, &di) || !di.dli_fname)
+		return NULL;
+	snprintf(buf, n, "%s", di.dli_fname);
+	return dirname(buf);
+}
+
+struct obj {
+	char path[4096];
+	char tag[GX_POL_NAME_MAX];
+};
+
+
+static int add_obj(struct obj *o, size_t *n, const char *path, const char *tag)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp(o[i].path, path)) {
+			pr_warn("policy %s: listed twice; attached once", tag);
+			return 0;
+		}
+	if (*n == GX_PMERGE_MAX) {
+		pr_warn("policy %s: more than %d device policies; running without it", tag, GX_PMERGE_MAX);
+		return 0;
+	}
+	snprintf(o[*n].path, sizeof(o[*n].path), "%s", path);
+	snprintf(o[*n].tag, sizeof(o[*n].tag), "%s", tag);
+	(*n)++;
+	return 0;
+}
+
+/* The device policy objects, in order: GPUEXT_POLICY's, then the tools. */
+static size_t object_list(struct obj *o)
+{
+	size_t n = 0;
+	char path[4096], tag[GX_POL_NAME_MAX];
+	for (const char *p = gx_attach_env->policy; p && *p;) {
+		const char *c = strchr(p, ':');
+		size_t len = c ? (size_t)(c - p) : strlen(p);
+		/* "obj.bpf.o,opts" entries: the object is before the comma */
+		const char *k = memchr(p, ',', len);
+		snprintf(path, sizeof(path), "%.*s", (int)(k ? (size_t)(k - p) : len), p);
+		if (path[0] && !gx_attach_env->is_host_policy(path)) {
+			gx_policy_tag(path, tag, sizeof(tag));
+			add_obj(o, &n, path, tag);
+		}
+		p = c ? c + 1 : NULL;
+	}
+	const char *d = getenv("GPUEXT_TOOLS_DIR");
+	char sd[4096];
+	const char *base = d && *d ? d : self_dir(sd, sizeof(sd));
+	for (const char *t = gx_attach_env->tool; t && *t;) {
+		const char *c = strchr(t, ',');
+		size_t len = c ? (size_t)(c - t) : strlen(t);
+		snprintf(tag, sizeof(tag), "%.*s", (int)(len < sizeof(tag) ? len : sizeof(tag) - 1), t);
+		if (!tag[0]) {
+		} else if (strchr(tag, '/') || strchr(tag, '.')) {
+			pr_warn("policy: GPUEXT_TOOL=%s: not a tool name", tag);
+		} else if (!base) {
+			pr_warn("policy %s: cannot find the tools folder; running without it", tag);
+		} else {
+			if (d && *d)
+				snprintf(path, sizeof(path), "%s/%s.bpf.o", base, tag);
+			else
+				snprintf(path, sizeof(path), "%s/../share/gpuext/tools/%s.bpf.o", base, tag);
+			add_obj(o, &n, path, tag);
+		}
+		t = c ? c + 1 : NULL;
+	}
+	return n;
+}
+
+
+/* The arch the policy is JIT'd for: the lowest of all the process's
+ * devices, so the one build links into modules for any of them (PTX for an
+ * older arch JITs on a newer one; several GPUs of one arch, the usual host,
+ * change nothing). */
+static unsigned cur_sm(void)
+{
+	CUdevice d;
+	int n = 0;
+	unsigned lo = 0;
+	if (CU(cuDeviceGetCount)(&n) == CUDA_SUCCESS)
+		for (int i = 0; i < n; i++) {
+			unsigned s = CU(cuDeviceGet)(&d, i) == CUDA_SUCCESS ? gx_attach_env->dev_sm(d) : 0;
+			if (s && (!lo || s < lo))
+				lo = s;
+		}
+	if (lo)
+		return lo;
+	if (CU(cuCtxGetDevice)(&d) != CUDA_SUCCESS && CU(cuDeviceGet)(&d, 0) != CUDA_SUCCESS)
+		return 0;
+	return gx_attach_env->dev_sm(d);
+}
+
+static int jit_build(const char *buf, size_t len, const char *tag, unsigned sm, struct gx_policy_desc *d,
+		     char *err, size_t en)
+{
+	char why[400];
+	gx_jitlib_build_fn fn = (gx_jitlib_build_fn)gx_jitlib_sym(GX_JITLIB_SYM, why, sizeof(why));
+	if (!fn) {
+		int e = -errno;
+		snprintf(err, en, "not in the JIT cache and %s", why);
+		return e;
+	}
+	return fn(buf, len, tag, sm, d, err, en);
+}
+
+/* One object: its description from the cache or the JIT; 0 or -errno (logged). */
+static int desc_load(const struct obj *o, unsigned sm, const char *dir, bool have_dir, struct gx_policy_desc *d)
+{
+	char err[512] = "";
+	char *buf = NULL;
+	size_t len = 0;
+	int ret = gx_read_file(o->path, &buf, &len, 64u << 20);
+	if (ret) {
+		pr_warn("policy %s: cannot read %s: %s; running without it", o->tag, o->path, strerror(-ret));
+		return ret;
+	}
+	uint64_t h = gx_pcache_hash(buf, len);
+	ret = have_dir ? gx_pcache_load(dir, h, sm, d, err, sizeof(err)) : -ENOENT;
+	if (ret == -EINVAL)
+		pr_warn("policy %s: %s; JIT'ing again", o->tag, err);
+	if (!ret) {
+		pr_info("policy %s: from the JIT cache (%s, sm_%u)", o->tag, dir, sm);
+	} else {
+		err[0] = 0;
+		ret = jit_build(buf, len, o->tag, sm, d, err, sizeof(err));
+		if (!ret) {
+			pr_info("policy %s: verified and JIT'd for sm_%u", o->tag, sm);
+			if (have_dir && gx_pcache_store(dir, d))
+				pr_debug("policy %s: cannot write the JIT cache in %s", o->tag, dir);
+		}
+	}
+	free(buf);
+	if (ret)
+		pr_warn("policy %s: %s; running without it", o->tag, err[0] ? err : strerror(-ret));
+	return ret;
+}
+
+static void pol_load(void)
+{
+	struct obj objs[GX_PMERGE_MAX];
+	char dir[4096], err[512] = "";
+	size_t n = object_list(objs);
+	pol_state = -1;
+	if (!n)
+		return;
+	unsigned sm = cur_sm();
+	bool have_dir = gx_cache_dir(dir, sizeof(dir)) == 0;
+	for (size_t i = 0; i < n; i++) {
+		struct gx_policy_desc *d = &pols[nr_pols];
+		if (desc_load(&objs[i], sm, dir, have_dir, d))
+			continue;
+		/* the first is used as it is; later ones move beside it */
+		if (nr_pols && gx_pdesc_relocate(d, (unsigned)nr_pols, err, sizeof(err))) {
+			pr_warn("%s; running without it", err);
+			gx_pdesc_free(d);
+			continue;
+		}
+		snprintf(tags[nr_pols], sizeof(tags[0]), "%s", objs[i].tag);
+		nr_pols++;
+	}
+	if (nr_pols && gx_pset_join(pols, nr_pols, &pset)) {
+		pr_warn("policy %s: out of memory; running without it", tags[0]);
+		for (size_t k = 0; k < nr_pols; k++)
+			gx_pdesc_free(&pols[k]);
+		nr_pols = 0;
+	}
+	if (!nr_pols)
+		return;
+	const char *tp[GX_PMERGE_MAX];
+	for (size_t k = 0; k < nr_pols; k++)
+		tp[k] = tags[k];
+	if (gx_devrt_start(pols, tp, nr_pols)) {
+		pr_warn("policy %s: cannot start the runtime; running without it", tags[0]);
+		gx_pset_free(&pset);
+		for (size_t k = 0; k < nr_pols; k++)
+			gx_pdesc_free(&pols[k]);
+		nr_pols = 0;
+		return;
+	}
+	if (nr_pols > 1) {
+		char all[GX_PMERGE_MAX * (GX_POL_NAME_MAX + 2)] = "";
+		for (size_t k = 0; k < nr_pols; k++)
+			snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s%s", k ? ", " : "", tags[k]);
+		pr_info("policy: %zu device policies, called in this order at shared hooks: %s", nr_pols, all);
+	}
+	pol_state = 1;
+}
+
+const struct gx_attach_host *gx_attach_env;
+
+void gx_attach_rewrite_opts(const struct gx_attach_host *host, struct gx_ptx_rewrite_opts *opts)
+{
+	if (!host || (!host->policy && !host->tool))
+		return;
+	pthread_mutex_lock(&pol_lock);
+	if (!pol_state) {
+		gx_attach_env = host;
+		pol_load();
+	}
+	int st = pol_state;
+	pthread_mutex_unlock(&pol_lock);
+	if (st != 1 || gx_devrt_ctx_ready())
+		return;
+	opts->hooks |= pset.hooks;
+	opts->policy_ptx = pset.ptx;
+	opts->policy_len = pset.ptx_len;
+	opts->bindings = pset.binds;
+	opts->nr_bindings = pset.nr_binds;
+}

@@ -1,0 +1,35 @@
+/* gx_cu_check.h — CU(): a driver API call that must succeed (and CK(): a
+ * runtime API call, in nvcc-compiled code), for the GPU test programs and
+ * benchmarks in C and C++ (header only): on failure
+ * the file, line, call and error name go to stderr and the program exits 1,
+ * so the run's comparison with and without the shim fails loudly. */
+#ifndef GX_CU_CHECK_H
+#define GX_CU_CHECK_H
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define CU(x)                                                                              \
+	do {                                                                               \
+		CUresult r_ = (x);                                                         \
+		if (r_ != CUDA_SUCCESS) {                                                  \
+			const char *s_ = "?";                                              \
+			cuGetErrorName(r_, &s_);                                           \
+			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, s_);    \
+			exit(1);                                                           \
+		}                                                                          \
+	} while (0)
+
+#ifdef __CUDACC__
+#define CK(x)                                                                              \
+	do {                                                                               \
+		cudaError_t e_ = (x);                                                      \
+		if (e_ != cudaSuccess) {                                                   \
+			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,         \
+				cudaGetErrorString(e_));                                   \
+			exit(1);                                                           \
+		}                                                                          \
+	} while (0)
+#endif
+
+#endif

@@ -1,0 +1,61 @@
+/* attach.c — the shim's side of device-policy attachment (attach/): the
+ * real driver's functions and the shim's services, handed over as one
+ * table, so attach/ never calls into the shim's own entry points. Also the
+ * one place the shim reads a device's arch. */
+#include <pthread.h>
+
+#include "attach/gx_attach.h"
+#include "shim/gx_hostpolicy.h"
+#include "shim/gx_load.h"
+
+unsigned gx_dev_sm(CUdevice d)
+{
+	int maj = 0, min = 0;
+	if (REAL(cuDeviceGetAttribute)(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) != CUDA_SUCCESS ||
+	    REAL(cuDeviceGetAttribute)(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) != CUDA_SUCCESS ||
+	    maj <= 0)
+		return 0;
+	return (unsigned)(maj * 10 + min);
+}
+
+static struct gx_attach_cu cu;
+static struct gx_attach_host host;
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+static bool host_ok;
+
+static void host_setup(void)
+{
+	const char *missing = NULL;
+#define GX_FILL(name)                                                                  \
+	if (!(cu.name = (__typeof__(cu.name))gx_real_sym(GX_SYM_##name)) && !missing) \
+		missing = #name;
+	GX_ATTACH_CU_FUNCS(GX_FILL)
+#undef GX_FILL
+	if (missing) {
+		pr_warn("policy: the driver at %s has no %s; running without device policies", gx_real_path(),
+			missing);
+		return;
+	}
+	host = (struct gx_attach_host){
+		.sz = sizeof(host),
+		.policy = gx_config.policy,
+		.tool = gx_config.tool,
+		.cu = &cu,
+		.dev_sm = gx_dev_sm,
+		.subscribe = gx_events_subscribe,
+		.is_host_policy = gx_hostpolicy_is_struct_ops,
+		.device_prefetch = gx_hostpolicy_device_prefetch,
+		.lock_register = gx_lock_register,
+	};
+	host_ok = true;
+}
+
+void gx_attach_opts(struct gx_ptx_rewrite_opts *opts)
+{
+	gx_config_load();
+	if ((!gx_config.policy && !gx_config.tool) || gx_config.disabled)
+		return;
+	pthread_once(&host_once, host_setup);
+	if (host_ok)
+		gx_attach_rewrite_opts(&host, opts);
+}

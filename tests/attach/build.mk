@@ -1,0 +1,17 @@
+# tests/attach: the policy description and its cache, and the shim's attach
+# path end to end against the fake driver with device memory (fakedev.c).
+T_ATT := $(BUILD)/tests/attach
+$(T_ATT)/test_pcache: $(call objs,tests/attach/test_pcache.c) $(ATTACH_LIB) $(COMMON_LIB)
+	$(link)
+
+# The shim's fake driver plus fakedev.c (device memory semantics).
+ATTACH_FAKE := $(T_ATT)/fakecuda/libcuda.so.1
+$(ATTACH_FAKE): tests/shim/fakecuda/fake.c $(BUILD)/gen/fakecuda/fake_gen.c tests/attach/fakedev.c
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Wno-unused-parameter -shared -o $@ -Wl,-soname,libcuda.so.1 $^ -ldl -lpthread
+$(T_ATT)/attach_app: $(call objs,tests/attach/attach_app.c) $(COMMON_LIB)
+	$(call link,-L$(STUB_LDIR) -lcuda -ldl)
+
+TEST_BINS += $(T_ATT)/test_pcache $(ATTACH_FAKE) $(T_ATT)/attach_app
+TESTS     += $(T_ATT)/test_pcache tests/attach/test_attach.sh tests/attach/test_attach_cache.sh

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The shim's policy attach path against the fake driver (with fakedev.c's
+# memory semantics): JIT cache miss + JIT, cache hit, miss without the JIT
+# library (one clear line, the app runs on), no policy; __gx_devrt written,
+# printk drained to stderr, map shards flushed at exit and reported by
+# `gpuext tools report` (text, JSON and trace validated).
+set -u
+B=${BUILD:-build}
+B=$(cd "$B" && pwd)
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+FAKE=$B/tests/attach/fakecuda/libcuda.so.1
+APP=$B/tests/attach/attach_app
+PTX=tests/ptx-rewrite/golden-passes/vadd.ptx
+K=$(sed -n 's/.*\.entry \([A-Za-z0-9_]*\).*/\1/p' $PTX | head -1)
+run() { # name, then env assignments
+	local name=$1; shift
+	env -u GPUEXT_TOOL -u GPUEXT_POLICY LD_LIBRARY_PATH=$B/lib GPUEXT_REAL_LIBCUDA=$FAKE GPUEXT_LOG=info \
+		GPUEXT_TOOLS_DIR=$B/share/gpuext/tools GPUEXT_FLUSH_MS=10 "$@" \
+		timeout 60 $APP $PTX $K ${MODE:-policy} >$T/$name.out 2>$T/$name.err
+	echo $? >$T/$name.rc
+	cat $T/$name.out
+}
+check() { if eval "$2"; then echo "ok - attach: $1"; else echo "not ok - attach: $1"; sed 's/^/#  /' $T/$3.err | tail -8; fi; }
+
+mkdir -p $T/cache $T/shm1 $T/shm2 $T/shm3
+run miss GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm1
+check "miss: JIT'd through libgxjit.so" "grep -q \"policy threadhist: verified and JIT'd\" $T/miss.err" miss
+check "miss: module rewritten with hooks" "grep -q 'rewritten ([1-9][0-9]* hooks)' $T/miss.err" miss
+check "miss: cache entry written" "ls $T/cache/*.gxpol >/dev/null 2>&1" miss
+check "miss: printk drained to stderr" "grep -q '^gpuext: hello from block 7' $T/miss.err" miss
+check "miss: app exit 0" "[ \$(cat $T/miss.rc) = 0 ]" miss
+$B/bin/gpuext tools report threadhist --dir $T/shm1 >$T/th.txt 2>&1
+check "report: SM 0 row (the fake has one SM) has 2 blocks, 4 warps, 128 threads" "grep -Eq '^ +0 +2 +4 +128 ' $T/th.txt" miss
+$B/bin/gpuext --json tools report threadhist --dir $T/shm1 --trace $T/th.trace.json >$T/th.json 2>&1
+check "report: JSON is valid" "python3 -m json.tool $T/th.json >/dev/null" miss
+check "report: JSON totals" "python3 -c 'import json,sys; d=json.load(open(\"$T/th.json\")); sys.exit(0 if d[\"total\"]==dict(blocks=2,warps=4,threads=128) else 1)'" miss
+check "report: trace is valid JSON" "python3 -m json.tool $T/th.trace.json >/dev/null" miss
+check "tool log and map files in the run folder" "ls $T/shm1/*-threadhist.events $T/shm1/*-threadhist?th_counts >/dev/null" miss
+
+run hit GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm2 GPUEXT_JITLIB=/nonexistent/libgxjit.so
+check "hit: from the JIT cache, no JIT library needed" "grep -q 'policy threadhist: from the JIT cache' $T/hit.err" hit
+check "hit: app exit 0" "[ \$(cat $T/hit.rc) = 0 ]" hit
+
+MODE=none run nojit GPUEXT_TOOL=launchlate GPUEXT_CACHE_DIR=$T/empty GPUEXT_SHM_DIR=$T/shm3 GPUEXT_JITLIB=/nonexistent/libgxjit.so
+check "miss without JIT library: one clear line" "[ \$(grep -c 'policy launchlate: not in the JIT cache and the JIT library cannot be loaded' $T/nojit.err) = 1 ]" nojit
+check "miss without JIT library: runs without the policy" "grep -q 'running without it' $T/nojit.err && [ \$(cat $T/nojit.rc) = 0 ]" nojit
+
+MODE=none run nopol GPUEXT_SHM_DIR=$T/shm3
+check "no policy: nothing attached" "! grep -q 'policy' $T/nopol.err && [ \$(cat $T/nopol.rc) = 0 ]" nopol
+
+MODE=none run badtool GPUEXT_TOOL=nosuchtool GPUEXT_SHM_DIR=$T/shm3
+check "unknown tool: one line, app runs" "grep -q 'policy nosuchtool: cannot read' $T/badtool.err && [ \$(cat $T/badtool.rc) = 0 ]" badtool
+
+# gpuext-run --tool: fork, wait, report; exit status of the command.
+out=$(env LD_LIBRARY_PATH= GPUEXT_REAL_LIBCUDA=$FAKE GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm4 \
+	GPUEXT_TOOLS_DIR=$B/share/gpuext/tools GPUEXT_FLUSH_MS=10 timeout 60 \
+	$B/bin/gpuext-run --tool threadhist -- $APP $PTX $K policy 2>&1)
+rc=$?
+if [[ $rc == 0 && $out == *"threadhist: "*" 2 blocks, 4 warps, 128 threads"* ]]; then
+	echo "ok - attach: gpuext-run --tool threadhist prints the report"
+else
+	echo "not ok - attach: gpuext-run --tool threadhist prints the report (rc $rc)"; echo "$out" | tail -5 | sed 's/^/#  /'
+fi
+[ -z "$(ls $T/shm4 2>/dev/null)" ] && echo "ok - attach: gpuext-run removes its run folder" \
+	|| echo "not ok - attach: gpuext-run removes its run folder"
+out=$(env GPUEXT_REAL_LIBCUDA=$FAKE GPUEXT_SHM_DIR=$T/shm4 timeout 30 $B/bin/gpuext-run --tool threadhist -- sh -c 'exit 3' 2>&1)
+[ $? = 3 ] && echo "ok - attach: gpuext-run --tool keeps the command's exit status" \
+	|| echo "not ok - attach: gpuext-run --tool keeps the command's exit status"
+# A full /dev/shm (a 4 KiB tmpfs, filled; mounted when we may): the map files
+# and the tool log cannot be written. Each says so in one line and the app
+# runs on (a sparse map file used to raise SIGBUS on its first store).
+mkdir -p $T/full
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=4k tmpfs $T/full 2>/dev/null; then
+	head -c 4096 /dev/zero >$T/full/filler 2>/dev/null
+	run full GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/full
+	check "full shm folder: the app exits 0 (no SIGBUS)" "[ \$(cat $T/full.rc) = 0 ]" full
+	check "full shm folder: the map stays private, one line with the reason" \
+		"grep -q 'map threadhist.th_counts: no shared-memory copy (No space left on device)' $T/full.err" full
+	check "full shm folder: one line says tool-log records are lost and why" \
+		"[ \$(grep -c 'writing its tool log failed (No space left on device)' $T/full.err) = 1 ]" full
+	umount $T/full
+else
+	echo "ok - attach: full tool-log folder # SKIP needs root to mount a tmpfs"
+fi

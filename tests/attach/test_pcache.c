@@ -1,0 +1,104 @@
+/* test_pcache.c — the policy cache file format and keys (gx_pcache.h):
+ * round trip, key mismatch, corrupt and truncated entries give -EINVAL with
+ * a line number, a miss gives -ENOENT; relocation of a second policy
+ * (gx_pmerge.h): symbols renamed, header dropped, __gx_devrt loads chained
+ * through next[], any other use of __gx_devrt refused. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "attach/gx_attach.h"
+#include "common/gx_util.h"
+#include "tests/gx_test.h"
+
+int main(void)
+{
+	char dir[] = "/tmp/gx-pcache-XXXXXX", err[256], path[512];
+	if (!mkdtemp(dir))
+		return 1;
+	unsigned char init[4] = { 1, 2, 0xab, 0 };
+	struct gx_pol_prog pr = { "gxp_t", 2, "vec*" };
+	struct gx_pol_map mp = { "t.cfg", 2, 4, 8, 4, 1, init, 4 };
+	struct gx_policy_desc d = { .hash = 0x1234, .sm = 90, .ptxver = 80, .ptx = (char *)"// ptx\n",
+				    .ptx_len = 7, .progs = &pr, .nr_progs = 1, .maps = &mp, .nr_maps = 1 };
+	snprintf(d.name, sizeof(d.name), "t");
+	GX_CHECK(gx_pcache_store(dir, &d) == 0, "pcache: store");
+	struct gx_policy_desc e;
+	GX_CHECK(gx_pcache_load(dir, 0x1234, 90, &e, err, sizeof(err)) == 0, "pcache: load hit");
+	GX_CHECK(e.nr_progs == 1 && !strcmp(e.progs[0].func, "gxp_t") && e.progs[0].hook == 2 &&
+			 !strcmp(e.progs[0].glob, "vec*"),
+		 "pcache: program round trip");
+	GX_CHECK(e.nr_maps == 1 && e.maps[0].init_len == 4 && !memcmp(e.maps[0].init, init, 4) &&
+			 e.maps[0].internal == 1 && e.maps[0].max_entries == 4,
+		 "pcache: map round trip with initial bytes");
+	GX_CHECK(e.ptx_len == 7 && !strcmp(e.ptx, "// ptx\n"), "pcache: PTX round trip");
+	gx_pdesc_free(&e);
+	GX_CHECK(gx_pcache_load(dir, 0x1235, 90, &e, err, sizeof(err)) == -ENOENT, "pcache: other hash is a miss");
+	GX_CHECK(gx_pcache_load(dir, 0x1234, 80, &e, err, sizeof(err)) == -ENOENT, "pcache: other sm is a miss");
+	/* Corrupt: truncate the PTX. */
+	gx_pcache_path(dir, 0x1234, 90, path, sizeof(path));
+	GX_CHECK(truncate(path, 100) == 0 || 1, "pcache: truncate");
+	char *buf;
+	size_t len;
+	gx_read_file(path, &buf, &len, 0);
+	int r = gx_pdesc_parse(buf, len, &e, err, sizeof(err));
+	GX_CHECK(r == -EINVAL && strstr(err, "line"), "pcache: truncated entry rejected (%s)", err);
+	free(buf);
+	const char *bad = "gxpol 1\nname x\nprog f 3 -\nptx 0\n";
+	r = gx_pdesc_parse(bad, strlen(bad), &e, err, sizeof(err));
+	GX_CHECK(r == -EINVAL && strstr(err, "line 3"), "pcache: two hook bits rejected (%s)", err);
+	bad = "gxpol 2\n";
+	r = gx_pdesc_parse(bad, strlen(bad), &e, err, sizeof(err));
+	GX_CHECK(r == -EINVAL && strstr(err, "format"), "pcache: other format version rejected (%s)", err);
+	bad = "gxpol 1\nname x\nmap m 2 4 8 1 1 zz\nprog f 1 -\nptx 0\n";
+	r = gx_pdesc_parse(bad, strlen(bad), &e, err, sizeof(err));
+	GX_CHECK(r == -EINVAL, "pcache: bad hex rejected (%s)", err);
+	setenv("GPUEXT_CACHE_DIR", "/x/y", 1);
+	GX_CHECK(gx_cache_dir(path, sizeof(path)) == 0 && !strcmp(path, "/x/y"), "pcache: GPUEXT_CACHE_DIR");
+	unsetenv("GPUEXT_CACHE_DIR");
+	setenv("XDG_CACHE_HOME", "/c", 1);
+	GX_CHECK(gx_cache_dir(path, sizeof(path)) == 0 && !strcmp(path, "/c/gpuext"), "pcache: XDG_CACHE_HOME");
+	GX_CHECK(gx_pcache_jit_sm(100) == 90 && gx_pcache_jit_sm(80) == 80, "pcache: JIT target arch");
+	/* relocation of a second policy */
+	static const char ptx2[] =
+		"//\n.version 8.0\n.target sm_90\n.address_size 64\n\n"
+		".extern .global .align 8 .u64 __gx_devrt;\n"
+		".global .align 4 .b8 tbl[8];\n"
+		".func (.param .b32 r) helper(.param .b64 a);\n"
+		".visible .func  (.param .b32 func_retval0) gxp_t(\n\t.param .b64 gxp_t_param_0\n)\n{\n"
+		"\t.reg .b64 %rd<4>;\n\tld.global.u64 \t%rd1, [__gx_devrt];\n\tld.u64 %rd2, [tbl];\n"
+		"$L__BB0_1:\n\tcall.uni (r), helper, (a); // gxp_t\n\tret;\n}\n";
+	struct gx_pol_prog pr2 = { "gxp_t", 1, "" };
+	struct gx_policy_desc d2 = { .progs = &pr2, .nr_progs = 1 };
+	snprintf(d2.name, sizeof(d2.name), "two");
+	d2.ptx = strdup(ptx2);
+	d2.ptx_len = strlen(ptx2);
+	r = gx_pdesc_relocate(&d2, 2, err, sizeof(err));
+	GX_CHECK(r == 0, "pmerge: second policy relocated (%s)", r ? err : "ok");
+	GX_CHECK(!r && !strcmp(pr2.func, "gxp_t__p2") && strstr(d2.ptx, ") gxp_t__p2(") && strstr(d2.ptx, "[tbl__p2]") &&
+			 strstr(d2.ptx, ".b8 tbl__p2[8]") && strstr(d2.ptx, "helper__p2, (a)") &&
+			 strstr(d2.ptx, ") helper__p2(.param") && strstr(d2.ptx, "// gxp_t\n"),
+		 "pmerge: module-scope symbols renamed, comments and labels kept");
+	GX_CHECK(!r && !strstr(d2.ptx, ".version") && !strstr(d2.ptx, ".extern") && strstr(d2.ptx, "$L__BB0_1:") &&
+			 strstr(d2.ptx, "[__gx_devrt];\n\tld.global.u64 \t%rd1, [%rd1+40];"),
+		 "pmerge: header dropped, __gx_devrt chained through next[1]");
+	free(d2.ptx);
+	static const char bad2[] = ".extern .global .align 8 .u64 __gx_devrt;\n.func f()\n{\n\tmov.u64 %rd1, __gx_devrt;\n}\n";
+	snprintf(pr2.func, sizeof(pr2.func), "f");
+	d2.ptx = strdup(bad2);
+	d2.ptx_len = strlen(bad2);
+	r = gx_pdesc_relocate(&d2, 1, err, sizeof(err));
+	GX_CHECK(r == -EINVAL && strstr(err, "policy two: cannot run beside the others: PTX line 4"),
+		 "pmerge: other uses of __gx_devrt refused (%s)", err);
+	free(d2.ptx);
+	d2.ptx = strdup(ptx2);
+	d2.ptx_len = strlen(ptx2);
+	r = gx_pdesc_relocate(&d2, 5, err, sizeof(err));
+	GX_CHECK(r == -EINVAL && strstr(err, "at most 5"), "pmerge: a sixth policy refused (%s)", err);
+	free(d2.ptx);
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	GX_CHECK(system(cmd) == 0, "pcache: cleanup");
+	return gx_test_done();
+}

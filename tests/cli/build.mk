@@ -1,0 +1,2 @@
+# tests/cli: the gpuext command's own behaviour (flags, errors, --json).
+TESTS += tests/cli/test_cli.sh

@@ -1,0 +1,24 @@
+# tests/gpu: what the GPU run (tests/gpu/run.sh, on the H200) needs built
+# here. `make gpu-prep` before carrying build/: the JIT cache for a machine
+# without LLVM, the native back end's libraries packed, the GPU programs.
+GPU_CACHE         := $(BUILD)/cache
+GPU_PREP_POLICIES := $(HB_DEVPF)
+
+# GPU test programs (nvcc 13 here; static cudart runs on the H200).
+$(BUILD)/tests/gpu/tools_kern: tests/gpu/tools_kern.cu
+$(BUILD)/tests/gpu/tool_bench: bench/tool_bench.cu
+$(BUILD)/tests/gpu/tools_kern $(BUILD)/tests/gpu/tool_bench:
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(NVCC) -O2 -arch=sm_90 -gencode arch=compute_90,code=compute_90 -o $@ $<
+
+.PHONY: gpu-prep gpu-jitlibs
+gpu-prep: all $(BUILD)/tests/gpu/tools_kern $(BUILD)/tests/gpu/tool_bench $(GPU_PREP_POLICIES) gpu-jitlibs
+	$(Q)rm -rf $(GPU_CACHE) && mkdir -p $(GPU_CACHE)
+	$(Q)$(GPUEXT_BIN) tools prepare --cache-dir $(GPU_CACHE) --sm 90
+	$(Q)$(GPUEXT_BIN) tools prepare --cache-dir $(GPU_CACHE) --sm 90 $(GPU_PREP_POLICIES)
+
+# The libraries of the native back end the GPU machine lacks, packed for the
+# native check of tests/gpu/hostpolicy.sh (scripts/pack-jit-libs.sh).
+gpu-jitlibs: $(JITSO)
+	$(Q)GX_JITLIB=$(JITSO) scripts/pack-jit-libs.sh $(BUILD)/share/jitlibs

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# Hook sites and handlers (ptx-rewrite/pass_site.c, pass_inline.c) through the
+# CLI, on tests/ptx-rewrite/golden-passes/vadd.ptx (sm_90: elect.sync) and edge.ptx:
+#  - built-in handlers: elide leaves no site, call/probe/probe-call have the
+#    shapes they promise;
+#  - policies (tests/ptx-rewrite/sites/): one reading two context fields and the
+#    devbpf JIT's own tool programs are inlined (no call, only the words they
+#    read are computed); one whose context pointer escapes into a helper is
+#    called with every word stored in the thread's own .local context;
+#  - divergence safety: no hook site of entry/exit/mem/fence uses a context
+#    shared between lanes (no __gx_ctxbuf, no global context slot), so two
+#    lane groups of a warp cannot overwrite each other's context;
+#  - every output is accepted by ptxas.
+set -u
+BUILD=${BUILD:-build}
+PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
+G=$BUILD/bin/gpuext
+S=tests/ptx-rewrite/sites
+W=$BUILD/ptx-sites
+APP=tests/ptx-rewrite/golden-passes/vadd.ptx
+mkdir -p "$W"
+
+ok() { echo "ok - sites: $*"; }
+nok() { echo "not ok - sites: $*"; }
+check() { # NAME COMMAND...
+	local n=$1
+	shift
+	if "$@" >/dev/null 2>&1; then ok "$n"; else nok "$n"; fi
+}
+count() { grep -c -- "$1" "$2"; }
+[ -x "$G" ] || { nok "$G not built"; exit 1; }
+
+# rw NAME ARGS...: rewrite APP (or --app FILE) into $W/NAME.ptx, log in NAME.log
+rw() {
+	local n=$1 app=$APP
+	shift
+	if [ "$1" = --app ]; then app=$2; shift 2; fi
+	if ! $G ptx rewrite "$@" "$app" -o "$W/$n.ptx" 2>"$W/$n.log"; then
+		nok "$n: rewrite failed: $(tail -1 "$W/$n.log")"
+		return 1
+	fi
+	if "$PTXAS" -arch=sm_90 -v "$W/$n.ptx" -o /dev/null >"$W/$n.v" 2>&1; then
+		ok "$n: ptxas sm_90"
+	else
+		nok "$n: ptxas: $(grep -m1 -i error "$W/$n.v")"
+		return 1
+	fi
+}
+no_shared_ctx() { # NAME: no per-warp context slot anywhere
+	if grep -q '__gx_ctxbuf\|__gx_tramp' "$W/$1.ptx"; then
+		nok "$1: a site uses a context shared by the warp"
+	else
+		ok "$1: no context shared between lane groups"
+	fi
+}
+
+# entry_prefix NAME: the opcodes of the first kernel's statements before its
+# first site (`{` at the body's level), one per line.
+entry_prefix() {
+	awk '/^\.visible \.entry/{e=1} e&&/^{/{b=1;next} b&&/^\t\{/{exit} b&&/^\t[a-z@]/{split($1,a,".");print a[1]}' "$W/$1.ptx"
+}
+
+# Built-in handlers.
+if rw elide --hooks all; then
+	check "elide: no site code" test "$(count activemask "$W/elide.ptx")" = 0
+	check "elide: logged" grep -q 'sites of the empty built-in handler compiled away' "$W/elide.log"
+fi
+if rw call --hooks entry,exit --stubs call; then
+	check "call: elect.sync and a call per site" \
+		test "$(count 'elect.sync' "$W/call.ptx")" = 2 -a "$(count 'call.*__gx_stub_' "$W/call.ptx")" = 2
+	check "call: no trampoline" test "$(count '__gx_tramp' "$W/call.ptx")" = 0
+	check "call: a called entry handler is the kernel's first statement" test -z "$(entry_prefix call)"
+	no_shared_ctx call
+fi
+if rw probe --hooks all --stubs probe; then
+	check "probe: inlined (no call)" test "$(count 'call' "$W/probe.ptx")" = 0
+	check "probe: reads the special registers" grep -q '%smid' "$W/probe.ptx"
+	check "probe: the probe's own store is not hooked" \
+		test "$(count 'mov.b64	%__gx_a, %rd' "$W/probe.ptx")" = 3
+	no_shared_ctx probe
+fi
+if rw probe-call --hooks all --stubs probe-call; then
+	# called through a clone taking the words it reads as parameters: no
+	# .local context (words 0-28: 29 parameters, 29 st.param per site)
+	nsites=$(count 'call.*__gx_hw[0-9]*,' "$W/probe-call.ptx")
+	check "probe-call: called through its word-parameter clone at every site ($nsites)" \
+		test "$nsites" -gt 0 -a "$(count 'call.*__gx_probe,' "$W/probe-call.ptx")" = 0
+	check "probe-call: no .local context" test "$(count '__gx_lctx' "$W/probe-call.ptx")" = 0
+	check "probe-call: one clone, 29 word parameters read" \
+		test "$(count '^\.func .* __gx_hw' "$W/probe-call.ptx")" = 1 -a \
+		"$(count 'ld.param.b32	%__gx_w' "$W/probe-call.ptx")" = 29
+	check "probe-call: every word it reads passed (29 per site)" \
+		test "$(count 'st.param.b32	\[__gx_cw' "$W/probe-call.ptx")" = "$((29 * nsites))"
+	no_shared_ctx probe-call
+fi
+rw edge-probe --app tests/ptx-rewrite/golden-passes/edge.ptx --hooks all --stubs probe &&
+	no_shared_ctx edge-probe
+rw edge-call --app tests/ptx-rewrite/golden-passes/edge.ptx --hooks all --persistent --stubs probe-call
+
+# A policy reading `hook` and `smid`: inlined, only those words computed.
+if rw ctx --policy-ptx $S/ctx_policy.ptx --bind entry:gx_bench_ctx --bind exit:gx_bench_ctx; then
+	check "ctx policy: inlined" test "$(count 'call' "$W/ctx.ptx")" = 0
+	check "ctx policy: only the words it reads (hook, smid) are computed" \
+		test "$(grep -o '%__gx_w[0-9][0-9]*' "$W/ctx.ptx" | sort -u | tr '\n' ' ')" = "%__gx_w11 %__gx_w24 "
+	check "ctx policy: its effect is kept" test "$(count 'red.global.add.u32	\[%__gx_h' "$W/ctx.ptx")" = 2
+	check "ctx policy (every warp runs it): inlined entry site after the kernel's parameter and special-register reads (4 ld.param, 3 mov), before its arithmetic" \
+		test "$(entry_prefix ctx | tr '\n' ' ')" = "ld ld ld ld mov mov mov "
+	no_shared_ctx ctx
+fi
+if GX_PTX_ENTRY_TOP=1 rw ctx-top --policy-ptx $S/ctx_policy.ptx --bind entry:gx_bench_ctx; then
+	check "ctx policy, GX_PTX_ENTRY_TOP=1: entry site first" test -z "$(entry_prefix ctx-top)"
+fi
+# Early exits on warp-uniform words run before the election as uniform
+# branches; a test of the leader's own thread index does not.
+if rw uni --policy-ptx $S/uniform_policy.ptx --bind entry:gx_uni --bind exit:gx_uni; then
+	check "uniform tests: both early exits of each site before its election (2 sites x 2)" \
+		test "$(awk '/bra.uni\t\$__gx_L[ho]/{n++} /elect.sync/{print n; n=0}' "$W/uni.ptx" | tr '\n' ' ')" = "2 2 "
+	check "uniform tests: no ctaid/warpid test after an election is lost (body keeps its own)" \
+		test "$(count 'setp.ne.s32	%__gx_h_p2, %__gx_w25, 0' "$W/uni.ptx")" = 4
+	# words computed as the tests need them: the block test (%ctaid.x)
+	# leaves before the warp test's %tid reads, at each of the 2 sites
+	check "uniform tests: words read lazily (ctaid.x, exit, then the tid words, exit)" \
+		test "$(awk '/mov.u32\t%__gx_w12, %ctaid.x;/{printf "c"} /mov.u32\t%__gx_w18, %tid.x;/{printf "t"} /bra.uni\t\$__gx_L[ho]/{printf "x"} /elect.sync/{printf " "}' "$W/uni.ptx")" = "cxtx cxtx "
+fi
+# Reconvergence: the lanes that reached the election wait for the leader
+# after an entry (or memory) site; uniform exits and guarded-off lanes go
+# past the barrier; exit sites have none (the lanes leave the kernel).
+if [ -f "$W/uni.ptx" ]; then
+	check "reconvergence: bar.warp.sync on the election mask after the entry site's end, uniform exits past it" \
+		test "$(awk '/^\$__gx_Lh[0-9]*:/{h=1; next} h && /bar.warp.sync\t%__gx_m;/{b++} {h=0} /^\$__gx_Lo[0-9]*:/{o++} END{print b+0, o+0}' "$W/uni.ptx")" = "1 1"
+fi
+if GX_PTX_RECONVERGE=0 rw uni-norc --policy-ptx $S/uniform_policy.ptx --bind entry:gx_uni --bind exit:gx_uni; then
+	check "reconvergence: GX_PTX_RECONVERGE=0 leaves the barrier out" test "$(count 'bar.warp.sync' "$W/uni-norc.ptx")" = 0
+fi
+# A handler that sends most warps away first (uniform early exit): its
+# entry site follows the kernel's whole prologue (arithmetic and bounds test
+# included), which the handler's path re-executes before END.
+if rw uni-entry --policy-ptx $S/uniform_policy.ptx --bind entry:gx_uni; then
+	check "uniform entry handler: the site follows the kernel's prologue (up to its first branch)" \
+		test "$(entry_prefix uni-entry | tr '\n' ' ')" = "ld ld ld ld mov mov mov mad setp "
+	check "uniform entry handler: its path re-executes the prologue after the handler, before END" \
+		test "$(awk '/^\$__gx_Lr[0-9]*:/{r=1;next} r&&/^\$__gx_Lh[0-9]*:/{print n; exit} r&&/^\t\t[a-z]/{split($1,a,"."); n=n a[1] " "}' "$W/uni-entry.ptx")" = "ld ld ld ld mov mov mov mad setp "
+fi
+# A volatile special register (a clock: a second read would differ) ends the
+# prologue the site may be moved past.
+sed 's/mov.u32 \t%r4, %ntid.x;/mov.u32 \t%r4, %clock;/' "$APP" >"$W/clock-app.ptx"
+if grep -q '%clock' "$W/clock-app.ptx" && rw clock --app "$W/clock-app.ptx" --policy-ptx $S/uniform_policy.ptx --bind entry:gx_uni; then
+	check "uniform entry handler: a %clock read ends the prologue (site before it)" \
+		test "$(entry_prefix clock | tr '\n' ' ')" = "ld ld ld ld mov "
+fi
+if rw lane --policy-ptx $S/uniform_policy.ptx --bind entry:gx_lane; then
+	check "lane-varying test (tid_x): stays after the election" \
+		test "$(count 'bra.uni	\$__gx_L[ho]' "$W/lane.ptx")" = 0
+fi
+# A policy passing the context to a helper: called, every word in .local.
+if rw escape --policy-ptx $S/escape_policy.ptx --bind mem:gx_div; then
+	check "escaping policy: called" test "$(count 'call.*__gx_p_gx_div,' "$W/escape.ptx")" = 3
+	check "escaping policy: context in .local, all words (7 x v4 + 1 x v2 per site)" \
+		test "$(count 'st.local.v4.u32' "$W/escape.ptx")" = 21 -a "$(count 'st.local.v2.u32' "$W/escape.ptx")" = 3
+	check "escaping policy: logged" grep -q 'handler __gx_p_gx_div is called, not inlined (context pointer escapes)' "$W/escape.log"
+	no_shared_ctx escape
+fi
+if rw escape-inl --policy-ptx $S/escape_policy.ptx --bind mem:gx_div_inl; then
+	check "reading policy: inlined" test "$(count 'call.*__gx_p_gx_div_inl' "$W/escape-inl.ptx")" = 0
+fi
+# The devbpf JIT's tool programs (LLVM NVPTX output, 60-260 instructions).
+for t in threadhist:entry kernelretsnoop:exit launchlate:entry memtrace:mem; do
+	n=${t%:*} h=${t#*:}
+	rw "jit-$n" --policy-ptx "$S/$n.ptx" --bind "$h:gxp_$n" || continue
+	no_shared_ctx "jit-$n"
+	if [ "$h" = mem ]; then
+		check "jit $n: too large for every memory instruction: called" \
+			grep -q "handler __gx_p_gxp_$n is called, not inlined (too large for this hook)" "$W/jit-$n.log"
+	else
+		check "jit $n: inlined" test "$(count "call.*__gx_p_gxp_$n\b" "$W/jit-$n.ptx")" = 0
+		check "jit $n: one .local depot per kernel" \
+			test "$(grep -c '^	\.local .* __gx_d[0-9]*\[' "$W/jit-$n.ptx")" = 1
+	fi
+done

@@ -1,0 +1,21 @@
+# tools/ — the shipped device tools, each a pair: NAME.bpf.c (its device
+# program, built to $(TOOLS_DIR)/NAME.bpf.o) and NAME.c (its report),
+# registered in tools.c. Public header: tools/gx_tools.h. libgxtools.a
+# (registry, reports, run data) is linked into the CLI.
+TOOLS_DIR   := $(BUILD)/share/gpuext/tools
+TOOL_PROGS  := $(patsubst tools/%.bpf.c,%,$(wildcard tools/*.bpf.c))
+# kernelretsnoop_all: kernelretsnoop without its block sampling.
+TOOL_OBJS   := $(patsubst %,$(TOOLS_DIR)/%.bpf.o,$(TOOL_PROGS) kernelretsnoop_all)
+TOOL_HDRS   := tools/tools_common.h $(GDEV_HDRS)
+TOOLS_SRCS  := $(filter-out %.bpf.c,$(sort $(wildcard tools/*.c)))
+TOOLS_LIB   := $(BUILD)/lib/libgxtools.a
+
+$(TOOLS_DIR)/%.bpf.o: tools/%.bpf.c $(TOOL_HDRS)
+	$(bpf_compile)
+$(TOOLS_DIR)/kernelretsnoop_all.bpf.o: tools/kernelretsnoop.bpf.c $(TOOL_HDRS)
+	$(call bpf_compile,-DGX_KRS_ALL)
+
+$(TOOLS_LIB): $(call objs,$(TOOLS_SRCS))
+	$(archive)
+
+LIBS_ALL += $(TOOL_OBJS) $(TOOLS_LIB)

@@ -1,0 +1,66 @@
+/* kernelretsnoop — when did each block of each kernel finish, and where.
+ *
+ * A retprobe on every kernel: at each `ret`/`exit` the trampoline calls us
+ * once per warp; the leader of warp 0 of the block emits one ring record
+ * {kernel, block index, SM, %globaltimer}. The formatter groups records by
+ * launch (the shim's launch log says how many blocks each launch of a kernel
+ * had) and shows, per launch, the finish spread and per-SM block counts; the
+ * trace puts one slice per block on the track of its SM.
+ *
+ * Trade-offs: one record per block; launches of more than 16,384 blocks
+ * record a regular sample of at most 16,384 of them (every 2nd, 4th, ...
+ * block by linear index: gx_tools.h, gx_krs_sample_mask). The ring holds
+ * 16 MiB = 262 144 records between drains (every GPUEXT_FLUSH_MS, 20 ms);
+ * beyond that records are refused and counted (the summary prints the
+ * drops), never waited for. A refusal costs one snapshot load and one
+ * sharded reduction (gx_mapimpl.h). Warp 0's exit stands for the block's:
+ * other warps may finish a little later. A warp whose lanes leave through
+ * several `ret` sites calls the hook once per site:
+ * the formatter keeps the last record of a (launch, block). */
+#include "gpuext/gdev_helpers.h"
+#include "tools/tools_common.h"
+
+struct {
+	__uint(type, GDEV_MAP_RINGBUF);
+	__uint(max_entries, 1 << 24);
+} krs_ring SEC(".maps");
+
+SEC("gdev/retprobe/*")
+int kernelretsnoop(struct gdev_ctx *ctx)
+{
+	/* ctx->warpid (warp index in the block), not gdev_warpid(): the same
+	 * value, but a context word the rewriter knows to be warp-uniform, so
+	 * this test runs before the leader election as a uniform branch and
+	 * warps 1.. leave at once, without diverging (pass_site.c:
+	 * uniform_prefix) */
+	if (ctx->warpid != 0)
+		return GDEV_DEFAULT;
+#ifndef GX_KRS_ALL
+	/* launches over GX_KRS_FULL_BLOCKS blocks: a regular sample of blocks
+	 * (gx_tools.h says why); block indices only, so a uniform branch.
+	 * kernelretsnoop_all (this file built with GX_KRS_ALL) records every
+	 * block of every launch, at the old cost. */
+	__u64 nx = ctx->nctaid_x, ny = ctx->nctaid_y;
+	__u64 lin = ctx->ctaid_x + nx * (ctx->ctaid_y + ny * ctx->ctaid_z);
+	if (gx_krs_skip(lin, nx * ny * ctx->nctaid_z))
+		return GDEV_DEFAULT;
+#endif
+	/* Built as 8-byte words (the layout of struct gx_krs_rec): the ring
+	 * helper then reads them straight from registers, no u32 pieces
+	 * reassembled through the stack. */
+	union {
+		struct gx_krs_rec r;
+		__u64 w[7];
+	} u;
+	u.w[0] = ctx->kernel_id;
+	u.w[1] = gdev_globaltimer();
+	u.w[2] = (__u64)ctx->ctaid_y << 32 | ctx->ctaid_x;
+	u.w[3] = (__u64)ctx->smid << 32 | ctx->ctaid_z;
+	u.w[4] = (__u64)ctx->nctaid_y << 32 | ctx->nctaid_x;
+	u.w[5] = (__u64)(ctx->ntid_x * ctx->ntid_y * ctx->ntid_z) << 32 | ctx->nctaid_z;
+	u.w[6] = ctx->launch_id;
+	bpf_ringbuf_output(&krs_ring, &u, sizeof(u), 0);
+	return GDEV_DEFAULT;
+}
+
+GDEV_LICENSE("Dual BSD/GPL");

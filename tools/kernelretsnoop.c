@@ -1,0 +1,238 @@
+/* kernelretsnoop.c — kernelretsnoop's report: per launch, when each block
+ * finished and on which SM (a regular sample of large launches, see
+ * tools_common.h), as a table, JSON, and one trace event per block. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/gx_util.h"
+#include "devbpf/gx_bpf.h"
+#include "tools/tooldata.h"
+
+struct krs_launch {
+	const struct td_launch *l; /* NULL: records no launch accounts for */
+	uint64_t kernel_id;
+	uint32_t pid, ctx;
+	uint64_t nblocks, got;
+	uint64_t every, expected; /* sampled launches (gx_krs_sample_mask): 1 in every; records expected */
+	uint64_t first, last;
+	uint64_t launch_id;            /* the device's id of this launch (0: none seen) */
+	const struct gx_krs_rec **blk; /* by linear block index (nblocks) */
+};
+
+static uint64_t grid_blocks(const uint32_t g[3])
+{
+	return (uint64_t)g[0] * g[1] * g[2];
+}
+
+int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
+{
+	size_t nl = td->nr_launches;
+	struct krs_launch *L = calloc(nl + 1, sizeof(*L));
+	unsigned char *done = calloc(td->nr_recs + 1, 1);
+	if (!L || !done) {
+		free(L);
+		free(done);
+		return 1;
+	}
+	/* kernelretsnoop_all: every block of every launch */
+	int all = td->tool && !strcmp(td->tool, "kernelretsnoop_all");
+	const char *tname = all ? "kernelretsnoop_all" : "kernelretsnoop";
+	uint64_t expected = 0, sampled = 0;
+	for (size_t i = 0; i < nl; i++) {
+		L[i].l = &td->launches[i];
+		L[i].kernel_id = td->launches[i].kernel_id;
+		L[i].pid = td->launches[i].pid, L[i].ctx = td->launches[i].ctx;
+		L[i].nblocks = grid_blocks(td->launches[i].grid);
+		L[i].every = all ? 1 : gx_krs_sample_mask(L[i].nblocks) + 1;
+		L[i].expected = L[i].nblocks ? (L[i].nblocks - 1) / L[i].every + 1 : 0;
+		L[i].first = UINT64_MAX;
+		expected += L[i].expected;
+		sampled += L[i].every > 1;
+	}
+	/* Records go to the launch their launch id names; without one (0),
+	 * records of a kernel, in ring order, fill its launches in launch order. */
+	size_t *byid = td_match_launch_ids(td, sizeof(struct gx_krs_rec), offsetof(struct gx_krs_rec, kernel_id),
+					offsetof(struct gx_krs_rec, launch_id));
+	uint64_t unattributed = 0;
+	for (size_t r = 0; r < td->nr_recs; r++) {
+		if (td->recs[r].len < sizeof(struct gx_krs_rec))
+			continue;
+		const struct gx_krs_rec *k = td->recs[r].data;
+		uint64_t lin = k->ctaid[0] + (uint64_t)k->nctaid[0] * (k->ctaid[1] + (uint64_t)k->nctaid[1] * k->ctaid[2]);
+		size_t li = 0;
+		if (k->launch_id) {
+			li = byid ? byid[r] : SIZE_MAX;
+			if (li == SIZE_MAX || lin >= L[li].nblocks ||
+			    L[li].nblocks != (uint64_t)k->nctaid[0] * k->nctaid[1] * k->nctaid[2]) {
+				unattributed++;
+				continue;
+			}
+			if (!L[li].launch_id)
+				L[li].launch_id = k->launch_id;
+		}
+		for (; !k->launch_id && li < nl; li++) {
+			struct krs_launch *x = &L[li];
+			if (x->kernel_id != k->kernel_id || x->pid != td->recs[r].pid || x->ctx != td->recs[r].ctx ||
+			    x->nblocks != (uint64_t)k->nctaid[0] * k->nctaid[1] * k->nctaid[2] || lin >= x->nblocks)
+				continue;
+			if (x->got < x->expected) /* new block, or a second exit site of one */
+				break;
+		}
+		if (li == nl) {
+			unattributed++;
+			continue;
+		}
+		struct krs_launch *x = &L[li];
+		if (!x->blk && !(x->blk = calloc(x->nblocks, sizeof(*x->blk))))
+			continue;
+		if (!x->blk[lin])
+			x->got++;
+		x->blk[lin] = k; /* a second exit site of the block: keep the last */
+		if (k->ts < x->first)
+			x->first = k->ts;
+		if (k->ts > x->last)
+			x->last = k->ts;
+	}
+	uint64_t base = UINT64_MAX;
+	for (size_t i = 0; i < nl; i++)
+		if (L[i].got && L[i].first < base)
+			base = L[i].first;
+	char nb[64];
+	int multi = td_nr_devs(td) > 1;
+	if (json) {
+		printf("{\"tool\":\"%s\",\"records\":%zu,\"drops\":%llu,\"unattributed\":%llu,"
+		       "\"expected\":%llu,\"sampled_launches\":%llu,\"launches\":[",
+		       tname, td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed,
+		       (unsigned long long)expected, (unsigned long long)sampled);
+	} else {
+		printf("%s: %zu launches, %zu block records, %llu dropped, %llu unattributed, %llu expected\n\n",
+		       tname, nl, td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed,
+		       (unsigned long long)expected);
+		if (sampled)
+			printf("note: %llu launch(es) of more than %u blocks recorded a regular sample of their\n"
+			       "blocks (SAMPLE: every Nth by linear index, at most %u per launch);\n"
+			       "BLOCKS counts the sampled blocks.\n\n",
+			       (unsigned long long)sampled, GX_KRS_FULL_BLOCKS, GX_KRS_FULL_BLOCKS);
+		if (td->drops)
+			printf("note: %llu block records were dropped (counted, not lost silently): the ring\n"
+			       "was full between two drains; launches missing them show fewer BLOCKS.\n\n",
+			       (unsigned long long)td->drops);
+		if (multi)
+			printf("%3s ", "GPU");
+		printf("%-32s %6s %15s %6s %5s %12s %11s\n", "KERNEL", "LAUNCH", "BLOCKS", "SAMPLE", "SMS", "SPREAD(us)",
+		       "BLK/SM");
+	}
+	struct td_tracks *tracks = tf ? td_tracks_new() : NULL;
+	size_t ntrace = 0;
+	for (size_t i = 0, shown = 0; i < nl; i++) {
+		struct krs_launch *x = &L[i];
+		int dev = td_dev(td, x->pid, x->ctx);
+		const char *name = td_kname(td, x->kernel_id, nb, sizeof(nb));
+		unsigned persm[4096] = { 0 };
+		unsigned nsm = 0, lo = UINT32_MAX, hi = 0;
+		for (uint64_t b = 0; x->blk && b < x->nblocks; b++)
+			if (x->blk[b] && x->blk[b]->smid < 4096)
+				persm[x->blk[b]->smid]++;
+		for (unsigned s = 0; s < 4096; s++)
+			if (persm[s]) {
+				nsm++;
+				lo = persm[s] < lo ? persm[s] : lo;
+				hi = persm[s] > hi ? persm[s] : hi;
+			}
+		if (!nsm)
+			lo = 0;
+		double spread = x->got ? (double)(x->last - x->first) / 1000.0 : 0;
+		if (json) {
+			printf("%s{\"kernel\":", shown++ ? "," : "");
+			gx_json_str(stdout, name);
+			printf(",\"pid\":%u,\"ctx\":%u,", x->pid, x->ctx);
+			if (multi)
+				printf("\"dev\":%d,", dev);
+			printf("\"seq\":%u,\"launch_id\":%llu,\"grid_blocks\":%llu,\"sample_every\":%llu,"
+			       "\"blocks_expected\":%llu,\"blocks\":%llu,"
+			       "\"sms\":%u,\"blocks_per_sm_min\":%u,\"blocks_per_sm_max\":%u,\"first_finish_ns\":%llu,"
+			       "\"last_finish_ns\":%llu,\"finishes\":[",
+			       x->l->seq, (unsigned long long)x->launch_id, (unsigned long long)x->nblocks,
+			       (unsigned long long)x->every, (unsigned long long)x->expected, (unsigned long long)x->got,
+			       nsm, lo, hi, (unsigned long long)(x->got ? x->first : 0),
+			       (unsigned long long)(x->got ? x->last : 0));
+			int c = 0;
+			for (uint64_t b = 0; x->blk && b < x->nblocks; b++) {
+				const struct gx_krs_rec *k = x->blk[b];
+				if (k)
+					printf("%s{\"block\":[%u,%u,%u],\"sm\":%u,\"ts\":%llu}", c++ ? "," : "",
+					       k->ctaid[0], k->ctaid[1], k->ctaid[2], k->smid,
+					       (unsigned long long)k->ts);
+			}
+			printf("]}");
+		} else {
+			char blocks[40], every[24] = "all";
+			snprintf(blocks, sizeof(blocks), "%llu/%llu", (unsigned long long)x->got,
+				 (unsigned long long)x->expected);
+			if (x->every > 1)
+				snprintf(every, sizeof(every), "1/%llu", (unsigned long long)x->every);
+			if (multi)
+				printf("%3d ", dev);
+			printf("%-32.32s %6u %15s %6s %5u %12.1f %5u..%-5u\n", name, x->l->seq, blocks, every, nsm, spread,
+			       lo, hi);
+		}
+		for (uint64_t b = 0; tf && x->blk && b < x->nblocks && ntrace < TRACE_MAX_EVENTS; b++) {
+			const struct gx_krs_rec *k = x->blk[b];
+			if (!k)
+				continue;
+			td_tracks_use(tracks, dev, k->smid);
+			fprintf(tf, ",\n{\"name\":\"%s (%u,%u,%u) done\",\"cat\":\"block\",\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,"
+				    "\"tid\":%u,\"ts\":%.3f}",
+				"block", k->ctaid[0], k->ctaid[1], k->ctaid[2], dev + 1, k->smid, (double)(k->ts - base) / 1000.0);
+			ntrace++;
+		}
+		if (tf && x->got) {
+			fprintf(tf, ",\n{\"name\":");
+			gx_json_str(tf, name);
+			td_tracks_use(tracks, dev, TD_MAX_SMS);
+			fprintf(tf, ",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":%d,\"tid\":100000,\"ts\":%.3f,\"dur\":%.3f,"
+				    "\"args\":{\"seq\":%u,\"blocks\":%llu}}",
+				dev + 1, (double)(x->first - base) / 1000.0, (double)(x->last - x->first) / 1000.0, x->l->seq,
+				(unsigned long long)x->got);
+		}
+	}
+	if (tf)
+		td_tracks_names(tf, tracks, td, "kernels (finish spread)", 100000);
+	if (json) {
+		printf("]}\n");
+	} else if (nl) {
+		/* Distribution of finish times within the launch with most blocks. */
+		size_t best = 0;
+		for (size_t i = 1; i < nl; i++)
+			if (L[i].got > L[best].got)
+				best = i;
+		struct krs_launch *x = &L[best];
+		if (x->got > 1 && x->last > x->first) {
+			unsigned long long h[10] = { 0 }, mx = 0;
+			for (uint64_t b = 0; b < x->nblocks; b++)
+				if (x->blk[b]) {
+					uint64_t k = (x->blk[b]->ts - x->first) * 10 / (x->last - x->first + 1);
+					h[k]++;
+				}
+			for (int k = 0; k < 10; k++)
+				mx = h[k] > mx ? h[k] : mx;
+			printf("\nblock finishes over time, launch %u of %s:\n", x->l->seq,
+			       td_kname(td, x->kernel_id, nb, sizeof(nb)));
+			for (int k = 0; k < 10; k++) {
+				printf("  %9.1f us | %7llu ", (double)(x->last - x->first) * k / 10 / 1000.0, h[k]);
+				td_bar(h[k], mx, 40);
+				printf("\n");
+			}
+		}
+	}
+	for (size_t i = 0; i < nl; i++)
+		free(L[i].blk);
+	free(L);
+	free(done);
+	free(byid);
+	return 0;
+}
+

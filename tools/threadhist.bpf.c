@@ -1,0 +1,62 @@
+/* threadhist — how many blocks, warps and threads each SM executed: the
+ * load-imbalance view of a run.
+ *
+ * A probe at every kernel entry (the trampoline calls it once per warp).
+ * Only warp 0 of a block counts, for its whole block: 1 block,
+ * ceil(threads / 32) warps, threads = blockDim.x * y * z — the block's warps
+ * all run on warp 0's SM, so the per-SM rows are exact. The other warps
+ * leave at once, having read nothing from memory (gdev_warpid() and
+ * gdev_block_dim() read special registers, not the context), so a kernel of
+ * many short blocks pays one counter update per block instead of one per
+ * warp: with every warp updating, a stencil of 262 144 blocks of 8 warps ran
+ * 4.9x slower on the H200, each block waiting on its warps' memory round
+ * trips. The other warps' test is one uniform branch before the rewriter's
+ * leader election (docs/devbpf-perf.md).
+ *
+ * Counters live in a per-warp-slot sharded array (shard = %smid x 64 +
+ * hardware warp slot): a warp slot runs one warp at a time, so warp 0
+ * updates its own shard — no contention, exact counts (the adds are
+ * reductions, not read-modify-write round trips); the host sums an SM's 64
+ * slots into its row.
+ *
+ * Trade-offs: counts are per process run (all kernels together); per-kernel
+ * splits would need a hash map keyed by kernel id (a CAS per new key). Counts
+ * reach the host at flushes (periodic, and at context teardown/exit). Threads
+ * are the block's threads, not lanes that reached the entry (the same at
+ * kernel entry, where every thread of the block is active). */
+#include "gpuext/gdev_helpers.h"
+#include "tools/tools_common.h"
+
+struct {
+	__uint(type, GDEV_MAP_PERWARP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gx_th_val);
+} th_counts SEC(".maps");
+
+SEC("gdev/probe/*")
+int threadhist(struct gdev_ctx *ctx)
+{
+	/* ctx->warpid (warp index in the block), not gdev_warpid(): the same
+	 * value, but a context word the rewriter knows to be warp-uniform, so
+	 * this test runs before the leader election as a uniform branch and
+	 * warps 1.. leave without diverging (pass_site.c: uniform_prefix). */
+	if (ctx->warpid != 0)
+		return GDEV_DEFAULT;
+	__u32 key = 0;
+	struct gx_th_val *v = bpf_map_lookup_elem(&th_counts, &key);
+	if (!v)
+		return GDEV_DEFAULT;
+	__u64 n = (__u64)gdev_block_dim(0) * gdev_block_dim(1) * gdev_block_dim(2);
+	/* Atomic adds whose results are unused: the JIT makes them `red.global`,
+	 * fire-and-forget, so warp 0 does not wait for its counters' round trip
+	 * (a load-then-store update held every block's warp 0 for one L2 round
+	 * trip: +9.8 % on a stencil of 262 144 short blocks). Uncontended: the
+	 * shard is this warp slot's own. */
+	__sync_fetch_and_add(&v->blocks, 1);
+	__sync_fetch_and_add(&v->warps, (n + 31) / 32);
+	__sync_fetch_and_add(&v->threads, n);
+	return GDEV_DEFAULT;
+}
+
+GDEV_LICENSE("Dual BSD/GPL");

@@ -1,0 +1,103 @@
+/* tools_common.h — record and map layouts shared by the shipped tools' device
+ * programs (tools/NAME.bpf.c, clang -target bpf) and their reports
+ * (tools/NAME.c); the shim stores the records unread (gpuext/gx_toollog.h).
+ *
+ * Why one header: a ring record is a struct the device writes and a
+ * formatter decodes in another process, after the application exited; the
+ * two sides must agree byte for byte. Plain fixed-width types, 8-byte
+ * aligned fields, no pointers. */
+#ifndef GX_TOOLS_COMMON_H
+#define GX_TOOLS_COMMON_H
+
+#include "gpuext/gdev_ctx.h"
+
+/* Key 0.. of the "cfg" ARRAY map every tool may declare: u64 knobs the shim
+ * fills from GPUEXT_CFG (comma-separated) before the first launch. */
+#define GX_TOOL_CFG_MAX 8
+
+/* kernelretsnoop: one per block (warp 0's leader at kernel exit).
+ *
+ * Launches of more than GX_KRS_FULL_BLOCKS blocks record a regular sample:
+ * the blocks whose linear index (x + nx * (y + ny * z)) is a multiple of
+ * gx_krs_sample_mask(blocks) + 1, a power of two chosen so that at most
+ * GX_KRS_FULL_BLOCKS blocks of a launch record. Why: warp 0 of a recording
+ * block retires only after its record (a few dependent loads and the ring's
+ * fetch-add), which cost a 262k-block stencil +5.6 % (+2.9 % sampling down
+ * to 65,536 blocks per launch, GPU run 15), and a ring drained every 20 ms
+ * holds 262,144 records: one such launch filled it, and the records kept
+ * were the first blocks of the first launches of each drain period, the
+ * rest dropped. A regular sample of every launch (16,384 blocks: 124 per SM
+ * of an H200, enough for the finish spread and the per-SM balance) is the
+ * better picture at a fraction of the cost; the test that skips the others
+ * reads only block indices, so the rewriter hoists it before the leader
+ * election (a uniform branch). The formatter recomputes the mask from the
+ * launch's grid. */
+#define GX_KRS_FULL_SHIFT 14
+#define GX_KRS_FULL_BLOCKS (1u << GX_KRS_FULL_SHIFT)
+
+/* Mask of the linear block index: 0 (every block) up to GX_KRS_FULL_BLOCKS
+ * blocks, else 2^k - 1 for the least k with blocks <= 2^(14 + k). Block
+ * `lin` records iff (lin & mask) == 0 (the formatter's view). */
+static inline gdev_u64 gx_krs_sample_mask(gdev_u64 blocks)
+{
+	gdev_u64 x = blocks ? (blocks - 1) >> GX_KRS_FULL_SHIFT : 0;
+	x |= x >> 1;
+	x |= x >> 2;
+	x |= x >> 4;
+	x |= x >> 8;
+	x |= x >> 16;
+	x |= x >> 32;
+	return x;
+}
+
+/* The same decision as the device makes it (blocks >= 1): skip block `lin`
+ * iff its lowest set bit is at most m = (blocks - 1) >> 14 — the mask above
+ * is the least 2^k - 1 >= m, so (lin & mask) != 0 exactly then (lin = 0:
+ * 0 - 1 is the largest value, never skipped). Four operations instead of the
+ * mask's chain of shifts, on warp 0's way out of every block; on the H200
+ * both forms measured the same (GPU run 17), this one is shorter. */
+static inline int gx_krs_skip(gdev_u64 lin, gdev_u64 blocks)
+{
+	return (lin & -lin) - 1 < (blocks - 1) >> GX_KRS_FULL_SHIFT;
+}
+struct gx_krs_rec {
+	gdev_u64 kernel_id;
+	gdev_u64 ts;        /* %globaltimer, ns */
+	gdev_u32 ctaid[3];
+	gdev_u32 smid;
+	gdev_u32 nctaid[3];
+	gdev_u32 ntid;      /* threads per block (x*y*z) */
+	gdev_u64 launch_id; /* ctx->launch_id: %gridid, one per launch in a context */
+};
+
+/* threadhist: value of the per-warp-slot array (1 entry); the host sums the
+ * 64 warp slots of an SM into that SM's row. */
+struct gx_th_val {
+	gdev_u64 blocks;
+	gdev_u64 warps;
+	gdev_u64 threads;
+};
+
+/* launchlate: one per launch (block (0,0,0), warp 0, at kernel entry). */
+struct gx_ll_rec {
+	gdev_u64 kernel_id;
+	gdev_u64 ts;        /* %globaltimer at the first block's start */
+	gdev_u32 smid;
+	gdev_u32 nblocks;   /* grid size (x*y*z) */
+	gdev_u64 launch_id; /* ctx->launch_id: %gridid, one per launch in a context */
+};
+
+/* memtrace: one per sampled warp access. */
+struct gx_mt_rec {
+	gdev_u64 kernel_id;
+	gdev_u64 addr;      /* leader lane's address */
+	gdev_u64 ts;
+	gdev_u32 size;      /* bytes per lane */
+	gdev_u32 op;        /* enum gdev_mem_op */
+	gdev_u32 space;     /* enum gdev_space */
+	gdev_u32 smid;
+	gdev_u32 nr_active; /* lanes that made the access */
+	gdev_u32 ctaid_x;
+};
+
+#endif
