@@ -41,6 +41,18 @@ GX_EXPORT int gx_ptx_rewrite(const char *ptx, size_t len, const struct gx_ptx_re
 		snprintf(res->err, sizeof(res->err), "%s", m->err[0] ? m->err : "rewrite failed");
 		goto out;
 	}
+	/* Nothing to hook (no kernel, no site matched, every site elided): the
+	 * module stays exactly as it came. Linked policy code would only add
+	 * risk: merged into XLA's kernel-less `.target sm_50` modules it made
+	 * PTX the driver refused. */
+	if ((o.hooks || o.persistent) && !res->nr_hooks && !res->nr_persistent) {
+		ptx_module_free(m);
+		if (!(m = ptx_module_parse(ptx, len, res->err, sizeof(res->err)))) {
+			err = -errno;
+			goto out;
+		}
+		ptx_pass_log(&ctx, "nothing to hook: the module is left as it is");
+	}
 	struct gx_buf out;
 	gx_buf_init(&out);
 	err = ptx_module_emit(m, &out);

@@ -77,3 +77,12 @@ if ${CLANG:-clang-19} -target bpf -O2 -g -I. -Iinclude -c $T/bad.bpf.c -o $T/bad
 else
 	echo "not ok - tools-ptx: the lane-varying policy does not compile: $(head -c 300 $T/bad.err)"
 fi
+# A module with nothing to hook (XLA loads kernel-less `.target sm_50`
+# modules) comes out byte for byte as it went in: no policy code linked.
+printf '.version 6.0\n.target sm_50\n.address_size 64\n\n.global .align 4 .u32 x;\n' >$T/nokernel.ptx
+if log=$($B/bin/gpuext tools rewrite threadhist $T/nokernel.ptx -o $T/nokernel.out.ptx 2>&1) &&
+	cmp -s $T/nokernel.ptx $T/nokernel.out.ptx; then
+	echo "ok - tools-ptx: a kernel-less sm_50 module is left as it is under a tool"
+else
+	echo "not ok - tools-ptx: a kernel-less sm_50 module is left as it is under a tool: $log $(diff $T/nokernel.ptx $T/nokernel.out.ptx | head -5)"
+fi
