@@ -190,7 +190,8 @@ static void usage(FILE *out)
 		"         (--json before 'fatbin' for JSON)\n"
 		"extract  write each entry, decompressed, as DIR/NAME.sm_XX.ptx, .cubin or .ltoir\n"
 		"         (NAME: the file name up to its first dot; an index is added when\n"
-		"         two entries would share a name)\n");
+		"         two entries would share a name); a cubin built with -lineinfo also\n"
+		"         gives NAME.sm_XX.lineinfo.ptx, the PTX it carries (--ptx: only those)\n");
 }
 
 static int do_list(int argc, char **argv)
@@ -298,6 +299,24 @@ static int make_dirs(const char *dir)
 	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
+/* Write one extracted file and list it (text or JSON); 0 or 1. */
+static int write_entry(const char *path, const void *data, size_t len, size_t *written)
+{
+	int r = gx_write_file(path, data, len);
+	if (r) {
+		p_err("cannot write '%s': %s", path, strerror(-r));
+		return 1;
+	}
+	if (gx_json) {
+		printf("%s", *written ? "," : "");
+		json_str(path);
+	} else {
+		printf("%s\n", path);
+	}
+	(*written)++;
+	return 0;
+}
+
 static int do_extract(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -347,7 +366,9 @@ static int do_extract(int argc, char **argv)
 	}
 	for (size_t i = 0; i < l.nr_items; i++) {
 		const struct gx_image_entry *e = l.items[i].e;
-		if (want && (int)e->kind != want)
+		/* A cubin built with -lineinfo carries its PTX: --ptx extracts that too. */
+		bool ptx_of_elf = want == GX_ENTRY_PTX && e->kind == GX_ENTRY_ELF;
+		if (want && (int)e->kind != want && !ptx_of_elf)
 			continue;
 		const char *ext = e->kind == GX_ENTRY_PTX ? "ptx" : e->kind == GX_ENTRY_ELF ? "cubin" : "ltoir";
 		if (e->flags & GX_FATBIN_F_ENCODED) {
@@ -364,10 +385,11 @@ static int do_extract(int argc, char **argv)
 			dup = j != i && o->kind == e->kind && o->sm == e->sm &&
 			      o->arch_specific == e->arch_specific && o->family_specific == e->family_specific;
 		}
+		char stem[3900];
 		if (dup)
-			snprintf(path, sizeof(path), "%s/%s.%zu.%s.%s", dir, base, i, arch, ext);
+			snprintf(stem, sizeof(stem), "%.3000s/%.500s.%zu.%s", dir, base, i, arch);
 		else
-			snprintf(path, sizeof(path), "%s/%s.%s.%s", dir, base, arch, ext);
+			snprintf(stem, sizeof(stem), "%.3000s/%.500s.%s", dir, base, arch);
 		void *data;
 		size_t len;
 		int r = gx_image_entry_data(e, &data, &len);
@@ -377,20 +399,18 @@ static int do_extract(int argc, char **argv)
 			ret = 1;
 			continue;
 		}
-		r = gx_write_file(path, data, len);
+		if (!ptx_of_elf) {
+			snprintf(path, sizeof(path), "%s.%s", stem, ext);
+			ret |= write_entry(path, data, len, &written);
+		}
+		char *ptx = NULL;
+		size_t plen = 0;
+		if (e->kind == GX_ENTRY_ELF && gx_image_cubin_ptx(data, len, &ptx, &plen) == 0) {
+			snprintf(path, sizeof(path), "%s.lineinfo.ptx", stem);
+			ret |= write_entry(path, ptx, plen, &written);
+			free(ptx);
+		}
 		free(data);
-		if (r) {
-			p_err("cannot write '%s': %s", path, strerror(-r));
-			ret = 1;
-			continue;
-		}
-		if (gx_json) {
-			printf("%s", written ? "," : "");
-			json_str(path);
-		} else {
-			printf("%s\n", path);
-		}
-		written++;
 	}
 	if (gx_json)
 		printf("]}\n");

@@ -124,6 +124,17 @@ const struct gx_image_entry *gx_image_pick_ptx(const struct gx_image *im, unsign
 const struct gx_image_entry *gx_image_pick_ptx_in(const struct gx_image *im, unsigned container,
 						  unsigned device_sm);
 
+/* The cubin among the entries that the driver would load on device_sm (same
+ * major arch, not newer; sm_90a only on sm_90), preferring the newest: NULL
+ * if none. */
+const struct gx_image_entry *gx_image_pick_sass(const struct gx_image *im, unsigned device_sm);
+
+/* The PTX a cubin carries in .nv_debug_ptx_txt (ptxas -lineinfo: Triton,
+ * nvcc -lineinfo), as text (malloc'd, NUL-terminated, *len without the NUL).
+ * 0, -ENOENT (no such section), -EINVAL/-EBADMSG (not a cubin, or a section
+ * that is not PTX) or -ENOMEM. `avail` as for gx_image_parse. */
+int gx_image_cubin_ptx(const void *cubin, size_t avail, char **ptx, size_t *len);
+
 const char *gx_image_kind_name(enum gx_image_kind k);
 /* "none", "zstd", "lz4". */
 const char *gx_image_comp_name(enum gx_entry_compression c);

@@ -1,5 +1,6 @@
 /* fuzz_image — libFuzzer target for gx_image_parse_opts + gx_image_entry_data
- * + gx_image_pick_ptx. Pointers inside the input (wrapper data, prelinked
+ * + gx_image_pick_ptx/_sass + gx_image_cubin_ptx (on the input itself and on
+ * every decompressed cubin). Pointers inside the input (wrapper data, prelinked
  * lists) resolve to offsets in the input itself: address 0x10000 + k is byte
  * k, so wrapper code is fuzzed without ever following a stray pointer. */
 #include <stdint.h>
@@ -28,17 +29,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct span s = { data, size };
 	struct gx_image_opts o = { .sz = sizeof(o), .resolve = resolve, .ctx = &s };
 	struct gx_image im;
-	char err[256];
+	char err[256], *ptx;
+	size_t plen;
+	if (!gx_image_cubin_ptx(data, size, &ptx, &plen))
+		free(ptx);
 	if (gx_image_parse_opts(data, size, &o, &im, err, sizeof(err)))
 		return 0;
 	for (size_t i = 0; i < im.nr_entries; i++) {
 		void *d;
 		size_t n;
-		if (!gx_image_entry_data(&im.entries[i], &d, &n))
+		if (!gx_image_entry_data(&im.entries[i], &d, &n)) {
+			if (im.entries[i].kind == GX_ENTRY_ELF && !gx_image_cubin_ptx(d, n, &ptx, &plen))
+				free(ptx);
 			free(d);
+		}
 	}
 	int sass;
 	gx_image_pick_ptx(&im, 90, &sass);
+	gx_image_pick_sass(&im, 90);
 	gx_image_free(&im);
 	return 0;
 }

@@ -27,6 +27,6 @@ run() {
 		echo "not ok - fuzz_$name: rc $rc: $(grep -a -m2 'ERROR\|SUMMARY' "$log") (log $log, input in $F/$name-*)"
 	fi
 }
-run image 65536 "$OUT"/k_*.fatbin "$OUT"/ptxonly.fatbin "$OUT"/golden*.fatbin "$OUT"/ref.sm_90.cubin \
+run image 65536 "$OUT"/k_*.fatbin "$OUT"/ptxonly.fatbin "$OUT"/golden*.fatbin "$OUT"/ref.sm_90.cubin "$OUT"/li.cubin "$OUT"/li.fatbin \
 	"$OUT"/x_none/k_none.sm_90.ptx
 run hostelf 65536 "$OUT"/kern.o "$OUT"/rdc_main.o "$OUT"/rdc_lib.o

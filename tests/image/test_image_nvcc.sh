@@ -70,6 +70,12 @@ if [ "$(cat "$W/stamp" 2>/dev/null)" != "$key" ]; then
 			--image3=kind=ptx,sm=90a,file="$S/golden90a.ptx"
 		"$FATBINARY" --create=golden_lz4.fatbin -64 --compress-mode=speed \
 			--image3=kind=ptx,sm=80,file="$S/golden.ptx"
+		# Cubins that carry their PTX (ptxas -lineinfo, as Triton builds
+		# them) and that do not; a SASS-only fatbin of the former.
+		n -ptx -arch=sm_90 -o li.ptx "$S/kern.cu"
+		"$(dirname "$NVCC")/ptxas" -arch=sm_90 -lineinfo -o li.cubin li.ptx
+		"$(dirname "$NVCC")/ptxas" -arch=sm_90 -o noli.cubin li.ptx
+		n -fatbin -lineinfo -gencode arch=compute_90,code=sm_90 -o li.fatbin "$S/kern.cu"
 	) || { nok "building nvcc outputs: $(tail -3 "$W/out/nvcc.log" 2>/dev/null)"; exit 1; }
 	echo "$key" >"$W/stamp"
 fi
@@ -205,6 +211,20 @@ if command -v valgrind >/dev/null; then
 			nok "valgrind: gpuext $args: $(grep -m3 '^==' vg.log)"
 	done
 fi
+
+# 7b. The PTX a -lineinfo cubin carries (.nv_debug_ptx_txt): what the shim
+# loads in place of such cubins under a device policy. It is the PTX that
+# was compiled, comments and indentation aside, and ptxas accepts it.
+check "lineinfo cubin: extract --ptx writes its PTX" \
+	"$G fatbin extract --ptx -o xli li.cubin && [ -s xli/li.sm_90.lineinfo.ptx ]"
+check "lineinfo cubin: the carried PTX is the compiled PTX (comments, blank lines, indentation aside)" \
+	"diff <(grep -v '^[[:space:]]*//' li.ptx | sed 's/^[[:space:]]*//' | grep -v '^\$') <(grep -v '^\$' xli/li.sm_90.lineinfo.ptx)"
+check "lineinfo cubin: ptxas accepts the carried PTX" \
+	"$(dirname "$NVCC")/ptxas -arch=sm_90 -o /dev/null xli/li.sm_90.lineinfo.ptx"
+check "plain cubin: no carried PTX, nothing to extract with --ptx" \
+	"! $G fatbin extract --ptx -o xnoli noli.cubin 2>/dev/null && [ ! -e xnoli/noli.sm_90.lineinfo.ptx ]"
+check "nvcc -lineinfo fatbin (SASS only): its cubin's PTX is extracted too" \
+	"$G fatbin extract --ptx -o xlf li.fatbin && [ -s xlf/li.sm_90.lineinfo.ptx ]"
 
 # 8. CLI errors with hints.
 check "missing file: error names it" "$G fatbin list nosuch 2>&1 | grep -q \"cannot open 'nosuch': No such file\""
