@@ -18,6 +18,7 @@ struct gx_prep {
 	int level;          /* log level of the pass-through line */
 	bool cached;        /* p->ptx came from the rewritten-module cache (gx_mcache.h) */
 	unsigned rdc_units; /* -rdc: p->ptx is a cubin JIT-linked from this many rewritten units */
+	bool from_cubin;    /* the PTX came from the cubin's .nv_debug_ptx_txt (-lineinfo) */
 };
 
 /* Returns true with p->ptx set when the image should be replaced by

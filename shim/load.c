@@ -119,6 +119,42 @@ bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_pre
 	return true;
 }
 
+/* A module that reaches us as SASS only can still be rewritten when its
+ * cubin carries its PTX (ptxas -lineinfo: Triton's and Inductor's cubins,
+ * nvcc -lineinfo builds): the same kernels, JIT-compiled from that PTX with
+ * the hooks in. Only when something asks for hooks: without them the
+ * rewrite is the identity, and JIT-compiling it would cost start-up time
+ * for nothing. Returns 1 with p->ptx set, 0 when not applicable (p->why
+ * untouched), -1 on failure (p->why set). */
+static int prep_cubin_ptx(const struct gx_image *im, unsigned sm, struct gx_prep *p)
+{
+	struct gx_ptx_rewrite_opts opts;
+	gx_prep_opts(&opts);
+	const struct gx_image_entry *e = (opts.hooks || opts.persistent) ? gx_image_pick_sass(im, sm) : NULL;
+	void *cubin = NULL;
+	size_t clen = 0;
+	if (!e || gx_image_entry_data(e, &cubin, &clen))
+		return 0;
+	char *ptx = NULL;
+	size_t len = 0;
+	int r = gx_image_cubin_ptx(cubin, clen, &ptx, &len);
+	free(cubin);
+	if (r)
+		return 0;
+	p->sm = e->sm;
+	p->from_cubin = true;
+	r = gx_prep_rewrite(ptx, len, sm, p) ? 1 : -1;
+	free(ptx);
+	if (r > 0 && !p->nr_hooks && !p->nr_persistent) {
+		/* Nothing hooked in it: the cubin itself is the better load. */
+		gx_prep_free(p);
+		p->from_cubin = false;
+		snprintf(p->why, sizeof(p->why), "SASS only; the PTX its cubin carries has nothing to hook");
+		return -1;
+	}
+	return r;
+}
+
 /* Common start of gx_prepare*: the module's number, and GPUEXT_DISABLE. */
 static bool prep_start(struct gx_prep *p)
 {
@@ -164,6 +200,8 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 		 * library shared by devices of several major archs keeps its
 		 * original image. */
 		int r = gx_prepare_rdc(&im, sm, sm / 10 != sm_hi / 10, p);
+		if (!r)
+			r = prep_cubin_ptx(&im, sm, p);
 		if (r) {
 			gx_image_free(&im);
 			return r > 0;
@@ -244,8 +282,9 @@ void gx_log_reloaded(const char *api, const struct gx_prep *p)
 			p->id, api, how, p->sm, p->rdc_units, p->len, p->cached ? ", from the module cache" : "");
 		return;
 	}
-	pr_info("module %u (%s): rewritten (%s), reloaded from sm_%u PTX (%zu bytes%s)", p->id, api, how, p->sm,
-		p->len, p->cached ? ", from the module cache" : "");
+	pr_info("module %u (%s): rewritten (%s), reloaded from sm_%u PTX%s (%zu bytes%s)", p->id, api, how, p->sm,
+		p->from_cubin ? " carried by its cubin (-lineinfo)" : "", p->len,
+		p->cached ? ", from the module cache" : "");
 }
 
 void gx_log_passed(const char *api, const struct gx_prep *p)

@@ -82,3 +82,23 @@ if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=4k tmpfs $T/full 2>/dev/null; th
 else
 	echo "ok - attach: full tool-log folder # SKIP needs root to mount a tmpfs"
 fi
+# A cubin that carries its PTX (ptxas -lineinfo, as Triton and Inductor build
+# them): under a tool the shim loads that PTX, hooks in; without one, or for
+# a cubin without it, the cubin passes through untouched.
+PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
+if "$PTXAS" -arch=sm_90 -lineinfo "$PTX" -o $T/li.cubin && "$PTXAS" -arch=sm_90 "$PTX" -o $T/noli.cubin; then
+	mkdir -p $T/shm5 $T/shm6
+	PTX=$T/li.cubin run cubin GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm5 >/dev/null
+	check "lineinfo cubin under a tool: reloaded from the PTX it carries, hooks in" \
+		"grep -q 'rewritten ([1-9][0-9]* hooks), reloaded from sm_90 PTX carried by its cubin' $T/cubin.err" cubin
+	check "lineinfo cubin under a tool: __gx_devrt written, app exit 0" \
+		"grep -q '^ok - attach_app: __gx_devrt written' $T/cubin.out && [ \$(cat $T/cubin.rc) = 0 ]" cubin
+	PTX=$T/noli.cubin run cubin2 GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm6 >/dev/null
+	check "plain cubin under a tool: passed through as SASS only" \
+		"grep -q 'passed through: SASS only, no PTX for sm_90' $T/cubin2.err" cubin2
+	PTX=$T/li.cubin MODE=none run cubin3 >/dev/null
+	check "lineinfo cubin without a tool: passed through (no JIT for nothing)" \
+		"grep -q 'passed through: SASS only' $T/cubin3.err && ! grep -q 'carried by its cubin' $T/cubin3.err" cubin3
+else
+	echo "not ok - attach: ptxas could not build the test cubins"
+fi
