@@ -17,4 +17,37 @@ int gx_devrt_start(const struct gx_policy_desc *d, const char *const *tags, size
 /* Make sure the current context has its device maps (before a rewrite). */
 int gx_devrt_ctx_ready(void);
 
+/* launches.c: GPU time of each launch through a pair of timing events on
+ * its stream, harvested by the drain thread (no waiting). Per context. */
+#define GX_LT_MAX 16384 /* event pairs in flight per context */
+struct gx_lt_slot {
+	CUevent start, end;
+	uint32_t seq; /* the launch's number in the process (GX_TEV_LAUNCH) */
+	bool instr;   /* its module carries the hooks */
+	int next;     /* free list or in-flight list */
+};
+struct gx_lt {
+	bool on;
+	CUevent ref;      /* recorded and waited for at set-up ... */
+	uint64_t ref_ns;  /* ... at this CLOCK_REALTIME */
+	struct gx_lt_slot *slot;
+	unsigned nr_slots, cap;
+	int free_head, busy_head, busy_tail;
+	unsigned nr_busy;
+	uint64_t untimed; /* launches with no free pair */
+	uint64_t gpu_ns, gpu_ns_instr; /* harvested so far: all, instrumented */
+};
+bool gx_lt_enabled(void); /* GPUEXT_LAUNCH_TIMES != 0 */
+int gx_lt_init(struct gx_lt *lt, CUstream own);
+/* Before the launch: a pair with its start recorded on `stream`, or -1
+ * (timing off, stream being captured, no free pair, driver error). */
+int gx_lt_start(struct gx_lt *lt, CUstream stream);
+/* After the launch: record its end; false (and the pair freed) on error. */
+bool gx_lt_end(struct gx_lt *lt, int slot, CUstream stream, uint32_t seq, bool instr);
+/* The launch never happened (vetoed, failed): give the pair back. */
+void gx_lt_abandon(struct gx_lt *lt, int slot);
+/* Up to max completed pairs as GX_TEV_LTIME records into out; how many. */
+unsigned gx_lt_harvest(struct gx_lt *lt, unsigned ctx, struct gx_buf *out, unsigned max);
+void gx_lt_free(struct gx_lt *lt);
+
 #endif

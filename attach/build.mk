@@ -6,14 +6,14 @@
 #  libgxattach.a  linked into the shim and the CLI (no LLVM);
 #  libgxjit.so    the one library that links LLVM: verify + JIT an object
 #                 into a policy description (jitlib.c), dlopened on a miss.
-ATTACH_SRCS := attach/policy.c attach/devrt.c attach/pcache.c attach/pmerge.c attach/jitlib_open.c
+ATTACH_SRCS := attach/policy.c attach/devrt.c attach/launches.c attach/pcache.c attach/pmerge.c attach/jitlib_open.c
 ATTACH_LIB  := $(BUILD)/lib/libgxattach.a
 JITSO       := $(BUILD)/lib/libgxjit.so
 
 $(ATTACH_LIB): $(call objs,$(ATTACH_SRCS))
 	$(archive)
 
-JITSO_LDLIBS = -Wl,-soname,libgxjit.so $(JIT_LDLIBS) $(BPF_SO_LDLIBS)
+JITSO_LDLIBS = -Wl,-soname,libgxjit.so -Wl,-z,defs $(JIT_LDLIBS) $(BPF_SO_LDLIBS)
 $(JITSO): $(call objs,attach/jitlib.c attach/pcache.c) $(JIT_LIB) $(BPF_LIB) $(COMMON_LIB)
 	$(call link_so,$(JITSO_LDLIBS))
 

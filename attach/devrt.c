@@ -22,6 +22,7 @@
  * here waits on the application's streams except the exit path, which
  * synchronizes each context once so the final counts are complete. */
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -30,6 +31,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <uthash.h>
 
 #include "attach/attach_priv.h"
 #include "devbpf/gx_bpf.h"
@@ -46,8 +49,6 @@ struct polst {
 	struct gx_buf evlog; /* pending tool-log bytes */
 	int ev_fd;
 	bool ev_lost;  /* a write to the tool log failed (warned once) */
-	uint64_t knames[MAX_DONE]; /* kernel names already in its log */
-	unsigned nr_knames;
 };
 static struct polst pols[GX_PMERGE_MAX];
 static unsigned nr_pols;
@@ -65,6 +66,7 @@ struct ctxst {
 	uint64_t safe; /* setup failed: a zeroed gx_devrt (no maps) for hooked modules */
 	unsigned cur; /* the policy being set up, for the warning */
 	char why[160]; /* the first driver call that failed during setup */
+	struct gx_lt lt; /* launch timing (launches.c) */
 };
 
 static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -79,15 +81,39 @@ static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ctxst ctxs[MAX_CTX];
 static unsigned nr_ctx;
-static CUmodule done_mods[MAX_DONE]; /* modules whose __gx_devrt is written (or has none) */
-static unsigned nr_done;
-#define MAX_SEEN 512
-static struct {
+/* What launches have taught us, so that a launch costs hash lookups, not
+ * driver queries: modules whose __gx_devrt is written (or that have none),
+ * functions seen per context, kernel names already in the tool logs. All
+ * under rt_lock; module and function tables are forgotten when a module is
+ * unloaded or a context destroyed (their handles may come back). */
+struct mod_seen {
+	CUmodule mod;
+	bool instr; /* it carries the hooks (defines __gx_devrt) */
+	UT_hash_handle hh;
+};
+struct fn_key {
 	CUfunction f;
 	unsigned ctx;
-} seen[MAX_SEEN]; /* functions handled: their launches skip the driver queries */
-static unsigned nr_seen;
+};
+struct fn_seen {
+	struct fn_key key;
+	bool instr;
+	UT_hash_handle hh;
+};
+struct kname_seen {
+	uint64_t kid;
+	UT_hash_handle hh;
+};
+static struct mod_seen *mods_seen;
+static struct fn_seen *fns_seen;
+static struct kname_seen *knames_seen;
 static unsigned launch_seq;
+static uint64_t nr_launches, nr_instr; /* for the summary line at exit */
+/* The launch of this thread whose LAUNCH_DONE comes next: its timing pair. */
+static __thread struct ctxst *open_st;
+static __thread int open_slot = -1;
+static __thread unsigned open_seq;
+static __thread bool open_instr;
 static pthread_t drainer;
 static int drainer_on, stopping;
 static unsigned long long nr_prefetch; /* atomic: the drainer counts without rt_lock */
@@ -309,6 +335,9 @@ static void ctx_teardown(struct ctxst *st, bool free_maps)
 		free(st->rt_ring[p]);
 		st->rt_ring[p] = NULL;
 	}
+	if (open_st == st && open_slot >= 0)
+		open_slot = -1;
+	gx_lt_free(&st->lt);
 	if (st->stream)
 		CU(cuStreamDestroy_v2)(st->stream);
 	st->stream = NULL;
@@ -406,6 +435,9 @@ static int ctx_setup(struct ctxst *st)
 	CUresult rc = CU(cuStreamCreate)(&st->stream, CU_STREAM_NON_BLOCKING);
 	if (rc != CUDA_SUCCESS)
 		return cu_fail(st, "cuStreamCreate", 0, rc);
+	if (gx_lt_init(&st->lt, st->stream))
+		pr_info("policy %s: launches in context %u are not timed (timing events failed)", pols[0].tag,
+			st->idx);
 	for (unsigned p = 0; p < nr_pols; p++) {
 		int ret = pol_setup(st, p);
 		if (ret)
@@ -476,6 +508,17 @@ int gx_devrt_ctx_ready(void)
 }
 
 /* ---- draining ---- */
+/* Completed launch timings of a context into every tool log (rt_lock held). */
+static void lt_harvest(struct ctxst *st, unsigned max)
+{
+	struct gx_buf b;
+	gx_buf_init(&b);
+	if (gx_lt_harvest(&st->lt, st->idx, &b, max))
+		for (unsigned p = 0; p < nr_pols; p++)
+			gx_buf_append(&pols[p].evlog, b.data, b.len);
+	gx_buf_free(&b);
+}
+
 /* The policies' own pending logs, for drains under rt_lock (teardown, exit). */
 static struct gx_buf *const *evlogs(void)
 {
@@ -595,8 +638,11 @@ static void *drain_main(void *arg)
 		struct ctxst *ready[MAX_CTX];
 		unsigned n = 0;
 		for (unsigned i = 0; i < nr_ctx; i++)
-			if (!ctxs[i].failed && ctxs[i].dm[0])
+			if (!ctxs[i].failed && ctxs[i].dm[0]) {
 				ready[n++] = &ctxs[i];
+				/* bounded: launches wait for rt_lock meanwhile */
+				lt_harvest(&ctxs[i], 4096);
+			}
 		for (unsigned p = 0; p < nr_pols; p++) {
 			struct gx_buf t = pols[p].evlog;
 			pols[p].evlog = pend[p];
@@ -617,65 +663,121 @@ static void *drain_main(void *arg)
 }
 
 /* ---- events ---- */
-static bool done_has(CUmodule m)
+static void seen_forget(void)
 {
-	for (unsigned i = 0; i < nr_done; i++)
-		if (done_mods[i] == m)
-			return true;
-	return false;
-}
-
-static void module_devrt(struct ctxst *st, CUfunction f, bool is_kernel)
-{
-	for (unsigned i = 0; i < nr_seen; i++)
-		if (seen[i].f == f && seen[i].ctx == st->idx)
-			return;
-	if (nr_seen < MAX_SEEN)
-		seen[nr_seen].f = f, seen[nr_seen++].ctx = st->idx;
-	CUmodule mod = NULL;
-	if (is_kernel && CU(cuKernelGetFunction)(&f, (CUkernel)f) != CUDA_SUCCESS)
-		return;
-	if (CU(cuFuncGetModule)(&mod, f) != CUDA_SUCCESS || !mod || done_has(mod))
-		return;
-	CUdeviceptr g = 0;
-	size_t sz = 0;
-	if (CU(cuModuleGetGlobal_v2)(&g, &sz, mod, GDEV_DEVRT_SYMBOL) == CUDA_SUCCESS && sz == 8) {
-		uint64_t a = st->dm[0] ? gx_devmaps__devrt(st->dm[0]) : st->safe;
-		if (CU(cuMemcpyHtoD_v2)(g, &a, 8) != CUDA_SUCCESS)
-			pr_warn("policy %s: cannot write %s of a module", pols[0].tag, GDEV_DEVRT_SYMBOL);
-		else
-			pr_debug("policy %s: %s written in context %u", pols[0].tag, GDEV_DEVRT_SYMBOL, st->idx);
+	struct mod_seen *m, *mt;
+	HASH_ITER(hh, mods_seen, m, mt) {
+		HASH_DEL(mods_seen, m);
+		free(m);
 	}
-	if (nr_done < MAX_DONE)
-		done_mods[nr_done++] = mod;
+	struct fn_seen *f, *ft;
+	HASH_ITER(hh, fns_seen, f, ft) {
+		HASH_DEL(fns_seen, f);
+		free(f);
+	}
 }
 
-static void log_launch(struct ctxst *st, const struct gx_launch_event *l, uint64_t t)
+/* The first launch of a module in a context writes its __gx_devrt. Whether
+ * the function's module carries the hooks (is instrumented), remembered. */
+static bool module_devrt(struct ctxst *st, CUfunction f, bool is_kernel)
 {
-	uint64_t kid = l->name ? gx_kernel_id(l->name) : 0;
-	for (unsigned p = 0; l->name && p < nr_pols; p++) {
-		struct polst *ps = &pols[p];
-		bool seen = false;
-		for (unsigned i = 0; i < ps->nr_knames && !seen; i++)
-			seen = ps->knames[i] == kid;
-		if (seen || ps->nr_knames >= MAX_DONE)
-			continue;
-		ps->knames[ps->nr_knames++] = kid;
-		size_t n = strlen(l->name) + 1;
-		struct gx_tev_kname *k = calloc(1, sizeof(*k) + n);
-		if (k) {
-			k->h.type = GX_TEV_KNAME;
-			k->kernel_id = kid;
-			memcpy(k->name, l->name, n);
-			ev_put(ps, k, sizeof(*k) + n);
-			free(k);
+	struct fn_key key = { f, st->idx };
+	struct fn_seen *fs;
+	HASH_FIND(hh, fns_seen, &key, sizeof(key), fs);
+	if (fs)
+		return fs->instr;
+	bool instr = false;
+	CUmodule mod = NULL;
+	CUfunction fn = f;
+	if ((!is_kernel || CU(cuKernelGetFunction)(&fn, (CUkernel)f) == CUDA_SUCCESS) &&
+	    CU(cuFuncGetModule)(&mod, fn) == CUDA_SUCCESS && mod) {
+		struct mod_seen *ms;
+		HASH_FIND_PTR(mods_seen, &mod, ms);
+		if (ms) {
+			instr = ms->instr;
+		} else {
+			CUdeviceptr g = 0;
+			size_t sz = 0;
+			if (CU(cuModuleGetGlobal_v2)(&g, &sz, mod, GDEV_DEVRT_SYMBOL) == CUDA_SUCCESS && sz == 8) {
+				instr = true;
+				uint64_t a = st->dm[0] ? gx_devmaps__devrt(st->dm[0]) : st->safe;
+				if (CU(cuMemcpyHtoD_v2)(g, &a, 8) != CUDA_SUCCESS)
+					pr_warn("policy %s: cannot write %s of a module", pols[0].tag, GDEV_DEVRT_SYMBOL);
+				else
+					pr_debug("policy %s: %s written in context %u", pols[0].tag, GDEV_DEVRT_SYMBOL,
+						 st->idx);
+			}
+			if ((ms = calloc(1, sizeof(*ms)))) {
+				ms->mod = mod;
+				ms->instr = instr;
+				HASH_ADD_PTR(mods_seen, mod, ms);
+			}
 		}
 	}
+	if ((fs = calloc(1, sizeof(*fs)))) {
+		fs->key = key;
+		fs->instr = instr;
+		HASH_ADD(hh, fns_seen, key, sizeof(key), fs);
+	}
+	return instr;
+}
+
+/* The kernel's name into the tool logs, the first time it launches. */
+static void log_kname(uint64_t kid, const char *name)
+{
+	struct kname_seen *k;
+	HASH_FIND(hh, knames_seen, &kid, sizeof(kid), k);
+	if (k || !(k = calloc(1, sizeof(*k))))
+		return;
+	k->kid = kid;
+	HASH_ADD(hh, knames_seen, kid, sizeof(kid), k);
+	size_t n = strlen(name) + 1;
+	struct gx_tev_kname *r = calloc(1, sizeof(*r) + n);
+	if (r) {
+		r->h.type = GX_TEV_KNAME;
+		r->kernel_id = kid;
+		memcpy(r->name, name, n);
+		ev_put_all(r, sizeof(*r) + n);
+		free(r);
+	}
+}
+
+static void log_launch(struct ctxst *st, const struct gx_launch_event *l, uint64_t t, unsigned seq, unsigned flags)
+{
+	uint64_t kid = l->name ? gx_kernel_id(l->name) : 0;
+	if (l->name)
+		log_kname(kid, l->name);
 	struct gx_tev_launch ev = { .h.type = GX_TEV_LAUNCH, .host_ns = t, .kernel_id = kid, .ctx = st->idx,
-				    .seq = ++launch_seq };
+				    .seq = seq, .flags = flags, .stream = (uint64_t)(uintptr_t)l->stream };
 	memcpy(ev.grid, l->grid, sizeof(ev.grid));
 	memcpy(ev.block, l->block, sizeof(ev.block));
 	ev_put_all(&ev, sizeof(ev));
+}
+
+/* A launch: its module's __gx_devrt, its record, its timing pair opened. */
+static void on_launch(struct ctxst *st, const struct gx_launch_event *l)
+{
+	if (open_slot >= 0) /* the last launch of this thread never happened */
+		gx_lt_abandon(&open_st->lt, open_slot);
+	bool instr = module_devrt(st, l->func, l->is_kernel);
+	open_st = st;
+	open_seq = ++launch_seq;
+	open_instr = instr;
+	open_slot = gx_lt_start(&st->lt, l->stream);
+	nr_launches++;
+	nr_instr += instr;
+	log_launch(st, l, now_ns(), open_seq,
+		   (instr ? GX_TEV_L_INSTRUMENTED : 0) | (open_slot >= 0 ? GX_TEV_L_TIMED : 0));
+}
+
+/* The driver accepted it: close its timing pair. */
+static void on_launch_done(struct ctxst *st, const struct gx_launch_event *l)
+{
+	if (open_slot >= 0 && open_st == st)
+		gx_lt_end(&st->lt, open_slot, l->stream, open_seq, open_instr);
+	else if (open_slot >= 0)
+		gx_lt_abandon(&open_st->lt, open_slot);
+	open_slot = -1;
 }
 
 static CUresult on_event(struct gx_event *ev, void *cookie)
@@ -696,8 +798,7 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	}
 	if (ev->kind == GX_EV_MODULE_UNLOAD) {
 		/* A later module may get the same handle: forget what we wrote. */
-		nr_done = 0;
-		nr_seen = 0;
+		seen_forget();
 		pthread_mutex_unlock(&rt_lock);
 		return CUDA_SUCCESS;
 	}
@@ -712,6 +813,7 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 				bool other = CU(cuCtxGetCurrent)(&old) == CUDA_SUCCESS && old != c &&
 					     CU(cuCtxSetCurrent)(c) == CUDA_SUCCESS;
 				CU(cuCtxSynchronize)();
+				lt_harvest(&ctxs[i], UINT_MAX);
 				drain_ctx(&ctxs[i], true, evlogs());
 				drops_out(&ctxs[i]);
 				ev_write();
@@ -721,8 +823,7 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 				if (other)
 					CU(cuCtxSetCurrent)(old);
 			}
-		nr_done = 0; /* module and function handles of that context may be reused */
-		nr_seen = 0;
+		seen_forget(); /* module and function handles of that context may be reused */
 		pthread_mutex_unlock(&rt_lock);
 		pthread_mutex_unlock(&drain_lock);
 		return CUDA_SUCCESS;
@@ -732,13 +833,12 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 		for (unsigned i = 0; i < nr_ctx; i++)
 			if (ctxs[i].ctx == c && ctxs[i].safe && ev->kind == GX_EV_LAUNCH)
 				module_devrt(&ctxs[i], ev->launch.func, ev->launch.is_kernel);
-	} else {
-		CUfunction f = ev->kind == GX_EV_LAUNCH ? ev->launch.func : ev->graph.params.func;
-		bool is_kernel = ev->kind == GX_EV_LAUNCH ? ev->launch.is_kernel : false;
-		if (f)
-			module_devrt(st, f, is_kernel);
-		if (ev->kind == GX_EV_LAUNCH)
-			log_launch(st, &ev->launch, now_ns());
+	} else if (ev->kind == GX_EV_LAUNCH) {
+		on_launch(st, &ev->launch);
+	} else if (ev->kind == GX_EV_LAUNCH_DONE) {
+		on_launch_done(st, &ev->launch);
+	} else if (ev->graph.params.func) {
+		module_devrt(st, ev->graph.params.func, false);
 	}
 	pthread_mutex_unlock(&rt_lock);
 	return CUDA_SUCCESS;
@@ -746,6 +846,7 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 
 static void at_exit(void)
 {
+	uint64_t gpu_ns = 0, gpu_ns_instr = 0, untimed = 0;
 	pthread_mutex_lock(&rt_lock);
 	stopping = 1;
 	pthread_mutex_unlock(&rt_lock);
@@ -759,12 +860,27 @@ static void at_exit(void)
 			continue;
 		if (CU(cuCtxSetCurrent)(st->ctx) == CUDA_SUCCESS)
 			CU(cuCtxSynchronize)();
+		lt_harvest(st, UINT_MAX);
 		drain_ctx(st, true, evlogs());
 		drops_out(st);
+		gpu_ns += st->lt.gpu_ns;
+		gpu_ns_instr += st->lt.gpu_ns_instr;
+		untimed += st->lt.untimed;
 	}
 	ev_write();
 	if (nr_prefetch)
 		pr_info("policy %s: %llu gdev_mem_prefetch requests seen", pols[0].tag, nr_prefetch);
+	/* What the tools could see of this process: the one summary line. */
+	if (nr_launches) {
+		char gpu[96] = "";
+		if (gpu_ns)
+			snprintf(gpu, sizeof(gpu), "; %.1f %% of %.1f ms of timed GPU time instrumented",
+				 100.0 * (double)gpu_ns_instr / (double)gpu_ns, (double)gpu_ns / 1e6);
+		pr_info("launches: %llu, %llu instrumented (%.1f %%)%s%s%s", (unsigned long long)nr_launches,
+			(unsigned long long)nr_instr, 100.0 * (double)nr_instr / (double)nr_launches,
+			nr_instr < nr_launches ? ", the rest seen host-side only (SASS)" : "", gpu,
+			untimed ? " (some untimed: too many in flight)" : "");
+	}
 	for (unsigned p = 0; p < nr_pols; p++) {
 		if (pols[p].ev_fd >= 0)
 			close(pols[p].ev_fd);
@@ -800,9 +916,11 @@ int gx_devrt_start(const struct gx_policy_desc *d, const char *const *tags, size
 	}
 	nr_pols = (unsigned)n;
 	gx_attach_env->lock_register(&rt_lock, 15);
-	int id = gx_attach_env->subscribe(GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE) |
-					     GX_EV_MASK(GX_EV_CTX_DESTROY) | GX_EV_MASK(GX_EV_MODULE_UNLOAD),
-				     on_event, NULL);
+	unsigned mask = GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE) |
+			GX_EV_MASK(GX_EV_CTX_DESTROY) | GX_EV_MASK(GX_EV_MODULE_UNLOAD);
+	if (gx_lt_enabled())
+		mask |= GX_EV_MASK(GX_EV_LAUNCH_DONE);
+	int id = gx_attach_env->subscribe(mask, on_event, NULL);
 	if (id < 0)
 		return id;
 	atexit(at_exit);

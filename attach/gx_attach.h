@@ -173,7 +173,9 @@ void gx_pset_free(struct gx_policy_set *s);
 	X(cuMemHostRegister_v2) X(cuMemHostUnregister) X(cuMemcpyDtoHAsync_v2)         \
 	X(cuMemcpyHtoDAsync_v2) X(cuMemcpyHtoD_v2) X(cuMemsetD8Async)                  \
 	X(cuModuleGetFunction) X(cuModuleGetGlobal_v2) X(cuModuleLoadData)            \
-	X(cuModuleUnload) X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize)
+	X(cuModuleUnload) X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize)             \
+	X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuEventElapsedTime) \
+	X(cuEventDestroy) X(cuStreamIsCapturing)
 
 struct gx_attach_cu {
 #define GX_ATTACH_CU_MEMBER(name) __typeof__(&name) name;
@@ -201,9 +203,16 @@ struct gx_attach_host {
 	void (*lock_register)(pthread_mutex_t *m, int order);
 };
 
-/* Fill hooks, policy PTX and bindings for a module about to be rewritten.
- * The first call latches `host` and loads the policies; a no-op when none
- * is configured or every one failed. Thread-safe. */
+/* Load the configured policies and start their device runtime (tool logs,
+ * launch records; maps per context at its first use). The first call
+ * latches `host`. The shim calls it at cuInit, so that the launches of
+ * modules that are never rewritten (SASS only) are seen too. 1 when at
+ * least one policy is attached, else 0 (none configured, or every one
+ * failed: each said why in one line). Thread-safe, idempotent. */
+int gx_attach_start(const struct gx_attach_host *host);
+/* Fill hooks, policy PTX and bindings for a module about to be rewritten
+ * (gx_attach_start first, if it has not run); a no-op when no policy is
+ * attached. Thread-safe. */
 void gx_attach_rewrite_opts(const struct gx_attach_host *host, struct gx_ptx_rewrite_opts *opts);
 
 #endif

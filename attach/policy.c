@@ -223,10 +223,10 @@ static void pol_load(void)
 
 const struct gx_attach_host *gx_attach_env;
 
-void gx_attach_rewrite_opts(const struct gx_attach_host *host, struct gx_ptx_rewrite_opts *opts)
+int gx_attach_start(const struct gx_attach_host *host)
 {
 	if (!host || (!host->policy && !host->tool))
-		return;
+		return 0;
 	pthread_mutex_lock(&pol_lock);
 	if (!pol_state) {
 		gx_attach_env = host;
@@ -234,7 +234,12 @@ void gx_attach_rewrite_opts(const struct gx_attach_host *host, struct gx_ptx_rew
 	}
 	int st = pol_state;
 	pthread_mutex_unlock(&pol_lock);
-	if (st != 1 || gx_devrt_ctx_ready())
+	return st == 1;
+}
+
+void gx_attach_rewrite_opts(const struct gx_attach_host *host, struct gx_ptx_rewrite_opts *opts)
+{
+	if (!gx_attach_start(host) || gx_devrt_ctx_ready())
 		return;
 	opts->hooks |= pset.hooks;
 	opts->policy_ptx = pset.ptx;

@@ -50,12 +50,27 @@ static void host_setup(void)
 	host_ok = true;
 }
 
-void gx_attach_opts(struct gx_ptx_rewrite_opts *opts)
+/* The process's host table, or NULL when no device policy is configured
+ * (or GPUEXT_DISABLE is set, or the driver lacks a function it needs). */
+static const struct gx_attach_host *attach_host(void)
 {
 	gx_config_load();
 	if ((!gx_config.policy && !gx_config.tool) || gx_config.disabled)
-		return;
+		return NULL;
 	pthread_once(&host_once, host_setup);
-	if (host_ok)
-		gx_attach_rewrite_opts(&host, opts);
+	return host_ok ? &host : NULL;
+}
+
+void gx_attach_init(void)
+{
+	const struct gx_attach_host *h = attach_host();
+	if (h)
+		gx_attach_start(h);
+}
+
+void gx_attach_opts(struct gx_ptx_rewrite_opts *opts)
+{
+	const struct gx_attach_host *h = attach_host();
+	if (h)
+		gx_attach_rewrite_opts(h, opts);
 }

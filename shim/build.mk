@@ -41,7 +41,7 @@ $(SHIM_GEN)/gx_tramp.o: $(SHIM_GEN)/gx_tramp.S
 # -Bsymbolic: our own references bind to our definitions (never interposed).
 # The version script only limits exports: the real driver has no symbol
 # versions, so neither do we.
-SHIM_LDLIBS = -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,now -Wl,--version-script=shim/libcuda.map \
+SHIM_LDLIBS = -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,now -Wl,-z,defs -Wl,--version-script=shim/libcuda.map \
               $(IMAGE_LDLIBS) -lelf -ldl -lpthread
 $(SHIM_LIB): $(SHIM_OBJS) $(SHIM_LIBS) shim/libcuda.map
 	$(call link_so,$(SHIM_LDLIBS))

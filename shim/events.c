@@ -83,6 +83,8 @@ CUresult gx_ev_raise(struct gx_event *ev)
 {
 	if (in_event)
 		return CUDA_SUCCESS;
+	if (ev->sz == sizeof(*ev)) /* raised before (a launch, then its LAUNCH_DONE): ctx and dev known */
+		goto deliver;
 	ev->sz = sizeof(*ev);
 	if (!ev->ctx) {
 		CUcontext c = NULL;
@@ -109,6 +111,7 @@ CUresult gx_ev_raise(struct gx_event *ev)
 		}
 		ev->dev = d;
 	}
+deliver:;
 	CUresult ret = CUDA_SUCCESS;
 	unsigned bit = 1u << ev->kind;
 	in_event = 1;

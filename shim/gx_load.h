@@ -49,8 +49,10 @@ void gx_log_passed(const char *api, const struct gx_prep *p);
 void gx_log_fallback(const char *api, const struct gx_prep *p, CUresult rc);
 
 /* attach.c: device policies' hooks, PTX and bindings into opts (attach/);
- * a no-op without GPUEXT_POLICY/GPUEXT_TOOL device objects. */
+ * a no-op without GPUEXT_POLICY/GPUEXT_TOOL device objects. gx_attach_init
+ * (at cuInit) attaches them before any module is loaded. */
 void gx_attach_opts(struct gx_ptx_rewrite_opts *opts);
+void gx_attach_init(void);
 
 /* Next module number (also for modules that never reach gx_prepare). */
 unsigned gx_next_module_id(void);

@@ -9,6 +9,8 @@
 #include "shim/gx_shim_ev.h"
 #include "shim/gx_tables.h"
 
+/* The launch's context and kernel name; then GX_EV_LAUNCH to its
+ * subscribers, if any (their veto is returned). */
 static __attribute__((noinline)) CUresult launch_event(struct gx_event *ev)
 {
 	struct gx_launch_event *l = &ev->launch;
@@ -21,7 +23,18 @@ static __attribute__((noinline)) CUresult launch_event(struct gx_event *ev)
 		l->name = name;
 		l->is_kernel = is_kernel;
 	}
-	return gx_ev_raise(ev);
+	return gx_ev_on(GX_EV_LAUNCH) ? gx_ev_raise(ev) : CUDA_SUCCESS;
+}
+
+/* After the driver's call: GX_EV_LAUNCH_DONE with the same event, if the
+ * launch was accepted and an event was made for it (not nested). */
+static CUresult launch_done(struct gx_event *ev, CUresult rc)
+{
+	if (rc == CUDA_SUCCESS && ev->kind == GX_EV_LAUNCH && gx_ev_on(GX_EV_LAUNCH_DONE)) {
+		ev->kind = GX_EV_LAUNCH_DONE;
+		gx_ev_raise(ev);
+	}
+	return rc;
 }
 
 #define LAUNCH_ARGS                                                                                   \
@@ -46,24 +59,30 @@ static CUresult launch_slow(unsigned sym, enum gx_launch_api api, LAUNCH_ARGS,
 	l->stream = hStream;
 	l->kernel_params = kernelParams;
 	l->extra = extra;
-	if (!gx_ev_nested()) {
+	if (gx_ev_nested()) {
+		ev.kind = GX_EV__COUNT; /* no event was made: none after either */
+	} else {
 		CUresult veto = launch_event(&ev);
 		if (veto != CUDA_SUCCESS)
 			return veto;
 	}
 	void *fn = __atomic_load_n(&gx_slots[sym], __ATOMIC_RELAXED);
+	CUresult rc;
 	if (api == GX_LAUNCH_COOPERATIVE)
-		return ((__typeof__(&cuLaunchCooperativeKernel))fn)(l->func, l->grid[0], l->grid[1], l->grid[2],
-								    l->block[0], l->block[1], l->block[2],
-								    l->shared_mem, l->stream, l->kernel_params);
-	return ((__typeof__(&cuLaunchKernel))fn)(l->func, l->grid[0], l->grid[1], l->grid[2], l->block[0],
-						 l->block[1], l->block[2], l->shared_mem, l->stream,
-						 l->kernel_params, l->extra);
+		rc = ((__typeof__(&cuLaunchCooperativeKernel))fn)(l->func, l->grid[0], l->grid[1], l->grid[2],
+								  l->block[0], l->block[1], l->block[2],
+								  l->shared_mem, l->stream, l->kernel_params);
+	else
+		rc = ((__typeof__(&cuLaunchKernel))fn)(l->func, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+						       l->block[1], l->block[2], l->shared_mem, l->stream,
+						       l->kernel_params, l->extra);
+	return launch_done(&ev, rc);
 }
 
 /* Entered from launch_fast.S only when somebody subscribed to launches. */
 #define SLOW __attribute__((visibility("hidden")))
-_Static_assert((1u << GX_EV_LAUNCH) == 0x10, "launch_fast.S tests bit 0x10 of gx_ev_mask");
+_Static_assert(((1u << GX_EV_LAUNCH) | (1u << GX_EV_LAUNCH_DONE)) == 0x4010,
+	       "launch_fast.S tests bits 0x4010 of gx_ev_mask");
 
 SLOW CUresult gx_slow_cuLaunchKernel(LAUNCH_ARGS, void **kernelParams, void **extra)
 {
@@ -116,8 +135,9 @@ static CUresult launch_ex_slow(unsigned sym, const CUlaunchConfig *config,
 	c.blockDimX = l->block[0], c.blockDimY = l->block[1], c.blockDimZ = l->block[2];
 	c.sharedMemBytes = l->shared_mem;
 	c.hStream = l->stream;
-	return ((__typeof__(&cuLaunchKernelEx))__atomic_load_n(&gx_slots[sym], __ATOMIC_RELAXED))(
+	CUresult rc = ((__typeof__(&cuLaunchKernelEx))__atomic_load_n(&gx_slots[sym], __ATOMIC_RELAXED))(
 		&c, l->func, l->kernel_params, l->extra);
+	return launch_done(&ev, rc);
 }
 
 SLOW CUresult gx_slow_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)

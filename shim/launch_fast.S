@@ -1,5 +1,5 @@
 /* launch_fast.S — the no-subscriber path of the launch wrappers, in two
- * instructions: test the launch bit of gx_ev_mask; if clear, jump through
+ * instructions: test the launch bits of gx_ev_mask; if clear, jump through
  * the driver's slot (exactly like a forwarded symbol); if set, jump to the C
  * slow path (launch.c), which has the same signature, so every argument —
  * registers and stack — is still in place. No frame, no register touched.
@@ -11,7 +11,8 @@
  * reach exactly the function the driver chose, one jump later. */
 	.section .note.GNU-stack,"",@progbits
 	.include "gx_syms.inc"
-	.set GX_EV_LAUNCH_BIT, 0x10	/* 1 << GX_EV_LAUNCH, checked in launch.c */
+	/* 1 << GX_EV_LAUNCH | 1 << GX_EV_LAUNCH_DONE, checked in launch.c */
+	.set GX_EV_LAUNCH_BIT, 0x4010
 
 	.macro FAST name idx
 	.text

@@ -29,23 +29,31 @@ static uint64_t grid_blocks(const uint32_t g[3])
 
 int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 {
-	size_t nl = td->nr_launches;
-	struct krs_launch *L = calloc(nl + 1, sizeof(*L));
+	/* Launches without the hooks (SASS only) have no blocks to expect: the
+	 * host-side section after the report lists them. */
+	size_t nl = 0;
+	struct krs_launch *L = calloc(td->nr_launches + 1, sizeof(*L));
+	size_t *lidx = malloc((td->nr_launches + 1) * sizeof(*lidx)); /* td->launches index -> L index */
 	unsigned char *done = calloc(td->nr_recs + 1, 1);
-	if (!L || !done) {
+	if (!L || !done || !lidx) {
 		free(L);
 		free(done);
+		free(lidx);
 		return 1;
 	}
 	/* kernelretsnoop_all: every block of every launch */
 	int all = td->tool && !strcmp(td->tool, "kernelretsnoop_all");
 	const char *tname = all ? "kernelretsnoop_all" : "kernelretsnoop";
 	uint64_t expected = 0, sampled = 0;
-	for (size_t i = 0; i < nl; i++) {
-		L[i].l = &td->launches[i];
-		L[i].kernel_id = td->launches[i].kernel_id;
-		L[i].pid = td->launches[i].pid, L[i].ctx = td->launches[i].ctx;
-		L[i].nblocks = grid_blocks(td->launches[i].grid);
+	for (size_t j = 0; j < td->nr_launches; j++) {
+		lidx[j] = SIZE_MAX;
+		if (!td_hooked(td, &td->launches[j]))
+			continue;
+		size_t i = lidx[j] = nl++;
+		L[i].l = &td->launches[j];
+		L[i].kernel_id = td->launches[j].kernel_id;
+		L[i].pid = td->launches[j].pid, L[i].ctx = td->launches[j].ctx;
+		L[i].nblocks = grid_blocks(td->launches[j].grid);
 		L[i].every = all ? 1 : gx_krs_sample_mask(L[i].nblocks) + 1;
 		L[i].expected = L[i].nblocks ? (L[i].nblocks - 1) / L[i].every + 1 : 0;
 		L[i].first = UINT64_MAX;
@@ -64,7 +72,7 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		uint64_t lin = k->ctaid[0] + (uint64_t)k->nctaid[0] * (k->ctaid[1] + (uint64_t)k->nctaid[1] * k->ctaid[2]);
 		size_t li = 0;
 		if (k->launch_id) {
-			li = byid ? byid[r] : SIZE_MAX;
+			li = byid && byid[r] != SIZE_MAX ? lidx[byid[r]] : SIZE_MAX;
 			if (li == SIZE_MAX || lin >= L[li].nblocks ||
 			    L[li].nblocks != (uint64_t)k->nctaid[0] * k->nctaid[1] * k->nctaid[2]) {
 				unattributed++;
@@ -202,7 +210,9 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 	if (tf)
 		td_tracks_names(tf, tracks, td, "kernels (finish spread)", 100000);
 	if (json) {
-		printf("]}\n");
+		printf("]");
+		td_launches_json(td);
+		printf("}\n");
 	} else if (nl) {
 		/* Distribution of finish times within the launch with most blocks. */
 		size_t best = 0;
@@ -233,6 +243,7 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 	free(L);
 	free(done);
 	free(byid);
+	free(lidx);
 	return 0;
 }
 

@@ -128,7 +128,9 @@ int fmt_launchlate(const struct tooldata *td, int json, FILE *tf)
 					       (unsigned long long)k->launch_id, (long long)lat[r]);
 					break;
 				}
-		printf("]}\n");
+		printf("]");
+		td_launches_json(td);
+		printf("}\n");
 	} else if (matched) {
 		unsigned long long mx = 0;
 		int hiB = 0;

@@ -54,7 +54,9 @@ int fmt_memtrace(const struct tooldata *td, int json, FILE *tf)
 			       (unsigned long long)m->addr, m->size, op_name(m->op), m->smid, m->ctaid_x, m->nr_active,
 			       (unsigned long long)m->ts);
 		}
-		printf("]}\n");
+		printf("]");
+		td_launches_json(td);
+		printf("}\n");
 	} else {
 		printf("memtrace: %llu sampled warp accesses, %llu dropped\n\n", n, (unsigned long long)td->drops);
 		unsigned long long mx = 0;

@@ -112,7 +112,9 @@ int fmt_threadhist(const struct tooldata *td, int json, FILE *tf)
 				       g->sm[s].blocks, g->sm[s].warps, g->sm[s].threads);
 			printf("]}");
 		}
-		printf("]}\n");
+		printf("]");
+		td_launches_json(td);
+		printf("}\n");
 	} else if (!multi) {
 		printf("threadhist: %u SMs, %llu blocks, %llu warps, %llu threads (%u map files)\n\n", nsm, all.tot.blocks,
 		       all.tot.warps, all.tot.threads, files);

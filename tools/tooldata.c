@@ -75,14 +75,25 @@ static int load_events(struct tooldata *td, const char *path)
 			}
 			break;
 		case GX_TEV_LAUNCH:
-			if (h->len >= sizeof(struct gx_tev_launch) &&
+			/* the first revision's records end before flags: flags 0 */
+			if (h->len >= GX_TEV_LAUNCH_V1_SIZE &&
 			    (td->launches = grow(td->launches, &td->cap_l, td->nr_launches, sizeof(*td->launches)))) {
-				const struct gx_tev_launch *l = (const void *)h;
+				struct gx_tev_launch l = { 0 };
+				memcpy(&l, h, h->len < sizeof(l) ? h->len : sizeof(l));
+				td->launch_flags |= h->len >= sizeof(l);
 				struct td_launch *o = &td->launches[td->nr_launches++];
-				*o = (struct td_launch){ .pid = pid, .ctx = l->ctx, .seq = l->seq, .host_ns = l->host_ns,
-							 .kernel_id = l->kernel_id };
-				memcpy(o->grid, l->grid, sizeof(o->grid));
-				memcpy(o->block, l->block, sizeof(o->block));
+				*o = (struct td_launch){ .pid = pid, .ctx = l.ctx, .seq = l.seq, .host_ns = l.host_ns,
+							 .kernel_id = l.kernel_id, .flags = l.flags, .stream = l.stream };
+				memcpy(o->grid, l.grid, sizeof(o->grid));
+				memcpy(o->block, l.block, sizeof(o->block));
+			}
+			break;
+		case GX_TEV_LTIME:
+			if (h->len >= sizeof(struct gx_tev_ltime) &&
+			    (td->ltimes = grow(td->ltimes, &td->cap_t, td->nr_ltimes, sizeof(*td->ltimes)))) {
+				const struct gx_tev_ltime *r = (const void *)h;
+				td->ltimes[td->nr_ltimes++] = (struct td_ltime){ pid, r->ctx, r->seq, r->start_ns,
+										 r->gpu_ns };
 			}
 			break;
 		case GX_TEV_REC:
@@ -156,6 +167,7 @@ void td_free(struct tooldata *td)
 	free(td->bufs);
 	free(td->ctxs);
 	free(td->launches);
+	free(td->ltimes);
 	free(td->recs);
 	free(td->knames);
 	memset(td, 0, sizeof(*td));

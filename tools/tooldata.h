@@ -18,6 +18,13 @@ struct td_launch {
 	uint32_t pid, ctx, seq;
 	uint64_t host_ns, kernel_id;
 	uint32_t grid[3], block[3];
+	uint32_t flags;  /* GX_TEV_L_*: instrumented, timed */
+	uint64_t stream;
+};
+/* When a launch ran on the GPU (timing events; GX_TEV_LTIME). */
+struct td_ltime {
+	uint32_t pid, ctx, seq;
+	uint64_t start_ns, gpu_ns;
 };
 struct td_rec {
 	uint32_t pid, ctx, map, len;
@@ -43,7 +50,10 @@ struct tooldata {
 	char **bufs; /* loaded files */
 	size_t nr_bufs;
 	const char *dir;
-	size_t cap_c, cap_l, cap_r, cap_k; /* allocated lengths of ctxs, launches, recs, knames */
+	struct td_ltime *ltimes;
+	size_t nr_ltimes;
+	int launch_flags; /* launch records of the second revision (flags, stream) */
+	size_t cap_c, cap_l, cap_r, cap_k, cap_t; /* allocated lengths of ctxs, launches, recs, knames, ltimes */
 };
 
 int td_load(struct tooldata *td, const char *dir, const char *tool);
@@ -78,6 +88,20 @@ int td_cmp_u64(const void *a, const void *b);
  * its launch in td->launches, or SIZE_MAX (malloc'd; NULL if out of memory).
  * kid_off/lid_off: offsets of kernel_id and launch_id in the payload. */
 size_t *td_match_launch_ids(const struct tooldata *td, size_t min_len, size_t kid_off, size_t lid_off);
+
+/* Does this launch carry the tool's hooks? (Logs of the first revision do
+ * not say: every launch counts as hooked there.) */
+static inline int td_hooked(const struct tooldata *td, const struct td_launch *l)
+{
+	return !td->launch_flags || (l->flags & 1u /* GX_TEV_L_INSTRUMENTED */);
+}
+
+/* launches.c: the launches seen host-side (every report): text after the
+ * tool's own; JSON: a `,"host_launches":{...}` member, printed by each
+ * report before its closing brace; trace: one slice per timed launch. */
+void td_launches_text(const struct tooldata *td);
+void td_launches_json(const struct tooldata *td);
+void td_launches_trace(const struct tooldata *td, FILE *tf);
 
 /* NAME.c: one report per tool. json: 0 text, 1 JSON. trace: a Chrome
  * trace-event file to write, or NULL. Returns 0 or a CLI exit status. */

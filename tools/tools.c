@@ -78,6 +78,9 @@ GX_EXPORT int gx_tools_report(const char *name, const char *dir, bool json, cons
 			    "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"gpuext %s\"}}",
 			name);
 	ret = registry[t].report(&td, json, tf);
+	if (!json && !ret)
+		td_launches_text(&td);
+	td_launches_trace(&td, tf);
 	if (tf) {
 		fprintf(tf, "\n]}\n");
 		if (fclose(tf)) {

@@ -19,7 +19,8 @@
  *
  * Launch events may be modified: a callback may change func, grid, block,
  * shared_mem and kernel_params (e.g. to launch a persistent-worker variant);
- * the shim launches what the event holds when every callback returned.
+ * the shim launches what the event holds when every callback returned, then
+ * raises GX_EV_LAUNCH_DONE with the same event if the driver accepted it.
  *
  * Reached with dlsym(RTLD_DEFAULT, "gx_events_subscribe") or by linking to
  * the shim. Thread-safe. */
@@ -51,6 +52,9 @@ enum gx_event_kind {
 				 * .priority as asked; a callback may change .priority:
 				 * the stream is then made with cuStreamCreateWithPriority
 				 * and those flags; a veto fails the creation) */
+	GX_EV_LAUNCH_DONE,      /* a launch the driver accepted (the same launch
+				 * event, as launched, right after the call; not
+				 * raised for graph launches or nested calls) */
 	GX_EV__COUNT
 };
 

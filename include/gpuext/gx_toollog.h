@@ -20,6 +20,7 @@ struct gx_tev {
 #define GX_TEV_LAUNCH 4 /* struct gx_tev_launch: host side of a launch */
 #define GX_TEV_REC 5    /* struct gx_tev_rec + payload: a ringbuf record */
 #define GX_TEV_DROPS 6  /* struct gx_tev_drops: records a ring refused */
+#define GX_TEV_LTIME 7  /* struct gx_tev_ltime: when a launch ran on the GPU */
 
 struct gx_tev_proc {
 	struct gx_tev h;
@@ -46,12 +47,26 @@ struct gx_tev_launch {
 	gdev_u64 kernel_id;
 	gdev_u32 ctx, seq; /* seq: launch number in the process */
 	gdev_u32 grid[3], block[3];
+	/* Since the tool log's second revision (older logs end above: readers
+	 * take a shorter record as flags 0). */
+	gdev_u32 flags;    /* GX_TEV_L_* */
+	gdev_u32 pad;
+	gdev_u64 stream;   /* the stream handle, to tell streams apart */
 };
+#define GX_TEV_L_INSTRUMENTED 1u /* its module carries the tool's hooks */
+#define GX_TEV_L_TIMED 2u        /* a GX_TEV_LTIME record follows, later */
+#define GX_TEV_LAUNCH_V1_SIZE 56u /* the first revision's size */
 struct gx_tev_rec {
 	struct gx_tev h;
 	gdev_u32 ctx;
 	gdev_u32 map; /* map index in the policy object */
 	/* payload (what bpf_ringbuf_output wrote) follows */
+};
+struct gx_tev_ltime {
+	struct gx_tev h;
+	gdev_u32 ctx, seq;  /* the launch: its context and number (GX_TEV_LAUNCH) */
+	gdev_u64 start_ns;  /* CLOCK_REALTIME when it started on the GPU (timing events) */
+	gdev_u64 gpu_ns;    /* from start to end on its stream */
 };
 struct gx_tev_drops {
 	struct gx_tev h;

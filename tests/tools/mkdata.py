@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """Synthetic tool logs for the formatter golden tests: what the shim would
-write for a known run (layouts of tools/tools_common.h and include/gpuext/gx_toollog.h). argv: dir tool."""
+write for a known run (layouts of tools/tools_common.h and include/gpuext/gx_toollog.h).
+argv: dir tool [v2|hostonly]. v2: launch records of the tool log's second
+revision (flags, stream) with GPU times, and two launches of a SASS-only
+kernel; hostonly: v2 with no device record at all (nothing instrumented)."""
 import struct, sys, os
 
 d, tool = sys.argv[1], sys.argv[2]
+mode = sys.argv[3] if len(sys.argv) > 3 else ''
+v2 = mode in ('v2', 'hostonly')
 def fnv(s):
     h = 0xcbf29ce484222325
     for c in s.encode():
@@ -15,14 +20,31 @@ def rec(t, body):
 out = rec(1, struct.pack('<IIQ64s', 4242, 0, 1_000_000, tool.encode()))
 # ctx 0: sm 90, 4 SMs, calibrated: globaltimer = host + 5000 ns
 out += rec(2, struct.pack('<IIIIIIqQ', 0, 0, 90, 4, 1, 0, 5000, 700))
-k1, k2 = fnv('vadd'), fnv('_Z6reducePf')
+k1, k2, k3 = fnv('vadd'), fnv('_Z6reducePf'), fnv('cublas_gemm_sm90')
 out += rec(3, struct.pack('<Q', k1) + b'vadd\0')
 out += rec(3, struct.pack('<Q', k2) + b'_Z6reducePf\0')
+if v2:
+    out += rec(3, struct.pack('<Q', k3) + b'cublas_gemm_sm90\0')
 # launches: vadd 4x1x1 blocks at host 10_000 and 50_000; reduce 2 blocks at 30_000
 # kernelretsnoop also: vadd with 131073 blocks at 70_000 (sampled 1 in 16: 8193 expected)
 L = [(k1, 10_000, 4), (k2, 30_000, 2), (k1, 50_000, 4)] + ([(k1, 70_000, 131073)] if tool.startswith('kernelretsnoop') else [])
+if v2:
+    L += [(k3, 35_000, 64), (k3, 55_000, 64)]
 for seq, (kid, host, g) in enumerate(L, 1):
-    out += rec(4, struct.pack('<QQII6I', host, kid, 0, seq, g, 1, 1, 128, 1, 1))
+    if not v2:
+        out += rec(4, struct.pack('<QQII6I', host, kid, 0, seq, g, 1, 1, 128, 1, 1))
+        continue
+    # flags: instrumented (1) unless SASS only (or nothing is, in hostonly), timed (2); stream 0x70 + seq % 2
+    instr = 0 if kid == k3 or mode == 'hostonly' else 1
+    out += rec(4, struct.pack('<QQII6IIIQ', host, kid, 0, seq, g, 1, 1, 128, 1, 1, instr | 2, 0, 0x70 + seq % 2))
+if v2:
+    # GPU times: launch seq runs from host + 2000 for 1000 * seq ns (the
+    # SASS-only ones 20 us each); written later, out of order, like the drains
+    for seq, (kid, host, g) in reversed(list(enumerate(L, 1))):
+        out += rec(7, struct.pack('<IIQQ', 0, seq, host + 2000, 20_000 if kid == k3 else 1000 * seq))
+    if mode == 'hostonly':
+        open(os.path.join(d, '4242-%s.events' % tool), 'wb').write(out)
+        sys.exit(0)
 def ring(payload):
     return rec(5, struct.pack('<II', 0, 0) + payload)
 # device launch ids (%gridid): vadd #1 = 101, reduce = 102, vadd #2 = 103

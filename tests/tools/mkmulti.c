@@ -128,7 +128,7 @@ int main(int argc, char **argv)
 						 .calib_err_ns = 100 };
 			put(&ev, sizeof(ev));
 			unsigned long long host = 10000ull * (i + 1);
-			struct gx_tev_launch l = { .h.type = GX_TEV_LAUNCH, .host_ns = host, .kernel_id = kid,
+			struct gx_tev_launch l = { .h.type = GX_TEV_LAUNCH, .host_ns = host, .kernel_id = kid, .flags = GX_TEV_L_INSTRUMENTED,
 						   .ctx = c->ctx, .seq = ++seq, .grid = { c->blocks, 1, 1 },
 						   .block = { 128, 1, 1 } };
 			put(&l, sizeof(l));

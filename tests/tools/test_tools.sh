@@ -24,6 +24,42 @@ for t in kernelretsnoop launchlate memtrace; do
 	cmp_golden $t.json $T/$t.json
 	cmp_golden $t.trace.json $T/$t.trace.json
 done
+# The tool log's second revision: launch flags and GPU times; a SASS-only
+# kernel reported host-side ("host only (SASS)") beside the instrumented ones.
+for t in launchlate kernelretsnoop; do
+	mkdir -p $T/$t-v2 && python3 tests/tools/mkdata.py $T/$t-v2 $t v2
+	$B/bin/gpuext tools report $t --dir $T/$t-v2 >$T/$t-v2.txt 2>&1
+	cmp_golden $t-v2.txt $T/$t-v2.txt
+	$B/bin/gpuext --json tools report $t --dir $T/$t-v2 --trace $T/$t-v2.trace.json >$T/$t-v2.json 2>&1
+	cmp_golden $t-v2.json $T/$t-v2.json
+	if python3 -m json.tool $T/$t-v2.trace.json >/dev/null 2>&1; then echo "ok - tools-fmt: $t v2 trace valid"
+	else echo "not ok - tools-fmt: $t v2 trace valid"; fi
+done
+python3 - $T <<'P'
+import json, sys
+T = sys.argv[1]
+h = json.load(open(T + '/launchlate-v2.json'))['host_launches']
+k = {x['kernel']: (x['launches'], x['instrumented'], x['gpu_ns']) for x in h['kernels']}
+good = (h['launches'], h['instrumented'], h['timed'], h['gpu_ns'], h['gpu_ns_instrumented']) == (5, 3, 5, 46000, 6000) \
+    and k == {'cublas_gemm_sm90': (2, 0, 40000), 'vadd': (2, 2, 4000), '_Z6reducePf': (1, 1, 2000)}
+print(('ok' if good else 'not ok') + ' - tools-fmt: host-side launches: counts, hooks and GPU time per kernel %s %s' % (h, k))
+tr = json.load(open(T + '/launchlate-v2.trace.json'))['traceEvents']
+sl = sorted((e['ts'], e['dur'], e['name'], e['args']['hooks']) for e in tr if e.get('cat') == 'launch')
+good = len(sl) == 5 and sl[0] == (0.0, 1.0, 'vadd', True) and ('cublas_gemm_sm90' in [x[2] for x in sl if not x[3]])
+print(('ok' if good else 'not ok') + ' - tools-fmt: one trace slice per timed launch %s' % sl[:2])
+P
+# Nothing instrumented at all (a SASS-only program): the report still comes,
+# exit 0, with every launch host-side.
+for t in kernelretsnoop launchlate memtrace; do
+	mkdir -p $T/$t-ho && python3 tests/tools/mkdata.py $T/$t-ho $t hostonly
+	if $B/bin/gpuext tools report $t --dir $T/$t-ho >$T/$t-ho.txt 2>&1 &&
+		grep -Eq 'launches \(seen host-side\): [56], 0 instrumented' $T/$t-ho.txt &&
+		grep -q 'cublas_gemm_sm90 .* host only (SASS)' $T/$t-ho.txt; then
+		echo "ok - tools-fmt: $t reports a program with nothing instrumented (exit 0, launches host-side)"
+	else
+		echo "not ok - tools-fmt: $t reports a program with nothing instrumented"; sed 's/^/#  /' $T/$t-ho.txt | head -8
+	fi
+done
 # Known answers, independent of the goldens.
 python3 - $T <<'P'
 import json, sys

@@ -1,0 +1,203 @@
+/* launches.c — what every tool's report says about the launches the shim
+ * saw host-side: each launch's kernel, whether its module carried the
+ * tool's hooks, and its GPU time from timing events (attach/launches.c).
+ * Kernels that reach the driver as SASS only (PyTorch wheels, cuBLAS,
+ * cuDNN, NCCL) have no device records at all: here they still appear, as
+ * "host only (SASS)", so a report covers the whole program and never comes
+ * out empty because nothing was instrumented. Shown for tool logs of the
+ * second revision (launch records with flags); older logs are reported as
+ * before. Text: a summary line and the kernels by GPU time; JSON: an object
+ * "host_launches"; trace: one slice per timed launch on a track per stream
+ * (times relative to the first timed launch). */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/gx_util.h"
+#include "gpuext/gx_toollog.h"
+#include "tools/tooldata.h"
+
+#define TOP_KERNELS 25
+
+struct kstat {
+	uint64_t kid, n, n_instr, n_timed, gpu_ns;
+};
+struct ltot {
+	uint64_t n, n_instr, n_timed, gpu_ns, gpu_ns_instr;
+};
+
+static int cmp_seq(const void *a, const void *b)
+{
+	const struct td_ltime *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int cmp_gpu(const void *a, const void *b)
+{
+	const struct kstat *x = a, *y = b;
+	if (x->gpu_ns != y->gpu_ns)
+		return x->gpu_ns > y->gpu_ns ? -1 : 1;
+	if (x->n != y->n)
+		return x->n > y->n ? -1 : 1;
+	return x->kid < y->kid ? -1 : x->kid > y->kid;
+}
+
+/* The GPU time of a launch (pid, seq), or NULL: a binary search over the
+ * timings, sorted by the caller. */
+static const struct td_ltime *ltime_of(const struct td_ltime *t, size_t n, uint32_t pid, uint32_t seq)
+{
+	struct td_ltime key = { .pid = pid, .seq = seq };
+	return bsearch(&key, t, n, sizeof(*t), cmp_seq);
+}
+
+/* Per kernel, sorted by GPU time; NULL if there is nothing to say. */
+static struct kstat *stats(const struct tooldata *td, struct td_ltime *lt, size_t *nk, struct ltot *tot)
+{
+	memset(tot, 0, sizeof(*tot));
+	*nk = 0;
+	if (!td->launch_flags || !td->nr_launches)
+		return NULL;
+	struct kstat *k = calloc(td->nr_launches, sizeof(*k));
+	if (!k)
+		return NULL;
+	for (size_t i = 0; i < td->nr_launches; i++) {
+		const struct td_launch *l = &td->launches[i];
+		const struct td_ltime *t = ltime_of(lt, td->nr_ltimes, l->pid, l->seq);
+		bool instr = l->flags & GX_TEV_L_INSTRUMENTED;
+		size_t j = 0;
+		while (j < *nk && k[j].kid != l->kernel_id)
+			j++;
+		if (j == *nk)
+			k[(*nk)++].kid = l->kernel_id;
+		k[j].n++;
+		k[j].n_instr += instr;
+		tot->n++;
+		tot->n_instr += instr;
+		if (t) {
+			k[j].n_timed++;
+			k[j].gpu_ns += t->gpu_ns;
+			tot->n_timed++;
+			tot->gpu_ns += t->gpu_ns;
+			tot->gpu_ns_instr += instr ? t->gpu_ns : 0;
+		}
+	}
+	qsort(k, *nk, sizeof(*k), cmp_gpu);
+	return k;
+}
+
+/* Timings sorted by (pid, seq), a copy. */
+static struct td_ltime *sorted_ltimes(const struct tooldata *td)
+{
+	struct td_ltime *lt = malloc((td->nr_ltimes + 1) * sizeof(*lt));
+	if (lt && td->nr_ltimes) {
+		memcpy(lt, td->ltimes, td->nr_ltimes * sizeof(*lt));
+		qsort(lt, td->nr_ltimes, sizeof(*lt), cmp_seq);
+	}
+	return lt;
+}
+
+static const char *hooks_word(const struct kstat *k)
+{
+	return k->n_instr == k->n ? "yes" : k->n_instr ? "some" : "host only (SASS)";
+}
+
+void td_launches_text(const struct tooldata *td)
+{
+	struct td_ltime *lt = sorted_ltimes(td);
+	size_t nk;
+	struct ltot tot;
+	struct kstat *k = lt ? stats(td, lt, &nk, &tot) : NULL;
+	if (!k) {
+		free(lt);
+		return;
+	}
+	char nb[64];
+	printf("\nlaunches (seen host-side): %llu, %llu instrumented (%.1f %%)", (unsigned long long)tot.n,
+	       (unsigned long long)tot.n_instr, 100.0 * (double)tot.n_instr / (double)tot.n);
+	if (tot.gpu_ns)
+		printf("; GPU time %.3f ms over %llu timed launches, %.1f %% of it instrumented",
+		       (double)tot.gpu_ns / 1e6, (unsigned long long)tot.n_timed,
+		       100.0 * (double)tot.gpu_ns_instr / (double)tot.gpu_ns);
+	printf("\n%-40s %9s %12s  %s\n", "KERNEL", "LAUNCHES", "GPU ms", "HOOKS");
+	for (size_t i = 0; i < nk && i < TOP_KERNELS; i++)
+		printf("%-40.40s %9llu %12.3f  %s\n", td_kname(td, k[i].kid, nb, sizeof(nb)),
+		       (unsigned long long)k[i].n, (double)k[i].gpu_ns / 1e6, hooks_word(&k[i]));
+	if (nk > TOP_KERNELS)
+		printf("(%zu more kernels; --json lists them all)\n", nk - TOP_KERNELS);
+	free(k);
+	free(lt);
+}
+
+void td_launches_json(const struct tooldata *td)
+{
+	struct td_ltime *lt = sorted_ltimes(td);
+	size_t nk;
+	struct ltot tot;
+	struct kstat *k = lt ? stats(td, lt, &nk, &tot) : NULL;
+	if (!k) {
+		free(lt);
+		return;
+	}
+	char nb[64];
+	printf(",\"host_launches\":{\"launches\":%llu,\"instrumented\":%llu,\"timed\":%llu,\"gpu_ns\":%llu,"
+	       "\"gpu_ns_instrumented\":%llu,\"kernels\":[",
+	       (unsigned long long)tot.n, (unsigned long long)tot.n_instr, (unsigned long long)tot.n_timed,
+	       (unsigned long long)tot.gpu_ns, (unsigned long long)tot.gpu_ns_instr);
+	for (size_t i = 0; i < nk; i++) {
+		printf("%s{\"kernel\":", i ? "," : "");
+		gx_json_str(stdout, td_kname(td, k[i].kid, nb, sizeof(nb)));
+		printf(",\"launches\":%llu,\"instrumented\":%llu,\"timed\":%llu,\"gpu_ns\":%llu}",
+		       (unsigned long long)k[i].n, (unsigned long long)k[i].n_instr, (unsigned long long)k[i].n_timed,
+		       (unsigned long long)k[i].gpu_ns);
+	}
+	printf("]}");
+	free(k);
+	free(lt);
+}
+
+void td_launches_trace(const struct tooldata *td, FILE *tf)
+{
+	if (!tf || !td->launch_flags || !td->nr_ltimes)
+		return;
+	struct td_ltime *lt = sorted_ltimes(td);
+	if (!lt)
+		return;
+	uint64_t t0 = UINT64_MAX;
+	for (size_t i = 0; i < td->nr_ltimes; i++)
+		t0 = lt[i].start_ns < t0 ? lt[i].start_ns : t0;
+	/* Streams numbered in order of first use, one track each, under one
+	 * process per GPU (pid 1001 + GPU) so they never mix with SM tracks. */
+	uint64_t streams[64];
+	unsigned ns = 0, used[TD_MAX_DEVS] = { 0 };
+	size_t c = 0;
+	char nb[64];
+	for (size_t i = 0; i < td->nr_launches && c < TRACE_MAX_EVENTS; i++) {
+		const struct td_launch *l = &td->launches[i];
+		const struct td_ltime *t = ltime_of(lt, td->nr_ltimes, l->pid, l->seq);
+		if (!t)
+			continue;
+		unsigned s = 0;
+		while (s < ns && streams[s] != l->stream)
+			s++;
+		if (s == ns && ns < 64)
+			streams[ns++] = l->stream;
+		int dev = td_dev(td, l->pid, l->ctx);
+		used[dev] = 1;
+		fprintf(tf, ",\n{\"name\":");
+		gx_json_str(tf, td_kname(td, l->kernel_id, nb, sizeof(nb)));
+		fprintf(tf, ",\"cat\":\"launch\",\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,"
+			    "\"args\":{\"seq\":%u,\"hooks\":%s}}",
+			1001 + dev, s, (double)(t->start_ns - t0) / 1000.0, (double)t->gpu_ns / 1000.0, l->seq,
+			l->flags & GX_TEV_L_INSTRUMENTED ? "true" : "false");
+		c++;
+	}
+	for (int d = 0; d < TD_MAX_DEVS; d++)
+		if (used[d])
+			fprintf(tf, ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"gpuext "
+				    "launches: GPU %d (timing events)\"}}",
+				1001 + d, d);
+	free(lt);
+}
