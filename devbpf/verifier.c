@@ -112,7 +112,7 @@ static bool reg_covers(const struct vreg *o, const struct vreg *c, struct idmap 
 	switch (o->type) {
 	case V_SCALAR:
 		return c->umin >= o->umin && c->umax <= o->umax && c->smin >= o->smin && c->smax <= o->smax &&
-		       c->tz >= o->tz;
+		       c->tz >= o->tz && vreg_bits_cover(o, c);
 	case V_CONST_MAP:
 	case V_PTR_FUNC:
 		return o->map_idx == c->map_idx;
@@ -228,6 +228,7 @@ static void join_reg(struct vreg *c, const struct vreg *o)
 	c->smin = c->smin < o->smin ? c->smin : o->smin;
 	c->smax = c->smax > o->smax ? c->smax : o->smax;
 	c->tz = c->tz < o->tz ? c->tz : o->tz;
+	vreg_bits_join(c, o);
 	c->varying |= o->varying;
 }
 
@@ -682,9 +683,13 @@ static int do_exit(struct venv *env, struct vstate *st, uint32_t idx, int64_t *n
 {
 	struct vframe *f = vcur(st);
 	struct vreg *r0 = &f->regs[0];
-	if (r0->type == V_NOT_INIT)
+	/* A subprogram that sets no r0 is a void function: fine as long as the
+	 * caller never reads r0 after the call (it stays uninitialised there).
+	 * The program and a bpf_loop callback must return a value. */
+	bool void_ret = r0->type == V_NOT_INIT && st->nframes > 1 && !f->is_callback;
+	if (r0->type == V_NOT_INIT && !void_ret)
 		return verr(env, idx, "R0 not set before exit");
-	if (r0->type != V_SCALAR)
+	if (r0->type != V_SCALAR && !void_ret)
 		return verr(env, idx, "returning a pointer is not allowed");
 	if (st->nframes == 1) {
 		const struct gx_bpf_sec_def *sec = env->sec;

@@ -43,6 +43,9 @@ struct vreg {
 	/* scalar value range */
 	uint64_t umin, umax;
 	int64_t smin, smax;
+	/* scalar known bits: kmask has a 1 for every bit whose value is known,
+	 * kval those values (all zero: nothing known) */
+	uint64_t kmask, kval;
 	/* pointers: offset range from the base (constant when omin == omax) */
 	int64_t omin, omax;
 };
@@ -153,6 +156,10 @@ void vreg_set_const(struct vreg *r, uint64_t v);
 void vreg_set_urange(struct vreg *r, uint64_t lo, uint64_t hi);
 bool vreg_is_const(const struct vreg *r);
 bool vreg_sync(struct vreg *r); /* false: empty range (infeasible) */
+/* Known bits of scalar o include those of c (same values)? */
+bool vreg_bits_cover(const struct vreg *o, const struct vreg *c);
+/* c's known bits become those known in both with the same value. */
+void vreg_bits_join(struct vreg *c, const struct vreg *o);
 int vscalar_alu(struct venv *env, uint32_t idx, const struct bpf_insn *in, struct vreg *dst,
 		const struct vreg *src);
 /* Refine dst/src for a branch outcome; returns 0 infeasible, 1 feasible. */
