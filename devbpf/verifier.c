@@ -107,7 +107,7 @@ static bool reg_covers(const struct vreg *o, const struct vreg *c, struct idmap 
 {
 	if (o->type == V_NOT_INIT)
 		return true;
-	if (o->type != c->type || (c->varying && !o->varying))
+	if (o->type != c->type || (c->varying && !o->varying) || (c->addr && !o->addr))
 		return false;
 	switch (o->type) {
 	case V_SCALAR:
@@ -149,7 +149,7 @@ static bool frame_covers(const struct vframe *o, const struct vframe *c, struct 
 		if (os->kind == SLOT_SPILL) {
 			if (cs->kind != SLOT_SPILL || !reg_covers(&os->spill, &cs->spill, m))
 				return false;
-		} else if (cs->kind == SLOT_SPILL && cs->spill.type != V_SCALAR) {
+		} else if (vslot_has_addr(cs)) {
 			return false;
 		}
 	}
@@ -230,6 +230,7 @@ static void join_reg(struct vreg *c, const struct vreg *o)
 	c->tz = c->tz < o->tz ? c->tz : o->tz;
 	vreg_bits_join(c, o);
 	c->varying |= o->varying;
+	c->addr |= o->addr;
 }
 
 static void join_sibling(struct venv *env, struct vstate *st, uint32_t idx)
@@ -265,6 +266,7 @@ static void join_sibling(struct venv *env, struct vstate *st, uint32_t idx)
 		}
 		for (int k = 0; k < V_SLOTS; k++) {
 			c->stack[k].varying |= o->stack[k].varying;
+			c->stack[k].poison |= o->stack[k].poison;
 			if (c->stack[k].kind == SLOT_SPILL)
 				join_reg(&c->stack[k].spill, &o->stack[k].spill);
 		}
@@ -333,10 +335,21 @@ static int push_pending(struct venv *env, struct vstate *st, uint32_t insn)
 
 /* -------------------------------------------------------------- insns */
 
-static int check_init(struct venv *env, uint32_t idx, const struct vreg *r, int regno)
+/* A register used as a memory base: any initialised one (what it may be
+ * dereferenced as is vmem_access's decision). */
+static int check_base(struct venv *env, uint32_t idx, const struct vreg *r, int regno)
 {
 	if (r->type == V_NOT_INIT)
 		return verr(env, idx, "read of uninitialized register r%d", regno);
+	return 0;
+}
+
+int vcheck_value(struct venv *env, uint32_t idx, const struct vreg *r, int regno)
+{
+	if (r->type == V_NOT_INIT)
+		return verr(env, idx, "read of uninitialized register r%d", regno);
+	if (r->type == V_SCALAR && r->addr)
+		return verr(env, idx, "r%d holds the address of a returned frame", regno);
 	return 0;
 }
 
@@ -406,7 +419,7 @@ static int do_alu(struct venv *env, struct vstate *st, uint32_t idx, const struc
 	struct vreg src;
 	if (BPF_SRC(in->code) == BPF_X && op != BPF_END && op != BPF_NEG) {
 		src = f->regs[in->src_reg];
-		int err = check_init(env, idx, &src, in->src_reg);
+		int err = vcheck_value(env, idx, &src, in->src_reg);
 		if (err)
 			return err;
 	} else {
@@ -414,21 +427,16 @@ static int do_alu(struct venv *env, struct vstate *st, uint32_t idx, const struc
 		src.varying = 0;
 	}
 	if (op != BPF_MOV) {
-		int err = check_init(env, idx, d, in->dst_reg);
+		int err = vcheck_value(env, idx, d, in->dst_reg);
 		if (err)
 			return err;
 	}
 	if (op == BPF_MOV) {
 		if (is_ptr(&src)) {
-			if (is64 && in->off == 0) {
-				*d = src;
-			} else {
-				uint8_t v = src.varying;
-				vreg_mark_unknown(d);
-				d->varying = v;
-				if (!is64)
-					vreg_set_urange(d, 0, 0xffffffffull), d->varying = v;
-			}
+			/* the low half of an address is a number that leaks it */
+			if (!is64 || in->off)
+				return verr(env, idx, "partial copy of pointer r%d", in->src_reg);
+			*d = src;
 			return 0;
 		}
 		return vscalar_alu(env, idx, in, d, &src);
@@ -507,12 +515,12 @@ static int do_branch(struct venv *env, struct vstate *st, uint32_t idx, const st
 	uint32_t target = (uint32_t)jmp_target(in, idx);
 	struct vreg *d = &f->regs[in->dst_reg];
 	struct vreg imm, *s;
-	int err = check_init(env, idx, d, in->dst_reg);
+	int err = vcheck_value(env, idx, d, in->dst_reg);
 	if (err)
 		return err;
 	if (BPF_SRC(in->code) == BPF_X) {
 		s = &f->regs[in->src_reg];
-		if ((err = check_init(env, idx, s, in->src_reg)))
+		if ((err = vcheck_value(env, idx, s, in->src_reg)))
 			return err;
 	} else {
 		vreg_set_const(&imm, (uint64_t)(int64_t)in->imm);
@@ -657,13 +665,15 @@ static void havoc_outer_stacks(struct vstate *st)
 }
 
 /* Pointers into a frame that just returned are dangling: they become
- * unknown scalars (a later dereference is then rejected). */
+ * unknown scalars marked as addresses (a later dereference is rejected, and
+ * so is any use of the number, which would leak where the stack is). */
 static void forget_ptr(struct vreg *r, int nframes)
 {
 	if (r->type == V_PTR_STACK && r->frame >= nframes) {
 		uint8_t v = r->varying;
 		vreg_mark_unknown(r);
 		r->varying = v;
+		r->addr = 1;
 	}
 }
 
@@ -691,6 +701,8 @@ static int do_exit(struct venv *env, struct vstate *st, uint32_t idx, int64_t *n
 		return verr(env, idx, "R0 not set before exit");
 	if (r0->type != V_SCALAR && !void_ret)
 		return verr(env, idx, "returning a pointer is not allowed");
+	if (r0->addr)
+		return verr(env, idx, "r0 holds the address of a returned frame");
 	if (st->nframes == 1) {
 		const struct gx_bpf_sec_def *sec = env->sec;
 		if (r0->smin < sec->ret_min || r0->smax > sec->ret_max)
@@ -733,7 +745,7 @@ static int do_atomic(struct venv *env, struct vstate *st, uint32_t idx, const st
 	struct vreg *src = &f->regs[in->src_reg];
 	struct vreg *p = &f->regs[in->dst_reg];
 	int size = BPF_SIZE(in->code) == BPF_DW ? 8 : 4;
-	int err = check_init(env, idx, src, in->src_reg);
+	int err = vcheck_value(env, idx, src, in->src_reg);
 	if (err)
 		return err;
 	if (src->type != V_SCALAR)
@@ -744,7 +756,7 @@ static int do_atomic(struct venv *env, struct vstate *st, uint32_t idx, const st
 		return verr(env, idx, "atomic operation on %s r%d", type_name(p->type), in->dst_reg);
 	}
 	if (in->imm == BPF_CMPXCHG) {
-		if ((err = check_init(env, idx, &f->regs[0], 0)))
+		if ((err = vcheck_value(env, idx, &f->regs[0], 0)))
 			return err;
 		if (f->regs[0].type != V_SCALAR)
 			return verr(env, idx, "atomic operand must be a scalar");
@@ -854,14 +866,14 @@ static int step(struct venv *env, struct vstate *st, uint32_t idx, int64_t *next
 		break;
 	}
 	case BPF_LDX:
-		if ((err = check_init(env, idx, &f->regs[in->src_reg], in->src_reg)))
+		if ((err = check_base(env, idx, &f->regs[in->src_reg], in->src_reg)))
 			break;
 		err = vmem_access(env, st, idx, in->src_reg, in->off, size_of(BPF_SIZE(in->code)), false,
 				  in->dst_reg, BPF_MODE(in->code) == BPF_MEMSX, false);
 		break;
 	case BPF_ST:
 	case BPF_STX:
-		if ((err = check_init(env, idx, &f->regs[in->dst_reg], in->dst_reg)))
+		if ((err = check_base(env, idx, &f->regs[in->dst_reg], in->dst_reg)))
 			break;
 		if (BPF_MODE(in->code) == BPF_ATOMIC) {
 			err = do_atomic(env, st, idx, in);

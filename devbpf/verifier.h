@@ -38,6 +38,8 @@ struct vreg {
 	uint8_t varying;   /* lane-varying */
 	uint8_t tz;        /* scalar: known trailing zero bits; pointer: of the offset */
 	uint8_t frame;     /* V_PTR_STACK: frame number */
+	uint8_t addr;      /* scalar: the address of a returned frame (a dangling
+			    * stack pointer): unusable as a value, it would leak */
 	int32_t map_idx;   /* map pointers; V_PTR_FUNC: target insn */
 	uint32_t id;       /* V_PTR_MAP_VALUE_OR_NULL: copies share it */
 	/* scalar value range */
@@ -56,6 +58,8 @@ struct vslot {
 	uint8_t kind;
 	uint8_t init;     /* bit per byte: initialised */
 	uint8_t varying;  /* some byte holds a lane-varying value */
+	uint8_t poison;   /* bit per byte: what a partial store left of a spilled
+			   * pointer (not initialised, never readable) */
 	struct vreg spill;
 };
 
@@ -145,6 +149,8 @@ struct vpending {
 /* Report a rejection: sets env->msg ("prog NAME insn N: reason") and returns
  * -EINVAL. */
 int verr(struct venv *env, uint32_t insn, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A register read as a value: initialised, and not a dangling address. */
+int vcheck_value(struct venv *env, uint32_t idx, const struct vreg *r, int regno);
 
 /* verifier_cfg.c */
 int vcfg_check(struct venv *env);
@@ -169,12 +175,20 @@ int vscalar_cmp_known(uint8_t op, bool is32, const struct vreg *a, const struct 
 uint64_t gx_bpf_alu_eval(uint8_t code, int16_t off, int32_t imm, uint64_t dst, uint64_t src);
 
 /* verifier_mem.c */
+/* Does the slot hold an address (a spilled pointer, or a dangling one)? Its
+ * bytes may be moved only as the whole 8-byte spill. */
+static inline bool vslot_has_addr(const struct vslot *s)
+{
+	return s->kind == SLOT_SPILL && (s->spill.type != V_SCALAR || s->spill.addr);
+}
 int vmem_access(struct venv *env, struct vstate *st, uint32_t idx, uint8_t ptr_reg, int16_t off,
 		int size, bool write, int value_reg, bool sx, bool atomic);
 /* Check that [ptr+0, ptr+size) is readable (write: writable) initialised
- * memory for a helper argument; *varying set if any byte is lane-varying. */
+ * memory for a helper argument; *varying set if any byte is lane-varying.
+ * What a helper reads goes into `sink` (a map, a ring): it must hold no
+ * address ("HELPER: rN leaks addr into SINK"). */
 int vmem_helper_mem(struct venv *env, struct vstate *st, uint32_t idx, uint8_t regno,
-		    uint64_t size, bool write, bool *varying);
+		    uint64_t size, bool write, bool *varying, const char *helper, const char *sink);
 struct vframe *vcur(struct vstate *st);
 
 /* The argument behind a V_PTR_ARG register. */
