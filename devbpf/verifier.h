@@ -58,8 +58,12 @@ struct vslot {
 	uint8_t kind;
 	uint8_t init;     /* bit per byte: initialised */
 	uint8_t varying;  /* some byte holds a lane-varying value */
-	uint8_t poison;   /* bit per byte: what a partial store left of a spilled
-			   * pointer (not initialised, never readable) */
+	uint8_t poison;   /* bit per byte: never readable (not initialised): what
+			   * a partial store left of a spilled pointer, or, when
+			   * mixed, a pointer some bpf_loop iterations leave here
+			   * and others not */
+	uint8_t mixed;
+	uint8_t written;  /* stored to since the innermost bpf_loop began */
 	struct vreg spill;
 };
 
@@ -68,10 +72,9 @@ struct vframe {
 	struct vslot stack[V_SLOTS]; /* slot i covers bytes [-(i+1)*8, -i*8) */
 	int32_t callsite;            /* insn of the call, -1 for the main frame */
 	int32_t subprog;
-	/* bpf_loop callback frame: insn count at entry and the caller's bound */
+	/* bpf_loop callback frame and the loop's bound */
 	uint8_t is_callback;
 	uint64_t cb_iters;
-	uint32_t cb_path_at_entry, cb_calls_at_entry;
 };
 
 struct vstate {
@@ -189,6 +192,10 @@ int vmem_access(struct venv *env, struct vstate *st, uint32_t idx, uint8_t ptr_r
  * address ("HELPER: rN leaks addr into SINK"). */
 int vmem_helper_mem(struct venv *env, struct vstate *st, uint32_t idx, uint8_t regno,
 		    uint64_t size, bool write, bool *varying, const char *helper, const char *sink);
+/* Is the stack memory at p+off (size bytes) lane-varying? (The old value an
+ * atomic on the stack returns.) mark: make it so (written by an atomic
+ * whose outcome is lane-varying). False when p is no stack pointer. */
+bool vmem_stack_varying(struct vstate *st, const struct vreg *p, int16_t off, int size, bool mark);
 struct vframe *vcur(struct vstate *st);
 
 /* The argument behind a V_PTR_ARG register. */

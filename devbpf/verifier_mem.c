@@ -105,6 +105,10 @@ static bool stack_has_addr(const struct vframe *f, int64_t o, int size, int64_t 
 /* Why [o, o+size) cannot be read: part of a pointer, or never written. */
 static int stack_unreadable(struct venv *env, uint32_t idx, const struct vframe *f, int64_t o, int size)
 {
+	const struct vslot *s = &f->stack[(-o - 1) / 8];
+	if (stack_poisoned(f, o, size) && s->mixed)
+		return verr(env, idx, "stack offset %lld holds different types after different numbers of bpf_loop iterations",
+			    (long long)o);
 	if (stack_poisoned(f, o, size))
 		return verr(env, idx, "read of a partially overwritten spilled pointer (stack offset %lld)", (long long)o);
 	return verr(env, idx, "read of uninitialized stack (offset %lld)", (long long)o);
@@ -120,6 +124,7 @@ static void stack_write(struct vframe *f, int64_t o, int size, const struct vreg
 		s->kind = SLOT_SPILL;
 		s->init = 0xff;
 		s->poison = 0;
+		s->written = 1;
 		s->spill = *val;
 		s->varying = val->varying;
 		return;
@@ -131,17 +136,37 @@ static void stack_write(struct vframe *f, int64_t o, int size, const struct vreg
 		if (s->kind != SLOT_MISC) {
 			if (vslot_has_addr(s)) {
 				s->poison = s->init;
+				s->mixed = 0;
 				s->init = 0;
 			}
 			if (s->kind == SLOT_SPILL)
 				s->varying = s->spill.varying;
 			s->kind = SLOT_MISC;
 		}
+		s->written = 1;
 		s->init |= bit;
 		s->poison &= (uint8_t)~bit;
 		if (val && val->varying)
 			s->varying = 1;
 	}
+}
+
+bool vmem_stack_varying(struct vstate *st, const struct vreg *p, int16_t off, int size, bool mark)
+{
+	if (p->type != V_PTR_STACK || p->frame >= st->nframes || p->omin == INT64_MIN || p->omax == INT64_MAX)
+		return false;
+	int64_t lo = p->omin + off, hi = p->omax + off + size;
+	if (lo < -V_STACK || hi > 0)
+		return false;
+	struct vframe *f = st->frames[p->frame];
+	bool vary = false;
+	for (int64_t k = (-lo - 1) / 8; k >= 0 && k >= -hi / 8; k--) {
+		struct vslot *s = &f->stack[k];
+		vary |= s->varying || (s->kind == SLOT_SPILL && s->spill.varying);
+		if (mark && s->kind != SLOT_SPILL)
+			s->varying = 1;
+	}
+	return vary;
 }
 
 static void note_depth(struct venv *env, struct vstate *st, int frame, int64_t o)
@@ -188,9 +213,11 @@ static int var_stack(struct venv *env, struct vstate *st, uint32_t idx, const st
 			if (vslot_has_addr(s)) {
 				/* which bytes of the pointer were hit is unknown */
 				s->poison = s->init;
+				s->mixed = 0;
 				s->init = 0;
 			}
-				if (s->kind == SLOT_SPILL) {
+			s->written = 1;
+			if (s->kind == SLOT_SPILL) {
 				s->varying |= s->spill.varying;
 				s->kind = SLOT_MISC;
 			}

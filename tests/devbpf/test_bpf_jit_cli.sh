@@ -23,6 +23,13 @@ check "--json summary lists funcs, hooks and globs" "$G --json bpf jit $OBJ -o $
 check "unknown target is a usage error (2)" "$G bpf jit $OBJ --target arm 2>&1 | grep -q \"unknown target 'arm'\"; test \${PIPESTATUS[0]} -eq 2"
 check "missing file fails with a clear message" "! $G bpf jit $T/nope.bpf.o 2>$T/e; grep -q 'cannot load' $T/e"
 check "a non-ELF file fails cleanly" "echo garbage > $T/g.bpf.o; ! $G bpf jit $T/g.bpf.o 2>/dev/null"
+# a once-accepted exploit (a bpf_loop callback that runs past a 64-byte map
+# value after 8 iterations) never reaches either back end
+LOOPX=$B/tests/devbpf/verifier/loop_cb.bpf.o
+for tgt in ptx native; do
+	check "jit --target $tgt refuses the bpf_loop overrun the verifier refuses" \
+	  "! $G bpf jit $LOOPX --target $tgt -o $T/x.$tgt 2>$T/e; grep -q 'prog loop_cb_advance insn [0-9]*: map value access out of bounds' $T/e && test ! -s $T/x.$tgt"
+done
 
 # maps from outside the process
 D=$T/shm
