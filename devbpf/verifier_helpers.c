@@ -116,13 +116,17 @@ static void set_ret(struct vreg *r0, uint8_t ret)
 	}
 }
 
-/* A section's own prototype (host struct_ops) in the internal form. */
+/* A section's own prototype (host struct_ops) in the internal form. A table
+ * that lists bpf_loop gets the verifier's own prototype for it (a callback
+ * and its context, which the public argument kinds do not describe). */
 static const struct vproto *sec_proto(const struct venv *env, int32_t id, struct vproto *out)
 {
 	for (uint32_t i = 0; i < env->sec->nr_helpers; i++) {
 		const struct gx_bpf_helper_proto *h = &env->sec->helpers[i];
 		if (h->id != id)
 			continue;
+		if (id == GDEV_HELPER_LOOP)
+			return find_proto(id);
 		memset(out, 0, sizeof(*out));
 		out->id = id;
 		out->name = h->name;

@@ -18,7 +18,7 @@ $(BUILD)/tests/test_hostexec: $(call objs,tests/hostbpf/test_hostexec.c devbpf/t
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $(filter %.o,$(filter-out %.bpf.o,$^)) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) -lelf -lz -ldl $(LDFLAGS)
 
-HX_TEST_OBJS := $(HB_DIR)/hx_unsafe.bpf.o $(HB_DIR)/hx_loop.bpf.o $(HB_DIR)/hx_prioset.bpf.o
+HX_TEST_OBJS := $(HB_DIR)/hx_unsafe.bpf.o $(HB_DIR)/hx_loop.bpf.o $(HB_DIR)/hx_prioset.bpf.o $(HB_DIR)/hx_ordinary.bpf.o
 $(HB_DIR)/hx_%.bpf.o: tests/hostbpf/hx_%.bpf.c $(HB_BPF_DEPS)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(HB_BPF_FLAGS) -c $< -o $@
@@ -85,6 +85,15 @@ $(HB_DIR)/unsafe/%.bpf.o: tests/hostbpf/unsafe/%.bpf.c tests/hostbpf/unsafe/hx_e
 	$(Q)$(CLANG) $(HB_BPF_FLAGS) -Itests/hostbpf/unsafe -c $< -o $@
 $(BUILD)/tests/test_hostexec: $(HX_UNSAFE_OBJS)
 .SECONDARY: $(HX_UNSAFE_OBJS)
+# Safe corpus: each object must pass the verifier and decide the same
+# interpreted and native (test_hostexec).
+HX_SAFE_OBJS := $(patsubst tests/hostbpf/safe/%.bpf.c,$(HB_DIR)/safe/%.bpf.o,$(wildcard tests/hostbpf/safe/*.bpf.c))
+$(HB_DIR)/safe/%.bpf.o: tests/hostbpf/safe/%.bpf.c tests/hostbpf/unsafe/hx_expect.h $(HB_BPF_DEPS)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) $(HB_BPF_FLAGS) -Itests/hostbpf/unsafe -c $< -o $@
+$(BUILD)/tests/test_hostexec: $(HX_SAFE_OBJS)
+.SECONDARY: $(HX_SAFE_OBJS)
 $(BUILD)/tests/hostbpf/test_hostpolicy.sh: $(HX_UNSAFE_OBJS)
 $(BUILD)/tests/hostbpf/test_hostpolicy.sh: $(HB_DIR)/hx_prioset.bpf.o
 # tests/gpu/hostpolicy.sh uses it on the GPU machine (stream priorities)
