@@ -110,7 +110,7 @@ static bool reg_covers(const struct vreg *o, const struct vreg *c, struct idmap 
 {
 	if (o->type == V_NOT_INIT)
 		return true;
-	if (o->type != c->type || (c->varying && !o->varying) || (c->addr && !o->addr))
+	if (o->type != c->type || (c->varying && !o->varying) || (c->addr & ~o->addr))
 		return false;
 	switch (o->type) {
 	case V_SCALAR:
@@ -339,11 +339,14 @@ static int push_pending(struct venv *env, struct vstate *st, uint32_t insn)
 /* -------------------------------------------------------------- insns */
 
 /* A register used as a memory base: any initialised one (what it may be
- * dereferenced as is vmem_access's decision). */
+ * dereferenced as is vmem_access's decision; a dangling frame pointer is a
+ * scalar there), but not a pointer a subprogram returned. */
 static int check_base(struct venv *env, uint32_t idx, const struct vreg *r, int regno)
 {
 	if (r->type == V_NOT_INIT)
 		return verr(env, idx, "read of uninitialized register r%d", regno);
+	if (r->type == V_SCALAR && (r->addr & V_ADDR_RET))
+		return verr(env, idx, "r%d holds a pointer returned by a subprogram", regno);
 	return 0;
 }
 
@@ -351,6 +354,8 @@ int vcheck_value(struct venv *env, uint32_t idx, const struct vreg *r, int regno
 {
 	if (r->type == V_NOT_INIT)
 		return verr(env, idx, "read of uninitialized register r%d", regno);
+	if (r->type == V_SCALAR && (r->addr & V_ADDR_RET))
+		return verr(env, idx, "r%d holds a pointer returned by a subprogram", regno);
 	if (r->type == V_SCALAR && r->addr)
 		return verr(env, idx, "r%d holds the address of a returned frame", regno);
 	return 0;
@@ -652,7 +657,7 @@ static void forget_ptr(struct vreg *r, int nframes)
 		uint8_t v = r->varying;
 		vreg_mark_unknown(r);
 		r->varying = v;
-		r->addr = 1;
+		r->addr |= V_ADDR_FRAME;
 	}
 }
 
@@ -674,14 +679,16 @@ static int do_exit(struct venv *env, struct vstate *st, uint32_t idx, int64_t *n
 	struct vreg *r0 = &f->regs[0];
 	/* A subprogram that sets no r0 is a void function: fine as long as the
 	 * caller never reads r0 after the call (it stays uninitialised there).
-	 * The program and a bpf_loop callback must return a value. */
-	bool void_ret = r0->type == V_NOT_INIT && st->nframes > 1 && !f->is_callback;
-	if (r0->type == V_NOT_INIT && !void_ret)
+	 * One that leaves a pointer there (a void function's last map lookup)
+	 * hands its caller an unusable number. The program and a bpf_loop
+	 * callback must return a value, a scalar. */
+	bool sub = st->nframes > 1 && !f->is_callback;
+	if (r0->type == V_NOT_INIT && !sub)
 		return verr(env, idx, "R0 not set before exit");
-	if (r0->type != V_SCALAR && !void_ret)
+	if (r0->type != V_SCALAR && r0->type != V_NOT_INIT && !sub)
 		return verr(env, idx, "returning a pointer is not allowed");
-	if (r0->addr)
-		return verr(env, idx, "r0 holds the address of a returned frame");
+	if (r0->type == V_SCALAR && r0->addr && !sub)
+		return vcheck_value(env, idx, r0, 0);
 	if (st->nframes == 1) {
 		const struct gx_bpf_sec_def *sec = env->sec;
 		if (r0->smin < sec->ret_min || r0->smax > sec->ret_max)
@@ -692,6 +699,12 @@ static int do_exit(struct venv *env, struct vstate *st, uint32_t idx, int64_t *n
 	}
 	struct vreg ret = *r0;
 	struct vframe *caller = st->frames[st->nframes - 2];
+	if (ret.type != V_SCALAR && ret.type != V_NOT_INIT) {
+		uint8_t v = ret.varying;
+		vreg_mark_unknown(&ret);
+		ret.varying = v;
+		ret.addr = V_ADDR_RET;
+	}
 	if (f->is_callback) {
 		/* the loop summary (loop_summary) takes the state from here */
 		if (ret.smin < 0 || ret.smax > 1)

@@ -38,8 +38,8 @@ struct vreg {
 	uint8_t varying;   /* lane-varying */
 	uint8_t tz;        /* scalar: known trailing zero bits; pointer: of the offset */
 	uint8_t frame;     /* V_PTR_STACK: frame number */
-	uint8_t addr;      /* scalar: the address of a returned frame (a dangling
-			    * stack pointer): unusable as a value, it would leak */
+	uint8_t addr;      /* scalar: an address, unusable as a value (it would
+			    * leak): V_ADDR_* */
 	int32_t map_idx;   /* map pointers; V_PTR_FUNC: target insn */
 	uint32_t id;       /* V_PTR_MAP_VALUE_OR_NULL: copies share it */
 	/* scalar value range */
@@ -50,6 +50,12 @@ struct vreg {
 	uint64_t kmask, kval;
 	/* pointers: offset range from the base (constant when omin == omax) */
 	int64_t omin, omax;
+};
+
+/* Why a scalar is an unusable address (bits: joins keep both). */
+enum {
+	V_ADDR_FRAME = 1, /* a pointer into a frame that returned */
+	V_ADDR_RET = 2,   /* a pointer a subprogram left in r0 */
 };
 
 enum { SLOT_INVALID = 0, SLOT_MISC, SLOT_SPILL };

@@ -821,7 +821,7 @@ static void test_safe_corpus(void)
 	}
 	if (dp)
 		closedir(dp);
-	GX_CHECK(n >= 8, "safe: corpus of %d policies in %s", n, d);
+	GX_CHECK(n >= 9, "safe: corpus of %d policies in %s", n, d);
 }
 
 static void test_unsafe_corpus(void)
@@ -844,7 +844,7 @@ static void test_unsafe_corpus(void)
 	}
 	if (dp)
 		closedir(dp);
-	GX_CHECK(n >= 30, "unsafe: corpus of %d annotated programs in %s", n, d);
+	GX_CHECK(n >= 38, "unsafe: corpus of %d annotated programs in %s", n, d);
 	/* the two older run-time cases are load-time refusals now */
 	snprintf(path, sizeof(path), "%s/hx_unsafe.bpf.o", dir);
 	refused_with(path, "hx_unsafe", "write into struct gpu_region (handler arguments are read-only)", true);

@@ -1,6 +1,7 @@
 /* Ordinary C the verifier must accept, and the edges it must still refuse:
- * a `static __noinline void` helper (it sets no r0; only a caller that
- * reads r0 after the call is wrong), and a bitmap indexed by a bounded bit
+ * a `static __noinline void` helper (it sets no r0, or leaves a pointer
+ * there; only a caller that uses r0 after the call is wrong), and a bitmap
+ * indexed by a bounded bit
  * number, `bm[bit >> 6]`, which clang turns into `(bit >> 3) & 0x1ffffff8`:
  * the known bits say the offset is a multiple of 8 up to 504 (here up to
  * 56), which an interval alone cannot. */
@@ -109,6 +110,49 @@ int ord_void_helper(struct gdev_ctx *ctx)
 	bump(&s, 3);
 	out = s;
 	return 0;
+}
+
+struct {
+	__uint(type, GDEV_MAP_ARRAY);
+	__uint(max_entries, 4);
+	__type(key, __u32);
+	__type(value, __u64);
+} cnt SEC(".maps");
+
+/* clang leaves the lookup's result in r0 at the exit of this void function */
+static __noinline void bump_slot(__u32 k)
+{
+	__u64 *v = bpf_map_lookup_elem(&cnt, &k);
+	if (v)
+		*v += 1;
+}
+
+SEC("gdev/probe/k") __description("void helper whose last act is a map lookup") __success
+int ord_void_lookup(struct gdev_ctx *ctx)
+{
+	bump_slot(ctx->smid & 3);
+	bump_slot(1);
+	return 0;
+}
+
+SEC("gdev/probe/k") __description("a subprogram's pointer in r0, dereferenced by the caller") __failure
+__msg("r0 holds a pointer returned by a subprogram")
+__naked int ord_ptr_ret_deref(void)
+{
+	asm volatile("call 1f;"
+		     "r1 = *(u64 *)(r0 + 0);"
+		     "r0 = 0; exit;"
+		     "1: r0 = r1; exit;" ::: __clobber_all);
+}
+
+SEC("gdev/probe/k") __description("a subprogram's pointer in r0, stored by the caller") __failure
+__msg("r0 holds a pointer returned by a subprogram")
+__naked int ord_ptr_ret_store(void)
+{
+	asm volatile("call 1f;"
+		     "*(u64 *)(r10 - 8) = r0;"
+		     "r0 = 0; exit;"
+		     "1: r0 = r10; exit;" ::: __clobber_all);
 }
 
 SEC("gdev/probe/k") __description("r0 read after a call of a subprogram that set none") __failure
