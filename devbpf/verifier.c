@@ -10,6 +10,9 @@
  * old state still fits the current path's budget (each stored state keeps the
  * longest remaining path and helper-call count below it). States on the
  * current path that are equal to the current one mean an infinite loop.
+ * The one fixpoint is bpf_loop's: its callback runs an unknown number of
+ * times up to a bound too large to unroll, so its effect on the caller is
+ * joined over rounds until it stops growing (loop_summary).
  *
  * SIMT rules ride on the same walk: every value carries a lane-varying bit
  * (sources: gdev_laneid, gdev_thread_idx; it spreads through ALU, stack and
