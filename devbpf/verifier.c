@@ -10,6 +10,9 @@
  * old state still fits the current path's budget (each stored state keeps the
  * longest remaining path and helper-call count below it). States on the
  * current path that are equal to the current one mean an infinite loop.
+ * The one fixpoint is bpf_loop's: its callback runs an unknown number of
+ * times up to a bound too large to unroll, so its effect on the caller is
+ * joined over rounds until it stops growing (loop_summary).
  *
  * SIMT rules ride on the same walk: every value carries a lane-varying bit
  * (sources: gdev_laneid, gdev_thread_idx; it spreads through ALU, stack and
@@ -26,6 +29,9 @@
 #include "common/gx_util.h"
 
 #define V_MAX_STORED 4096
+#define V_CB_RETURN (-3)  /* step(): a bpf_loop callback returned (its frame still on top) */
+#define V_LOOP_EXACT 16   /* bpf_loop rounds before widening */
+#define V_LOOP_ROUNDS 128 /* and at most this many in all */
 
 int verr(struct venv *env, uint32_t insn, const char *fmt, ...)
 {
@@ -107,12 +113,12 @@ static bool reg_covers(const struct vreg *o, const struct vreg *c, struct idmap 
 {
 	if (o->type == V_NOT_INIT)
 		return true;
-	if (o->type != c->type || (c->varying && !o->varying))
+	if (o->type != c->type || (c->varying && !o->varying) || (c->addr & ~o->addr))
 		return false;
 	switch (o->type) {
 	case V_SCALAR:
 		return c->umin >= o->umin && c->umax <= o->umax && c->smin >= o->smin && c->smax <= o->smax &&
-		       c->tz >= o->tz;
+		       c->tz >= o->tz && vreg_bits_cover(o, c);
 	case V_CONST_MAP:
 	case V_PTR_FUNC:
 		return o->map_idx == c->map_idx;
@@ -149,7 +155,7 @@ static bool frame_covers(const struct vframe *o, const struct vframe *c, struct 
 		if (os->kind == SLOT_SPILL) {
 			if (cs->kind != SLOT_SPILL || !reg_covers(&os->spill, &cs->spill, m))
 				return false;
-		} else if (cs->kind == SLOT_SPILL && cs->spill.type != V_SCALAR) {
+		} else if (vslot_has_addr(cs)) {
 			return false;
 		}
 	}
@@ -228,7 +234,9 @@ static void join_reg(struct vreg *c, const struct vreg *o)
 	c->smin = c->smin < o->smin ? c->smin : o->smin;
 	c->smax = c->smax > o->smax ? c->smax : o->smax;
 	c->tz = c->tz < o->tz ? c->tz : o->tz;
+	vreg_bits_join(c, o);
 	c->varying |= o->varying;
+	c->addr |= o->addr;
 }
 
 static void join_sibling(struct venv *env, struct vstate *st, uint32_t idx)
@@ -264,6 +272,7 @@ static void join_sibling(struct venv *env, struct vstate *st, uint32_t idx)
 		}
 		for (int k = 0; k < V_SLOTS; k++) {
 			c->stack[k].varying |= o->stack[k].varying;
+			c->stack[k].poison |= o->stack[k].poison;
 			if (c->stack[k].kind == SLOT_SPILL)
 				join_reg(&c->stack[k].spill, &o->stack[k].spill);
 		}
@@ -332,10 +341,26 @@ static int push_pending(struct venv *env, struct vstate *st, uint32_t insn)
 
 /* -------------------------------------------------------------- insns */
 
-static int check_init(struct venv *env, uint32_t idx, const struct vreg *r, int regno)
+/* A register used as a memory base: any initialised one (what it may be
+ * dereferenced as is vmem_access's decision; a dangling frame pointer is a
+ * scalar there), but not a pointer a subprogram returned. */
+static int check_base(struct venv *env, uint32_t idx, const struct vreg *r, int regno)
 {
 	if (r->type == V_NOT_INIT)
 		return verr(env, idx, "read of uninitialized register r%d", regno);
+	if (r->type == V_SCALAR && (r->addr & V_ADDR_RET))
+		return verr(env, idx, "r%d holds a pointer returned by a subprogram", regno);
+	return 0;
+}
+
+int vcheck_value(struct venv *env, uint32_t idx, const struct vreg *r, int regno)
+{
+	if (r->type == V_NOT_INIT)
+		return verr(env, idx, "read of uninitialized register r%d", regno);
+	if (r->type == V_SCALAR && (r->addr & V_ADDR_RET))
+		return verr(env, idx, "r%d holds a pointer returned by a subprogram", regno);
+	if (r->type == V_SCALAR && r->addr)
+		return verr(env, idx, "r%d holds the address of a returned frame", regno);
 	return 0;
 }
 
@@ -405,7 +430,7 @@ static int do_alu(struct venv *env, struct vstate *st, uint32_t idx, const struc
 	struct vreg src;
 	if (BPF_SRC(in->code) == BPF_X && op != BPF_END && op != BPF_NEG) {
 		src = f->regs[in->src_reg];
-		int err = check_init(env, idx, &src, in->src_reg);
+		int err = vcheck_value(env, idx, &src, in->src_reg);
 		if (err)
 			return err;
 	} else {
@@ -413,21 +438,16 @@ static int do_alu(struct venv *env, struct vstate *st, uint32_t idx, const struc
 		src.varying = 0;
 	}
 	if (op != BPF_MOV) {
-		int err = check_init(env, idx, d, in->dst_reg);
+		int err = vcheck_value(env, idx, d, in->dst_reg);
 		if (err)
 			return err;
 	}
 	if (op == BPF_MOV) {
 		if (is_ptr(&src)) {
-			if (is64 && in->off == 0) {
-				*d = src;
-			} else {
-				uint8_t v = src.varying;
-				vreg_mark_unknown(d);
-				d->varying = v;
-				if (!is64)
-					vreg_set_urange(d, 0, 0xffffffffull), d->varying = v;
-			}
+			/* the low half of an address is a number that leaks it */
+			if (!is64 || in->off)
+				return verr(env, idx, "partial copy of pointer r%d", in->src_reg);
+			*d = src;
 			return 0;
 		}
 		return vscalar_alu(env, idx, in, d, &src);
@@ -506,12 +526,12 @@ static int do_branch(struct venv *env, struct vstate *st, uint32_t idx, const st
 	uint32_t target = (uint32_t)jmp_target(in, idx);
 	struct vreg *d = &f->regs[in->dst_reg];
 	struct vreg imm, *s;
-	int err = check_init(env, idx, d, in->dst_reg);
+	int err = vcheck_value(env, idx, d, in->dst_reg);
 	if (err)
 		return err;
 	if (BPF_SRC(in->code) == BPF_X) {
 		s = &f->regs[in->src_reg];
-		if ((err = check_init(env, idx, s, in->src_reg)))
+		if ((err = vcheck_value(env, idx, s, in->src_reg)))
 			return err;
 	} else {
 		vreg_set_const(&imm, (uint64_t)(int64_t)in->imm);
@@ -618,8 +638,6 @@ static int enter_frame(struct venv *env, struct vstate *st, uint32_t idx, uint32
 		nf->regs[2] = *cbctx;
 		nf->is_callback = 1;
 		nf->cb_iters = iters;
-		nf->cb_path_at_entry = st->path_insns;
-		nf->cb_calls_at_entry = st->path_calls;
 	} else {
 		for (int r = 1; r <= 5; r++)
 			nf->regs[r] = caller->regs[r];
@@ -633,36 +651,16 @@ static int enter_frame(struct venv *env, struct vstate *st, uint32_t idx, uint32
 	return 0;
 }
 
-/* Values a bpf_loop callback wrote into outer frames hold after several
- * iterations something other than after one: forget them (still initialised
- * if the callback ran at least once — it may not have: keep the caller's
- * initialisation as it was then). */
-static void havoc_outer_stacks(struct vstate *st)
-{
-	for (int fi = 0; fi < st->nframes; fi++) {
-		struct vframe *f = st->frames[fi];
-		for (int s = 0; s < V_SLOTS; s++) {
-			struct vslot *sl = &f->stack[s];
-			if (!sl->init)
-				continue;
-			uint8_t vary = sl->varying | (sl->kind == SLOT_SPILL ? sl->spill.varying : 0);
-			if (sl->kind == SLOT_SPILL && (sl->spill.type == V_PTR_CTX || sl->spill.type == V_CONST_MAP ||
-						       sl->spill.type == V_PTR_FUNC || sl->spill.type == V_PTR_ARG))
-				continue; /* cannot be forged through a pointer of the callback */
-			sl->kind = SLOT_MISC;
-			sl->varying = vary;
-		}
-	}
-}
-
 /* Pointers into a frame that just returned are dangling: they become
- * unknown scalars (a later dereference is then rejected). */
+ * unknown scalars marked as addresses (a later dereference is rejected, and
+ * so is any use of the number, which would leak where the stack is). */
 static void forget_ptr(struct vreg *r, int nframes)
 {
 	if (r->type == V_PTR_STACK && r->frame >= nframes) {
 		uint8_t v = r->varying;
 		vreg_mark_unknown(r);
 		r->varying = v;
+		r->addr |= V_ADDR_FRAME;
 	}
 }
 
@@ -682,10 +680,18 @@ static int do_exit(struct venv *env, struct vstate *st, uint32_t idx, int64_t *n
 {
 	struct vframe *f = vcur(st);
 	struct vreg *r0 = &f->regs[0];
-	if (r0->type == V_NOT_INIT)
+	/* A subprogram that sets no r0 is a void function: fine as long as the
+	 * caller never reads r0 after the call (it stays uninitialised there).
+	 * One that leaves a pointer there (a void function's last map lookup)
+	 * hands its caller an unusable number. The program and a bpf_loop
+	 * callback must return a value, a scalar. */
+	bool sub = st->nframes > 1 && !f->is_callback;
+	if (r0->type == V_NOT_INIT && !sub)
 		return verr(env, idx, "R0 not set before exit");
-	if (r0->type != V_SCALAR)
+	if (r0->type != V_SCALAR && r0->type != V_NOT_INIT && !sub)
 		return verr(env, idx, "returning a pointer is not allowed");
+	if (r0->type == V_SCALAR && r0->addr && !sub)
+		return vcheck_value(env, idx, r0, 0);
 	if (st->nframes == 1) {
 		const struct gx_bpf_sec_def *sec = env->sec;
 		if (r0->smin < sec->ret_min || r0->smax > sec->ret_max)
@@ -696,20 +702,19 @@ static int do_exit(struct venv *env, struct vstate *st, uint32_t idx, int64_t *n
 	}
 	struct vreg ret = *r0;
 	struct vframe *caller = st->frames[st->nframes - 2];
+	if (ret.type != V_SCALAR && ret.type != V_NOT_INIT) {
+		uint8_t v = ret.varying;
+		vreg_mark_unknown(&ret);
+		ret.varying = v;
+		ret.addr = V_ADDR_RET;
+	}
 	if (f->is_callback) {
+		/* the loop summary (loop_summary) takes the state from here */
 		if (ret.smin < 0 || ret.smax > 1)
 			return verr(env, idx, "bpf_loop callback must return 0 or 1");
-		/* the path pays for every iteration */
-		uint64_t body = st->path_insns - f->cb_path_at_entry;
-		uint64_t calls = st->path_calls - f->cb_calls_at_entry;
-		uint64_t more = f->cb_iters ? f->cb_iters - 1 : 0;
-		uint64_t pi = st->path_insns + body * more, pc = st->path_calls + calls * more;
-		st->path_insns = pi > UINT32_MAX ? UINT32_MAX : (uint32_t)pi;
-		st->path_calls = pc > UINT32_MAX ? UINT32_MAX : (uint32_t)pc;
-		vreg_set_urange(&ret, 0, f->cb_iters);
-		ret.varying = 0;
+		*next = V_CB_RETURN;
+		return 0;
 	}
-	bool cb = f->is_callback;
 	*next = f->callsite + 1;
 	frame_put(env, f);
 	st->nframes--;
@@ -717,8 +722,6 @@ static int do_exit(struct venv *env, struct vstate *st, uint32_t idx, int64_t *n
 	for (int r = 1; r <= 5; r++)
 		memset(&caller->regs[r], 0, sizeof(caller->regs[r]));
 	caller->regs[0] = ret;
-	if (cb)
-		havoc_outer_stacks(st);
 	return 0;
 }
 
@@ -728,7 +731,7 @@ static int do_atomic(struct venv *env, struct vstate *st, uint32_t idx, const st
 	struct vreg *src = &f->regs[in->src_reg];
 	struct vreg *p = &f->regs[in->dst_reg];
 	int size = BPF_SIZE(in->code) == BPF_DW ? 8 : 4;
-	int err = check_init(env, idx, src, in->src_reg);
+	int err = vcheck_value(env, idx, src, in->src_reg);
 	if (err)
 		return err;
 	if (src->type != V_SCALAR)
@@ -739,14 +742,23 @@ static int do_atomic(struct venv *env, struct vstate *st, uint32_t idx, const st
 		return verr(env, idx, "atomic operation on %s r%d", type_name(p->type), in->dst_reg);
 	}
 	if (in->imm == BPF_CMPXCHG) {
-		if ((err = check_init(env, idx, &f->regs[0], 0)))
+		if ((err = vcheck_value(env, idx, &f->regs[0], 0)))
 			return err;
 		if (f->regs[0].type != V_SCALAR)
 			return verr(env, idx, "atomic operand must be a scalar");
 	}
+	/* The old value comes back: lane-varying if the memory was (an
+	 * exchange must not launder a varying stack slot into a uniform
+	 * register); a compare-exchange's outcome also follows r0. */
+	struct vreg ptr = *p;
 	uint8_t vary = p->varying | src->varying;
+	if (in->imm == BPF_CMPXCHG)
+		vary |= f->regs[0].varying;
+	vary |= vmem_stack_varying(st, &ptr, in->off, size, false);
 	if ((err = vmem_access(env, st, idx, in->dst_reg, in->off, size, true, in->src_reg, false, true)))
 		return err;
+	if (vary)
+		vmem_stack_varying(st, &ptr, in->off, size, true);
 	struct vreg *out = NULL;
 	if (in->imm == BPF_CMPXCHG)
 		out = &f->regs[0];
@@ -804,6 +816,250 @@ static void mark_varying(struct venv *env, struct vstate *st, uint32_t idx, cons
 		env->varying[idx] = 1;
 }
 
+/* ------------------------------------------------------------ bpf_loop
+ *
+ * bpf_loop(n, cb, ctx, 0) runs cb any number of times from 0 to n: the
+ * state after it must hold after every one of them, and each call of cb
+ * must be safe in the state every earlier call left. So the callback is
+ * not walked once but to a fixpoint: round k explores every path of cb
+ * from the loop head J(k-1), the join of the caller's state before the
+ * loop (no iteration: nothing cb wrote can be trusted) and of what every
+ * path of every earlier round returned with; J(k) adds this round's
+ * returns. It stops when J(k) = J(k-1), or after round n (no more calls
+ * can happen). Rounds beyond V_LOOP_EXACT widen whatever still moves (a
+ * bound to its extreme, a pointer offset to unbounded), so offsets a
+ * callback advances in the caller's stack are refused unless checked,
+ * and the rounds end. A slot that holds a pointer after some numbers of
+ * iterations and something else after others becomes unreadable.
+ *
+ * Uniformity: the loop's return (its iteration count) is lane-varying when
+ * a return of cb is; then so is every stack slot cb wrote, since how often
+ * it was written depends on the lane. */
+
+
+struct vcollect {
+	struct vstate *join;             /* the loop head joined with every return */
+	uint32_t base_insns, base_calls; /* path cost before the loop */
+	uint32_t body_insns, body_calls; /* the costliest iteration */
+	bool ret_varying;                /* some return of cb is lane-varying */
+};
+
+static int run_paths(struct venv *env, struct vstate *cur, int64_t idx, struct vcollect *col);
+
+/* Join of the values one place holds after different iterations: wider
+ * ranges and offsets; false if they are of different types (or different
+ * maps, frames or null-check ids). */
+static bool join_value(struct vreg *c, const struct vreg *o)
+{
+	if (c->type != o->type)
+		return false;
+	c->varying |= o->varying;
+	switch (c->type) {
+	case V_NOT_INIT:
+		return true;
+	case V_SCALAR:
+		join_reg(c, o);
+		return true;
+	case V_CONST_MAP:
+	case V_PTR_FUNC:
+		return c->map_idx == o->map_idx;
+	case V_PTR_MAP_VALUE_OR_NULL:
+		if (c->id != o->id)
+			return false;
+		/* fall through */
+	default:
+		if (c->map_idx != o->map_idx || c->frame != o->frame)
+			return false;
+		c->omin = c->omin < o->omin ? c->omin : o->omin;
+		c->omax = c->omax > o->omax ? c->omax : o->omax;
+		c->tz = c->tz < o->tz ? c->tz : o->tz;
+		return true;
+	}
+}
+
+static void join_slot(struct vslot *c, const struct vslot *o)
+{
+	uint8_t init = c->init & o->init, poison = c->poison | o->poison, mixed = c->mixed | o->mixed;
+	bool addr = vslot_has_addr(c) || vslot_has_addr(o);
+	c->varying |= o->varying | (c->kind == SLOT_SPILL ? c->spill.varying : 0) |
+		      (o->kind == SLOT_SPILL ? o->spill.varying : 0);
+	c->written |= o->written;
+	if (c->kind == SLOT_SPILL && o->kind == SLOT_SPILL && join_value(&c->spill, &o->spill)) {
+		c->spill.varying = c->varying;
+		return;
+	}
+	if (addr) {
+		/* a pointer after some iterations, other bytes after others */
+		poison |= 0xff;
+		init = 0;
+		mixed = 1;
+	}
+	c->kind = init ? SLOT_MISC : SLOT_INVALID;
+	c->init = init;
+	c->poison = poison & (uint8_t)~init;
+	c->mixed = c->poison ? mixed : 0;
+}
+
+static void join_state(struct vstate *c, const struct vstate *o)
+{
+	for (int i = 0; i < c->nframes; i++) {
+		struct vframe *cf = c->frames[i];
+		const struct vframe *of = o->frames[i];
+		for (int r = 0; r < 11; r++)
+			if (!join_value(&cf->regs[r], &of->regs[r]))
+				memset(&cf->regs[r], 0, sizeof(cf->regs[r]));
+		for (int k = 0; k < V_SLOTS; k++)
+			join_slot(&cf->stack[k], &of->stack[k]);
+	}
+}
+
+/* Whatever still moves between rounds goes to its extreme; of the known
+ * bits only the low run stays (alignment), so rounds must end. */
+static void widen_value(struct vreg *c, const struct vreg *prev)
+{
+	if (c->type != prev->type)
+		return;
+	if (c->type == V_SCALAR) {
+		if (c->umin < prev->umin)
+			c->umin = 0;
+		if (c->umax > prev->umax)
+			c->umax = UINT64_MAX;
+		if (c->smin < prev->smin)
+			c->smin = INT64_MIN;
+		if (c->smax > prev->smax)
+			c->smax = INT64_MAX;
+		if (c->kmask != prev->kmask || c->kval != prev->kval) {
+			int low = ~c->kmask ? __builtin_ctzll(~c->kmask) : 64;
+			c->kmask = low >= 64 ? UINT64_MAX : (1ull << low) - 1;
+			c->kval &= c->kmask;
+		}
+		vreg_sync(c);
+	} else if (is_ptr(c) && (c->omin != prev->omin || c->omax != prev->omax)) {
+		c->omin = INT64_MIN;
+		c->omax = INT64_MAX;
+	}
+}
+
+static void widen_state(struct vstate *c, const struct vstate *prev)
+{
+	for (int i = 0; i < c->nframes; i++) {
+		struct vframe *cf = c->frames[i];
+		const struct vframe *pf = prev->frames[i];
+		for (int r = 0; r < 11; r++)
+			widen_value(&cf->regs[r], &pf->regs[r]);
+		for (int k = 0; k < V_SLOTS; k++)
+			if (cf->stack[k].kind == SLOT_SPILL && pf->stack[k].kind == SLOT_SPILL)
+				widen_value(&cf->stack[k].spill, &pf->stack[k].spill);
+	}
+}
+
+/* A path returned from the callback (do_exit left its frame on top). */
+static void collect_return(struct venv *env, struct vcollect *col, struct vstate *st)
+{
+	struct vframe *f = vcur(st);
+	uint32_t bi = st->path_insns - col->base_insns, bc = st->path_calls - col->base_calls;
+	col->ret_varying |= f->regs[0].varying;
+	if (bi > col->body_insns)
+		col->body_insns = bi;
+	if (bc > col->body_calls)
+		col->body_calls = bc;
+	frame_put(env, f);
+	st->nframes--;
+	forget_dead_frame_ptrs(st);
+	join_state(col->join, st);
+}
+
+static uint32_t sat_u32(uint64_t v)
+{
+	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+/* One round: every path of cb from the loop head `head`, their returns
+ * joined into `next` (a copy of head). */
+static int loop_round(struct venv *env, const struct vstate *head, struct vstate *next, uint32_t idx, uint32_t cb,
+		      uint64_t n, const struct vreg *cbctx, struct vcollect *col)
+{
+	struct vstate start;
+	int err = state_copy(env, &start, head);
+	if (err)
+		return err;
+	if ((err = state_copy(env, next, head))) {
+		state_free(env, &start);
+		return err;
+	}
+	col->join = next;
+	err = enter_frame(env, &start, idx, cb, true, n, cbctx);
+	if (err) {
+		state_free(env, &start);
+		return err;
+	}
+	return run_paths(env, &start, cb, col);
+}
+
+/* st: the caller at bpf_loop (r1-r5 clobbered); becomes the state after
+ * any number of iterations from 0 to n. */
+static int loop_summary(struct venv *env, struct vstate *st, uint32_t idx, uint32_t cb, uint64_t n,
+			const struct vreg *cbctx)
+{
+	static const struct vcollect zero;
+	struct vcollect col = zero;
+	struct vstate head, next;
+	uint8_t written[V_MAX_FRAMES][V_SLOTS];
+	int err = state_copy(env, &head, st);
+	if (err)
+		return err;
+	head.parent = NULL;
+	for (int i = 0; i < head.nframes; i++)
+		for (int k = 0; k < V_SLOTS; k++) {
+			written[i][k] = head.frames[i]->stack[k].written;
+			head.frames[i]->stack[k].written = 0;
+		}
+	col.base_insns = st->path_insns;
+	col.base_calls = st->path_calls;
+	for (uint32_t k = 1;; k++) {
+		if (k > V_LOOP_ROUNDS) {
+			err = verr(env, idx, "bpf_loop callback: no fixpoint after %d rounds", V_LOOP_ROUNDS);
+			break;
+		}
+		if ((err = loop_round(env, &head, &next, idx, cb, n, cbctx, &col))) {
+			state_free(env, &next);
+			break;
+		}
+		bool done = k >= n || state_covers(NULL, idx, &head, &next);
+		if (!done && k >= V_LOOP_EXACT)
+			widen_state(&next, &head);
+		state_free(env, &head);
+		head = next;
+		if (done)
+			break;
+	}
+	if (err) {
+		state_free(env, &head);
+		return err;
+	}
+	struct vreg *r0 = &vcur(&head)->regs[0];
+	vreg_set_urange(r0, 0, n);
+	r0->varying = col.ret_varying;
+	for (int i = 0; i < head.nframes; i++)
+		for (int k = 0; k < V_SLOTS; k++) {
+			struct vslot *s = &head.frames[i]->stack[k];
+			if (col.ret_varying && s->written) {
+				s->varying = 1;
+				s->spill.varying = 1;
+			}
+			s->written |= written[i][k];
+		}
+	/* the path pays for n of the costliest iteration */
+	head.path_insns = sat_u32(col.base_insns + n * col.body_insns);
+	head.path_calls = sat_u32(col.base_calls + n * col.body_calls);
+	head.back_edges = st->back_edges;
+	head.parent = st->parent;
+	st->parent = NULL;
+	state_free(env, st);
+	*st = head;
+	return 0;
+}
+
 /* One instruction. *next: the next insn of this state, -1 when the path ended. */
 static int step(struct venv *env, struct vstate *st, uint32_t idx, int64_t *next)
 {
@@ -849,14 +1105,14 @@ static int step(struct venv *env, struct vstate *st, uint32_t idx, int64_t *next
 		break;
 	}
 	case BPF_LDX:
-		if ((err = check_init(env, idx, &f->regs[in->src_reg], in->src_reg)))
+		if ((err = check_base(env, idx, &f->regs[in->src_reg], in->src_reg)))
 			break;
 		err = vmem_access(env, st, idx, in->src_reg, in->off, size_of(BPF_SIZE(in->code)), false,
 				  in->dst_reg, BPF_MODE(in->code) == BPF_MEMSX, false);
 		break;
 	case BPF_ST:
 	case BPF_STX:
-		if ((err = check_init(env, idx, &f->regs[in->dst_reg], in->dst_reg)))
+		if ((err = check_base(env, idx, &f->regs[in->dst_reg], in->dst_reg)))
 			break;
 		if (BPF_MODE(in->code) == BPF_ATOMIC) {
 			err = do_atomic(env, st, idx, in);
@@ -891,9 +1147,7 @@ static int step(struct venv *env, struct vstate *st, uint32_t idx, int64_t *next
 				} else if (iters == 0) {
 					vreg_set_const(&vcur(st)->regs[0], 0);
 				} else {
-					/* run the body once, then account for the rest (do_exit) */
-					err = enter_frame(env, st, idx, cb, true, iters, &cbctx);
-					*next = cb;
+					err = loop_summary(env, st, idx, cb, iters, &cbctx);
 				}
 			}
 		} else {
@@ -936,14 +1190,70 @@ static uint32_t chain_depth(struct venv *env, uint32_t sp, int depth)
 	return ((env->subprogs[sp].stack_depth + 7) & ~7u) + best;
 }
 
-/* Inside a bpf_loop callback the path cost is multiplied at its exit, so
- * continuations are not comparable between states: no pruning there. */
+/* A bpf_loop callback's paths are rounds of a loop summary (their cost is
+ * multiplied, their states joined): no pruning there. */
 static bool in_callback(const struct vstate *st)
 {
 	for (int i = 0; i < st->nframes; i++)
 		if (st->frames[i]->is_callback)
 			return true;
 	return false;
+}
+
+/* Walk every path from cur at idx, depth first (pending branches above the
+ * current watermark). With col: the paths are a bpf_loop callback's, each
+ * ends where the callback returns and goes to col. Frees cur. */
+static int run_paths(struct venv *env, struct vstate *cur, int64_t idx, struct vcollect *col)
+{
+	uint32_t base = env->npending;
+	int err = 0;
+	for (;;) {
+		if (idx >= 0) {
+			if (++env->processed > env->budget.max_processed) {
+				err = verr(env, (uint32_t)idx, "program too complex: more than %u insns processed",
+					   env->budget.max_processed);
+				break;
+			}
+			if (env->prune_point[idx] && !in_callback(cur)) {
+				int r = prune_or_store(env, cur, (uint32_t)idx);
+				if (r < 0) {
+					err = r;
+					break;
+				}
+				if (r == 1)
+					idx = -2; /* pruned: path_end already done */
+			}
+		}
+		if (idx >= 0) {
+			int64_t next;
+			err = step(env, cur, (uint32_t)idx, &next);
+			if (err)
+				break;
+			if (next == V_CB_RETURN) {
+				if (!col) {
+					err = -EFAULT;
+					break;
+				}
+				collect_return(env, col, cur);
+				next = -1;
+			} else if (next == -1) {
+				path_end(env, cur, cur->path_insns, cur->path_calls);
+			}
+			idx = next == -1 ? -2 : next;
+			continue;
+		}
+		/* path over: next pending branch */
+		state_free(env, cur);
+		if (env->npending == base)
+			break;
+		struct vpending *p = &env->pending[--env->npending];
+		*cur = p->st;
+		idx = p->insn;
+	}
+	state_free(env, cur);
+	while (env->npending > base)
+		state_free(env, &env->pending[--env->npending].st);
+	return err;
 }
 
 static int explore(struct venv *env)
@@ -960,47 +1270,7 @@ static int explore(struct venv *env)
 	f0->regs[1].tz = 63;
 	f0->regs[10].type = V_PTR_STACK;
 	f0->regs[10].tz = 63;
-	int64_t idx = 0;
-	int err = 0;
-	for (;;) {
-		if (idx >= 0) {
-			if (++env->processed > env->budget.max_processed) {
-				err = verr(env, (uint32_t)idx, "program too complex: more than %u insns processed",
-					   env->budget.max_processed);
-				break;
-			}
-			if (env->prune_point[idx] && !in_callback(&cur)) {
-				int r = prune_or_store(env, &cur, (uint32_t)idx);
-				if (r < 0) {
-					err = r;
-					break;
-				}
-				if (r == 1)
-					idx = -2; /* pruned: path_end already done */
-			}
-		}
-		if (idx >= 0) {
-			int64_t next;
-			err = step(env, &cur, (uint32_t)idx, &next);
-			if (err)
-				break;
-			if (next == -1)
-				path_end(env, &cur, cur.path_insns, cur.path_calls);
-			idx = next == -1 ? -2 : next;
-			continue;
-		}
-		/* path over: next pending branch */
-		state_free(env, &cur);
-		if (!env->npending)
-			break;
-		struct vpending *p = &env->pending[--env->npending];
-		cur = p->st;
-		idx = p->insn;
-	}
-	state_free(env, &cur);
-	while (env->npending)
-		state_free(env, &env->pending[--env->npending].st);
-	return err;
+	return run_paths(env, &cur, 0, NULL);
 }
 
 static void env_free(struct venv *env)

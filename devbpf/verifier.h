@@ -38,13 +38,24 @@ struct vreg {
 	uint8_t varying;   /* lane-varying */
 	uint8_t tz;        /* scalar: known trailing zero bits; pointer: of the offset */
 	uint8_t frame;     /* V_PTR_STACK: frame number */
+	uint8_t addr;      /* scalar: an address, unusable as a value (it would
+			    * leak): V_ADDR_* */
 	int32_t map_idx;   /* map pointers; V_PTR_FUNC: target insn */
 	uint32_t id;       /* V_PTR_MAP_VALUE_OR_NULL: copies share it */
 	/* scalar value range */
 	uint64_t umin, umax;
 	int64_t smin, smax;
+	/* scalar known bits: kmask has a 1 for every bit whose value is known,
+	 * kval those values (all zero: nothing known) */
+	uint64_t kmask, kval;
 	/* pointers: offset range from the base (constant when omin == omax) */
 	int64_t omin, omax;
+};
+
+/* Why a scalar is an unusable address (bits: joins keep both). */
+enum {
+	V_ADDR_FRAME = 1, /* a pointer into a frame that returned */
+	V_ADDR_RET = 2,   /* a pointer a subprogram left in r0 */
 };
 
 enum { SLOT_INVALID = 0, SLOT_MISC, SLOT_SPILL };
@@ -53,6 +64,12 @@ struct vslot {
 	uint8_t kind;
 	uint8_t init;     /* bit per byte: initialised */
 	uint8_t varying;  /* some byte holds a lane-varying value */
+	uint8_t poison;   /* bit per byte: never readable (not initialised): what
+			   * a partial store left of a spilled pointer, or, when
+			   * mixed, a pointer some bpf_loop iterations leave here
+			   * and others not */
+	uint8_t mixed;
+	uint8_t written;  /* stored to since the innermost bpf_loop began */
 	struct vreg spill;
 };
 
@@ -61,10 +78,9 @@ struct vframe {
 	struct vslot stack[V_SLOTS]; /* slot i covers bytes [-(i+1)*8, -i*8) */
 	int32_t callsite;            /* insn of the call, -1 for the main frame */
 	int32_t subprog;
-	/* bpf_loop callback frame: insn count at entry and the caller's bound */
+	/* bpf_loop callback frame and the loop's bound */
 	uint8_t is_callback;
 	uint64_t cb_iters;
-	uint32_t cb_path_at_entry, cb_calls_at_entry;
 };
 
 struct vstate {
@@ -142,6 +158,8 @@ struct vpending {
 /* Report a rejection: sets env->msg ("prog NAME insn N: reason") and returns
  * -EINVAL. */
 int verr(struct venv *env, uint32_t insn, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A register read as a value: initialised, and not a dangling address. */
+int vcheck_value(struct venv *env, uint32_t idx, const struct vreg *r, int regno);
 
 /* verifier_cfg.c */
 int vcfg_check(struct venv *env);
@@ -153,6 +171,10 @@ void vreg_set_const(struct vreg *r, uint64_t v);
 void vreg_set_urange(struct vreg *r, uint64_t lo, uint64_t hi);
 bool vreg_is_const(const struct vreg *r);
 bool vreg_sync(struct vreg *r); /* false: empty range (infeasible) */
+/* Known bits of scalar o include those of c (same values)? */
+bool vreg_bits_cover(const struct vreg *o, const struct vreg *c);
+/* c's known bits become those known in both with the same value. */
+void vreg_bits_join(struct vreg *c, const struct vreg *o);
 int vscalar_alu(struct venv *env, uint32_t idx, const struct bpf_insn *in, struct vreg *dst,
 		const struct vreg *src);
 /* Refine dst/src for a branch outcome; returns 0 infeasible, 1 feasible. */
@@ -162,12 +184,24 @@ int vscalar_cmp_known(uint8_t op, bool is32, const struct vreg *a, const struct 
 uint64_t gx_bpf_alu_eval(uint8_t code, int16_t off, int32_t imm, uint64_t dst, uint64_t src);
 
 /* verifier_mem.c */
+/* Does the slot hold an address (a spilled pointer, or a dangling one)? Its
+ * bytes may be moved only as the whole 8-byte spill. */
+static inline bool vslot_has_addr(const struct vslot *s)
+{
+	return s->kind == SLOT_SPILL && (s->spill.type != V_SCALAR || s->spill.addr);
+}
 int vmem_access(struct venv *env, struct vstate *st, uint32_t idx, uint8_t ptr_reg, int16_t off,
 		int size, bool write, int value_reg, bool sx, bool atomic);
 /* Check that [ptr+0, ptr+size) is readable (write: writable) initialised
- * memory for a helper argument; *varying set if any byte is lane-varying. */
+ * memory for a helper argument; *varying set if any byte is lane-varying.
+ * What a helper reads goes into `sink` (a map, a ring): it must hold no
+ * address ("HELPER: rN leaks addr into SINK"). */
 int vmem_helper_mem(struct venv *env, struct vstate *st, uint32_t idx, uint8_t regno,
-		    uint64_t size, bool write, bool *varying);
+		    uint64_t size, bool write, bool *varying, const char *helper, const char *sink);
+/* Is the stack memory at p+off (size bytes) lane-varying? (The old value an
+ * atomic on the stack returns.) mark: make it so (written by an atomic
+ * whose outcome is lane-varying). False when p is no stack pointer. */
+bool vmem_stack_varying(struct vstate *st, const struct vreg *p, int16_t off, int size, bool mark);
 struct vframe *vcur(struct vstate *st);
 
 /* The argument behind a V_PTR_ARG register. */

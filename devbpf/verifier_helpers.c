@@ -1,6 +1,7 @@
 /* verifier_helpers.c — helper prototypes (argument and return types, map
  * kinds, uniformity) and the checks of one helper call. The table is the
  * single source of truth for which helpers exist; docs/devbpf.md lists it. */
+#include <stdio.h>
 #include <string.h>
 
 #include "gpuext/gdev_helpers.h"
@@ -115,13 +116,17 @@ static void set_ret(struct vreg *r0, uint8_t ret)
 	}
 }
 
-/* A section's own prototype (host struct_ops) in the internal form. */
+/* A section's own prototype (host struct_ops) in the internal form. A table
+ * that lists bpf_loop gets the verifier's own prototype for it (a callback
+ * and its context, which the public argument kinds do not describe). */
 static const struct vproto *sec_proto(const struct venv *env, int32_t id, struct vproto *out)
 {
 	for (uint32_t i = 0; i < env->sec->nr_helpers; i++) {
 		const struct gx_bpf_helper_proto *h = &env->sec->helpers[i];
 		if (h->id != id)
 			continue;
+		if (id == GDEV_HELPER_LOOP)
+			return find_proto(id);
 		memset(out, 0, sizeof(*out));
 		out->id = id;
 		out->name = h->name;
@@ -169,10 +174,15 @@ int vhelper_call(struct venv *env, struct vstate *st, uint32_t idx, int32_t id, 
 	for (int a = 0; a < 5 && p->args[a]; a++) {
 		uint8_t regno = (uint8_t)(a + 1);
 		struct vreg *r = &f->regs[regno];
-		if (r->type == V_NOT_INIT)
-			return verr(env, idx, "read of uninitialized register r%d", regno);
+		int err = vcheck_value(env, idx, r, regno);
+		if (err)
+			return err;
 		switch (p->args[a]) {
 		case A_ANY:
+			/* bpf_loop hands its ctx to the callback; printk's
+			 * arguments go out to the host */
+			if (id != GDEV_HELPER_LOOP && r->type != V_SCALAR)
+				return verr(env, idx, "%s: r%d leaks addr into printk", p->name, regno);
 			break;
 		case A_SCALAR:
 			if (r->type != V_SCALAR)
@@ -208,7 +218,9 @@ int vhelper_call(struct venv *env, struct vstate *st, uint32_t idx, int32_t id, 
 		case A_VALUE: {
 			uint32_t sz = p->args[a] == A_KEY ? map->key_size : map->value_size;
 			bool vary = false;
-			int err = vmem_helper_mem(env, st, idx, regno, sz, false, &vary);
+			char sink[80];
+			snprintf(sink, sizeof(sink), "map '%s'", map->name);
+			err = vmem_helper_mem(env, st, idx, regno, sz, false, &vary, p->name, sink);
 			if (err)
 				return err;
 			if (p->args[a] == A_KEY)
@@ -241,7 +253,10 @@ int vhelper_call(struct venv *env, struct vstate *st, uint32_t idx, int32_t id, 
 				break;
 			}
 			bool vary = false;
-			int err = vmem_helper_mem(env, st, idx, regno, sz->umax, false, &vary);
+			char sink[80];
+			snprintf(sink, sizeof(sink), "%s '%s'", map && map->type == GX_BPF_MAP_RINGBUF ? "ringbuf" : "map",
+				 map ? map->name : "?");
+			err = vmem_helper_mem(env, st, idx, regno, sz->umax, false, &vary, p->name, sink);
 			if (err)
 				return err;
 			break;

@@ -79,12 +79,52 @@ static bool stack_init(const struct vframe *f, int64_t o, int size, bool *varyin
 	return true;
 }
 
+/* Is one of the bytes what a partial store left of a pointer? */
+static bool stack_poisoned(const struct vframe *f, int64_t o, int size)
+{
+	for (int64_t b = o; b < o + size; b++) {
+		int64_t pos = -b - 1;
+		if (f->stack[pos / 8].poison & (1u << (7 - (int)(pos % 8))))
+			return true;
+	}
+	return false;
+}
+
+/* The first slot overlapping [o, o+size) that holds an address; its offset
+ * in *at. */
+static bool stack_has_addr(const struct vframe *f, int64_t o, int size, int64_t *at)
+{
+	for (int64_t k = (-o - 1) / 8; k >= 0 && k >= (-(o + size)) / 8; k--)
+		if (vslot_has_addr(&f->stack[k])) {
+			*at = -(k + 1) * 8;
+			return true;
+		}
+	return false;
+}
+
+/* Why [o, o+size) cannot be read: part of a pointer, or never written. */
+static int stack_unreadable(struct venv *env, uint32_t idx, const struct vframe *f, int64_t o, int size)
+{
+	const struct vslot *s = &f->stack[(-o - 1) / 8];
+	if (stack_poisoned(f, o, size) && s->mixed)
+		return verr(env, idx, "stack offset %lld holds different types after different numbers of bpf_loop iterations",
+			    (long long)o);
+	if (stack_poisoned(f, o, size))
+		return verr(env, idx, "read of a partially overwritten spilled pointer (stack offset %lld)", (long long)o);
+	return verr(env, idx, "read of uninitialized stack (offset %lld)", (long long)o);
+}
+
+/* An 8-byte store of a register spills it; anything else writes data bytes.
+ * A partial store into a spilled pointer leaves the rest of the pointer
+ * poisoned: read back, those bytes would leak its address. */
 static void stack_write(struct vframe *f, int64_t o, int size, const struct vreg *val)
 {
 	if (size == 8 && val) {
 		struct vslot *s = &f->stack[(-o - 1) / 8];
 		s->kind = SLOT_SPILL;
 		s->init = 0xff;
+		s->poison = 0;
+		s->written = 1;
 		s->spill = *val;
 		s->varying = val->varying;
 		return;
@@ -92,15 +132,41 @@ static void stack_write(struct vframe *f, int64_t o, int size, const struct vreg
 	for (int64_t b = o; b < o + size; b++) {
 		int64_t pos = -b - 1;
 		struct vslot *s = &f->stack[pos / 8];
+		uint8_t bit = (uint8_t)(1u << (7 - (int)(pos % 8)));
 		if (s->kind != SLOT_MISC) {
+			if (vslot_has_addr(s)) {
+				s->poison = s->init;
+				s->mixed = 0;
+				s->init = 0;
+			}
 			if (s->kind == SLOT_SPILL)
 				s->varying = s->spill.varying;
 			s->kind = SLOT_MISC;
 		}
-		s->init |= 1u << (7 - (int)(pos % 8));
+		s->written = 1;
+		s->init |= bit;
+		s->poison &= (uint8_t)~bit;
 		if (val && val->varying)
 			s->varying = 1;
 	}
+}
+
+bool vmem_stack_varying(struct vstate *st, const struct vreg *p, int16_t off, int size, bool mark)
+{
+	if (p->type != V_PTR_STACK || p->frame >= st->nframes || p->omin == INT64_MIN || p->omax == INT64_MAX)
+		return false;
+	int64_t lo = p->omin + off, hi = p->omax + off + size;
+	if (lo < -V_STACK || hi > 0)
+		return false;
+	struct vframe *f = st->frames[p->frame];
+	bool vary = false;
+	for (int64_t k = (-lo - 1) / 8; k >= 0 && k >= -hi / 8; k--) {
+		struct vslot *s = &f->stack[k];
+		vary |= s->varying || (s->kind == SLOT_SPILL && s->spill.varying);
+		if (mark && s->kind != SLOT_SPILL)
+			s->varying = 1;
+	}
+	return vary;
 }
 
 static void note_depth(struct venv *env, struct vstate *st, int frame, int64_t o)
@@ -132,14 +198,25 @@ static int var_stack(struct venv *env, struct vstate *st, uint32_t idx, const st
 	struct vframe *sf = st->frames[p->frame];
 	note_depth(env, st, p->frame, lo);
 	bool vary = p->varying;
+	int64_t at;
+	if ((!write || atomic) && stack_has_addr(sf, lo, (int)(hi - lo), &at))
+		return verr(env, idx, "variable-offset %s a spilled pointer (stack offset %lld)",
+			    atomic ? "atomic operation on" : "read of", (long long)at);
 	if ((!write || atomic) && !stack_init(sf, lo, (int)(hi - lo), &vary))
 		return verr(env, idx, "read of uninitialized stack (offset %lld..%lld)", (long long)lo,
 			    (long long)(hi - 1));
 	if (write) {
-		if (val->type != V_SCALAR)
+		if (val->type != V_SCALAR || val->addr)
 			return verr(env, idx, "storing a pointer at a variable stack offset is not allowed");
 		for (int64_t b = lo; b < hi; b++) {
 			struct vslot *s = &sf->stack[(-b - 1) / 8];
+			if (vslot_has_addr(s)) {
+				/* which bytes of the pointer were hit is unknown */
+				s->poison = s->init;
+				s->mixed = 0;
+				s->init = 0;
+			}
+			s->written = 1;
 			if (s->kind == SLOT_SPILL) {
 				s->varying |= s->spill.varying;
 				s->kind = SLOT_MISC;
@@ -164,8 +241,9 @@ int vmem_access(struct venv *env, struct vstate *st, uint32_t idx, uint8_t ptr_r
 	if (write) {
 		if (value_reg >= 0) {
 			val = &f->regs[value_reg];
-			if (val->type == V_NOT_INIT)
-				return verr(env, idx, "read of uninitialized register r%d", value_reg);
+			int err = vcheck_value(env, idx, val, value_reg);
+			if (err)
+				return err;
 		} else {
 			vreg_set_const(&immv, 0);
 			immv.varying = 0;
@@ -248,9 +326,18 @@ int vmem_access(struct venv *env, struct vstate *st, uint32_t idx, uint8_t ptr_r
 			stack_write(sf, o, size, val); /* 8 bytes: a spill; else MISC bytes */
 			return 0;
 		}
+		const struct vslot *s = &sf->stack[(-o - 1) / 8];
+		/* a spilled pointer comes back whole into a register, or not at
+		 * all: a part of it, or the old value an atomic returns, would
+		 * be its address as a number */
+		if (vslot_has_addr(s) && atomic)
+			return verr(env, idx, "atomic operation on a spilled pointer (stack offset %lld)", (long long)o);
+		if (vslot_has_addr(s) && (size != 8 || sx))
+			return verr(env, idx, "partial read of a spilled pointer (stack offset %lld, size %d)",
+				    (long long)o, size);
 		bool vary = p->varying;
 		if (!stack_init(sf, o, size, &vary))
-			return verr(env, idx, "read of uninitialized stack (offset %lld)", (long long)o);
+			return stack_unreadable(env, idx, sf, o, size);
 		if (atomic) {
 			struct vreg u;
 			vreg_mark_unknown(&u);
@@ -260,7 +347,6 @@ int vmem_access(struct venv *env, struct vstate *st, uint32_t idx, uint8_t ptr_r
 			return 0;
 		}
 		struct vreg *d = &f->regs[value_reg];
-		const struct vslot *s = &sf->stack[(-o - 1) / 8];
 		if (size == 8 && s->kind == SLOT_SPILL && !sx) {
 			*d = s->spill;
 		} else if (s->kind == SLOT_SPILL && s->spill.type == V_SCALAR && vreg_is_const(&s->spill) &&
@@ -321,7 +407,7 @@ int vmem_access(struct venv *env, struct vstate *st, uint32_t idx, uint8_t ptr_r
 }
 
 int vmem_helper_mem(struct venv *env, struct vstate *st, uint32_t idx, uint8_t regno, uint64_t size,
-		    bool write, bool *varying)
+		    bool write, bool *varying, const char *helper, const char *sink)
 {
 	struct vframe *f = vcur(st);
 	struct vreg *p = &f->regs[regno];
@@ -343,8 +429,12 @@ int vmem_helper_mem(struct venv *env, struct vstate *st, uint32_t idx, uint8_t r
 			stack_write(sf, o, (int)size, NULL);
 			return 0;
 		}
+		int64_t at;
+		if (stack_has_addr(sf, o, (int)size, &at))
+			return verr(env, idx, "%s: r%d leaks addr into %s (pointer at stack offset %lld)", helper, regno,
+				    sink, (long long)at);
 		if (!stack_init(sf, o, (int)size, varying))
-			return verr(env, idx, "read of uninitialized stack (offset %lld)", (long long)o);
+			return stack_unreadable(env, idx, sf, o, (int)size);
 		return 0;
 	}
 	case V_PTR_MAP_VALUE: {

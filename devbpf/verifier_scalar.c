@@ -1,10 +1,14 @@
 /* verifier_scalar.c — value ranges of scalar registers.
  *
- * A scalar is an interval in both unsigned and signed 64-bit views plus the
+ * A scalar is an interval in both unsigned and signed 64-bit views, the
  * number of known-zero low bits (enough to prove alignment of computed map
- * value offsets). Transfer functions are deliberately simple and sound:
- * when an operation could wrap, the result is unknown. Constants are folded
- * with the interpreter's own evaluator, so verifier and reference semantics
+ * value offsets) and its known bits (kmask/kval). Intervals alone lose what
+ * masks say: clang turns `bm[bit >> 6]` after `bit < 512` into
+ * `(bit >> 3) & 0x1ffffff8`, an interval 0..63 but in truth 0..56 in steps
+ * of 8; the known bits keep that, and vreg_sync lets each view tighten the
+ * other. Transfer functions are deliberately simple and sound: when an
+ * operation could wrap, the result is unknown. Constants are folded with
+ * the interpreter's own evaluator, so verifier and reference semantics
  * cannot drift apart. Branches refine the intervals of both operands. */
 #include <limits.h>
 
@@ -39,6 +43,8 @@ void vreg_set_const(struct vreg *r, uint64_t v)
 	r->umin = r->umax = v;
 	r->smin = r->smax = (int64_t)v;
 	r->tz = ctz64(v);
+	r->kmask = UINT64_MAX;
+	r->kval = v;
 }
 
 void vreg_set_urange(struct vreg *r, uint64_t lo, uint64_t hi)
@@ -53,6 +59,116 @@ bool vreg_is_const(const struct vreg *r)
 	return r->type == V_SCALAR && r->umin == r->umax;
 }
 
+/* ---- known bits: (v, m) pairs, m = the unknown bits, v the known values */
+struct tn {
+	uint64_t v, m;
+};
+
+static struct tn tn_of(const struct vreg *r)
+{
+	return (struct tn){ r->kval & r->kmask, ~r->kmask };
+}
+
+static void tn_set(struct vreg *r, struct tn t)
+{
+	r->kmask = ~t.m;
+	r->kval = t.v & ~t.m;
+}
+
+/* Every value in [lo, hi] shares the bits above the highest one where lo
+ * and hi differ. */
+static struct tn tn_range(uint64_t lo, uint64_t hi)
+{
+	uint64_t diff = lo ^ hi;
+	if (!diff)
+		return (struct tn){ lo, 0 };
+	int bits = 64 - __builtin_clzll(diff);
+	uint64_t m = bits >= 64 ? UINT64_MAX : (1ull << bits) - 1;
+	return (struct tn){ lo & ~m, m };
+}
+
+/* Both hold: false when they contradict (no value has both). */
+static bool tn_meet(struct tn a, struct tn b, struct tn *out)
+{
+	if ((a.v ^ b.v) & ~a.m & ~b.m)
+		return false;
+	out->m = a.m & b.m;
+	out->v = (a.v | b.v) & ~out->m;
+	return true;
+}
+
+/* Sum: the carries of the smallest (unknown bits 0) and the largest
+ * (unknown bits 1) choice differ exactly where a result bit is unsure. */
+static struct tn tn_add(struct tn a, struct tn b)
+{
+	uint64_t lo = a.v + b.v, hi = lo + a.m + b.m;
+	uint64_t m = (lo ^ hi) | a.m | b.m;
+	return (struct tn){ lo & ~m, m };
+}
+
+/* Difference: the same with the borrows of the two extreme choices. */
+static struct tn tn_sub(struct tn a, struct tn b)
+{
+	uint64_t d = a.v - b.v;
+	uint64_t m = ((d + a.m) ^ (d - b.m)) | a.m | b.m;
+	return (struct tn){ d & ~m, m };
+}
+
+/* The known bits of `a OP b` (b.m == 0 for shifts: constant amounts only);
+ * false when they are not tracked for OP. */
+static bool tn_alu(uint8_t op, bool is64, struct tn a, struct tn b, struct tn *out)
+{
+	unsigned k = (unsigned)(b.v & (is64 ? 63 : 31));
+	switch (op) {
+	case BPF_ADD: *out = tn_add(a, b); return true;
+	case BPF_SUB: *out = tn_sub(a, b); return true;
+	case BPF_NEG: *out = tn_sub((struct tn){ 0, 0 }, a); return true;
+	case BPF_AND: {
+		uint64_t v = a.v & b.v;
+		*out = (struct tn){ v, (a.v | a.m) & (b.v | b.m) & ~v };
+		return true;
+	}
+	case BPF_OR: {
+		uint64_t v = a.v | b.v;
+		*out = (struct tn){ v, (a.m | b.m) & ~v };
+		return true;
+	}
+	case BPF_XOR: {
+		uint64_t m = a.m | b.m;
+		*out = (struct tn){ (a.v ^ b.v) & ~m, m };
+		return true;
+	}
+	case BPF_LSH:
+		if (b.m)
+			return false;
+		*out = (struct tn){ a.v << k, a.m << k };
+		return true;
+	case BPF_RSH:
+		if (b.m)
+			return false;
+		*out = (struct tn){ a.v >> k, a.m >> k };
+		return true;
+	case BPF_ARSH:
+		if (b.m || !is64)
+			return false;
+		*out = (struct tn){ (uint64_t)((int64_t)a.v >> k), (uint64_t)((int64_t)a.m >> k) };
+		return true;
+	}
+	return false;
+}
+
+bool vreg_bits_cover(const struct vreg *o, const struct vreg *c)
+{
+	return !(o->kmask & ~c->kmask) && !((o->kval ^ c->kval) & o->kmask);
+}
+
+void vreg_bits_join(struct vreg *c, const struct vreg *o)
+{
+	c->kmask &= o->kmask & ~(c->kval ^ o->kval);
+	c->kval &= c->kmask;
+}
+
+/* Intervals, known bits and known trailing zeros tighten each other. */
 bool vreg_sync(struct vreg *r)
 {
 	for (int pass = 0; pass < 2; pass++) {
@@ -64,12 +180,25 @@ bool vreg_sync(struct vreg *r)
 			r->smin = smax2(r->smin, (int64_t)r->umin);
 			r->smax = smin2(r->smax, (int64_t)r->umax);
 		}
+		if (r->umin > r->umax || r->smin > r->smax)
+			return false;
+		uint64_t low = r->tz >= 63 ? INT64_MAX : (1ull << r->tz) - 1;
+		struct tn t;
+		if (!tn_meet(tn_of(r), tn_range(r->umin, r->umax), &t) ||
+		    !tn_meet(t, (struct tn){ 0, ~low }, &t))
+			return false;
+		tn_set(r, t);
+		r->umin = umax2(r->umin, t.v);
+		r->umax = umin2(r->umax, t.v | t.m);
 	}
 	if (r->umin > r->umax || r->smin > r->smax)
 		return false;
+	uint64_t zeros = r->kmask & ~r->kval;
+	uint8_t tz = ~zeros ? (uint8_t)__builtin_ctzll(~zeros) : 63;
+	if (tz > r->tz)
+		r->tz = tz > 63 ? 63 : tz;
 	if (r->umin == r->umax)
 		r->tz = ctz64(r->umin);
-	/* values with tz known-zero bits: nothing more to derive cheaply */
 	return true;
 }
 
@@ -195,16 +324,35 @@ static void alu64(uint8_t op, bool sgn, struct vreg *d, const struct vreg *a, co
 	vreg_mark_unknown(d);
 }
 
+/* Keep the known bits of r where they hold after an operation: used for
+ * results whose interval was computed without them. */
+static void meet_bits(struct vreg *r, struct tn t)
+{
+	struct tn cur;
+	if (tn_meet(tn_of(r), t, &cur)) {
+		tn_set(r, cur);
+		vreg_sync(r);
+	}
+}
+
+/* The low 32 bits (ALU32 operands and results): the upper half is known 0,
+ * the lower half keeps its known bits. */
 static void trunc32(struct vreg *r)
 {
-	if (r->umax <= U32MAX)
+	struct tn t = tn_of(r);
+	t.v &= U32MAX;
+	t.m &= U32MAX;
+	if (r->umax <= U32MAX) {
+		meet_bits(r, t);
 		return;
+	}
 	if (r->umin == r->umax) {
 		vreg_set_const(r, r->umin & U32MAX);
 		return;
 	}
 	uint8_t tz = r->tz > 31 ? 31 : r->tz;
 	set_u(r, 0, U32MAX, tz);
+	meet_bits(r, t);
 }
 
 int vscalar_alu(struct venv *env, uint32_t idx, const struct bpf_insn *in, struct vreg *dst,
@@ -263,11 +411,17 @@ int vscalar_alu(struct venv *env, uint32_t idx, const struct bpf_insn *in, struc
 		return 0;
 	}
 	bool sgn = (op == BPF_DIV || op == BPF_MOD) && in->off == 1;
+	struct tn bits;
+	bool have_bits;
 	if (is64) {
+		have_bits = tn_alu(op, true, tn_of(&a), tn_of(&b), &bits);
 		alu64(op, sgn, dst, &a, &b);
 	} else {
 		trunc32(&a);
 		trunc32(&b);
+		have_bits = tn_alu(op, false, tn_of(&a), tn_of(&b), &bits);
+		bits.v &= U32MAX;
+		bits.m &= U32MAX;
 		bool ok = op == BPF_ADD || op == BPF_SUB || op == BPF_MUL || op == BPF_AND || op == BPF_OR ||
 			  op == BPF_XOR || ((op == BPF_DIV || op == BPF_MOD) && !sgn) ||
 			  ((op == BPF_LSH || op == BPF_RSH) && b.umin == b.umax && b.umin < 32);
@@ -280,6 +434,8 @@ int vscalar_alu(struct venv *env, uint32_t idx, const struct bpf_insn *in, struc
 		}
 	}
 	dst->type = V_SCALAR;
+	if (have_bits)
+		meet_bits(dst, bits);
 	dst->varying = varying;
 	return 0;
 }

@@ -12,7 +12,7 @@
 /* Helper ids the policies may call (kernel numbering) and our kfunc ids. */
 enum {
 	HX_H_LOOKUP = 1, HX_H_UPDATE = 2, HX_H_DELETE = 3, HX_H_KTIME = 5,
-	HX_H_PIDTGID = 14,
+	HX_H_PIDTGID = 14, HX_H_LOOP = 181,
 	HX_KF_BASE = 0x4000,
 	HX_KF_MOVE_HEAD = HX_KF_BASE, HX_KF_MOVE_TAIL, HX_KF_SET_PREFETCH,
 	HX_KF_MIGRATE, HX_KF_SET_ATTR, HX_KF_REJECT, HX_KF_END,

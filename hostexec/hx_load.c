@@ -7,7 +7,10 @@
  * applied here as libbpf would at kernel load: maps and global data become
  * the devbpf interpreter's ld_imm64 conventions, kfunc calls become helper
  * calls with HX_KF_* ids. Members of the struct_ops variable are matched to
- * programs through the .struct_ops.link relocations. */
+ * programs through the .struct_ops.link relocations. Static functions in
+ * .text (bpf-to-bpf calls, bpf_loop callbacks) are copied after each
+ * program that reaches them, as devbpf's loader does, so every program
+ * stays one self-contained array for the verifier, interpreter and JIT. */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -59,67 +62,242 @@ static struct hx_prog *find_prog(struct hx_policy *p, const char *name)
 	return NULL;
 }
 
-/* Apply one code section's relocations to its program. */
-static int relocate(struct hx_policy *p, struct hx_prog *prog, Elf *elf, Elf_Data *rd,
-		    Elf_Data *syms, size_t strndx, char *why, size_t wlen)
+/* The object's .text: its functions (from the symbol table) and
+ * relocations, for copying the ones a program reaches after it. */
+#define HX_MAX_FUNCS 64
+struct hx_text {
+	size_t shndx;                /* 0: no .text */
+	const struct bpf_insn *insns;
+	size_t cnt;
+	Elf_Data *rel;               /* .rel.text, or NULL */
+	size_t fstart[HX_MAX_FUNCS], fcnt[HX_MAX_FUNCS];
+	size_t nfn;
+};
+
+/* What a program was linked from: the ELF, and where each .text function
+ * was copied into it (-1: not yet). */
+struct hx_link {
+	struct hx_policy *p;
+	struct hx_prog *prog;
+	size_t own_shndx;            /* the program's own section */
+	Elf *elf;
+	Elf_Data *syms;
+	size_t strndx;
+	const struct hx_text *text;
+	long base[HX_MAX_FUNCS];
+	char *why;
+	size_t wlen;
+};
+
+static int reloc_insn(struct hx_link *l, size_t idx, const GElf_Rel *rel);
+
+static bool is_call_insn(const struct bpf_insn *in)
 {
-	size_t n = rd->d_size / sizeof(GElf_Rel);
+	return in->code == (BPF_JMP | BPF_CALL);
+}
+
+/* The function of .text that starts at insn `t` is in the program at the
+ * returned index (copied there, and linked, on first use). */
+static long link_func(struct hx_link *l, int64_t t)
+{
+	const struct hx_text *x = l->text;
+	size_t f = 0;
+	while (f < x->nfn && (int64_t)x->fstart[f] != t)
+		f++;
+	if (f == x->nfn)
+		return fail(l->why, l->wlen, -EINVAL, "program %s: call into .text insn %lld, not a function",
+			    l->prog->name, (long long)t);
+	if (l->base[f] >= 0)
+		return l->base[f];
+	struct hx_prog *pr = l->prog;
+	size_t base = pr->cnt, n = x->fcnt[f];
+	if (base + n > HX_MAX_INSNS)
+		return fail(l->why, l->wlen, -E2BIG, "program %s: more than %d insns with its subprograms", pr->name,
+			    HX_MAX_INSNS);
+	struct bpf_insn *ni = realloc(pr->insns, (base + n) * sizeof(*ni));
+	if (!ni)
+		return -ENOMEM;
+	memcpy(ni + base, x->insns + x->fstart[f], n * sizeof(*ni));
+	pr->insns = ni;
+	pr->cnt = base + n;
+	l->base[f] = (long)base;
+	/* its own relocations, and calls inside .text (pc-relative) */
+	for (size_t j = 0; j < n; j++) {
+		size_t k = base + j, at = (x->fstart[f] + j) * 8;
+		bool relocated = false;
+		for (size_t r = 0; x->rel && r < x->rel->d_size / sizeof(GElf_Rel); r++) {
+			GElf_Rel rel;
+			if (!gelf_getrel(x->rel, (int)r, &rel) || rel.r_offset != at)
+				continue;
+			rel.r_offset = k * 8;
+			int err = reloc_insn(l, k, &rel);
+			if (err)
+				return err;
+			relocated = true;
+		}
+		struct bpf_insn *in = &pr->insns[k];
+		if (!relocated && is_call_insn(in) && in->src_reg == BPF_PSEUDO_CALL) {
+			long pos = link_func(l, (int64_t)(x->fstart[f] + j) + in->imm + 1);
+			if (pos < 0)
+				return (int)pos;
+			pr->insns[k].imm = (int32_t)(pos - (long)k - 1);
+		}
+		if (pr->insns[k].code == (BPF_LD | BPF_DW | BPF_IMM))
+			j++;
+	}
+	return (long)base;
+}
+
+/* One relocation at insn idx of the program being linked. */
+static int reloc_insn(struct hx_link *l, size_t idx, const GElf_Rel *rel)
+{
+	struct hx_policy *p = l->p;
+	struct hx_prog *prog = l->prog;
+	GElf_Sym sym;
+	if (!gelf_getsym(l->syms, (int)GELF_R_SYM(rel->r_info), &sym))
+		return fail(l->why, l->wlen, -EINVAL, "bad relocation");
+	struct bpf_insn *in = &prog->insns[idx];
+	const char *sname = elf_strptr(l->elf, l->strndx, sym.st_name);
+	const char *secname = "";
+	if (sym.st_shndx != SHN_UNDEF && sym.st_shndx < SHN_LORESERVE) {
+		Elf_Scn *ts = elf_getscn(l->elf, sym.st_shndx);
+		GElf_Shdr th;
+		if (ts && gelf_getshdr(ts, &th))
+			secname = elf_strptr(l->elf, l->strndx, th.sh_name);
+	}
+	if (!sname)
+		sname = "";
+	if (!secname)
+		secname = "";
+	bool in_text = l->text->shndx && sym.st_shndx == l->text->shndx;
+	bool own = sym.st_shndx == l->own_shndx;
+	if (own && (is_call_insn(in) || in->code == (BPF_LD | BPF_DW | BPF_IMM))) {
+		/* a call or function address inside the program's own section */
+		int64_t t = is_call_insn(in) ? (int64_t)(sym.st_value / 8) + in->imm + 1
+					     : (int64_t)(sym.st_value / 8) + in->imm / 8;
+		if (in->code == (BPF_LD | BPF_DW | BPF_IMM)) {
+			in->src_reg = BPF_PSEUDO_FUNC;
+			in[1].imm = 0;
+		}
+		in->imm = (int32_t)(t - (int64_t)idx - 1);
+		return 0;
+	}
+	if (is_call_insn(in) && in_text) {
+		long pos = link_func(l, (int64_t)(sym.st_value / 8) + in->imm + 1);
+		if (pos < 0)
+			return (int)pos;
+		prog->insns[idx].imm = (int32_t)(pos - (long)idx - 1);
+		return 0;
+	}
+	if (is_call_insn(in)) {
+		if (sym.st_shndx != SHN_UNDEF)
+			return fail(l->why, l->wlen, -EOPNOTSUPP, "program %s calls %s outside .text", prog->name, sname);
+		size_t k;
+		for (k = 0; k < sizeof(kfunc_names) / sizeof(kfunc_names[0]); k++)
+			if (!strcmp(sname, kfunc_names[k]))
+				break;
+		if (k == sizeof(kfunc_names) / sizeof(kfunc_names[0]))
+			return fail(l->why, l->wlen, -EINVAL, "program %s calls unknown kfunc %s", prog->name, sname);
+		in->src_reg = 0;
+		in->imm = HX_KF_BASE + (int)k;
+		return 0;
+	}
+	if (in->code != (BPF_LD | BPF_DW | BPF_IMM) || idx + 1 >= prog->cnt)
+		return fail(l->why, l->wlen, -EINVAL, "program %s insn %zu: unexpected relocation", prog->name, idx);
+	if (in_text) {
+		/* a function's address: a bpf_loop callback */
+		long pos = link_func(l, (int64_t)(sym.st_value / 8) + in->imm / 8);
+		if (pos < 0)
+			return (int)pos;
+		in = &prog->insns[idx];
+		in->src_reg = BPF_PSEUDO_FUNC;
+		in->imm = (int32_t)(pos - (long)idx - 1);
+		in[1].imm = 0;
+		return 0;
+	}
+	if (!strcmp(secname, ".maps")) {
+		int m = find_map(p, sname);
+		if (m < 0)
+			return fail(l->why, l->wlen, -EINVAL, "program %s: unknown map %s", prog->name, sname);
+		in->src_reg = BPF_PSEUDO_MAP_IDX;
+		in->imm = m;
+		return 0;
+	}
+	int m = find_map_for_sec(p, secname);
+	if (m < 0)
+		return fail(l->why, l->wlen, -EINVAL, "program %s: reference to section '%s' not supported", prog->name,
+			    secname);
+	uint64_t off = sym.st_value + (uint32_t)in->imm;
+	if (off >= p->maps[m].data_len)
+		return fail(l->why, l->wlen, -EINVAL, "program %s: global data offset out of range", prog->name);
+	in->src_reg = BPF_PSEUDO_MAP_IDX_VALUE;
+	in[0].imm = m;
+	in[1].imm = (int32_t)off;
+	return 0;
+}
+
+/* Apply one code section's relocations to its program, copying the .text
+ * functions it reaches after it. */
+static int relocate(struct hx_policy *p, struct hx_prog *prog, size_t shndx, Elf *elf, Elf_Data *rd,
+		    Elf_Data *syms, size_t strndx, const struct hx_text *text, char *why, size_t wlen)
+{
+	struct hx_link l = { .p = p, .prog = prog, .own_shndx = shndx, .elf = elf, .syms = syms, .strndx = strndx,
+			     .text = text, .why = why, .wlen = wlen };
+	size_t own = prog->cnt, n = rd->d_size / sizeof(GElf_Rel);
+	for (size_t f = 0; f < HX_MAX_FUNCS; f++)
+		l.base[f] = -1;
 	for (size_t i = 0; i < n; i++) {
 		GElf_Rel rel;
-		GElf_Sym sym;
-		if (!gelf_getrel(rd, (int)i, &rel) || !gelf_getsym(syms, (int)GELF_R_SYM(rel.r_info), &sym))
+		if (!gelf_getrel(rd, (int)i, &rel))
 			return fail(why, wlen, -EINVAL, "bad relocation");
 		size_t idx = rel.r_offset / 8;
-		if (rel.r_offset % 8 || idx >= prog->cnt)
+		if (rel.r_offset % 8 || idx >= own)
 			return fail(why, wlen, -EINVAL, "relocation outside program %s", prog->name);
-		struct bpf_insn *in = &prog->insns[idx];
-		const char *sname = elf_strptr(elf, strndx, sym.st_name);
-		const char *secname = "";
-		if (sym.st_shndx != SHN_UNDEF && sym.st_shndx < SHN_LORESERVE) {
-			Elf_Scn *ts = elf_getscn(elf, sym.st_shndx);
-			GElf_Shdr th;
-			if (ts && gelf_getshdr(ts, &th))
-				secname = elf_strptr(elf, strndx, th.sh_name);
-		}
-		if (!sname)
-			sname = "";
-		if (!secname)
-			secname = "";
-		if (in->code == (BPF_JMP | BPF_CALL)) {
-			if (sym.st_shndx != SHN_UNDEF)
-				return fail(why, wlen, -EOPNOTSUPP,
-					    "program %s calls subprogram %s (not supported; mark it __always_inline)",
-					    prog->name, sname);
-			size_t k;
-			for (k = 0; k < sizeof(kfunc_names) / sizeof(kfunc_names[0]); k++)
-				if (!strcmp(sname, kfunc_names[k]))
-					break;
-			if (k == sizeof(kfunc_names) / sizeof(kfunc_names[0]))
-				return fail(why, wlen, -EINVAL, "program %s calls unknown kfunc %s", prog->name, sname);
-			in->src_reg = 0;
-			in->imm = HX_KF_BASE + (int)k;
+		int err = reloc_insn(&l, idx, &rel);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* .text's functions, its instructions and relocations (the functions a
+ * program calls are copied after it in relocate). */
+static int load_text(Elf *elf, size_t strndx, Elf_Data *syms, struct hx_text *x, char *why, size_t wlen)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *n;
+		if (!gelf_getshdr(scn, &sh) || !(n = elf_strptr(elf, strndx, sh.sh_name)))
 			continue;
+		if (sh.sh_type == SHT_PROGBITS && (sh.sh_flags & SHF_EXECINSTR) && !strcmp(n, ".text") && sh.sh_size) {
+			Elf_Data *d = elf_getdata(scn, NULL);
+			if (!d || d->d_size % 8)
+				return fail(why, wlen, -EINVAL, "section '.text': bad code");
+			x->shndx = elf_ndxscn(scn);
+			x->insns = d->d_buf;
+			x->cnt = d->d_size / 8;
 		}
-		if (in->code != (BPF_LD | BPF_DW | BPF_IMM) || idx + 1 >= prog->cnt)
-			return fail(why, wlen, -EINVAL, "program %s insn %zu: unexpected relocation", prog->name, idx);
-		if (!strcmp(secname, ".maps")) {
-			int m = find_map(p, sname);
-			if (m < 0)
-				return fail(why, wlen, -EINVAL, "program %s: unknown map %s", prog->name, sname);
-			in->src_reg = BPF_PSEUDO_MAP_IDX;
-			in->imm = m;
+	}
+	if (!x->shndx)
+		return 0;
+	scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_REL && sh.sh_info == x->shndx)
+			x->rel = elf_getdata(scn, NULL);
+	}
+	for (size_t i = 0; syms && i < syms->d_size / sizeof(GElf_Sym); i++) {
+		GElf_Sym s;
+		if (!gelf_getsym(syms, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC || s.st_shndx != x->shndx)
 			continue;
-		}
-		int m = find_map_for_sec(p, secname);
-		if (m < 0)
-			return fail(why, wlen, -EINVAL, "program %s: reference to section '%s' not supported",
-				    prog->name, secname);
-		uint64_t off = sym.st_value + (uint32_t)in->imm;
-		if (off >= p->maps[m].data_len)
-			return fail(why, wlen, -EINVAL, "program %s: global data offset out of range", prog->name);
-		in->src_reg = BPF_PSEUDO_MAP_IDX_VALUE;
-		in[0].imm = m;
-		in[1].imm = (int32_t)off;
+		if (x->nfn == HX_MAX_FUNCS)
+			return fail(why, wlen, -E2BIG, "more than %d functions in .text", HX_MAX_FUNCS);
+		if (s.st_value % 8 || s.st_size % 8 || !s.st_size || (s.st_value + s.st_size) / 8 > x->cnt)
+			return fail(why, wlen, -EINVAL, "function %s: bad extent in .text",
+				    elf_strptr(elf, strndx, s.st_name));
+		x->fstart[x->nfn] = s.st_value / 8;
+		x->fcnt[x->nfn++] = s.st_size / 8;
 	}
 	return 0;
 }
@@ -302,7 +480,7 @@ static int load_elf(struct hx_policy *p, const char *path, const char *ops_var, 
 		if (!n || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_EXECINSTR))
 			continue;
 		if (strncmp(n, "struct_ops/", 11)) {
-			if (sh.sh_size) {
+			if (sh.sh_size && strcmp(n, ".text")) {
 				err = fail(why, wlen, -EINVAL, "code section '%s' is not struct_ops/", n);
 				goto out;
 			}
@@ -327,6 +505,9 @@ static int load_elf(struct hx_policy *p, const char *path, const char *ops_var, 
 		err = fail(why, wlen, -EINVAL, "no struct_ops programs");
 		goto out;
 	}
+	struct hx_text text = { 0 };
+	if ((err = load_text(elf, strndx, syms, &text, why, wlen)))
+		goto out;
 	/* Globals: object symbols in global data sections. */
 	size_t nsym = syms->d_size / sizeof(GElf_Sym);
 	for (size_t i = 0; i < nsym; i++) {
@@ -387,7 +568,7 @@ static int load_elf(struct hx_policy *p, const char *path, const char *ops_var, 
 				err = fail(why, wlen, -EINVAL, "section '%s': no program symbol", tn);
 				goto out;
 			}
-			err = relocate(p, pr, elf, rd, syms, strndx, why, wlen);
+			err = relocate(p, pr, secidx, elf, rd, syms, strndx, &text, why, wlen);
 			if (err)
 				goto out;
 		} else if (!strcmp(tn, ".struct_ops.link") || !strcmp(tn, ".struct_ops")) {

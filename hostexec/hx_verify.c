@@ -2,8 +2,9 @@
  * runs, with the rules the kernel verifier enforces for struct_ops programs.
  *
  * Two stages. First quick structural checks with the executor's own
- * wording (instructions, jumps, no bpf-to-bpf calls, only the map helpers
- * plus the six gpu kfuncs of the struct_ops type). Then devbpf's verifier
+ * wording (instructions, jumps and calls inside the program, only the map
+ * helpers, bpf_loop and the six gpu kfuncs of the struct_ops type). Then
+ * devbpf's verifier
  * (gx_bpf_verify_insns: path exploration with typed registers and value
  * ranges) proves the rest, per handler, from the struct_ops member's
  * signature: r1 holds the member's arguments; each is a read-only pointer
@@ -11,9 +12,12 @@
  * object's own BTF must agree with the executor's layout); map values only
  * after the null check and inside value_size; the stack inside 512 bytes
  * and read only where written; pointer arithmetic only on bounded
- * pointers; no pointer stored into a map, passed as a scalar or returned;
- * kfunc pointer arguments must be the structs the handler was given; every
- * loop provably bounded within HX_STEP_BUDGET instructions. A program that
+ * pointers; no address stored into a map (nor its bytes in a key or value)
+ * or returned, and pointers never narrowed; kfunc pointer arguments must be
+ * the structs the handler was given; every loop provably bounded within
+ * HX_STEP_BUDGET instructions, a bpf_loop callback safe for any number of
+ * iterations. Subprograms (.text functions, copied after the program by
+ * hx_load.c) are verified as part of it. A program that
  * passes may run as native code without run-time checks; the interpreter
  * keeps its own checks as a second line. Which handler may call which kfunc
  * is checked at run time, as gpuext.ko does (misuse is a policy error). */
@@ -57,6 +61,10 @@ static int structural(const struct hx_prog *prog, int kind, const struct hx_poli
 				bool val = in[i].src_reg == BPF_PSEUDO_MAP_IDX_VALUE;
 				if (in[i].imm < 0 || in[i].imm >= p->nmaps || p->maps[in[i].imm].internal != val)
 					return bad(why, wlen, prog, i, "bad map reference");
+			} else if (in[i].src_reg == BPF_PSEUDO_FUNC) {
+				long t = (long)i + in[i].imm + 1;
+				if (t < 0 || (size_t)t >= n)
+					return bad(why, wlen, prog, i, "function address out of range");
 			} else if (in[i].src_reg) {
 				return bad(why, wlen, prog, i, "unsupported ld_imm64 kind");
 			}
@@ -77,15 +85,20 @@ static int structural(const struct hx_prog *prog, int kind, const struct hx_poli
 				break;
 			if (op == BPF_CALL && cls == BPF_JMP) {
 				int id = in[i].imm;
+				long t = (long)i + in[i].imm + 1;
+				if (in[i].src_reg == BPF_PSEUDO_CALL && (t < 0 || (size_t)t >= n))
+					return bad(why, wlen, prog, i, "call out of range");
+				if (in[i].src_reg == BPF_PSEUDO_CALL)
+					break;
 				if (in[i].src_reg)
-					return bad(why, wlen, prog, i, "bpf-to-bpf calls are not supported");
+					return bad(why, wlen, prog, i, "bad call");
 				if (id >= HX_KF_BASE && id < HX_KF_END) {
 					/* kfunc of the other struct_ops kind: the kernel's
 					 * kfunc sets refuse it at load */
 					if (!kfunc_any(kind, id))
 						return bad(why, wlen, prog, i, "kfunc not available to this struct_ops type");
 				} else if (id != HX_H_LOOKUP && id != HX_H_UPDATE && id != HX_H_DELETE &&
-					   id != HX_H_KTIME && id != HX_H_PIDTGID) {
+					   id != HX_H_KTIME && id != HX_H_PIDTGID && id != HX_H_LOOP) {
 					return bad(why, wlen, prog, i, "helper not allowed for host policies");
 				}
 				break;
@@ -127,7 +140,8 @@ static const struct gx_bpf_ctx_arg sched2[] = {ARG(T_SCHED_CTX, gpu_sched_ctx), 
 	{HX_H_DELETE, "bpf_map_delete_elem", {GX_BPF_ARG_MAP, GX_BPF_ARG_MAP_KEY}, GX_BPF_RET_ERR, \
 	 GX_BPF_HELPER_F_MAP_WRITE | GX_BPF_HELPER_F_HASH_ONLY}, \
 	{HX_H_KTIME, "bpf_ktime_get_ns", {0}, GX_BPF_RET_SCALAR, 0}, \
-	{HX_H_PIDTGID, "bpf_get_current_pid_tgid", {0}, GX_BPF_RET_SCALAR, 0}
+	{HX_H_PIDTGID, "bpf_get_current_pid_tgid", {0}, GX_BPF_RET_SCALAR, 0}, \
+	{HX_H_LOOP, "bpf_loop", {0}, GX_BPF_RET_SCALAR, 0} /* the verifier's own prototype */
 static const struct gx_bpf_helper_proto mem_helpers[] = {
 	MAPH,
 	{HX_KF_MOVE_HEAD, "bpf_gpu_move_head", {P(T_MEM_CTX), P(T_REGION)}, GX_BPF_RET_ERR, 0},

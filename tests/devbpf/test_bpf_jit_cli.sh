@@ -23,6 +23,33 @@ check "--json summary lists funcs, hooks and globs" "$G --json bpf jit $OBJ -o $
 check "unknown target is a usage error (2)" "$G bpf jit $OBJ --target arm 2>&1 | grep -q \"unknown target 'arm'\"; test \${PIPESTATUS[0]} -eq 2"
 check "missing file fails with a clear message" "! $G bpf jit $T/nope.bpf.o 2>$T/e; grep -q 'cannot load' $T/e"
 check "a non-ELF file fails cleanly" "echo garbage > $T/g.bpf.o; ! $G bpf jit $T/g.bpf.o 2>/dev/null"
+# ordinary C: a chain of static __noinline void helpers (LLVM's InstCombine,
+# when asked to verify its fixpoint, aborted the process on it natively)
+cat > $T/chain.bpf.c <<'EOF2'
+#include "gpuext/gdev_helpers.h"
+__u64 sum;
+static __noinline void add(__u64 *c, __u64 by) { *c += by; }
+static __noinline void add_twice(__u64 *c, __u64 by) { add(c, by); add(c, by); }
+SEC("gdev/probe/k") int chain(struct gdev_ctx *ctx)
+{
+	__u64 local = 0;
+	add_twice(&local, ctx->smid);
+	add(&sum, local);
+	return 0;
+}
+GDEV_LICENSE("GPL");
+EOF2
+check "void helper chain: clang -target bpf" "${CLANG:-clang-19} -target bpf -O2 -g -Iinclude -c $T/chain.bpf.c -o $T/chain.bpf.o"
+for tgt in ptx native; do
+	check "void helper chain: verified and JIT'd for $tgt" "$G bpf jit $T/chain.bpf.o --target $tgt -o $T/chain.$tgt"
+done
+# a once-accepted exploit (a bpf_loop callback that runs past a 64-byte map
+# value after 8 iterations) never reaches either back end
+LOOPX=$B/tests/devbpf/verifier/loop_cb.bpf.o
+for tgt in ptx native; do
+	check "jit --target $tgt refuses the bpf_loop overrun the verifier refuses" \
+	  "! $G bpf jit $LOOPX --target $tgt -o $T/x.$tgt 2>$T/e; grep -q 'prog loop_cb_advance insn [0-9]*: map value access out of bounds' $T/e && test ! -s $T/x.$tgt"
+done
 
 # maps from outside the process
 D=$T/shm

@@ -606,9 +606,47 @@ static void test_native(void)
 	}
 }
 
+/* ---- ordinary C: a static __noinline void helper, a bitmap indexed by a
+ * bounded bit number and a bpf_loop callback (tests/hostexec/hx_ordinary) are
+ * accepted and decide the same interpreted and native ---- */
+static void test_ordinary(void)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/hx_ordinary.bpf.o", dir);
+	for (int native = 0; native < 2; native++) {
+		struct rec r;
+		const char *how = native ? "native" : "interpreted";
+		memset(&r, 0, sizeof(r));
+		struct gx_hx_opts o = {.sz = sizeof(o), .tgid = 4242, .native = native,
+				       .act = {.user = &r, .prefetch = on_prefetch, .advise = on_advise}};
+		struct gx_hx *hx = gx_hx__new(&o);
+		GX_CHECK(gx_hx__load(hx, path, NULL) == 0, "ordinary: hx_ordinary passes the verifier (%s)", how);
+		gx_hx__alloc(hx, VA, 8 * MB);
+		gx_hx__alloc(hx, VA + 1024 * MB, 2 * MB); /* region 512 of the bitmap: untracked */
+		gx_hx__touch(hx, VA, 0);
+		GX_CHECK(gx_hx__global(hx, "nr_first") == 4 && gx_hx__global(hx, "nr_bits") == 4 &&
+				 gx_hx__global(hx, "nr_prefetch") == 4 && r.n == 1 && r.len[0] == 8 * MB,
+			 "ordinary: 4 new regions set 4 bits and prefetch 8 MiB (%s: first %lld, bits %lld, %d ranges)",
+			 how, (long long)gx_hx__global(hx, "nr_first"), (long long)gx_hx__global(hx, "nr_bits"), r.n);
+		gx_hx__sync(hx);
+		gx_hx__touch(hx, VA, 0);
+		gx_hx__touch(hx, VA + 1024 * MB, 0);
+		struct gx_hx_stats st;
+		gx_hx__stats(hx, &st);
+		GX_CHECK(gx_hx__global(hx, "nr_again") == 4 && gx_hx__global(hx, "nr_first") == 4 &&
+				 gx_hx__global(hx, "nr_untracked") == 1 && st.calls == 9 &&
+				 st.native_calls == (native ? st.calls : 0),
+			 "ordinary: seen regions are not prefetched again, bit 512 is not tracked (%s: again %lld, "
+			 "untracked %lld, %llu calls, %llu native)",
+			 how, (long long)gx_hx__global(hx, "nr_again"), (long long)gx_hx__global(hx, "nr_untracked"),
+			 (unsigned long long)st.calls, (unsigned long long)st.native_calls);
+		gx_hx__free(hx);
+	}
+}
+
 /* ---- unsafe policies: refused by the user-space verifier at load ---- */
 
-/* The expected refusal (GX_EXPECT in tests/hostbpf/unsafe/hx_expect.h). */
+/* The expected refusal (GX_EXPECT in tests/hostexec/unsafe/hx_expect.h). */
 static int read_expect(const char *path, char *out, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), ok = -1;
@@ -661,7 +699,22 @@ static int load_captured(struct gx_hx *hx, const char *path, char *line, size_t 
 	return nlines == 1 ? err : (err ? err : -1) * 1000; /* exactly one line */
 }
 
-static void refused_with(const char *path, const char *name, const char *expect)
+/* "refused: program NAME insn N: ..." (the verifier's form) */
+static bool names_insn(const char *at)
+{
+	const char *p = at + strlen("refused: ");
+	if (strncmp(p, "program ", 8))
+		return false;
+	p = strstr(p + 8, " insn ");
+	if (!p || p[6] < '0' || p[6] > '9')
+		return false;
+	for (p += 6; *p >= '0' && *p <= '9'; p++)
+		;
+	return !strncmp(p, ": ", 2);
+}
+
+/* named: the refusal must name the program and instruction too */
+static void refused_with(const char *path, const char *name, const char *expect, bool named)
 {
 	struct rec r;
 	char line[1024], want[600];
@@ -669,8 +722,9 @@ static void refused_with(const char *path, const char *name, const char *expect)
 	int err = load_captured(hx, path, line, sizeof(line));
 	snprintf(want, sizeof(want), "refused: ");
 	const char *at = strstr(line, want);
-	GX_CHECK(err == -EINVAL && at && strstr(at, expect) && !*gx_hx__mem_policy(hx),
-		 "unsafe: %s refused with one line naming '%s' (got %d: %s)", name, expect, err, line);
+	GX_CHECK(err == -EINVAL && at && strstr(at, expect) && !*gx_hx__mem_policy(hx) && (!named || names_insn(at)),
+		 "unsafe: %s refused with one line naming '%s'%s (got %d: %s)", name, expect,
+		 named ? ", the program and the insn" : "", err, line);
 	/* the application runs on without it: FIFO, no policy calls */
 	gx_hx__alloc(hx, VA, 16 * MB);
 	int n = gx_hx__touch(hx, VA, 0);
@@ -741,6 +795,35 @@ static int patch_btf_struct(const char *src, const char *dst, const char *sname)
 	return ok;
 }
 
+/* Every policy of tests/hostexec/safe (ordinary C, bpf_loop callbacks safe
+ * for any count, pointers kept whole) passes the verifier (script: "loads")
+ * and decides the same interpreted and native. */
+static void test_safe_corpus(void)
+{
+	char d[600], name[300];
+	static struct trace a, b;
+	snprintf(d, sizeof(d), "%s/safe", dir);
+	DIR *dp = opendir(d);
+	int n = 0;
+	for (struct dirent *de; dp && (de = readdir(dp));) {
+		size_t l = strlen(de->d_name);
+		if (l < 7 || strcmp(de->d_name + l - 6, ".bpf.o"))
+			continue;
+		snprintf(name, sizeof(name), "safe/%.*s", (int)(l - 6), de->d_name);
+		struct gx_hx_stats sa, sb;
+		script(name, 0, &a, &sa);
+		script(name, 1, &b, &sb);
+		size_t k = tr_diff(&a, &b);
+		GX_CHECK(sa.calls > 0 && sb.native_calls == sb.calls && a.len == b.len && k == a.len,
+			 "safe: %s decides the same interpreted and native (%llu calls, %zu bytes of trace)", name,
+			 (unsigned long long)sa.calls, a.len);
+		n++;
+	}
+	if (dp)
+		closedir(dp);
+	GX_CHECK(n >= 9, "safe: corpus of %d policies in %s", n, d);
+}
+
 static void test_unsafe_corpus(void)
 {
 	char d[600], path[900], expect[512];
@@ -756,17 +839,17 @@ static void test_unsafe_corpus(void)
 			GX_CHECK(0, "unsafe: %s has a GX_EXPECT", de->d_name);
 			continue;
 		}
-		refused_with(path, de->d_name, expect);
+		refused_with(path, de->d_name, expect, true);
 		n++;
 	}
 	if (dp)
 		closedir(dp);
-	GX_CHECK(n >= 10, "unsafe: corpus of %d annotated programs in %s", n, d);
+	GX_CHECK(n >= 38, "unsafe: corpus of %d annotated programs in %s", n, d);
 	/* the two older run-time cases are load-time refusals now */
 	snprintf(path, sizeof(path), "%s/hx_unsafe.bpf.o", dir);
-	refused_with(path, "hx_unsafe", "write into struct gpu_region (handler arguments are read-only)");
+	refused_with(path, "hx_unsafe", "write into struct gpu_region (handler arguments are read-only)", true);
 	snprintf(path, sizeof(path), "%s/hx_loop.bpf.o", dir);
-	refused_with(path, "hx_loop", "infinite loop detected");
+	refused_with(path, "hx_loop", "infinite loop detected", true);
 	/* the member's signature in the object's BTF must match what the
 	 * executor passes (an object built against another gpu_ext.h) */
 	char src[700], tmpf[] = "/tmp/hx_btf.XXXXXX";
@@ -776,7 +859,7 @@ static void test_unsafe_corpus(void)
 	if (fd >= 0)
 		close(fd);
 	refused_with(tmpf, "gx_seq with another gpu_fault",
-		     "struct gpu_mem_ops: member gpu_prefetch argument 2 is not struct gpu_fault * of 32 bytes");
+		     "struct gpu_mem_ops: member gpu_prefetch argument 2 is not struct gpu_fault * of 32 bytes", false);
 	unlink(tmpf);
 }
 
@@ -831,6 +914,8 @@ int main(int argc, char **argv)
 	test_refused();
 	test_launch_model();
 	test_native();
+	test_ordinary();
+	test_safe_corpus();
 	test_map_churn();
 	disabled_after_errors("gx_bad", "gx_bad (bad returns, kfunc misuse)", 0);
 	test_unsafe_corpus();

@@ -5,7 +5,12 @@
  *   __success / __failure expected verdict
  *   __msg("...")          a substring the rejection message must contain
  *   __max_insns(N)        override the hook's path budget for this program
- *   __no_simt             verify without the warp-uniformity rules */
+ *   __no_simt             verify without the warp-uniformity rules
+ *   __exploit             a refused program that, run unverified in the
+ *                         interpreter, does harm (a wild access, a forged
+ *                         map handle, an address stored into a map): the
+ *                         loader checks that it does, so the refusal is
+ *                         what keeps it out of the back ends */
 #ifndef GX_TEST_BPF_H
 #define GX_TEST_BPF_H
 
@@ -18,6 +23,7 @@
 #define __msg(m) __gx_tag("gx_msg=" m)
 #define __max_insns(n) __gx_tag("gx_max_insns=" #n)
 #define __no_simt __gx_tag("gx_flag=no_simt")
+#define __exploit __gx_tag("gx_flag=exploit")
 #define __naked __attribute__((naked))
 #define __imm(name) [name] "i"(name)
 #define __imm_addr(name) [name] "i"(&name)

@@ -1,0 +1,23 @@
+"""JAX: jit(grad) of an MLP loss: checksum of the gradients, then time."""
+import hashlib, os, time
+import jax, jax.numpy as jnp
+import numpy as np
+k = jax.random.PRNGKey(0)
+k1, k2, k3 = jax.random.split(k, 3)
+params = [jax.random.normal(k1, (512, 1024)) * 0.02, jax.random.normal(k2, (1024, 256)) * 0.02]
+x = jax.random.normal(k3, (128, 512))
+def loss(p, x):
+    h = jax.nn.gelu(x @ p[0])
+    return jnp.mean((h @ p[1]) ** 2)
+g = jax.jit(jax.grad(loss))
+out = g(params, x)
+h = hashlib.sha256()
+for t in out:
+    h.update(np.asarray(t).tobytes())
+print('checksum', h.hexdigest()[:16])
+iters = int(os.environ.get('ITERS', '200'))
+jax.block_until_ready(g(params, x)); t0 = time.perf_counter()
+for _ in range(iters):
+    out = g(params, x)
+jax.block_until_ready(out)
+print('time_ms %.3f' % ((time.perf_counter() - t0) * 1e3))
