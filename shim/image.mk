@@ -35,7 +35,13 @@ $(IMAGE_TEST_ASAN): tests/image/test_image.c $(IMAGE_SRCS) $(COMMON_SRCS) $(wild
 	$(Q)$(CC) $(ALL_CFLAGS) $(IMAGE_ASAN_FLAGS) -o $@ tests/image/test_image.c $(IMAGE_SRCS) \
 		$(COMMON_SRCS) $(LDFLAGS) $(IMAGE_LDLIBS)
 
-IMAGE_SCRIPTS := $(BUILD)/tests/test_image_nvcc.sh
+IMAGE_SCRIPTS := $(BUILD)/tests/test_image_nvcc.sh $(BUILD)/tests/test_image_bomb.sh
+
+# Decompression bombs are generated, never committed (test_image_bomb.sh).
+$(BUILD)/tests/gen_bomb: tests/image/gen_bomb.c tests/image/bomb.h shim/gx_image.h
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $<
 $(BUILD)/tests/%.sh: tests/image/%.sh
 	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
 
@@ -49,9 +55,9 @@ $(BUILD)/fuzz/fuzz_%: tests/image/fuzz_%.c $(IMAGE_SRCS) $(COMMON_SRCS) $(wildca
 	$(Q)$(CLANG) $(IMAGE_FUZZ_CFLAGS) -o $@ $< $(IMAGE_SRCS) $(COMMON_SRCS) $(IMAGE_LDLIBS)
 
 TEST_BINS += $(IMAGE_TEST) $(IMAGE_TEST_ASAN) $(IMAGE_SCRIPTS) $(IMAGE_FUZZERS) \
-             $(BUILD)/tests/test_image_fuzz.sh
+             $(BUILD)/tests/test_image_fuzz.sh $(BUILD)/tests/gen_bomb
 TESTS     += $(IMAGE_TEST) $(IMAGE_TEST_ASAN) $(BUILD)/tests/test_image_nvcc.sh \
-             $(BUILD)/tests/test_image_fuzz.sh
+             $(BUILD)/tests/test_image_bomb.sh $(BUILD)/tests/test_image_fuzz.sh
 
 # `make fuzz`: each image fuzzer for FUZZ_TIME seconds (default 120).
 FUZZ_TIME ?= 120

@@ -197,8 +197,15 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 		gx_image_free(&im); /* entries point into the application's image, which stays */
 		return gx_prep_rewrite(text, len, sm, p);
 	}
-	int ret = gx_image_entry_data(e, &raw, &len);
+	size_t budget = gx_image_budget(im.extent);
+	int ret = gx_image_entry_data(e, &budget, &raw, &len);
 	gx_image_free(&im);
+	if (ret == -E2BIG) {
+		snprintf(p->why, sizeof(p->why),
+			 "the PTX entry decompresses to more than max(256 MiB, 64 x the image's size)");
+		p->level = GX_LOG_WARN;
+		return false;
+	}
 	if (ret < 0) {
 		snprintf(p->why, sizeof(p->why), "cannot extract the PTX entry (error %d)", ret);
 		p->level = GX_LOG_WARN;

@@ -57,10 +57,18 @@ void gx_image_free(struct gx_image *im)
 	im->nr_entries = 0;
 }
 
-int gx_image_entry_data(const struct gx_image_entry *e, void **out, size_t *len)
+size_t gx_image_budget(size_t input_size)
 {
-	if (!e || !out || e->comp != GX_COMP_NONE)
+	return input_size > GX_IMAGE_BUDGET_MIN ? input_size : GX_IMAGE_BUDGET_MIN;
+}
+
+int gx_image_entry_data(const struct gx_image_entry *e, size_t *budget, void **out, size_t *len)
+{
+	if (!e || !budget || !out || e->comp != GX_COMP_NONE)
 		return gx_err(-EINVAL);
+	if (e->size > *budget)
+		return gx_err(-E2BIG);
+	*budget -= e->size;
 	char *b = malloc(e->size + 1);
 	if (!b)
 		return gx_err(-ENOMEM);

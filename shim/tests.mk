@@ -16,7 +16,7 @@ $(FAKE_LIB): tests/shim/fakecuda/fake.c $(BUILD)/gen/fakecuda/fake_gen.c
 SHIM_TEST_BINS := $(BUILD)/tests/shim/test_shim $(BUILD)/tests/shim/test_nodriver $(BUILD)/tests/shim/test_disable \
                   $(BUILD)/tests/shim/test_persist
 
-$(BUILD)/tests/shim/%: tests/shim/%.c shim/gx_events.h tests/gx_test.h
+$(BUILD)/tests/shim/%: tests/shim/%.c shim/gx_events.h tests/gx_test.h tests/image/bomb.h
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(STUB_LDIR) -lcuda -ldl -lpthread
