@@ -44,12 +44,24 @@ static void count(const struct ptx_module *m, struct check_stats *st)
 	}
 }
 
+/* A file's PTX: trailing NULs are padding (fatbins store PTX NUL-padded);
+ * a NUL anywhere else is the parser's error, with its line:col. */
 static int read_input(const char *path, char **buf, size_t *len)
 {
 	int err = gx_read_file(path, buf, len, 0);
-	if (err)
+	if (err) {
 		p_err("cannot read '%s': %s", path, strerror(-err));
-	return err;
+		return err;
+	}
+	while (*len && !(*buf)[*len - 1])
+		(*len)--;
+	char msg[128];
+	if (ptx_text_has_nul(*buf, *len, msg, sizeof(msg))) {
+		p_err("%s:%s", path, msg);
+		free(*buf);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static int write_output(const char *path, const char *buf, size_t len)
@@ -105,7 +117,6 @@ static int do_check(int argc, char **argv)
 	size_t len;
 	if (read_input(path, &buf, &len))
 		return 1;
-	len = strnlen(buf, len);
 	struct check_stats st = {0};
 	for (size_t i = 0; i < len; i++)
 		st.lines += buf[i] == '\n';
