@@ -72,7 +72,13 @@ $(LDR_DIR)/bad-%.bpf.o: tests/devbpf/loader/bad.bpf.c devbpf/gdev_helpers.h devb
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -DVARIANT=$* -c $< -o $@
 
-TEST_BINS += $(BUILD)/tests/test_bpf_loader $(LDR_OBJS)
+TEST_BINS += $(BUILD)/tests/test_bpf_loader $(LDR_OBJS) $(BUILD)/tests/gen_bpf_bomb
+# Objects small on disk and huge once flattened, generated, never committed
+# (tests/devbpf/bpf_bomb.h: test_bpf_cli.sh, the fuzzer's seeds).
+$(BUILD)/tests/gen_bpf_bomb: tests/devbpf/gen_bpf_bomb.c tests/devbpf/bpf_bomb.h
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $<
 TESTS     += "$(BUILD)/tests/test_bpf_loader $(LDR_DIR)"
 $(BUILD)/tests/test_bpf_loader: $(call objs,tests/devbpf/test_loader.c) $(DEVBPF_LIB) $(COMMON_LIB)
 	$(call msg,LD,$@)
