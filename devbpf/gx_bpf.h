@@ -198,6 +198,13 @@ enum {
 	GX_BPF_MAP_F_RDONLY = 1u << 1,   /* .rodata: programs may not write */
 };
 
+/* The one test of "is this map folded as constant": whether the global data
+ * section `name` is `.rodata` or `.rodata.*`. Programs may not write it and
+ * the verifiers (devbpf's and the host executor's) fold its bytes into
+ * constants, so nothing may change them once verified: its map gets
+ * GX_BPF_MAP_F_RDONLY, and its host copy is sealed (gx_map__seal). */
+bool gx_bpf_section_is_rodata(const char *name);
+
 const char *gx_bpf_map__name(const struct gx_bpf_map *map);
 enum gx_bpf_map_type gx_bpf_map__type(const struct gx_bpf_map *map);
 const char *gx_bpf_map__type_str(enum gx_bpf_map_type type);

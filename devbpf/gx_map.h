@@ -46,8 +46,15 @@ struct gx_shm_hdr {
 	uint64_t flush_ns; /* CLOCK_REALTIME of the last flush */
 	uint32_t dev;      /* device copy of this context: CUDA ordinal + 1 (0: none/unknown) */
 	uint32_t ctx;      /* that context's index in the process (the "@N" of the name) */
-	uint64_t reserved[5];
+	uint32_t flags;    /* GX_SHM_F_* */
+	uint32_t reserved32;
+	uint64_t reserved[4];
 };
+
+/* The verifier folded the map's bytes into its programs' code (.rodata*,
+ * gx_bpf_section_is_rodata): nothing may write them after load. Set by
+ * gx_map__seal, which also makes the file read-only (0400). */
+#define GX_SHM_F_CONST 1u
 
 struct gx_map {
 	struct gx_devrt_map l; /* first: the helper handle; l.data = host storage */
@@ -58,6 +65,8 @@ struct gx_map {
 	int keep;
 	int writable;
 	char path[384]; /* "" for anonymous maps */
+	void *sealed;   /* gx_map__seal: the private read-only copy l.data points at */
+	size_t sealed_len;
 };
 
 struct gx_map_spec {
@@ -74,9 +83,21 @@ enum {
 
 /* Create a map (zero-filled). Returns 0 or -errno; messages go to gx_log. */
 int gx_map__create(const struct gx_map_spec *spec, unsigned flags, struct gx_map **out);
-/* Open a map file created by another process (read-only unless writable). */
+/* Open a map file created by another process (read-only unless writable).
+ * A constant map (GX_SHM_F_CONST) is never opened for writing: -EROFS. */
 int gx_map__open(const char *path, int writable, struct gx_map **out);
 void gx_map__free(struct gx_map *m);
+/* Make a map constant once its bytes are final (global data the verifier
+ * folds: GX_BPF_MAP_F_RDONLY). From then on this process reads a private,
+ * read-only copy (same address for every reader that takes l.data after
+ * this call; a write from anywhere faults or fails with -EPERM), so no
+ * write to the shared file, by gpuext or anyone else, can reach the
+ * programs; the file keeps the same bytes for `gpuext map dump`, says
+ * GX_SHM_F_CONST and becomes 0400. Arrays only. 0 or -errno. */
+int gx_map__seal(struct gx_map *m);
+/* Whether m is constant: sealed here, or marked so by the process that
+ * created its file. */
+int gx_map__is_const(const struct gx_map *m);
 
 /* Folder of the shm files: $GPUEXT_SHM_DIR or /dev/shm/gpuext-$UID. */
 int gx_map_shm_dir(char *buf, size_t n);

@@ -55,6 +55,11 @@ GX_EXPORT int gx_jit_object_maps(const struct gx_bpf_object *obj, unsigned map_f
 		const void *init = gx_bpf_map__initial_value(bm, &sz);
 		if (init && s.type == GX_MAP_ARRAY && sz <= s.value_size)
 			memcpy((void *)(uintptr_t)maps[i]->l.data, init, sz);
+		/* the verifier folded these bytes: nothing may change them now */
+		if ((gx_bpf_map__gx_flags(bm) & GX_BPF_MAP_F_RDONLY) && (ret = gx_map__seal(maps[i]))) {
+			gx_jit_object_maps_free(maps, i + 1);
+			return gx_err(ret);
+		}
 	}
 	*out = maps;
 	*nr_out = n;

@@ -18,7 +18,16 @@ $(BUILD)/tests/test_hostexec: $(call objs,tests/hostbpf/test_hostexec.c devbpf/t
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $(filter %.o,$(filter-out %.bpf.o,$^)) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) -lelf -lz -ldl $(LDFLAGS)
 
-HX_TEST_OBJS := $(HB_DIR)/hx_unsafe.bpf.o $(HB_DIR)/hx_loop.bpf.o $(HB_DIR)/hx_prioset.bpf.o
+# No policy crashes the application: constant knobs (test_hostsafety.c).
+TEST_BINS += $(BUILD)/tests/test_hostexec_safety
+TESTS     += "$(BUILD)/tests/test_hostexec_safety $(HB_DIR)"
+$(BUILD)/tests/test_hostexec_safety: $(call objs,tests/hostbpf/test_hostsafety.c devbpf/tools/jitlib_open.c) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) $(HB_DIR)/hx_cfgknob.bpf.o $(JITSO)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $(filter %.o,$(filter-out %.bpf.o,$^)) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) -lelf -lz -ldl $(LDFLAGS)
+
+HX_TEST_OBJS := $(HB_DIR)/hx_unsafe.bpf.o $(HB_DIR)/hx_loop.bpf.o $(HB_DIR)/hx_prioset.bpf.o \
+                $(HB_DIR)/hx_cfgknob.bpf.o
 $(HB_DIR)/hx_%.bpf.o: tests/hostbpf/hx_%.bpf.c $(HB_BPF_DEPS)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(HB_BPF_FLAGS) -c $< -o $@
