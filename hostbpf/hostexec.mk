@@ -1,7 +1,7 @@
 # hostexec: the user-space executor of hostbpf struct_ops policies
 # (libgxhostexec.a, used by the shim) and its CPU test.
 HOSTEXEC_SRCS := hostbpf/hx_btf.c hostbpf/hx_load.c hostbpf/hx_verify.c hostbpf/hx_maps.c hostbpf/hx_run.c \
-                 hostbpf/hx_native.c
+                 hostbpf/hx_native.c hostbpf/hx_guard.c
 HOSTEXEC_LIB  := $(BUILD)/lib/libgxhostexec.a
 LIBS_ALL      += $(HOSTEXEC_LIB)
 
@@ -18,7 +18,7 @@ $(BUILD)/tests/test_hostexec: $(call objs,tests/hostbpf/test_hostexec.c devbpf/t
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $(filter %.o,$(filter-out %.bpf.o,$^)) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) -lelf -lz -ldl $(LDFLAGS)
 
-# No policy crashes the application: constant knobs (test_hostsafety.c).
+# No policy crashes the application: constant knobs, faults (test_hostsafety.c).
 TEST_BINS += $(BUILD)/tests/test_hostexec_safety
 TESTS     += "$(BUILD)/tests/test_hostexec_safety $(HB_DIR)"
 $(BUILD)/tests/test_hostexec_safety: $(call objs,tests/hostbpf/test_hostsafety.c devbpf/tools/jitlib_open.c) $(HOSTEXEC_LIB) $(MAPS_LIB) $(DEVBPF_LIB) $(COMMON_LIB) $(HB_DIR)/hx_cfgknob.bpf.o $(JITSO)

@@ -5,14 +5,21 @@
  *    counters; the verifier folded it, so its file is constant (0400,
  *    GX_SHM_F_CONST), nobody opens it for writing (-EROFS), and bytes
  *    written into the file anyway never reach the policy, which goes on
- *    counting where it was proved to; a knob set at load still works.
+ *    counting where it was proved to; a knob set at load still works;
+ *  - a fault inside policy code (its .bss taken away with mprotect)
+ *    disables the policy with one line and the process goes on;
+ *  - a fault outside policy code still reaches the application's own
+ *    SIGSEGV handler (installed before the policy's guard).
  * argv[1]: the folder with hx_cfgknob.bpf.o. */
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -137,9 +144,83 @@ static void test_constant_knob(int native)
 	gx_hx__free(hx);
 }
 
+/* The mapping of a shm file in this process ([start, end)), or -1. */
+static int find_mapping(const char *path, uintptr_t *start, uintptr_t *end)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[1024];
+	int found = -1;
+	while (f && found && fgets(line, sizeof(line), f)) {
+		char *nl = strchr(line, '\n'), *p = strchr(line, '/');
+		if (nl)
+			*nl = 0;
+		if (p && !strcmp(p, path) && sscanf(line, "%lx-%lx", start, end) == 2)
+			found = 0;
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+static void test_fault(int native)
+{
+	const char *mode = native ? "native" : "interp";
+	struct gx_hx *hx = mk(native, NULL);
+	if (!hx)
+		return;
+	gx_hx__alloc(hx, VA, 2 * REGIONS * MB);
+	char path[512];
+	map_path(path, sizeof(path), "bss");
+	uintptr_t a = 0, b = 0;
+	int found = find_mapping(path, &a, &b);
+	/* the policy's counters (after the file's header page) become unreadable */
+	bool gone = !found && b > a + GX_SHM_DATA_OFF &&
+		    !mprotect((void *)(a + GX_SHM_DATA_OFF), b - a - GX_SHM_DATA_OFF, PROT_NONE);
+	char line[512];
+	int lines = touch_lines(hx, line, sizeof(line));
+	GX_CHECK(gone && lines == 1 && strstr(line, "gpuext: hostpolicy: cfgknob: SIGSEGV at ") &&
+			 strstr(line, native ? "in native program cfgknob_prefetch; policy disabled, FIFO applies"
+					     : "in interpreted program cfgknob_prefetch; policy disabled"),
+		 "%s: a fault in the policy's code: one line, and the process goes on (%s)", mode, line);
+	struct gx_hx_stats s0, s1;
+	gx_hx__stats(hx, &s0);
+	lines = touch_lines(hx, line, sizeof(line));
+	gx_hx__stats(hx, &s1);
+	GX_CHECK(!gx_hx__mem_enabled(hx) && lines == 0 && s1.calls == s0.calls && s1.faults > s0.faults,
+		 "%s: ... the policy is disabled: events go on without calling it", mode);
+	if (gone)
+		mprotect((void *)(a + GX_SHM_DATA_OFF), b - a - GX_SHM_DATA_OFF, PROT_READ | PROT_WRITE);
+	gx_hx__free(hx);
+}
+
+/* The application's own handler, installed before any policy's guard. */
+static sigjmp_buf app_jb;
+static volatile sig_atomic_t app_saw;
+
+static void app_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)si, (void)uc;
+	app_saw = sig;
+	siglongjmp(app_jb, 1);
+}
+
+static void test_chain(void)
+{
+	char *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (page != MAP_FAILED && !sigsetjmp(app_jb, 1))
+		*(volatile char *)page = 1;
+	GX_CHECK(page != MAP_FAILED && app_saw == SIGSEGV,
+		 "a fault outside policy code reaches the application's own handler");
+	if (page != MAP_FAILED)
+		munmap(page, 4096);
+}
+
 int main(int argc, char **argv)
 {
 	dir = argc > 1 ? argv[1] : "build/hostbpf";
+	struct sigaction sa = { .sa_sigaction = app_handler, .sa_flags = SA_SIGINFO };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, NULL);
 	char tmpl[] = "/tmp/hx_safety.XXXXXX";
 	if (!mkdtemp(tmpl)) {
 		printf("not ok - temp folder\n");
@@ -147,8 +228,11 @@ int main(int argc, char **argv)
 	}
 	snprintf(shm, sizeof(shm), "%s", tmpl);
 	setenv("GPUEXT_SHM_DIR", shm, 1);
-	for (int native = 1; native >= 0; native--)
+	for (int native = 1; native >= 0; native--) {
 		test_constant_knob(native);
+		test_fault(native);
+	}
+	test_chain();
 	rmdir(shm);
 	return gx_test_done();
 }
