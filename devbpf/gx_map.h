@@ -87,14 +87,15 @@ int gx_map__create(const struct gx_map_spec *spec, unsigned flags, struct gx_map
  * A constant map (GX_SHM_F_CONST) is never opened for writing: -EROFS. */
 int gx_map__open(const char *path, int writable, struct gx_map **out);
 void gx_map__free(struct gx_map *m);
-/* Make a map constant once its bytes are final (global data the verifier
- * folds: GX_BPF_MAP_F_RDONLY). From then on this process reads a private,
- * read-only copy (same address for every reader that takes l.data after
- * this call; a write from anywhere faults or fails with -EPERM), so no
- * write to the shared file, by gpuext or anyone else, can reach the
- * programs; the file keeps the same bytes for `gpuext map dump`, says
- * GX_SHM_F_CONST and becomes 0400. Arrays only. 0 or -errno. */
-int gx_map__seal(struct gx_map *m);
+/* Make a map constant (global data the verifier folds:
+ * GX_BPF_MAP_F_RDONLY), its storage starting with the `len` bytes the
+ * programs were verified with (`bytes`; NULL: the storage as it is). From
+ * then on this process reads a private, read-only copy (l.data changes: take
+ * it after this call; a write faults, an update fails with -EPERM), so no
+ * write to the shared file, by gpuext or anyone else, reaches the programs;
+ * the file gets the same bytes for `gpuext map dump`, says GX_SHM_F_CONST
+ * and becomes 0400. Arrays only. 0 or -errno. */
+int gx_map__seal(struct gx_map *m, const void *bytes, size_t len);
 /* Whether m is constant: sealed here, or marked so by the process that
  * created its file. */
 int gx_map__is_const(const struct gx_map *m);

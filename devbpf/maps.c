@@ -266,22 +266,29 @@ GX_EXPORT int gx_map__open(const char *path, int writable, struct gx_map **out)
 }
 
 /* The copy the process reads is private and read-only, so the programs
- * keep the bytes the verifier folded whatever happens to the file; the file
- * keeps them too, for `gpuext map dump`, and tells writers it is constant. */
-GX_EXPORT int gx_map__seal(struct gx_map *m)
+ * keep the bytes the verifier folded whatever happens to the file; it is
+ * made from the caller's bytes, not the file's, so not even a write racing
+ * with the seal gets in. The file keeps the bytes too, for `gpuext map
+ * dump`, and tells writers it is constant. */
+GX_EXPORT int gx_map__seal(struct gx_map *m, const void *bytes, size_t len)
 {
-	if (!m || m->l.type != GX_MAP_ARRAY)
+	if (!m || m->l.type != GX_MAP_ARRAY || len > m->l.data_size || (len && !bytes))
 		return gx_err(-EINVAL);
 	if (m->sealed)
 		return 0;
 	if (!m->writable)
 		return gx_err(-EPERM);
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE), len = (size_t)m->l.data_size;
-	size_t rlen = (len + pg - 1) / pg * pg;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), size = (size_t)m->l.data_size;
+	size_t rlen = (size + pg - 1) / pg * pg;
 	void *ro = mmap(NULL, rlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (ro == MAP_FAILED)
 		return gx_err(-errno);
-	memcpy(ro, (const void *)(uintptr_t)m->l.data, len);
+	void *shared = (void *)(uintptr_t)m->l.data;
+	if (len)
+		memcpy(shared, bytes, len);
+	memcpy(ro, shared, size);
+	if (len)
+		memcpy(ro, bytes, len);
 	if (mprotect(ro, rlen, PROT_READ) || (m->path[0] && m->owner && chmod(m->path, 0400))) {
 		int e = -errno;
 		munmap(ro, rlen);

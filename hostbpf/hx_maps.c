@@ -97,7 +97,7 @@ int hx_map_share(struct hx_map *m, const char *policy)
 		memcpy(v, m->data, m->data_len);
 		/* knobs (.rodata*) are final now and about to be verified: from
 		 * here on the policy reads a private read-only copy */
-		if (m->rdonly && (err = gx_map__seal(g))) {
+		if (m->rdonly && (err = gx_map__seal(g, m->data, m->data_len))) {
 			gx_map__free(g);
 			return err;
 		}

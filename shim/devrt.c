@@ -381,7 +381,7 @@ static int pol_setup(struct ctxst *st, unsigned p)
 			memcpy(gx_map__shard_elem(st->maps[p][i], 0, 0), pm->init, pm->init_len);
 		/* .rodata* was verified with these bytes: sealed, never "cfg" */
 		if (pm->gx_flags & GX_BPF_MAP_F_RDONLY)
-			ret = gx_map__seal(st->maps[p][i]);
+			ret = gx_map__seal(st->maps[p][i], pm->init, pm->init_len);
 		else if (!strcmp(strrchr(pm->name, '.') ? strrchr(pm->name, '.') + 1 : pm->name, "cfg"))
 			cfg_fill(st->maps[p][i]);
 		if (ret)

@@ -365,7 +365,7 @@ static void test_devmaps(void)
 	gx_map__update(a, &k, &v, 0);
 	v = 42;
 	gx_map__update(c, &k, &v, 0);
-	gx_map__seal(c);
+	gx_map__seal(c, NULL, 0);
 	struct gx_map *maps[4] = { a, h, r, c };
 	static _Alignas(4096) unsigned char rt[4096 + sizeof(struct gx_ring)];
 	gx_ring__init((struct gx_ring *)rt, 4096);
@@ -528,15 +528,16 @@ static void test_seal(void)
 	if (!m)
 		{ GX_CHECK(0, "seal: create"); return; }
 	uint32_t k = 0;
-	uint64_t v[2] = { 3, 7 };
-	gx_map__update(m, &k, v, 0);
+	uint64_t v[2] = { 3, 7 }, racing[2] = { 9, 9 };
+	gx_map__update(m, &k, racing, 0); /* someone wrote the file before the seal */
 	const uint64_t *before = (const uint64_t *)(uintptr_t)m->l.data;
 	struct stat st;
-	GX_CHECK(!gx_map__is_const(m) && gx_map__seal(m) == 0 && gx_map__is_const(m) && !stat(m->path, &st) &&
+	GX_CHECK(!gx_map__is_const(m) && gx_map__seal(m, v, sizeof(v)) == 0 && gx_map__is_const(m) && !stat(m->path, &st) &&
 			 (st.st_mode & 0777) == 0400 && (m->hdr->flags & GX_SHM_F_CONST),
 		 "seal: marked GX_SHM_F_CONST, file 0400");
 	const uint64_t *d = gx_map__lookup(m, &k);
-	GX_CHECK(d && (const void *)d != before && d[0] == 3 && d[1] == 7, "seal: same bytes, private copy");
+	GX_CHECK(d && (const void *)d != before && d[0] == 3 && d[1] == 7,
+		 "seal: a private copy of the bytes given, not of a write that came first");
 	uint64_t w[2] = { 1000000, 1 };
 	GX_CHECK(gx_map__update(m, &k, w, 0) == -EPERM, "seal: updates through the map refused (-EPERM)");
 	struct gx_map *o = NULL;
@@ -560,10 +561,13 @@ static void test_seal(void)
 	waitpid(pid, &status, 0);
 	GX_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV, "seal: a store through the pointer faults");
 	struct gx_map *a = mk("anon.rodata", GX_MAP_ARRAY, 4, 8, 1, 0, 0);
-	GX_CHECK(a && gx_map__seal(a) == 0 && gx_map__is_const(a), "seal: anonymous maps too");
+	uint64_t verified = 5;
+	GX_CHECK(a && gx_map__seal(a, &verified, sizeof(verified)) == 0 && gx_map__is_const(a) &&
+			 *(uint64_t *)gx_map__lookup(a, &k) == 5,
+		 "seal: anonymous maps too, with the bytes the programs were verified with");
 	gx_map__free(a);
 	struct gx_map *h = mk("h", GX_MAP_HASH, 8, 8, 4, 0, 0);
-	GX_CHECK(h && gx_map__seal(h) == -EINVAL, "seal: arrays only");
+	GX_CHECK(h && gx_map__seal(h, NULL, 0) == -EINVAL, "seal: arrays only");
 	gx_map__free(h);
 	char path[400];
 	snprintf(path, sizeof(path), "%s", m->path);
@@ -582,9 +586,8 @@ static int fixture(const char *d)
 	static const char *const consts[] = { "fix.rodata", "fix.rodata.cfg", "fix.knobs" };
 	for (int i = 0; i < 3; i++) {
 		struct gx_map *c = mk(consts[i], GX_MAP_ARRAY, 4, 8, 1, 0, GX_MAP_F_SHM | GX_MAP_F_KEEP);
-		uint32_t k0 = 0;
 		uint64_t v0 = 64;
-		if (!c || gx_map__update(c, &k0, &v0, 0) || gx_map__seal(c))
+		if (!c || gx_map__seal(c, &v0, sizeof(v0)))
 			return 1;
 		gx_map__free(c);
 	}
