@@ -402,8 +402,13 @@ static int pol_setup(struct ctxst *st, unsigned p)
 		st->maps[p][i]->hdr->ctx = st->idx;
 		if (pm->init && pm->init_len && s.type == GX_MAP_ARRAY)
 			memcpy(gx_map__shard_elem(st->maps[p][i], 0, 0), pm->init, pm->init_len);
-		if (!strcmp(strrchr(pm->name, '.') ? strrchr(pm->name, '.') + 1 : pm->name, "cfg"))
+		/* .rodata* was verified with these bytes: sealed, never "cfg" */
+		if (pm->gx_flags & GX_BPF_MAP_F_RDONLY)
+			ret = gx_map__seal(st->maps[p][i], pm->init, pm->init_len);
+		else if (!strcmp(strrchr(pm->name, '.') ? strrchr(pm->name, '.') + 1 : pm->name, "cfg"))
 			cfg_fill(st->maps[p][i]);
+		if (ret)
+			return ret;
 	}
 	if (posix_memalign((void **)&st->rt_ring[p], 4096, gx_ring_bytes(RT_RING_BYTES)))
 		return -ENOMEM;

@@ -53,9 +53,10 @@
 #define GX_PCACHE_PTXVER 80 /* the JIT emits PTX ISA 8.0 (+ptx80) */
 /* Bumped whenever the JIT's output for the same object changes (2:
  * ctx->launch_id reads %gridid; 3: atomics in .global, red for non-fetch
- * ones, array lookups without a division, release fence on ring commits),
- * so older entries are never used. */
-#define GX_PCACHE_JITREV 3
+ * ones, array lookups without a division, release fence on ring commits;
+ * 4: maps carry GX_BPF_MAP_F_RDONLY, which earlier entries lack), so older
+ * entries are never used. */
+#define GX_PCACHE_JITREV 4
 #define GX_POL_NAME_MAX 64
 
 struct gx_pol_prog {
@@ -67,7 +68,7 @@ struct gx_pol_prog {
 struct gx_pol_map {
 	char name[GX_POL_NAME_MAX]; /* "<object>.<map>" */
 	unsigned type, key_size, value_size, max_entries;
-	unsigned internal;          /* global data (.data/.rodata/.bss) */
+	unsigned gx_flags;          /* GX_BPF_MAP_F_INTERNAL (global data), _RDONLY (.rodata*: sealed) */
 	unsigned char *init;        /* initial value bytes (global data) or NULL */
 	size_t init_len;
 };

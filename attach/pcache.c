@@ -56,7 +56,7 @@ char *gx_pdesc_serialize(const struct gx_policy_desc *d, size_t *len)
 	for (size_t i = 0; i < d->nr_maps; i++) {
 		const struct gx_pol_map *m = &d->maps[i];
 		gx_buf_printf(&b, "map %s %u %u %u %u %u ", m->name, m->type, m->key_size, m->value_size,
-			      m->max_entries, m->internal);
+			      m->max_entries, m->gx_flags);
 		if (!m->init_len)
 			gx_buf_puts(&b, "-");
 		for (size_t k = 0; k < m->init_len; k++)
@@ -155,7 +155,7 @@ int gx_pdesc_parse(const char *text, size_t len, struct gx_policy_desc *d, char 
 			memset(m, 0, sizeof(*m));
 			int off = 0;
 			if (sscanf(l, "map %63s %u %u %u %u %u %n", m->name, &m->type, &m->key_size,
-				   &m->value_size, &m->max_entries, &m->internal, &off) != 6 || !off) {
+				   &m->value_size, &m->max_entries, &m->gx_flags, &off) != 6 || !off) {
 				ret = bad(err, err_sz, line, "bad map line");
 			} else if (strcmp(l + off, "-")) {
 				size_t hl = strlen(l + off);

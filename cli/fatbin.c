@@ -358,7 +358,7 @@ static int do_extract(int argc, char **argv)
 	char base[256], arch[32], path[4096];
 	base_name(argv[optind], base, sizeof(base));
 	int ret = l.bad ? 1 : 0;
-	size_t written = 0;
+	size_t written = 0, budget = gx_image_budget(l.len), total = budget, over = 0;
 	if (gx_json) {
 		printf("{\"file\":");
 		json_str(l.path);
@@ -392,7 +392,17 @@ static int do_extract(int argc, char **argv)
 			snprintf(stem, sizeof(stem), "%.3000s/%.500s.%s", dir, base, arch);
 		void *data;
 		size_t len;
-		int r = gx_image_entry_data(e, &data, &len);
+		int r = gx_image_entry_data(e, &budget, &data, &len);
+		if (r == -E2BIG) {
+			/* one line for the first; a bomb of many entries gets one more */
+			if (!over++)
+				p_err("%s: entry %zu (%s %s, %s): %zu bytes exceed the decompression budget of this "
+				      "file (%zu of %zu MiB left: max(256 MiB, 64 x its size)); not extracted",
+				      l.path, i, kind_name(e), arch, gx_image_comp_name(e->comp), e->raw_size,
+				      budget >> 20, total >> 20);
+			ret = 1;
+			continue;
+		}
 		if (r) {
 			p_err("%s: entry %zu (%s %s, %s): cannot decompress: %s", l.path, i, kind_name(e), arch,
 			      gx_image_comp_name(e->comp), strerror(-r));
@@ -414,6 +424,8 @@ static int do_extract(int argc, char **argv)
 	}
 	if (gx_json)
 		printf("]}\n");
+	if (over > 1)
+		p_err("%s: %zu more entries exceed the decompression budget; not extracted", l.path, over - 1);
 	if (!written && !ret) {
 		p_err("%s: nothing to extract (no %sentries)", l.path,
 		      want == GX_ENTRY_PTX ? "PTX " : want == GX_ENTRY_ELF ? "ELF " : "");

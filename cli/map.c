@@ -74,14 +74,15 @@ static int list_one(struct gx_map *m, const char *file, void *u)
 		printf(",\"name\":");
 		gx_json_str(stdout, m->name);
 		printf(",\"pid\":%u,\"alive\":%s,\"type\":\"%s\",\"key_size\":%u,\"value_size\":%u,"
-		       "\"max_entries\":%u,\"shards\":%u,\"gen\":%" PRIu64 ",\"flush_ns\":%" PRIu64 "}",
+		       "\"max_entries\":%u,\"shards\":%u,\"gen\":%" PRIu64 ",\"flush_ns\":%" PRIu64 ",\"const\":%s}",
 		       h->pid, alive(h->pid) ? "true" : "false", gx_map_type_name(m->l.type),
 		       m->l.key_size, m->l.value_size, m->l.max_entries, m->l.nr_shards, h->gen,
-		       h->flush_ns);
+		       h->flush_ns, gx_map__is_const(m) ? "true" : "false");
 	} else {
-		printf("%-36s %7u%s %-13s key %-3u value %-4u max %-7u shards %-5u gen %" PRIu64 "\n",
+		printf("%-36s %7u%s %-13s key %-3u value %-4u max %-7u shards %-5u gen %" PRIu64 "%s\n",
 		       file, h->pid, alive(h->pid) ? " " : "x", gx_map_type_name(m->l.type),
-		       m->l.key_size, m->l.value_size, m->l.max_entries, m->l.nr_shards, h->gen);
+		       m->l.key_size, m->l.value_size, m->l.max_entries, m->l.nr_shards, h->gen,
+		       gx_map__is_const(m) ? " const" : "");
 	}
 	*first = 0;
 	return 0;
@@ -545,6 +546,14 @@ static int update_path(const char *path, uint64_t key, uint64_t val, unsigned of
 {
 	struct gx_map *m;
 	int ret = gx_map__open(path, 1, &m);
+	if (ret == -EROFS) {
+		/* whatever its name: the creator marked it (gx_map__seal) */
+		const char *b = strrchr(path, '/');
+		p_err("%s: read-only: its bytes are constants the verifier folded into the policy's code "
+		      "(.rodata*); set knobs at load (FILE.bpf.o,NAME=VALUE)",
+		      b ? b + 1 : path);
+		return 1;
+	}
 	if (ret) {
 		p_err("%s: cannot open for writing: %s", path, strerror(-ret));
 		return 1;
@@ -552,14 +561,6 @@ static int update_path(const char *path, uint64_t key, uint64_t val, unsigned of
 	int rc = 1;
 	unsigned t = m->l.type, ks = m->l.key_size, vs = m->l.value_size, sz = size ? size : (vs < 8 ? vs : 8);
 	unsigned char k[8] = { 0 };
-	const char *dot = strrchr(m->name, '.');
-	if (dot && !strcmp(dot, ".rodata")) {
-		/* the verifiers treat .rodata knobs as constants: changing them
-		 * under a verified program would void its proofs */
-		p_err("%s: .rodata is read-only (knobs are constants the verifier relied on; set them at load)",
-		      m->name);
-		goto out;
-	}
 	if (t != GX_MAP_ARRAY && t != GX_MAP_HASH) {
 		p_err("%s: %s maps cannot be updated from outside (array and hash maps can)", m->name,
 		      gx_map_type_name(t));

@@ -11,12 +11,26 @@
 #include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
 
+/* A file's PTX: trailing NULs are padding (fatbins store PTX NUL-padded);
+ * a NUL anywhere else is the parser's error, with its line:col. */
 static int read_input(const char *path, char **buf, size_t *len)
 {
 	int err = gx_read_file(path, buf, len, 0);
-	if (err)
+	if (err) {
 		p_err("cannot read '%s': %s", path, strerror(-err));
-	return err;
+		return err;
+	}
+	while (*len && !(*buf)[*len - 1])
+		(*len)--;
+	if (memchr(*buf, 0, *len)) {
+		/* the parser names where (gx_ptx_rewrite would stop there) */
+		char msg[160] = "NUL byte in the text";
+		gx_ptx_module__free(gx_ptx_module__parse(*buf, *len, msg, sizeof(msg)));
+		p_err("%s:%s", path, msg);
+		free(*buf);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static int write_output(const char *path, const char *buf, size_t len)
@@ -72,7 +86,6 @@ static int do_check(int argc, char **argv)
 	size_t len;
 	if (read_input(path, &buf, &len))
 		return 1;
-	len = strnlen(buf, len);
 	unsigned lines = 0;
 	for (size_t i = 0; i < len; i++)
 		lines += buf[i] == '\n';

@@ -204,6 +204,13 @@ enum {
 	GX_BPF_MAP_F_RDONLY = 1u << 1,   /* .rodata: programs may not write */
 };
 
+/* The one test of "is this map folded as constant": whether the global data
+ * section `name` is `.rodata` or `.rodata.*`. Programs may not write it and
+ * the verifiers (devbpf's and the host executor's) fold its bytes into
+ * constants, so nothing may change them once verified: its map gets
+ * GX_BPF_MAP_F_RDONLY, and its host copy is sealed (gx_map__seal). */
+bool gx_bpf_section_is_rodata(const char *name);
+
 const char *gx_bpf_map__name(const struct gx_bpf_map *map);
 enum gx_bpf_map_type gx_bpf_map__type(const struct gx_bpf_map *map);
 const char *gx_bpf_map__type_str(enum gx_bpf_map_type type);
@@ -360,8 +367,15 @@ struct gx_shm_hdr {
 	uint64_t flush_ns; /* CLOCK_REALTIME of the last flush */
 	uint32_t dev;      /* device copy of this context: CUDA ordinal + 1 (0: none/unknown) */
 	uint32_t ctx;      /* that context's index in the process (the "@N" of the name) */
-	uint64_t reserved[5];
+	uint32_t flags;    /* GX_SHM_F_* */
+	uint32_t reserved32;
+	uint64_t reserved[4];
 };
+
+/* The verifier folded the map's bytes into its programs' code (.rodata*,
+ * gx_bpf_section_is_rodata): nothing may write them after load. Set by
+ * gx_map__seal, which also makes the file read-only (0400). */
+#define GX_SHM_F_CONST 1u
 
 struct gx_map {
 	struct gx_devrt_map l; /* first: the helper handle; l.data = host storage */
@@ -372,6 +386,8 @@ struct gx_map {
 	int keep;
 	int writable;
 	char path[384]; /* "" for anonymous maps */
+	void *sealed;   /* gx_map__seal: the private read-only copy l.data points at */
+	size_t sealed_len;
 };
 
 struct gx_map_spec {
@@ -388,9 +404,22 @@ enum {
 
 /* Create a map (zero-filled). Returns 0 or -errno; messages go to gx_log. */
 int gx_map__create(const struct gx_map_spec *spec, unsigned flags, struct gx_map **out);
-/* Open a map file created by another process (read-only unless writable). */
+/* Open a map file created by another process (read-only unless writable).
+ * A constant map (GX_SHM_F_CONST) is never opened for writing: -EROFS. */
 int gx_map__open(const char *path, int writable, struct gx_map **out);
 void gx_map__free(struct gx_map *m);
+/* Make a map constant (global data the verifier folds:
+ * GX_BPF_MAP_F_RDONLY), its storage starting with the `len` bytes the
+ * programs were verified with (`bytes`; NULL: the storage as it is). From
+ * then on this process reads a private, read-only copy (l.data changes: take
+ * it after this call; a write faults, an update fails with -EPERM), so no
+ * write to the shared file, by gpuext or anyone else, reaches the programs;
+ * the file gets the same bytes for `gpuext map dump`, says GX_SHM_F_CONST
+ * and becomes 0400. Arrays only. 0 or -errno. */
+int gx_map__seal(struct gx_map *m, const void *bytes, size_t len);
+/* Whether m is constant: sealed here, or marked so by the process that
+ * created its file. */
+int gx_map__is_const(const struct gx_map *m);
 
 /* Folder of the shm files: $GPUEXT_SHM_DIR or /dev/shm/gpuext-$UID. */
 int gx_map_shm_dir(char *buf, size_t n);

@@ -75,7 +75,7 @@ $(BUILD)/tests/devbpf/progs/%.bpf.o: tests/devbpf/progs/%.bpf.c devbpf/gdev_help
 $(BUILD)/tests/test_bpf_jit_cli.sh: tests/devbpf/test_bpf_jit_cli.sh
 	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
 TEST_BINS += $(BUILD)/tests/test_jit $(BUILD)/tests/test_maps $(BUILD)/tests/test_ring $(BUILD)/tests/test_bpf_jit_cli.sh \
-             $(BUILD)/tests/devbpf/progs/jit_count.bpf.o
+             $(BUILD)/tests/devbpf/progs/jit_count.bpf.o $(BUILD)/tests/devbpf/progs/cfg_knob.bpf.o
 TESTS     += $(BUILD)/tests/test_jit $(BUILD)/tests/test_maps $(BUILD)/tests/test_ring $(BUILD)/tests/test_bpf_jit_cli.sh
 
 # GPU differential test inputs (tests/gpu/devbpf.sh runs them on the H200):

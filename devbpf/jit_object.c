@@ -49,10 +49,17 @@ GX_EXPORT int gx_jit_object_maps(const struct gx_bpf_object *obj, unsigned map_f
 			gx_jit_object_maps_free(maps, i);
 			return gx_err(ret);
 		}
-		size_t sz;
+		size_t sz = 0;
 		const void *init = gx_bpf_map__initial_value(bm, &sz);
 		if (init && s.type == GX_MAP_ARRAY && sz <= s.value_size)
 			memcpy((void *)(uintptr_t)maps[i]->l.data, init, sz);
+		else
+			init = NULL, sz = 0;
+		/* the verifier folded these bytes: nothing may change them now */
+		if ((gx_bpf_map__gx_flags(bm) & GX_BPF_MAP_F_RDONLY) && (ret = gx_map__seal(maps[i], init, sz))) {
+			gx_jit_object_maps_free(maps, i + 1);
+			return gx_err(ret);
+		}
 	}
 	*out = maps;
 	*nr_out = n;

@@ -50,7 +50,7 @@ static bool name_has_prefix(const char *s, const char *p)
 
 static int data_kind(const char *name)
 {
-	if (name_has_prefix(name, ".rodata"))
+	if (gx_bpf_section_is_rodata(name))
 		return 2;
 	if (name_has_prefix(name, ".data"))
 		return 1;

@@ -40,6 +40,9 @@ struct gx_load {
 	struct gx_lfunc *funcs;
 	size_t nfuncs;
 	struct gx_bpf_object *obj;
+	/* Instructions of all programs once flattened, and their bound
+	 * (reloc.c): every program gets its own copy of what it calls. */
+	size_t flat_total, flat_max;
 };
 
 const char *gx_load_sym_name(struct gx_load *ld, const Elf64_Sym *sym);

@@ -209,8 +209,18 @@ GX_EXPORT int gx_map__open(const char *path, int writable, struct gx_map **out)
 {
 	struct stat st;
 	int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return gx_err(-errno);
+	if (fd < 0) {
+		int e = errno;
+		struct gx_map *ro;
+		/* a constant map's file is 0400: say that, not "permission denied" */
+		if (writable && e == EACCES && !gx_map__open(path, 0, &ro)) {
+			int c = gx_map__is_const(ro);
+			gx_map__free(ro);
+			if (c)
+				return gx_err(-EROFS);
+		}
+		return gx_err(-e);
+	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size < GX_SHM_DATA_OFF) {
 		close(fd);
 		return gx_err(-EINVAL);
@@ -234,6 +244,10 @@ GX_EXPORT int gx_map__open(const char *path, int writable, struct gx_map **out)
 		munmap(base, (size_t)st.st_size);
 		return gx_err(-EBADMSG);
 	}
+	if (writable && (h->flags & GX_SHM_F_CONST)) { /* root ignores the 0400 */
+		munmap(base, (size_t)st.st_size);
+		return gx_err(-EROFS);
+	}
 	struct gx_map *m = calloc(1, sizeof(*m));
 	if (!m) {
 		munmap(base, (size_t)st.st_size);
@@ -251,10 +265,54 @@ GX_EXPORT int gx_map__open(const char *path, int writable, struct gx_map **out)
 	return 0;
 }
 
+/* The copy the process reads is private and read-only, so the programs
+ * keep the bytes the verifier folded whatever happens to the file; it is
+ * made from the caller's bytes, not the file's, so not even a write racing
+ * with the seal gets in. The file keeps the bytes too, for `gpuext map
+ * dump`, and tells writers it is constant. */
+GX_EXPORT int gx_map__seal(struct gx_map *m, const void *bytes, size_t len)
+{
+	if (!m || m->l.type != GX_MAP_ARRAY || len > m->l.data_size || (len && !bytes))
+		return gx_err(-EINVAL);
+	if (m->sealed)
+		return 0;
+	if (!m->writable)
+		return gx_err(-EPERM);
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), size = (size_t)m->l.data_size;
+	size_t rlen = (size + pg - 1) / pg * pg;
+	void *ro = mmap(NULL, rlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ro == MAP_FAILED)
+		return gx_err(-errno);
+	void *shared = (void *)(uintptr_t)m->l.data;
+	if (len)
+		memcpy(shared, bytes, len);
+	memcpy(ro, shared, size);
+	if (len)
+		memcpy(ro, bytes, len);
+	if (mprotect(ro, rlen, PROT_READ) || (m->path[0] && m->owner && chmod(m->path, 0400))) {
+		int e = -errno;
+		munmap(ro, rlen);
+		return gx_err(e);
+	}
+	m->hdr->flags |= GX_SHM_F_CONST;
+	m->l.data = (uint64_t)(uintptr_t)ro;
+	m->sealed = ro;
+	m->sealed_len = rlen;
+	m->writable = 0;
+	return 0;
+}
+
+GX_EXPORT int gx_map__is_const(const struct gx_map *m)
+{
+	return m && (m->sealed || (m->hdr->flags & GX_SHM_F_CONST));
+}
+
 GX_EXPORT void gx_map__free(struct gx_map *m)
 {
 	if (!m)
 		return;
+	if (m->sealed)
+		munmap(m->sealed, m->sealed_len);
 	if (m->hdr)
 		munmap(m->hdr, m->map_size);
 	if (m->owner && !m->keep && m->path[0])

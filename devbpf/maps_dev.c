@@ -153,7 +153,9 @@ GX_EXPORT int gx_devmaps__flush(struct gx_devmaps *d)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	for (size_t i = 0; i < d->nr; i++) {
 		struct gx_map *m = d->maps[i];
-		if (!m || !copied(m) || !d->daddr[i])
+		/* a constant map's device copy cannot have changed (programs may
+		 * not write it) and its host copy is read-only */
+		if (!m || !copied(m) || !d->daddr[i] || gx_map__is_const(m))
 			continue;
 		int r = d->ops.dtoh(d->ops.ctx, (void *)(uintptr_t)m->l.data, d->daddr[i],
 				    m->l.data_size);

@@ -53,6 +53,11 @@ static bool sec_match(const struct gx_bpf_sec_def *d, const char *name)
 	return name[n] == 0;
 }
 
+GX_EXPORT bool gx_bpf_section_is_rodata(const char *name)
+{
+	return name && !strncmp(name, ".rodata", 7) && (name[7] == 0 || name[7] == '.');
+}
+
 GX_EXPORT const struct gx_bpf_sec_def *gx_bpf_find_section(const char *name)
 {
 	if (!name)

@@ -3,6 +3,7 @@
 #ifndef HX_INTERNAL_H
 #define HX_INTERNAL_H
 #include "common/gx_bpf_isa.h"
+#include <setjmp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "gpuext/gpu_ext.h"
@@ -78,6 +79,19 @@ int hx_native_compile(struct hx_policy *p, const struct gx_bpf_helper_entry *hel
 void hx_native_rebind(struct hx_policy *p);
 uint64_t hx_native_run(struct hx_policy *p, struct hx_prog *prog, void *ctx, void *user);
 void hx_native_free(void *native);
+/* hx_guard.c: a handler call's fault guard. hx_guard_install once (it
+ * chains to the previous SIGSEGV/SIGBUS handlers); then per call:
+ * sigsetjmp(g.jb, 0) returning non-zero means the call faulted (g.sig,
+ * g.addr set, the guard already left); else enter, call, leave. */
+struct hx_guard {
+	sigjmp_buf jb;
+	struct hx_guard *prev; /* nested guards of this thread */
+	int sig;               /* SIGSEGV or SIGBUS after a fault, else 0 */
+	void *addr;            /* the faulting address */
+};
+int hx_guard_install(void);
+void hx_guard_enter(struct hx_guard *g);
+void hx_guard_leave(struct hx_guard *g);
 /* hx_maps.c */
 uint8_t *hx_map_lookup(struct hx_map *m, const void *key);
 int hx_map_update(struct hx_map *m, const void *key, const void *val, uint64_t flags);

@@ -371,7 +371,7 @@ static int load_data(struct hx_policy *p, Elf *elf, size_t strndx, char *why, si
 				return fail(why, wlen, -EINVAL, "malformed BTF");
 			continue;
 		}
-		bool ro = !strncmp(n, ".rodata", 7);
+		bool ro = gx_bpf_section_is_rodata(n);
 		if (!(sh.sh_flags & SHF_ALLOC) || (sh.sh_flags & SHF_EXECINSTR) || !sh.sh_size ||
 		    !(ro || !strncmp(n, ".data", 5) || !strncmp(n, ".bss", 4)))
 			continue;

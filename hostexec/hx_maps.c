@@ -95,8 +95,14 @@ int hx_map_share(struct hx_map *m, const char *policy)
 			return -EINVAL;
 		}
 		memcpy(v, m->data, m->data_len);
+		/* knobs (.rodata*) are final now and about to be verified: from
+		 * here on the policy reads a private read-only copy */
+		if (m->rdonly && (err = gx_map__seal(g, m->data, m->data_len))) {
+			gx_map__free(g);
+			return err;
+		}
 		free(m->data);
-		m->data = v;
+		m->data = (uint8_t *)(uintptr_t)g->l.data;
 	} else {
 		free(m->data);
 		m->data = (uint8_t *)(uintptr_t)g->l.data;

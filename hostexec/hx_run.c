@@ -9,6 +9,7 @@
  * the GPU demand-pages it; DEFAULT: the runtime default, default_pages).
  * Chosen ranges are coalesced and leave through actions.prefetch. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,16 @@ static void policy_error(struct hx_policy *p, const char *what, int err)
 		pr_warn("hostpolicy: %s: disabled after %d errors (last: %s %d); FIFO applies\n", p->name,
 			p->errors, what, err);
 	}
+}
+
+/* A fault inside the policy's code (hx_guard.c): whatever state it left
+ * behind, it runs no more. One line. */
+static void policy_fault(struct hx_policy *p, const struct hx_prog *prog, const struct hx_guard *g)
+{
+	p->disabled = true;
+	pr_warn("hostpolicy: %s: %s at %p in %s program %s; policy disabled, FIFO applies\n", p->name,
+		g->sig == SIGBUS ? "SIGBUS" : "SIGSEGV", g->addr, prog->native ? "native" : "interpreted",
+		prog->name);
 }
 
 static uint64_t now_ns(void)
@@ -333,6 +344,23 @@ static const struct gx_bpf_helper_entry helpers[] = {
 	{HX_KF_MIGRATE, k_migrate}, {HX_KF_SET_ATTR, k_setattr}, {HX_KF_REJECT, k_reject},
 };
 
+/* The handler itself, under the fault guard: -EFAULT with g->sig set when
+ * it faulted (only g is touched after the jump back). */
+static int run_guarded(struct hx_policy *p, struct hx_prog *prog, uint64_t *args, struct hx_call *c,
+		       const struct gx_bpf_interp_opts *o, uint64_t *ret, struct hx_guard *g)
+{
+	if (sigsetjmp(g->jb, 0))
+		return -EFAULT;
+	hx_guard_enter(g);
+	int err = 0;
+	if (prog->native)
+		*ret = hx_native_run(p, prog, args, c);
+	else
+		err = gx_bpf_interp_run(prog->insns, prog->cnt, (uint64_t)(uintptr_t)args, o, ret);
+	hx_guard_leave(g);
+	return err;
+}
+
 /* Run handler `slot` of `p` with args a0..a2 (pointers, each readable for
  * its size). Returns the decision, or -1 on a policy error / no handler. */
 static int call(struct gx_hx *hx, struct hx_policy *p, int slot, struct hx_call *c, void *a0, size_t s0,
@@ -362,13 +390,13 @@ static int call(struct gx_hx *hx, struct hx_policy *p, int slot, struct hx_call 
 		.user = c, .map_addr = map_addr, .mem_ok = mem_ok, .max_steps = HX_STEP_BUDGET,
 	};
 	uint64_t ret = 0;
-	int err = 0;
+	struct hx_guard g;
 	hx->st.calls++;
-	if (prog->native) {
-		hx->st.native_calls++;
-		ret = hx_native_run(p, prog, args, c);
-	} else {
-		err = gx_bpf_interp_run(prog->insns, prog->cnt, (uint64_t)(uintptr_t)args, &o, &ret);
+	hx->st.native_calls += prog->native != NULL;
+	int err = run_guarded(p, prog, args, c, &o, &ret, &g);
+	if (g.sig) {
+		policy_fault(p, prog, &g);
+		return -1;
 	}
 	for (int i = 0; i < p->nmaps; i++)
 		if (p->maps[i].tombs)
@@ -472,6 +500,10 @@ int gx_hx__load(struct gx_hx *hx, const char *path, const char *knobs)
 			pr_info("hostpolicy: %s: native code unavailable (%s); interpreted\n", path, nwhy);
 		}
 	}
+	/* before the first call: a fault in it disables the policy (hx_guard.c) */
+	int gerr = hx_guard_install();
+	if (gerr)
+		pr_warn("hostpolicy: no fault guard (%s): a faulting policy would end the process\n", strerror(-gerr));
 	struct hx_policy *dst = p.kind == HX_MEM ? &hx->mem : &hx->sched;
 	*dst = p;
 	hx_native_rebind(dst);

@@ -94,6 +94,10 @@ struct gx_image_opts {
 /* Upper bounds applied to sizes read from headers (pointer-only images). */
 #define GX_IMAGE_MAX_SIZE  ((size_t)1 << 31)  /* one container, cubin or PTX */
 #define GX_IMAGE_MAX_PRELINKED 4096
+/* Decompression budget of one image or file: every entry decompressed from
+ * it is charged to one budget of max(256 MiB, 64 x its size) bytes. */
+#define GX_IMAGE_BUDGET_MIN   ((size_t)256 << 20)
+#define GX_IMAGE_BUDGET_RATIO 64
 
 /* Parse an image. `avail` is how many bytes may be read at `img`; pass
  * SIZE_MAX when the caller only has a pointer (cuModuleLoadData): sizes then
@@ -105,10 +109,17 @@ int gx_image_parse_opts(const void *img, size_t avail, const struct gx_image_opt
 			struct gx_image *out, char *err, size_t errlen);
 void gx_image_free(struct gx_image *im);
 
+/* The decompression budget of an image or file of `input_size` bytes:
+ * max(GX_IMAGE_BUDGET_MIN, GX_IMAGE_BUDGET_RATIO x input_size). */
+size_t gx_image_budget(size_t input_size);
+
 /* Decompressed copy of an entry (malloc'd; PTX is NUL-terminated and `len`
- * excludes the NUL). Returns 0 or -errno (-EBADMSG on corrupt data,
- * -ENOTSUP for GX_FATBIN_F_ENCODED entries). */
-int gx_image_entry_data(const struct gx_image_entry *e, void **out, size_t *len);
+ * excludes the NUL). Its size is first charged to `*budget` (shared by every
+ * entry of one image or file; start it at gx_image_budget()): an entry that
+ * does not fit is refused with -E2BIG before anything is allocated. Returns
+ * 0 or -errno (-EBADMSG on corrupt data, -ENOTSUP for GX_FATBIN_F_ENCODED
+ * entries). */
+int gx_image_entry_data(const struct gx_image_entry *e, size_t *budget, void **out, size_t *len);
 
 /* The PTX entry a device of compute capability `device_sm` (e.g. 90) would
  * JIT: the highest PTX arch <= device_sm (arch-specific 'a' PTX only for the

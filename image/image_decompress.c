@@ -35,9 +35,22 @@ static int unlz4(const struct gx_image_entry *e, char *dst)
 	return n >= 0 && (size_t)n == e->raw_size ? 0 : -EBADMSG;
 }
 
-GX_EXPORT int gx_image_entry_data(const struct gx_image_entry *e, void **out, size_t *len)
+/* Real images need far less than this (docs/images.md, "Budgets"): the
+ * largest container of CUDA 13's libraries decompresses to 164 MiB (cuDNN's
+ * engines, 24x its 6.7 MiB), small ones to 134x their size, and whole files
+ * to at most 11x theirs (libcudnn_ops: 424 MiB from 38 MiB). A bomb of a few
+ * KiB that declares gigabytes is refused before anything is allocated. */
+GX_EXPORT size_t gx_image_budget(size_t input_size)
 {
-	if (!e || !out || !len || !e->data)
+	if (input_size > SIZE_MAX / GX_IMAGE_BUDGET_RATIO)
+		return SIZE_MAX;
+	size_t b = input_size * GX_IMAGE_BUDGET_RATIO;
+	return b > GX_IMAGE_BUDGET_MIN ? b : GX_IMAGE_BUDGET_MIN;
+}
+
+GX_EXPORT int gx_image_entry_data(const struct gx_image_entry *e, size_t *budget, void **out, size_t *len)
+{
+	if (!e || !budget || !out || !len || !e->data)
 		return gx_err(-EINVAL);
 	*out = NULL;
 	*len = 0;
@@ -51,6 +64,11 @@ GX_EXPORT int gx_image_entry_data(const struct gx_image_entry *e, void **out, si
 	    (e->comp == GX_COMP_LZ4 && e->raw_size / 255 > e->size + 16) ||
 	    (e->comp == GX_COMP_ZSTD && e->raw_size / 131072 > e->size / 4 + 1))
 		return gx_err(-EBADMSG);
+	/* Charged before the attempt: corrupt entries cost the budget too, so
+	 * many of them cannot make us decompress without end either. */
+	if (e->raw_size > *budget)
+		return gx_err(-E2BIG);
+	*budget -= e->raw_size;
 	char *buf = malloc(e->raw_size + 1);
 	if (!buf)
 		return gx_err(-ENOMEM);

@@ -77,6 +77,8 @@ enum {
 };
 
 #define PTX_MAX_DIMS 4
+#define PTX_MAX_REGS 0xffffffu          /* %r<N>: N at most 2^24 - 1 */
+#define PTX_MAX_ELEMS (1ull << 48)      /* array elements, address offsets */
 
 /* One declared name: `.reg .b32 %r<5>;`, `.shared .align 4 .b8 buf[1024];`,
  * `.visible .global .align 8 .u64 tab[2] = {1, 2};`, a parameter
@@ -235,8 +237,11 @@ char *ptx_concat(struct ptx_module *m, const char *a, size_t alen, const char *b
 /* ---------------------------------------------------------- parse and emit */
 
 /* Parse a whole module. Returns NULL and sets errno (EINVAL: syntax error,
- * ENOMEM) with "line:col: message" in err (errlen bytes, may be 0). */
+ * a NUL byte in the text, empty input; ENOMEM) with "line:col: message" in
+ * err (errlen bytes, may be 0). */
 struct ptx_module *ptx_module_parse(const char *text, size_t len, char *err, size_t errlen);
+/* 1 if text[0..len) holds a NUL (then "line:col: message" in err), else 0. */
+int ptx_text_has_nul(const char *text, size_t len, char *err, size_t errlen);
 /* An empty module (no items), for building one from snippets. */
 struct ptx_module *ptx_module_new(void);
 void ptx_module_free(struct ptx_module *m);

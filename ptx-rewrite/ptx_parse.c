@@ -10,6 +10,7 @@
  * stack: no malloc per token, no backtracking beyond a single statement.
  * Errors unwind with longjmp (everything allocated lives in the arena). */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,29 +170,46 @@ static void **pop_array(struct parser *P, size_t base, unsigned *n)
 	return a;
 }
 
-/* Integer text (decimal, 0x hex, 0b binary, 0 octal, optional U) to value. */
-static unsigned long long int_value(const char *p, size_t n)
+/* Integer text (decimal, 0x hex, 0b binary, 0 octal, optional U) to value;
+ * text beyond 64 bits saturates at UINT64_MAX and sets *ovf. */
+static unsigned long long int_value_ovf(const char *p, size_t n, bool *ovf)
 {
 	unsigned long long v = 0;
+	unsigned base = 10;
 	size_t i = 0;
+	*ovf = false;
 	if (n && (p[n - 1] == 'U' || p[n - 1] == 'u'))
 		n--;
-	if (n > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
-		for (i = 2; i < n; i++) {
-			char c = p[i];
-			unsigned d = c <= '9' ? (unsigned)(c - '0') : (unsigned)((c | 0x20) - 'a' + 10);
-			v = v * 16 + d;
+	if (n > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+		base = 16, i = 2;
+	else if (n > 2 && p[0] == '0' && (p[1] == 'b' || p[1] == 'B'))
+		base = 2, i = 2;
+	else if (n > 1 && p[0] == '0')
+		base = 8, i = 1;
+	for (; i < n; i++) {
+		char c = p[i];
+		unsigned d = c <= '9' ? (unsigned)(c - '0') : (unsigned)((c | 0x20) - 'a' + 10);
+		if (__builtin_mul_overflow(v, base, &v) || __builtin_add_overflow(v, d, &v)) {
+			*ovf = true;
+			return ~0ull;
 		}
-	} else if (n > 2 && p[0] == '0' && (p[1] == 'b' || p[1] == 'B')) {
-		for (i = 2; i < n; i++)
-			v = v * 2 + (unsigned)(p[i] - '0');
-	} else if (n > 1 && p[0] == '0') {
-		for (i = 1; i < n; i++)
-			v = v * 8 + (unsigned)(p[i] - '0');
-	} else {
-		for (; i < n; i++)
-			v = v * 10 + (unsigned)(p[i] - '0');
 	}
+	return v;
+}
+
+static unsigned long long int_value(const char *p, size_t n)
+{
+	bool ovf;
+	return int_value_ovf(p, n, &ovf);
+}
+
+/* The value of the integer token at P->t; text beyond 64 bits is an error. */
+static unsigned long long int_value64(struct parser *P)
+{
+	bool ovf;
+	unsigned long long v = int_value_ovf(P->t.p, P->t.n, &ovf);
+	if (ovf)
+		ptx_lex_fail(&P->lx, &P->t, "integer constant %.*s does not fit in 64 bits", (int)P->t.n, P->t.p);
 	return v;
 }
 
@@ -351,23 +369,31 @@ static int parse_decl_name(struct parser *P, struct ptx_decl *d, int allow_init)
 		if (P->t.kind != T_INT)
 			return -1;
 		unsigned long long v = int_value(P->t.p, P->t.n);
-		if (v == 0 || v > 0xffffffu)
+		if (v == 0)
 			return -1;
+		/* nvcc's largest kernels declare some 10^5 registers */
+		if (v > PTX_MAX_REGS)
+			ptx_lex_fail(&P->lx, &P->t, "register count %.*s out of range (at most %u)", (int)P->t.n,
+				     P->t.p, PTX_MAX_REGS);
 		d->range = (unsigned)v;
 		next(P);
 		if (!ptx_tok_punct(&P->t, '>'))
 			return -1;
 		next(P);
 	}
+	unsigned long long elems = 1;
 	while (ptx_tok_punct(&P->t, '[')) {
 		if (d->ndims == PTX_MAX_DIMS)
 			return -1;
 		next(P);
 		long long dim = -1;
 		if (P->t.kind == T_INT) {
+			/* 2^48 elements: more than any GPU's address space holds */
 			unsigned long long v = int_value(P->t.p, P->t.n);
-			if (v > (1ull << 48))
-				return -1;
+			if (v > PTX_MAX_ELEMS || (v && elems > PTX_MAX_ELEMS / v))
+				ptx_lex_fail(&P->lx, &P->t, "array size %.*s out of range (at most 2^48 elements)",
+					     (int)P->t.n, P->t.p);
+			elems *= v ? v : 1;
 			dim = (long long)v;
 			next(P);
 		}
@@ -502,8 +528,8 @@ static struct ptx_opnd *parse_number(struct parser *P)
 	}
 	struct ptx_opnd *o = new_opnd(P, P->t.kind == T_INT ? PTX_OPND_INT : PTX_OPND_FLOAT);
 	if (o->kind == PTX_OPND_INT) {
-		unsigned long long v = int_value(P->t.p, P->t.n);
-		o->ival = negv ? -(long long)v : (long long)v;
+		unsigned long long v = int_value64(P);
+		o->ival = (long long)(negv ? 0 - v : v); /* two's complement, as PTX reads it */
 	}
 	if (!negv)
 		o->text = tokdup(P, &P->t);
@@ -593,7 +619,11 @@ static struct ptx_opnd *parse_addr(struct parser *P)
 		}
 		if (P->t.kind != T_INT)
 			goto verbatim;
-		o->off += sign * (long long)int_value(P->t.p, P->t.n);
+		unsigned long long v = int_value64(P);
+		if (v > PTX_MAX_ELEMS || o->off > (long long)PTX_MAX_ELEMS || o->off < -(long long)PTX_MAX_ELEMS)
+			ptx_lex_fail(&P->lx, &P->t, "address offset %.*s out of range (at most 2^48)", (int)P->t.n,
+				     P->t.p);
+		o->off += sign * (long long)v;
 		next(P);
 	}
 	while (ptx_tok_punct(&P->t, ',')) {
@@ -1116,6 +1146,23 @@ static void parser_fini(struct parser *P)
 	free(P->itab);
 }
 
+/* A NUL inside the text: where the driver would stop reading (PTX images
+ * end at their first NUL), so what follows would mean nothing to it. */
+int ptx_text_has_nul(const char *text, size_t len, char *err, size_t errlen)
+{
+	const char *z = text ? memchr(text, 0, len) : NULL;
+	if (!z)
+		return 0;
+	unsigned line = 1;
+	const char *ls = text;
+	for (const char *p = text; (p = memchr(p, '\n', (size_t)(z - p))); ls = ++p)
+		line++;
+	if (errlen)
+		snprintf(err, errlen, "%u:%u: NUL byte in the text (a PTX image ends at its first NUL)", line,
+			 (unsigned)(z - ls) + 1);
+	return 1;
+}
+
 struct ptx_module *ptx_module_parse(const char *text, size_t len, char *err, size_t errlen)
 {
 	if (errlen)
@@ -1123,6 +1170,10 @@ struct ptx_module *ptx_module_parse(const char *text, size_t len, char *err, siz
 	if (!text && len) {
 		if (errlen)
 			snprintf(err, errlen, "no input");
+		errno = EINVAL;
+		return NULL;
+	}
+	if (ptx_text_has_nul(text, len, err, errlen)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -1158,6 +1209,8 @@ struct ptx_module *ptx_module_parse(const char *text, size_t len, char *err, siz
 	}
 	next(P);
 	parse_items(P, &c);
+	if (!c.head)
+		ptx_lex_fail(&P->lx, &P->t, "empty input: no PTX (expected .version)");
 	m->head = c.head;
 	m->tail = c.tail;
 	m->fresh_prefix = pick_prefix(P);

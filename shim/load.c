@@ -132,8 +132,8 @@ static int prep_cubin_ptx(const struct gx_image *im, unsigned sm, struct gx_prep
 	gx_prep_opts(&opts);
 	const struct gx_image_entry *e = (opts.hooks || opts.persistent) ? gx_image_pick_sass(im, sm) : NULL;
 	void *cubin = NULL;
-	size_t clen = 0;
-	if (!e || gx_image_entry_data(e, &cubin, &clen))
+	size_t clen = 0, budget = gx_image_budget(im->extent);
+	if (!e || gx_image_entry_data(e, &budget, &cubin, &clen))
 		return 0;
 	char *ptx = NULL;
 	size_t len = 0;
@@ -228,8 +228,15 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 		gx_image_free(&im); /* entries point into the application's image, which stays */
 		return gx_prep_rewrite(text, len, sm, p);
 	}
-	int ret = gx_image_entry_data(e, &raw, &len);
+	size_t budget = gx_image_budget(im.extent);
+	int ret = gx_image_entry_data(e, &budget, &raw, &len);
 	gx_image_free(&im);
+	if (ret == -E2BIG) {
+		snprintf(p->why, sizeof(p->why),
+			 "the PTX entry decompresses to more than max(256 MiB, 64 x the image's size)");
+		p->level = GX_LOG_WARN;
+		return false;
+	}
 	if (ret < 0) {
 		snprintf(p->why, sizeof(p->why), "cannot extract the PTX entry (error %d)", ret);
 		p->level = GX_LOG_WARN;

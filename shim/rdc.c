@@ -145,9 +145,10 @@ int gx_prepare_rdc(const struct gx_image *im, unsigned sm, bool mixed_archs, str
 	int ret = raw && ptx && rl && len ? 1 : -1;
 	if (ret < 0)
 		snprintf(p->why, sizeof(p->why), "-rdc: out of memory");
+	size_t budget = gx_image_budget(im->extent); /* all units share the image's */
 	for (size_t i = 0; i < n && ret > 0; i++) {
 		void *r = NULL;
-		if (gx_image_entry_data(pick[i], &r, &rl[i]) < 0) {
+		if (gx_image_entry_data(pick[i], &budget, &r, &rl[i]) < 0) {
 			snprintf(p->why, sizeof(p->why), "-rdc: cannot extract the PTX of unit %zu", i);
 			p->level = GX_LOG_WARN;
 			ret = -1;

@@ -48,6 +48,17 @@ check "miss without JIT library: runs without the policy" "grep -q 'running with
 MODE=none run nopol GPUEXT_SHM_DIR=$T/shm3
 check "no policy: nothing attached" "! grep -q 'policy' $T/nopol.err && [ \$(cat $T/nopol.rc) = 0 ]" nopol
 
+# A device policy's knob in .rodata.cfg (issue 20): the verifier folded it,
+# so the shim seals its map (0400, constant) instead of filling it from
+# GPUEXT_CFG like other "cfg" maps, and `gpuext map update` refuses it.
+mkdir -p $T/shm5
+run knob GPUEXT_POLICY=$B/tests/devbpf/progs/cfg_knob.bpf.o GPUEXT_CFG=999 GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm5
+kf=$(ls $T/shm5/*-cfg_knob..rodata.cfg 2>/dev/null | head -1)
+check "device policy's .rodata.cfg knob: sealed (0400, const), not filled from GPUEXT_CFG" \
+	"[ -n '$kf' ] && [ \$(stat -c %a '$kf') = 400 ] && GPUEXT_SHM_DIR=$T/shm5 $B/bin/gpuext map list | grep -q 'cfg_knob..rodata.cfg .* const\$' && GPUEXT_SHM_DIR=$T/shm5 $B/bin/gpuext map dump cfg_knob..rodata.cfg | grep -qx '  \[0\] 2'" knob
+check "device policy's .rodata.cfg knob: map update refused" \
+	"! GPUEXT_SHM_DIR=$T/shm5 $B/bin/gpuext map update cfg_knob..rodata.cfg 0 7 2>$T/knob.upd && grep -q 'read-only: its bytes are constants' $T/knob.upd" knob
+
 MODE=none run badtool GPUEXT_TOOL=nosuchtool GPUEXT_SHM_DIR=$T/shm3
 check "unknown tool: one line, app runs" "grep -q 'policy nosuchtool: cannot read' $T/badtool.err && [ \$(cat $T/badtool.rc) = 0 ]" badtool
 

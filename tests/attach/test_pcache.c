@@ -30,7 +30,7 @@ int main(void)
 			 !strcmp(e.progs[0].glob, "vec*"),
 		 "pcache: program round trip");
 	GX_CHECK(e.nr_maps == 1 && e.maps[0].init_len == 4 && !memcmp(e.maps[0].init, init, 4) &&
-			 e.maps[0].internal == 1 && e.maps[0].max_entries == 4,
+			 e.maps[0].gx_flags == 1 && e.maps[0].max_entries == 4,
 		 "pcache: map round trip with initial bytes");
 	GX_CHECK(e.ptx_len == 7 && !strcmp(e.ptx, "// ptx\n"), "pcache: PTX round trip");
 	gx_pdesc_free(&e);

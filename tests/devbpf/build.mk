@@ -38,6 +38,11 @@ $(LDR_DIR)/bad-%.bpf.o: tests/devbpf/loader/bad.bpf.c $(GDEV_HDRS)
 $(T_BPF)/progs/%.bpf.o: tests/devbpf/progs/%.bpf.c $(GDEV_HDRS)
 	$(bpf_compile)
 
+# Objects small on disk and huge once flattened, generated, never committed
+# (tests/devbpf/bpf_bomb.h: test_bpf_cli.sh, the fuzzer's seeds).
+$(T_BPF)/gen_bpf_bomb: $(call objs,tests/devbpf/gen_bpf_bomb.c)
+	$(link)
+
 # libFuzzer target for loader + verifier + interpreter (clang, ASan+UBSan).
 # `make test` runs it for a few seconds; `make fuzz` for GX_FUZZ_TIME (300 s).
 FUZZ_BPF     := $(BUILD)/fuzz/fuzz_bpf_loader
@@ -77,7 +82,8 @@ endif
 
 TEST_BINS += $(T_BPF)/test_interp $(T_BPF)/test_verifier $(T_BPF)/test_loader $(T_BPF)/test_jit \
              $(T_BPF)/test_maps $(T_BPF)/test_ring $(T_BPF)/test_maps_asan $(T_BPF)/test_ring_asan \
-             $(VCORPUS_OBJS) $(VCORPUS_V4) $(LDR_OBJS) $(FUZZ_BPF) $(T_BPF)/progs/jit_count.bpf.o
+             $(VCORPUS_OBJS) $(VCORPUS_V4) $(LDR_OBJS) $(FUZZ_BPF) $(T_BPF)/progs/jit_count.bpf.o \
+             $(T_BPF)/progs/cfg_knob.bpf.o $(T_BPF)/gen_bpf_bomb
 TESTS     += $(T_BPF)/test_interp "$(T_BPF)/test_verifier $(T_BPF)/verifier" \
              "$(T_BPF)/test_verifier $(T_BPF)/verifier-v4" "$(T_BPF)/test_loader $(LDR_DIR)" \
              tests/devbpf/fuzz_bpf_loader.sh tests/devbpf/test_bpf_cli.sh $(T_BPF)/test_jit $(T_BPF)/test_maps \

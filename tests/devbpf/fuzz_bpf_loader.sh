@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Run the loader/verifier fuzz target, seeded with every compiled policy
-# object of the tests. GX_FUZZ_TIME seconds (default 5: the `make test` run).
+# object of the tests and with an object that flattens past the loader's
+# budget (gen_bpf_bomb: 150 programs over one 7000-insn subprogram, 64 KiB).
+# GX_FUZZ_TIME seconds (default 5: the `make test` run). No allocation may
+# exceed 256 MiB, nor the process 1 GiB.
 B=${BUILD:-build}
 T=${GX_FUZZ_TIME:-5}
 F=$B/fuzz/fuzz_bpf_loader
@@ -10,9 +13,10 @@ mkdir -p "$work/corpus" "$B/fuzz/crashes"
 cp "$B"/tests/devbpf/verifier/*.bpf.o "$work/corpus/" 2>/dev/null
 for f in "$B"/tests/devbpf/verifier-v4/*.bpf.o; do cp "$f" "$work/corpus/v4-$(basename "$f")" 2>/dev/null; done
 cp "$B"/tests/devbpf/loader/*.bpf.o "$work/corpus/" 2>/dev/null
+"$B/tests/devbpf/gen_bpf_bomb" "$work/corpus/bomb.bpf.o" 150 7000 || echo "not ok - gen_bpf_bomb writes the bomb seed"
 n=$(ls "$work/corpus" | wc -l)
 if [ "$n" -eq 0 ]; then echo "not ok - fuzz_bpf_loader: no seed objects in $B/tests/devbpf"; exit 1; fi
-if "$F" -max_total_time="$T" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+if "$F" -max_total_time="$T" -max_len=65536 -timeout=10 -rss_limit_mb=1024 -malloc_limit_mb=256 \
 	-artifact_prefix="$B/fuzz/crashes/" "$work/corpus" >"$work/log" 2>&1; then
 	runs=$(grep -o 'Done [0-9]* runs' "$work/log" | tail -1)
 	echo "ok - fuzz_bpf_loader: ${T}s from $n seeds, no crash (${runs:-?})"

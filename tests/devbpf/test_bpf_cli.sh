@@ -22,5 +22,13 @@ check "bpf dump of a rejected program exits 1 with the reason" \
 check "bpf dump of an unknown program fails" "! $G bpf dump $L/good.bpf.o nosuch"
 check "bpf verify of a missing file fails with a message" "! $G bpf verify /nonexistent.bpf.o && $G bpf verify /nonexistent.bpf.o 2>&1 | grep -q 'cannot load'"
 check "bpf verify of a malformed object explains why with -v" "$G -v bpf verify $L/bad-2.bpf.o 2>&1 | grep -q \"unknown attribute 'frobnicate'\""
+# Issue 20: an 8 MB object whose 500 programs each call one 1M-insn
+# subprogram flattened to 4 GB; the loader now stops at max(2^20, 4 x its
+# code) instructions, under a 512 MiB address-space limit.
+bomb=$(mktemp --suffix=.bpf.o)
+"$B/tests/devbpf/gen_bpf_bomb" "$bomb" 500 1048000
+check "bpf verify of an object flattening past its budget: one line, exit 1, within 512 MiB" \
+	"(ulimit -v 524288; ! $G bpf verify $bomb) && $G bpf verify $bomb 2>&1 | grep -q \"program 'p4' brings the object past 4196000 instructions once every program has its own copy of the subprograms it calls\""
+rm -f "$bomb"
 check "bpf verify without a file prints usage" "! $G bpf verify && $G bpf verify 2>&1 | grep -q usage"
 check "bpf jit exists in the table" "$G bpf jit $L/good.bpf.o --target native >/dev/null 2>&1; [ \$? -ne 2 ]"

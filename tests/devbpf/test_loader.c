@@ -9,11 +9,13 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "gpuext/gdev_ctx.h"
 #include "devbpf/gx_bpf.h"
 #include "common/gx_log.h"
 #include "common/gx_util.h"
+#include "tests/devbpf/bpf_bomb.h"
 #include "tests/gx_test.h"
 
 static char last_msg[1024];
@@ -172,6 +174,35 @@ static struct gx_bpf_sec_def host_def = {
 	.budget = { 1000, 10, 10000 },
 };
 
+/* Every program gets its own copy of the subprograms it calls, so the
+ * object's flattened size is bounded: max(2^20, 4 x its code). */
+static void check_flat_budget(void)
+{
+	size_t len;
+	uint8_t *b = bpf_bomb_object(100, 10000, &len);
+	struct gx_bpf_object *obj = gx_bpf_object__open_mem(b, len, NULL);
+	GX_CHECK(obj && gx_bpf_object__prog_cnt(obj) == 100 &&
+			 gx_bpf_prog__insn_cnt(gx_bpf_object__prog_by_idx(obj, 99)) == 10002,
+		 "100 programs calling one 10000-insn subprogram: 1000200 insns flattened, under 2^20");
+	gx_bpf_object__close(obj);
+	free(b);
+	b = bpf_bomb_object(105, 10000, &len);
+	GX_CHECK(fails_with(b, len, "program 'p104' brings the object past 1048576 instructions") && errno == E2BIG,
+		 "105 of them go past 2^20: -E2BIG naming the program");
+	free(b);
+	/* issue 20's bomb: an 8 MB object, 500 programs over 1M instructions */
+	b = bpf_bomb_object(500, 1048000, &len);
+	struct rusage r0, r1;
+	getrusage(RUSAGE_SELF, &r0);
+	bool refused = fails_with(b, len, "program 'p4' brings the object past 4196000 instructions");
+	getrusage(RUSAGE_SELF, &r1);
+	GX_CHECK(refused && errno == E2BIG, "a %zu-byte object of 500 programs over a 1M-insn subprogram: -E2BIG at p4",
+		 len);
+	GX_CHECK(r1.ru_maxrss - r0.ru_maxrss < 128 * 1024, "... having used at most 4x its code (peak RSS +%ld KiB)",
+		 r1.ru_maxrss - r0.ru_maxrss);
+	free(b);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -210,6 +241,7 @@ int main(int argc, char **argv)
 		free(b);
 	}
 
+	check_flat_budget();
 	GX_CHECK(fails_with("", 0, "not an ELF file"), "empty input");
 	GX_CHECK(fails_with("hello world, not an ELF object at all, sorry!!!!!!!!!!!!!!!!!!!!!", 64, "not an ELF file"),
 		 "text input");

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -355,22 +357,26 @@ static void test_devmaps(void)
 	struct gx_map *a = mk("da", GX_MAP_ARRAY, 4, 8, 4, 0, GX_MAP_F_SHM);
 	struct gx_map *h = mk("dh", GX_MAP_HASH, 4, 8, 4, 0, 0);
 	struct gx_map *r = mk("dr", GX_MAP_RINGBUF, 0, 0, 4096, 0, 0);
-	if (!a || !h || !r)
+	struct gx_map *c = mk("dc.rodata", GX_MAP_ARRAY, 4, 8, 1, 0, GX_MAP_F_SHM);
+	if (!a || !h || !r || !c)
 		{ GX_CHECK(0, "devmaps maps"); return; }
 	uint32_t k = 0;
 	uint64_t v = 5;
 	gx_map__update(a, &k, &v, 0);
-	struct gx_map *maps[3] = { a, h, r };
+	v = 42;
+	gx_map__update(c, &k, &v, 0);
+	gx_map__seal(c, NULL, 0);
+	struct gx_map *maps[4] = { a, h, r, c };
 	static _Alignas(4096) unsigned char rt[4096 + sizeof(struct gx_ring)];
 	gx_ring__init((struct gx_ring *)rt, 4096);
 	struct gx_dev_ops ops = { NULL, fd_alloc, fd_free, fd_htod, fd_dtoh, fd_map, NULL, NULL, NULL, NULL };
 	struct gx_devmaps *d;
-	int ret = gx_devmaps__create(maps, 3, (struct gx_ring *)rt, sizeof(rt), GX_DEVRT_F_PRINTK, &ops, &d);
+	int ret = gx_devmaps__create(maps, 4, (struct gx_ring *)rt, sizeof(rt), GX_DEVRT_F_PRINTK, &ops, &d);
 	GX_CHECK(ret == 0, "devmaps create with memcpy callbacks");
 	if (ret)
 		return;
 	struct gx_devrt *drt = (struct gx_devrt *)(uintptr_t)gx_devmaps__devrt(d);
-	GX_CHECK(drt->magic == GX_DEVRT_MAGIC && drt->nr_maps == 3 && drt->maps[1].type == GX_MAP_HASH &&
+	GX_CHECK(drt->magic == GX_DEVRT_MAGIC && drt->nr_maps == 4 && drt->maps[1].type == GX_MAP_HASH &&
 			 drt->maps[0].data != a->l.data && drt->maps[2].data == r->l.data &&
 			 drt->ring == (uintptr_t)rt && drt->flags == GX_DEVRT_F_PRINTK,
 		 "devrt: descriptors with device addresses, rings mapped not copied");
@@ -380,11 +386,14 @@ static void test_devmaps(void)
 	uint32_t hk = 9;
 	gx_h_map_update_elem((uintptr_t)&drt->maps[1], (uintptr_t)&hk, (uintptr_t)&dv, 0, 0);
 	*(uint64_t *)(uintptr_t)drt->maps[0].data = 6;
+	GX_CHECK(*(uint64_t *)(uintptr_t)drt->maps[3].data == 42, "a constant map is uploaded like the others");
+	*(uint64_t *)(uintptr_t)drt->maps[3].data = 43; /* what no verified program can do */
 	uint64_t gen0 = a->hdr->gen;
 	GX_CHECK(gx_devmaps__flush(d) == 0, "flush");
 	uint64_t *hv = gx_map__lookup(h, &hk);
 	GX_CHECK(hv && *hv == 77 && *(uint64_t *)gx_map__lookup(a, &k) == 6 && a->hdr->gen == gen0 + 1,
 		 "after flush the host copy has the device's entries and a new generation");
+	GX_CHECK(*(uint64_t *)gx_map__lookup(c, &k) == 42, "... but a constant map's read-only copy is not flushed into");
 	v = 8;
 	gx_map__update(a, &k, &v, 0);
 	GX_CHECK(gx_devmaps__push(d) == 0 && *(uint64_t *)(uintptr_t)drt->maps[0].data == 8,
@@ -393,6 +402,7 @@ static void test_devmaps(void)
 	gx_map__free(a);
 	gx_map__free(h);
 	gx_map__free(r);
+	gx_map__free(c);
 }
 
 /* Device rings: the fake device's async ops are memcpy/memset too. */
@@ -508,16 +518,81 @@ static void test_devring(void)
 	gx_map__free(r);
 }
 
+/* A constant map (global data the verifier folded): sealed, no writer can
+ * change what the process reads: not the map API (-EPERM), not another
+ * opener (-EROFS, even as root), not a write into the file (the process
+ * reads a private copy), not a store through the pointer (it faults). */
+static void test_seal(void)
+{
+	struct gx_map *m = mk("pol.rodata.cfg", GX_MAP_ARRAY, 4, 16, 1, 0, GX_MAP_F_SHM);
+	if (!m)
+		{ GX_CHECK(0, "seal: create"); return; }
+	uint32_t k = 0;
+	uint64_t v[2] = { 3, 7 }, racing[2] = { 9, 9 };
+	gx_map__update(m, &k, racing, 0); /* someone wrote the file before the seal */
+	const uint64_t *before = (const uint64_t *)(uintptr_t)m->l.data;
+	struct stat st;
+	GX_CHECK(!gx_map__is_const(m) && gx_map__seal(m, v, sizeof(v)) == 0 && gx_map__is_const(m) && !stat(m->path, &st) &&
+			 (st.st_mode & 0777) == 0400 && (m->hdr->flags & GX_SHM_F_CONST),
+		 "seal: marked GX_SHM_F_CONST, file 0400");
+	const uint64_t *d = gx_map__lookup(m, &k);
+	GX_CHECK(d && (const void *)d != before && d[0] == 3 && d[1] == 7,
+		 "seal: a private copy of the bytes given, not of a write that came first");
+	uint64_t w[2] = { 1000000, 1 };
+	GX_CHECK(gx_map__update(m, &k, w, 0) == -EPERM, "seal: updates through the map refused (-EPERM)");
+	struct gx_map *o = NULL;
+	GX_CHECK(gx_map__open(m->path, 1, &o) == -EROFS && !o, "seal: nobody opens it for writing (-EROFS)");
+	GX_CHECK(gx_map__open(m->path, 0, &o) == 0 && gx_map__is_const(o) && ((uint64_t *)gx_map__lookup(o, &k))[0] == 3,
+		 "seal: read-only opens see it, and that it is constant");
+	gx_map__free(o);
+	/* the file itself, made writable again and written behind our back */
+	int fd = chmod(m->path, 0600) ? -1 : open(m->path, O_WRONLY);
+	bool wrote = fd >= 0 && pwrite(fd, w, sizeof(w), GX_SHM_DATA_OFF) == (ssize_t)sizeof(w);
+	if (fd >= 0)
+		close(fd);
+	GX_CHECK(wrote && d[0] == 3 && d[1] == 7, "seal: a write into the file does not reach the process's copy");
+	pid_t pid = fork();
+	if (pid == 0) {
+		signal(SIGSEGV, SIG_DFL); /* not the sanitizer's report */
+		*(volatile uint64_t *)d = 1000000;
+		_exit(0);
+	}
+	int status = 0;
+	waitpid(pid, &status, 0);
+	GX_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV, "seal: a store through the pointer faults");
+	struct gx_map *a = mk("anon.rodata", GX_MAP_ARRAY, 4, 8, 1, 0, 0);
+	uint64_t verified = 5;
+	GX_CHECK(a && gx_map__seal(a, &verified, sizeof(verified)) == 0 && gx_map__is_const(a) &&
+			 *(uint64_t *)gx_map__lookup(a, &k) == 5,
+		 "seal: anonymous maps too, with the bytes the programs were verified with");
+	gx_map__free(a);
+	struct gx_map *h = mk("h", GX_MAP_HASH, 8, 8, 4, 0, 0);
+	GX_CHECK(h && gx_map__seal(h, NULL, 0) == -EINVAL, "seal: arrays only");
+	gx_map__free(h);
+	char path[400];
+	snprintf(path, sizeof(path), "%s", m->path);
+	gx_map__free(m);
+	GX_CHECK(access(path, F_OK) != 0, "seal: the owner still removes the file");
+}
+
 static int fixture(const char *d)
 {
 	setenv("GPUEXT_SHM_DIR", d, 1);
 	struct gx_map *a = mk("fix.counts", GX_MAP_ARRAY, 4, 8, 4, 0, GX_MAP_F_SHM | GX_MAP_F_KEEP);
 	struct gx_map *h = mk("fix.kernels", GX_MAP_HASH, 8, 8, 16, 0, GX_MAP_F_SHM | GX_MAP_F_KEEP);
 	struct gx_map *s = mk("fix.persm", GX_MAP_PERSM_ARRAY, 4, 8, 2, 3, GX_MAP_F_SHM | GX_MAP_F_KEEP);
-	struct gx_map *ro = mk("fix.rodata", GX_MAP_ARRAY, 4, 8, 1, 0, GX_MAP_F_SHM | GX_MAP_F_KEEP);
-	if (!a || !h || !s || !ro)
+	/* constants under any name: .rodata, .rodata.cfg (issue 20), and a
+	 * name that says nothing */
+	static const char *const consts[] = { "fix.rodata", "fix.rodata.cfg", "fix.knobs" };
+	for (int i = 0; i < 3; i++) {
+		struct gx_map *c = mk(consts[i], GX_MAP_ARRAY, 4, 8, 1, 0, GX_MAP_F_SHM | GX_MAP_F_KEEP);
+		uint64_t v0 = 64;
+		if (!c || gx_map__seal(c, &v0, sizeof(v0)))
+			return 1;
+		gx_map__free(c);
+	}
+	if (!a || !h || !s)
 		return 1;
-	gx_map__free(ro);
 	for (uint32_t i = 0; i < 4; i++) {
 		uint64_t v = (i + 1) * 100;
 		gx_map__update(a, &i, &v, 0);
@@ -545,6 +620,7 @@ int main(int argc, char **argv)
 	test_sharded();
 	test_ring();
 	test_shm();
+	test_seal();
 	test_devmaps();
 	test_devring();
 	rmdir(dir);

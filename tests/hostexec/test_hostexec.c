@@ -863,25 +863,9 @@ static void test_unsafe_corpus(void)
 	unlink(tmpf);
 }
 
-/* The native back end dlopens libgxjit.so: found next to the program or in
- * ../lib, which for $(BUILD)/tests/hostexec/ is not $(BUILD)/lib. */
-static void find_jitlib(void)
-{
-	char exe[4096], path[4200];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (getenv("GPUEXT_JITLIB") || n <= 0)
-		return;
-	exe[n] = 0;
-	char *slash = strrchr(exe, '/');
-	if (slash)
-		*slash = 0;
-	snprintf(path, sizeof(path), "%s/../../lib/libgxjit.so", exe);
-	setenv("GPUEXT_JITLIB", path, 0);
-}
-
 int main(int argc, char **argv)
 {
-	find_jitlib();
+	gx_test_find_jitlib();
 	dir = argc > 1 ? argv[1] : getenv("GX_HB_DIR");
 	if (!dir)
 		dir = "build/hostbpf";

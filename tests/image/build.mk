@@ -11,9 +11,13 @@ IMAGE_FUZZERS := $(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_hostelf
 $(BUILD)/fuzz/fuzz_%: tests/image/fuzz_%.c $(IMAGE_SRCS) $(COMMON_SRCS) $(wildcard image/*.h)
 	$(call link_fuzz,$(IMAGE_LDLIBS))
 
-TEST_BINS += $(T_IMAGE)/test_image $(T_IMAGE)/test_image_asan $(IMAGE_FUZZERS)
+# Decompression bombs are generated, never committed (test_image_bomb.sh).
+$(T_IMAGE)/gen_bomb: $(call objs,tests/image/gen_bomb.c)
+	$(link)
+
+TEST_BINS += $(T_IMAGE)/test_image $(T_IMAGE)/test_image_asan $(IMAGE_FUZZERS) $(T_IMAGE)/gen_bomb
 TESTS     += $(T_IMAGE)/test_image $(T_IMAGE)/test_image_asan tests/image/test_image_nvcc.sh \
-             tests/image/test_image_fuzz.sh
+             tests/image/test_image_bomb.sh tests/image/test_image_fuzz.sh
 
 # `make fuzz`: each image fuzzer for FUZZ_TIME seconds (default 120).
 FUZZ_TIME ?= 120

@@ -12,6 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[256];
 	if (gx_elf_host_fatbins(data, size, GX_HOSTELF_SCAN_DATA, &fb, &n, err, sizeof(err)))
 		return 0;
+	size_t budget = gx_image_budget(size); /* one for the whole file, as gpuext fatbin */
 	for (size_t i = 0; i < n; i++) {
 		struct gx_image im;
 		if (gx_image_parse(fb[i].data, fb[i].size, &im, err, sizeof(err)))
@@ -19,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t k = 0; k < im.nr_entries; k++) {
 			void *d;
 			size_t len;
-			if (!gx_image_entry_data(&im.entries[k], &d, &len))
+			if (!gx_image_entry_data(&im.entries[k], &budget, &d, &len))
 				free(d);
 		}
 		gx_image_free(&im);

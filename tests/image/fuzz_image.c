@@ -35,10 +35,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(ptx);
 	if (gx_image_parse_opts(data, size, &o, &im, err, sizeof(err)))
 		return 0;
+	size_t budget = gx_image_budget(size);
 	for (size_t i = 0; i < im.nr_entries; i++) {
 		void *d;
 		size_t n;
-		if (!gx_image_entry_data(&im.entries[i], &d, &n)) {
+		if (!gx_image_entry_data(&im.entries[i], &budget, &d, &n)) {
 			if (im.entries[i].kind == GX_ENTRY_ELF && !gx_image_cubin_ptx(d, n, &ptx, &plen))
 				free(ptx);
 			free(d);

@@ -148,11 +148,18 @@ static int parse(const void *p, size_t n, struct gx_image *im, char *err)
 	return gx_image_parse(p, n, im, err, 256);
 }
 
+/* One entry decompressed on a budget of its own (the budget tests share one). */
+static int entry_data(const struct gx_image_entry *e, void **d, size_t *n)
+{
+	size_t budget = GX_IMAGE_BUDGET_MIN;
+	return gx_image_entry_data(e, &budget, d, n);
+}
+
 static bool entry_is(const struct gx_image_entry *e, const void *want, size_t len)
 {
 	void *d;
 	size_t n;
-	if (gx_image_entry_data(e, &d, &n))
+	if (entry_data(e, &d, &n))
 		return false;
 	bool ok = n == len && !memcmp(d, want, len) && (e->kind != GX_ENTRY_PTX || !((char *)d)[n]);
 	free(d);
@@ -264,7 +271,7 @@ static void test_fatbin(void)
 		for (size_t k = which ? 0 : 4; k < 24; k++)
 			c[d + k] = which ? 0xff : c[d + k] ^ 0x5a;
 		ret = parse(c, one, &im, err);
-		int dr = ret ? ret : gx_image_entry_data(&im.entries[1 + which], &out, &n);
+		int dr = ret ? ret : entry_data(&im.entries[1 + which], &out, &n);
 		if (!dr)
 			free(out);
 		GX_CHECK(dr == -EBADMSG, "corrupt %s payload: -EBADMSG", what);
@@ -273,7 +280,7 @@ static void test_fatbin(void)
 		uint64_t raw = (which ? sizeof(ptx90) : sizeof(ptx80)) + 1;
 		memcpy(c + h + 0x38, &raw, 8);
 		ret = parse(c, one, &im, err);
-		GX_CHECK(ret == 0 && gx_image_entry_data(&im.entries[1 + which], &out, &n) == -EBADMSG,
+		GX_CHECK(ret == 0 && entry_data(&im.entries[1 + which], &out, &n) == -EBADMSG,
 			 "%s raw size off by one: -EBADMSG", what);
 		gx_image_free(&im);
 		memcpy(c, b.p, one);
@@ -304,6 +311,44 @@ static void test_fatbin(void)
 	free(b.p);
 }
 
+/* One budget for every entry of an image: entries that fit are decompressed
+ * and charged, the first that does not is refused before any allocation and
+ * leaves the budget as it was; the budget's size follows the input's. */
+static void test_budget(void)
+{
+	size_t big = 1u << 20;
+	char *text = malloc(big);
+	for (size_t i = 0; i < big; i++)
+		text[i] = (char)('a' + i % 23);
+	text[big - 1] = 0;
+	struct ent es[3];
+	for (int i = 0; i < 3; i++)
+		es[i] = (struct ent){ GX_ENTRY_PTX, 80 + i, 0x11 | (i == 1 ? GX_FATBIN_F_LZ4 : GX_FATBIN_F_ZSTD),
+				      text, big, NULL, NULL };
+	struct img b = { 0 };
+	put_container(&b, es, 3);
+	struct gx_image im;
+	char err[256];
+	int ret = parse(b.p, b.len, &im, err);
+	size_t budget = 2 * big + big / 2, n0 = 0, n1 = 0, n2 = 0;
+	void *d0 = NULL, *d1 = NULL, *d2 = NULL;
+	int r0 = ret ? ret : gx_image_entry_data(&im.entries[0], &budget, &d0, &n0);
+	int r1 = ret ? ret : gx_image_entry_data(&im.entries[1], &budget, &d1, &n1);
+	size_t left = budget;
+	int r2 = ret ? ret : gx_image_entry_data(&im.entries[2], &budget, &d2, &n2);
+	GX_CHECK(!r0 && !r1 && n0 == big - 1 && n1 == big - 1 && left == big / 2,
+		 "two 1 MiB entries (zstd, LZ4) charged to one 2.5 MiB budget: %zu left", left);
+	GX_CHECK(r2 == -E2BIG && !d2 && budget == big / 2, "the third is refused with -E2BIG, nothing allocated");
+	free(d0);
+	free(d1);
+	gx_image_free(&im);
+	free(b.p);
+	free(text);
+	GX_CHECK(gx_image_budget(0) == GX_IMAGE_BUDGET_MIN && gx_image_budget(4u << 20) == GX_IMAGE_BUDGET_MIN &&
+		 gx_image_budget(5u << 20) == (size_t)320 << 20 && gx_image_budget(SIZE_MAX / 2) == SIZE_MAX,
+		 "budget: max(256 MiB, 64 x the input), saturating");
+}
+
 /* Wrappers with real in-process pointers (the shim's case), both versions. */
 static void test_ltoir(void)
 {
@@ -324,11 +369,11 @@ static void test_ltoir(void)
 		 im.entries[0].options && !strcmp(im.entries[0].options, "-ftz=0"),
 		 "LTO-IR entries listed with their options, unknown kinds skipped");
 	d = NULL;
-	GX_CHECK(ret == 0 && gx_image_entry_data(&im.entries[0], &d, &n) == 0 &&
+	GX_CHECK(ret == 0 && entry_data(&im.entries[0], &d, &n) == 0 &&
 		 n == (sizeof(ir) + 7) / 8 * 8 && !memcmp(d, ir, sizeof(ir)),
 		 "plain LTO-IR: the stored payload (padded: no length of its own)");
 	free(d);
-	GX_CHECK(ret == 0 && gx_image_entry_data(&im.entries[1], &d, &n) == -ENOTSUP,
+	GX_CHECK(ret == 0 && entry_data(&im.entries[1], &d, &n) == -ENOTSUP,
 		 "encoded LTO-IR: -ENOTSUP, not garbage");
 	GX_CHECK(ret == 0 && !gx_image_pick_ptx(&im, 80, NULL), "LTO-IR is never picked as PTX");
 	gx_image_free(&im);
@@ -536,6 +581,7 @@ static int check_file(const char *path)
 		nfb = 0, fb = NULL;
 	}
 	int failed = 0;
+	size_t budget = gx_image_budget((size_t)st.st_size); /* as gpuext fatbin extract */
 	for (size_t i = 0; i < nfb; i++) {
 		struct gx_image im;
 		if (gx_image_parse(fb[i].data, fb[i].size, &im, err, sizeof(err))) {
@@ -546,7 +592,7 @@ static int check_file(const char *path)
 		for (size_t k = 0; k < im.nr_entries; k++) {
 			void *d;
 			size_t n;
-			int r = gx_image_entry_data(&im.entries[k], &d, &n);
+			int r = gx_image_entry_data(&im.entries[k], &budget, &d, &n);
 			if (r == 0) {
 				nbytes += n;
 				free(d);
@@ -588,6 +634,7 @@ int main(int argc, char **argv)
 	test_fatbin();
 	test_wrapper();
 	test_ltoir();
+	test_budget();
 	test_bare();
 	test_pick();
 	test_host_self(argv[0]);

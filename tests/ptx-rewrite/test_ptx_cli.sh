@@ -13,6 +13,20 @@ check "ptx check -o writes the emitted text" "$G ptx check -o $W/body.out $IN &&
 printf '.version 8.0\n.entry k()\n{\n\tmov.u32 %%r1, 1\n}\n' >"$W/bad.ptx"
 check "syntax error is path:line:col: message" "$G ptx check $W/bad.ptx 2>&1 | grep -qx \"gpuext: error: $W/bad.ptx:5:1: expected ',' or ';' after an operand, found '}'\""
 check "syntax error exits 1" "$G ptx check $W/bad.ptx; [ \$? = 1 ]"
+# Absurd inputs are errors with line:col, not "ok" (issue 20): an empty file,
+# a NUL inside the text (trailing NULs are padding), register counts and
+# array sizes beyond the parser's limits, integers beyond 64 bits.
+: >"$W/empty.ptx"
+check "empty file is an error" "$G ptx check $W/empty.ptx 2>&1 | grep -qx \"gpuext: error: $W/empty.ptx:1:1: empty input: no PTX (expected .version)\""
+printf '.version 8.0\n.entry k()\n{\n\tret;\0\n}\n' >"$W/nul.ptx"
+check "NUL inside the text is an error" "! $G ptx check $W/nul.ptx && $G ptx check $W/nul.ptx 2>&1 | grep -qx \"gpuext: error: $W/nul.ptx:4:6: NUL byte in the text (a PTX image ends at its first NUL)\""
+check "... for rewrite too" "$G ptx rewrite $W/nul.ptx -o $W/x.ptx 2>&1 | grep -q \"$W/nul.ptx:4:6: NUL byte\""
+printf '.version 8.0\n.entry k()\n{\n\tret;\n}\n\0\0\0\0' >"$W/pad.ptx"
+check "trailing NULs are padding" "$G ptx check $W/pad.ptx | grep -q ': ok: 5 lines, 1 kernels'"
+printf '.version 8.0\n.entry k()\n{\n\t.reg .b32 %%r<99999999999999999999999>;\n}\n' >"$W/regs.ptx"
+check "register count beyond 2^64 is an error" "$G ptx check $W/regs.ptx 2>&1 | grep -qx \"gpuext: error: $W/regs.ptx:4:15: register count 99999999999999999999999 out of range (at most 16777215)\""
+printf '.version 8.0\n.global .b8 a[99999999999999999999999999];\n' >"$W/arr.ptx"
+check "array size beyond 2^64 is an error" "$G ptx check $W/arr.ptx 2>&1 | grep -qx \"gpuext: error: $W/arr.ptx:2:15: array size 99999999999999999999999999 out of range (at most 2^48 elements)\""
 check "--json error" "$G --json ptx check $W/bad.ptx | grep -q '^{\"error\":\"$W/bad.ptx:5:1: '"
 check "missing file" "$G ptx check $W/nope.ptx 2>&1 | grep -q \"cannot read '$W/nope.ptx'\""
 check "ptx check needs one file" "! $G ptx check"

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Run the PTX parser fuzzer (libFuzzer, ASan+UBSan, leak checking on) for
 # PTX_FUZZ_TIME seconds (10 in `make test`, 300 with `make fuzz-ptx`),
-# seeded from the golden files and the corpus. A crash, hang or leak leaves
-# the input in $BUILD/fuzz/ptx-* and fails the test.
+# seeded from the golden files, the corpus and the absurd inputs of issue 20
+# (an empty file, a NUL inside the text, register counts, array sizes and
+# integers beyond their limits). A crash, hang, leak or an allocation over
+# 256 MiB (1 GiB in all) leaves the input in $BUILD/fuzz/ptx-* and fails the
+# test.
 set -u
 B=${BUILD:-build}
 T=${PTX_FUZZ_TIME:-10}
@@ -24,8 +27,14 @@ if [ -z "$(ls -A "$corpus")" ]; then
 		[ -f "$s" ] && [ "$(stat -c %s "$s")" -lt 20000 ] && cp "$s" "$corpus/"
 	done
 fi
+H='.version 8.0\n.target sm_90\n.address_size 64\n'
+: >"$corpus/absurd-empty.ptx"
+printf "$H"'.visible .entry k()\n{\n\tret;\0\n}\n' >"$corpus/absurd-nul.ptx"
+printf "$H"'.visible .entry k()\n{\n\t.reg .b32 %%r<99999999999999999999999>;\n\tret;\n}\n' >"$corpus/absurd-regs.ptx"
+printf "$H"'.global .b8 a[99999999999999999999999999];\n.global .b8 b[65536][65536][65537];\n' >"$corpus/absurd-array.ptx"
+printf "$H"'.visible .entry k()\n{\n\tmov.u64 %%rd1, 0x10000000000000000;\n\tld.u32 %%r1, [%%rd1+0x1000000000000000];\n}\n' >"$corpus/absurd-int.ptx"
 log=$F/ptx.log
-"$F/fuzz_ptx" -dict=tests/ptx-rewrite/fuzz_ptx.dict -max_total_time="$T" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
+"$F/fuzz_ptx" -dict=tests/ptx-rewrite/fuzz_ptx.dict -max_total_time="$T" -max_len=65536 -rss_limit_mb=1024 -malloc_limit_mb=256 -timeout=10 \
 	-artifact_prefix="$F/ptx-" -print_final_stats=1 "$corpus" >"$log" 2>&1
 rc=$?
 runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')

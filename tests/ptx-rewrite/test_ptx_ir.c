@@ -359,7 +359,21 @@ static const struct {
 	{".version 8.0\n/* open", "2:1: unterminated comment"},
 	{".version 8.0\n.entry k()\n{\n\t#\n}\n", "4:2: unexpected character '#'"},
 	{".version 8.0\n.entry k()\n{\n\t\x01\n}\n", "4:2: unexpected byte 0x01"},
-	{".version 8.0\x00\n", "1:13: unexpected byte 0x00"},
+	{".version 8.0\x00\n", "1:13: NUL byte in the text (a PTX image ends at its first NUL)"},
+	{"", "1:1: empty input: no PTX (expected .version)"},
+	{"// a comment\n\n", "3:1: empty input: no PTX (expected .version)"},
+	{".version 8.0\n.entry k()\n{\n\t.reg .b32 %r<16777216>;\n}\n",
+	 "4:15: register count 16777216 out of range (at most 16777215)"},
+	{".version 8.0\n.entry k()\n{\n\t.reg .b32 %r<99999999999999999999999>;\n}\n",
+	 "4:15: register count 99999999999999999999999 out of range (at most 16777215)"},
+	{".version 8.0\n.global .b8 a[281474976710657];\n",
+	 "2:15: array size 281474976710657 out of range (at most 2^48 elements)"},
+	{".version 8.0\n.global .b8 a[65536][65536][65537];\n",
+	 "2:29: array size 65537 out of range (at most 2^48 elements)"},
+	{".version 8.0\n.entry k()\n{\n\tmov.u64 %rd1, 0x10000000000000000;\n}\n",
+	 "4:16: integer constant 0x10000000000000000 does not fit in 64 bits"},
+	{".version 8.0\n.entry k()\n{\n\tld.u32 %r1, [%rd1+281474976710657];\n}\n",
+	 "4:20: address offset 281474976710657 out of range (at most 2^48)"},
 	{".version 8.0\n.address_size 48\n", "2:1: address size must be 32 or 64"},
 	{".version 8.0\n.entry k(.param .u32)\n{\n}\n", "2:10: invalid parameter declaration"},
 	{".version 8.0\n.entry k()\n.maxntid 1,\n{\n}\n", "4:1: expected an integer, found '{'"},
@@ -380,7 +394,7 @@ static void test_errors(void)
 	for (size_t i = 0; i < GX_ARRAY_SIZE(errors); i++) {
 		char err[256] = "";
 		size_t len = strlen(errors[i].in);
-		if (strstr(errors[i].err, "0x00"))
+		if (strstr(errors[i].err, "NUL byte"))
 			len = 14;
 		struct ptx_module *m = ptx_module_parse(errors[i].in, len, err, sizeof(err));
 		GX_CHECK(!m && errno == EINVAL && !strcmp(err, errors[i].err), "error %zu: '%s' (got '%s')", i,
@@ -396,8 +410,13 @@ static void test_errors(void)
 	char err[256];
 	struct ptx_module *m = ptx_module_parse(deep, (size_t)n, err, sizeof(err));
 	GX_CHECK(!m && strstr(err, "operand nested too deeply"), "deep nesting: %s", err);
-	m = ptx_module_parse("", 0, err, sizeof(err));
-	GX_CHECK(m && !m->head, "empty input is an empty module");
+	/* the limits themselves parse: 2^24 - 1 registers, 2^48 elements, the
+	 * extremes of 64 bits */
+	static const char edge[] = ".version 8.0\n.global .b8 a[65536][65536][65536];\n.entry k()\n{\n"
+				   "\t.reg .b32 %r<16777215>;\n\tmov.u64 %rd1, 0xffffffffffffffff;\n"
+				   "\tmov.s64 %rd1, -9223372036854775808;\n\tld.u32 %r1, [%rd1+-281474976710656];\n}\n";
+	m = ptx_module_parse(edge, strlen(edge), err, sizeof(err));
+	GX_CHECK(m, "limits: 2^24-1 registers, 2^48 elements, 64-bit extremes parse (%s)", m ? "" : err);
 	ptx_module_free(m);
 }
 

@@ -15,11 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "gpuext/gx_events.h"
 #include "tests/gx_test.h"
+#include "tests/image/bomb.h"
 #include "tests/shim/stderr_log.h"
 
 static const char PTX80[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
@@ -310,6 +312,34 @@ static void test_fatbin(const char *fatbin_path)
 			 log_count(m, "(cuLibraryLoadData): rewritten (identity), reloaded from sm_80 PTX") == 1 &&
 			 cuLibraryUnload(l) == CUDA_SUCCESS,
 		 "cuLibraryLoadData(nvcc fatbin) rewritten and reloaded");
+}
+
+/* A 64 KiB fatbin whose PTX declares, and really decompresses to, 2 GiB:
+ * over the image's decompression budget, so the shim never allocates it; the
+ * original goes to the driver and one line says why. */
+static void test_bomb(void)
+{
+	size_t len;
+	uint8_t *b = bomb_fatbin(1, 2ull << 30, &len);
+	struct rusage r0, r1;
+	getrusage(RUSAGE_SELF, &r0);
+	long m = log_mark();
+	CUmodule mod;
+	CUresult rc = cuModuleLoadFatBinary(&mod, b);
+	getrusage(RUSAGE_SELF, &r1);
+	/* (the fake driver refuses the original: it is no PTX text) */
+	GX_CHECK(fake_last_image() == b &&
+			 log_count(m, "passed through: the PTX entry decompresses to more than max(256 MiB") == 1 &&
+			 log_count(m, "gpuext:") == 1,
+		 "a %zu-byte fatbin decompressing to 2 GiB: over the budget, the original to the driver, one line",
+		 len);
+	if (log_count(m, "budget") != 1)
+		log_dump(m);
+	GX_CHECK(r1.ru_maxrss - r0.ru_maxrss < 64 * 1024, "... and nothing allocated for it (peak RSS +%ld KiB)",
+		 r1.ru_maxrss - r0.ru_maxrss);
+	if (rc == CUDA_SUCCESS)
+		cuModuleUnload(mod);
+	free(b);
 }
 
 static void test_modules(const char *cubin_path, const char *ptx_path)
@@ -735,6 +765,7 @@ int main(int argc, char **argv)
 		test_procaddr();
 	test_modules(argv[1], argv[2]);
 	test_fatbin(argv[3]);
+	test_bomb();
 	test_contexts();
 	test_events();
 	if (!quick) {
