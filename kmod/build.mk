@@ -51,6 +51,21 @@ $(KT_DIR)/test_kmod_host: $(call objs,tests/kmod/test_kmod_host.c) $(KCLIENT_LIB
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS)
 
+# gx_consumer.ko: the QEMU test's stand-in for nvidia-uvm/nvidia taking and
+# putting gx_hooks (load/unload order). Built like gpuext.ko, in a copy.
+KT_KO_DIR  := $(KT_DIR)/ko
+KT_KO      := $(KT_KO_DIR)/gx_consumer.ko
+KT_KO_SRCS := tests/kmod/gx_consumer.c tests/kmod/Kbuild kmod/gpuext_backend.h \
+              $(filter %/gpu_ext.h,$(KMOD_SRCS))
+
+$(KT_KO): $(KT_KO_SRCS)
+	$(call msg,KBUILD,$@)
+	$(Q)mkdir -p $(KT_KO_DIR)
+	$(Q)cp -p $(KT_KO_SRCS) $(KT_KO_DIR)/
+	$(Q)+$(MAKE) -s -C $(KDIR) M=$(abspath $(KT_KO_DIR)) CC=$(KCC) modules >$(KT_KO_DIR)/build.log 2>&1 || \
+		{ cat $(KT_KO_DIR)/build.log; exit 1; }
+	$(Q)grep -v 'Skipping BTF\|^$$' $(KT_KO_DIR)/build.log || true
+
 $(KT_DIR)/%.sh: tests/kmod/%.sh
 	$(Q)mkdir -p $(dir $@) && cp $< $@ && chmod +x $@
 
@@ -59,7 +74,7 @@ TEST_BINS += $(KT_DIR)/test_kmod_host $(KT_DIR)/test_kmod_build.sh $(KT_DIR)/tes
 TESTS     += $(KT_DIR)/test_kmod_host $(KT_DIR)/test_kmod_build.sh \
              $(KT_DIR)/test_kmod_nvidia.sh $(KT_DIR)/test_kmod_qemu.sh
 ifeq ($(HAVE_KDIR),1)
-TEST_BINS += $(KMOD_KO)
+TEST_BINS += $(KMOD_KO) $(KT_KO)
 endif
 
 # `make fuzz` (on demand): the QEMU run with a million fuzzer calls.
