@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_kmod_qemu.sh — builds a minimal initramfs (static busybox, our loaders
-# and test programs with their shared libraries, gpuext.ko, tests/kmod/
-# vm-init.sh as /init), boots Debian's 6.12 kernel in QEMU (KVM, else TCG, 512 MiB,
+# and test programs with their shared libraries, gpuext.ko, gx_consumer.ko,
+# tests/kmod/vm-init.sh as /init), boots Debian's 6.12 kernel in QEMU (KVM, else TCG, 512 MiB,
 # one CPU) once, and relays the ok/not ok lines printed on the serial
 # console. A VM that does not boot or finish in time is a failure.
 # GX_KMOD_FUZZ sets the fuzzer's call count (default 100000).
@@ -30,6 +30,8 @@ for f in $bins; do
 	done
 done
 cp "$B/kmod/gpuext.ko" "$R/gpuext.ko"
+[ -f "$B/tests/kmod/ko/gx_consumer.ko" ] || fail "$B/tests/kmod/ko/gx_consumer.ko not built"
+cp "$B/tests/kmod/ko/gx_consumer.ko" "$R/gx_consumer.ko"
 cp "$ROOT/tests/kmod/vm-init.sh" "$R/init" && chmod +x "$R/init"
 echo "root:x:0:0::/:/bin/sh" >"$R/etc/passwd"
 echo "nobody:x:65534:65534::/:/bin/false" >>"$R/etc/passwd"

@@ -1,7 +1,8 @@
 #!/bin/busybox sh
 # /init of the gpuext test VM: load gpuext.ko (sim=1), run the end-to-end
 # policy tests, the client test and the ioctl fuzzer, check the kernel log
-# and leaks, unload, power off. Output: ok/not ok lines on the serial console,
+# and leaks, unload; then load/unload gpuext.ko and a user of its hook table
+# (gx_consumer.ko) in both orders; power off. Output: ok/not ok lines on the serial console,
 # then GX-VM-DONE.
 /bin/busybox --install -s /bin
 export PATH=/bin
@@ -49,6 +50,38 @@ fi
 # struct_ops maps drop their module reference from a work item after detach
 for i in $(seq 1 50); do rmmod gpuext 2>/dev/null && break; sleep 0.2; done
 if [ -e /sys/module/gpuext ]; then nok "rmmod gpuext failed: $(rmmod gpuext 2>&1)"; else ok "rmmod gpuext (no references left)"; fi
+# Load/unload order with a user of gx_hooks: gx_consumer.ko stands in for
+# nvidia-uvm (takes the table with symbol_get at load, puts it at unload)
+# and nvidia.ko (tsg: takes and puts it per call). Both orders, no reference
+# left behind: gpuext's refcnt back to 0 and rmmod gpuext succeeds.
+refcnt() { cat /sys/module/gpuext/refcnt 2>/dev/null || echo gone; }
+hooked() { cat /sys/module/gx_consumer/parameters/hooked 2>/dev/null || echo gone; }
+tsg() { echo 1 >/sys/module/gx_consumer/parameters/tsg && cat /sys/module/gx_consumer/parameters/tsg; }
+check() { # check MSG CMD...: ok/not ok with gpuext's refcnt and the consumer's state
+	local m=$1; shift
+	if "$@"; then ok "order $sc: $m"; else nok "order $sc: $m (gpuext refcnt $(refcnt), consumer hooked $(hooked))"; fi
+}
+unload_order() { # unload_order FIRST SECOND: both modules loaded
+	check "rmmod $1 first" rmmod "$1"
+	[ "$1" = gx_consumer ] && check "gpuext refcnt 0 once the consumer is gone" [ "$(refcnt)" = 0 ]
+	check "rmmod $2 after $1" rmmod "$2"
+	check "both modules gone" eval '[ ! -e /sys/module/gpuext ] && [ ! -e /sys/module/gx_consumer ]'
+}
+sc=1 # gpuext, then the consumer: registered, gpuext pinned until it goes
+check "insmod gpuext then gx_consumer" eval 'insmod /gpuext.ko && insmod /gx_consumer.ko'
+check "consumer registered with gpuext, gpuext refcnt 1" eval '[ "$(hooked)" = Y ] && [ "$(refcnt)" = 1 ]'
+check "rmmod gpuext refused while the consumer holds gx_hooks" eval '! rmmod gpuext 2>/dev/null && [ "$(refcnt)" = 1 ]'
+check "per-call use (nvidia.ko's TSG hooks) reaches gpuext and puts it back" eval '[ "$(tsg)" = 1 ] && [ "$(refcnt)" = 1 ]'
+unload_order gx_consumer gpuext
+sc=2 # the consumer alone: the lookup fails and it runs without hooks
+check "insmod gx_consumer without gpuext: loads, not hooked" eval 'insmod /gx_consumer.ko && [ "$(hooked)" = N ]'
+check "per-call use without gpuext is a no-op" [ "$(tsg)" = 0 ]
+check "insmod gpuext after the consumer: refcnt 0" eval 'insmod /gpuext.ko && [ "$(refcnt)" = 0 ]'
+check "per-call use after gpuext arrived reaches it, refcnt stays 0" eval '[ "$(tsg)" = 1 ] && [ "$(refcnt)" = 0 ]'
+unload_order gpuext gx_consumer
+sc=3 # the consumer first again, unloaded first
+check "insmod gx_consumer then gpuext" eval 'insmod /gx_consumer.ko && insmod /gpuext.ko && [ "$(refcnt)" = 0 ]'
+unload_order gx_consumer gpuext
 if dmesg | grep -E 'BUG:|Oops|WARNING:|general protection|Call Trace|refcount_t' >/tmp/bad; then
 	nok "kernel log has errors: $(head -3 /tmp/bad | tr '\n' ' ')"
 else
