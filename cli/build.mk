@@ -2,7 +2,7 @@
 # table) and gpuext-run (= gpuext run). The CLI uses the parts' public
 # headers only; this file is the one place that lists what it links.
 CLI_SRCS   := cli/main.c cli/run.c cli/run_tool.c cli/ptx.c cli/fatbin.c cli/bpf.c cli/map.c cli/tools.c
-CLI_LIBS   := $(TOOLS_LIB) $(ATTACH_LIB) $(IMAGE_LIB) $(PTX_LIB) $(BPF_LIB) $(COMMON_LIB)
+CLI_LIBS   := $(TOOLS_LIB) $(HOSTEXEC_LIB) $(ATTACH_LIB) $(IMAGE_LIB) $(PTX_LIB) $(BPF_LIB) $(COMMON_LIB)
 GPUEXT_BIN := $(BUILD)/bin/gpuext
 GPUEXT_RUN := $(BUILD)/bin/gpuext-run
 
@@ -10,7 +10,7 @@ GPUEXT_RUN := $(BUILD)/bin/gpuext-run
 $(GPUEXT_BIN): $(call objs,$(CLI_SRCS)) $(CLI_LIBS)
 	$(call link,-rdynamic $(IMAGE_LDLIBS) $(BPF_LDLIBS) -ldl)
 
-$(GPUEXT_RUN): $(call objs,cli/run.c cli/run_main.c cli/run_tool.c) $(COMMON_LIB)
+$(GPUEXT_RUN): $(call objs,cli/run.c cli/run_main.c cli/run_tool.c) $(HOSTEXEC_LIB) $(COMMON_LIB)
 	$(link)
 
 # `gpuext bpf jit` is a plugin the CLI dlopens (cli/bpf.c), so the gpuext

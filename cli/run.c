@@ -18,6 +18,7 @@
 #include "cli/gx_run.h"
 #include "common/gx_log.h"
 #include "common/gx_util.h"
+#include "hostexec/gx_hostexec.h"
 
 static const char *prog = "gpuext run";
 
@@ -94,6 +95,29 @@ static int set(const char *k, const char *v, bool print)
 	if (print)
 		printf("%s=%s\n", k, v);
 	return setenv(k, v, 1);
+}
+
+static int set_default(const char *k, const char *v, bool print)
+{
+	const char *old = getenv(k);
+	return old ? 0 : set(k, v, print);
+}
+
+/* Is one of the --policy objects a device policy (not struct_ops)? A
+ * struct_ops object names its sections "struct_ops/..." (hostexec/). */
+static bool has_device_policy(const char *list)
+{
+	char path[4096];
+	for (const char *p = list; p && *p;) {
+		const char *c = strchr(p, ':');
+		size_t len = c ? (size_t)(c - p) : strlen(p);
+		const char *k = memchr(p, ',', len); /* knobs after the object */
+		snprintf(path, sizeof(path), "%.*s", (int)(k ? (size_t)(k - p) : len), p);
+		if (path[0] && !gx_hx_is_struct_ops(path))
+			return true;
+		p = c ? c + 1 : NULL;
+	}
+	return false;
 }
 
 /* Repeated --tool (GPUEXT_TOOL=a,b) and --policy (GPUEXT_POLICY=p:q). */
@@ -249,6 +273,12 @@ int gx_run_main(int argc, char **argv, const char *name)
 	}
 	if (sample)
 		set("GPUEXT_CFG", sample, print_env);
+	/* Device hooks need PTX: CuPy's own kernels reach the driver as PTX
+	 * (not NVRTC's cubins) with CUPY_COMPILE_WITH_PTX=1; its precompiled
+	 * libraries stay SASS either way. Only when device code is attached,
+	 * and never over the user's own setting. */
+	if (tool || (policy && has_device_policy(policy)))
+		set_default("CUPY_COMPILE_WITH_PTX", "1", print_env);
 	if (print_env)
 		return 0;
 	if (tool)

@@ -15,6 +15,7 @@
  * Not thread-safe: callers serialise (the shim holds one mutex). */
 #ifndef GX_HOSTEXEC_H
 #define GX_HOSTEXEC_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #ifdef __cplusplus
@@ -25,6 +26,10 @@ extern "C" {
 #define GX_HX_MAX_POLICIES 8
 
 struct gx_hx;
+
+/* Is the object at path a host (struct_ops) policy? A test on its bytes
+ * (hx_detect.c); false for device policies and unreadable files. */
+bool gx_hx_is_struct_ops(const char *path);
 
 /* What decisions do. Any member may be NULL. */
 struct gx_hx_actions {

@@ -195,21 +195,7 @@ static CUresult stream_creating(struct gx_event *ev)
 
 bool gx_hostpolicy_is_struct_ops(const char *path)
 {
-	/* Cheap test on the bytes: a struct_ops object names its sections. */
-	size_t len = 0;
-	char *buf = NULL;
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return false;
-	if (!fseek(f, 0, SEEK_END)) {
-		long l = ftell(f);
-		if (l > 0 && l < (64l << 20) && !fseek(f, 0, SEEK_SET) && (buf = malloc((size_t)l)))
-			len = fread(buf, 1, (size_t)l, f);
-	}
-	fclose(f);
-	bool yes = len > 4 && !memcmp(buf, "\177ELF", 4) && memmem(buf, len, "struct_ops/", 11);
-	free(buf);
-	return yes;
+	return gx_hx_is_struct_ops(path);
 }
 
 static bool recording; /* GPUEXT_HOSTPOLICY_RECORD: queue events too */

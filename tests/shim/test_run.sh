@@ -47,3 +47,12 @@ audit_case shim "$D/libcuda.so.580.159.04" "dlopen of the versioned file (libcud
 audit_case shim "$D/libcuda.so" "dlopen of the libcuda.so link gives the shim"
 audit_case shim "$tmp/libdriver-alias.so" "dlopen of a link whose target is the driver gives the shim"
 audit_case real "$D/libcuda_other.so" "a library of another name (libcuda_other.so) is not redirected"
+# Device hooks need PTX: CuPy's own kernels are asked for as PTX when device
+# code is attached (a tool or a device policy), never over the user's value,
+# and not for host policies alone.
+check "--tool sets CUPY_COMPILE_WITH_PTX=1" "$R --print-env --tool threadhist -- true | grep -qx 'CUPY_COMPILE_WITH_PTX=1'"
+check "a device --policy sets CUPY_COMPILE_WITH_PTX=1" \
+	"$R --print-env --policy $B/share/gpuext/tools/threadhist.bpf.o -- true | grep -qx 'CUPY_COMPILE_WITH_PTX=1'"
+check "a host --policy alone does not" "! $R --print-env --policy $B/hostbpf/gx_seq.bpf.o -- true | grep -q CUPY_COMPILE_WITH_PTX"
+check "the user's CUPY_COMPILE_WITH_PTX stays" \
+	"! CUPY_COMPILE_WITH_PTX=0 $R --print-env --tool threadhist -- true | grep -q CUPY_COMPILE_WITH_PTX"
