@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# gpu-carry.sh — what a GPU run (tests/gpu/run.sh on the device machine)
+# needs from this machine's build, in .carry/build (ignored by git) and
+# under the device tool's 64 MiB: `make gpu-prep` first (the JIT cache and
+# the native back end's libraries, for a machine without LLVM), then build/
+# without what only the CPU tests use (objects, fuzzers, corpora, the VM).
+# On the device machine: `rm -rf build && mv .carry/build build`, then run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+make -s gpu-prep
+mkdir -p .carry
+rsync -a --delete --exclude=/obj --exclude=/fuzz --exclude=/kmod-vm --exclude=/ptx-passes \
+	--exclude=/image-nvcc --exclude=/ptx-corpus --exclude=/ptx-roundtrip --exclude=/ptx-sites \
+	--exclude=/kmod --exclude='*.d' build/ .carry/build/
+git rev-parse --short HEAD >.carry/build/.gx-commit
+echo "gpu-carry: .carry/build is $(du -sh .carry/build | cut -f1) at $(cat .carry/build/.gx-commit)$(git diff --quiet HEAD || echo ' (+ uncommitted changes)')"
