@@ -37,7 +37,11 @@ struct gx_lt {
 	uint64_t untimed; /* launches with no free pair */
 	uint64_t gpu_ns, gpu_ns_instr; /* harvested so far: all, instrumented */
 };
-bool gx_lt_enabled(void); /* GPUEXT_LAUNCH_TIMES != 0 */
+#define GX_LT_FIRST 8  /* launches of each kernel always timed */
+#define GX_LT_EVERY 64 /* then one in this many (GPUEXT_LAUNCH_TIMES) */
+unsigned gx_lt_every(void); /* GPUEXT_LAUNCH_TIMES: 0 none, 1 all, N one in N */
+/* Is the kernel's nth launch (from 1) timed? */
+bool gx_lt_sampled(uint64_t nth);
 int gx_lt_init(struct gx_lt *lt, CUstream own);
 /* Before the launch: a pair with its start recorded on `stream`, or -1
  * (timing off, stream being captured, no free pair, driver error). */

@@ -102,6 +102,7 @@ struct fn_seen {
 };
 struct kname_seen {
 	uint64_t kid;
+	uint64_t launches; /* so far, for the timing sample */
 	UT_hash_handle hh;
 };
 static struct mod_seen *mods_seen;
@@ -727,15 +728,18 @@ static bool module_devrt(struct ctxst *st, CUfunction f, bool is_kernel)
 	return instr;
 }
 
-/* The kernel's name into the tool logs, the first time it launches. */
-static void log_kname(uint64_t kid, const char *name)
+/* The kernel (by id; 0: unnamed), and its name into the tool logs the
+ * first time it launches. NULL only when out of memory. */
+static struct kname_seen *kname_get(uint64_t kid, const char *name)
 {
 	struct kname_seen *k;
 	HASH_FIND(hh, knames_seen, &kid, sizeof(kid), k);
 	if (k || !(k = calloc(1, sizeof(*k))))
-		return;
+		return k;
 	k->kid = kid;
 	HASH_ADD(hh, knames_seen, kid, sizeof(kid), k);
+	if (!name)
+		return k;
 	size_t n = strlen(name) + 1;
 	struct gx_tev_kname *r = calloc(1, sizeof(*r) + n);
 	if (r) {
@@ -745,13 +749,12 @@ static void log_kname(uint64_t kid, const char *name)
 		ev_put_all(r, sizeof(*r) + n);
 		free(r);
 	}
+	return k;
 }
 
-static void log_launch(struct ctxst *st, const struct gx_launch_event *l, uint64_t t, unsigned seq, unsigned flags)
+static void log_launch(struct ctxst *st, const struct gx_launch_event *l, uint64_t kid, uint64_t t, unsigned seq,
+		       unsigned flags)
 {
-	uint64_t kid = l->name ? gx_kernel_id(l->name) : 0;
-	if (l->name)
-		log_kname(kid, l->name);
 	struct gx_tev_launch ev = { .h.type = GX_TEV_LAUNCH, .host_ns = t, .kernel_id = kid, .ctx = st->idx,
 				    .seq = seq, .flags = flags, .stream = (uint64_t)(uintptr_t)l->stream };
 	memcpy(ev.grid, l->grid, sizeof(ev.grid));
@@ -765,13 +768,15 @@ static void on_launch(struct ctxst *st, const struct gx_launch_event *l)
 	if (open_slot >= 0) /* the last launch of this thread never happened */
 		gx_lt_abandon(&open_st->lt, open_slot);
 	bool instr = module_devrt(st, l->func, l->is_kernel);
+	uint64_t kid = l->name ? gx_kernel_id(l->name) : 0;
+	struct kname_seen *k = kname_get(kid, l->name);
 	open_st = st;
 	open_seq = ++launch_seq;
 	open_instr = instr;
-	open_slot = gx_lt_start(&st->lt, l->stream);
+	open_slot = k && gx_lt_sampled(++k->launches) ? gx_lt_start(&st->lt, l->stream) : -1;
 	nr_launches++;
 	nr_instr += instr;
-	log_launch(st, l, now_ns(), open_seq,
+	log_launch(st, l, kid, now_ns(), open_seq,
 		   (instr ? GX_TEV_L_INSTRUMENTED : 0) | (open_slot >= 0 ? GX_TEV_L_TIMED : 0));
 }
 
@@ -879,7 +884,7 @@ static void at_exit(void)
 	if (nr_launches) {
 		char gpu[96] = "";
 		if (gpu_ns)
-			snprintf(gpu, sizeof(gpu), "; %.1f %% of %.1f ms of timed GPU time instrumented",
+			snprintf(gpu, sizeof(gpu), "; %.1f %% of %.1f ms of sampled GPU time instrumented",
 				 100.0 * (double)gpu_ns_instr / (double)gpu_ns, (double)gpu_ns / 1e6);
 		pr_info("launches: %llu, %llu instrumented (%.1f %%)%s%s%s", (unsigned long long)nr_launches,
 			(unsigned long long)nr_instr, 100.0 * (double)nr_instr / (double)nr_launches,
@@ -923,7 +928,7 @@ int gx_devrt_start(const struct gx_policy_desc *d, const char *const *tags, size
 	gx_attach_env->lock_register(&rt_lock, 15);
 	unsigned mask = GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE) |
 			GX_EV_MASK(GX_EV_CTX_DESTROY) | GX_EV_MASK(GX_EV_MODULE_UNLOAD);
-	if (gx_lt_enabled())
+	if (gx_lt_every())
 		mask |= GX_EV_MASK(GX_EV_LAUNCH_DONE);
 	int id = gx_attach_env->subscribe(mask, on_event, NULL);
 	if (id < 0)

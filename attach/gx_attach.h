@@ -161,6 +161,25 @@ int gx_pset_build(struct gx_policy_desc *d, size_t n, struct gx_policy_set *out,
 int gx_pset_join(const struct gx_policy_desc *d, size_t n, struct gx_policy_set *out);
 void gx_pset_free(struct gx_policy_set *s);
 
+/* ---- the configured policies (policy.c) ----
+ * GPUEXT_POLICY's device objects (colon-separated, knobs after a comma;
+ * objects is_host_policy() claims are skipped), then GPUEXT_TOOL's tools
+ * (comma-separated names: $GPUEXT_TOOLS_DIR/NAME.bpf.o, else
+ * <folder of this program or library>/../share/gpuext/tools), at most
+ * GX_PMERGE_MAX, each from the JIT cache or libgxjit.so for `sm`, joined.
+ * What the shim attaches, and what gpuext-ptxas compiles in: the same list
+ * gives the same code. A policy that fails is one log line and is left
+ * out. 0 (pl->nr may be 0) or -ENOMEM. */
+struct gx_policy_list {
+	struct gx_policy_desc desc[GX_PMERGE_MAX];
+	char tag[GX_PMERGE_MAX][GX_POL_NAME_MAX];
+	size_t nr;
+	struct gx_policy_set set; /* all of them joined */
+};
+int gx_policy_list_load(const char *policy, const char *tool, unsigned sm, bool (*is_host_policy)(const char *),
+			struct gx_policy_list *pl);
+void gx_policy_list_free(struct gx_policy_list *pl);
+
 /* ---- attaching in a process (policy.c, devrt.c) ---- */
 
 /* The driver functions the device runtime calls: the real driver's (never

@@ -24,10 +24,7 @@
 
 static pthread_mutex_t pol_lock = PTHREAD_MUTEX_INITIALIZER;
 static int pol_state; /* 0 unknown, 1 active, -1 off/failed */
-static struct gx_policy_desc pols[GX_PMERGE_MAX];
-static char tags[GX_PMERGE_MAX][GX_POL_NAME_MAX];
-static size_t nr_pols;
-static struct gx_policy_set pset;
+static struct gx_policy_list list; /* the attached policies */
 
 static const char *self_dir(char *buf, size_t n)
 {
@@ -62,17 +59,17 @@ static int add_obj(struct obj *o, size_t *n, const char *path, const char *tag)
 }
 
 /* The device policy objects, in order: GPUEXT_POLICY's, then the tools. */
-static size_t object_list(struct obj *o)
+static size_t object_list(const char *policy, const char *tool, bool (*is_host_policy)(const char *), struct obj *o)
 {
 	size_t n = 0;
 	char path[4096], tag[GX_POL_NAME_MAX];
-	for (const char *p = gx_attach_env->policy; p && *p;) {
+	for (const char *p = policy; p && *p;) {
 		const char *c = strchr(p, ':');
 		size_t len = c ? (size_t)(c - p) : strlen(p);
 		/* "obj.bpf.o,opts" entries: the object is before the comma */
 		const char *k = memchr(p, ',', len);
 		snprintf(path, sizeof(path), "%.*s", (int)(k ? (size_t)(k - p) : len), p);
-		if (path[0] && !gx_attach_env->is_host_policy(path)) {
+		if (path[0] && !(is_host_policy && is_host_policy(path))) {
 			gx_policy_tag(path, tag, sizeof(tag));
 			add_obj(o, &n, path, tag);
 		}
@@ -81,7 +78,7 @@ static size_t object_list(struct obj *o)
 	const char *d = getenv("GPUEXT_TOOLS_DIR");
 	char sd[4096];
 	const char *base = d && *d ? d : self_dir(sd, sizeof(sd));
-	for (const char *t = gx_attach_env->tool; t && *t;) {
+	for (const char *t = tool; t && *t;) {
 		const char *c = strchr(t, ',');
 		size_t len = c ? (size_t)(c - t) : strlen(t);
 		snprintf(tag, sizeof(tag), "%.*s", (int)(len < sizeof(tag) ? len : sizeof(tag) - 1), t);
@@ -170,53 +167,62 @@ static int desc_load(const struct obj *o, unsigned sm, const char *dir, bool hav
 	return ret;
 }
 
-static void pol_load(void)
+int gx_policy_list_load(const char *policy, const char *tool, unsigned sm, bool (*is_host_policy)(const char *),
+			struct gx_policy_list *pl)
 {
 	struct obj objs[GX_PMERGE_MAX];
 	char dir[4096], err[512] = "";
-	size_t n = object_list(objs);
-	pol_state = -1;
-	if (!n)
-		return;
-	unsigned sm = cur_sm();
+	memset(pl, 0, sizeof(*pl));
+	size_t n = object_list(policy, tool, is_host_policy, objs);
 	bool have_dir = gx_cache_dir(dir, sizeof(dir)) == 0;
 	for (size_t i = 0; i < n; i++) {
-		struct gx_policy_desc *d = &pols[nr_pols];
+		struct gx_policy_desc *d = &pl->desc[pl->nr];
 		if (desc_load(&objs[i], sm, dir, have_dir, d))
 			continue;
 		/* the first is used as it is; later ones move beside it */
-		if (nr_pols && gx_pdesc_relocate(d, (unsigned)nr_pols, err, sizeof(err))) {
+		if (pl->nr && gx_pdesc_relocate(d, (unsigned)pl->nr, err, sizeof(err))) {
 			pr_warn("%s; running without it", err);
 			gx_pdesc_free(d);
 			continue;
 		}
-		snprintf(tags[nr_pols], sizeof(tags[0]), "%s", objs[i].tag);
-		nr_pols++;
+		snprintf(pl->tag[pl->nr], sizeof(pl->tag[0]), "%s", objs[i].tag);
+		pl->nr++;
 	}
-	if (nr_pols && gx_pset_join(pols, nr_pols, &pset)) {
-		pr_warn("policy %s: out of memory; running without it", tags[0]);
-		for (size_t k = 0; k < nr_pols; k++)
-			gx_pdesc_free(&pols[k]);
-		nr_pols = 0;
+	if (pl->nr && gx_pset_join(pl->desc, pl->nr, &pl->set)) {
+		pr_warn("policy %s: out of memory; running without it", pl->tag[0]);
+		gx_policy_list_free(pl);
+		return -ENOMEM;
 	}
-	if (!nr_pols)
+	return 0;
+}
+
+void gx_policy_list_free(struct gx_policy_list *pl)
+{
+	gx_pset_free(&pl->set);
+	for (size_t k = 0; k < pl->nr; k++)
+		gx_pdesc_free(&pl->desc[k]);
+	memset(pl, 0, sizeof(*pl));
+}
+
+static void pol_load(void)
+{
+	pol_state = -1;
+	const struct gx_attach_host *h = gx_attach_env;
+	if (gx_policy_list_load(h->policy, h->tool, cur_sm(), h->is_host_policy, &list) || !list.nr)
 		return;
 	const char *tp[GX_PMERGE_MAX];
-	for (size_t k = 0; k < nr_pols; k++)
-		tp[k] = tags[k];
-	if (gx_devrt_start(pols, tp, nr_pols)) {
-		pr_warn("policy %s: cannot start the runtime; running without it", tags[0]);
-		gx_pset_free(&pset);
-		for (size_t k = 0; k < nr_pols; k++)
-			gx_pdesc_free(&pols[k]);
-		nr_pols = 0;
+	for (size_t k = 0; k < list.nr; k++)
+		tp[k] = list.tag[k];
+	if (gx_devrt_start(list.desc, tp, list.nr)) {
+		pr_warn("policy %s: cannot start the runtime; running without it", list.tag[0]);
+		gx_policy_list_free(&list);
 		return;
 	}
-	if (nr_pols > 1) {
+	if (list.nr > 1) {
 		char all[GX_PMERGE_MAX * (GX_POL_NAME_MAX + 2)] = "";
-		for (size_t k = 0; k < nr_pols; k++)
-			snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s%s", k ? ", " : "", tags[k]);
-		pr_info("policy: %zu device policies, called in this order at shared hooks: %s", nr_pols, all);
+		for (size_t k = 0; k < list.nr; k++)
+			snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s%s", k ? ", " : "", list.tag[k]);
+		pr_info("policy: %zu device policies, called in this order at shared hooks: %s", list.nr, all);
 	}
 	pol_state = 1;
 }
@@ -241,9 +247,9 @@ void gx_attach_rewrite_opts(const struct gx_attach_host *host, struct gx_ptx_rew
 {
 	if (!gx_attach_start(host) || gx_devrt_ctx_ready())
 		return;
-	opts->hooks |= pset.hooks;
-	opts->policy_ptx = pset.ptx;
-	opts->policy_len = pset.ptx_len;
-	opts->bindings = pset.binds;
-	opts->nr_bindings = pset.nr_binds;
+	opts->hooks |= list.set.hooks;
+	opts->policy_ptx = list.set.ptx;
+	opts->policy_len = list.set.ptx_len;
+	opts->bindings = list.set.binds;
+	opts->nr_bindings = list.set.nr_binds;
 }

@@ -1,10 +1,15 @@
 # cli/ — the gpuext command (one file per subcommand, listed in main.c's
-# table) and gpuext-run (= gpuext run). The CLI uses the parts' public
+# table), gpuext-run (= gpuext run) and gpuext-ptxas (ptxas with the
+# process's device policies compiled in, for Triton and XLA). The CLI uses the parts' public
 # headers only; this file is the one place that lists what it links.
 CLI_SRCS   := cli/main.c cli/run.c cli/run_tool.c cli/ptx.c cli/fatbin.c cli/bpf.c cli/map.c cli/tools.c
 CLI_LIBS   := $(TOOLS_LIB) $(HOSTEXEC_LIB) $(ATTACH_LIB) $(IMAGE_LIB) $(PTX_LIB) $(BPF_LIB) $(COMMON_LIB)
 GPUEXT_BIN := $(BUILD)/bin/gpuext
 GPUEXT_RUN := $(BUILD)/bin/gpuext-run
+GPUEXT_PTXAS := $(BUILD)/bin/gpuext-ptxas
+# XLA finds ptxas in <CUDA data folder>/bin: a folder whose bin/ptxas is
+# gpuext-ptxas (its libdevice, absent here, XLA takes from its other roots).
+PTXAS_CUDA_DIR := $(BUILD)/share/gpuext/cuda
 
 # -rdynamic: the plugin below calls back into the executable (p_err, gx_json).
 $(GPUEXT_BIN): $(call objs,$(CLI_SRCS)) $(CLI_LIBS)
@@ -13,11 +18,16 @@ $(GPUEXT_BIN): $(call objs,$(CLI_SRCS)) $(CLI_LIBS)
 $(GPUEXT_RUN): $(call objs,cli/run.c cli/run_main.c cli/run_tool.c) $(HOSTEXEC_LIB) $(COMMON_LIB)
 	$(link)
 
+$(GPUEXT_PTXAS): $(call objs,cli/ptxas.c) $(HOSTEXEC_LIB) $(ATTACH_LIB) $(PTX_LIB) $(BPF_LIB) $(COMMON_LIB)
+	$(call link,-ldl)
+$(PTXAS_CUDA_DIR)/bin/ptxas: | $(GPUEXT_PTXAS)
+	$(Q)mkdir -p $(@D) && ln -sf ../../../../bin/gpuext-ptxas $@
+
 # `gpuext bpf jit` is a plugin the CLI dlopens (cli/bpf.c), so the gpuext
 # binary itself needs no LLVM (machines that run applications often lack it).
 BPFJIT_PLUGIN := $(BUILD)/lib/gpuext-bpfjit.so
 $(BPFJIT_PLUGIN): $(call objs,cli/bpf_jit.c) $(JIT_LIB) $(BPF_LIB) $(COMMON_LIB)
 	$(call link_so,$(JIT_LDLIBS) $(BPF_SO_LDLIBS))
 
-BINS_ALL += $(GPUEXT_BIN) $(GPUEXT_RUN)
+BINS_ALL += $(GPUEXT_BIN) $(GPUEXT_RUN) $(GPUEXT_PTXAS) $(PTXAS_CUDA_DIR)/bin/ptxas
 LIBS_ALL += $(BPFJIT_PLUGIN)

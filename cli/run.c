@@ -50,6 +50,8 @@ static void usage(FILE *out)
 		"  --policy FILE     load a policy object, *.bpf.o (GPUEXT_POLICY); repeatable, and\n"
 		"                    usable with --tool (device policies run before the tools)\n"
 		"  --audit           also redirect dlopen of libcuda by absolute path (LD_AUDIT)\n"
+		"  --ptxas           compilers that run ptxas themselves compile the device policies in:\n"
+		"                    Triton (TRITON_PTXAS_PATH) and XLA (XLA_FLAGS) use gpuext-ptxas\n"
 		"  --disable         keep the shim loaded but only forward (GPUEXT_DISABLE=1)\n"
 		"  --print-env       print the environment that would be set, do not run\n"
 		"  -h, --help        this help\n"
@@ -120,6 +122,34 @@ static bool has_device_policy(const char *list)
 	return false;
 }
 
+/* --ptxas: Triton runs TRITON_PTXAS_PATH, XLA the ptxas of its CUDA data
+ * folder (in-process compilation off, so that it runs one): both get
+ * gpuext-ptxas (cli/ptxas.c), which compiles the device policies in and
+ * runs the real ptxas — the one the user had named, if any. */
+static int set_ptxas(const char *libdir, bool print)
+{
+	char bin[PATH_MAX + 32], cuda[PATH_MAX + 32];
+	snprintf(bin, sizeof(bin), "%s/../bin/gpuext-ptxas", libdir);
+	snprintf(cuda, sizeof(cuda), "%s/../share/gpuext/cuda", libdir);
+	if (access(bin, X_OK)) {
+		run_err("rebuild with 'make'", "--ptxas: %s is missing", bin);
+		return -1;
+	}
+	const char *user = getenv("TRITON_PTXAS_PATH");
+	if (user && *user)
+		set_default("GPUEXT_REAL_PTXAS", user, print);
+	set("TRITON_PTXAS_PATH", bin, print);
+	const char *old = getenv("XLA_FLAGS");
+	char *x = malloc(strlen(cuda) + (old ? strlen(old) : 0) + 96);
+	if (!x)
+		return -1;
+	sprintf(x, "%s%s--xla_gpu_enable_libnvptxcompiler=false --xla_gpu_cuda_data_dir=%s", old ? old : "",
+		old && *old ? " " : "", cuda);
+	set("XLA_FLAGS", x, print);
+	free(x);
+	return 0;
+}
+
 /* Repeated --tool (GPUEXT_TOOL=a,b) and --policy (GPUEXT_POLICY=p:q). */
 static int add_item(char *list, size_t n, const char *v, char sep)
 {
@@ -147,7 +177,7 @@ static int add_policy(char *list, size_t n, const char *v)
 int gx_run_main(int argc, char **argv, const char *name)
 {
 	prog = name;
-	int verbose = 0, audit = 0, disable = 0, print_env = 0;
+	int verbose = 0, audit = 0, disable = 0, print_env = 0, ptxas = 0;
 	const char *tool = NULL, *policy = NULL, *log = NULL;
 	char tools[1024] = "", pols[8192] = ""; /* repeated --tool / --policy, joined */
 	int tool_given = 0;
@@ -174,6 +204,8 @@ int gx_run_main(int argc, char **argv, const char *name)
 			return 0;
 		} else if (!strcmp(a, "--audit")) {
 			audit = 1;
+		} else if (!strcmp(a, "--ptxas")) {
+			ptxas = 1;
 		} else if (!strcmp(a, "--disable")) {
 			disable = 1;
 		} else if (!strcmp(a, "--json")) {
@@ -279,6 +311,8 @@ int gx_run_main(int argc, char **argv, const char *name)
 	 * and never over the user's own setting. */
 	if (tool || (policy && has_device_policy(policy)))
 		set_default("CUPY_COMPILE_WITH_PTX", "1", print_env);
+	if (ptxas && set_ptxas(dir, print_env))
+		return 2;
 	if (print_env)
 		return 0;
 	if (tool)

@@ -8,9 +8,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s gpu-prep
-mkdir -p .carry
-rsync -a --delete --exclude=/obj --exclude=/fuzz --exclude=/kmod-vm --exclude=/ptx-passes \
-	--exclude=/image-nvcc --exclude=/ptx-corpus --exclude=/ptx-roundtrip --exclude=/ptx-sites \
-	--exclude=/kmod --exclude='*.d' build/ .carry/build/
+rm -rf .carry/build && mkdir -p .carry
+tar -C build --exclude=./obj --exclude=./fuzz --exclude=./kmod-vm --exclude=./ptx-passes --exclude=./image-nvcc \
+	--exclude=./ptx-corpus --exclude=./ptx-roundtrip --exclude=./ptx-sites --exclude=./kmod --exclude='*.d' \
+	--exclude=./tests/kmod --exclude=./tests/ptx-rewrite --exclude=./tests/hostexec --exclude=./tests/tools \
+	--exclude=./tests/attach --exclude=./tests/devbpf/verifier --exclude=./tests/devbpf/verifier-v4 \
+	--exclude=./tests/devbpf/loader --exclude='./tests/devbpf/test_*' --exclude=./tests/image/test_image_asan \
+	--exclude='./tests/shim/test_[^a]*' --exclude=./tests/shim/fakecuda \
+	-cf - . | { mkdir -p .carry/build && tar -C .carry/build -xf -; }
 git rev-parse --short HEAD >.carry/build/.gx-commit
 echo "gpu-carry: .carry/build is $(du -sh .carry/build | cut -f1) at $(cat .carry/build/.gx-commit)$(git diff --quiet HEAD || echo ' (+ uncommitted changes)')"

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ptx-rewrite/gx_ptx.h"
+#include "gpuext/gx_devrt.h"
 #include "image/gx_image.h"
 #include "shim/gx_load.h"
 #include "shim/gx_mcache.h"
@@ -141,6 +142,13 @@ static int prep_cubin_ptx(const struct gx_image *im, unsigned sm, struct gx_prep
 	free(cubin);
 	if (r)
 		return 0;
+	if (strstr(ptx, GDEV_DEVRT_SYMBOL)) {
+		/* built by gpuext-ptxas: the hooks are in already, and the
+		 * device runtime finds its __gx_devrt at the first launch */
+		free(ptx);
+		snprintf(p->why, sizeof(p->why), "its cubin was compiled with the hooks in (gpuext-ptxas)");
+		return -1;
+	}
 	p->sm = e->sm;
 	p->from_cubin = true;
 	r = gx_prep_rewrite(ptx, len, sm, p) ? 1 : -1;

@@ -4,7 +4,9 @@
  * Kernels that reach the driver as SASS only (PyTorch wheels, cuBLAS,
  * cuDNN, NCCL) have no device records at all: here they still appear, as
  * "host only (SASS)", so a report covers the whole program and never comes
- * out empty because nothing was instrumented. Shown for tool logs of the
+ * out empty because nothing was instrumented. GPU time is measured on a
+ * sample of each kernel's launches (attach/launches.c): a kernel's time is
+ * its timed launches' mean times its launches. Shown for tool logs of the
  * second revision (launch records with flags); older logs are reported as
  * before. Text: a summary line and the kernels by GPU time; JSON: an object
  * "host_launches"; trace: one slice per timed launch on a track per stream
@@ -22,9 +24,11 @@
 
 struct kstat {
 	uint64_t kid, n, n_instr, n_timed, gpu_ns;
+	double est_ns; /* gpu_ns / n_timed * n: all its launches */
 };
 struct ltot {
-	uint64_t n, n_instr, n_timed, gpu_ns, gpu_ns_instr;
+	uint64_t n, n_instr, n_timed, gpu_ns;
+	double est_ns, est_ns_instr;
 };
 
 static int cmp_seq(const void *a, const void *b)
@@ -38,8 +42,8 @@ static int cmp_seq(const void *a, const void *b)
 static int cmp_gpu(const void *a, const void *b)
 {
 	const struct kstat *x = a, *y = b;
-	if (x->gpu_ns != y->gpu_ns)
-		return x->gpu_ns > y->gpu_ns ? -1 : 1;
+	if (x->est_ns != y->est_ns)
+		return x->est_ns > y->est_ns ? -1 : 1;
 	if (x->n != y->n)
 		return x->n > y->n ? -1 : 1;
 	return x->kid < y->kid ? -1 : x->kid > y->kid;
@@ -81,8 +85,12 @@ static struct kstat *stats(const struct tooldata *td, struct td_ltime *lt, size_
 			k[j].gpu_ns += t->gpu_ns;
 			tot->n_timed++;
 			tot->gpu_ns += t->gpu_ns;
-			tot->gpu_ns_instr += instr ? t->gpu_ns : 0;
 		}
+	}
+	for (size_t j = 0; j < *nk; j++) {
+		k[j].est_ns = k[j].n_timed ? (double)k[j].gpu_ns / (double)k[j].n_timed * (double)k[j].n : 0;
+		tot->est_ns += k[j].est_ns;
+		tot->est_ns_instr += k[j].n ? k[j].est_ns * (double)k[j].n_instr / (double)k[j].n : 0;
 	}
 	qsort(k, *nk, sizeof(*k), cmp_gpu);
 	return k;
@@ -117,14 +125,13 @@ void td_launches_text(const struct tooldata *td)
 	char nb[64];
 	printf("\nlaunches (seen host-side): %llu, %llu instrumented (%.1f %%)", (unsigned long long)tot.n,
 	       (unsigned long long)tot.n_instr, 100.0 * (double)tot.n_instr / (double)tot.n);
-	if (tot.gpu_ns)
-		printf("; GPU time %.3f ms over %llu timed launches, %.1f %% of it instrumented",
-		       (double)tot.gpu_ns / 1e6, (unsigned long long)tot.n_timed,
-		       100.0 * (double)tot.gpu_ns_instr / (double)tot.gpu_ns);
+	if (tot.est_ns > 0)
+		printf("; GPU time %.3f ms (from %llu timed launches), %.1f %% of it instrumented",
+		       tot.est_ns / 1e6, (unsigned long long)tot.n_timed, 100.0 * tot.est_ns_instr / tot.est_ns);
 	printf("\n%-40s %9s %12s  %s\n", "KERNEL", "LAUNCHES", "GPU ms", "HOOKS");
 	for (size_t i = 0; i < nk && i < TOP_KERNELS; i++)
 		printf("%-40.40s %9llu %12.3f  %s\n", td_kname(td, k[i].kid, nb, sizeof(nb)),
-		       (unsigned long long)k[i].n, (double)k[i].gpu_ns / 1e6, hooks_word(&k[i]));
+		       (unsigned long long)k[i].n, k[i].est_ns / 1e6, hooks_word(&k[i]));
 	if (nk > TOP_KERNELS)
 		printf("(%zu more kernels; --json lists them all)\n", nk - TOP_KERNELS);
 	free(k);
@@ -142,16 +149,16 @@ void td_launches_json(const struct tooldata *td)
 		return;
 	}
 	char nb[64];
-	printf(",\"host_launches\":{\"launches\":%llu,\"instrumented\":%llu,\"timed\":%llu,\"gpu_ns\":%llu,"
-	       "\"gpu_ns_instrumented\":%llu,\"kernels\":[",
+	printf(",\"host_launches\":{\"launches\":%llu,\"instrumented\":%llu,\"timed\":%llu,\"gpu_ns_timed\":%llu,"
+	       "\"gpu_ns\":%.0f,\"gpu_ns_instrumented\":%.0f,\"kernels\":[",
 	       (unsigned long long)tot.n, (unsigned long long)tot.n_instr, (unsigned long long)tot.n_timed,
-	       (unsigned long long)tot.gpu_ns, (unsigned long long)tot.gpu_ns_instr);
+	       (unsigned long long)tot.gpu_ns, tot.est_ns, tot.est_ns_instr);
 	for (size_t i = 0; i < nk; i++) {
 		printf("%s{\"kernel\":", i ? "," : "");
 		gx_json_str(stdout, td_kname(td, k[i].kid, nb, sizeof(nb)));
-		printf(",\"launches\":%llu,\"instrumented\":%llu,\"timed\":%llu,\"gpu_ns\":%llu}",
+		printf(",\"launches\":%llu,\"instrumented\":%llu,\"timed\":%llu,\"gpu_ns_timed\":%llu,\"gpu_ns\":%.0f}",
 		       (unsigned long long)k[i].n, (unsigned long long)k[i].n_instr, (unsigned long long)k[i].n_timed,
-		       (unsigned long long)k[i].gpu_ns);
+		       (unsigned long long)k[i].gpu_ns, k[i].est_ns);
 	}
 	printf("]}");
 	free(k);

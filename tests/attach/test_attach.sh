@@ -113,3 +113,35 @@ if "$PTXAS" -arch=sm_90 -lineinfo "$PTX" -o $T/li.cubin && "$PTXAS" -arch=sm_90 
 else
 	echo "not ok - attach: ptxas could not build the test cubins"
 fi
+# Launch records (tool log revision 2): the module's hooks and the timing
+# sample (a kernel's first launches are timed; GPUEXT_LAUNCH_TIMES=0: none).
+flags() { python3 - "$1" <<'P'
+import struct, sys, glob
+for f in glob.glob(sys.argv[1] + '/*-threadhist.events'):
+    d = open(f, 'rb').read(); o = 0
+    while o + 8 <= len(d):
+        t, n = struct.unpack_from('<II', d, o)
+        if n < 8: break
+        if t == 4 and n >= 72: print(struct.unpack_from('<I', d, o + 56)[0])
+        o += n
+P
+}
+mkdir -p $T/shm7 $T/shm8
+run lt GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm7 >/dev/null
+check "launch record: hooked and timed (flags 3)" "[ \"\$(flags $T/shm7 | head -1)\" = 3 ]" lt
+check "the summary line at exit: 1 launch, 1 instrumented" "grep -q 'gpuext: launches: 1, 1 instrumented (100.0 %)' $T/lt.err" lt
+run lt0 GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm8 GPUEXT_LAUNCH_TIMES=0 >/dev/null
+check "GPUEXT_LAUNCH_TIMES=0: hooked, not timed (flags 1)" "[ \"\$(flags $T/shm8 | head -1)\" = 1 ]" lt0
+# A cubin gpuext-ptxas compiled (the hooks in already): loaded as it is,
+# and the device runtime writes its __gx_devrt at the first launch.
+if GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache GPUEXT_REAL_PTXAS=$PTXAS $B/bin/gpuext-ptxas -arch=sm_90 -lineinfo \
+	tests/ptx-rewrite/golden-passes/vadd.ptx -o $T/wrapped.cubin 2>$T/wrap.err; then
+	mkdir -p $T/shm9
+	PTX=$T/wrapped.cubin run wrapped GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm9 >/dev/null
+	check "gpuext-ptxas cubin: passed through, its hooks compiled in" \
+		"grep -q 'passed through: its cubin was compiled with the hooks in (gpuext-ptxas)' $T/wrapped.err" wrapped
+	check "gpuext-ptxas cubin: __gx_devrt written at its launch, the launch counted as instrumented" \
+		"grep -q '^ok - attach_app: __gx_devrt written' $T/wrapped.out && grep -q 'launches: 1, 1 instrumented' $T/wrapped.err" wrapped
+else
+	echo "not ok - attach: gpuext-ptxas could not compile the test cubin: $(tail -2 $T/wrap.err)"
+fi

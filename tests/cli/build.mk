@@ -1,2 +1,2 @@
 # tests/cli: the gpuext command's own behaviour (flags, errors, --json).
-TESTS += tests/cli/test_cli.sh
+TESTS += tests/cli/test_cli.sh tests/cli/test_ptxas.sh

@@ -63,12 +63,16 @@ for name in triton compile cupy jax eager; do
 	fi
 	ref=$(sum $name native)
 	[ -n "$ref" ] || { nok "$name: no checksum natively"; continue; }
-	for cfg in shim threadhist1 threadhist2 kernelretsnoop; do
+	cfgs="shim threadhist1 threadhist2 kernelretsnoop"
+	# compilers that run ptxas themselves: also through gpuext-ptxas
+	[[ $name =~ ^(triton|jax)$ ]] && cfgs="$cfgs ptxas"
+	for cfg in $cfgs; do
 		mkdir -p "$W/shm-$name-$cfg"
 		case $cfg in
 		shim) one $name $cfg "$RUN" -v -- python3 "$py" ;;
 		threadhist*) one $name $cfg "$RUN" -v --tool threadhist --json --trace "$L/$name.$cfg.trace.json" -- python3 "$py" ;;
 		kernelretsnoop) one $name $cfg "$RUN" -v --tool kernelretsnoop --json -- python3 "$py" ;;
+		ptxas) one $name $cfg "$RUN" -v --ptxas --tool threadhist --json -- python3 "$py" ;;
 		esac
 		rc=$?
 		got=$(sum $name $cfg)
@@ -83,17 +87,18 @@ for name in triton compile cupy jax eager; do
 				nok "$name under $cfg: no report: $(grep 'gpuext: error' "$L/$name.$cfg.err" | head -2 | tr '\n' ' ')"
 		fi
 	done
-	# the table row, from threadhist1's report and logs
-	python3 - "$L" "$name" <<'P'
+	# the table row, from threadhist1's report and logs (and --ptxas's)
+	for c in threadhist1 $([[ $cfgs == *ptxas* ]] && echo ptxas); do
+	python3 - "$L" "$name" "$c" <<'P'
 import json, re, sys
-L, name = sys.argv[1], sys.argv[2]
+L, name, cfg = sys.argv[1], sys.argv[2], sys.argv[3]
 def rd(p):
     try:
         return open(p, errors='replace').read()
     except OSError:
         return ''
-err = rd('%s/%s.threadhist1.err' % (L, name))
-out = rd('%s/%s.threadhist1.out' % (L, name))
+err = rd('%s/%s.%s.err' % (L, name, cfg))
+out = rd('%s/%s.%s.out' % (L, name, cfg))
 rew = len(re.findall(r'module \d+ \([^)]*\): rewritten \([1-9]', err))
 cub = len(re.findall(r'carried by its cubin', err))
 psd = len(re.findall(r'passed through', err))
@@ -114,17 +119,17 @@ for k in h.get('kernels', []):
 def tm(c):
     m = re.search(r'^time_ms ([0-9.]+)', rd('%s/%s.%s.out' % (L, name, c)), re.M)
     return float(m.group(1)) if m else None
-tn, t1, t2 = tm('native'), tm('threadhist1'), tm('threadhist2')
+tn, t2 = tm('native'), tm('threadhist2' if cfg == 'threadhist1' else cfg)
 gp = h.get('gpu_ns', 0)
 print('| %s | %d | %d | %s | %s | %s | %s | %s | %s | %d rewritten (%d from cubins), %d passed through |' % (
-    name, n, ni, '%d/%d = %.1f %%' % (gi, g, 100.0 * gi / g) if g else 'n/a',
+    name + (' --ptxas' if cfg == 'ptxas' else ''), n, ni, '%d/%d = %.1f %%' % (gi, g, 100.0 * gi / g) if g else 'n/a',
     '%.1f %%' % (100.0 * h.get('gpu_ns_instrumented', 0) / gp) if gp else 'n/a',
     '%.1f' % tn if tn else '?', '%.1f' % t2 if t2 else '?',
     '%+.1f %%' % (100.0 * (t2 / tn - 1)) if tn and t2 else '?',
-    '%s / %s ms' % (rd('%s/%s.threadhist1.wall_ms' % (L, name)).strip(), rd('%s/%s.threadhist2.wall_ms' % (L, name)).strip()),
+    '%s / %s ms' % (rd('%s/%s.%s.wall_ms' % (L, name, cfg)).strip(), rd('%s/%s.threadhist2.wall_ms' % (L, name)).strip()),
     rew, cub, psd))
-open('%s/%s.row' % (L, name), 'w').write('%d %d %d %d\n' % (n, ni, g, gi))
 P
+	done
 	grep 'gpuext: launches:' "$L/$name.threadhist1.err" | head -1 | sed "s/^/# $name: /"
 done
 
@@ -139,15 +144,14 @@ exec "$REAL_PTXAS" "$@"
 S
 	chmod +x "$W/fakecuda/bin/ptxas"
 	export PTXAS_LOG=$L/jax.ptxas.log REAL_PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
-	for flags in "--xla_gpu_enable_libnvptxcompiler=false" "--xla_gpu_libnvjitlink_mode=disabled" \
-		"--xla_gpu_cuda_data_dir=$W/fakecuda" \
+	for flags in "--xla_gpu_enable_libnvptxcompiler=false" "--xla_gpu_autotune_level=0" \
 		"--xla_gpu_unsafe_fallback_to_driver_on_ptxas_not_found=true"; do
 		if XLA_FLAGS="$flags" timeout 60 python3 -c 'import jax; jax.jit(lambda x: x + 1)(1.0).block_until_ready()' \
 			>"$W/flag.out" 2>&1; then echo "# jax accepts $flags"; else echo "# jax refuses $flags: $(tail -1 "$W/flag.out")"; fi
 	done
 	v=0
-	for flags in "--xla_gpu_enable_libnvptxcompiler=false --xla_gpu_libnvjitlink_mode=disabled --xla_gpu_cuda_data_dir=$W/fakecuda" \
-		"--xla_gpu_enable_libnvptxcompiler=false --xla_gpu_libnvjitlink_mode=disabled --xla_gpu_cuda_data_dir=$W/nocuda --xla_gpu_unsafe_fallback_to_driver_on_ptxas_not_found=true"; do
+	for flags in "--xla_gpu_enable_libnvptxcompiler=false --xla_gpu_cuda_data_dir=$W/fakecuda" \
+		"--xla_gpu_enable_libnvptxcompiler=false --xla_gpu_cuda_data_dir=$W/nocuda --xla_gpu_unsafe_fallback_to_driver_on_ptxas_not_found=true"; do
 		v=$((v + 1))
 		: >"$PTXAS_LOG"
 		mkdir -p "$W/shm-jax-probe$v"

@@ -3,12 +3,13 @@
 write for a known run (layouts of tools/tools_common.h and include/gpuext/gx_toollog.h).
 argv: dir tool [v2|hostonly]. v2: launch records of the tool log's second
 revision (flags, stream) with GPU times, and two launches of a SASS-only
-kernel; hostonly: v2 with no device record at all (nothing instrumented)."""
+kernel; hostonly: v2 with no device record at all (nothing instrumented);
+sampled: v2 with only the odd-numbered launches timed (the shim's sample)."""
 import struct, sys, os
 
 d, tool = sys.argv[1], sys.argv[2]
 mode = sys.argv[3] if len(sys.argv) > 3 else ''
-v2 = mode in ('v2', 'hostonly')
+v2 = mode in ('v2', 'hostonly', 'sampled')
 def fnv(s):
     h = 0xcbf29ce484222325
     for c in s.encode():
@@ -36,11 +37,14 @@ for seq, (kid, host, g) in enumerate(L, 1):
         continue
     # flags: instrumented (1) unless SASS only (or nothing is, in hostonly), timed (2); stream 0x70 + seq % 2
     instr = 0 if kid == k3 or mode == 'hostonly' else 1
-    out += rec(4, struct.pack('<QQII6IIIQ', host, kid, 0, seq, g, 1, 1, 128, 1, 1, instr | 2, 0, 0x70 + seq % 2))
+    timed = 0 if mode == 'sampled' and seq % 2 == 0 else 2
+    out += rec(4, struct.pack('<QQII6IIIQ', host, kid, 0, seq, g, 1, 1, 128, 1, 1, instr | timed, 0, 0x70 + seq % 2))
 if v2:
     # GPU times: launch seq runs from host + 2000 for 1000 * seq ns (the
     # SASS-only ones 20 us each); written later, out of order, like the drains
     for seq, (kid, host, g) in reversed(list(enumerate(L, 1))):
+        if mode == 'sampled' and seq % 2 == 0:
+            continue
         out += rec(7, struct.pack('<IIQQ', 0, seq, host + 2000, 20_000 if kid == k3 else 1000 * seq))
     if mode == 'hostonly':
         open(os.path.join(d, '4242-%s.events' % tool), 'wb').write(out)

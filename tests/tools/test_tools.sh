@@ -48,6 +48,18 @@ sl = sorted((e['ts'], e['dur'], e['name'], e['args']['hooks']) for e in tr if e.
 good = len(sl) == 5 and sl[0] == (0.0, 1.0, 'vadd', True) and ('cublas_gemm_sm90' in [x[2] for x in sl if not x[3]])
 print(('ok' if good else 'not ok') + ' - tools-fmt: one trace slice per timed launch %s' % sl[:2])
 P
+# GPU times on a sample of launches: each kernel's timed mean, scaled to its
+# launches (vadd 1 and 3 timed, reduce none, the SASS-only kernel 1 of 2).
+mkdir -p $T/sampled && python3 tests/tools/mkdata.py $T/sampled launchlate sampled
+$B/bin/gpuext --json tools report launchlate --dir $T/sampled >$T/sampled.json 2>&1
+python3 - $T/sampled.json <<'P'
+import json, sys
+h = json.load(open(sys.argv[1]))['host_launches']
+k = {x['kernel']: (x['launches'], x['timed'], x['gpu_ns_timed'], x['gpu_ns']) for x in h['kernels']}
+good = (h['timed'], h['gpu_ns_timed'], h['gpu_ns']) == (3, 24000, 44000) and k['cublas_gemm_sm90'] == (2, 1, 20000, 40000) \
+    and k['_Z6reducePf'] == (1, 0, 0, 0) and k['vadd'] == (2, 2, 4000, 4000)
+print(('ok' if good else 'not ok') + ' - tools-fmt: sampled GPU times scaled per kernel %s %s' % (h['gpu_ns'], k))
+P
 # Nothing instrumented at all (a SASS-only program): the report still comes,
 # exit 0, with every launch host-side.
 for t in kernelretsnoop launchlate memtrace; do

@@ -1,0 +1,206 @@
+/* gpuext-ptxas — a ptxas that puts the process's device policies into the
+ * PTX it compiles, for compilers that run ptxas themselves and hand the
+ * driver only cubins: Triton (TRITON_PTXAS_PATH) and XLA (its CUDA data
+ * folder). gpuext-run --ptxas puts it in place.
+ *
+ * It takes the policies the shim would attach (GPUEXT_POLICY, GPUEXT_TOOL:
+ * the same objects in the same order, so the linked code reaches the same
+ * maps through the module's __gx_devrt, which the shim writes at the
+ * module's first launch), JIT'd for the target it is asked to compile for
+ * (the JIT cache, else libgxjit.so), rewrites each input *.ptx into a
+ * temporary file and runs the real ptxas on it with every other argument as
+ * given. Anything that goes wrong (no policy, an unreadable input, a
+ * rewrite that fails) is one "gpuext-ptxas: ..." line on stderr and the
+ * real ptxas compiles the original: a compiler must never fail because of
+ * us. `--version` and the like go straight to the real ptxas, so the
+ * wrapper answers like it.
+ *
+ * The real ptxas: $GPUEXT_REAL_PTXAS, else the first `ptxas` on PATH that is
+ * not this program, else $CUDA_HOME/bin/ptxas (/usr/local/cuda by default). */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "attach/gx_attach.h"
+#include "common/gx_log.h"
+#include "common/gx_util.h"
+#include "hostexec/gx_hostexec.h"
+#include "ptx-rewrite/gx_ptx.h"
+
+static const char *self_path(char *buf, size_t n)
+{
+	ssize_t k = readlink("/proc/self/exe", buf, n - 1);
+	buf[k > 0 ? k : 0] = 0;
+	return buf;
+}
+
+static const char *real_ptxas(char *buf, size_t n)
+{
+	const char *e = getenv("GPUEXT_REAL_PTXAS");
+	if (e && *e)
+		return e;
+	char self[PATH_MAX], rp[PATH_MAX];
+	self_path(self, sizeof(self));
+	const char *path = getenv("PATH");
+	for (const char *p = path; p && *p;) {
+		const char *c = strchr(p, ':');
+		size_t len = c ? (size_t)(c - p) : strlen(p);
+		snprintf(buf, n, "%.*s/ptxas", (int)len, p);
+		if (!access(buf, X_OK) && realpath(buf, rp) && strcmp(rp, self))
+			return buf;
+		p = c ? c + 1 : NULL;
+	}
+	const char *home = getenv("CUDA_HOME");
+	snprintf(buf, n, "%s/bin/ptxas", home && *home ? home : "/usr/local/cuda");
+	return buf;
+}
+
+/* The arch ptxas is asked for (-arch=sm_90a, -arch sm_90, --gpu-name sm_90):
+ * the policies are JIT'd for it (90 when none is given). */
+static unsigned target_sm(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = NULL;
+		if (!strncmp(a, "-arch=", 6) || !strncmp(a, "--gpu-name=", 11))
+			v = strchr(a, '=') + 1;
+		else if ((!strcmp(a, "-arch") || !strcmp(a, "--gpu-name")) && i + 1 < argc)
+			v = argv[i + 1];
+		if (v && !strncmp(v, "sm_", 3))
+			return (unsigned)strtoul(v + 3, NULL, 10);
+	}
+	return 90;
+}
+
+static bool is_input(int argc, char **argv, int i)
+{
+	size_t l = strlen(argv[i]);
+	/* an output named .ptx is not an input */
+	return l > 4 && !strcmp(argv[i] + l - 4, ".ptx") && argv[i][0] != '-' &&
+	       !(i > 1 && (!strcmp(argv[i - 1], "-o") || !strcmp(argv[i - 1], "--output-file"))) && i < argc;
+}
+
+/* Rewrite `in` with the set's hooks into a temporary file; its path in out. */
+static int rewrite_file(const char *in, const struct gx_policy_set *set, char *out, size_t n)
+{
+	char *ptx = NULL;
+	size_t len = 0;
+	int ret = gx_read_file(in, &ptx, &len, 1u << 30);
+	if (ret) {
+		pr_warn("ptxas: cannot read %s: %s; compiling it as it is", in, strerror(-ret));
+		return ret;
+	}
+	struct gx_ptx_rewrite_opts o = { .sz = sizeof(o), .hooks = set->hooks, .policy_ptx = set->ptx,
+					 .policy_len = set->ptx_len, .bindings = set->binds,
+					 .nr_bindings = set->nr_binds, .flags = gx_ptx_flags_from_env() };
+	struct gx_ptx_rewrite_result res;
+	ret = gx_ptx_rewrite(ptx, len, &o, &res);
+	free(ptx);
+	if (ret) {
+		pr_warn("ptxas: %s: rewrite failed (%s); compiling it as it is", in, res.err[0] ? res.err : "error");
+		gx_ptx_rewrite_result_free(&res);
+		return ret;
+	}
+	snprintf(out, n, "%s/gpuext-ptxas-XXXXXX.ptx", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	int fd = mkstemps(out, 4);
+	ret = fd < 0 ? -errno : 0;
+	if (fd >= 0) {
+		close(fd);
+		ret = gx_write_file(out, res.ptx, res.len);
+		if (ret)
+			unlink(out);
+	}
+	if (ret)
+		pr_warn("ptxas: cannot write a temporary file (%s); compiling %s as it is", strerror(-ret), in);
+	else
+		pr_info("ptxas: %s: %u hook sites, %u kernels", in, res.nr_hooks, res.nr_kernels);
+	gx_ptx_rewrite_result_free(&res);
+	return ret;
+}
+
+static int run_real(const char *real, char **argv)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return 127;
+	if (!pid) {
+		execv(real, argv);
+		fprintf(stderr, "gpuext: ptxas: cannot run %s: %s\n", real, strerror(errno));
+		_exit(127);
+	}
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+/* Reached through a link (XLA's <data folder>/bin/ptxas), this program's
+ * folder is not where gpuext lives: say where, from the program itself. */
+static void find_gpuext(void)
+{
+	char self[PATH_MAX], v[PATH_MAX + 64];
+	self_path(self, sizeof(self));
+	char *s = strrchr(self, '/');
+	if (!s)
+		return;
+	*s = 0;
+	snprintf(v, sizeof(v), "%s/../lib/libgxjit.so", self);
+	setenv("GPUEXT_JITLIB", v, 0);
+	snprintf(v, sizeof(v), "%s/../share/gpuext/tools", self);
+	setenv("GPUEXT_TOOLS_DIR", v, 0);
+}
+
+int main(int argc, char **argv)
+{
+	char rbuf[PATH_MAX];
+	const char *real = real_ptxas(rbuf, sizeof(rbuf));
+	find_gpuext();
+	const char *lvl = getenv("GPUEXT_LOG");
+	gx_log_set_level(lvl && gx_log_parse_level(lvl) >= 0 ? gx_log_parse_level(lvl) : GX_LOG_WARN);
+	const char *policy = getenv("GPUEXT_POLICY"), *tool = getenv("GPUEXT_TOOL");
+	const char *dis = getenv("GPUEXT_DISABLE");
+	int nin = 0;
+	for (int i = 1; i < argc; i++)
+		nin += is_input(argc, argv, i);
+	/* the real ptxas's argv: ours, with its path first and inputs swapped */
+	char **args = calloc((size_t)argc + 1, sizeof(*args));
+	if (!args)
+		return 127;
+	memcpy(args, argv, (size_t)argc * sizeof(*args));
+	args[0] = (char *)real;
+	if (!nin || (!policy && !tool) || (dis && *dis && strcmp(dis, "0"))) {
+		execv(real, args); /* nothing to do: be ptxas */
+		fprintf(stderr, "gpuext: ptxas: cannot run %s: %s\n", real, strerror(errno));
+		return 127;
+	}
+	struct gx_policy_list pl;
+	int ret = gx_policy_list_load(policy, tool, target_sm(argc, argv), gx_hx_is_struct_ops, &pl);
+	char tmp[64][PATH_MAX];
+	int ntmp = 0, at[64];
+	char *orig[64];
+	for (int i = 1; !ret && pl.nr && i < argc && ntmp < 64; i++)
+		if (is_input(argc, argv, i) && !rewrite_file(argv[i], &pl.set, tmp[ntmp], sizeof(tmp[0]))) {
+			orig[ntmp] = argv[i];
+			at[ntmp] = i;
+			args[i] = tmp[ntmp++];
+		}
+	int rc = run_real(real, args);
+	if (rc && ntmp) {
+		/* ptxas refused what we made of it: the original, as asked */
+		pr_warn("ptxas: the rewritten PTX did not compile (exit %d); compiling the original", rc);
+		for (int k = 0; k < ntmp; k++)
+			args[at[k]] = orig[k];
+		rc = run_real(real, args);
+	}
+	for (int k = 0; k < ntmp; k++)
+		unlink(tmp[k]);
+	if (!ret)
+		gx_policy_list_free(&pl);
+	free(args);
+	return rc;
+}

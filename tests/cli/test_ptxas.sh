@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# gpuext-ptxas: a ptxas that compiles the process's device policies in
+# (Triton, XLA under gpuext-run --ptxas). It answers --version like ptxas,
+# passes every other option through, compiles the policies' hooks into the
+# cubin (it defines __gx_devrt; with -lineinfo its carried PTX has the
+# hooks), compiles exactly what ptxas would without a policy, and falls back
+# to the original input when anything goes wrong.
+set -u
+B=${BUILD:-build}
+B=$(cd "$B" && pwd)
+PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
+W=$B/bin/gpuext-ptxas
+G=$B/bin/gpuext
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+check() { if eval "$2" >/dev/null 2>&1; then echo "ok - ptxas: $1"; else echo "not ok - ptxas: $1"; sed 's/^/#  /' $T/err 2>/dev/null | tail -5; fi; }
+cp tests/ptx-rewrite/golden-passes/vadd.ptx $T/k.ptx
+export GPUEXT_REAL_PTXAS=$PTXAS GPUEXT_CACHE_DIR=$T/cache
+check "--version answers like ptxas" "[ \"\$($W --version)\" = \"\$($PTXAS --version)\" ]"
+check "through the XLA data folder's bin/ptxas too" "[ \"\$($B/share/gpuext/cuda/bin/ptxas --version)\" = \"\$($PTXAS --version)\" ]"
+check "no policy: the cubin is ptxas's, byte for byte" \
+	"$W -arch=sm_90 -O3 $T/k.ptx -o $T/plain.cubin && $PTXAS -arch=sm_90 -O3 $T/k.ptx -o $T/ref.cubin && cmp $T/plain.cubin $T/ref.cubin"
+check "under a tool: compiled with the hooks in (__gx_devrt defined)" \
+	"GPUEXT_TOOL=threadhist $W -arch=sm_90 -lineinfo $T/k.ptx -o $T/h.cubin 2>$T/err && strings $T/h.cubin | grep -q __gx_devrt && ! strings $T/ref.cubin | grep -q __gx_devrt"
+check "under a tool: the PTX the cubin carries is the rewritten one" \
+	"$G fatbin extract --ptx -o $T/x $T/h.cubin && grep -q __gx_devrt $T/x/*.lineinfo.ptx"
+check "options pass through (-v prints ptxas's resource usage)" \
+	"GPUEXT_TOOL=threadhist $W -arch=sm_90 -v $T/k.ptx -o $T/v.cubin 2>&1 | grep -q 'Used [0-9]* registers'"
+check "the input file is left as it was" "cmp $T/k.ptx tests/ptx-rewrite/golden-passes/vadd.ptx"
+check "no temporary file left behind" "[ -z \"\$(ls /tmp/gpuext-ptxas-* 2>/dev/null)\" ]"
+check "an unknown tool: one line, the original compiled" \
+	"GPUEXT_TOOL=nosuchtool $W -arch=sm_90 -O3 $T/k.ptx -o $T/u.cubin 2>$T/err && grep -q 'policy nosuchtool: cannot read' $T/err && cmp $T/u.cubin $T/ref.cubin"
+printf '.version 9.0\n.target sm_90\n.address_size 64\n.visible .entry bad() { bogus.op; ret; }\n' >$T/bad.ptx
+check "through the XLA data folder's link, the tools and the JIT are found" \
+	"GPUEXT_TOOL=threadhist $B/share/gpuext/cuda/bin/ptxas -arch=sm_90 $T/k.ptx -o $T/l.cubin 2>$T/err && strings $T/l.cubin | grep -q __gx_devrt"
+check "PTX that fails in ptxas still fails, with ptxas's own exit status" \
+	"! GPUEXT_TOOL=threadhist $W -arch=sm_90 $T/bad.ptx -o $T/bad.cubin 2>$T/err"

@@ -1,0 +1,73 @@
+// gridsync.cu — a cooperative kernel with grid-wide syncs (the shape of
+// cuda-samples' reductionMultiBlockCG): each block sums its slice, grid.sync(),
+// block 0 sums the partials, grid.sync() again, every block checks the total.
+// The grid is sized with the occupancy API on the function the application
+// holds (under a tool, the instrumented one). Prints the sum and the time.
+#include <cooperative_groups.h>
+#include <chrono>
+#include <cstdio>
+#include <cuda_runtime.h>
+namespace cg = cooperative_groups;
+
+__global__ void reduce_grid(const float *in, float *partial, float *out, int *bad, int n)
+{
+	cg::grid_group grid = cg::this_grid();
+	__shared__ float s[256];
+	float v = 0;
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+		v += in[i];
+	s[threadIdx.x] = v;
+	__syncthreads();
+	for (int k = blockDim.x / 2; k; k >>= 1) {
+		if (threadIdx.x < k)
+			s[threadIdx.x] += s[threadIdx.x + k];
+		__syncthreads();
+	}
+	if (!threadIdx.x)
+		partial[blockIdx.x] = s[0];
+	grid.sync();
+	if (!blockIdx.x && !threadIdx.x) {
+		float t = 0;
+		for (int b = 0; b < gridDim.x; b++)
+			t += partial[b];
+		*out = t;
+	}
+	grid.sync();
+	if (!threadIdx.x && *out != *out)
+		atomicAdd(bad, 1);
+}
+
+int main()
+{
+	const int n = 1 << 24;
+	float *in, *partial, *out;
+	int *bad, dev = 0, sms = 0, per_sm = 0;
+	cudaMalloc(&in, n * sizeof(float));
+	float *h = new float[n];
+	for (int i = 0; i < n; i++)
+		h[i] = (float)(i % 7) * 0.5f;
+	cudaMemcpy(in, h, n * sizeof(float), cudaMemcpyHostToDevice);
+	cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+	cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reduce_grid, 256, 0);
+	int blocks = sms * per_sm;
+	cudaMalloc(&partial, blocks * sizeof(float));
+	cudaMalloc(&out, sizeof(float));
+	cudaMalloc(&bad, sizeof(int));
+	cudaMemset(bad, 0, sizeof(int));
+	int nn = n;
+	void *args[] = { &in, &partial, &out, &bad, &nn };
+	auto t0 = std::chrono::steady_clock::now();
+	cudaError_t e = cudaSuccess;
+	for (int r = 0; r < 20 && e == cudaSuccess; r++)
+		e = cudaLaunchCooperativeKernel((void *)reduce_grid, blocks, 256, args, 0, 0);
+	if (e == cudaSuccess)
+		e = cudaDeviceSynchronize();
+	double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+	float r = 0;
+	int b = 0;
+	cudaMemcpy(&r, out, sizeof(float), cudaMemcpyDeviceToHost);
+	cudaMemcpy(&b, bad, sizeof(int), cudaMemcpyDeviceToHost);
+	printf("sum %.1f bad %d status %s\n", r, b, cudaGetErrorString(e));
+	printf("blocks %d (%d per SM) time_ms %.3f\n", blocks, per_sm, ms);
+	return e == cudaSuccess ? 0 : 1;
+}
