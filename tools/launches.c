@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uthash.h>
+
 #include "common/gx_util.h"
 #include "gpuext/gx_toollog.h"
 #include "tools/tooldata.h"
@@ -25,6 +27,7 @@
 struct kstat {
 	uint64_t kid, n, n_instr, n_timed, gpu_ns;
 	double est_ns; /* gpu_ns / n_timed * n: all its launches */
+	UT_hash_handle hh;
 };
 struct ltot {
 	uint64_t n, n_instr, n_timed, gpu_ns;
@@ -64,18 +67,19 @@ static struct kstat *stats(const struct tooldata *td, struct td_ltime *lt, size_
 	*nk = 0;
 	if (!td->launch_flags || !td->nr_launches)
 		return NULL;
-	struct kstat *k = calloc(td->nr_launches, sizeof(*k));
+	struct kstat *k = calloc(td->nr_launches, sizeof(*k)), *byid = NULL, *f;
 	if (!k)
 		return NULL;
 	for (size_t i = 0; i < td->nr_launches; i++) {
 		const struct td_launch *l = &td->launches[i];
 		const struct td_ltime *t = ltime_of(lt, td->nr_ltimes, l->pid, l->seq);
 		bool instr = l->flags & GX_TEV_L_INSTRUMENTED;
-		size_t j = 0;
-		while (j < *nk && k[j].kid != l->kernel_id)
-			j++;
-		if (j == *nk)
-			k[(*nk)++].kid = l->kernel_id;
+		HASH_FIND(hh, byid, &l->kernel_id, sizeof(l->kernel_id), f);
+		size_t j = f ? (size_t)(f - k) : (*nk)++;
+		if (!f) {
+			k[j].kid = l->kernel_id;
+			HASH_ADD(hh, byid, kid, sizeof(k[j].kid), &k[j]);
+		}
 		k[j].n++;
 		k[j].n_instr += instr;
 		tot->n++;
@@ -87,6 +91,7 @@ static struct kstat *stats(const struct tooldata *td, struct td_ltime *lt, size_
 			tot->gpu_ns += t->gpu_ns;
 		}
 	}
+	HASH_CLEAR(hh, byid);
 	for (size_t j = 0; j < *nk; j++) {
 		k[j].est_ns = k[j].n_timed ? (double)k[j].gpu_ns / (double)k[j].n_timed * (double)k[j].n : 0;
 		tot->est_ns += k[j].est_ns;
@@ -112,16 +117,22 @@ static const char *hooks_word(const struct kstat *k)
 	return k->n_instr == k->n ? "yes" : k->n_instr ? "some" : "host only (SASS)";
 }
 
-void td_launches_text(const struct tooldata *td)
+/* The per-kernel table for a report, or NULL (nothing to say). */
+static struct kstat *report_stats(const struct tooldata *td, size_t *nk, struct ltot *tot)
 {
 	struct td_ltime *lt = sorted_ltimes(td);
+	struct kstat *k = lt ? stats(td, lt, nk, tot) : NULL;
+	free(lt);
+	return k;
+}
+
+void td_launches_text(const struct tooldata *td)
+{
 	size_t nk;
 	struct ltot tot;
-	struct kstat *k = lt ? stats(td, lt, &nk, &tot) : NULL;
-	if (!k) {
-		free(lt);
+	struct kstat *k = report_stats(td, &nk, &tot);
+	if (!k)
 		return;
-	}
 	char nb[64];
 	printf("\nlaunches (seen host-side): %llu, %llu instrumented (%.1f %%)", (unsigned long long)tot.n,
 	       (unsigned long long)tot.n_instr, 100.0 * (double)tot.n_instr / (double)tot.n);
@@ -135,19 +146,15 @@ void td_launches_text(const struct tooldata *td)
 	if (nk > TOP_KERNELS)
 		printf("(%zu more kernels; --json lists them all)\n", nk - TOP_KERNELS);
 	free(k);
-	free(lt);
 }
 
 void td_launches_json(const struct tooldata *td)
 {
-	struct td_ltime *lt = sorted_ltimes(td);
 	size_t nk;
 	struct ltot tot;
-	struct kstat *k = lt ? stats(td, lt, &nk, &tot) : NULL;
-	if (!k) {
-		free(lt);
+	struct kstat *k = report_stats(td, &nk, &tot);
+	if (!k)
 		return;
-	}
 	char nb[64];
 	printf(",\"host_launches\":{\"launches\":%llu,\"instrumented\":%llu,\"timed\":%llu,\"gpu_ns_timed\":%llu,"
 	       "\"gpu_ns\":%.0f,\"gpu_ns_instrumented\":%.0f,\"kernels\":[",
@@ -162,7 +169,6 @@ void td_launches_json(const struct tooldata *td)
 	}
 	printf("]}");
 	free(k);
-	free(lt);
 }
 
 void td_launches_trace(const struct tooldata *td, FILE *tf)
