@@ -7,7 +7,10 @@ HB_DIR      := $(BUILD)/hostbpf
 VMLINUX_BTF ?= $(firstword $(wildcard $(KDIR)/vmlinux /sys/kernel/btf/vmlinux))
 HB_POLICIES := fifo lfu mru quota seq stride tree prio
 HB_BINS     := $(patsubst %,$(BUILD)/bin/gx_%,$(HB_POLICIES))
-HB_OBJS     := $(patsubst %,$(HB_DIR)/gx_%.bpf.o,$(HB_POLICIES))
+# Tenant scheduling (task_launch, run by the shim; docs/tenants.md): objects
+# only — gpuext.ko never calls task_launch, so they have no loader.
+HB_TENANT   := lcfirst tbucket lcslo
+HB_OBJS     := $(patsubst %,$(HB_DIR)/gx_%.bpf.o,$(HB_POLICIES) $(HB_TENANT))
 HB_BPF_FLAGS := -D__TARGET_ARCH_x86 -I$(HB_DIR) -Ihostbpf -idirafter /usr/include
 HB_LDLIBS   := -lbpf -lelf -lz
 HB_BPF_DEPS := include/gpuext/gpu_ext.h hostbpf/gx_common.bpf.h $(HB_DIR)/vmlinux.h

@@ -6,6 +6,7 @@
 #include "shim/gx_hostpolicy.h"
 #include "shim/gx_shim_ev.h"
 #include "shim/gx_tables.h"
+#include "shim/gx_tenancy.h"
 
 #define MAX_DEVS 64
 static CUcontext primary[MAX_DEVS]; /* device ordinal -> primary context seen */
@@ -22,6 +23,7 @@ GX_EXPORT CUresult cuInit(unsigned int Flags)
 		pr_info("shim active: real driver %s (CUDA %d.%d)%s", gx_real_path(), v / 1000, v % 1000 / 10,
 			gx_config.disabled ? ", GPUEXT_DISABLE set: forwarding only" : "");
 		gx_hostpolicy_init();
+		gx_tenancy_init();
 	}
 	return rc;
 }

@@ -8,6 +8,7 @@
 
 #include "shim/gx_shim_ev.h"
 #include "shim/gx_tables.h"
+#include "shim/gx_tenancy.h"
 
 static __attribute__((noinline)) CUresult launch_event(struct gx_event *ev)
 {
@@ -48,17 +49,24 @@ static CUresult launch_slow(unsigned sym, enum gx_launch_api api, LAUNCH_ARGS,
 	l->extra = extra;
 	if (!gx_ev_nested()) {
 		CUresult veto = launch_event(&ev);
-		if (veto != CUDA_SUCCESS)
+		if (veto != CUDA_SUCCESS) {
+			gx_tenancy_track = 0;
 			return veto;
+		}
 	}
 	void *fn = __atomic_load_n(&gx_slots[sym], __ATOMIC_RELAXED);
+	CUresult rc;
 	if (api == GX_LAUNCH_COOPERATIVE)
-		return ((__typeof__(&cuLaunchCooperativeKernel))fn)(l->func, l->grid[0], l->grid[1], l->grid[2],
-								    l->block[0], l->block[1], l->block[2],
-								    l->shared_mem, l->stream, l->kernel_params);
-	return ((__typeof__(&cuLaunchKernel))fn)(l->func, l->grid[0], l->grid[1], l->grid[2], l->block[0],
-						 l->block[1], l->block[2], l->shared_mem, l->stream,
-						 l->kernel_params, l->extra);
+		rc = ((__typeof__(&cuLaunchCooperativeKernel))fn)(l->func, l->grid[0], l->grid[1], l->grid[2],
+								  l->block[0], l->block[1], l->block[2],
+								  l->shared_mem, l->stream, l->kernel_params);
+	else
+		rc = ((__typeof__(&cuLaunchKernel))fn)(l->func, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+						       l->block[1], l->block[2], l->shared_mem, l->stream,
+						       l->kernel_params, l->extra);
+	if (gx_tenancy_track)
+		gx_tenancy_launched(rc);
+	return rc;
 }
 
 /* Entered from launch_fast.S only when somebody subscribed to launches. */
@@ -109,15 +117,20 @@ static CUresult launch_ex_slow(unsigned sym, const CUlaunchConfig *config,
 	l->extra = extra;
 	l->config = config;
 	CUresult veto = launch_event(&ev);
-	if (veto != CUDA_SUCCESS)
+	if (veto != CUDA_SUCCESS) {
+		gx_tenancy_track = 0;
 		return veto;
+	}
 	CUlaunchConfig c = *config;
 	c.gridDimX = l->grid[0], c.gridDimY = l->grid[1], c.gridDimZ = l->grid[2];
 	c.blockDimX = l->block[0], c.blockDimY = l->block[1], c.blockDimZ = l->block[2];
 	c.sharedMemBytes = l->shared_mem;
 	c.hStream = l->stream;
-	return ((__typeof__(&cuLaunchKernelEx))__atomic_load_n(&gx_slots[sym], __ATOMIC_RELAXED))(
+	CUresult rc = ((__typeof__(&cuLaunchKernelEx))__atomic_load_n(&gx_slots[sym], __ATOMIC_RELAXED))(
 		&c, l->func, l->kernel_params, l->extra);
+	if (gx_tenancy_track)
+		gx_tenancy_launched(rc);
+	return rc;
 }
 
 SLOW CUresult gx_slow_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
