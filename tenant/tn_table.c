@@ -255,7 +255,7 @@ int tn_reap_locked(struct tn_table *t, uint64_t my_pidns, uint64_t now)
 		if (!pid || !dead(p, my_pidns, now))
 			continue;
 		bool same_ns = p->pidns == my_pidns;
-		pr_info("tenant: process %u of '%.*s' is gone with %u launches in flight; reaped", pid,
+		pr_warn("tenant: process %u of '%.*s' is gone with %u launches in flight; reaped", pid,
 			GX_TN_NAME_MAX, t->tenants[p->tenant % GX_TN_MAX_TENANTS].name, LD(p->inflight));
 		tn_release_locked(t, i);
 		if (same_ns)
