@@ -27,6 +27,10 @@ int gx_tenancy_track_launch(CUcontext ctx, CUstream s, struct gx_tn *tn, uint64_
 int gx_tenancy_poller_start(struct gx_tn *tn, uint64_t interval_ns);
 void gx_tenancy_poller_stop(void);
 void gx_tenancy_poller_forget(void);
+/* A launch went into a stream being captured: the completion thread makes
+ * no driver call for a while (a query from another thread during a capture
+ * in global mode could invalidate it). */
+void gx_tenancy_capturing(void);
 /* A context is being destroyed: its pending launches count as complete. */
 void gx_tenancy_ctx_gone(CUcontext ctx);
 

@@ -203,6 +203,7 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
 	if (REAL(cuStreamIsCapturing)(ev->launch.stream, &cs) != CUDA_SUCCESS || cs != CU_STREAM_CAPTURE_STATUS_NONE) {
 		__atomic_add_fetch(&nr_capture, 1, __ATOMIC_RELAXED);
+		gx_tenancy_capturing();
 		return CUDA_SUCCESS;
 	}
 	gate(tn, &ev->launch);
@@ -245,8 +246,8 @@ static void at_exit(void)
 			in.name, gx_tn_class_name(in.cls), i, (unsigned long long)in.launches,
 			(unsigned long long)in.completions, in.max_inflight, (unsigned long long)in.held,
 			in.throttled_ns / 1e6, in.p50_ns / 1e3, in.p99_ns / 1e3);
-		gx_tn_close(devs[i].tn);
-		devs[i].tn = NULL;
+		/* leave, not close: a thread still inside a launch may hold it */
+		gx_tn_leave(devs[i].tn);
 	}
 	pthread_mutex_unlock(&open_mu);
 }

@@ -54,6 +54,7 @@ static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static pthread_t thread;
 static int started, stopping;
 static uint64_t poll_ns = 20000;
+static uint64_t capture_ns; /* the last launch seen into a capturing stream */
 static unsigned long nr_errors;
 
 static CUevent pool_get(CUcontext ctx)
@@ -165,14 +166,22 @@ static int poll_round(void)
 	return left;
 }
 
+void gx_tenancy_capturing(void)
+{
+	__atomic_store_n(&capture_ns, gx_tenancy_now(), __ATOMIC_RELAXED);
+}
+
 static void *poller(void *arg)
 {
 	(void)arg;
 	prctl(PR_SET_TIMERSLACK, 1000ul); /* sleeps of a few µs, not the default 50 */
 	uint64_t last_tick = 0;
 	while (!__atomic_load_n(&stopping, __ATOMIC_ACQUIRE)) {
-		int busy = poll_round();
-		uint64_t now = gx_tenancy_now();
+		uint64_t now = gx_tenancy_now(), cap = __atomic_load_n(&capture_ns, __ATOMIC_RELAXED);
+		/* Capturing lately: no queries for 100 ms after it (pending
+		 * launches stay in flight meanwhile; the lease goes on). */
+		int busy = cap && now - cap < 100000000ull ? 1 : poll_round();
+		now = gx_tenancy_now();
 		if (now - last_tick >= 10000000ull) {
 			last_tick = now;
 			for (int i = 0; i < ntns; i++)

@@ -53,6 +53,10 @@ int gx_tn_open(const struct gx_tn_opts *opts, struct gx_tn **out);
 /* Leave: the entry's counts go to the tenant; the tenant goes with its last
  * process, the table with the last tenant. */
 void gx_tn_close(struct gx_tn *tn);
+/* Leave as gx_tn_close does, but keep the handle and its mapping: calls on
+ * it afterwards (another thread still launching while the process exits)
+ * write nothing. The memory goes with the process. */
+void gx_tn_leave(struct gx_tn *tn);
 /* After fork, in the child: forget the parent's entries without touching
  * the table (the child is another process). */
 void gx_tn_forget(struct gx_tn *tn);

@@ -385,7 +385,7 @@ int gx_tn_open(const struct gx_tn_opts *opts, struct gx_tn **out)
 	return 0;
 }
 
-void gx_tn_close(struct gx_tn *tn)
+void gx_tn_leave(struct gx_tn *tn)
 {
 	if (!tn)
 		return;
@@ -403,7 +403,14 @@ void gx_tn_close(struct gx_tn *tn)
 			unlink(tn->path);
 		tn_unlock(t);
 	}
-	tn_unmap(t, tn->fd);
+}
+
+void gx_tn_close(struct gx_tn *tn)
+{
+	if (!tn)
+		return;
+	gx_tn_leave(tn);
+	tn_unmap(tn->t, tn->fd);
 	pthread_mutex_destroy(&tn->mu);
 	free(tn);
 }
