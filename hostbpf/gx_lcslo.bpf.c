@@ -11,9 +11,11 @@
  *     so the GPU is idle, not busy with BE kernels, when LC arrives.
  *  3. At most `window` BE launches in flight per tenant.
  * Every `adjust_ms` the LC p99 the runtime measured is compared with
- * target_us: above it, the margin grows by half (at least 50 µs) and the
- * window halves; below 3/4 of it, the margin shrinks by an eighth and the
- * window grows by one (up to max_window). The window is published in the
+ * target_us: above it, the margin grows by half (at least 50 µs, at most to
+ * max_margin_us) and the window halves; below 3/4 of it, the margin shrinks
+ * by an eighth and the window grows by one (up to max_window). The margin
+ * is BE idle time before every predicted LC burst: its cap bounds what the
+ * controller may take from BE chasing a target it cannot reach. The window is published in the
  * tenant table (`gpuext tenant` shows it; a value set from outside is
  * overwritten at the next adjustment). A BE launch held max_hold_ms passes.
  * When it wins: LC work that recurs (a service at a steady request rate)
@@ -30,6 +32,7 @@ const volatile __u32 target_us = 200;
 const volatile __u32 guard_us = 50;
 const volatile __u32 max_window = 4;
 const volatile __u32 margin_us = 100;  /* starting margin */
+const volatile __u32 max_margin_us = 1000;
 const volatile __u32 adjust_ms = 250;
 const volatile __u32 max_hold_ms = 100;
 
@@ -74,8 +77,8 @@ int BPF_PROG(lcslo_launch, struct gpu_sched_ctx *gctx, struct gpu_tenant *t, str
 		c->last_ns = now;
 		if (p99 > target) {
 			c->margin_ns += c->margin_ns / 2 > 50000 ? c->margin_ns / 2 : 50000;
-			if (c->margin_ns > 20000000)
-				c->margin_ns = 20000000;
+			if (c->margin_ns > (__u64)max_margin_us * 1000)
+				c->margin_ns = (__u64)max_margin_us * 1000;
 			c->window = c->window > 1 ? c->window / 2 : 1;
 			GX_STAT(nr_tighten);
 		} else if (p99 < target * 3 / 4) {

@@ -76,6 +76,11 @@ if ls "$B/share/jitlibs"/*.xz >/dev/null 2>&1; then
 	for f in "$B/share/jitlibs"/*.xz; do xz -dc "$f" >"$W/jitlibs/$(basename "${f%.xz}")"; done
 	export LD_LIBRARY_PATH="$W/jitlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
+# What decides the native baseline: time slices between processes (no MPS).
+{
+	nvidia-smi -q 2>&1 | grep -iE -A1 'compute mode|timeslice|mig mode' | head -20
+	echo "mps: $(pgrep -l nvidia-cuda-mps 2>/dev/null | head -1)"
+} >"$L/gpu-info.txt" 2>&1
 if [ -n "$(ls -A "$SHMDIR" 2>/dev/null)" ]; then
 	echo "# $SHMDIR not empty before the run: $(ls "$SHMDIR" | tr '\n' ' ')"
 	"$GX" tenant gc >/dev/null 2>&1
@@ -100,7 +105,7 @@ group() {
 	for c in "$@"; do
 		c=${c//@BAR@/$bar}
 		( # its stderr: only the shell's note when the kill test kills it
-			timeout -k 5 $((secs + 100)) bash -c "$c" >"$L/$name.$i.out" 2>"$L/$name.$i.err"
+			timeout -k 5 $((secs + 45)) bash -c "$c" >"$L/$name.$i.out" 2>"$L/$name.$i.err"
 			echo $? >"$L/$name.$i.rc"
 		) 2>/dev/null &
 		G_PIDS+=($!)
@@ -110,12 +115,12 @@ group() {
 	local n=$# t=0
 	# all ready, or some gave up before they were (their rc file is there)
 	while [ $(($(ls "$bar" | grep -c '^ready\.') + $(ls "$L" | grep -c "^$name\.[0-9]*\.rc\$"))) -lt "$n" ] &&
-		[ $t -lt 900 ]; do
+		[ $t -lt 600 ]; do
 		sleep 0.1
 		t=$((t + 1))
 	done
-	if [ $t -ge 900 ]; then
-		nok "$name: only $(ls "$bar" | grep -c '^ready\.') of $n processes ready after 90 s"
+	if [ $t -ge 600 ]; then
+		nok "$name: only $(ls "$bar" | grep -c '^ready\.') of $n processes ready after 60 s"
 	fi
 	G_START=$(($(date +%s%N) + 500000000))
 	echo "$G_START" >"$bar/go.tmp" && mv "$bar/go.tmp" "$bar/go"
@@ -176,7 +181,7 @@ report() { # NAME LABEL
 }
 
 if [[ ",$SKIP," != *,micro,* ]]; then
-	timeout 60 "$BIN" --role calib --be-us "$BE_US" >"$L/calib.out" 2>&1
+	timeout 30 "$BIN" --role calib --be-us "$BE_US" >"$L/calib.out" 2>&1
 	ITERS=$(sed -n 's/^CALIB iters=\([0-9]*\) .*/\1/p' "$L/calib.out")
 	if [ -n "$ITERS" ]; then ok "calibration: $(cat "$L/calib.out")"; else nok "calibration failed: $(tail -n 3 "$L/calib.out")"; ITERS=20000; fi
 	half=$((SECS / 2 > 6 ? SECS / 2 : 6))
