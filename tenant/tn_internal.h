@@ -17,7 +17,7 @@
 
 #define TN_MAGIC 0x4e545847u /* "GXTN" */
 #define TN_VERSION 1
-#define TN_LAT 512           /* latency samples kept per process */
+#define TN_LAT 256           /* latency samples kept per process (recent: a controller reacts to it) */
 #define TN_SVC 32            /* service-time samples (the low one counts) */
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
