@@ -22,8 +22,8 @@ uint64_t gx_tenancy_now(void); /* CLOCK_MONOTONIC ns, the table's clock */
 /* Record a completion event after the launch just made on s; 0, or -errno
  * (not tracked: no room, or the event could not be recorded). */
 int gx_tenancy_track_launch(CUcontext ctx, CUstream s, struct gx_tn *tn, uint64_t now);
-/* The completion thread: started with the first tenant entry (the fastest
- * poll interval asked wins), stopped at exit, forgotten in a forked child. */
+/* The completion thread: started with the first tenant entry (polling every
+ * interval_ns, 0: by class), stopped at exit, forgotten in a forked child. */
 int gx_tenancy_poller_start(struct gx_tn *tn, uint64_t interval_ns);
 void gx_tenancy_poller_stop(void);
 void gx_tenancy_poller_forget(void);

@@ -119,16 +119,16 @@ static struct gx_tn *tenant_of(CUdevice dev)
 			pr_warn("tenant: cannot join the tenant table (%s); launches on device %d are not scheduled",
 				strerror(-err), (int)dev);
 		} else {
-			int cls = gx_tn_class(tn);
-			uint64_t poll = cfg.poll_ns ? cfg.poll_ns : cls == GPU_CLASS_LC ? 5000 : 20000;
-			if ((err = gx_tenancy_poller_start(tn, poll))) {
+			if ((err = gx_tenancy_poller_start(tn, cfg.poll_ns))) {
 				pr_warn("tenant: no completion thread (%s); launches on device %d are not scheduled",
 					strerror(-err), (int)dev);
 				gx_tn_close(tn);
 				tn = NULL;
 			} else {
-				pr_info("tenant: '%s' (%s, window %u) on device %d, policy %s", cfg.name[0] ? cfg.name : "(process)",
-					gx_tn_class_name(cls), gx_tn_window(tn), (int)dev,
+				struct gx_tn_info in;
+				gx_tn_self(tn, &in);
+				pr_info("tenant: '%s' (%s, window %u) on device %d, policy %s", in.name,
+					gx_tn_class_name(in.cls), in.window, (int)dev,
 					cfg.policy ? "task_launch" : "none (window only)");
 			}
 		}

@@ -53,7 +53,7 @@ static pthread_mutex_t poll_mu = PTHREAD_MUTEX_INITIALIZER; /* a query round */
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static pthread_t thread;
 static int started, stopping;
-static uint64_t poll_ns = 20000;
+static uint64_t poll_override; /* GPUEXT_TENANT_POLL_US, 0: by class */
 static uint64_t capture_ns; /* the last launch seen into a capturing stream */
 static unsigned long nr_errors;
 
@@ -166,6 +166,19 @@ static int poll_round(void)
 	return left;
 }
 
+/* 5 µs while this process is an LC tenant anywhere (its completions end
+ * BE holds elsewhere, and feed its latency figures), else 20 µs; classes
+ * change at run time. */
+static uint64_t interval(void)
+{
+	if (poll_override)
+		return poll_override;
+	for (int i = 0; i < ntns; i++)
+		if (gx_tn_class(tns[i]) == GPU_CLASS_LC)
+			return 5000;
+	return 20000;
+}
+
 void gx_tenancy_capturing(void)
 {
 	__atomic_store_n(&capture_ns, gx_tenancy_now(), __ATOMIC_RELAXED);
@@ -203,7 +216,7 @@ static void *poller(void *arg)
 		}
 		pthread_mutex_unlock(&mu);
 		if (any || busy) {
-			struct timespec d = {0, (long)poll_ns};
+			struct timespec d = {0, (long)interval()};
 			nanosleep(&d, NULL);
 		}
 	}
@@ -213,10 +226,7 @@ static void *poller(void *arg)
 int gx_tenancy_poller_start(struct gx_tn *tn, uint64_t interval_ns)
 {
 	pthread_mutex_lock(&mu);
-	if (ntns < GX_TENANCY_MAX_DEVS)
-		tns[ntns++] = tn;
-	if (interval_ns && interval_ns < poll_ns)
-		poll_ns = interval_ns; /* the fastest any tenant of this process asks */
+	poll_override = interval_ns;
 	int err = 0;
 	if (!started) {
 		pthread_attr_t a;
@@ -226,9 +236,12 @@ int gx_tenancy_poller_start(struct gx_tn *tn, uint64_t interval_ns)
 		pthread_attr_destroy(&a);
 		started = !err;
 	}
+	if (!err && ntns < GX_TENANCY_MAX_DEVS)
+		tns[ntns++] = tn;
 	pthread_mutex_unlock(&mu);
 	return err;
 }
+
 
 void gx_tenancy_ctx_gone(CUcontext ctx)
 {

@@ -16,7 +16,7 @@ $(T_TN)/test_tenant_policy: $(call objs,tests/tenant/test_tenant_policy.c) $(HOS
 		$(BPF_LIB) $(COMMON_LIB) | $(HB_OBJS) $(T_TN_OBJS) $(JITSO)
 	$(call link,-lelf -lz -ldl)
 $(T_TN)/tn_app: $(call objs,tests/tenant/tn_app.c)
-	$(call link,-L$(STUB_LDIR) -lcuda)
+	$(call link,-L$(STUB_LDIR) -lcuda -lpthread)
 
 TEST_BINS += $(T_TN)/test_tenant $(T_TN)/test_tenant_policy $(T_TN)/tn_app $(T_TN_OBJS)
 TESTS     += $(T_TN)/test_tenant $(T_TN)/test_tenant_policy tests/tenant/test_tenant_shim.sh

@@ -74,6 +74,13 @@ check 'result_ok win be 40 && [ "$(field win "in flight")" = 2 ] && [ "$(field w
 	"--window 2: at most 2 launches in flight (4 streams), all 40 complete" "$(exitline win)"
 check 'shm_empty' "the last tenant out removes the table" "$(ls "$SHM")"
 
+# threads: 8 launching at once through one window, with a policy asking
+# about every launch; all complete, the window holds within the threads'
+# overshoot (each may pass the check at the same moment)
+run mt GPUEXT_POLICY="$HB/gx_lcfirst.bpf.o" GPUEXT_TENANT=mt GPUEXT_TENANT_WINDOW=3 FAKECUDA_KERNEL_US=200 -- mt 200 8
+check 'result_ok mt mt 1600 && [ "$(field mt complete)" = 1600 ] && [ "$(field mt "in flight")" -le 10 ]' \
+	"8 threads, 1600 launches through a window of 3: all complete, at most $(field mt "in flight") in flight" "$(exitline mt)"
+
 # ---- 3. strict LC priority: the schedule ----
 pair() { # NAME POLICY-ENV...
 	local name=$1

@@ -6,9 +6,12 @@
  *   tn_app be N STREAMS        N launches round robin over STREAMS streams,
  *                              back to back, one cuCtxSynchronize at the end
  *   tn_app hang                one launch, then sleep until killed
+ *   tn_app mt N THREADS        THREADS threads, N launches each on a stream
+ *                              of their own, then one cuStreamSynchronize
  * Prints "RESULT role=R launches=N ms=T" and exits 0 when every launch
  * succeeded. */
 #include <cuda.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +37,29 @@ static uint64_t now_ns(void)
 			return 1;                                               \
 		}                                                               \
 	} while (0)
+
+static CUcontext g_ctx;
+static CUfunction g_fn;
+static long g_n;
+static int g_failed;
+
+static void *mt_thread(void *arg)
+{
+	(void)arg;
+	CUstream s;
+	uint64_t x = 0;
+	void *args[] = {&x};
+	if (cuCtxSetCurrent(g_ctx) != CUDA_SUCCESS || cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+		__atomic_store_n(&g_failed, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	for (long i = 0; i < g_n; i++)
+		if (cuLaunchKernel(g_fn, 4, 1, 1, 64, 1, 1, 0, s, args, NULL) != CUDA_SUCCESS)
+			__atomic_store_n(&g_failed, 1, __ATOMIC_RELAXED);
+	if (cuStreamSynchronize(s) != CUDA_SUCCESS)
+		__atomic_store_n(&g_failed, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
 
 int main(int argc, char **argv)
 {
@@ -83,6 +109,19 @@ int main(int argc, char **argv)
 			CK(cuEventRecord(ev[k][slot], s[k]));
 		}
 		CK(cuCtxSynchronize());
+	} else if (!strcmp(role, "mt")) {
+		pthread_t th[64];
+		int nt = arg < 1 ? 1 : arg > 64 ? 64 : (int)arg;
+		g_ctx = ctx, g_fn = fn, g_n = n;
+		for (int i = 0; i < nt; i++)
+			pthread_create(&th[i], NULL, mt_thread, NULL);
+		for (int i = 0; i < nt; i++)
+			pthread_join(th[i], NULL);
+		if (g_failed) {
+			fprintf(stderr, "tn_app: a thread's launch failed\n");
+			return 1;
+		}
+		n *= nt;
 	} else if (!strcmp(role, "hang")) {
 		CK(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
 		printf("READY\n");
