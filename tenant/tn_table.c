@@ -76,8 +76,10 @@ static int table_path(char *path, size_t n, const char *suffix)
 	struct stat st;
 	if (lstat(dir, &st))
 		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077))
-		return -EPERM; /* not ours, or others may plant a table */
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid())
+		return -EPERM; /* not ours: others may plant a table */
+	if ((st.st_mode & 077) && chmod(dir, 0700))
+		return -errno;
 	int l = snprintf(path, n, "%s/%s%s", dir, GX_TN_TABLE_FILE, suffix ? suffix : "");
 	return l < 0 || (size_t)l >= n ? -ENAMETOOLONG : 0;
 }
