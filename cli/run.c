@@ -38,7 +38,8 @@ static void run_err(const char *hint, const char *fmt, ...)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: %s [-v] [--tool NAME] [--policy FILE] [--log LEVEL] [--audit] [--disable] [--] CMD [ARGS...]\n\n"
+		"usage: %s [-v] [--tool NAME] [--policy FILE[,KNOB=V...]] [--tenant NAME] [--class lc|be] [--window N]\n"
+		"       [--log LEVEL] [--audit] [--disable] [--] CMD [ARGS...]\n\n"
 		"Run CMD with gpuext's libcuda.so.1 in front of NVIDIA's driver.\n\n"
 		"  -v, --verbose     log what the shim does (GPUEXT_LOG=info; twice: debug)\n"
 		"  --log LEVEL       GPUEXT_LOG: error, warn, info or debug\n"
@@ -49,6 +50,10 @@ static void usage(FILE *out)
 		"  --sample N        --tool memtrace: record 1 of N warp accesses (GPUEXT_CFG)\n"
 		"  --policy FILE     load a policy object, *.bpf.o (GPUEXT_POLICY); repeatable, and\n"
 		"                    usable with --tool (device policies run before the tools)\n"
+		"  --tenant NAME     this process is tenant NAME of its GPUs (GPUEXT_TENANT; several\n"
+		"                    processes may share one); see 'gpuext tenant'\n"
+		"  --class lc|be     the tenant's class: latency critical or best effort (GPUEXT_TENANT_CLASS)\n"
+		"  --window N        at most N of the tenant's launches in flight (GPUEXT_TENANT_WINDOW)\n"
 		"  --audit           also redirect dlopen of libcuda by absolute path (LD_AUDIT)\n"
 		"  --ptxas           compilers that run ptxas themselves compile the device policies in:\n"
 		"                    Triton (TRITON_PTXAS_PATH) and XLA (XLA_FLAGS) use gpuext-ptxas\n"
@@ -163,15 +168,19 @@ static int add_item(char *list, size_t n, const char *v, char sep)
 	snprintf(list + l, n - l, "%s%s", l ? (char[]){ sep, 0 } : "", v);
 	return 0;
 }
+/* FILE[,knob=value...]: the path made absolute, the knobs kept. */
 static int add_policy(char *list, size_t n, const char *v)
 {
-	char rp[PATH_MAX];
-	if (!realpath(v, rp) || access(rp, R_OK)) {
-		run_err("give the path of a compiled policy, e.g. policy.bpf.o", "cannot read policy '%s': %s", v,
+	char rp[PATH_MAX], file[PATH_MAX], item[PATH_MAX + 512];
+	const char *knobs = strchr(v, ',');
+	snprintf(file, sizeof(file), "%.*s", knobs ? (int)(knobs - v) : (int)strlen(v), v);
+	if (!realpath(file, rp) || access(rp, R_OK)) {
+		run_err("give the path of a compiled policy, e.g. policy.bpf.o", "cannot read policy '%s': %s", file,
 			strerror(errno));
 		return -1;
 	}
-	return add_item(list, n, rp, ':');
+	snprintf(item, sizeof(item), "%s%s", rp, knobs ? knobs : "");
+	return add_item(list, n, item, ':');
 }
 
 int gx_run_main(int argc, char **argv, const char *name)
@@ -179,6 +188,7 @@ int gx_run_main(int argc, char **argv, const char *name)
 	prog = name;
 	int verbose = 0, audit = 0, disable = 0, print_env = 0, ptxas = 0;
 	const char *tool = NULL, *policy = NULL, *log = NULL;
+	const char *tenant = NULL, *cls = NULL, *window = NULL; /* tenant scheduling (docs/tenants.md) */
 	char tools[1024] = "", pols[8192] = ""; /* repeated --tool / --policy, joined */
 	int tool_given = 0;
 	const char *trace = NULL, *sample = NULL; /* --tool reports (run_tool.c) */
@@ -217,6 +227,18 @@ int gx_run_main(int argc, char **argv, const char *name)
 				sample = argv[++i];
 		} else if (!strcmp(a, "--print-env")) {
 			print_env = 1;
+		} else if (!strcmp(a, "--tenant") || !strcmp(a, "--class") || !strcmp(a, "--window")) {
+			if (i + 1 >= argc) {
+				run_err("try '--help'", "%s needs a value", a);
+				return 2;
+			}
+			const char *v = argv[++i];
+			if (!strcmp(a, "--tenant"))
+				tenant = v;
+			else if (!strcmp(a, "--class"))
+				cls = v;
+			else
+				window = v;
 		} else if (!strcmp(a, "--tool") || !strcmp(a, "--policy") || !strcmp(a, "--log")) {
 			if (i + 1 >= argc) {
 				run_err("try '--help'", "%s needs a value", a);
@@ -259,6 +281,22 @@ int gx_run_main(int argc, char **argv, const char *name)
 		run_err("use error, warn, info or debug", "unknown log level '%s'", log);
 		return 2;
 	}
+	if (tenant && (!*tenant || strlen(tenant) >= 32)) {
+		run_err("1 to 31 characters", "bad --tenant name '%s'", tenant);
+		return 2;
+	}
+	if (cls && strcmp(cls, "lc") && strcmp(cls, "be")) {
+		run_err("lc: latency critical, be: best effort", "unknown --class '%s'", cls);
+		return 2;
+	}
+	if (window) {
+		char *end;
+		unsigned long w = strtoul(window, &end, 10);
+		if (!*window || *end || w > 1000000) {
+			run_err("launches in flight, 0: no cap", "bad --window '%s'", window);
+			return 2;
+		}
+	}
 	if (pols[0])
 		policy = pols;
 	if (tools[0] || tool_given)
@@ -282,6 +320,12 @@ int gx_run_main(int argc, char **argv, const char *name)
 		set("GPUEXT_POLICY", policy, print_env);
 	if (tool)
 		set("GPUEXT_TOOL", tool, print_env);
+	if (tenant)
+		set("GPUEXT_TENANT", tenant, print_env);
+	if (cls)
+		set("GPUEXT_TENANT_CLASS", cls, print_env);
+	if (window)
+		set("GPUEXT_TENANT_WINDOW", window, print_env);
 	if (log)
 		set("GPUEXT_LOG", log, print_env);
 	else if (verbose)

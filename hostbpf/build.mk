@@ -7,13 +7,18 @@ HB_DIR      := $(BUILD)/hostbpf
 VMLINUX_BTF ?= $(firstword $(wildcard $(KDIR)/vmlinux /sys/kernel/btf/vmlinux))
 HB_POLICIES := fifo lfu mru quota seq stride tree prio
 HB_BINS     := $(patsubst %,$(BUILD)/bin/gx_%,$(HB_POLICIES))
-HB_OBJS     := $(patsubst %,$(HB_DIR)/gx_%.bpf.o,$(HB_POLICIES))
+# Tenant scheduling (task_launch, run by the shim; docs/tenants.md). gpuext.ko
+# never calls task_launch; one loader for the three (gx_tenant -o OBJ) lets
+# the kernel's verifier check them against the module (the QEMU test).
+HB_TENANT   := lcfirst tbucket lcslo
+HB_OBJS     := $(patsubst %,$(HB_DIR)/gx_%.bpf.o,$(HB_POLICIES) $(HB_TENANT))
 HB_BPF_FLAGS := -D__TARGET_ARCH_x86 -I$(HB_DIR) -Ihostbpf -idirafter /usr/include
 HB_LDLIBS   := -lbpf -lelf -lz
 HB_BPF_DEPS := include/gpuext/gpu_ext.h hostbpf/gx_common.bpf.h $(HB_DIR)/vmlinux.h
 
+HB_TENANT_LOADER := $(BUILD)/bin/gx_tenant
 ifneq ($(VMLINUX_BTF),)
-BINS_ALL    += $(HB_BINS)
+BINS_ALL    += $(HB_BINS) $(HB_TENANT_LOADER)
 endif
 LIBS_ALL    += $(HB_OBJS)
 
@@ -37,5 +42,8 @@ $(HB_LOADER_OBJ) $(patsubst %,$(BUILD)/obj/hostbpf/gx_%.o,$(HB_POLICIES)): ALL_C
 $(foreach p,$(HB_POLICIES),$(eval $(BUILD)/obj/hostbpf/gx_$(p).o: $(HB_DIR)/gx_$(p).skel.h))
 
 $(HB_BINS): $(BUILD)/bin/gx_%: $(BUILD)/obj/hostbpf/gx_%.o $(HB_LOADER_OBJ)
+	$(call link,$(HB_LDLIBS))
+$(BUILD)/obj/hostbpf/gx_tenant.o: ALL_CFLAGS += -Ihostbpf
+$(HB_TENANT_LOADER): $(BUILD)/obj/hostbpf/gx_tenant.o $(HB_LOADER_OBJ)
 	$(call link,$(HB_LDLIBS))
 .SECONDARY: $(HB_OBJS) $(patsubst %.bpf.o,%.skel.h,$(HB_OBJS))

@@ -117,6 +117,22 @@ void gx_hx__queue_destroy(struct gx_hx *hx, uint64_t id);
  * takes its real id; no handler runs. 0, -ENOENT, -EEXIST. */
 int gx_hx__queue_rekey(struct gx_hx *hx, uint64_t old_id, uint64_t new_id);
 
+/* Launches of tenants (gpu_sched_ops.task_launch), for runtimes that gate
+ * launches (the shim's tenant scheduling). Inputs are copied; the decision
+ * comes back in g. */
+struct gx_hx_gate {
+	int decision;     /* GPU_DEFAULT, GPU_BYPASS; -1: the handler failed this call */
+	uint64_t hold_us; /* BYPASS after bpf_gpu_hold_launch: hold this long (0: pass) */
+	int64_t window;   /* bpf_gpu_set_window: the tenant's new cap; -1: unchanged */
+};
+struct gpu_tenant;
+struct gpu_launch;
+/* Whether the sched policy has a task_launch handler and is enabled. */
+int gx_hx__has_launch(const struct gx_hx *hx);
+/* 0 with g filled, or -ENOENT (no handler, or the policy was disabled:
+ * then launches follow the runtime's default). */
+int gx_hx__launch(struct gx_hx *hx, const struct gpu_tenant *t, const struct gpu_launch *l, struct gx_hx_gate *g);
+
 /* Feed the events of a recorded stream (opts.record's format; '#' lines
  * are comments) to hx. Returns the number of events, or -errno (-EINVAL:
  * a malformed line, logged with its number). */

@@ -16,9 +16,10 @@ enum {
 	HX_H_PIDTGID = 14, HX_H_LOOP = 181,
 	HX_KF_BASE = 0x4000,
 	HX_KF_MOVE_HEAD = HX_KF_BASE, HX_KF_MOVE_TAIL, HX_KF_SET_PREFETCH,
-	HX_KF_MIGRATE, HX_KF_SET_ATTR, HX_KF_REJECT, HX_KF_END,
+	HX_KF_MIGRATE, HX_KF_SET_ATTR, HX_KF_REJECT, HX_KF_HOLD, HX_KF_WINDOW, HX_KF_END,
 };
-/* Handler slots: gpu_mem_ops members 0..3, gpu_sched_ops members 0..1. */
+/* Handler slots: gpu_mem_ops members 0..3, gpu_sched_ops members 0..2
+ * (task_init, task_destroy, task_launch). */
 enum { HX_MEM = 0, HX_SCHED = 1 };
 #define HX_MAX_HANDLERS 4
 #define HX_MAX_MAPS 16

@@ -12,6 +12,7 @@
  * program that reaches them, as devbpf's loader does, so every program
  * stays one self-contained array for the verifier, interpreter and JIT. */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -27,6 +28,7 @@
 static const char *const kfunc_names[] = {
 	"bpf_gpu_move_head", "bpf_gpu_move_tail", "bpf_gpu_set_prefetch_region",
 	"bpf_gpu_migrate_range", "bpf_gpu_set_attr", "bpf_gpu_reject_bind",
+	"bpf_gpu_hold_launch", "bpf_gpu_set_window",
 };
 
 static int fail(char *why, size_t wlen, int err, const char *fmt, ...)
@@ -434,7 +436,8 @@ static int load_ops(struct hx_policy *p, Elf *elf, size_t strndx, const char **o
 			p->kind = strcmp(tn, "gpu_mem_ops") ? HX_SCHED : HX_MEM;
 			*ops_var = vn;
 			/* the name member, from the section's bytes */
-			size_t noff = p->kind == HX_MEM ? 48 : 32;
+			size_t noff = p->kind == HX_MEM ? offsetof(struct gpu_mem_ops, name)
+							: offsetof(struct gpu_sched_ops, name);
 			Elf_Scn *scn = NULL;
 			while ((scn = elf_nextscn(elf, scn))) {
 				GElf_Shdr sh;
@@ -587,7 +590,7 @@ static int load_elf(struct hx_policy *p, const char *path, const char *ops_var, 
 				if (!gelf_getrel(rd, (int)i, &rel) || !gelf_getsym(syms, (int)GELF_R_SYM(rel.r_info), &s))
 					continue;
 				uint64_t slot = (rel.r_offset - base) / 8;
-				int max = p->kind == HX_MEM ? 4 : 2;
+				int max = p->kind == HX_MEM ? 4 : 3;
 				struct hx_prog *pr = find_prog(p, elf_strptr(elf, strndx, s.st_name));
 				if (rel.r_offset < base || (rel.r_offset - base) % 8 || slot >= (uint64_t)max || !pr) {
 					err = fail(why, wlen, -EINVAL, "struct_ops %s: bad handler relocation", ops_var);

@@ -55,6 +55,9 @@ struct hx_call { /* state of one handler call, for kfuncs and mem_ok */
 	int nmig;
 	bool rejected;
 	bool moved;
+	/* launch decisions */
+	uint64_t hold_us;
+	int64_t window;
 };
 
 struct gx_hx {
@@ -89,8 +92,8 @@ static void policy_error(struct hx_policy *p, const char *what, int err)
 		return;
 	if (++p->errors >= GX_HX_MAX_ERRORS) {
 		p->disabled = true;
-		pr_warn("hostpolicy: %s: disabled after %d errors (last: %s %d); FIFO applies\n", p->name,
-			p->errors, what, err);
+		pr_warn("hostpolicy: %s: disabled after %d errors (last: %s %d); %s\n", p->name, p->errors, what, err,
+			p->kind == HX_MEM ? "FIFO applies" : "the runtime's defaults apply (launches pass)");
 	}
 }
 
@@ -337,11 +340,41 @@ static uint64_t k_reject(void *u, uint64_t ctx, uint64_t qp, uint64_t a3, uint64
 	return 0;
 }
 
+/* The pointer a handler was given, as argument `i` of this call (its size). */
+static bool is_arg(struct hx_call *c, uint64_t p, size_t size)
+{
+	for (int i = 1; i < c->nranges; i++)
+		if (c->ranges[i][0] == p && c->ranges[i][1] == size)
+			return true;
+	return false;
+}
+
+static uint64_t k_hold(void *u, uint64_t ctx, uint64_t lp, uint64_t us, uint64_t a4, uint64_t a5)
+{
+	(void)ctx, (void)a4, (void)a5;
+	struct hx_call *c = u;
+	if (c->slot != 2 || !is_arg(c, lp, sizeof(struct gpu_launch)) || us > GPU_HOLD_MAX_US)
+		return misuse(c);
+	c->hold_us = us;
+	return 0;
+}
+
+static uint64_t k_window(void *u, uint64_t ctx, uint64_t tp, uint64_t n, uint64_t a4, uint64_t a5)
+{
+	(void)ctx, (void)a4, (void)a5;
+	struct hx_call *c = u;
+	if (c->slot != 2 || !is_arg(c, tp, sizeof(struct gpu_tenant)) || n > UINT32_MAX)
+		return misuse(c);
+	c->window = (int64_t)n;
+	return 0;
+}
+
 static const struct gx_bpf_helper_entry helpers[] = {
 	{HX_H_LOOKUP, h_lookup}, {HX_H_UPDATE, h_update}, {HX_H_DELETE, h_delete},
 	{HX_H_KTIME, h_ktime}, {HX_H_PIDTGID, h_pidtgid},
 	{HX_KF_MOVE_HEAD, k_head}, {HX_KF_MOVE_TAIL, k_tail}, {HX_KF_SET_PREFETCH, k_setpf},
 	{HX_KF_MIGRATE, k_migrate}, {HX_KF_SET_ATTR, k_setattr}, {HX_KF_REJECT, k_reject},
+	{HX_KF_HOLD, k_hold}, {HX_KF_WINDOW, k_window},
 };
 
 /* The handler itself, under the fault guard: -EFAULT with g->sig set when
@@ -936,6 +969,32 @@ int gx_hx__queue_create(struct gx_hx *hx, uint64_t id, int priority)
 		}
 	}
 	HASH_ADD(hh, hx->queues, id, sizeof(uint64_t), q);
+	return 0;
+}
+
+int gx_hx__has_launch(const struct gx_hx *hx)
+{
+	return hx->has_sched && hx->sched.handler[2] && !hx->sched.disabled;
+}
+
+int gx_hx__launch(struct gx_hx *hx, const struct gpu_tenant *t, const struct gpu_launch *l, struct gx_hx_gate *g)
+{
+	*g = (struct gx_hx_gate){.decision = -1, .window = -1};
+	if (!gx_hx__has_launch(hx))
+		return -ENOENT;
+	/* The handler reads copies: what it is given stays read-only to it,
+	 * and the caller's structs are never touched. */
+	struct gpu_tenant tc = *t;
+	struct gpu_launch lc = *l;
+	struct gpu_sched_ctx sc = {.event = GPU_EV_TASK_LAUNCH, .nr_queues = HASH_COUNT(hx->queues),
+				   .tgid = t->tgid, .cgroup_id = t->cgroup_id};
+	struct hx_call c = {.window = -1};
+	int d = call(hx, &hx->sched, 2, &c, &sc, sizeof(sc), &tc, sizeof(tc), &lc, sizeof(lc));
+	if (d < 0) /* a policy error this call: the runtime's default */
+		return 0;
+	g->decision = d;
+	g->hold_us = d == GPU_BYPASS ? c.hold_us : 0;
+	g->window = c.window;
 	return 0;
 }
 

@@ -39,7 +39,7 @@ static bool kfunc_any(int kind, int id)
 {
 	if (kind == HX_MEM)
 		return id >= HX_KF_MOVE_HEAD && id <= HX_KF_MIGRATE;
-	return id == HX_KF_SET_ATTR || id == HX_KF_REJECT;
+	return id == HX_KF_SET_ATTR || id == HX_KF_REJECT || id == HX_KF_HOLD || id == HX_KF_WINDOW;
 }
 
 static int structural(const struct hx_prog *prog, int kind, const struct hx_policy *p, char *why, size_t wlen)
@@ -124,12 +124,14 @@ static int structural(const struct hx_prog *prog, int kind, const struct hx_poli
 }
 
 /* ---- the member signatures: argument structs, tags for kfunc prototypes */
-enum { T_MEM_CTX = 1, T_REGION, T_FAULT, T_SCHED_CTX, T_QUEUE };
+enum { T_MEM_CTX = 1, T_REGION, T_FAULT, T_SCHED_CTX, T_QUEUE, T_TENANT, T_LAUNCH };
 #define ARG(t, s) {sizeof(struct s), t, "struct " #s}
 static const struct gx_bpf_ctx_arg mem2[] = {ARG(T_MEM_CTX, gpu_mem_ctx), ARG(T_REGION, gpu_region)};
 static const struct gx_bpf_ctx_arg mem3[] = {ARG(T_MEM_CTX, gpu_mem_ctx), ARG(T_REGION, gpu_region),
 					     ARG(T_FAULT, gpu_fault)};
 static const struct gx_bpf_ctx_arg sched2[] = {ARG(T_SCHED_CTX, gpu_sched_ctx), ARG(T_QUEUE, gpu_queue)};
+static const struct gx_bpf_ctx_arg launch3[] = {ARG(T_SCHED_CTX, gpu_sched_ctx), ARG(T_TENANT, gpu_tenant),
+						ARG(T_LAUNCH, gpu_launch)};
 #undef ARG
 
 #define P(t) GX_BPF_ARG_PTR(t)
@@ -153,6 +155,8 @@ static const struct gx_bpf_helper_proto sched_helpers[] = {
 	MAPH,
 	{HX_KF_SET_ATTR, "bpf_gpu_set_attr", {P(T_SCHED_CTX), P(T_QUEUE), S, S}, GX_BPF_RET_ERR, 0},
 	{HX_KF_REJECT, "bpf_gpu_reject_bind", {P(T_SCHED_CTX), P(T_QUEUE)}, GX_BPF_RET_ERR, 0},
+	{HX_KF_HOLD, "bpf_gpu_hold_launch", {P(T_SCHED_CTX), P(T_LAUNCH), S}, GX_BPF_RET_ERR, 0},
+	{HX_KF_WINDOW, "bpf_gpu_set_window", {P(T_SCHED_CTX), P(T_TENANT), S}, GX_BPF_RET_ERR, 0},
 };
 #undef MAPH
 #undef S
@@ -167,13 +171,14 @@ static const struct gx_bpf_sec_def mem_secs[HX_MAX_HANDLERS] = {
 	SEC("gpu_mem_ops.gpu_activate", mem2), SEC("gpu_mem_ops.gpu_access", mem2),
 	SEC("gpu_mem_ops.gpu_evict_prepare", mem2), SEC("gpu_mem_ops.gpu_prefetch", mem3),
 };
-static const struct gx_bpf_sec_def sched_secs[2] = {
+static const struct gx_bpf_sec_def sched_secs[3] = {
 	SEC("gpu_sched_ops.task_init", sched2), SEC("gpu_sched_ops.task_destroy", sched2),
+	SEC("gpu_sched_ops.task_launch", launch3),
 };
 #undef SEC
 
 static const char *const mem_members[] = {"gpu_activate", "gpu_access", "gpu_evict_prepare", "gpu_prefetch"};
-static const char *const sched_members[] = {"task_init", "task_destroy"};
+static const char *const sched_members[] = {"task_init", "task_destroy", "task_launch"};
 
 /* The object's BTF for member `slot` of its struct_ops type must describe
  * the arguments the executor passes (same struct names and sizes), as the

@@ -544,6 +544,19 @@ __bpf_kfunc int bpf_gpu_reject_bind(struct gpu_sched_ctx *ctx, struct gpu_queue 
 	return 0;
 }
 
+/* Launch gating lives in user-space runtimes (the shim's tenants): the
+ * kernel never calls task_launch, so these only let the same policy
+ * objects load here. */
+__bpf_kfunc int bpf_gpu_hold_launch(struct gpu_sched_ctx *ctx, struct gpu_launch *l, u64 us)
+{
+	return -EOPNOTSUPP;
+}
+
+__bpf_kfunc int bpf_gpu_set_window(struct gpu_sched_ctx *ctx, struct gpu_tenant *t, u32 n)
+{
+	return -EOPNOTSUPP;
+}
+
 __bpf_kfunc_end_defs();
 
 BTF_KFUNCS_START(gx_kfunc_ids)
@@ -553,6 +566,8 @@ BTF_ID_FLAGS(func, bpf_gpu_set_prefetch_region, KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, bpf_gpu_migrate_range, KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, bpf_gpu_set_attr, KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, bpf_gpu_reject_bind, KF_TRUSTED_ARGS)
+BTF_ID_FLAGS(func, bpf_gpu_hold_launch, KF_TRUSTED_ARGS)
+BTF_ID_FLAGS(func, bpf_gpu_set_window, KF_TRUSTED_ARGS)
 BTF_KFUNCS_END(gx_kfunc_ids)
 
 static const struct btf_kfunc_id_set gx_kfunc_set = {
@@ -677,6 +692,11 @@ static int gx_stub_sched(struct gpu_sched_ctx *ctx, struct gpu_queue *q)
 	return 0;
 }
 
+static int gx_stub_launch(struct gpu_sched_ctx *ctx, struct gpu_tenant *t, struct gpu_launch *l)
+{
+	return 0;
+}
+
 static struct gpu_mem_ops gx_mem_stubs = {
 	.gpu_activate = gx_stub_mem,
 	.gpu_access = gx_stub_mem,
@@ -687,6 +707,7 @@ static struct gpu_mem_ops gx_mem_stubs = {
 static struct gpu_sched_ops gx_sched_stubs = {
 	.task_init = gx_stub_sched,
 	.task_destroy = gx_stub_sched,
+	.task_launch = gx_stub_launch,
 };
 
 static struct bpf_struct_ops gx_mem_st_ops = {

@@ -16,4 +16,12 @@ bool gx_hostpolicy_is_struct_ops(const char *path);
  * on the context's prefetch stream (or sent to gpuext.ko as a hint). No-op
  * without a host memory policy. Callable from any thread. */
 void gx_hostpolicy_device_prefetch(CUcontext ctx, CUdevice dev, uint64_t addr, uint64_t len);
+/* The scheduling policy's task_launch (shim/tenant.c asks it before each
+ * launch of a tenant): whether there is one, and its decision (0, or
+ * -ENOENT: none, or disabled — launches follow the runtime's default). */
+struct gpu_tenant;
+struct gpu_launch;
+struct gx_hx_gate;
+bool gx_hostpolicy_has_launch(void);
+int gx_hostpolicy_launch(const struct gpu_tenant *t, const struct gpu_launch *l, struct gx_hx_gate *g);
 #endif

@@ -57,7 +57,7 @@ extern int gx_initialized; /* cuInit succeeded */
 
 /* Locks: every shim lock is registered so pthread_atfork can hold them all.
  * `order` is the lock order: outer locks (taken first) have lower numbers. */
-enum { GX_LOCK_EVENTS = 10, GX_LOCK_TABLES = 20, GX_LOCK_REAL = 90 };
+enum { GX_LOCK_EVENTS = 10, GX_LOCK_TABLES = 20, GX_LOCK_TENANT = 30, GX_LOCK_REAL = 90 };
 void gx_lock_register(pthread_mutex_t *m, int order);
 
 /* attach.c: a device's arch as major*10+minor (90 for sm_90), 0 if unknown. */

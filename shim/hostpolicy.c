@@ -545,6 +545,22 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	return rc;
 }
 
+bool gx_hostpolicy_has_launch(void)
+{
+	pthread_mutex_lock(&hp_lock);
+	bool yes = hx && !via_kmod && gx_hx__has_launch(hx);
+	pthread_mutex_unlock(&hp_lock);
+	return yes;
+}
+
+int gx_hostpolicy_launch(const struct gpu_tenant *t, const struct gpu_launch *l, struct gx_hx_gate *g)
+{
+	pthread_mutex_lock(&hp_lock);
+	int err = hx && !via_kmod ? gx_hx__launch(hx, t, l, g) : -ENOENT;
+	pthread_mutex_unlock(&hp_lock);
+	return err;
+}
+
 /* At exit: one summary line, and the executor freed so its map files in
  * the shm folder are removed. */
 static void report(void)

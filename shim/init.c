@@ -7,6 +7,7 @@
 #include "shim/gx_load.h"
 #include "shim/gx_shim_ev.h"
 #include "shim/gx_tables.h"
+#include "shim/gx_tenancy.h"
 
 #define MAX_DEVS 64
 static CUcontext primary[MAX_DEVS]; /* device ordinal -> primary context seen */
@@ -24,6 +25,7 @@ GX_EXPORT CUresult cuInit(unsigned int Flags)
 			gx_config.disabled ? ", GPUEXT_DISABLE set: forwarding only" : "");
 		gx_hostpolicy_init();
 		gx_attach_init();
+		gx_tenancy_init();
 	}
 	return rc;
 }

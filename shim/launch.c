@@ -8,6 +8,7 @@
 
 #include "shim/gx_shim_ev.h"
 #include "shim/gx_tables.h"
+#include "shim/gx_tenancy.h"
 
 /* The launch's context and kernel name; then GX_EV_LAUNCH to its
  * subscribers, if any (their veto is returned). */
@@ -63,8 +64,11 @@ static CUresult launch_slow(unsigned sym, enum gx_launch_api api, LAUNCH_ARGS,
 		ev.kind = GX_EV__COUNT; /* no event was made: none after either */
 	} else {
 		CUresult veto = launch_event(&ev);
-		if (veto != CUDA_SUCCESS)
+		if (veto != CUDA_SUCCESS) {
+			if (gx_tenancy_track)
+				gx_tenancy_launched(veto); /* counted in flight: undone */
 			return veto;
+		}
 	}
 	void *fn = __atomic_load_n(&gx_slots[sym], __ATOMIC_RELAXED);
 	CUresult rc;
@@ -76,6 +80,8 @@ static CUresult launch_slow(unsigned sym, enum gx_launch_api api, LAUNCH_ARGS,
 		rc = ((__typeof__(&cuLaunchKernel))fn)(l->func, l->grid[0], l->grid[1], l->grid[2], l->block[0],
 						       l->block[1], l->block[2], l->shared_mem, l->stream,
 						       l->kernel_params, l->extra);
+	if (gx_tenancy_track)
+		gx_tenancy_launched(rc);
 	return launch_done(&ev, rc);
 }
 
@@ -128,8 +134,11 @@ static CUresult launch_ex_slow(unsigned sym, const CUlaunchConfig *config,
 	l->extra = extra;
 	l->config = config;
 	CUresult veto = launch_event(&ev);
-	if (veto != CUDA_SUCCESS)
+	if (veto != CUDA_SUCCESS) {
+		if (gx_tenancy_track)
+			gx_tenancy_launched(veto); /* counted in flight: undone */
 		return veto;
+	}
 	CUlaunchConfig c = *config;
 	c.gridDimX = l->grid[0], c.gridDimY = l->grid[1], c.gridDimZ = l->grid[2];
 	c.blockDimX = l->block[0], c.blockDimY = l->block[1], c.blockDimZ = l->block[2];
@@ -137,6 +146,8 @@ static CUresult launch_ex_slow(unsigned sym, const CUlaunchConfig *config,
 	c.hStream = l->stream;
 	CUresult rc = ((__typeof__(&cuLaunchKernelEx))__atomic_load_n(&gx_slots[sym], __ATOMIC_RELAXED))(
 		&c, l->func, l->kernel_params, l->extra);
+	if (gx_tenancy_track)
+		gx_tenancy_launched(rc);
 	return launch_done(&ev, rc);
 }
 

@@ -128,13 +128,64 @@ enum gpu_attr {
 
 /* Context of one scheduling handler call. */
 struct gpu_sched_ctx {
-	__u32 event; /* GPU_EV_TASK_INIT / GPU_EV_TASK_DESTROY */
+	__u32 event; /* GPU_EV_TASK_INIT / GPU_EV_TASK_DESTROY / GPU_EV_TASK_LAUNCH */
 	__u32 nr_queues;
 	__u32 tgid;
 	__u32 pad;
 	__u64 cgroup_id;
 };
-enum gpu_sched_event { GPU_EV_TASK_INIT = 16, GPU_EV_TASK_DESTROY = 17 };
+enum gpu_sched_event { GPU_EV_TASK_INIT = 16, GPU_EV_TASK_DESTROY = 17, GPU_EV_TASK_LAUNCH = 18 };
+
+/* Tenants (task_launch). A tenant is a process, the processes of one
+ * cgroup, or those started with one `gpuext-run --tenant NAME`; several
+ * tenants share a GPU. Runtimes that see launches (the shim, in user
+ * space) ask the scheduling policy before each launch; gpuext.ko never
+ * calls task_launch (it schedules queues with timeslices instead). */
+enum gpu_tenant_class {
+	GPU_CLASS_BE = 0, /* best effort: throughput work */
+	GPU_CLASS_LC = 1, /* latency critical */
+};
+
+/* The launching tenant, summed over its live processes on this GPU.
+ * Read-only. Times are CLOCK_MONOTONIC ns (bpf_ktime_get_ns). */
+struct gpu_tenant {
+	__u32 id;             /* slot in the tenant table (stable while it lives) */
+	__u32 cls;            /* enum gpu_tenant_class */
+	__u32 window;         /* in-flight cap in force, 0: none */
+	__u32 inflight;       /* launches submitted and not yet seen complete */
+	__u32 nr_procs;
+	__u32 tgid;           /* the launching process */
+	__u64 cgroup_id;
+	__u64 launches;       /* since the tenant appeared */
+	__u64 completions;
+	__u64 throttled_ns;   /* time its launches were held */
+	__u64 kernel_ns;      /* GPU time of one of its launches (recent low estimate), 0: unknown */
+	__u64 last_launch_ns;
+	__u64 last_complete_ns;
+};
+
+/* The launch being decided, and what the GPU's other tenants do. */
+struct gpu_launch {
+	__u64 now_ns;
+	__u64 held_ns;        /* how long this launch was held so far */
+	__u32 attempt;        /* 0: first ask; n: asked again after n holds */
+	__u32 blocks;         /* grid size (x*y*z, saturated) */
+	__u32 threads;        /* threads per block */
+	__u32 lc_tenants;     /* live tenants of each class on this GPU */
+	__u32 be_tenants;
+	__u32 lc_inflight;    /* launches in flight, over the class */
+	__u32 be_inflight;
+	__u32 pad;
+	__u64 lc_last_launch_ns;   /* latest over LC tenants, 0: none */
+	__u64 lc_last_complete_ns;
+	__u64 lc_p50_ns;      /* launch-to-completion latency of LC launches over */
+	__u64 lc_p99_ns;      /* the recent window, worst LC tenant; 0: no data */
+	__u64 lc_next_ns;     /* predicted start of the next LC burst, 0: unknown */
+	__u64 be_queued_ns;   /* expected GPU time of the BE launches in flight */
+};
+
+/* Launch holds: at most this long per bpf_gpu_hold_launch call. */
+#define GPU_HOLD_MAX_US 1000000
 
 /* Memory policy. Data members after the handlers say where it applies. */
 struct gpu_mem_ops {
@@ -159,6 +210,11 @@ struct gpu_sched_ops {
 	int (*task_init)(struct gpu_sched_ctx *ctx, struct gpu_queue *q);
 	/* A queue is being destroyed. */
 	int (*task_destroy)(struct gpu_sched_ctx *ctx, struct gpu_queue *q);
+	/* A tenant is about to launch (user-space runtimes only). DEFAULT: the
+	 * runtime's rule (pass while t->inflight < t->window, else wait for a
+	 * completion and ask again); BYPASS: pass now, or, after
+	 * bpf_gpu_hold_launch, hold the launch and ask again. */
+	int (*task_launch)(struct gpu_sched_ctx *ctx, struct gpu_tenant *t, struct gpu_launch *l);
 	__u32 scope;
 	__u32 flags;
 	__u64 scope_id;
@@ -174,7 +230,13 @@ struct gpu_sched_ops {
  *   made resident (up to GPU_MIGRATE_MAX per call, each at most
  *   GPU_MIGRATE_MAX_LEN); valid in gpu_prefetch and gpu_access.
  * bpf_gpu_set_attr: set a queue attribute; valid in task_init.
- * bpf_gpu_reject_bind: refuse the queue (creation fails with EPERM). */
+ * bpf_gpu_reject_bind: refuse the queue (creation fails with EPERM).
+ * bpf_gpu_hold_launch: hold the launch up to `us` µs (≤ GPU_HOLD_MAX_US;
+ *   woken early when a tenant of the GPU launches or completes), then
+ *   task_launch runs again; valid in task_launch.
+ * bpf_gpu_set_window: cap the tenant's launches in flight at n (0: no
+ *   cap), kept in the tenant table until changed; valid in task_launch.
+ *   gpuext.ko has no launch path: both return -EOPNOTSUPP there. */
 #define GPU_MIGRATE_MAX 8
 #define GPU_MIGRATE_MAX_LEN (64ULL << 20)
 
@@ -189,6 +251,8 @@ extern int bpf_gpu_migrate_range(struct gpu_mem_ctx *ctx, __u64 va, __u64 len) _
 extern int bpf_gpu_set_attr(struct gpu_sched_ctx *ctx, struct gpu_queue *q, __u32 attr,
 			    __u64 value) __ksym;
 extern int bpf_gpu_reject_bind(struct gpu_sched_ctx *ctx, struct gpu_queue *q) __ksym;
+extern int bpf_gpu_hold_launch(struct gpu_sched_ctx *ctx, struct gpu_launch *l, __u64 us) __ksym;
+extern int bpf_gpu_set_window(struct gpu_sched_ctx *ctx, struct gpu_tenant *t, __u32 n) __ksym;
 #elif !defined(__KERNEL__)
 /* User space: the shim's executor implements these with the same meaning. */
 int bpf_gpu_move_head(struct gpu_mem_ctx *ctx, struct gpu_region *r);
@@ -197,6 +261,8 @@ int bpf_gpu_set_prefetch_region(struct gpu_mem_ctx *ctx, __u32 first, __u32 oute
 int bpf_gpu_migrate_range(struct gpu_mem_ctx *ctx, __u64 va, __u64 len);
 int bpf_gpu_set_attr(struct gpu_sched_ctx *ctx, struct gpu_queue *q, __u32 attr, __u64 value);
 int bpf_gpu_reject_bind(struct gpu_sched_ctx *ctx, struct gpu_queue *q);
+int bpf_gpu_hold_launch(struct gpu_sched_ctx *ctx, struct gpu_launch *l, __u64 us);
+int bpf_gpu_set_window(struct gpu_sched_ctx *ctx, struct gpu_tenant *t, __u32 n);
 #endif
 
 #endif

@@ -12,8 +12,16 @@ $(BUILD)/tests/gpu/tools_kern $(BUILD)/tests/gpu/tool_bench:
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(NVCC) -O2 -arch=sm_90 -gencode arch=compute_90,code=compute_90 -o $@ $<
 
+# The tenants benchmark (tests/gpu/tenants.sh): SASS only, so under the shim
+# its module passes through and both sides run the same code.
+$(BUILD)/tests/gpu/tenants: bench/tenants.cu common/gx_cu_check.h
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(NVCC) -O2 -I. -gencode arch=compute_90,code=sm_90 -o $@ $<
+
 .PHONY: gpu-prep gpu-jitlibs
-gpu-prep: all $(BUILD)/tests/gpu/tools_kern $(BUILD)/tests/gpu/tool_bench $(GPU_PREP_POLICIES) gpu-jitlibs
+gpu-prep: all $(BUILD)/tests/gpu/tools_kern $(BUILD)/tests/gpu/tool_bench $(GPU_PREP_POLICIES) gpu-jitlibs \
+	  $(BUILD)/tests/gpu/tenants $(T_TN_OBJS)
 	$(Q)rm -rf $(GPU_CACHE) && mkdir -p $(GPU_CACHE)
 	$(Q)$(GPUEXT_BIN) tools prepare --cache-dir $(GPU_CACHE) --sm 90
 	$(Q)$(GPUEXT_BIN) tools prepare --cache-dir $(GPU_CACHE) --sm 90 $(GPU_PREP_POLICIES)

@@ -17,7 +17,7 @@ if readelf -S "$ko" | grep -q '\.BTF '; then echo "ok - kmod: module has .BTF"; 
 btf=$("$BPFTOOL" -B "$KDIR/vmlinux" btf dump file "$ko" 2>&1)
 for t in "STRUCT 'gpu_mem_ops'" "STRUCT 'gpu_sched_ops'" "FUNC 'bpf_gpu_move_head'" "FUNC 'bpf_gpu_move_tail'" \
 	"FUNC 'bpf_gpu_set_prefetch_region'" "FUNC 'bpf_gpu_migrate_range'" "FUNC 'bpf_gpu_set_attr'" \
-	"FUNC 'bpf_gpu_reject_bind'"; do
+	"FUNC 'bpf_gpu_reject_bind'" "FUNC 'bpf_gpu_hold_launch'" "FUNC 'bpf_gpu_set_window'"; do
 	if grep -q "$t" <<<"$btf"; then echo "ok - kmod: BTF has $t"; else echo "not ok - kmod: BTF lacks $t"; fi
 done
 if modinfo -F vermagic "$ko" | grep -q "^$KVER "; then echo "ok - kmod: vermagic $KVER"; else echo "not ok - kmod: vermagic $(modinfo -F vermagic "$ko")"; fi
@@ -32,10 +32,13 @@ for p in fifo lfu mru quota seq stride tree prio; do
 	"$B/bin/gx_$p" -p notanumber >/dev/null 2>&1; rc2=$?
 	if [ $rc = 0 ] && [ $rc2 = 2 ]; then echo "ok - hostbpf: gx_$p -h / bad flag"; else echo "not ok - hostbpf: gx_$p -h=$rc badflag=$rc2"; fi
 done
+"$B/bin/gx_tenant" -h >/dev/null 2>&1; rc=$?
+"$B/bin/gx_tenant" >/dev/null 2>&1; rc2=$?
+if [ $rc = 0 ] && [ $rc2 = 2 ]; then echo "ok - hostbpf: gx_tenant -h / no -o"; else echo "not ok - hostbpf: gx_tenant -h=$rc no-o=$rc2"; fi
 # Policies must not reach into kernel-only types: only gpu_ext.h types and
 # kfuncs (the shim runs the same objects in user space).
 bad=0
-for p in fifo lfu mru quota seq stride tree prio; do
+for p in fifo lfu mru quota seq stride tree prio lcfirst tbucket lcslo; do
 	if "$BPFTOOL" btf dump file "$B/hostbpf/gx_$p.bpf.o" | grep -E "STRUCT '(task_struct|mm_struct|cgroup|file)'" >/dev/null; then
 		echo "not ok - hostbpf: $p uses kernel-only types"; bad=1
 	fi

@@ -26,7 +26,7 @@ int main(void)
 		 sizeof(struct gx_prefetch), sizeof(struct gx_stats), sizeof(struct gx_fault_result));
 	GX_CHECK(sizeof(struct gpu_region) == 120 && offsetof(struct gpu_region, resident_mask) == 56,
 		 "gpu_ext: gpu_region layout (%zu)", sizeof(struct gpu_region));
-	GX_CHECK(offsetof(struct gpu_mem_ops, scope) == 32 && offsetof(struct gpu_sched_ops, scope) == 16 &&
+	GX_CHECK(offsetof(struct gpu_mem_ops, scope) == 32 && offsetof(struct gpu_sched_ops, scope) == 24 &&
 			 sizeof(struct gpu_mem_ops) == 64,
 		 "gpu_ext: struct_ops data members after the handlers");
 	GX_CHECK(GPU_REGION_PAGES == 512 && GPU_REGION_SIZE == 2u << 20, "gpu_ext: 2 MiB regions of 4 KiB pages");

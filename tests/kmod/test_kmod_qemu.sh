@@ -20,7 +20,7 @@ rm -rf "$W" && mkdir -p "$W/root"/{bin,dev,proc,sys,tmp,etc} || fail "cannot mak
 R=$W/root
 cp /bin/busybox "$R/bin/busybox"
 bins="$B/tests/kmod/gx_vmtest $B/tests/kmod/gx_kmod_fuzz $B/tests/kmod/gx_client_test $B/tests/kmod/gx_bad"
-for p in fifo lfu mru quota seq stride tree prio; do bins="$bins $B/bin/gx_$p"; done
+for p in fifo lfu mru quota seq stride tree prio tenant; do bins="$bins $B/bin/gx_$p"; done
 for f in $bins; do
 	[ -x "$f" ] || fail "$f not built"
 	cp "$f" "$R/bin/"
@@ -32,6 +32,12 @@ done
 cp "$B/kmod/gpuext.ko" "$R/gpuext.ko"
 [ -f "$B/tests/kmod/ko/gx_consumer.ko" ] || fail "$B/tests/kmod/ko/gx_consumer.ko not built"
 cp "$B/tests/kmod/ko/gx_consumer.ko" "$R/gx_consumer.ko"
+# the tenant scheduling policies (task_launch: the shim's; attached here
+# with gx_tenant so the kernel's verifier checks the same objects)
+mkdir -p "$R/policies"
+for p in lcfirst tbucket lcslo; do
+	cp "$B/hostbpf/gx_$p.bpf.o" "$R/policies/" || fail "$B/hostbpf/gx_$p.bpf.o not built"
+done
 cp "$ROOT/tests/kmod/vm-init.sh" "$R/init" && chmod +x "$R/init"
 echo "root:x:0:0::/:/bin/sh" >"$R/etc/passwd"
 echo "nobody:x:65534:65534::/:/bin/false" >>"$R/etc/passwd"

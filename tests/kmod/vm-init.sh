@@ -41,6 +41,20 @@ kill -INT $lfu $prio
 wait $lfu && wait $prio && grep -q detached /tmp/lfu.log && ok "fuzzer's policies detached cleanly" ||
 	nok "fuzzer's policies did not detach: $(tail -2 /tmp/lfu.log /tmp/prio.log | tr '\n' ' ')"
 echo "# policy tests $((t1 - t0)) s, fuzzer $((t2 - t1)) s"
+# The tenant policies (task_launch, which only the shim calls) load into
+# gpuext.ko as they are: the kernel's verifier accepts them, they attach
+# and detach; the same object's task_launch stays unused here.
+for p in lcfirst tbucket lcslo; do
+	/bin/gx_tenant -o /policies/gx_$p.bpf.o >/tmp/t.log 2>&1 &
+	tp=$!
+	for i in $(seq 1 100); do grep -q attached /tmp/t.log && break; sleep 0.1; done
+	kill -INT $tp
+	wait $tp
+	rc=$?
+	grep -q attached /tmp/t.log && grep -q detached /tmp/t.log && [ $rc = 0 ] &&
+		ok "tenant policy gx_$p (task_launch) attaches to gpuext.ko and detaches" ||
+		nok "tenant policy gx_$p: $(tr '\n' ' ' </tmp/t.log | cut -c1-300)"
+done
 if [ -e /sys/kernel/debug/kmemleak ]; then
 	echo scan >/sys/kernel/debug/kmemleak; sleep 1; echo scan >/sys/kernel/debug/kmemleak
 	if grep -q gpuext /sys/kernel/debug/kmemleak; then nok "kmemleak reports gpuext objects"; else ok "kmemleak: no leaks"; fi

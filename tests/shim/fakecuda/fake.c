@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FX __attribute__((visibility("default")))
@@ -316,9 +317,18 @@ FX CUresult cuCtxGetDevice_v2(CUdevice *d, CUcontext c)
 	return CUDA_SUCCESS;
 }
 
+static void fk_sync_all(void);
 FX CUresult cuCtxSynchronize(void)
 {
 	REC();
+	fk_sync_all();
+	return CUDA_SUCCESS;
+}
+FX CUresult cuCtxSynchronize_v2(CUcontext c)
+{
+	(void)c;
+	REC();
+	fk_sync_all();
 	return CUDA_SUCCESS;
 }
 
@@ -668,9 +678,12 @@ FX int fake_last_run(void **ctx, int *dev, void **func, char *target, size_t tn,
 	return last_run.ctx ? 0 : -1;
 }
 
+static void fk_run(CUstream s); /* the time model, below */
+
 static CUresult launch(const char *api, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 		       unsigned by, unsigned bz, unsigned sh, CUstream s, void **p)
 {
+	fk_run(s);
 	struct ffunc *x = (struct ffunc *)f;
 	if (!x)
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -872,12 +885,19 @@ FX CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, CUmem_advise a, CUmemLocatio
 struct fstream {
 	unsigned flags;
 	int prio;
+	uint64_t busy;       /* the time model: when its last kernel ends */
+	struct fstream *next;
 };
+static struct fstream *all_streams;
 FX CUresult cuStreamCreate(CUstream *s, unsigned f)
 {
 	REC();
 	struct fstream *fs = calloc(1, sizeof(*fs));
 	fs->flags = f;
+	pthread_mutex_lock(&launch_lock);
+	fs->next = all_streams;
+	all_streams = fs;
+	pthread_mutex_unlock(&launch_lock);
 	*s = (CUstream)fs;
 	return CUDA_SUCCESS;
 }
@@ -887,6 +907,10 @@ FX CUresult cuStreamCreateWithPriority(CUstream *s, unsigned f, int prio)
 	struct fstream *fs = calloc(1, sizeof(*fs));
 	fs->flags = f;
 	fs->prio = prio < -5 ? -5 : prio > 0 ? 0 : prio;
+	pthread_mutex_lock(&launch_lock);
+	fs->next = all_streams;
+	all_streams = fs;
+	pthread_mutex_unlock(&launch_lock);
 	*s = (CUstream)fs;
 	return CUDA_SUCCESS;
 }
@@ -914,7 +938,154 @@ FX CUresult cuStreamGetFlags(CUstream s, unsigned *f)
 FX CUresult cuStreamDestroy_v2(CUstream s)
 {
 	REC();
+	pthread_mutex_lock(&launch_lock);
+	for (struct fstream **pp = &all_streams; *pp; pp = &(*pp)->next)
+		if (*pp == (struct fstream *)s) {
+			*pp = (*pp)->next;
+			break;
+		}
+	pthread_mutex_unlock(&launch_lock);
 	free(s);
+	return CUDA_SUCCESS;
+}
+
+/* ---- time: with FAKECUDA_KERNEL_US=N every launch keeps its stream busy
+ * N µs after the previous one ends (streams run independently, in one
+ * process); events complete when the work before them has, queries say
+ * CUDA_ERROR_NOT_READY until then, synchronisation sleeps. Without it
+ * everything is done at once, as before. Streams the fake did not make
+ * (NULL, legacy, per-thread, made-up handles) share one timeline. ---- */
+static uint64_t legacy_busy;
+static long kernel_us = -1;
+static uint64_t fk_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+static uint64_t *timeline(CUstream s) /* launch_lock held */
+{
+	for (struct fstream *x = all_streams; x; x = x->next)
+		if (x == (struct fstream *)s)
+			return &x->busy;
+	return &legacy_busy;
+}
+/* FAKECUDA_LAUNCH_LOG=FILE: one line per launch, "PID SUBMIT START END"
+ * (ns: when it was submitted, when the kernel would run), for the tenant
+ * tests' schedules. */
+static int launch_log = -2;
+static void fk_run(CUstream s)
+{
+	if (kernel_us < 0) {
+		const char *e = getenv("FAKECUDA_KERNEL_US");
+		kernel_us = e ? atol(e) : 0;
+	}
+	if (kernel_us <= 0)
+		return;
+	pthread_mutex_lock(&launch_lock);
+	uint64_t *t = timeline(s), now = fk_now(), start = *t > now ? *t : now;
+	*t = start + (uint64_t)kernel_us * 1000;
+	if (launch_log == -2) {
+		const char *l = getenv("FAKECUDA_LAUNCH_LOG");
+		launch_log = l ? open(l, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600) : -1;
+	}
+	if (launch_log >= 0) {
+		char b[96];
+		int n = snprintf(b, sizeof(b), "%d %llu %llu %llu\n", (int)getpid(), (unsigned long long)now,
+				 (unsigned long long)start, (unsigned long long)*t);
+		if (write(launch_log, b, (size_t)n) < 0) {
+		}
+	}
+	pthread_mutex_unlock(&launch_lock);
+}
+static void fk_sleep_until(uint64_t at)
+{
+	for (uint64_t now = fk_now(); now < at; now = fk_now()) {
+		struct timespec d = { 0, (long)(at - now < 1000000 ? at - now : 1000000) };
+		nanosleep(&d, NULL);
+	}
+}
+struct fevent {
+	uint64_t at;
+};
+static long nr_events_live;
+FX long fake_events_live(void) { return nr_events_live; }
+FX CUresult cuEventCreate(CUevent *e, unsigned f)
+{
+	(void)f;
+	REC();
+	*e = (CUevent)calloc(1, sizeof(struct fevent));
+	__atomic_add_fetch(&nr_events_live, 1, __ATOMIC_RELAXED);
+	return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult event_record(CUevent e, CUstream s)
+{
+	if (!e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&launch_lock);
+	((struct fevent *)e)->at = *timeline(s);
+	pthread_mutex_unlock(&launch_lock);
+	return CUDA_SUCCESS;
+}
+FX CUresult cuEventRecord(CUevent e, CUstream s) { REC(); return event_record(e, s); }
+FX CUresult cuEventRecord_ptsz(CUevent e, CUstream s) { REC(); return event_record(e, s); }
+FX CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned f) { (void)f; REC(); return event_record(e, s); }
+FX CUresult cuEventQuery(CUevent e)
+{
+	REC();
+	if (!e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return fk_now() >= ((struct fevent *)e)->at ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+FX CUresult cuEventSynchronize(CUevent e)
+{
+	REC();
+	if (e)
+		fk_sleep_until(((struct fevent *)e)->at);
+	return CUDA_SUCCESS;
+}
+FX CUresult cuEventDestroy_v2(CUevent e)
+{
+	REC();
+	if (e)
+		__atomic_sub_fetch(&nr_events_live, 1, __ATOMIC_RELAXED);
+	free(e);
+	return CUDA_SUCCESS;
+}
+FX CUresult cuEventDestroy(CUevent e) { return cuEventDestroy_v2(e); }
+/* weak: tests/attach/fakedev.c has its own */
+__attribute__((weak)) FX CUresult cuStreamSynchronize(CUstream s)
+{
+	REC();
+	pthread_mutex_lock(&launch_lock);
+	uint64_t at = *timeline(s);
+	pthread_mutex_unlock(&launch_lock);
+	fk_sleep_until(at);
+	return CUDA_SUCCESS;
+}
+static void fk_sync_all(void)
+{
+	uint64_t at = 0;
+	pthread_mutex_lock(&launch_lock);
+	at = legacy_busy;
+	for (struct fstream *x = all_streams; x; x = x->next)
+		at = x->busy > at ? x->busy : at;
+	pthread_mutex_unlock(&launch_lock);
+	fk_sleep_until(at);
+}
+FX CUresult cuStreamQuery(CUstream s)
+{
+	REC();
+	pthread_mutex_lock(&launch_lock);
+	uint64_t at = *timeline(s);
+	pthread_mutex_unlock(&launch_lock);
+	return fk_now() >= at ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+/* A device's UUID: its ordinal in every byte, plus one. */
+FX CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d)
+{
+	REC();
+	memset(u->bytes, d + 1, sizeof(u->bytes));
 	return CUDA_SUCCESS;
 }
 

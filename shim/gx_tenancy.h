@@ -1,0 +1,37 @@
+/* gx_tenancy.h — the shim's side of tenant scheduling (tenant.c): launches
+ * of this process gated against the other tenants of the GPU. */
+#ifndef GX_TENANCY_H
+#define GX_TENANCY_H
+
+#include "shim/gx_shim.h"
+
+/* After gx_hostpolicy_init, at cuInit: on when this process is a tenant
+ * (GPUEXT_TENANT*) or the scheduling policy has task_launch. */
+void gx_tenancy_init(void);
+
+/* Set by tenant.c's launch callback on this thread when the launch about to
+ * go should be tracked; launch.c then calls gx_tenancy_launched with the
+ * driver's result, right after the real launch. */
+extern __thread int gx_tenancy_track;
+void gx_tenancy_launched(CUresult rc);
+
+/* ---- between tenant.c and tenant_done.c ---- */
+#include "tenant/gx_tenant.h"
+#define GX_TENANCY_MAX_DEVS 64
+uint64_t gx_tenancy_now(void); /* CLOCK_MONOTONIC ns, the table's clock */
+/* Record a completion event after the launch just made on s; 0, or -errno
+ * (not tracked: no room, or the event could not be recorded). */
+int gx_tenancy_track_launch(CUcontext ctx, CUstream s, struct gx_tn *tn, uint64_t now);
+/* The completion thread: started with the first tenant entry (polling every
+ * interval_ns, 0: by class), stopped at exit, forgotten in a forked child. */
+int gx_tenancy_poller_start(struct gx_tn *tn, uint64_t interval_ns);
+void gx_tenancy_poller_stop(void);
+void gx_tenancy_poller_forget(void);
+/* A launch went into a stream being captured: the completion thread makes
+ * no driver call for a while (a query from another thread during a capture
+ * in global mode could invalidate it). */
+void gx_tenancy_capturing(void);
+/* A context is being destroyed: its pending launches count as complete. */
+void gx_tenancy_ctx_gone(CUcontext ctx);
+
+#endif

@@ -1,0 +1,128 @@
+/* gx_tenant.h — tenants sharing GPUs across processes, without a kernel
+ * module: one table in shared memory (the maps folder,
+ * /dev/shm/gpuext-$UID/tenants.tab, or $GPUEXT_SHM_DIR) where every process
+ * under the shim says what it launches and what completed, so a scheduling
+ * policy in any process sees the others (docs/tenants.md).
+ *
+ * A tenant is a name (`gpuext-run --tenant NAME`, a cgroup, or a process's
+ * own "<comm>-<pid>") with a class (latency critical or best effort) and an
+ * in-flight window; a tenant has one entry per process and GPU. Each process
+ * writes only its own entries; the table's robust lock is taken only to join,
+ * leave, reap the dead and change a tenant from outside. A process that
+ * dies, even by kill -9 while its launches are in flight, is reaped by the
+ * others (pid gone, or pid reused) and stops counting at once if it goes
+ * silent (a lease); its policy map files go with it. The last process out
+ * removes the table.
+ *
+ * No CUDA here: the shim (shim/tenant.c) feeds launches and completions;
+ * the CLI (`gpuext tenant`) reads and changes the table. Functions return 0
+ * or a negative errno. */
+#ifndef GX_TENANT_H
+#define GX_TENANT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuext/gpu_ext.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GX_TN_NAME_MAX 32
+#define GX_TN_MAX_TENANTS 64
+#define GX_TN_MAX_PROCS 256
+#define GX_TN_TABLE_FILE "tenants.tab"
+
+struct gx_tn; /* one process's entry for one GPU */
+
+struct gx_tn_opts {
+	size_t sz;             /* sizeof(struct gx_tn_opts) */
+	const char *name;      /* tenant; NULL: "<comm>-<pid>" */
+	int cls;               /* GPU_CLASS_*; -1: the tenant's, else BE */
+	uint32_t window;       /* in-flight cap of a new tenant (0: none) */
+	const uint8_t *dev;    /* 16-byte GPU identity (UUID); NULL: zeros */
+	uint64_t cgroup_id;
+	uint64_t lease_ns;     /* silent this long: not counted (0: 1 s) */
+	uint64_t burst_gap_ns; /* idle gap that starts a new burst (0: 200 µs) */
+};
+
+/* Join: create the table if there is none, find or make the tenant, claim
+ * an entry for this process and GPU. */
+int gx_tn_open(const struct gx_tn_opts *opts, struct gx_tn **out);
+/* Leave: the entry's counts go to the tenant; the tenant goes with its last
+ * process, the table with the last tenant. */
+void gx_tn_close(struct gx_tn *tn);
+/* Leave as gx_tn_close does, but keep the handle and its mapping: calls on
+ * it afterwards (another thread still launching while the process exits)
+ * write nothing. The memory goes with the process. */
+void gx_tn_leave(struct gx_tn *tn);
+/* After fork, in the child: forget the parent's entries without touching
+ * the table (the child is another process). */
+void gx_tn_forget(struct gx_tn *tn);
+
+/* ---- the hot path (any thread of the owning process) ---- */
+/* A launch is about to go to the driver: counted in flight before it goes,
+ * so that no other tenant's check between its submission and our
+ * bookkeeping sees the GPU idle (a preempted launching thread made that
+ * gap milliseconds long on a loaded machine). */
+void gx_tn_launched(struct gx_tn *tn, uint64_t now_ns);
+/* Undo gx_tn_launched: the launch failed (went = false), or went to the
+ * driver untracked, so no completion will come (went = true). */
+void gx_tn_unlaunched(struct gx_tn *tn, bool went);
+/* One went to the driver that is not tracked (no completion will come). */
+void gx_tn_untracked(struct gx_tn *tn);
+/* A tracked launch submitted at launch_ns was seen complete at done_ns. */
+void gx_tn_completed(struct gx_tn *tn, uint64_t launch_ns, uint64_t done_ns);
+/* A launch was held ns before it went (hold = 1: one more held launch). */
+void gx_tn_throttled(struct gx_tn *tn, uint64_t ns, int held);
+/* Fill what a scheduling policy sees: the tenant, and the GPU's classes
+ * (l's own fields — held, attempt, geometry — are the caller's). */
+void gx_tn_view(struct gx_tn *tn, uint64_t now_ns, struct gpu_tenant *t, struct gpu_launch *l);
+/* The tenant's cap (policy: bpf_gpu_set_window). */
+void gx_tn_set_window(struct gx_tn *tn, uint32_t n);
+int gx_tn_class(const struct gx_tn *tn);
+uint32_t gx_tn_window(const struct gx_tn *tn);
+uint32_t gx_tn_inflight(const struct gx_tn *tn); /* this process's */
+
+/* Changes: read the generation before looking (gx_tn_view), then wait for
+ * it to move (a launch of an LC tenant, any completion, a change from
+ * outside, a reap) or for timeout_ns. 0, or -ETIMEDOUT. */
+uint32_t gx_tn_gen(const struct gx_tn *tn);
+int gx_tn_wait(struct gx_tn *tn, uint32_t gen, uint64_t timeout_ns);
+/* Periodic (every few ms, from a background thread): the lease, and every
+ * 100 ms a reap of dead processes. Returns how many were reaped. */
+int gx_tn_tick(struct gx_tn *tn, uint64_t now_ns);
+
+/* ---- control plane (gpuext tenant) ---- */
+struct gx_tn_info {
+	char name[GX_TN_NAME_MAX];
+	int cls;
+	uint32_t window;
+	uint32_t nr_procs, inflight, max_inflight;
+	uint32_t pids[8];            /* first processes */
+	uint64_t launches, completions, untracked, held;
+	uint64_t throttled_ns;
+	uint64_t p50_ns, p99_ns, p999_ns; /* launch-to-completion, worst process */
+	uint64_t kernel_ns;
+	uint64_t created_ns;
+};
+/* This process's own figures on its GPU (name, class, window of its tenant). */
+void gx_tn_self(const struct gx_tn *tn, struct gx_tn_info *out);
+/* Tenants in table order; returns how many (≤ max written), -ENOENT when
+ * there is no table. Dead processes are reaped first when `reap`. */
+int gx_tn_list(struct gx_tn_info *out, int max, int reap);
+/* Change a tenant: cls -1 / window -1 leave that one. -ENOENT: no such. */
+int gx_tn_set(const char *name, int cls, int64_t window);
+/* Reap dead processes (and the table itself when nobody is left).
+ * Returns the number reaped, or -ENOENT. */
+int gx_tn_gc(void);
+/* "lc" / "be", and back (-EINVAL). */
+const char *gx_tn_class_name(int cls);
+int gx_tn_parse_class(const char *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
