@@ -13,7 +13,9 @@
  * come in through struct gx_attach_host.
  *
  * Any failure is one "gpuext: policy NAME: ...; running without it" line;
- * the application runs on without that policy. */
+ * the application runs on without that policy. Entries may carry knobs,
+ * "obj.bpf.o,name=value,...": the object's plain (not const) global
+ * variables of that name start with that value. */
 #ifndef GX_ATTACH_H
 #define GX_ATTACH_H
 
@@ -53,9 +55,10 @@
 #define GX_PCACHE_PTXVER 80 /* the JIT emits PTX ISA 8.0 (+ptx80) */
 /* Bumped whenever the JIT's output for the same object changes (2:
  * ctx->launch_id reads %gridid; 3: atomics in .global, red for non-fetch
- * ones, array lookups without a division, release fence on ring commits),
- * so older entries are never used. */
-#define GX_PCACHE_JITREV 3
+ * ones, array lookups without a division, release fence on ring commits;
+ * 4: entries list the global variables, for knobs), so older entries are
+ * never used. */
+#define GX_PCACHE_JITREV 4
 #define GX_POL_NAME_MAX 64
 
 struct gx_pol_prog {
@@ -72,6 +75,13 @@ struct gx_pol_map {
 	size_t init_len;
 };
 
+/* A global variable (.data/.bss/.rodata): a knob a user may set with
+ * "obj.bpf.o,name=value" when it is not .rodata (the JIT folded those). */
+struct gx_pol_var {
+	char name[GX_POL_NAME_MAX];
+	unsigned map, off, size; /* its map (index in maps), place in the value */
+};
+
 struct gx_policy_desc {
 	char name[GX_POL_NAME_MAX]; /* object name */
 	uint64_t hash;              /* fnv64 of the object bytes */
@@ -82,7 +92,16 @@ struct gx_policy_desc {
 	size_t nr_progs;
 	struct gx_pol_map *maps;    /* in the object's map index order */
 	size_t nr_maps;
+	struct gx_pol_var *vars;
+	size_t nr_vars;
 };
+
+/* Set knobs "name=value[,name=value...]" in d's initial global data (the
+ * maps' init bytes): 0, or -EINVAL with a one-line reason (no such
+ * variable, a .rodata one, a bad value). */
+int gx_pdesc_set_knobs(struct gx_policy_desc *d, const char *knobs, char *err, size_t en);
+/* Read variable `name` of d's initial data (size bytes, little endian). */
+int gx_pdesc_get_var(const struct gx_policy_desc *d, const char *name, void *out, size_t size);
 
 uint64_t gx_pcache_hash(const void *buf, size_t len);
 /* Full path of the entry for (hash, sm). */
@@ -199,7 +218,15 @@ struct gx_attach_host {
 	void (*device_prefetch)(CUcontext ctx, CUdevice dev, uint64_t addr, uint64_t len);
 	/* Register a lock so fork() holds it (order: outer locks lower). */
 	void (*lock_register)(pthread_mutex_t *m, int order);
+	/* GPUEXT_SCHED without blocksched's own knobs: "obj.bpf.o[,knobs]",
+	 * the schedule policy, attached first (blocksched/gx_blocksched.h). */
+	const char *sched;
 };
+
+/* A global variable of the attached policy `tag` (its initial value with
+ * the knobs applied): 0, -ENOENT (no such variable of that size) or
+ * -ENODEV (no such policy attached). */
+int gx_attach_policy_var(const char *tag, const char *name, void *out, size_t size);
 
 /* Fill hooks, policy PTX and bindings for a module about to be rewritten.
  * The first call latches `host` and loads the policies; a no-op when none

@@ -41,10 +41,11 @@ static const char *self_dir(char *buf, size_t n)
 struct obj {
 	char path[4096];
 	char tag[GX_POL_NAME_MAX];
+	char knobs[512];
 };
 
 
-static int add_obj(struct obj *o, size_t *n, const char *path, const char *tag)
+static int add_obj(struct obj *o, size_t *n, const char *path, const char *tag, const char *knobs, size_t kl)
 {
 	for (size_t i = 0; i < *n; i++)
 		if (!strcmp(o[i].path, path)) {
@@ -57,8 +58,21 @@ static int add_obj(struct obj *o, size_t *n, const char *path, const char *tag)
 	}
 	snprintf(o[*n].path, sizeof(o[*n].path), "%s", path);
 	snprintf(o[*n].tag, sizeof(o[*n].tag), "%s", tag);
+	snprintf(o[*n].knobs, sizeof(o[*n].knobs), "%.*s", (int)kl, knobs ? knobs : "");
 	(*n)++;
 	return 0;
+}
+
+/* "obj.bpf.o[,knobs]" → the object (path), and its knobs (after the comma). */
+static void add_entry(struct obj *o, size_t *n, const char *p, size_t len, bool device_only)
+{
+	char path[4096], tag[GX_POL_NAME_MAX];
+	const char *k = memchr(p, ',', len);
+	snprintf(path, sizeof(path), "%.*s", (int)(k ? (size_t)(k - p) : len), p);
+	if (path[0] && (device_only || !gx_attach_env->is_host_policy(path))) {
+		gx_policy_tag(path, tag, sizeof(tag));
+		add_obj(o, n, path, tag, k ? k + 1 : NULL, k ? len - (size_t)(k + 1 - p) : 0);
+	}
 }
 
 /* The device policy objects, in order: GPUEXT_POLICY's, then the tools. */
@@ -66,16 +80,13 @@ static size_t object_list(struct obj *o)
 {
 	size_t n = 0;
 	char path[4096], tag[GX_POL_NAME_MAX];
+	const char *sched = gx_attach_env->sz > offsetof(struct gx_attach_host, sched) ? gx_attach_env->sched : NULL;
+	if (sched && *sched)
+		add_entry(o, &n, sched, strlen(sched), true);
 	for (const char *p = gx_attach_env->policy; p && *p;) {
 		const char *c = strchr(p, ':');
 		size_t len = c ? (size_t)(c - p) : strlen(p);
-		/* "obj.bpf.o,opts" entries: the object is before the comma */
-		const char *k = memchr(p, ',', len);
-		snprintf(path, sizeof(path), "%.*s", (int)(k ? (size_t)(k - p) : len), p);
-		if (path[0] && !gx_attach_env->is_host_policy(path)) {
-			gx_policy_tag(path, tag, sizeof(tag));
-			add_obj(o, &n, path, tag);
-		}
+		add_entry(o, &n, p, len, false);
 		p = c ? c + 1 : NULL;
 	}
 	const char *d = getenv("GPUEXT_TOOLS_DIR");
@@ -95,7 +106,7 @@ static size_t object_list(struct obj *o)
 				snprintf(path, sizeof(path), "%s/%s.bpf.o", base, tag);
 			else
 				snprintf(path, sizeof(path), "%s/../share/gpuext/tools/%s.bpf.o", base, tag);
-			add_obj(o, &n, path, tag);
+			add_obj(o, &n, path, tag, NULL, 0);
 		}
 		t = c ? c + 1 : NULL;
 	}
@@ -165,6 +176,10 @@ static int desc_load(const struct obj *o, unsigned sm, const char *dir, bool hav
 		}
 	}
 	free(buf);
+	if (!ret && o->knobs[0] && (ret = gx_pdesc_set_knobs(d, o->knobs, err, sizeof(err))))
+		gx_pdesc_free(d);
+	else if (!ret && o->knobs[0])
+		pr_info("policy %s: knobs %s", o->tag, o->knobs);
 	if (ret)
 		pr_warn("policy %s: %s; running without it", o->tag, err[0] ? err : strerror(-ret));
 	return ret;
@@ -223,9 +238,21 @@ static void pol_load(void)
 
 const struct gx_attach_host *gx_attach_env;
 
+int gx_attach_policy_var(const char *tag, const char *name, void *out, size_t size)
+{
+	int ret = -ENODEV;
+	pthread_mutex_lock(&pol_lock);
+	for (size_t k = 0; pol_state == 1 && k < nr_pols; k++)
+		if (!strcmp(tags[k], tag))
+			ret = gx_pdesc_get_var(&pols[k], name, out, size);
+	pthread_mutex_unlock(&pol_lock);
+	return ret;
+}
+
 void gx_attach_rewrite_opts(const struct gx_attach_host *host, struct gx_ptx_rewrite_opts *opts)
 {
-	if (!host || (!host->policy && !host->tool))
+	const char *sched = host && host->sz > offsetof(struct gx_attach_host, sched) ? host->sched : NULL;
+	if (!host || (!host->policy && !host->tool && !sched))
 		return;
 	pthread_mutex_lock(&pol_lock);
 	if (!pol_state) {
