@@ -16,7 +16,7 @@ $(BUILD)/bench/%.ptx: bench/%.cu
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(NVCC) -arch=sm_90 -ptx $< -o $@
 
-$(BENCH_HOOK): $(call objs,bench/hook_overhead.c) $(PTX_LIB) $(COMMON_LIB) | $(BENCH_HOOK_PTX)
+$(BENCH_HOOK): $(call objs,bench/hook_overhead.c) $(BS_LIB) $(PTX_LIB) $(COMMON_LIB) | $(BENCH_HOOK_PTX)
 	$(call link,-L$(STUB_LDIR) -lcuda)
 
 # For `hook_overhead --regs` on the GPU, which has no LLVM: the tools'

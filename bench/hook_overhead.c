@@ -36,6 +36,7 @@
 
 #include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
+#include "blocksched/gx_blocksched.h"
 #include "gpuext/gx_work.h"
 #include "gpuext/gx_devrt.h"
 
@@ -78,7 +79,7 @@ static int cmp_f(const void *a, const void *b)
 struct pass {
 	const char *name;
 	unsigned hooks;
-	int persistent; /* 0 no, 1 static, 2 dynamic */
+	int persistent; /* 0 no, 1 static, 2 claim (8 claims per worker, always steal) */
 	int ctx_policy; /* bind ctx_policy_ptx (reads the context) instead of the stubs */
 	unsigned stubs; /* enum gx_ptx_stubs without a policy */
 	int top;        /* GX_PTX_F_ENTRY_TOP: entry site before the kernel's first
@@ -241,7 +242,7 @@ static const struct pass passes[] = {
 	{"all call", ALL, 0, 0, GX_PTX_STUBS_CALL, 0, NULL, NULL, FIG_NONE},
 	{"all probe", ALL, 0, 0, GX_PTX_STUBS_PROBE, 0, NULL, NULL, FIG_NONE},
 	{"persist-static", 0, 1, 0, 0, 0, NULL, NULL, FIG_NONE},
-	{"persist-dynamic", 0, 2, 0, 0, 0, NULL, NULL, FIG_NONE},
+	{"persist-claim", 0, 2, 0, 0, 0, NULL, NULL, FIG_NONE},
 	{"persist+entry/exit probe", EE, 2, 0, GX_PTX_STUBS_PROBE, 0, NULL, NULL, FIG_NONE},
 	{"tool launchlate", GDEV_HOOK_ENTRY, 0, 0, 0, 0, "launchlate", NULL, FIG_REPORT},
 	{"tool threadhist", GDEV_HOOK_ENTRY, 0, 0, 0, 0, "threadhist", NULL, FIG_REPORT},
@@ -418,7 +419,10 @@ int main(int argc, char **argv)
 	size_t nk = sizeof(ks) / sizeof(ks[0]);
 	void *ref[8] = {0};
 	float base_ms[8] = {0};
-	CUdeviceptr desc = dalloc(GX_WORK_SIZE);
+	/* The claim state: zeroed once, left clean by every launch. */
+	size_t state_bytes = gx_work_state_bytes(1u << 20);
+	CUdeviceptr state = dalloc(state_bytes);
+	CK(cuMemsetD8(state, 0, state_bytes));
 	CUevent e0, e1;
 	CK(cuEventCreate(&e0, 0));
 	CK(cuEventCreate(&e1, 0));
@@ -475,6 +479,7 @@ int main(int argc, char **argv)
 		struct gx_ptx_rewrite_opts o = {.sz = sizeof(o), .hooks = ps->hooks,
 						.persistent = ps->persistent != 0,
 						.stubs = ps->stubs};
+		o.persist_rt = gx_bs_rt_ptx(&o.persist_rt_len);
 		if (ps->ctx_policy) {
 			o.policy_ptx = ctx_policy_ptx;
 			o.policy_len = sizeof(ctx_policy_ptx) - 1;
@@ -589,17 +594,21 @@ int main(int argc, char **argv)
 				wd.grid_x = grid[0];
 				wd.grid_y = grid[1];
 				wd.grid_z = grid[2];
-				wd.mode = ps->persistent == 1 ? GX_WORK_STATIC : GX_WORK_DYNAMIC;
-				grid[0] = (unsigned)(nsm * (occ > 0 ? occ : 1));
+				wd.mode = ps->persistent == 1 ? GX_WORK_STATIC : GX_WORK_CLAIM;
+				unsigned w = (unsigned)(nsm * (occ > 0 ? occ : 1));
+				if (w > wd.total)
+					w = wd.total;
+				unsigned long long per = (unsigned long long)w * GX_BS_DEFAULT_CHUNKS;
+				wd.chunk = (unsigned)((wd.total + per - 1) / per);
+				wd.state = ps->persistent == 2 ? state : 0;
+				grid[0] = w;
 				grid[1] = grid[2] = 1;
-				args[na++] = &desc;
+				args[na++] = &wd;
 			}
 			float *ms = calloc(repeats, sizeof(float));
 			for (int r = -2; r < repeats; r++) {
 				if (kn->zero_out)
 					CK(cuMemsetD32(kn->out, 0, kn->out_bytes / 4));
-				if (ps->persistent)
-					CK(cuMemcpyHtoD(desc, &wd, sizeof(wd)));
 				CK(cuEventRecord(e0, 0));
 				CK(cuLaunchKernel(f, grid[0], grid[1], grid[2], kn->block[0], kn->block[1],
 						  kn->block[2], 0, 0, args, NULL));

@@ -1,8 +1,9 @@
 # cli/ — the gpuext command (one file per subcommand, listed in main.c's
 # table) and gpuext-run (= gpuext run). The CLI uses the parts' public
 # headers only; this file is the one place that lists what it links.
-CLI_SRCS   := cli/main.c cli/run.c cli/run_tool.c cli/ptx.c cli/fatbin.c cli/bpf.c cli/map.c cli/tools.c
-CLI_LIBS   := $(TOOLS_LIB) $(ATTACH_LIB) $(IMAGE_LIB) $(PTX_LIB) $(BPF_LIB) $(COMMON_LIB)
+CLI_SRCS   := cli/main.c cli/run.c cli/run_tool.c cli/ptx.c cli/fatbin.c cli/bpf.c cli/map.c cli/tools.c \
+              cli/sched.c
+CLI_LIBS   := $(TOOLS_LIB) $(BS_LIB) $(ATTACH_LIB) $(IMAGE_LIB) $(PTX_LIB) $(BPF_LIB) $(COMMON_LIB)
 GPUEXT_BIN := $(BUILD)/bin/gpuext
 GPUEXT_RUN := $(BUILD)/bin/gpuext-run
 

@@ -28,6 +28,7 @@ static const struct gx_cmd cmds[] = {
 	{ "bpf", do_bpf, "device eBPF policies: show, verify, dump, jit" },
 	{ "map", do_map, "policy maps shared with the GPU: list, dump" },
 	{ "tools", do_tools, "observability tools: list, prepare (JIT cache), report" },
+	{ "sched", do_sched, "block scheduling: decisions and per-SM work of a run (--trace)" },
 	{ "version", do_version, "print the version" },
 	{ 0 },
 };
