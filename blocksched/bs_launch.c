@@ -191,6 +191,7 @@ int gx_bs_parse_log(const char *log, struct gx_bs_kernel **out, size_t *n)
 				k->copy = strdup(copy);
 				k->nparams = np;
 				k->unit_bar = !strcmp(ub, "yes");
+				k->static_only = strstr(line, ", static only)") != NULL;
 				if (!k->name || !k->copy) {
 					free(k->name);
 					free(k->copy);
@@ -343,7 +344,7 @@ static struct pfunc *resolve_locked(CUcontext ctx, void *f)
 }
 
 /* One log line per fallback reason. */
-enum { FB_COOP, FB_EXTRA, FB_ATTR, FB_CAPTURE, FB_GRAPH, FB_OCC, FB_MEM, FB_SMEM, FB_GRID, FB__N };
+enum { FB_COOP, FB_EXTRA, FB_ATTR, FB_CAPTURE, FB_GRAPH, FB_OCC, FB_MEM, FB_SMEM, FB_GRID, FB_STATIC, FB__N };
 static int fb_said[FB__N];
 static const char *const fb_why[FB__N] = {
 	[FB_COOP] = "cooperative launches",
@@ -355,6 +356,7 @@ static const char *const fb_why[FB__N] = {
 	[FB_MEM] = "launches whose device state could not be set up",
 	[FB_SMEM] = "launches whose dynamic shared memory the copy cannot be given",
 	[FB_GRID] = "launches of more than 2^31 blocks",
+	[FB_STATIC] = "claiming launches of copies made static only (the mode changed after the load)",
 };
 
 static CUresult fallback(int why, const char *name)
@@ -438,6 +440,8 @@ static CUresult on_launch(struct gx_event *ev)
 	pthread_mutex_unlock(&bs_lock);
 	if (m < 0)
 		return CUDA_SUCCESS;
+	if (m == GX_WORK_CLAIM && k->static_only)
+		return fallback(FB_STATIC, k->name);
 
 	if (l->api == GX_LAUNCH_COOPERATIVE)
 		return fallback(FB_COOP, k->name);
@@ -627,8 +631,18 @@ int gx_bs_rewrite_opts(const struct gx_bs_host *host, struct gx_ptx_rewrite_opts
 	pthread_once(&sub_once, subscribe);
 	if (sub_id < 0)
 		return 0;
+	/* The policy is attached by now (attach/ goes first): a static one
+	 * gets copies without the claim path. */
+	pthread_mutex_lock(&bs_lock);
+	read_policy_locked();
+	int m = mode;
+	pthread_mutex_unlock(&bs_lock);
+	if (m < 0)
+		return 0;
 	opts->persistent = GX_PTX_PERSISTENT_COPY;
 	opts->persist_rt = gx_bs_rt_ptx(&opts->persist_rt_len);
+	if (m == GX_WORK_STATIC)
+		opts->flags |= GX_PTX_F_PERSIST_STATIC;
 	return 1;
 }
 

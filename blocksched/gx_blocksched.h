@@ -111,6 +111,7 @@ struct gx_bs_kernel {
 	char *name, *copy;
 	unsigned nparams;
 	bool unit_bar;
+	bool static_only; /* the copy has no claim path (GX_PTX_F_PERSIST_STATIC) */
 };
 int gx_bs_parse_log(const char *log, struct gx_bs_kernel **out, size_t *n);
 void gx_bs_kernels_free(struct gx_bs_kernel *k, size_t n);

@@ -139,6 +139,7 @@ static void rewrite_usage(FILE *f)
 		   "version as a copy named <prefix>_pw_<kernel> (what the shim loads).\n"
 		   "--regs KERNEL=N[,...]: the registers the driver gave KERNEL; its persistent\n"
 		   "version gets .maxnreg max(32, N rounded up to 8) (what blocksched measures).\n"
+		   "--persist-static: persistent versions without the claim path (static only).\n"
 		   "--stubs elide|call|probe|probe-call: without a policy, what hooks run: nothing\n"
 		   "(default: the empty handler is compiled away), a call of an empty function, a\n"
 		   "built-in handler reading the whole context inlined, or the same handler called.\n");
@@ -286,6 +287,7 @@ static int do_rewrite(int argc, char **argv)
 					   {"max-ptx", required_argument, 0, 'M'},
 					   {"stubs", required_argument, 0, 'S'},
 					   {"regs", required_argument, 0, 'R'},
+					   {"persist-static", no_argument, 0, 'Z'},
 					   {"output", required_argument, 0, 'o'},
 					   {"help", no_argument, 0, 'h'},
 					   {0, 0, 0, 0}};
@@ -307,6 +309,9 @@ static int do_rewrite(int argc, char **argv)
 			break;
 		case 'P':
 			policy = optarg;
+			break;
+		case 'Z':
+			opts.flags |= GX_PTX_F_PERSIST_STATIC;
 			break;
 		case 'R': {
 			snprintf(kregs_buf, sizeof(kregs_buf), "%s", optarg);

@@ -60,6 +60,14 @@ struct gx_ptx_kregs {
 /* opts.flags */
 #define GX_PTX_F_NO_RECONVERGE 1u /* no bar.warp.sync after entry/mem/fence sites */
 #define GX_PTX_F_ENTRY_TOP 2u     /* every entry site before the kernel's first statement */
+/* Persistent copies that only ever run GX_WORK_STATIC (the launcher's
+ * policy never claims): the loop without the claim path, the runtime or the
+ * sched hooks, which cost a GEMM 8 registers even when never run. Logged
+ * as ", static only" in the copy's line. */
+#define GX_PTX_F_PERSIST_STATIC 4u
+/* A/B only: the unit barrier for every persistent kernel, as the first
+ * transform had (pass_persistent.c elides it where nothing needs it). */
+#define GX_PTX_F_UNIT_BARRIER 8u
 
 /* The switches the callers (shim, CLI) take from the environment:
  * GX_PTX_RECONVERGE=0 and GX_PTX_ENTRY_TOP=1 (any value but "" and "0"). */

@@ -328,8 +328,9 @@ static int build_head(struct loop *L, const struct ptx_persist *pi, struct ptx_c
 	if (!Lcl || !Lst || !Lun || !Ltk || !Lpub || !Lgot || !Lbody)
 		return -ENOMEM;
 	const char *W = GX_WORK_PARAM;
-	int he = bound(L, GDEV_HOOK_SCHED_ENTER), hx = bound(L, GDEV_HOOK_SCHED_EXIT);
-	int hs = bound(L, GDEV_HOOK_SCHED_STEAL);
+	int so = !!(L->ps->ctx->opts->flags & GX_PTX_F_PERSIST_STATIC);
+	int he = !so && bound(L, GDEV_HOOK_SCHED_ENTER), hx = !so && bound(L, GDEV_HOOK_SCHED_EXIT);
+	int hs = !so && bound(L, GDEV_HOOK_SCHED_STEAL);
 	L->hooks = he || hx || hs;
 
 	/* prologue */
@@ -341,7 +342,10 @@ static int build_head(struct loop *L, const struct ptx_persist *pi, struct ptx_c
 	I(b, NULL, 0, "mov", (".u32"), 2, R(L->t2), R("%tid.z"));
 	I(b, NULL, 0, "or", (".b32"), 3, R(L->t), R(L->t), R(L->t2));
 	I(b, NULL, 0, "setp", (".eq", ".u32"), 3, R(L->pt0), R(L->t), N(0));
-	I(b, NULL, 0, "setp", (".eq", ".u32"), 3, R(L->pst), R(L->mode), N(GX_WORK_STATIC));
+	if (so)
+		I(b, NULL, 0, "mov", (".pred"), 2, R(L->pst), N(1));
+	else
+		I(b, NULL, 0, "setp", (".eq", ".u32"), 3, R(L->pst), R(L->mode), N(GX_WORK_STATIC));
 	I(b, NULL, 0, "setp", (".eq", ".u32"), 3, R(L->p1d), R(L->v.ny), N(1));
 	I(b, NULL, 0, "setp", (".eq", ".and", ".u32"), 4, R(L->p1d), R(L->v.nz), N(1), R(L->p1d));
 	I(b, NULL, 0, "sub", (".u32"), 3, R(L->sunit), R(L->w), R(L->nw));
@@ -352,6 +356,12 @@ static int build_head(struct loop *L, const struct ptx_persist *pi, struct ptx_c
 	I(b, NULL, 0, "mov", (".u32"), 2, R(L->v.cx), N(0));
 	I(b, NULL, 0, "mov", (".u32"), 2, R(L->v.cy), N(0));
 	I(b, NULL, 0, "mov", (".u32"), 2, R(L->v.cz), N(0));
+	if (so) {
+		/* static only: the loop is the STATIC path alone */
+		ptx_chain_label(m, b, L_loop);
+		BRA(b, NULL, 0, Lst);
+		goto static_path;
+	}
 	BRA(b, L->pst, 0, L_loop);
 	BRA(b, L->pt0, 1, L_loop);
 	reload(L, b, RL_TOTAL | RL_WSA);
@@ -455,6 +465,7 @@ static int build_head(struct loop *L, const struct ptx_persist *pi, struct ptx_c
 	I(b, NULL, 0, "add", (".u32"), 3, R(L->u), R(L->u), N(1));
 	BRA(b, NULL, 0, Lcl);
 	/* STATIC */
+static_path:
 	ptx_chain_label(m, b, Lst);
 	if (pi->unit_bar)
 		I(b, NULL, 0, L->bar, (".sync"), 1, N(L->bar_id));
@@ -542,8 +553,9 @@ static int transform(struct ptx_passes *ps, struct ptx_func *fn, const struct pt
 		return m->err[0] ? gx_err(-EINVAL) : gx_err(-ENOMEM);
 	ptx_chain_label(m, &tail, L_done);
 	ptx_chain_insn(m, &tail, NULL, 0, "ret", 0, NULL, 0);
-	if (tail.failed || add_decl(m, fn, PTX_SPACE_SHARED, ".shared", 8, ".b8", L->slot, 16) ||
-	    add_decl(m, fn, PTX_SPACE_LOCAL, ".local", 8, ".b8", L->ws, GX_WORK_WS_SIZE) ||
+	int so = !!(ps->ctx->opts->flags & GX_PTX_F_PERSIST_STATIC);
+	if (tail.failed || (!so && add_decl(m, fn, PTX_SPACE_SHARED, ".shared", 8, ".b8", L->slot, 16)) ||
+	    (!so && add_decl(m, fn, PTX_SPACE_LOCAL, ".local", 8, ".b8", L->ws, GX_WORK_WS_SIZE)) ||
 	    (L->hooks && add_decl(m, fn, PTX_SPACE_LOCAL, ".local", 8, ".b8", L->sctx, GDEV_CTX_SIZE)) ||
 	    (L->hooks && add_decl(m, fn, PTX_SPACE_LOCAL, ".local", 8, ".b8", L->hk, 16)))
 		return gx_err(-ENOMEM);
@@ -622,17 +634,18 @@ int ptx_pass_persistent(struct ptx_passes *ps)
 			return err;
 		}
 		ps->ctx->res->nr_persistent++;
+		const char *so = ps->ctx->opts->flags & GX_PTX_F_PERSIST_STATIC ? ", static only" : "";
 		if (copy)
 			ptx_pass_log(ps->ctx,
 				     "persistent: %s: copy %s transformed (work descriptor: "
-				     "parameter %u %s, loop barrier %u, unit barrier %s)",
+				     "parameter %u %s, loop barrier %u, unit barrier %s%s)",
 				     it->func.name, t->func.name, t->func.nparams, GX_WORK_PARAM,
-				     pi->bar_id, pi->unit_bar ? "yes" : "no");
+				     pi->bar_id, pi->unit_bar ? "yes" : "no", so);
 		else
 			ptx_pass_log(ps->ctx,
 				     "persistent: %s: transformed (work descriptor: trailing parameter "
-				     "%s, loop barrier %u, unit barrier %s)",
-				     it->func.name, GX_WORK_PARAM, pi->bar_id, pi->unit_bar ? "yes" : "no");
+				     "%s, loop barrier %u, unit barrier %s%s)",
+				     it->func.name, GX_WORK_PARAM, pi->bar_id, pi->unit_bar ? "yes" : "no", so);
 		it = t; /* the copy is not visited again */
 	}
 	return 0;

@@ -13,7 +13,9 @@
  * (cudaLaunchDevice, cudaGetParameterBuffer), indirect calls and calls to
  * device functions that read %ctaid/%nctaid or execute `exit` (those reads
  * could not be virtualized), a barrier id that is not a constant or all 16
- * in use, a module below sm_60 or with 32-bit addresses (the runtime's), and
+ * in use, a module below sm_70 (before it a CTA barrier counts a diverged
+ * warp as arrived, and the loop's thread 0 claims while its warp waits) or
+ * with 32-bit addresses (the runtime's), and
  * — the subtle one — early exit before a barrier: when a branch that may
  * diverge inside a CTA leads one side to ret/exit without passing a barrier
  * and the other side to a barrier, the original relies on exited threads not
@@ -705,8 +707,9 @@ static const char *check_module(struct ptx_passes *ps)
 	if (m->address_size && m->address_size->address_size != 64)
 		return "32-bit addresses (the runtime needs 64)";
 	unsigned sm = ptx_module_target_sm(m);
-	if (sm && sm < 60)
-		return "target below sm_60 (the runtime's atomics)";
+	if (sm && sm < 70)
+		return "target below sm_70 (the loop's barrier must count threads, not warps: thread 0 "
+		       "claims while its warp waits)";
 	return NULL;
 }
 
@@ -750,6 +753,8 @@ int ptx_persistent_check(struct ptx_passes *ps)
 			ptx_pass_log(ps->ctx, "persistent: %s: refused: %s", it->func.name, why);
 			continue;
 		}
+		if (ps->ctx->opts->flags & GX_PTX_F_UNIT_BARRIER)
+			unit_bar = 1;
 		ps->persist[ps->nr_persist++] =
 			(struct ptx_persist){.fn = &it->func, .bar_id = bar_id, .unit_bar = unit_bar};
 	}

@@ -15,4 +15,4 @@ $(T_BS)/test_bs_policies: $(call objs,tests/blocksched/test_bs_policies.c blocks
 	$(call link,$(JIT_LDLIBS) $(BPF_SO_LDLIBS))
 
 TEST_BINS += $(T_BS)/test_bs_rt $(T_BS)/test_bs_launch $(T_BS)/test_bs_policies $(BS_POL_OBJS)
-TESTS     += $(T_BS)/test_bs_rt tests/blocksched/test_bs_launch.sh "$(T_BS)/test_bs_policies $(BS_POL_DIR)"
+TESTS     += $(T_BS)/test_bs_rt tests/blocksched/test_bs_launch.sh tests/blocksched/test_bs_ptx.sh "$(T_BS)/test_bs_policies $(BS_POL_DIR)"
