@@ -27,9 +27,10 @@
  *  - the claim protocol is C (blocksched/bs_rt.c, tested on the host with
  *    threads), inlined where thread 0 runs it (pass_rt_inline.c says why
  *    not called).
- * The sched hooks are called by thread 0 through trampolines (pass_tramp.c)
- * whose context carries the chunk (unit = its first unit), its size, the
- * worker, its steals and a start time (gdev_ctx.h, "sched" fields). */
+ * The sched hooks run in thread 0, inlined on a context in its .local
+ * memory (a trampoline, pass_tramp.c, only for a program the inliner cannot
+ * follow); the context carries the chunk (unit = its first unit), its size,
+ * the worker, its steals and a start time (gdev_ctx.h, "sched" fields). */
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
