@@ -35,6 +35,17 @@ nok() { echo "not ok - blocksched: $*"; }
 note() { echo "# $*"; }
 T0=$(date +%s)
 elapsed() { echo $(($(date +%s) - T0)); }
+# The whole script stays under GX_BS_BUDGET seconds (run.sh kills it at
+# GX_GPU_TIMEOUT, 300): lim N is N or what is left, whichever is less; a step
+# with 5 s or less left is skipped with a not ok line. After one hang the
+# shim runs get 20 s each (the next ones would most likely hang too).
+BUDGET=${GX_BS_BUDGET:-230}
+APP_LIM=60
+lim() {
+	local left=$((BUDGET - $(elapsed)))
+	[ "$left" -gt "$1" ] && echo "$1" || echo "$left"
+}
+have_time() { [ "$(lim "$1")" -gt 5 ] || { nok "$2: skipped, past the script's $BUDGET s budget"; return 1; }; }
 
 # ---- 1. the JIT cache ----
 n=0
@@ -48,7 +59,7 @@ ncache=$(ls "$GPUEXT_CACHE_DIR"/*.gxpol 2>/dev/null | wc -l)
 
 # ---- 2. the benchmark ----
 if [ -x "$B/bench/sched_bench" ] && [ -f "$B/bench/sched_kernels.ptx" ]; then
-	timeout -k 5 150 env CUDA_CACHE_DISABLE=1 "$B/bench/sched_bench" "$B/bench/sched_kernels.ptx" "$P" \
+	timeout -k 5 "$(lim 150)" env CUDA_CACHE_DISABLE=1 "$B/bench/sched_bench" "$B/bench/sched_kernels.ptx" "$P" \
 		"${GX_REPEATS:-11}" >"$L/sched_bench.md" 2>"$L/sched_bench.err"
 	rc=$?
 	cat "$L/sched_bench.md"
@@ -59,8 +70,8 @@ else
 fi
 
 # ---- 3. the transform's own cost, A/B ----
-if [ -x "$B/bench/hook_overhead" ] && [ -f "$B/bench/hook_kernels.ptx" ]; then
-	timeout -k 5 90 env CUDA_CACHE_DISABLE=1 GX_HO_ROWS='^persist' "$B/bench/hook_overhead" \
+if [ -x "$B/bench/hook_overhead" ] && [ -f "$B/bench/hook_kernels.ptx" ] && have_time 90 "hook_overhead (persistent rows)"; then
+	timeout -k 5 "$(lim 90)" env CUDA_CACHE_DISABLE=1 GX_HO_ROWS='^persist' "$B/bench/hook_overhead" \
 		"$B/bench/hook_kernels.ptx" "${GX_REPEATS:-11}" "$B/bench" >"$L/hook_overhead.md" 2>&1
 	rc=$?
 	grep -E '^(\| |bench: |not ok|ok)' "$L/hook_overhead.md" | sed 's/^ok - /ok - blocksched: /; s/^not ok - /not ok - blocksched: /'
@@ -73,7 +84,7 @@ app=$B/tests/gpu/sched_app
 if [ ! -x "$app" ]; then
 	nok "$app not built (make gpu-prep)"
 else
-	timeout -k 5 60 "$app" >"$L/app-native.txt" 2>&1
+	timeout -k 5 "$(lim 60)" "$app" >"$L/app-native.txt" 2>&1
 	rc=$?
 	if [ $rc -ne 0 ] || ! grep -q '^done' "$L/app-native.txt"; then
 		nok "sched_app without the shim: exit $rc: $(tail -1 "$L/app-native.txt")"
@@ -86,13 +97,16 @@ else
 			*) envs="GPUEXT_SCHED=$P/$p.bpf.o GPUEXT_SCHED_LOG=$L/$tag.sched.log GPUEXT_SCHED_SAMPLE=4" ;;
 			esac
 			rm -f "$L/$tag.sched.log"
+			have_time "$APP_LIM" "sched_app with $p" || continue
+			t=$(lim "$APP_LIM")
 			# shellcheck disable=SC2086
-			timeout -k 5 60 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info $envs "$app" \
+			timeout -k 5 "$t" env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info $envs "$app" \
 				>"$L/app-$tag.txt" 2>"$L/app-$tag.log"
 			rc=$?
 			nl=$(grep -c 'launched as' "$L/app-$tag.log")
 			if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
-				nok "sched_app with $p: did not finish in 60 s (a hang)"
+				nok "sched_app with $p: did not finish in $t s (a hang?)"
+				APP_LIM=20
 			elif [ $rc -ne 0 ]; then
 				nok "sched_app with $p: exit $rc: $(tail -1 "$L/app-$tag.txt") $(grep -m1 -i 'error\|warn' "$L/app-$tag.log")"
 			elif ! cmp -s "$L/app-native.txt" "$L/app-$tag.txt"; then
@@ -108,11 +122,14 @@ else
 fi
 papp=$L/passes_app
 if nvcc -gencode arch=compute_90,code=compute_90 -o "$papp" tests/gpu/passes_app.cu >"$L/passes_app.build.txt" 2>&1 &&
-	timeout -k 5 60 "$papp" >"$L/passes-native.txt" 2>&1; then
+	timeout -k 5 "$(lim 60)" "$papp" >"$L/passes-native.txt" 2>&1; then
 	for p in $POLICIES; do
-		timeout -k 5 60 env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_SCHED="$P/$p.bpf.o" "$papp" \
+		have_time "$APP_LIM" "hook_kernels (passes_app) with $p" || continue
+		t=$(lim "$APP_LIM")
+		timeout -k 5 "$t" env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_SCHED="$P/$p.bpf.o" "$papp" \
 			>"$L/passes-$p.txt" 2>"$L/passes-$p.log"
 		rc=$?
+		[ $rc -eq 124 ] || [ $rc -eq 137 ] && APP_LIM=20
 		nl=$(grep -c 'launched as' "$L/passes-$p.log")
 		[ $rc -eq 0 ] && cmp -s "$L/passes-native.txt" "$L/passes-$p.txt" && [ "$nl" -gt 0 ] &&
 			ok "hook_kernels (passes_app) with $p: same outputs, $nl kernels launched persistent" ||
