@@ -69,6 +69,30 @@ grep -q 'policy max_steals: knobs max_steals=2' "$tmp/k2.out" && ! grep -q '^not
 	ok "a knob of the policy is applied (max_steals=2) and its launches pass" ||
 	nok "max_steals=2: $(grep -m3 'not ok\|knob' "$tmp/k2.out" | tr '\n' ' ')"
 
+# The H200's situation (tests/gpu/blocksched.sh): no LLVM there, so the shim
+# sits in a folder without libgxjit.so and every policy must come from a JIT
+# cache filled as `make gpu-prep` does (one sm_90 device: policies are JIT'd
+# for the lowest arch of the process's GPUs).
+mkdir -p "$tmp/nojit/lib" "$tmp/nojit/cache"
+cp -P "$B"/lib/libcuda.so* "$tmp/nojit/lib/"
+if "$G" tools prepare --cache-dir "$tmp/nojit/cache" --sm 90 "$P"/*.bpf.o >"$tmp/nojit/prep.txt" 2>&1; then
+	for p in greedy adaptive max_steals latency_budget fixed_work; do
+		mode=sched
+		[ $p = fixed_work ] && mode=sched-static
+		env -u GPUEXT_JITLIB LD_LIBRARY_PATH="$tmp/nojit/lib" GPUEXT_REAL_LIBCUDA="$FAKE" FAKECUDA_DEVICES=1 \
+			GPUEXT_LOG=info GPUEXT_CACHE_DIR="$tmp/nojit/cache" GPUEXT_SHM_DIR="$tmp/shm" \
+			GPUEXT_SCHED="$P/$p.bpf.o,kernels=k_ok" timeout 60 "$B/tests/blocksched/test_bs_launch" $mode \
+			>"$tmp/nojit/$p.out" 2>&1
+		grep -q "policy $p: from the JIT cache" "$tmp/nojit/$p.out" &&
+			grep -q 'ok - launch: the copy is launched' "$tmp/nojit/$p.out" &&
+			! grep -q 'not ok - launch: \(the copy is launched\|descriptor\|first launch\)' "$tmp/nojit/$p.out" &&
+			ok "$p without the JIT library: from a prepared cache, the copy launched" ||
+			nok "$p without the JIT library: $(grep -m3 'JIT\|not ok\|attached' "$tmp/nojit/$p.out" | tr '\n' ' ')"
+	done
+else
+	nok "gpuext tools prepare of the policies: $(tail -2 "$tmp/nojit/prep.txt" | tr '\n' ' ')"
+fi
+
 if command -v valgrind >/dev/null; then
 	run env GPUEXT_PERSISTENT=1 timeout 180 valgrind -q --error-exitcode=99 --leak-check=full \
 		--errors-for-leak-kinds=definite "$B/tests/blocksched/test_bs_launch" claim >"$tmp/vg.out" 2>"$tmp/vg.err"
