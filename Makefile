@@ -104,7 +104,7 @@ define bpf_compile
 endef
 
 # ---- the parts, in dependency order ----
-PARTS := common image ptx-rewrite devbpf attach tools hostexec tenant hostbpf kmod shim cli bench
+PARTS := common image ptx-rewrite devbpf attach tools blocksched hostexec tenant hostbpf kmod shim cli bench
 include $(addsuffix /build.mk,$(PARTS))
 # Their tests in the same order (tests/gpu: what the GPU run needs built here).
 include $(wildcard $(patsubst %,tests/%/build.mk,$(PARTS) gpu))

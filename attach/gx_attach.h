@@ -13,7 +13,9 @@
  * come in through struct gx_attach_host.
  *
  * Any failure is one "gpuext: policy NAME: ...; running without it" line;
- * the application runs on without that policy. */
+ * the application runs on without that policy. Entries may carry knobs,
+ * "obj.bpf.o,name=value,...": the object's plain (not const) global
+ * variables of that name start with that value. */
 #ifndef GX_ATTACH_H
 #define GX_ATTACH_H
 
@@ -54,8 +56,9 @@
 /* Bumped whenever the JIT's output for the same object changes (2:
  * ctx->launch_id reads %gridid; 3: atomics in .global, red for non-fetch
  * ones, array lookups without a division, release fence on ring commits;
- * 4: maps carry GX_BPF_MAP_F_RDONLY, which earlier entries lack), so older
- * entries are never used. */
+ * 4: maps carry GX_BPF_MAP_F_RDONLY, and entries list the global
+ * variables, for knobs; earlier entries lack both), so older entries are
+ * never used. */
 #define GX_PCACHE_JITREV 4
 #define GX_POL_NAME_MAX 64
 
@@ -73,6 +76,13 @@ struct gx_pol_map {
 	size_t init_len;
 };
 
+/* A global variable (.data/.bss/.rodata): a knob a user may set with
+ * "obj.bpf.o,name=value" when it is not .rodata (the JIT folded those). */
+struct gx_pol_var {
+	char name[GX_POL_NAME_MAX];
+	unsigned map, off, size; /* its map (index in maps), place in the value */
+};
+
 struct gx_policy_desc {
 	char name[GX_POL_NAME_MAX]; /* object name */
 	uint64_t hash;              /* fnv64 of the object bytes */
@@ -83,7 +93,16 @@ struct gx_policy_desc {
 	size_t nr_progs;
 	struct gx_pol_map *maps;    /* in the object's map index order */
 	size_t nr_maps;
+	struct gx_pol_var *vars;
+	size_t nr_vars;
 };
+
+/* Set knobs "name=value[,name=value...]" in d's initial global data (the
+ * maps' init bytes): 0, or -EINVAL with a one-line reason (no such
+ * variable, a .rodata one, a bad value). */
+int gx_pdesc_set_knobs(struct gx_policy_desc *d, const char *knobs, char *err, size_t en);
+/* Read variable `name` of d's initial data (size bytes, little endian). */
+int gx_pdesc_get_var(const struct gx_policy_desc *d, const char *name, void *out, size_t size);
 
 uint64_t gx_pcache_hash(const void *buf, size_t len);
 /* Full path of the entry for (hash, sm). */
@@ -162,6 +181,7 @@ int gx_pset_join(const struct gx_policy_desc *d, size_t n, struct gx_policy_set 
 void gx_pset_free(struct gx_policy_set *s);
 
 /* ---- the configured policies (policy.c) ----
+ * The schedule policy (GPUEXT_SCHED less blocksched's own knobs), then
  * GPUEXT_POLICY's device objects (colon-separated, knobs after a comma;
  * objects is_host_policy() claims are skipped), then GPUEXT_TOOL's tools
  * (comma-separated names: $GPUEXT_TOOLS_DIR/NAME.bpf.o, else
@@ -176,7 +196,12 @@ struct gx_policy_list {
 	size_t nr;
 	struct gx_policy_set set; /* all of them joined */
 };
-int gx_policy_list_load(const char *policy, const char *tool, unsigned sm, bool (*is_host_policy)(const char *),
+struct gx_policy_names {
+	const char *sched;  /* "obj.bpf.o[,knobs]" or NULL */
+	const char *policy; /* GPUEXT_POLICY */
+	const char *tool;   /* GPUEXT_TOOL */
+};
+int gx_policy_list_load(const struct gx_policy_names *pn, unsigned sm, bool (*is_host_policy)(const char *),
 			struct gx_policy_list *pl);
 void gx_policy_list_free(struct gx_policy_list *pl);
 
@@ -221,6 +246,9 @@ struct gx_attach_host {
 	void (*device_prefetch)(CUcontext ctx, CUdevice dev, uint64_t addr, uint64_t len);
 	/* Register a lock so fork() holds it (order: outer locks lower). */
 	void (*lock_register)(pthread_mutex_t *m, int order);
+	/* GPUEXT_SCHED without blocksched's own knobs: "obj.bpf.o[,knobs]",
+	 * the schedule policy, attached first (blocksched/gx_blocksched.h). */
+	const char *sched;
 };
 
 /* Load the configured policies and start their device runtime (tool logs,
@@ -234,5 +262,9 @@ int gx_attach_start(const struct gx_attach_host *host);
  * (gx_attach_start first, if it has not run); a no-op when no policy is
  * attached. Thread-safe. */
 void gx_attach_rewrite_opts(const struct gx_attach_host *host, struct gx_ptx_rewrite_opts *opts);
+/* A global variable of the attached policy `tag` (its initial value with
+ * the knobs applied): 0, -ENOENT (no such variable of that size) or
+ * -ENODEV (no such policy attached). */
+int gx_attach_policy_var(const char *tag, const char *name, void *out, size_t size);
 
 #endif

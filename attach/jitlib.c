@@ -53,6 +53,22 @@ static int fill_maps(const struct gx_bpf_object *obj, struct gx_policy_desc *d, 
 					     .key_size = m->key_size, .value_size = m->value_size,
 					     .max_entries = m->max_entries };
 	}
+	size_t nv = gx_bpf_object__var_cnt(obj);
+	d->vars = calloc(nv ? nv : 1, sizeof(*d->vars));
+	if (!d->vars)
+		return -ENOMEM;
+	for (size_t i = 0; i < nv; i++) {
+		const char *name;
+		size_t map;
+		uint32_t off, size;
+		if (gx_bpf_object__var(obj, i, &name, &map, &off, &size) || strlen(name) >= GX_POL_NAME_MAX)
+			continue;
+		struct gx_pol_var *v = &d->vars[d->nr_vars++];
+		snprintf(v->name, sizeof(v->name), "%s", name);
+		v->map = (unsigned)map;
+		v->off = off;
+		v->size = size;
+	}
 	return 0;
 }
 

@@ -41,6 +41,7 @@ void gx_pdesc_free(struct gx_policy_desc *d)
 	for (size_t i = 0; d->maps && i < d->nr_maps; i++)
 		free(d->maps[i].init);
 	free(d->maps);
+	free(d->vars);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -63,6 +64,9 @@ char *gx_pdesc_serialize(const struct gx_policy_desc *d, size_t *len)
 			gx_buf_printf(&b, "%02x", m->init[k]);
 		gx_buf_puts(&b, "\n");
 	}
+	for (size_t i = 0; i < d->nr_vars; i++)
+		gx_buf_printf(&b, "var %s %u %u %u\n", d->vars[i].name, d->vars[i].map, d->vars[i].off,
+			      d->vars[i].size);
 	gx_buf_printf(&b, "ptx %zu\n", d->ptx_len);
 	gx_buf_append(&b, d->ptx ? d->ptx : "", d->ptx_len);
 	return gx_buf_steal(&b, len);
@@ -174,6 +178,18 @@ int gx_pdesc_parse(const char *text, size_t len, struct gx_policy_desc *d, char 
 					}
 				}
 			}
+		} else if (!strncmp(l, "var ", 4)) {
+			struct gx_pol_var *nv = realloc(d->vars, (d->nr_vars + 1) * sizeof(*nv));
+			if (!nv) {
+				free(l);
+				ret = gx_err(-ENOMEM);
+				goto fail;
+			}
+			d->vars = nv;
+			struct gx_pol_var *v = &nv[d->nr_vars++];
+			memset(v, 0, sizeof(*v));
+			if (sscanf(l, "var %63s %u %u %u", v->name, &v->map, &v->off, &v->size) != 4)
+				ret = bad(err, err_sz, line, "bad var line");
 		} else if (sscanf(l, "ptx %u", &a) == 1) {
 			free(l);
 			if ((size_t)(end - p) != a) {
@@ -192,6 +208,12 @@ int gx_pdesc_parse(const char *text, size_t len, struct gx_policy_desc *d, char 
 				ret = bad(err, err_sz, line, "no name or no programs");
 				goto fail;
 			}
+			for (size_t i = 0; i < d->nr_vars; i++)
+				if (d->vars[i].map >= d->nr_maps ||
+				    d->vars[i].off + (uint64_t)d->vars[i].size > d->maps[d->vars[i].map].value_size) {
+					ret = bad(err, err_sz, line, "variable %s outside its map", d->vars[i].name);
+					goto fail;
+				}
 			return 0;
 		} else {
 			ret = bad(err, err_sz, line, "unknown line");
@@ -265,4 +287,57 @@ int gx_pcache_store(const char *dir, const struct gx_policy_desc *d)
 	if (ret)
 		unlink(tmp);
 	return ret ? gx_err(ret) : 0;
+}
+
+/* Globals are .data/.bss/.rodata maps named "<object>.<section>". */
+static const struct gx_pol_var *find_var(const struct gx_policy_desc *d, const char *name, size_t n)
+{
+	for (size_t i = 0; i < d->nr_vars; i++)
+		if (strlen(d->vars[i].name) == n && !strncmp(d->vars[i].name, name, n))
+			return &d->vars[i];
+	return NULL;
+}
+
+int gx_pdesc_set_knobs(struct gx_policy_desc *d, const char *knobs, char *err, size_t en)
+{
+	for (const char *k = knobs; k && *k;) {
+		const char *c = strchr(k, ','), *eq = strchr(k, '=');
+		size_t len = c ? (size_t)(c - k) : strlen(k);
+		if (!eq || eq > k + len) {
+			snprintf(err, en, "knob '%.*s': expected name=value", (int)len, k);
+			return gx_err(-EINVAL);
+		}
+		const struct gx_pol_var *v = find_var(d, k, (size_t)(eq - k));
+		const struct gx_pol_map *m = v ? &d->maps[v->map] : NULL;
+		char *end;
+		errno = 0;
+		unsigned long long x = strtoull(eq + 1, &end, 0);
+		if (!v || !m->init || v->off + (size_t)v->size > m->init_len ||
+		    !(v->size == 1 || v->size == 2 || v->size == 4 || v->size == 8)) {
+			snprintf(err, en, "knob '%.*s': no such setting", (int)(eq - k), k);
+			return gx_err(-EINVAL);
+		}
+		if (strstr(m->name, "..rodata")) {
+			snprintf(err, en, "knob '%.*s' is const (.rodata, folded by the JIT); it must be a plain global",
+				 (int)(eq - k), k);
+			return gx_err(-EINVAL);
+		}
+		if (errno || end == eq + 1 || end != k + len ||
+		    (v->size < 8 && x >> (8 * v->size))) {
+			snprintf(err, en, "knob '%.*s': bad value", (int)len, k);
+			return gx_err(-EINVAL);
+		}
+		memcpy(m->init + v->off, &x, v->size); /* little endian */
+		k = c ? c + 1 : NULL;
+	}
+	return 0;
+}
+
+int gx_pdesc_get_var(const struct gx_policy_desc *d, const char *name, void *out, size_t size)
+{
+	const struct gx_pol_var *v = find_var(d, name, strlen(name));
+	if (!v || v->size != size || !d->maps[v->map].init || v->off + size > d->maps[v->map].init_len)
+		return gx_err(-ENOENT);
+	memcpy(out, d->maps[v->map].init + v->off, size);
+	return 0;
 }

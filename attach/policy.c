@@ -38,10 +38,11 @@ static const char *self_dir(char *buf, size_t n)
 struct obj {
 	char path[4096];
 	char tag[GX_POL_NAME_MAX];
+	char knobs[512];
 };
 
 
-static int add_obj(struct obj *o, size_t *n, const char *path, const char *tag)
+static int add_obj(struct obj *o, size_t *n, const char *path, const char *tag, const char *knobs, size_t kl)
 {
 	for (size_t i = 0; i < *n; i++)
 		if (!strcmp(o[i].path, path)) {
@@ -54,31 +55,42 @@ static int add_obj(struct obj *o, size_t *n, const char *path, const char *tag)
 	}
 	snprintf(o[*n].path, sizeof(o[*n].path), "%s", path);
 	snprintf(o[*n].tag, sizeof(o[*n].tag), "%s", tag);
+	snprintf(o[*n].knobs, sizeof(o[*n].knobs), "%.*s", (int)kl, knobs ? knobs : "");
 	(*n)++;
 	return 0;
 }
 
-/* The device policy objects, in order: GPUEXT_POLICY's, then the tools. */
-static size_t object_list(const char *policy, const char *tool, bool (*is_host_policy)(const char *), struct obj *o)
+/* "obj.bpf.o[,knobs]" → the object (path), and its knobs (after the comma);
+ * host struct_ops objects (is_host_policy) are not ours. */
+static void add_entry(struct obj *o, size_t *n, const char *p, size_t len, bool (*is_host_policy)(const char *))
+{
+	char path[4096], tag[GX_POL_NAME_MAX];
+	const char *k = memchr(p, ',', len);
+	snprintf(path, sizeof(path), "%.*s", (int)(k ? (size_t)(k - p) : len), p);
+	if (path[0] && !(is_host_policy && is_host_policy(path))) {
+		gx_policy_tag(path, tag, sizeof(tag));
+		add_obj(o, n, path, tag, k ? k + 1 : NULL, k ? len - (size_t)(k + 1 - p) : 0);
+	}
+}
+
+/* The device policy objects, in order: the schedule policy (blocksched),
+ * GPUEXT_POLICY's, then the tools. */
+static size_t object_list(const struct gx_policy_names *pn, bool (*is_host_policy)(const char *), struct obj *o)
 {
 	size_t n = 0;
 	char path[4096], tag[GX_POL_NAME_MAX];
-	for (const char *p = policy; p && *p;) {
+	if (pn->sched && *pn->sched)
+		add_entry(o, &n, pn->sched, strlen(pn->sched), NULL);
+	for (const char *p = pn->policy; p && *p;) {
 		const char *c = strchr(p, ':');
 		size_t len = c ? (size_t)(c - p) : strlen(p);
-		/* "obj.bpf.o,opts" entries: the object is before the comma */
-		const char *k = memchr(p, ',', len);
-		snprintf(path, sizeof(path), "%.*s", (int)(k ? (size_t)(k - p) : len), p);
-		if (path[0] && !(is_host_policy && is_host_policy(path))) {
-			gx_policy_tag(path, tag, sizeof(tag));
-			add_obj(o, &n, path, tag);
-		}
+		add_entry(o, &n, p, len, is_host_policy);
 		p = c ? c + 1 : NULL;
 	}
 	const char *d = getenv("GPUEXT_TOOLS_DIR");
 	char sd[4096];
 	const char *base = d && *d ? d : self_dir(sd, sizeof(sd));
-	for (const char *t = tool; t && *t;) {
+	for (const char *t = pn->tool; t && *t;) {
 		const char *c = strchr(t, ',');
 		size_t len = c ? (size_t)(c - t) : strlen(t);
 		snprintf(tag, sizeof(tag), "%.*s", (int)(len < sizeof(tag) ? len : sizeof(tag) - 1), t);
@@ -92,7 +104,7 @@ static size_t object_list(const char *policy, const char *tool, bool (*is_host_p
 				snprintf(path, sizeof(path), "%s/%s.bpf.o", base, tag);
 			else
 				snprintf(path, sizeof(path), "%s/../share/gpuext/tools/%s.bpf.o", base, tag);
-			add_obj(o, &n, path, tag);
+			add_obj(o, &n, path, tag, NULL, 0);
 		}
 		t = c ? c + 1 : NULL;
 	}
@@ -162,18 +174,22 @@ static int desc_load(const struct obj *o, unsigned sm, const char *dir, bool hav
 		}
 	}
 	free(buf);
+	if (!ret && o->knobs[0] && (ret = gx_pdesc_set_knobs(d, o->knobs, err, sizeof(err))))
+		gx_pdesc_free(d);
+	else if (!ret && o->knobs[0])
+		pr_info("policy %s: knobs %s", o->tag, o->knobs);
 	if (ret)
 		pr_warn("policy %s: %s; running without it", o->tag, err[0] ? err : strerror(-ret));
 	return ret;
 }
 
-int gx_policy_list_load(const char *policy, const char *tool, unsigned sm, bool (*is_host_policy)(const char *),
+int gx_policy_list_load(const struct gx_policy_names *pn, unsigned sm, bool (*is_host_policy)(const char *),
 			struct gx_policy_list *pl)
 {
 	struct obj objs[GX_PMERGE_MAX];
 	char dir[4096], err[512] = "";
 	memset(pl, 0, sizeof(*pl));
-	size_t n = object_list(policy, tool, is_host_policy, objs);
+	size_t n = object_list(pn, is_host_policy, objs);
 	bool have_dir = gx_cache_dir(dir, sizeof(dir)) == 0;
 	for (size_t i = 0; i < n; i++) {
 		struct gx_policy_desc *d = &pl->desc[pl->nr];
@@ -204,11 +220,18 @@ void gx_policy_list_free(struct gx_policy_list *pl)
 	memset(pl, 0, sizeof(*pl));
 }
 
+/* A host table of an older shim has no sched field. */
+static const char *host_sched(const struct gx_attach_host *h)
+{
+	return h && h->sz > offsetof(struct gx_attach_host, sched) ? h->sched : NULL;
+}
+
 static void pol_load(void)
 {
 	pol_state = -1;
 	const struct gx_attach_host *h = gx_attach_env;
-	if (gx_policy_list_load(h->policy, h->tool, cur_sm(), h->is_host_policy, &list) || !list.nr)
+	struct gx_policy_names pn = {.sched = host_sched(h), .policy = h->policy, .tool = h->tool};
+	if (gx_policy_list_load(&pn, cur_sm(), h->is_host_policy, &list) || !list.nr)
 		return;
 	const char *tp[GX_PMERGE_MAX];
 	for (size_t k = 0; k < list.nr; k++)
@@ -229,9 +252,20 @@ static void pol_load(void)
 
 const struct gx_attach_host *gx_attach_env;
 
+int gx_attach_policy_var(const char *tag, const char *name, void *out, size_t size)
+{
+	int ret = -ENODEV;
+	pthread_mutex_lock(&pol_lock);
+	for (size_t k = 0; pol_state == 1 && k < list.nr; k++)
+		if (!strcmp(list.tag[k], tag))
+			ret = gx_pdesc_get_var(&list.desc[k], name, out, size);
+	pthread_mutex_unlock(&pol_lock);
+	return ret;
+}
+
 int gx_attach_start(const struct gx_attach_host *host)
 {
-	if (!host || (!host->policy && !host->tool))
+	if (!host || (!host->policy && !host->tool && !host_sched(host)))
 		return 0;
 	pthread_mutex_lock(&pol_lock);
 	if (!pol_state) {

@@ -4,6 +4,8 @@
 #  ptx_throughput    MB/s of parse / emit / rewrite (`make bench-ptx`)
 #  hostexec_cost     CPU cost of the host-policy executor per event
 #  launch_ab         the shim's added launch cost inside one process
+#  sched_bench       block scheduling: native launch vs each schedule policy
+#                    on imbalanced and balanced kernels (GPU; tests/gpu/blocksched.sh)
 BENCH_HOOK     := $(BUILD)/bench/hook_overhead
 BENCH_HOOK_PTX := $(BUILD)/bench/hook_kernels.ptx
 BENCH_TB_PTX   := $(BUILD)/bench/tool_bench.ptx
@@ -16,7 +18,7 @@ $(BUILD)/bench/%.ptx: bench/%.cu
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(NVCC) -arch=sm_90 -ptx $< -o $@
 
-$(BENCH_HOOK): $(call objs,bench/hook_overhead.c) $(PTX_LIB) $(COMMON_LIB) | $(BENCH_HOOK_PTX)
+$(BENCH_HOOK): $(call objs,bench/hook_overhead.c) $(BS_LIB) $(PTX_LIB) $(COMMON_LIB) | $(BENCH_HOOK_PTX)
 	$(call link,-L$(STUB_LDIR) -lcuda)
 
 # For `hook_overhead --regs` on the GPU, which has no LLVM: the tools'
@@ -37,6 +39,13 @@ $(BUILD)/bench/policy_%.ptx: $(BUILD)/bench/%.bpf.o $(GPUEXT_BIN) $(BPFJIT_PLUGI
 $(PTX_BENCH): $(call objs,bench/ptx_throughput.c) $(PTX_LIB) $(COMMON_LIB)
 	$(link)
 
+# sched_bench: block scheduling, native vs each policy (GPU; tests/gpu/blocksched.sh).
+BENCH_SCHED     := $(BUILD)/bench/sched_bench
+BENCH_SCHED_PTX := $(BUILD)/bench/sched_kernels.ptx
+$(BENCH_SCHED): $(call objs,bench/sched_bench.c) $(BS_LIB) $(PTX_LIB) $(ATTACH_LIB) $(BPF_LIB) $(COMMON_LIB) \
+                | $(BENCH_SCHED_PTX)
+	$(call link,-L$(STUB_LDIR) -lcuda)
+
 # jitlib_open.o: the native back end dlopens libgxjit.so.
 $(BENCH_HX): $(call objs,bench/hostexec_cost.c) $(HOSTEXEC_LIB) $(ATTACH_LIB) $(BPF_LIB) $(COMMON_LIB)
 	$(call link,-lelf -lz -ldl)
@@ -47,7 +56,8 @@ $(BENCH_AB): $(call objs,bench/launch_ab.c)
 
 BINS_ALL += $(BENCH_HOOK) $(BENCH_HOOK_PTX) $(BENCH_TB_PTX) $(BUILD)/bench/tool_launchlate.ptx \
             $(BUILD)/bench/tool_threadhist.ptx $(BUILD)/bench/empty_probe.bpf.o \
-            $(BUILD)/bench/policy_empty_probe.ptx $(PTX_BENCH) $(BENCH_HX) $(BENCH_AB)
+            $(BUILD)/bench/policy_empty_probe.ptx $(PTX_BENCH) $(BENCH_HX) $(BENCH_AB) $(BENCH_SCHED) \
+            $(BENCH_SCHED_PTX)
 
 # `make bench-ptx`: rewrite throughput over the corpus.
 .PHONY: bench-ptx

@@ -25,6 +25,8 @@
  *     tool's name gets its runtime block, in __gx_devrt and, when the module
  *     has it, the constant-bank copy __gx_c_devrt); _ONLY: the original and
  *     the variants only (bench/results/2026-12-02-gpu-run10.md) 
+ *   GX_HO_ROWS=regex hook_overhead ...: only the rows whose name matches
+ *     (and the original): e.g. 'persist' for the persistent transform's A/B
  *   hook_overhead --regs KERNELS.ptx POLICY.ptx HOOK:FUNC [BLOCK]   (regs_mode)
  * Prints `ok - `/`not ok - ` lines and `| ` table rows. */
 #include <cuda.h>
@@ -33,9 +35,11 @@
 #include <string.h>
 #include <time.h>
 #include <dirent.h>
+#include <regex.h>
 
 #include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
+#include "blocksched/gx_blocksched.h"
 #include "gpuext/gx_work.h"
 #include "gpuext/gx_devrt.h"
 
@@ -78,7 +82,7 @@ static int cmp_f(const void *a, const void *b)
 struct pass {
 	const char *name;
 	unsigned hooks;
-	int persistent; /* 0 no, 1 static, 2 dynamic */
+	int persistent; /* 0 no, 1 static, 2 claim (8 claims per worker, always steal) */
 	int ctx_policy; /* bind ctx_policy_ptx (reads the context) instead of the stubs */
 	unsigned stubs; /* enum gx_ptx_stubs without a policy */
 	int top;        /* GX_PTX_F_ENTRY_TOP: entry site before the kernel's first
@@ -90,6 +94,8 @@ struct pass {
 	enum { FIG_NONE, FIG_REPORT, FIG_GOAL } fig; /* FIG_REPORT: the overhead is
 			 * printed as a figure; FIG_GOAL: an empty probe, held to
 			 * the <= 2 % goal (DESIGN.md) */
+	unsigned pflags;    /* persistent rows: GX_PTX_F_PERSIST_STATIC / _UNIT_BARRIER */
+	unsigned chunk;     /* persistent claim rows: units per claim (0: 8 claims per worker) */
 };
 
 /* A policy that reads two context fields and has an effect (a per-SM count
@@ -227,24 +233,31 @@ static void divergence_check(const char *ptx, size_t len, const char *func, cons
  * through its clone taking the words as parameters). "(top)": the entry site
  * before the kernel's first statement (GX_PTX_F_ENTRY_TOP). */
 static const struct pass passes[] = {
-	{"orig", 0, 0, 0, 0, 0, NULL, NULL, FIG_NONE},
-	{"entry+exit", EE, 0, 0, GX_PTX_STUBS_ELIDE, 0, NULL, NULL, FIG_GOAL},
-	{"entry+exit empty eBPF", EE, 0, 0, 0, 0, NULL, "empty_probe", FIG_GOAL},
-	{"entry+exit call", EE, 0, 0, GX_PTX_STUBS_CALL, 0, NULL, NULL, FIG_REPORT},
-	{"entry+exit probe", EE, 0, 0, GX_PTX_STUBS_PROBE, 0, NULL, NULL, FIG_NONE},
-	{"entry+exit probe (top)", EE, 0, 0, GX_PTX_STUBS_PROBE, 1, NULL, NULL, FIG_NONE},
-	{"entry+exit probe-call", EE, 0, 0, GX_PTX_STUBS_PROBE_CALL, 0, NULL, NULL, FIG_NONE},
-	{"entry+exit+ctx", EE, 0, 1, 0, 0, NULL, NULL, FIG_REPORT},
-	{"entry+exit+ctx (top)", EE, 0, 1, 0, 1, NULL, NULL, FIG_REPORT},
-	{"mem call", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_CALL, 0, NULL, NULL, FIG_NONE},
-	{"mem probe", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_PROBE, 0, NULL, NULL, FIG_NONE},
-	{"all call", ALL, 0, 0, GX_PTX_STUBS_CALL, 0, NULL, NULL, FIG_NONE},
-	{"all probe", ALL, 0, 0, GX_PTX_STUBS_PROBE, 0, NULL, NULL, FIG_NONE},
-	{"persist-static", 0, 1, 0, 0, 0, NULL, NULL, FIG_NONE},
-	{"persist-dynamic", 0, 2, 0, 0, 0, NULL, NULL, FIG_NONE},
-	{"persist+entry/exit probe", EE, 2, 0, GX_PTX_STUBS_PROBE, 0, NULL, NULL, FIG_NONE},
-	{"tool launchlate", GDEV_HOOK_ENTRY, 0, 0, 0, 0, "launchlate", NULL, FIG_REPORT},
-	{"tool threadhist", GDEV_HOOK_ENTRY, 0, 0, 0, 0, "threadhist", NULL, FIG_REPORT},
+	{"orig", 0, 0, 0, 0, 0, NULL, NULL, FIG_NONE, 0, 0},
+	{"entry+exit", EE, 0, 0, GX_PTX_STUBS_ELIDE, 0, NULL, NULL, FIG_GOAL, 0, 0},
+	{"entry+exit empty eBPF", EE, 0, 0, 0, 0, NULL, "empty_probe", FIG_GOAL, 0, 0},
+	{"entry+exit call", EE, 0, 0, GX_PTX_STUBS_CALL, 0, NULL, NULL, FIG_REPORT, 0, 0},
+	{"entry+exit probe", EE, 0, 0, GX_PTX_STUBS_PROBE, 0, NULL, NULL, FIG_NONE, 0, 0},
+	{"entry+exit probe (top)", EE, 0, 0, GX_PTX_STUBS_PROBE, 1, NULL, NULL, FIG_NONE, 0, 0},
+	{"entry+exit probe-call", EE, 0, 0, GX_PTX_STUBS_PROBE_CALL, 0, NULL, NULL, FIG_NONE, 0, 0},
+	{"entry+exit+ctx", EE, 0, 1, 0, 0, NULL, NULL, FIG_REPORT, 0, 0},
+	{"entry+exit+ctx (top)", EE, 0, 1, 0, 1, NULL, NULL, FIG_REPORT, 0, 0},
+	{"mem call", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_CALL, 0, NULL, NULL, FIG_NONE, 0, 0},
+	{"mem probe", GDEV_HOOK_MEM, 0, 0, GX_PTX_STUBS_PROBE, 0, NULL, NULL, FIG_NONE, 0, 0},
+	{"all call", ALL, 0, 0, GX_PTX_STUBS_CALL, 0, NULL, NULL, FIG_NONE, 0, 0},
+	{"all probe", ALL, 0, 0, GX_PTX_STUBS_PROBE, 0, NULL, NULL, FIG_NONE, 0, 0},
+	/* The persistent transform's own cost, A/B (docs/blocksched.md): the
+	 * static loop alone (static only), the same in the full copy (the claim
+	 * path present but not run), with the unit barrier forced as the first
+	 * transform had it; claims of 8 per worker vs one unit per claim. */
+	{"persist-static only", 0, 1, 0, 0, 0, NULL, NULL, FIG_REPORT, GX_PTX_F_PERSIST_STATIC, 0},
+	{"persist-static", 0, 1, 0, 0, 0, NULL, NULL, FIG_REPORT, 0, 0},
+	{"persist-static unit barrier", 0, 1, 0, 0, 0, NULL, NULL, FIG_REPORT, GX_PTX_F_PERSIST_STATIC | GX_PTX_F_UNIT_BARRIER, 0},
+	{"persist-claim", 0, 2, 0, 0, 0, NULL, NULL, FIG_REPORT, 0, 0},
+	{"persist-claim 1 unit", 0, 2, 0, 0, 0, NULL, NULL, FIG_REPORT, 0, 1},
+	{"persist+entry/exit probe", EE, 2, 0, GX_PTX_STUBS_PROBE, 0, NULL, NULL, FIG_NONE, 0, 0},
+	{"tool launchlate", GDEV_HOOK_ENTRY, 0, 0, 0, 0, "launchlate", NULL, FIG_REPORT, 0, 0},
+	{"tool threadhist", GDEV_HOOK_ENTRY, 0, 0, 0, 0, "threadhist", NULL, FIG_REPORT, 0, 0},
 };
 #define NPASS (sizeof(passes) / sizeof(passes[0]))
 
@@ -418,7 +431,10 @@ int main(int argc, char **argv)
 	size_t nk = sizeof(ks) / sizeof(ks[0]);
 	void *ref[8] = {0};
 	float base_ms[8] = {0};
-	CUdeviceptr desc = dalloc(GX_WORK_SIZE);
+	/* The claim state: zeroed once, left clean by every launch. */
+	size_t state_bytes = gx_work_state_bytes(1u << 20);
+	CUdeviceptr state = dalloc(state_bytes);
+	CK(cuMemsetD8(state, 0, state_bytes));
 	CUevent e0, e1;
 	CK(cuEventCreate(&e0, 0));
 	CK(cuEventCreate(&e1, 0));
@@ -447,6 +463,10 @@ int main(int argc, char **argv)
 		if (nd > 0)
 			free(nl);
 	}
+	regex_t rows_rx, *rows_re = NULL;
+	const char *rows = getenv("GX_HO_ROWS");
+	if (rows && *rows && !regcomp(&rows_rx, rows, REG_EXTENDED | REG_NOSUB))
+		rows_re = &rows_rx;
 	for (size_t q = 0; q < 2 * NPASS + nvar; q++) {
 		size_t p = q < 2 * NPASS ? q % NPASS : 0;
 		const struct pass *ps = &passes[p];
@@ -460,7 +480,7 @@ int main(int argc, char **argv)
 			ps = &vp;
 			p = 1;
 		}
-		if (q == NPASS && !getenv("GX_HO_VARIANTS_ONLY")) {
+		if (q == NPASS && !getenv("GX_HO_VARIANTS_ONLY") && !rows_re) {
 			divergence_check(ptx, ptx_len, "gx_div", "called handler (context in .local)");
 			divergence_check(ptx, ptx_len, "gx_div_inl",
 					 "inlined handler (context in registers)");
@@ -469,12 +489,15 @@ int main(int argc, char **argv)
 		}
 		if (!var && (ps->tool != NULL) != (q >= NPASS))
 			continue;
+		if (!var && p != 0 && rows_re && regexec(rows_re, ps->name, 0, NULL, 0))
+			continue;
 		/* GX_HO_VARIANTS_ONLY=1: the original and the variants (a quick A/B) */
 		if (!var && p != 0 && getenv("GX_HO_VARIANTS_ONLY"))
 			continue;
 		struct gx_ptx_rewrite_opts o = {.sz = sizeof(o), .hooks = ps->hooks,
 						.persistent = ps->persistent != 0,
 						.stubs = ps->stubs};
+		o.persist_rt = gx_bs_rt_ptx(&o.persist_rt_len);
 		if (ps->ctx_policy) {
 			o.policy_ptx = ctx_policy_ptx;
 			o.policy_len = sizeof(ctx_policy_ptx) - 1;
@@ -519,6 +542,7 @@ int main(int argc, char **argv)
 		struct gx_ptx_rewrite_result res;
 		if (ps->top)
 			o.flags |= GX_PTX_F_ENTRY_TOP;
+		o.flags |= ps->pflags;
 		double t0 = now_ms();
 		int err = 0;
 		if (var) {
@@ -589,17 +613,21 @@ int main(int argc, char **argv)
 				wd.grid_x = grid[0];
 				wd.grid_y = grid[1];
 				wd.grid_z = grid[2];
-				wd.mode = ps->persistent == 1 ? GX_WORK_STATIC : GX_WORK_DYNAMIC;
-				grid[0] = (unsigned)(nsm * (occ > 0 ? occ : 1));
+				wd.mode = ps->persistent == 1 ? GX_WORK_STATIC : GX_WORK_CLAIM;
+				unsigned w = (unsigned)(nsm * (occ > 0 ? occ : 1));
+				if (w > wd.total)
+					w = wd.total;
+				unsigned long long per = (unsigned long long)w * GX_BS_DEFAULT_CHUNKS;
+				wd.chunk = ps->chunk ? ps->chunk : (unsigned)((wd.total + per - 1) / per);
+				wd.state = ps->persistent == 2 ? state : 0;
+				grid[0] = w;
 				grid[1] = grid[2] = 1;
-				args[na++] = &desc;
+				args[na++] = &wd;
 			}
 			float *ms = calloc(repeats, sizeof(float));
 			for (int r = -2; r < repeats; r++) {
 				if (kn->zero_out)
 					CK(cuMemsetD32(kn->out, 0, kn->out_bytes / 4));
-				if (ps->persistent)
-					CK(cuMemcpyHtoD(desc, &wd, sizeof(wd)));
 				CK(cuEventRecord(e0, 0));
 				CK(cuLaunchKernel(f, grid[0], grid[1], grid[2], kn->block[0], kn->block[1],
 						  kn->block[2], 0, 0, args, NULL));

@@ -2,8 +2,9 @@
 # table), gpuext-run (= gpuext run) and gpuext-ptxas (ptxas with the
 # process's device policies compiled in, for Triton and XLA). The CLI uses the parts' public
 # headers only; this file is the one place that lists what it links.
-CLI_SRCS   := cli/main.c cli/run.c cli/run_tool.c cli/ptx.c cli/fatbin.c cli/bpf.c cli/map.c cli/tools.c cli/tenant.c
-CLI_LIBS   := $(TOOLS_LIB) $(HOSTEXEC_LIB) $(ATTACH_LIB) $(TENANT_LIB) $(IMAGE_LIB) $(PTX_LIB) $(BPF_LIB) $(COMMON_LIB)
+CLI_SRCS   := cli/main.c cli/run.c cli/run_tool.c cli/ptx.c cli/fatbin.c cli/bpf.c cli/map.c cli/tools.c cli/tenant.c \
+              cli/sched.c
+CLI_LIBS   := $(TOOLS_LIB) $(BS_LIB) $(HOSTEXEC_LIB) $(ATTACH_LIB) $(TENANT_LIB) $(IMAGE_LIB) $(PTX_LIB) $(BPF_LIB) $(COMMON_LIB)
 GPUEXT_BIN := $(BUILD)/bin/gpuext
 GPUEXT_RUN := $(BUILD)/bin/gpuext-run
 GPUEXT_PTXAS := $(BUILD)/bin/gpuext-ptxas

@@ -27,6 +27,7 @@ int do_bpf(int argc, char **argv);    /* bpf.c */
 int do_map(int argc, char **argv);    /* map.c */
 int do_tools(int argc, char **argv);  /* tools.c */
 int do_tenant(int argc, char **argv); /* tenant.c */
+int do_sched(int argc, char **argv);  /* sched.c */
 
 /* Run a nested subcommand table: cmds[] ends with {0}; prints usage on miss. */
 int gx_cmd_dispatch(const char *parent, const struct gx_cmd *cmds, int argc, char **argv);

@@ -29,6 +29,7 @@ static const struct gx_cmd cmds[] = {
 	{ "map", do_map, "policy maps shared with the GPU: list, dump" },
 	{ "tools", do_tools, "observability tools: list, prepare (JIT cache), report" },
 	{ "tenant", do_tenant, "tenants sharing the GPUs: list, set class/window, gc" },
+	{ "sched", do_sched, "block scheduling: decisions and per-SM work of a run (--trace)" },
 	{ "version", do_version, "print the version" },
 	{ 0 },
 };

@@ -8,6 +8,7 @@
 
 #include "cli/gx_cli.h"
 #include "attach/gx_attach.h"
+#include "blocksched/gx_blocksched.h"
 #include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
 
@@ -149,6 +150,9 @@ static void rewrite_usage(FILE *f)
 		   "function a hook calls (HOOK: entry, exit, mem or fence).\n"
 		   "--persistent=copy keeps each transformed kernel and adds the persistent\n"
 		   "version as a copy named <prefix>_pw_<kernel> (what the shim loads).\n"
+		   "--regs KERNEL=N[,...]: the registers the driver gave KERNEL; its persistent\n"
+		   "version gets .maxnreg max(32, N rounded up to 8) (what blocksched measures).\n"
+		   "--persist-static: persistent versions without the claim path (static only).\n"
 		   "--stubs elide|call|probe|probe-call: without a policy, what hooks run: nothing\n"
 		   "(default: the empty handler is compiled away), a call of an empty function, a\n"
 		   "built-in handler reading the whole context inlined, or the same handler called.\n");
@@ -286,6 +290,8 @@ static int do_rewrite(int argc, char **argv)
 	struct gx_ptx_rewrite_opts opts = {.sz = sizeof(opts), .flags = gx_ptx_flags_from_env()};
 	struct gx_hook_binding binds[32];
 	size_t nbinds = 0;
+	struct gx_ptx_kregs kregs[64];
+	char kregs_buf[4096];
 	static const struct option lo[] = {{"hooks", required_argument, 0, 'H'},
 					   {"persistent", optional_argument, 0, 'p'},
 					   {"policy", required_argument, 0, 'P'},
@@ -293,6 +299,8 @@ static int do_rewrite(int argc, char **argv)
 					   {"bind", required_argument, 0, 'B'},
 					   {"max-ptx", required_argument, 0, 'M'},
 					   {"stubs", required_argument, 0, 'S'},
+					   {"regs", required_argument, 0, 'R'},
+					   {"persist-static", no_argument, 0, 'Z'},
 					   {"output", required_argument, 0, 'o'},
 					   {"help", no_argument, 0, 'h'},
 					   {0, 0, 0, 0}};
@@ -310,10 +318,30 @@ static int do_rewrite(int argc, char **argv)
 				return 2;
 			}
 			opts.persistent = optarg ? GX_PTX_PERSISTENT_COPY : 1;
+			opts.persist_rt = gx_bs_rt_ptx(&opts.persist_rt_len);
 			break;
 		case 'P':
 			policy = optarg;
 			break;
+		case 'Z':
+			opts.flags |= GX_PTX_F_PERSIST_STATIC;
+			break;
+		case 'R': {
+			snprintf(kregs_buf, sizeof(kregs_buf), "%s", optarg);
+			char *save = NULL;
+			opts.nr_persist_regs = 0;
+			for (char *kv = strtok_r(kregs_buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+				char *eq = strrchr(kv, '=');
+				if (!eq || opts.nr_persist_regs == GX_ARRAY_SIZE(kregs) || atoi(eq + 1) <= 0) {
+					p_err("--regs wants KERNEL=N[,KERNEL=N...]");
+					return 2;
+				}
+				*eq = 0;
+				kregs[opts.nr_persist_regs++] = (struct gx_ptx_kregs){kv, (unsigned)atoi(eq + 1)};
+			}
+			opts.persist_regs = kregs;
+			break;
+		}
 		case 'X':
 			policy_ptx = optarg;
 			break;

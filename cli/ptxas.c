@@ -173,13 +173,20 @@ int main(int argc, char **argv)
 		return 127;
 	memcpy(args, argv, (size_t)argc * sizeof(*args));
 	args[0] = (char *)real;
-	if (!nin || (!policy && !tool) || (dis && *dis && strcmp(dis, "0"))) {
+	/* Block scheduling puts its policy first in the shim's list, in a form
+	 * only the shim derives: cubins built here would not match it, so
+	 * such runs get plain cubins (the shim still hooks what carries PTX). */
+	const char *sched = getenv("GPUEXT_SCHED");
+	if (sched && *sched && nin && (policy || tool))
+		pr_info("ptxas: GPUEXT_SCHED is set: compiling without the device policies");
+	if (!nin || (!policy && !tool) || (sched && *sched) || (dis && *dis && strcmp(dis, "0"))) {
 		execv(real, args); /* nothing to do: be ptxas */
 		fprintf(stderr, "gpuext: ptxas: cannot run %s: %s\n", real, strerror(errno));
 		return 127;
 	}
 	struct gx_policy_list pl;
-	int ret = gx_policy_list_load(policy, tool, target_sm(argc, argv), gx_hx_is_struct_ops, &pl);
+	struct gx_policy_names pn = {.policy = policy, .tool = tool};
+	int ret = gx_policy_list_load(&pn, target_sm(argc, argv), gx_hx_is_struct_ops, &pl);
 	char tmp[64][PATH_MAX];
 	int ntmp = 0, at[64];
 	char *orig[64];

@@ -38,8 +38,9 @@ static void run_err(const char *hint, const char *fmt, ...)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: %s [-v] [--tool NAME] [--policy FILE[,KNOB=V...]] [--tenant NAME] [--class lc|be] [--window N]\n"
-		"       [--log LEVEL] [--audit] [--disable] [--] CMD [ARGS...]\n\n"
+		"usage: %s [-v] [--tool NAME] [--policy FILE[,KNOB=V...]] [--sched POLICY[,KNOB=V...]]\n"
+		"       [--tenant NAME] [--class lc|be] [--window N] [--log LEVEL] [--audit] [--ptxas]\n"
+		"       [--disable] [--] CMD [ARGS...]\n\n"
 		"Run CMD with gpuext's libcuda.so.1 in front of NVIDIA's driver.\n\n"
 		"  -v, --verbose     log what the shim does (GPUEXT_LOG=info; twice: debug)\n"
 		"  --log LEVEL       GPUEXT_LOG: error, warn, info or debug\n"
@@ -54,6 +55,10 @@ static void usage(FILE *out)
 		"                    processes may share one); see 'gpuext tenant'\n"
 		"  --class lc|be     the tenant's class: latency critical or best effort (GPUEXT_TENANT_CLASS)\n"
 		"  --window N        at most N of the tenant's launches in flight (GPUEXT_TENANT_WINDOW)\n"
+		"  --sched P[,K=V]   schedule the blocks of the kernels with policy P: a *.bpf.o or\n"
+		"                    a shipped one (fixed_work, greedy, max_steals, latency_budget,\n"
+		"                    adaptive); knobs K=V, kernels=GLOB (GPUEXT_SCHED). The run's\n"
+		"                    decisions and samples: gpuext sched (GPUEXT_SCHED_LOG)\n"
 		"  --audit           also redirect dlopen of libcuda by absolute path (LD_AUDIT)\n"
 		"  --ptxas           compilers that run ptxas themselves compile the device policies in:\n"
 		"                    Triton (TRITON_PTXAS_PATH) and XLA (XLA_FLAGS) use gpuext-ptxas\n"
@@ -183,6 +188,32 @@ static int add_policy(char *list, size_t n, const char *v)
 	return add_item(list, n, item, ':');
 }
 
+/* --sched P[,knobs]: P a policy object, or the name of a shipped one
+ * (<shim dir>/../share/gpuext/sched/P.bpf.o); out = the object's real path
+ * and the knobs. */
+static int sched_spec(const char *v, const char *shim, char *out, size_t n)
+{
+	const char *c = strchr(v, ',');
+	char obj[PATH_MAX], rp[PATH_MAX];
+	snprintf(obj, sizeof(obj), "%.*s", (int)(c ? (size_t)(c - v) : strlen(v)), v);
+	if (!strchr(obj, '/') && !strchr(obj, '.') && *obj) {
+		char p[PATH_MAX + 64];
+		snprintf(p, sizeof(p), "%s/../share/gpuext/sched/%s.bpf.o", shim, obj);
+		snprintf(obj, sizeof(obj), "%.*s", PATH_MAX - 1, p);
+	}
+	if (!realpath(obj, rp) || access(rp, R_OK)) {
+		run_err("a compiled policy (e.g. policy.bpf.o) or a shipped name: fixed_work, greedy, max_steals, "
+			"latency_budget, adaptive",
+			"cannot read schedule policy '%s': %s", obj, strerror(errno));
+		return -1;
+	}
+	if ((size_t)snprintf(out, n, "%s%s", rp, c ? c : "") >= n) {
+		run_err(NULL, "--sched: too long");
+		return -1;
+	}
+	return 0;
+}
+
 int gx_run_main(int argc, char **argv, const char *name)
 {
 	prog = name;
@@ -192,6 +223,7 @@ int gx_run_main(int argc, char **argv, const char *name)
 	char tools[1024] = "", pols[8192] = ""; /* repeated --tool / --policy, joined */
 	int tool_given = 0;
 	const char *trace = NULL, *sample = NULL; /* --tool reports (run_tool.c) */
+	const char *sched = NULL;
 	int json = 0;
 	int i = 1;
 	for (; i < argc; i++) {
@@ -239,6 +271,10 @@ int gx_run_main(int argc, char **argv, const char *name)
 				cls = v;
 			else
 				window = v;
+		} else if (!strcmp(a, "--sched") && i + 1 < argc) {
+			sched = argv[++i];
+		} else if (!strncmp(a, "--sched=", 8)) {
+			sched = a + 8;
 		} else if (!strcmp(a, "--tool") || !strcmp(a, "--policy") || !strcmp(a, "--log")) {
 			if (i + 1 >= argc) {
 				run_err("try '--help'", "%s needs a value", a);
@@ -353,10 +389,17 @@ int gx_run_main(int argc, char **argv, const char *name)
 	 * (not NVRTC's cubins) with CUPY_COMPILE_WITH_PTX=1; its precompiled
 	 * libraries stay SASS either way. Only when device code is attached,
 	 * and never over the user's own setting. */
-	if (tool || (policy && has_device_policy(policy)))
+	if (tool || sched || (policy && has_device_policy(policy)))
 		set_default("CUPY_COMPILE_WITH_PTX", "1", print_env);
 	if (ptxas && set_ptxas(dir, print_env))
 		return 2;
+	if (sched) {
+		char spec[PATH_MAX + 1024];
+		if (sched_spec(sched, dir, spec, sizeof(spec)))
+			return 2;
+		set("GPUEXT_SCHED", spec, print_env);
+		set("GPUEXT_SCHED_LOG", "1", print_env);
+	}
 	if (print_env)
 		return 0;
 	if (tool)

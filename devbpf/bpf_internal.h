@@ -44,12 +44,21 @@ struct gx_bpf_prog {
 	struct gx_vfacts *facts;    /* per insn, or NULL */
 };
 
+/* A global variable of .data/.rodata/.bss (its map and place in it). */
+struct gx_bpf_var {
+	char *name;
+	size_t map;
+	uint32_t off, size;
+};
+
 struct gx_bpf_object {
 	char *name;
 	struct gx_bpf_prog *progs;
 	size_t prog_cnt;
 	struct gx_bpf_map *maps;
 	size_t map_cnt;
+	struct gx_bpf_var *vars;
+	size_t var_cnt;
 	struct btf *btf;
 };
 

@@ -162,6 +162,12 @@ struct gx_bpf_map *gx_bpf_object__map_by_idx(const struct gx_bpf_object *obj, si
 struct gx_bpf_map *gx_bpf_object__find_map(const struct gx_bpf_object *obj, const char *name);
 /* The BTF of the object (libbpf's struct btf), or NULL if it had none. */
 const struct btf *gx_bpf_object__btf(const struct gx_bpf_object *obj);
+/* Global variables (.data/.rodata/.bss: knobs, counters): idx < var_cnt →
+ * its name, the index of its section's map, offset and size there. 0 or
+ * -ENOENT. */
+size_t gx_bpf_object__var_cnt(const struct gx_bpf_object *obj);
+int gx_bpf_object__var(const struct gx_bpf_object *obj, size_t idx, const char **name, size_t *map,
+		       uint32_t *off, uint32_t *size);
 
 /* Iterate: for (p = NULL; (p = gx_bpf_object__next_prog(obj, p));) */
 struct gx_bpf_prog *gx_bpf_object__next_prog(const struct gx_bpf_object *obj, const struct gx_bpf_prog *prev);

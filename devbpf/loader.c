@@ -389,6 +389,38 @@ static int load_maps(struct gx_load *ld)
 	return 0;
 }
 
+/* Global variables by name (knobs): clang leaves DATASEC offsets 0 in the
+ * BTF of objects (libbpf fixes them from the symbol table), so the symbol
+ * table is the source. */
+static int load_vars(struct gx_load *ld)
+{
+	struct gx_bpf_object *obj = ld->obj;
+	for (size_t i = 1; i < ld->nsyms; i++) {
+		const Elf64_Sym *sym = &ld->syms[i];
+		if (ELF64_ST_TYPE(sym->st_info) != STT_OBJECT || sym->st_shndx >= ld->nsec ||
+		    !ld->secs[sym->st_shndx].data_kind)
+			continue;
+		size_t mi = obj->map_cnt;
+		for (size_t k = 0; k < obj->map_cnt; k++)
+			if ((obj->maps[k].gx_flags & GX_BPF_MAP_F_INTERNAL) &&
+			    obj->maps[k].sec_idx == (int)sym->st_shndx)
+				mi = k;
+		if (mi == obj->map_cnt || sym->st_value > obj->maps[mi].value_size ||
+		    sym->st_size > obj->maps[mi].value_size - sym->st_value)
+			continue;
+		struct gx_bpf_var *nv = realloc(obj->vars, (obj->var_cnt + 1) * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		obj->vars = nv;
+		nv[obj->var_cnt] = (struct gx_bpf_var){ .name = strdup(gx_load_sym_name(ld, sym)), .map = mi,
+							.off = (uint32_t)sym->st_value,
+							.size = (uint32_t)sym->st_size };
+		if (!nv[obj->var_cnt++].name)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------ functions */
 
 static int cmp_func(const void *a, const void *b)
@@ -523,6 +555,7 @@ static struct gx_bpf_object *open_mem(const void *buf, size_t len, const char *n
 	err = scan_sections(&ld);
 	err = err ?: load_btf(&ld);
 	err = err ?: load_maps(&ld);
+	err = err ?: load_vars(&ld);
 	err = err ?: load_funcs(&ld);
 	err = err ?: load_progs(&ld);
 	err = err ?: gx_load_relocate(&ld);

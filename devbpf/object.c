@@ -23,6 +23,9 @@ GX_EXPORT void gx_bpf_object__close(struct gx_bpf_object *obj)
 		free(obj->maps[i].name);
 		free(obj->maps[i].init);
 	}
+	for (size_t i = 0; i < obj->var_cnt; i++)
+		free(obj->vars[i].name);
+	free(obj->vars);
 	free(obj->progs);
 	free(obj->maps);
 	btf__free(obj->btf);
@@ -60,6 +63,24 @@ GX_EXPORT struct gx_bpf_prog *gx_bpf_object__find_prog(const struct gx_bpf_objec
 			return &obj->progs[i];
 	errno = ENOENT;
 	return NULL;
+}
+
+GX_EXPORT size_t gx_bpf_object__var_cnt(const struct gx_bpf_object *obj)
+{
+	return obj ? obj->var_cnt : 0;
+}
+
+GX_EXPORT int gx_bpf_object__var(const struct gx_bpf_object *obj, size_t idx, const char **name, size_t *map,
+				 uint32_t *off, uint32_t *size)
+{
+	if (!obj || idx >= obj->var_cnt)
+		return gx_err(-ENOENT);
+	const struct gx_bpf_var *v = &obj->vars[idx];
+	*name = v->name;
+	*map = v->map;
+	*off = v->off;
+	*size = v->size;
+	return 0;
 }
 
 GX_EXPORT struct gx_bpf_map *gx_bpf_object__find_map(const struct gx_bpf_object *obj, const char *name)

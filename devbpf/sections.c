@@ -21,7 +21,7 @@ static const struct gx_bpf_sec_def builtin[] = {
 	DEV("gdev/mem/access", GX_BPF_HOOK_MEM_ACCESS, 0, GDEV_HOOK_MEM, 0, 0, B_MEM),
 	DEV("gdev/mem/fence", GX_BPF_HOOK_MEM_FENCE, 0, GDEV_HOOK_FENCE, 0, 0, B_MEM),
 	DEV("gdev/sched/enter", GX_BPF_HOOK_SCHED_ENTER, 0, GDEV_HOOK_SCHED_ENTER, 0, 0, B_SCHED),
-	DEV("gdev/sched/exit", GX_BPF_HOOK_SCHED_EXIT, 0, GDEV_HOOK_SCHED_EXIT, 0, 0, B_SCHED),
+	DEV("gdev/sched/exit", GX_BPF_HOOK_SCHED_EXIT, 0, GDEV_HOOK_SCHED_EXIT, 0, GDEV_SCHED_CLASS_MAX, B_SCHED),
 	DEV("gdev/sched/should_try_steal", GX_BPF_HOOK_SCHED_STEAL, 0, GDEV_HOOK_SCHED_STEAL,
 	    GDEV_DEFAULT, GDEV_SCHED_NO_STEAL, B_SCHED),
 	DEV("gdev/probe/", GX_BPF_HOOK_PROBE, GX_BPF_SEC_SUFFIX, GDEV_HOOK_ENTRY, 0, 0, B_PROBE),

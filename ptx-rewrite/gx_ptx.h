@@ -36,11 +36,38 @@ struct gx_ptx_rewrite_opts {
 	 * module cache (keyed by these options) never serves a module built
 	 * under other switches. */
 	unsigned flags;
+	/* The persistent transform's device runtime: PTX .funcs named
+	 * gxbsrt_* (GX_WORK_RT_PREFIX, include/gpuext/gx_work.h), linked into
+	 * the module under the fresh prefix when a kernel is transformed
+	 * (blocksched's gx_bs_rt_ptx()). NULL: the transform refuses every
+	 * kernel (its claims need the runtime). */
+	const char *persist_rt;
+	size_t persist_rt_len;
+	/* The registers the driver's JIT gave the original kernels (blocksched
+	 * measures them): a kernel's copy gets .maxnreg max(32, regs rounded
+	 * up to 8), so the loop never costs it resident blocks (on sm_70+ an
+	 * SM's 64K registers hold 2048 threads of 32; above that, the per-warp
+	 * allocation granule is 8 registers per thread). Unlisted: no cap. */
+	const struct gx_ptx_kregs *persist_regs;
+	size_t nr_persist_regs;
+};
+
+struct gx_ptx_kregs {
+	const char *name; /* the kernel's (mangled) name */
+	unsigned regs;
 };
 
 /* opts.flags */
 #define GX_PTX_F_NO_RECONVERGE 1u /* no bar.warp.sync after entry/mem/fence sites */
 #define GX_PTX_F_ENTRY_TOP 2u     /* every entry site before the kernel's first statement */
+/* Persistent copies that only ever run GX_WORK_STATIC (the launcher's
+ * policy never claims): the loop without the claim path, the runtime or the
+ * sched hooks, which cost a GEMM 8 registers even when never run. Logged
+ * as ", static only" in the copy's line. */
+#define GX_PTX_F_PERSIST_STATIC 4u
+/* A/B only: the unit barrier for every persistent kernel, as the first
+ * transform had (pass_persistent.c elides it where nothing needs it). */
+#define GX_PTX_F_UNIT_BARRIER 8u
 
 /* The switches the callers (shim, CLI) take from the environment:
  * GX_PTX_RECONVERGE=0 and GX_PTX_ENTRY_TOP=1 (any value but "" and "0"). */
@@ -64,9 +91,11 @@ enum gx_ptx_stubs {
 /* opts.persistent = GX_PTX_PERSISTENT_COPY: each accepted kernel K stays as it
  * is and a transformed copy `<prefix>_pw_K` (prefix "__gx" unless the input
  * uses such names) is added, so a launcher can run either. res->log then has
- * one line per copy (stable wording, parsed by the shim):
- *   persistent: K: copy COPY transformed (work descriptor: parameter N __gx_work, loop barrier B)
- * N: the copy's parameter count (the descriptor is the last). */
+ * one line per copy (stable wording, parsed by blocksched):
+ *   persistent: K: copy COPY transformed (work descriptor: parameter N __gx_work, loop barrier B, unit barrier yes|no)
+ * N: the copy's parameter count (the descriptor, by value, is the last);
+ * unit barrier: whether the loop waits for the whole block between units
+ * (kernels with shared memory or barriers) or only between claims. */
 #define GX_PTX_PERSISTENT_COPY 2
 
 struct gx_ptx_rewrite_result {

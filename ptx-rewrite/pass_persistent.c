@@ -1,33 +1,39 @@
-/* pass_persistent.c — the persistent-worker transform used by blocksched.
+/* pass_persistent.c — which kernels the persistent-worker transform
+ * (blocksched, docs/blocksched.md) may take, and what their loop needs; the
+ * loop itself is pass_persist_loop.c.
  *
- * A kernel becomes a worker loop: each launched block claims logical blocks
- * ("units") from a work descriptor (gx_work.h, a new trailing parameter) and
- * runs the original body once per unit, with every %ctaid.{x,y,z} and
- * %nctaid.{x,y,z} read replaced by registers holding the unit's coordinates
- * and the original grid. `ret`/`exit` become "go to the next unit". The loop
- * head is a CTA barrier on a barrier id the kernel does not use (so a thread
- * that finished its unit early can never complete one of the body's own
- * barriers), then thread 0 claims (static stride or atomicAdd) and publishes
- * the unit through a shared slot, then a second barrier. The first barrier
- * also keeps the next unit from touching shared memory while a slower
- * thread still uses it for the previous one.
- *
- * What is refused (logged with the reason, the kernel is left untouched):
- * clusters (special registers, cluster attributes, barrier.cluster, mapa,
- * ::cluster spaces), cooperative-groups grid sync (%envreg reads, the
- * cudaCG* entry points), dynamic parallelism (cudaLaunchDevice,
- * cudaGetParameterBuffer), indirect calls and calls to device functions
- * that read %ctaid/%nctaid or execute `exit` (those reads could not be
- * virtualized), a barrier id that is not a constant or all 16 in use, and —
- * the subtle one — early exit before a barrier: when a branch that may
+ * A kernel becomes a worker loop that runs the original body once per
+ * logical block ("unit"), with every %ctaid/%nctaid read replaced by the
+ * unit's coordinates and the original grid, and `ret`/`exit` turned into
+ * "next unit". That is only the same program if nothing in the body can see
+ * the difference. What is refused (logged with the reason, the kernel is
+ * left untouched): clusters (special registers, cluster attributes,
+ * barrier.cluster, mapa, ::cluster spaces), cooperative-groups grid sync
+ * (%envreg reads, the cudaCG* entry points), dynamic parallelism
+ * (cudaLaunchDevice, cudaGetParameterBuffer), indirect calls and calls to
+ * device functions that read %ctaid/%nctaid or execute `exit` (those reads
+ * could not be virtualized), a barrier id that is not a constant or all 16
+ * in use, a module below sm_70 (before it a CTA barrier counts a diverged
+ * warp as arrived, and the loop's thread 0 claims while its warp waits) or
+ * with 32-bit addresses (the runtime's), and
+ * — the subtle one — early exit before a barrier: when a branch that may
  * diverge inside a CTA leads one side to ret/exit without passing a barrier
- * and the other side to a barrier, the original relies on exited threads
- * not being waited for, and the transformed kernel would deadlock (the
- * "exited" thread is alive, waiting at the loop head). Divergence is found
- * by a flow-insensitive uniformity analysis (values derived from %tid,
- * %laneid, atomics, votes, shuffles, loads through varying addresses, and
- * definitions under varying guards or inside varying branches are varying).
- * Storing %ctaid to memory is fine: only the special-register reads change. */
+ * and the other side to a barrier, the original relies on exited threads not
+ * being waited for, and the transformed kernel would deadlock (the "exited"
+ * thread is alive, waiting at the loop head). Divergence is found by a
+ * flow-insensitive uniformity analysis (values derived from %tid, %laneid,
+ * atomics, votes, shuffles, loads through varying addresses, and definitions
+ * under varying guards or inside varying branches are varying). Storing
+ * %ctaid to memory is fine: only the special-register reads change.
+ *
+ * The unit barrier: a kernel that touches shared memory or uses CTA
+ * barriers (itself or through a callee, or calls code we cannot see) needs
+ * its whole block to finish a unit before any thread starts the next: a
+ * fast warp would otherwise overwrite shared memory a slow one still reads,
+ * or mix two units' barriers. Any other kernel (vector add, stencils,
+ * elementwise ops) lets each warp run on through its units with no
+ * barrier at all — run 6 measured the two barriers per unit of the first
+ * transform at +12 % on a 1M-block vector add. */
 #include <fnmatch.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -141,6 +147,7 @@ static int find_ctaid(struct ptx_opnd *o, void *arg)
 struct fsum {
 	const struct ptx_func *fn;
 	unsigned char reads_ctaid, has_exit, indirect, bad; /* bad: transitively unsafe */
+	unsigned char smem_bar; /* shared memory or CTA barriers, transitively */
 	const char *why;
 };
 
@@ -160,8 +167,12 @@ static const char *callee_of(const struct ptx_insn *in)
 	return cp.callee->text;
 }
 
+/* Does the instruction touch shared memory or synchronise the CTA? (a
+ * callee we cannot see counts: its caller decides). */
+static int insn_smem_bar(const struct ptx_insn *in, const struct nset *shared_syms);
+
 /* Summaries of all device functions, with "unsafe" propagated over calls. */
-static struct fsum *summarize(struct ptx_module *m, size_t *nout)
+static struct fsum *summarize(struct ptx_module *m, const struct nset *shared_syms, size_t *nout)
 {
 	size_t n = 0;
 	ptx_for_each_item(m, it) if (it->kind == PTX_ITEM_FUNC && !it->func.is_entry &&
@@ -187,6 +198,8 @@ static struct fsum *summarize(struct ptx_module *m, size_t *nout)
 			}
 			if (insn_walk(&s->insn, find_ctaid, NULL))
 				f->reads_ctaid = 1;
+			if (insn_smem_bar(&s->insn, shared_syms))
+				f->smem_bar = 1;
 		}
 		if (f->reads_ctaid)
 			f->why = "reads %ctaid/%nctaid";
@@ -206,6 +219,10 @@ static struct fsum *summarize(struct ptx_module *m, size_t *nout)
 					continue;
 				const char *c = callee_of(&s->insn);
 				struct fsum *g = c ? fsum_find(v, n, c) : NULL;
+				if ((!g || g->smem_bar) && !v[i].smem_bar) {
+					v[i].smem_bar = 1;
+					changed = 1;
+				}
 				if (g && g->bad) {
 					v[i].bad = 1;
 					v[i].why = "calls a device function that reads %ctaid, "
@@ -526,9 +543,11 @@ static int mod_has_cluster(const struct ptx_insn *in)
 }
 
 /* Returns NULL when safe, else the reason (static or in sc). *bar_id: the
- * barrier id the loop will use. */
+ * barrier id the loop will use; *unit_bar: whether it needs the unit
+ * barrier. */
 static const char *check_kernel(struct ptx_passes *ps, struct ptx_func *fn, struct fsum *fs,
-				size_t nfs, struct scan *sc, unsigned *bar_id, int *nomem)
+				size_t nfs, const struct nset *shared_syms, struct scan *sc,
+				unsigned *bar_id, int *unit_bar, int *nomem)
 {
 	static const char *const cluster_perf[] = {".explicitcluster", ".reqnctapercluster",
 						   ".maxclusterrank"};
@@ -549,6 +568,8 @@ static const char *check_kernel(struct ptx_passes *ps, struct ptx_func *fn, stru
 		const char *op = in->opcode;
 		if (insn_walk(in, scan_opnd, sc))
 			return sc->why;
+		if (insn_smem_bar(in, shared_syms))
+			*unit_bar = 1;
 		if (!strcmp(op, "mapa") || !strcmp(op, "getctarank") || mod_has_cluster(in) ||
 		    ((!strcmp(op, "barrier") || !strcmp(op, "bar")) &&
 		     ptx_insn_has_mod(in, ".cluster")))
@@ -565,6 +586,8 @@ static const char *check_kernel(struct ptx_passes *ps, struct ptx_func *fn, stru
 			if (!strncmp(c, "cudaCG", 6))
 				return "uses cooperative groups grid intrinsics (grid sync)";
 			struct fsum *f = fsum_find(fs, nfs, c);
+			if (!f || f->smem_bar)
+				*unit_bar = 1;
 			if (f && f->bad) {
 				snprintf(sc->buf, sizeof(sc->buf), "calls device function %s, which %s",
 					 c, f->why);
@@ -629,308 +652,126 @@ static const char *check_kernel(struct ptx_passes *ps, struct ptx_func *fn, stru
 	return why;
 }
 
-struct persist_info {
-	const struct ptx_func *fn;
-	unsigned bar_id;
-};
+/* ------------------------------------------- shared memory and barriers */
+
+static int opnd_shared_sym(struct ptx_opnd *o, void *arg)
+{
+	const struct nset *syms = arg;
+	if (o->kind == PTX_OPND_EXPR) {
+		/* sym+8, generic(sym): any shared name inside */
+		for (size_t i = 0; syms->cap && i < syms->cap; i++)
+			if (syms->v[i] && strstr(o->text, syms->v[i]))
+				return 1;
+		return 0;
+	}
+	return o->text && (nset_has(syms, o->text) || !strncmp(o->text, "%dynamic_smem_size", 18) ||
+			   !strncmp(o->text, "%total_smem_size", 16));
+}
+
+static int insn_smem_bar(const struct ptx_insn *in, const struct nset *shared_syms)
+{
+	const char *op = in->opcode;
+	if (!strcmp(op, "bar") || !strcmp(op, "barrier"))
+		return !ptx_insn_has_mod(in, ".warp");
+	if (!strcmp(op, "mbarrier"))
+		return 1;
+	for (unsigned i = 0; i < in->nmods; i++)
+		if (!strncmp(in->mods[i], ".shared", 7))
+			return 1;
+	return insn_walk((struct ptx_insn *)in, opnd_shared_sym, (void *)shared_syms) != 0;
+}
+
+/* Every .shared name of the module (module level and inside functions). */
+static int shared_names(struct ptx_module *m, struct nset *out)
+{
+	ptx_for_each_item(m, it) {
+		if (it->kind == PTX_ITEM_DECL && it->decl.space == PTX_SPACE_SHARED &&
+		    nset_add(out, it->decl.name) < 0)
+			return -ENOMEM;
+		if (it->kind != PTX_ITEM_FUNC)
+			continue;
+		for (struct ptx_stmt *s = it->func.head; s; s = s->next)
+			if (s->kind == PTX_STMT_DECL && s->decl.space == PTX_SPACE_SHARED &&
+			    nset_add(out, s->decl.name) < 0)
+				return -ENOMEM;
+	}
+	return 0;
+}
+
+/* What the module as a whole rules out (the runtime's needs). */
+static const char *check_module(struct ptx_passes *ps)
+{
+	struct ptx_module *m = ps->m;
+	if (!ps->ctx->opts->persist_rt)
+		return "no device runtime given to the rewriter";
+	if (m->address_size && m->address_size->address_size != 64)
+		return "32-bit addresses (the runtime needs 64)";
+	unsigned sm = ptx_module_target_sm(m);
+	if (sm && sm < 70)
+		return "target below sm_70 (the loop's barrier must count threads, not warps: thread 0 "
+		       "claims while its warp waits)";
+	return NULL;
+}
 
 int ptx_persistent_check(struct ptx_passes *ps)
 {
 	struct ptx_module *m = ps->m;
 	size_t nfs = 0, nk = 0;
-	struct fsum *fs = summarize(m, &nfs);
-	if (!fs)
-		return gx_err(-ENOMEM);
-	ptx_for_each_item(m, it) if (it->kind == PTX_ITEM_FUNC && it->func.is_entry) nk++;
-	ps->persist = calloc(nk ? 2 * nk : 1, sizeof(*ps->persist));
-	if (!ps->persist) {
-		free(fs);
+	struct nset shared = {0};
+	if (shared_names(m, &shared)) {
+		free(shared.v);
 		return gx_err(-ENOMEM);
 	}
+	struct fsum *fs = summarize(m, &shared, &nfs);
+	if (!fs) {
+		free(shared.v);
+		return gx_err(-ENOMEM);
+	}
+	ptx_for_each_item(m, it) if (it->kind == PTX_ITEM_FUNC && it->func.is_entry) nk++;
+	ps->persist = calloc(nk ? nk : 1, sizeof(*ps->persist));
+	if (!ps->persist) {
+		free(fs);
+		free(shared.v);
+		return gx_err(-ENOMEM);
+	}
+	const char *mwhy = check_module(ps);
 	ptx_for_each_item(m, it) {
 		if (it->kind != PTX_ITEM_FUNC || !it->func.is_entry || !it->func.has_body)
 			continue;
 		struct scan sc = {0};
 		unsigned bar_id = 0;
-		int nomem;
-		const char *why = check_kernel(ps, &it->func, fs, nfs, &sc, &bar_id, &nomem);
+		int nomem = 0, unit_bar = 0;
+		const char *why = mwhy ? mwhy
+				       : check_kernel(ps, &it->func, fs, nfs, &shared, &sc, &bar_id,
+						      &unit_bar, &nomem);
 		if (nomem) {
 			free(fs);
+			free(shared.v);
 			return gx_err(-ENOMEM);
 		}
 		if (why) {
 			ptx_pass_log(ps->ctx, "persistent: %s: refused: %s", it->func.name, why);
 			continue;
 		}
-		/* Store the barrier id next to the function pointer (pairs). */
-		ps->persist[ps->nr_persist++] = &it->func;
-		ps->persist[ps->nr_persist++] = (const struct ptx_func *)(uintptr_t)bar_id;
+		if (ps->ctx->opts->flags & GX_PTX_F_UNIT_BARRIER)
+			unit_bar = 1;
+		ps->persist[ps->nr_persist++] =
+			(struct ptx_persist){.fn = &it->func, .bar_id = bar_id, .unit_bar = unit_bar};
 	}
 	free(fs);
+	free(shared.v);
 	return 0;
+}
+
+const struct ptx_persist *ptx_persistent_find(const struct ptx_passes *ps, const struct ptx_func *fn)
+{
+	for (size_t i = 0; i < ps->nr_persist; i++)
+		if (ps->persist[i].fn == fn)
+			return &ps->persist[i];
+	return NULL;
 }
 
 int ptx_persistent_accepted(const struct ptx_passes *ps, const struct ptx_func *fn)
 {
-	for (size_t i = 0; i < ps->nr_persist; i += 2)
-		if (ps->persist[i] == fn)
-			return 1;
-	return 0;
-}
-
-/* ------------------------------------------------------- the transform */
-
-struct vregs {
-	const char *cx, *cy, *cz, *nx, *ny, *nz;
-};
-
-static int rewrite_sreg(struct ptx_opnd *o, void *arg)
-{
-	const struct vregs *v = arg;
-	if (o->kind != PTX_OPND_ID)
-		return 0;
-	const char *t = o->text;
-	if (t[0] != '%' || (t[1] != 'c' && t[1] != 'n')) /* most operands: one test */
-		return 0;
-	const char *r = !strcmp(t, "%ctaid.x")    ? v->cx
-			: !strcmp(t, "%ctaid.y")  ? v->cy
-			: !strcmp(t, "%ctaid.z")  ? v->cz
-			: !strcmp(t, "%nctaid.x") ? v->nx
-			: !strcmp(t, "%nctaid.y") ? v->ny
-			: !strcmp(t, "%nctaid.z") ? v->nz
-						  : NULL;
-	if (r)
-		o->text = r;
-	return 0;
-}
-
-/* Sites for a sched hook (thread 0 only: guard), appended to c (nothing if
- * no policy function is bound). 0 or -ENOMEM. */
-static int sched_sites(struct ptx_passes *ps, struct ptx_func *fn, unsigned hook,
-		       const char *guard, const char *ret_reg, struct ptx_chain *c)
-{
-	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
-	for (size_t i = 0; o->policy_ptx && (o->hooks & hook) && i < o->nr_bindings; i++) {
-		const struct gx_hook_binding *bd = &o->bindings[i];
-		if (bd->hook != hook || !bd->func ||
-		    (bd->kernel_glob && fnmatch(bd->kernel_glob, fn->name, 0)))
-			continue;
-		const char *tr = ptx_tramp_get(ps, hook, ptx_link_name(ps, bd->func), 1);
-		if (!tr || ptx_tramp_site(ps, c, tr, gx_kernel_id(fn->name), NULL, 0, 1, guard, 0,
-					  ret_reg))
-			return gx_err(-ENOMEM);
-		ps->ctx->res->nr_hooks++;
-	}
-	return 0;
-}
-
-static int transform(struct ptx_passes *ps, struct ptx_func *fn, unsigned bar_id)
-{
-	struct ptx_module *m = ps->m;
-	const char *P = m->fresh_prefix;
-	int err;
-	/* 1. Virtualize every %ctaid/%nctaid read of the body (hook sites too). */
-	struct vregs v = {
-		ptx_new_reg(m, fn, ".b32"), ptx_new_reg(m, fn, ".b32"), ptx_new_reg(m, fn, ".b32"),
-		ptx_new_reg(m, fn, ".b32"), ptx_new_reg(m, fn, ".b32"), ptx_new_reg(m, fn, ".b32"),
-	};
-	const char *desc = ptx_new_reg(m, fn, ".b64"), *unit = ptx_new_reg(m, fn, ".b32");
-	const char *total = ptx_new_reg(m, fn, ".b32"), *mode = ptx_new_reg(m, fn, ".b32");
-	const char *iter = ptx_new_reg(m, fn, ".b32"), *plin = ptx_new_reg(m, fn, ".b32");
-	const char *pn = ptx_new_reg(m, fn, ".b32"), *t = ptx_new_reg(m, fn, ".b32");
-	const char *dec = ptx_new_reg(m, fn, ".b32");
-	const char *pt0 = ptx_new_reg(m, fn, ".pred"), *pq = ptx_new_reg(m, fn, ".pred");
-	const char *L_loop = ptx_fresh_name(m, "$", "Lloop"), *L_next = ptx_fresh_name(m, "$", "Lnext");
-	const char *L_done = ptx_fresh_name(m, "$", "Ldone"), *L_cl = ptx_fresh_name(m, "$", "Lclaimed");
-	const char *L_st = ptx_fresh_name(m, "$", "Lstatic"), *L_pub = ptx_fresh_name(m, "$", "Lpublish");
-	const char *slot = ptx_sprintf(m, "%s_slot", P);
-	if (!v.cx || !v.cy || !v.cz || !v.nx || !v.ny || !v.nz || !desc || !unit || !total ||
-	    !mode || !iter || !plin || !pn || !t || !dec || !pt0 || !pq || !L_loop || !L_next ||
-	    !L_done || !L_cl || !L_st || !L_pub || !slot)
-		return gx_err(-ENOMEM);
-	ptx_for_each_stmt(fn, s, nxt) {
-		if (s->kind != PTX_STMT_INSN)
-			continue;
-		insn_walk(&s->insn, rewrite_sreg, &v);
-		/* 2. ret/exit → next unit (guard kept). */
-		if (!strcmp(s->insn.opcode, "ret") || !strcmp(s->insn.opcode, "exit")) {
-			struct ptx_opnd *o = ptx_alloc(m, sizeof(*o));
-			struct ptx_opnd **ops = ptx_alloc(m, sizeof(*ops));
-			if (!o || !ops)
-				return gx_err(-ENOMEM);
-			o->kind = PTX_OPND_ID;
-			o->text = L_next;
-			ops[0] = o;
-			s->insn.opcode = "bra";
-			s->insn.nmods = 0;
-			s->insn.nops = 1;
-			s->insn.ops = ops;
-		}
-	}
-	/* 3. The descriptor parameter. */
-	struct ptx_decl pd = {0};
-	pd.space = PTX_SPACE_PARAM;
-	pd.space_str = ".param";
-	pd.type = ".u64";
-	pd.name = ptx_strdup(m, GX_WORK_PARAM);
-	if (!pd.name || (err = ptx_func_add_param(m, fn, &pd)))
-		return gx_err(-ENOMEM);
-	int sm70 = ptx_module_target_sm(m) >= 70;
-	const char *bar = sm70 ? "barrier" : "bar";
-	const char *L_stop = ptx_fresh_name(m, "$", "Lstop");
-	struct ptx_chain steal = {0}, enter = {0}, leave = {0}, b = {0}, tail = {0};
-	if (!L_stop || sched_sites(ps, fn, GDEV_HOOK_SCHED_STEAL, pt0, dec, &steal) ||
-	    sched_sites(ps, fn, GDEV_HOOK_SCHED_ENTER, pt0, NULL, &enter) ||
-	    sched_sites(ps, fn, GDEV_HOOK_SCHED_EXIT, pt0, NULL, &leave))
-		return gx_err(-ENOMEM);
-	/* Built as IR (ptx_build.c), the same statements the text
-	 *   ld.param.u64 desc, [__gx_work]; cvta.to.global.u64 desc, desc; ...
-	 * parses to. R: register/label/symbol, N: integer, A: [base+off]. */
-#define R(x) ptx_opnd_id(m, (x))
-#define N(v) ptx_opnd_int(m, (v))
-#define A(x, off) ptx_opnd_addr(m, R(x), (off))
-#define I(g, gn, op, mods, n, ...) ptx_chain_insn(m, &b, (g), (gn), (op), PTX_MODS mods, (n), __VA_ARGS__)
-#define BRA(c, g, gn, lbl) ptx_chain_insn(m, (c), (g), (gn), "bra", 0, NULL, 1, R(lbl))
-	/* 4. Prologue: descriptor, physical worker id/count, thread 0. */
-	I(NULL, 0, "ld", (".param", ".u64"), 2, R(desc), A(GX_WORK_PARAM, 0));
-	I(NULL, 0, "cvta", (".to", ".global", ".u64"), 2, R(desc), R(desc));
-	I(NULL, 0, "ld", (".global", ".u32"), 2, R(total), A(desc, GX_WORK_OFF_TOTAL));
-	I(NULL, 0, "ld", (".global", ".u32"), 2, R(v.nx), A(desc, GX_WORK_OFF_GRID));
-	I(NULL, 0, "ld", (".global", ".u32"), 2, R(v.ny), A(desc, GX_WORK_OFF_GRID + 4));
-	I(NULL, 0, "ld", (".global", ".u32"), 2, R(v.nz), A(desc, GX_WORK_OFF_GRID + 8));
-	I(NULL, 0, "ld", (".global", ".u32"), 2, R(mode), A(desc, GX_WORK_OFF_MODE));
-	I(NULL, 0, "mov", (".u32"), 2, R(plin), R("%ctaid.z"));
-	I(NULL, 0, "mov", (".u32"), 2, R(pn), R("%nctaid.y"));
-	I(NULL, 0, "mov", (".u32"), 2, R(t), R("%ctaid.y"));
-	I(NULL, 0, "mad", (".lo", ".u32"), 4, R(plin), R(plin), R(pn), R(t));
-	I(NULL, 0, "mov", (".u32"), 2, R(pn), R("%nctaid.x"));
-	I(NULL, 0, "mov", (".u32"), 2, R(t), R("%ctaid.x"));
-	I(NULL, 0, "mad", (".lo", ".u32"), 4, R(plin), R(plin), R(pn), R(t));
-	I(NULL, 0, "mov", (".u32"), 2, R(t), R("%nctaid.y"));
-	I(NULL, 0, "mul", (".lo", ".u32"), 3, R(pn), R(pn), R(t));
-	I(NULL, 0, "mov", (".u32"), 2, R(t), R("%nctaid.z"));
-	I(NULL, 0, "mul", (".lo", ".u32"), 3, R(pn), R(pn), R(t));
-	I(NULL, 0, "mov", (".u32"), 2, R(t), R("%tid.x"));
-	I(NULL, 0, "mov", (".u32"), 2, R(dec), R("%tid.y"));
-	I(NULL, 0, "or", (".b32"), 3, R(t), R(t), R(dec));
-	I(NULL, 0, "mov", (".u32"), 2, R(dec), R("%tid.z"));
-	I(NULL, 0, "or", (".b32"), 3, R(t), R(t), R(dec));
-	I(NULL, 0, "setp", (".eq", ".u32"), 3, R(pt0), R(t), N(0));
-	I(NULL, 0, "mov", (".u32"), 2, R(iter), N(0));
-	I(NULL, 0, "mov", (".u32"), 2, R(v.cx), N(0));
-	I(NULL, 0, "mov", (".u32"), 2, R(v.cy), N(0));
-	I(NULL, 0, "mov", (".u32"), 2, R(v.cz), N(0));
-	/* Loop head: thread 0 claims a unit and publishes it. */
-	ptx_chain_label(m, &b, L_loop);
-	I(NULL, 0, bar, (".sync"), 1, N(bar_id));
-	BRA(&b, pt0, 1, L_cl);
-	I(NULL, 0, "setp", (".eq", ".u32"), 3, R(pq), R(mode), N(GX_WORK_STATIC));
-	BRA(&b, pq, 0, L_st);
-	I(NULL, 0, "mov", (".u32"), 2, R(dec), N(0));
-	ptx_chain_append(&b, &steal);
-	I(NULL, 0, "setp", (".eq", ".u32"), 3, R(pq), R(dec), N(GDEV_SCHED_NO_STEAL));
-	I(NULL, 0, "setp", (".ne", ".and", ".u32"), 4, R(pq), R(iter), N(0), R(pq));
-	BRA(&b, pq, 0, L_stop);
-	I(NULL, 0, "atom", (".global", ".add", ".u32"), 3, R(unit), A(desc, GX_WORK_OFF_NEXT), N(1));
-	BRA(&b, NULL, 0, L_pub);
-	ptx_chain_label(m, &b, L_stop);
-	I(NULL, 0, "mov", (".u32"), 2, R(unit), R(total));
-	BRA(&b, NULL, 0, L_pub);
-	ptx_chain_label(m, &b, L_st);
-	I(NULL, 0, "mad", (".lo", ".u32"), 4, R(unit), R(iter), R(pn), R(plin));
-	ptx_chain_label(m, &b, L_pub);
-	I(NULL, 0, "st", (".shared", ".u32"), 2, A(slot, 0), R(unit));
-	ptx_chain_label(m, &b, L_cl);
-	I(NULL, 0, bar, (".sync"), 1, N(bar_id));
-	I(NULL, 0, "ld", (".shared", ".u32"), 2, R(unit), A(slot, 0));
-	I(NULL, 0, "add", (".u32"), 3, R(iter), R(iter), N(1));
-	I(NULL, 0, "setp", (".ge", ".u32"), 3, R(pq), R(unit), R(total));
-	BRA(&b, pq, 0, L_done);
-	/* Logical block coordinates, x fastest. */
-	I(NULL, 0, "rem", (".u32"), 3, R(v.cx), R(unit), R(v.nx));
-	I(NULL, 0, "div", (".u32"), 3, R(t), R(unit), R(v.nx));
-	I(NULL, 0, "rem", (".u32"), 3, R(v.cy), R(t), R(v.ny));
-	I(NULL, 0, "div", (".u32"), 3, R(v.cz), R(t), R(v.ny));
-	ptx_chain_append(&b, &enter);
-	/* Epilogue: next unit, done. */
-	ptx_chain_label(m, &tail, L_next);
-	ptx_chain_append(&tail, &leave);
-	BRA(&tail, NULL, 0, L_loop);
-	ptx_chain_label(m, &tail, L_done);
-	ptx_chain_insn(m, &tail, NULL, 0, "ret", 0, NULL, 0);
-#undef R
-#undef N
-#undef A
-#undef I
-#undef BRA
-	struct ptx_stmt *sd = ptx_alloc(m, sizeof(*sd));
-	if (b.failed || tail.failed || !sd)
-		return gx_err(-ENOMEM);
-	sd->kind = PTX_STMT_DECL;
-	sd->decl.space = PTX_SPACE_SHARED;
-	sd->decl.space_str = ".shared";
-	sd->decl.align = 4;
-	sd->decl.type = ".u32";
-	sd->decl.name = slot;
-	ptx_insert_before(fn, fn->head, sd, sd);
-	ptx_insert_before(fn, ptx_func_entry_point(fn), b.head, b.tail);
-	ptx_insert_before(fn, NULL, tail.head, tail.tail);
-	return 0;
-}
-
-/* A copy of fn's item under `name`, inserted after it: statements and
- * operands are copied (the transform edits them), strings shared. */
-static struct ptx_item *copy_func(struct ptx_module *m, struct ptx_item *it, const char *name)
-{
-	struct ptx_item *c = ptx_alloc(m, sizeof(*c));
-	if (!c || !name)
-		return NULL;
-	*c = *it;
-	c->prev = c->next = NULL;
-	c->func.name = name;
-	c->func.linkage &= ~(unsigned)(PTX_LINK_EXTERN | PTX_LINK_WEAK | PTX_LINK_COMMON);
-	struct ptx_chain src = {.head = it->func.head, .tail = it->func.tail}, dst = {0};
-	if (ptx_chain_copy(m, &dst, &src))
-		return NULL;
-	c->func.head = dst.head;
-	c->func.tail = dst.tail;
-	ptx_item_insert_after(m, it, c, c);
-	return c;
-}
-
-int ptx_pass_persistent(struct ptx_passes *ps)
-{
-	struct ptx_module *m = ps->m;
-	int copy = ps->ctx->opts->persistent == GX_PTX_PERSISTENT_COPY;
-	ptx_for_each_item(m, it) {
-		if (it->kind != PTX_ITEM_FUNC || !ptx_persistent_accepted(ps, &it->func))
-			continue;
-		unsigned bar_id = 0;
-		for (size_t i = 0; i < ps->nr_persist; i += 2)
-			if (ps->persist[i] == &it->func)
-				bar_id = (unsigned)(uintptr_t)ps->persist[i + 1];
-		struct ptx_item *t = it;
-		if (copy) {
-			t = copy_func(m, it, ptx_sprintf(m, "%s_pw_%s", m->fresh_prefix, it->func.name));
-			if (!t)
-				return gx_err(-ENOMEM);
-		}
-		int err = transform(ps, &t->func, bar_id);
-		if (err)
-			return err;
-		ps->ctx->res->nr_persistent++;
-		if (copy)
-			ptx_pass_log(ps->ctx,
-				     "persistent: %s: copy %s transformed (work descriptor: "
-				     "parameter %u %s, loop barrier %u)",
-				     it->func.name, t->func.name, t->func.nparams, GX_WORK_PARAM,
-				     bar_id);
-		else
-			ptx_pass_log(ps->ctx,
-				     "persistent: %s: transformed (work descriptor: trailing parameter "
-				     "%s, loop barrier %u)",
-				     it->func.name, GX_WORK_PARAM, bar_id);
-		it = t; /* the copy is not visited again */
-	}
-	return 0;
+	return ptx_persistent_find(ps, fn) != NULL;
 }

@@ -78,6 +78,7 @@ const char *ptx_tramp_get(struct ptx_passes *ps, unsigned hook, const char *func
 	t->hook = hook;
 	t->func = func;
 	t->virt = virt;
+	t->sched = !!(hook & (GDEV_HOOK_SCHED_ENTER | GDEV_HOOK_SCHED_EXIT | GDEV_HOOK_SCHED_STEAL));
 	t->stub = stub;
 	t->name = ptx_sprintf(m, "%s_tramp_%s_%zu%s", m->fresh_prefix, ptx_hook_name(hook),
 			      ps->nr_tramps, virt ? "_v" : "");
@@ -180,6 +181,56 @@ int ptx_tramp_site(struct ptx_passes *ps, struct ptx_chain *c, const char *tramp
 	return 0;
 }
 
+int ptx_tramp_sched_site(struct ptx_passes *ps, struct ptx_chain *c, const char *tramp,
+			 unsigned long long kid, const char *const vals[10], const char *guard,
+			 int guard_neg, const char *ret_reg)
+{
+	struct ptx_module *m = ps->m;
+	const char *P = m->fresh_prefix;
+	struct ptx_chain b = {0};
+	struct ptx_opnd *args[11];
+	/* a guarded site branches around the call (a return value cannot be
+	 * read by a predicated ld.param): 0 then */
+	const char *skip = guard ? ptx_fresh_name(m, "$", "Lss") : NULL;
+	if (guard && !skip)
+		return gx_err(-ENOMEM);
+	if (ret_reg)
+		ptx_chain_insn(m, &b, NULL, 0, "mov", PTX_MODS(".u32"), 2, ptx_opnd_id(m, ret_reg),
+			       ptx_opnd_int(m, 0));
+	if (guard)
+		ptx_chain_insn(m, &b, guard, !guard_neg, "bra", 0, NULL, 1, ptx_opnd_id(m, skip));
+	ptx_chain_scope(m, &b, 1);
+	/* kid, start, units (info), worker, steals, ctaid xyz, nctaid xyz */
+	for (int i = 0; i < 11; i++) {
+		const char *pn = ptx_sprintf(m, "%s_sp%d", P, i);
+		const char *ty = i < 2 ? ".b64" : ".b32";
+		if (!pn)
+			return gx_err(-ENOMEM);
+		ptx_chain_decl(m, &b, PTX_SPACE_PARAM, ty, pn);
+		struct ptx_opnd *v = i == 0 ? ptx_opnd_hex64(m, kid) : ptx_opnd_id(m, vals[i - 1]);
+		ptx_chain_insn(m, &b, NULL, 0, "st", PTX_MODS(".param", ty), 2,
+			       ptx_opnd_addr(m, ptx_opnd_id(m, pn), 0), v);
+		args[i] = ptx_opnd_id(m, pn);
+	}
+	const char *rv = ptx_sprintf(m, "%s_spr", P);
+	if (!rv)
+		return gx_err(-ENOMEM);
+	ptx_chain_decl(m, &b, PTX_SPACE_PARAM, ".b32", rv);
+	struct ptx_opnd *ret = ptx_opnd_id(m, rv);
+	ptx_chain_insn(m, &b, NULL, 0, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &ret),
+		       ptx_opnd_id(m, tramp), ptx_opnd_list(m, 11, args));
+	if (ret_reg)
+		ptx_chain_insn(m, &b, NULL, 0, "ld", PTX_MODS(".param", ".b32"), 2, ptx_opnd_id(m, ret_reg),
+			       ptx_opnd_addr(m, ptx_opnd_id(m, rv), 0));
+	ptx_chain_scope(m, &b, 0);
+	if (skip)
+		ptx_chain_label(m, &b, skip);
+	if (b.failed)
+		return gx_err(-ENOMEM);
+	ptx_chain_append(c, &b);
+	return 0;
+}
+
 static void emit_stub(struct gx_buf *b, const char *name)
 {
 	gx_buf_printf(b,
@@ -196,6 +247,8 @@ static void emit_tramp(struct gx_buf *b, const char *P, const struct ptx_tramp *
 	const char *N = t->name;
 	gx_buf_printf(b, ".func (.param .b32 %s_r) %s(.param .b64 %s_kid, .param .b64 %s_addr, "
 		      ".param .b32 %s_info", N, N, N, N, N);
+	if (t->sched)
+		gx_buf_printf(b, ", .param .b32 %s_s1, .param .b32 %s_s2", N, N);
 	if (t->virt)
 		for (int i = 0; i < 6; i++)
 			gx_buf_printf(b, ", .param .b32 %s_c%d", N, i);
@@ -229,19 +282,29 @@ static void emit_tramp(struct gx_buf *b, const char *P, const struct ptx_tramp *
 		      "\tadd.s64 %%rd4, %%rd5, %%rd4;\n",
 		      PTX_CTXBUF_SMS - 1, PTX_CTXBUF_WARPS - 1, PTX_CTXBUF_WARP_SHIFT,
 		      PTX_CTXBUF_SLOT, P);
-	/* kernel_id, launch_id | addr, size, op */
+	/* kernel_id, launch_id | addr, size, op (sched: start, units, worker,
+	 * steals in addr, size, op, space) */
 	gx_buf_printf(b,
 		      "\tld.param.b64 %%rd1, [%s_kid];\n"
 		      "\tld.param.b64 %%rd2, [%s_addr];\n"
 		      "\tld.param.b32 %%r4, [%s_info];\n"
-		      "\tmov.u64 %%rd3, 0;\n"
-		      "\tand.b32 %%r5, %%r4, 65535;\n"
-		      "\tbfe.u32 %%r6, %%r4, 16, 8;\n"
-		      "\tbfe.u32 %%r7, %%r4, 24, 8;\n"
+		      "\tmov.u64 %%rd3, 0;\n",
+		      N, N, N);
+	if (t->sched)
+		gx_buf_printf(b,
+			      "\tmov.b32 %%r5, %%r4;\n"
+			      "\tld.param.b32 %%r6, [%s_s1];\n"
+			      "\tld.param.b32 %%r7, [%s_s2];\n",
+			      N, N);
+	else
+		gx_buf_puts(b, "\tand.b32 %r5, %r4, 65535;\n"
+			       "\tbfe.u32 %r6, %r4, 16, 8;\n"
+			       "\tbfe.u32 %r7, %r4, 24, 8;\n");
+	gx_buf_printf(b,
 		      "\tmov.b64 %%rd6, {%%r5, %%r6};\n"
 		      "\tst.global.v2.u64 [%%rd4+%d], {%%rd1, %%rd3};\n"
 		      "\tst.global.v2.u64 [%%rd4+%d], {%%rd2, %%rd6};\n",
-		      N, N, N, GDEV_CTX_OFF_KERNEL_ID, GDEV_CTX_OFF_ADDR);
+		      GDEV_CTX_OFF_KERNEL_ID, GDEV_CTX_OFF_ADDR);
 	/* space, active_mask, nr_active, hook */
 	gx_buf_printf(b,
 		      "\tpopc.b32 %%r8, %%r1;\n"

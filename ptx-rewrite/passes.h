@@ -36,6 +36,7 @@ struct ptx_tramp {
 	unsigned hook;
 	const char *func;
 	int virt;
+	int sched;	/* a sched hook: context from ptx_tramp_sched_site's registers */
 	int stub;	/* func is a built-in no-op stub: it reads no context */
 	const char *name;
 };
@@ -93,8 +94,9 @@ struct ptx_passes {
 	size_t nr_renames;
 	struct ptx_item *policy_last; /* last item inserted from the policy, or NULL */
 	/* pass_persistent: kernels accepted by ptx_persistent_check() */
-	const struct ptx_func **persist;
+	struct ptx_persist *persist;
 	size_t nr_persist;
+	struct ptx_item *rt_first; /* the device runtime, parsed (not in the module) */
 	/* pass_tramp */
 	struct ptx_tramp *tramps;
 	size_t nr_tramps, cap_tramps;
@@ -123,7 +125,27 @@ int ptx_pass_link(struct ptx_passes *ps);
 /* The name a policy symbol has after linking (itself if not renamed). */
 const char *ptx_link_name(const struct ptx_passes *ps, const char *name);
 
-/* pass_persistent.c */
+/* pass_persistent.c (which kernels, and what their loop needs) and
+ * pass_persist_loop.c (the loop). */
+struct ptx_persist {
+	const struct ptx_func *fn;
+	unsigned bar_id;	/* a CTA barrier id the kernel does not use */
+	int unit_bar;		/* the kernel (or a callee) uses shared memory or CTA
+				 * barriers: its block must finish a unit before any
+				 * thread starts the next */
+};
+/* pass_rt_inline.c: a leaf .func (clang's / the JIT's NVPTX shape) inlined
+ * at the end of c, in kernel site_fn (its .local depots go there): args
+ * and ret are registers. 0, -EOPNOTSUPP (the function has something the
+ * inliner does not follow: why in m->err, c unchanged only if the caller
+ * built into a scratch chain) or -ENOMEM. ptx_rt_inline: the runtime's
+ * function `name` (begin, next, steal); anything it cannot inline is an
+ * internal error (-EINVAL). */
+int ptx_func_inline(struct ptx_passes *ps, struct ptx_func *site_fn, struct ptx_chain *c,
+		    const struct ptx_func *fn, unsigned nargs, const char *const *args, const char *ret);
+int ptx_rt_inline(struct ptx_passes *ps, struct ptx_func *site_fn, struct ptx_chain *c, const char *name,
+		  unsigned nargs, const char *const *args, const char *ret);
+const struct ptx_persist *ptx_persistent_find(const struct ptx_passes *ps, const struct ptx_func *fn);
 /* Decide for each kernel whether the transform is safe; log refusals. */
 int ptx_persistent_check(struct ptx_passes *ps);
 int ptx_persistent_accepted(const struct ptx_passes *ps, const struct ptx_func *fn);
@@ -180,6 +202,14 @@ const char *ptx_tramp_get(struct ptx_passes *ps, unsigned hook, const char *func
 int ptx_tramp_site(struct ptx_passes *ps, struct ptx_chain *c, const char *tramp,
 		   unsigned long long kid, struct ptx_chain *addr, unsigned info, int virt,
 		   const char *guard, int guard_neg, const char *ret_reg);
+/* A sched hook site (pass_persist_loop.c): the trampoline of a
+ * GDEV_HOOK_SCHED_* hook takes its context from registers, vals = start
+ * (.b64), units, worker, steals, ctaid x y z, nctaid x y z (.b32): they
+ * become the context's addr, size, op, space (the sched_* names of
+ * gdev_ctx.h), block index and grid. */
+int ptx_tramp_sched_site(struct ptx_passes *ps, struct ptx_chain *c, const char *tramp,
+			 unsigned long long kid, const char *const vals[10], const char *guard,
+			 int guard_neg, const char *ret_reg);
 /* The register a site's address goes to ("%__gx_a"); NULL on ENOMEM. */
 const char *ptx_tramp_addr_reg(struct ptx_passes *ps);
 /* Insert __gx_devrt, the stubs and the trampolines after the module header

@@ -4,7 +4,10 @@
  * one place the shim reads a device's arch. */
 #include <pthread.h>
 
+#include <stdio.h>
+
 #include "attach/gx_attach.h"
+#include "blocksched/gx_blocksched.h"
 #include "shim/gx_hostpolicy.h"
 #include "shim/gx_load.h"
 
@@ -19,6 +22,21 @@ unsigned gx_dev_sm(CUdevice d)
 }
 
 static struct gx_attach_cu cu;
+static char sched_obj[4096], sched_knobs[1024];
+
+/* GPUEXT_SCHED for attach/: the object and the knobs meant for it
+ * (blocksched keeps kernels=GLOB for itself). */
+static const char *sched_spec(void)
+{
+	static char spec[5200];
+	char glob[256];
+	if (!gx_config.sched || !*gx_config.sched ||
+	    gx_bs_parse_spec(gx_config.sched, sched_obj, sizeof(sched_obj), sched_knobs, sizeof(sched_knobs),
+			     glob, sizeof(glob)))
+		return NULL;
+	snprintf(spec, sizeof(spec), "%s%s%s", sched_obj, sched_knobs[0] ? "," : "", sched_knobs);
+	return spec;
+}
 static struct gx_attach_host host;
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 static bool host_ok;
@@ -40,6 +58,7 @@ static void host_setup(void)
 		.sz = sizeof(host),
 		.policy = gx_config.policy,
 		.tool = gx_config.tool,
+		.sched = sched_spec(),
 		.cu = &cu,
 		.dev_sm = gx_dev_sm,
 		.subscribe = gx_events_subscribe,
@@ -55,7 +74,7 @@ static void host_setup(void)
 static const struct gx_attach_host *attach_host(void)
 {
 	gx_config_load();
-	if ((!gx_config.policy && !gx_config.tool) || gx_config.disabled)
+	if ((!gx_config.policy && !gx_config.tool && !gx_config.sched) || gx_config.disabled)
 		return NULL;
 	pthread_once(&host_once, host_setup);
 	return host_ok ? &host : NULL;

@@ -12,7 +12,7 @@ SHIM_SRCS   := $(filter-out shim/audit.c,$(sort $(wildcard shim/*.c)))
 SHIM_OBJS   := $(call objs,$(SHIM_SRCS)) $(BUILD)/obj/shim/lazy.o $(BUILD)/obj/shim/launch_fast.o \
                $(SHIM_GEN)/gx_tramp.o
 # What the shim links, in link order (a library before those it uses).
-SHIM_LIBS   := $(IMAGE_LIB) $(PTX_LIB) $(HOSTEXEC_LIB) $(TENANT_LIB) $(ATTACH_LIB) $(KCLIENT_LIB) $(BPF_LIB) $(COMMON_LIB)
+SHIM_LIBS   := $(IMAGE_LIB) $(PTX_LIB) $(BS_LIB) $(HOSTEXEC_LIB) $(TENANT_LIB) $(ATTACH_LIB) $(KCLIENT_LIB) $(BPF_LIB) $(COMMON_LIB)
 
 # One stamp for the generated files (a multi-target rule would run twice).
 $(SHIM_GEN)/.stamp: shim/gen-syms.sh shim/driver-extra.syms $(CUDA_STUB) $(CUDA_HOME)/include/cuda.h

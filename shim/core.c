@@ -16,6 +16,7 @@ static void config_load_once(void)
 	gx_config.disabled = d && *d && strcmp(d, "0");
 	gx_config.policy = getenv("GPUEXT_POLICY");
 	gx_config.tool = getenv("GPUEXT_TOOL");
+	gx_config.sched = getenv("GPUEXT_SCHED");
 }
 
 void gx_config_load(void)

@@ -49,10 +49,20 @@ void gx_log_passed(const char *api, const struct gx_prep *p);
 void gx_log_fallback(const char *api, const struct gx_prep *p, CUresult rc);
 
 /* attach.c: device policies' hooks, PTX and bindings into opts (attach/);
- * a no-op without GPUEXT_POLICY/GPUEXT_TOOL device objects. gx_attach_init
- * (at cuInit) attaches them before any module is loaded. */
+ * a no-op without GPUEXT_POLICY/GPUEXT_TOOL/GPUEXT_SCHED device objects.
+ * gx_attach_init (at cuInit) attaches them before any module is loaded. */
 void gx_attach_opts(struct gx_ptx_rewrite_opts *opts);
 void gx_attach_init(void);
+
+/* sched.c: persistent workers (blocksched/): with GPUEXT_SCHED or
+ * GPUEXT_PERSISTENT, ask for transformed copies (1 if opts changed); a
+ * module loaded from PTX rewritten with `log`: its copies. */
+int gx_sched_rewrite_opts(struct gx_ptx_rewrite_opts *opts);
+void gx_sched_module(void *handle, bool is_library, const char *log);
+/* The original kernels' registers (blocksched's gx_bs_probe_regs). */
+struct gx_ptx_kregs;
+int gx_sched_probe_regs(const char *ptx, size_t len, struct gx_ptx_kregs **out, size_t *n);
+void gx_sched_regs_free(struct gx_ptx_kregs *k, size_t n);
 
 /* Next module number (also for modules that never reach gx_prepare). */
 unsigned gx_next_module_id(void);

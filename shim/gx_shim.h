@@ -50,6 +50,7 @@ struct gx_config {
 	bool disabled;       /* GPUEXT_DISABLE=1: forward only, no rewriting, no events */
 	const char *policy;  /* GPUEXT_POLICY */
 	const char *tool;    /* GPUEXT_TOOL */
+	const char *sched;   /* GPUEXT_SCHED: a schedule policy, "obj.bpf.o[,knobs]" */
 };
 extern struct gx_config gx_config;
 void gx_config_load(void);

@@ -11,7 +11,6 @@
 #include "image/gx_image.h"
 #include "shim/gx_load.h"
 #include "shim/gx_mcache.h"
-#include "shim/gx_persist.h"
 #include "shim/passes_env.h"
 
 static unsigned module_seq;
@@ -69,7 +68,7 @@ bool gx_prep_opts(struct gx_ptx_rewrite_opts *opts)
 	if (opts->hooks && !opts->policy_ptx)
 		opts->stubs = gx_stubs_from_env(); /* GPUEXT_STUBS: what those hooks run */
 	opts->flags = gx_ptx_flags_from_env(); /* A/B switches, part of the cache key */
-	return gx_persist_rewrite_opts(opts); /* GPUEXT_PERSISTENT: copies */
+	return gx_sched_rewrite_opts(opts) > 0; /* GPUEXT_SCHED / GPUEXT_PERSISTENT: copies */
 }
 
 bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_prep *p)
@@ -87,14 +86,22 @@ bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_pre
 		if (ce.notes && ce.notes[0])
 			pr_debug("module %u: rewriter notes: %s", p->id, ce.notes);
 		if (persist && ce.nr_persistent)
-			p->log = ce.notes; /* names the persistent copies: for gx_persist_module */
+			p->log = ce.notes; /* names the persistent copies: for gx_sched_module */
 		else
 			free(ce.notes);
 		return true;
 	}
 	struct gx_ptx_rewrite_result res;
 	memset(&res, 0, sizeof(res));
+	/* Persistent copies: capped at the originals' registers (measured). */
+	struct gx_ptx_kregs *kregs = NULL;
+	size_t nkregs = 0;
+	if (persist && !gx_sched_probe_regs(ptx, len, &kregs, &nkregs)) {
+		opts.persist_regs = kregs;
+		opts.nr_persist_regs = nkregs;
+	}
 	int ret = gx_ptx_rewrite(ptx, len, &opts, &res);
+	gx_sched_regs_free(kregs, nkregs);
 	if (ret < 0 || !res.ptx) {
 		snprintf(p->why, sizeof(p->why), "rewrite failed: %.200s", res.err[0] ? res.err : "error");
 		p->level = GX_LOG_WARN;
@@ -110,7 +117,7 @@ bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_pre
 				       .nr_persistent = p->nr_persistent, .notes = res.log };
 	gx_mcache_put(&key, &ce);
 	if (persist && res.nr_persistent) {
-		p->log = res.log; /* names the persistent copies: for gx_persist_module */
+		p->log = res.log; /* names the persistent copies: for gx_sched_module */
 		res.log = NULL;
 	}
 	const char *notes = p->log ? p->log : res.log;

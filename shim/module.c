@@ -13,7 +13,6 @@
 
 #include "shim/gx_link.h"
 #include "shim/gx_load.h"
-#include "shim/gx_persist.h"
 #include "shim/gx_shim_ev.h"
 #include "shim/gx_tables.h"
 
@@ -30,7 +29,7 @@ static void loaded(const char *api, void *handle, bool is_library, struct gx_pre
 	CUcontext c = is_library ? NULL : cur_ctx();
 	gx_tab_add_mod(c, handle, is_library, rewritten, rewritten ? p->ptx : NULL, p->id);
 	if (rewritten && p->log)
-		gx_persist_module(handle, is_library, p->log);
+		gx_sched_module(handle, is_library, p->log);
 	if (rewritten)
 		p->ptx = NULL; /* now owned by the table until unload */
 	if (gx_ev_on(GX_EV_MODULE_LOAD)) {

@@ -61,14 +61,38 @@ enum gdev_decision {
 	GDEV_DEFAULT = 0,       /* go on as the program would */
 	GDEV_SCHED_NO_STEAL = 1, /* should_try_steal: do not steal */
 };
+/* gdev/sched/exit returns a class for the chunk that just ran: 0 no hint,
+ * 1 .. GDEV_SCHED_CLASS_MAX the heavier the earlier the next launch of the
+ * kernel (same grid) runs it (blocksched, include/gpuext/gx_work.h). */
+#define GDEV_SCHED_CLASS_MAX 15
 
+/* The sched hooks (blocksched: persistent workers claiming chunks of
+ * consecutive units) read four fields under other names:
+ *   sched_start   enter: now; exit: when the chunk started; steal: when the
+ *                 worker started (%globaltimer ns, so now - start is ns)
+ *   sched_units   enter/exit: units in the chunk; steal: units the worker ran
+ *   sched_worker  the worker (its block in the persistent grid)
+ *   sched_steals  chunks this worker stole so far
+ * and unit / ctaid = the chunk's first unit (steal: 0), nctaid the grid. */
 struct gdev_ctx {
 	gdev_u64 kernel_id;    /* FNV-1a 64 of the kernel's mangled name */
 	gdev_u64 launch_id;    /* per-launch sequence number set by the shim (0 if none) */
-	gdev_u64 addr;         /* MEM: leader lane's effective address (generic/global) */
-	gdev_u32 size;         /* MEM: bytes accessed per lane (vector width x elem size) */
-	gdev_u32 op;           /* MEM: enum gdev_mem_op; FENCE: 0 */
-	gdev_u32 space;        /* MEM: enum gdev_space */
+	union {
+		gdev_u64 addr;         /* MEM: leader lane's effective address (generic/global) */
+		gdev_u64 sched_start;
+	};
+	union {
+		gdev_u32 size;         /* MEM: bytes accessed per lane (vector width x elem size) */
+		gdev_u32 sched_units;
+	};
+	union {
+		gdev_u32 op;           /* MEM: enum gdev_mem_op; FENCE: 0 */
+		gdev_u32 sched_worker;
+	};
+	union {
+		gdev_u32 space;        /* MEM: enum gdev_space */
+		gdev_u32 sched_steals;
+	};
 	gdev_u32 active_mask;  /* lanes of the warp that reached the hook */
 	gdev_u32 nr_active;    /* popcount(active_mask) */
 	gdev_u32 hook;         /* enum gdev_hook of this call */

@@ -18,6 +18,8 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 1;
 	unsigned char init[4] = { 1, 2, 0xab, 0 };
+	int r;
+	const char *bad;
 	struct gx_pol_prog pr = { "gxp_t", 2, "vec*" };
 	struct gx_pol_map mp = { "t.cfg", 2, 4, 8, 4, 1, init, 4 };
 	struct gx_policy_desc d = { .hash = 0x1234, .sm = 90, .ptxver = 80, .ptx = (char *)"// ptx\n",
@@ -34,6 +36,34 @@ int main(void)
 		 "pcache: map round trip with initial bytes");
 	GX_CHECK(e.ptx_len == 7 && !strcmp(e.ptx, "// ptx\n"), "pcache: PTX round trip");
 	gx_pdesc_free(&e);
+
+	/* Global variables (knobs): round trip, set, read back, refusals. */
+	unsigned char data[12] = { 0 }, ro[4] = { 7, 0, 0, 0 };
+	struct gx_pol_map vm[2] = { { "k..data", 2, 4, 12, 1, 1, data, 12 }, { "k..rodata", 2, 4, 4, 1, 1, ro, 4 } };
+	struct gx_pol_var vv[3] = { { "a", 0, 0, 4 }, { "b", 0, 8, 2 }, { "c", 1, 0, 4 } };
+	struct gx_policy_desc dv = { .hash = 0x99, .sm = 90, .ptxver = 80, .ptx = (char *)"//\n", .ptx_len = 3,
+				     .progs = &pr, .nr_progs = 1, .maps = vm, .nr_maps = 2, .vars = vv, .nr_vars = 3 };
+	snprintf(dv.name, sizeof(dv.name), "k");
+	GX_CHECK(gx_pcache_store(dir, &dv) == 0 && gx_pcache_load(dir, 0x99, 90, &e, err, sizeof(err)) == 0 &&
+			 e.nr_vars == 3 && !strcmp(e.vars[1].name, "b") && e.vars[1].off == 8 && e.vars[1].size == 2,
+		 "pcache: variables round trip");
+	unsigned va = 0;
+	unsigned short vb = 0;
+	r = gx_pdesc_set_knobs(&e, "a=0x1234,b=7", err, sizeof(err));
+	GX_CHECK(r == 0 && gx_pdesc_get_var(&e, "a", &va, 4) == 0 && va == 0x1234 &&
+			 gx_pdesc_get_var(&e, "b", &vb, 2) == 0 && vb == 7,
+		 "pcache: knobs set plain globals (a=0x%x b=%u)", va, vb);
+	GX_CHECK(gx_pdesc_set_knobs(&e, "c=1", err, sizeof(err)) == -EINVAL && strstr(err, "const"),
+		 "pcache: a .rodata knob is refused (%s)", err);
+	GX_CHECK(gx_pdesc_set_knobs(&e, "z=1", err, sizeof(err)) == -EINVAL && strstr(err, "no such setting"),
+		 "pcache: an unknown knob is refused (%s)", err);
+	GX_CHECK(gx_pdesc_set_knobs(&e, "b=70000", err, sizeof(err)) == -EINVAL && strstr(err, "bad value"),
+		 "pcache: a value too large for the variable is refused (%s)", err);
+	GX_CHECK(gx_pdesc_set_knobs(&e, "a", err, sizeof(err)) == -EINVAL && strstr(err, "name=value"),
+		 "pcache: a knob without '=' is refused (%s)", err);
+	GX_CHECK(gx_pdesc_get_var(&e, "a", &vb, 2) == -ENOENT, "pcache: reading a variable at the wrong size fails");
+	gx_pdesc_free(&e);
+	bad = NULL;
 	GX_CHECK(gx_pcache_load(dir, 0x1235, 90, &e, err, sizeof(err)) == -ENOENT, "pcache: other hash is a miss");
 	GX_CHECK(gx_pcache_load(dir, 0x1234, 80, &e, err, sizeof(err)) == -ENOENT, "pcache: other sm is a miss");
 	/* Corrupt: truncate the PTX. */
@@ -42,10 +72,10 @@ int main(void)
 	char *buf;
 	size_t len;
 	gx_read_file(path, &buf, &len, 0);
-	int r = gx_pdesc_parse(buf, len, &e, err, sizeof(err));
+	r = gx_pdesc_parse(buf, len, &e, err, sizeof(err));
 	GX_CHECK(r == -EINVAL && strstr(err, "line"), "pcache: truncated entry rejected (%s)", err);
 	free(buf);
-	const char *bad = "gxpol 1\nname x\nprog f 3 -\nptx 0\n";
+	bad = "gxpol 1\nname x\nprog f 3 -\nptx 0\n";
 	r = gx_pdesc_parse(bad, strlen(bad), &e, err, sizeof(err));
 	GX_CHECK(r == -EINVAL && strstr(err, "line 3"), "pcache: two hook bits rejected (%s)", err);
 	bad = "gxpol 2\n";

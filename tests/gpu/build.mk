@@ -2,7 +2,7 @@
 # here. `make gpu-prep` before carrying build/: the JIT cache for a machine
 # without LLVM, the native back end's libraries packed, the GPU programs.
 GPU_CACHE         := $(BUILD)/cache
-GPU_PREP_POLICIES := $(HB_DEVPF)
+GPU_PREP_POLICIES := $(HB_DEVPF) $(BS_POL_OBJS)
 
 # GPU test programs (nvcc 13 here; static cudart runs on the H200).
 $(BUILD)/tests/gpu/tools_kern: tests/gpu/tools_kern.cu
@@ -19,9 +19,15 @@ $(BUILD)/tests/gpu/tenants: bench/tenants.cu common/gx_cu_check.h
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(NVCC) -O2 -I. -gencode arch=compute_90,code=sm_90 -o $@ $<
 
+# tests/gpu/blocksched.sh: a program the shim rewrites (PTX only).
+$(BUILD)/tests/gpu/sched_app: tests/gpu/sched_app.cu bench/sched_kernels.cu
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(NVCC) -O2 -gencode arch=compute_90,code=compute_90 -o $@ $<
+
 .PHONY: gpu-prep gpu-jitlibs
-gpu-prep: all $(BUILD)/tests/gpu/tools_kern $(BUILD)/tests/gpu/tool_bench $(GPU_PREP_POLICIES) gpu-jitlibs \
-	  $(BUILD)/tests/gpu/tenants $(T_TN_OBJS)
+gpu-prep: all $(BUILD)/tests/gpu/tools_kern $(BUILD)/tests/gpu/tool_bench $(BUILD)/tests/gpu/sched_app \
+	  $(GPU_PREP_POLICIES) gpu-jitlibs $(BUILD)/tests/gpu/tenants $(T_TN_OBJS)
 	$(Q)rm -rf $(GPU_CACHE) && mkdir -p $(GPU_CACHE)
 	$(Q)$(GPUEXT_BIN) tools prepare --cache-dir $(GPU_CACHE) --sm 90
 	$(Q)$(GPUEXT_BIN) tools prepare --cache-dir $(GPU_CACHE) --sm 90 $(GPU_PREP_POLICIES)

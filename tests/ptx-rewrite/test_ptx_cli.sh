@@ -52,7 +52,7 @@ R=tests/ptx-rewrite/golden-passes/reduce.ptx
 PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
 rtarget=$(sed -n 's/^[[:space:]]*\.target[[:space:]]\+\([a-z0-9_]*\).*/\1/p' "$R" | head -1)
 check "rewrite --persistent=copy keeps the kernel and adds __gx_pw_reduce" "$G ptx rewrite --hooks all --persistent=copy $R -o $W/pcopy.ptx 2>$W/pcopy.log && grep -q '^.visible .entry reduce(' $W/pcopy.ptx && grep -q '^.visible .entry __gx_pw_reduce(' $W/pcopy.ptx"
-check "rewrite --persistent=copy logs the copy and its parameters" "grep -q '^persistent: reduce: copy __gx_pw_reduce transformed (work descriptor: parameter [0-9]* __gx_work, loop barrier [0-9]*)' $W/pcopy.log"
+check "rewrite --persistent=copy logs the copy and its parameters" "grep -q '^persistent: reduce: copy __gx_pw_reduce transformed (work descriptor: parameter [0-9]* __gx_work, loop barrier [0-9]*, unit barrier yes)' $W/pcopy.log"
 check "rewrite --persistent=copy output passes ptxas" "$PTXAS -arch=$rtarget $W/pcopy.ptx -o /dev/null"
 check "rewrite --persistent=frob is refused" "! $G ptx rewrite --persistent=frob $R -o $W/x.ptx"
 # --policy FILE.bpf.o: the object's device programs JIT'd (libgxjit.so) and

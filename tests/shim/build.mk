@@ -1,7 +1,7 @@
 # tests/shim: the shim against a fake driver built here (tests/shim/fakecuda,
 # its entry points generated from the shim's symbol list): interposition,
 # cuGetProcAddress, events, module loading and the module cache, -rdc
-# programs, gpuext-run and --audit, persistent-worker launches, several
+# programs, gpuext-run and --audit, several
 # devices and contexts; plus real nvcc programs (static cudart).
 T_SHIM   := $(BUILD)/tests/shim
 FAKE_LIB := $(T_SHIM)/fakecuda/libcuda.so.1
@@ -18,7 +18,7 @@ $(FAKE_LIB): tests/shim/fakecuda/fake.c $(BUILD)/gen/fakecuda/fake_gen.c
 
 # Driver-API programs, linked against the toolkit's stub (the shim or the
 # fake driver comes in through LD_LIBRARY_PATH at run time).
-SHIM_TEST_PROGS := test_shim test_nodriver test_disable test_persist test_audit test_multi test_multi_tool \
+SHIM_TEST_PROGS := test_shim test_nodriver test_disable test_audit test_multi test_multi_tool \
                    test_rdc mcache_load
 $(addprefix $(T_SHIM)/,$(SHIM_TEST_PROGS)): $(T_SHIM)/%: $(BUILD)/obj/tests/shim/%.o
 	$(call link,-L$(STUB_LDIR) -lcuda -ldl -lpthread)

@@ -91,18 +91,6 @@ if [ -x "$B/tests/shim/cudart_probe" ]; then
 		nok "static-cudart program crashed (exit $prc)"
 fi
 
-# GPUEXT_PERSISTENT: accepted kernels launch as persistent workers (both modes).
-for pm in dynamic static; do
-	run env GPUEXT_PERSISTENT=$pm timeout 60 "$B/tests/shim/test_persist" $pm | sed "s/^\(not \)\?ok - /&[$pm] /"
-	[ "${PIPESTATUS[0]}" -lt 128 ] || nok "test_persist ($pm) crashed"
-done
-if command -v valgrind >/dev/null; then
-	run env GPUEXT_PERSISTENT=1 timeout 120 valgrind -q --error-exitcode=99 --leak-check=full \
-		--errors-for-leak-kinds=definite "$B/tests/shim/test_persist" dynamic >"$tmp/vgp.out" 2>"$tmp/vgp.err"
-	[ $? -eq 0 ] && ok "test_persist under valgrind: no invalid access, no definite leak" ||
-		nok "test_persist under valgrind: $(grep -E '^==|not ok' "$tmp/vgp.out" "$tmp/vgp.err" | head -5 | tr '\n' ' ')"
-fi
-
 # GPUEXT_DISABLE=1: forward only.
 env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$FAKE" GPUEXT_DISABLE=1 GPUEXT_LOG=info \
 	"$B/tests/shim/test_disable" 2>"$tmp/dis.err"

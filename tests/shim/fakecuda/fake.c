@@ -1120,11 +1120,63 @@ FX CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *src, size_t n, CUstr
 	last_memcpy_stream = s;
 	return CUDA_SUCCESS;
 }
+/* Persistent copies (names "__gx_pw_...") may get another occupancy. */
+static int fake_occ_copy = -1;
+FX void fake_set_occupancy_copy(int n) { fake_occ_copy = n; }
 FX CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int block, size_t smem)
 {
-	(void)f, (void)block, (void)smem;
+	(void)block, (void)smem;
 	REC();
-	*n = fake_occ;
+	struct ffunc *x = (struct ffunc *)f;
+	*n = fake_occ_copy >= 0 && x && !strncmp(x->name, "__gx_pw_", 8) ? fake_occ_copy : fake_occ;
+	return CUDA_SUCCESS;
+}
+static int fake_regs = 16;
+FX void fake_set_regs(int n) { fake_regs = n; }
+FX CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
+{
+	(void)f;
+	REC();
+	*v = a == CU_FUNC_ATTRIBUTE_NUM_REGS ? fake_regs : 0;
+	return CUDA_SUCCESS;
+}
+/* Streams run nothing here: an async memset happens at once. */
+static void *last_memset_stream;
+FX void *fake_last_memset_stream(void) { return last_memset_stream; }
+__attribute__((weak)) FX CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
+{
+	REC();
+	memset((void *)(uintptr_t)d, v, n);
+	last_memset_stream = s;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream s)
+{
+	REC();
+	for (size_t i = 0; i < n; i++)
+		((unsigned *)(uintptr_t)d)[i] = v;
+	last_memset_stream = s;
+	return CUDA_SUCCESS;
+}
+/* Pinned host memory mapped for the "device": the same address. */
+__attribute__((weak)) FX CUresult cuMemHostAlloc(void **p, size_t n, unsigned f)
+{
+	(void)f;
+	REC();
+	*p = calloc(1, n ? n : 1);
+	return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+__attribute__((weak)) FX CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned f)
+{
+	(void)f;
+	REC();
+	*d = (CUdeviceptr)(uintptr_t)p;
+	return CUDA_SUCCESS;
+}
+__attribute__((weak)) FX CUresult cuMemFreeHost(void *p)
+{
+	REC();
+	free(p);
 	return CUDA_SUCCESS;
 }
 /* Stream 0xC0DE is "being captured". */

@@ -1,0 +1,493 @@
+/* sched_bench — on a GPU: block scheduling of unmodified kernels, the
+ * hardware's (native launch) against each shipped policy, in one process,
+ * on the same inputs, interleaved, medians (docs/blocksched.md).
+ *
+ *   sched_bench KERNELS.ptx POLICY_DIR [REPEATS]
+ *     KERNELS.ptx  bench/sched_kernels.cu built by nvcc (build/bench/)
+ *     POLICY_DIR   the policies' objects (build/share/gpuext/sched); their
+ *                  PTX comes from the JIT cache (GPUEXT_CACHE_DIR, filled by
+ *                  `make gpu-prep`: the GPU machine has no LLVM)
+ *   SCHED_BENCH_ONLY=regex: only the workloads whose name matches.
+ *
+ * Each policy's variant is the kernels' PTX rewritten by the persistent
+ * transform in place with the policy linked and inlined (gx_ptx_rewrite, as
+ * the shim does, copies capped at the native kernels' registers), launched
+ * as blocksched's launch side would (SMs x occupancy workers, the
+ * descriptor by value, a zeroed per-variant state the launches keep clean,
+ * a per-kernel hint block, gx_sched_chunks claims per worker), with the
+ * policy's maps in device memory. Workloads (per-block work from a fixed
+ * seed, the same every launch): gemm_imb (moderate imbalance: tile K-range
+ * uniform in [n/4, n]), tail (clustered heavy tail: the last tenth of the
+ * blocks 100..200x), spmv (CSR vector SpMV over a power-law matrix, rows
+ * shuffled), and the balanced gemm_bal and vadd. Each variant runs 3 times
+ * before timing (the adaptive policy learns from its own launches), then
+ * REPEATS rounds of every variant in turn. Prints `| ` table rows, `bench:`
+ * lines, and ok/not ok lines for identical outputs and the goals. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <regex.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "attach/gx_attach.h"
+#include "blocksched/gx_blocksched.h"
+#include "common/gx_util.h"
+#include "devbpf/gx_bpf.h"
+#include "gpuext/gx_devrt.h"
+#include "gpuext/gx_work.h"
+#include "ptx-rewrite/gx_ptx.h"
+
+#define CK(x)                                                                                   \
+	do {                                                                                    \
+		CUresult r_ = (x);                                                              \
+		if (r_ != CUDA_SUCCESS) {                                                       \
+			const char *s_ = "?";                                                   \
+			cuGetErrorString(r_, &s_);                                              \
+			printf("not ok - sched_bench: %s: %s (line %d)\n", #x, s_, __LINE__);   \
+			exit(1);                                                                \
+		}                                                                               \
+	} while (0)
+
+#define NV 7 /* native, 5 policies, and an A/B row */
+static const struct {
+	const char *name, *obj, *knobs;
+	int nocap; /* the copies not capped at the native kernels' registers */
+} policies[NV] = {
+	{ "native", NULL, NULL, 0 },
+	{ "fixed_work", "fixed_work", NULL, 0 },
+	{ "greedy", "greedy", NULL, 0 },
+	{ "max_steals", "max_steals", "max_steals=4", 0 },
+	{ "latency_budget", "latency_budget", "budget_us=200", 0 },
+	{ "adaptive", "adaptive", NULL, 0 },
+	/* A/B: what the register cap (gx_ptx_rewrite_opts.persist_regs) does */
+	{ "adaptive (no reg cap)", "adaptive", NULL, 1 },
+};
+#define ADAPTIVE 5
+#define NFIXED 5 /* variants 1..4 are the fixed policies */
+
+struct variant {
+	CUmodule mod;
+	unsigned mode, chunks; /* the policy's gx_sched_mode, gx_sched_chunks */
+	CUdeviceptr state;     /* zeroed once; every launch leaves it clean */
+	int ok;
+};
+
+/* A workload (hints, ms: filled by the run). */
+struct work {
+	const char *name, *kernel, *what;
+	unsigned grid[3], block[3];
+	void *args[8];
+	int nargs;
+	CUdeviceptr out;
+	size_t out_bytes;
+	CUdeviceptr hints[NV];
+	unsigned hints_cap[NV];
+	float ms[NV][64];
+};
+#define WORK(...) ((struct work){ __VA_ARGS__, { 0 }, { 0 }, { { 0 } } })
+
+static int nsm;
+static struct variant var[NV];
+
+static CUdeviceptr dalloc(size_t n)
+{
+	CUdeviceptr p;
+	CK(cuMemAlloc_v2(&p, n));
+	CK(cuMemsetD8_v2(p, 0, n));
+	return p;
+}
+
+static CUdeviceptr dcopy(const void *h, size_t n)
+{
+	CUdeviceptr p = dalloc(n);
+	CK(cuMemcpyHtoD_v2(p, h, n));
+	return p;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static unsigned rnd(unsigned n)
+{
+	rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+	return (unsigned)(rng % n);
+}
+
+static int cmp_f(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return x < y ? -1 : x > y;
+}
+
+static float median(float *v, int n)
+{
+	float t[64];
+	memcpy(t, v, n * sizeof(float));
+	qsort(t, n, sizeof(float), cmp_f);
+	return t[n / 2];
+}
+
+/* The policy's device maps and struct gx_devrt, as the shim makes them. */
+static int make_devrt(const struct gx_policy_desc *d, CUmodule mod)
+{
+	struct gx_devrt rt = { .magic = GX_DEVRT_MAGIC, .version = GX_DEVRT_VERSION, .nr_maps = (gdev_u32)d->nr_maps };
+	if (d->nr_maps > GX_DEVRT_MAX_MAPS)
+		return -1;
+	for (size_t i = 0; i < d->nr_maps; i++) {
+		const struct gx_pol_map *m = &d->maps[i];
+		struct gx_map_spec s = { .name = m->name, .type = m->type, .key_size = m->key_size,
+					 .value_size = m->value_size, .max_entries = m->max_entries };
+		if (m->type == GX_MAP_PERSM_ARRAY)
+			s.nr_shards = (unsigned)nsm;
+		else if (m->type == GX_MAP_PERWARP_ARRAY)
+			s.nr_shards = (unsigned)nsm * GX_WARP_SLOTS_PER_SM;
+		if (m->type == GX_MAP_RINGBUF || gx_map_layout(&s, &rt.maps[i]))
+			return -1;
+		CUdeviceptr p = dalloc(rt.maps[i].data_size);
+		if (m->init && m->init_len)
+			CK(cuMemcpyHtoD_v2(p, m->init, m->init_len));
+		rt.maps[i].data = p;
+	}
+	CUdeviceptr b = dcopy(&rt, sizeof(rt)), g;
+	size_t gs;
+	if (cuModuleGetGlobal_v2(&g, &gs, mod, GDEV_DEVRT_SYMBOL) == CUDA_SUCCESS)
+		CK(cuMemcpyHtoD_v2(g, &b, sizeof(b)));
+	return 0;
+}
+
+/* Rewrite and load variant v; 0 or -1 (a not ok line says why). */
+static int make_variant(int v, const char *ptx, size_t len, const char *pdir, const struct gx_ptx_kregs *regs,
+			size_t nregs)
+{
+	char path[1024], dir[1024], err[512] = "";
+	char *obj;
+	size_t ol;
+	struct gx_policy_desc d;
+	snprintf(path, sizeof(path), "%s/%s.bpf.o", pdir, policies[v].obj);
+	if (gx_read_file(path, &obj, &ol, 0) || gx_cache_dir(dir, sizeof(dir))) {
+		printf("not ok - sched_bench %s: cannot read %s\n", policies[v].name, path);
+		return -1;
+	}
+	int r = gx_pcache_load(dir, gx_pcache_hash(obj, ol), 90, &d, err, sizeof(err));
+	free(obj);
+	if (r) {
+		printf("not ok - sched_bench %s: not in the JIT cache %s (run make gpu-prep): %s\n", policies[v].name,
+		       dir, err);
+		return -1;
+	}
+	if (policies[v].knobs && gx_pdesc_set_knobs(&d, policies[v].knobs, err, sizeof(err))) {
+		printf("not ok - sched_bench %s: knobs: %s\n", policies[v].name, err);
+		gx_pdesc_free(&d);
+		return -1;
+	}
+	var[v].mode = GX_WORK_CLAIM;
+	var[v].chunks = GX_BS_DEFAULT_CHUNKS;
+	gx_pdesc_get_var(&d, GX_BS_VAR_MODE, &var[v].mode, 4);
+	gx_pdesc_get_var(&d, GX_BS_VAR_CHUNKS, &var[v].chunks, 4);
+	struct gx_hook_binding b[16];
+	unsigned hooks = 0;
+	size_t nb = 0;
+	for (size_t i = 0; i < d.nr_progs && nb < 16; i++) {
+		b[nb++] = (struct gx_hook_binding){ d.progs[i].hook, d.progs[i].glob[0] ? d.progs[i].glob : NULL,
+						    d.progs[i].func };
+		hooks |= d.progs[i].hook;
+	}
+	struct gx_ptx_rewrite_opts o = { .sz = sizeof(o), .hooks = hooks, .persistent = 1, .policy_ptx = d.ptx,
+					 .policy_len = d.ptx_len, .bindings = b, .nr_bindings = nb,
+					 .persist_regs = policies[v].nocap ? NULL : regs,
+					 .nr_persist_regs = policies[v].nocap ? 0 : nregs,
+					 .flags = var[v].mode == GX_WORK_STATIC ? GX_PTX_F_PERSIST_STATIC : 0 };
+	o.persist_rt = gx_bs_rt_ptx(&o.persist_rt_len);
+	struct gx_ptx_rewrite_result res;
+	if (gx_ptx_rewrite(ptx, len, &o, &res)) {
+		printf("not ok - sched_bench %s: rewrite: %s\n", policies[v].name, res.err);
+		gx_pdesc_free(&d);
+		return -1;
+	}
+	if (res.log)
+		for (char *l = strtok(res.log, "\n"); l; l = strtok(NULL, "\n"))
+			printf("# %s: %s\n", policies[v].name, l);
+	CUresult cr = cuModuleLoadData(&var[v].mod, res.ptx);
+	gx_ptx_rewrite_result_free(&res);
+	if (cr != CUDA_SUCCESS) {
+		const char *s = "?";
+		cuGetErrorString(cr, &s);
+		printf("not ok - sched_bench %s: JIT: %s\n", policies[v].name, s);
+		gx_pdesc_free(&d);
+		return -1;
+	}
+	r = make_devrt(&d, var[v].mod);
+	gx_pdesc_free(&d);
+	if (r) {
+		printf("not ok - sched_bench %s: its maps\n", policies[v].name);
+		return -1;
+	}
+	var[v].state = dalloc(gx_work_state_bytes(1u << 20));
+	var[v].ok = 1;
+	return 0;
+}
+
+/* One launch of workload w by variant v, timed with events (ms); 0 on error. */
+static float launch(struct work *w, int v, CUevent e0, CUevent e1, int *regs_out, int *occ_out, unsigned *wk_out,
+		    unsigned *chunk_out)
+{
+	CUfunction f;
+	CK(cuModuleGetFunction(&f, var[v].mod, w->kernel));
+	void *args[9];
+	for (int i = 0; i < w->nargs; i++)
+		args[i] = w->args[i];
+	unsigned grid[3] = { w->grid[0], w->grid[1], w->grid[2] };
+	unsigned block = w->block[0] * w->block[1] * w->block[2];
+	struct gx_work_desc d = { 0 };
+	if (v) {
+		int occ = 0;
+		CK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, f, (int)block, 0));
+		unsigned long long units = (unsigned long long)grid[0] * grid[1] * grid[2];
+		unsigned long long wk = (unsigned long long)(occ > 0 ? occ : 1) * (unsigned)nsm;
+		if (wk > units)
+			wk = units;
+		unsigned long long per = wk * (var[v].chunks ? var[v].chunks : 1);
+		d = (struct gx_work_desc){ .total = (unsigned)units, .grid_x = grid[0], .grid_y = grid[1],
+					   .grid_z = grid[2], .mode = var[v].mode,
+					   .chunk = (unsigned)((units + per - 1) / per) };
+		if (d.mode == GX_WORK_CLAIM) {
+			unsigned nch = (unsigned)((units + d.chunk - 1) / d.chunk);
+			d.state = var[v].state;
+			if (w->hints_cap[v] < nch) {
+				w->hints[v] = dalloc(gx_work_hints_bytes(nch));
+				CK(cuMemsetD32_v2(w->hints[v] + offsetof(struct gx_work_hints, cap), nch, 1));
+				w->hints_cap[v] = nch;
+			}
+			d.hints = w->hints[v];
+		}
+		args[w->nargs] = &d;
+		grid[0] = (unsigned)wk, grid[1] = grid[2] = 1;
+		if (occ_out)
+			*occ_out = occ;
+		if (wk_out)
+			*wk_out = (unsigned)wk;
+		if (chunk_out)
+			*chunk_out = d.chunk;
+	} else if (occ_out) {
+		CK(cuOccupancyMaxActiveBlocksPerMultiprocessor(occ_out, f, (int)block, 0));
+	}
+	if (regs_out)
+		CK(cuFuncGetAttribute(regs_out, CU_FUNC_ATTRIBUTE_NUM_REGS, f));
+	CK(cuEventRecord(e0, 0));
+	CK(cuLaunchKernel(f, grid[0], grid[1], grid[2], w->block[0], w->block[1], w->block[2], 0, 0, args, NULL));
+	CK(cuEventRecord(e1, 0));
+	CK(cuEventSynchronize(e1));
+	float ms = 0;
+	CK(cuEventElapsedTime(&ms, e0, e1));
+	return ms;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s KERNELS.ptx POLICY_DIR [REPEATS]\n", argv[0]);
+		return 2;
+	}
+	int reps = argc > 3 ? atoi(argv[3]) : 11;
+	if (reps < 1 || reps > 64)
+		reps = 11;
+	char *ptx;
+	size_t plen;
+	if (gx_read_file(argv[1], &ptx, &plen, 0)) {
+		printf("not ok - sched_bench: cannot read %s\n", argv[1]);
+		return 1;
+	}
+	CUdevice dev;
+	CUcontext ctx;
+	CK(cuInit(0));
+	CK(cuDeviceGet(&dev, 0));
+	CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+	CK(cuCtxSetCurrent(ctx));
+	CK(cuDeviceGetAttribute(&nsm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+	CK(cuModuleLoadData(&var[0].mod, ptx));
+	var[0].ok = 1;
+	/* the native kernels' registers: the copies' caps */
+	static const char *const kn[] = { "gemm_imb", "spin", "spmv_csr_vector", "vadd" };
+	struct gx_ptx_kregs regs[4];
+	for (int i = 0; i < 4; i++) {
+		CUfunction f;
+		int r = 0;
+		CK(cuModuleGetFunction(&f, var[0].mod, kn[i]));
+		CK(cuFuncGetAttribute(&r, CU_FUNC_ATTRIBUTE_NUM_REGS, f));
+		regs[i] = (struct gx_ptx_kregs){ kn[i], (unsigned)r };
+	}
+	for (int v = 1; v < NV; v++)
+		make_variant(v, ptx, plen, argv[2], regs, 4);
+
+	/* ---- inputs ---- */
+	static struct work wl[5];
+	int nw = 0;
+	/* gemm_imb / gemm_bal: n = 1536, 48 x 48 tiles of 32 x 32 */
+	static int gn = 1536;
+	size_t gsz = (size_t)gn * gn * 4;
+	float *hm = malloc(gsz);
+	for (size_t i = 0; i < (size_t)gn * gn; i++)
+		hm[i] = (float)((i * 2654435761u) % 1000) / 1000.f;
+	static CUdeviceptr ga, gb, gc1, gc2, kimb, kbal;
+	ga = dcopy(hm, gsz);
+	gb = dcopy(hm, gsz);
+	gc1 = dalloc(gsz);
+	gc2 = dalloc(gsz);
+	free(hm);
+	int tiles = (gn / 32) * (gn / 32), *hk = malloc(tiles * sizeof(int));
+	for (int t = 0; t < tiles; t++)
+		hk[t] = 32 * (gn / 32 / 4 + (int)rnd(gn / 32 - gn / 32 / 4 + 1));
+	kimb = dcopy(hk, tiles * sizeof(int));
+	for (int t = 0; t < tiles; t++)
+		hk[t] = gn;
+	kbal = dcopy(hk, tiles * sizeof(int));
+	free(hk);
+	wl[nw++] = WORK("gemm_imb", "gemm_imb", "moderate: tile K in [n/4, n]", { gn / 32, gn / 32, 1 },
+				  { 32, 8, 1 }, { &ga, &gb, &gc1, &kimb, &gn }, 5, gc1, gsz);
+	/* tail: 16 rounds of the SMs' resident blocks; the last tenth heavy */
+	static CUdeviceptr sw, so;
+	int spin_occ = 0;
+	{
+		CUfunction f;
+		CK(cuModuleGetFunction(&f, var[0].mod, "spin"));
+		CK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&spin_occ, f, 256, 0));
+	}
+	int sblocks = 16 * nsm * (spin_occ > 0 ? spin_occ : 8), *hw = malloc(sblocks * sizeof(int));
+	for (int b = 0; b < sblocks; b++)
+		hw[b] = b >= sblocks - sblocks / 10 ? 400 * (100 + (int)rnd(101)) : 400;
+	sw = dcopy(hw, sblocks * sizeof(int));
+	so = dalloc((size_t)sblocks * 256 * 4);
+	free(hw);
+	wl[nw++] = WORK("tail", "spin", "clustered heavy tail: last 10 % of blocks 100..200x",
+				  { (unsigned)sblocks, 1, 1 }, { 256, 1, 1 }, { &so, &sw }, 2, so,
+				  (size_t)sblocks * 256 * 4);
+	/* spmv: 2^17 rows, degree min(8 / u, 8192) (a power law, exponent 2),
+	 * rows shuffled, columns uniform */
+	static int nrows = 1 << 17;
+	int *rowptr = malloc((nrows + 1) * sizeof(int)), *deg = malloc(nrows * sizeof(int));
+	size_t nnz = 0;
+	for (int r = 0; r < nrows; r++) {
+		double u = (rnd(1u << 30) + 1.0) / (1u << 30);
+		double dd = 8.0 / u;
+		deg[r] = dd > 8192 ? 8192 : (int)dd;
+	}
+	for (int r = nrows - 1; r > 0; r--) {
+		int j = (int)rnd((unsigned)r + 1), t = deg[r];
+		deg[r] = deg[j], deg[j] = t;
+	}
+	for (int r = 0; r < nrows; r++) {
+		rowptr[r] = (int)nnz;
+		nnz += (size_t)deg[r];
+	}
+	rowptr[nrows] = (int)nnz;
+	int *col = malloc(nnz * sizeof(int));
+	float *val = malloc(nnz * sizeof(float)), *x = malloc(nrows * sizeof(float));
+	for (size_t j = 0; j < nnz; j++) {
+		col[j] = (int)rnd((unsigned)nrows);
+		val[j] = (float)(j % 17) * 0.25f - 2.f;
+	}
+	for (int r = 0; r < nrows; r++)
+		x[r] = (float)(r % 13) * 0.5f;
+	static CUdeviceptr drp, dcol, dval, dx, dy;
+	drp = dcopy(rowptr, (nrows + 1) * sizeof(int));
+	dcol = dcopy(col, nnz * sizeof(int));
+	dval = dcopy(val, nnz * sizeof(float));
+	dx = dcopy(x, nrows * sizeof(float));
+	dy = dalloc(nrows * sizeof(float));
+	free(rowptr), free(deg), free(col), free(val), free(x);
+	printf("# spmv: %d rows, %zu nonzeros\n", nrows, nnz);
+	wl[nw++] = WORK("spmv", "spmv_csr_vector", "CSR vector SpMV, power-law rows (SHOC's kernel)",
+				  { (unsigned)(nrows / 8), 1, 1 }, { 256, 1, 1 }, { &drp, &dcol, &dval, &dx, &dy, &nrows }, 6,
+				  dy, nrows * sizeof(float));
+	wl[nw++] = WORK("gemm_bal", "gemm_imb", "balanced: every tile K = n", { gn / 32, gn / 32, 1 },
+				  { 32, 8, 1 }, { &ga, &gb, &gc2, &kbal, &gn }, 5, gc2, gsz);
+	static unsigned long long vn = 1ull << 26;
+	static CUdeviceptr va, vb, vc;
+	va = dalloc(vn * 4), vb = dalloc(vn * 4), vc = dalloc(vn * 4);
+	CK(cuMemsetD32_v2(va, 0x3f800000, vn));
+	CK(cuMemsetD32_v2(vb, 0x40000000, vn));
+	wl[nw++] = WORK("vadd", "vadd", "balanced: 2^26 elements", { (unsigned)(vn / 256), 1, 1 },
+				  { 256, 1, 1 }, { &va, &vb, &vc, &vn }, 4, vc, vn * 4);
+
+	const char *only = getenv("SCHED_BENCH_ONLY");
+	regex_t re;
+	int use_re = only && *only && !regcomp(&re, only, REG_EXTENDED | REG_NOSUB);
+	CUevent e0, e1;
+	CK(cuEventCreate(&e0, 0));
+	CK(cuEventCreate(&e1, 0));
+	printf("| workload | schedule | median ms | vs native | regs | blocks/SM | workers x chunk |\n"
+	       "|---|---|---|---|---|---|---|\n");
+	for (int i = 0; i < nw; i++) {
+		struct work *w = &wl[i];
+		if (use_re && regexec(&re, w->name, 0, NULL, 0))
+			continue;
+		printf("# %s: %s, %u x %u x %u blocks of %u threads\n", w->name, w->what, w->grid[0], w->grid[1],
+		       w->grid[2], w->block[0] * w->block[1]);
+		int regs[NV] = { 0 }, occ[NV] = { 0 };
+		unsigned wk[NV] = { 0 }, ch[NV] = { 0 };
+		void *ref = malloc(w->out_bytes), *got = malloc(w->out_bytes);
+		int same[NV] = { 0 };
+		/* warm-up: 3 launches each (the adaptive policy learns here) */
+		for (int v = 0; v < NV; v++)
+			for (int k = 0; var[v].ok && k < 3; k++)
+				launch(w, v, e0, e1, &regs[v], &occ[v], &wk[v], &ch[v]);
+		for (int r = 0; r < reps; r++)
+			for (int v = 0; v < NV; v++)
+				if (var[v].ok)
+					w->ms[v][r] = launch(w, v, e0, e1, NULL, NULL, NULL, NULL);
+		/* outputs: each variant's last launch against the native one */
+		for (int v = 0; v < NV; v++) {
+			if (!var[v].ok)
+				continue;
+			CK(cuMemsetD8_v2(w->out, 0, w->out_bytes));
+			launch(w, v, e0, e1, NULL, NULL, NULL, NULL);
+			CK(cuMemcpyDtoH_v2(v ? got : ref, w->out, w->out_bytes));
+			same[v] = !v || !memcmp(ref, got, w->out_bytes);
+			if (v)
+				printf("%s - sched_bench %s %s: output identical to the native launch\n",
+				       same[v] ? "ok" : "not ok", w->name, policies[v].name);
+		}
+		free(ref), free(got);
+		float med[NV] = { 0 }, base = median(w->ms[0], reps);
+		float best = 0;
+		int bestv = 0;
+		for (int v = 0; v < NV; v++) {
+			if (!var[v].ok)
+				continue;
+			med[v] = median(w->ms[v], reps);
+			if (v)
+				printf("| %s | %s | %.3f | %+.1f %% | %d | %d | %u x %u |\n", w->name, policies[v].name,
+				       med[v], 100.0 * (med[v] / base - 1), regs[v], occ[v], wk[v], ch[v]);
+			else
+				printf("| %s | native | %.3f | | %d | %d | %u blocks |\n", w->name, base, regs[0], occ[0],
+				       w->grid[0] * w->grid[1] * w->grid[2]);
+			if (v && v < NFIXED && same[v] && (!bestv || med[v] < best))
+				best = med[v], bestv = v;
+		}
+		for (int v = 1; v < NV; v++)
+			if (var[v].ok)
+				printf("bench: sched %s %s %.3f ms, %+.1f %% vs native\n", w->name, policies[v].name, med[v],
+				       100.0 * (med[v] / base - 1));
+		float ad = med[ADAPTIVE];
+		if (!var[ADAPTIVE].ok || !bestv)
+			continue;
+		if (!strcmp(w->name, "gemm_imb") || !strcmp(w->name, "tail")) {
+			float goal = !strcmp(w->name, "tail") ? 25 : 15, gain = 100 * (1 - (ad < best ? ad : best) / base);
+			printf("%s - sched_bench %s: the best schedule (%s) is %.1f %% faster than native (goal >= %.0f %%)\n",
+			       gain >= goal ? "ok" : "not ok", w->name, ad < best ? "adaptive" : policies[bestv].name,
+			       gain, goal);
+		}
+		if (!strcmp(w->name, "gemm_bal") || !strcmp(w->name, "vadd"))
+			printf("%s - sched_bench %s: adaptive overhead %+.2f %% on a balanced kernel (goal <= 2 %%)\n",
+			       ad <= base * 1.02f ? "ok" : "not ok", w->name, 100.0 * (ad / base - 1));
+		printf("%s - sched_bench %s: adaptive %.3f ms within 2 %% of the best fixed policy (%s %.3f ms)\n",
+		       ad <= best * 1.02f ? "ok" : "not ok", w->name, ad, policies[bestv].name, best);
+		printf("%s - sched_bench %s: adaptive not worse than native by more than 1 %% (%+.2f %%)\n",
+		       ad <= base * 1.01f ? "ok" : "not ok", w->name, 100.0 * (ad / base - 1));
+	}
+	if (use_re)
+		regfree(&re);
+	free(ptx);
+	return 0;
+}

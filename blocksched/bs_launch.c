@@ -1,0 +1,675 @@
+/* bs_launch.c — blocksched's launch side (gx_blocksched.h).
+ *
+ * With GPUEXT_SCHED (a schedule policy) or GPUEXT_PERSISTENT (no policy:
+ * `static`, or `1`/`dynamic` = claim and always steal), every module is
+ * rewritten in copy mode: a kernel K the transform accepts stays as it is
+ * and gains a transformed copy __gx_pw_K (ptx-rewrite/pass_persist_loop.c).
+ * This file, a subscriber of the shim's launch events, swaps a launch of K
+ * for the copy when K is selected (the policy's kernels=GLOB):
+ *  - workers = blocks per SM (the driver's occupancy API, for the copy at
+ *    the launch's block size and dynamic shared memory) x SMs, at most the
+ *    original block count, as a 1-D grid;
+ *  - the descriptor (include/gpuext/gx_work.h) is appended by value: units,
+ *    grid, mode; in CLAIM mode also the stream's state (bs_mem.c), the
+ *    kernel's hint block (with a policy attached), a stats area for sampled
+ *    launches (bs_log.c), and the chunk: total / (workers x claims per
+ *    worker), at least 1, so each worker makes about gx_sched_chunks claims;
+ *  - in CLAIM mode nothing else is queued: the state is clean from the last
+ *    launch on the stream (its last worker resets it).
+ * Every launch this file cannot vouch for runs the original K, with one log
+ * line per reason: cooperative launches, parameters through `extra`,
+ * cuLaunchKernelEx attributes other than priority/access policy/memory
+ * sync domain, more than 2^31 blocks, zero occupancy, dynamic shared memory
+ * the copy cannot get, memory that cannot be had; and, in CLAIM mode only,
+ * launches into a stream being captured and graph kernel nodes (a graph may
+ * be instantiated twice and the instances run at once: one state shared by
+ * two launches would lose units — STATIC launches need no state and are
+ * captured as they are). Launches from inside other event subscribers
+ * (nested) are not seen and run the original too. */
+#include <errno.h>
+#include <fnmatch.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blocksched/bs_priv.h"
+#include "ptx-rewrite/gx_ptx.h"
+
+/* A kernel with a persistent copy, from the rewriter's log. */
+struct pmod {
+	void *handle; /* CUmodule or CUlibrary */
+	bool is_library;
+	size_t n;
+	struct gx_bs_kernel *k;
+	UT_hash_handle hh;
+};
+
+/* What a launched handle resolves to in a context. */
+struct pfunc_key {
+	CUcontext ctx;
+	void *f;
+};
+struct pfunc {
+	struct pfunc_key key;
+	void *mod;
+	const struct gx_bs_kernel *k; /* NULL: no copy, or not selected: run as is */
+	CUfunction copy;
+	int dev;
+	unsigned occ_block, occ_smem; /* last occupancy query */
+	int occ, occ_orig;
+	unsigned max_dyn_smem; /* copied from the original so far */
+	bool announced;
+	unsigned long long launches;
+	CUdeviceptr hints; /* CLAIM with a policy: the kernel's hint block */
+	unsigned hints_cap;
+	UT_hash_handle hh;
+};
+
+#define MAX_DEVS 64
+
+const struct gx_bs_host *bs_host;
+pthread_mutex_t bs_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT, sub_once = PTHREAD_ONCE_INIT;
+static int mode = -1; /* -1 off, else enum gx_work_mode */
+static unsigned chunks_per_worker = GX_BS_DEFAULT_CHUNKS;
+static char glob[256] = "*";
+static char tag[64];  /* the schedule policy ("" without one) */
+static bool policy_checked;
+static struct pmod *mods;
+static struct pfunc *funcs;
+static int sm_count[MAX_DEVS];
+static int sub_id = -1;
+
+/* ------------------------------------------------------------ config */
+
+int gx_bs_parse_spec(const char *spec, char *obj, size_t on, char *knobs, size_t kn, char *g, size_t gn)
+{
+	const char *c = strchr(spec, ',');
+	snprintf(obj, on, "%.*s", (int)(c ? (size_t)(c - spec) : strlen(spec)), spec);
+	snprintf(g, gn, "*");
+	if (kn)
+		knobs[0] = 0;
+	while (c) {
+		const char *k = c + 1, *e = strchr(k, ',');
+		size_t len = e ? (size_t)(e - k) : strlen(k);
+		const char *eq = memchr(k, '=', len);
+		if (!len) {
+		} else if (!eq) {
+			return -EINVAL;
+		} else if (eq - k == 7 && !strncmp(k, "kernels", 7)) {
+			snprintf(g, gn, "%.*s", (int)(len - 8), eq + 1);
+		} else {
+			size_t l = strlen(knobs);
+			snprintf(knobs + l, kn - l, "%s%.*s", l ? "," : "", (int)len, k);
+		}
+		c = e;
+	}
+	return 0;
+}
+
+static void read_cfg(void)
+{
+	const char *e = bs_host->persistent;
+	if (bs_host->sched && *bs_host->sched) {
+		char obj[4096], knobs[1024];
+		if (gx_bs_parse_spec(bs_host->sched, obj, sizeof(obj), knobs, sizeof(knobs), glob, sizeof(glob))) {
+			pr_warn("blocksched: GPUEXT_SCHED=%s: a knob without '=' (name=value); kernels run unchanged",
+				bs_host->sched);
+			return;
+		}
+		char *b = basename(obj), *dot = strstr(b, ".bpf.o");
+		snprintf(tag, sizeof(tag), "%.*s", (int)(dot ? (size_t)(dot - b) : strlen(b)), b);
+		mode = GX_WORK_CLAIM;
+		return;
+	}
+	if (!e || !*e || !strcmp(e, "0") || !strcmp(e, "off"))
+		return;
+	if (!strcmp(e, "1") || !strcmp(e, "dynamic") || !strcmp(e, "claim"))
+		mode = GX_WORK_CLAIM;
+	else if (!strcmp(e, "static"))
+		mode = GX_WORK_STATIC;
+	else
+		pr_warn("GPUEXT_PERSISTENT=%s: unknown value (1, dynamic, static or 0); persistent workers off", e);
+}
+
+/* The policy's own settings, once it is attached (first launch). */
+static void read_policy_locked(void)
+{
+	if (policy_checked || !tag[0])
+		return;
+	policy_checked = true;
+	unsigned v;
+	int r = bs_host->policy_var(tag, GX_BS_VAR_MODE, &v, sizeof(v));
+	if (r == -ENODEV) {
+		pr_warn("blocksched: policy %s is not attached (see the lines above); kernels run unchanged", tag);
+		mode = -1;
+		return;
+	}
+	if (r == 0)
+		mode = v == GX_WORK_STATIC ? GX_WORK_STATIC : GX_WORK_CLAIM;
+	if (bs_host->policy_var(tag, GX_BS_VAR_CHUNKS, &v, sizeof(v)) == 0 && v > 0 && v <= 1024)
+		chunks_per_worker = v;
+	pr_info("blocksched: policy %s schedules kernels matching '%s' (%s, %u claims per worker)", tag, glob,
+		mode == GX_WORK_STATIC ? "static" : "claim", chunks_per_worker);
+}
+
+const char *gx_bs_policy_tag(void)
+{
+	return tag;
+}
+
+/* ------------------------------------------------------------ module records */
+
+int gx_bs_parse_log(const char *log, struct gx_bs_kernel **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	size_t cap = 0;
+	for (const char *l = log; l && *l;) {
+		const char *e = strchr(l, '\n');
+		size_t len = e ? (size_t)(e - l) : strlen(l);
+		char name[512], copy[600], line[1300], ub[4] = "";
+		unsigned np, bar;
+		if (len < sizeof(line)) {
+			memcpy(line, l, len);
+			line[len] = 0;
+			if (sscanf(line,
+				   "persistent: %511[^:]: copy %599s transformed (work descriptor: parameter %u "
+				   GX_WORK_PARAM ", loop barrier %u, unit barrier %3[a-z])",
+				   name, copy, &np, &bar, ub) == 5 &&
+			    np > 0) {
+				if (*n == cap) {
+					cap = cap ? 2 * cap : 8;
+					struct gx_bs_kernel *nk = realloc(*out, cap * sizeof(*nk));
+					if (!nk)
+						return -ENOMEM;
+					*out = nk;
+				}
+				struct gx_bs_kernel *k = &(*out)[*n];
+				k->name = strdup(name);
+				k->copy = strdup(copy);
+				k->nparams = np;
+				k->unit_bar = !strcmp(ub, "yes");
+				k->static_only = strstr(line, ", static only)") != NULL;
+				if (!k->name || !k->copy) {
+					free(k->name);
+					free(k->copy);
+					return -ENOMEM;
+				}
+				(*n)++;
+			}
+		}
+		l = e ? e + 1 : NULL;
+	}
+	return 0;
+}
+
+void gx_bs_kernels_free(struct gx_bs_kernel *k, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(k[i].name);
+		free(k[i].copy);
+	}
+	free(k);
+}
+
+static void pmod_free(struct pmod *m)
+{
+	gx_bs_kernels_free(m->k, m->n);
+	free(m);
+}
+
+/* Forget a module's functions (handles may be reused after an unload). */
+static void forget_mod_locked(void *handle)
+{
+	struct pmod *m;
+	HASH_FIND_PTR(mods, &handle, m);
+	if (m) {
+		HASH_DEL(mods, m);
+		pmod_free(m);
+	}
+	struct pfunc *f, *t;
+	HASH_ITER(hh, funcs, f, t) {
+		if (f->mod == handle || f->key.f == handle) {
+			HASH_DEL(funcs, f);
+			bs_mem_retire(f->key.ctx, f->hints, NULL);
+			free(f);
+		}
+	}
+}
+
+void gx_bs_module(void *handle, bool is_library, const char *log)
+{
+	if (mode < 0 || !handle)
+		return;
+	struct gx_bs_kernel *k;
+	size_t n;
+	if (gx_bs_parse_log(log, &k, &n) < 0) {
+		pr_warn("blocksched: out of memory recording a module's copies; its kernels run unchanged");
+		gx_bs_kernels_free(k, n);
+		return;
+	}
+	pthread_mutex_lock(&bs_lock);
+	forget_mod_locked(handle);
+	struct pmod *m = n ? calloc(1, sizeof(*m)) : NULL;
+	if (m) {
+		m->handle = handle;
+		m->is_library = is_library;
+		m->n = n;
+		m->k = k;
+		k = NULL;
+		HASH_ADD_PTR(mods, handle, m);
+	}
+	pthread_mutex_unlock(&bs_lock);
+	if (k)
+		gx_bs_kernels_free(k, n);
+}
+
+/* ---------------------------------------------------------------- launches */
+
+static const struct gx_bs_kernel *find_kern(void *mod, const char *name, bool *is_library)
+{
+	struct pmod *m;
+	HASH_FIND_PTR(mods, &mod, m);
+	if (!m)
+		return NULL;
+	*is_library = m->is_library;
+	for (size_t i = 0; i < m->n; i++)
+		if (!strcmp(m->k[i].name, name))
+			return &m->k[i];
+	return NULL;
+}
+
+/* Resolve a launched handle (under bs_lock). NULL only on ENOMEM. */
+static struct pfunc *resolve_locked(CUcontext ctx, void *f)
+{
+	struct pfunc_key key;
+	memset(&key, 0, sizeof(key));
+	key.ctx = ctx;
+	key.f = f;
+	struct pfunc *pf;
+	HASH_FIND(hh, funcs, &key, sizeof(key), pf);
+	if (pf)
+		return pf;
+	pf = calloc(1, sizeof(*pf));
+	if (!pf)
+		return NULL;
+	pf->key = key;
+	pf->dev = -1;
+	char name[512];
+	void *mod = NULL;
+	bool is_library = false;
+	if (bs_host->func_info(ctx, f, name, sizeof(name), &mod) == 0 && mod) {
+		pf->mod = mod;
+		const struct gx_bs_kernel *k = find_kern(mod, name, &is_library);
+		CUfunction copy = NULL;
+		CUresult rc = CUDA_ERROR_NOT_FOUND;
+		if (k && fnmatch(glob, name, 0)) {
+			bs_log_decision(name, "runs unchanged: not selected by policy %s (kernels=%s)", tag, glob);
+			k = NULL;
+		}
+		if (k && is_library) {
+			CUkernel kk;
+			rc = CU(cuLibraryGetKernel)(&kk, (CUlibrary)mod, k->copy);
+			if (rc == CUDA_SUCCESS)
+				rc = CU(cuKernelGetFunction)(&copy, kk);
+		} else if (k) {
+			rc = CU(cuModuleGetFunction)(&copy, (CUmodule)mod, k->copy);
+		}
+		if (k && rc == CUDA_SUCCESS) {
+			pf->k = k;
+			pf->copy = copy;
+			/* other subscribers (device policies) may look the copy up */
+			bs_host->add_func(ctx, copy, mod, k->copy);
+		} else if (k) {
+			const char *en = "?";
+			CU(cuGetErrorName)(rc, &en);
+			bs_log_decision(name, "runs unchanged: its copy %s cannot be found (%s)", k->copy, en);
+		}
+	}
+	CUdevice d;
+	if (pf->k && CU(cuCtxGetDevice)(&d) == CUDA_SUCCESS && d >= 0 && d < MAX_DEVS) {
+		pf->dev = d;
+		if (!sm_count[d] &&
+		    CU(cuDeviceGetAttribute)(&sm_count[d], CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d) != CUDA_SUCCESS)
+			sm_count[d] = 0;
+	}
+	if (pf->k && (pf->dev < 0 || sm_count[pf->dev] <= 0)) {
+		bs_log_decision(name, "runs unchanged: no SM count for the current device");
+		pf->k = NULL;
+	}
+	HASH_ADD(hh, funcs, key, sizeof(pf->key), pf);
+	return pf;
+}
+
+/* One log line per fallback reason. */
+enum { FB_COOP, FB_EXTRA, FB_ATTR, FB_CAPTURE, FB_GRAPH, FB_OCC, FB_MEM, FB_SMEM, FB_GRID, FB_STATIC, FB__N };
+static int fb_said[FB__N];
+static const char *const fb_why[FB__N] = {
+	[FB_COOP] = "cooperative launches",
+	[FB_EXTRA] = "launches passing parameters through `extra`",
+	[FB_ATTR] = "cuLaunchKernelEx launches with cluster, cooperative or other attributes",
+	[FB_CAPTURE] = "launches into a stream being captured (claiming policies)",
+	[FB_GRAPH] = "graph kernel nodes (claiming policies)",
+	[FB_OCC] = "launches whose block size or shared memory leaves no block per SM",
+	[FB_MEM] = "launches whose device state could not be set up",
+	[FB_SMEM] = "launches whose dynamic shared memory the copy cannot be given",
+	[FB_GRID] = "launches of more than 2^31 blocks",
+	[FB_STATIC] = "claiming launches of copies made static only (the mode changed after the load)",
+};
+
+static CUresult fallback(int why, const char *name)
+{
+	if (!__atomic_exchange_n(&fb_said[why], 1, __ATOMIC_RELAXED))
+		bs_log_decision(name ? name : "?", "runs unchanged: %s run the original kernels (first of them)",
+				fb_why[why]);
+	return CUDA_SUCCESS;
+}
+
+static bool attrs_ok(const CUlaunchConfig *c)
+{
+	for (unsigned i = 0; c && i < c->numAttrs; i++) {
+		switch (c->attrs[i].id) {
+		case CU_LAUNCH_ATTRIBUTE_IGNORE:
+		case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+		case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+		case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+		case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+			break;
+		default:
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Give the copy the original's dynamic shared memory limit (set by the
+ * application with cuFuncSetAttribute) when the launch needs more than the
+ * default 48 KiB. */
+static bool smem_ok(struct pfunc *pf, void *orig, int is_kernel, unsigned smem)
+{
+	if (smem <= 48 * 1024 || smem <= pf->max_dyn_smem)
+		return true;
+	int v = 0;
+	CUresult rc = is_kernel ? CU(cuKernelGetAttribute)(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+							   (CUkernel)orig, pf->dev)
+				: CU(cuFuncGetAttribute)(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+							 (CUfunction)orig);
+	if (rc != CUDA_SUCCESS || v < (int)smem ||
+	    CU(cuFuncSetAttribute)(pf->copy, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, v) != CUDA_SUCCESS)
+		return false;
+	pf->max_dyn_smem = (unsigned)v;
+	return true;
+}
+
+/* The launch's arguments with the descriptor appended (thread-local: the
+ * shim calls the driver on this thread right after the subscribers). */
+static __thread void **tl_params;
+static __thread unsigned tl_cap;
+static __thread struct gx_work_desc tl_desc;
+static __thread char tl_name[256], tl_copy[256];
+
+static CUresult on_launch(struct gx_event *ev)
+{
+	struct gx_launch_event *l = &ev->launch;
+	if (!ev->ctx || !l->func)
+		return CUDA_SUCCESS;
+	pthread_mutex_lock(&bs_lock);
+	read_policy_locked();
+	bs_log_poll(false);
+	struct pfunc *pf = resolve_locked(ev->ctx, l->func);
+	if (!pf || !pf->k) {
+		pthread_mutex_unlock(&bs_lock);
+		return CUDA_SUCCESS;
+	}
+	/* What a launch needs of its records, copied under the lock (a module
+	 * may be unloaded by another thread meanwhile). */
+	struct gx_bs_kernel kc = *pf->k, *k = &kc;
+	snprintf(tl_name, sizeof(tl_name), "%s", pf->k->name);
+	snprintf(tl_copy, sizeof(tl_copy), "%s", pf->k->copy);
+	kc.name = tl_name;
+	kc.copy = tl_copy;
+	CUfunction copy = pf->copy;
+	int dev = pf->dev;
+	unsigned block = l->block[0] * l->block[1] * l->block[2];
+	bool smem = smem_ok(pf, l->func, l->is_kernel, l->shared_mem);
+	int occ = pf->occ_block == block && pf->occ_smem == l->shared_mem ? pf->occ : -1;
+	int occ_orig = pf->occ_orig;
+	int m = mode;
+	pthread_mutex_unlock(&bs_lock);
+	if (m < 0)
+		return CUDA_SUCCESS;
+	if (m == GX_WORK_CLAIM && k->static_only)
+		return fallback(FB_STATIC, k->name);
+
+	if (l->api == GX_LAUNCH_COOPERATIVE)
+		return fallback(FB_COOP, k->name);
+	if (!l->kernel_params && (l->extra || k->nparams > 1))
+		return fallback(FB_EXTRA, k->name);
+	if (l->api == GX_LAUNCH_KERNEL_EX && !attrs_ok(l->config))
+		return fallback(FB_ATTR, k->name);
+	unsigned long long units = (unsigned long long)l->grid[0] * l->grid[1] * l->grid[2];
+	if (!units || units > INT32_MAX)
+		return fallback(FB_GRID, k->name);
+	if (!smem)
+		return fallback(FB_SMEM, k->name);
+	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (m == GX_WORK_CLAIM &&
+	    (CU(cuStreamIsCapturing)(l->stream, &cs) != CUDA_SUCCESS || cs != CU_STREAM_CAPTURE_STATUS_NONE))
+		return fallback(FB_CAPTURE, k->name);
+	if (occ < 0) {
+		/* the copy's resident blocks per SM, and the original's */
+		CUfunction of = (CUfunction)l->func;
+		if (l->is_kernel && CU(cuKernelGetFunction)(&of, (CUkernel)l->func) != CUDA_SUCCESS)
+			of = NULL;
+		if (CU(cuOccupancyMaxActiveBlocksPerMultiprocessor)(&occ, copy, (int)block, l->shared_mem) !=
+		    CUDA_SUCCESS)
+			occ = 0;
+		if (!of || CU(cuOccupancyMaxActiveBlocksPerMultiprocessor)(&occ_orig, of, (int)block,
+									    l->shared_mem) != CUDA_SUCCESS)
+			occ_orig = 0;
+		pthread_mutex_lock(&bs_lock);
+		if ((pf = resolve_locked(ev->ctx, l->func)))
+			pf->occ_block = block, pf->occ_smem = l->shared_mem, pf->occ = occ, pf->occ_orig = occ_orig;
+		pthread_mutex_unlock(&bs_lock);
+		if (occ > 0 && occ < occ_orig)
+			bs_log_decision(k->name, "runs unchanged at %u threads per block: its copy keeps %d of the "
+						 "original's %d blocks per SM",
+					block, occ, occ_orig);
+	}
+	if (occ <= 0)
+		return fallback(FB_OCC, k->name);
+	if (occ < occ_orig)
+		return CUDA_SUCCESS; /* said once per block size, above */
+	unsigned long long workers = (unsigned long long)occ * (unsigned)sm_count[dev];
+	if (workers > units)
+		workers = units;
+	struct gx_work_desc d = {
+		.total = (unsigned)units,
+		.grid_x = l->grid[0], .grid_y = l->grid[1], .grid_z = l->grid[2],
+		.mode = (unsigned)m,
+		.chunk = 1,
+	};
+	bool announce = false;
+	unsigned long long nth = 0;
+	pthread_mutex_lock(&bs_lock);
+	pf = resolve_locked(ev->ctx, l->func);
+	if (pf && pf->k) {
+		announce = !pf->announced;
+		pf->announced = true;
+		nth = pf->launches++;
+	}
+	if (pf && pf->k && m == GX_WORK_CLAIM) {
+		unsigned long long per = workers * chunks_per_worker;
+		d.chunk = (unsigned)((units + per - 1) / per);
+		unsigned nchunks = (unsigned)((units + d.chunk - 1) / d.chunk);
+		d.state = bs_state_get(ev->ctx, l->stream, nchunks);
+		if (d.state && tag[0])
+			d.hints = bs_hints_get(ev->ctx, l->stream, &pf->hints, &pf->hints_cap, nchunks);
+		if (d.state)
+			d.stats = bs_log_sample(ev->ctx, k->name, nth, (unsigned)workers, (unsigned)units, d.chunk,
+						l->grid, (unsigned)occ, (unsigned)sm_count[dev]);
+	}
+	pthread_mutex_unlock(&bs_lock);
+	if (!pf || !pf->k)
+		return CUDA_SUCCESS; /* unloaded meanwhile: as it is */
+	if (m == GX_WORK_CLAIM && !d.state)
+		return fallback(FB_MEM, k->name);
+	if (k->nparams > tl_cap) {
+		void **np = realloc(tl_params, k->nparams * sizeof(*np));
+		if (!np)
+			return fallback(FB_MEM, k->name);
+		tl_params = np, tl_cap = k->nparams;
+	}
+	for (unsigned i = 0; i + 1 < k->nparams; i++)
+		tl_params[i] = l->kernel_params[i];
+	tl_desc = d;
+	tl_params[k->nparams - 1] = &tl_desc;
+
+	if (announce)
+		bs_log_decision(k->name, "launched as %s, %llu workers (%d per SM x %d SMs, capped at %llu blocks), %s%s",
+				k->copy, workers, occ, sm_count[dev], units,
+				m == GX_WORK_STATIC ? "static" : "claim",
+				m == GX_WORK_STATIC ? "" : k->unit_bar ? ", unit barrier" : ", no unit barrier");
+	l->func = copy;
+	l->is_kernel = 0;
+	l->name = k->copy;
+	l->grid[0] = (unsigned)workers, l->grid[1] = 1, l->grid[2] = 1;
+	l->kernel_params = tl_params;
+	l->extra = NULL;
+	return CUDA_SUCCESS;
+}
+
+static CUresult on_event(struct gx_event *ev, void *cookie)
+{
+	(void)cookie;
+	switch (ev->kind) {
+	case GX_EV_LAUNCH:
+		return on_launch(ev);
+	case GX_EV_GRAPH_KERNEL_NODE: {
+		/* STATIC copies could be given here too; graph nodes keep the
+		 * original (one fallback line says so). */
+		void *f = ev->graph.params.func ? (void *)ev->graph.params.func : (void *)ev->graph.params.kern;
+		pthread_mutex_lock(&bs_lock);
+		struct pfunc *pf = ev->ctx && f ? resolve_locked(ev->ctx, f) : NULL;
+		char name[256] = "";
+		if (pf && pf->k)
+			snprintf(name, sizeof(name), "%s", pf->k->name);
+		pthread_mutex_unlock(&bs_lock);
+		if (name[0])
+			fallback(FB_GRAPH, name);
+		return CUDA_SUCCESS;
+	}
+	case GX_EV_SYNC:
+		pthread_mutex_lock(&bs_lock);
+		bs_log_poll(false);
+		if (ev->ctx)
+			bs_retired_reap(ev->ctx, false);
+		pthread_mutex_unlock(&bs_lock);
+		return CUDA_SUCCESS;
+	case GX_EV_MODULE_UNLOAD:
+		pthread_mutex_lock(&bs_lock);
+		forget_mod_locked(ev->module.handle);
+		pthread_mutex_unlock(&bs_lock);
+		return CUDA_SUCCESS;
+	case GX_EV_STREAM_DESTROY:
+		pthread_mutex_lock(&bs_lock);
+		bs_mem_stream_gone(ev->ctx, ev->stream.stream);
+		pthread_mutex_unlock(&bs_lock);
+		return CUDA_SUCCESS;
+	case GX_EV_CTX_DESTROY: {
+		/* Device memory goes with the context. */
+		pthread_mutex_lock(&bs_lock);
+		bs_log_ctx_gone(ev->ctx);
+		bs_mem_ctx_gone(ev->ctx);
+		struct pfunc *f, *ft;
+		HASH_ITER(hh, funcs, f, ft) {
+			if (f->key.ctx == ev->ctx) {
+				HASH_DEL(funcs, f);
+				free(f);
+			}
+		}
+		pthread_mutex_unlock(&bs_lock);
+		return CUDA_SUCCESS;
+	}
+	default:
+		return CUDA_SUCCESS;
+	}
+}
+
+static void subscribe(void)
+{
+	sub_id = bs_host->subscribe(GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE) |
+					    GX_EV_MASK(GX_EV_MODULE_UNLOAD) | GX_EV_MASK(GX_EV_STREAM_DESTROY) |
+					    GX_EV_MASK(GX_EV_CTX_DESTROY) | GX_EV_MASK(GX_EV_SYNC),
+				    on_event, NULL);
+	if (sub_id < 0)
+		pr_warn("blocksched: cannot subscribe to launches (error %d); kernels run unchanged", sub_id);
+	else if (!tag[0])
+		pr_info("persistent: kernels the transform accepts launch as persistent workers (%s mode)",
+			mode == GX_WORK_STATIC ? "static" : "claim");
+}
+
+static void cfg(void)
+{
+	read_cfg();
+	if (bs_host->lock_register)
+		bs_host->lock_register(&bs_lock, bs_host->lock_order);
+}
+
+int gx_bs_rewrite_opts(const struct gx_bs_host *host, struct gx_ptx_rewrite_opts *opts)
+{
+	if (!bs_host) {
+		if (!host)
+			return 0;
+		bs_host = host;
+	}
+	pthread_once(&cfg_once, cfg);
+	if (mode < 0)
+		return 0;
+	pthread_once(&sub_once, subscribe);
+	if (sub_id < 0)
+		return 0;
+	/* The policy is attached by now (attach/ goes first): a static one
+	 * gets copies without the claim path. */
+	pthread_mutex_lock(&bs_lock);
+	read_policy_locked();
+	int m = mode;
+	pthread_mutex_unlock(&bs_lock);
+	if (m < 0)
+		return 0;
+	opts->persistent = GX_PTX_PERSISTENT_COPY;
+	opts->persist_rt = gx_bs_rt_ptx(&opts->persist_rt_len);
+	if (m == GX_WORK_STATIC)
+		opts->flags |= GX_PTX_F_PERSIST_STATIC;
+	return 1;
+}
+
+void gx_bs_reset(void)
+{
+	pthread_mutex_lock(&bs_lock);
+	struct pmod *m, *mt;
+	HASH_ITER(hh, mods, m, mt) {
+		HASH_DEL(mods, m);
+		pmod_free(m);
+	}
+	struct pfunc *f, *ft;
+	HASH_ITER(hh, funcs, f, ft) {
+		HASH_DEL(funcs, f);
+		free(f);
+	}
+	bs_mem_reset();
+	pthread_mutex_unlock(&bs_lock);
+}
+
+__attribute__((destructor)) static void bs_fini(void)
+{
+	if (bs_host) {
+		pthread_mutex_lock(&bs_lock);
+		bs_log_poll(true);
+		pthread_mutex_unlock(&bs_lock);
+	}
+	gx_bs_reset(); /* no leaks reported at exit */
+	free(tl_params);
+}

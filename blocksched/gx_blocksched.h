@@ -1,0 +1,130 @@
+/* gx_blocksched.h — blocksched/'s one public header: unmodified kernels run
+ * as persistent workers whose blocks an eBPF policy schedules
+ * (docs/blocksched.md).
+ *
+ * Three pieces meet here:
+ *  - the device runtime (bs_rt.c compiled to PTX) that the rewriter's
+ *    persistent transform links into each module it transforms;
+ *  - the launch side, which a process (the shim) drives through host events:
+ *    a launch of a kernel with a transformed copy becomes a launch of the
+ *    copy with SMs x occupancy workers, the descriptor by value, and — when
+ *    the policy claims — a per-stream device state and a per-kernel hint
+ *    block;
+ *  - the run's schedule log, read back by `gpuext sched`.
+ * The launch side never calls into the shim: the driver and the shim's
+ * services come in through struct gx_bs_host, as for attach/. Any failure is
+ * a log line and the original kernel. */
+#ifndef GX_BLOCKSCHED_H
+#define GX_BLOCKSCHED_H
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gpuext/gx_events.h"
+
+struct gx_ptx_rewrite_opts;
+
+/* The device runtime's PTX (.funcs gxbsrt_*, no module header): what
+ * gx_ptx_rewrite_opts.persist_rt takes. */
+const char *gx_bs_rt_ptx(size_t *len);
+
+/* ---- policies ----
+ * A schedule policy is a device policy object (gdev/sched/enter, exit,
+ * should_try_steal programs) attached like any other, plus what the launch
+ * side reads from its global variables (knobs: "obj.bpf.o,name=value"):
+ *   gx_sched_mode    GX_WORK_STATIC (0) or GX_WORK_CLAIM (1, the default)
+ *   gx_sched_chunks  claims per worker the launcher sizes chunks for (8)
+ * and one knob of the launch side itself, never seen by the device:
+ *   kernels=GLOB     the kernels the policy schedules (fnmatch, mangled
+ *                    names; default all); the others run unchanged. */
+#define GX_BS_VAR_MODE "gx_sched_mode"
+#define GX_BS_VAR_CHUNKS "gx_sched_chunks"
+#define GX_BS_DEFAULT_CHUNKS 8
+
+/* Split "obj.bpf.o,k=v,kernels=G,..." into the object, the knobs meant for
+ * the policy (written to knobs, comma-separated) and the kernel glob
+ * (written to glob; "*" when absent). 0 or -EINVAL (a knob without '='). */
+int gx_bs_parse_spec(const char *spec, char *obj, size_t on, char *knobs, size_t kn, char *glob, size_t gn);
+
+/* ---- in a process ---- */
+#define GX_BS_CU_FUNCS(X)                                                              \
+	X(cuCtxGetDevice) X(cuDeviceGetAttribute) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
+	X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemsetD8Async) X(cuMemcpyHtoDAsync_v2)        \
+	X(cuMemcpyDtoHAsync_v2) X(cuStreamIsCapturing) X(cuModuleGetFunction)              \
+	X(cuLibraryGetKernel) X(cuKernelGetFunction) X(cuKernelGetAttribute)               \
+	X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuEventCreate) X(cuEventRecord)      \
+	X(cuEventQuery) X(cuEventDestroy_v2) X(cuMemsetD32Async) X(cuMemHostAlloc)        \
+	X(cuMemFreeHost) X(cuMemHostGetDevicePointer_v2) X(cuGetErrorName) X(cuCtxGetCurrent) \
+	X(cuModuleLoadData) X(cuModuleUnload)
+
+struct gx_bs_cu {
+#define GX_BS_CU_MEMBER(name) __typeof__(&name) name;
+	GX_BS_CU_FUNCS(GX_BS_CU_MEMBER)
+#undef GX_BS_CU_MEMBER
+};
+
+struct gx_bs_host {
+	size_t sz;            /* sizeof(struct gx_bs_host) */
+	const char *sched;    /* GPUEXT_SCHED: "obj.bpf.o[,knobs]" or NULL */
+	const char *persistent; /* GPUEXT_PERSISTENT: 1/dynamic (claim), static, 0 */
+	const struct gx_bs_cu *cu;
+	int (*subscribe)(unsigned mask, gx_event_fn fn, void *cookie);
+	/* The kernel name and module of a launched handle; 0 or -errno. */
+	int (*func_info)(CUcontext ctx, void *f, char *name, size_t n, void **mod);
+	/* Register a function handle (the copy) under its name. */
+	void (*add_func)(CUcontext ctx, CUfunction f, void *mod, const char *name);
+	/* A global variable of the attached device policy `tag` (its knobs as
+	 * set); 0, -ENOENT (no such variable) or -ENODEV (not attached). */
+	int (*policy_var)(const char *tag, const char *name, void *out, size_t size);
+	void (*lock_register)(pthread_mutex_t *m, int order);
+	int lock_order;       /* the order of blocksched's lock */
+};
+
+/* Before a rewrite: with persistent workers asked for (GPUEXT_SCHED or
+ * GPUEXT_PERSISTENT), ask for transformed copies and give the runtime, and
+ * start following launches. The first call latches `host`. Returns 1 if
+ * opts was changed. */
+int gx_bs_rewrite_opts(const struct gx_bs_host *host, struct gx_ptx_rewrite_opts *opts);
+/* The registers the driver gives each kernel of `ptx` (JIT'd once in the
+ * current context, then unloaded: bs_probe.c says why), for
+ * gx_ptx_rewrite_opts.persist_regs. 0 or -errno (no context: -ENODEV; the
+ * driver refused the PTX: -EINVAL): the copies are then not capped. */
+struct gx_ptx_kregs;
+int gx_bs_probe_regs(const char *ptx, size_t len, struct gx_ptx_kregs **out, size_t *n);
+void gx_bs_regs_free(struct gx_ptx_kregs *k, size_t n);
+/* The policy tag blocksched schedules with ("" without GPUEXT_SCHED). */
+const char *gx_bs_policy_tag(void);
+/* A module or library was loaded from PTX rewritten with `log` (the
+ * rewriter's notes): remember its kernels that have a persistent copy. */
+void gx_bs_module(void *handle, bool is_library, const char *log);
+/* Forget everything (tests, exit). */
+void gx_bs_reset(void);
+
+/* The copies named in a rewriter log ("persistent: K: copy C transformed
+ * (work descriptor: parameter N ..., unit barrier yes|no)"); malloc'd
+ * array of malloc'd strings. 0 or -ENOMEM (then *out holds the *n complete
+ * records). */
+struct gx_bs_kernel {
+	char *name, *copy;
+	unsigned nparams;
+	bool unit_bar;
+	bool static_only; /* the copy has no claim path (GX_PTX_F_PERSIST_STATIC) */
+};
+int gx_bs_parse_log(const char *log, struct gx_bs_kernel **out, size_t *n);
+void gx_bs_kernels_free(struct gx_bs_kernel *k, size_t n);
+
+/* ---- the schedule log: "<pid>-sched.log" in the shm folder ----
+ * Written when GPUEXT_SCHED_LOG is set (gpuext-run --sched does): one line
+ * per kernel decision, and for a sample of launches (the first few of each
+ * kernel, then one in GPUEXT_SCHED_SAMPLE, default 64) what each worker
+ * did, read back after the launch completed. `gpuext sched` reads it. */
+/* Print the report of log file `path`: per kernel the decision, launches,
+ * units per SM (min/mean/max), steals and imbalance; JSON with `json`; a
+ * Chrome/Perfetto trace (a track per SM, a slice per worker) with `trace`.
+ * 0, or -errno with a reason in err. */
+int gx_bs_report(const char *path, bool json, const char *trace, char *err, size_t en);
+
+#endif

@@ -1,0 +1,24 @@
+/* sched_common.h — what every schedule policy (blocksched/policies/)
+ * shares: the hooks' context (gdev_helpers.h: the sched_* fields of struct
+ * gdev_ctx) and the two settings the launcher reads from the object
+ * (gx_blocksched.h): the mode and the claims per worker. They are plain
+ * globals in .data, so `gpuext-run --sched P.bpf.o,name=value` can set them
+ * (and the policy's own knobs) without JIT'ing the object again. */
+#ifndef GX_SCHED_COMMON_H
+#define GX_SCHED_COMMON_H
+
+#include "gpuext/gdev_helpers.h"
+
+#define GX_SCHED_STATIC 0 /* GX_WORK_STATIC: w, w + W, ...; no claims, no hooks */
+#define GX_SCHED_CLAIM 1  /* GX_WORK_CLAIM: chunks claimed; the hooks run */
+
+/* The launcher's settings: mode, and claims per worker (the chunk is
+ * units / (workers x chunks), at least 1). */
+#define GX_SCHED_SETTINGS(mode, chunks)                         \
+	__u32 gx_sched_mode SEC(".data") = (mode);              \
+	__u32 gx_sched_chunks SEC(".data") = (chunks)
+
+/* A knob: a plain global the launcher may set ("name=value"). */
+#define GX_SCHED_KNOB(type, name, value) type name SEC(".data") = (value)
+
+#endif

@@ -1,0 +1,18 @@
+# tests/blocksched: the device runtime's claim protocol on the host (threads
+# and interleavings), the launch side through the shim against the fake
+# driver, the transform's loops (ptxas, registers), and the policies'
+# decisions on simulated launches (interpreter and native JIT).
+T_BS := $(BUILD)/tests/blocksched
+# The runtime compiled for the host (the same C the kernels run as PTX).
+$(T_BS)/test_bs_rt: $(call objs,tests/blocksched/test_bs_rt.c blocksched/bs_rt.c)
+	$(call link,-lpthread)
+$(T_BS)/test_bs_launch: $(BUILD)/obj/tests/blocksched/test_bs_launch.o
+	$(call link,-L$(STUB_LDIR) -lcuda -ldl -lpthread)
+
+# The policies on simulated launches: the interpreter (and the native JIT).
+$(T_BS)/test_bs_policies: $(call objs,tests/blocksched/test_bs_policies.c blocksched/bs_rt.c) $(JIT_LIB) $(BPF_LIB) \
+                          $(COMMON_LIB)
+	$(call link,$(JIT_LDLIBS) $(BPF_SO_LDLIBS))
+
+TEST_BINS += $(T_BS)/test_bs_rt $(T_BS)/test_bs_launch $(T_BS)/test_bs_policies $(BS_POL_OBJS)
+TESTS     += $(T_BS)/test_bs_rt tests/blocksched/test_bs_launch.sh tests/blocksched/test_bs_ptx.sh "$(T_BS)/test_bs_policies $(BS_POL_DIR)"

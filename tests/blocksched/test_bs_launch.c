@@ -1,0 +1,283 @@
+/* test_bs_launch.c — blocksched's launch side through the shim, against the
+ * fake driver (tests/shim/fakecuda): run by tests/blocksched/test_bs_launch.sh
+ * with GPUEXT_PERSISTENT=<claim|static> or GPUEXT_SCHED=<policy> and
+ *   test_bs_launch MODE [LOG]     MODE: claim, static, sched, sched-static
+ * Checks that a kernel the transform accepts is launched as its copy with
+ * the descriptor appended by value (units, grid, mode, chunk; in claim mode
+ * a per-stream state, zeroed on the launch's stream, reused by the next
+ * launch on that stream, apart on other streams and per thread for the
+ * per-thread stream), that the grid is occupancy x SMs capped at the
+ * original block count, that launches the launcher cannot vouch for run the
+ * original (claim mode in a captured stream or a graph node; static mode is
+ * captured as the copy), that a copy losing occupancy is not used, and, with
+ * a policy: kernels=GLOB selects kernels, a sampled launch's stats area
+ * reaches the schedule log once its workers report (the fake runs nothing:
+ * the test plays the workers). */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpuext/gx_work.h"
+#include "tests/gx_test.h"
+#include "tests/shim/stderr_log.h"
+
+/* k_ok reads %ctaid (accepted); k_other too, but the policy's glob may
+ * leave it out; k_cluster uses cluster ids (refused). */
+static const char PTX[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
+			  ".visible .entry k_ok(.param .u64 p, .param .u32 n)\n{\n"
+			  "\t.reg .b32 %r<3>;\n\t.reg .b64 %rd<3>;\n"
+			  "\tld.param.u64 %rd1, [p];\n\tmov.u32 %r1, %ctaid.x;\n"
+			  "\tmul.wide.u32 %rd2, %r1, 4;\n\tadd.s64 %rd1, %rd1, %rd2;\n"
+			  "\tst.global.u32 [%rd1], %r1;\n\tret;\n}\n"
+			  ".visible .entry k_other(.param .u64 p)\n{\n"
+			  "\t.reg .b32 %r<3>;\n\t.reg .b64 %rd<3>;\n"
+			  "\tld.param.u64 %rd1, [p];\n\tmov.u32 %r1, %ctaid.x;\n"
+			  "\tst.global.u32 [%rd1], %r1;\n\tret;\n}\n"
+			  ".visible .entry k_cluster()\n{\n\t.reg .b32 %r<2>;\n"
+			  "\tmov.u32 %r1, %clusterid.x;\n\tret;\n}\n";
+
+/* The per-thread-stream form, declared by cuda.h only for the driver itself. */
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+			     unsigned bz, unsigned sh, CUstream s, void **p, void **e);
+
+struct fake_launch {
+	const char *api;
+	void *func;
+	unsigned grid[3], block[3], shmem;
+	void *stream;
+	void **params;
+	long count;
+};
+static struct fake_launch (*last)(void);
+static long (*count)(const char *);
+static void (*set_occ)(int), (*set_occ_copy)(int);
+static void *(*memset_stream)(void);
+
+static int log_has(const char *s)
+{
+	return log_count(0, s) > 0;
+}
+
+/* The descriptor a launch of the copy got (NULL if the original ran). */
+static const struct gx_work_desc *desc_of(const struct fake_launch *l, void *orig, unsigned nparams)
+{
+	if (l->func == orig || !l->params || !l->params[nparams - 1])
+		return NULL;
+	return (const struct gx_work_desc *)l->params[nparams - 1];
+}
+
+static int state_zero(uint64_t st)
+{
+	const unsigned char *p = (const unsigned char *)(uintptr_t)st;
+	for (size_t i = 0; i < GX_WORK_STATE_HDR + 64; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "claim";
+	int sched = !strncmp(mode, "sched", 5);
+	unsigned want = strstr(mode, "static") ? GX_WORK_STATIC : GX_WORK_CLAIM;
+	log_capture();
+
+	CUcontext ctx;
+	CUmodule mod;
+	CUfunction ok, other, cl;
+	GX_CHECK(cuInit(0) == CUDA_SUCCESS && cuCtxCreate(&ctx, NULL, 0, 0) == CUDA_SUCCESS, "launch: context");
+	void *fake = dlopen(getenv("GPUEXT_REAL_LIBCUDA"), RTLD_NOW | RTLD_NOLOAD);
+	if (!fake) {
+		printf("not ok - launch: fake driver loaded by the shim\n");
+		return 1;
+	}
+	*(void **)&last = dlsym(fake, "fake_last_launch");
+	*(void **)&count = dlsym(fake, "fake_count");
+	*(void **)&set_occ = dlsym(fake, "fake_set_occupancy");
+	*(void **)&set_occ_copy = dlsym(fake, "fake_set_occupancy_copy");
+	*(void **)&memset_stream = dlsym(fake, "fake_last_memset_stream");
+	GX_CHECK(cuModuleLoadData(&mod, PTX) == CUDA_SUCCESS, "launch: module loads");
+	GX_CHECK(log_has("2 persistent copies"), "launch: the load line counts two persistent copies");
+	GX_CHECK(cuModuleGetFunction(&ok, mod, "k_ok") == CUDA_SUCCESS &&
+			 cuModuleGetFunction(&other, mod, "k_other") == CUDA_SUCCESS &&
+			 cuModuleGetFunction(&cl, mod, "k_cluster") == CUDA_SUCCESS,
+		 "launch: the application's kernels keep their names");
+
+	/* An accepted kernel: 10x2 blocks, 3 per SM x 1 SM (the fake's) = 3 workers. */
+	CUdeviceptr buf = 0x1000;
+	unsigned n = 7;
+	void *args[] = { &buf, &n };
+	GX_CHECK(cuLaunchKernel(ok, 10, 2, 1, 128, 1, 1, 0, NULL, args, NULL) == CUDA_SUCCESS,
+		 "launch: launch succeeds");
+	struct fake_launch l = last();
+	const struct gx_work_desc *d = desc_of(&l, ok, 3);
+	GX_CHECK(l.func != (void *)ok, "launch: the copy is launched, not the original");
+	GX_CHECK(l.grid[0] == 3 && l.grid[1] == 1 && l.grid[2] == 1 && l.block[0] == 128,
+		 "launch: grid = occupancy x SMs as 1-D (%u,%u,%u), block kept", l.grid[0], l.grid[1], l.grid[2]);
+	GX_CHECK(l.params && l.params[0] == &buf && l.params[1] == &n,
+		 "launch: the application's arguments come first, unchanged");
+	GX_CHECK(d && d->total == 20 && d->grid_x == 10 && d->grid_y == 2 && d->grid_z == 1 && d->mode == want,
+		 "launch: descriptor by value: total 20, grid 10x2x1, mode %u", want);
+	if (want == GX_WORK_CLAIM) {
+		/* 20 units, 3 workers x 8 claims each: chunk 1 */
+		GX_CHECK(d && d->chunk == 1 && d->state && state_zero(d->state) && memset_stream() == NULL,
+			 "launch: claim: chunk %u, a state zeroed on the launch's stream", d ? d->chunk : 0);
+		GX_CHECK(d && (sched ? d->hints != 0 : d->hints == 0),
+			 "launch: claim: a hint block with a policy, none without");
+	} else {
+		GX_CHECK(d && !d->state && !d->hints && !d->stats, "launch: static: no state, no hints, no stats");
+	}
+	GX_CHECK(count("cuMemcpyHtoDAsync_v2") == 0, "launch: no copy to the device for a launch");
+	/* The first launches are sampled (GPUEXT_SCHED_LOG): the test plays the
+	 * three workers of this one; the log gets them at the next sync. */
+	if (sched && want == GX_WORK_CLAIM && argc > 2) {
+		struct gx_work_wstat *ws = d ? (struct gx_work_wstat *)(uintptr_t)d->stats : NULL;
+		GX_CHECK(ws != NULL, "launch: a sampled launch has a stats area");
+		for (unsigned w = 0; ws && w < 3; w++)
+			ws[w] = (struct gx_work_wstat){ .units = 6 + (w > 0), .chunks = 2, .steals = w, .smid = w % 2,
+							.t0 = 1000 + w, .t1 = 9000 + 100 * w, .done = 1 };
+	}
+	GX_CHECK(log_has("k_ok: launched as __gx_pw_k_ok, 3 workers"), "launch: first launch logged");
+
+	/* Chunks: 50000 units over 8 workers x 8 claims: 782 per claim. */
+	set_occ(8);
+	cuLaunchKernel(ok, 50000, 1, 1, 64, 1, 1, 0, NULL, args, NULL);
+	l = last();
+	d = desc_of(&l, ok, 3);
+	if (want == GX_WORK_CLAIM)
+		GX_CHECK(d && d->chunk == 782, "launch: chunk = units / (workers x 8 claims) = %u",
+			 d ? d->chunk : 0);
+	cuLaunchKernel(ok, 5, 1, 1, 64, 1, 1, 0, NULL, args, NULL);
+	GX_CHECK(last().grid[0] == 5, "launch: workers capped at the original 5 blocks (%u)", last().grid[0]);
+	set_occ(3);
+
+	/* One state per stream, the same stream reuses its own. */
+	CUstream s1, s2;
+	cuStreamCreate(&s1, 0);
+	cuStreamCreate(&s2, 0);
+	uint64_t st[4] = { 0 };
+	CUstream ss[3] = { s1, s2, s1 };
+	for (int i = 0; i < 3; i++) {
+		cuLaunchKernel(ok, 4, 1, 1, 32, 1, 1, 0, ss[i], args, NULL);
+		l = last();
+		d = desc_of(&l, ok, 3);
+		st[i] = d ? d->state : 0;
+		if (i == 0 && want == GX_WORK_CLAIM)
+			GX_CHECK(memset_stream() == s1, "launch: a new stream's state is zeroed on that stream");
+	}
+	cuLaunchKernel_ptsz(ok, 4, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
+	l = last();
+	d = desc_of(&l, ok, 3);
+	st[3] = d ? d->state : 0;
+	if (want == GX_WORK_CLAIM)
+		GX_CHECK(st[0] && st[1] && st[0] != st[1] && st[0] == st[2] && st[3] && st[3] != st[0] &&
+				 st[3] != st[1] && memset_stream() == CU_STREAM_PER_THREAD,
+			 "launch: one state per stream (and per thread for the per-thread stream), reused");
+	else
+		GX_CHECK(l.func != (void *)ok && !st[0] && !st[3], "launch: static: no state on any stream");
+
+	/* cuLaunchKernelEx: plain config is launched persistent, a cluster one is not. */
+	CUlaunchConfig cfg = { .gridDimX = 6, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32, .blockDimY = 1,
+			       .blockDimZ = 1 };
+	GX_CHECK(cuLaunchKernelEx(&cfg, ok, args, NULL) == CUDA_SUCCESS && last().func != (void *)ok &&
+			 last().grid[0] == 3,
+		 "launch: cuLaunchKernelEx launches the copy");
+	CUlaunchAttribute at = { .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
+	at.value.clusterDim.x = 2, at.value.clusterDim.y = 1, at.value.clusterDim.z = 1;
+	cfg.attrs = &at;
+	cfg.numAttrs = 1;
+	cuLaunchKernelEx(&cfg, ok, args, NULL);
+	l = last();
+	GX_CHECK(l.func == (void *)ok && l.grid[0] == 6 && log_has("cluster, cooperative or other attributes"),
+		 "launch: cuLaunchKernelEx with a cluster attribute runs the original (logged)");
+
+	/* Fallbacks. */
+	cuLaunchCooperativeKernel(ok, 3, 1, 1, 32, 1, 1, 0, NULL, args);
+	GX_CHECK(last().func == (void *)ok && last().grid[0] == 3 && log_has("cooperative launches run the original"),
+		 "launch: cooperative launch runs the original (logged)");
+	cuLaunchKernel(cl, 9, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+	GX_CHECK(last().func == (void *)cl && last().grid[0] == 9, "launch: a refused kernel runs unchanged");
+	cuLaunchKernel(ok, 8, 1, 1, 32, 1, 1, 0, (CUstream)(uintptr_t)0xC0DE, args, NULL);
+	l = last();
+	if (want == GX_WORK_CLAIM)
+		GX_CHECK(l.func == (void *)ok && l.grid[0] == 8 && log_has("stream being captured"),
+			 "launch: claim: a launch into a capturing stream runs the original (logged)");
+	else
+		GX_CHECK(l.func != (void *)ok && l.grid[0] == 3 && (d = desc_of(&l, ok, 3)) && d->total == 8,
+			 "launch: static: a launch into a capturing stream is captured as the copy");
+	void *extra[] = { CU_LAUNCH_PARAM_END };
+	cuLaunchKernel(ok, 8, 1, 1, 32, 1, 1, 0, NULL, NULL, extra);
+	GX_CHECK(last().func == (void *)ok && log_has("through `extra`"),
+		 "launch: parameters through extra: the original (logged)");
+	set_occ(0);
+	cuLaunchKernel(ok, 8, 1, 1, 1024, 1, 1, 0, NULL, args, NULL);
+	GX_CHECK(last().func == (void *)ok && log_has("no block per SM"), "launch: zero occupancy: the original (logged)");
+	set_occ(4);
+	set_occ_copy(2);
+	cuLaunchKernel(ok, 8, 1, 1, 96, 1, 1, 0, NULL, args, NULL);
+	GX_CHECK(last().func == (void *)ok && log_has("its copy keeps 2 of the original's 4 blocks per SM"),
+		 "launch: a copy with fewer resident blocks than the original is not used (logged)");
+	set_occ_copy(-1);
+	set_occ(3);
+	CUDA_KERNEL_NODE_PARAMS np = { .func = ok, .gridDimX = 2, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32,
+				       .blockDimY = 1, .blockDimZ = 1, .kernelParams = args };
+	CUgraphNode node;
+	cuGraphAddKernelNode(&node, (CUgraph)(uintptr_t)0x10, NULL, 0, &np);
+	GX_CHECK(log_has("graph kernel nodes (claiming policies) run the original") || want == GX_WORK_STATIC,
+		 "launch: graph kernel nodes: the original (logged)");
+
+	/* The policy's kernels=GLOB: k_other is not selected. */
+	void *oargs[] = { &buf };
+	cuLaunchKernel(other, 6, 1, 1, 32, 1, 1, 0, NULL, oargs, NULL);
+	if (sched)
+		GX_CHECK(last().func == (void *)other && log_has("k_other: runs unchanged: not selected by policy"),
+			 "launch: a kernel outside the policy's kernels= glob runs unchanged (logged)");
+	else
+		GX_CHECK(last().func != (void *)other, "launch: without a policy every accepted kernel is launched");
+
+	if (sched && want == GX_WORK_CLAIM && argc > 2) {
+		cuStreamSynchronize(s2); /* the launcher looks at its samples */
+		char *logt = NULL;
+		FILE *f = fopen(argv[2], "r");
+		size_t cap = 0;
+		if (f) {
+			ssize_t r = getdelim(&logt, &cap, 0, f);
+			(void)r;
+			fclose(f);
+		}
+		GX_CHECK(logt && strstr(logt, "gxsched 1 ") && strstr(logt, "D k_ok launched as") &&
+				 strstr(logt, "L k_ok 0 20 10 2 1 3 1 3 1") && strstr(logt, "W 2 0 7 2 2 1002 9200"),
+			 "launch: the schedule log has the decision and the sampled launch's workers");
+		free(logt);
+	}
+
+	/* Libraries: launched with the CUkernel handle. */
+	CUlibrary lib;
+	CUkernel kk;
+	GX_CHECK(cuLibraryLoadData(&lib, PTX, NULL, NULL, 0, NULL, NULL, 0) == CUDA_SUCCESS &&
+			 cuLibraryGetKernel(&kk, lib, "k_ok") == CUDA_SUCCESS,
+		 "launch: library loads");
+	cuLaunchKernel((CUfunction)kk, 10, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
+	l = last();
+	d = desc_of(&l, kk, 3);
+	GX_CHECK(l.func != (void *)kk && l.grid[0] == 3 && d && d->total == 10,
+		 "launch: a library kernel (CUkernel handle) launches its copy");
+
+	/* Unload: the records go; streams and the context go. */
+	GX_CHECK(cuLibraryUnload(lib) == CUDA_SUCCESS && cuModuleUnload(mod) == CUDA_SUCCESS, "launch: unloads");
+	cuStreamDestroy(s1);
+	cuStreamDestroy(s2);
+	GX_CHECK(cuCtxDestroy(ctx) == CUDA_SUCCESS, "launch: context destroyed");
+	/* what the shim said about policies, for the script */
+	fflush(stderr);
+	fseek(logf_, 0, SEEK_SET);
+	char line[2048];
+	while (fgets(line, sizeof(line), logf_))
+		if (strstr(line, "policy") || strstr(line, "knob"))
+			printf("# log: %s", line);
+	return gx_test_done();
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The persistent transform with each schedule policy linked, checked by
+# ptxas: the kernels of tests/ptx-rewrite/golden-passes and bench/
+# (sched_kernels, hook_kernels) rewritten in copy mode with every shipped
+# policy and the measured-register cap (--regs) must assemble for their
+# target, the runtime and every policy's hook inlined (no call left: a call
+# costs the kernel registers), each copy within its cap and without spills
+# for these kernels; static-only copies carry no runtime and keep the
+# original's registers.
+set -u
+BUILD=${BUILD:-build}
+PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
+G=$BUILD/bin/gpuext
+P=$BUILD/share/gpuext/sched
+W=$BUILD/tests/blocksched/ptx
+mkdir -p "$W"
+ok() { echo "ok - $*"; }
+nok() { echo "not ok - $*"; }
+
+# registers of every entry of a ptxas -v log: "NAME REGS SPILLBYTES"
+regs_of() {
+	awk '/Compiling entry function/ {gsub(/\x27/, "", $7); f=$7}
+	     /bytes spill stores/ && f != "" {sp[f]=$5}
+	     /Used [0-9]+ registers/ && f != "" {for (i=1;i<=NF;i++) if ($i=="Used") r=$(i+1); print f, r, sp[f]+0; f=""}' "$1"
+}
+
+inputs="tests/ptx-rewrite/golden-passes/vadd.ptx tests/ptx-rewrite/golden-passes/reduce.ptx $BUILD/bench/sched_kernels.ptx $BUILD/bench/hook_kernels.ptx"
+for in in $inputs; do
+	[ -f "$in" ] || { nok "persistent ptx: $in missing"; continue; }
+	n=$(basename "$in" .ptx)
+	# the original's registers, the cap's input
+	"$PTXAS" -arch=sm_90 -v "$in" -o /dev/null >"$W/$n.orig.v" 2>&1
+	regs=$(regs_of "$W/$n.orig.v" | awk '{printf "%s%s=%s", sep, $1, $2; sep=","}')
+	for pol in none fixed_work greedy max_steals latency_budget adaptive; do
+		out=$W/$n.$pol.ptx
+		args=(--persistent=copy --regs "$regs")
+		[ "$pol" != none ] && args+=(--policy "$P/$pol.bpf.o")
+		[ "$pol" = fixed_work ] && args+=(--persist-static)
+		if ! "$G" ptx rewrite "${args[@]}" "$in" -o "$out" 2>"$out.log"; then
+			nok "persistent ptx: $n with $pol: rewrite failed: $(tail -1 "$out.log")"
+			continue
+		fi
+		bad=""
+		arch=$(sed -n 's/^[[:space:]]*\.target[[:space:]]\+\([a-z0-9_]*\).*/\1/p' "$out" | head -1)
+		"$PTXAS" -arch="$arch" -v "$out" -o /dev/null >"$out.v" 2>&1 || bad="$bad ptxas $arch: $(grep -m1 -i error "$out.v")"
+		grep -q 'not inlined' "$out.log" && bad="$bad a hook called: $(grep -m1 'not inlined' "$out.log")"
+		grep -qE '^\s*call' <(sed -n '/\.entry __gx_pw_/,/^}/p' "$out") && bad="$bad a call in a copy"
+		# each copy within max(32, original rounded up to 8), no spill
+		while read -r f r sp; do
+			case $f in __gx_pw_*) ;; *) continue ;; esac
+			o=$(regs_of "$W/$n.orig.v" | awk -v k="${f#__gx_pw_}" '$1 == k {print $2}')
+			cap=$(( (o + 7) / 8 * 8 )); [ "$cap" -lt 32 ] && cap=32
+			[ "$r" -le "$cap" ] || bad="$bad $f: $r registers > cap $cap"
+			[ "$sp" -eq 0 ] || [ "$n" = sched_kernels ] || bad="$bad $f: $sp bytes spilled"
+			if [ "$pol" = fixed_work ] && [ "$r" -gt "$o" ] && [ "$o" -ge 32 ]; then
+				bad="$bad $f: static only but $r > $o registers"
+			fi
+		done < <(regs_of "$out.v")
+		if [ "$pol" = fixed_work ] && grep -q '_bs_\|gxbsrt' "$out"; then
+			bad="$bad static-only copy carries the runtime"
+		fi
+		[ -z "$bad" ] && ok "persistent ptx: $n with $pol: ptxas $arch, hooks inlined, copies within their register caps" ||
+			nok "persistent ptx: $n with $pol:$bad"
+	done
+done
+# what the cap costs gemm_imb (40 registers): spills, reported
+if [ -f "$W/sched_kernels.adaptive.ptx.v" ]; then
+	echo "# sched_kernels copies with adaptive (name regs spill-bytes): $(regs_of "$W/sched_kernels.adaptive.ptx.v" | grep __gx_pw_ | tr '\n' ';')"
+fi
