@@ -15,6 +15,7 @@ tar -C build --exclude=./obj --exclude=./fuzz --exclude=./kmod-vm --exclude=./pt
 	--exclude=./tests/attach --exclude=./tests/devbpf/verifier --exclude=./tests/devbpf/verifier-v4 \
 	--exclude=./tests/devbpf/loader --exclude='./tests/devbpf/test_*' --exclude=./tests/image/test_image_asan \
 	--exclude='./tests/shim/test_[^a]*' --exclude=./tests/shim/fakecuda \
+	--exclude='./lib/libgx[!bc]*.a' --exclude=./lib/libgxblocksched.a --exclude=./tests/blocksched --exclude=./tests/tenant --exclude=./tests/common --exclude=./tests/image \
 	-cf - . | { mkdir -p .carry/build && tar -C .carry/build -xf -; }
 git rev-parse --short HEAD >.carry/build/.gx-commit
 echo "gpu-carry: .carry/build is $(du -sh .carry/build | cut -f1) at $(cat .carry/build/.gx-commit)$(git diff --quiet HEAD || echo ' (+ uncommitted changes)')"
