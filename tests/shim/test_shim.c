@@ -449,6 +449,20 @@ static void test_modules(const char *cubin_path, const char *ptx_path)
 			 log_count(m, "(cuLinkAddFile): rewritten (identity)") == 1,
 		 "the linked cubin is reported as built from rewritten PTX");
 	GX_CHECK(cuModuleUnload(ml) == CUDA_SUCCESS && cuLinkDestroy(ls) == CUDA_SUCCESS, "cuLinkDestroy");
+
+	/* The application's info log (issue 20, item 8): what the driver
+	 * writes while it compiles our rewritten copy and links reaches the
+	 * buffer the application gave cuLinkCreate. */
+	char info[256] = "untouched";
+	CUjit_option lo[3] = { CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_LOG_VERBOSE };
+	void *lv[3] = { info, (void *)(uintptr_t)sizeof(info), (void *)(uintptr_t)1 };
+	GX_CHECK(cuLinkCreate(3, lo, lv, &ls) == CUDA_SUCCESS &&
+			 cuLinkAddData(ls, CU_JIT_INPUT_PTX, (void *)PTX80, sizeof(PTX80), "app.ptx", 0, NULL, NULL) ==
+				 CUDA_SUCCESS &&
+			 fake_last_link_data() != PTX80 && cuLinkComplete(ls, &cub, &sz) == CUDA_SUCCESS &&
+			 !strcmp(info, "info : compiled app.ptx\ninfo : linked cubin\n"),
+		 "cuLink of rewritten PTX: the driver's info log reaches the application's buffer");
+	GX_CHECK(cuLinkDestroy(ls) == CUDA_SUCCESS, "cuLinkDestroy (info log)");
 }
 
 /* ---- per-context tables ---- */

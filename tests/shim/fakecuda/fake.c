@@ -806,29 +806,53 @@ FX CUresult cuGraphAddNode_v2(CUgraphNode *n, CUgraph g, const CUgraphNode *d, c
 static const void *last_link_data;
 static char link_cubin[64] = "\177ELF fake linked cubin";
 FX const void *fake_last_link_data(void) { return last_link_data; }
+/* A link state keeps the caller's info log buffer, as the driver does:
+ * every input and the link itself append a line to it. */
+struct flink {
+	char *log;
+	size_t cap, used;
+};
+static void link_log(CUlinkState s, const char *what, const char *name)
+{
+	struct flink *l = (struct flink *)s;
+	if (!l || !l->log || l->used + 1 >= l->cap)
+		return;
+	int k = snprintf(l->log + l->used, l->cap - l->used, "info : %s %s\n", what, name ? name : "(unnamed)");
+	if (k > 0)
+		l->used = l->used + (size_t)k < l->cap ? l->used + (size_t)k : l->cap - 1;
+}
 FX CUresult cuLinkCreate_v2(unsigned n, CUjit_option *o, void **v, CUlinkState *s)
 {
-	(void)n, (void)o, (void)v;
 	REC();
-	*s = (CUlinkState)calloc(1, 16);
-	return CUDA_SUCCESS;
+	struct flink *l = calloc(1, sizeof(*l));
+	for (unsigned i = 0; l && i < n; i++) {
+		if (o[i] == CU_JIT_INFO_LOG_BUFFER)
+			l->log = v[i];
+		else if (o[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)
+			l->cap = (size_t)(uintptr_t)v[i];
+	}
+	if (l && l->log && l->cap)
+		l->log[0] = 0;
+	*s = (CUlinkState)l;
+	return l ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 FX CUresult cuLinkAddData_v2(CUlinkState s, CUjitInputType t, void *data, size_t size, const char *name, unsigned n,
 			     CUjit_option *o, void **v)
 {
-	(void)s, (void)size, (void)name, (void)n, (void)o, (void)v;
+	(void)size, (void)n, (void)o, (void)v;
 	REC();
 	if (t == CU_JIT_INPUT_PTX && !strstr(data, ".version"))
 		return CUDA_ERROR_INVALID_PTX;
 	last_link_data = data;
+	link_log(s, "compiled", name);
 	return CUDA_SUCCESS;
 }
 FX CUresult cuLinkComplete(CUlinkState s, void **cubin, size_t *size)
 {
-	(void)s;
 	REC();
 	if (getenv("FAKECUDA_LINK_FAIL")) /* a link error, for the shim's -rdc fallback */
 		return CUDA_ERROR_INVALID_PTX;
+	link_log(s, "linked", "cubin");
 	*cubin = link_cubin;
 	*size = sizeof(link_cubin);
 	return CUDA_SUCCESS;
