@@ -37,22 +37,14 @@
 #include <dirent.h>
 #include <regex.h>
 
+#include "common/gx_cu_check.h"
 #include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
 #include "blocksched/gx_blocksched.h"
 #include "gpuext/gx_work.h"
 #include "gpuext/gx_devrt.h"
 
-#define CK(x)                                                                       \
-	do {                                                                        \
-		CUresult r_ = (x);                                                  \
-		if (r_ != CUDA_SUCCESS) {                                           \
-			const char *s_ = "?";                                       \
-			cuGetErrorString(r_, &s_);                                  \
-			printf("not ok - hook_overhead: %s: %s (line %d)\n", #x, s_, __LINE__); \
-			exit(1);                                                    \
-		}                                                                   \
-	} while (0)
+#define CK(x) GX_CU_TAP("hook_overhead", x)
 
 /* Device 0 with its primary context current. */
 static CUdevice primary_ctx(void)

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/gx_cu_check.h"
 #include "attach/gx_attach.h"
 #include "blocksched/gx_blocksched.h"
 #include "common/gx_util.h"
@@ -40,16 +41,7 @@
 #include "gpuext/gx_work.h"
 #include "ptx-rewrite/gx_ptx.h"
 
-#define CK(x)                                                                                   \
-	do {                                                                                    \
-		CUresult r_ = (x);                                                              \
-		if (r_ != CUDA_SUCCESS) {                                                       \
-			const char *s_ = "?";                                                   \
-			cuGetErrorString(r_, &s_);                                              \
-			printf("not ok - sched_bench: %s: %s (line %d)\n", #x, s_, __LINE__);   \
-			exit(1);                                                                \
-		}                                                                               \
-	} while (0)
+#define CK(x) GX_CU_TAP("sched_bench", x)
 
 #define NV 7 /* native, 5 policies, and an A/B row */
 static const struct {

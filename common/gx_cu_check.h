@@ -20,6 +20,20 @@
 		}                                                                          \
 	} while (0)
 
+/* The same as a TAP line on stdout ("not ok - NAME: call: error (line N)"),
+ * for programs whose output a GPU script reads as test results. */
+#define GX_CU_TAP(name, x)                                                                 \
+	do {                                                                               \
+		CUresult r_ = (x);                                                         \
+		if (r_ != CUDA_SUCCESS) {                                                  \
+			const char *s_ = "?";                                              \
+			cuGetErrorString(r_, &s_);                                         \
+			printf("not ok - %s%s%s: %s (line %d)\n", name, *name ? ": " : "", #x, \
+			       s_, __LINE__);                                              \
+			exit(1);                                                           \
+		}                                                                          \
+	} while (0)
+
 #ifdef __CUDACC__
 #define CK(x)                                                                              \
 	do {                                                                               \

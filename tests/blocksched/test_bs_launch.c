@@ -44,14 +44,7 @@ static const char PTX[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
 CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
 			     unsigned bz, unsigned sh, CUstream s, void **p, void **e);
 
-struct fake_launch {
-	const char *api;
-	void *func;
-	unsigned grid[3], block[3], shmem;
-	void *stream;
-	void **params;
-	long count;
-};
+#include "tests/shim/fakecuda/fake_launch.h"
 static struct fake_launch (*last)(void);
 static long (*count)(const char *);
 static void (*set_occ)(int), (*set_occ_copy)(int);

@@ -13,21 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/gx_cu_check.h"
 #include "devbpf/gx_bpf.h"
 #include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
 #include "tests/devbpf/gpu/gpu_common.h"
 
-#define CK(x)                                                                             \
-	do {                                                                              \
-		CUresult r_ = (x);                                                        \
-		if (r_ != CUDA_SUCCESS) {                                                 \
-			const char *s_ = "?";                                             \
-			cuGetErrorString(r_, &s_);                                        \
-			printf("not ok - %s: %s (line %d)\n", #x, s_, __LINE__);          \
-			exit(1);                                                          \
-		}                                                                         \
-	} while (0)
+#define CK(x) GX_CU_TAP("", x)
 
 static int c_alloc(void *c, size_t n, uint64_t *d)
 {

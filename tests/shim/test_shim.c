@@ -41,14 +41,7 @@ static void log_dump(long from)
 }
 
 /* ---- the fake's record ---- */
-struct fake_launch {
-	const char *api;
-	void *func;
-	unsigned grid[3], block[3], shmem;
-	void *stream;
-	void **params;
-	long count;
-};
+#include "tests/shim/fakecuda/fake_launch.h"
 static void *fake;
 static long (*fake_count)(const char *);
 static long (*fake_total)(void);

@@ -632,14 +632,7 @@ FX CUresult cuLibraryGetModule(CUmodule *m, CUlibrary l)
 }
 
 /* ---- launches ---- */
-struct fake_launch {
-	const char *api;
-	void *func;
-	unsigned grid[3], block[3], shmem;
-	void *stream;
-	void **params;
-	long count;
-};
+#include "tests/shim/fakecuda/fake_launch.h"
 static struct fake_launch last_launch;
 static long nr_launches;
 static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
