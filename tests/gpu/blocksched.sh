@@ -28,6 +28,12 @@ mkdir -p "$L"
 L=$(cd "$L" && pwd)
 export PATH=$PATH:/usr/local/cuda/bin
 export GPUEXT_CACHE_DIR=${GPUEXT_CACHE_DIR:-$B/cache}
+# Device policies' maps outlive their process (for the tools' reports):
+# keep this script's in a folder of its own, out of the other scripts' way.
+if [ -z "${GPUEXT_SHM_DIR:-}" ]; then
+	export GPUEXT_SHM_DIR=/dev/shm/gpuext-blocksched-$$
+	trap 'rm -rf "$GPUEXT_SHM_DIR"' EXIT
+fi
 P=$(cd "$B/share/gpuext/sched" 2>/dev/null && pwd)
 POLICIES="fixed_work greedy max_steals latency_budget adaptive"
 ok() { echo "ok - blocksched: $*"; }

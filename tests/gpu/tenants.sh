@@ -38,7 +38,10 @@ NBE=${TENANTS_BE:-4}
 SKIP=${TENANTS_SKIP:-}
 PY=${PYTHON:-python3}
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
-SHMDIR=${GPUEXT_SHM_DIR:-/dev/shm/gpuext-$(id -u)}
+# A maps folder of its own: what other GPU scripts' processes keep there
+# (device policies' maps outlive their process for the tools) is not ours.
+SHMDIR=${GPUEXT_SHM_DIR:-/dev/shm/gpuext-tenants-$$}
+export GPUEXT_SHM_DIR=$SHMDIR
 RUN=$B/bin/gpuext-run
 GX=$B/bin/gpuext
 HB=$B/hostbpf
@@ -49,6 +52,7 @@ cleanup() {
 	for p in "${kids[@]}"; do kill -9 "$p" 2>/dev/null; done
 	tar czf "$OUT/tenants-logs.tgz" -C "$OUT" tenants 2>/dev/null
 	rm -rf "$W"
+	[ "$SHMDIR" = "/dev/shm/gpuext-tenants-$$" ] && rm -rf "$SHMDIR"
 }
 trap cleanup EXIT
 : >"$L/summary.txt"

@@ -2,18 +2,20 @@
 // cuda-samples' reductionMultiBlockCG): each block sums its slice, grid.sync(),
 // block 0 sums the partials, grid.sync() again, every block checks the total.
 // The grid is sized with the occupancy API on the function the application
-// holds (under a tool, the instrumented one). Prints the sum and the time.
+// holds (under a tool, the instrumented one: fewer blocks, as its registers
+// say), so the data are integers: the sum is exact whatever the grid.
+// Prints the sum and the time.
 #include <cooperative_groups.h>
 #include <chrono>
 #include <cstdio>
 #include <cuda_runtime.h>
 namespace cg = cooperative_groups;
 
-__global__ void reduce_grid(const float *in, float *partial, float *out, int *bad, int n)
+__global__ void reduce_grid(const int *in, long long *partial, long long *out, int *bad, int n)
 {
 	cg::grid_group grid = cg::this_grid();
-	__shared__ float s[256];
-	float v = 0;
+	__shared__ long long s[256];
+	long long v = 0;
 	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
 		v += in[i];
 	s[threadIdx.x] = v;
@@ -27,31 +29,32 @@ __global__ void reduce_grid(const float *in, float *partial, float *out, int *ba
 		partial[blockIdx.x] = s[0];
 	grid.sync();
 	if (!blockIdx.x && !threadIdx.x) {
-		float t = 0;
+		long long t = 0;
 		for (int b = 0; b < gridDim.x; b++)
 			t += partial[b];
 		*out = t;
 	}
 	grid.sync();
-	if (!threadIdx.x && *out != *out)
+	if (!threadIdx.x && *out < 0)
 		atomicAdd(bad, 1);
 }
 
 int main()
 {
 	const int n = 1 << 24;
-	float *in, *partial, *out;
+	int *in;
+	long long *partial, *out;
 	int *bad, dev = 0, sms = 0, per_sm = 0;
-	cudaMalloc(&in, n * sizeof(float));
-	float *h = new float[n];
+	cudaMalloc(&in, n * sizeof(int));
+	int *h = new int[n];
 	for (int i = 0; i < n; i++)
-		h[i] = (float)(i % 7) * 0.5f;
-	cudaMemcpy(in, h, n * sizeof(float), cudaMemcpyHostToDevice);
+		h[i] = i % 7;
+	cudaMemcpy(in, h, n * sizeof(int), cudaMemcpyHostToDevice);
 	cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
 	cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reduce_grid, 256, 0);
 	int blocks = sms * per_sm;
-	cudaMalloc(&partial, blocks * sizeof(float));
-	cudaMalloc(&out, sizeof(float));
+	cudaMalloc(&partial, blocks * sizeof(long long));
+	cudaMalloc(&out, sizeof(long long));
 	cudaMalloc(&bad, sizeof(int));
 	cudaMemset(bad, 0, sizeof(int));
 	int nn = n;
@@ -63,11 +66,11 @@ int main()
 	if (e == cudaSuccess)
 		e = cudaDeviceSynchronize();
 	double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-	float r = 0;
+	long long r = 0;
 	int b = 0;
-	cudaMemcpy(&r, out, sizeof(float), cudaMemcpyDeviceToHost);
+	cudaMemcpy(&r, out, sizeof(r), cudaMemcpyDeviceToHost);
 	cudaMemcpy(&b, bad, sizeof(int), cudaMemcpyDeviceToHost);
-	printf("sum %.1f bad %d status %s\n", r, b, cudaGetErrorString(e));
+	printf("sum %lld bad %d status %s\n", r, b, cudaGetErrorString(e));
 	printf("blocks %d (%d per SM) time_ms %.3f\n", blocks, per_sm, ms);
 	return e == cudaSuccess ? 0 : 1;
 }
