@@ -6,10 +6,10 @@ $(T_ATT)/test_pcache: $(call objs,tests/attach/test_pcache.c) $(ATTACH_LIB) $(CO
 
 # The shim's fake driver plus fakedev.c (device memory semantics).
 ATTACH_FAKE := $(T_ATT)/fakecuda/libcuda.so.1
-$(ATTACH_FAKE): tests/shim/fakecuda/fake.c $(BUILD)/gen/fakecuda/fake_gen.c tests/attach/fakedev.c
+$(ATTACH_FAKE): tests/shim/fakecuda/fake.c $(BUILD)/gen/fakecuda/fake_gen.c tests/attach/fakedev.c tests/shim/fakecuda/fake_launch.h
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(ALL_CFLAGS) -Wno-unused-parameter -shared -o $@ -Wl,-soname,libcuda.so.1 $^ -ldl -lpthread
+	$(Q)$(CC) $(ALL_CFLAGS) -Wno-unused-parameter -shared -o $@ -Wl,-soname,libcuda.so.1 $(filter %.c,$^) -ldl -lpthread
 $(T_ATT)/attach_app: $(call objs,tests/attach/attach_app.c) $(COMMON_LIB)
 	$(call link,-L$(STUB_LDIR) -lcuda -ldl)
 

@@ -11,10 +11,10 @@ $(BUILD)/gen/fakecuda/fake_gen.c: tests/shim/fakecuda/gen.sh $(SHIM_GEN)/syms.li
 	$(Q)mkdir -p $(dir $@)
 	$(Q)tests/shim/fakecuda/gen.sh $(SHIM_GEN)/syms.list >$@.tmp && mv $@.tmp $@
 
-$(FAKE_LIB): tests/shim/fakecuda/fake.c $(BUILD)/gen/fakecuda/fake_gen.c
+$(FAKE_LIB): tests/shim/fakecuda/fake.c $(BUILD)/gen/fakecuda/fake_gen.c tests/shim/fakecuda/fake_launch.h
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(ALL_CFLAGS) -Wno-unused-parameter -shared -o $@ -Wl,-soname,libcuda.so.1 $^ -ldl -lpthread
+	$(Q)$(CC) $(ALL_CFLAGS) -Wno-unused-parameter -shared -o $@ -Wl,-soname,libcuda.so.1 $(filter %.c,$^) -ldl -lpthread
 
 # Driver-API programs, linked against the toolkit's stub (the shim or the
 # fake driver comes in through LD_LIBRARY_PATH at run time).
