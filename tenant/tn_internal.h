@@ -18,7 +18,7 @@
 #define TN_MAGIC 0x4e545847u /* "GXTN" */
 #define TN_VERSION 1
 #define TN_LAT 256           /* latency samples kept per process (recent: a controller reacts to it) */
-#define TN_SVC 32            /* service-time samples (the low one counts) */
+#define TN_SVC 32            /* service-time samples (the median counts) */
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
@@ -45,7 +45,7 @@ struct tn_proc {
 	uint32_t inflight, max_inflight;
 	uint64_t launches, completions, untracked, held, throttled_ns;
 	uint64_t last_launch_ns, last_complete_ns;
-	uint64_t kernel_ns;              /* low recent service time */
+	uint64_t kernel_ns;              /* median recent service time */
 	uint64_t p50_ns, p99_ns, p999_ns;
 	uint64_t burst_ns, period_ns, next_ns; /* LC bursts: last start, period, prediction */
 };

@@ -2,7 +2,7 @@
  * and what a policy sees of everybody's.
  *
  * Published per process (its own entry, one writer): launches in flight,
- * counts, the latest launch and completion, a low estimate of one launch's
+ * counts, the latest launch and completion, an estimate of one launch's
  * GPU time, latency quantiles of its recent launches, and — for bursts of
  * launches separated by idle gaps, as a latency-critical service makes them
  * — the period of those bursts and when the next one should start.
@@ -11,9 +11,9 @@
  * already queued, only stop adding to it; to have the GPU idle when LC work
  * arrives it must know how much BE work is queued (in flight x GPU time per
  * launch) and when LC work comes (the burst prediction). The GPU time is
- * the lowest recent gap between completions, not an average: tenants in
- * other processes share the GPU by time slices, so most gaps include
- * somebody else's work. */
+ * the median recent gap between completions of one busy period, not the
+ * mean: tenants in other processes share the GPU by time slices, so some
+ * gaps include somebody else's work. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,6 +103,25 @@ static void quantiles(struct gx_tn *tn, struct tn_proc *p)
 	ST(p->p999_ns, (uint64_t)s[(n * 999) / 1000] * 1000);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t svc_median(const struct gx_tn *tn)
+{
+	uint64_t s[TN_SVC];
+	int n = 0;
+	for (int i = 0; i < TN_SVC; i++)
+		if (tn->svc[i])
+			s[n++] = tn->svc[i];
+	if (!n)
+		return 0;
+	qsort(s, (size_t)n, sizeof(s[0]), cmp_u64);
+	return s[n / 2];
+}
+
 void gx_tn_completed(struct gx_tn *tn, uint64_t launch_ns, uint64_t done_ns)
 {
 	if (!tn_mine(tn))
@@ -125,8 +144,11 @@ void gx_tn_completed(struct gx_tn *tn, uint64_t launch_ns, uint64_t done_ns)
 	/* GPU time per launch: a quarter of the span of 4 completions in one
 	 * busy period (launches queued all along). Concurrent kernels of
 	 * several streams count at their throughput, serial ones at their
-	 * length; the lowest recent sample, since time slices given to other
-	 * processes only ever stretch a span. */
+	 * length; the median of the recent samples: time slices given to other
+	 * processes stretch some spans, and a tenant whose kernels differ (a
+	 * training step: GEMMs and small element-wise kernels) is misjudged by
+	 * its lowest one — a policy draining BE work before LC comes then
+	 * counts a queue of GEMMs as a queue of small kernels. */
 	memmove(&tn->done[0], &tn->done[1], 4 * sizeof(tn->done[0]));
 	tn->done[4] = done_ns;
 	if (tn->ndone < 5)
@@ -134,11 +156,7 @@ void gx_tn_completed(struct gx_tn *tn, uint64_t launch_ns, uint64_t done_ns)
 	if (tn->ndone == 5 && done_ns > tn->done[0]) {
 		tn->svc[tn->svc_pos] = (done_ns - tn->done[0]) / 4;
 		tn->svc_pos = (tn->svc_pos + 1) % TN_SVC;
-		uint64_t lo = UINT64_MAX;
-		for (int i = 0; i < TN_SVC; i++)
-			if (tn->svc[i] && tn->svc[i] < lo)
-				lo = tn->svc[i];
-		ST(p->kernel_ns, lo == UINT64_MAX ? 0 : lo);
+		ST(p->kernel_ns, svc_median(tn));
 	}
 	if (!in || in == 1)
 		tn->ndone = 0; /* idle now: the next busy period starts afresh */
@@ -198,7 +216,8 @@ void gx_tn_view(struct gx_tn *tn, uint64_t now, struct gpu_tenant *t, struct gpu
 	l->now_ns = now;
 	l->lc_tenants = l->be_tenants = l->lc_inflight = l->be_inflight = 0;
 	l->lc_last_launch_ns = l->lc_last_complete_ns = l->lc_p50_ns = l->lc_p99_ns = 0;
-	l->lc_next_ns = l->be_queued_ns = 0;
+	l->lc_next_ns = l->be_queued_ns = l->be_other_last_launch_ns = 0;
+	l->be_rank = 0;
 	uint32_t hi = LD(tab->hiwater);
 	for (uint32_t i = 0; i < hi && i < GX_TN_MAX_PROCS; i++) {
 		const struct tn_proc *p = &tab->procs[i];
@@ -238,8 +257,15 @@ void gx_tn_view(struct gx_tn *tn, uint64_t now, struct gpu_tenant *t, struct gpu
 			be_seen |= 1ull << ti;
 			l->be_inflight += in;
 			l->be_queued_ns += (uint64_t)in * LD(p->kernel_ns);
+			uint64_t a = LD(p->last_launch_ns);
+			if (ti != tn->tenant && a > l->be_other_last_launch_ns)
+				l->be_other_last_launch_ns = a;
 		}
 	}
 	l->lc_tenants = (uint32_t)__builtin_popcountll(lc_seen);
 	l->be_tenants = (uint32_t)__builtin_popcountll(be_seen);
+	/* The same order in every process (table slots), so that policies
+	 * taking turns among BE tenants agree whose turn it is. */
+	if (t->cls == GPU_CLASS_BE)
+		l->be_rank = (uint32_t)__builtin_popcountll(be_seen & ((1ull << tn->tenant) - 1));
 }

@@ -159,7 +159,7 @@ struct gpu_tenant {
 	__u64 launches;       /* since the tenant appeared */
 	__u64 completions;
 	__u64 throttled_ns;   /* time its launches were held */
-	__u64 kernel_ns;      /* GPU time of one of its launches (recent low estimate), 0: unknown */
+	__u64 kernel_ns;      /* GPU time of one of its launches (recent median), 0: unknown */
 	__u64 last_launch_ns;
 	__u64 last_complete_ns;
 };
@@ -175,13 +175,14 @@ struct gpu_launch {
 	__u32 be_tenants;
 	__u32 lc_inflight;    /* launches in flight, over the class */
 	__u32 be_inflight;
-	__u32 pad;
+	__u32 be_rank;        /* this BE tenant's place among the live BE tenants (0..be_tenants-1) */
 	__u64 lc_last_launch_ns;   /* latest over LC tenants, 0: none */
 	__u64 lc_last_complete_ns;
 	__u64 lc_p50_ns;      /* launch-to-completion latency of LC launches over */
 	__u64 lc_p99_ns;      /* the recent window, worst LC tenant; 0: no data */
 	__u64 lc_next_ns;     /* predicted start of the next LC burst, 0: unknown */
 	__u64 be_queued_ns;   /* expected GPU time of the BE launches in flight */
+	__u64 be_other_last_launch_ns; /* latest launch of the other BE tenants, 0: none */
 };
 
 /* Launch holds: at most this long per bpf_gpu_hold_launch call. */

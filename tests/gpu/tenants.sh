@@ -12,7 +12,9 @@
 #     LC has work, 16 commands in flight per queue, which the program's own
 #     bound of 8 never reaches: gx_lcfirst with no guard and no window — its
 #     mechanism on our runtime, not XSched itself), gx_lcfirst, gx_tbucket,
-#     gx_lcslo. Table rows "| ..."; goals: LC p99 >= 95 % below
+#     gx_lcslo, and gx_lcslo with other knobs: TENANTS_LCSLO_VARIANTS="NAME:KNOBS
+#     ..." (e.g. "t0:turn_ms=0 w2:max_window=2", added to the row's knobs).
+#     Table rows "| ..."; goals: LC p99 >= 95 % below
 #     native with BE >= 95 % of native; gx_lcslo better than the XSched
 #     emulation.
 #  2. Reliability: kill -9 of a BE and an LC tenant mid-run (the others
@@ -199,8 +201,13 @@ if [[ ",$SKIP," != *,micro,* ]]; then
 	micro xsched-l1 "$SECS" "$NLC" "$NBE" "$HB/gx_lcfirst.bpf.o,guard_us=0,be_window=0,max_hold_ms=1000"
 	micro lcfirst "$SECS" "$NLC" "$NBE" "$HB/gx_lcfirst.bpf.o,guard_us=20,be_window=2,max_hold_ms=100"
 	micro tbucket "$SECS" "$NLC" "$NBE" "$HB/gx_tbucket.bpf.o,share_pct=80,burst_us=1000,be_window=4"
-	micro lcslo "$SECS" "$NLC" "$NBE" \
-		"$HB/gx_lcslo.bpf.o,target_us=$TARGET,guard_us=20,max_window=4,margin_us=50,adjust_ms=500,max_hold_ms=100"
+	LCSLO="$HB/gx_lcslo.bpf.o,target_us=$TARGET,guard_us=20,max_window=4,margin_us=50,adjust_ms=500,max_hold_ms=100"
+	micro lcslo "$SECS" "$NLC" "$NBE" "$LCSLO"
+	VARIANTS=()
+	for v in ${TENANTS_LCSLO_VARIANTS:-}; do
+		VARIANTS+=("lcslo-${v%%:*}")
+		micro "lcslo-${v%%:*}" "$SECS" "$NLC" "$NBE" "$LCSLO,${v#*:}"
+	done
 	echo "# microbenchmark: $NLC LC (one small kernel every $PERIOD us) + $NBE BE (kernels of ~$BE_US us, 4 streams), $SECS s each" |
 		tee -a "$L/table.md"
 	row "config | LC p50 us | LC p99 us | LC p99.9 us | LC samples | BE kernels/s | BE vs native | LC p99 vs native |"
@@ -212,7 +219,8 @@ if [[ ",$SKIP," != *,micro,* ]]; then
 	report lcfirst "gx_lcfirst (strict LC priority, window 2, guard 20 us)"
 	report tbucket "gx_tbucket (BE 80 % of GPU time)"
 	report lcslo "gx_lcslo (p99 target $TARGET us)"
-	for n in xsched-l1 lcfirst tbucket lcslo; do
+	for v in ${TENANTS_LCSLO_VARIANTS:-}; do report "lcslo-${v%%:*}" "gx_lcslo, ${v#*:}"; done
+	for n in xsched-l1 lcfirst tbucket lcslo "${VARIANTS[@]}"; do
 		bench "$n: LC p99 ${P99[$n]} us vs native ${P99[native]} us ($(pct "${P99[$n]}" "${P99[native]}") %), BE $(pct "${KPS[$n]}" "${KPS[native]}") % of native"
 	done
 	goal=$(awk -v p="${P99[lcslo]}" -v n="${P99[native]}" -v k="${KPS[lcslo]}" -v kn="${KPS[native]}" \
@@ -220,7 +228,7 @@ if [[ ",$SKIP," != *,micro,* ]]; then
 	msg="goal: gx_lcslo LC p99 ${P99[lcslo]} us, $(pct "${P99[lcslo]}" "${P99[native]}") % of native ${P99[native]} us (<= 5 %), BE $(pct "${KPS[lcslo]}" "${KPS[native]}") % of native (>= 95 %)"
 	if [ "$goal" = yes ]; then ok "$msg"; else nok "$msg"; fi
 	best=""
-	for n in xsched-l1 lcfirst tbucket lcslo; do
+	for n in xsched-l1 lcfirst tbucket lcslo "${VARIANTS[@]}"; do
 		awk -v p="${P99[$n]}" -v nn="${P99[native]}" -v k="${KPS[$n]}" -v kn="${KPS[native]}" \
 			'BEGIN { exit !(p > 0 && nn > 0 && p <= 0.05 * nn && k >= 0.95 * kn) }' && best="$best $n"
 	done
@@ -310,11 +318,17 @@ if [[ ",$SKIP," != *,torch,* ]] && $PY -c 'import torch; assert torch.cuda.is_av
 	TT=$(awk -v a="${lp99:-0}" 'BEGIN { t = 1.5 * a; if (t < 30) t = 30; printf "%d", t }')
 	bench "torch: one LC launch alone under gpuext: p99 ${lp99:-?} us; gx_lcslo target $TT us"
 	torch_group torch-native "" lc be
-	torch_group torch-lcslo "$HB/gx_lcslo.bpf.o,target_us=$TT,guard_us=100,max_window=16,margin_us=200,adjust_ms=500,max_hold_ms=100" lc be
+	TLCSLO="$HB/gx_lcslo.bpf.o,target_us=$TT,guard_us=100,max_window=16,margin_us=200,adjust_ms=500,max_hold_ms=100"
+	torch_group torch-lcslo "$TLCSLO" lc be
+	TVAR=()
+	for v in ${TENANTS_TORCH_VARIANTS:-}; do # NAME:KNOBS, as TENANTS_LCSLO_VARIANTS
+		TVAR+=("torch-lcslo-${v%%:*}")
+		torch_group "torch-lcslo-${v%%:*}" "$TLCSLO,${v#*:}" lc be
+	done
 	echo "# PyTorch pair: LC MLP inference, batch 1, every 10 ms; BE MLP training, batch 512; $TSECS s each" | tee -a "$L/table.md"
 	row "config | LC p50 us | LC p99 us | LC p99.9 us | requests | BE iterations/s | LC p99 vs alone |"
 	row "---|---|---|---|---|---|---|"
-	for n in torch-alone torch-alone-shim torch-native torch-lcslo; do
+	for n in torch-alone torch-alone-shim torch-native torch-lcslo "${TVAR[@]}"; do
 		row "$n | ${P50[$n]} | ${P99[$n]} | ${P999[$n]} | ${NS[$n]} | ${KPS[$n]} | $(awk -v a="${P99[$n]}" -v b="${P99[torch-alone]}" 'BEGIN { if (b > 0) printf "%.2fx", a / b }') |"
 	done
 	r=$(awk -v a="${P99[torch-lcslo]}" -v b="${P99[torch-alone]}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "nan" }')

@@ -135,6 +135,41 @@ static void test_view_and_kill(void)
 	GX_CHECK(!exists(GX_TN_TABLE_FILE), "table gone");
 }
 
+/* Turns among BE tenants: every process sees the same ranks (table order)
+ * and when the other BE tenants last launched. */
+static void test_be_rank(void)
+{
+	struct gx_tn *a = join("bea", GPU_CLASS_BE, NULL);
+	int fd;
+	pid_t b = child("beb", GPU_CLASS_BE, 2, &fd);
+	struct gx_tn *c = join("bec", GPU_CLASS_BE, NULL);
+	GX_CHECK(a && b > 0 && c, "three BE tenants: two here, one in a child with 2 in flight");
+	if (!a || b <= 0 || !c)
+		return;
+	uint64_t t0 = tn_now();
+	gx_tn_launched(a, t0);
+	struct gpu_tenant t;
+	struct gpu_launch l;
+	gx_tn_view(a, tn_now(), &t, &l);
+	uint32_t ra = l.be_rank;
+	uint64_t la = l.be_other_last_launch_ns;
+	gx_tn_view(c, tn_now(), &t, &l);
+	GX_CHECK(l.be_tenants == 3 && ra == 0 && l.be_rank == 2 && l.be_inflight == 3,
+		 "ranks by table order: first 0, third 2 (%u, %u of %u)", ra, l.be_rank, l.be_tenants);
+	GX_CHECK(la && la < t0 && l.be_other_last_launch_ns == t0,
+		 "other BE tenants' latest launch: the child's for the first, the first's for the third");
+	reap_child(b, fd);
+	gx_tn_tick(c, tn_now() + 200000000ull);
+	gx_tn_view(c, tn_now(), &t, &l);
+	GX_CHECK(l.be_tenants == 2 && l.be_rank == 1, "the child reaped: the third is rank 1 of 2 (%u of %u)", l.be_rank,
+		 l.be_tenants);
+	gx_tn_view(a, tn_now(), &t, &l);
+	GX_CHECK(l.be_other_last_launch_ns == 0, "the first sees no other launch (the third never launched)");
+	gx_tn_close(c);
+	gx_tn_close(a);
+	gx_tn_gc();
+}
+
 static void test_gc_all_dead(void)
 {
 	int fd;
@@ -273,6 +308,19 @@ static void test_stats(void)
 	GX_CHECK(in.kernel_ns == 2000000ull && in.completions == 8 && in.inflight == 0 && in.max_inflight == 8,
 		 "GPU time per launch from back-to-back completions: %.3f ms", in.kernel_ns / 1e6);
 	gx_tn_close(me);
+	/* kernels of 1 ms, then of 5 ms: the samples 1..5 ms, their median 3 */
+	me = join("bemix", GPU_CLASS_BE, NULL);
+	for (int i = 0; i < 9; i++)
+		gx_tn_launched(me, t);
+	uint64_t at = t;
+	for (int i = 0; i < 9; i++) {
+		at += (i < 5 ? 1 : 5) * 1000000ull;
+		gx_tn_completed(me, t, at);
+	}
+	gx_tn_self(me, &in);
+	GX_CHECK(in.kernel_ns == 3000000ull, "kernels of 1 then 5 ms: the median sample, %.3f ms (not the lowest)",
+		 in.kernel_ns / 1e6);
+	gx_tn_close(me);
 }
 
 int main(void)
@@ -283,6 +331,7 @@ int main(void)
 	setenv("GPUEXT_SHM_DIR", dir, 1);
 	test_life();
 	test_view_and_kill();
+	test_be_rank();
 	test_gc_all_dead();
 	test_robust();
 	test_pid_reuse();

@@ -169,6 +169,75 @@ static void test_lcslo(int native)
 	gx_hx__free(hx);
 }
 
+/* Rule 3: BE tenants take turns of turn_ms, out of turn held while the
+ * owner works, passing when it has been idle for idle_us. */
+static void test_lcslo_turns(int native)
+{
+	struct gx_hx *hx = load("gx_lcslo", "turn_ms=10,idle_us=200,max_hold_ms=100,max_window=4", native);
+	if (!hx)
+		return;
+	struct gpu_tenant t;
+	struct gpu_launch l;
+	struct gx_hx_gate g;
+	const char *n = native ? "native" : "interp";
+	uint64_t now = 10000 * MS; /* turn 1000 of 10 ms: slot 1000 % 4 = 0 */
+	base(&t, &l, now);
+	l.be_tenants = 4;
+	l.be_rank = 0;
+	l.be_inflight = 3;
+	l.be_other_last_launch_ns = now - 5 * US;
+	GX_CHECK(!strcmp(decide(hx, &t, &l, &g), "pass"), "lcslo turns (%s): rank 0 in slot 0: passes", n);
+	l.be_rank = 2;
+	t.inflight = 1;
+	const char *d = decide(hx, &t, &l, &g);
+	GX_CHECK(!strcmp(d, "hold 1000"), "lcslo turns (%s): rank 2 while the owner works: held (%s)", n, d);
+	GX_CHECK(gx_hx__global(hx, "nr_held_turn") == 1, "lcslo turns (%s): counted", n);
+	/* 19.9 ms into the cycle, rank 2's turn is 0.1 ms away */
+	l.now_ns = now + 19900 * US;
+	l.be_other_last_launch_ns = l.now_ns - 5 * US;
+	d = decide(hx, &t, &l, &g);
+	GX_CHECK(!strcmp(d, "hold 101"), "lcslo turns (%s): held until its turn (%s)", n, d);
+	l.now_ns = now + 20 * MS;
+	GX_CHECK(!strcmp(decide(hx, &t, &l, &g), "pass"), "lcslo turns (%s): its turn: passes with others in flight", n);
+	/* out of turn, the owner idle: work conserving */
+	l.now_ns = now + 1 * MS;
+	l.be_inflight = 1; /* its own */
+	l.be_other_last_launch_ns = l.now_ns - 300 * US;
+	GX_CHECK(!strcmp(decide(hx, &t, &l, &g), "pass"), "lcslo turns (%s): owner idle 300 us: passes out of turn", n);
+	l.be_other_last_launch_ns = l.now_ns - 100 * US;
+	GX_CHECK(!strcmp(decide(hx, &t, &l, &g), "hold 1000"), "lcslo turns (%s): owner launched 100 us ago: held", n);
+	/* an LC burst just ended: everybody drained for it, not idle */
+	l.be_other_last_launch_ns = l.now_ns - 900 * US;
+	l.lc_last_complete_ns = l.now_ns - 50 * US;
+	GX_CHECK(!strcmp(decide(hx, &t, &l, &g), "hold 1000"), "lcslo turns (%s): after an LC burst the owner goes first", n);
+	/* no LC tenant: turns still hold, max_hold_ms ends them */
+	base(&t, &l, now + 1 * MS);
+	l.lc_tenants = 0;
+	l.be_tenants = 2;
+	l.be_rank = 1;
+	l.be_inflight = 2;
+	d = decide(hx, &t, &l, &g);
+	GX_CHECK(!strcmp(d, "hold 1000"), "lcslo turns (%s): no LC, out of turn: held (%s)", n, d);
+	l.held_ns = 100 * MS;
+	GX_CHECK(!strcmp(decide(hx, &t, &l, &g), "default"), "lcslo turns (%s): held max_hold_ms: passes", n);
+	gx_hx__free(hx);
+	hx = load("gx_lcslo", "turn_ms=50,max_hold_ms=100", native);
+	if (!hx)
+		return;
+	base(&t, &l, 10000 * MS); /* turn 25 ms (100 / 4): slot 400 % 4 = 0 */
+	l.lc_tenants = 0;
+	l.be_tenants = 4;
+	l.be_rank = 1;
+	l.be_inflight = 1;
+	char d1[64];
+	snprintf(d1, sizeof(d1), "%s", decide(hx, &t, &l, &g));
+	l.now_ns += 24999 * US;
+	const char *d2 = decide(hx, &t, &l, &g);
+	GX_CHECK(!strcmp(d1, "hold 1000") && !strcmp(d2, "hold 2"),
+		 "lcslo turns (%s): a cycle of 4 x 50 ms over max_hold_ms 100: turns of 25 ms (%s, then %s)", n, d1, d2);
+	gx_hx__free(hx);
+}
+
 /* The same scripted views give the same decisions native and interpreted. */
 static void test_same(void)
 {
@@ -194,6 +263,10 @@ static void test_same(void)
 				l.be_queued_ns = (uint64_t)(i % 4) * 100 * US;
 				l.lc_p99_ns = (uint64_t)(i % 6) * 100 * US;
 				l.held_ns = (uint64_t)(i % 17) * 10 * MS;
+				l.be_tenants = 1 + (uint32_t)(i % 4);
+				l.be_rank = (uint32_t)(i % 3);
+				l.be_inflight = t.inflight + (uint32_t)(i % 2);
+				l.be_other_last_launch_ns = l.now_ns - (uint64_t)(i % 5) * 100 * US;
 				const char *d = decide(hx, &t, &l, &g);
 				snprintf(out + strlen(out), 4096 - strlen(out), "%c%lld", d[0] + (int)(g.hold_us % 7),
 					 (long long)g.window);
@@ -255,6 +328,7 @@ int main(int argc, char **argv)
 		test_lcfirst(native);
 		test_tbucket(native);
 		test_lcslo(native);
+		test_lcslo_turns(native);
 	}
 	test_same();
 	test_bad();
