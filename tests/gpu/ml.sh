@@ -144,13 +144,26 @@ exec "$REAL_PTXAS" "$@"
 S
 	chmod +x "$W/fakecuda/bin/ptxas"
 	export PTXAS_LOG=$L/jax.ptxas.log REAL_PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+	NOJIT=""
 	for flags in "--xla_gpu_enable_libnvptxcompiler=false" "--xla_gpu_autotune_level=0" \
-		"--xla_gpu_unsafe_fallback_to_driver_on_ptxas_not_found=true"; do
+		"--xla_gpu_unsafe_fallback_to_driver_on_ptxas_not_found=true" "--xla_gpu_libnvjitlink_mode=disabled" \
+		"--xla_gpu_libnvjitlink_mode=DISABLED" "--xla_gpu_libnvjitlink_mode=LIB_NV_JIT_LINK_MODE_DISABLED" \
+		"--xla_gpu_libnvjitlink_mode=2" "--xla_gpu_enable_llvm_module_compilation_parallelism=true"; do
 		if XLA_FLAGS="$flags" timeout 60 python3 -c 'import jax; jax.jit(lambda x: x + 1)(1.0).block_until_ready()' \
-			>"$W/flag.out" 2>&1; then echo "# jax accepts $flags"; else echo "# jax refuses $flags: $(tail -1 "$W/flag.out")"; fi
+			>"$W/flag.out" 2>&1; then
+			echo "# jax accepts $flags"
+			[[ -z $NOJIT && $flags == *libnvjitlink_mode* ]] && NOJIT=$flags
+		else echo "# jax refuses $flags: $(tail -1 "$W/flag.out")"; fi
 	done
+	# XLA's own account of how it compiles PTX (its decision log, VLOG 4)
+	XLA_FLAGS="--xla_gpu_enable_libnvptxcompiler=false --xla_gpu_cuda_data_dir=$W/fakecuda" TF_CPP_MIN_LOG_LEVEL=0 \
+		TF_CPP_VMODULE=assemble_compilation_provider=4,subprocess_compilation=3,nvjitlink=3,ptx_compiler=3 \
+		timeout 60 python3 -c 'import jax; jax.jit(lambda x: x + 1)(1.0).block_until_ready()' >"$L/jax.decision.log" 2>&1
+	grep -iE 'nvjitlink|nvptxcompiler|ptxas|driver|compilation' "$L/jax.decision.log" | head -20 | sed 's/^/# xla: /'
 	v=0
 	for flags in "--xla_gpu_enable_libnvptxcompiler=false --xla_gpu_cuda_data_dir=$W/fakecuda" \
+		"--xla_gpu_enable_libnvptxcompiler=false --xla_gpu_enable_llvm_module_compilation_parallelism=true --xla_gpu_unsafe_fallback_to_driver_on_ptxas_not_found=true --xla_gpu_cuda_data_dir=$W/fakecuda" \
+		${NOJIT:+"$NOJIT --xla_gpu_enable_libnvptxcompiler=false --xla_gpu_cuda_data_dir=$W/nocuda --xla_gpu_unsafe_fallback_to_driver_on_ptxas_not_found=true"} \
 		"--xla_gpu_enable_libnvptxcompiler=false --xla_gpu_cuda_data_dir=$W/nocuda --xla_gpu_unsafe_fallback_to_driver_on_ptxas_not_found=true"; do
 		v=$((v + 1))
 		: >"$PTXAS_LOG"
