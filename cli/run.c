@@ -135,7 +135,11 @@ static bool has_device_policy(const char *list)
 /* --ptxas: Triton runs TRITON_PTXAS_PATH, XLA the ptxas of its CUDA data
  * folder (in-process compilation off, so that it runs one): both get
  * gpuext-ptxas (cli/ptxas.c), which compiles the device policies in and
- * runs the real ptxas — the one the user had named, if any. */
+ * runs the real ptxas — the one the user had named, if any. The data
+ * folder's bin/ also goes first on PATH: jaxlib 0.11's XLA ignores
+ * --xla_gpu_cuda_data_dir and looks for <dir>/bin/ptxas over the folders
+ * of PATH (run 32 on the H200: its search log), taking the first found;
+ * gpuext-ptxas skips itself when it looks for the real one on PATH. */
 static int set_ptxas(const char *libdir, bool print)
 {
 	char bin[PATH_MAX + 32], cuda[PATH_MAX + 32];
@@ -157,6 +161,13 @@ static int set_ptxas(const char *libdir, bool print)
 		old && *old ? " " : "", cuda);
 	set("XLA_FLAGS", x, print);
 	free(x);
+	const char *path = getenv("PATH");
+	char *p = malloc(strlen(cuda) + (path ? strlen(path) : 0) + 8);
+	if (!p)
+		return -1;
+	sprintf(p, "%s/bin%s%s", cuda, path && *path ? ":" : "", path ? path : "");
+	set("PATH", p, print);
+	free(p);
 	return 0;
 }
 

@@ -16,8 +16,11 @@
  *  4. At most `window` BE launches in flight per tenant.
  * Every `adjust_ms` the LC p99 the runtime measured is compared with
  * target_us: above it, the margin grows by half (at least 50 µs, at most to
- * max_margin_us) and the window halves; below 3/4 of it, the margin shrinks
- * by an eighth and the window grows by one (up to max_window). The margin
+ * max_margin_us) and the window halves (not below min_window); below 3/4 of
+ * it, the margin shrinks by an eighth and the window grows by one (up to
+ * max_window). A window under 2 leaves the GPU idle between a BE kernel's
+ * end and the next launch (the completion poll, the wake, the launch: 20–
+ * 40 µs on the H200, a third of a 100 µs kernel), so 2 is the floor. The margin
  * is BE idle time before every predicted LC burst: its cap bounds what the
  * controller may take from BE chasing a target it cannot reach. The window is published in the
  * tenant table (`gpuext tenant` shows it; a value set from outside is
@@ -45,8 +48,9 @@
 const volatile __u32 target_us = 200;
 const volatile __u32 guard_us = 50;
 const volatile __u32 max_window = 4;
+const volatile __u32 min_window = 2;   /* one kernel queued behind the running one: no gap */
 const volatile __u32 margin_us = 100;  /* starting margin */
-const volatile __u32 max_margin_us = 1000;
+const volatile __u32 max_margin_us = 500;
 const volatile __u32 adjust_ms = 250;
 const volatile __u32 max_hold_ms = 100;
 const volatile __u32 turn_ms = 20;     /* 0: no turns */
@@ -67,6 +71,12 @@ struct {
 } state SEC(".maps");
 
 __u64 nr_pass, nr_held_busy, nr_held_predicted, nr_held_turn, nr_held_window, nr_starved, nr_tighten, nr_relax;
+
+static __u32 lo_window(void)
+{
+	__u32 lo = min_window ? min_window : 1;
+	return max_window && lo > max_window ? max_window : lo;
+}
 
 /* Rule 3: 0 when this BE tenant may launch now, else how long to wait (µs)
  * for its turn; a launch or completion anywhere wakes it earlier. */
@@ -127,7 +137,7 @@ int BPF_PROG(lcslo_launch, struct gpu_sched_ctx *gctx, struct gpu_tenant *t, str
 			c->margin_ns += c->margin_ns / 2 > 50000 ? c->margin_ns / 2 : 50000;
 			if (c->margin_ns > (__u64)max_margin_us * 1000)
 				c->margin_ns = (__u64)max_margin_us * 1000;
-			c->window = c->window > 1 ? c->window / 2 : 1;
+			c->window = c->window / 2 > lo_window() ? c->window / 2 : lo_window();
 			GX_STAT(nr_tighten);
 		} else if (p99 < target * 3 / 4) {
 			c->margin_ns -= c->margin_ns / 8;

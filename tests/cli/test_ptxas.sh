@@ -34,3 +34,7 @@ check "through the XLA data folder's link, the tools and the JIT are found" \
 	"GPUEXT_TOOL=threadhist $B/share/gpuext/cuda/bin/ptxas -arch=sm_90 $T/k.ptx -o $T/l.cubin 2>$T/err && strings $T/l.cubin | grep -q __gx_devrt"
 check "PTX that fails in ptxas still fails, with ptxas's own exit status" \
 	"! GPUEXT_TOOL=threadhist $W -arch=sm_90 $T/bad.ptx -o $T/bad.cubin 2>$T/err"
+# jaxlib's XLA looks for <dir>/bin/ptxas over the folders of PATH: under
+# gpuext-run --ptxas the first is ours, and it runs the real one past itself
+check "gpuext-run --ptxas: the wrapper first on PATH, finding the real ptxas past itself" \
+	"env -u GPUEXT_REAL_PTXAS PATH=$(dirname "$PTXAS"):/usr/bin:/bin $B/bin/gpuext-run --ptxas -- sh -c 'command -v ptxas | grep -q share/gpuext/cuda/bin && GPUEXT_TOOL=threadhist ptxas -arch=sm_90 $T/k.ptx -o $T/p.cubin' 2>$T/err && strings $T/p.cubin | grep -q __gx_devrt"

@@ -318,7 +318,7 @@ if [[ ",$SKIP," != *,torch,* ]] && $PY -c 'import torch; assert torch.cuda.is_av
 	TT=$(awk -v a="${lp99:-0}" 'BEGIN { t = 1.5 * a; if (t < 30) t = 30; printf "%d", t }')
 	bench "torch: one LC launch alone under gpuext: p99 ${lp99:-?} us; gx_lcslo target $TT us"
 	torch_group torch-native "" lc be
-	TLCSLO="$HB/gx_lcslo.bpf.o,target_us=$TT,guard_us=100,max_window=16,margin_us=200,adjust_ms=500,max_hold_ms=100"
+	TLCSLO="$HB/gx_lcslo.bpf.o,target_us=$TT,guard_us=100,max_window=4,margin_us=200,adjust_ms=500,max_hold_ms=100"
 	torch_group torch-lcslo "$TLCSLO" lc be
 	TVAR=()
 	for v in ${TENANTS_TORCH_VARIANTS:-}; do # NAME:KNOBS, as TENANTS_LCSLO_VARIANTS

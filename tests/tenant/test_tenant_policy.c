@@ -158,6 +158,11 @@ static void test_lcslo(int native)
 	decide(hx, &t, &l, &g);
 	GX_CHECK(g.window == 2 && gx_hx__global(hx, "nr_tighten") == 1, "lcslo (%s): p99 300 us > 100: window 4 -> %lld", n,
 		 (long long)g.window);
+	base(&t, &l, now + 30 * MS);
+	l.lc_p99_ns = 300 * US;
+	decide(hx, &t, &l, &g);
+	GX_CHECK(g.window == 2 && gx_hx__global(hx, "nr_tighten") == 2,
+		 "lcslo (%s): still over: the window stays at min_window 2 (%lld)", n, (long long)g.window);
 	base(&t, &l, now + 40 * MS);
 	l.lc_p99_ns = 50 * US;
 	decide(hx, &t, &l, &g);
