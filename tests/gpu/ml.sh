@@ -72,7 +72,9 @@ for name in triton compile cupy jax eager; do
 		shim) one $name $cfg "$RUN" -v -- python3 "$py" ;;
 		threadhist*) one $name $cfg "$RUN" -v --tool threadhist --json --trace "$L/$name.$cfg.trace.json" -- python3 "$py" ;;
 		kernelretsnoop) one $name $cfg "$RUN" -v --tool kernelretsnoop --json -- python3 "$py" ;;
-		ptxas) one $name $cfg "$RUN" -v --ptxas --tool threadhist --json -- python3 "$py" ;;
+		# XLA logs which ptxas it found (its search over PATH and its roots)
+		ptxas) TF_CPP_MIN_LOG_LEVEL=0 TF_CPP_VMODULE=subprocess_compilation=3,assemble_compilation_provider=4 \
+			one $name $cfg "$RUN" -v --ptxas --tool threadhist --json -- python3 "$py" ;;
 		esac
 		rc=$?
 		got=$(sum $name $cfg)
