@@ -77,12 +77,43 @@ static unsigned target_sm(int argc, char **argv)
 	return 90;
 }
 
+/* Options of ptxas whose value is the next argument (the rest are flags,
+ * or carry their value after '='). */
+static bool takes_value(const char *o)
+{
+	static const char *const with[] = {"-o", "--output-file", "-arch", "--gpu-name", "-maxrregcount",
+					   "--maxrregcount", "-e", "--entry", "-optf", "--options-file", "-m",
+					   "--machine", "-O", "--opt-level", "-dlcm", "--def-load-cache", "-dscm",
+					   "--def-store-cache", "-fmad", "--fmad", "-ias", "--input-as-string"};
+	for (size_t k = 0; k < sizeof(with) / sizeof(with[0]); k++)
+		if (!strcmp(o, with[k]))
+			return true;
+	return false;
+}
+
+/* PTX text: a `.version` directive near the start (a cubin or an options
+ * file has none). */
+static bool looks_like_ptx(const char *path)
+{
+	char buf[4097];
+	FILE *f = fopen(path, "rbe");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return n == strlen(buf) && strstr(buf, ".version") && strstr(buf, ".target");
+}
+
+/* An input: a positional argument, named .ptx or holding PTX text — XLA
+ * hands ptxas temporary files with no extension. */
 static bool is_input(int argc, char **argv, int i)
 {
-	size_t l = strlen(argv[i]);
-	/* an output named .ptx is not an input */
-	return l > 4 && !strcmp(argv[i] + l - 4, ".ptx") && argv[i][0] != '-' &&
-	       !(i > 1 && (!strcmp(argv[i - 1], "-o") || !strcmp(argv[i - 1], "--output-file"))) && i < argc;
+	const char *a = argv[i];
+	size_t l = strlen(a);
+	if (i >= argc || !l || a[0] == '-' || (i > 1 && takes_value(argv[i - 1])))
+		return false;
+	return (l > 4 && !strcmp(a + l - 4, ".ptx")) || looks_like_ptx(a);
 }
 
 /* Rewrite `in` with the set's hooks into a temporary file; its path in out. */

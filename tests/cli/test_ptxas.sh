@@ -38,3 +38,9 @@ check "PTX that fails in ptxas still fails, with ptxas's own exit status" \
 # gpuext-run --ptxas the first is ours, and it runs the real one past itself
 check "gpuext-run --ptxas: the wrapper first on PATH, finding the real ptxas past itself" \
 	"env -u GPUEXT_REAL_PTXAS PATH=$(dirname "$PTXAS"):/usr/bin:/bin $B/bin/gpuext-run --ptxas -- sh -c 'command -v ptxas | grep -q share/gpuext/cuda/bin && GPUEXT_TOOL=threadhist ptxas -arch=sm_90 $T/k.ptx -o $T/p.cubin' 2>$T/err && strings $T/p.cubin | grep -q __gx_devrt"
+# XLA's ptxas command line: a temporary input with no extension
+cp $T/k.ptx $T/tempfile-noext
+check "an input with no .ptx extension (XLA's temporary files) is rewritten" \
+	"GPUEXT_TOOL=threadhist $W $T/tempfile-noext -o $T/n.cubin -arch=sm_90a --warn-on-spills -v 2>$T/err && strings $T/n.cubin | grep -q __gx_devrt"
+check "an option's value is not an input (-o naming an existing PTX file is overwritten, not read)" \
+	"cp $T/k.ptx $T/out-is-ptx && GPUEXT_TOOL=threadhist $W -arch sm_90 $T/k.ptx -o $T/out-is-ptx 2>$T/err && ! grep -q '.version' $T/out-is-ptx"
