@@ -61,7 +61,8 @@ static void usage(FILE *out)
 		"                    decisions and samples: gpuext sched (GPUEXT_SCHED_LOG)\n"
 		"  --audit           also redirect dlopen of libcuda by absolute path (LD_AUDIT)\n"
 		"  --ptxas           compilers that run ptxas themselves compile the device policies in:\n"
-		"                    Triton (TRITON_PTXAS_PATH) and XLA (XLA_FLAGS) use gpuext-ptxas\n"
+		"                    Triton (TRITON_PTXAS_PATH) and XLA (XLA_FLAGS, PATH) use gpuext-ptxas;\n"
+		"                    XLA's part is set whenever a device policy or tool is attached\n"
 		"  --disable         keep the shim loaded but only forward (GPUEXT_DISABLE=1)\n"
 		"  --print-env       print the environment that would be set, do not run\n"
 		"  -h, --help        this help\n"
@@ -140,19 +141,23 @@ static bool has_device_policy(const char *list)
  * --xla_gpu_cuda_data_dir and looks for <dir>/bin/ptxas over the folders
  * of PATH (run 32 on the H200: its search log), taking the first found;
  * gpuext-ptxas skips itself when it looks for the real one on PATH. */
-static int set_ptxas(const char *libdir, bool print)
+static int set_ptxas(const char *libdir, bool print, bool triton)
 {
 	char bin[PATH_MAX + 32], cuda[PATH_MAX + 32];
 	snprintf(bin, sizeof(bin), "%s/../bin/gpuext-ptxas", libdir);
 	snprintf(cuda, sizeof(cuda), "%s/../share/gpuext/cuda", libdir);
 	if (access(bin, X_OK)) {
+		if (!triton)
+			return 0; /* the automatic XLA route: nothing to set up */
 		run_err("rebuild with 'make'", "--ptxas: %s is missing", bin);
 		return -1;
 	}
-	const char *user = getenv("TRITON_PTXAS_PATH");
-	if (user && *user)
-		set_default("GPUEXT_REAL_PTXAS", user, print);
-	set("TRITON_PTXAS_PATH", bin, print);
+	if (triton) {
+		const char *user = getenv("TRITON_PTXAS_PATH");
+		if (user && *user)
+			set_default("GPUEXT_REAL_PTXAS", user, print);
+		set("TRITON_PTXAS_PATH", bin, print);
+	}
 	const char *old = getenv("XLA_FLAGS");
 	char *x = malloc(strlen(cuda) + (old ? strlen(old) : 0) + 96);
 	if (!x)
@@ -402,7 +407,11 @@ int gx_run_main(int argc, char **argv, const char *name)
 	 * and never over the user's own setting. */
 	if (tool || sched || (policy && has_device_policy(policy)))
 		set_default("CUPY_COMPILE_WITH_PTX", "1", print_env);
-	if (ptxas && set_ptxas(dir, print_env))
+	/* XLA has no other way to device hooks (its cubins carry no PTX), and
+	 * the ptxas it finds on PATH is its only reader of the route: set up
+	 * whenever device code is attached. Triton's needs --ptxas (the shim
+	 * already rewrites the PTX its cubins carry). */
+	if ((ptxas || tool || (policy && has_device_policy(policy))) && set_ptxas(dir, print_env, ptxas))
 		return 2;
 	if (sched) {
 		char spec[PATH_MAX + 1024];

@@ -54,5 +54,10 @@ check "--tool sets CUPY_COMPILE_WITH_PTX=1" "$R --print-env --tool threadhist --
 check "a device --policy sets CUPY_COMPILE_WITH_PTX=1" \
 	"$R --print-env --policy $B/share/gpuext/tools/threadhist.bpf.o -- true | grep -qx 'CUPY_COMPILE_WITH_PTX=1'"
 check "a host --policy alone does not" "! $R --print-env --policy $B/hostbpf/gx_seq.bpf.o -- true | grep -q CUPY_COMPILE_WITH_PTX"
+check "--tool puts XLA on gpuext-ptxas (first on PATH, XLA_FLAGS), Triton untouched" \
+	"$R --print-env --tool threadhist -- true >$tmp/env && grep -q '^PATH=.*share/gpuext/cuda/bin:' $tmp/env && grep -q '^XLA_FLAGS=.*xla_gpu_enable_libnvptxcompiler=false' $tmp/env && ! grep -q TRITON_PTXAS_PATH $tmp/env"
+check "a host --policy alone leaves PATH and XLA_FLAGS" \
+	"$R --print-env --policy $B/hostbpf/gx_seq.bpf.o -- true >$tmp/env && ! grep -qE '^(PATH|XLA_FLAGS)=' $tmp/env"
+check "--ptxas puts Triton on it too" "$R --print-env --ptxas -- true | grep -q '^TRITON_PTXAS_PATH=.*gpuext-ptxas'"
 check "the user's CUPY_COMPILE_WITH_PTX stays" \
 	"! CUPY_COMPILE_WITH_PTX=0 $R --print-env --tool threadhist -- true | grep -q CUPY_COMPILE_WITH_PTX"
