@@ -41,7 +41,10 @@ for t in tests/gpu/*.sh; do
 	if [ -n "$only" ] && ! [[ "$name" =~ $only ]]; then continue; fi
 	echo "== $name"
 	start=$(date +%s)
-	timeout -k 10 "${GX_GPU_TIMEOUT:-300}" bash "$t" >"$OUT/$name.log" 2>&1
+	# a part's limit: 300 s, ml.sh's five stacks x six configurations 900 s
+	lim=300
+	[ "$name" = ml ] && lim=900
+	timeout -k 10 "${GX_GPU_TIMEOUT:-$lim}" bash "$t" >"$OUT/$name.log" 2>&1
 	rc=$?
 	p=$(grep -c '^ok - ' "$OUT/$name.log")
 	f=$(grep -c '^not ok - ' "$OUT/$name.log")
