@@ -2,6 +2,7 @@
 its precompiled libraries (FFT, sort, linalg): checksums, then time."""
 import hashlib, os, time
 import cupy as cp
+from steady import steady
 raw = cp.RawKernel(r'''
 extern "C" __global__ void saxpy(float a, const float *x, float *y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -23,8 +24,4 @@ for t in run():
     h.update(cp.asnumpy(t).tobytes())
 print('checksum', h.hexdigest()[:16])
 iters = int(os.environ.get('ITERS', '100'))
-cp.cuda.Device().synchronize(); t0 = time.perf_counter()
-for _ in range(iters):
-    run()
-cp.cuda.Device().synchronize()
-print('time_ms %.3f' % ((time.perf_counter() - t0) * 1e3))
+steady(run, cp.cuda.Device().synchronize, iters)

@@ -3,6 +3,7 @@ backward: deterministic checksums of the output and gradients, then the
 steady-state time of ITERS training steps."""
 import hashlib, os, time
 import torch
+from steady import steady
 torch.manual_seed(0)
 torch.backends.cuda.matmul.allow_tf32 = False
 m = torch.nn.Sequential(torch.nn.Linear(512, 2048), torch.nn.GELU(), torch.nn.LayerNorm(2048),
@@ -20,10 +21,8 @@ for p in m.parameters():
     h.update(p.grad.detach().cpu().numpy().tobytes())
 print('checksum', h.hexdigest()[:16])
 iters = int(os.environ.get('ITERS', '200'))
-torch.cuda.synchronize(); t0 = time.perf_counter()
-for _ in range(iters):
+def one_round():
     for p in m.parameters():
         p.grad = None
     step()
-torch.cuda.synchronize()
-print('time_ms %.3f' % ((time.perf_counter() - t0) * 1e3))
+steady(one_round, torch.cuda.synchronize, iters)

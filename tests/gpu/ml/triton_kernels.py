@@ -4,6 +4,7 @@ ITERS rounds of all three. Triton compiles with ptxas -lineinfo, so its
 cubins carry their PTX (what gpuext rewrites under a tool)."""
 import hashlib, os, sys, time
 import torch, triton, triton.language as tl
+from steady import steady
 
 @triton.jit
 def add_kernel(x, y, out, n, BLOCK: tl.constexpr):
@@ -56,8 +57,4 @@ s = torch.randn(4096, 1000, device='cuda')
 a, b = torch.randn(1024, 512, device='cuda', dtype=torch.float16), torch.randn(512, 1024, device='cuda', dtype=torch.float16)
 print('checksum', digest(*run(x, y, s, a, b)))
 iters = int(os.environ.get('ITERS', '200'))
-torch.cuda.synchronize(); t0 = time.perf_counter()
-for _ in range(iters):
-    run(x, y, s, a, b)
-torch.cuda.synchronize()
-print('time_ms %.3f' % ((time.perf_counter() - t0) * 1e3))
+steady(lambda: run(x, y, s, a, b), torch.cuda.synchronize, iters)
