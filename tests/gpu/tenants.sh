@@ -7,7 +7,7 @@
 #     latency = launch call to completion; 4 BE processes, compute kernels of
 #     TENANTS_BE_US (100 µs, calibrated) back to back on 4 streams each (at
 #     most 8 in flight per stream: the program's own bound).
-#     Configurations, TENANTS_SECS (12 s) each: LC alone, native (no gpuext),
+#     Configurations, TENANTS_SECS (10 s) each: LC alone, native (no gpuext),
 #     an emulation of XSched's Level 1 with its defaults (BE suspended while
 #     LC has work, 16 commands in flight per queue, which the program's own
 #     bound of 8 never reaches: gx_lcfirst with no guard and no window — its
