@@ -13,6 +13,18 @@
 #define GX_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define GX_EXPORT __attribute__((visibility("default")))
 
+/* qsort comparators of unsigned integers (ascending). */
+static inline int gx_cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+static inline int gx_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 /* The one return helper for int-returning public functions: sets errno from a
  * negative result and passes it through. */
 static inline int gx_err(int ret)

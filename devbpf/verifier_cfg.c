@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/gx_util.h"
 #include "devbpf/verifier.h"
 
 static bool is_ldimm64(const struct bpf_insn *in)
@@ -194,12 +195,6 @@ static bool is_cond_jmp(const struct bpf_insn *in)
 	return (cls == BPF_JMP || cls == BPF_JMP32) && op != BPF_JA && op != BPF_CALL && op != BPF_EXIT;
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 int vcfg_check(struct venv *env)
 {
 	uint32_t n = env->cnt;
@@ -239,7 +234,7 @@ int vcfg_check(struct venv *env)
 	if (err)
 		goto out;
 	/* subprograms */
-	qsort(starts, nstarts, sizeof(*starts), cmp_u32);
+	qsort(starts, nstarts, sizeof(*starts), gx_cmp_u32);
 	uint32_t u = 0;
 	for (uint32_t i = 0; i < nstarts; i++)
 		if (u == 0 || starts[u - 1] != starts[i])

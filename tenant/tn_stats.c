@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/gx_util.h"
 #include "tenant/tn_internal.h"
 
 static struct tn_proc *me(struct gx_tn *tn)
@@ -86,27 +87,15 @@ void gx_tn_untracked(struct gx_tn *tn)
 	__atomic_add_fetch(&p->untracked, 1, __ATOMIC_RELAXED);
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Quantiles over the ring, every 16 completions (a sort of ≤ 512). */
 static void quantiles(struct gx_tn *tn, struct tn_proc *p)
 {
 	uint32_t s[TN_LAT], n = tn->nlat;
 	memcpy(s, tn->lat, n * sizeof(s[0]));
-	qsort(s, n, sizeof(s[0]), cmp_u32);
+	qsort(s, n, sizeof(s[0]), gx_cmp_u32);
 	ST(p->p50_ns, (uint64_t)s[n / 2] * 1000);
 	ST(p->p99_ns, (uint64_t)s[(n * 99) / 100] * 1000);
 	ST(p->p999_ns, (uint64_t)s[(n * 999) / 1000] * 1000);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
 }
 
 static uint64_t svc_median(const struct gx_tn *tn)
@@ -118,7 +107,7 @@ static uint64_t svc_median(const struct gx_tn *tn)
 			s[n++] = tn->svc[i];
 	if (!n)
 		return 0;
-	qsort(s, (size_t)n, sizeof(s[0]), cmp_u64);
+	qsort(s, (size_t)n, sizeof(s[0]), gx_cmp_u64);
 	return s[n / 2];
 }
 

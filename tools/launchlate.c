@@ -89,7 +89,7 @@ int fmt_launchlate(const struct tooldata *td, int json, FILE *tf)
 		for (size_t r = 0; r < td->nr_recs; r++)
 			if (lof[r] != SIZE_MAX && td->launches[lof[r]].kernel_id == ids[j] && LL_DEV(r) == idev[j])
 				v[n++] = (uint64_t)(lat[r] < 0 ? 0 : lat[r]);
-		qsort(v, n, sizeof(*v), td_cmp_u64);
+		qsort(v, n, sizeof(*v), gx_cmp_u64);
 		const char *name = td_kname(td, ids[j], nb, sizeof(nb));
 		if (json) {
 			printf("%s{\"kernel\":", j ? "," : "");

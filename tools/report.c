@@ -21,12 +21,6 @@ void td_bar(unsigned long long v, unsigned long long max, int width)
 		fputs("#", stdout);
 }
 
-int td_cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* ------------------------------------------------------------ launch ids */
 /* Device records carry ctx->launch_id (%gridid: per context, one per grid,
  * increasing in launch order); the shim's log numbers the host's launches.

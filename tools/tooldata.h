@@ -83,7 +83,6 @@ void td_tracks_names(FILE *tf, struct td_tracks *t, const struct tooldata *td, c
 #define TRACE_MAX_EVENTS 200000
 /* A terminal bar of v/max * width '#'. */
 void td_bar(unsigned long long v, unsigned long long max, int width);
-int td_cmp_u64(const void *a, const void *b);
 /* Device records carry ctx->launch_id (%gridid); per record, the index of
  * its launch in td->launches, or SIZE_MAX (malloc'd; NULL if out of memory).
  * kid_off/lid_off: offsets of kernel_id and launch_id in the payload. */
