@@ -116,6 +116,25 @@ static int set_default(const char *k, const char *v, bool print)
 	return old ? 0 : set(k, v, print);
 }
 
+/* K = V joined to K's current value by SEP, V first (a search path) or
+ * last (a flag list); just V when K is unset or empty. -1: out of memory. */
+static int join_env(const char *k, const char *v, char sep, bool first, bool print)
+{
+	const char *old = getenv(k);
+	if (!old || !*old) {
+		set(k, v, print);
+		return 0;
+	}
+	size_t n = strlen(v) + strlen(old) + 2;
+	char *s = malloc(n);
+	if (!s)
+		return -1;
+	snprintf(s, n, "%s%c%s", first ? v : old, sep, first ? old : v);
+	set(k, s, print);
+	free(s);
+	return 0;
+}
+
 /* Is one of the --policy objects a device policy (not struct_ops)? A
  * struct_ops object names its sections "struct_ops/..." (hostexec/). */
 static bool has_device_policy(const char *list)
@@ -158,22 +177,12 @@ static int set_ptxas(const char *libdir, bool print, bool triton)
 			set_default("GPUEXT_REAL_PTXAS", user, print);
 		set("TRITON_PTXAS_PATH", bin, print);
 	}
-	const char *old = getenv("XLA_FLAGS");
-	char *x = malloc(strlen(cuda) + (old ? strlen(old) : 0) + 96);
-	if (!x)
+	char v[sizeof(cuda) + 96];
+	snprintf(v, sizeof(v), "--xla_gpu_enable_libnvptxcompiler=false --xla_gpu_cuda_data_dir=%s", cuda);
+	if (join_env("XLA_FLAGS", v, ' ', false, print))
 		return -1;
-	sprintf(x, "%s%s--xla_gpu_enable_libnvptxcompiler=false --xla_gpu_cuda_data_dir=%s", old ? old : "",
-		old && *old ? " " : "", cuda);
-	set("XLA_FLAGS", x, print);
-	free(x);
-	const char *path = getenv("PATH");
-	char *p = malloc(strlen(cuda) + (path ? strlen(path) : 0) + 8);
-	if (!p)
-		return -1;
-	sprintf(p, "%s/bin%s%s", cuda, path && *path ? ":" : "", path ? path : "");
-	set("PATH", p, print);
-	free(p);
-	return 0;
+	snprintf(v, sizeof(v), "%s/bin", cuda);
+	return join_env("PATH", v, ':', true, print);
 }
 
 /* Repeated --tool (GPUEXT_TOOL=a,b) and --policy (GPUEXT_POLICY=p:q). */
@@ -213,7 +222,7 @@ static int sched_spec(const char *v, const char *shim, char *out, size_t n)
 	char obj[PATH_MAX], rp[PATH_MAX];
 	snprintf(obj, sizeof(obj), "%.*s", (int)(c ? (size_t)(c - v) : strlen(v)), v);
 	if (!strchr(obj, '/') && !strchr(obj, '.') && *obj) {
-		char p[PATH_MAX + 64];
+		char p[2 * PATH_MAX + 64]; /* shim dir + name: each up to PATH_MAX */
 		snprintf(p, sizeof(p), "%s/../share/gpuext/sched/%s.bpf.o", shim, obj);
 		snprintf(obj, sizeof(obj), "%.*s", PATH_MAX - 1, p);
 	}
@@ -359,14 +368,8 @@ int gx_run_main(int argc, char **argv, const char *name)
 			"cannot find the gpuext shim (libcuda.so.1)");
 		return 2;
 	}
-	const char *old = getenv("LD_LIBRARY_PATH");
-	size_t n = strlen(dir) + (old ? strlen(old) : 0) + 2;
-	char *llp = malloc(n);
-	if (!llp)
+	if (join_env("LD_LIBRARY_PATH", dir, ':', true, print_env))
 		return 1;
-	snprintf(llp, n, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
-	set("LD_LIBRARY_PATH", llp, print_env);
-	free(llp);
 	set("TRITON_LIBCUDA_PATH", dir, print_env);
 	if (policy)
 		set("GPUEXT_POLICY", policy, print_env);
@@ -391,13 +394,8 @@ int gx_run_main(int argc, char **argv, const char *name)
 			run_err("rebuild with 'make'", "--audit: %s is missing", a);
 			return 2;
 		}
-		const char *oa = getenv("LD_AUDIT");
-		char *v = malloc(strlen(a) + (oa ? strlen(oa) : 0) + 2);
-		if (!v)
+		if (join_env("LD_AUDIT", a, ':', true, print_env))
 			return 1;
-		sprintf(v, "%s%s%s", a, oa && *oa ? ":" : "", oa && *oa ? oa : "");
-		set("LD_AUDIT", v, print_env);
-		free(v);
 	}
 	if (sample)
 		set("GPUEXT_CFG", sample, print_env);
