@@ -104,23 +104,30 @@ static __u64 turn_wait_us(struct gpu_tenant *t, struct gpu_launch *l)
 	return (ahead * turn - now % turn) / 1000 + 1;
 }
 
+/* Rule 3 applied: hold the launch until its turn (true), or let it on. */
+static bool held_for_turn(struct gpu_sched_ctx *gctx, struct gpu_tenant *t, struct gpu_launch *l)
+{
+	__u64 wait = turn_wait_us(t, l);
+
+	if (!wait)
+		return false;
+	GX_STAT(nr_held_turn);
+	bpf_gpu_hold_launch(gctx, l, wait < 1000 ? wait : 1000);
+	return true;
+}
+
 SEC("struct_ops/lcslo_launch")
 int BPF_PROG(lcslo_launch, struct gpu_sched_ctx *gctx, struct gpu_tenant *t, struct gpu_launch *l)
 {
 	__u32 zero = 0;
-	__u64 now = l->now_ns, done = l->lc_last_complete_ns, p99 = l->lc_p99_ns, target, horizon, wait;
+	__u64 now = l->now_ns, done = l->lc_last_complete_ns, p99 = l->lc_p99_ns, target, horizon;
 	struct slo_ctl *c;
 
 	if (t->cls == GPU_CLASS_LC)
 		return GPU_BYPASS;
-	if (!l->lc_tenants) {
-		wait = l->held_ns < (__u64)max_hold_ms * 1000000 ? turn_wait_us(t, l) : 0;
-		if (!wait)
-			return GPU_DEFAULT;
-		GX_STAT(nr_held_turn);
-		bpf_gpu_hold_launch(gctx, l, wait < 1000 ? wait : 1000);
-		return GPU_BYPASS;
-	}
+	if (!l->lc_tenants)
+		return l->held_ns < (__u64)max_hold_ms * 1000000 && held_for_turn(gctx, t, l) ? GPU_BYPASS
+											: GPU_DEFAULT;
 	c = bpf_map_lookup_elem(&state, &zero);
 	if (!c)
 		return GPU_DEFAULT;
@@ -162,12 +169,8 @@ int BPF_PROG(lcslo_launch, struct gpu_sched_ctx *gctx, struct gpu_tenant *t, str
 		bpf_gpu_hold_launch(gctx, l, 1000); /* the LC launch wakes it */
 		return GPU_BYPASS;
 	}
-	wait = turn_wait_us(t, l);
-	if (wait) {
-		GX_STAT(nr_held_turn);
-		bpf_gpu_hold_launch(gctx, l, wait < 1000 ? wait : 1000);
+	if (held_for_turn(gctx, t, l))
 		return GPU_BYPASS;
-	}
 	if (t->inflight >= c->window) {
 		GX_STAT(nr_held_window);
 		bpf_gpu_hold_launch(gctx, l, 1000);
