@@ -41,9 +41,11 @@ for t in tests/gpu/*.sh; do
 	if [ -n "$only" ] && ! [[ "$name" =~ $only ]]; then continue; fi
 	echo "== $name"
 	start=$(date +%s)
-	# a part's limit: 300 s, ml.sh's five stacks x six configurations 900 s
+	# a part's limit: 300 s; ml.sh's five stacks x six configurations 900 s,
+	# mlab.sh's alternated processes 600 s
 	lim=300
 	[ "$name" = ml ] && lim=900
+	[ "$name" = mlab ] && lim=600
 	timeout -k 10 "${GX_GPU_TIMEOUT:-$lim}" bash "$t" >"$OUT/$name.log" 2>&1
 	rc=$?
 	p=$(grep -c '^ok - ' "$OUT/$name.log")

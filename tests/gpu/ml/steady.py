@@ -18,3 +18,24 @@ def steady(round_fn, sync, iters, reps=None):
         times.append((time.perf_counter() - t0) * 1e3)
     print('time_ms %.3f' % statistics.median(times))
     print('time_ms_all ' + ' '.join('%.3f' % t for t in times))
+
+
+def kernel_times(kernels, event, elapsed_ms, sync, launches=50, reps=11):
+    """Each kernel's GPU time per launch (CUDA events around `launches`
+    launches, median of `reps`), printed as `kernel_us NAME US`: the device
+    side of an overhead, which process-to-process host noise does not reach.
+    kernels: [(name, fn)]; event() makes a timing event with record() and
+    synchronize(); elapsed_ms(e0, e1) the milliseconds between two."""
+    for name, fn in kernels:
+        fn()
+        sync()
+        times = []
+        for _ in range(reps):
+            e0, e1 = event(), event()
+            e0.record()
+            for _ in range(launches):
+                fn()
+            e1.record()
+            e1.synchronize()
+            times.append(elapsed_ms(e0, e1) * 1e3 / launches)
+        print('kernel_us %s %.3f' % (name, statistics.median(times)))

@@ -4,7 +4,7 @@ ITERS rounds of all three. Triton compiles with ptxas -lineinfo, so its
 cubins carry their PTX (what gpuext rewrites under a tool)."""
 import hashlib, os, sys, time
 import torch, triton, triton.language as tl
-from steady import steady
+from steady import steady, kernel_times
 
 @triton.jit
 def add_kernel(x, y, out, n, BLOCK: tl.constexpr):
@@ -58,3 +58,16 @@ a, b = torch.randn(1024, 512, device='cuda', dtype=torch.float16), torch.randn(5
 print('checksum', digest(*run(x, y, s, a, b)))
 iters = int(os.environ.get('ITERS', '200'))
 steady(lambda: run(x, y, s, a, b), torch.cuda.synchronize, iters)
+n = x.numel()
+o, so = torch.empty_like(x), torch.empty_like(s)
+c = torch.empty((a.shape[0], b.shape[1]), device='cuda', dtype=torch.float32)
+ks = [('add', lambda: add_kernel[(triton.cdiv(n, 1024),)](x, y, o, n, BLOCK=1024)),
+      ('softmax', lambda: softmax_kernel[(s.shape[0],)](so, s, s.stride(0), s.shape[1], BLOCK=1024)),
+      ('matmul', lambda: matmul_kernel[(a.shape[0] // 64, b.shape[1] // 64)](a, b, c, a.shape[0], b.shape[1], a.shape[1],
+                                                                             BM=64, BN=64, BK=32))]
+kernel_times(ks, lambda: torch.cuda.Event(enable_timing=True), lambda e0, e1: e0.elapsed_time(e1), torch.cuda.synchronize)
+# the registers each kernel got (from the loaded function: under gpuext the
+# rewritten one), to tell a compiler's choice from the hooks' cost
+for name, fn in ks:
+    k = fn()
+    print('kernel_regs %s %s %s' % (name, getattr(k, 'n_regs', '?'), getattr(k, 'n_spills', '?')))

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The steady-state cost of a tool in ML stacks (issue 17), measured so that
+# process-to-process spread cancels out: each workload's configurations run
+# in turn, MLAB_ROUNDS times (native, tool, native, tool, ...), and each
+# configuration's figure is the median over its processes of the in-process
+# median of 7 passes (tests/gpu/ml/steady.py). The Triton and CuPy scripts
+# also time each of their own kernels with CUDA events (kernel_us), which
+# tells the device side of an overhead from the host side, and Triton prints
+# the registers each kernel got.
+# Configurations: native; threadhist (the default route: the shim reloads the
+# PTX a cubin carries, the driver JIT-compiles it); threadhist --ptxas (the
+# compiler's own ptxas call goes through gpuext-ptxas); stub (the default
+# route with an empty call at kernel entry instead of the tool: the route's
+# own cost); threadhist with launch timing off (GPUEXT_LAUNCH_TIMES=0: the
+# host side's share). Goal lines: threadhist within 3 % of native for the
+# compiled workloads (Triton, CuPy, JAX). MLAB_ONLY=regex picks workloads.
+set -u
+ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+B=${GX_BUILD:-$ROOT/build}
+OUT=${OUT:-$B/gpu-out}
+L=$OUT/mlab
+mkdir -p "$L"
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+R=${MLAB_ROUNDS:-5}
+export GPUEXT_CACHE_DIR=${GPUEXT_CACHE_DIR:-$B/cache}
+export GPUEXT_TOOLS_DIR=$B/share/gpuext/tools
+export CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTHONUNBUFFERED=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
+RUN=$B/bin/gpuext-run
+declare -A PY=([triton]=triton_kernels.py [cupy]=cupy_default.py [jax]=jax_grad.py)
+declare -A CFGS=([triton]="native th thp stub th_nolt" [cupy]="native th stub th_nolt" [jax]="native th thp th_nolt")
+
+for name in triton cupy jax; do
+	if [ -n "${MLAB_ONLY:-}" ] && ! [[ $name =~ $MLAB_ONLY ]]; then continue; fi
+	py=$ROOT/tests/gpu/ml/${PY[$name]}
+	# one compiler cache per configuration, kept across its rounds: round 1
+	# compiles, the later ones start warm like a user's second run
+	for r in $(seq 1 "$R"); do
+		for cfg in ${CFGS[$name]}; do
+			c=$W/cache-$name-$cfg
+			mkdir -p "$c" "$W/shm-$name-$cfg"
+			f=$L/$name.$cfg.$r
+			set -- env TRITON_CACHE_DIR="$c/triton" CUPY_CACHE_DIR="$c/cupy" JAX_COMPILATION_CACHE_DIR="$c/jax" \
+				GPUEXT_SHM_DIR="$W/shm-$name-$cfg"
+			case $cfg in
+			native) "$@" timeout 240 python3 "$py" ;;
+			th) "$@" timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
+			thp) "$@" timeout 240 "$RUN" --ptxas --tool threadhist -- python3 "$py" ;;
+			stub) "$@" GPUEXT_HOOKS=entry GPUEXT_STUBS=call timeout 240 "$RUN" -- python3 "$py" ;;
+			th_nolt) "$@" GPUEXT_LAUNCH_TIMES=0 timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
+			esac >"$f.out" 2>"$f.err"
+			rc=$?
+			[ $rc = 0 ] || echo "# $name $cfg round $r: rc $rc: $(tail -2 "$f.err" | tr '\n' ' ')"
+		done
+	done
+	python3 - "$L" "$name" "$R" ${CFGS[$name]} <<'P'
+import re, statistics, sys
+L, name, R, cfgs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+def rd(p):
+    try:
+        return open(p, errors='replace').read()
+    except OSError:
+        return ''
+what = {'native': 'native', 'th': 'threadhist', 'thp': 'threadhist --ptxas',
+        'stub': 'empty entry call (route only)', 'th_nolt': 'threadhist, launch timing off'}
+res, sums = {}, {}
+for c in cfgs:
+    t, k, regs = [], {}, {}
+    for r in range(1, R + 1):
+        o = rd('%s/%s.%s.%d.out' % (L, name, c, r))
+        m = re.search(r'^time_ms ([0-9.]+)', o, re.M)
+        if m:
+            t.append(float(m.group(1)))
+        for kn, us in re.findall(r'^kernel_us (\S+) ([0-9.]+)', o, re.M):
+            k.setdefault(kn, []).append(float(us))
+        for kn, rg, sp in re.findall(r'^kernel_regs (\S+) (\S+) (\S+)', o, re.M):
+            regs[kn] = rg + ('/' + sp if sp not in ('0', '?') else '')
+        m = re.search(r'^checksum (\S+)', o, re.M)
+        if m:
+            sums.setdefault(c, set()).add(m.group(1))
+    res[c] = (t, {kn: statistics.median(v) for kn, v in k.items()}, regs)
+base = statistics.median(res['native'][0]) if res['native'][0] else None
+bk = res['native'][1]
+print('| %s | config | processes | ms (median of process medians) | spread min..max | vs native | kernels: us (vs native) | regs |' % name)
+print('|---|---|---|---|---|---|---|---|')
+for c in cfgs:
+    t, k, regs = res[c]
+    if not t:
+        print('| %s | %s | 0 | ? | | | | |' % (name, what[c]))
+        continue
+    med = statistics.median(t)
+    ks = ', '.join('%s %.2f%s' % (kn, us, (' (%+.1f %%)' % (100 * (us / bk[kn] - 1))) if c != 'native' and bk.get(kn) else '')
+                   for kn, us in k.items())
+    print('| %s | %s | %d | %.2f | %.2f..%.2f | %s | %s | %s |' % (
+        name, what[c], len(t), med, min(t), max(t), '%+.1f %%' % (100 * (med / base - 1)) if base and c != 'native' else '',
+        ks, ' '.join('%s:%s' % kv for kv in regs.items())))
+    if c == 'th' and base:
+        ov = 100 * (med / base - 1)
+        print('%s - mlab: %s under threadhist %+.1f %% vs native after warm-up (goal <= 3 %%; medians of %d processes each)' % (
+            'ok' if ov <= 3 else 'not ok', name, ov, len(t)))
+ref = sums.get('native', set())
+for c in cfgs:
+    if c == 'native':
+        continue
+    same = sums.get(c) == ref and len(ref) == 1
+    print('%s - mlab: %s %s: checksums %s native (%s)' % ('ok' if same else 'not ok', name, what[c],
+          'identical to' if same else 'differ from', ' '.join(sorted(sums.get(c, {'none'})))))
+P
+done
