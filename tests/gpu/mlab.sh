@@ -12,7 +12,11 @@
 # compiler's own ptxas call goes through gpuext-ptxas); stub (the default
 # route with an empty call at kernel entry instead of the tool: the route's
 # own cost); threadhist with launch timing off (GPUEXT_LAUNCH_TIMES=0: the
-# host side's share). Goal lines: threadhist within 3 % of native for the
+# host side's share); for JAX also natively with the XLA flags and PATH that
+# gpuext-run sets (ptxas as a subprocess: the compile route's own effect).
+# Every process runs on the CPUs local to the GPU (its NUMA node, from
+# sysfs): these workloads are bound by their Python launch paths, and a
+# process placed on the far socket ran 50 % slower (run 38). Goal lines: threadhist within 3 % of native for the
 # compiled workloads (Triton, CuPy, JAX). MLAB_ONLY=regex picks workloads.
 set -u
 ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -30,7 +34,31 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 RUN=$B/bin/gpuext-run
 declare -A PY=([triton]=triton_kernels.py [cupy]=cupy_default.py [jax]=jax_grad.py)
-declare -A CFGS=([triton]="native th thp stub th_nolt" [cupy]="native th stub th_nolt" [jax]="native th thp th_nolt")
+declare -A CFGS=([triton]="native th thp stub th_nolt" [cupy]="native th stub th_nolt" [jax]="native jflags th thp th_nolt")
+# the GPU's local CPUs (those of them this process may use)
+PIN=()
+bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null | head -1 | tr 'A-F' 'a-f')
+# sysfs names the device 0000:BB:DD.F, nvidia-smi 00000000:BB:DD.F; keep
+# the CPUs of its node that this process may use
+cpus=$(python3 - "/sys/bus/pci/devices/${bus:4}/local_cpulist" <<'C'
+import os, sys
+try:
+    spec = open(sys.argv[1]).read().strip()
+except OSError:
+    sys.exit(0)
+local = set()
+for part in spec.split(','):
+    a, _, b = part.partition('-')
+    local.update(range(int(a), int(b or a) + 1))
+print(','.join(str(c) for c in sorted(local & os.sched_getaffinity(0))))
+C
+)
+if [ -n "$cpus" ] && taskset -c "$cpus" true 2>/dev/null; then
+	PIN=(taskset -c "$cpus")
+	echo "# mlab: processes pinned to the GPU's local CPUs $cpus (of $(taskset -pc $$ | sed 's/.*: //'))"
+else
+	echo "# mlab: not pinned (GPU $bus, local CPUs '${cpus:-?}')"
+fi
 
 for name in triton cupy jax; do
 	if [ -n "${MLAB_ONLY:-}" ] && ! [[ $name =~ $MLAB_ONLY ]]; then continue; fi
@@ -42,10 +70,11 @@ for name in triton cupy jax; do
 			c=$W/cache-$name-$cfg
 			mkdir -p "$c" "$W/shm-$name-$cfg"
 			f=$L/$name.$cfg.$r
-			set -- env TRITON_CACHE_DIR="$c/triton" CUPY_CACHE_DIR="$c/cupy" JAX_COMPILATION_CACHE_DIR="$c/jax" \
+			set -- "${PIN[@]}" env TRITON_CACHE_DIR="$c/triton" CUPY_CACHE_DIR="$c/cupy" JAX_COMPILATION_CACHE_DIR="$c/jax" \
 				GPUEXT_SHM_DIR="$W/shm-$name-$cfg"
 			case $cfg in
 			native) "$@" timeout 240 python3 "$py" ;;
+			jflags) "$@" XLA_FLAGS=--xla_gpu_enable_libnvptxcompiler=false timeout 240 python3 "$py" ;;
 			th) "$@" timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
 			thp) "$@" timeout 240 "$RUN" --ptxas --tool threadhist -- python3 "$py" ;;
 			stub) "$@" GPUEXT_HOOKS=entry GPUEXT_STUBS=call timeout 240 "$RUN" -- python3 "$py" ;;
@@ -63,7 +92,7 @@ def rd(p):
         return open(p, errors='replace').read()
     except OSError:
         return ''
-what = {'native': 'native', 'th': 'threadhist', 'thp': 'threadhist --ptxas',
+what = {'native': 'native', 'jflags': 'native, XLA compiling through ptxas', 'th': 'threadhist', 'thp': 'threadhist --ptxas',
         'stub': 'empty entry call (route only)', 'th_nolt': 'threadhist, launch timing off'}
 res, sums = {}, {}
 for c in cfgs:

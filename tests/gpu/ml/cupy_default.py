@@ -25,7 +25,12 @@ for t in run():
 print('checksum', h.hexdigest()[:16])
 iters = int(os.environ.get('ITERS', '100'))
 steady(run, cp.cuda.Device().synchronize, iters)
+spin = cp.RawKernel(r'''
+extern "C" __global__ void gate_spin(long long cycles) {
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) ;
+}''', 'gate_spin')
 z = y.copy()
 kernel_times([('saxpy', lambda: raw(((1 << 20) // 256,), (256,), (cp.float32(2.0), x, z, cp.int32(1 << 20)))),
               ('sqplus', lambda: ew(x, z, z))], cp.cuda.Event, cp.cuda.get_elapsed_time,
-             cp.cuda.Device().synchronize)
+             cp.cuda.Device().synchronize, lambda: spin((1,), (1,), (cp.int64(10_000_000),)))

@@ -20,18 +20,23 @@ def steady(round_fn, sync, iters, reps=None):
     print('time_ms_all ' + ' '.join('%.3f' % t for t in times))
 
 
-def kernel_times(kernels, event, elapsed_ms, sync, launches=50, reps=11):
+def kernel_times(kernels, event, elapsed_ms, sync, gate, launches=50, reps=11):
     """Each kernel's GPU time per launch (CUDA events around `launches`
     launches, median of `reps`), printed as `kernel_us NAME US`: the device
     side of an overhead, which process-to-process host noise does not reach.
     kernels: [(name, fn)]; event() makes a timing event with record() and
-    synchronize(); elapsed_ms(e0, e1) the milliseconds between two."""
+    synchronize(); elapsed_ms(e0, e1) the milliseconds between two; gate()
+    holds the stream on the GPU for a few milliseconds (a spinning kernel)
+    while the launches are queued behind it, so that the events time the
+    kernels back to back, not the host's launch rate (these stacks' Python
+    launch paths cost 5-15 us, longer than their small kernels)."""
     for name, fn in kernels:
         fn()
         sync()
         times = []
         for _ in range(reps):
             e0, e1 = event(), event()
+            gate()
             e0.record()
             for _ in range(launches):
                 fn()
