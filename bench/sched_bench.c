@@ -21,7 +21,9 @@
  * blocks 100..200x), spmv (CSR vector SpMV over a power-law matrix, rows
  * shuffled), and the balanced gemm_bal and vadd. Each variant runs 3 times
  * before timing (the adaptive policy learns from its own launches), then
- * REPEATS rounds of every variant in turn. Prints `| ` table rows, `bench:`
+ * REPEATS rounds of every variant in turn. The imbalanced workloads also
+ * run natively over the same per-block work sorted heaviest first: the most
+ * that any order of their blocks can win on this GPU. Prints `| ` table rows, `bench:`
  * lines, and ok/not ok lines for identical outputs and the goals. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
@@ -78,8 +80,14 @@ struct work {
 	CUdeviceptr hints[NV];
 	unsigned hints_cap[NV];
 	float ms[NV][64];
+	/* The same launch over the same per-block work sorted heaviest first
+	 * (NULL: none): the order an ideal LPT scheduler would give, at no cost
+	 * (the hardware dispatches blocks in index order) — how much any
+	 * reordering of this workload's blocks can win on this GPU. */
+	void *oargs[8];
+	float oms[64];
 };
-#define WORK(...) ((struct work){ __VA_ARGS__, { 0 }, { 0 }, { { 0 } } })
+#define WORK(...) ((struct work){ __VA_ARGS__, { 0 }, { 0 }, { { 0 } }, { 0 }, { 0 } })
 
 static int nsm;
 static struct variant var[NV];
@@ -104,6 +112,12 @@ static unsigned rnd(unsigned n)
 {
 	rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
 	return (unsigned)(rng % n);
+}
+
+static int cmp_int_desc(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return x > y ? -1 : x < y;
 }
 
 static int cmp_f(const void *a, const void *b)
@@ -275,6 +289,21 @@ static float launch(struct work *w, int v, CUevent e0, CUevent e1, int *regs_out
 	return ms;
 }
 
+/* The native kernel over the heaviest-first work (w->oargs), timed (ms). */
+static float launch_oracle(struct work *w, CUevent e0, CUevent e1)
+{
+	CUfunction f;
+	CK(cuModuleGetFunction(&f, var[0].mod, w->kernel));
+	CK(cuEventRecord(e0, 0));
+	CK(cuLaunchKernel(f, w->grid[0], w->grid[1], w->grid[2], w->block[0], w->block[1], w->block[2], 0, 0, w->oargs,
+			  NULL));
+	CK(cuEventRecord(e1, 0));
+	CK(cuEventSynchronize(e1));
+	float ms = 0;
+	CK(cuEventElapsedTime(&ms, e0, e1));
+	return ms;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -331,12 +360,16 @@ int main(int argc, char **argv)
 	for (int t = 0; t < tiles; t++)
 		hk[t] = 32 * (gn / 32 / 4 + (int)rnd(gn / 32 - gn / 32 / 4 + 1));
 	kimb = dcopy(hk, tiles * sizeof(int));
+	static CUdeviceptr kimb_sorted;
+	qsort(hk, tiles, sizeof(int), cmp_int_desc);
+	kimb_sorted = dcopy(hk, tiles * sizeof(int));
 	for (int t = 0; t < tiles; t++)
 		hk[t] = gn;
 	kbal = dcopy(hk, tiles * sizeof(int));
 	free(hk);
 	wl[nw++] = WORK("gemm_imb", "gemm_imb", "moderate: tile K in [n/4, n]", { gn / 32, gn / 32, 1 },
 				  { 32, 8, 1 }, { &ga, &gb, &gc1, &kimb, &gn }, 5, gc1, gsz);
+	memcpy(wl[nw - 1].oargs, (void *[]){ &ga, &gb, &gc1, &kimb_sorted, &gn }, 5 * sizeof(void *));
 	/* tail: 16 rounds of the SMs' resident blocks; the last tenth heavy */
 	static CUdeviceptr sw, so;
 	int spin_occ = 0;
@@ -350,10 +383,14 @@ int main(int argc, char **argv)
 		hw[b] = b >= sblocks - sblocks / 10 ? 400 * (100 + (int)rnd(101)) : 400;
 	sw = dcopy(hw, sblocks * sizeof(int));
 	so = dalloc((size_t)sblocks * 256 * 4);
+	static CUdeviceptr sw_sorted;
+	qsort(hw, sblocks, sizeof(int), cmp_int_desc);
+	sw_sorted = dcopy(hw, sblocks * sizeof(int));
 	free(hw);
 	wl[nw++] = WORK("tail", "spin", "clustered heavy tail: last 10 % of blocks 100..200x",
 				  { (unsigned)sblocks, 1, 1 }, { 256, 1, 1 }, { &so, &sw }, 2, so,
 				  (size_t)sblocks * 256 * 4);
+	memcpy(wl[nw - 1].oargs, (void *[]){ &so, &sw_sorted }, 2 * sizeof(void *));
 	/* spmv: 2^17 rows, degree min(8 / u, 8192) (a power law, exponent 2),
 	 * rows shuffled, columns uniform */
 	static int nrows = 1 << 17;
@@ -387,11 +424,35 @@ int main(int argc, char **argv)
 	dval = dcopy(val, nnz * sizeof(float));
 	dx = dcopy(x, nrows * sizeof(float));
 	dy = dalloc(nrows * sizeof(float));
+	/* the oracle's matrix: the same rows, heaviest first */
+	static CUdeviceptr drp_s, dcol_s, dval_s;
+	{
+		int *ord = malloc(nrows * sizeof(int) * 2), *rp2 = malloc((nrows + 1) * sizeof(int));
+		int *col2 = malloc(nnz * sizeof(int));
+		float *val2 = malloc(nnz * sizeof(float));
+		for (int r = 0; r < nrows; r++)
+			ord[2 * r] = deg[r], ord[2 * r + 1] = r;
+		qsort(ord, nrows, 2 * sizeof(int), cmp_int_desc); /* by degree (the pair's first int) */
+		size_t k = 0;
+		for (int i = 0; i < nrows; i++) {
+			int r = ord[2 * i + 1];
+			rp2[i] = (int)k;
+			memcpy(col2 + k, col + rowptr[r], (size_t)deg[r] * sizeof(int));
+			memcpy(val2 + k, val + rowptr[r], (size_t)deg[r] * sizeof(float));
+			k += (size_t)deg[r];
+		}
+		rp2[nrows] = (int)k;
+		drp_s = dcopy(rp2, (nrows + 1) * sizeof(int));
+		dcol_s = dcopy(col2, nnz * sizeof(int));
+		dval_s = dcopy(val2, nnz * sizeof(float));
+		free(ord), free(rp2), free(col2), free(val2);
+	}
 	free(rowptr), free(deg), free(col), free(val), free(x);
 	printf("# spmv: %d rows, %zu nonzeros\n", nrows, nnz);
 	wl[nw++] = WORK("spmv", "spmv_csr_vector", "CSR vector SpMV, power-law rows (SHOC's kernel)",
 				  { (unsigned)(nrows / 8), 1, 1 }, { 256, 1, 1 }, { &drp, &dcol, &dval, &dx, &dy, &nrows }, 6,
 				  dy, nrows * sizeof(float));
+	memcpy(wl[nw - 1].oargs, (void *[]){ &drp_s, &dcol_s, &dval_s, &dx, &dy, &nrows }, 6 * sizeof(void *));
 	wl[nw++] = WORK("gemm_bal", "gemm_imb", "balanced: every tile K = n", { gn / 32, gn / 32, 1 },
 				  { 32, 8, 1 }, { &ga, &gb, &gc2, &kbal, &gn }, 5, gc2, gsz);
 	static unsigned long long vn = 1ull << 26;
@@ -424,10 +485,15 @@ int main(int argc, char **argv)
 		for (int v = 0; v < NV; v++)
 			for (int k = 0; var[v].ok && k < 3; k++)
 				launch(w, v, e0, e1, &regs[v], &occ[v], &wk[v], &ch[v]);
-		for (int r = 0; r < reps; r++)
+		if (w->oargs[0])
+			launch_oracle(w, e0, e1);
+		for (int r = 0; r < reps; r++) {
 			for (int v = 0; v < NV; v++)
 				if (var[v].ok)
 					w->ms[v][r] = launch(w, v, e0, e1, NULL, NULL, NULL, NULL);
+			if (w->oargs[0])
+				w->oms[r] = launch_oracle(w, e0, e1);
+		}
 		/* outputs: each variant's last launch against the native one */
 		for (int v = 0; v < NV; v++) {
 			if (!var[v].ok)
@@ -456,6 +522,13 @@ int main(int argc, char **argv)
 				       w->grid[0] * w->grid[1] * w->grid[2]);
 			if (v && v < NFIXED && same[v] && (!bestv || med[v] < best))
 				best = med[v], bestv = v;
+		}
+		if (w->oargs[0]) {
+			float om = median(w->oms, reps);
+			printf("| %s | native, heaviest blocks first (ideal order, no cost) | %.3f | %+.1f %% | %d | %d | %u blocks |\n",
+			       w->name, om, 100.0 * (om / base - 1), regs[0], occ[0], w->grid[0] * w->grid[1] * w->grid[2]);
+			printf("bench: sched %s ordering headroom: heaviest-first native launch %.3f ms, %+.1f %% vs native\n",
+			       w->name, om, 100.0 * (om / base - 1));
 		}
 		for (int v = 1; v < NV; v++)
 			if (var[v].ok)
