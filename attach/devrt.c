@@ -95,9 +95,11 @@ struct fn_key {
 	CUfunction f;
 	unsigned ctx;
 };
+struct kname_seen;
 struct fn_seen {
 	struct fn_key key;
 	bool instr;
+	struct kname_seen *kname; /* its kernel's record, once launched */
 	UT_hash_handle hh;
 };
 struct kname_seen {
@@ -111,10 +113,14 @@ static struct kname_seen *knames_seen;
 static unsigned launch_seq;
 static uint64_t nr_launches, nr_instr; /* for the summary line at exit */
 /* The launch of this thread whose LAUNCH_DONE comes next: its timing pair. */
-static __thread struct ctxst *open_st;
-static __thread int open_slot = -1;
-static __thread unsigned open_seq;
-static __thread bool open_instr;
+/* One TLS block (each __thread variable of a shared object costs a
+ * __tls_get_addr call per access). */
+static __thread struct open_launch {
+	struct ctxst *st;
+	int slot;
+	unsigned seq;
+	bool instr;
+} open_l = { .slot = -1 };
 static pthread_t drainer;
 static int drainer_on, stopping;
 static unsigned long long nr_prefetch; /* atomic: the drainer counts without rt_lock */
@@ -336,8 +342,8 @@ static void ctx_teardown(struct ctxst *st, bool free_maps)
 		free(st->rt_ring[p]);
 		st->rt_ring[p] = NULL;
 	}
-	if (open_st == st && open_slot >= 0)
-		open_slot = -1;
+	if (open_l.st == st && open_l.slot >= 0)
+		open_l.slot = -1;
 	gx_lt_free(&st->lt);
 	if (st->stream)
 		CU(cuStreamDestroy_v2)(st->stream);
@@ -684,14 +690,17 @@ static void seen_forget(void)
 }
 
 /* The first launch of a module in a context writes its __gx_devrt. Whether
- * the function's module carries the hooks (is instrumented), remembered. */
-static bool module_devrt(struct ctxst *st, CUfunction f, bool is_kernel)
+ * the function's module carries the hooks (is instrumented), remembered in
+ * the function's entry (returned; NULL only when out of memory). */
+static struct fn_seen *fn_devrt(struct ctxst *st, CUfunction f, bool is_kernel, bool *instr_out)
 {
 	struct fn_key key = { f, st->idx };
 	struct fn_seen *fs;
 	HASH_FIND(hh, fns_seen, &key, sizeof(key), fs);
-	if (fs)
-		return fs->instr;
+	if (fs) {
+		*instr_out = fs->instr;
+		return fs;
+	}
 	bool instr = false;
 	CUmodule mod = NULL;
 	CUfunction fn = f;
@@ -725,6 +734,14 @@ static bool module_devrt(struct ctxst *st, CUfunction f, bool is_kernel)
 		fs->instr = instr;
 		HASH_ADD(hh, fns_seen, key, sizeof(key), fs);
 	}
+	*instr_out = instr;
+	return fs;
+}
+
+static bool module_devrt(struct ctxst *st, CUfunction f, bool is_kernel)
+{
+	bool instr;
+	fn_devrt(st, f, is_kernel, &instr);
 	return instr;
 }
 
@@ -765,34 +782,48 @@ static void log_launch(struct ctxst *st, const struct gx_launch_event *l, uint64
 /* A launch: its module's __gx_devrt, its record, its timing pair opened. */
 static void on_launch(struct ctxst *st, const struct gx_launch_event *l)
 {
-	if (open_slot >= 0) /* the last launch of this thread never happened */
-		gx_lt_abandon(&open_st->lt, open_slot);
-	bool instr = module_devrt(st, l->func, l->is_kernel);
-	uint64_t kid = l->name ? gx_kernel_id(l->name) : 0;
-	struct kname_seen *k = kname_get(kid, l->name);
-	open_st = st;
-	open_seq = ++launch_seq;
-	open_instr = instr;
-	open_slot = k && gx_lt_sampled(++k->launches) ? gx_lt_start(&st->lt, l->stream) : -1;
+	struct open_launch *o = &open_l;
+	if (o->slot >= 0) /* the last launch of this thread never happened */
+		gx_lt_abandon(&o->st->lt, o->slot);
+	bool instr;
+	struct fn_seen *fs = fn_devrt(st, l->func, l->is_kernel, &instr);
+	/* the kernel's record, found by hashing its name once per function */
+	struct kname_seen *k = fs ? fs->kname : NULL;
+	if (!k) {
+		k = kname_get(l->name ? gx_kernel_id(l->name) : 0, l->name);
+		if (fs)
+			fs->kname = k;
+	}
+	uint64_t kid = k ? k->kid : l->name ? gx_kernel_id(l->name) : 0;
+	o->st = st;
+	o->seq = ++launch_seq;
+	o->instr = instr;
+	o->slot = k && gx_lt_sampled(++k->launches) ? gx_lt_start(&st->lt, l->stream) : -1;
 	nr_launches++;
 	nr_instr += instr;
-	log_launch(st, l, kid, now_ns(), open_seq,
-		   (instr ? GX_TEV_L_INSTRUMENTED : 0) | (open_slot >= 0 ? GX_TEV_L_TIMED : 0));
+	log_launch(st, l, kid, now_ns(), o->seq,
+		   (instr ? GX_TEV_L_INSTRUMENTED : 0) | (o->slot >= 0 ? GX_TEV_L_TIMED : 0));
 }
 
 /* The driver accepted it: close its timing pair. */
 static void on_launch_done(struct ctxst *st, const struct gx_launch_event *l)
 {
-	if (open_slot >= 0 && open_st == st)
-		gx_lt_end(&st->lt, open_slot, l->stream, open_seq, open_instr);
-	else if (open_slot >= 0)
-		gx_lt_abandon(&open_st->lt, open_slot);
-	open_slot = -1;
+	struct open_launch *o = &open_l;
+	if (o->slot >= 0 && o->st == st)
+		gx_lt_end(&st->lt, o->slot, l->stream, o->seq, o->instr);
+	else if (o->slot >= 0)
+		gx_lt_abandon(&o->st->lt, o->slot);
+	o->slot = -1;
 }
 
 static CUresult on_event(struct gx_event *ev, void *cookie)
 {
 	(void)cookie;
+	/* Most launches are not timed (one in GX_LT_EVERY): their LAUNCH_DONE
+	 * has nothing to close, and this thread's open_l.slot says so without
+	 * the lock pair every launch would otherwise pay twice. */
+	if (ev->kind == GX_EV_LAUNCH_DONE && open_l.slot < 0)
+		return CUDA_SUCCESS;
 	CUcontext c = ev->ctx;
 	if (!c && CU(cuCtxGetCurrent)(&c) != CUDA_SUCCESS)
 		return CUDA_SUCCESS;

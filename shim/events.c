@@ -20,8 +20,29 @@ struct sub {
 
 unsigned gx_ev_mask;
 static struct sub subs[MAX_SUBS];
+static int subs_end; /* slots at and past it were never used: dispatch stops there */
 static pthread_mutex_t subs_lock = PTHREAD_MUTEX_INITIALIZER;
-static __thread int in_event;
+
+/* The device of the last context this thread raised an event for. Asking the
+ * driver (cuCtxGetCurrent, then cuCtxGetDevice) on every launch cost more
+ * than delivering the event. A context's device never changes, but its
+ * address may be reused by a later context of another device: the cache is
+ * good while ctx_gen is unchanged, and every creation or destruction of a
+ * context that the shim sees bumps it (gx_ev_ctx_changed). */
+static unsigned long ctx_gen;
+/* This thread's state, one TLS block: in a shared object every __thread
+ * variable is a __tls_get_addr call, and an event touched four. */
+static __thread struct ev_tls {
+	int in_event;
+	CUdevice dev;  /* the cache: ctx's device, good while gen == ctx_gen */
+	CUcontext ctx;
+	unsigned long gen;
+} ev_tls;
+
+void gx_ev_ctx_changed(void)
+{
+	__atomic_fetch_add(&ctx_gen, 1, __ATOMIC_ACQ_REL);
+}
 
 static void recompute_mask(void)
 {
@@ -48,6 +69,8 @@ GX_EXPORT int gx_events_subscribe(unsigned mask, gx_event_fn fn, void *cookie)
 		__atomic_store_n(&subs[i].fn, fn, __ATOMIC_RELAXED);
 		__atomic_store_n(&subs[i].cookie, cookie, __ATOMIC_RELAXED);
 		__atomic_store_n(&subs[i].mask, mask, __ATOMIC_RELEASE);
+		if (i >= subs_end)
+			__atomic_store_n(&subs_end, i + 1, __ATOMIC_RELEASE);
 		id = i;
 		break;
 	}
@@ -76,12 +99,13 @@ GX_EXPORT unsigned gx_events_active(void)
 
 bool gx_ev_nested(void)
 {
-	return in_event != 0;
+	return ev_tls.in_event != 0;
 }
 
 CUresult gx_ev_raise(struct gx_event *ev)
 {
-	if (in_event)
+	struct ev_tls *t = &ev_tls;
+	if (t->in_event)
 		return CUDA_SUCCESS;
 	if (ev->sz == sizeof(*ev)) /* raised before (a launch, then its LAUNCH_DONE): ctx and dev known */
 		goto deliver;
@@ -92,7 +116,11 @@ CUresult gx_ev_raise(struct gx_event *ev)
 			ev->ctx = c;
 	}
 	ev->dev = -1;
-	if (ev->ctx) {
+	/* read before asking the driver: a change meanwhile makes this stale */
+	unsigned long gen = __atomic_load_n(&ctx_gen, __ATOMIC_ACQUIRE);
+	if (ev->ctx && t->ctx == ev->ctx && t->gen == gen) {
+		ev->dev = t->dev;
+	} else if (ev->ctx) {
 		/* The device of the event's context, which need not be the current
 		 * one (a primary context retained for another GPU, a context
 		 * destroyed from elsewhere). */
@@ -110,12 +138,18 @@ CUresult gx_ev_raise(struct gx_event *ev)
 			}
 		}
 		ev->dev = d;
+		if (d >= 0) {
+			t->ctx = ev->ctx;
+			t->dev = d;
+			t->gen = gen;
+		}
 	}
 deliver:;
 	CUresult ret = CUDA_SUCCESS;
 	unsigned bit = 1u << ev->kind;
-	in_event = 1;
-	for (int i = 0; i < MAX_SUBS; i++) {
+	t->in_event = 1;
+	int end = __atomic_load_n(&subs_end, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < end; i++) {
 		unsigned m = __atomic_load_n(&subs[i].mask, __ATOMIC_ACQUIRE);
 		if (!(m & bit))
 			continue;
@@ -125,7 +159,7 @@ deliver:;
 		if (r != CUDA_SUCCESS && ret == CUDA_SUCCESS)
 			ret = r;
 	}
-	in_event = 0;
+	t->in_event = 0;
 	return ret;
 }
 

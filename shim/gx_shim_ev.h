@@ -18,5 +18,8 @@ static inline bool gx_ev_on(enum gx_event_kind kind)
 CUresult gx_ev_raise(struct gx_event *ev);
 /* True inside a callback (nested driver calls raise no events). */
 bool gx_ev_nested(void);
+/* A context was created or destroyed: forget the cached context -> device
+ * of every thread (events.c). */
+void gx_ev_ctx_changed(void);
 
 #endif

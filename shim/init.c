@@ -32,6 +32,8 @@ GX_EXPORT CUresult cuInit(unsigned int Flags)
 
 static void ctx_created(CUresult rc, CUcontext *pctx)
 {
+	if (rc == CUDA_SUCCESS)
+		gx_ev_ctx_changed();
 	if (rc != CUDA_SUCCESS || !pctx || !gx_ev_on(GX_EV_CTX_CREATE) || gx_ev_nested())
 		return;
 	struct gx_event ev = { .kind = GX_EV_CTX_CREATE, .ctx = *pctx };
@@ -83,7 +85,7 @@ GX_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 		return veto;
 	CUresult rc = REAL(cuCtxDestroy_v2)(ctx);
 	if (rc == CUDA_SUCCESS)
-		gx_tab_ctx_gone(ctx);
+		gx_tab_ctx_gone(ctx), gx_ev_ctx_changed();
 	return rc;
 }
 
@@ -94,13 +96,15 @@ GX_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
 		return veto;
 	CUresult rc = REAL(cuCtxDestroy)(ctx);
 	if (rc == CUDA_SUCCESS)
-		gx_tab_ctx_gone(ctx);
+		gx_tab_ctx_gone(ctx), gx_ev_ctx_changed();
 	return rc;
 }
 
 GX_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
 	CUresult rc = REAL(cuDevicePrimaryCtxRetain)(pctx, dev);
+	if (rc == CUDA_SUCCESS)
+		gx_ev_ctx_changed(); /* possibly a new context: the driver knows, we need not */
 	if (rc == CUDA_SUCCESS && pctx && *pctx) {
 		if (dev >= 0 && dev < MAX_DEVS)
 			__atomic_store_n(&primary[dev], *pctx, __ATOMIC_RELAXED);
@@ -122,6 +126,8 @@ static CUresult primary_drop(CUdevice dev, bool reset, CUresult (*real)(CUdevice
 			return veto;
 	}
 	CUresult rc = real(dev);
+	if (rc == CUDA_SUCCESS)
+		gx_ev_ctx_changed(); /* possibly destroyed, whatever our count says */
 	if (rc == CUDA_SUCCESS && c) {
 		if (reset || gx_tab_primary_ref(c, -1) == 0)
 			gx_tab_ctx_gone(c);
@@ -147,4 +153,21 @@ GX_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 GX_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
 {
 	return primary_drop(dev, true, REAL(cuDevicePrimaryCtxReset));
+}
+
+/* Green contexts are otherwise forwarded untouched; their CUcontext handles
+ * come and go here, and the events' context -> device cache must know. */
+GX_EXPORT CUresult cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx hCtx)
+{
+	CUresult rc = REAL(cuCtxFromGreenCtx)(pContext, hCtx);
+	if (rc == CUDA_SUCCESS)
+		gx_ev_ctx_changed();
+	return rc;
+}
+
+GX_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx hCtx)
+{
+	CUresult rc = REAL(cuGreenCtxDestroy)(hCtx);
+	gx_ev_ctx_changed();
+	return rc;
 }

@@ -199,8 +199,12 @@ int gx_tab_func_info(CUcontext ctx, void *handle, char *buf, size_t len, bool *i
 		if (x)
 			HASH_FIND_PTR(x->funcs, &handle, f);
 		if (f) {
-			if (buf && len)
-				snprintf(buf, len, "%s", f->name);
+			if (buf && len) {
+				/* every launch under a tool copies its name: no snprintf */
+				size_t n = strnlen(f->name, len - 1);
+				memcpy(buf, f->name, n);
+				buf[n] = 0;
+			}
 			if (is_kernel)
 				*is_kernel = f->is_kernel;
 			if (mod)
