@@ -33,6 +33,7 @@ static const char PTX90[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
 
 /* ---- the fake's record, the shim's debug entry points ---- */
 static void (*fake_strict_ctx)(int);
+static void (*fake_ctx_reuse)(int);
 static long (*fake_cross_ctx)(void);
 static int (*fake_last_run)(void **, int *, void **, char *, size_t, char *, size_t);
 static int (*table_counts)(size_t *, size_t *, size_t *);
@@ -47,12 +48,13 @@ static void bind(void)
 		exit(1);
 	}
 	*(void **)&fake_strict_ctx = dlsym(fake, "fake_strict_ctx");
+	*(void **)&fake_ctx_reuse = dlsym(fake, "fake_ctx_reuse");
 	*(void **)&fake_cross_ctx = dlsym(fake, "fake_cross_ctx");
 	*(void **)&fake_last_run = dlsym(fake, "fake_last_run");
 	*(void **)&table_counts = dlsym(RTLD_DEFAULT, "gx_shim_table_counts");
 	*(void **)&p_subscribe = dlsym(RTLD_DEFAULT, "gx_events_subscribe");
 	*(void **)&p_unsubscribe = dlsym(RTLD_DEFAULT, "gx_events_unsubscribe");
-	if (!fake_strict_ctx || !fake_cross_ctx || !fake_last_run || !table_counts || !p_subscribe || !p_unsubscribe) {
+	if (!fake_strict_ctx || !fake_ctx_reuse || !fake_cross_ctx || !fake_last_run || !table_counts || !p_subscribe || !p_unsubscribe) {
 		printf("not ok - fake_* and gx_* entry points found\n");
 		exit(1);
 	}
@@ -351,6 +353,32 @@ int main(int argc, char **argv)
 	GX_CHECK(fake_cross_ctx() == 2,
 		 "no handle used outside its context or after unload, but the two deliberate misuses (%ld)",
 		 fake_cross_ctx());
+	/* The shim caches each thread's last context -> device: a context
+	 * destroyed and its address given to a new context of another device
+	 * must not keep the old device. */
+	fake_ctx_reuse(1);
+	CUcontext a = NULL, b = NULL;
+	CUmodule ma, mb;
+	CUfunction fa, fb;
+	int dev_a = -9, dev_b = -9;
+	ok = cuCtxCreate(&a, NULL, 0, 2) == CUDA_SUCCESS && cuModuleLoadData(&ma, PTX80) == CUDA_SUCCESS &&
+	     cuModuleGetFunction(&fa, ma, "kern_a") == CUDA_SUCCESS;
+	seen.n = 0;
+	ok &= ok && launch(fa) == CUDA_SUCCESS && seen.n == 1;
+	dev_a = seen.dev;
+	ok &= cuModuleUnload(ma) == CUDA_SUCCESS && cuCtxDestroy(a) == CUDA_SUCCESS &&
+	      cuCtxCreate(&b, NULL, 0, 1) == CUDA_SUCCESS && cuModuleLoadData(&mb, PTX80) == CUDA_SUCCESS &&
+	      cuModuleGetFunction(&fb, mb, "kern_a") == CUDA_SUCCESS;
+	seen.n = 0;
+	ok &= ok && launch(fb) == CUDA_SUCCESS && seen.n == 1;
+	dev_b = seen.dev;
+	fake_ctx_reuse(0);
+	GX_CHECK(ok && a == b && dev_a == 2 && dev_b == 1,
+		 "a context of device 2 destroyed and its address reused for device 1: launch events name device %d "
+		 "then %d (want 2 then 1; same address: %d)",
+		 dev_a, dev_b, a == b);
+	ok = cuModuleUnload(mb) == CUDA_SUCCESS && cuCtxDestroy(b) == CUDA_SUCCESS;
+	GX_CHECK(ok, "that context destroyed");
 	p_unsubscribe(id);
 	cuCtxSetCurrent(NULL);
 	ok = cuCtxDestroy(ctx[3]) == CUDA_SUCCESS;

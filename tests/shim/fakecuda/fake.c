@@ -123,6 +123,12 @@ static int ndev(void)
 }
 
 FX void fake_strict_ctx(int on) { strict_ctx = on; }
+/* fake_ctx_reuse(1): the next created context gets the address of the last
+ * destroyed one (a real driver's allocator may do so), for another device
+ * if asked: what caches keyed by context address must survive. */
+static int ctx_reuse;
+static struct fctx *ctx_dead_last;
+FX void fake_ctx_reuse(int on) { ctx_reuse = on; }
 FX long fake_cross_ctx(void) { return __atomic_load_n(&cross_ctx, __ATOMIC_RELAXED); }
 FX unsigned fake_ctx_id(CUcontext c) { return c ? ((struct fctx *)c)->id : 0; }
 
@@ -224,13 +230,17 @@ FX CUresult cuCtxCreate_v4(CUcontext *pc, CUctxCreateParams *p, unsigned f, CUde
 	REC();
 	if (d < 0 || d >= ndev())
 		return CUDA_ERROR_INVALID_DEVICE;
-	struct fctx *c = calloc(1, sizeof(*c));
+	pthread_mutex_lock(&ctx_lock);
+	struct fctx *c = ctx_reuse ? ctx_dead_last : NULL;
+	ctx_dead_last = NULL;
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		c->next = all_ctxs;
+		all_ctxs = c;
+	}
 	c->dev = d;
 	c->alive = 1;
-	pthread_mutex_lock(&ctx_lock);
 	c->id = ++ctx_ids;
-	c->next = all_ctxs;
-	all_ctxs = c;
 	pthread_mutex_unlock(&ctx_lock);
 	/* The new context is pushed on the calling thread's stack. */
 	if (cur && depth < STACK)
@@ -255,6 +265,9 @@ FX CUresult cuCtxDestroy_v2(CUcontext c)
 	if (cur == x)
 		cur = depth ? stack[--depth] : NULL;
 	ctx_dies(x);
+	pthread_mutex_lock(&ctx_lock);
+	ctx_dead_last = x;
+	pthread_mutex_unlock(&ctx_lock);
 	return CUDA_SUCCESS;
 }
 
