@@ -22,8 +22,10 @@
  * shuffled), and the balanced gemm_bal and vadd. Each variant runs 3 times
  * before timing (the adaptive policy learns from its own launches), then
  * REPEATS rounds of every variant in turn. The imbalanced workloads also
- * run natively over the same per-block work sorted heaviest first: the most
- * that any order of their blocks can win on this GPU. Prints `| ` table rows, `bench:`
+ * run natively over the same per-block work sorted heaviest first (the most
+ * that any order of their blocks can win on this GPU) and over the same total
+ * work spread evenly (the balance bound: roughly the best any schedule of
+ * whole blocks can reach). Prints `| ` table rows, `bench:`
  * lines, and ok/not ok lines for identical outputs and the goals. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
@@ -86,8 +88,13 @@ struct work {
 	 * reordering of this workload's blocks can win on this GPU. */
 	void *oargs[8];
 	float oms[64];
+	/* The same total work spread evenly over the blocks (NULL: none): a
+	 * bound no schedule of the uneven blocks can beat by much, since perfect
+	 * balance is the best a scheduler can reach without splitting blocks. */
+	void *bargs[8];
+	float bms[64];
 };
-#define WORK(...) ((struct work){ __VA_ARGS__, { 0 }, { 0 }, { { 0 } }, { 0 }, { 0 } })
+#define WORK(...) ((struct work){ __VA_ARGS__, { 0 }, { 0 }, { { 0 } }, { 0 }, { 0 }, { 0 }, { 0 } })
 
 static int nsm;
 static struct variant var[NV];
@@ -289,14 +296,13 @@ static float launch(struct work *w, int v, CUevent e0, CUevent e1, int *regs_out
 	return ms;
 }
 
-/* The native kernel over the heaviest-first work (w->oargs), timed (ms). */
-static float launch_oracle(struct work *w, CUevent e0, CUevent e1)
+/* The native kernel over other inputs (w->oargs, w->bargs), timed (ms). */
+static float launch_args(struct work *w, void **args, CUevent e0, CUevent e1)
 {
 	CUfunction f;
 	CK(cuModuleGetFunction(&f, var[0].mod, w->kernel));
 	CK(cuEventRecord(e0, 0));
-	CK(cuLaunchKernel(f, w->grid[0], w->grid[1], w->grid[2], w->block[0], w->block[1], w->block[2], 0, 0, w->oargs,
-			  NULL));
+	CK(cuLaunchKernel(f, w->grid[0], w->grid[1], w->grid[2], w->block[0], w->block[1], w->block[2], 0, 0, args, NULL));
 	CK(cuEventRecord(e1, 0));
 	CK(cuEventSynchronize(e1));
 	float ms = 0;
@@ -360,9 +366,20 @@ int main(int argc, char **argv)
 	for (int t = 0; t < tiles; t++)
 		hk[t] = 32 * (gn / 32 / 4 + (int)rnd(gn / 32 - gn / 32 / 4 + 1));
 	kimb = dcopy(hk, tiles * sizeof(int));
-	static CUdeviceptr kimb_sorted;
+	static CUdeviceptr kimb_sorted, kimb_even;
 	qsort(hk, tiles, sizeof(int), cmp_int_desc);
 	kimb_sorted = dcopy(hk, tiles * sizeof(int));
+	{
+		long long sum = 0;
+		for (int t = 0; t < tiles; t++)
+			sum += hk[t];
+		int kmean = 32 * (int)((sum / tiles + 16) / 32); /* the kernel steps K by tiles of 32 */
+		int *he = malloc(tiles * sizeof(int));
+		for (int t = 0; t < tiles; t++)
+			he[t] = kmean;
+		kimb_even = dcopy(he, tiles * sizeof(int));
+		free(he);
+	}
 	for (int t = 0; t < tiles; t++)
 		hk[t] = gn;
 	kbal = dcopy(hk, tiles * sizeof(int));
@@ -370,6 +387,7 @@ int main(int argc, char **argv)
 	wl[nw++] = WORK("gemm_imb", "gemm_imb", "moderate: tile K in [n/4, n]", { gn / 32, gn / 32, 1 },
 				  { 32, 8, 1 }, { &ga, &gb, &gc1, &kimb, &gn }, 5, gc1, gsz);
 	memcpy(wl[nw - 1].oargs, (void *[]){ &ga, &gb, &gc1, &kimb_sorted, &gn }, 5 * sizeof(void *));
+	memcpy(wl[nw - 1].bargs, (void *[]){ &ga, &gb, &gc1, &kimb_even, &gn }, 5 * sizeof(void *));
 	/* tail: 16 rounds of the SMs' resident blocks; the last tenth heavy */
 	static CUdeviceptr sw, so;
 	int spin_occ = 0;
@@ -383,14 +401,23 @@ int main(int argc, char **argv)
 		hw[b] = b >= sblocks - sblocks / 10 ? 400 * (100 + (int)rnd(101)) : 400;
 	sw = dcopy(hw, sblocks * sizeof(int));
 	so = dalloc((size_t)sblocks * 256 * 4);
-	static CUdeviceptr sw_sorted;
+	static CUdeviceptr sw_sorted, sw_even;
 	qsort(hw, sblocks, sizeof(int), cmp_int_desc);
 	sw_sorted = dcopy(hw, sblocks * sizeof(int));
+	{
+		long long sum = 0;
+		for (int b = 0; b < sblocks; b++)
+			sum += hw[b];
+		for (int b = 0; b < sblocks; b++)
+			hw[b] = (int)(sum / sblocks);
+		sw_even = dcopy(hw, sblocks * sizeof(int));
+	}
 	free(hw);
 	wl[nw++] = WORK("tail", "spin", "clustered heavy tail: last 10 % of blocks 100..200x",
 				  { (unsigned)sblocks, 1, 1 }, { 256, 1, 1 }, { &so, &sw }, 2, so,
 				  (size_t)sblocks * 256 * 4);
 	memcpy(wl[nw - 1].oargs, (void *[]){ &so, &sw_sorted }, 2 * sizeof(void *));
+	memcpy(wl[nw - 1].bargs, (void *[]){ &so, &sw_even }, 2 * sizeof(void *));
 	/* spmv: 2^17 rows, degree min(8 / u, 8192) (a power law, exponent 2),
 	 * rows shuffled, columns uniform */
 	static int nrows = 1 << 17;
@@ -425,7 +452,7 @@ int main(int argc, char **argv)
 	dx = dcopy(x, nrows * sizeof(float));
 	dy = dalloc(nrows * sizeof(float));
 	/* the oracle's matrix: the same rows, heaviest first */
-	static CUdeviceptr drp_s, dcol_s, dval_s;
+	static CUdeviceptr drp_s, dcol_s, dval_s, drp_e;
 	{
 		int *ord = malloc(nrows * sizeof(int) * 2), *rp2 = malloc((nrows + 1) * sizeof(int));
 		int *col2 = malloc(nnz * sizeof(int));
@@ -445,6 +472,12 @@ int main(int argc, char **argv)
 		drp_s = dcopy(rp2, (nrows + 1) * sizeof(int));
 		dcol_s = dcopy(col2, nnz * sizeof(int));
 		dval_s = dcopy(val2, nnz * sizeof(float));
+		/* the balance bound's matrix: every row nnz / nrows nonzeros, the
+		 * same columns and values in order */
+		size_t per = nnz / (size_t)nrows;
+		for (int r = 0; r <= nrows; r++)
+			rp2[r] = (int)(per * (size_t)r);
+		drp_e = dcopy(rp2, (nrows + 1) * sizeof(int));
 		free(ord), free(rp2), free(col2), free(val2);
 	}
 	free(rowptr), free(deg), free(col), free(val), free(x);
@@ -453,6 +486,7 @@ int main(int argc, char **argv)
 				  { (unsigned)(nrows / 8), 1, 1 }, { 256, 1, 1 }, { &drp, &dcol, &dval, &dx, &dy, &nrows }, 6,
 				  dy, nrows * sizeof(float));
 	memcpy(wl[nw - 1].oargs, (void *[]){ &drp_s, &dcol_s, &dval_s, &dx, &dy, &nrows }, 6 * sizeof(void *));
+	memcpy(wl[nw - 1].bargs, (void *[]){ &drp_e, &dcol, &dval, &dx, &dy, &nrows }, 6 * sizeof(void *));
 	wl[nw++] = WORK("gemm_bal", "gemm_imb", "balanced: every tile K = n", { gn / 32, gn / 32, 1 },
 				  { 32, 8, 1 }, { &ga, &gb, &gc2, &kbal, &gn }, 5, gc2, gsz);
 	static unsigned long long vn = 1ull << 26;
@@ -486,13 +520,17 @@ int main(int argc, char **argv)
 			for (int k = 0; var[v].ok && k < 3; k++)
 				launch(w, v, e0, e1, &regs[v], &occ[v], &wk[v], &ch[v]);
 		if (w->oargs[0])
-			launch_oracle(w, e0, e1);
+			launch_args(w, w->oargs, e0, e1);
+		if (w->bargs[0])
+			launch_args(w, w->bargs, e0, e1);
 		for (int r = 0; r < reps; r++) {
 			for (int v = 0; v < NV; v++)
 				if (var[v].ok)
 					w->ms[v][r] = launch(w, v, e0, e1, NULL, NULL, NULL, NULL);
 			if (w->oargs[0])
-				w->oms[r] = launch_oracle(w, e0, e1);
+				w->oms[r] = launch_args(w, w->oargs, e0, e1);
+			if (w->bargs[0])
+				w->bms[r] = launch_args(w, w->bargs, e0, e1);
 		}
 		/* outputs: each variant's last launch against the native one */
 		for (int v = 0; v < NV; v++) {
@@ -529,6 +567,13 @@ int main(int argc, char **argv)
 			       w->name, om, 100.0 * (om / base - 1), regs[0], occ[0], w->grid[0] * w->grid[1] * w->grid[2]);
 			printf("bench: sched %s ordering headroom: heaviest-first native launch %.3f ms, %+.1f %% vs native\n",
 			       w->name, om, 100.0 * (om / base - 1));
+		}
+		if (w->bargs[0]) {
+			float bm = median(w->bms, reps);
+			printf("| %s | native, the same total work spread evenly (balance bound) | %.3f | %+.1f %% | %d | %d | %u blocks |\n",
+			       w->name, bm, 100.0 * (bm / base - 1), regs[0], occ[0], w->grid[0] * w->grid[1] * w->grid[2]);
+			printf("bench: sched %s balance bound: even work, native launch %.3f ms, %+.1f %% vs native\n", w->name,
+			       bm, 100.0 * (bm / base - 1));
 		}
 		for (int v = 1; v < NV; v++)
 			if (var[v].ok)

@@ -12,7 +12,8 @@
 # compiler's own ptxas call goes through gpuext-ptxas); stub (the default
 # route with an empty call at kernel entry instead of the tool: the route's
 # own cost); threadhist with launch timing off (GPUEXT_LAUNCH_TIMES=0: the
-# host side's share); for JAX also natively with the XLA flags and PATH that
+# host side's share); threadhist drained once a second instead of every 20 ms
+# (the drain thread's share); for JAX also natively with the XLA flags and PATH that
 # gpuext-run sets (ptxas as a subprocess: the compile route's own effect).
 # Every process runs on the CPUs local to the GPU (its NUMA node, from
 # sysfs): these workloads are bound by their Python launch paths, and a
@@ -34,7 +35,12 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 RUN=$B/bin/gpuext-run
 declare -A PY=([triton]=triton_kernels.py [cupy]=cupy_default.py [jax]=jax_grad.py)
-declare -A CFGS=([triton]="native th thp stub th_nolt" [cupy]="native th stub th_nolt" [jax]="native jflags th thp th_nolt")
+declare -A CFGS=([triton]="native th thp stub th_nolt th_drain" [cupy]="native th stub th_nolt" [jax]="native jflags th thp th_nolt")
+# MLAB_CFGS_<workload>="native th ..." picks that workload's configurations
+for n in triton cupy jax; do
+	v=MLAB_CFGS_$n
+	[ -n "${!v:-}" ] && CFGS[$n]=${!v}
+done
 # the GPU's local CPUs (those of them this process may use)
 PIN=()
 bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null | head -1 | tr 'A-F' 'a-f')
@@ -79,6 +85,7 @@ for name in triton cupy jax; do
 			thp) "$@" timeout 240 "$RUN" --ptxas --tool threadhist -- python3 "$py" ;;
 			stub) "$@" GPUEXT_HOOKS=entry GPUEXT_STUBS=call timeout 240 "$RUN" -- python3 "$py" ;;
 			th_nolt) "$@" GPUEXT_LAUNCH_TIMES=0 timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
+			th_drain) "$@" GPUEXT_FLUSH_MS=1000 timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
 			esac >"$f.out" 2>"$f.err"
 			rc=$?
 			[ $rc = 0 ] || echo "# $name $cfg round $r: rc $rc: $(tail -2 "$f.err" | tr '\n' ' ')"
@@ -93,7 +100,8 @@ def rd(p):
     except OSError:
         return ''
 what = {'native': 'native', 'jflags': 'native, XLA compiling through ptxas', 'th': 'threadhist', 'thp': 'threadhist --ptxas',
-        'stub': 'empty entry call (route only)', 'th_nolt': 'threadhist, launch timing off'}
+        'stub': 'empty entry call (route only)', 'th_nolt': 'threadhist, launch timing off',
+        'th_drain': 'threadhist, drained every 1 s (not 20 ms)'}
 res, sums = {}, {}
 for c in cfgs:
     t, k, regs = [], {}, {}
