@@ -11,7 +11,8 @@
 # PTX a cubin carries, the driver JIT-compiles it); threadhist --ptxas (the
 # compiler's own ptxas call goes through gpuext-ptxas); stub (the default
 # route with an empty call at kernel entry instead of the tool: the route's
-# own cost); threadhist with launch timing off (GPUEXT_LAUNCH_TIMES=0: the
+# own cost); stubp (a built-in handler reading the whole context, no map:
+# the hook without threadhist's map update); threadhist with launch timing off (GPUEXT_LAUNCH_TIMES=0: the
 # host side's share); threadhist drained once a second instead of every 20 ms
 # (the drain thread's share); for JAX also natively with the XLA flags and PATH that
 # gpuext-run sets (ptxas as a subprocess: the compile route's own effect).
@@ -84,6 +85,7 @@ for name in triton cupy jax; do
 			th) "$@" timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
 			thp) "$@" timeout 240 "$RUN" --ptxas --tool threadhist -- python3 "$py" ;;
 			stub) "$@" GPUEXT_HOOKS=entry GPUEXT_STUBS=call timeout 240 "$RUN" -- python3 "$py" ;;
+			stubp) "$@" GPUEXT_HOOKS=entry GPUEXT_STUBS=probe timeout 240 "$RUN" -- python3 "$py" ;;
 			th_nolt) "$@" GPUEXT_LAUNCH_TIMES=0 timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
 			th_drain) "$@" GPUEXT_FLUSH_MS=1000 timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
 			esac >"$f.out" 2>"$f.err"
@@ -100,7 +102,7 @@ def rd(p):
     except OSError:
         return ''
 what = {'native': 'native', 'jflags': 'native, XLA compiling through ptxas', 'th': 'threadhist', 'thp': 'threadhist --ptxas',
-        'stub': 'empty entry call (route only)', 'th_nolt': 'threadhist, launch timing off',
+        'stub': 'empty entry call (route only)', 'stubp': 'built-in probe reading the context (no map)', 'th_nolt': 'threadhist, launch timing off',
         'th_drain': 'threadhist, drained every 1 s (not 20 ms)'}
 res, sums = {}, {}
 for c in cfgs:
