@@ -296,6 +296,24 @@ static float launch(struct work *w, int v, CUevent e0, CUevent e1, int *regs_out
 	return ms;
 }
 
+/* The bounds' inputs from a per-block work table w[n] (sorted in place): the
+ * table heaviest first, and every block at the mean (a multiple of `step`,
+ * the kernel's granule of work), in device memory. */
+static void bound_tables(int *w, int n, int step, CUdeviceptr *sorted, CUdeviceptr *even)
+{
+	qsort(w, n, sizeof(int), cmp_int_desc);
+	*sorted = dcopy(w, n * sizeof(int));
+	long long sum = 0;
+	for (int i = 0; i < n; i++)
+		sum += w[i];
+	int mean = step * (int)((sum / n + step / 2) / step);
+	int *e = malloc(n * sizeof(int));
+	for (int i = 0; i < n; i++)
+		e[i] = mean;
+	*even = dcopy(e, n * sizeof(int));
+	free(e);
+}
+
 /* The native kernel over other inputs (w->oargs, w->bargs), timed (ms). */
 static float launch_args(struct work *w, void **args, CUevent e0, CUevent e1)
 {
@@ -367,19 +385,7 @@ int main(int argc, char **argv)
 		hk[t] = 32 * (gn / 32 / 4 + (int)rnd(gn / 32 - gn / 32 / 4 + 1));
 	kimb = dcopy(hk, tiles * sizeof(int));
 	static CUdeviceptr kimb_sorted, kimb_even;
-	qsort(hk, tiles, sizeof(int), cmp_int_desc);
-	kimb_sorted = dcopy(hk, tiles * sizeof(int));
-	{
-		long long sum = 0;
-		for (int t = 0; t < tiles; t++)
-			sum += hk[t];
-		int kmean = 32 * (int)((sum / tiles + 16) / 32); /* the kernel steps K by tiles of 32 */
-		int *he = malloc(tiles * sizeof(int));
-		for (int t = 0; t < tiles; t++)
-			he[t] = kmean;
-		kimb_even = dcopy(he, tiles * sizeof(int));
-		free(he);
-	}
+	bound_tables(hk, tiles, 32, &kimb_sorted, &kimb_even); /* the kernel steps K by tiles of 32 */
 	for (int t = 0; t < tiles; t++)
 		hk[t] = gn;
 	kbal = dcopy(hk, tiles * sizeof(int));
@@ -402,16 +408,7 @@ int main(int argc, char **argv)
 	sw = dcopy(hw, sblocks * sizeof(int));
 	so = dalloc((size_t)sblocks * 256 * 4);
 	static CUdeviceptr sw_sorted, sw_even;
-	qsort(hw, sblocks, sizeof(int), cmp_int_desc);
-	sw_sorted = dcopy(hw, sblocks * sizeof(int));
-	{
-		long long sum = 0;
-		for (int b = 0; b < sblocks; b++)
-			sum += hw[b];
-		for (int b = 0; b < sblocks; b++)
-			hw[b] = (int)(sum / sblocks);
-		sw_even = dcopy(hw, sblocks * sizeof(int));
-	}
+	bound_tables(hw, sblocks, 1, &sw_sorted, &sw_even);
 	free(hw);
 	wl[nw++] = WORK("tail", "spin", "clustered heavy tail: last 10 % of blocks 100..200x",
 				  { (unsigned)sblocks, 1, 1 }, { 256, 1, 1 }, { &so, &sw }, 2, so,

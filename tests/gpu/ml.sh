@@ -12,21 +12,10 @@
 # compiled workloads). ML_ONLY=regex picks workloads; ML_PROBE=1 also tries
 # JAX with XLA's flag variants and logs what reaches the driver.
 set -u
-ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-B=${GX_BUILD:-$ROOT/build}
-OUT=${OUT:-$B/gpu-out}
-L=$OUT/ml
-mkdir -p "$L"
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
+PART=ml
+. "$(dirname "$0")/ml/env.sh"
 ok() { echo "ok - ml: $*"; }
 nok() { echo "not ok - ml: $*"; }
-export GPUEXT_CACHE_DIR=${GPUEXT_CACHE_DIR:-$B/cache}
-export GPUEXT_TOOLS_DIR=$B/share/gpuext/tools
-export CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTHONUNBUFFERED=1
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export XLA_PYTHON_CLIENT_PREALLOCATE=false
-RUN=$B/bin/gpuext-run
 python3 -c 'import torch, triton, cupy, jax; print("versions: torch", torch.__version__, "triton", triton.__version__,
 "cupy", cupy.__version__, "jax", jax.__version__)' 2>&1 | tail -1 | tee "$L/versions.txt"
 

@@ -17,24 +17,15 @@
 # (the drain thread's share); for JAX also natively with the XLA flags and PATH that
 # gpuext-run sets (ptxas as a subprocess: the compile route's own effect).
 # Every process runs on the CPUs local to the GPU (its NUMA node, from
-# sysfs): these workloads are bound by their Python launch paths, and a
-# process placed on the far socket ran 50 % slower (run 38). Goal lines: threadhist within 3 % of native for the
+# sysfs) when the machine has others: these workloads are bound by their
+# Python launch paths (on the H200 machine all 16 CPUs are the GPU's: run 39
+# pinned nothing, and its Triton processes still ran 7.9 or 9.5 ms per pass,
+# each the whole of its life). Goal lines: threadhist within 3 % of native for the
 # compiled workloads (Triton, CuPy, JAX). MLAB_ONLY=regex picks workloads.
 set -u
-ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-B=${GX_BUILD:-$ROOT/build}
-OUT=${OUT:-$B/gpu-out}
-L=$OUT/mlab
-mkdir -p "$L"
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
+PART=mlab
+. "$(dirname "$0")/ml/env.sh"
 R=${MLAB_ROUNDS:-5}
-export GPUEXT_CACHE_DIR=${GPUEXT_CACHE_DIR:-$B/cache}
-export GPUEXT_TOOLS_DIR=$B/share/gpuext/tools
-export CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTHONUNBUFFERED=1
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export XLA_PYTHON_CLIENT_PREALLOCATE=false
-RUN=$B/bin/gpuext-run
 declare -A PY=([triton]=triton_kernels.py [cupy]=cupy_default.py [jax]=jax_grad.py)
 declare -A CFGS=([triton]="native th thp stub th_nolt th_drain" [cupy]="native th stub th_nolt" [jax]="native jflags th thp th_nolt")
 # MLAB_CFGS_<workload>="native th ..." picks that workload's configurations
