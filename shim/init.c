@@ -104,7 +104,7 @@ GX_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
 	CUresult rc = REAL(cuDevicePrimaryCtxRetain)(pctx, dev);
 	if (rc == CUDA_SUCCESS)
-		gx_ev_ctx_changed(); /* possibly a new context: the driver knows, we need not */
+		gx_ev_ctx_changed(); /* maybe a new context: a bump is cheap, a stale device is not */
 	if (rc == CUDA_SUCCESS && pctx && *pctx) {
 		if (dev >= 0 && dev < MAX_DEVS)
 			__atomic_store_n(&primary[dev], *pctx, __ATOMIC_RELAXED);
