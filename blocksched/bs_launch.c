@@ -63,6 +63,16 @@ struct pfunc {
 	unsigned long long launches;
 	CUdeviceptr hints; /* CLAIM with a policy: the kernel's hint block */
 	unsigned hints_cap;
+	/* the guard (a policy's gx_sched_guard): its decision for the grid of
+	 * guard_units blocks, and timing pairs of launches it explores with */
+	struct gx_bs_guard guard;
+	unsigned long long guard_units;
+	struct {
+		CUevent ev[2]; /* around the launch: before the driver's call, after it */
+		CUstream s;
+		int copy;
+		int state; /* 0 free, 1 started, 2 ended (its end event recorded) */
+	} tp[4];
 	UT_hash_handle hh;
 };
 
@@ -76,6 +86,7 @@ static unsigned chunks_per_worker = GX_BS_DEFAULT_CHUNKS;
 static char glob[256] = "*";
 static char tag[64];  /* the schedule policy ("" without one) */
 static bool policy_checked;
+static bool guard_on; /* the policy's gx_sched_guard */
 static struct pmod *mods;
 static struct pfunc *funcs;
 static int sm_count[MAX_DEVS];
@@ -150,8 +161,10 @@ static void read_policy_locked(void)
 		mode = v == GX_WORK_STATIC ? GX_WORK_STATIC : GX_WORK_CLAIM;
 	if (bs_host->policy_var(tag, GX_BS_VAR_CHUNKS, &v, sizeof(v)) == 0 && v > 0 && v <= 1024)
 		chunks_per_worker = v;
-	pr_info("blocksched: policy %s schedules kernels matching '%s' (%s, %u claims per worker)", tag, glob,
-		mode == GX_WORK_STATIC ? "static" : "claim", chunks_per_worker);
+	guard_on = bs_host->policy_var(tag, GX_BS_VAR_GUARD, &v, sizeof(v)) == 0 && v;
+	pr_info("blocksched: policy %s schedules kernels matching '%s' (%s, %u claims per worker%s)", tag, glob,
+		mode == GX_WORK_STATIC ? "static" : "claim", chunks_per_worker,
+		guard_on ? ", each kernel kept as it is unless its copy is timed faster" : "");
 }
 
 const char *gx_bs_policy_tag(void)
@@ -221,6 +234,16 @@ static void pmod_free(struct pmod *m)
 }
 
 /* Forget a module's functions (handles may be reused after an unload). */
+/* A function's entry, its timing events with it (its context still alive). */
+static void pfunc_free(struct pfunc *f, bool events)
+{
+	for (size_t i = 0; events && i < sizeof(f->tp) / sizeof(f->tp[0]); i++)
+		for (int j = 0; j < 2; j++)
+			if (f->tp[i].ev[j])
+				CU(cuEventDestroy_v2)(f->tp[i].ev[j]);
+	free(f);
+}
+
 static void forget_mod_locked(void *handle)
 {
 	struct pmod *m;
@@ -234,7 +257,7 @@ static void forget_mod_locked(void *handle)
 		if (f->mod == handle || f->key.f == handle) {
 			HASH_DEL(funcs, f);
 			bs_mem_retire(f->key.ctx, f->hints, NULL);
-			free(f);
+			pfunc_free(f, true);
 		}
 	}
 }
@@ -403,6 +426,108 @@ static bool smem_ok(struct pfunc *pf, void *orig, int is_kernel, unsigned smem)
 	return true;
 }
 
+/* ---- the guard: timing pairs ---- */
+/* The pair this thread started for its launch in flight (LAUNCH_DONE
+ * records its end; a launch the driver refused leaves it to be freed). */
+static __thread struct {
+	struct pfunc_key key;
+	int i;
+} tl_tp = { .i = -1 };
+
+static struct pfunc *find_locked(const struct pfunc_key *key)
+{
+	struct pfunc *pf;
+	HASH_FIND(hh, funcs, key, sizeof(*key), pf);
+	return pf;
+}
+
+/* Feed the finished pairs to the guard (never waits). */
+static void guard_harvest_locked(struct pfunc *pf, const char *name)
+{
+	for (size_t i = 0; i < sizeof(pf->tp) / sizeof(pf->tp[0]); i++) {
+		if (pf->tp[i].state != 2)
+			continue;
+		CUresult q = CU(cuEventQuery)(pf->tp[i].ev[1]);
+		if (q == CUDA_ERROR_NOT_READY)
+			continue;
+		float ms = -1;
+		if (q != CUDA_SUCCESS || CU(cuEventElapsedTime)(&ms, pf->tp[i].ev[0], pf->tp[i].ev[1]) != CUDA_SUCCESS)
+			ms = -1;
+		pf->tp[i].state = 0;
+		if (gx_bs_guard_sample(&pf->guard, pf->tp[i].copy, ms))
+			bs_log_decision(name,
+					"guard: its copy %.3f ms, as it is %.3f ms (medians of %d launches each): %s",
+					(double)pf->guard.med[1], (double)pf->guard.med[0], GX_BS_GUARD_SAMPLES,
+					pf->guard.choice ? "runs the copy" : "runs unchanged");
+	}
+}
+
+/* This launch of pf (units blocks on stream s): 1 the copy, 0 the original;
+ * an exploring launch gets a timing pair when the stream can take events. */
+static int guard_pick_locked(struct pfunc *pf, const char *name, unsigned long long units, CUstream s,
+			     bool can_time)
+{
+	guard_harvest_locked(pf, name);
+	if (pf->guard_units != units) {
+		gx_bs_guard_init(&pf->guard); /* a new grid: its own decision */
+		pf->guard_units = units;
+	}
+	int copy = gx_bs_guard_next(&pf->guard);
+	if (pf->guard.choice >= 0 || !can_time)
+		return copy;
+	for (int i = 0; i < (int)(sizeof(pf->tp) / sizeof(pf->tp[0])); i++) {
+		if (pf->tp[i].state)
+			continue;
+		bool ok = true;
+		for (int j = 0; j < 2 && ok; j++)
+			ok = pf->tp[i].ev[j] || CU(cuEventCreate)(&pf->tp[i].ev[j], CU_EVENT_DEFAULT) == CUDA_SUCCESS;
+		if (!ok || CU(cuEventRecord)(pf->tp[i].ev[0], s) != CUDA_SUCCESS)
+			break;
+		pf->tp[i].s = s;
+		pf->tp[i].copy = copy;
+		pf->tp[i].state = 1;
+		tl_tp.key = pf->key;
+		tl_tp.i = i;
+		break;
+	}
+	return copy;
+}
+
+/* After the driver took the launch: the end of its timing pair. */
+static void guard_launched(void)
+{
+	if (tl_tp.i < 0)
+		return;
+	pthread_mutex_lock(&bs_lock);
+	struct pfunc *pf = find_locked(&tl_tp.key);
+	if (pf && pf->tp[tl_tp.i].state == 1)
+		pf->tp[tl_tp.i].state =
+			CU(cuEventRecord)(pf->tp[tl_tp.i].ev[1], pf->tp[tl_tp.i].s) == CUDA_SUCCESS ? 2 : 0;
+	tl_tp.i = -1;
+	pthread_mutex_unlock(&bs_lock);
+}
+
+/* A pair whose launch never reached LAUNCH_DONE (the driver refused it). */
+static void guard_abandon_locked(void)
+{
+	if (tl_tp.i < 0)
+		return;
+	struct pfunc *pf = find_locked(&tl_tp.key);
+	if (pf && pf->tp[tl_tp.i].state == 1)
+		pf->tp[tl_tp.i].state = 0;
+	tl_tp.i = -1;
+}
+
+/* The copy was picked and timed, but the original runs after all. */
+static void guard_untimed(void)
+{
+	if (tl_tp.i < 0)
+		return;
+	pthread_mutex_lock(&bs_lock);
+	guard_abandon_locked();
+	pthread_mutex_unlock(&bs_lock);
+}
+
 /* The launch's arguments with the descriptor appended (thread-local: the
  * shim calls the driver on this thread right after the subscribers). */
 static __thread void **tl_params;
@@ -416,6 +541,7 @@ static CUresult on_launch(struct gx_event *ev)
 	if (!ev->ctx || !l->func)
 		return CUDA_SUCCESS;
 	pthread_mutex_lock(&bs_lock);
+	guard_abandon_locked();
 	read_policy_locked();
 	bs_log_poll(false);
 	struct pfunc *pf = resolve_locked(ev->ctx, l->func);
@@ -437,6 +563,7 @@ static CUresult on_launch(struct gx_event *ev)
 	int occ = pf->occ_block == block && pf->occ_smem == l->shared_mem ? pf->occ : -1;
 	int occ_orig = pf->occ_orig;
 	int m = mode;
+	bool guard = guard_on;
 	pthread_mutex_unlock(&bs_lock);
 	if (m < 0)
 		return CUDA_SUCCESS;
@@ -455,8 +582,8 @@ static CUresult on_launch(struct gx_event *ev)
 	if (!smem)
 		return fallback(FB_SMEM, k->name);
 	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-	if (m == GX_WORK_CLAIM &&
-	    (CU(cuStreamIsCapturing)(l->stream, &cs) != CUDA_SUCCESS || cs != CU_STREAM_CAPTURE_STATUS_NONE))
+	bool cs_ok = (m == GX_WORK_CLAIM || guard) && CU(cuStreamIsCapturing)(l->stream, &cs) == CUDA_SUCCESS;
+	if (m == GX_WORK_CLAIM && (!cs_ok || cs != CU_STREAM_CAPTURE_STATUS_NONE))
 		return fallback(FB_CAPTURE, k->name);
 	if (occ < 0) {
 		/* the copy's resident blocks per SM, and the original's */
@@ -495,6 +622,11 @@ static CUresult on_launch(struct gx_event *ev)
 	unsigned long long nth = 0;
 	pthread_mutex_lock(&bs_lock);
 	pf = resolve_locked(ev->ctx, l->func);
+	if (pf && pf->k && guard &&
+	    !guard_pick_locked(pf, k->name, units, l->stream, cs_ok && cs == CU_STREAM_CAPTURE_STATUS_NONE)) {
+		pthread_mutex_unlock(&bs_lock);
+		return CUDA_SUCCESS; /* the original is faster (or being timed) */
+	}
 	if (pf && pf->k) {
 		announce = !pf->announced;
 		pf->announced = true;
@@ -515,11 +647,11 @@ static CUresult on_launch(struct gx_event *ev)
 	if (!pf || !pf->k)
 		return CUDA_SUCCESS; /* unloaded meanwhile: as it is */
 	if (m == GX_WORK_CLAIM && !d.state)
-		return fallback(FB_MEM, k->name);
+		return guard_untimed(), fallback(FB_MEM, k->name);
 	if (k->nparams > tl_cap) {
 		void **np = realloc(tl_params, k->nparams * sizeof(*np));
 		if (!np)
-			return fallback(FB_MEM, k->name);
+			return guard_untimed(), fallback(FB_MEM, k->name);
 		tl_params = np, tl_cap = k->nparams;
 	}
 	for (unsigned i = 0; i + 1 < k->nparams; i++)
@@ -547,6 +679,9 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	switch (ev->kind) {
 	case GX_EV_LAUNCH:
 		return on_launch(ev);
+	case GX_EV_LAUNCH_DONE:
+		guard_launched();
+		return CUDA_SUCCESS;
 	case GX_EV_GRAPH_KERNEL_NODE: {
 		/* STATIC copies could be given here too; graph nodes keep the
 		 * original (one fallback line says so). */
@@ -587,7 +722,7 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 		HASH_ITER(hh, funcs, f, ft) {
 			if (f->key.ctx == ev->ctx) {
 				HASH_DEL(funcs, f);
-				free(f);
+				pfunc_free(f, true);
 			}
 		}
 		pthread_mutex_unlock(&bs_lock);
@@ -600,7 +735,8 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 
 static void subscribe(void)
 {
-	sub_id = bs_host->subscribe(GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE) |
+	sub_id = bs_host->subscribe(GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_LAUNCH_DONE) |
+					    GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE) |
 					    GX_EV_MASK(GX_EV_MODULE_UNLOAD) | GX_EV_MASK(GX_EV_STREAM_DESTROY) |
 					    GX_EV_MASK(GX_EV_CTX_DESTROY) | GX_EV_MASK(GX_EV_SYNC),
 				    on_event, NULL);
@@ -657,7 +793,7 @@ void gx_bs_reset(void)
 	struct pfunc *f, *ft;
 	HASH_ITER(hh, funcs, f, ft) {
 		HASH_DEL(funcs, f);
-		free(f);
+		pfunc_free(f, false); /* also at exit, when the driver may be gone: events leak */
 	}
 	bs_mem_reset();
 	pthread_mutex_unlock(&bs_lock);

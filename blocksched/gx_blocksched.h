@@ -42,12 +42,40 @@ const char *gx_bs_rt_ptx(size_t *len);
  *                    names; default all); the others run unchanged. */
 #define GX_BS_VAR_MODE "gx_sched_mode"
 #define GX_BS_VAR_CHUNKS "gx_sched_chunks"
+/* gx_sched_guard (a policy's knob, 0 by default): time a few launches of each
+ * kernel as its persistent copy and as it is, and keep the faster (bs_guard.c) */
+#define GX_BS_VAR_GUARD "gx_sched_guard"
 #define GX_BS_DEFAULT_CHUNKS 8
 
 /* Split "obj.bpf.o,k=v,kernels=G,..." into the object, the knobs meant for
  * the policy (written to knobs, comma-separated) and the kernel glob
  * (written to glob; "*" when absent). 0 or -EINVAL (a knob without '='). */
 int gx_bs_parse_spec(const char *spec, char *obj, size_t on, char *knobs, size_t kn, char *glob, size_t gn);
+
+/* ---- the guard's decision (bs_guard.c; no driver calls) ----
+ * Per kernel and grid: explore — alternate the persistent copy and the
+ * original until each has GX_BS_GUARD_SAMPLES timed launches — then run the
+ * copy only if its median is at least GX_BS_GUARD_MARGIN_PCT % below the
+ * original's; explore again after GX_BS_GUARD_RECHECK launches. An
+ * exploration that gets no timings within GX_BS_GUARD_EXPLORE launches (a
+ * stream being captured, events failing) settles on the original. */
+#define GX_BS_GUARD_SAMPLES 5
+#define GX_BS_GUARD_MARGIN_PCT 1
+#define GX_BS_GUARD_EXPLORE 64
+#define GX_BS_GUARD_RECHECK 4096
+struct gx_bs_guard {
+	float ms[2][GX_BS_GUARD_SAMPLES]; /* [0] original, [1] copy */
+	unsigned n[2];                    /* timings so far */
+	unsigned issued;                  /* launches in this exploration */
+	int choice;                       /* -1 exploring, 0 original, 1 copy */
+	unsigned long long since;         /* launches since the choice */
+	float med[2];                     /* the medians the choice was made on */
+};
+void gx_bs_guard_init(struct gx_bs_guard *g);
+/* This launch: 1 the copy, 0 the original. */
+int gx_bs_guard_next(struct gx_bs_guard *g);
+/* A timed launch of one side; 1 when it settled the choice. */
+int gx_bs_guard_sample(struct gx_bs_guard *g, int copy, float ms);
 
 /* ---- in a process ---- */
 #define GX_BS_CU_FUNCS(X)                                                              \
@@ -58,7 +86,7 @@ int gx_bs_parse_spec(const char *spec, char *obj, size_t on, char *knobs, size_t
 	X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuEventCreate) X(cuEventRecord)      \
 	X(cuEventQuery) X(cuEventDestroy_v2) X(cuMemsetD32Async) X(cuMemHostAlloc)        \
 	X(cuMemFreeHost) X(cuMemHostGetDevicePointer_v2) X(cuGetErrorName) X(cuCtxGetCurrent) \
-	X(cuModuleLoadData) X(cuModuleUnload)
+	X(cuModuleLoadData) X(cuModuleUnload) X(cuEventElapsedTime)
 
 struct gx_bs_cu {
 #define GX_BS_CU_MEMBER(name) __typeof__(&name) name;

@@ -21,6 +21,10 @@
  * puts the long ones at the front and fills the end with short ones. With
  * even blocks it learns that, hints nothing, and is greedy.
  *
+ * With the guard on (the default), the launcher also times each kernel's
+ * first launches as its copy and as it is and keeps the faster: a kernel this
+ * policy cannot speed up runs as the hardware schedules it.
+ *
  * Trade-offs: the first launch of a kernel (and of each new grid size) runs
  * unordered; the order follows the costs of one launch earlier, so blocks
  * whose cost changes every launch are ordered by last time's cost. Shards
@@ -29,6 +33,11 @@
 #include "blocksched/policies/sched_common.h"
 
 GX_SCHED_SETTINGS(GX_SCHED_CLAIM, 8);
+/* The launcher's guard (gx_blocksched.h): each kernel and grid is timed a few
+ * times as its copy and as it is, and runs as the faster. On the H200 the
+ * hardware's scheduler wins on most kernels; learning the order is worth
+ * nothing where learning not to schedule is worth more. 0 turns it off. */
+GX_SCHED_KNOB(__u32, gx_sched_guard, 1);
 GX_SCHED_KNOB(__u32, imbalance_pct, 20);
 
 #define KSLOTS 64

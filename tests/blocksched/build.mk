@@ -6,6 +6,8 @@ T_BS := $(BUILD)/tests/blocksched
 # The runtime compiled for the host (the same C the kernels run as PTX).
 $(T_BS)/test_bs_rt: $(call objs,tests/blocksched/test_bs_rt.c blocksched/bs_rt.c)
 	$(call link,-lpthread)
+$(T_BS)/test_bs_guard: $(call objs,tests/blocksched/test_bs_guard.c blocksched/bs_guard.c)
+	$(call link,)
 $(T_BS)/test_bs_launch: $(BUILD)/obj/tests/blocksched/test_bs_launch.o
 	$(call link,-L$(STUB_LDIR) -lcuda -ldl -lpthread)
 
@@ -14,5 +16,5 @@ $(T_BS)/test_bs_policies: $(call objs,tests/blocksched/test_bs_policies.c blocks
                           $(COMMON_LIB)
 	$(call link,$(JIT_LDLIBS) $(BPF_SO_LDLIBS))
 
-TEST_BINS += $(T_BS)/test_bs_rt $(T_BS)/test_bs_launch $(T_BS)/test_bs_policies $(BS_POL_OBJS)
-TESTS     += $(T_BS)/test_bs_rt tests/blocksched/test_bs_launch.sh tests/blocksched/test_bs_ptx.sh "$(T_BS)/test_bs_policies $(BS_POL_DIR)"
+TEST_BINS += $(T_BS)/test_bs_rt $(T_BS)/test_bs_guard $(T_BS)/test_bs_launch $(T_BS)/test_bs_policies $(BS_POL_OBJS)
+TESTS     += $(T_BS)/test_bs_rt $(T_BS)/test_bs_guard tests/blocksched/test_bs_launch.sh tests/blocksched/test_bs_ptx.sh "$(T_BS)/test_bs_policies $(BS_POL_DIR)"

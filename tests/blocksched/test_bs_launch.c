@@ -72,6 +72,33 @@ static int state_zero(uint64_t st)
 	return 1;
 }
 
+/* The adaptive policy's guard (GPUEXT_SCHED=adaptive, FAKECUDA_KERNEL_US and
+ * FAKECUDA_PW_US give the original and the copy their times): after its
+ * exploration every launch runs the side that was faster — `want` "copy"
+ * or "orig" — and the log says which, with the medians. */
+static int guard_test(CUfunction ok, void **args, const char *want)
+{
+	CUstream s;
+	GX_CHECK(cuStreamCreate(&s, 0) == CUDA_SUCCESS, "guard: a stream");
+	int copies = 0, origs = 0, tail_right = 1, launched = 1;
+	for (int i = 0; i < 40; i++) {
+		launched &= cuLaunchKernel(ok, 10, 2, 1, 128, 1, 1, 0, s, args, NULL) == CUDA_SUCCESS;
+		struct fake_launch l = last();
+		int copy = l.func != (void *)ok;
+		copies += copy, origs += !copy;
+		if (i >= 30)
+			tail_right &= copy == !strcmp(want, "copy");
+		cuStreamSynchronize(s); /* its timing pair completes */
+	}
+	GX_CHECK(launched, "guard: 40 launches succeed");
+	GX_CHECK(copies >= 5 && origs >= 5, "guard: both sides were tried (%d copies, %d originals)", copies, origs);
+	GX_CHECK(tail_right, "guard: after exploring, every launch runs the %s", want);
+	GX_CHECK(log_has(!strcmp(want, "copy") ? "runs the copy" : "runs unchanged") && log_has("guard: its copy"),
+		 "guard: one log line gives both medians and the choice");
+	cuStreamDestroy(s);
+	return gx_test_done();
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "claim";
@@ -104,6 +131,8 @@ int main(int argc, char **argv)
 	CUdeviceptr buf = 0x1000;
 	unsigned n = 7;
 	void *args[] = { &buf, &n };
+	if (!strcmp(mode, "guard"))
+		return guard_test(ok, args, argc > 2 ? argv[2] : "copy");
 	GX_CHECK(cuLaunchKernel(ok, 10, 2, 1, 128, 1, 1, 0, NULL, args, NULL) == CUDA_SUCCESS,
 		 "launch: launch succeeds");
 	struct fake_launch l = last();

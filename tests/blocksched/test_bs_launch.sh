@@ -33,6 +33,14 @@ run env GPUEXT_SCHED="$P/fixed_work.bpf.o,kernels=k_ok" timeout 60 \
 	"$B/tests/blocksched/test_bs_launch" sched-static | sed "s/^\(not \)\?ok - /&[fixed_work] /"
 [ "${PIPESTATUS[0]}" -lt 128 ] || nok "test_bs_launch (fixed_work) crashed"
 
+# The adaptive policy's guard: the copy made faster (100 µs against 200) and
+# slower (300) than the original in the fake's time model.
+for w in copy:100 orig:300; do
+	run env GPUEXT_SCHED="$P/adaptive.bpf.o,kernels=k_ok" FAKECUDA_KERNEL_US=200 FAKECUDA_PW_US=${w#*:} timeout 60 \
+		"$B/tests/blocksched/test_bs_launch" guard "${w%%:*}" | sed "s/^\(not \)\?ok - /&[adaptive, copy ${w#*:} us] /"
+	[ "${PIPESTATUS[0]}" -lt 128 ] || nok "test_bs_launch (guard) crashed"
+done
+
 # gpuext sched: the log read back.
 if "$G" sched "$log" >"$tmp/rep.txt" 2>"$tmp/rep.err" && grep -q '^k_ok' "$tmp/rep.txt" &&
 	grep -q 'launched as __gx_pw_k_ok' "$tmp/rep.txt"; then

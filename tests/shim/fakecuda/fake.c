@@ -684,21 +684,21 @@ FX int fake_last_run(void **ctx, int *dev, void **func, char *target, size_t tn,
 	return last_run.ctx ? 0 : -1;
 }
 
-static void fk_run(CUstream s); /* the time model, below */
+static void fk_run(CUstream s, int pw); /* the time model, below */
 
 static CUresult launch(const char *api, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 		       unsigned by, unsigned bz, unsigned sh, CUstream s, void **p)
 {
-	fk_run(s);
 	struct ffunc *x = (struct ffunc *)f;
-	if (!x)
-		return CUDA_ERROR_INVALID_HANDLE;
 	/* Test handles made up by the tests (not ours) launch as they are. */
 	int known = 0;
 	pthread_mutex_lock(&obj_lock);
-	for (struct ffunc *y = all_funcs; y && !known; y = y->next)
+	for (struct ffunc *y = all_funcs; x && y && !known; y = y->next)
 		known = y == x;
 	pthread_mutex_unlock(&obj_lock);
+	fk_run(s, known && !strncmp(x->name, "__gx_pw_", 8));
+	if (!x)
+		return CUDA_ERROR_INVALID_HANDLE;
 	if (known) {
 		if (x->is_kernel) {
 			/* A CUkernel runs its library's code in the current context. */
@@ -986,7 +986,7 @@ FX CUresult cuStreamDestroy_v2(CUstream s)
  * everything is done at once, as before. Streams the fake did not make
  * (NULL, legacy, per-thread, made-up handles) share one timeline. ---- */
 static uint64_t legacy_busy;
-static long kernel_us = -1;
+static long kernel_us = -1, pw_us = -2; /* FAKECUDA_PW_US: blocksched's copies (__gx_pw_*) take this long */
 static uint64_t fk_now(void)
 {
 	struct timespec ts;
@@ -1004,17 +1004,22 @@ static uint64_t *timeline(CUstream s) /* launch_lock held */
  * (ns: when it was submitted, when the kernel would run), for the tenant
  * tests' schedules. */
 static int launch_log = -2;
-static void fk_run(CUstream s)
+static void fk_run(CUstream s, int pw)
 {
 	if (kernel_us < 0) {
 		const char *e = getenv("FAKECUDA_KERNEL_US");
 		kernel_us = e ? atol(e) : 0;
 	}
-	if (kernel_us <= 0)
+	if (pw_us == -2) {
+		const char *e = getenv("FAKECUDA_PW_US");
+		pw_us = e ? atol(e) : -1;
+	}
+	long us = pw && pw_us >= 0 ? pw_us : kernel_us;
+	if (us <= 0)
 		return;
 	pthread_mutex_lock(&launch_lock);
 	uint64_t *t = timeline(s), now = fk_now(), start = *t > now ? *t : now;
-	*t = start + (uint64_t)kernel_us * 1000;
+	*t = start + (uint64_t)us * 1000;
 	if (launch_log == -2) {
 		const char *l = getenv("FAKECUDA_LAUNCH_LOG");
 		launch_log = l ? open(l, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600) : -1;
@@ -1053,8 +1058,18 @@ static CUresult event_record(CUevent e, CUstream s)
 	if (!e)
 		return CUDA_ERROR_INVALID_HANDLE;
 	pthread_mutex_lock(&launch_lock);
-	((struct fevent *)e)->at = *timeline(s);
+	/* when the work before it is done, or now on an idle stream */
+	uint64_t busy = *timeline(s), now = fk_now();
+	((struct fevent *)e)->at = busy > now ? busy : now;
 	pthread_mutex_unlock(&launch_lock);
+	return CUDA_SUCCESS;
+}
+FX CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
+{
+	REC();
+	if (!ms || !a || !b)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*ms = (float)((double)((struct fevent *)b)->at - (double)((struct fevent *)a)->at) / 1e6f;
 	return CUDA_SUCCESS;
 }
 FX CUresult cuEventRecord(CUevent e, CUstream s) { REC(); return event_record(e, s); }
