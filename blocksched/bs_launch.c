@@ -735,7 +735,8 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 
 static void subscribe(void)
 {
-	sub_id = bs_host->subscribe(GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_LAUNCH_DONE) |
+	/* LAUNCH_DONE (one more dispatch per launch) only for the guard's timing */
+	sub_id = bs_host->subscribe(GX_EV_MASK(GX_EV_LAUNCH) | (guard_on ? GX_EV_MASK(GX_EV_LAUNCH_DONE) : 0) |
 					    GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE) |
 					    GX_EV_MASK(GX_EV_MODULE_UNLOAD) | GX_EV_MASK(GX_EV_STREAM_DESTROY) |
 					    GX_EV_MASK(GX_EV_CTX_DESTROY) | GX_EV_MASK(GX_EV_SYNC),
@@ -764,16 +765,17 @@ int gx_bs_rewrite_opts(const struct gx_bs_host *host, struct gx_ptx_rewrite_opts
 	pthread_once(&cfg_once, cfg);
 	if (mode < 0)
 		return 0;
-	pthread_once(&sub_once, subscribe);
-	if (sub_id < 0)
-		return 0;
 	/* The policy is attached by now (attach/ goes first): a static one
-	 * gets copies without the claim path. */
+	 * gets copies without the claim path; its settings (the guard) decide
+	 * what to subscribe to. */
 	pthread_mutex_lock(&bs_lock);
 	read_policy_locked();
 	int m = mode;
 	pthread_mutex_unlock(&bs_lock);
 	if (m < 0)
+		return 0;
+	pthread_once(&sub_once, subscribe);
+	if (sub_id < 0)
 		return 0;
 	opts->persistent = GX_PTX_PERSISTENT_COPY;
 	opts->persist_rt = gx_bs_rt_ptx(&opts->persist_rt_len);
