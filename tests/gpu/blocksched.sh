@@ -114,7 +114,7 @@ else
 				nok "sched_app with $p: did not finish in $t s (a hang?)"
 				APP_LIM=20
 			elif [ $rc -ne 0 ]; then
-				nok "sched_app with $p: exit $rc: $(tail -1 "$L/app-$tag.txt") $(grep -m1 -i 'error\|warn' "$L/app-$tag.log")"
+				nok "sched_app with $p: exit $rc: $(tail -1 "$L/app-$tag.txt") $(grep -m1 -i 'error\|warn\|sched_app.cu:' "$L/app-$tag.log")"
 			elif ! cmp -s "$L/app-native.txt" "$L/app-$tag.txt"; then
 				nok "sched_app with $p: checksums differ: $(diff "$L/app-native.txt" "$L/app-$tag.txt" | head -4 | tr '\n' ' ')"
 			elif [ "$nl" -eq 0 ]; then

@@ -20,7 +20,7 @@ $(BUILD)/tests/gpu/tenants: bench/tenants.cu common/gx_cu_check.h
 	$(Q)$(NVCC) -O2 -I. -gencode arch=compute_90,code=sm_90 -o $@ $<
 
 # tests/gpu/blocksched.sh: a program the shim rewrites (PTX only).
-$(BUILD)/tests/gpu/sched_app: tests/gpu/sched_app.cu bench/sched_kernels.cu
+$(BUILD)/tests/gpu/sched_app: tests/gpu/sched_app.cu bench/sched_kernels.cu common/gx_cu_check.h
 	$(call msg,NVCC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(NVCC) -O2 -gencode arch=compute_90,code=compute_90 -o $@ $<

@@ -10,15 +10,7 @@
 #include <cstring>
 #include <vector>
 #include "../../bench/sched_kernels.cu"
-
-#define CK(x)                                                                  \
-	do {                                                                   \
-		cudaError_t e_ = (x);                                          \
-		if (e_ != cudaSuccess) {                                       \
-			printf("error: %s: %s\n", #x, cudaGetErrorString(e_)); \
-			return 1;                                              \
-		}                                                              \
-	} while (0)
+#include "../../common/gx_cu_check.h" /* CK(): a runtime call that must succeed */
 
 static unsigned long long fnv(const void *p, size_t n)
 {
