@@ -36,6 +36,89 @@ extern "C" __global__ void gemm_imb(const float *A, const float *B, float *C, co
 		C[(size_t)(row0 + ty + 8 * i) * n + col] = acc[i];
 }
 
+// GEMM-like with production-sized tiles: a 128 x 128 tile per block of 256
+// threads (8 x 8 outputs each), K in steps of 32 through a 4-stage cp.async
+// pipeline in dynamic shared memory (4 x 35 KB: one block per SM, as the
+// multi-stage tiles of cuBLAS/CUTLASS/Triton GEMMs on Hopper are). Tile t
+// (t = blockIdx.y * gridDim.x + blockIdx.x) sums ksteps[t] steps of 32 over
+// A's columns, wrapping at n (so a tile may do more work than n allows).
+// A: (gridDim.y * 128) x n, B: n x (gridDim.x * 128), row-major.
+#define GT_M 128
+#define GT_K 32
+#define GT_STAGES 4
+#define GT_AS (GT_K + 4)   // A stage row stride (floats): 16-byte rows, no conflicts
+#define GT_BS (GT_M + 4)   // B stage row stride
+#define GT_STAGE (GT_M * GT_AS + GT_K * GT_BS)
+extern "C" __global__ void __launch_bounds__(256) gemm_tile(const float *A, const float *B, float *C,
+							      const int *ksteps, int n)
+{
+	extern __shared__ __align__(16) float gt_sm[];
+	int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
+	int nk = ksteps[blockIdx.y * gridDim.x + blockIdx.x];
+	size_t ldb = (size_t)gridDim.x * GT_M;
+	size_t row0 = (size_t)blockIdx.y * GT_M, col0 = (size_t)blockIdx.x * GT_M;
+	float acc[8][8];
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			acc[i][j] = 0.f;
+	// stage s <- step k: A's 128 x 32 and B's 32 x 128, 16 bytes per copy
+	auto issue = [&](int k, int s) {
+		float *as = gt_sm + s * GT_STAGE, *bs = as + GT_M * GT_AS;
+		size_t kg = (size_t)k * GT_K % n;
+#pragma unroll
+		for (int c = tid; c < GT_M * GT_K / 4; c += 256) {
+			int r = c >> 3, q = (c & 7) * 4;
+			unsigned d = (unsigned)__cvta_generic_to_shared(as + r * GT_AS + q);
+			const float *src = A + (row0 + r) * n + kg + q;
+			asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src));
+		}
+#pragma unroll
+		for (int c = tid; c < GT_K * GT_M / 4; c += 256) {
+			int r = c >> 5, q = (c & 31) * 4;
+			unsigned d = (unsigned)__cvta_generic_to_shared(bs + r * GT_BS + q);
+			const float *src = B + (kg + r) * ldb + col0 + q;
+			asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src));
+		}
+	};
+#pragma unroll
+	for (int s = 0; s < GT_STAGES - 1; s++) {
+		if (s < nk)
+			issue(s, s);
+		asm volatile("cp.async.commit_group;");
+	}
+	for (int k = 0; k < nk; k++) {
+		asm volatile("cp.async.wait_group %0;" ::"n"(GT_STAGES - 2));
+		__syncthreads(); // step k landed; everyone is done with step k - 1's stage
+		if (k + GT_STAGES - 1 < nk)
+			issue(k + GT_STAGES - 1, (k + GT_STAGES - 1) % GT_STAGES);
+		asm volatile("cp.async.commit_group;");
+		const float *as = gt_sm + (k % GT_STAGES) * GT_STAGE, *bs = as + GT_M * GT_AS;
+#pragma unroll 4
+		for (int kk = 0; kk < GT_K; kk++) {
+			float a[8], b[8];
+#pragma unroll
+			for (int i = 0; i < 8; i++)
+				a[i] = as[(ty + 16 * i) * GT_AS + kk];
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+				b[j] = bs[kk * GT_BS + tx + 16 * j];
+#pragma unroll
+			for (int i = 0; i < 8; i++)
+#pragma unroll
+				for (int j = 0; j < 8; j++)
+					acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+		}
+	}
+	asm volatile("cp.async.wait_group 0;");
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			C[(row0 + ty + 16 * i) * ldb + col0 + tx + 16 * j] = acc[i][j];
+}
+
 // Compute only: block b runs work[b] rounds of two dependent FMAs per
 // thread (latency bound, so co-resident blocks barely slow each other:
 // a block's time is its work).

@@ -9,8 +9,9 @@
  * A chunk is claimed by raising its claim word to tag | how with one
  * atom.max (tag = (epoch + 1) << 2, above every older launch's value):
  * whoever sees an older value runs the chunk. Three claimants:
- *  - hinted chunks (the previous launch's policy classes, heaviest first):
- *    any worker, through the global cursor `pnext`;
+ *  - hinted chunks (the previous launch's policy classes, heaviest first,
+ *    each class's list from its end): any worker, through the global
+ *    cursor `pnext`;
  *  - the owner, walking its range upwards; it stops at the first chunk a
  *    thief claimed (everything above it was handed to thieves);
  *  - thieves, through the global cursor `taken` that hands out chunks from
@@ -270,7 +271,11 @@ bs_u64 gxbsrt_next(struct gx_bs_ws *ws, bs_u32 cls)
 			bs_u32 k = 0;
 			while (i >= ws->pend[k])
 				k++;
-			bs_u32 c = hint_list(h, ws->rb, GX_WORK_CLASSES - k)[i - (k ? ws->pend[k - 1] : 0)];
+			/* a class's list from its end: the last to finish first.
+			 * Chunks of a class that started together (the previous
+			 * launch ran them heaviest class first) finish lightest
+			 * first, so this is heaviest first within the class too */
+			bs_u32 c = hint_list(h, ws->rb, GX_WORK_CLASSES - k)[ws->pend[k] - 1 - i];
 			if (c < ws->nchunks && at_max(g(claim_word(ws, c)), ws->tag | GX_CLAIM_HINT) < ws->tag)
 				return chunk_ret(ws, c);
 		}

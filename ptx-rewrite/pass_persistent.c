@@ -42,6 +42,7 @@
 
 #include "gpuext/gx_work.h"
 #include "ptx-rewrite/passes.h"
+#include "ptx-rewrite/cfg_pdom.h"
 
 /* ------------------------------------------------------------ small sets */
 
@@ -436,6 +437,39 @@ static void cfg_reach(struct cfg *g)
 	}
 }
 
+static int cfg_succs(const void *g, size_t i, long out[2])
+{
+	return succs(g, i, out);
+}
+
+/* A thread-dependent branch at i is harmless to barriers when its paths meet
+ * again (at i's immediate post-dominator) before any barrier or exit: the
+ * threads arrive at the join together, as nvcc's `for (c = tid; c < N;
+ * c += blockDim)` copy loops do. Walks the region between i and the join. */
+static int reconverges_clean(const struct cfg *g, size_t i, const long *ipdom, unsigned char *seen, long *todo)
+{
+	long join = ipdom[i];
+	if (join < 0 || (size_t)join >= g->n || g->ret[i] || g->bar[i])
+		return 0;
+	memset(seen, 0, g->n);
+	size_t nt = 0;
+	long sv[2];
+	int k = succs(g, i, sv);
+	for (int t = 0; t < k; t++)
+		if (sv[t] != join && !seen[sv[t]])
+			seen[sv[t]] = 1, todo[nt++] = sv[t];
+	while (nt) {
+		long v = todo[--nt];
+		if (g->bar[v] || g->ret[v])
+			return 0;
+		k = succs(g, (size_t)v, sv);
+		for (int t = 0; t < k; t++)
+			if (sv[t] != join && !seen[sv[t]])
+				seen[sv[t]] = 1, todo[nt++] = sv[t];
+	}
+	return 1;
+}
+
 /* Uniformity fixpoint; fills g->divergent (varying conditional branches and
  * guarded ret/exit). */
 static int uniformity(struct ptx_func *fn, struct cfg *g, struct unif *u)
@@ -622,13 +656,22 @@ static const char *check_kernel(struct ptx_passes *ps, struct ptx_func *fn, stru
 		return "out of memory";
 	}
 	const char *why = NULL;
+	long *ipdom = NULL, *todo = NULL;
+	unsigned char *seen = NULL;
 	if (uniformity(fn, &g, &u)) {
 		*nomem = 1;
 		why = "out of memory";
 	} else {
 		cfg_reach(&g);
+		ipdom = malloc((g.n ? g.n : 1) * sizeof(long));
+		seen = malloc(g.n ? g.n : 1);
+		todo = malloc((g.n ? g.n : 1) * sizeof(long));
+		if (!ipdom || !seen || !todo || ptx_cfg_ipdom(&g, g.n, cfg_succs, ipdom)) {
+			*nomem = 1;
+			why = "out of memory";
+		}
 		for (size_t i = 0; i < g.n && !why; i++) {
-			if (!g.divergent[i])
+			if (!g.divergent[i] || reconverges_clean(&g, i, ipdom, seen, todo))
 				continue;
 			long sv[2];
 			int k = succs(&g, i, sv);
@@ -647,6 +690,7 @@ static const char *check_kernel(struct ptx_passes *ps, struct ptx_func *fn, stru
 		}
 	}
 	free(u.varying.v);
+	free(ipdom), free(seen), free(todo);
 	cfg_free(&g);
 	(void)ps;
 	return why;

@@ -14,7 +14,8 @@
  * each use: anything else is an internal error and the module is left as it
  * came): parameters are read with `ld.param.T %reg, [NAME_param_K]`, the
  * value returned with `st.param.b64 [func_retval0+0], %reg` (or +0 missing),
- * `ret` ends the function, and no `call` inside. At a site, the body is
+ * `ret` ends the function, and no `call` inside (nested `{ }` scopes are
+ * kept as they are, their registers renamed too). At a site, the body is
  * copied into a `{ }` scope, its registers and labels renamed apart, the
  * parameter loads become moves from the arguments and `ret` a branch to the
  * scope (its label right after the scope). */
@@ -159,8 +160,6 @@ int ptx_func_inline(struct ptx_passes *ps, struct ptx_func *site_fn, struct ptx_
 			if (!s.lto[s.nloc++])
 				err = -ENOMEM;
 		}
-		if (st->kind == PTX_STMT_OPEN || st->kind == PTX_STMT_CLOSE)
-			err = err ? err : fail(m, "a nested scope");
 		if (st->kind == PTX_STMT_INSN && !strcmp(st->insn.opcode, "call"))
 			err = err ? err : fail(m, "a call");
 	}
@@ -186,8 +185,12 @@ int ptx_func_inline(struct ptx_passes *ps, struct ptx_func *site_fn, struct ptx_
 				err = fail(m, "a declaration other than registers and .local");
 				break;
 			}
-			st->decl.name = ptx_sprintf(m, "%%%s%s", pfx, st->decl.name + 1);
-			err = st->decl.name ? 0 : -ENOMEM;
+			/* %-names renamed apart; LLVM's bare ones (`tmp`) only live
+			 * in a nested scope, where they shadow nothing of ours */
+			if (st->decl.name[0] == '%') {
+				st->decl.name = ptx_sprintf(m, "%%%s%s", pfx, st->decl.name + 1);
+				err = st->decl.name ? 0 : -ENOMEM;
+			}
 			ptx_chain_link(c, st);
 			break;
 		case PTX_STMT_LABEL:
@@ -243,6 +246,13 @@ int ptx_func_inline(struct ptx_passes *ps, struct ptx_func *site_fn, struct ptx_
 		}
 		case PTX_STMT_VERBATIM:
 			break; /* .pragma and the like: not needed inline */
+		case PTX_STMT_OPEN:
+		case PTX_STMT_CLOSE:
+			/* LLVM's { .reg .b32 tmp; mov.b64 {tmp, %r}, %rd; } and the
+			 * JIT's scoped atomics: kept as scopes, their registers
+			 * renamed with the rest (sibling scopes may reuse a name) */
+			ptx_chain_link(c, st);
+			break;
 		default:
 			err = fail(m, "a nested scope");
 			break;

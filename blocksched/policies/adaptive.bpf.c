@@ -3,10 +3,11 @@
  *
  * What: CLAIM mode with greedy stealing, plus the exit hook. For every
  * chunk that finishes it takes the time per unit, (now - sched_start) /
- * sched_units in ns, and keeps per kernel (64 slots by kernel id) and per
- * SM (a per-SM sharded array: each SM updates its own copy, no atomics)
- * the range [lo, hi] of this launch's times and that of the previous
- * launch (a launch is told from the next by ctx->launch_id). When the
+ * sched_units in ns, and keeps per kernel (64 slots by kernel id, one
+ * copy for the whole GPU) the range [lo, hi] of this launch's times and
+ * that of the previous launch (a launch is told from the next by
+ * ctx->launch_id; the first chunk to see a new one swaps the launch id in
+ * with one atomic exchange and rolls the range over, alone). When the
  * previous launch's range is wide (hi > lo x (100 + imbalance_pct) / 100,
  * default 20 %), it returns a class 1..15 placing the chunk's time in that
  * range (15 = slowest): the runtime lists the chunks by class and the next
@@ -27,12 +28,20 @@
  *
  * Trade-offs: the first launch of a kernel (and of each new grid size) runs
  * unordered; the order follows the costs of one launch earlier, so blocks
- * whose cost changes every launch are ordered by last time's cost. Shards
- * race between the workers of one SM (a lost min/max update only blurs the
- * range). Costs one call per chunk at its end. */
+ * whose cost changes every launch are ordered by last time's cost. The
+ * range is the whole GPU's, not each SM's: with one block per
+ * SM an SM sees two or three blocks a launch, and classes relative to its
+ * own few would order nothing (bench/sched_bench's gemm_tile_imb). The
+ * price: every chunk's end makes two or three atomics on one shared line
+ * (the range is widened with compare-and-swap, at most three tries: a lost
+ * update only blurs the range). Costs one call per chunk at its end. */
 #include "blocksched/policies/sched_common.h"
 
-GX_SCHED_SETTINGS(GX_SCHED_CLAIM, 8);
+/* 16 claims per worker: a grid of up to 16 blocks per worker is claimed one
+ * block at a time, so heaviest-first orders single blocks (a chunk of two
+ * heavy tiles would run back to back on one SM: tail_tile in
+ * bench/sched_bench). Larger grids still claim several blocks at once. */
+GX_SCHED_SETTINGS(GX_SCHED_CLAIM, 16);
 /* The launcher's guard (gx_blocksched.h): each kernel and grid is timed a few
  * times as its copy and as it is, and runs as the faster. On the H200 the
  * hardware's scheduler wins on most kernels; learning the order is worth
@@ -42,19 +51,41 @@ GX_SCHED_KNOB(__u32, imbalance_pct, 20);
 
 #define KSLOTS 64
 
+/* Shared by every SM, so only atomics touch it: an SM's plain loads may be
+ * served by its own L1, which other SMs' stores do not reach within a
+ * launch (a stale range there made the order drift launch after launch). */
 struct kstat {
-	__u64 launch; /* launch_id of the launch `cur_*` belongs to */
-	__u32 cur_lo, cur_hi, cur_n;
-	__u32 lo, step; /* the previous launch: fastest time, range / 14 (0: even) */
-	__u32 pad;
+	__u64 launch; /* launch_id of the launch `cur` belongs to */
+	__u64 cur;    /* this launch's range: lo | hi << 32 (0: none yet) */
+	__u64 ref;    /* the previous launch's: lo | step << 32 (step 0: even or unknown) */
 };
 
 struct {
-	__uint(type, GDEV_MAP_PERSM_ARRAY);
+	__uint(type, GDEV_MAP_ARRAY);
 	__uint(max_entries, KSLOTS);
 	__type(key, __u32);
 	__type(value, struct kstat);
 } adaptive_stats SEC(".maps");
+
+static __always_inline __u64 range_with(__u64 c, __u32 d)
+{
+	__u32 lo = (__u32)c, hi = (__u32)(c >> 32);
+	if (!c)
+		return (__u64)d << 32 | d;
+	return (__u64)(d > hi ? d : hi) << 32 | (d < lo ? d : lo);
+}
+
+/* One attempt to widen `cur` to hold d: the value it saw (== c: done). */
+#define WIDEN(c)                                                                \
+	do {                                                                    \
+		__u64 n_ = range_with(c, d);                                    \
+		if (n_ == (c))                                                  \
+			break;                                                  \
+		__u64 seen_ = __sync_val_compare_and_swap(&s->cur, (c), n_);    \
+		if (seen_ == (c))                                               \
+			break;                                                  \
+		(c) = seen_;                                                    \
+	} while (0)
 
 /* 32-bit arithmetic on the hot path (the JIT makes a 64-bit division a
  * long routine and registers are what persistent kernels can least spare):
@@ -69,26 +100,27 @@ int adaptive_exit(struct gdev_ctx *ctx)
 	__u32 units = ctx->sched_units ? ctx->sched_units : 1;
 	__u64 ns = gdev_globaltimer() - ctx->sched_start;
 	__u32 d = (ns > 0xffffffffull ? 0xffffffffu : (__u32)ns) / units;
-	if (s->launch != ctx->launch_id) {
-		/* a new launch: the last one's range becomes the reference */
-		if (s->cur_n && s->cur_hi >= s->cur_lo) {
-			__u32 lo = s->cur_lo, hi = s->cur_hi;
+	if (s->launch != ctx->launch_id &&
+	    __sync_lock_test_and_set(&s->launch, ctx->launch_id) != ctx->launch_id) {
+		/* a new launch, and this chunk the first to see it: the last
+		 * one's range becomes the reference, this one starts at d */
+		__u64 old = __sync_lock_test_and_set(&s->cur, (__u64)d << 32 | d);
+		__u32 lo = (__u32)old, hi = (__u32)(old >> 32);
+		if (old && hi >= lo) {
 			int wide = (__u64)hi * 100 > (__u64)lo * (100 + imbalance_pct);
 			__u32 step = (hi - lo) / (GDEV_SCHED_CLASS_MAX - 1);
-			s->lo = lo;
-			s->step = !wide ? 0 : step ? step : 1;
+			step = !wide ? 0 : step ? step : 1;
+			__sync_lock_test_and_set(&s->ref, (__u64)step << 32 | lo);
 		}
-		s->launch = ctx->launch_id;
-		s->cur_lo = d;
-		s->cur_hi = d;
-		s->cur_n = 0;
+	} else {
+		/* a coherent read (fetch-or 0), then at most three tries */
+		__u64 c = __sync_fetch_and_or(&s->cur, 0);
+		WIDEN(c);
+		WIDEN(c);
+		WIDEN(c);
 	}
-	if (d < s->cur_lo)
-		s->cur_lo = d;
-	if (d > s->cur_hi)
-		s->cur_hi = d;
-	s->cur_n++;
-	__u32 step = s->step, lo = s->lo;
+	__u64 ref = __sync_fetch_and_or(&s->ref, 0);
+	__u32 lo = (__u32)ref, step = (__u32)(ref >> 32);
 	if (!step)
 		return 0; /* even (or not known yet): no order to learn */
 	if (d <= lo)

@@ -154,7 +154,7 @@ static int simulate(struct policy *p, struct sim *s, uint64_t budget_ns)
 	struct gx_bs_ws ws[MAXW];
 	uint64_t t[MAXW], cstart[MAXW];
 	uint64_t r[MAXW];
-	int done[MAXW] = { 0 }, left = (int)s->nw;
+	int done[MAXW] = { 0 }, busy[MAXW] = { 0 }, left = (int)s->nw;
 	memset(s->runs, 0, sizeof(s->runs));
 	memset(s->steals, 0, sizeof(s->steals));
 	s->makespan = 0;
@@ -173,6 +173,22 @@ static int simulate(struct policy *p, struct sim *s, uint64_t budget_ns)
 			if (!done[i] && (w == MAXW || t[i] < t[w]))
 				w = i;
 		now_ns = t[w];
+		if (busy[w]) {
+			/* its chunk ends now: the exit hook, then the next claim
+			 * (claims happen in the order chunks end, as on the GPU) */
+			unsigned n = (unsigned)(r[w] >> 32), first = (unsigned)r[w];
+			unsigned cls = 0;
+			if (p && p->exitp) {
+				struct gdev_ctx c;
+				fill_ctx(&c, GDEV_HOOK_SCHED_EXIT, s, w, cstart[w], n, first, ws[w].steals);
+				int v = run_prog(p, p->exitp, &c, w % SMS);
+				cls = v < 0 ? 0 : (unsigned)v;
+				s->cls[first] = cls;
+			}
+			busy[w] = 0;
+			r[w] = gxbsrt_next(&ws[w], cls);
+			continue;
+		}
 		if (r[w] == GX_WORK_ASK) {
 			int ok = 1;
 			if (s->steal_never) {
@@ -199,23 +215,15 @@ static int simulate(struct policy *p, struct sim *s, uint64_t budget_ns)
 				s->makespan = t[w];
 			continue;
 		}
-		/* run the chunk, then its exit hook, then the next claim */
+		/* run the chunk: its end is the worker's next event */
 		cstart[w] = now_ns;
 		uint64_t d = 0;
 		for (unsigned u = first; u < first + n; u++) {
 			s->runs[u]++;
 			d += s->cost[u];
 		}
-		t[w] = now_ns = cstart[w] + d;
-		unsigned cls = 0;
-		if (p && p->exitp) {
-			struct gdev_ctx c;
-			fill_ctx(&c, GDEV_HOOK_SCHED_EXIT, s, w, cstart[w], n, first, ws[w].steals);
-			int v = run_prog(p, p->exitp, &c, w % SMS);
-			cls = v < 0 ? 0 : (unsigned)v;
-			s->cls[first] = cls;
-		}
-		r[w] = gxbsrt_next(&ws[w], cls);
+		t[w] = cstart[w] + d;
+		busy[w] = 1;
 	}
 	int bad = 0;
 	for (unsigned u = 0; u < s->total; u++)
@@ -381,6 +389,34 @@ int main(int argc, char **argv)
 			for (int c = 1; c <= GX_WORK_CLASSES; c++)
 				listed += h->count[b][c];
 		GX_CHECK(bad == 0 && !any && !listed, "adaptive: even work gets no class and no hint list");
+		/* Two units per SM (one worker each, as a kernel of one block per
+		 * SM): the classes must order the units across SMs, so the learned
+		 * launch is the LPT schedule (8 units of 1..8 x 50 us on 4 SMs:
+		 * makespan 9 x 50 us; the first launch, owners' ranges, 11 x 50 us). */
+		static uint64_t few[8];
+		static const unsigned perm[8] = { 2, 5, 0, 7, 3, 6, 1, 4 }; /* cost rank of unit u */
+		for (unsigned u = 0; u < 8; u++)
+			few[u] = 50000ull * (perm[u] + 1);
+		reset_state();
+		uint64_t first = 0;
+		int mono = 1;
+		for (int l = 0; l < 4; l++) {
+			memset(s.cls, 0, sizeof(s.cls));
+			s = (struct sim){ .total = 8, .chunk = 1, .nw = SMS, .cost = few, .launch_id = 300 + l,
+					  .kernel_id = 0x9abc };
+			bad += simulate(adapt, &s, 0);
+			if (!l)
+				first = s.makespan;
+
+			for (unsigned a = 0; l >= 1 && a < 8; a++)
+				for (unsigned b = 0; b < 8; b++)
+					if (few[a] > few[b] && s.cls[a] < s.cls[b])
+						mono = 0;
+		}
+		GX_CHECK(bad == 0 && mono && s.makespan == 9 * 50000ull && first > s.makespan,
+			 "adaptive: two units per SM: classes order them across SMs, learned launch %.0f us (LPT 450) "
+			 "instead of %.0f us",
+			 s.makespan / 1e3, first / 1e3);
 	}
 	for (int i = 0; i < 5; i++)
 		check_native(&pol[i]);

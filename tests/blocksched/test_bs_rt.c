@@ -238,7 +238,20 @@ int main(void)
 	 * hinted chunks first, class 15 before 8 before 1. */
 	alloc_state(MAX_W, MAX_UNITS);
 	bad = launch(3000, 2, 50, 100, 1, 1);
+	/* what the next launch must claim first: class 15's list, then 8's,
+	 * then 1's, each from its end (the last to finish first) */
+	static unsigned want[MAX_UNITS];
+	unsigned nwant = 0, rb = hints->gen & 1;
+	for (unsigned cl = GX_WORK_CLASSES; cl >= 1; cl--) {
+		const unsigned *l = (const unsigned *)((char *)hints + GX_WORK_HINTS_HDR) +
+				    ((size_t)rb * GX_WORK_CLASSES + (cl - 1)) * hints_cap;
+		for (unsigned j = hints->count[rb][cl]; j-- > 0;)
+			want[nwant++] = l[j];
+	}
 	bad += launch(3000, 2, 50, 100, 1, 1);
+	int exact = nwant > 0 && norder >= nwant && !memcmp(order, want, nwant * sizeof(unsigned));
+	GX_CHECK(bad == 0 && exact, "runtime: the %u hinted chunks are claimed in list order, each class's list "
+				    "from its end", nwant);
 	unsigned nh = 0, nc = 1500;
 	for (unsigned c = 0; c < nc; c++)
 		nh += class_of(c) != 0;

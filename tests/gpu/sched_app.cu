@@ -99,16 +99,39 @@ int main()
 	CK(cudaMemcpy(va, hv.data(), vn * 4, cudaMemcpyHostToDevice));
 	CK(cudaMemcpy(vb, hv.data(), vn * 4, cudaMemcpyHostToDevice));
 
+	// gemm_tile: 4 x 4 tiles of 128 x 128, n = 256, 2..40 K-steps each, with
+	// 141 KB of dynamic shared memory (the launcher must carry the attribute
+	// over to the copy)
+	const int gtn = 256, gtt = 16, gsm = 4 * (128 * 36 + 32 * 132) * 4;
+	std::vector<float> ga((size_t)512 * gtn);
+	for (size_t i = 0; i < ga.size(); i++)
+		ga[i] = (float)((i * 2654435761u) % 1000) / 1000.f;
+	std::vector<int> gk(gtt);
+	for (int t = 0; t < gtt; t++)
+		gk[t] = 2 + (int)rnd(39);
+	float *GA, *GB, *GC, *GGC;
+	int *GK;
+	CK(cudaMalloc(&GA, ga.size() * 4));
+	CK(cudaMalloc(&GB, ga.size() * 4));
+	CK(cudaMalloc(&GC, (size_t)512 * 512 * 4));
+	CK(cudaMalloc(&GGC, (size_t)512 * 512 * 4));
+	CK(cudaMalloc(&GK, gtt * 4));
+	CK(cudaMemcpy(GA, ga.data(), ga.size() * 4, cudaMemcpyHostToDevice));
+	CK(cudaMemcpy(GB, ga.data(), ga.size() * 4, cudaMemcpyHostToDevice));
+	CK(cudaMemcpy(GK, gk.data(), gtt * 4, cudaMemcpyHostToDevice));
+	CK(cudaFuncSetAttribute(gemm_tile, cudaFuncAttributeMaxDynamicSharedMemorySize, gsm));
+
 	// 1. one after another, each launched three times (policies learn)
 	for (int r = 0; r < 3; r++) {
 		gemm_imb<<<dim3(n / 32, n / 32), dim3(32, 8)>>>(A, B, C, K, n);
 		spin<<<sb, 128>>>(S, W);
 		spmv_csr_vector<<<nr / 8, 256>>>(RP, CI, VV, X, Y, nr);
 		vadd<<<(unsigned)(vn / 256), 256>>>(va, vb, vc, vn);
+		gemm_tile<<<dim3(4, 4), 256, gsm>>>(GA, GB, GC, GK, gtn);
 	}
 	CK(cudaDeviceSynchronize());
 	if (sum("gemm_imb", C, (size_t)n * n) || sum("spin", S, (size_t)sb * 128) || sum("spmv", Y, nr) ||
-	    sum("vadd", vc, vn))
+	    sum("vadd", vc, vn) || sum("gemm_tile", GC, (size_t)512 * 512))
 		return 1;
 
 	// 2. four streams at once, each with its own outputs, 25 rounds
@@ -144,12 +167,14 @@ int main()
 	CK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeGlobal));
 	spin<<<sb, 128, 0, cs>>>(gs, W);
 	gemm_imb<<<dim3(n / 32, n / 32), dim3(32, 8), 0, cs>>>(A, B, gc, K, n);
+	gemm_tile<<<dim3(4, 4), 256, gsm, cs>>>(GA, GB, GGC, GK, gtn);
 	CK(cudaStreamEndCapture(cs, &g));
 	CK(cudaGraphInstantiate(&ge, g, 0));
 	for (int r = 0; r < 20; r++)
 		CK(cudaGraphLaunch(ge, cs));
 	CK(cudaStreamSynchronize(cs));
-	if (sum("graph_spin", gs, (size_t)sb * 128) || sum("graph_gemm", gc, hm.size()))
+	if (sum("graph_spin", gs, (size_t)sb * 128) || sum("graph_gemm", gc, hm.size()) ||
+	    sum("graph_gemm_tile", GGC, (size_t)512 * 512))
 		return 1;
 	printf("done\n");
 	return 0;

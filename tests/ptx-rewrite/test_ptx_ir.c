@@ -9,6 +9,7 @@
 #include "tests/gx_test.h"
 #include "ptx-rewrite/gx_ptx.h"
 #include "ptx-rewrite/ptx_ir.h"
+#include "ptx-rewrite/cfg_pdom.h"
 
 static const char *emit_str(struct ptx_module *m, struct gx_buf *b)
 {
@@ -460,6 +461,44 @@ static void test_types(void)
 		 "state spaces");
 }
 
+/* Graphs for ptx_cfg_ipdom: node i's successors, -1 for none. */
+struct tgraph {
+	long s[16][2];
+};
+
+static int tg_succ(const void *g, size_t i, long out[2])
+{
+	const struct tgraph *t = g;
+	int k = 0;
+	for (int j = 0; j < 2; j++)
+		if (t->s[i][j] >= 0)
+			out[k++] = t->s[i][j];
+	return k;
+}
+
+static void test_ipdom(void)
+{
+	long ip[16];
+	/* a diamond: 0 -> 1,2 -> 3 -> exit */
+	struct tgraph d = { { { 1, 2 }, { 3, -1 }, { 3, -1 }, { -1, -1 } } };
+	GX_CHECK(!ptx_cfg_ipdom(&d, 4, tg_succ, ip) && ip[0] == 3 && ip[1] == 3 && ip[2] == 3 && ip[3] == 4,
+		 "diamond: the branch's paths join at 3 (%ld %ld %ld %ld)", ip[0], ip[1], ip[2], ip[3]);
+	/* an early exit: 0 -> 1 (leaves), 2; 2 -> 3 -> exit: 0's join is the exit */
+	struct tgraph e = { { { 1, 2 }, { -1, -1 }, { 3, -1 }, { -1, -1 } } };
+	GX_CHECK(!ptx_cfg_ipdom(&e, 4, tg_succ, ip) && ip[0] == 4 && ip[2] == 3,
+		 "early exit: the branch only joins at the exit (%ld)", ip[0]);
+	/* a loop: 0 -> 1; 1 -> 2; 2 -> 1 (back), 3; 3 -> exit */
+	struct tgraph l = { { { 1, -1 }, { 2, -1 }, { 1, 3 }, { -1, -1 } } };
+	GX_CHECK(!ptx_cfg_ipdom(&l, 4, tg_succ, ip) && ip[0] == 1 && ip[1] == 2 && ip[2] == 3,
+		 "loop: the latch's join is the loop exit (%ld %ld %ld)", ip[0], ip[1], ip[2]);
+	/* an endless loop beside the exit: 0 -> 1, 3; 1 -> 2 -> 1; 3 -> exit */
+	struct tgraph n = { { { 1, 3 }, { 2, -1 }, { 1, -1 }, { -1, -1 } } };
+	GX_CHECK(!ptx_cfg_ipdom(&n, 4, tg_succ, ip) && ip[1] == -1 && ip[2] == -1 && ip[0] == 3,
+		 "endless loop: its nodes have no post-dominator, the branch joins at 3 (%ld %ld %ld)", ip[0],
+		 ip[1], ip[2]);
+	GX_CHECK(!ptx_cfg_ipdom(&n, 0, tg_succ, ip), "an empty graph");
+}
+
 int main(void)
 {
 	test_module_structure();
@@ -468,5 +507,6 @@ int main(void)
 	test_errors();
 	test_rewrite_api();
 	test_types();
+	test_ipdom();
 	return gx_test_done();
 }
