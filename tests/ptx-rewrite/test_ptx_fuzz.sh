@@ -22,6 +22,10 @@ fi
 mkdir -p "$corpus"
 if [ -z "$(ls -A "$corpus")" ]; then
 	cp tests/ptx-rewrite/golden/*.ptx tests/ptx-rewrite/sites/*.ptx "$corpus/" 2>/dev/null
+	# the persistent transform's inputs: barriers, joins, refusals (its CFG analysis)
+	for s in tests/ptx-rewrite/golden-passes/*.ptx tests/ptx-rewrite/golden-passes/refuse/*.ptx; do
+		cp "$s" "$corpus/passes-$(basename "$s")"
+	done
 	# small corpus modules only: libFuzzer mutates better on short inputs
 	for s in "$B"/ptx-corpus/*.ptx; do
 		[ -f "$s" ] && [ "$(stat -c %s "$s")" -lt 20000 ] && cp "$s" "$corpus/"
