@@ -451,7 +451,10 @@ static int build_head(struct loop *L, const struct ptx_persist *pi, struct ptx_c
 	BRA(b, L->pq, 0, L_done);
 	I(b, NULL, 0, "add", (".u32"), 3, R(L->uend), R(L->u), R(L->t));
 	if (hx) {
-		I(b, L->pt0, 0, "mov", (".u64"), 2, R(L->tstart), R("%globaltimer"));
+		/* every thread reads the clock, thread 0 keeps it: a definition
+		 * under @pt0 would keep the register's older value alive across
+		 * the body (ptxas spilled a 128-register GEMM copy for it) */
+		I(b, NULL, 0, "mov", (".u64"), 2, R(L->tstart), R("%globaltimer"));
 		I(b, L->pt0, 0, "st", (".local", ".u64"), 2, A(L->hk, 0), R(L->tstart));
 		I(b, L->pt0, 0, "st", (".local", ".u32"), 2, A(L->hk, 8), R(L->u));
 		I(b, L->pt0, 0, "st", (".local", ".u32"), 2, A(L->hk, 12), R(L->t));
