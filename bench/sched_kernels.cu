@@ -49,6 +49,12 @@ extern "C" __global__ void gemm_imb(const float *A, const float *B, float *C, co
 #define GT_AS (GT_K + 4)   // A stage row stride (floats): 16-byte rows, no conflicts
 #define GT_BS (GT_M + 4)   // B stage row stride
 #define GT_STAGE (GT_M * GT_AS + GT_K * GT_BS)
+// One 16-byte asynchronous copy, global to shared.
+static __device__ __forceinline__ void gt_cp16(float *dst, const float *src)
+{
+	unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src));
+}
 extern "C" __global__ void __launch_bounds__(256) gemm_tile(const float *A, const float *B, float *C,
 							      const int *ksteps, int n)
 {
@@ -64,23 +70,16 @@ extern "C" __global__ void __launch_bounds__(256) gemm_tile(const float *A, cons
 		for (int j = 0; j < 8; j++)
 			acc[i][j] = 0.f;
 	// stage s <- step k: A's 128 x 32 and B's 32 x 128, 16 bytes per copy
+	// (chunk c of a tile W floats wide: row c / (W / 4), column (c % (W / 4)) * 4)
 	auto issue = [&](int k, int s) {
 		float *as = gt_sm + s * GT_STAGE, *bs = as + GT_M * GT_AS;
 		size_t kg = (size_t)k * GT_K % n;
 #pragma unroll
-		for (int c = tid; c < GT_M * GT_K / 4; c += 256) {
-			int r = c >> 3, q = (c & 7) * 4;
-			unsigned d = (unsigned)__cvta_generic_to_shared(as + r * GT_AS + q);
-			const float *src = A + (row0 + r) * n + kg + q;
-			asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src));
-		}
+		for (int c = tid; c < GT_M * GT_K / 4; c += 256)
+			gt_cp16(as + (c >> 3) * GT_AS + (c & 7) * 4, A + (row0 + (c >> 3)) * n + kg + (c & 7) * 4);
 #pragma unroll
-		for (int c = tid; c < GT_K * GT_M / 4; c += 256) {
-			int r = c >> 5, q = (c & 31) * 4;
-			unsigned d = (unsigned)__cvta_generic_to_shared(bs + r * GT_BS + q);
-			const float *src = B + (kg + r) * ldb + col0 + q;
-			asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src));
-		}
+		for (int c = tid; c < GT_K * GT_M / 4; c += 256)
+			gt_cp16(bs + (c >> 5) * GT_BS + (c & 31) * 4, B + (kg + (c >> 5)) * ldb + col0 + (c & 31) * 4);
 	};
 #pragma unroll
 	for (int s = 0; s < GT_STAGES - 1; s++) {
