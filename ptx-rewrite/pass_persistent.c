@@ -663,15 +663,8 @@ static const char *check_kernel(struct ptx_passes *ps, struct ptx_func *fn, stru
 		why = "out of memory";
 	} else {
 		cfg_reach(&g);
-		ipdom = malloc((g.n ? g.n : 1) * sizeof(long));
-		seen = malloc(g.n ? g.n : 1);
-		todo = malloc((g.n ? g.n : 1) * sizeof(long));
-		if (!ipdom || !seen || !todo || ptx_cfg_ipdom(&g, g.n, cfg_succs, ipdom)) {
-			*nomem = 1;
-			why = "out of memory";
-		}
 		for (size_t i = 0; i < g.n && !why; i++) {
-			if (!g.divergent[i] || reconverges_clean(&g, i, ipdom, seen, todo))
+			if (!g.divergent[i])
 				continue;
 			long sv[2];
 			int k = succs(&g, i, sv);
@@ -681,7 +674,21 @@ static const char *check_kernel(struct ptx_passes *ps, struct ptx_func *fn, stru
 			int b_bar = k > 1 && g.reach_bar[sv[1]];
 			if (g.ret[i])
 				b_bar = k > 0 && g.reach_bar[sv[0]];
-			if ((a_ret && b_bar) || (b_ret && a_bar)) {
+			if (!(a_ret && b_bar) && !(b_ret && a_bar))
+				continue;
+			/* suspect: the post-dominators (once per kernel, only for
+			 * kernels that get this far) say whether its paths join first */
+			if (!ipdom) {
+				ipdom = malloc((g.n ? g.n : 1) * sizeof(long));
+				seen = malloc(g.n ? g.n : 1);
+				todo = malloc((g.n ? g.n : 1) * sizeof(long));
+				if (!ipdom || !seen || !todo || ptx_cfg_ipdom(&g, g.n, cfg_succs, ipdom)) {
+					*nomem = 1;
+					why = "out of memory";
+					break;
+				}
+			}
+			if (!reconverges_clean(&g, i, ipdom, seen, todo)) {
 				snprintf(sc->buf, sizeof(sc->buf),
 					 "threads may exit before a CTA barrier that others still "
 					 "reach (line %u)", g.st[i]->line);
