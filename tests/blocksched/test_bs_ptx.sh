@@ -63,6 +63,19 @@ for in in $inputs; do
 			nok "persistent ptx: $n with $pol:$bad"
 	done
 done
+# The exit path (adaptive's exit hook, the chunk's start time) may cost
+# registers but no spill the copy without it (greedy's) does not have: a
+# conditional definition there once kept a register pair alive across the
+# body and spilled the 128-register gemm_tile copy (bench/results run 52).
+for in in $inputs; do
+	n=$(basename "$in" .ptx)
+	a=$W/$n.adaptive.ptx.v g=$W/$n.greedy.ptx.v
+	[ -f "$a" ] && [ -f "$g" ] || continue
+	worse=$(join <(regs_of "$g" | awk '{print $1, $3}' | sort) <(regs_of "$a" | awk '{print $1, $3}' | sort) |
+		awk '$3 > $2 {printf " %s: %s > %s bytes", $1, $3, $2}')
+	[ -z "$worse" ] && ok "persistent ptx: $n: adaptive's copies spill no more than greedy's" ||
+		nok "persistent ptx: $n: adaptive's exit path spills:$worse"
+done
 # what the cap costs gemm_imb (40 registers): spills, reported
 if [ -f "$W/sched_kernels.adaptive.ptx.v" ]; then
 	echo "# sched_kernels copies with adaptive (name regs spill-bytes): $(regs_of "$W/sched_kernels.adaptive.ptx.v" | grep __gx_pw_ | tr '\n' ';')"
