@@ -6,11 +6,14 @@
 # $OUT/blocksched/.
 #  1. the policies are in the JIT cache (the GPU machine has no LLVM);
 #  2. bench/sched_bench: native launch vs each policy on a GEMM-like kernel
-#     with moderate imbalance, a clustered heavy tail, a CSR SpMV over a
-#     power-law matrix, and the balanced GEMM and vector add: outputs bit
-#     for bit, medians, and the goal lines (>= 15 % / >= 25 % for the best
-#     schedule, adaptive within 2 % of the best fixed policy and never more
-#     than 1 % worse than native, <= 2 % on balanced kernels);
+#     with moderate imbalance and a clustered heavy tail, each with small
+#     blocks (6-8 per SM) and with one 128x128 tile per SM (gemm_tile), a
+#     CSR SpMV over a power-law matrix, and the balanced GEMM and vector add:
+#     outputs bit for bit, medians, the bounds (ideal order, even work, the
+#     oracle's hints in the copy) and the goal lines (>= 15 % / >= 25 % for
+#     the best schedule on the one-tile-per-SM kernels, adaptive within 2 %
+#     of the best fixed policy and never more than 1 % worse than native,
+#     <= 2 % on balanced kernels);
 #  3. bench/hook_overhead's persistent rows: the transform's own cost, A/B
 #     (static loop alone, full copy, unit barrier forced, 1 unit per claim);
 #  4. tests/gpu/sched_app (sequential, 4 concurrent streams, a captured
