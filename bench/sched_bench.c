@@ -168,11 +168,9 @@ static float median(float *v, int n)
 	return t[n / 2];
 }
 
-static CUdeviceptr cur_map0;
-static size_t cur_map0_bytes;
-
-/* The policy's device maps and struct gx_devrt, as the shim makes them. */
-static int make_devrt(const struct gx_policy_desc *d, CUmodule mod)
+/* The policy's device maps and struct gx_devrt, as the shim makes them;
+ * the adaptive policy's per-kernel stats map into *stats (for the trace). */
+static int make_devrt(const struct gx_policy_desc *d, CUmodule mod, CUdeviceptr *stats, size_t *stats_bytes)
 {
 	struct gx_devrt rt = { .magic = GX_DEVRT_MAGIC, .version = GX_DEVRT_VERSION, .nr_maps = (gdev_u32)d->nr_maps };
 	if (d->nr_maps > GX_DEVRT_MAX_MAPS)
@@ -192,7 +190,7 @@ static int make_devrt(const struct gx_policy_desc *d, CUmodule mod)
 			CK(cuMemcpyHtoD_v2(p, m->init, m->init_len));
 		rt.maps[i].data = p;
 		if (strstr(m->name, ".adaptive_stats"))
-			cur_map0 = p, cur_map0_bytes = rt.maps[i].data_size;
+			*stats = p, *stats_bytes = rt.maps[i].data_size;
 	}
 	CUdeviceptr b = dcopy(&rt, sizeof(rt)), g;
 	size_t gs;
@@ -262,9 +260,7 @@ static int make_variant(int v, const char *ptx, size_t len, const char *pdir, co
 		gx_pdesc_free(&d);
 		return -1;
 	}
-	cur_map0 = 0;
-	r = make_devrt(&d, var[v].mod);
-	var[v].map0 = cur_map0, var[v].map0_bytes = cur_map0_bytes;
+	r = make_devrt(&d, var[v].mod, &var[v].map0, &var[v].map0_bytes);
 	gx_pdesc_free(&d);
 	if (r) {
 		printf("not ok - sched_bench %s: its maps\n", policies[v].name);
@@ -273,6 +269,18 @@ static int make_variant(int v, const char *ptx, size_t len, const char *pdir, co
 	var[v].state = dalloc(gx_work_state_bytes(1u << 20));
 	var[v].ok = 1;
 	return 0;
+}
+
+/* f over grid with w's blocks and dynamic shared memory, timed with events (ms). */
+static float timed(const struct work *w, CUfunction f, const unsigned grid[3], void **args, CUevent e0, CUevent e1)
+{
+	CK(cuEventRecord(e0, 0));
+	CK(cuLaunchKernel(f, grid[0], grid[1], grid[2], w->block[0], w->block[1], w->block[2], w->smem, 0, args, NULL));
+	CK(cuEventRecord(e1, 0));
+	CK(cuEventSynchronize(e1));
+	float ms = 0;
+	CK(cuEventElapsedTime(&ms, e0, e1));
+	return ms;
 }
 
 /* One launch of workload w by variant v, timed with events (ms); 0 on error. */
@@ -324,13 +332,7 @@ static float launch(struct work *w, int v, CUevent e0, CUevent e1, int *regs_out
 	}
 	if (regs_out)
 		CK(cuFuncGetAttribute(regs_out, CU_FUNC_ATTRIBUTE_NUM_REGS, f));
-	CK(cuEventRecord(e0, 0));
-	CK(cuLaunchKernel(f, grid[0], grid[1], grid[2], w->block[0], w->block[1], w->block[2], w->smem, 0, args, NULL));
-	CK(cuEventRecord(e1, 0));
-	CK(cuEventSynchronize(e1));
-	float ms = 0;
-	CK(cuEventElapsedTime(&ms, e0, e1));
-	return ms;
+	return timed(w, f, grid, args, e0, e1);
 }
 
 /* The bounds' inputs from a per-block work table w[n] (sorted in place): the
@@ -380,14 +382,7 @@ static float launch_args(struct work *w, void **args, CUevent e0, CUevent e1)
 	CK(cuModuleGetFunction(&f, var[0].mod, w->kernel));
 	if (w->smem > 48 * 1024)
 		CK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)w->smem));
-	CK(cuEventRecord(e0, 0));
-	CK(cuLaunchKernel(f, w->grid[0], w->grid[1], w->grid[2], w->block[0], w->block[1], w->block[2], w->smem, 0,
-			  args, NULL));
-	CK(cuEventRecord(e1, 0));
-	CK(cuEventSynchronize(e1));
-	float ms = 0;
-	CK(cuEventElapsedTime(&ms, e0, e1));
-	return ms;
+	return timed(w, f, w->grid, args, e0, e1);
 }
 
 /* How close the order adaptive learned is to heaviest first: its hint
@@ -423,6 +418,16 @@ static void learned_order(struct work *w)
 	free(h), free(ord);
 }
 
+/* A row that is not a policy's (a bound, the oracle): the table row (cols:
+ * its regs | blocks/SM | workers columns) and, with `bench`, a bench line. */
+static void bound_row(const struct work *w, const char *what, const char *cols, const char *bench, float ms,
+		      float base)
+{
+	printf("| %s | %s | %.3f | %+.1f %% | %s |\n", w->name, what, ms, 100.0 * (ms / base - 1), cols);
+	if (bench)
+		printf("bench: sched %s %s %.3f ms, %+.1f %% vs native\n", w->name, bench, ms, 100.0 * (ms / base - 1));
+}
+
 static const int *order_work;
 static int cmp_unit_asc(const void *a, const void *b)
 {
@@ -456,9 +461,10 @@ static float launch_oracle(struct work *w, int v, CUevent e0, CUevent e1)
 		free(ord);
 	}
 	CK(cuMemcpyHtoD_v2(w->ohints, &h, sizeof(h)));
-	unsigned wk = (unsigned)nsm; /* upper bound of units per worker: 16 claims each at least */
+	/* claims per worker such that workers (>= one per SM) x claims >= units:
+	 * chunks of one unit, as the lists are keyed */
 	hints_override = w->ohints;
-	chunks_override = total / wk + 1;
+	chunks_override = total / (unsigned)nsm + 1;
 	float ms = launch(w, v, e0, e1, NULL, NULL, NULL, NULL);
 	hints_override = 0;
 	chunks_override = 0;
@@ -509,7 +515,7 @@ static void worker_spread(struct work *w, CUevent e0, CUevent e1)
 	if (!w->unit_work || !var[ADAPTIVE].ok)
 		return;
 	unsigned wk = 0;
-	stats_buf = dalloc((size_t)4096 * GX_WORK_WSTAT_SIZE);
+	stats_buf = dalloc((size_t)nsm * 32 * GX_WORK_WSTAT_SIZE); /* at most 32 resident blocks per SM */
 	float ms = launch(w, ADAPTIVE, e0, e1, NULL, NULL, &wk, NULL);
 	struct gx_work_wstat *st = malloc((size_t)wk * sizeof(*st));
 	CK(cuMemcpyDtoH_v2(st, stats_buf, (size_t)wk * sizeof(*st)));
@@ -848,32 +854,20 @@ int main(int argc, char **argv)
 			if (v && v < NFIXED && same[v] && (!bestv || med[v] < best))
 				best = med[v], bestv = v;
 		}
-		if (w->oargs[0]) {
-			float om = median(w->oms, reps);
-			printf("| %s | native, heaviest blocks first (ideal order, no cost) | %.3f | %+.1f %% | %d | %d | %u blocks |\n",
-			       w->name, om, 100.0 * (om / base - 1), regs[0], occ[0], w->grid[0] * w->grid[1] * w->grid[2]);
-			printf("bench: sched %s ordering headroom: heaviest-first native launch %.3f ms, %+.1f %% vs native\n",
-			       w->name, om, 100.0 * (om / base - 1));
-		}
-		if (w->unit_work && var[2].ok) {
-			float om = median(w->oracle_ms, reps);
-			printf("| %s | greedy's copy, exact heaviest-first hints (oracle order) | %.3f | %+.1f %% | | | |\n",
-			       w->name, om, 100.0 * (om / base - 1));
-			printf("bench: sched %s oracle order in the copy %.3f ms, %+.1f %% vs native\n", w->name, om,
-			       100.0 * (om / base - 1));
-			if (var[ADAPTIVE].ok) {
-				float oa = median(w->oracle_ad_ms, reps);
-				printf("| %s | adaptive's copy, the same oracle hints | %.3f | %+.1f %% | | | |\n",
-				       w->name, oa, 100.0 * (oa / base - 1));
-			}
-		}
-		if (w->bargs[0]) {
-			float bm = median(w->bms, reps);
-			printf("| %s | native, the same total work spread evenly (balance bound) | %.3f | %+.1f %% | %d | %d | %u blocks |\n",
-			       w->name, bm, 100.0 * (bm / base - 1), regs[0], occ[0], w->grid[0] * w->grid[1] * w->grid[2]);
-			printf("bench: sched %s balance bound: even work, native launch %.3f ms, %+.1f %% vs native\n", w->name,
-			       bm, 100.0 * (bm / base - 1));
-		}
+		char nat[64];
+		snprintf(nat, sizeof(nat), "%d | %d | %u blocks", regs[0], occ[0], w->grid[0] * w->grid[1] * w->grid[2]);
+		if (w->oargs[0])
+			bound_row(w, "native, heaviest blocks first (ideal order, no cost)", nat,
+				  "ordering headroom: heaviest-first native launch", median(w->oms, reps), base);
+		if (w->unit_work && var[2].ok)
+			bound_row(w, "greedy's copy, exact heaviest-first hints (oracle order)", " | | ",
+				  "oracle order in the copy", median(w->oracle_ms, reps), base);
+		if (w->unit_work && var[ADAPTIVE].ok)
+			bound_row(w, "adaptive's copy, the same oracle hints", " | | ", NULL, median(w->oracle_ad_ms, reps),
+				  base);
+		if (w->bargs[0])
+			bound_row(w, "native, the same total work spread evenly (balance bound)", nat,
+				  "balance bound: even work, native launch", median(w->bms, reps), base);
 		for (int v = 1; v < NV; v++)
 			if (var[v].ok)
 				printf("bench: sched %s %s %.3f ms, %+.1f %% vs native\n", w->name, policies[v].name, med[v],
