@@ -81,17 +81,20 @@ static __always_inline __u64 range_with(__u64 c, __u32 d)
 	return (__u64)(d > hi ? d : hi) << 32 | (d < lo ? d : lo);
 }
 
-/* One attempt to widen `cur` to hold d: the value it saw (== c: done). */
-#define WIDEN(c)                                                                \
-	do {                                                                    \
-		__u64 n_ = range_with(c, d);                                    \
-		if (n_ == (c))                                                  \
-			break;                                                  \
-		__u64 seen_ = __sync_val_compare_and_swap(&s->cur, (c), n_);    \
-		if (seen_ == (c))                                               \
-			break;                                                  \
-		(c) = seen_;                                                    \
-	} while (0)
+/* One attempt to widen s->cur to hold d, *c its last value seen: 1 when
+ * done (already wide enough, or swapped in), else *c is what another SM
+ * wrote meanwhile. */
+static __always_inline int widen(struct kstat *s, __u64 *c, __u32 d)
+{
+	__u64 n = range_with(*c, d);
+	if (n == *c)
+		return 1;
+	__u64 seen = __sync_val_compare_and_swap(&s->cur, *c, n);
+	if (seen == *c)
+		return 1;
+	*c = seen;
+	return 0;
+}
 
 /* 32-bit arithmetic on the hot path (the JIT makes a 64-bit division a
  * long routine and registers are what persistent kernels can least spare):
@@ -121,9 +124,8 @@ int adaptive_exit(struct gdev_ctx *ctx)
 	} else {
 		/* a coherent read (fetch-or 0), then at most three tries */
 		__u64 c = __sync_fetch_and_or(&s->cur, 0);
-		WIDEN(c);
-		WIDEN(c);
-		WIDEN(c);
+		if (!widen(s, &c, d) && !widen(s, &c, d))
+			widen(s, &c, d);
 	}
 	__u64 ref = __sync_fetch_and_or(&s->ref, 0);
 	__u32 lo = (__u32)ref, step = (__u32)(ref >> 32);
