@@ -253,8 +253,8 @@ int ptx_func_inline(struct ptx_passes *ps, struct ptx_func *site_fn, struct ptx_
 			 * renamed with the rest (sibling scopes may reuse a name) */
 			ptx_chain_link(c, st);
 			break;
-		default:
-			err = fail(m, "a nested scope");
+		default: /* every kind is handled above; a new one must be taught here */
+			err = fail(m, "a statement it does not know");
 			break;
 		}
 	}
