@@ -16,6 +16,11 @@
  *    worker), at least 1, so each worker makes about gx_sched_chunks claims;
  *  - in CLAIM mode nothing else is queued: the state is clean from the last
  *    launch on the stream (its last worker resets it).
+ * Under a guarded policy (gx_sched_guard) the rewriter also adds a
+ * static-only copy __gx_ps_K, and the guard (bs_guard.c) times K, the
+ * claiming copy and the static one per kernel and grid, then runs the
+ * fastest; the static copy launches like a STATIC policy's (no state,
+ * captured as it is).
  * Every launch this file cannot vouch for runs the original K, with one log
  * line per reason: cooperative launches, parameters through `extra`,
  * cuLaunchKernelEx attributes other than priority/access policy/memory
@@ -55,22 +60,25 @@ struct pfunc {
 	void *mod;
 	const struct gx_bs_kernel *k; /* NULL: no copy, or not selected: run as is */
 	CUfunction copy;
+	CUfunction scopy; /* the static-only copy (guarded policies), or NULL */
 	int dev;
 	unsigned occ_block, occ_smem; /* last occupancy query */
-	int occ, occ_orig;
+	int occ, occ_orig, occ_s;
 	unsigned max_dyn_smem; /* copied from the original so far */
-	bool announced;
+	unsigned announced; /* 1 << arm: the arms whose first launch was logged */
 	unsigned long long launches;
 	CUdeviceptr hints; /* CLAIM with a policy: the kernel's hint block */
 	unsigned hints_cap;
 	/* the guard (a policy's gx_sched_guard): its decision for the grid of
-	 * guard_units blocks, and timing pairs of launches it explores with */
+	 * guard_units blocks over guard_arms arms, and timing pairs of launches
+	 * it explores with */
 	struct gx_bs_guard guard;
 	unsigned long long guard_units;
+	unsigned guard_arms;
 	struct {
 		CUevent ev[2]; /* around the launch: before the driver's call, after it */
 		CUstream s;
-		int copy;
+		int arm;
 		int state; /* 0 free, 1 started, 2 ended (its end event recorded) */
 	} tp[4];
 	UT_hash_handle hh;
@@ -192,6 +200,29 @@ int gx_bs_parse_log(const char *log, struct gx_bs_kernel **out, size_t *n)
 				   GX_WORK_PARAM ", loop barrier %u, unit barrier %3[a-z])",
 				   name, copy, &np, &bar, ub) == 5 &&
 			    np > 0) {
+				bool so = strstr(line, ", static only)") != NULL;
+				struct gx_bs_kernel *pk = NULL;
+				for (size_t i = 0; i < *n && !pk; i++)
+					if (!strcmp((*out)[i].name, name) && !(*out)[i].scopy &&
+					    (*out)[i].static_only != so)
+						pk = &(*out)[i];
+				if (pk) {
+					/* the kernel's other copy: the static-only one is scopy */
+					char *c = strdup(copy);
+					if (!c)
+						return -ENOMEM;
+					if (so) {
+						pk->scopy = c;
+					} else {
+						pk->scopy = pk->copy;
+						pk->copy = c;
+						pk->nparams = np;
+						pk->unit_bar = !strcmp(ub, "yes");
+						pk->static_only = false;
+					}
+					l = e ? e + 1 : NULL;
+					continue;
+				}
 				if (*n == cap) {
 					cap = cap ? 2 * cap : 8;
 					struct gx_bs_kernel *nk = realloc(*out, cap * sizeof(*nk));
@@ -204,7 +235,8 @@ int gx_bs_parse_log(const char *log, struct gx_bs_kernel **out, size_t *n)
 				k->copy = strdup(copy);
 				k->nparams = np;
 				k->unit_bar = !strcmp(ub, "yes");
-				k->static_only = strstr(line, ", static only)") != NULL;
+				k->static_only = so;
+				k->scopy = NULL;
 				if (!k->name || !k->copy) {
 					free(k->name);
 					free(k->copy);
@@ -223,6 +255,7 @@ void gx_bs_kernels_free(struct gx_bs_kernel *k, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		free(k[i].name);
 		free(k[i].copy);
+		free(k[i].scopy);
 	}
 	free(k);
 }
@@ -304,6 +337,16 @@ static const struct gx_bs_kernel *find_kern(void *mod, const char *name, bool *i
 	return NULL;
 }
 
+/* A copy's function handle in a module or library. */
+static CUresult copy_func(void *mod, bool is_library, const char *name, CUfunction *f)
+{
+	if (!is_library)
+		return CU(cuModuleGetFunction)(f, (CUmodule)mod, name);
+	CUkernel kk;
+	CUresult rc = CU(cuLibraryGetKernel)(&kk, (CUlibrary)mod, name);
+	return rc == CUDA_SUCCESS ? CU(cuKernelGetFunction)(f, kk) : rc;
+}
+
 /* Resolve a launched handle (under bs_lock). NULL only on ENOMEM. */
 static struct pfunc *resolve_locked(CUcontext ctx, void *f)
 {
@@ -332,19 +375,22 @@ static struct pfunc *resolve_locked(CUcontext ctx, void *f)
 			bs_log_decision(name, "runs unchanged: not selected by policy %s (kernels=%s)", tag, glob);
 			k = NULL;
 		}
-		if (k && is_library) {
-			CUkernel kk;
-			rc = CU(cuLibraryGetKernel)(&kk, (CUlibrary)mod, k->copy);
-			if (rc == CUDA_SUCCESS)
-				rc = CU(cuKernelGetFunction)(&copy, kk);
-		} else if (k) {
-			rc = CU(cuModuleGetFunction)(&copy, (CUmodule)mod, k->copy);
-		}
+		if (k)
+			rc = copy_func(mod, is_library, k->copy, &copy);
 		if (k && rc == CUDA_SUCCESS) {
 			pf->k = k;
 			pf->copy = copy;
 			/* other subscribers (device policies) may look the copy up */
 			bs_host->add_func(ctx, copy, mod, k->copy);
+			if (k->scopy && (rc = copy_func(mod, is_library, k->scopy, &pf->scopy)) == CUDA_SUCCESS) {
+				bs_host->add_func(ctx, pf->scopy, mod, k->scopy);
+			} else if (k->scopy) {
+				const char *en = "?";
+				CU(cuGetErrorName)(rc, &en);
+				bs_log_decision(name, "its static copy %s cannot be found (%s): the guard times two arms",
+						k->scopy, en);
+				pf->scopy = NULL;
+			}
 		} else if (k) {
 			const char *en = "?";
 			CU(cuGetErrorName)(rc, &en);
@@ -407,7 +453,7 @@ static bool attrs_ok(const CUlaunchConfig *c)
 	return true;
 }
 
-/* Give the copy the original's dynamic shared memory limit (set by the
+/* Give the copies the original's dynamic shared memory limit (set by the
  * application with cuFuncSetAttribute) when the launch needs more than the
  * default 48 KiB. */
 static bool smem_ok(struct pfunc *pf, void *orig, int is_kernel, unsigned smem)
@@ -420,7 +466,9 @@ static bool smem_ok(struct pfunc *pf, void *orig, int is_kernel, unsigned smem)
 				: CU(cuFuncGetAttribute)(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 							 (CUfunction)orig);
 	if (rc != CUDA_SUCCESS || v < (int)smem ||
-	    CU(cuFuncSetAttribute)(pf->copy, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, v) != CUDA_SUCCESS)
+	    CU(cuFuncSetAttribute)(pf->copy, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, v) != CUDA_SUCCESS ||
+	    (pf->scopy &&
+	     CU(cuFuncSetAttribute)(pf->scopy, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, v) != CUDA_SUCCESS))
 		return false;
 	pf->max_dyn_smem = (unsigned)v;
 	return true;
@@ -454,27 +502,35 @@ static void guard_harvest_locked(struct pfunc *pf, const char *name)
 		if (q != CUDA_SUCCESS || CU(cuEventElapsedTime)(&ms, pf->tp[i].ev[0], pf->tp[i].ev[1]) != CUDA_SUCCESS)
 			ms = -1;
 		pf->tp[i].state = 0;
-		if (gx_bs_guard_sample(&pf->guard, pf->tp[i].copy, ms))
-			bs_log_decision(name,
-					"guard: its copy %.3f ms, as it is %.3f ms (medians of %d launches each): %s",
-					(double)pf->guard.med[1], (double)pf->guard.med[0], GX_BS_GUARD_SAMPLES,
-					pf->guard.choice ? "runs the copy" : "runs unchanged");
+		if (!gx_bs_guard_sample(&pf->guard, pf->tp[i].arm, ms))
+			continue;
+		const struct gx_bs_guard *g = &pf->guard;
+		char st[64] = "";
+		if (g->arms > GX_BS_STATIC)
+			snprintf(st, sizeof(st), ", its static copy %.3f ms", (double)g->med[GX_BS_STATIC]);
+		bs_log_decision(name, "guard: its copy %.3f ms%s, as it is %.3f ms (medians of %d launches each): %s",
+				(double)g->med[GX_BS_COPY], st, (double)g->med[GX_BS_ORIG], GX_BS_GUARD_SAMPLES,
+				g->choice == GX_BS_COPY     ? "runs the copy"
+				: g->choice == GX_BS_STATIC ? "runs the static copy"
+							    : "runs unchanged");
 	}
 }
 
-/* This launch of pf (units blocks on stream s): 1 the copy, 0 the original;
- * an exploring launch gets a timing pair when the stream can take events. */
-static int guard_pick_locked(struct pfunc *pf, const char *name, unsigned long long units, CUstream s,
-			     bool can_time)
+/* This launch of pf (units blocks on stream s, `arms` arms): its arm; an
+ * exploring launch gets a timing pair when the stream can take events. */
+static int guard_pick_locked(struct pfunc *pf, const char *name, unsigned long long units, unsigned arms,
+			     CUstream s, bool can_time)
 {
-	guard_harvest_locked(pf, name);
-	if (pf->guard_units != units) {
-		gx_bs_guard_init(&pf->guard); /* a new grid: its own decision */
+	if (can_time)
+		guard_harvest_locked(pf, name); /* nothing of ours near a capture */
+	if (pf->guard_units != units || pf->guard_arms != arms) {
+		gx_bs_guard_init(&pf->guard, arms); /* a new grid: its own decision */
 		pf->guard_units = units;
+		pf->guard_arms = arms;
 	}
-	int copy = gx_bs_guard_next(&pf->guard);
+	int arm = gx_bs_guard_next(&pf->guard);
 	if (pf->guard.choice >= 0 || !can_time)
-		return copy;
+		return arm;
 	for (int i = 0; i < (int)(sizeof(pf->tp) / sizeof(pf->tp[0])); i++) {
 		if (pf->tp[i].state)
 			continue;
@@ -484,13 +540,13 @@ static int guard_pick_locked(struct pfunc *pf, const char *name, unsigned long l
 		if (!ok || CU(cuEventRecord)(pf->tp[i].ev[0], s) != CUDA_SUCCESS)
 			break;
 		pf->tp[i].s = s;
-		pf->tp[i].copy = copy;
+		pf->tp[i].arm = arm;
 		pf->tp[i].state = 1;
 		tl_tp.key = pf->key;
 		tl_tp.i = i;
 		break;
 	}
-	return copy;
+	return arm;
 }
 
 /* After the driver took the launch: the end of its timing pair. */
@@ -518,7 +574,7 @@ static void guard_abandon_locked(void)
 	tl_tp.i = -1;
 }
 
-/* The copy was picked and timed, but the original runs after all. */
+/* A copy was picked and timed, but the original runs after all. */
 static void guard_untimed(void)
 {
 	if (tl_tp.i < 0)
@@ -533,7 +589,25 @@ static void guard_untimed(void)
 static __thread void **tl_params;
 static __thread unsigned tl_cap;
 static __thread struct gx_work_desc tl_desc;
-static __thread char tl_name[256], tl_copy[256];
+static __thread char tl_name[256], tl_copy[256], tl_scopy[256];
+
+/* The copies' and the original's resident blocks per SM at this block size
+ * and shared memory (occ_s: 0 without a static copy). */
+static void occupancy(struct gx_launch_event *l, CUfunction copy, CUfunction scopy, unsigned block, int *occ,
+		      int *occ_orig, int *occ_s)
+{
+	CUfunction of = (CUfunction)l->func;
+	if (l->is_kernel && CU(cuKernelGetFunction)(&of, (CUkernel)l->func) != CUDA_SUCCESS)
+		of = NULL;
+	if (CU(cuOccupancyMaxActiveBlocksPerMultiprocessor)(occ, copy, (int)block, l->shared_mem) != CUDA_SUCCESS)
+		*occ = 0;
+	if (!of || CU(cuOccupancyMaxActiveBlocksPerMultiprocessor)(occ_orig, of, (int)block, l->shared_mem) !=
+			   CUDA_SUCCESS)
+		*occ_orig = 0;
+	if (!scopy || CU(cuOccupancyMaxActiveBlocksPerMultiprocessor)(occ_s, scopy, (int)block, l->shared_mem) !=
+			      CUDA_SUCCESS)
+		*occ_s = 0;
+}
 
 static CUresult on_launch(struct gx_event *ev)
 {
@@ -554,14 +628,16 @@ static CUresult on_launch(struct gx_event *ev)
 	struct gx_bs_kernel kc = *pf->k, *k = &kc;
 	snprintf(tl_name, sizeof(tl_name), "%s", pf->k->name);
 	snprintf(tl_copy, sizeof(tl_copy), "%s", pf->k->copy);
+	snprintf(tl_scopy, sizeof(tl_scopy), "%s", pf->k->scopy ? pf->k->scopy : "");
 	kc.name = tl_name;
 	kc.copy = tl_copy;
-	CUfunction copy = pf->copy;
+	kc.scopy = tl_scopy;
+	CUfunction copy = pf->copy, scopy = pf->scopy;
 	int dev = pf->dev;
 	unsigned block = l->block[0] * l->block[1] * l->block[2];
 	bool smem = smem_ok(pf, l->func, l->is_kernel, l->shared_mem);
-	int occ = pf->occ_block == block && pf->occ_smem == l->shared_mem ? pf->occ : -1;
-	int occ_orig = pf->occ_orig;
+	bool occ_known = pf->occ_block == block && pf->occ_smem == l->shared_mem;
+	int occ = occ_known ? pf->occ : -1, occ_orig = pf->occ_orig, occ_s = pf->occ_s;
 	int m = mode;
 	bool guard = guard_on;
 	pthread_mutex_unlock(&bs_lock);
@@ -581,24 +657,19 @@ static CUresult on_launch(struct gx_event *ev)
 		return fallback(FB_GRID, k->name);
 	if (!smem)
 		return fallback(FB_SMEM, k->name);
+	/* A stream being captured takes STATIC launches only: a guarded kernel
+	 * with a static copy may still run it there (the guard decides). */
 	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
 	bool cs_ok = (m == GX_WORK_CLAIM || guard) && CU(cuStreamIsCapturing)(l->stream, &cs) == CUDA_SUCCESS;
-	if (m == GX_WORK_CLAIM && (!cs_ok || cs != CU_STREAM_CAPTURE_STATUS_NONE))
+	bool capturing = !cs_ok || cs != CU_STREAM_CAPTURE_STATUS_NONE;
+	if (m == GX_WORK_CLAIM && capturing && !(guard && scopy))
 		return fallback(FB_CAPTURE, k->name);
-	if (occ < 0) {
-		/* the copy's resident blocks per SM, and the original's */
-		CUfunction of = (CUfunction)l->func;
-		if (l->is_kernel && CU(cuKernelGetFunction)(&of, (CUkernel)l->func) != CUDA_SUCCESS)
-			of = NULL;
-		if (CU(cuOccupancyMaxActiveBlocksPerMultiprocessor)(&occ, copy, (int)block, l->shared_mem) !=
-		    CUDA_SUCCESS)
-			occ = 0;
-		if (!of || CU(cuOccupancyMaxActiveBlocksPerMultiprocessor)(&occ_orig, of, (int)block,
-									    l->shared_mem) != CUDA_SUCCESS)
-			occ_orig = 0;
+	if (!occ_known) {
+		occupancy(l, copy, scopy, block, &occ, &occ_orig, &occ_s);
 		pthread_mutex_lock(&bs_lock);
 		if ((pf = resolve_locked(ev->ctx, l->func)))
-			pf->occ_block = block, pf->occ_smem = l->shared_mem, pf->occ = occ, pf->occ_orig = occ_orig;
+			pf->occ_block = block, pf->occ_smem = l->shared_mem, pf->occ = occ, pf->occ_orig = occ_orig,
+			pf->occ_s = occ_s;
 		pthread_mutex_unlock(&bs_lock);
 		if (occ > 0 && occ < occ_orig)
 			bs_log_decision(k->name, "runs unchanged at %u threads per block: its copy keeps %d of the "
@@ -609,30 +680,40 @@ static CUresult on_launch(struct gx_event *ev)
 		return fallback(FB_OCC, k->name);
 	if (occ < occ_orig)
 		return CUDA_SUCCESS; /* said once per block size, above */
-	unsigned long long workers = (unsigned long long)occ * (unsigned)sm_count[dev];
+	/* the static copy is an arm only where it keeps the original's blocks */
+	unsigned arms = scopy && occ_s >= occ_orig ? GX_BS_ARMS : 2;
+	int arm = GX_BS_COPY;
+	bool announce = false;
+	unsigned long long nth = 0;
+	pthread_mutex_lock(&bs_lock);
+	pf = resolve_locked(ev->ctx, l->func);
+	if (pf && pf->k && guard)
+		arm = guard_pick_locked(pf, k->name, units, arms, l->stream, !capturing);
+	if (arm == GX_BS_ORIG || (arm == GX_BS_COPY && m == GX_WORK_CLAIM && capturing)) {
+		pthread_mutex_unlock(&bs_lock);
+		/* the original is faster (or being timed), or the copy would claim
+		 * in a captured stream */
+		return arm == GX_BS_ORIG ? CUDA_SUCCESS : fallback(FB_CAPTURE, k->name);
+	}
+	bool st = arm == GX_BS_STATIC;
+	int am = st ? GX_WORK_STATIC : m, aocc = st ? occ_s : occ;
+	CUfunction lf = st ? scopy : copy;
+	const char *lname = st ? k->scopy : k->copy;
+	unsigned long long workers = (unsigned long long)aocc * (unsigned)sm_count[dev];
 	if (workers > units)
 		workers = units;
 	struct gx_work_desc d = {
 		.total = (unsigned)units,
 		.grid_x = l->grid[0], .grid_y = l->grid[1], .grid_z = l->grid[2],
-		.mode = (unsigned)m,
+		.mode = (unsigned)am,
 		.chunk = 1,
 	};
-	bool announce = false;
-	unsigned long long nth = 0;
-	pthread_mutex_lock(&bs_lock);
-	pf = resolve_locked(ev->ctx, l->func);
-	if (pf && pf->k && guard &&
-	    !guard_pick_locked(pf, k->name, units, l->stream, cs_ok && cs == CU_STREAM_CAPTURE_STATUS_NONE)) {
-		pthread_mutex_unlock(&bs_lock);
-		return CUDA_SUCCESS; /* the original is faster (or being timed) */
-	}
 	if (pf && pf->k) {
-		announce = !pf->announced;
-		pf->announced = true;
+		announce = !(pf->announced & (1u << arm));
+		pf->announced |= 1u << arm;
 		nth = pf->launches++;
 	}
-	if (pf && pf->k && m == GX_WORK_CLAIM) {
+	if (pf && pf->k && am == GX_WORK_CLAIM) {
 		unsigned long long per = workers * chunks_per_worker;
 		d.chunk = (unsigned)((units + per - 1) / per);
 		unsigned nchunks = (unsigned)((units + d.chunk - 1) / d.chunk);
@@ -645,8 +726,8 @@ static CUresult on_launch(struct gx_event *ev)
 	}
 	pthread_mutex_unlock(&bs_lock);
 	if (!pf || !pf->k)
-		return CUDA_SUCCESS; /* unloaded meanwhile: as it is */
-	if (m == GX_WORK_CLAIM && !d.state)
+		return guard_untimed(), CUDA_SUCCESS; /* unloaded meanwhile: as it is */
+	if (am == GX_WORK_CLAIM && !d.state)
 		return guard_untimed(), fallback(FB_MEM, k->name);
 	if (k->nparams > tl_cap) {
 		void **np = realloc(tl_params, k->nparams * sizeof(*np));
@@ -661,21 +742,19 @@ static CUresult on_launch(struct gx_event *ev)
 
 	if (announce)
 		bs_log_decision(k->name, "launched as %s, %llu workers (%d per SM x %d SMs, capped at %llu blocks), %s%s",
-				k->copy, workers, occ, sm_count[dev], units,
-				m == GX_WORK_STATIC ? "static" : "claim",
-				m == GX_WORK_STATIC ? "" : k->unit_bar ? ", unit barrier" : ", no unit barrier");
-	l->func = copy;
+				lname, workers, aocc, sm_count[dev], units, am == GX_WORK_STATIC ? "static" : "claim",
+				am == GX_WORK_STATIC ? "" : k->unit_bar ? ", unit barrier" : ", no unit barrier");
+	l->func = lf;
 	l->is_kernel = 0;
-	l->name = k->copy;
+	l->name = lname;
 	l->grid[0] = (unsigned)workers, l->grid[1] = 1, l->grid[2] = 1;
 	l->kernel_params = tl_params;
 	l->extra = NULL;
 	return CUDA_SUCCESS;
 }
 
-static CUresult on_event(struct gx_event *ev, void *cookie)
+static CUresult dispatch(struct gx_event *ev)
 {
-	(void)cookie;
 	switch (ev->kind) {
 	case GX_EV_LAUNCH:
 		return on_launch(ev);
@@ -733,6 +812,23 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	}
 }
 
+/* Our own driver calls (events, allocations, the guard's timings) are
+ * made in the relaxed capture mode: in the default (global) mode, a call the
+ * driver deems unsafe during a capture — cuEventQuery, cuMemAlloc — made
+ * while this or any other thread captures a stream invalidates that
+ * capture (run 54: sched_app's graph failed at cudaStreamEndCapture). None
+ * of them belongs in a graph: they are ours, not the application's. */
+static CUresult on_event(struct gx_event *ev, void *cookie)
+{
+	(void)cookie;
+	CUstreamCaptureMode cm = CU_STREAM_CAPTURE_MODE_RELAXED;
+	bool swapped = CU(cuThreadExchangeStreamCaptureMode)(&cm) == CUDA_SUCCESS;
+	CUresult r = dispatch(ev);
+	if (swapped)
+		CU(cuThreadExchangeStreamCaptureMode)(&cm);
+	return r;
+}
+
 static void subscribe(void)
 {
 	/* LAUNCH_DONE (one more dispatch per launch) only for the guard's timing */
@@ -781,6 +877,8 @@ int gx_bs_rewrite_opts(const struct gx_bs_host *host, struct gx_ptx_rewrite_opts
 	opts->persist_rt = gx_bs_rt_ptx(&opts->persist_rt_len);
 	if (m == GX_WORK_STATIC)
 		opts->flags |= GX_PTX_F_PERSIST_STATIC;
+	else if (guard_on)
+		opts->flags |= GX_PTX_F_PERSIST_STATIC_COPY; /* the guard's third arm */
 	return 1;
 }
 

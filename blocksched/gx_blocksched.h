@@ -53,29 +53,34 @@ const char *gx_bs_rt_ptx(size_t *len);
 int gx_bs_parse_spec(const char *spec, char *obj, size_t on, char *knobs, size_t kn, char *glob, size_t gn);
 
 /* ---- the guard's decision (bs_guard.c; no driver calls) ----
- * Per kernel and grid: explore — alternate the persistent copy and the
- * original until each has GX_BS_GUARD_SAMPLES timed launches — then run the
- * copy only if its median is at least GX_BS_GUARD_MARGIN_PCT % below the
- * original's; explore again after GX_BS_GUARD_RECHECK launches. An
+ * Per kernel and grid, over two or three arms — the original (GX_BS_ORIG),
+ * the policy's claiming copy (GX_BS_COPY) and, where the module has one,
+ * the static-only copy (GX_BS_STATIC): explore — each launch runs the arm
+ * with the fewest timed launches, copies first, until each has
+ * GX_BS_GUARD_SAMPLES — then run the copy whose median is lowest, if it is
+ * at least GX_BS_GUARD_MARGIN_PCT % below the original's, else the
+ * original; explore again after GX_BS_GUARD_RECHECK launches. An
  * exploration that gets no timings within GX_BS_GUARD_EXPLORE launches (a
  * stream being captured, events failing) settles on the original. */
 #define GX_BS_GUARD_SAMPLES 5
 #define GX_BS_GUARD_MARGIN_PCT 1
 #define GX_BS_GUARD_EXPLORE 64
 #define GX_BS_GUARD_RECHECK 4096
+enum { GX_BS_ORIG = 0, GX_BS_COPY = 1, GX_BS_STATIC = 2, GX_BS_ARMS = 3 };
 struct gx_bs_guard {
-	float ms[2][GX_BS_GUARD_SAMPLES]; /* [0] original, [1] copy */
-	unsigned n[2];                    /* timings so far */
+	float ms[GX_BS_ARMS][GX_BS_GUARD_SAMPLES];
+	unsigned n[GX_BS_ARMS];           /* timings so far */
+	unsigned arms;                    /* 2 (no static copy) or 3 */
 	unsigned issued;                  /* launches in this exploration */
-	int choice;                       /* -1 exploring, 0 original, 1 copy */
+	int choice;                       /* -1 exploring, else the arm */
 	unsigned long long since;         /* launches since the choice */
-	float med[2];                     /* the medians the choice was made on */
+	float med[GX_BS_ARMS];            /* the medians the choice was made on */
 };
-void gx_bs_guard_init(struct gx_bs_guard *g);
-/* This launch: 1 the copy, 0 the original. */
+void gx_bs_guard_init(struct gx_bs_guard *g, unsigned arms);
+/* This launch's arm. */
 int gx_bs_guard_next(struct gx_bs_guard *g);
-/* A timed launch of one side; 1 when it settled the choice. */
-int gx_bs_guard_sample(struct gx_bs_guard *g, int copy, float ms);
+/* A timed launch of one arm; 1 when it settled the choice. */
+int gx_bs_guard_sample(struct gx_bs_guard *g, int arm, float ms);
 
 /* ---- in a process ---- */
 #define GX_BS_CU_FUNCS(X)                                                              \
@@ -86,7 +91,8 @@ int gx_bs_guard_sample(struct gx_bs_guard *g, int copy, float ms);
 	X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuEventCreate) X(cuEventRecord)      \
 	X(cuEventQuery) X(cuEventDestroy_v2) X(cuMemsetD32Async) X(cuMemHostAlloc)        \
 	X(cuMemFreeHost) X(cuMemHostGetDevicePointer_v2) X(cuGetErrorName) X(cuCtxGetCurrent) \
-	X(cuModuleLoadData) X(cuModuleUnload) X(cuEventElapsedTime)
+	X(cuModuleLoadData) X(cuModuleUnload) X(cuEventElapsedTime)                       \
+	X(cuThreadExchangeStreamCaptureMode)
 
 struct gx_bs_cu {
 #define GX_BS_CU_MEMBER(name) __typeof__(&name) name;
@@ -132,14 +138,17 @@ void gx_bs_module(void *handle, bool is_library, const char *log);
 void gx_bs_reset(void);
 
 /* The copies named in a rewriter log ("persistent: K: copy C transformed
- * (work descriptor: parameter N ..., unit barrier yes|no)"); malloc'd
- * array of malloc'd strings. 0 or -ENOMEM (then *out holds the *n complete
+ * (work descriptor: parameter N ..., unit barrier yes|no[, static only])"),
+ * one record per kernel (a static-only copy logged after a claiming one is
+ * its scopy); malloc'd array of malloc'd strings. 0 or -ENOMEM (then *out holds the *n complete
  * records). */
 struct gx_bs_kernel {
 	char *name, *copy;
 	unsigned nparams;
 	bool unit_bar;
 	bool static_only; /* the copy has no claim path (GX_PTX_F_PERSIST_STATIC) */
+	char *scopy;      /* beside a claiming copy: the static-only one
+			   * (GX_PTX_F_PERSIST_STATIC_COPY), or NULL */
 };
 int gx_bs_parse_log(const char *log, struct gx_bs_kernel **out, size_t *n);
 void gx_bs_kernels_free(struct gx_bs_kernel *k, size_t n);

@@ -153,6 +153,8 @@ static void rewrite_usage(FILE *f)
 		   "--regs KERNEL=N[,...]: the registers the driver gave KERNEL; its persistent\n"
 		   "version gets .maxnreg max(32, N rounded up to 8) (what blocksched measures).\n"
 		   "--persist-static: persistent versions without the claim path (static only).\n"
+		   "--static-copy: with --persistent=copy, each kernel also gets a static-only copy\n"
+		   "<prefix>_ps_<kernel> (what the shim loads under a guarded policy).\n"
 		   "--stubs elide|call|probe|probe-call: without a policy, what hooks run: nothing\n"
 		   "(default: the empty handler is compiled away), a call of an empty function, a\n"
 		   "built-in handler reading the whole context inlined, or the same handler called.\n");
@@ -301,6 +303,7 @@ static int do_rewrite(int argc, char **argv)
 					   {"stubs", required_argument, 0, 'S'},
 					   {"regs", required_argument, 0, 'R'},
 					   {"persist-static", no_argument, 0, 'Z'},
+					   {"static-copy", no_argument, 0, 'Y'},
 					   {"output", required_argument, 0, 'o'},
 					   {"help", no_argument, 0, 'h'},
 					   {0, 0, 0, 0}};
@@ -325,6 +328,9 @@ static int do_rewrite(int argc, char **argv)
 			break;
 		case 'Z':
 			opts.flags |= GX_PTX_F_PERSIST_STATIC;
+			break;
+		case 'Y':
+			opts.flags |= GX_PTX_F_PERSIST_STATIC_COPY;
 			break;
 		case 'R': {
 			snprintf(kregs_buf, sizeof(kregs_buf), "%s", optarg);

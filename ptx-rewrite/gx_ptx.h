@@ -65,6 +65,12 @@ struct gx_ptx_kregs {
  * sched hooks, which cost a GEMM 8 registers even when never run. Logged
  * as ", static only" in the copy's line. */
 #define GX_PTX_F_PERSIST_STATIC 4u
+/* Copy mode with a claiming policy: each accepted kernel K also gains a
+ * static-only copy <prefix>_ps_K (logged like the other, ", static only"),
+ * so a launcher can run K, its claiming copy or its static loop — the
+ * cheapest of the three when the policy's stealing does not pay
+ * (blocksched's guard, bs_guard.c). */
+#define GX_PTX_F_PERSIST_STATIC_COPY 16u
 /* A/B only: the unit barrier for every persistent kernel, as the first
  * transform had (pass_persistent.c elides it where nothing needs it). */
 #define GX_PTX_F_UNIT_BARRIER 8u

@@ -91,6 +91,7 @@ struct loop {
 	const char *bar;
 	unsigned bar_id;
 	int hooks;             /* some sched program is bound */
+	int so;                /* a static-only copy: no claim path, runtime or hooks */
 };
 
 #define R(x) ptx_opnd_id(L->m, (x))
@@ -329,7 +330,7 @@ static int build_head(struct loop *L, const struct ptx_persist *pi, struct ptx_c
 	if (!Lcl || !Lst || !Lun || !Ltk || !Lpub || !Lgot || !Lbody)
 		return -ENOMEM;
 	const char *W = GX_WORK_PARAM;
-	int so = !!(L->ps->ctx->opts->flags & GX_PTX_F_PERSIST_STATIC);
+	int so = L->so;
 	int he = !so && bound(L, GDEV_HOOK_SCHED_ENTER), hx = !so && bound(L, GDEV_HOOK_SCHED_EXIT);
 	int hs = !so && bound(L, GDEV_HOOK_SCHED_STEAL);
 	L->hooks = he || hx || hs;
@@ -510,10 +511,11 @@ static int add_decl(struct ptx_module *m, struct ptx_func *fn, enum ptx_space sp
 	return 0;
 }
 
-static int transform(struct ptx_passes *ps, struct ptx_func *fn, const struct ptx_persist *pi, const char *orig)
+static int transform(struct ptx_passes *ps, struct ptx_func *fn, const struct ptx_persist *pi, const char *orig,
+		     int so)
 {
 	struct ptx_module *m = ps->m;
-	struct loop L0 = {.ps = ps, .m = m, .fn = fn, .orig = orig, .bar_id = pi->bar_id};
+	struct loop L0 = {.ps = ps, .m = m, .fn = fn, .orig = orig, .bar_id = pi->bar_id, .so = so};
 	struct loop *L = &L0;
 	if (new_regs(L))
 		return gx_err(-ENOMEM);
@@ -557,7 +559,6 @@ static int transform(struct ptx_passes *ps, struct ptx_func *fn, const struct pt
 		return m->err[0] ? gx_err(-EINVAL) : gx_err(-ENOMEM);
 	ptx_chain_label(m, &tail, L_done);
 	ptx_chain_insn(m, &tail, NULL, 0, "ret", 0, NULL, 0);
-	int so = !!(ps->ctx->opts->flags & GX_PTX_F_PERSIST_STATIC);
 	if (tail.failed || (!so && add_decl(m, fn, PTX_SPACE_SHARED, ".shared", 8, ".b8", L->slot, 16)) ||
 	    (!so && add_decl(m, fn, PTX_SPACE_LOCAL, ".local", 8, ".b8", L->ws, GX_WORK_WS_SIZE)) ||
 	    (L->hooks && add_decl(m, fn, PTX_SPACE_LOCAL, ".local", 8, ".b8", L->sctx, GDEV_CTX_SIZE)) ||
@@ -568,9 +569,10 @@ static int transform(struct ptx_passes *ps, struct ptx_func *fn, const struct pt
 	return 0;
 }
 
-/* A copy of fn's item under `name`, inserted after it: statements and
+/* A copy of fn's item under `name`, inserted after `after`: statements and
  * operands are copied (the transform edits them), strings shared. */
-static struct ptx_item *copy_func(struct ptx_module *m, struct ptx_item *it, const char *name)
+static struct ptx_item *copy_func(struct ptx_module *m, struct ptx_item *it, struct ptx_item *after,
+				  const char *name)
 {
 	struct ptx_item *c = ptx_alloc(m, sizeof(*c));
 	if (!c || !name)
@@ -584,7 +586,7 @@ static struct ptx_item *copy_func(struct ptx_module *m, struct ptx_item *it, con
 		return NULL;
 	c->func.head = dst.head;
 	c->func.tail = dst.tail;
-	ptx_item_insert_after(m, it, c, c);
+	ptx_item_insert_after(m, after, c, c);
 	return c;
 }
 
@@ -615,42 +617,61 @@ static int cap_regs(struct ptx_passes *ps, struct ptx_func *fn, const char *orig
 	return 0;
 }
 
-int ptx_pass_persistent(struct ptx_passes *ps)
+/* Transform kernel `it` (in place, or a copy inserted after `after` named
+ * <prefix>_<tag>_K) and log it; *out: the item transformed. 0 or -errno. */
+static int persist_one(struct ptx_passes *ps, struct ptx_item *it, struct ptx_item *after,
+		       const struct ptx_persist *pi, const char *tag, int so, struct ptx_item **out)
 {
 	struct ptx_module *m = ps->m;
 	int copy = ps->ctx->opts->persistent == GX_PTX_PERSISTENT_COPY;
+	struct ptx_item *t = it;
+	int err = 0;
+	if (copy && !(t = copy_func(m, it, after, ptx_sprintf(m, "%s_%s_%s", m->fresh_prefix, tag, it->func.name))))
+		err = gx_err(-ENOMEM);
+	if (!err)
+		err = transform(ps, &t->func, pi, it->func.name, so);
+	if (!err)
+		err = cap_regs(ps, &t->func, it->func.name);
+	if (err) {
+		if (!m->err[0])
+			snprintf(m->err, sizeof(m->err), "out of memory");
+		return err;
+	}
+	*out = t;
+	const char *sos = so ? ", static only" : "";
+	if (copy)
+		ptx_pass_log(ps->ctx,
+			     "persistent: %s: copy %s transformed (work descriptor: "
+			     "parameter %u %s, loop barrier %u, unit barrier %s%s)",
+			     it->func.name, t->func.name, t->func.nparams, GX_WORK_PARAM, pi->bar_id,
+			     pi->unit_bar ? "yes" : "no", sos);
+	else
+		ptx_pass_log(ps->ctx,
+			     "persistent: %s: transformed (work descriptor: trailing parameter "
+			     "%s, loop barrier %u, unit barrier %s%s)",
+			     it->func.name, GX_WORK_PARAM, pi->bar_id, pi->unit_bar ? "yes" : "no", sos);
+	return 0;
+}
+
+int ptx_pass_persistent(struct ptx_passes *ps)
+{
+	struct ptx_module *m = ps->m;
+	unsigned fl = ps->ctx->opts->flags;
+	int so = !!(fl & GX_PTX_F_PERSIST_STATIC);
+	/* a second, static-only copy beside the claiming one (copy mode) */
+	int both = ps->ctx->opts->persistent == GX_PTX_PERSISTENT_COPY && !so && (fl & GX_PTX_F_PERSIST_STATIC_COPY);
 	ptx_for_each_item(m, it) {
 		const struct ptx_persist *pi = it->kind == PTX_ITEM_FUNC ? ptx_persistent_find(ps, &it->func) : NULL;
 		if (!pi)
 			continue;
 		struct ptx_item *t = it;
-		if (copy) {
-			t = copy_func(m, it, ptx_sprintf(m, "%s_pw_%s", m->fresh_prefix, it->func.name));
-			if (!t)
-				return gx_err(-ENOMEM);
-		}
-		int err = transform(ps, &t->func, pi, it->func.name);
-		if (!err)
-			err = cap_regs(ps, &t->func, it->func.name);
-		if (err) {
-			if (!m->err[0])
-				snprintf(m->err, sizeof(m->err), "out of memory");
+		int err = persist_one(ps, it, it, pi, "pw", so, &t);
+		if (!err && both)
+			err = persist_one(ps, it, t, pi, "ps", 1, &t);
+		if (err)
 			return err;
-		}
-		ps->ctx->res->nr_persistent++;
-		const char *so = ps->ctx->opts->flags & GX_PTX_F_PERSIST_STATIC ? ", static only" : "";
-		if (copy)
-			ptx_pass_log(ps->ctx,
-				     "persistent: %s: copy %s transformed (work descriptor: "
-				     "parameter %u %s, loop barrier %u, unit barrier %s%s)",
-				     it->func.name, t->func.name, t->func.nparams, GX_WORK_PARAM,
-				     pi->bar_id, pi->unit_bar ? "yes" : "no", so);
-		else
-			ptx_pass_log(ps->ctx,
-				     "persistent: %s: transformed (work descriptor: trailing parameter "
-				     "%s, loop barrier %u, unit barrier %s%s)",
-				     it->func.name, GX_WORK_PARAM, pi->bar_id, pi->unit_bar ? "yes" : "no", so);
-		it = t; /* the copy is not visited again */
+		ps->ctx->res->nr_persistent++; /* kernels, not copies */
+		it = t; /* the copies are not visited again */
 	}
 	return 0;
 }

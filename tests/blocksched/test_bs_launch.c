@@ -72,29 +72,55 @@ static int state_zero(uint64_t st)
 	return 1;
 }
 
-/* The adaptive policy's guard (GPUEXT_SCHED=adaptive, FAKECUDA_KERNEL_US and
- * FAKECUDA_PW_US give the original and the copy their times): after its
- * exploration every launch runs the side that was faster — `want` "copy"
- * or "orig" — and the log says which, with the medians. */
+/* The adaptive policy's guard (GPUEXT_SCHED=adaptive; FAKECUDA_KERNEL_US,
+ * FAKECUDA_PW_US and FAKECUDA_PS_US give the original, the claiming copy and
+ * the static copy their times): after its exploration every launch runs the
+ * arm that was fastest — `want` "copy", "static" or "orig" — and the log
+ * says which, with the three medians. A static copy's launch carries a
+ * STATIC descriptor and no state. */
 static int guard_test(CUfunction ok, void **args, const char *want)
 {
 	CUstream s;
 	GX_CHECK(cuStreamCreate(&s, 0) == CUDA_SUCCESS, "guard: a stream");
-	int copies = 0, origs = 0, tail_right = 1, launched = 1;
-	for (int i = 0; i < 40; i++) {
+	int ran[3] = { 0 }, tail_right = 1, launched = 1, static_clean = 1;
+	void *fcopy = NULL, *fstatic = NULL;
+	int w = !strcmp(want, "copy") ? 1 : !strcmp(want, "static") ? 2 : 0;
+	for (int i = 0; i < 50; i++) {
 		launched &= cuLaunchKernel(ok, 10, 2, 1, 128, 1, 1, 0, s, args, NULL) == CUDA_SUCCESS;
 		struct fake_launch l = last();
-		int copy = l.func != (void *)ok;
-		copies += copy, origs += !copy;
-		if (i >= 30)
-			tail_right &= copy == !strcmp(want, "copy");
+		const struct gx_work_desc *d = desc_of(&l, ok, 3);
+		int arm = !d ? 0 : d->mode == GX_WORK_STATIC ? 2 : 1;
+		ran[arm]++;
+		if (arm == 2) {
+			static_clean &= !d->state && !d->hints && d->total == 20 && l.grid[0] == 3;
+			fstatic = l.func;
+		} else if (arm == 1) {
+			fcopy = l.func;
+		}
+		if (i >= 40)
+			tail_right &= arm == w;
 		cuStreamSynchronize(s); /* its timing pair completes */
 	}
-	GX_CHECK(launched, "guard: 40 launches succeed");
-	GX_CHECK(copies >= 5 && origs >= 5, "guard: both sides were tried (%d copies, %d originals)", copies, origs);
-	GX_CHECK(tail_right, "guard: after exploring, every launch runs the %s", want);
-	GX_CHECK(log_has(!strcmp(want, "copy") ? "runs the copy" : "runs unchanged") && log_has("guard: its copy"),
-		 "guard: one log line gives both medians and the choice");
+	GX_CHECK(launched, "guard: 50 launches succeed");
+	GX_CHECK(ran[0] >= 5 && ran[1] >= 5 && ran[2] >= 5,
+		 "guard: the three arms were tried (%d originals, %d copies, %d static copies)", ran[0], ran[1], ran[2]);
+	GX_CHECK(fcopy && fstatic && fcopy != fstatic, "guard: the static copy is a function of its own");
+	GX_CHECK(static_clean, "guard: the static copy launches with a STATIC descriptor, no state, 3 workers");
+	const char *wn = w == 1 ? "claiming copy" : w == 2 ? "static copy" : "original";
+	GX_CHECK(tail_right, "guard: after exploring, every launch runs the %s", wn);
+	/* settled: a launch into a stream being captured takes the static copy
+	 * when that is the choice, else the original (a claim has no place in
+	 * a graph) */
+	cuLaunchKernel(ok, 10, 2, 1, 128, 1, 1, 0, (CUstream)(uintptr_t)0xC0DE, args, NULL);
+	struct fake_launch lc = last();
+	const struct gx_work_desc *dc = desc_of(&lc, ok, 3);
+	GX_CHECK(w == 2 ? dc && dc->mode == GX_WORK_STATIC && !dc->state : lc.func == (void *)ok,
+		 "guard: a captured launch runs the %s", w == 2 ? "static copy" : "original");
+	GX_CHECK(log_has(w == 1 ? "runs the copy" : w == 2 ? "runs the static copy" : "runs unchanged") &&
+			 log_has("guard: its copy") && log_has(", its static copy "),
+		 "guard: one log line gives the three medians and the choice");
+	GX_CHECK(log_has("k_ok: launched as __gx_ps_k_ok, 3 workers") || w != 2,
+		 "guard: the static copy's first launch is logged");
 	cuStreamDestroy(s);
 	return gx_test_done();
 }

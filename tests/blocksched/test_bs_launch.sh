@@ -33,11 +33,14 @@ run env GPUEXT_SCHED="$P/fixed_work.bpf.o,kernels=k_ok" timeout 60 \
 	"$B/tests/blocksched/test_bs_launch" sched-static | sed "s/^\(not \)\?ok - /&[fixed_work] /"
 [ "${PIPESTATUS[0]}" -lt 128 ] || nok "test_bs_launch (fixed_work) crashed"
 
-# The adaptive policy's guard: the copy made faster (100 µs against 200) and
-# slower (300) than the original in the fake's time model.
-for w in copy:100 orig:300; do
-	run env GPUEXT_SCHED="$P/adaptive.bpf.o,kernels=k_ok" FAKECUDA_KERNEL_US=200 FAKECUDA_PW_US=${w#*:} timeout 60 \
-		"$B/tests/blocksched/test_bs_launch" guard "${w%%:*}" | sed "s/^\(not \)\?ok - /&[adaptive, copy ${w#*:} us] /"
+# The adaptive policy's guard over its three arms in the fake's time model
+# (the original 200 us): the claiming copy fastest, the static copy fastest
+# (vadd's case), and both copies slower.
+for w in copy:100:150 static:250:150 orig:300:280; do
+	IFS=: read -r want pw ps <<<"$w"
+	run env GPUEXT_SCHED="$P/adaptive.bpf.o,kernels=k_ok" FAKECUDA_KERNEL_US=200 FAKECUDA_PW_US=$pw \
+		FAKECUDA_PS_US=$ps timeout 60 "$B/tests/blocksched/test_bs_launch" guard "$want" |
+		sed "s/^\(not \)\?ok - /&[adaptive, copy $pw us, static $ps us] /"
 	[ "${PIPESTATUS[0]}" -lt 128 ] || nok "test_bs_launch (guard) crashed"
 done
 

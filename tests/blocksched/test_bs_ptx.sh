@@ -6,7 +6,9 @@
 # target, the runtime and every policy's hook inlined (no call left: a call
 # costs the kernel registers), each copy within its cap and without spills
 # for these kernels; static-only copies carry no runtime and keep the
-# original's registers.
+# original's registers. adaptive+static is the guarded launcher's module
+# (--static-copy): each kernel's second copy __gx_ps_K must be the same
+# loop as fixed_work's copy (sched_bench times fixed_work's as that arm).
 set -u
 BUILD=${BUILD:-build}
 PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
@@ -31,11 +33,12 @@ for in in $inputs; do
 	# the original's registers, the cap's input
 	"$PTXAS" -arch=sm_90 -v "$in" -o /dev/null >"$W/$n.orig.v" 2>&1
 	regs=$(regs_of "$W/$n.orig.v" | awk '{printf "%s%s=%s", sep, $1, $2; sep=","}')
-	for pol in none fixed_work greedy max_steals latency_budget adaptive; do
+	for pol in none fixed_work greedy max_steals latency_budget adaptive adaptive+static; do
 		out=$W/$n.$pol.ptx
 		args=(--persistent=copy --regs "$regs")
-		[ "$pol" != none ] && args+=(--policy "$P/$pol.bpf.o")
+		[ "$pol" != none ] && args+=(--policy "$P/${pol%+static}.bpf.o")
 		[ "$pol" = fixed_work ] && args+=(--persist-static)
+		[ "$pol" = adaptive+static ] && args+=(--static-copy)
 		if ! "$G" ptx rewrite "${args[@]}" "$in" -o "$out" 2>"$out.log"; then
 			nok "persistent ptx: $n with $pol: rewrite failed: $(tail -1 "$out.log")"
 			continue
@@ -44,16 +47,32 @@ for in in $inputs; do
 		arch=$(sed -n 's/^[[:space:]]*\.target[[:space:]]\+\([a-z0-9_]*\).*/\1/p' "$out" | head -1)
 		"$PTXAS" -arch="$arch" -v "$out" -o /dev/null >"$out.v" 2>&1 || bad="$bad ptxas $arch: $(grep -m1 -i error "$out.v")"
 		grep -q 'not inlined' "$out.log" && bad="$bad a hook called: $(grep -m1 'not inlined' "$out.log")"
-		grep -qE '^\s*call' <(sed -n '/\.entry __gx_pw_/,/^}/p' "$out") && bad="$bad a call in a copy"
+		grep -qE '^\s*call' <(sed -n '/\.entry __gx_p[ws]_/,/^}/p' "$out") && bad="$bad a call in a copy"
+		if [ "$pol" = adaptive+static ]; then
+			npw=$(grep -c '^\.visible \.entry __gx_pw_' "$out") nps=$(grep -c '^\.visible \.entry __gx_ps_' "$out")
+			[ "$npw" -gt 0 ] && [ "$npw" = "$nps" ] || bad="$bad $npw claiming copies but $nps static ones"
+			# no claim: a static copy has the atomics of its kernel, no more
+			for k in $(sed -n 's/^\.visible \.entry __gx_ps_\([A-Za-z0-9_$]*\)(.*/\1/p' "$out"); do
+				ak=$(sed -n "/\.entry $k(/,/^}/p" "$out" | grep -c 'atom\.\|red\.')
+				as=$(sed -n "/\.entry __gx_ps_$k(/,/^}/p" "$out" | grep -c 'atom\.\|red\.\|gxbsrt')
+				[ "$ak" = "$as" ] || bad="$bad __gx_ps_$k: $as atomics, $k has $ak"
+			done
+			grep -q ', static only)' "$out.log" || bad="$bad no static copy logged"
+		fi
 		# each copy within max(32, original rounded up to 8), no spill
 		while read -r f r sp; do
-			case $f in __gx_pw_*) ;; *) continue ;; esac
-			o=$(regs_of "$W/$n.orig.v" | awk -v k="${f#__gx_pw_}" '$1 == k {print $2}')
+			case $f in __gx_pw_* | __gx_ps_*) ;; *) continue ;; esac
+			o=$(regs_of "$W/$n.orig.v" | awk -v k="${f#__gx_p?_}" '$1 == k {print $2}')
 			cap=$(( (o + 7) / 8 * 8 )); [ "$cap" -lt 32 ] && cap=32
 			[ "$r" -le "$cap" ] || bad="$bad $f: $r registers > cap $cap"
 			[ "$sp" -eq 0 ] || [ "$n" = sched_kernels ] || bad="$bad $f: $sp bytes spilled"
-			if [ "$pol" = fixed_work ] && [ "$r" -gt "$o" ] && [ "$o" -ge 32 ]; then
+			if { [ "$pol" = fixed_work ] || [ "${f#__gx_ps_}" != "$f" ]; } && [ "$r" -gt "$o" ] && [ "$o" -ge 32 ]; then
 				bad="$bad $f: static only but $r > $o registers"
+			fi
+			# the guard's static arm is fixed_work's loop: same registers
+			if [ "${f#__gx_ps_}" != "$f" ] && [ -f "$W/$n.fixed_work.ptx.v" ]; then
+				fw=$(regs_of "$W/$n.fixed_work.ptx.v" | awk -v k="__gx_pw_${f#__gx_ps_}" '$1 == k {print $2}')
+				[ "$r" = "$fw" ] || bad="$bad $f: $r registers, fixed_work's copy $fw"
 			fi
 		done < <(regs_of "$out.v")
 		if [ "$pol" = fixed_work ] && grep -q '_bs_\|gxbsrt' "$out"; then

@@ -684,7 +684,7 @@ FX int fake_last_run(void **ctx, int *dev, void **func, char *target, size_t tn,
 	return last_run.ctx ? 0 : -1;
 }
 
-static void fk_run(CUstream s, int pw); /* the time model, below */
+static void fk_run(CUstream s, int copy); /* the time model, below */
 
 static CUresult launch(const char *api, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 		       unsigned by, unsigned bz, unsigned sh, CUstream s, void **p)
@@ -696,7 +696,7 @@ static CUresult launch(const char *api, CUfunction f, unsigned gx, unsigned gy, 
 	for (struct ffunc *y = all_funcs; x && y && !known; y = y->next)
 		known = y == x;
 	pthread_mutex_unlock(&obj_lock);
-	fk_run(s, known && !strncmp(x->name, "__gx_pw_", 8));
+	fk_run(s, !known ? 0 : !strncmp(x->name, "__gx_pw_", 8) ? 1 : !strncmp(x->name, "__gx_ps_", 8) ? 2 : 0);
 	if (!x)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (known) {
@@ -986,7 +986,9 @@ FX CUresult cuStreamDestroy_v2(CUstream s)
  * everything is done at once, as before. Streams the fake did not make
  * (NULL, legacy, per-thread, made-up handles) share one timeline. ---- */
 static uint64_t legacy_busy;
-static long kernel_us = -1, pw_us = -2; /* FAKECUDA_PW_US: blocksched's copies (__gx_pw_*) take this long */
+/* FAKECUDA_PW_US / FAKECUDA_PS_US: blocksched's claiming copies (__gx_pw_*)
+ * and static copies (__gx_ps_*) take this long */
+static long kernel_us = -1, pw_us = -2, ps_us = -2;
 static uint64_t fk_now(void)
 {
 	struct timespec ts;
@@ -1004,7 +1006,7 @@ static uint64_t *timeline(CUstream s) /* launch_lock held */
  * (ns: when it was submitted, when the kernel would run), for the tenant
  * tests' schedules. */
 static int launch_log = -2;
-static void fk_run(CUstream s, int pw)
+static void fk_run(CUstream s, int copy) /* 1 a claiming copy, 2 a static one */
 {
 	if (kernel_us < 0) {
 		const char *e = getenv("FAKECUDA_KERNEL_US");
@@ -1014,7 +1016,11 @@ static void fk_run(CUstream s, int pw)
 		const char *e = getenv("FAKECUDA_PW_US");
 		pw_us = e ? atol(e) : -1;
 	}
-	long us = pw && pw_us >= 0 ? pw_us : kernel_us;
+	if (ps_us == -2) {
+		const char *e = getenv("FAKECUDA_PS_US");
+		ps_us = e ? atol(e) : -1;
+	}
+	long us = copy == 1 && pw_us >= 0 ? pw_us : copy == 2 && ps_us >= 0 ? ps_us : kernel_us;
 	if (us <= 0)
 		return;
 	pthread_mutex_lock(&launch_lock);
@@ -1165,7 +1171,7 @@ FX CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *src, size_t n, CUstr
 	last_memcpy_stream = s;
 	return CUDA_SUCCESS;
 }
-/* Persistent copies (names "__gx_pw_...") may get another occupancy. */
+/* Persistent copies (names "__gx_pw_..." and "__gx_ps_...") may get another occupancy. */
 static int fake_occ_copy = -1;
 FX void fake_set_occupancy_copy(int n) { fake_occ_copy = n; }
 FX CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int block, size_t smem)
@@ -1173,7 +1179,9 @@ FX CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, in
 	(void)block, (void)smem;
 	REC();
 	struct ffunc *x = (struct ffunc *)f;
-	*n = fake_occ_copy >= 0 && x && !strncmp(x->name, "__gx_pw_", 8) ? fake_occ_copy : fake_occ;
+	*n = fake_occ_copy >= 0 && x && (!strncmp(x->name, "__gx_pw_", 8) || !strncmp(x->name, "__gx_ps_", 8))
+		     ? fake_occ_copy
+		     : fake_occ;
 	return CUDA_SUCCESS;
 }
 static int fake_regs = 16;
