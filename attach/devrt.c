@@ -625,6 +625,12 @@ static void drops_out(struct ctxst *st)
 static void *drain_main(void *arg)
 {
 	(void)arg;
+	/* This thread's queries (cuEventQuery of launch timings, ring reads)
+	 * are not the application's: in the default global mode any of them
+	 * made while an application thread captures a graph in global mode
+	 * (PyTorch's default) would invalidate that capture (run 55). */
+	CUstreamCaptureMode cm = CU_STREAM_CAPTURE_MODE_RELAXED;
+	CU(cuThreadExchangeStreamCaptureMode)(&cm);
 	const char *e = getenv("GPUEXT_FLUSH_MS");
 	long ms = e ? strtol(e, NULL, 10) : 20;
 	if (ms < 1 || ms > 10000)

@@ -220,7 +220,7 @@ void gx_policy_list_free(struct gx_policy_list *pl);
 	X(cuModuleGetFunction) X(cuModuleGetGlobal_v2) X(cuModuleLoadData)            \
 	X(cuModuleUnload) X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize)             \
 	X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuEventElapsedTime) \
-	X(cuEventDestroy) X(cuStreamIsCapturing)
+	X(cuEventDestroy) X(cuStreamIsCapturing) X(cuThreadExchangeStreamCaptureMode)
 
 struct gx_attach_cu {
 #define GX_ATTACH_CU_MEMBER(name) __typeof__(&name) name;

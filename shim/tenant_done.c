@@ -190,6 +190,9 @@ static void *poller(void *arg)
 {
 	(void)arg;
 	prctl(PR_SET_TIMERSLACK, 1000ul); /* sleeps of a few µs, not the default 50 */
+	/* its queries never invalidate an application's global-mode capture */
+	CUstreamCaptureMode cm = CU_STREAM_CAPTURE_MODE_RELAXED;
+	REAL(cuThreadExchangeStreamCaptureMode)(&cm);
 	uint64_t last_tick = 0;
 	while (!__atomic_load_n(&stopping, __ATOMIC_ACQUIRE)) {
 		uint64_t now = gx_tenancy_now(), cap = __atomic_load_n(&capture_ns, __ATOMIC_RELAXED);

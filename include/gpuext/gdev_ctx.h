@@ -64,7 +64,7 @@ enum gdev_decision {
 /* gdev/sched/exit returns a class for the chunk that just ran: 0 no hint,
  * 1 .. GDEV_SCHED_CLASS_MAX the heavier the earlier the next launch of the
  * kernel (same grid) runs it (blocksched, include/gpuext/gx_work.h). */
-#define GDEV_SCHED_CLASS_MAX 15
+#define GDEV_SCHED_CLASS_MAX 31
 
 /* The sched hooks (blocksched: persistent workers claiming chunks of
  * consecutive units) read four fields under other names:

@@ -109,7 +109,7 @@ static inline unsigned long long gx_work_state_bytes(unsigned ccap)
  * first. Launches of one kernel on several streams share the block: the
  * lists are only hints (claims stay exact), so a mixed or stale list costs
  * order, never correctness. */
-#define GX_WORK_CLASSES 15
+#define GX_WORK_CLASSES 31
 struct gx_work_hints {
 	unsigned int gen;          /* read buffer: gen & 1 */
 	unsigned int cap;          /* entries per list (host) */
@@ -117,10 +117,10 @@ struct gx_work_hints {
 	unsigned int key_chunk[2];
 	unsigned int pad[2];
 	unsigned int count[2][GX_WORK_CLASSES + 1]; /* per buffer and class (0 unused) */
-	unsigned int pad2[24];
+	unsigned int pad2[56];
 	/* then: unsigned int list[2][GX_WORK_CLASSES][cap] (chunk ids) */
 };
-#define GX_WORK_HINTS_HDR 256
+#define GX_WORK_HINTS_HDR 512
 
 static inline unsigned long long gx_work_hints_bytes(unsigned cap)
 {
@@ -137,7 +137,7 @@ static inline unsigned long long gx_work_hints_bytes(unsigned cap)
  * units 0 (done: the worker leaves; the runtime did its accounting). ws is
  * the worker's private state, GX_WORK_WS_SIZE bytes of .local. */
 #define GX_WORK_RT_PREFIX "gxbsrt_"
-#define GX_WORK_WS_SIZE 160
+#define GX_WORK_WS_SIZE 224
 /* What the transform reads there for the sched hooks' context. */
 #define GX_WORK_WS_OFF_T0 24     /* u64: the worker's start (%globaltimer ns) */
 #define GX_WORK_WS_OFF_UNITS 84  /* u32: units run so far */

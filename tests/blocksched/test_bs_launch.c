@@ -125,6 +125,39 @@ static int guard_test(CUfunction ok, void **args, const char *want)
 	return gx_test_done();
 }
 
+/* A capture in global mode (PyTorch's default) on one stream while
+ * gpuext's own queries run — the guard's harvest of its timing pairs in
+ * this thread, the device runtime's drainer querying launch timings in its
+ * own (GPUEXT_SCHED attaches a device policy): in the default thread mode
+ * either query would invalidate the capture (run 55: sched_app's graph). The
+ * fake driver keeps that rule; its kernels take FAKECUDA_KERNEL_US, so the
+ * pairs are still in flight when the capture starts. */
+static int capture_test(CUfunction ok, void **args)
+{
+	CUstream s, c;
+	GX_CHECK(cuStreamCreate(&s, 0) == CUDA_SUCCESS && cuStreamCreate(&c, 0) == CUDA_SUCCESS, "capture: streams");
+	for (int i = 0; i < 4; i++)
+		cuLaunchKernel(ok, 10, 2, 1, 128, 1, 1, 0, s, args, NULL);
+	GX_CHECK(cuStreamBeginCapture_v2(c, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS,
+		 "capture: begins in global mode");
+	/* a launch on another stream: the guard harvests its pairs */
+	cuLaunchKernel(ok, 10, 2, 1, 128, 1, 1, 0, s, args, NULL);
+	/* the captured launch: never a claiming copy */
+	cuLaunchKernel(ok, 10, 2, 1, 128, 1, 1, 0, c, args, NULL);
+	struct fake_launch l = last();
+	const struct gx_work_desc *d = desc_of(&l, ok, 3);
+	GX_CHECK(!d || (d->mode == GX_WORK_STATIC && !d->state), "capture: the captured launch claims nothing");
+	usleep(60 * 1000); /* the drainer's passes */
+	CUgraph g = NULL;
+	CUresult rc = cuStreamEndCapture(c, &g);
+	GX_CHECK(rc == CUDA_SUCCESS && g, "capture: survives gpuext's own queries during it (cuStreamEndCapture: %d)",
+		 (int)rc);
+	cuStreamSynchronize(s);
+	cuStreamDestroy(s);
+	cuStreamDestroy(c);
+	return gx_test_done();
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "claim";
@@ -159,6 +192,8 @@ int main(int argc, char **argv)
 	void *args[] = { &buf, &n };
 	if (!strcmp(mode, "guard"))
 		return guard_test(ok, args, argc > 2 ? argv[2] : "copy");
+	if (!strcmp(mode, "capture"))
+		return capture_test(ok, args);
 	GX_CHECK(cuLaunchKernel(ok, 10, 2, 1, 128, 1, 1, 0, NULL, args, NULL) == CUDA_SUCCESS,
 		 "launch: launch succeeds");
 	struct fake_launch l = last();

@@ -44,6 +44,12 @@ for w in copy:100:150 static:250:150 orig:300:280; do
 	[ "${PIPESTATUS[0]}" -lt 128 ] || nok "test_bs_launch (guard) crashed"
 done
 
+# A global-mode capture while the guard and the device runtime's drainer
+# query their timings (kernels of 20 ms keep the pairs in flight).
+run env GPUEXT_SCHED="$P/adaptive.bpf.o,kernels=k_ok" FAKECUDA_KERNEL_US=20000 GPUEXT_FLUSH_MS=5 timeout 60 \
+	"$B/tests/blocksched/test_bs_launch" capture | sed "s/^\(not \)\?ok - /&[adaptive, capture] /"
+[ "${PIPESTATUS[0]}" -lt 128 ] || nok "test_bs_launch (capture) crashed"
+
 # gpuext sched: the log read back.
 if "$G" sched "$log" >"$tmp/rep.txt" 2>"$tmp/rep.err" && grep -q '^k_ok' "$tmp/rep.txt" &&
 	grep -q 'launched as __gx_pw_k_ok' "$tmp/rep.txt"; then

@@ -1081,11 +1081,14 @@ FX CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
 FX CUresult cuEventRecord(CUevent e, CUstream s) { REC(); return event_record(e, s); }
 FX CUresult cuEventRecord_ptsz(CUevent e, CUstream s) { REC(); return event_record(e, s); }
 FX CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned f) { (void)f; REC(); return event_record(e, s); }
+static int cap_unsafe_call(void);
 FX CUresult cuEventQuery(CUevent e)
 {
 	REC();
 	if (!e)
 		return CUDA_ERROR_INVALID_HANDLE;
+	if (cap_unsafe_call())
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	return fk_now() >= ((struct fevent *)e)->at ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 FX CUresult cuEventSynchronize(CUevent e)
@@ -1232,11 +1235,62 @@ __attribute__((weak)) FX CUresult cuMemFreeHost(void *p)
 	free(p);
 	return CUDA_SUCCESS;
 }
-/* Stream 0xC0DE is "being captured". */
+/* ---- stream capture: stream 0xC0DE is always "being captured"; a stream
+ * in cuStreamBeginCapture..cuStreamEndCapture is too. One rule of the real
+ * driver is kept, the one gpuext's own calls can break: while any capture
+ * runs in global mode, a potentially unsafe call (here cuEventQuery) from
+ * a thread whose mode (cuThreadExchangeStreamCaptureMode) is not relaxed
+ * invalidates it, and cuStreamEndCapture then fails. One capture at a time. */
+static __thread int cap_tmode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+static CUstream cap_stream;
+static int cap_mode, cap_invalid;
+static int cap_unsafe_call(void)
+{
+	pthread_mutex_lock(&launch_lock);
+	int bad = cap_stream && cap_mode == CU_STREAM_CAPTURE_MODE_GLOBAL && cap_tmode != CU_STREAM_CAPTURE_MODE_RELAXED;
+	cap_invalid |= bad;
+	pthread_mutex_unlock(&launch_lock);
+	return bad;
+}
+FX CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *m)
+{
+	REC();
+	int old = cap_tmode;
+	cap_tmode = (int)*m;
+	*m = (CUstreamCaptureMode)old;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode m)
+{
+	REC();
+	pthread_mutex_lock(&launch_lock);
+	CUresult rc = cap_stream ? CUDA_ERROR_ILLEGAL_STATE : CUDA_SUCCESS;
+	if (!cap_stream)
+		cap_stream = s, cap_mode = (int)m, cap_invalid = 0;
+	pthread_mutex_unlock(&launch_lock);
+	return rc;
+}
+FX CUresult cuStreamEndCapture(CUstream s, CUgraph *g)
+{
+	REC();
+	pthread_mutex_lock(&launch_lock);
+	CUresult rc = s != cap_stream ? CUDA_ERROR_ILLEGAL_STATE
+		      : cap_invalid   ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+				      : CUDA_SUCCESS;
+	if (s == cap_stream)
+		cap_stream = NULL;
+	pthread_mutex_unlock(&launch_lock);
+	if (g)
+		*g = rc == CUDA_SUCCESS ? (CUgraph)(uintptr_t)0x6AF : NULL;
+	return rc;
+}
 FX CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st)
 {
 	REC();
-	*st = s == (CUstream)(uintptr_t)0xC0DE ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+	pthread_mutex_lock(&launch_lock);
+	int c = s == (CUstream)(uintptr_t)0xC0DE || (cap_stream && s == cap_stream);
+	pthread_mutex_unlock(&launch_lock);
+	*st = c ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
 	return CUDA_SUCCESS;
 }
 
