@@ -20,7 +20,8 @@
 #     graph) through the shim with each policy and with GPUEXT_PERSISTENT:
 #     the same checksums as without the shim, no hang, kernels launched as
 #     persistent workers; bench/hook_kernels through the shim (passes_app)
-#     with each policy: same outputs;
+#     with each policy: same outputs; the shim's GPU corpus programs
+#     (tests/gpu/shim) under each policy: same outputs;
 #  5. gpuext sched on a run's schedule log: text, JSON, Perfetto trace.
 set -u
 cd "${GX_ROOT:-$(dirname "$0")/../..}"
@@ -171,6 +172,39 @@ if nvcc -gencode arch=compute_90,code=compute_90 -o "$papp" tests/gpu/passes_app
 else
 	nok "passes_app: $(head -1 "$L/passes_app.build.txt") $(tail -1 "$L/passes-native.txt" 2>/dev/null)"
 fi
+
+# The shim's GPU corpus (tests/gpu/shim: the runtime API, a graph, 16
+# threads, PTX through the driver API) under every policy: each program's
+# output against its native run; the kernels the transform accepted ran as
+# persistent workers (their count reported).
+S=tests/gpu/shim
+CW=$(mktemp -d)
+RP="-Xlinker -rpath=/usr/local/cuda/lib64"
+(nvcc -arch=sm_90 -o "$CW/rt_basic" "$S/rt_basic.cu" >"$L/corpus-build.txt" 2>&1) &
+(nvcc -arch=sm_90 -o "$CW/graph" "$S/graph.cu" >>"$L/corpus-build.txt" 2>&1) &
+(nvcc -arch=sm_90 -o "$CW/threads16" "$S/threads16.cu" >>"$L/corpus-build.txt" 2>&1) &
+(nvcc -arch=sm_90 $RP -o "$CW/drv" "$S/drv.cu" -lcuda -lnvrtc >>"$L/corpus-build.txt" 2>&1 &&
+	nvcc -ptx -arch=compute_90 -o "$CW/kernels.ptx" "$S/kernels_ptx.cu" >>"$L/corpus-build.txt" 2>&1) &
+wait
+for c in rt_basic graph threads16 drv; do
+	args=()
+	[ $c = drv ] && args=(file "$CW/kernels.ptx")
+	[ -x "$CW/$c" ] || { nok "corpus $c: not built: $(tail -2 "$L/corpus-build.txt" | tr '
+' ' ')"; continue; }
+	have_time 20 "corpus $c" || break
+	timeout -k 5 "$(lim 30)" "$CW/$c" "${args[@]}" >"$L/corpus-$c.native" 2>&1 || { nok "corpus $c fails natively"; continue; }
+	for p in $POLICIES; do
+		have_time 10 "corpus $c with $p" || break
+		timeout -k 5 "$(lim 30)" env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_SCHED="$P/$p.bpf.o" \
+			"$CW/$c" "${args[@]}" >"$L/corpus-$c.$p" 2>"$L/corpus-$c.$p.log"
+		rc=$?
+		nl=$(grep -c 'launched as' "$L/corpus-$c.$p.log")
+		[ $rc -eq 0 ] && cmp -s "$L/corpus-$c.native" "$L/corpus-$c.$p" &&
+			ok "corpus $c with $p: same output, $nl kernels launched persistent" ||
+			nok "corpus $c with $p: exit $rc, output $(cmp -s "$L/corpus-$c.native" "$L/corpus-$c.$p" && echo same || echo differs)"
+	done
+done
+rm -rf "$CW"
 
 # ---- 5. gpuext sched ----
 log=$L/adaptive.sched.log
