@@ -205,10 +205,40 @@ static void op_free(void *c, uint64_t d)
 	(void)c;
 	CU(cuMemFree_v2)((CUdeviceptr)d);
 }
+/* A copy done before returning. Through the context's own non-blocking
+ * stream where there is one: a synchronous cuMemcpyHtoD runs on the legacy
+ * stream, and while the application captures a blocking stream (its first
+ * launch inside cudaStreamBeginCapture sets the context up) that implicit
+ * dependency is refused and invalidates the capture. */
 static int op_htod(void *c, uint64_t d, const void *s, size_t n)
 {
-	CUresult rc = CU(cuMemcpyHtoD_v2)((CUdeviceptr)d, s, n);
+	struct ctxst *st = c;
+	CUresult rc;
+	if (st && st->stream) {
+		rc = CU(cuMemcpyHtoDAsync_v2)((CUdeviceptr)d, s, n, st->stream);
+		if (rc == CUDA_SUCCESS)
+			rc = CU(cuStreamSynchronize)(st->stream);
+	} else {
+		rc = CU(cuMemcpyHtoD_v2)((CUdeviceptr)d, s, n);
+	}
 	return rc == CUDA_SUCCESS ? 0 : cu_fail(c, "cuMemcpyHtoD", n, rc);
+}
+
+/* Our own setup calls (allocations, copies, a module of our own) in the
+ * relaxed capture mode, given back after: in the default global mode any of
+ * them made while a graph is being captured — by this thread or, in global
+ * mode, any other — would invalidate that capture (run 57: a program whose
+ * first launch was inside cudaStreamBeginCapture failed under any tool). */
+static CUstreamCaptureMode relax(bool *swapped)
+{
+	CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+	*swapped = CU(cuThreadExchangeStreamCaptureMode)(&m) == CUDA_SUCCESS;
+	return m;
+}
+static void unrelax(CUstreamCaptureMode m, bool swapped)
+{
+	if (swapped)
+		CU(cuThreadExchangeStreamCaptureMode)(&m);
 }
 static int op_dtoh(void *c, void *dst, uint64_t d, size_t n)
 {
@@ -480,6 +510,8 @@ static struct ctxst *ctx_get(CUcontext c)
 	memset(st, 0, sizeof(*st));
 	st->ctx = c;
 	st->idx = nr_ctx++;
+	bool sw;
+	CUstreamCaptureMode cm = relax(&sw);
 	int ret = ctx_setup(st);
 	if (ret) {
 		pr_warn("policy %s: not attached in context %u: cannot set up its device maps: %s; running "
@@ -499,8 +531,10 @@ static struct ctxst *ctx_get(CUcontext c)
 			if (op_htod(NULL, st->safe, &zero, sizeof(zero)))
 				st->safe = 0;
 		}
+		unrelax(cm, sw);
 		return NULL;
 	}
+	unrelax(cm, sw);
 	if (!drainer_on && !pthread_create(&drainer, NULL, drain_main, NULL))
 		drainer_on = 1;
 	return st;
@@ -722,7 +756,11 @@ static struct fn_seen *fn_devrt(struct ctxst *st, CUfunction f, bool is_kernel, 
 			if (CU(cuModuleGetGlobal_v2)(&g, &sz, mod, GDEV_DEVRT_SYMBOL) == CUDA_SUCCESS && sz == 8) {
 				instr = true;
 				uint64_t a = st->dm[0] ? gx_devmaps__devrt(st->dm[0]) : st->safe;
-				if (CU(cuMemcpyHtoD_v2)(g, &a, 8) != CUDA_SUCCESS)
+				bool sw;
+				CUstreamCaptureMode cm = relax(&sw);
+				int wr = op_htod(st->stream ? st : NULL, g, &a, 8);
+				unrelax(cm, sw);
+				if (wr)
 					pr_warn("policy %s: cannot write %s of a module", pols[0].tag, GDEV_DEVRT_SYMBOL);
 				else
 					pr_debug("policy %s: %s written in context %u", pols[0].tag, GDEV_DEVRT_SYMBOL,

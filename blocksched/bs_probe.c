@@ -31,13 +31,8 @@ void gx_bs_regs_free(struct gx_ptx_kregs *k, size_t n)
 	free(k);
 }
 
-int gx_bs_probe_regs(const char *ptx, size_t len, struct gx_ptx_kregs **out, size_t *n)
+static int probe_regs(const char *ptx, size_t len, struct gx_ptx_kregs **out, size_t *n)
 {
-	*out = NULL;
-	*n = 0;
-	CUcontext ctx = NULL;
-	if (!bs_host || CU(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS || !ctx)
-		return -ENODEV;
 	char *text = strndup(ptx, len); /* the driver reads a C string */
 	if (!text)
 		return -ENOMEM;
@@ -89,5 +84,23 @@ int gx_bs_probe_regs(const char *ptx, size_t len, struct gx_ptx_kregs **out, siz
 		*out = NULL;
 		*n = 0;
 	}
+	return err;
+}
+
+/* In the relaxed capture mode: a module can be loaded while the application
+ * captures a graph (CUDA's lazy loading loads it at its first launch), and
+ * our load and unload of the probe are not the application's. */
+int gx_bs_probe_regs(const char *ptx, size_t len, struct gx_ptx_kregs **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	CUcontext ctx = NULL;
+	if (!bs_host || CU(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS || !ctx)
+		return -ENODEV;
+	CUstreamCaptureMode cm = CU_STREAM_CAPTURE_MODE_RELAXED;
+	bool swapped = CU(cuThreadExchangeStreamCaptureMode)(&cm) == CUDA_SUCCESS;
+	int err = probe_regs(ptx, len, out, n);
+	if (swapped)
+		CU(cuThreadExchangeStreamCaptureMode)(&cm);
 	return err;
 }

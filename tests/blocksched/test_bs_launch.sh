@@ -50,6 +50,10 @@ run env GPUEXT_SCHED="$P/adaptive.bpf.o,kernels=k_ok" FAKECUDA_KERNEL_US=20000 G
 	"$B/tests/blocksched/test_bs_launch" capture | sed "s/^\(not \)\?ok - /&[adaptive, capture] /"
 [ "${PIPESTATUS[0]}" -lt 128 ] || nok "test_bs_launch (capture) crashed"
 
+run env GPUEXT_SCHED="$P/adaptive.bpf.o,kernels=k_ok" timeout 60 \
+	"$B/tests/blocksched/test_bs_launch" capture-first | sed "s/^\(not \)\?ok - /&[adaptive, capture first] /"
+[ "${PIPESTATUS[0]}" -lt 128 ] || nok "test_bs_launch (capture first) crashed"
+
 # gpuext sched: the log read back.
 if "$G" sched "$log" >"$tmp/rep.txt" 2>"$tmp/rep.err" && grep -q '^k_ok' "$tmp/rep.txt" &&
 	grep -q 'launched as __gx_pw_k_ok' "$tmp/rep.txt"; then

@@ -1153,10 +1153,13 @@ static void *last_memcpy_stream;
 static int fake_occ = 3;
 FX void fake_set_occupancy(int n) { fake_occ = n; }
 FX void *fake_last_memcpy_stream(void) { return last_memcpy_stream; }
+static int cap_unsafe_call(void), cap_implicit_sync(void);
 /* weak: tests/tools/fakedev.c, linked into another fake, has its own */
 __attribute__((weak)) FX CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 {
 	REC();
+	if (cap_unsafe_call())
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	struct fdev *d = calloc(1, sizeof(*d) + n);
 	if (!d)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1236,11 +1239,13 @@ __attribute__((weak)) FX CUresult cuMemFreeHost(void *p)
 	return CUDA_SUCCESS;
 }
 /* ---- stream capture: stream 0xC0DE is always "being captured"; a stream
- * in cuStreamBeginCapture..cuStreamEndCapture is too. One rule of the real
- * driver is kept, the one gpuext's own calls can break: while any capture
- * runs in global mode, a potentially unsafe call (here cuEventQuery) from
- * a thread whose mode (cuThreadExchangeStreamCaptureMode) is not relaxed
- * invalidates it, and cuStreamEndCapture then fails. One capture at a time. */
+ * in cuStreamBeginCapture..cuStreamEndCapture is too. Two rules of the real
+ * driver are kept, the ones gpuext's own calls can break: while any capture
+ * runs in global mode, a potentially unsafe call (here cuEventQuery and
+ * cuMemAlloc) from a thread whose mode (cuThreadExchangeStreamCaptureMode)
+ * is not relaxed invalidates it; and a synchronous copy (legacy stream)
+ * while a blocking stream is captured does, in any mode. cuStreamEndCapture
+ * then fails. One capture at a time. */
 static __thread int cap_tmode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 static CUstream cap_stream;
 static int cap_mode, cap_invalid;
@@ -1251,6 +1256,26 @@ static int cap_unsafe_call(void)
 	cap_invalid |= bad;
 	pthread_mutex_unlock(&launch_lock);
 	return bad;
+}
+/* A synchronous copy runs on the legacy stream, which may not come to
+ * depend on a blocking stream being captured, in any mode. */
+static int cap_implicit_sync(void)
+{
+	pthread_mutex_lock(&launch_lock);
+	int bad = 0;
+	for (struct fstream *x = all_streams; cap_stream && x && !bad; x = x->next)
+		bad = (CUstream)x == cap_stream && !(x->flags & CU_STREAM_NON_BLOCKING);
+	cap_invalid |= bad;
+	pthread_mutex_unlock(&launch_lock);
+	return bad;
+}
+/* weak: tests/attach/fakedev.c, linked into another fake, has its own
+ * (with device memory); here a copy does nothing but keep that rule */
+__attribute__((weak)) FX CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *src, size_t n)
+{
+	(void)d, (void)src, (void)n;
+	REC();
+	return cap_implicit_sync() ? CUDA_ERROR_STREAM_CAPTURE_IMPLICIT : CUDA_SUCCESS;
 }
 FX CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *m)
 {
