@@ -226,6 +226,26 @@ if [ -n "$BAPP" ]; then
 	ring_stress kernelretsnoop_all 1 1
 fi
 
+# ---- a program whose first launch is inside a graph capture ----
+# (tests/gpu/shim/graph.cu: global mode, the module loaded lazily there):
+# the tool's context and module setup must not invalidate the capture; a
+# module cache of its own, so the rewrite (and its probes) happen there too.
+GAPP=$W/graph
+if timeout 120 "$NVCC" -arch=sm_90 -o "$GAPP" "$ROOT/tests/gpu/shim/graph.cu" >"$L/graph.nvcc.log" 2>&1 &&
+	timeout 30 "$GAPP" >"$L/graph.native" 2>&1; then
+	for t in threadhist kernelretsnoop; do
+		mkdir -p "$W/gcache-$t" && cp "$GPUEXT_CACHE_DIR"/*.gxpol "$W/gcache-$t/" 2>/dev/null
+		GPUEXT_CACHE_DIR=$W/gcache-$t GPUEXT_KEEP=0 timeout 60 "$B/bin/gpuext-run" --tool "$t" -- "$GAPP" \
+			>"$L/graph.$t" 2>"$L/graph.$t.err"
+		rc=$?
+		grep -q '^graph checksum' "$L/graph.$t" && cmp -s <(grep '^graph' "$L/graph.native") <(grep '^graph' "$L/graph.$t") &&
+			ok "graph captured at the first launch under $t: same checksum (cold module cache)" ||
+			nok "graph captured at the first launch under $t: exit $rc: $(grep -v '^gpuext: ' "$L/graph.$t.err" | tail -2 | tr '\n' ' ')"
+	done
+else
+	nok "graph.cu: $(tail -2 "$L/graph.nvcc.log" "$L/graph.native" 2>/dev/null | tr '\n' ' ')"
+fi
+
 # ---- benchmark ----
 if [[ ",$SKIP," != *",bench,"* ]]; then
 	echo "bench: tools checks took $(($(date +%s) - T0)) s"
