@@ -23,6 +23,21 @@ static unsigned explore(struct gx_bs_guard *g, float copy_ms, float orig_ms, flo
 	return n;
 }
 
+/* Three arms from scratch, each arm's launch taking ms[arm] (-1: its timing
+ * fails); the launches until a choice (at most max). */
+static unsigned explore3(struct gx_bs_guard *g, const float ms[3], unsigned max)
+{
+	gx_bs_guard_init(g, 3);
+	unsigned n = 0;
+	while (g->choice < 0 && n < max) {
+		int a = gx_bs_guard_next(g);
+		n++;
+		if (g->choice < 0)
+			gx_bs_guard_sample(g, a, ms[a]);
+	}
+	return n;
+}
+
 int main(void)
 {
 	struct gx_bs_guard g;
@@ -103,14 +118,7 @@ int main(void)
 		{ { 1.00f, 1.30f, 1.20f }, GX_BS_ORIG, "both copies slower: the original" },
 	};
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		gx_bs_guard_init(&g, 3);
-		n = 0;
-		while (g.choice < 0 && n < 100) {
-			int a3 = gx_bs_guard_next(&g);
-			n++;
-			if (g.choice < 0)
-				gx_bs_guard_sample(&g, a3, cases[c].ms[a3]);
-		}
+		n = explore3(&g, cases[c].ms, 100);
 		int stays = 1;
 		for (int i = 0; i < 50; i++)
 			stays &= gx_bs_guard_next(&g) == cases[c].want;
@@ -118,14 +126,7 @@ int main(void)
 			 "three arms, %s (chose %d after %u launches)", cases[c].what, g.choice, n);
 	}
 	/* the static copy's timings fail (-1): no choice on two arms' medians */
-	gx_bs_guard_init(&g, 3);
-	n = 0;
-	while (g.choice < 0 && n < 1000) {
-		int a3 = gx_bs_guard_next(&g);
-		n++;
-		if (g.choice < 0)
-			gx_bs_guard_sample(&g, a3, a3 == GX_BS_STATIC ? -1.0f : a3 == GX_BS_COPY ? 0.5f : 1.0f);
-	}
+	n = explore3(&g, (const float[3]){ 1.0f, 0.5f, -1.0f }, 1000);
 	GX_CHECK(g.choice == GX_BS_ORIG && n == GX_BS_GUARD_EXPLORE + 1,
 		 "three arms, one never timed: the original after %u launches", n);
 	return gx_test_done();
