@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "blocksched/bs_priv.h"
+#include "common/gx_tls.h"
 #include "ptx-rewrite/gx_ptx.h"
 
 /* A kernel with a persistent copy, from the rewriter's log. */
@@ -584,12 +585,21 @@ static void guard_untimed(void)
 	pthread_mutex_unlock(&bs_lock);
 }
 
-/* The launch's arguments with the descriptor appended (thread-local: the
- * shim calls the driver on this thread right after the subscribers). */
-static __thread void **tl_params;
-static __thread unsigned tl_cap;
-static __thread struct gx_work_desc tl_desc;
-static __thread char tl_name[256], tl_copy[256], tl_scopy[256];
+/* Per thread (the shim calls the driver on this thread right after the
+ * subscribers): the launch's arguments with the descriptor appended, and
+ * the kernel's names copied under the lock. On the heap (common/gx_tls.h
+ * says why not __thread). */
+struct launch_tls {
+	void **params;
+	unsigned cap;
+	struct gx_work_desc desc;
+	char name[256], copy[256], scopy[256];
+};
+static void launch_tls_fini(void *p)
+{
+	free(((struct launch_tls *)p)->params);
+}
+static struct gx_tls_heap launch_tls = GX_TLS_HEAP(sizeof(struct launch_tls), launch_tls_fini);
 
 /* The copies' and the original's resident blocks per SM at this block size
  * and shared memory (occ_s: 0 without a static copy). */
@@ -619,19 +629,20 @@ static CUresult on_launch(struct gx_event *ev)
 	read_policy_locked();
 	bs_log_poll(false);
 	struct pfunc *pf = resolve_locked(ev->ctx, l->func);
-	if (!pf || !pf->k) {
+	struct launch_tls *t = pf && pf->k ? gx_tls_heap_get(&launch_tls) : NULL;
+	if (!t) {
 		pthread_mutex_unlock(&bs_lock);
-		return CUDA_SUCCESS;
+		return CUDA_SUCCESS; /* no copy (or no memory): as it is */
 	}
 	/* What a launch needs of its records, copied under the lock (a module
 	 * may be unloaded by another thread meanwhile). */
 	struct gx_bs_kernel kc = *pf->k, *k = &kc;
-	snprintf(tl_name, sizeof(tl_name), "%s", pf->k->name);
-	snprintf(tl_copy, sizeof(tl_copy), "%s", pf->k->copy);
-	snprintf(tl_scopy, sizeof(tl_scopy), "%s", pf->k->scopy ? pf->k->scopy : "");
-	kc.name = tl_name;
-	kc.copy = tl_copy;
-	kc.scopy = tl_scopy;
+	snprintf(t->name, sizeof(t->name), "%s", pf->k->name);
+	snprintf(t->copy, sizeof(t->copy), "%s", pf->k->copy);
+	snprintf(t->scopy, sizeof(t->scopy), "%s", pf->k->scopy ? pf->k->scopy : "");
+	kc.name = t->name;
+	kc.copy = t->copy;
+	kc.scopy = t->scopy;
 	CUfunction copy = pf->copy, scopy = pf->scopy;
 	int dev = pf->dev;
 	unsigned block = l->block[0] * l->block[1] * l->block[2];
@@ -729,16 +740,16 @@ static CUresult on_launch(struct gx_event *ev)
 		return guard_untimed(), CUDA_SUCCESS; /* unloaded meanwhile: as it is */
 	if (am == GX_WORK_CLAIM && !d.state)
 		return guard_untimed(), fallback(FB_MEM, k->name);
-	if (k->nparams > tl_cap) {
-		void **np = realloc(tl_params, k->nparams * sizeof(*np));
+	if (k->nparams > t->cap) {
+		void **np = realloc(t->params, k->nparams * sizeof(*np));
 		if (!np)
 			return guard_untimed(), fallback(FB_MEM, k->name);
-		tl_params = np, tl_cap = k->nparams;
+		t->params = np, t->cap = k->nparams;
 	}
 	for (unsigned i = 0; i + 1 < k->nparams; i++)
-		tl_params[i] = l->kernel_params[i];
-	tl_desc = d;
-	tl_params[k->nparams - 1] = &tl_desc;
+		t->params[i] = l->kernel_params[i];
+	t->desc = d;
+	t->params[k->nparams - 1] = &t->desc;
 
 	if (announce)
 		bs_log_decision(k->name, "launched as %s, %llu workers (%d per SM x %d SMs, capped at %llu blocks), %s%s",
@@ -748,7 +759,7 @@ static CUresult on_launch(struct gx_event *ev)
 	l->is_kernel = 0;
 	l->name = lname;
 	l->grid[0] = (unsigned)workers, l->grid[1] = 1, l->grid[2] = 1;
-	l->kernel_params = tl_params;
+	l->kernel_params = t->params;
 	l->extra = NULL;
 	return CUDA_SUCCESS;
 }
@@ -907,5 +918,4 @@ __attribute__((destructor)) static void bs_fini(void)
 		pthread_mutex_unlock(&bs_lock);
 	}
 	gx_bs_reset(); /* no leaks reported at exit */
-	free(tl_params);
 }

@@ -6,6 +6,7 @@
  * handles of the rewritten code (gx_tables.h). */
 #include <string.h>
 
+#include "common/gx_tls.h"
 #include "shim/gx_shim_ev.h"
 #include "shim/gx_tables.h"
 #include "shim/gx_tenancy.h"
@@ -15,12 +16,14 @@
 static __attribute__((noinline)) CUresult launch_event(struct gx_event *ev)
 {
 	struct gx_launch_event *l = &ev->launch;
-	static __thread char name[512];
+	/* the kernel's name, per thread, on the heap (common/gx_tls.h) */
+	static struct gx_tls_heap name_tls = GX_TLS_HEAP(512, NULL);
+	char *name = gx_tls_heap_get(&name_tls);
 	bool is_kernel = false;
 	CUcontext c = NULL;
 	if (REAL(cuCtxGetCurrent)(&c) == CUDA_SUCCESS)
 		ev->ctx = c;
-	if (gx_tab_func_info(ev->ctx, l->func, name, sizeof(name), &is_kernel, NULL) == 0) {
+	if (name && gx_tab_func_info(ev->ctx, l->func, name, 512, &is_kernel, NULL) == 0) {
 		l->name = name;
 		l->is_kernel = is_kernel;
 	}

@@ -37,4 +37,4 @@ $(T_SHIM)/rdc_app: tests/gpu/shim/rdc_a.cu tests/gpu/shim/rdc_b.cu tests/gpu/shi
 
 TEST_BINS += $(FAKE_LIB) $(addprefix $(T_SHIM)/,$(SHIM_TEST_PROGS)) $(T_SHIM)/cudart_probe $(T_SHIM)/rdc_app \
              $(ATTACH_FAKE) $(T_ATT)/attach_app
-TESTS     += tests/shim/run.sh tests/shim/test_run.sh tests/shim/test_mcache.sh tests/shim/test_multi.sh
+TESTS     += tests/shim/run.sh tests/shim/test_run.sh tests/shim/test_mcache.sh tests/shim/test_multi.sh tests/shim/test_tls.sh
