@@ -7,17 +7,11 @@ T=${GX_FUZZ_TIME:-5}
 F=$B/fuzz/fuzz_bs_parse
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/corpus" "$B/fuzz/crashes"
+mkdir -p "$work/corpus"
 l() { printf 'persistent: %s: copy %s transformed (work descriptor: parameter %s __gx_work, loop barrier 1, unit barrier %s%s)\n' "$@"; }
 l vadd __gx_pw_vadd 5 no "" >"$work/corpus/one"
 { l vadd __gx_pw_vadd 5 no ""; l vadd __gx_ps_vadd 5 no ", static only"; } >"$work/corpus/both"
 { l r __gx_ps_r 4 yes ", static only"; l r __gx_pw_r 4 yes ""; echo "hooks: 3 sites"; } >"$work/corpus/rev"
 printf 'persistent: early: refused: threads may exit before a CTA barrier\n' >"$work/corpus/refused"
-if "$F" -max_total_time="$T" -max_len=4096 -timeout=10 -rss_limit_mb=1024 -malloc_limit_mb=256 \
-	-artifact_prefix="$B/fuzz/crashes/" "$work/corpus" >"$work/log" 2>&1; then
-	runs=$(grep -o 'Done [0-9]* runs' "$work/log" | tail -1)
-	echo "ok - fuzz_bs_parse: ${T}s, no crash, leak or broken record (${runs:-?})"
-else
-	tail -n 30 "$work/log"
-	echo "not ok - fuzz_bs_parse: failure, artifacts in $B/fuzz/crashes"
-fi
+. tests/fuzz_run.sh
+fuzz_run fuzz_bs_parse "$F" "$work/corpus" "$T" 4096 ", no crash, leak or broken record"

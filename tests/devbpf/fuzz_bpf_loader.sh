@@ -16,12 +16,5 @@ cp "$B"/tests/devbpf/loader/*.bpf.o "$work/corpus/" 2>/dev/null
 "$B/tests/devbpf/gen_bpf_bomb" "$work/corpus/bomb.bpf.o" 150 7000 || echo "not ok - gen_bpf_bomb writes the bomb seed"
 n=$(ls "$work/corpus" | wc -l)
 if [ "$n" -eq 0 ]; then echo "not ok - fuzz_bpf_loader: no seed objects in $B/tests/devbpf"; exit 1; fi
-if "$F" -max_total_time="$T" -max_len=65536 -timeout=10 -rss_limit_mb=1024 -malloc_limit_mb=256 \
-	-artifact_prefix="$B/fuzz/crashes/" "$work/corpus" >"$work/log" 2>&1; then
-	runs=$(grep -o 'Done [0-9]* runs' "$work/log" | tail -1)
-	echo "ok - fuzz_bpf_loader: ${T}s from $n seeds, no crash (${runs:-?})"
-else
-	tail -n 40 "$work/log"
-	echo "not ok - fuzz_bpf_loader: crash, artifacts in $B/fuzz/crashes"
-	exit 1
-fi
+. tests/fuzz_run.sh
+fuzz_run fuzz_bpf_loader "$F" "$work/corpus" "$T" 65536 " from $n seeds, no crash" || exit 1
