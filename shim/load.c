@@ -289,11 +289,11 @@ void gx_prep_free(struct gx_prep *p)
 
 void gx_log_reloaded(const char *api, const struct gx_prep *p)
 {
-	char how[48];
+	char how[96];
 	if (p->nr_hooks && p->nr_persistent)
-		snprintf(how, sizeof(how), "%u hooks, %u persistent copies", p->nr_hooks, p->nr_persistent);
+		snprintf(how, sizeof(how), "%u hooks, %u kernels with persistent copies", p->nr_hooks, p->nr_persistent);
 	else if (p->nr_persistent)
-		snprintf(how, sizeof(how), "%u persistent copies", p->nr_persistent);
+		snprintf(how, sizeof(how), "%u kernels with persistent copies", p->nr_persistent);
 	else if (p->nr_hooks)
 		snprintf(how, sizeof(how), "%u hooks", p->nr_hooks);
 	else

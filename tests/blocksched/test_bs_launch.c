@@ -211,7 +211,7 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "capture-first"))
 		return capture_first_test();
 	GX_CHECK(cuModuleLoadData(&mod, PTX) == CUDA_SUCCESS, "launch: module loads");
-	GX_CHECK(log_has("2 persistent copies"), "launch: the load line counts two persistent copies");
+	GX_CHECK(log_has("2 kernels with persistent copies"), "launch: the load line counts two kernels with persistent copies");
 	GX_CHECK(cuModuleGetFunction(&ok, mod, "k_ok") == CUDA_SUCCESS &&
 			 cuModuleGetFunction(&other, mod, "k_other") == CUDA_SUCCESS &&
 			 cuModuleGetFunction(&cl, mod, "k_cluster") == CUDA_SUCCESS,
