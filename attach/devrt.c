@@ -35,6 +35,7 @@
 #include <uthash.h>
 
 #include "attach/attach_priv.h"
+#include "common/gx_capture.h"
 #include "devbpf/gx_bpf.h"
 #include "gpuext/gx_toollog.h"
 
@@ -224,22 +225,6 @@ static int op_htod(void *c, uint64_t d, const void *s, size_t n)
 	return rc == CUDA_SUCCESS ? 0 : cu_fail(c, "cuMemcpyHtoD", n, rc);
 }
 
-/* Our own setup calls (allocations, copies, a module of our own) in the
- * relaxed capture mode, given back after: in the default global mode any of
- * them made while a graph is being captured — by this thread or, in global
- * mode, any other — would invalidate that capture (run 57: a program whose
- * first launch was inside cudaStreamBeginCapture failed under any tool). */
-static CUstreamCaptureMode relax(bool *swapped)
-{
-	CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
-	*swapped = CU(cuThreadExchangeStreamCaptureMode)(&m) == CUDA_SUCCESS;
-	return m;
-}
-static void unrelax(CUstreamCaptureMode m, bool swapped)
-{
-	if (swapped)
-		CU(cuThreadExchangeStreamCaptureMode)(&m);
-}
 static int op_dtoh(void *c, void *dst, uint64_t d, size_t n)
 {
 	struct ctxst *st = c;
@@ -510,8 +495,9 @@ static struct ctxst *ctx_get(CUcontext c)
 	memset(st, 0, sizeof(*st));
 	st->ctx = c;
 	st->idx = nr_ctx++;
-	bool sw;
-	CUstreamCaptureMode cm = relax(&sw);
+	/* setup's allocations and copies relaxed (common/gx_capture.h; run 57:
+	 * a program whose first launch was inside a capture failed under any tool) */
+	struct gx_capture_mode cm = gx_capture_relax(CU(cuThreadExchangeStreamCaptureMode));
 	int ret = ctx_setup(st);
 	if (ret) {
 		pr_warn("policy %s: not attached in context %u: cannot set up its device maps: %s; running "
@@ -531,10 +517,10 @@ static struct ctxst *ctx_get(CUcontext c)
 			if (op_htod(NULL, st->safe, &zero, sizeof(zero)))
 				st->safe = 0;
 		}
-		unrelax(cm, sw);
+		gx_capture_restore(CU(cuThreadExchangeStreamCaptureMode), cm);
 		return NULL;
 	}
-	unrelax(cm, sw);
+	gx_capture_restore(CU(cuThreadExchangeStreamCaptureMode), cm);
 	if (!drainer_on && !pthread_create(&drainer, NULL, drain_main, NULL))
 		drainer_on = 1;
 	return st;
@@ -659,12 +645,9 @@ static void drops_out(struct ctxst *st)
 static void *drain_main(void *arg)
 {
 	(void)arg;
-	/* This thread's queries (cuEventQuery of launch timings, ring reads)
-	 * are not the application's: in the default global mode any of them
-	 * made while an application thread captures a graph in global mode
-	 * (PyTorch's default) would invalidate that capture (run 55). */
-	CUstreamCaptureMode cm = CU_STREAM_CAPTURE_MODE_RELAXED;
-	CU(cuThreadExchangeStreamCaptureMode)(&cm);
+	/* this thread's queries (launch timings, ring reads) relaxed for its
+	 * whole life (common/gx_capture.h; run 55) */
+	gx_capture_relax(CU(cuThreadExchangeStreamCaptureMode));
 	const char *e = getenv("GPUEXT_FLUSH_MS");
 	long ms = e ? strtol(e, NULL, 10) : 20;
 	if (ms < 1 || ms > 10000)
@@ -756,10 +739,9 @@ static struct fn_seen *fn_devrt(struct ctxst *st, CUfunction f, bool is_kernel, 
 			if (CU(cuModuleGetGlobal_v2)(&g, &sz, mod, GDEV_DEVRT_SYMBOL) == CUDA_SUCCESS && sz == 8) {
 				instr = true;
 				uint64_t a = st->dm[0] ? gx_devmaps__devrt(st->dm[0]) : st->safe;
-				bool sw;
-				CUstreamCaptureMode cm = relax(&sw);
-				int wr = op_htod(st->stream ? st : NULL, g, &a, 8);
-				unrelax(cm, sw);
+				struct gx_capture_mode cm = gx_capture_relax(CU(cuThreadExchangeStreamCaptureMode));
+				int wr = op_htod(st, g, &a, 8);
+				gx_capture_restore(CU(cuThreadExchangeStreamCaptureMode), cm);
 				if (wr)
 					pr_warn("policy %s: cannot write %s of a module", pols[0].tag, GDEV_DEVRT_SYMBOL);
 				else

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "blocksched/bs_priv.h"
+#include "common/gx_capture.h"
 #include "common/gx_tls.h"
 #include "ptx-rewrite/gx_ptx.h"
 
@@ -745,20 +746,18 @@ static CUresult dispatch(struct gx_event *ev)
 	}
 }
 
-/* Our own driver calls (events, allocations, the guard's timings) are
- * made in the relaxed capture mode: in the default (global) mode, a call the
- * driver deems unsafe during a capture — cuEventQuery, cuMemAlloc — made
- * while this or any other thread captures a stream invalidates that
- * capture (run 54: sched_app's graph failed at cudaStreamEndCapture). None
- * of them belongs in a graph: they are ours, not the application's. */
+/* Our own driver calls (events, allocations, the guard's timings) in the
+ * relaxed capture mode (common/gx_capture.h; run 54: sched_app's graph
+ * failed at cudaStreamEndCapture). A LAUNCH_DONE with no timing pair open
+ * has nothing to do: no mode switch for it. */
 static CUresult on_event(struct gx_event *ev, void *cookie)
 {
 	(void)cookie;
-	CUstreamCaptureMode cm = CU_STREAM_CAPTURE_MODE_RELAXED;
-	bool swapped = CU(cuThreadExchangeStreamCaptureMode)(&cm) == CUDA_SUCCESS;
+	if (ev->kind == GX_EV_LAUNCH_DONE && tl_tp.i < 0)
+		return CUDA_SUCCESS;
+	struct gx_capture_mode cm = gx_capture_relax(CU(cuThreadExchangeStreamCaptureMode));
 	CUresult r = dispatch(ev);
-	if (swapped)
-		CU(cuThreadExchangeStreamCaptureMode)(&cm);
+	gx_capture_restore(CU(cuThreadExchangeStreamCaptureMode), cm);
 	return r;
 }
 

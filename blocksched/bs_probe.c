@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "blocksched/bs_priv.h"
+#include "common/gx_capture.h"
 #include "ptx-rewrite/gx_ptx.h"
 
 static int is_id(char c)
@@ -97,10 +98,8 @@ int gx_bs_probe_regs(const char *ptx, size_t len, struct gx_ptx_kregs **out, siz
 	CUcontext ctx = NULL;
 	if (!bs_host || CU(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS || !ctx)
 		return -ENODEV;
-	CUstreamCaptureMode cm = CU_STREAM_CAPTURE_MODE_RELAXED;
-	bool swapped = CU(cuThreadExchangeStreamCaptureMode)(&cm) == CUDA_SUCCESS;
+	struct gx_capture_mode cm = gx_capture_relax(CU(cuThreadExchangeStreamCaptureMode));
 	int err = probe_regs(ptx, len, out, n);
-	if (swapped)
-		CU(cuThreadExchangeStreamCaptureMode)(&cm);
+	gx_capture_restore(CU(cuThreadExchangeStreamCaptureMode), cm);
 	return err;
 }

@@ -17,13 +17,14 @@ static __attribute__((noinline)) CUresult launch_event(struct gx_event *ev)
 {
 	struct gx_launch_event *l = &ev->launch;
 	/* the kernel's name, per thread, on the heap (common/gx_tls.h) */
-	static struct gx_tls_heap name_tls = GX_TLS_HEAP(512, NULL);
+	enum { NAME_MAX_LEN = 512 };
+	static struct gx_tls_heap name_tls = GX_TLS_HEAP(NAME_MAX_LEN, NULL);
 	char *name = gx_tls_heap_get(&name_tls);
 	bool is_kernel = false;
 	CUcontext c = NULL;
 	if (REAL(cuCtxGetCurrent)(&c) == CUDA_SUCCESS)
 		ev->ctx = c;
-	if (name && gx_tab_func_info(ev->ctx, l->func, name, 512, &is_kernel, NULL) == 0) {
+	if (name && gx_tab_func_info(ev->ctx, l->func, name, NAME_MAX_LEN, &is_kernel, NULL) == 0) {
 		l->name = name;
 		l->is_kernel = is_kernel;
 	}

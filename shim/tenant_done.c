@@ -22,6 +22,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "common/gx_capture.h"
 #include "shim/gx_tenancy.h"
 
 #define NSTREAMS 64   /* streams with launches in flight at once */
@@ -190,9 +191,8 @@ static void *poller(void *arg)
 {
 	(void)arg;
 	prctl(PR_SET_TIMERSLACK, 1000ul); /* sleeps of a few µs, not the default 50 */
-	/* its queries never invalidate an application's global-mode capture */
-	CUstreamCaptureMode cm = CU_STREAM_CAPTURE_MODE_RELAXED;
-	REAL(cuThreadExchangeStreamCaptureMode)(&cm);
+	/* its queries never invalidate an application's capture (common/gx_capture.h) */
+	gx_capture_relax(REAL(cuThreadExchangeStreamCaptureMode));
 	uint64_t last_tick = 0;
 	while (!__atomic_load_n(&stopping, __ATOMIC_ACQUIRE)) {
 		uint64_t now = gx_tenancy_now(), cap = __atomic_load_n(&capture_ns, __ATOMIC_RELAXED);
