@@ -1,7 +1,8 @@
 /* devrt.c — the per-context runtime of the attached device policies (one
  * to GX_PMERGE_MAX; each has its own maps, rings, gx_devrt block and tool
- * log; modules get the first block's address, whose next[] points at the
- * others' — gx_pmerge.h).
+ * log; an instrumented module holds a copy of each block in its constant
+ * bank, `__gx_devrt` for the first policy, `__gx_devrt__p<k>` for the k-th —
+ * gx_pmerge.h).
  *
  * Per context (keyed by CUcontext, created before the first rewrite in it or
  * at the first launch that needs it): host maps in the shm folder (one file
@@ -12,9 +13,9 @@
  * ring drains, and a
  * %globaltimer ↔ CLOCK_REALTIME calibration (a ping-pong kernel).
  *
- * Launch events: before a launch, the function's module gets the devrt
- * address in its `__gx_devrt` (once per module; cuModuleGetGlobal +
- * cuMemcpyHtoD), and the launch is logged (host time, kernel, grid) for the
+ * Launch events: before a launch, the function's module gets the blocks
+ * written into its `__gx_devrt` variables (once per module and context;
+ * cuModuleGetGlobal + a copy), and the launch is logged (host time, kernel, grid) for the
  * tools. One background thread drains rings (records → the tool log,
  * printk → stderr, prefetch requests counted) every GPUEXT_FLUSH_MS (20) and
  * flushes device maps into the host copies every 10th tick, on its own
@@ -61,10 +62,9 @@ struct ctxst {
 	CUdevice dev;
 	unsigned nr_sms;
 	struct gx_map **maps[GX_PMERGE_MAX];    /* per policy, in its map order */
-	struct gx_devmaps *dm[GX_PMERGE_MAX];   /* per policy; dm[0]'s block is __gx_devrt */
+	struct gx_devmaps *dm[GX_PMERGE_MAX];   /* per policy: maps and its gx_devrt block */
 	struct gx_ring *rt_ring[GX_PMERGE_MAX]; /* per policy: printk, prefetch */
 	CUstream stream;
-	uint64_t safe; /* setup failed: a zeroed gx_devrt (no maps) for hooked modules */
 	unsigned cur; /* the policy being set up, for the warning */
 	char why[160]; /* the first driver call that failed during setup */
 	struct gx_lt lt; /* launch timing (launches.c) */
@@ -441,13 +441,6 @@ static int pol_setup(struct ctxst *st, unsigned p)
 				  .dzero_async = op_dzero_async, .htod_async = op_htod_async, .sync = op_sync };
 	int ret = gx_devmaps__create(st->maps[p], pd->nr_maps, st->rt_ring[p], gx_ring_bytes(RT_RING_BYTES),
 				     GX_DEVRT_F_PRINTK | GX_DEVRT_F_PREFETCH, &ops, &st->dm[p]);
-	if (ret)
-		return ret;
-	if (p) { /* policy p's code finds its block through the first one's next[p - 1] */
-		uint64_t a = gx_devmaps__devrt(st->dm[p]);
-		uint64_t slot = gx_devmaps__devrt(st->dm[0]) + offsetof(struct gx_devrt, next) + 8 * (p - 1);
-		ret = op_htod(st, slot, &a, sizeof(a));
-	}
 	return ret;
 }
 
@@ -505,18 +498,10 @@ static struct ctxst *ctx_get(CUcontext c)
 			pols[st->cur].tag, st->idx, st->why[0] ? st->why : strerror(-ret),
 			nr_pols > 1 ? " (nor the other policies, in that context)" : "");
 		ctx_teardown(st, true);
-		st->failed = 1;
 		/* Modules rewritten before the failure still call the policies:
-		 * give them a devrt with no maps, where every helper finds nothing
-		 * (next[] points back at it, for policies 1..). */
-		struct gx_devrt zero;
-		memset(&zero, 0, sizeof(zero));
-		if (op_alloc(NULL, sizeof(zero), &st->safe) == 0) {
-			for (unsigned k = 0; k < GX_DEVRT_MAX_NEXT; k++)
-				zero.next[k] = st->safe;
-			if (op_htod(NULL, st->safe, &zero, sizeof(zero)))
-				st->safe = 0;
-		}
+		 * their blocks stay zero (never written), no maps, no ring — every
+		 * helper finds nothing. */
+		st->failed = 1;
 		gx_capture_restore(CU(cuThreadExchangeStreamCaptureMode), cm);
 		return NULL;
 	}
@@ -712,6 +697,42 @@ static void seen_forget(void)
 	}
 }
 
+/* Each policy's block into the module's copy (`__gx_devrt`, then
+ * `__gx_devrt__p<k>`), through the runtime's own stream in the relaxed
+ * capture mode. Whether the module carries the hooks (defines __gx_devrt). */
+static bool module_blocks(struct ctxst *st, CUmodule mod)
+{
+	struct gx_capture_mode cm = { 0 };
+	bool instr = false, relaxed = false;
+	for (unsigned p = 0; p < nr_pols; p++) {
+		char sym[sizeof(GDEV_DEVRT_SYMBOL) + 16];
+		gx_devrt_symbol(sym, sizeof(sym), p);
+		CUdeviceptr g = 0;
+		size_t sz = 0;
+		if (CU(cuModuleGetGlobal_v2)(&g, &sz, mod, sym) != CUDA_SUCCESS)
+			break;
+		if (!p)
+			instr = true;
+		if (sz != sizeof(struct gx_devrt)) {
+			pr_warn("policy %s: a module's %s has %zu bytes, not %zu (rewritten by another gpuext "
+				"version?): its hooks find no maps",
+				pols[p].tag, sym, sz, sizeof(struct gx_devrt));
+			break;
+		}
+		if (!relaxed) {
+			cm = gx_capture_relax(CU(cuThreadExchangeStreamCaptureMode));
+			relaxed = true;
+		}
+		if (op_htod(st, g, gx_devmaps__devrt(st->dm[p]), sz))
+			pr_warn("policy %s: cannot write %s of a module", pols[p].tag, sym);
+		else
+			pr_debug("policy %s: %s written in context %u", pols[p].tag, sym, st->idx);
+	}
+	if (relaxed)
+		gx_capture_restore(CU(cuThreadExchangeStreamCaptureMode), cm);
+	return instr;
+}
+
 /* The first launch of a module in a context writes its __gx_devrt. Whether
  * the function's module carries the hooks (is instrumented), remembered in
  * the function's entry (returned; NULL only when out of memory). */
@@ -734,20 +755,7 @@ static struct fn_seen *fn_devrt(struct ctxst *st, CUfunction f, bool is_kernel, 
 		if (ms) {
 			instr = ms->instr;
 		} else {
-			CUdeviceptr g = 0;
-			size_t sz = 0;
-			if (CU(cuModuleGetGlobal_v2)(&g, &sz, mod, GDEV_DEVRT_SYMBOL) == CUDA_SUCCESS && sz == 8) {
-				instr = true;
-				uint64_t a = st->dm[0] ? gx_devmaps__devrt(st->dm[0]) : st->safe;
-				struct gx_capture_mode cm = gx_capture_relax(CU(cuThreadExchangeStreamCaptureMode));
-				int wr = op_htod(st, g, &a, 8);
-				gx_capture_restore(CU(cuThreadExchangeStreamCaptureMode), cm);
-				if (wr)
-					pr_warn("policy %s: cannot write %s of a module", pols[0].tag, GDEV_DEVRT_SYMBOL);
-				else
-					pr_debug("policy %s: %s written in context %u", pols[0].tag, GDEV_DEVRT_SYMBOL,
-						 st->idx);
-			}
+			instr = module_blocks(st, mod);
 			if ((ms = calloc(1, sizeof(*ms)))) {
 				ms->mod = mod;
 				ms->instr = instr;
@@ -897,9 +905,7 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	}
 	struct ctxst *st = ctx_get(c);
 	if (!st) {
-		for (unsigned i = 0; i < nr_ctx; i++)
-			if (ctxs[i].ctx == c && ctxs[i].safe && ev->kind == GX_EV_LAUNCH)
-				module_devrt(&ctxs[i], ev->launch.func, ev->launch.is_kernel);
+		/* no runtime in this context: the modules' blocks stay zero */
 	} else if (ev->kind == GX_EV_LAUNCH) {
 		on_launch(st, &ev->launch);
 	} else if (ev->kind == GX_EV_LAUNCH_DONE) {

@@ -57,9 +57,10 @@
  * ctx->launch_id reads %gridid; 3: atomics in .global, red for non-fetch
  * ones, array lookups without a division, release fence on ring commits;
  * 4: maps carry GX_BPF_MAP_F_RDONLY, and entries list the global
- * variables, for knobs; earlier entries lack both), so older entries are
- * never used. */
-#define GX_PCACHE_JITREV 4
+ * variables, for knobs; earlier entries lack both; 5: the runtime block
+ * itself in .const, read with ld.const, instead of a pointer to it), so
+ * older entries are never used. */
+#define GX_PCACHE_JITREV 5
 #define GX_POL_NAME_MAX 64
 
 struct gx_pol_prog {
@@ -150,13 +151,14 @@ int gx_jitlib_build(const void *obj, size_t len, const char *name, unsigned sm,
  * Each policy object is JIT'd (and cached) on its own, so two of them would
  * clash in one module: same symbols, and one __gx_devrt for two map index
  * spaces. The first policy is used as it is; every later one (k = 1..4) is
- * relocated: its symbols renamed, its module header dropped, and its code
- * made to reach its own struct gx_devrt through the first one's next[k - 1].
+ * relocated: its symbols renamed (its runtime block becomes
+ * `__gx_devrt__p<k>`, which the shim fills with its own maps and ring) and
+ * its module header dropped.
  * The relocated PTX texts are appended to the first; the hook bindings of
  * all policies, in order, make the trampolines call them one after another
  * at every hook they share. */
 
-#define GX_PMERGE_MAX 5 /* device policies per process: 1 + GX_DEVRT_MAX_NEXT */
+#define GX_PMERGE_MAX 5 /* device policies per process */
 
 /* Relocate d, the k-th policy (1 <= k < GX_PMERGE_MAX), in place (d->ptx and
  * d->progs[].func change). 0, or -EINVAL / -ENOMEM with a one-line reason

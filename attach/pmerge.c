@@ -3,14 +3,14 @@
  * Why text: each policy's PTX comes from the JIT cache, compiled on another
  * machine, one object at a time; the machine that runs the application may
  * have no LLVM to JIT them together. The JIT's PTX (LLVM NVPTX) is regular:
- * a header, `.extern .global .align 8 .u64 __gx_devrt;`, and `.func`s whose
- * only use of __gx_devrt is `ld.global.u64 %rdN, [__gx_devrt];`. So the k-th
- * object (k >= 1) is made to fit beside the first by three edits: its header
- * and extern go (the first object's stay), every module-scope symbol it
- * defines or declares gets a suffix "__p<k>", and after each load of
- * __gx_devrt one more load follows struct gx_devrt.next[k - 1] to the
- * object's own runtime block (its maps, its ring). Anything else that names
- * __gx_devrt is refused: that PTX did not come from our JIT. */
+ * a header, `.extern .const .align 8 .b8 __gx_devrt[N];` (the runtime block,
+ * gx_devrt.h), and `.func`s. So the k-th object (k >= 1) is made to fit
+ * beside the first by two edits: its header goes (the first object's
+ * stays), and every module-scope symbol it defines or declares gets a suffix
+ * "__p<k>" — __gx_devrt too, which makes it `__gx_devrt__p<k>`, the block the
+ * rewriter defines and the shim fills with this policy's maps and ring. A
+ * __gx_devrt declared any other way is refused: that PTX did not come from
+ * our JIT (or from an older one, whose block was a pointer). */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -110,8 +110,6 @@ static int line_symbol(const char *p, const char *e, struct syms *s)
 		t++;
 	if (!var || t == n || !id_start(*n))
 		return 0;
-	if ((size_t)(t - n) == strlen(GDEV_DEVRT_SYMBOL) && !memcmp(n, GDEV_DEVRT_SYMBOL, (size_t)(t - n)))
-		return 0;
 	return syms_add(s, n, (size_t)(t - n));
 }
 
@@ -122,43 +120,23 @@ static int is_header(const char *p, const char *e)
 	       (e - p >= 13 && !strncmp(p, ".address_size", 13));
 }
 
-/* `.extern .global .align 8 .u64 __gx_devrt;` (any spacing) */
+static int is_devrt(const char *n, size_t len)
+{
+	return len == strlen(GDEV_DEVRT_SYMBOL) && !memcmp(n, GDEV_DEVRT_SYMBOL, len);
+}
+
+/* `.extern .const .align 8 .b8 __gx_devrt[N];` (any spacing), N the size of
+ * struct gx_devrt */
 static int is_devrt_extern(const char *p, const char *e)
 {
-	char buf[160];
+	char buf[160], want[96];
 	size_t n = 0;
 	for (p = skip_ws(p, e); p < e && n + 1 < sizeof(buf); p++)
 		if (*p != ' ' && *p != '\t' && *p != '\r')
 			buf[n++] = *p;
 	buf[n] = 0;
-	return !strcmp(buf, ".extern.global.align8.u64" GDEV_DEVRT_SYMBOL ";");
-}
-
-/* `ld.global.u64 %rdN, [__gx_devrt];` → the register, else NULL */
-static int devrt_load(const char *p, const char *e, char *reg, size_t rn)
-{
-	p = skip_ws(p, e);
-	if (e - p < 14 || strncmp(p, "ld.global.u64", 13))
-		return 0;
-	p = skip_ws(p + 13, e);
-	const char *r = p;
-	if (p < e && *p == '%')
-		p++;
-	while (p < e && id_char(*p))
-		p++;
-	if (p == r || (size_t)(p - r) >= rn)
-		return 0;
-	memcpy(reg, r, (size_t)(p - r));
-	reg[p - r] = 0;
-	p = skip_ws(p, e);
-	if (p >= e || *p != ',')
-		return 0;
-	p = skip_ws(p + 1, e);
-	static const char want[] = "[" GDEV_DEVRT_SYMBOL "];";
-	if ((size_t)(e - p) < sizeof(want) - 1 || strncmp(p, want, sizeof(want) - 1))
-		return 0;
-	p = skip_ws(p + sizeof(want) - 1, e);
-	return p == e || *p == '\r' || (e - p >= 2 && p[0] == '/' && p[1] == '/');
+	snprintf(want, sizeof(want), ".extern.const.align8.b8%s[%zu];", GDEV_DEVRT_SYMBOL, sizeof(struct gx_devrt));
+	return !strcmp(buf, want);
 }
 
 static void fail(char *err, size_t en, const char *name, int line, const char *why)
@@ -169,45 +147,48 @@ static void fail(char *err, size_t en, const char *name, int line, const char *w
 
 int gx_pdesc_relocate(struct gx_policy_desc *d, unsigned k, char *err, size_t en)
 {
-	if (!d || !d->ptx || k < 1 || k > GX_DEVRT_MAX_NEXT) {
+	if (!d || !d->ptx || k < 1 || k >= GX_PMERGE_MAX) {
 		fail(err, en, d ? d->name : "?", 0, "too many policies (at most 5 device policies per process)");
 		return gx_err(-EINVAL);
 	}
 	struct syms s = { .n = 0 };
 	const char *t = d->ptx, *end = d->ptx + d->ptx_len;
-	int depth = 0, ret = 0;
-	/* pass 1: module-scope symbols */
+	int depth = 0, ret = 0, line = 0;
+	/* pass 1: module-scope symbols; the runtime block declared as the JIT does */
 	for (const char *p = t; p < end && !ret;) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p)), *e = nl ? nl : end;
 		const char *c = p;
+		line++;
 		while (c + 1 < e && !(c[0] == '/' && c[1] == '/'))
 			c++;
 		const char *code_end = c + 1 < e ? c : e;
-		if (!depth)
+		if (!depth) {
+			size_t had = s.n;
 			ret = line_symbol(p, code_end, &s);
+			if (!ret && s.n > had && is_devrt(s.name[had], strlen(s.name[had])) && !is_devrt_extern(p, code_end)) {
+				fail(err, en, d->name, line, GDEV_DEVRT_SYMBOL " not declared as the JIT declares it");
+				ret = gx_err(-EINVAL);
+			}
+		}
 		for (const char *q = p; q < code_end; q++)
 			depth += *q == '{' ? 1 : *q == '}' ? -1 : 0;
 		p = nl ? nl + 1 : end;
 	}
 	char suffix[16];
-	snprintf(suffix, sizeof(suffix), "__p%u", k);
+	snprintf(suffix, sizeof(suffix), GDEV_DEVRT_SUFFIX "%u", k);
 	struct gx_buf b;
 	gx_buf_init(&b);
-	int line = 0;
 	depth = 0;
 	for (const char *p = t; p < end && !ret;) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p)), *e = nl ? nl : end;
-		line++;
 		int top = depth == 0;
 		for (const char *q = p; q < e; q++)
 			depth += *q == '{' ? 1 : *q == '}' ? -1 : 0;
-		char reg[64];
-		if (top && (is_header(p, e) || is_devrt_extern(p, e))) {
+		if (top && is_header(p, e)) {
 			p = nl ? nl + 1 : end;
 			continue;
 		}
-		int load = devrt_load(p, e, reg, sizeof(reg));
-		/* copy with renames; check every other __gx_devrt */
+		/* copy with renames */
 		for (const char *q = p; q < e;) {
 			if (q[0] == '/' && q + 1 < e && q[1] == '/') {
 				gx_buf_append(&b, q, (size_t)(e - q));
@@ -223,19 +204,10 @@ int gx_pdesc_relocate(struct gx_policy_desc *d, unsigned k, char *err, size_t en
 				q++;
 			size_t len = (size_t)(q - n);
 			gx_buf_append(&b, n, len);
-			if (len == strlen(GDEV_DEVRT_SYMBOL) && !memcmp(n, GDEV_DEVRT_SYMBOL, len)) {
-				if (!load) {
-					fail(err, en, d->name, line, "uses " GDEV_DEVRT_SYMBOL " other than by a plain load");
-					ret = gx_err(-EINVAL);
-				}
-			} else if (syms_has(&s, n, len)) {
+			if (syms_has(&s, n, len))
 				gx_buf_puts(&b, suffix);
-			}
 		}
 		gx_buf_puts(&b, "\n");
-		if (load)
-			gx_buf_printf(&b, "\tld.global.u64 \t%s, [%s+%zu];\n", reg, reg,
-				      offsetof(struct gx_devrt, next) + 8 * (size_t)(k - 1));
 		p = nl ? nl + 1 : end;
 	}
 	for (size_t i = 0; !ret && i < d->nr_progs; i++) {

@@ -22,8 +22,7 @@
  *   GX_HO_VARIANTS=DIR [GX_HO_VARIANTS_ONLY=1] hook_overhead ...: also a row per
  *     DIR/NAME.ptx (KERNELS.ptx rewritten and edited by hand: the A/B of a
  *     code-generation idea before the rewriter makes it; NAME starting with a
- *     tool's name gets its runtime block, in __gx_devrt and, when the module
- *     has it, the constant-bank copy __gx_c_devrt); _ONLY: the original and
+ *     tool's name gets its runtime block in __gx_devrt); _ONLY: the original and
  *     the variants only (bench/results/2026-12-02-gpu-run10.md) 
  *   GX_HO_ROWS=regex hook_overhead ...: only the rows whose name matches
  *     (and the original): e.g. 'persist' for the persistent transform's A/B
@@ -269,11 +268,11 @@ struct kern {
 	int zero_out; /* output accumulates: clear before each run */
 };
 
-/* The device runtime block a tool's handler finds through __gx_devrt, as the
+/* The device runtime block a tool's handler finds in __gx_devrt, as the
  * shim would make it (devbpf/gx_devrt.h), with the tool's one map at index
  * 0: launchlate's ring (1 MiB, never drained here: one record per launch)
  * or threadhist's per-warp-slot array. 0 if the tool is unknown. */
-static CUdeviceptr tool_devrt(const char *tool, int nsm, struct gx_devrt *out)
+static int tool_devrt(const char *tool, int nsm, struct gx_devrt *out)
 {
 	struct gx_devrt rt = {.magic = GX_DEVRT_MAGIC, .version = GX_DEVRT_VERSION, .nr_maps = 1};
 	struct gx_devrt_map *mp = &rt.maps[0];
@@ -295,10 +294,8 @@ static CUdeviceptr tool_devrt(const char *tool, int nsm, struct gx_devrt *out)
 	} else {
 		return 0;
 	}
-	CUdeviceptr b = dalloc(sizeof(rt));
-	CK(cuMemcpyHtoD(b, &rt, sizeof(rt)));
 	*out = rt;
-	return b;
+	return 1;
 }
 
 /* `--regs KERNELS.ptx POLICY.ptx HOOK:FUNC [BLOCK]`: no timing, the
@@ -568,14 +565,11 @@ int main(int argc, char **argv)
 		       ps->name, t_rw, t_jit, res.nr_hooks, res.nr_persistent);
 		if (ps->tool) {
 			struct gx_devrt hrt;
-			CUdeviceptr g, rt = tool_devrt(ps->tool, nsm, &hrt);
+			CUdeviceptr g;
 			size_t gsz;
 			/* a variant may have no hooks (the original, for the noise) */
-			if (cuModuleGetGlobal(&g, &gsz, mod, GDEV_DEVRT_SYMBOL) == CUDA_SUCCESS)
-				CK(cuMemcpyHtoD(g, &rt, sizeof(rt)));
-			/* a variant reading the block from the constant bank */
-			if (cuModuleGetGlobal(&g, &gsz, mod, "__gx_c_devrt") == CUDA_SUCCESS &&
-			    gsz == sizeof(hrt))
+			if (tool_devrt(ps->tool, nsm, &hrt) &&
+			    cuModuleGetGlobal(&g, &gsz, mod, GDEV_DEVRT_SYMBOL) == CUDA_SUCCESS && gsz == sizeof(hrt))
 				CK(cuMemcpyHtoD(g, &hrt, sizeof(hrt)));
 		}
 		for (size_t k = 0; k < nk; k++) {

@@ -199,10 +199,10 @@ static int make_devrt(const struct gx_policy_desc *d, CUmodule mod, CUdeviceptr 
 		if (strstr(m->name, ".adaptive_stats"))
 			*stats = p, *stats_bytes = rt.maps[i].data_size;
 	}
-	CUdeviceptr b = dcopy(&rt, sizeof(rt)), g;
+	CUdeviceptr g;
 	size_t gs;
-	if (cuModuleGetGlobal_v2(&g, &gs, mod, GDEV_DEVRT_SYMBOL) == CUDA_SUCCESS)
-		CK(cuMemcpyHtoD_v2(g, &b, sizeof(b)));
+	if (cuModuleGetGlobal_v2(&g, &gs, mod, GDEV_DEVRT_SYMBOL) == CUDA_SUCCESS && gs == sizeof(rt))
+		CK(cuMemcpyHtoD_v2(g, &rt, sizeof(rt)));
 	return 0;
 }
 

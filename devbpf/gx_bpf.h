@@ -507,8 +507,9 @@ int gx_devmaps__create(struct gx_map *const *maps, size_t n, struct gx_ring *rt_
  * device's. Host-mapped rings drain in place. Returns records consumed. */
 #define GX_DEVMAPS_RT (-1L)
 long gx_devmaps__drain(struct gx_devmaps *d, long map, gx_ring_cb cb, void *ctx);
-/* Device address of the struct gx_devrt (what goes into __gx_devrt). */
-uint64_t gx_devmaps__devrt(const struct gx_devmaps *d);
+/* The struct gx_devrt (device addresses of the maps and the runtime ring):
+ * what the shim copies into each instrumented module's __gx_devrt. */
+const struct gx_devrt *gx_devmaps__devrt(const struct gx_devmaps *d);
 /* Device -> host copy of every array/hash/sharded map; bumps gen. */
 int gx_devmaps__flush(struct gx_devmaps *d);
 /* Host -> device copy (after host-side updates). */

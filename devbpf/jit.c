@@ -114,6 +114,14 @@ int gx_jit_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt_level,
 				 "function(sroa,early-cse," GX_INSTCOMBINE ",simplifycfg,sccp,gvn," GX_INSTCOMBINE
 				 ",dse,adce,simplifycfg)",
 				 err, err_sz);
+	/* Generic pointers into a known state space become loads of that space:
+	 * on the GPU the runtime block (__gx_devrt, .const) is then read with
+	 * ld.const at immediate offsets — the constant cache — instead of
+	 * through cvta.const and generic loads. The NVPTX back end would do it
+	 * at its own optimization level, which the PTX target skips (ptxas
+	 * optimizes again); a no-op for native code. */
+	if (!ret)
+		ret = run_passes(mod, tm, "function(infer-address-spaces,early-cse)", err, err_sz);
 	return ret;
 }
 

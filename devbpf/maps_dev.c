@@ -1,8 +1,9 @@
 /* maps_dev.c — per-context device copies of maps and the gx_devrt block.
  *
  * The shim owns the CUDA calls; this file owns the layout: it allocates one
- * device buffer per map through ops->alloc, uploads the host copy, fills a
- * struct gx_devrt with the device addresses and uploads it. Rings live in
+ * device buffer per map through ops->alloc, uploads the host copy and fills a
+ * struct gx_devrt with the device addresses (the caller copies it into each
+ * module's constant-bank __gx_devrt). Rings live in
  * device memory too when the ops can queue on a private stream (dzero_async,
  * htod_async, sync): every record reservation is then an L2 atomic instead
  * of a PCIe round trip (786 ms instead of 1.76 ms for a 1M-block kernel
@@ -31,7 +32,7 @@ struct gx_devmaps {
 	struct gx_ring *rt_ring;
 	uint64_t rt_ring_daddr;
 	int rt_pinned;
-	uint64_t devrt_daddr;
+	struct gx_devrt rt; /* what each module's __gx_devrt gets */
 };
 
 static int copied(const struct gx_map *m)
@@ -127,11 +128,7 @@ GX_EXPORT int gx_devmaps__create(struct gx_map *const *maps, size_t n, struct gx
 		d->rt_ring = rt_ring;
 		rt.ring = d->rt_ring_daddr;
 	}
-	ret = ops->alloc(ops->ctx, sizeof(rt), &d->devrt_daddr);
-	if (!ret)
-		ret = ops->htod(ops->ctx, d->devrt_daddr, &rt, sizeof(rt));
-	if (ret)
-		goto fail;
+	d->rt = rt;
 	*out = d;
 	return 0;
 fail:
@@ -139,9 +136,9 @@ fail:
 	return gx_err(ret < 0 ? ret : -EIO);
 }
 
-GX_EXPORT uint64_t gx_devmaps__devrt(const struct gx_devmaps *d)
+GX_EXPORT const struct gx_devrt *gx_devmaps__devrt(const struct gx_devmaps *d)
 {
-	return d ? d->devrt_daddr : 0;
+	return d ? &d->rt : NULL;
 }
 
 GX_EXPORT int gx_devmaps__flush(struct gx_devmaps *d)
@@ -209,8 +206,6 @@ GX_EXPORT void gx_devmaps__free(struct gx_devmaps *d)
 	} else if (d->rt_ring && d->ops.host_unmap) {
 		d->ops.host_unmap(d->ops.ctx, d->rt_ring);
 	}
-	if (d->devrt_daddr && d->ops.free)
-		d->ops.free(d->ops.ctx, d->devrt_daddr);
 	free(d->maps);
 	free(d->daddr);
 	free(d->host_mapped);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuext/gx_devrt.h"
 #include "ptx-rewrite/passes.h"
 
 static const struct {
@@ -357,7 +358,16 @@ int ptx_tramp_emit(struct ptx_passes *ps)
 	struct ptx_module *m = ps->m;
 	struct gx_buf b;
 	gx_buf_init(&b);
-	gx_buf_printf(&b, ".visible .global .align 8 .u64 %s;\n", GDEV_DEVRT_SYMBOL);
+	/* the runtime blocks: __gx_devrt always (the shim's sign of a module it
+	 * rewrote), __gx_devrt__p<k> for each further policy the code uses */
+	unsigned nblocks = 0;
+	for (unsigned k = 0; k < 32; k++)
+		if (!k || (ps->devrt_blocks >> k & 1)) {
+			nblocks++;
+			char sym[sizeof(GDEV_DEVRT_SYMBOL) + 16];
+			gx_devrt_symbol(sym, sizeof(sym), k);
+			gx_buf_printf(&b, ".visible .const .align 8 .b8 %s[%zu];\n", sym, sizeof(struct gx_devrt));
+		}
 	int fill = 0;
 	for (size_t i = 0; i < ps->nr_tramps; i++)
 		fill |= !ps->tramps[i].stub;
@@ -389,15 +399,17 @@ int ptx_tramp_emit(struct ptx_passes *ps)
 		snprintf(m->err, sizeof(m->err), "internal error: trampoline text: %.200s", why);
 		return gx_err(-EINVAL);
 	}
-	/* __gx_devrt goes right after the header; the stubs and trampolines after
-	 * the linked policy code they call. */
-	struct ptx_item *hdr = ptx_module_header_end(m);
-	struct ptx_item *rest = first->next;
-	first->next = NULL;
+	/* The blocks go right after the header (the policy code uses them); the
+	 * stubs and trampolines after the linked policy code they call. */
+	struct ptx_item *hdr = ptx_module_header_end(m), *blocks_last = first;
+	for (unsigned i = 1; i < nblocks; i++)
+		blocks_last = blocks_last->next;
+	struct ptx_item *rest = blocks_last->next;
+	blocks_last->next = NULL;
 	if (rest)
 		rest->prev = NULL;
-	ptx_item_insert_after(m, hdr, first, first);
+	ptx_item_insert_after(m, hdr, first, blocks_last);
 	if (rest)
-		ptx_item_insert_after(m, ps->policy_last ? ps->policy_last : first, rest, last);
+		ptx_item_insert_after(m, ps->policy_last ? ps->policy_last : blocks_last, rest, last);
 	return 0;
 }

@@ -93,6 +93,9 @@ struct ptx_passes {
 	struct ptx_rename *renames;
 	size_t nr_renames;
 	struct ptx_item *policy_last; /* last item inserted from the policy, or NULL */
+	/* pass_link: the runtime blocks the policy code declares, bit k for
+	 * __gx_devrt__p<k> (bit 0: __gx_devrt, always defined) */
+	unsigned devrt_blocks;
 	/* pass_persistent: kernels accepted by ptx_persistent_check() */
 	struct ptx_persist *persist;
 	size_t nr_persist;

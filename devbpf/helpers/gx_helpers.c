@@ -71,22 +71,27 @@ static inline unsigned long long gx_ring_now(void)
 
 /* ---- where the warp is ---- */
 #ifdef __NVPTX__
-/* Device address of struct gx_devrt, written by the shim (cuModuleGetGlobal). */
-__attribute__((address_space(1))) gx_u64 __gx_devrt;
+/* The runtime block itself, in the module's constant bank: the shim writes
+ * it whole (cuModuleGetGlobal + a copy) before the module's first launch in
+ * a context. Every map reference folds to `ld.const [__gx_devrt+off]` with
+ * the offset an immediate — no pointer to chase first (a module global
+ * holding the block's address cost warp 0 two dependent loads per block:
+ * +13.5 % on a 4.6 us saxpy under threadhist, +6.2 % with the block in
+ * __constant__; bench/devrt_place.cu, run 57). Zero until written: no maps,
+ * no ring — every helper then finds nothing. */
+__attribute__((address_space(4))) struct gx_devrt __gx_devrt;
 
-static inline struct gx_devrt *gx_devrt(void)
+static inline const struct gx_devrt *gx_devrt(void)
 {
-	return (struct gx_devrt *)(unsigned long)__gx_devrt;
+	return (const struct gx_devrt *)&__gx_devrt;
 }
 static inline struct gx_ring *gx_rt_ring(void)
 {
-	struct gx_devrt *rt = gx_devrt();
-	return rt ? (struct gx_ring *)(unsigned long)rt->ring : 0;
+	return (struct gx_ring *)(unsigned long)gx_devrt()->ring;
 }
 static inline unsigned gx_rt_flags(void)
 {
-	struct gx_devrt *rt = gx_devrt();
-	return rt ? rt->flags : 0;
+	return gx_devrt()->flags;
 }
 static inline gx_u64 gx_now(void)
 {

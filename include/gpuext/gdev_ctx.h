@@ -127,9 +127,12 @@ struct gdev_ctx {
 #define GDEV_CTX_OFF_UNIT 108
 #define GDEV_CTX_SIZE 120 /* sizeof(struct gdev_ctx); allocate with .align 8 */
 
-/* The one module-level global every rewritten module gets; the shim writes
- * the device address of the per-context runtime block (struct gx_devrt,
- * defined by devbpf) into it after loading, via cuModuleGetGlobal. */
+/* The module-level constant every rewritten module gets: a copy of the
+ * per-context runtime block (struct gx_devrt, gx_devrt.h), written whole by
+ * the shim before the module's first launch in a context (cuModuleGetGlobal
+ * + a copy). With several device policies the k-th (k >= 1) has its own,
+ * GDEV_DEVRT_SYMBOL GDEV_DEVRT_SUFFIX "<k>" (attach/pmerge.c renames). */
 #define GDEV_DEVRT_SYMBOL "__gx_devrt"
+#define GDEV_DEVRT_SUFFIX "__p"
 
 #endif

@@ -2,23 +2,24 @@
  *
  * Why one header: the same bytes are written by three parties and read by a
  * fourth. The shim allocates map storage on the device and fills a
- * `struct gx_devrt` whose device address it stores in the module global
- * `__gx_devrt` (GDEV_DEVRT_SYMBOL); the device helpers (compiled from C to
- * NVPTX bitcode, devbpf/helpers/) find every map through it; the host map
+ * `struct gx_devrt`, which it copies whole into each instrumented module's
+ * constant-bank variable `__gx_devrt` (GDEV_DEVRT_SYMBOL; `__gx_devrt__p<k>`
+ * for the k-th of several policies); the device helpers (compiled from C to
+ * NVPTX bitcode, devbpf/helpers/) find every map there; the host map
  * runtime (devbpf/maps*.c) keeps the canonical copy in shared memory with the
  * *same* storage layout, so a flush is a plain device-to-host copy; and
  * `gpuext map dump` decodes it from outside the process.
  *
- * Plain C types only (included by nvptx C, BPF-free host C and the shim). */
+ * Plain C types only (included by nvptx C, BPF-free host C and the shim;
+ * gx_devrt_symbol for host C only). */
 #ifndef GX_DEVRT_H
 #define GX_DEVRT_H
 
 #include "gpuext/gdev_ctx.h"
 
 #define GX_DEVRT_MAGIC 0x56445847u /* "GXDV" */
-#define GX_DEVRT_VERSION 1
+#define GX_DEVRT_VERSION 2 /* 2: the block lives in each module (.const), no next[] */
 #define GX_DEVRT_MAX_MAPS 64
-#define GX_DEVRT_MAX_NEXT 4 /* policies beyond the first (struct gx_devrt.next) */
 
 /* Map types: values of GDEV_MAP_* in gdev_helpers.h (kernel numbers where
  * they exist). Repeated here so runtime code needs no policy-author header. */
@@ -157,12 +158,20 @@ struct gx_devrt {
 	gdev_u32 flags;   /* GX_DEVRT_F_* */
 	gdev_u64 ring;    /* device address of the runtime ring (printk, prefetch); 0 = none */
 	gdev_u64 launch_id;
-	/* Several device policies in one process: __gx_devrt points at the
-	 * first one's block; policy k (1..GX_DEVRT_MAX_NEXT) finds its own
-	 * through next[k - 1] (gx_pmerge.c makes its code load it). */
-	gdev_u64 next[GX_DEVRT_MAX_NEXT];
-	gdev_u64 pad[5 - GX_DEVRT_MAX_NEXT];
+	gdev_u64 pad[5];
 	struct gx_devrt_map maps[GX_DEVRT_MAX_MAPS];
 };
+
+#if !defined(__NVPTX__) && !defined(__bpf__)
+#include <stdio.h>
+/* The name of policy p's block in a module: __gx_devrt, __gx_devrt__p1 .. */
+static inline void gx_devrt_symbol(char *buf, size_t n, unsigned p)
+{
+	if (p)
+		snprintf(buf, n, GDEV_DEVRT_SYMBOL GDEV_DEVRT_SUFFIX "%u", p);
+	else
+		snprintf(buf, n, "%s", GDEV_DEVRT_SYMBOL);
+}
+#endif
 
 #endif

@@ -48,27 +48,28 @@ int main(int argc, char **argv)
 		return fail("cuLaunchKernel", rc);
 	const char *fake = getenv("GPUEXT_REAL_LIBCUDA");
 	void *h = fake ? dlopen(fake, RTLD_NOW | RTLD_NOLOAD) : NULL;
-	uint64_t (*get)(void *) = h ? (uint64_t(*)(void *))dlsym(h, "fakedev_devrt") : NULL;
-	uint64_t a = get ? get(fn) : 0;
+	struct gx_devrt *(*get)(void *, unsigned) =
+		h ? (struct gx_devrt * (*)(void *, unsigned)) dlsym(h, "fakedev_devrt") : NULL;
+	struct gx_devrt *rt = get ? get(fn, 0) : NULL;
 	if (strcmp(argv[3], "policy")) {
-		printf("%s - attach_app: no __gx_devrt written without a policy\n", a ? "not ok" : "ok");
+		printf("%s - attach_app: no __gx_devrt written without a policy\n", rt ? "not ok" : "ok");
 		return 0;
 	}
-	struct gx_devrt *rt = (struct gx_devrt *)(uintptr_t)a;
-	if (!rt || rt->magic != GX_DEVRT_MAGIC) {
+	if (!rt || rt->magic != GX_DEVRT_MAGIC || rt->version != GX_DEVRT_VERSION) {
 		printf("not ok - attach_app: __gx_devrt written with a valid block\n");
 		return 1;
 	}
 	printf("ok - attach_app: __gx_devrt written with a valid block (%u maps)\n", rt->nr_maps);
-	/* Every attached policy's block: the first is __gx_devrt's, the others
-	 * hang off its next[] (several policies in one process). */
-	struct gx_devrt *blk[1 + GX_DEVRT_MAX_NEXT] = { rt };
+	/* Every attached policy's block: the first in __gx_devrt, the k-th in
+	 * __gx_devrt__p<k> (several policies in one process). */
+	struct gx_devrt *blk[5] = { rt };
 	unsigned nb = 1;
-	for (unsigned k = 0; k < GX_DEVRT_MAX_NEXT && rt->next[k]; k++)
-		blk[nb++] = (struct gx_devrt *)(uintptr_t)rt->next[k];
+	while (nb < 5 && (blk[nb] = get(fn, nb)))
+		nb++;
 	for (unsigned k = 1; k < nb; k++)
 		printf("%s - attach_app: policy %u has its own runtime block (%u maps)\n",
-		       blk[k]->magic == GX_DEVRT_MAGIC && blk[k] != rt ? "ok" : "not ok", k, blk[k]->nr_maps);
+		       blk[k]->magic == GX_DEVRT_MAGIC && memcmp(blk[k], rt, sizeof(*rt)) ? "ok" : "not ok", k,
+		       blk[k]->nr_maps);
 	for (unsigned k = 0; k < nb; k++) {
 		struct gx_devrt *b = blk[k];
 		/* "Device" work: map 0 of threadhist is the per-warp array; the last

@@ -2,7 +2,8 @@
  * driver (tests/shim/fakecuda/fake.c, whose generated entry points are weak
  * no-ops): device memory is host memory (a device pointer is the host
  * address), copies are memcpy, mapped host memory maps to itself, and every
- * function's "module" has a `__gx_devrt` slot the test can read back. Linked
+ * function's "module" has the runtime blocks of an instrumented module
+ * (`__gx_devrt`, `__gx_devrt__p1`..) the test can read back. Linked
  * only into build/tests/attach/fakecuda/libcuda.so.1. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
@@ -11,12 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuext/gx_devrt.h"
+
 #define FX __attribute__((visibility("default")))
 void fake_rec(const char *name);
 
+#define NBLK 5 /* GX_PMERGE_MAX */
 static struct {
 	void *mod;
-	uint64_t devrt;
+	struct gx_devrt blk[NBLK];
 } slots[256];
 static int nslots;
 
@@ -112,7 +116,14 @@ FX CUresult cuFuncGetModule(CUmodule *m, CUfunction f)
 FX CUresult cuModuleGetGlobal_v2(CUdeviceptr *d, size_t *sz, CUmodule m, const char *name)
 {
 	fake_rec("cuModuleGetGlobal_v2");
-	if (strcmp(name, "__gx_devrt"))
+	int k = 0;
+	for (; k < NBLK; k++) {
+		char sym[64];
+		gx_devrt_symbol(sym, sizeof(sym), (unsigned)k);
+		if (!strcmp(name, sym))
+			break;
+	}
+	if (k == NBLK)
 		return CUDA_ERROR_NOT_FOUND;
 	int i = 0;
 	while (i < nslots && slots[i].mod != m)
@@ -122,16 +133,15 @@ FX CUresult cuModuleGetGlobal_v2(CUdeviceptr *d, size_t *sz, CUmodule m, const c
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		slots[nslots++].mod = m;
 	}
-	*d = (CUdeviceptr)(uintptr_t)&slots[i].devrt;
+	*d = (CUdeviceptr)(uintptr_t)&slots[i].blk[k];
 	if (sz)
-		*sz = 8;
+		*sz = sizeof(struct gx_devrt);
 	return CUDA_SUCCESS;
 }
-/* For the test: the __gx_devrt value written for a function's module. */
-FX uint64_t fakedev_devrt(void *func)
+FX struct gx_devrt *fakedev_devrt(void *func, unsigned k)
 {
 	for (int i = 0; i < nslots; i++)
-		if (slots[i].mod == func)
-			return slots[i].devrt;
-	return 0;
+		if (slots[i].mod == func && k < NBLK)
+			return slots[i].blk[k].magic ? &slots[i].blk[k] : NULL;
+	return NULL;
 }

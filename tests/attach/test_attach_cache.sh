@@ -86,7 +86,7 @@ check "two tools: both from the cache" \
 check "two tools: one line with the order" "grep -q 'policy: 2 device policies, called in this order at shared hooks: launchlate, threadhist' $T/two.err" two
 check "two tools: no 'running without it'" "! grep -q 'running without it' $T/two.err" two
 check "two tools: hooks of both at the entry site (2 hooks)" "grep -q 'rewritten (2 hooks)' $T/two.err" two
-check "two tools: the second policy's block hangs off the first" "grep -q '^ok - attach_app: policy 1 has its own runtime block (1 maps)' $T/two.out" two
+check "two tools: the second policy's block in its own __gx_devrt__p1" "grep -q '^ok - attach_app: policy 1 has its own runtime block (1 maps)' $T/two.out" two
 check "two tools: launchlate's ring record in its own log" "grep -q 'one record written into ring map 0 of policy 0' $T/two.out && [ \$(stat -c %s $T/shm-two/*-launchlate.events) -gt 200 ]" two
 $B/bin/gpuext --json tools report threadhist --dir $T/shm-two >$T/two-th.json 2>&1
 check "two tools: threadhist's counters reached its report" \

@@ -1,8 +1,9 @@
 /* test_pcache.c — the policy cache file format and keys (gx_pcache.h):
  * round trip, key mismatch, corrupt and truncated entries give -EINVAL with
  * a line number, a miss gives -ENOENT; relocation of a second policy
- * (gx_pmerge.h): symbols renamed, header dropped, __gx_devrt loads chained
- * through next[], any other use of __gx_devrt refused. */
+ * (gx_pmerge.h): symbols renamed (the runtime block __gx_devrt too, to the
+ * policy's own __gx_devrt__p<k>), header dropped, a __gx_devrt declared any
+ * other way than the JIT's refused. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,11 +94,11 @@ int main(void)
 	/* relocation of a second policy */
 	static const char ptx2[] =
 		"//\n.version 8.0\n.target sm_90\n.address_size 64\n\n"
-		".extern .global .align 8 .u64 __gx_devrt;\n"
+		".extern .const .align 8 .b8 __gx_devrt[3144];\n"
 		".global .align 4 .b8 tbl[8];\n"
 		".func (.param .b32 r) helper(.param .b64 a);\n"
 		".visible .func  (.param .b32 func_retval0) gxp_t(\n\t.param .b64 gxp_t_param_0\n)\n{\n"
-		"\t.reg .b64 %rd<4>;\n\tld.global.u64 \t%rd1, [__gx_devrt];\n\tld.u64 %rd2, [tbl];\n"
+		"\t.reg .b64 %rd<4>;\n\tld.const.u64 \t%rd1, [__gx_devrt+104];\n\tld.u64 %rd2, [tbl];\n"
 		"$L__BB0_1:\n\tcall.uni (r), helper, (a); // gxp_t\n\tret;\n}\n";
 	struct gx_pol_prog pr2 = { "gxp_t", 1, "" };
 	struct gx_policy_desc d2 = { .progs = &pr2, .nr_progs = 1 };
@@ -110,17 +111,18 @@ int main(void)
 			 strstr(d2.ptx, ".b8 tbl__p2[8]") && strstr(d2.ptx, "helper__p2, (a)") &&
 			 strstr(d2.ptx, ") helper__p2(.param") && strstr(d2.ptx, "// gxp_t\n"),
 		 "pmerge: module-scope symbols renamed, comments and labels kept");
-	GX_CHECK(!r && !strstr(d2.ptx, ".version") && !strstr(d2.ptx, ".extern") && strstr(d2.ptx, "$L__BB0_1:") &&
-			 strstr(d2.ptx, "[__gx_devrt];\n\tld.global.u64 \t%rd1, [%rd1+40];"),
-		 "pmerge: header dropped, __gx_devrt chained through next[1]");
+	GX_CHECK(!r && !strstr(d2.ptx, ".version") && strstr(d2.ptx, "$L__BB0_1:") &&
+			 strstr(d2.ptx, ".extern .const .align 8 .b8 __gx_devrt__p2[3144];\n") &&
+			 strstr(d2.ptx, "ld.const.u64 \t%rd1, [__gx_devrt__p2+104];") && !strstr(d2.ptx, "__gx_devrt["),
+		 "pmerge: header dropped, the runtime block renamed __gx_devrt__p2");
 	free(d2.ptx);
-	static const char bad2[] = ".extern .global .align 8 .u64 __gx_devrt;\n.func f()\n{\n\tmov.u64 %rd1, __gx_devrt;\n}\n";
+	static const char bad2[] = "// an older JIT's pointer\n.extern .global .align 8 .u64 __gx_devrt;\n.func f()\n{\n\tld.global.u64 %rd1, [__gx_devrt];\n}\n";
 	snprintf(pr2.func, sizeof(pr2.func), "f");
 	d2.ptx = strdup(bad2);
 	d2.ptx_len = strlen(bad2);
 	r = gx_pdesc_relocate(&d2, 1, err, sizeof(err));
-	GX_CHECK(r == -EINVAL && strstr(err, "policy two: cannot run beside the others: PTX line 4"),
-		 "pmerge: other uses of __gx_devrt refused (%s)", err);
+	GX_CHECK(r == -EINVAL && strstr(err, "policy two: cannot run beside the others: PTX line 2: __gx_devrt not declared"),
+		 "pmerge: a __gx_devrt declared otherwise refused (%s)", err);
 	free(d2.ptx);
 	d2.ptx = strdup(ptx2);
 	d2.ptx_len = strlen(ptx2);

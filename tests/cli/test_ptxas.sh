@@ -14,7 +14,10 @@ G=$B/bin/gpuext
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 check() { if eval "$2" >/dev/null 2>&1; then echo "ok - ptxas: $1"; else echo "not ok - ptxas: $1"; sed 's/^/#  /' $T/err 2>/dev/null | tail -5; fi; }
 cp tests/ptx-rewrite/golden-passes/vadd.ptx $T/k.ptx
-export GPUEXT_REAL_PTXAS=$PTXAS GPUEXT_CACHE_DIR=$T/cache
+# the wrapper's temporary files in a folder of this test's own (the leak
+# check below must not see another process's /tmp/gpuext-ptxas-*)
+mkdir -p $T/tmp
+export GPUEXT_REAL_PTXAS=$PTXAS GPUEXT_CACHE_DIR=$T/cache TMPDIR=$T/tmp
 check "--version answers like ptxas" "[ \"\$($W --version)\" = \"\$($PTXAS --version)\" ]"
 check "through the XLA data folder's bin/ptxas too" "[ \"\$($B/share/gpuext/cuda/bin/ptxas --version)\" = \"\$($PTXAS --version)\" ]"
 check "no policy: the cubin is ptxas's, byte for byte" \
@@ -26,7 +29,7 @@ check "under a tool: the PTX the cubin carries is the rewritten one" \
 check "options pass through (-v prints ptxas's resource usage)" \
 	"GPUEXT_TOOL=threadhist $W -arch=sm_90 -v $T/k.ptx -o $T/v.cubin 2>&1 | grep -q 'Used [0-9]* registers'"
 check "the input file is left as it was" "cmp $T/k.ptx tests/ptx-rewrite/golden-passes/vadd.ptx"
-check "no temporary file left behind" "[ -z \"\$(ls /tmp/gpuext-ptxas-* 2>/dev/null)\" ]"
+check "no temporary file left behind" "[ -z \"\$(ls $T/tmp)\" ]"
 check "an unknown tool: one line, the original compiled" \
 	"GPUEXT_TOOL=nosuchtool $W -arch=sm_90 -O3 $T/k.ptx -o $T/u.cubin 2>$T/err && grep -q 'policy nosuchtool: cannot read' $T/err && cmp $T/u.cubin $T/ref.cubin"
 printf '.version 9.0\n.target sm_90\n.address_size 64\n.visible .entry bad() { bogus.op; ret; }\n' >$T/bad.ptx

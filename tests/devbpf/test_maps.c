@@ -375,7 +375,7 @@ static void test_devmaps(void)
 	GX_CHECK(ret == 0, "devmaps create with memcpy callbacks");
 	if (ret)
 		return;
-	struct gx_devrt *drt = (struct gx_devrt *)(uintptr_t)gx_devmaps__devrt(d);
+	const struct gx_devrt *drt = gx_devmaps__devrt(d);
 	GX_CHECK(drt->magic == GX_DEVRT_MAGIC && drt->nr_maps == 4 && drt->maps[1].type == GX_MAP_HASH &&
 			 drt->maps[0].data != a->l.data && drt->maps[2].data == r->l.data &&
 			 drt->ring == (uintptr_t)rt && drt->flags == GX_DEVRT_F_PRINTK,
@@ -454,7 +454,7 @@ static void test_devring(void)
 	GX_CHECK(ret == 0, "devmaps create with device rings");
 	if (ret)
 		return;
-	struct gx_devrt *drt = (struct gx_devrt *)(uintptr_t)gx_devmaps__devrt(d);
+	const struct gx_devrt *drt = gx_devmaps__devrt(d);
 	struct gx_ring *dr = (struct gx_ring *)(uintptr_t)drt->maps[0].data;
 	GX_CHECK(drt->maps[0].data != r->l.data && drt->ring != (uintptr_t)rt && dr->size == 4096 &&
 			 ((struct gx_ring *)(uintptr_t)drt->ring)->size == 4096,

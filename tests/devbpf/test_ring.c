@@ -400,7 +400,7 @@ static void test_race_device(void)
 		gx_map__free(m);
 		return;
 	}
-	const struct gx_devrt *rt = (const struct gx_devrt *)(uintptr_t)gx_devmaps__devrt(d);
+	const struct gx_devrt *rt = gx_devmaps__devrt(d);
 	struct gx_ring *dr = (struct gx_ring *)(uintptr_t)rt->maps[0].data;
 	GX_CHECK(!(dr->flags & GX_RING_F_SYS), "device ring: commits at GPU scope (no SYS flag)");
 	race("threads, device ring", dr, d, gx_map__ring(m), 4, 30000);

@@ -136,9 +136,12 @@ static void setup_maps(const char *dir, const char *specs, int sms, struct rt *r
 	CUdeviceptr g;
 	size_t gs;
 	CK(cuModuleGetGlobal(&g, &gs, mod, GDEV_DEVRT_SYMBOL));
-	uint64_t devrt = gx_devmaps__devrt(rt->dm);
-	CK(cuMemcpyHtoD(g, &devrt, sizeof(devrt)));
-	printf("ok - %s set to the device runtime block (%zu maps)\n", GDEV_DEVRT_SYMBOL, rt->nr);
+	if (gs != sizeof(struct gx_devrt)) {
+		printf("not ok - %s has %zu bytes, not %zu\n", GDEV_DEVRT_SYMBOL, gs, sizeof(struct gx_devrt));
+		exit(1);
+	}
+	CK(cuMemcpyHtoD(g, gx_devmaps__devrt(rt->dm), gs));
+	printf("ok - %s holds the device runtime block (%zu maps)\n", GDEV_DEVRT_SYMBOL, rt->nr);
 }
 
 static int printk_cb(void *ctx, unsigned type, const void *rec, size_t len)

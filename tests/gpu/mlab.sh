@@ -3,7 +3,9 @@
 # process-to-process spread cancels out: each workload's configurations run
 # in turn, MLAB_ROUNDS times (native, tool, native, tool, ...), and each
 # configuration's figure is the median over its processes of the in-process
-# median of 7 passes (tests/gpu/ml/steady.py). The Triton and CuPy scripts
+# median of 7 passes (tests/gpu/ml/steady.py); the goal compares each
+# configuration's fastest process (processes run in one of two modes for their
+# whole life, native ones too: see the summary below). The Triton and CuPy scripts
 # also time each of their own kernels with CUDA events (kernel_us), which
 # tells the device side of an overhead from the host side, and Triton prints
 # the registers each kernel got.
@@ -14,7 +16,9 @@
 # own cost); stubp (a built-in handler reading the whole context, no map:
 # the hook without threadhist's map update); threadhist with launch timing off (GPUEXT_LAUNCH_TIMES=0: the
 # host side's share); threadhist drained once a second instead of every 20 ms
-# (the drain thread's share); for JAX also natively with the XLA flags and PATH that
+# (the drain thread's share); shim (gpuext-run with no tool: the forwarding
+# alone); th_cubin (CuPy: threadhist with CuPy's own kernels left as cubins,
+# not instrumented: the device runtime's host side without the device cost); for JAX also natively with the XLA flags and PATH that
 # gpuext-run sets (ptxas as a subprocess: the compile route's own effect).
 # Every process runs on the CPUs local to the GPU (its NUMA node, from
 # sysfs) when the machine has others: these workloads are bound by their
@@ -73,7 +77,9 @@ for name in triton cupy jax; do
 			case $cfg in
 			native) "$@" timeout 240 python3 "$py" ;;
 			jflags) "$@" XLA_FLAGS=--xla_gpu_enable_libnvptxcompiler=false timeout 240 python3 "$py" ;;
+			shim) "$@" timeout 240 "$RUN" -- python3 "$py" ;;
 			th) "$@" timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
+			th_cubin) "$@" CUPY_COMPILE_WITH_PTX=0 timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
 			thp) "$@" timeout 240 "$RUN" --ptxas --tool threadhist -- python3 "$py" ;;
 			stub) "$@" GPUEXT_HOOKS=entry GPUEXT_STUBS=call timeout 240 "$RUN" -- python3 "$py" ;;
 			stubp) "$@" GPUEXT_HOOKS=entry GPUEXT_STUBS=probe timeout 240 "$RUN" -- python3 "$py" ;;
@@ -92,7 +98,7 @@ def rd(p):
         return open(p, errors='replace').read()
     except OSError:
         return ''
-what = {'native': 'native', 'jflags': 'native, XLA compiling through ptxas', 'th': 'threadhist', 'thp': 'threadhist --ptxas',
+what = {'native': 'native', 'shim': 'the shim, no tool', 'th_cubin': 'threadhist, CuPy compiling to cubins (its kernels not hooked)', 'jflags': 'native, XLA compiling through ptxas', 'th': 'threadhist', 'thp': 'threadhist --ptxas',
         'stub': 'empty entry call (route only)', 'stubp': 'built-in probe reading the context (no map)', 'th_nolt': 'threadhist, launch timing off',
         'th_drain': 'threadhist, drained every 1 s (not 20 ms)'}
 res, sums = {}, {}
@@ -111,25 +117,33 @@ for c in cfgs:
         if m:
             sums.setdefault(c, set()).add(m.group(1))
     res[c] = (t, {kn: statistics.median(v) for kn, v in k.items()}, regs)
+# Processes run in one of two modes for their whole life, whatever the
+# configuration: native CuPy processes pinned to one core ran 33-51 ms per
+# pass, two on the same core 34 and 52 (bench/results/2026-12-04-gpu-run62.md).
+# A median of a few processes is then a draw of modes; the fastest process
+# of each configuration (its fast mode, which five to seven processes reach
+# with near certainty) is what the goal compares, the medians shown beside it.
 base = statistics.median(res['native'][0]) if res['native'][0] else None
+fbase = min(res['native'][0]) if res['native'][0] else None
 bk = res['native'][1]
-print('| %s | config | processes | ms (median of process medians) | spread min..max | vs native | kernels: us (vs native) | regs |' % name)
+print('| %s | config | processes | ms, fastest process (vs native) | ms, median of processes (vs native) | spread min..max | kernels: us (vs native) | regs |' % name)
 print('|---|---|---|---|---|---|---|---|')
 for c in cfgs:
     t, k, regs = res[c]
     if not t:
         print('| %s | %s | 0 | ? | | | | |' % (name, what[c]))
         continue
-    med = statistics.median(t)
+    med, fast = statistics.median(t), min(t)
     ks = ', '.join('%s %.2f%s' % (kn, us, (' (%+.1f %%)' % (100 * (us / bk[kn] - 1))) if c != 'native' and bk.get(kn) else '')
                    for kn, us in k.items())
-    print('| %s | %s | %d | %.2f | %.2f..%.2f | %s | %s | %s |' % (
-        name, what[c], len(t), med, min(t), max(t), '%+.1f %%' % (100 * (med / base - 1)) if base and c != 'native' else '',
+    rel = lambda v, b: ' (%+.1f %%)' % (100 * (v / b - 1)) if b and c != 'native' else ''
+    print('| %s | %s | %d | %.2f%s | %.2f%s | %.2f..%.2f | %s | %s |' % (
+        name, what[c], len(t), fast, rel(fast, fbase), med, rel(med, base), min(t), max(t),
         ks, ' '.join('%s:%s' % kv for kv in regs.items())))
-    if c == 'th' and base:
-        ov = 100 * (med / base - 1)
-        print('%s - mlab: %s under threadhist %+.1f %% vs native after warm-up (goal <= 3 %%; medians of %d processes each)' % (
-            'ok' if ov <= 3 else 'not ok', name, ov, len(t)))
+    if c == 'th' and fbase:
+        ov, ovm = 100 * (fast / fbase - 1), 100 * (med / base - 1)
+        print('%s - mlab: %s under threadhist %+.1f %% vs native after warm-up, fastest processes (goal <= 3 %%; '
+              'medians %+.1f %%; %d processes each)' % ('ok' if ov <= 3 else 'not ok', name, ov, ovm, len(t)))
 ref = sums.get('native', set())
 for c in cfgs:
     if c == 'native':

@@ -79,7 +79,7 @@ int main(int argc, char **argv)
 		GX_CHECK(count(res.ptx, "__gx_p_bump,") >= 2,
 			 "link: the inlined policy's helper is called (%d call sites)",
 			 count(res.ptx, "__gx_p_bump,"));
-		GX_CHECK(count(res.ptx, ".global .align 8 .u64 __gx_devrt") == 1,
+		GX_CHECK(count(res.ptx, ".visible .const .align 8 .b8 __gx_devrt[") == 1 && !strstr(res.ptx, "__gx_devrt__p"),
 			 "link: one __gx_devrt");
 		GX_CHECK(res.nr_hooks > 2, "link: hook sites inserted (%u)", res.nr_hooks);
 		snprintf(path, sizeof(path), "%s/linked.ptx", argv[3]);
@@ -133,16 +133,32 @@ int main(int argc, char **argv)
 		 "link: policy defining __gx_devrt refused (%s)", res.err);
 	gx_ptx_rewrite_result_free(&res);
 
-	/* An extern reference to __gx_devrt binds to the module's. */
+	err = rewrite(GDEV_HOOK_MEM, b, 2, 0,
+		      ".version 8.5\n.target sm_90\n.address_size 64\n"
+		      ".visible .const .align 8 .b8 __gx_devrt__p2[8];\n",
+		      &res);
+	GX_CHECK(err == -EINVAL && !strcmp(res.err, "policy PTX: defines __gx_devrt__p2"),
+		 "link: policy defining a runtime block refused (%s)", res.err);
+	gx_ptx_rewrite_result_free(&res);
+
+	/* Extern references to the runtime blocks (the first policy's, and a
+	 * third policy's as attach/pmerge.c renames it) bind to blocks the
+	 * rewriter defines before the policy code; ptxas checks the result. */
 	const char *ext = ".version 8.5\n.target sm_90\n.address_size 64\n"
-			  ".extern .global .align 8 .u64 __gx_devrt;\n"
+			  ".extern .const .align 8 .b8 __gx_devrt[3144];\n"
+			  ".extern .const .align 8 .b8 __gx_devrt__p2[3144];\n"
 			  ".visible .func (.param .b32 r) mem_access(.param .b64 c)\n{\n"
-			  "\t.reg .b64 %rd<2>;\n\t.reg .b32 %x;\n"
-			  "\tld.global.u64 %rd1, [__gx_devrt];\n\tcvt.u32.u64 %x, %rd1;\n"
+			  "\t.reg .b64 %rd<3>;\n\t.reg .b32 %x;\n"
+			  "\tld.const.u64 %rd1, [__gx_devrt+104];\n\tld.const.u64 %rd2, [__gx_devrt__p2+104];\n"
+			  "\tadd.u64 %rd1, %rd1, %rd2;\n\tcvt.u32.u64 %x, %rd1;\n"
 			  "\tst.param.b32 [r], %x;\n\tret;\n}\n";
 	err = rewrite(GDEV_HOOK_MEM, b + 1, 1, 0, ext, &res);
-	GX_CHECK(err == 0 && count(res.ptx, "__gx_devrt;") == 1 && !strstr(res.ptx, ".extern"),
-		 "link: extern __gx_devrt resolves to the module's (%s)", err ? res.err : "ok");
+	GX_CHECK(err == 0 && count(res.ptx, ".visible .const .align 8 .b8 __gx_devrt[3144];") == 1 &&
+			 count(res.ptx, ".visible .const .align 8 .b8 __gx_devrt__p2[3144];") == 1 &&
+			 !strstr(res.ptx, "__gx_devrt__p1") && !strstr(res.ptx, ".extern") &&
+			 strstr(res.ptx, "__gx_devrt__p2[3144];") < strstr(res.ptx, "[__gx_devrt__p2+104]"),
+		 "link: extern runtime blocks resolve to the module's, defined before use (%s)",
+		 err ? res.err : "ok");
 	if (!err) {
 		snprintf(path, sizeof(path), "%s/devrt.ptx", argv[3]);
 		gx_write_file(path, res.ptx, res.len);

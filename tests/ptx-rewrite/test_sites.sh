@@ -177,3 +177,17 @@ for t in threadhist:entry kernelretsnoop:exit launchlate:entry memtrace:mem; do
 			test "$(grep -c '^	\.local .* __gx_d[0-9]*\[' "$W/jit-$n.ptx")" = 1
 	fi
 done
+# The same tools as today's JIT makes them (no stack frame; maps read from the
+# runtime block with ld.const): inlined at entry/exit, the block's reads kept
+# as constant-bank loads, ptxas accepts.
+for t in threadhist:entry kernelretsnoop:exit; do
+	n=${t%:*} h=${t#*:}
+	$G bpf jit "$BUILD/share/gpuext/tools/$n.bpf.o" -o "$W/cur-$n.policy.ptx" >/dev/null 2>&1 ||
+		{ nok "cur $n: JIT failed"; continue; }
+	rw "cur-$n" --policy-ptx "$W/cur-$n.policy.ptx" --bind "$h:gxp_$n" || continue
+	no_shared_ctx "cur-$n"
+	check "cur $n: inlined" test "$(count "call.*__gx_p_gxp_$n\b" "$W/cur-$n.ptx")" = 0
+	check "cur $n: the runtime block read with ld.const" \
+		grep -q 'ld.const.u[0-9]*[[:space:]]*%[a-z0-9]*, \[__gx_devrt+[0-9]*\]' "$W/cur-$n.ptx"
+	check "cur $n: one .const __gx_devrt" test "$(count '^\.visible \.const .* __gx_devrt\[' "$W/cur-$n.ptx")" = 1
+done

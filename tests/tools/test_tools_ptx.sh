@@ -35,9 +35,14 @@ for k in vadd reduce edge; do
 		echo "not ok - tools-ptx: four tools together in $k: $log $(echo "${perr:-}" | head -3)"
 	fi
 done
-n=$(grep -c 'ld.global.u64.*\[%[A-Za-z0-9_]*+\(32\|40\|48\)\];' $T/all-vadd.ptx)
-[ "$n" -ge 3 ] && echo "ok - tools-ptx: policies 2..4 reach their runtime blocks through next[] ($n loads)" \
-	|| echo "not ok - tools-ptx: policies 2..4 reach their runtime blocks through next[] ($n loads)"
+# each policy reads its own runtime block: __gx_devrt, __gx_devrt__p1..3
+n=0
+for b in __gx_devrt __gx_devrt__p1 __gx_devrt__p2 __gx_devrt__p3; do
+	grep -q "^\.visible \.const \.align 8 \.b8 $b\[" $T/all-vadd.ptx &&
+		grep -q "ld\.const\.[a-z0-9]*[[:space:]]*%[a-z0-9]*, \[$b+[0-9]*\]" $T/all-vadd.ptx && n=$((n + 1))
+done
+[ "$n" = 4 ] && echo "ok - tools-ptx: four policies, each reading its own runtime block (ld.const)" \
+	|| echo "not ok - tools-ptx: four policies, each reading its own runtime block (ld.const): $n of 4"
 # threadhist and launchlate both probe the entry: two sites at vadd's one entry
 log=$($B/bin/gpuext tools rewrite threadhist,launchlate tests/ptx-rewrite/golden-passes/vadd.ptx -o $T/two-vadd.ptx 2>&1)
 [[ $log == *"1 kernels, 2 hook sites"* ]] && echo "ok - tools-ptx: both entry probes at the kernel entry" \
