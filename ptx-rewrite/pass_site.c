@@ -668,6 +668,25 @@ static int pure_op(const char *op)
 }
 
 /* Append a copy of `in` to c; NULL (c->failed set) when out of memory. */
+/* A prologue statement the handler's path does not re-execute: it writes a
+ * register of ps->remat_keep (the kernel's first global loads and their
+ * initialisers), whose value stays live across the handler. */
+static int remat_kept(const struct ptx_passes *ps, const struct ptx_insn *in)
+{
+	if (!ps->nremat_keep || !in->nops || !in->ops[0])
+		return 0;
+	const struct ptx_opnd *d = in->ops[0];
+	for (unsigned i = 0; i < (d->kind == PTX_OPND_VEC ? d->n : 1); i++) {
+		const struct ptx_opnd *e = d->kind == PTX_OPND_VEC ? d->elems[i] : d;
+		if (!e || e->kind != PTX_OPND_ID || !e->text)
+			continue;
+		for (size_t k = 0; k < ps->nremat_keep; k++)
+			if (!strcmp(e->text, ps->remat_keep[k]))
+				return 1;
+	}
+	return 0;
+}
+
 static struct ptx_stmt *insn_dup(struct ptx_module *m, struct ptx_chain *c,
 				 const struct ptx_insn *in)
 {
@@ -994,7 +1013,7 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	if (remat && !err) {
 		ptx_chain_label(m, &bd, hend);
 		for (const struct ptx_stmt *p = ps->remat_begin; p; p = p->next) {
-			if (p->kind == PTX_STMT_INSN && !insn_dup(m, &bd, &p->insn))
+			if (p->kind == PTX_STMT_INSN && !remat_kept(ps, &p->insn) && !insn_dup(m, &bd, &p->insn))
 				err = -ENOMEM;
 			if (p == ps->remat_last)
 				break;

@@ -119,6 +119,11 @@ struct ptx_passes {
 	 * (pass_site.c). Several entry sites go before `end` one after the
 	 * other: the range stops at `last`, never reaching a site's code. */
 	struct ptx_stmt *remat_begin, *remat_last, *remat_end;
+	/* ... except what the kernel's first global loads write (and their
+	 * initialisers): kept live across the handler, so that warp 0's loads
+	 * are in flight while it runs (pass_hooks.c: entry_site_pos) */
+	const char *remat_keep[64];
+	size_t nremat_keep;
 };
 
 /* pass_link.c: parse opts->policy_ptx, rename its symbols, drop its module

@@ -18,7 +18,9 @@
 # host side's share); threadhist drained once a second instead of every 20 ms
 # (the drain thread's share); shim (gpuext-run with no tool: the forwarding
 # alone); th_cubin (CuPy: threadhist with CuPy's own kernels left as cubins,
-# not instrumented: the device runtime's host side without the device cost); for JAX also natively with the XLA flags and PATH that
+# not instrumented: the device runtime's host side without the device cost);
+# th_loads (threadhist with GX_PTX_ENTRY_LOADS=1: the entry site after the
+# kernel's first global loads, pass_hooks.c); for JAX also natively with the XLA flags and PATH that
 # gpuext-run sets (ptxas as a subprocess: the compile route's own effect).
 # Every process runs on the CPUs local to the GPU (its NUMA node, from
 # sysfs) when the machine has others: these workloads are bound by their
@@ -79,6 +81,7 @@ for name in triton cupy jax; do
 			jflags) "$@" XLA_FLAGS=--xla_gpu_enable_libnvptxcompiler=false timeout 240 python3 "$py" ;;
 			shim) "$@" timeout 240 "$RUN" -- python3 "$py" ;;
 			th) "$@" timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
+			th_loads) "$@" GX_PTX_ENTRY_LOADS=1 timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
 			th_cubin) "$@" CUPY_COMPILE_WITH_PTX=0 timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
 			thp) "$@" timeout 240 "$RUN" --ptxas --tool threadhist -- python3 "$py" ;;
 			stub) "$@" GPUEXT_HOOKS=entry GPUEXT_STUBS=call timeout 240 "$RUN" -- python3 "$py" ;;
@@ -98,7 +101,7 @@ def rd(p):
         return open(p, errors='replace').read()
     except OSError:
         return ''
-what = {'native': 'native', 'shim': 'the shim, no tool', 'th_cubin': 'threadhist, CuPy compiling to cubins (its kernels not hooked)', 'jflags': 'native, XLA compiling through ptxas', 'th': 'threadhist', 'thp': 'threadhist --ptxas',
+what = {'native': 'native', 'th_loads': 'threadhist, entry site after the first loads (GX_PTX_ENTRY_LOADS=1)', 'shim': 'the shim, no tool', 'th_cubin': 'threadhist, CuPy compiling to cubins (its kernels not hooked)', 'jflags': 'native, XLA compiling through ptxas', 'th': 'threadhist', 'thp': 'threadhist --ptxas',
         'stub': 'empty entry call (route only)', 'stubp': 'built-in probe reading the context (no map)', 'th_nolt': 'threadhist, launch timing off',
         'th_drain': 'threadhist, drained every 1 s (not 20 ms)'}
 res, sums = {}, {}
