@@ -196,6 +196,10 @@ int gx_pdesc_parse(const char *text, size_t len, struct gx_policy_desc *d, char 
 				ret = bad(err, err_sz, line, "PTX length %u, %zu bytes follow", a, (size_t)(end - p));
 				goto fail;
 			}
+			if (memchr(p, 0, a)) { /* the driver and the rewriter read it as a C string */
+				ret = bad(err, err_sz, line, "a NUL byte in the PTX text");
+				goto fail;
+			}
 			d->ptx = malloc((size_t)a + 1);
 			if (!d->ptx) {
 				ret = gx_err(-ENOMEM);

@@ -15,3 +15,16 @@ $(T_ATT)/attach_app: $(call objs,tests/attach/attach_app.c) $(COMMON_LIB)
 
 TEST_BINS += $(T_ATT)/test_pcache $(ATTACH_FAKE) $(T_ATT)/attach_app
 TESTS     += $(T_ATT)/test_pcache tests/attach/test_attach.sh tests/attach/test_attach_cache.sh
+
+# The policy cache's entries under libFuzzer (`make test` runs it a few
+# seconds; `make fuzz` for GX_FUZZ_TIME).
+FUZZ_PDESC := $(BUILD)/fuzz/fuzz_pdesc
+$(FUZZ_PDESC): tests/attach/fuzz_pdesc.c attach/pcache.c attach/pmerge.c common/gx_util.c common/gx_log.c \
+		attach/gx_attach.h
+	$(call link_fuzz,)
+fuzz: fuzz-pdesc
+.PHONY: fuzz-pdesc
+fuzz-pdesc: $(FUZZ_PDESC)
+	$(Q)BUILD=$(BUILD) GX_FUZZ_TIME=$(GX_FUZZ_TIME) tests/attach/test_pdesc_fuzz.sh
+TEST_BINS += $(FUZZ_PDESC)
+TESTS     += tests/attach/test_pdesc_fuzz.sh

@@ -85,6 +85,9 @@ int main(void)
 	bad = "gxpol 1\nname x\nmap m 2 4 8 1 1 zz\nprog f 1 -\nptx 0\n";
 	r = gx_pdesc_parse(bad, strlen(bad), &e, err, sizeof(err));
 	GX_CHECK(r == -EINVAL, "pcache: bad hex rejected (%s)", err);
+	static const char nul[] = "gxpol 1\nname x\nprog f 1 -\nptx 4\n.v\0x";
+	r = gx_pdesc_parse(nul, sizeof(nul) - 1, &e, err, sizeof(err));
+	GX_CHECK(r == -EINVAL && strstr(err, "NUL"), "pcache: a NUL byte in the PTX rejected (%s)", err);
 	setenv("GPUEXT_CACHE_DIR", "/x/y", 1);
 	GX_CHECK(gx_cache_dir(path, sizeof(path)) == 0 && !strcmp(path, "/x/y"), "pcache: GPUEXT_CACHE_DIR");
 	unsetenv("GPUEXT_CACHE_DIR");

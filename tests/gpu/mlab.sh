@@ -31,9 +31,12 @@
 set -u
 PART=mlab
 . "$(dirname "$0")/ml/env.sh"
-R=${MLAB_ROUNDS:-5}
+R=${MLAB_ROUNDS:-7}
 declare -A PY=([triton]=triton_kernels.py [cupy]=cupy_default.py [jax]=jax_grad.py)
-declare -A CFGS=([triton]="native th thp stub th_nolt th_drain" [cupy]="native th stub th_nolt" [jax]="native jflags th thp th_nolt")
+# by default the goal's configurations and the pending A/B (th_loads); the
+# diagnostic ones (thp stub stubp th_nolt th_drain shim th_cubin jflags) on
+# request through MLAB_CFGS_<workload>
+declare -A CFGS=([triton]="native th th_loads" [cupy]="native th th_loads" [jax]="native th")
 # MLAB_CFGS_<workload>="native th ..." picks that workload's configurations
 for n in triton cupy jax; do
 	v=MLAB_CFGS_$n
