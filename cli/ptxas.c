@@ -19,6 +19,7 @@
  * not this program, else $CUDA_HOME/bin/ptxas (/usr/local/cuda by default). */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,12 +155,30 @@ static int rewrite_file(const char *in, const struct gx_policy_set *set, char *o
 	return ret;
 }
 
-static int run_real(const char *real, char **argv)
+/* The temporary files, for a signal that ends us before we remove them
+ * (a caller's timeout, ^C). */
+#define MAX_TMP 64
+static char tmp[MAX_TMP][PATH_MAX];
+static volatile sig_atomic_t ntmp;
+
+static void on_term(int sig)
 {
+	for (int k = 0; k < ntmp; k++)
+		unlink(tmp[k]);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* The real ptxas on argv: its exit status, or 128 + the signal that ended
+ * it with *signaled set. */
+static int run_real(const char *real, char **argv, bool *signaled)
+{
+	*signaled = false;
 	pid_t pid = fork();
 	if (pid < 0)
 		return 127;
 	if (!pid) {
+		signal(SIGPIPE, SIG_DFL); /* ours is ignored; ptxas gets its own */
 		execv(real, argv);
 		fprintf(stderr, "gpuext: ptxas: cannot run %s: %s\n", real, strerror(errno));
 		_exit(127);
@@ -167,6 +186,7 @@ static int run_real(const char *real, char **argv)
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
+	*signaled = WIFSIGNALED(st);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
@@ -215,25 +235,34 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gpuext: ptxas: cannot run %s: %s\n", real, strerror(errno));
 		return 127;
 	}
+	/* Our temporary files go with us whatever ends the run: a closed
+	 * output (the caller read what it wanted: `| grep -q`) is EPIPE, not
+	 * death by SIGPIPE, and a terminating signal removes them first. */
+	signal(SIGPIPE, SIG_IGN);
+	static const int term[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	for (size_t i = 0; i < sizeof(term) / sizeof(term[0]); i++)
+		signal(term[i], on_term);
 	struct gx_policy_list pl;
 	struct gx_policy_names pn = {.policy = policy, .tool = tool};
 	int ret = gx_policy_list_load(&pn, target_sm(argc, argv), gx_hx_is_struct_ops, &pl);
-	char tmp[64][PATH_MAX];
-	int ntmp = 0, at[64];
-	char *orig[64];
-	for (int i = 1; !ret && pl.nr && i < argc && ntmp < 64; i++)
+	int at[MAX_TMP];
+	char *orig[MAX_TMP];
+	for (int i = 1; !ret && pl.nr && i < argc && ntmp < MAX_TMP; i++)
 		if (is_input(argc, argv, i) && !rewrite_file(argv[i], &pl.set, tmp[ntmp], sizeof(tmp[0]))) {
 			orig[ntmp] = argv[i];
 			at[ntmp] = i;
-			args[i] = tmp[ntmp++];
+			args[i] = tmp[ntmp];
+			ntmp = ntmp + 1;
 		}
-	int rc = run_real(real, args);
-	if (rc && ntmp) {
+	bool signaled;
+	int rc = run_real(real, args, &signaled);
+	/* a ptxas ended by a signal did not refuse our PTX: no second run */
+	if (rc && ntmp && !signaled) {
 		/* ptxas refused what we made of it: the original, as asked */
 		pr_warn("ptxas: the rewritten PTX did not compile (exit %d); compiling the original", rc);
 		for (int k = 0; k < ntmp; k++)
 			args[at[k]] = orig[k];
-		rc = run_real(real, args);
+		rc = run_real(real, args, &signaled);
 	}
 	for (int k = 0; k < ntmp; k++)
 		unlink(tmp[k]);

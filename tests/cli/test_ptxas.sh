@@ -30,6 +30,16 @@ check "options pass through (-v prints ptxas's resource usage)" \
 	"GPUEXT_TOOL=threadhist $W -arch=sm_90 -v $T/k.ptx -o $T/v.cubin 2>&1 | grep -q 'Used [0-9]* registers'"
 check "the input file is left as it was" "cmp $T/k.ptx tests/ptx-rewrite/golden-passes/vadd.ptx"
 check "no temporary file left behind" "[ -z \"\$(ls $T/tmp)\" ]"
+# Whatever ends a run, its temporary file goes: a caller that stops reading
+# (`| head -n1` — the old wrapper died of SIGPIPE writing its warning, after
+# retrying a ptxas that SIGPIPE had killed), a terminating signal. A fake
+# ptxas that writes, pauses and writes again makes the pipe case certain.
+printf '#!/bin/sh\necho one; sleep 0.3; echo two; echo three\n' >$T/slowptxas; chmod +x $T/slowptxas
+printf '#!/bin/sh\nexec sleep 3\n' >$T/sleepptxas; chmod +x $T/sleepptxas
+check "a closed output: no temporary file, no second run of ptxas" \
+	"GPUEXT_REAL_PTXAS=$T/slowptxas GPUEXT_TOOL=threadhist $W -arch=sm_90 $T/k.ptx -o $T/s.cubin 2>&1 | head -n1 >$T/head.out; [ \"\$(cat $T/head.out)\" = one ] && [ -z \"\$(ls $T/tmp)\" ]"
+check "SIGTERM while ptxas runs: the temporary file removed, the wrapper ended by the signal" \
+	"GPUEXT_REAL_PTXAS=$T/sleepptxas GPUEXT_TOOL=threadhist $W -arch=sm_90 $T/k.ptx -o $T/t.cubin & p=\$!; for i in 1 2 3 4 5 6 7 8 9 10; do [ -n \"\$(ls $T/tmp)\" ] && break; sleep 0.2; done; [ -n \"\$(ls $T/tmp)\" ] && kill -TERM \$p; wait \$p; rc=\$?; [ \$rc = 143 ] && [ -z \"\$(ls $T/tmp)\" ]"
 check "an unknown tool: one line, the original compiled" \
 	"GPUEXT_TOOL=nosuchtool $W -arch=sm_90 -O3 $T/k.ptx -o $T/u.cubin 2>$T/err && grep -q 'policy nosuchtool: cannot read' $T/err && cmp $T/u.cubin $T/ref.cubin"
 printf '.version 9.0\n.target sm_90\n.address_size 64\n.visible .entry bad() { bogus.op; ret; }\n' >$T/bad.ptx
