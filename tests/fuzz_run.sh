@@ -1,4 +1,5 @@
-# fuzz_run.sh — sourced by the fuzz scripts: run one libFuzzer target under
+# fuzz_run.sh — sourced by the fuzz scripts: fuzz_setup gives each the same
+# variables and scratch folder; fuzz_run runs one libFuzzer target under
 # the limits every target gets (no allocation over 256 MiB, 1 GiB in all,
 # 10 s per input) and print one ok / not ok line.
 #   fuzz_run NAME BINARY CORPUS SECONDS MAX_LEN WHAT
@@ -17,4 +18,16 @@ fuzz_run() {
 	echo "not ok - $name: failure, artifacts in $B/fuzz/crashes"
 	rm -f "$log"
 	return 1
+}
+
+# fuzz_setup TARGET: B (the build), T (GX_FUZZ_TIME seconds, default 5: the
+# `make test` run), F (the target's binary) and $work, a scratch folder with
+# an empty $work/corpus, removed at exit.
+fuzz_setup() {
+	B=${BUILD:-build}
+	T=${GX_FUZZ_TIME:-5}
+	F=$B/fuzz/$1
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"' EXIT
+	mkdir -p "$work/corpus"
 }

@@ -2,12 +2,9 @@
 # Run the policy cache's fuzz target (libFuzzer, ASan+UBSan, leak checking)
 # for GX_FUZZ_TIME seconds (default 5: the `make test` run), seeded with real
 # entries: the shipped tools JIT'd into a scratch cache, and one cut short.
-B=${BUILD:-build}
-T=${GX_FUZZ_TIME:-5}
-F=$B/fuzz/fuzz_pdesc
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/corpus" "$work/cache"
+. tests/fuzz_run.sh
+fuzz_setup fuzz_pdesc
+mkdir -p "$work/cache"
 if ! "$B/bin/gpuext" tools prepare --cache-dir "$work/cache" --sm 90 >"$work/prep.log" 2>&1; then
 	echo "not ok - fuzz_pdesc: seeding: gpuext tools prepare failed: $(tail -1 "$work/prep.log")"
 	exit 0
@@ -23,5 +20,4 @@ if [ "$n" = 0 ]; then
 	exit 0
 fi
 head -c 300 "$work/corpus/seed1" >"$work/corpus/short"
-. tests/fuzz_run.sh
 fuzz_run fuzz_pdesc "$F" "$work/corpus" "$T" 65536 ", no crash, leak, silent refusal or unstable round trip ($n seeds)"

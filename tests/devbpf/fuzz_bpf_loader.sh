@@ -4,17 +4,12 @@
 # budget (gen_bpf_bomb: 150 programs over one 7000-insn subprogram, 64 KiB).
 # GX_FUZZ_TIME seconds (default 5: the `make test` run). No allocation may
 # exceed 256 MiB, nor the process 1 GiB.
-B=${BUILD:-build}
-T=${GX_FUZZ_TIME:-5}
-F=$B/fuzz/fuzz_bpf_loader
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/corpus" "$B/fuzz/crashes"
+. tests/fuzz_run.sh
+fuzz_setup fuzz_bpf_loader
 cp "$B"/tests/devbpf/verifier/*.bpf.o "$work/corpus/" 2>/dev/null
 for f in "$B"/tests/devbpf/verifier-v4/*.bpf.o; do cp "$f" "$work/corpus/v4-$(basename "$f")" 2>/dev/null; done
 cp "$B"/tests/devbpf/loader/*.bpf.o "$work/corpus/" 2>/dev/null
 "$B/tests/devbpf/gen_bpf_bomb" "$work/corpus/bomb.bpf.o" 150 7000 || echo "not ok - gen_bpf_bomb writes the bomb seed"
 n=$(ls "$work/corpus" | wc -l)
 if [ "$n" -eq 0 ]; then echo "not ok - fuzz_bpf_loader: no seed objects in $B/tests/devbpf"; exit 1; fi
-. tests/fuzz_run.sh
 fuzz_run fuzz_bpf_loader "$F" "$work/corpus" "$T" 65536 " from $n seeds, no crash" || exit 1
