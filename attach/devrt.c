@@ -709,8 +709,11 @@ static bool module_blocks(struct ctxst *st, CUmodule mod)
 		gx_devrt_symbol(sym, sizeof(sym), p);
 		CUdeviceptr g = 0;
 		size_t sz = 0;
-		if (CU(cuModuleGetGlobal_v2)(&g, &sz, mod, sym) != CUDA_SUCCESS)
-			break;
+		if (CU(cuModuleGetGlobal_v2)(&g, &sz, mod, sym) != CUDA_SUCCESS) {
+			if (!p)
+				break; /* not a module we rewrote */
+			continue;  /* no code of policy p linked into it */
+		}
 		if (!p)
 			instr = true;
 		if (sz != sizeof(struct gx_devrt)) {
