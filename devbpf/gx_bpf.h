@@ -540,9 +540,9 @@ void gx_devmaps__free(struct gx_devmaps *d);
  * Targets:
  *  - GX_JIT_PTX: one `.visible .func (.param .b32 r) NAME(.param .b64 ctx)`
  *    per program (the hook ABI of gdev_ctx.h); helpers from the device helper
- *    bitcode are linked in and inlined; maps are reached through the module
- *    global `__gx_devrt` (struct gx_devrt, gx_devrt.h), declared `.extern`
- *    unless define_devrt.
+ *    bitcode are linked in and inlined; maps are reached through the module's
+ *    constant-bank block `__gx_devrt` (struct gx_devrt, gx_devrt.h; read with
+ *    ld.const), declared `.extern .const` unless define_devrt.
  *  - GX_JIT_NATIVE: ORC LLJIT; functions `uint32_t f(void *ctx)` calling the
  *    host helper implementations (gx_hosthelpers.h) on host maps (gx_map). */
 

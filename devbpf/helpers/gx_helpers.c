@@ -3,8 +3,8 @@
  * Built twice: clang-19 -target nvptx64-nvidia-cuda -emit-llvm compiles it to
  * the bitcode the JIT links into every PTX policy module and inlines (device
  * path: special registers, %globaltimer, prefetch instructions, maps through
- * the module global __gx_devrt); gcc compiles it into the host library (native
- * JIT, interpreter, tests: the warp's identity comes from a thread-local
+ * the module's constant-bank block __gx_devrt); gcc compiles it into the
+ * host library (native JIT, interpreter, tests: the warp's identity comes from a thread-local
  * struct gx_host_env, the runtime ring from gx_host_ring). Map and ring logic
  * is shared through gx_mapimpl.h, so both sides agree byte for byte.
  *
