@@ -27,6 +27,12 @@ int gx_tab_add_func(CUcontext ctx, void *handle, void *mod, bool is_kernel, cons
  * its module/library (each out-pointer may be NULL). Looks in ctx's table,
  * then the context-less one. 0 or -ENOENT. */
 int gx_tab_func_info(CUcontext ctx, void *handle, char *buf, size_t len, bool *is_kernel, void **mod);
+/* The same name for a launch, from this thread's cache of its last few
+ * functions (no lock while no function left the tables): valid until this
+ * thread's next call; NULL if unknown. Names longer than GX_TAB_NAME_MAX - 1
+ * bytes are cut. */
+#define GX_TAB_NAME_MAX 512
+const char *gx_tab_func_name(CUcontext ctx, void *handle, bool *is_kernel);
 /* Module id and rewritten flag of a module/library handle. 0 or -ENOENT. */
 int gx_tab_mod_info(void *handle, unsigned *id, bool *rewritten);
 /* A context is gone: drop everything recorded under it. */

@@ -6,7 +6,6 @@
  * handles of the rewritten code (gx_tables.h). */
 #include <string.h>
 
-#include "common/gx_tls.h"
 #include "shim/gx_shim_ev.h"
 #include "shim/gx_tables.h"
 #include "shim/gx_tenancy.h"
@@ -16,15 +15,13 @@
 static __attribute__((noinline)) CUresult launch_event(struct gx_event *ev)
 {
 	struct gx_launch_event *l = &ev->launch;
-	/* the kernel's name, per thread, on the heap (common/gx_tls.h) */
-	enum { NAME_MAX_LEN = 512 };
-	static struct gx_tls_heap name_tls = GX_TLS_HEAP(NAME_MAX_LEN, NULL);
-	char *name = gx_tls_heap_get(&name_tls);
 	bool is_kernel = false;
 	CUcontext c = NULL;
 	if (REAL(cuCtxGetCurrent)(&c) == CUDA_SUCCESS)
 		ev->ctx = c;
-	if (name && gx_tab_func_info(ev->ctx, l->func, name, NAME_MAX_LEN, &is_kernel, NULL) == 0) {
+	/* the kernel's name from this thread's cache (valid through the event) */
+	const char *name = gx_tab_func_name(ev->ctx, l->func, &is_kernel);
+	if (name) {
 		l->name = name;
 		l->is_kernel = is_kernel;
 	}

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <uthash.h>
 
+#include "common/gx_tls.h"
 #include "shim/gx_tables.h"
 
 struct gx_func {
@@ -34,6 +35,14 @@ struct gx_ctx {
 
 static struct gx_ctx *ctxs;
 static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Bumped (under tab_lock) whenever a function entry goes or changes: what
+ * a thread's cache of names (gx_tab_func_name) checks instead of locking. */
+static unsigned long tab_gen = 1;
+
+static void gen_bump(void)
+{
+	__atomic_store_n(&tab_gen, tab_gen + 1, __ATOMIC_RELEASE);
+}
 
 static struct gx_ctx *ctx_get(CUcontext c, bool create)
 {
@@ -56,6 +65,7 @@ static void func_free_of_mod(struct gx_ctx *x, void *mod)
 		if (f->mod == mod) {
 			HASH_DEL(x->funcs, f);
 			free(f);
+			gen_bump();
 		}
 	}
 }
@@ -85,6 +95,7 @@ static void ctx_free(struct gx_ctx *x)
 		HASH_DEL(x->funcs, f);
 		free(f);
 	}
+	gen_bump();
 	HASH_DEL(ctxs, x);
 	free(x);
 }
@@ -171,6 +182,7 @@ int gx_tab_add_func(CUcontext ctx, void *handle, void *mod, bool is_kernel, cons
 			HASH_DEL(x->funcs, f);
 			free(f);
 			f = NULL;
+			gen_bump();
 		}
 		if (!f && (f = malloc(sizeof(*f) + strlen(name) + 1))) {
 			memset(f, 0, sizeof(*f));
@@ -179,6 +191,8 @@ int gx_tab_add_func(CUcontext ctx, void *handle, void *mod, bool is_kernel, cons
 			HASH_ADD_PTR(x->funcs, handle, f);
 		}
 		if (f) {
+			if (f->mod != mod || f->is_kernel != is_kernel)
+				gen_bump();
 			f->mod = mod;
 			f->is_kernel = is_kernel;
 			ret = 0;
@@ -215,6 +229,56 @@ int gx_tab_func_info(CUcontext ctx, void *handle, char *buf, size_t len, bool *i
 	}
 	pthread_mutex_unlock(&tab_lock);
 	return ret;
+}
+
+/* Each thread's last few launched functions: a launch under a tool names
+ * its kernel every time, and the lookup (tab_lock, two hash finds, the
+ * copy) was a third of what the shim adds to a launch (callgrind, the
+ * attach test driver). Entries are valid while tab_gen is what it was when
+ * they were filled: any function leaving the tables (an unload, a context
+ * gone, a handle reused) empties every cache at once. */
+#define NAME_CACHE 4
+struct name_ent {
+	CUcontext ctx;
+	void *handle;
+	unsigned long gen; /* 0: empty (tab_gen starts at 1) */
+	bool is_kernel;
+	char name[GX_TAB_NAME_MAX];
+};
+struct name_cache {
+	unsigned next; /* round robin */
+	struct name_ent e[NAME_CACHE];
+};
+static struct gx_tls_heap name_tls = GX_TLS_HEAP(sizeof(struct name_cache), NULL);
+
+const char *gx_tab_func_name(CUcontext ctx, void *handle, bool *is_kernel)
+{
+	struct name_cache *c = gx_tls_heap_get(&name_tls);
+	if (!c)
+		return NULL;
+	unsigned long gen = __atomic_load_n(&tab_gen, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < NAME_CACHE; i++) {
+		struct name_ent *e = &c->e[i];
+		if (e->gen == gen && e->handle == handle && e->ctx == ctx) {
+			if (is_kernel)
+				*is_kernel = e->is_kernel;
+			return e->name;
+		}
+	}
+	/* gen read before the lookup: a change meanwhile leaves this entry
+	 * stale at once, never wrong */
+	struct name_ent *e = &c->e[c->next++ % NAME_CACHE];
+	e->gen = 0;
+	bool k = false;
+	if (gx_tab_func_info(ctx, handle, e->name, sizeof(e->name), &k, NULL))
+		return NULL;
+	e->ctx = ctx;
+	e->handle = handle;
+	e->is_kernel = k;
+	e->gen = gen;
+	if (is_kernel)
+		*is_kernel = k;
+	return e->name;
 }
 
 void gx_tab_ctx_gone(CUcontext ctx)

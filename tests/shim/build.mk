@@ -37,4 +37,11 @@ $(T_SHIM)/rdc_app: tests/gpu/shim/rdc_a.cu tests/gpu/shim/rdc_b.cu tests/gpu/shi
 
 TEST_BINS += $(FAKE_LIB) $(addprefix $(T_SHIM)/,$(SHIM_TEST_PROGS)) $(T_SHIM)/cudart_probe $(T_SHIM)/rdc_app \
              $(ATTACH_FAKE) $(T_ATT)/attach_app
+# The handle tables alone (their per-thread name cache).
+$(call objs,tests/shim/test_tables.c): CFLAGS += -I$(SHIM_GEN)
+$(call objs,tests/shim/test_tables.c): $(SHIM_GEN)/gx_syms.h
+$(T_SHIM)/test_tables: $(call objs,tests/shim/test_tables.c shim/tables.c common/gx_tls.c)
+	$(call link,-lpthread)
+TEST_BINS += $(T_SHIM)/test_tables
+TESTS     += $(T_SHIM)/test_tables
 TESTS     += tests/shim/run.sh tests/shim/test_run.sh tests/shim/test_mcache.sh tests/shim/test_multi.sh tests/shim/test_tls.sh
