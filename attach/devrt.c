@@ -439,9 +439,8 @@ static int pol_setup(struct ctxst *st, unsigned p)
 	struct gx_dev_ops ops = { .ctx = st, .alloc = op_alloc, .free = op_free, .htod = op_htod,
 				  .dtoh = op_dtoh, .host_map = op_host_map, .host_unmap = op_host_unmap,
 				  .dzero_async = op_dzero_async, .htod_async = op_htod_async, .sync = op_sync };
-	int ret = gx_devmaps__create(st->maps[p], pd->nr_maps, st->rt_ring[p], gx_ring_bytes(RT_RING_BYTES),
-				     GX_DEVRT_F_PRINTK | GX_DEVRT_F_PREFETCH, &ops, &st->dm[p]);
-	return ret;
+	return gx_devmaps__create(st->maps[p], pd->nr_maps, st->rt_ring[p], gx_ring_bytes(RT_RING_BYTES),
+				  GX_DEVRT_F_PRINTK | GX_DEVRT_F_PREFETCH, &ops, &st->dm[p]);
 }
 
 static int ctx_setup(struct ctxst *st)

@@ -120,11 +120,6 @@ static int is_header(const char *p, const char *e)
 	       (e - p >= 13 && !strncmp(p, ".address_size", 13));
 }
 
-static int is_devrt(const char *n, size_t len)
-{
-	return len == strlen(GDEV_DEVRT_SYMBOL) && !memcmp(n, GDEV_DEVRT_SYMBOL, len);
-}
-
 /* `.extern .const .align 8 .b8 __gx_devrt[N];` (any spacing), N the size of
  * struct gx_devrt */
 static int is_devrt_extern(const char *p, const char *e)
@@ -165,7 +160,7 @@ int gx_pdesc_relocate(struct gx_policy_desc *d, unsigned k, char *err, size_t en
 		if (!depth) {
 			size_t had = s.n;
 			ret = line_symbol(p, code_end, &s);
-			if (!ret && s.n > had && is_devrt(s.name[had], strlen(s.name[had])) && !is_devrt_extern(p, code_end)) {
+			if (!ret && s.n > had && !strcmp(s.name[had], GDEV_DEVRT_SYMBOL) && !is_devrt_extern(p, code_end)) {
 				fail(err, en, d->name, line, GDEV_DEVRT_SYMBOL " not declared as the JIT declares it");
 				ret = gx_err(-EINVAL);
 			}

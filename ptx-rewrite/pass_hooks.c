@@ -157,7 +157,7 @@ static unsigned mem_op(enum ptx_op_class c)
 static int weak_global_load(const struct ptx_insn *in)
 {
 	static const char *const bad[] = {".volatile", ".relaxed", ".acquire", ".weak", ".mmio", ".cta",
-					  ".cluster", ".gpu", ".sys", ".shared", ".local", ".const", ".param", NULL};
+					  ".cluster", ".gpu", ".sys", NULL};
 	if (strcmp(in->opcode, "ld") || !ptx_insn_has_mod(in, ".global") || in->nops != 2 || !in->ops[0] ||
 	    !in->ops[1] || in->ops[1]->kind != PTX_OPND_ADDR)
 		return 0;
@@ -175,8 +175,7 @@ static int weak_global_load(const struct ptx_insn *in)
 	return 1;
 }
 
-/* Does operand o (recursively) name one of the n registers in regs? */
-static int opnd_names(const struct ptx_opnd *o, const char *const *regs, size_t n)
+int ptx_opnd_names(const struct ptx_opnd *o, const char *const *regs, size_t n)
 {
 	if (!o)
 		return 0;
@@ -188,7 +187,7 @@ static int opnd_names(const struct ptx_opnd *o, const char *const *regs, size_t 
 	}
 	if (o->kind == PTX_OPND_VEC || o->kind == PTX_OPND_ADDR || o->kind == PTX_OPND_LIST || o->kind == PTX_OPND_PIPE)
 		for (unsigned i = 0; i < o->n; i++)
-			if (opnd_names(o->elems[i], regs, n))
+			if (ptx_opnd_names(o->elems[i], regs, n))
 				return 1;
 	return 0;
 }
@@ -331,9 +330,9 @@ static struct ptx_stmt *entry_site_pos(struct ptx_passes *ps, struct ptx_func *f
 			break;
 		if (nloaded) { /* stop at the first use of a loaded register */
 			struct ptx_opnd guard = { .kind = PTX_OPND_ID, .text = s->insn.guard };
-			int use = s->insn.guard && opnd_names(&guard, loaded, nloaded);
+			int use = s->insn.guard && ptx_opnd_names(&guard, loaded, nloaded);
 			for (unsigned i = 1; !use && i < s->insn.nops; i++)
-				use = opnd_names(s->insn.ops[i], loaded, nloaded);
+				use = ptx_opnd_names(s->insn.ops[i], loaded, nloaded);
 			if (use)
 				break;
 		}

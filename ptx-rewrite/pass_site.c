@@ -667,26 +667,15 @@ static int pure_op(const char *op)
 	return 0;
 }
 
-/* Append a copy of `in` to c; NULL (c->failed set) when out of memory. */
 /* A prologue statement the handler's path does not re-execute: it writes a
  * register of ps->remat_keep (the kernel's first global loads and their
  * initialisers), whose value stays live across the handler. */
 static int remat_kept(const struct ptx_passes *ps, const struct ptx_insn *in)
 {
-	if (!ps->nremat_keep || !in->nops || !in->ops[0])
-		return 0;
-	const struct ptx_opnd *d = in->ops[0];
-	for (unsigned i = 0; i < (d->kind == PTX_OPND_VEC ? d->n : 1); i++) {
-		const struct ptx_opnd *e = d->kind == PTX_OPND_VEC ? d->elems[i] : d;
-		if (!e || e->kind != PTX_OPND_ID || !e->text)
-			continue;
-		for (size_t k = 0; k < ps->nremat_keep; k++)
-			if (!strcmp(e->text, ps->remat_keep[k]))
-				return 1;
-	}
-	return 0;
+	return ps->nremat_keep && in->nops && ptx_opnd_names(in->ops[0], ps->remat_keep, ps->nremat_keep);
 }
 
+/* Append a copy of `in` to c; NULL (c->failed set) when out of memory. */
 static struct ptx_stmt *insn_dup(struct ptx_module *m, struct ptx_chain *c,
 				 const struct ptx_insn *in)
 {

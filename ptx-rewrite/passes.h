@@ -220,6 +220,10 @@ int ptx_tramp_sched_site(struct ptx_passes *ps, struct ptx_chain *c, const char 
 			 int guard_neg, const char *ret_reg);
 /* The register a site's address goes to ("%__gx_a"); NULL on ENOMEM. */
 const char *ptx_tramp_addr_reg(struct ptx_passes *ps);
+/* Does operand o (an ID, or recursively a vector, address, list or pipe)
+ * name one of the n registers in regs? (pass_hooks.c) */
+int ptx_opnd_names(const struct ptx_opnd *o, const char *const *regs, size_t n);
+
 /* Insert __gx_devrt, the stubs and the trampolines after the module header
  * (and after linked policy code). */
 int ptx_tramp_emit(struct ptx_passes *ps);
