@@ -74,21 +74,14 @@ struct gx_ptx_kregs {
 /* A/B only: the unit barrier for every persistent kernel, as the first
  * transform had (pass_persistent.c elides it where nothing needs it). */
 #define GX_PTX_F_UNIT_BARRIER 8u
-/* Not yet measured on a GPU, so off by default: entry sites with a uniform
- * early exit go after the kernel's first weak global loads, whose registers
- * stay live across the handler (pass_hooks.c: entry_site_pos). */
-#define GX_PTX_F_ENTRY_LOADS 32u
 
 /* The switches the callers (shim, CLI) take from the environment:
- * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 and GX_PTX_ENTRY_LOADS=1 (any
- * value but "" and "0"). */
+ * GX_PTX_RECONVERGE=0 and GX_PTX_ENTRY_TOP=1 (any value but "" and "0"). */
 static inline unsigned gx_ptx_flags_from_env(void)
 {
-	const char *rc = getenv("GX_PTX_RECONVERGE"), *top = getenv("GX_PTX_ENTRY_TOP"),
-		   *ld = getenv("GX_PTX_ENTRY_LOADS");
+	const char *rc = getenv("GX_PTX_RECONVERGE"), *top = getenv("GX_PTX_ENTRY_TOP");
 	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) |
-	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |
-	       (ld && *ld && strcmp(ld, "0") ? GX_PTX_F_ENTRY_LOADS : 0);
+	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0);
 }
 
 /* Built-in handlers for hooks without a policy (measurements and tests). */

@@ -150,54 +150,11 @@ static unsigned mem_op(enum ptx_op_class c)
 	}
 }
 
-/* A plain load from global memory (weak: no .volatile, no memory-model
- * semantics or scope, nothing but `.global`, cache hints, vector and type
- * modifiers), into registers: reading it twice at a kernel's start gives
- * what a racing store would have let the first read give anyway. */
-static int weak_global_load(const struct ptx_insn *in)
-{
-	static const char *const bad[] = {".volatile", ".relaxed", ".acquire", ".weak", ".mmio", ".cta",
-					  ".cluster", ".gpu", ".sys", NULL};
-	if (strcmp(in->opcode, "ld") || !ptx_insn_has_mod(in, ".global") || in->nops != 2 || !in->ops[0] ||
-	    !in->ops[1] || in->ops[1]->kind != PTX_OPND_ADDR)
-		return 0;
-	for (unsigned i = 0; bad[i]; i++)
-		if (ptx_insn_has_mod(in, bad[i]))
-			return 0;
-	if (in->ops[0]->kind == PTX_OPND_ID)
-		return 1;
-	if (in->ops[0]->kind != PTX_OPND_VEC)
-		return 0;
-	for (unsigned i = 0; i < in->ops[0]->n; i++)
-		if (!in->ops[0]->elems[i] || (in->ops[0]->elems[i]->kind != PTX_OPND_ID &&
-					      in->ops[0]->elems[i]->kind != PTX_OPND_SINK))
-			return 0;
-	return 1;
-}
-
-int ptx_opnd_names(const struct ptx_opnd *o, const char *const *regs, size_t n)
-{
-	if (!o)
-		return 0;
-	if (o->kind == PTX_OPND_ID && o->text) {
-		for (size_t i = 0; i < n; i++)
-			if (!strcmp(o->text, regs[i]))
-				return 1;
-		return 0;
-	}
-	if (o->kind == PTX_OPND_VEC || o->kind == PTX_OPND_ADDR || o->kind == PTX_OPND_LIST || o->kind == PTX_OPND_PIPE)
-		for (unsigned i = 0; i < o->n; i++)
-			if (ptx_opnd_names(o->elems[i], regs, n))
-				return 1;
-	return 0;
-}
-
 /* Statements an entry site may be moved past and re-executed after its
- * handler (entry_site_pos): no memory access but parameter loads (and, with
- * loads_ok, weak global loads), no branch, label or warp-collective, no
- * volatile special register (clocks, timers, counters, %smid, %warpid: a
- * second read may differ). */
-static int reexecutable(const struct ptx_stmt *s, int loads_ok)
+ * handler (entry_site_pos): no memory access but parameter loads, no branch,
+ * label or warp-collective, no volatile special register (clocks, timers,
+ * counters, %smid, %warpid: a second read may differ). */
+static int reexecutable(const struct ptx_stmt *s)
 {
 	static const char *const ops[] = {
 		"mov", "add", "sub", "mul", "mad", "mul24", "mad24", "sad", "and", "or",
@@ -209,8 +166,6 @@ static int reexecutable(const struct ptx_stmt *s, int loads_ok)
 	if (s->kind != PTX_STMT_INSN)
 		return 0;
 	const struct ptx_insn *in = &s->insn;
-	if (loads_ok && weak_global_load(in))
-		return 1;
 	if (!in->nops || !in->ops[0] || in->ops[0]->kind != PTX_OPND_ID)
 		return 0;
 	int ok = 0;
@@ -306,47 +261,13 @@ static struct ptx_stmt *entry_site_pos(struct ptx_passes *ps, struct ptx_func *f
 	}
 	if (!uni && !small)
 		return first;
-	/* GX_PTX_F_ENTRY_LOADS (off by default until measured on a GPU): with
-	 * a uniform early exit, the kernel's first global loads go before
-	 * the site too, up to the first use of what they load: warp 0 then runs
-	 * its handler while its loads are in flight, instead of issuing them
-	 * after it (a block whose warps meet at a barrier waits for warp 0's
-	 * handler otherwise: Triton's softmax +7.5 % under threadhist, run 66).
-	 * The handler's path re-executes the rest of the prologue but not them
-	 * (ps->remat_keep): their registers stay live across the handler, which
-	 * touches none of the kernel's (re-issuing them after it measured no
-	 * better: Triton's kernels +2.8 / +9.4 / +3.4 %, run 69). Not with
-	 * memory hooks: every access must be seen after the entry. */
-	int loads_ok = uni && (o->flags & GX_PTX_F_ENTRY_LOADS) && !(o->hooks & GDEV_HOOK_MEM);
-	const char **loaded = ps->remat_keep;
-	size_t nloaded = 0;
-	ps->nremat_keep = 0;
 	for (; s; s = s->next) {
 		if (s->kind == PTX_STMT_VERBATIM && !strncmp(s->text, ".loc", 4))
 			continue;
 		if (s->kind == PTX_STMT_DECL && s->decl.space == PTX_SPACE_REG)
 			continue;
-		if (!reexecutable(s, loads_ok))
+		if (!reexecutable(s))
 			break;
-		if (nloaded) { /* stop at the first use of a loaded register */
-			struct ptx_opnd guard = { .kind = PTX_OPND_ID, .text = s->insn.guard };
-			int use = s->insn.guard && ptx_opnd_names(&guard, loaded, nloaded);
-			for (unsigned i = 1; !use && i < s->insn.nops; i++)
-				use = ptx_opnd_names(s->insn.ops[i], loaded, nloaded);
-			if (use)
-				break;
-		}
-		if (loads_ok && weak_global_load(&s->insn)) {
-			const struct ptx_opnd *d = s->insn.ops[0];
-			size_t nd = d->kind == PTX_OPND_VEC ? d->n : 1;
-			if (nloaded + nd > GX_ARRAY_SIZE(ps->remat_keep))
-				break;
-			for (size_t i = 0; i < nd; i++) {
-				const struct ptx_opnd *e = d->kind == PTX_OPND_VEC ? d->elems[i] : d;
-				if (e->kind == PTX_OPND_ID)
-					loaded[nloaded++] = e->text;
-			}
-		}
 		/* without re-execution: parameter loads and special-register
 		 * reads only (their values are cheap to keep) */
 		if (!uni && !(!strcmp(s->insn.opcode, "ld") ||
@@ -363,7 +284,6 @@ static struct ptx_stmt *entry_site_pos(struct ptx_passes *ps, struct ptx_func *f
 		ps->remat_begin = first;
 		ps->remat_last = last;
 		ps->remat_end = s;
-		ps->nremat_keep = nloaded;
 	}
 	return s;
 }

@@ -667,14 +667,6 @@ static int pure_op(const char *op)
 	return 0;
 }
 
-/* A prologue statement the handler's path does not re-execute: it writes a
- * register of ps->remat_keep (the kernel's first global loads and their
- * initialisers), whose value stays live across the handler. */
-static int remat_kept(const struct ptx_passes *ps, const struct ptx_insn *in)
-{
-	return ps->nremat_keep && in->nops && ptx_opnd_names(in->ops[0], ps->remat_keep, ps->nremat_keep);
-}
-
 /* Append a copy of `in` to c; NULL (c->failed set) when out of memory. */
 static struct ptx_stmt *insn_dup(struct ptx_module *m, struct ptx_chain *c,
 				 const struct ptx_insn *in)
@@ -1002,7 +994,7 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	if (remat && !err) {
 		ptx_chain_label(m, &bd, hend);
 		for (const struct ptx_stmt *p = ps->remat_begin; p; p = p->next) {
-			if (p->kind == PTX_STMT_INSN && !remat_kept(ps, &p->insn) && !insn_dup(m, &bd, &p->insn))
+			if (p->kind == PTX_STMT_INSN && !insn_dup(m, &bd, &p->insn))
 				err = -ENOMEM;
 			if (p == ps->remat_last)
 				break;

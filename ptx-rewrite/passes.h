@@ -119,11 +119,6 @@ struct ptx_passes {
 	 * (pass_site.c). Several entry sites go before `end` one after the
 	 * other: the range stops at `last`, never reaching a site's code. */
 	struct ptx_stmt *remat_begin, *remat_last, *remat_end;
-	/* ... except what the kernel's first global loads write (and their
-	 * initialisers): kept live across the handler, so that warp 0's loads
-	 * are in flight while it runs (pass_hooks.c: entry_site_pos) */
-	const char *remat_keep[64];
-	size_t nremat_keep;
 };
 
 /* pass_link.c: parse opts->policy_ptx, rename its symbols, drop its module
@@ -220,9 +215,6 @@ int ptx_tramp_sched_site(struct ptx_passes *ps, struct ptx_chain *c, const char 
 			 int guard_neg, const char *ret_reg);
 /* The register a site's address goes to ("%__gx_a"); NULL on ENOMEM. */
 const char *ptx_tramp_addr_reg(struct ptx_passes *ps);
-/* Does operand o (an ID, or recursively a vector, address, list or pipe)
- * name one of the n registers in regs? (pass_hooks.c) */
-int ptx_opnd_names(const struct ptx_opnd *o, const char *const *regs, size_t n);
 
 /* Insert __gx_devrt, the stubs and the trampolines after the module header
  * (and after linked policy code). */

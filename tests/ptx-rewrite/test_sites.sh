@@ -191,34 +191,3 @@ for t in threadhist:entry kernelretsnoop:exit; do
 		grep -q 'ld.const.u[0-9]*[[:space:]]*%[a-z0-9]*, \[__gx_devrt+[0-9]*\]' "$W/cur-$n.ptx"
 	check "cur $n: one .const __gx_devrt" test "$(count '^\.visible \.const .* __gx_devrt\[' "$W/cur-$n.ptx")" = 1
 done
-# With GX_PTX_ENTRY_LOADS=1 the kernel's first weak global loads go before an
-# entry site with a uniform early exit, up to the first use of what they load
-# (sites/entry_loads.ptx):
-# the vector load before the election, its registers kept live across the
-# handler (not re-executed), the volatile load and the first use after the
-# site; with a memory hook too, the site stays before every load.
-# (GX_PTX_ENTRY_LOADS=1: off by default, not yet measured on a GPU)
-L=$S/entry_loads.ptx
-if rw loads-off --app "$L" --policy-ptx "$W/cur-threadhist.policy.ptx" --bind entry:gxp_threadhist; then
-	check "loads: by default the site stays before the kernel's first load" \
-		test "$(grep -n -m1 'elect.sync' "$W/loads-off.ptx" | cut -d: -f1)" -lt "$(grep -n -m1 'ld.global.L1::evict_last' "$W/loads-off.ptx" | cut -d: -f1)"
-fi
-export GX_PTX_ENTRY_LOADS=1
-if rw loads --app "$L" --policy-ptx "$W/cur-threadhist.policy.ptx" --bind entry:gxp_threadhist; then
-	first() { grep -n -m1 -- "$1" "$W/loads.ptx" | cut -d: -f1; }
-	vl=$(first 'ld.global.L1::evict_last.v4'); el=$(first 'elect.sync'); vo=$(first 'ld.global.volatile')
-	check "loads: the weak vector load before the election" test "${vl:-0}" -gt 0 -a "${vl:-0}" -lt "${el:-0}"
-	check "loads: the handler's path keeps the loaded registers (the load and its initialisers not re-executed)" \
-		test "$(count 'ld.global.L1::evict_last.v4' "$W/loads.ptx")" = 1 -a "$(count 'mov.u32.*%r6, 0x0' "$W/loads.ptx")" = 1
-	check "loads: the rest of the prologue re-executed after the handler" test "$(count 'mad.lo.s32.*%r5,' "$W/loads.ptx")" = 2
-	check "loads: the volatile load after the site" test "${vo:-0}" -gt "${el:-0}"
-	check "loads: the first use after the site" test "$(first 'mov.b32.*%f1, %r6')" -gt "${el:-0}"
-fi
-if $G tools rewrite threadhist,memtrace "$L" -o "$W/loads-mem.ptx" >"$W/loads-mem.log" 2>&1; then
-	check "loads: with memory hooks the load is not moved above the entry (not re-executed)" \
-		test "$(count 'ld.global.L1::evict_last.v4' "$W/loads-mem.ptx")" = 1
-	check "loads: with memory hooks: ptxas sm_90" "$PTXAS" -arch=sm_90 "$W/loads-mem.ptx" -o /dev/null
-else
-	nok "loads: tools rewrite threadhist,memtrace: $(tail -1 "$W/loads-mem.log")"
-fi
-unset GX_PTX_ENTRY_LOADS
