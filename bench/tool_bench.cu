@@ -1,5 +1,10 @@
 // tool_bench.cu — the workloads of bench/tool_overhead.sh: vector add, GEMM,
 // a 2D stencil and a reduction, each one timed batch >= 1 ms on the H200.
+// `rowsoftmax` (not in the default list: `tool_bench 21 rowsoftmax`) is the
+// shape of Triton's and Inductor's row reductions (softmax, layer norm): one
+// block of 4 warps per row of 1000 floats, 4096 rows (two waves of ~7.5 us
+// kernels, 150 per batch), the warps meeting at two block reductions, so a
+// delay of warp 0 at entry holds its whole block (docs/devbpf-perf.md).
 // Every workload runs WARM batches untimed, then REPS timed batches (CUDA
 // events on one stream); prints "bench: NAME median_ms min_ms" per workload
 // and a checksum line per workload (outputs must not change under tools).
@@ -66,6 +71,45 @@ __global__ void reduce(const float *in, float *out, size_t n)
 		out[blockIdx.x] = s[0];
 }
 
+// one row per block of 128 threads; each thread keeps its 8 elements in
+// registers between the two reductions (max, then sum of exponentials)
+__global__ void rowsoftmax(const float *in, float *out, int ncols)
+{
+	__shared__ float part[4];
+	const float *row = in + (size_t)blockIdx.x * ncols;
+	int t = threadIdx.x;
+	float x[8], m = -1e30f;
+	for (int i = 0; i < 8; i++) {
+		int c = t + i * 128;
+		x[i] = c < ncols ? row[c] : -1e30f;
+		m = fmaxf(m, x[i]);
+	}
+	for (int o = 16; o; o >>= 1)
+		m = fmaxf(m, __shfl_xor_sync(~0u, m, o));
+	if ((t & 31) == 0)
+		part[t >> 5] = m;
+	__syncthreads();
+	m = fmaxf(fmaxf(part[0], part[1]), fmaxf(part[2], part[3]));
+	__syncthreads();
+	float s = 0;
+	for (int i = 0; i < 8; i++) {
+		x[i] = __expf(x[i] - m);
+		s += x[i];
+	}
+	for (int o = 16; o; o >>= 1)
+		s += __shfl_xor_sync(~0u, s, o);
+	if ((t & 31) == 0)
+		part[t >> 5] = s;
+	__syncthreads();
+	s = part[0] + part[1] + part[2] + part[3];
+	float *orow = out + (size_t)blockIdx.x * ncols;
+	for (int i = 0; i < 8; i++) {
+		int c = t + i * 128;
+		if (c < ncols)
+			orow[c] = x[i] / s;
+	}
+}
+
 __global__ void burst(float *p)
 {
 	p[(size_t)blockIdx.x * blockDim.x + threadIdx.x] = (float)(blockIdx.x & 1023);
@@ -97,6 +141,7 @@ int main(int argc, char **argv)
 	const int NG = 2048;                     // GEMM n
 	const int NS = 8192;                     // stencil grid
 	const size_t NR = (size_t)1 << 28;       // 1 GiB reduced
+	const int SR = 4096, SC = 1000;          // rowsoftmax rows, columns
 	float *a, *b, *c, *red;
 	size_t big = std::max(NV, std::max((size_t)NS * NS, NR));
 	CK(cudaMalloc(&a, big * sizeof(float)));
@@ -111,7 +156,7 @@ int main(int argc, char **argv)
 	cudaEventCreate(&e0);
 	cudaEventCreate(&e1);
 	struct W { const char *name; int batch; };
-	W ws[] = { { "vadd", 4 }, { "gemm", 1 }, { "stencil", 10 }, { "reduce", 4 }, { "burst", 1 } };
+	W ws[] = { { "vadd", 4 }, { "gemm", 1 }, { "stencil", 10 }, { "reduce", 4 }, { "rowsoftmax", 150 }, { "burst", 1 } };
 	const int NB = 1 << 20; // burst: blocks per launch
 	for (W &w : ws) {
 		if (!strstr(only, w.name))
@@ -119,6 +164,7 @@ int main(int argc, char **argv)
 		long long per = !strcmp(w.name, "vadd") || !strcmp(w.name, "reduce") ? sms * 8
 				: !strcmp(w.name, "gemm")			    ? (long long)(NG / TILE) * (NG / TILE)
 				: !strcmp(w.name, "stencil")			    ? (long long)(NS / 32) * (NS / 8)
+				: !strcmp(w.name, "rowsoftmax")			    ? SR
 										    : NB;
 		auto once = [&]() {
 			if (!strcmp(w.name, "vadd"))
@@ -127,6 +173,8 @@ int main(int argc, char **argv)
 				gemm<<<dim3(NG / TILE, NG / TILE), dim3(TILE, TILE)>>>(a, b, c, NG);
 			else if (!strcmp(w.name, "stencil"))
 				stencil<<<dim3(NS / 32, NS / 8), dim3(32, 8)>>>(a, c, NS);
+			else if (!strcmp(w.name, "rowsoftmax"))
+				rowsoftmax<<<SR, 128>>>(a, c, SC);
 			else if (!strcmp(w.name, "burst"))
 				burst<<<NB, 64>>>(c);
 			else
