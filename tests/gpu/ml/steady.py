@@ -9,8 +9,9 @@ whole life, native ones too (bench/results/2026-12-04-gpu-run62.md: 11 to
 22 ms per pass in one run; not the core, the hash seed or the address
 layout), so each pass is preceded by a fixed CPU-only Python workload
 (calib(): dictionary and string work, no GPU, no CUDA call, so the shim
-cannot reach it) and its median is printed as `calib_ms`: mlab divides a
-process's time by it to compare configurations at the same host speed."""
+cannot reach it) and its median is printed as `calib_ms`: mlab also compares
+the processes that ran at full host speed (calibration within 1.15x of the
+workload's fastest)."""
 import os, statistics, time
 
 
