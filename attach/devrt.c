@@ -37,6 +37,7 @@
 
 #include "attach/attach_priv.h"
 #include "common/gx_capture.h"
+#include "common/gx_tls.h"
 #include "devbpf/gx_bpf.h"
 #include "gpuext/gx_toollog.h"
 
@@ -92,9 +93,10 @@ struct mod_seen {
 	bool instr; /* it carries the hooks (defines __gx_devrt) */
 	UT_hash_handle hh;
 };
-struct fn_key {
+struct fn_key { /* hashed as bytes: no padding left unset */
 	CUfunction f;
 	unsigned ctx;
+	unsigned zero; /* 0: designated initialisers leave it so */
 };
 struct kname_seen;
 struct fn_seen {
@@ -111,17 +113,22 @@ struct kname_seen {
 static struct mod_seen *mods_seen;
 static struct fn_seen *fns_seen;
 static struct kname_seen *knames_seen;
+/* The last functions launched (under rt_lock): most launches repeat a few
+ * kernels, and hashing the key cost more than the rest of the handler
+ * (bench/launch_cost.sh). Emptied with the entries (seen_forget). */
+#define FN_RECENT 4
+static struct fn_seen *fn_recent[FN_RECENT];
+static unsigned fn_recent_next;
 static unsigned launch_seq;
 static uint64_t nr_launches, nr_instr; /* for the summary line at exit */
 /* The launch of this thread whose LAUNCH_DONE comes next: its timing pair. */
-/* One TLS block (each __thread variable of a shared object costs a
- * __tls_get_addr call per access). */
+/* One TLS block, initial-exec (gx_tls.h). */
 static __thread struct open_launch {
 	struct ctxst *st;
 	int slot;
 	unsigned seq;
 	bool instr;
-} open_l = { .slot = -1 };
+} open_l GX_TLS_IE = { .slot = -1 };
 static pthread_t drainer;
 static int drainer_on, stopping;
 static unsigned long long nr_prefetch; /* atomic: the drainer counts without rt_lock */
@@ -141,7 +148,8 @@ static void ev_put(struct polst *p, const void *rec, size_t len)
 	size_t padded = GX_ROUND8(len);
 	h->len = (gdev_u32)padded;
 	gx_buf_append(&p->evlog, rec, len);
-	gx_buf_append(&p->evlog, zero, padded - len);
+	if (padded > len) /* most records are whole words already */
+		gx_buf_append(&p->evlog, zero, padded - len);
 }
 static void ev_put_all(const void *rec, size_t len)
 {
@@ -684,6 +692,7 @@ static void *drain_main(void *arg)
 /* ---- events ---- */
 static void seen_forget(void)
 {
+	memset(fn_recent, 0, sizeof(fn_recent));
 	struct mod_seen *m, *mt;
 	HASH_ITER(hh, mods_seen, m, mt) {
 		HASH_DEL(mods_seen, m);
@@ -740,10 +749,18 @@ static bool module_blocks(struct ctxst *st, CUmodule mod)
  * the function's entry (returned; NULL only when out of memory). */
 static struct fn_seen *fn_devrt(struct ctxst *st, CUfunction f, bool is_kernel, bool *instr_out)
 {
-	struct fn_key key = { f, st->idx };
 	struct fn_seen *fs;
+	for (unsigned i = 0; i < FN_RECENT; i++) {
+		fs = fn_recent[i];
+		if (fs && fs->key.f == f && fs->key.ctx == st->idx) {
+			*instr_out = fs->instr;
+			return fs;
+		}
+	}
+	struct fn_key key = { .f = f, .ctx = st->idx };
 	HASH_FIND(hh, fns_seen, &key, sizeof(key), fs);
 	if (fs) {
+		fn_recent[fn_recent_next++ % FN_RECENT] = fs;
 		*instr_out = fs->instr;
 		return fs;
 	}
@@ -769,6 +786,7 @@ static struct fn_seen *fn_devrt(struct ctxst *st, CUfunction f, bool is_kernel, 
 		fs->key = key;
 		fs->instr = instr;
 		HASH_ADD(hh, fns_seen, key, sizeof(key), fs);
+		fn_recent[fn_recent_next++ % FN_RECENT] = fs;
 	}
 	*instr_out = instr;
 	return fs;

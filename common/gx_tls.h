@@ -26,4 +26,11 @@ struct gx_tls_heap {
  * or a key cannot be had — callers then take their safe path. */
 void *gx_tls_heap_get(struct gx_tls_heap *h);
 
+/* For the few per-thread words on the launch path. The shim's TLS block is
+ * static already (above), so the initial-exec model costs nothing more and
+ * turns each access from a __tls_get_addr call (general dynamic, which GCC
+ * also repeats after every call it makes) into one load off %fs
+ * (bench/launch_cost.sh). Words only: the surplus is small. */
+#define GX_TLS_IE __attribute__((tls_model("initial-exec")))
+
 #endif

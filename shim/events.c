@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/gx_tls.h"
 #include "shim/gx_shim.h"
 #include "shim/gx_shim_ev.h"
 
@@ -30,14 +31,14 @@ static pthread_mutex_t subs_lock = PTHREAD_MUTEX_INITIALIZER;
  * good while ctx_gen is unchanged, and every creation or destruction of a
  * context that the shim sees bumps it (gx_ev_ctx_changed). */
 static unsigned long ctx_gen;
-/* This thread's state, one TLS block: in a shared object every __thread
- * variable is a __tls_get_addr call, and an event touched four. */
+/* This thread's state, one TLS block, initial-exec (gx_tls.h: one load per
+ * access instead of a __tls_get_addr call; an event touched it seven times). */
 static __thread struct ev_tls {
 	int in_event;
 	CUdevice dev;  /* the cache: ctx's device, good while gen == ctx_gen */
 	CUcontext ctx;
 	unsigned long gen;
-} ev_tls;
+} ev_tls GX_TLS_IE;
 
 void gx_ev_ctx_changed(void)
 {

@@ -3,6 +3,7 @@
 #ifndef GX_TENANCY_H
 #define GX_TENANCY_H
 
+#include "common/gx_tls.h"
 #include "shim/gx_shim.h"
 
 /* After gx_hostpolicy_init, at cuInit: on when this process is a tenant
@@ -12,7 +13,7 @@ void gx_tenancy_init(void);
 /* Set by tenant.c's launch callback on this thread when the launch about to
  * go should be tracked; launch.c then calls gx_tenancy_launched with the
  * driver's result, right after the real launch. */
-extern __thread int gx_tenancy_track;
+extern __thread int gx_tenancy_track GX_TLS_IE;
 void gx_tenancy_launched(CUresult rc);
 
 /* ---- between tenant.c and tenant_done.c ---- */

@@ -249,12 +249,21 @@ struct name_cache {
 	unsigned next; /* round robin */
 	struct name_ent e[NAME_CACHE];
 };
-static struct gx_tls_heap name_tls = GX_TLS_HEAP(sizeof(struct name_cache), NULL);
+/* The block's address in an initial-exec word (gx_tls.h), which spares
+ * every launch the key lookup; cleared when the block goes at the thread's
+ * exit, so a launch from a later destructor takes a fresh block. */
+static __thread struct name_cache *name_c GX_TLS_IE;
+static void name_cache_gone(void *blk)
+{
+	(void)blk;
+	name_c = NULL;
+}
+static struct gx_tls_heap name_tls = GX_TLS_HEAP(sizeof(struct name_cache), name_cache_gone);
 
 const char *gx_tab_func_name(CUcontext ctx, void *handle, bool *is_kernel)
 {
-	struct name_cache *c = gx_tls_heap_get(&name_tls);
-	if (!c)
+	struct name_cache *c = name_c;
+	if (!c && !(c = name_c = gx_tls_heap_get(&name_tls)))
 		return NULL;
 	unsigned long gen = __atomic_load_n(&tab_gen, __ATOMIC_ACQUIRE);
 	for (unsigned i = 0; i < NAME_CACHE; i++) {

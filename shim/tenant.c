@@ -27,7 +27,7 @@
 #include "shim/gx_shim_ev.h"
 #include "shim/gx_tenancy.h"
 
-__thread int gx_tenancy_track;
+__thread int gx_tenancy_track GX_TLS_IE;
 static __thread struct {
 	struct gx_tn *tn;
 	CUcontext ctx;
