@@ -36,8 +36,16 @@ RDC="-gencode arch=compute_80,code=[sm_80,compute_80] -gencode arch=compute_90,c
 key=$( { cat "$S"/*; echo "$GEN $RDC"; sed -n '/^# >>> build/,/^# <<< build/p' "$0"; "$NVCC" --version; } | md5sum | cut -c1-16)
 mkdir -p "$W"
 W=$(realpath "$W")
+# The cache holds while the key is the same and every output it listed is
+# still there (a `find build -name '*.o' -delete` took kern.o and left the
+# stamp).
+cached() {
+	[ "$(cat "$W/stamp" 2>/dev/null)" = "$key" ] && [ -s "$W/files" ] || return 1
+	local f
+	while read -r f; do [ -e "$W/out/$f" ] || return 1; done <"$W/files"
+}
 # >>> build
-if [ "$(cat "$W/stamp" 2>/dev/null)" != "$key" ]; then
+if ! cached; then
 	echo "# building nvcc outputs into $W (cached)"
 	rm -rf "$W/out" && mkdir -p "$W/out"
 	(
@@ -77,6 +85,7 @@ if [ "$(cat "$W/stamp" 2>/dev/null)" != "$key" ]; then
 		"$(dirname "$NVCC")/ptxas" -arch=sm_90 -o noli.cubin li.ptx
 		n -fatbin -lineinfo -gencode arch=compute_90,code=sm_90 -o li.fatbin "$S/kern.cu"
 	) || { nok "building nvcc outputs: $(tail -3 "$W/out/nvcc.log" 2>/dev/null)"; exit 1; }
+	(cd "$W/out" && ls) >"$W/files"
 	echo "$key" >"$W/stamp"
 fi
 # <<< build
