@@ -145,9 +145,10 @@ static void rewrite_usage(FILE *f)
 		   "Rewrite IN.ptx with the requested device hooks (no-op handlers unless a policy\n"
 		   "is given) and/or the persistent-worker transform; write OUT.ptx (stdout: -).\n"
 		   "--policy JITs a BPF object's device programs (libgxjit.so) for IN.ptx's target\n"
-		   "and binds them as their sections say (gdev/entry/GLOB ...).\n"
+		   "and binds them as their sections say (gdev/probe/GLOB ...).\n"
 		   "--policy-ptx links .funcs of an already compiled policy; each --bind names the\n"
-		   "function a hook calls (HOOK: entry, exit, mem or fence).\n"
+		   "function a hook calls (HOOK: entry, exit, mem, fence, or block: entry, or exit\n"
+		   "in kernels with CTA barriers).\n"
 		   "--persistent=copy keeps each transformed kernel and adds the persistent\n"
 		   "version as a copy named <prefix>_pw_<kernel> (what the shim loads).\n"
 		   "--regs KERNEL=N[,...]: the registers the driver gave KERNEL; its persistent\n"
@@ -170,6 +171,7 @@ static int parse_hooks(const char *s, unsigned *mask)
 		{"exit", GDEV_HOOK_EXIT},
 		{"mem", GDEV_HOOK_MEM},
 		{"fence", GDEV_HOOK_FENCE},
+		{"block", GDEV_HOOK_BLOCK},
 		{"all", GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT | GDEV_HOOK_MEM | GDEV_HOOK_FENCE},
 	};
 	while (*s) {
@@ -267,7 +269,7 @@ static int load_policy(const char *path, const char *app, size_t app_len,
 		const struct gx_pol_prog *pg = &d->progs[i];
 		if (!(pg->hook & (GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT | GDEV_HOOK_MEM |
 				  GDEV_HOOK_FENCE | GDEV_HOOK_SCHED_ENTER | GDEV_HOOK_SCHED_EXIT |
-				  GDEV_HOOK_SCHED_STEAL)))
+				  GDEV_HOOK_SCHED_STEAL | GDEV_HOOK_BLOCK)))
 			continue; /* not a device hook */
 		bd[n++] = (struct gx_hook_binding){pg->hook, pg->glob[0] ? pg->glob : NULL, pg->func};
 		opts->hooks |= pg->hook;

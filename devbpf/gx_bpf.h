@@ -57,6 +57,7 @@ enum gx_bpf_hook {
 	GX_BPF_HOOK_SCHED_STEAL,  /* gdev/sched/should_try_steal */
 	GX_BPF_HOOK_PROBE,        /* gdev/probe/<kernel-glob>    (kernel entry) */
 	GX_BPF_HOOK_RETPROBE,     /* gdev/retprobe/<kernel-glob> (kernel exit) */
+	GX_BPF_HOOK_BLOCKPROBE,   /* gdev/blockprobe/<kernel-glob> (entry or exit: GDEV_HOOK_BLOCK) */
 	GX_BPF_HOOK_HOST_FIRST = 64, /* host-side hooks registered by other parts */
 	GX_BPF_HOOK_MAX = 128,
 };

@@ -26,6 +26,7 @@ static const struct gx_bpf_sec_def builtin[] = {
 	    GDEV_DEFAULT, GDEV_SCHED_NO_STEAL, B_SCHED),
 	DEV("gdev/probe/", GX_BPF_HOOK_PROBE, GX_BPF_SEC_SUFFIX, GDEV_HOOK_ENTRY, 0, 0, B_PROBE),
 	DEV("gdev/retprobe/", GX_BPF_HOOK_RETPROBE, GX_BPF_SEC_SUFFIX, GDEV_HOOK_EXIT, 0, 0, B_PROBE),
+	DEV("gdev/blockprobe/", GX_BPF_HOOK_BLOCKPROBE, GX_BPF_SEC_SUFFIX, GDEV_HOOK_BLOCK, 0, 0, B_PROBE),
 };
 
 #define MAX_EXTRA 64
@@ -81,6 +82,7 @@ GX_EXPORT const char *gx_bpf_hook_str(enum gx_bpf_hook hook)
 	case GX_BPF_HOOK_SCHED_STEAL: return "sched_should_try_steal";
 	case GX_BPF_HOOK_PROBE: return "probe";
 	case GX_BPF_HOOK_RETPROBE: return "retprobe";
+	case GX_BPF_HOOK_BLOCKPROBE: return "blockprobe";
 	default: break;
 	}
 	for (size_t i = 0; i < nr_extra; i++)

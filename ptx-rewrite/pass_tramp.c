@@ -35,6 +35,7 @@ static const struct {
 	{GDEV_HOOK_SCHED_ENTER, "sched_enter"},
 	{GDEV_HOOK_SCHED_EXIT, "sched_exit"},
 	{GDEV_HOOK_SCHED_STEAL, "sched_steal"},
+	{GDEV_HOOK_BLOCK, "block"},
 };
 
 const char *ptx_hook_name(unsigned hook)

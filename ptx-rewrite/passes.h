@@ -119,6 +119,9 @@ struct ptx_passes {
 	 * (pass_site.c). Several entry sites go before `end` one after the
 	 * other: the range stops at `last`, never reaching a site's code. */
 	struct ptx_stmt *remat_begin, *remat_last, *remat_end;
+	/* pass_hooks: where this kernel's GDEV_HOOK_BLOCK handlers go
+	 * (GDEV_HOOK_ENTRY or GDEV_HOOK_EXIT; 0: none) */
+	unsigned block_at;
 };
 
 /* pass_link.c: parse opts->policy_ptx, rename its symbols, drop its module

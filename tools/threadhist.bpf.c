@@ -1,8 +1,14 @@
 /* threadhist — how many blocks, warps and threads each SM executed: the
  * load-imbalance view of a run.
  *
- * A probe at every kernel entry (the trampoline calls it once per warp).
- * Only warp 0 of a block counts, for its whole block: 1 block,
+ * A block probe (GDEV_HOOK_BLOCK): at the kernel's entry, or at its exits
+ * in kernels whose warps meet at barriers, where an entry probe in warp 0
+ * holds the whole block at the first barrier (a row softmax of 4 warps:
+ * +10 % at entry, +7.6 % at exit on the H200; a stencil without barriers
+ * the other way round, +1.6 % and +4.0 %). The trampoline calls it once per
+ * warp there, on a leader lane. Only thread 0's call counts — warp 0, and
+ * lane 0 among the lanes that arrive (at an exit lane 0 may leave alone, or
+ * after the others; it leaves once) — for its whole block: 1 block,
  * ceil(threads / 32) warps, threads = blockDim.x * y * z — the block's warps
  * all run on warp 0's SM, so the per-SM rows are exact. The other warps
  * leave at once, having read nothing from memory (gdev_warpid() and
@@ -34,7 +40,7 @@ struct {
 	__type(value, struct gx_th_val);
 } th_counts SEC(".maps");
 
-SEC("gdev/probe/*")
+SEC("gdev/blockprobe/*")
 int threadhist(struct gdev_ctx *ctx)
 {
 	/* ctx->warpid (warp index in the block), not gdev_warpid(): the same
@@ -42,6 +48,8 @@ int threadhist(struct gdev_ctx *ctx)
 	 * this test runs before the leader election as a uniform branch and
 	 * warps 1.. leave without diverging (pass_site.c: uniform_prefix). */
 	if (ctx->warpid != 0)
+		return GDEV_DEFAULT;
+	if (!(ctx->active_mask & 1)) /* an exit without thread 0 */
 		return GDEV_DEFAULT;
 	__u32 key = 0;
 	struct gx_th_val *v = bpf_map_lookup_elem(&th_counts, &key);

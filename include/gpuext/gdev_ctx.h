@@ -40,6 +40,14 @@ enum gdev_hook {
 	GDEV_HOOK_SCHED_ENTER = 1u << 4,   /* persistent worker claims a unit (gdev/sched/enter) */
 	GDEV_HOOK_SCHED_EXIT = 1u << 5,    /* unit finished                   (gdev/sched/exit) */
 	GDEV_HOOK_SCHED_STEAL = 1u << 6,   /* may this worker steal?     (gdev/sched/should_try_steal) */
+	/* Once per block, where it delays the block least (gdev/blockprobe/<glob>):
+	 * the rewriter puts it at the kernel's entry site, or, in kernels whose
+	 * warps wait for each other (bar/barrier/mbarrier), at its exit sites —
+	 * after the last barrier, where warp 0 holds no other warp up. The
+	 * program runs as a probe's or a retprobe's and picks one lane itself:
+	 * warp 0 (ctx->warpid), lane 0 among the active lanes (ctx->active_mask
+	 * & 1) — thread 0 enters once and exits once (tools/threadhist.bpf.c). */
+	GDEV_HOOK_BLOCK = 1u << 7,
 };
 
 /* Memory operation kinds for GDEV_HOOK_MEM. */

@@ -345,6 +345,11 @@ int main(int argc, char **argv)
 	GX_CHECK(gx_bpf_find_section("struct_ops/gpu_mem") == &host_def &&
 			 gx_bpf_find_section("gdev/probe/") == NULL && gx_bpf_find_section("gdev/probe/x") != NULL,
 		 "section lookup: registered, suffix required, built-in");
+	const struct gx_bpf_sec_def *bp = gx_bpf_find_section("gdev/blockprobe/*");
+	GX_CHECK(bp && bp->hook == GX_BPF_HOOK_BLOCKPROBE && bp->gdev_hook == GDEV_HOOK_BLOCK &&
+			 !strcmp(gx_bpf_hook_str(GX_BPF_HOOK_BLOCKPROBE), "blockprobe") &&
+			 gx_bpf_find_section("gdev/blockprobe/") == NULL,
+		 "gdev/blockprobe/GLOB: the block hook, its name, suffix required");
 	GX_CHECK(gx_bpf_register_section(&(struct gx_bpf_sec_def){ .prefix = "" }) == -EINVAL,
 		 "an empty rule is refused");
 	free(good);

@@ -191,3 +191,50 @@ for t in threadhist:entry kernelretsnoop:exit; do
 		grep -q 'ld.const.u[0-9]*[[:space:]]*%[a-z0-9]*, \[__gx_devrt+[0-9]*\]' "$W/cur-$n.ptx"
 	check "cur $n: one .const __gx_devrt" test "$(count '^\.visible \.const .* __gx_devrt\[' "$W/cur-$n.ptx")" = 1
 done
+# Block handlers (GDEV_HOOK_BLOCK, gdev/blockprobe/: threadhist): at the
+# entry of a kernel whose warps never wait for each other, at every exit of
+# one that meets at a CTA barrier or an mbarrier (in its body or in a function
+# it calls), but at the entry when its body can end without ret/exit.
+# red_per_kernel FILE: "kernel reds" per line (threadhist's three counters per site)
+red_per_kernel() {
+	awk '/^\.visible \.entry/{k=$3; sub(/\(.*/, "", k)} k && /red\.global\.add/{n[k]++} END{for (x in n) print x, n[x]}' "$1" | sort
+}
+# first_line FILE KERNEL REGEX: the line of KERNEL's first statement matching REGEX
+first_line() {
+	awk -v k="$2" -v re="$3" '/^\.visible \.entry/{cur=$3; sub(/\(.*/, "", cur)} cur == k && $0 ~ re {print NR; exit}' "$1"
+}
+if [ -s "$W/cur-threadhist.policy.ptx" ] &&
+	rw block --app $S/block_kernels.ptx --policy-ptx "$W/cur-threadhist.policy.ptx" --bind block:gxp_threadhist; then
+	check "block: at the exits of the kernels that meet at barriers (a called bar.sync, an mbarrier), logged" \
+		test "$(grep -o 'hooks: [a-z_]*: block handlers at its exits' "$W/block.log" | cut -d' ' -f2 | tr '\n' ' ')" = "calls_barrier: mbar_two_exits: "
+	check "block: one site per kernel, one per exit of mbar_two_exits (2)" \
+		test "$(red_per_kernel "$W/block.ptx" | tr '\n' ' ')" = "calls_barrier 3 calls_exit 3 falls_off 3 mbar_two_exits 6 warp_only 3 "
+	for k in warp_only falls_off calls_exit; do
+		check "block: $k at the entry (a warp barrier only / no ret at the end / a callee that exits): before the kernel's store" \
+			test "$(first_line "$W/block.ptx" $k red.global)" -lt "$(first_line "$W/block.ptx" $k st.global)"
+	done
+	check "block: calls_barrier at its exit: after the kernel's store" \
+		test "$(first_line "$W/block.ptx" calls_barrier red.global)" -gt "$(first_line "$W/block.ptx" calls_barrier st.global)"
+	no_shared_ctx block
+fi
+# The shipped object binds itself as a block probe (--policy): reduce.ptx's
+# kernels (bar.sync) at their exits, vadd's at its entry.
+if rw block-reduce --app tests/ptx-rewrite/golden-passes/reduce.ptx --policy "$BUILD/share/gpuext/tools/threadhist.bpf.o" &&
+	rw block-vadd --policy "$BUILD/share/gpuext/tools/threadhist.bpf.o"; then
+	check "threadhist.bpf.o: reduce and early (bar.sync) at their exits" \
+		test "$(grep -c 'block handlers at its exits' "$W/block-reduce.log")" = 2
+	check "threadhist.bpf.o: vadd at its entry" \
+		test "$(grep -c 'block handlers at its exits' "$W/block-vadd.log")" = 0 -a \
+		"$(first_line "$W/block-vadd.ptx" vadd red.global)" -lt "$(first_line "$W/block-vadd.ptx" vadd 'ld.global')"
+fi
+# A callee whose code is elsewhere (extern, resolved at link time) may exit:
+# the entry. ptxas -c (the callee is not in this module).
+if $G ptx rewrite --policy-ptx "$W/cur-threadhist.policy.ptx" --bind block:gxp_threadhist \
+	$S/block_extern.ptx -o "$W/block-extern.ptx" 2>"$W/block-extern.log" &&
+	"$PTXAS" -arch=sm_90 -c "$W/block-extern.ptx" -o /dev/null 2>/dev/null; then
+	check "block: calls_extern (bar.sync, an extern callee) at the entry" \
+		test "$(grep -c 'block handlers at its exits' "$W/block-extern.log")" = 0 -a \
+		"$(first_line "$W/block-extern.ptx" calls_extern red.global)" -lt "$(first_line "$W/block-extern.ptx" calls_extern st.global)"
+else
+	nok "block: rewrite or ptxas -c of block_extern.ptx: $(tail -1 "$W/block-extern.log")"
+fi

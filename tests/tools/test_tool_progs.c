@@ -45,6 +45,11 @@ static size_t nr_runs = GX_ARRAY_SIZE(launches);
 
 typedef uint32_t (*hook_fn)(void *);
 static uint64_t mt_every; /* memtrace's cfg[0] for the next run (0: its default) */
+/* A block probe at its exit sites (GDEV_HOOK_BLOCK in a kernel with
+ * barriers): warp 0's lanes leave in two groups, lane 0 alone after the
+ * others in even blocks, before them in odd ones; every other warp leaves
+ * whole. Each group's leader calls the program with the group's mask. */
+static int exit_split;
 
 static int rec_count(void *ctx, unsigned type, const void *rec, size_t len)
 {
@@ -87,14 +92,23 @@ static int simulate(const struct gx_bpf_prog *p, hook_fn fn, struct gx_map **map
 							.block_dim = { L->block[0], L->block[1], L->block[2] },
 							.grid_dim = { L->grid[0], L->grid[1], L->grid[2] } };
 						uint64_t r;
-						for (unsigned a = 0; a < (hook == GDEV_HOOK_MEM ? MEM_REPS : 1); a++) {
-							c.addr = 0x1000 + 64ull * a;
-							if (fn)
-								fn(&c);
-							else
-								bad += gx_test_interp_maps(gx_bpf_prog__insns(p),
-											   gx_bpf_prog__insn_cnt(p), &c, jm,
-											   &r) != 0;
+						unsigned full = c.active_mask, groups = exit_split && w == 0 && lanes > 1 ? 2 : 1;
+						for (unsigned g = 0; g < groups; g++) {
+							if (groups == 2) { /* lane 0 second in even blocks */
+								int lane0 = (g == 1) == (b % 2 == 0);
+								c.active_mask = lane0 ? 1u : full & ~1u;
+								c.nr_active = lane0 ? 1 : lanes - 1;
+								c.tid_x = lane0 ? tx : tx + 1;
+							}
+							for (unsigned a = 0; a < (hook == GDEV_HOOK_MEM ? MEM_REPS : 1); a++) {
+								c.addr = 0x1000 + 64ull * a;
+								if (fn)
+									fn(&c);
+								else
+									bad += gx_test_interp_maps(gx_bpf_prog__insns(p),
+												   gx_bpf_prog__insn_cnt(p), &c,
+												   jm, &r) != 0;
+							}
 						}
 					}
 	}
@@ -169,7 +183,8 @@ static void check_threadhist(const char *how, struct gx_map **maps, size_t n)
 	}
 	struct gx_map *m = n ? maps[0] : NULL;
 	int ok = m && m->l.type == GX_MAP_PERWARP_ARRAY && m->l.nr_shards == SMS * GX_WARP_SLOTS_PER_SM;
-	GX_CHECK(ok, "threadhist (%s): per-warp-slot map", how);
+	const char *at = exit_split ? ", at exits, warp 0 in two lane groups" : "";
+	GX_CHECK(ok, "threadhist (%s%s): per-warp-slot map", how, at);
 	if (!ok)
 		return;
 	for (unsigned s = 0; s < m->l.nr_shards; s++) {
@@ -180,8 +195,8 @@ static void check_threadhist(const char *how, struct gx_map **maps, size_t n)
 	}
 	for (unsigned s = 0; s < SMS; s++)
 		GX_CHECK(!memcmp(want[s], got[s], sizeof(want[s])),
-			 "threadhist (%s): SM %u counts %llu blocks %llu warps %llu threads (want %llu %llu %llu)",
-			 how, s, (unsigned long long)got[s][0], (unsigned long long)got[s][1],
+			 "threadhist (%s%s): SM %u counts %llu blocks %llu warps %llu threads (want %llu %llu %llu)",
+			 how, at, s, (unsigned long long)got[s][0], (unsigned long long)got[s][1],
 			 (unsigned long long)got[s][2], (unsigned long long)want[s][0],
 			 (unsigned long long)want[s][1], (unsigned long long)want[s][2]);
 }
@@ -304,7 +319,12 @@ int main(int argc, char **argv)
 	static _Alignas(64) unsigned char ring[sizeof(struct gx_ring) + (1 << 16)];
 	gx_ring__init((struct gx_ring *)ring, 1 << 16);
 	gx_host_ring = (struct gx_ring *)ring;
+	/* threadhist is a block probe: at entry, and at exits where warp 0
+	 * leaves in two lane groups (one block counted once either way) */
 	run_tool(argv[1], "threadhist", GDEV_HOOK_ENTRY, check_threadhist);
+	exit_split = 1;
+	run_tool(argv[1], "threadhist", GDEV_HOOK_EXIT, check_threadhist);
+	exit_split = 0;
 	run_tool(argv[1], "kernelretsnoop", GDEV_HOOK_EXIT, check_krs);
 	check_krs_rule();
 	runs = big, nr_runs = GX_ARRAY_SIZE(big);
