@@ -107,5 +107,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (gx_ptx_rewrite(app, sizeof(app) - 1, &po, &res) == 0 && !res.ptx)
 		abort();
 	gx_ptx_rewrite_result_free(&res);
+	/* the input as the application, a fixed handler as a block probe: the
+	 * placement's scan of the kernels and of what they call (pass_hooks.c:
+	 * block_site, blk_scan — recursion, indirect and extern calls) */
+	static const char blk[] =
+		".version 8.0\n.target sm_90\n.address_size 64\n"
+		".visible .func (.param .b32 r) gx_blk(.param .b64 ctx)\n{\n.reg .b32 %r<2>;\n"
+		"mov.b32 %r1, 0;\nst.param.b32 [r], %r1;\nret;\n}\n";
+	const struct gx_hook_binding bb = {GDEV_HOOK_BLOCK, NULL, "gx_blk"};
+	struct gx_ptx_rewrite_opts bo = {.sz = sizeof(bo), .hooks = GDEV_HOOK_BLOCK, .policy_ptx = blk,
+					 .policy_len = sizeof(blk) - 1, .bindings = &bb, .nr_bindings = 1};
+	if (gx_ptx_rewrite(text, size, &bo, &res) == 0 && !res.ptx)
+		abort();
+	gx_ptx_rewrite_result_free(&res);
 	return 0;
 }
