@@ -26,7 +26,7 @@
  *     the variants only (bench/results/2026-12-02-gpu-run10.md) 
  *   GX_HO_ROWS=regex hook_overhead ...: only the rows whose name matches
  *     (and the original): e.g. 'persist' for the persistent transform's A/B
- *   hook_overhead --regs KERNELS.ptx POLICY.ptx HOOK:FUNC [BLOCK]   (regs_mode)
+ *   hook_overhead --regs KERNELS.ptx POLICY.ptx HOOK:FUNC [BLOCK]   (regs_mode; HOOK: entry, exit, mem, block)
  * Prints `ok - `/`not ok - ` lines and `| ` table rows. */
 #include <cuda.h>
 #include <stdio.h>
@@ -314,6 +314,7 @@ static int regs_mode(int argc, char **argv)
 			: !strncmp(hk, "entry:", 6) ? GDEV_HOOK_ENTRY
 			: !strncmp(hk, "exit:", 5)  ? GDEV_HOOK_EXIT
 			: !strncmp(hk, "mem:", 4)   ? GDEV_HOOK_MEM
+			: !strncmp(hk, "block:", 6) ? GDEV_HOOK_BLOCK
 						    : 0;
 	char *ptx, *pol;
 	size_t ptx_len, pol_len;

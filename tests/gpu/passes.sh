@@ -31,7 +31,7 @@ else
 fi
 # Registers and resident blocks per SM of tool_bench's kernels with a tool's
 # handler at its hook (the driver JIT's figures; nothing is run).
-for t in launchlate:entry threadhist:entry; do
+for t in launchlate:entry threadhist:block; do
 	n=${t%:*} h=${t#*:}
 	if [ -x "$B/bench/hook_overhead" ] && [ -f "$B/bench/tool_$n.ptx" ] && [ -f "$B/bench/tool_bench.ptx" ]; then
 		CUDA_CACHE_DISABLE=1 "$B/bench/hook_overhead" --regs "$B/bench/tool_bench.ptx" \
