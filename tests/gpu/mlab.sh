@@ -26,7 +26,9 @@
 # Python launch paths (on the H200 machine all 16 CPUs are the GPU's: run 39
 # pinned nothing, and its Triton processes still ran 7.9 or 9.5 ms per pass,
 # each the whole of its life). Goal lines: threadhist within 3 % of native for the
-# compiled workloads (Triton, CuPy, JAX). MLAB_ONLY=regex picks workloads.
+# compiled workloads (Triton, CuPy, JAX). MLAB_ONLY=regex picks workloads;
+# MLAB_ENV="VAR=value ..." is added to every process's environment (e.g. the
+# setting tests/gpu/hostspeed.sh finds to keep processes at one host speed).
 set -u
 PART=mlab
 . "$(dirname "$0")/ml/env.sh"
@@ -75,7 +77,8 @@ for name in triton cupy jax; do
 			c=$W/cache-$name-$cfg
 			mkdir -p "$c" "$W/shm-$name-$cfg"
 			f=$L/$name.$cfg.$r
-			set -- "${PIN[@]}" env TRITON_CACHE_DIR="$c/triton" CUPY_CACHE_DIR="$c/cupy" JAX_COMPILATION_CACHE_DIR="$c/jax" \
+			# shellcheck disable=SC2086 # MLAB_ENV: words, each VAR=value
+			set -- "${PIN[@]}" env ${MLAB_ENV:-} TRITON_CACHE_DIR="$c/triton" CUPY_CACHE_DIR="$c/cupy" JAX_COMPILATION_CACHE_DIR="$c/jax" \
 				GPUEXT_SHM_DIR="$W/shm-$name-$cfg"
 			case $cfg in
 			native) "$@" timeout 240 python3 "$py" ;;
