@@ -49,7 +49,11 @@ int threadhist(struct gdev_ctx *ctx)
 	 * warps 1.. leave without diverging (pass_site.c: uniform_prefix). */
 	if (ctx->warpid != 0)
 		return GDEV_DEFAULT;
-	if (!(ctx->active_mask & 1)) /* an exit without thread 0 */
+	/* At an exit, only thread 0's leaving counts (lane 0 may leave alone,
+	 * before or after the others); at the entry every lane is there. The
+	 * hook word is a constant at each site, so the test folds away at the
+	 * entry. */
+	if (ctx->hook == GDEV_HOOK_EXIT && !(ctx->active_mask & 1))
 		return GDEV_DEFAULT;
 	__u32 key = 0;
 	struct gx_th_val *v = bpf_map_lookup_elem(&th_counts, &key);
