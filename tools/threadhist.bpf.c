@@ -7,8 +7,8 @@
  * +10 % at entry, +7.6 % at exit on the H200; a stencil without barriers
  * the other way round, +1.6 % and +4.0 %). The trampoline calls it once per
  * warp there, on a leader lane. Only thread 0's call counts — warp 0, and
- * lane 0 among the lanes that arrive (at an exit lane 0 may leave alone, or
- * after the others; it leaves once) — for its whole block: 1 block,
+ * at an exit lane 0 among the lanes leaving (lane 0 may leave alone, before
+ * or after the others; it leaves once) — for its whole block: 1 block,
  * ceil(threads / 32) warps, threads = blockDim.x * y * z — the block's warps
  * all run on warp 0's SM, so the per-SM rows are exact. The other warps
  * leave at once, having read nothing from memory (gdev_warpid() and
