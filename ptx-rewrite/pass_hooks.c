@@ -116,9 +116,9 @@ static int binds_at(const struct ptx_passes *ps, const struct gx_hook_binding *b
 	return bd->hook == hook || (bd->hook == GDEV_HOOK_BLOCK && ps->block_at == hook);
 }
 
-/* Do the kernel's warps wait for each other: a CTA barrier (bar, barrier;
- * not their .warp forms) or an mbarrier, in its body or in any function of
- * the module when it calls one. There warp 0's entry probe holds every warp
+/* Does the statement make a block's warps wait for each other: a CTA barrier
+ * (bar, barrier; not their .warp forms) or an mbarrier (blk_scan looks in the
+ * kernel and in what it calls). There warp 0's entry probe holds every warp
  * of its block at the first barrier: a block handler goes to the exit
  * sites instead, after the last barrier (GPU run 74: threadhist on a row
  * softmax of 4 warps +10 % at entry, +7.6 % at exit; Triton's softmax +7.0
