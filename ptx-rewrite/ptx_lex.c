@@ -323,6 +323,10 @@ static void raw_scan(struct ptx_lexer *lx, const struct ptx_tok *t, const char *
 	const char *start = lx->cur, *end = lx->end;
 	int depth = 0;
 	const char *p = start;
+	/* An expression ends at its last character of code: a comment after it
+	 * is not part of it (kept, `a // c` would be emitted as `a // c;`, the
+	 * statement's ';' commented out; found by fuzz_ptx) */
+	const char *code_end = start;
 	for (;;) {
 		if (p >= end) {
 			if (mode == 1)
@@ -333,6 +337,7 @@ static void raw_scan(struct ptx_lexer *lx, const struct ptx_tok *t, const char *
 		char c = *p;
 		if (c == '"') {
 			p = scan_string(lx, p);
+			code_end = p;
 			continue;
 		}
 		if (c == '/' && p + 1 < end && (p[1] == '/' || p[1] == '*')) {
@@ -369,10 +374,12 @@ static void raw_scan(struct ptx_lexer *lx, const struct ptx_tok *t, const char *
 				p++;
 			break;
 		}
+		if (c != ' ' && c != '\t' && c != '\r' && c != '\n')
+			code_end = p + 1;
 		p++;
 	}
 	*pp = start;
-	*np = (size_t)(p - start);
+	*np = (size_t)((mode == 1 ? code_end : p) - start);
 	trim(pp, np);
 	no_nul(lx, t, *pp, *np);
 	lx->cur = p;

@@ -237,6 +237,23 @@ static void test_module_structure(void)
 	ptx_module_free(m2);
 	gx_buf_free(&b1);
 	gx_buf_free(&b2);
+
+	/* An operand kept verbatim ends at its last character of code: a line
+	 * comment after it, then the ';' on the next line, was emitted as
+	 * `(r}//;` — the ';' commented out (fuzz_ptx) */
+	struct ptx_module *v = parse(".version 8.0\n.target sm_90\n.address_size 64\n"
+				     ".func o()\n{\n\tfoo (r} // note\n\t;\n\tret;\n}\n");
+	gx_buf_init(&b1);
+	gx_buf_init(&b2);
+	t1 = v ? emit_str(v, &b1) : "";
+	m2 = v ? parse(t1) : NULL;
+	t2 = m2 ? emit_str(m2, &b2) : "";
+	GX_CHECK(v && m2 && !strcmp(t1, t2) && strstr(t1, "\tfoo\t(r};\n") && !strstr(t1, "note"),
+		 "a verbatim operand before a comment: emitted without it, re-parsed alike");
+	ptx_module_free(m2);
+	ptx_module_free(v);
+	gx_buf_free(&b1);
+	gx_buf_free(&b2);
 out:
 	ptx_module_free(m);
 }
