@@ -109,11 +109,20 @@ static int addr_setup(struct ptx_passes *ps, const struct ptx_func *fn,
 	return c->failed ? gx_err(-ENOMEM) : 0;
 }
 
-/* A binding's handler goes to sites of kind `hook`: its own, or for a block
- * handler the kind this kernel's block_at chose. */
-static int binds_at(const struct ptx_passes *ps, const struct gx_hook_binding *bd, unsigned hook)
+/* Does binding bd put a handler in kernel fn (a function, a glob that takes
+ * fn's name)? */
+static int binds_kernel(const struct gx_hook_binding *bd, const struct ptx_func *fn)
 {
-	return bd->hook == hook || (bd->hook == GDEV_HOOK_BLOCK && ps->block_at == hook);
+	return bd->func && (!bd->kernel_glob || !fnmatch(bd->kernel_glob, fn->name, 0));
+}
+
+/* Does bd put a handler at fn's sites of kind `hook`: its own kind, or for a
+ * block handler the kind this kernel's block_at chose. */
+static int binds_at(const struct ptx_passes *ps, const struct gx_hook_binding *bd,
+		    const struct ptx_func *fn, unsigned hook)
+{
+	return (bd->hook == hook || (bd->hook == GDEV_HOOK_BLOCK && ps->block_at == hook)) &&
+	       binds_kernel(bd, fn);
 }
 
 /* Does the statement make a block's warps wait for each other: a CTA barrier
@@ -180,6 +189,16 @@ static unsigned block_site(struct ptx_module *m, struct ptx_func *fn)
 	return blk_scan(m, fn, 0) == BLK_SYNCS ? GDEV_HOOK_EXIT : GDEV_HOOK_ENTRY;
 }
 
+/* Does a block handler go into kernel fn at all (its placement is worked out
+ * and logged only then). */
+static int block_bound(const struct gx_ptx_rewrite_opts *o, const struct ptx_func *fn)
+{
+	for (size_t i = 0; i < o->nr_bindings; i++)
+		if (o->bindings[i].hook == GDEV_HOOK_BLOCK && binds_kernel(&o->bindings[i], fn))
+			return 1;
+	return 0;
+}
+
 /* Insert the sites for `hook` before pos (NULL: at the end): one per bound
  * handler, or the built-in one without a policy (pass_site.c). addr: the
  * address code or NULL (each site prints its own copy). */
@@ -193,9 +212,7 @@ static int add_sites(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt
 		return ptx_site_insert(ps, fn, pos, hook, NULL, kid, addr, info, guard, guard_neg);
 	for (size_t i = 0; i < o->nr_bindings; i++) {
 		const struct gx_hook_binding *bd = &o->bindings[i];
-		if (!binds_at(ps, bd, hook) || !bd->func)
-			continue;
-		if (bd->kernel_glob && fnmatch(bd->kernel_glob, fn->name, 0))
+		if (!binds_at(ps, bd, fn, hook))
 			continue;
 		int err = ptx_site_insert(ps, fn, pos, hook, ptx_link_name(ps, bd->func), kid, addr,
 					  info, guard, guard_neg);
@@ -268,8 +285,7 @@ static int all_entry_handlers(struct ptx_passes *ps, struct ptx_func *fn,
 	int any = 0;
 	for (size_t i = 0; i < o->nr_bindings; i++) {
 		const struct gx_hook_binding *bd = &o->bindings[i];
-		if (!binds_at(ps, bd, GDEV_HOOK_ENTRY) || !bd->func ||
-		    (bd->kernel_glob && fnmatch(bd->kernel_glob, fn->name, 0)))
+		if (!binds_at(ps, bd, fn, GDEV_HOOK_ENTRY))
 			continue;
 		int r = test(ps, fn, ptx_link_name(ps, bd->func));
 		if (r <= 0)
@@ -365,7 +381,8 @@ static int hook_func(struct ptx_passes *ps, struct ptx_func *fn)
 	int err;
 	unsigned skipped = 0;
 	ps->block_at = 0;
-	if ((hooks & GDEV_HOOK_BLOCK) && ps->ctx->opts->policy_ptx && fn->is_entry)
+	if ((hooks & GDEV_HOOK_BLOCK) && ps->ctx->opts->policy_ptx && fn->is_entry &&
+	    block_bound(ps->ctx->opts, fn))
 		ps->block_at = block_site(ps->m, fn);
 	if (ps->block_at == GDEV_HOOK_EXIT)
 		ptx_pass_log(ps->ctx, "hooks: %s: block handlers at its exits (its warps meet at barriers)",

@@ -217,6 +217,14 @@ if [ -s "$W/cur-threadhist.policy.ptx" ] &&
 		test "$(first_line "$W/block.ptx" calls_barrier red.global)" -gt "$(first_line "$W/block.ptx" calls_barrier st.global)"
 	no_shared_ctx block
 fi
+# A block binding with a kernel glob: only the kernels it names get a site,
+# and only their placement is worked out and logged.
+if [ -s "$W/cur-threadhist.policy.ptx" ] &&
+	rw block-glob --app $S/block_kernels.ptx --policy-ptx "$W/cur-threadhist.policy.ptx" --bind 'block:gxp_threadhist:calls_b*'; then
+	check "block with a kernel glob: only calls_barrier hooked and logged" \
+		test "$(red_per_kernel "$W/block-glob.ptx" | tr '\n' ' ')" = "calls_barrier 3 " -a \
+		"$(grep -c 'block handlers at its exits' "$W/block-glob.log")" = 1
+fi
 # The shipped object binds itself as a block probe (--policy): reduce.ptx's
 # kernels (bar.sync) at their exits, vadd's at its entry.
 if rw block-reduce --app tests/ptx-rewrite/golden-passes/reduce.ptx --policy "$BUILD/share/gpuext/tools/threadhist.bpf.o" &&
