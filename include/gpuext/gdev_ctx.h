@@ -44,9 +44,10 @@ enum gdev_hook {
 	 * the rewriter puts it at the kernel's entry site, or, in kernels whose
 	 * warps wait for each other (bar/barrier/mbarrier), at its exit sites —
 	 * after the last barrier, where warp 0 holds no other warp up. The
-	 * program runs as a probe's or a retprobe's and picks one lane itself:
-	 * warp 0 (ctx->warpid), lane 0 among the active lanes (ctx->active_mask
-	 * & 1) — thread 0 enters once and exits once (tools/threadhist.bpf.c). */
+	 * program runs as a probe's or a retprobe's (ctx->hook says which) and
+	 * picks one call itself: warp 0 (ctx->warpid), and at an exit lane 0
+	 * among the lanes leaving (ctx->active_mask & 1) — thread 0 enters once
+	 * and exits once (tools/threadhist.bpf.c). */
 	GDEV_HOOK_BLOCK = 1u << 7,
 };
 
