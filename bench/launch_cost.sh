@@ -37,8 +37,11 @@ count() { # tool rounds
 TOOLS=("$@")
 [ $# -gt 0 ] || TOOLS=("" threadhist kernelretsnoop)
 for tool in "${TOOLS[@]}"; do
-	read -r ia na < <(count "$tool" 4)
-	read -r ib nb < <(count "$tool" 12)
+	# command substitution, not < <(...): a failed run stops the script
+	a=$(count "$tool" 4)
+	b=$(count "$tool" 12)
+	read -r ia na <<<"$a"
+	read -r ib nb <<<"$b"
 	if [ "$nb" -le "$na" ]; then
 		echo "launch_cost ${tool:-none} 0 instructions per launch (no launch reached the shim's slow path)"
 		continue
