@@ -267,9 +267,7 @@ static int load_policy(const char *path, const char *app, size_t app_len,
 	size_t n = 0;
 	for (size_t i = 0; i < d->nr_progs; i++) {
 		const struct gx_pol_prog *pg = &d->progs[i];
-		if (!(pg->hook & (GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT | GDEV_HOOK_MEM |
-				  GDEV_HOOK_FENCE | GDEV_HOOK_SCHED_ENTER | GDEV_HOOK_SCHED_EXIT |
-				  GDEV_HOOK_SCHED_STEAL | GDEV_HOOK_BLOCK)))
+		if (!(pg->hook & GDEV_HOOKS_DEVICE))
 			continue; /* not a device hook */
 		bd[n++] = (struct gx_hook_binding){pg->hook, pg->glob[0] ? pg->glob : NULL, pg->func};
 		opts->hooks |= pg->hook;

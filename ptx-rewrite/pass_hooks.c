@@ -449,8 +449,7 @@ static int reserved(const struct ptx_module *m, const char *name)
 int ptx_pass_hooks(struct ptx_passes *ps)
 {
 	struct ptx_module *m = ps->m;
-	if (!(ps->ctx->opts->hooks & (GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT | GDEV_HOOK_MEM |
-				       GDEV_HOOK_FENCE | GDEV_HOOK_BLOCK)))
+	if (!(ps->ctx->opts->hooks & GDEV_HOOKS_SITE))
 		return 0;
 	ptx_for_each_item(m, it) {
 		if (it->kind != PTX_ITEM_FUNC || !it->func.has_body || reserved(m, it->func.name))

@@ -80,7 +80,7 @@ const char *ptx_tramp_get(struct ptx_passes *ps, unsigned hook, const char *func
 	t->hook = hook;
 	t->func = func;
 	t->virt = virt;
-	t->sched = !!(hook & (GDEV_HOOK_SCHED_ENTER | GDEV_HOOK_SCHED_EXIT | GDEV_HOOK_SCHED_STEAL));
+	t->sched = !!(hook & GDEV_HOOKS_SCHED);
 	t->stub = stub;
 	t->name = ptx_sprintf(m, "%s_tramp_%s_%zu%s", m->fresh_prefix, ptx_hook_name(hook),
 			      ps->nr_tramps, virt ? "_v" : "");

@@ -51,6 +51,15 @@ enum gdev_hook {
 	GDEV_HOOK_BLOCK = 1u << 7,
 };
 
+/* The hooks the rewriter places at sites of a kernel's own code, and those of
+ * the persistent-worker loop: together, every hook a device program binds.
+ * A new hook kind joins one of these, so that callers testing "is this a
+ * device hook" need not list the kinds themselves. */
+#define GDEV_HOOKS_SITE                                                                            \
+	(GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT | GDEV_HOOK_MEM | GDEV_HOOK_FENCE | GDEV_HOOK_BLOCK)
+#define GDEV_HOOKS_SCHED (GDEV_HOOK_SCHED_ENTER | GDEV_HOOK_SCHED_EXIT | GDEV_HOOK_SCHED_STEAL)
+#define GDEV_HOOKS_DEVICE (GDEV_HOOKS_SITE | GDEV_HOOKS_SCHED)
+
 /* Memory operation kinds for GDEV_HOOK_MEM. */
 enum gdev_mem_op {
 	GDEV_MEM_LOAD = 1,
