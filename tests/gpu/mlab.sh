@@ -147,13 +147,35 @@ cals = [cb for c in cfgs for _, cb in res[c][3]]
 fastcal = min(cals) * 1.15 if cals else None
 fastof = lambda nt: [tm for tm, cb in nt if fastcal and cb <= fastcal]
 nb = statistics.median(fastof(res['native'][3])) if fastof(res['native'][3]) else None
+# All processes, like with like: a line per configuration through its
+# (calib, time) points with one slope shared by all configurations (the host
+# work is the same Python in each; only the intercept may differ), each read
+# at the workload's fastest calibration. Uses every process, not only the
+# few that drew full speed; None when the calibrations do not spread.
+def shared_fit():
+    pts = {c: res[c][3] for c in cfgs if len(res[c][3]) >= 2}
+    if 'native' not in pts or not cals:
+        return {}
+    mean = lambda v: sum(v) / len(v)
+    sxy = sxx = 0.0
+    for nt in pts.values():
+        mx, my = mean([cb for _, cb in nt]), mean([tm for tm, _ in nt])
+        sxy += sum((cb - mx) * (tm - my) for tm, cb in nt)
+        sxx += sum((cb - mx) ** 2 for _, cb in nt)
+    if sxx <= 0:
+        return {}
+    b, x0 = sxy / sxx, min(cals)
+    return {c: mean([tm for tm, _ in nt]) + b * (x0 - mean([cb for _, cb in nt])) for c, nt in pts.items()}
+fit = shared_fit()
+fbn = fit.get('native')
 print('| %s | config | processes | ms, fastest process (vs native) | ms, median of processes (vs native) | spread min..max | '
-      'calib ms min..max | at full host speed: processes, median ms (vs native) | kernels: us (vs native) | regs |' % name)
-print('|---|---|---|---|---|---|---|---|---|---|')
+      'calib ms min..max | at full host speed: processes, median ms (vs native) | fit at full host speed, ms (vs native) | '
+      'kernels: us (vs native) | regs |' % name)
+print('|---|---|---|---|---|---|---|---|---|---|---|')
 for c in cfgs:
     t, k, regs, nt = res[c]
     if not t:
-        print('| %s | %s | 0 | ? | | | | | | |' % (name, what[c]))
+        print('| %s | %s | 0 | ? | | | | | | | |' % (name, what[c]))
         continue
     med, fast = statistics.median(t), min(t)
     ft = fastof(nt)
@@ -161,17 +183,19 @@ for c in cfgs:
     ks = ', '.join('%s %.2f%s' % (kn, us, (' (%+.1f %%)' % (100 * (us / bk[kn] - 1))) if c != 'native' and bk.get(kn) else '')
                    for kn, us in k.items())
     rel = lambda v, b: ' (%+.1f %%)' % (100 * (v / b - 1)) if b and c != 'native' else ''
-    print('| %s | %s | %d | %.2f%s | %.2f%s | %.2f..%.2f | %s | %d%s | %s | %s |' % (
+    print('| %s | %s | %d | %.2f%s | %.2f%s | %.2f..%.2f | %s | %d%s | %s | %s | %s |' % (
         name, what[c], len(t), fast, rel(fast, fbase), med, rel(med, base), min(t), max(t),
         '%.1f..%.1f' % (min(cb for _, cb in nt), max(cb for _, cb in nt)) if nt else '?',
         len(ft), ', %.2f%s' % (fmed, rel(fmed, nb)) if fmed else '',
+        '%.2f%s' % (fit[c], rel(fit[c], fbn)) if c in fit else '?',
         ks, ' '.join('%s:%s' % kv for kv in regs.items())))
     if c == 'th' and fbase:
         ov, ovm = 100 * (fast / fbase - 1), 100 * (med / base - 1)
         print('%s - mlab: %s under threadhist %+.1f %% vs native after warm-up, fastest processes (goal <= 3 %%; '
-              'medians %+.1f %%; at full host speed %s; %d processes each)' % (
+              'medians %+.1f %%; at full host speed %s; fit at full host speed %s; %d processes each)' % (
                   'ok' if ov <= 3 else 'not ok', name, ov, ovm,
-                  '%+.1f %%' % (100 * (fmed / nb - 1)) if fmed and nb else 'no pair', len(t)))
+                  '%+.1f %%' % (100 * (fmed / nb - 1)) if fmed and nb else 'no pair',
+                  '%+.1f %%' % (100 * (fit['th'] / fbn - 1)) if 'th' in fit and fbn else 'none', len(t)))
 ref = sums.get('native', set())
 for c in cfgs:
     if c == 'native':
