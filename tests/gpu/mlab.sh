@@ -151,21 +151,20 @@ nb = statistics.median(fastof(res['native'][3])) if fastof(res['native'][3]) els
 # (calib, time) points with one slope shared by all configurations (the host
 # work is the same Python in each; only the intercept may differ), each read
 # at the workload's fastest calibration. Uses every process, not only the
-# few that drew full speed; None when the calibrations do not spread.
+# few that drew full speed; empty when native has no two processes or the
+# calibrations do not spread.
 def shared_fit():
     pts = {c: res[c][3] for c in cfgs if len(res[c][3]) >= 2}
-    if 'native' not in pts or not cals:
+    if 'native' not in pts:
         return {}
-    mean = lambda v: sum(v) / len(v)
-    sxy = sxx = 0.0
-    for nt in pts.values():
-        mx, my = mean([cb for _, cb in nt]), mean([tm for tm, _ in nt])
-        sxy += sum((cb - mx) * (tm - my) for tm, cb in nt)
-        sxx += sum((cb - mx) ** 2 for _, cb in nt)
+    # each configuration's centre: (mean calib, mean time)
+    ctr = {c: (statistics.fmean(cb for _, cb in nt), statistics.fmean(tm for tm, _ in nt)) for c, nt in pts.items()}
+    sxy = sum((cb - ctr[c][0]) * (tm - ctr[c][1]) for c, nt in pts.items() for tm, cb in nt)
+    sxx = sum((cb - ctr[c][0]) ** 2 for c, nt in pts.items() for _, cb in nt)
     if sxx <= 0:
         return {}
     b, x0 = sxy / sxx, min(cals)
-    return {c: mean([tm for tm, _ in nt]) + b * (x0 - mean([cb for _, cb in nt])) for c, nt in pts.items()}
+    return {c: my + b * (x0 - mx) for c, (mx, my) in ctr.items()}
 fit = shared_fit()
 fbn = fit.get('native')
 print('| %s | config | processes | ms, fastest process (vs native) | ms, median of processes (vs native) | spread min..max | '
