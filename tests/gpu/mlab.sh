@@ -27,6 +27,10 @@
 # pinned nothing, and its Triton processes still ran 7.9 or 9.5 ms per pass,
 # each the whole of its life). Goal lines: threadhist within 3 % of native for the
 # compiled workloads (Triton, CuPy, JAX). MLAB_ONLY=regex picks workloads;
+# Each timed pass runs on the CPU that is fastest at that moment
+# (steady.py's STEADY_CPU=fastest; MLAB_CPU= turns it off): the machine's
+# CPUs change speed over seconds (run 78's hostspeed), and without it most
+# processes of either configuration ran at half host speed.
 # MLAB_ENV="VAR=value ..." is added to every process's environment (e.g. the
 # setting tests/gpu/hostspeed.sh finds to keep processes at one host speed).
 set -u
@@ -78,7 +82,7 @@ for name in triton cupy jax; do
 			mkdir -p "$c" "$W/shm-$name-$cfg"
 			f=$L/$name.$cfg.$r
 			# shellcheck disable=SC2086 # MLAB_ENV: words, each VAR=value
-			set -- "${PIN[@]}" env ${MLAB_ENV:-} TRITON_CACHE_DIR="$c/triton" CUPY_CACHE_DIR="$c/cupy" JAX_COMPILATION_CACHE_DIR="$c/jax" \
+			set -- "${PIN[@]}" env STEADY_CPU="${MLAB_CPU-fastest}" ${MLAB_ENV:-} TRITON_CACHE_DIR="$c/triton" CUPY_CACHE_DIR="$c/cupy" JAX_COMPILATION_CACHE_DIR="$c/jax" \
 				GPUEXT_SHM_DIR="$W/shm-$name-$cfg"
 			case $cfg in
 			native) "$@" timeout 240 python3 "$py" ;;
