@@ -27,10 +27,6 @@
 # pinned nothing, and its Triton processes still ran 7.9 or 9.5 ms per pass,
 # each the whole of its life). Goal lines: threadhist within 3 % of native for the
 # compiled workloads (Triton, CuPy, JAX). MLAB_ONLY=regex picks workloads;
-# Each timed pass runs on the CPU that is fastest at that moment
-# (steady.py's STEADY_CPU=fastest; MLAB_CPU= turns it off): the machine's
-# CPUs change speed over seconds (run 78's hostspeed), and without it most
-# processes of either configuration ran at half host speed.
 # MLAB_ENV="VAR=value ..." is added to every process's environment (e.g. the
 # setting tests/gpu/hostspeed.sh finds to keep processes at one host speed).
 set -u
@@ -82,7 +78,7 @@ for name in triton cupy jax; do
 			mkdir -p "$c" "$W/shm-$name-$cfg"
 			f=$L/$name.$cfg.$r
 			# shellcheck disable=SC2086 # MLAB_ENV: words, each VAR=value
-			set -- "${PIN[@]}" env STEADY_CPU="${MLAB_CPU-fastest}" ${MLAB_ENV:-} TRITON_CACHE_DIR="$c/triton" CUPY_CACHE_DIR="$c/cupy" JAX_COMPILATION_CACHE_DIR="$c/jax" \
+			set -- "${PIN[@]}" env ${MLAB_ENV:-} TRITON_CACHE_DIR="$c/triton" CUPY_CACHE_DIR="$c/cupy" JAX_COMPILATION_CACHE_DIR="$c/jax" \
 				GPUEXT_SHM_DIR="$W/shm-$name-$cfg"
 			case $cfg in
 			native) "$@" timeout 240 python3 "$py" ;;
@@ -111,11 +107,15 @@ def rd(p):
 what = {'native': 'native', 'shim': 'the shim, no tool', 'th_cubin': 'threadhist, CuPy compiling to cubins (its kernels not hooked)', 'jflags': 'native, XLA compiling through ptxas', 'th': 'threadhist', 'thp': 'threadhist --ptxas',
         'stub': 'empty entry call (route only)', 'stubp': 'built-in probe reading the context (no map)', 'th_nolt': 'threadhist, launch timing off',
         'th_drain': 'threadhist, drained every 1 s (not 20 ms)'}
-res, sums = {}, {}
+res, sums, passes = {}, {}, {}
 for c in cfgs:
-    t, k, regs, nt = [], {}, {}, []
+    t, k, regs, nt, pp = [], {}, {}, [], []
     for r in range(1, R + 1):
         o = rd('%s/%s.%s.%d.out' % (L, name, c, r))
+        pt = re.search(r'^time_ms_all (.*)$', o, re.M)
+        pc = re.search(r'^calib_ms_all (.*)$', o, re.M)
+        if pt and pc:
+            pp.extend((float(a), float(b)) for a, b in zip(pt.group(1).split(), pc.group(1).split()))
         m = re.search(r'^time_ms ([0-9.]+)', o, re.M)
         if m:
             t.append(float(m.group(1)))
@@ -130,6 +130,7 @@ for c in cfgs:
         if m:
             sums.setdefault(c, set()).add(m.group(1))
     res[c] = (t, {kn: statistics.median(v) for kn, v in k.items()}, regs, nt)
+    passes[c] = pp
 # Processes run in one of two modes for their whole life, whatever the
 # configuration: native CuPy processes pinned to one core ran 33-51 ms per
 # pass, two on the same core 34 and 52 (bench/results/2026-12-04-gpu-run62.md).
@@ -171,14 +172,22 @@ def shared_fit():
     return {c: my + b * (x0 - mx) for c, (mx, my) in ctr.items()}
 fit = shared_fit()
 fbn = fit.get('native')
+# Passes, like with like (run 79): the host speed changes within a process
+# too (calibrations 5..12 ms from pass to pass of one process, whichever CPU
+# it ran on), so each pass's own calibration tells whether it ran at full
+# host speed (within 15 % of the workload's fastest pass calibration); the
+# median of such passes per configuration, 15-25 of 49 in run 79.
+pcal = [cb for c in cfgs for _, cb in passes[c]]
+pfast = lambda c: [tm for tm, cb in passes[c] if cb <= min(pcal) * 1.15] if pcal else []
+pnb = statistics.median(pfast('native')) if pfast('native') else None
 print('| %s | config | processes | ms, fastest process (vs native) | ms, median of processes (vs native) | spread min..max | '
       'calib ms min..max | at full host speed: processes, median ms (vs native) | fit at full host speed, ms (vs native) | '
-      'kernels: us (vs native) | regs |' % name)
-print('|---|---|---|---|---|---|---|---|---|---|---|')
+      'full-speed passes: n, median ms (vs native) | kernels: us (vs native) | regs |' % name)
+print('|---|---|---|---|---|---|---|---|---|---|---|---|')
 for c in cfgs:
     t, k, regs, nt = res[c]
     if not t:
-        print('| %s | %s | 0 | ? | | | | | | | |' % (name, what[c]))
+        print('| %s | %s | 0 | ? | | | | | | | | |' % (name, what[c]))
         continue
     med, fast = statistics.median(t), min(t)
     ft = fastof(nt)
@@ -186,19 +195,23 @@ for c in cfgs:
     ks = ', '.join('%s %.2f%s' % (kn, us, (' (%+.1f %%)' % (100 * (us / bk[kn] - 1))) if c != 'native' and bk.get(kn) else '')
                    for kn, us in k.items())
     rel = lambda v, b: ' (%+.1f %%)' % (100 * (v / b - 1)) if b and c != 'native' else ''
-    print('| %s | %s | %d | %.2f%s | %.2f%s | %.2f..%.2f | %s | %d%s | %s | %s | %s |' % (
+    pf = pfast(c)
+    pmed = statistics.median(pf) if pf else None
+    print('| %s | %s | %d | %.2f%s | %.2f%s | %.2f..%.2f | %s | %d%s | %s | %s | %s | %s |' % (
         name, what[c], len(t), fast, rel(fast, fbase), med, rel(med, base), min(t), max(t),
         '%.1f..%.1f' % (min(cb for _, cb in nt), max(cb for _, cb in nt)) if nt else '?',
         len(ft), ', %.2f%s' % (fmed, rel(fmed, nb)) if fmed else '',
         '%.2f%s' % (fit[c], rel(fit[c], fbn)) if c in fit else '?',
+        '%d, %.2f%s' % (len(pf), pmed, rel(pmed, pnb)) if pmed else '0',
         ks, ' '.join('%s:%s' % kv for kv in regs.items())))
     if c == 'th' and fbase:
         ov, ovm = 100 * (fast / fbase - 1), 100 * (med / base - 1)
         print('%s - mlab: %s under threadhist %+.1f %% vs native after warm-up, fastest processes (goal <= 3 %%; '
-              'medians %+.1f %%; at full host speed %s; fit at full host speed %s; %d processes each)' % (
+              'medians %+.1f %%; at full host speed %s; fit at full host speed %s; full-speed passes %s; %d processes each)' % (
                   'ok' if ov <= 3 else 'not ok', name, ov, ovm,
                   '%+.1f %%' % (100 * (fmed / nb - 1)) if fmed and nb else 'no pair',
-                  '%+.1f %%' % (100 * (fit['th'] / fbn - 1)) if 'th' in fit and fbn else 'none', len(t)))
+                  '%+.1f %%' % (100 * (fit['th'] / fbn - 1)) if 'th' in fit and fbn else 'none',
+                  '%+.1f %%' % (100 * (pmed / pnb - 1)) if pmed and pnb else 'no pair', len(t)))
 ref = sums.get('native', set())
 for c in cfgs:
     if c == 'native':

@@ -11,9 +11,8 @@ layout), so each pass is preceded by a fixed CPU-only Python workload
 (calib(): dictionary and string work, no GPU, no CUDA call, so the shim
 cannot reach it) and its median is printed as `calib_ms`: mlab also compares
 the processes that ran at full host speed (calibration within 1.15x of the
-workload's fastest). Run 78 found the cause: the speed belongs to the CPU
-at the time, so with STEADY_CPU=fastest each pass moves to the CPU that is
-fastest right then (fastest_cpu())."""
+workload's fastest), and each pass's calibration as `calib_ms_all`, so
+that mlab can compare the passes that ran at full host speed."""
 import os, statistics, time
 
 
@@ -31,53 +30,11 @@ def calib():
     return (time.perf_counter() - t0) * 1e3
 
 
-# The CPUs this process may use, taken before any pinning narrows them.
-_ALLOWED = sorted(os.sched_getaffinity(0))
-
-
-def fastest_cpu():
-    """Move this thread to the CPU that runs Python fastest right now and
-    return it. The GPU machine's CPUs change speed over seconds (one pinned
-    CPU ran a fixed workload in 5.2 ms for ~15 s, then in 10.2 ms:
-    bench/results/2026-12-05-gpu-run78.md), and an idle machine's scheduler
-    leaves a process on its CPU, so a process drew one speed for its life.
-    Picking before each pass puts every configuration's passes on a
-    full-speed CPU alike. Only this thread moves (threads started earlier,
-    such as a tool's drain thread, keep theirs)."""
-    best, best_t = None, None
-    for c in _ALLOWED:
-        try:
-            os.sched_setaffinity(0, {c})
-        except OSError:
-            continue
-        t = min(_probe() for _ in range(2))
-        if best_t is None or t < best_t:
-            best, best_t = c, t
-    if best is not None:
-        os.sched_setaffinity(0, {best})
-    return best
-
-
-def _probe():
-    """A sixth of calib(): enough to tell a full-speed CPU from a half-speed one."""
-    t0 = time.perf_counter()
-    s = 0
-    for _ in range(4):
-        for k, v in _CALIB.items():
-            s += len(v) + (k & 7)
-    return time.perf_counter() - t0
-
-
 def steady(round_fn, sync, iters, reps=None):
-    """STEADY_CPU=fastest (mlab sets it): each pass on fastest_cpu()'s pick,
-    printed as `cpus`."""
     reps = reps or int(os.environ.get('REPS', '7'))
-    pick = os.environ.get('STEADY_CPU') == 'fastest' and len(_ALLOWED) > 1
-    times, cal, cpus = [], [], []
+    times, cal = [], []
     for _ in range(reps):
         sync()
-        if pick:
-            cpus.append(fastest_cpu())
         cal.append(calib())
         t0 = time.perf_counter()
         for _ in range(iters):
@@ -88,8 +45,6 @@ def steady(round_fn, sync, iters, reps=None):
     print('time_ms_all ' + ' '.join('%.3f' % t for t in times))
     print('calib_ms %.3f' % statistics.median(cal))
     print('calib_ms_all ' + ' '.join('%.3f' % c for c in cal))
-    if cpus:
-        print('cpus ' + ' '.join(str(c) for c in cpus))
 
 
 def kernel_times(kernels, event, elapsed_ms, sync, gate, launches=50, reps=11):
