@@ -149,9 +149,14 @@ bk = res['native'][1]
 # host speed (calib within 15 % of the workload's fastest): like with like,
 # when both configurations have such processes.
 cals = [cb for c in cfgs for _, cb in res[c][3]]
-fastcal = min(cals) * 1.15 if cals else None
-fastof = lambda nt: [tm for tm, cb in nt if fastcal and cb <= fastcal]
-nb = statistics.median(fastof(res['native'][3])) if fastof(res['native'][3]) else None
+# the times of the (time, calib) pairs with a calibration within 15 % of the
+# fastest of cals: processes here, passes below
+def full_speed_of(cals):
+    lim = min(cals) * 1.15 if cals else 0
+    return lambda pairs: [tm for tm, cb in pairs if cb <= lim]
+median_or_none = lambda v: statistics.median(v) if v else None
+fastof = full_speed_of(cals)
+nb = median_or_none(fastof(res['native'][3]))
 # All processes, like with like: a line per configuration through its
 # (calib, time) points with one slope shared by all configurations (the host
 # work is the same Python in each; only the intercept may differ), each read
@@ -177,9 +182,8 @@ fbn = fit.get('native')
 # it ran on), so each pass's own calibration tells whether it ran at full
 # host speed (within 15 % of the workload's fastest pass calibration); the
 # median of such passes per configuration, 15-25 of 49 in run 79.
-pcal = [cb for c in cfgs for _, cb in passes[c]]
-pfast = lambda c: [tm for tm, cb in passes[c] if cb <= min(pcal) * 1.15] if pcal else []
-pnb = statistics.median(pfast('native')) if pfast('native') else None
+pfastof = full_speed_of([cb for c in cfgs for _, cb in passes[c]])
+pnb = median_or_none(pfastof(passes['native']))
 print('| %s | config | processes | ms, fastest process (vs native) | ms, median of processes (vs native) | spread min..max | '
       'calib ms min..max | at full host speed: processes, median ms (vs native) | fit at full host speed, ms (vs native) | '
       'full-speed passes: n, median ms (vs native) | kernels: us (vs native) | regs |' % name)
@@ -191,12 +195,12 @@ for c in cfgs:
         continue
     med, fast = statistics.median(t), min(t)
     ft = fastof(nt)
-    fmed = statistics.median(ft) if ft else None
+    fmed = median_or_none(ft)
     ks = ', '.join('%s %.2f%s' % (kn, us, (' (%+.1f %%)' % (100 * (us / bk[kn] - 1))) if c != 'native' and bk.get(kn) else '')
                    for kn, us in k.items())
     rel = lambda v, b: ' (%+.1f %%)' % (100 * (v / b - 1)) if b and c != 'native' else ''
-    pf = pfast(c)
-    pmed = statistics.median(pf) if pf else None
+    pf = pfastof(passes[c])
+    pmed = median_or_none(pf)
     print('| %s | %s | %d | %.2f%s | %.2f%s | %.2f..%.2f | %s | %d%s | %s | %s | %s | %s |' % (
         name, what[c], len(t), fast, rel(fast, fbase), med, rel(med, base), min(t), max(t),
         '%.1f..%.1f' % (min(cb for _, cb in nt), max(cb for _, cb in nt)) if nt else '?',
