@@ -38,10 +38,12 @@ struct gx_lt {
 	uint64_t gpu_ns, gpu_ns_instr; /* harvested so far: all, instrumented */
 };
 #define GX_LT_FIRST 8  /* launches of each kernel always timed */
-#define GX_LT_EVERY 64 /* then one in this many (GPUEXT_LAUNCH_TIMES) */
+#define GX_LT_EVERY 64 /* then one in this many (GPUEXT_LAUNCH_TIMES) ... */
+#define GX_LT_GAP_NS 20000000ull /* ... at most one per kernel in this time */
 unsigned gx_lt_every(void); /* GPUEXT_LAUNCH_TIMES: 0 none, 1 all, N one in N */
-/* Is the kernel's nth launch (from 1) timed? */
-bool gx_lt_sampled(uint64_t nth);
+/* Is the kernel's nth launch (from 1), at host time now_ns, timed? *last_ns:
+ * when the kernel's last sampled launch was (updated when this one is). */
+bool gx_lt_sampled(uint64_t nth, uint64_t now_ns, uint64_t *last_ns);
 int gx_lt_init(struct gx_lt *lt, CUstream own);
 /* Before the launch: a pair with its start recorded on `stream`, or -1
  * (timing off, stream being captured, no free pair, driver error). */

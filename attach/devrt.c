@@ -108,6 +108,7 @@ struct fn_seen {
 struct kname_seen {
 	uint64_t kid;
 	uint64_t launches; /* so far, for the timing sample */
+	uint64_t lt_last_ns; /* when its last sampled launch was */
 	UT_hash_handle hh;
 };
 static struct mod_seen *mods_seen;
@@ -852,10 +853,11 @@ static void on_launch(struct ctxst *st, const struct gx_launch_event *l)
 	o->st = st;
 	o->seq = ++launch_seq;
 	o->instr = instr;
-	o->slot = k && gx_lt_sampled(++k->launches) ? gx_lt_start(&st->lt, l->stream) : -1;
+	uint64_t now = now_ns();
+	o->slot = k && gx_lt_sampled(++k->launches, now, &k->lt_last_ns) ? gx_lt_start(&st->lt, l->stream) : -1;
 	nr_launches++;
 	nr_instr += instr;
-	log_launch(st, l, kid, now_ns(), o->seq,
+	log_launch(st, l, kid, now, o->seq,
 		   (instr ? GX_TEV_L_INSTRUMENTED : 0) | (o->slot >= 0 ? GX_TEV_L_TIMED : 0));
 }
 

@@ -16,7 +16,8 @@
  * Measured on the H200 with every launch timed, that was ~15 us per launch
  * of a launch-bound program (+50 % for PyTorch eager), so launches are
  * sampled: the first GX_LT_FIRST launches of each kernel, then one in
- * GPUEXT_LAUNCH_TIMES (default 64; 1: every launch; 0: none); the reports
+ * GPUEXT_LAUNCH_TIMES (default 64; 1: every launch; 0: none) but at most one
+ * per kernel every GX_LT_GAP_NS (gx_lt_sampled); the reports
  * scale each kernel's timed mean to all its launches. Pairs are pooled per
  * context (at most GX_LT_MAX in flight; beyond that launches go untimed and
  * are counted). Everything here runs under the device runtime's lock. */
@@ -46,10 +47,23 @@ unsigned gx_lt_every(void)
 	return (unsigned)every;
 }
 
-bool gx_lt_sampled(uint64_t nth)
+/* Past a kernel's first launches, one in `every` and at most one per
+ * GX_LT_GAP_NS: a pair costs the GPU ~10 us between kernels back to back
+ * (two timestamps where the next kernel would have started; run 81: matmul's
+ * 6.9 us +2.5 points with one in 64 timed), so a kernel launched every 50 us
+ * paid ~1.5 % at one in 64. The gap bounds it by time whatever the launch
+ * rate (at most 50 pairs per second per kernel: ~0.05 % each), and the sample stays
+ * periodic per kernel, so its mean is still the kernel's. Every launch
+ * (GPUEXT_LAUNCH_TIMES=1) is what was asked: no gap. */
+bool gx_lt_sampled(uint64_t nth, uint64_t now_ns, uint64_t *last_ns)
 {
 	unsigned every = gx_lt_every();
-	return every && (nth <= GX_LT_FIRST || nth % every == 0);
+	if (!every)
+		return false;
+	if (every > 1 && nth > GX_LT_FIRST && (nth % every || now_ns - *last_ns < GX_LT_GAP_NS))
+		return false;
+	*last_ns = now_ns;
+	return true;
 }
 
 int gx_lt_init(struct gx_lt *lt, CUstream own)

@@ -75,13 +75,22 @@ struct gx_ptx_kregs {
  * transform had (pass_persistent.c elides it where nothing needs it). */
 #define GX_PTX_F_UNIT_BARRIER 8u
 
+/* A/B only: block handlers at every kernel's entry, or at every kernel's
+ * exits, instead of the placement rule's choice (barriers: exits). */
+#define GX_PTX_F_BLOCK_ENTRY 32u
+#define GX_PTX_F_BLOCK_EXIT 64u
+
 /* The switches the callers (shim, CLI) take from the environment:
- * GX_PTX_RECONVERGE=0 and GX_PTX_ENTRY_TOP=1 (any value but "" and "0"). */
+ * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0") and
+ * GX_PTX_BLOCK_SITE=entry|exit. */
 static inline unsigned gx_ptx_flags_from_env(void)
 {
 	const char *rc = getenv("GX_PTX_RECONVERGE"), *top = getenv("GX_PTX_ENTRY_TOP");
+	const char *bs = getenv("GX_PTX_BLOCK_SITE");
 	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) |
-	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0);
+	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |
+	       (bs && !strcmp(bs, "entry") ? GX_PTX_F_BLOCK_ENTRY : 0) |
+	       (bs && !strcmp(bs, "exit") ? GX_PTX_F_BLOCK_EXIT : 0);
 }
 
 /* Built-in handlers for hooks without a policy (measurements and tests). */

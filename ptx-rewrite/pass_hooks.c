@@ -383,10 +383,13 @@ static int hook_func(struct ptx_passes *ps, struct ptx_func *fn)
 	ps->block_at = 0;
 	if ((hooks & GDEV_HOOK_BLOCK) && ps->ctx->opts->policy_ptx && fn->is_entry &&
 	    block_bound(ps->ctx->opts, fn))
-		ps->block_at = block_site(ps->m, fn);
+		ps->block_at = ps->ctx->opts->flags & GX_PTX_F_BLOCK_ENTRY ? GDEV_HOOK_ENTRY :
+			       ps->ctx->opts->flags & GX_PTX_F_BLOCK_EXIT  ? GDEV_HOOK_EXIT :
+									     block_site(ps->m, fn);
 	if (ps->block_at == GDEV_HOOK_EXIT)
-		ptx_pass_log(ps->ctx, "hooks: %s: block handlers at its exits (its warps meet at barriers)",
-			     fn->name);
+		ptx_pass_log(ps->ctx, "hooks: %s: block handlers at its exits (%s)", fn->name,
+			     ps->ctx->opts->flags & GX_PTX_F_BLOCK_EXIT ? "GX_PTX_BLOCK_SITE=exit"
+									: "its warps meet at barriers");
 	unsigned site_hooks = hooks | ps->block_at;
 	ptx_for_each_stmt(fn, s, nxt) {
 		if (s->kind != PTX_STMT_INSN)

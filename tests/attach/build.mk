@@ -3,6 +3,8 @@
 T_ATT := $(BUILD)/tests/attach
 $(T_ATT)/test_pcache: $(call objs,tests/attach/test_pcache.c) $(ATTACH_LIB) $(COMMON_LIB)
 	$(link)
+$(T_ATT)/test_lt_sample: $(call objs,tests/attach/test_lt_sample.c attach/launches.c) $(COMMON_LIB)
+	$(link)
 
 # The shim's fake driver plus fakedev.c (device memory semantics).
 ATTACH_FAKE := $(T_ATT)/fakecuda/libcuda.so.1
@@ -13,8 +15,8 @@ $(ATTACH_FAKE): tests/shim/fakecuda/fake.c $(BUILD)/gen/fakecuda/fake_gen.c test
 $(T_ATT)/attach_app: $(call objs,tests/attach/attach_app.c) $(COMMON_LIB)
 	$(call link,-L$(STUB_LDIR) -lcuda -ldl)
 
-TEST_BINS += $(T_ATT)/test_pcache $(ATTACH_FAKE) $(T_ATT)/attach_app
-TESTS     += $(T_ATT)/test_pcache tests/attach/test_attach.sh tests/attach/test_attach_cache.sh
+TEST_BINS += $(T_ATT)/test_pcache $(T_ATT)/test_lt_sample $(ATTACH_FAKE) $(T_ATT)/attach_app
+TESTS     += $(T_ATT)/test_pcache $(T_ATT)/test_lt_sample tests/attach/test_attach.sh tests/attach/test_attach_cache.sh
 
 # The policy cache's entries under libFuzzer (`make test` runs it a few
 # seconds; `make fuzz` for GX_FUZZ_TIME).

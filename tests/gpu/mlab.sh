@@ -15,7 +15,11 @@
 # compiler's own ptxas call goes through gpuext-ptxas); stub (the default
 # route with an empty call at kernel entry instead of the tool: the route's
 # own cost); stubp (a built-in handler reading the whole context, no map:
-# the hook without threadhist's map update); threadhist with launch timing off (GPUEXT_LAUNCH_TIMES=0: the
+# the hook without threadhist's map update); empty (bench/empty_probe.bpf.o as a
+# --policy: the device runtime's host side per launch, launch timing
+# included, with hooks that compile to nothing); th_entry / th_exit (threadhist
+# with its block probe at every kernel's entry / exits, GX_PTX_BLOCK_SITE,
+# against the placement rule's choice); threadhist with launch timing off (GPUEXT_LAUNCH_TIMES=0: the
 # host side's share); threadhist drained once a second instead of every 20 ms
 # (the drain thread's share); shim (gpuext-run with no tool: the forwarding
 # alone); th_cubin (CuPy: threadhist with CuPy's own kernels left as cubins,
@@ -35,7 +39,7 @@ PART=mlab
 . "$(dirname "$0")/ml/env.sh"
 R=${MLAB_ROUNDS:-7}
 declare -A PY=([triton]=triton_kernels.py [cupy]=cupy_default.py [jax]=jax_grad.py)
-# by default the goal's configurations; the diagnostic ones (thp stub stubp th_nolt th_drain shim th_cubin jflags) on
+# by default the goal's configurations; the diagnostic ones (thp stub stubp empty th_entry th_exit th_nolt th_drain shim th_cubin jflags) on
 # request through MLAB_CFGS_<workload>
 declare -A CFGS=([triton]="native th" [cupy]="native th" [jax]="native th")
 # MLAB_CFGS_<workload>="native th ..." picks that workload's configurations
@@ -90,6 +94,9 @@ for name in triton cupy jax; do
 			thp) "$@" timeout 240 "$RUN" --ptxas --tool threadhist -- python3 "$py" ;;
 			stub) "$@" GPUEXT_HOOKS=entry GPUEXT_STUBS=call timeout 240 "$RUN" -- python3 "$py" ;;
 			stubp) "$@" GPUEXT_HOOKS=entry GPUEXT_STUBS=probe timeout 240 "$RUN" -- python3 "$py" ;;
+			empty) "$@" timeout 240 "$RUN" --policy "$B/bench/empty_probe.bpf.o" -- python3 "$py" ;;
+			th_entry) "$@" GX_PTX_BLOCK_SITE=entry timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
+			th_exit) "$@" GX_PTX_BLOCK_SITE=exit timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
 			th_nolt) "$@" GPUEXT_LAUNCH_TIMES=0 timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
 			th_drain) "$@" GPUEXT_FLUSH_MS=1000 timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
 			esac >"$f.out" 2>"$f.err"
@@ -106,7 +113,9 @@ def rd(p):
     except OSError:
         return ''
 what = {'native': 'native', 'shim': 'the shim, no tool', 'th_cubin': 'threadhist, CuPy compiling to cubins (its kernels not hooked)', 'jflags': 'native, XLA compiling through ptxas', 'th': 'threadhist', 'thp': 'threadhist --ptxas',
-        'stub': 'empty entry call (route only)', 'stubp': 'built-in probe reading the context (no map)', 'th_nolt': 'threadhist, launch timing off',
+        'stub': 'empty entry call (route only)', 'stubp': 'built-in probe reading the context (no map)',
+        'empty': 'empty policy (host side of a policy, no device work)',
+        'th_entry': 'threadhist, block probe at every entry', 'th_exit': 'threadhist, block probe at every exit', 'th_nolt': 'threadhist, launch timing off',
         'th_drain': 'threadhist, drained every 1 s (not 20 ms)'}
 res, sums, passes = {}, {}, {}
 for c in cfgs:

@@ -235,6 +235,17 @@ if rw block-reduce --app tests/ptx-rewrite/golden-passes/reduce.ptx --policy "$B
 		test "$(grep -c 'block handlers at its exits' "$W/block-vadd.log")" = 0 -a \
 		"$(first_line "$W/block-vadd.ptx" vadd red.global)" -lt "$(first_line "$W/block-vadd.ptx" vadd 'ld.global')"
 fi
+# GX_PTX_BLOCK_SITE (A/B measurements) overrides the rule both ways.
+if GX_PTX_BLOCK_SITE=exit rw block-vadd-exit --policy "$BUILD/share/gpuext/tools/threadhist.bpf.o" &&
+	GX_PTX_BLOCK_SITE=entry rw block-reduce-entry --app tests/ptx-rewrite/golden-passes/reduce.ptx \
+		--policy "$BUILD/share/gpuext/tools/threadhist.bpf.o"; then
+	check "GX_PTX_BLOCK_SITE=exit: vadd at its exit, logged as asked" \
+		test "$(grep -c 'block handlers at its exits (GX_PTX_BLOCK_SITE=exit)' "$W/block-vadd-exit.log")" = 1 -a \
+		"$(first_line "$W/block-vadd-exit.ptx" vadd red.global)" -gt "$(first_line "$W/block-vadd-exit.ptx" vadd 'st.global')"
+	check "GX_PTX_BLOCK_SITE=entry: reduce's barrier kernels at their entry" \
+		test "$(grep -c 'block handlers at its exits' "$W/block-reduce-entry.log")" = 0 -a \
+		"$(red_per_kernel "$W/block-reduce-entry.ptx" | awk '{n += $2} END {print n}')" = 6
+fi
 # A callee whose code is elsewhere (extern, resolved at link time) may exit:
 # the entry. ptxas -c (the callee is not in this module).
 if $G ptx rewrite --policy-ptx "$W/cur-threadhist.policy.ptx" --bind block:gxp_threadhist \
