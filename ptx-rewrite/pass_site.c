@@ -301,10 +301,28 @@ static unsigned words_closure(unsigned need)
 	return need;
 }
 
-/* Compute the words of `need` not in `have` (already in their registers). */
+/* Whether kernel fn's blocks are one-dimensional by its own declaration
+ * (.reqntid or .maxntid with y and z 1 or left out: PTX defaults them to 1),
+ * so %tid.y and %tid.z are 0 and %ntid.y and %ntid.z 1. Triton declares
+ * every kernel so. The sites then compute the warp index from %tid.x alone:
+ * every warp runs that test before the election, and special-register reads
+ * are what delays a warp there (docs/devbpf-perf.md). */
+static int flat_block(const struct ptx_func *fn)
+{
+	for (unsigned i = 0; fn && i < fn->nperf; i++) {
+		const struct ptx_perf *pf = &fn->perf[i];
+		if ((!strcmp(pf->name, ".reqntid") || !strcmp(pf->name, ".maxntid")) && pf->nvals >= 1 &&
+		    (pf->nvals < 2 || pf->vals[1] == 1) && (pf->nvals < 3 || pf->vals[2] == 1))
+			return 1;
+	}
+	return 0;
+}
+
+/* Compute the words of `need` not in `have` (already in their registers).
+ * flat: the kernel's blocks are one-dimensional (flat_block). */
 static int emit_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r,
 		      unsigned need, unsigned have, unsigned long long kid, unsigned info,
-		      unsigned hook, const struct ptx_chain *addr)
+		      unsigned hook, const struct ptx_chain *addr, int flat)
 {
 	static const char *const sreg[12] = {"%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x",
 					     "%nctaid.y", "%nctaid.z", "%tid.x", "%tid.y",
@@ -369,7 +387,11 @@ static int emit_words(struct ptx_module *m, struct ptx_chain *c, const struct pt
 		default:
 			/* special registers: fresh operands (the persistent
 			 * pass rewrites %ctaid/%nctaid reads in place) */
-			if (i >= 12 && i < 24)
+			if (flat && (i == 19 || i == 20)) /* %tid.y, %tid.z */
+				mov_imm(m, c, r, i, 0);
+			else if (flat && (i == 22 || i == 23)) /* %ntid.y, %ntid.z */
+				mov_imm(m, c, r, i, 1);
+			else if (i >= 12 && i < 24)
 				INSN(c, "mov", PTX_MODS(".u32"), W[i], ptx_opnd_id(m, sreg[i - 12]));
 			else /* launch_id (0 until the shim numbers launches), pad */
 				mov_imm(m, c, r, i, 0);
@@ -535,7 +557,7 @@ int ptx_site_inlines(struct ptx_passes *ps, unsigned hook, const char *func, siz
 static int uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
 			  const struct ptx_chain *hb, const char *end, const char *out,
 			  unsigned long long kid, unsigned info, unsigned hook,
-			  struct ptx_chain *pre, unsigned *words);
+			  struct ptx_chain *pre, unsigned *words, int flat);
 
 int ptx_site_uniform_exit(struct ptx_passes *ps, struct ptx_func *fn, const char *func)
 {
@@ -560,7 +582,7 @@ int ptx_site_uniform_exit(struct ptx_passes *ps, struct ptx_func *fn, const char
 	if (err)
 		return err;
 	int nx = uniform_prefix(ps->m, r, &hb, "$__gx_probe_end", "$__gx_probe_out", 0, 0,
-				GDEV_HOOK_ENTRY, &pre, &words);
+				GDEV_HOOK_ENTRY, &pre, &words, 0);
 	if (nx < 0)
 		return nx;
 	h->uni_exit = nx > 0;
@@ -705,7 +727,7 @@ static struct ptx_stmt *insn_dup(struct ptx_module *m, struct ptx_chain *c,
 static int uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
 			  const struct ptx_chain *hb, const char *end, const char *out,
 			  unsigned long long kid, unsigned info, unsigned hook,
-			  struct ptx_chain *pre, unsigned *words)
+			  struct ptx_chain *pre, unsigned *words, int flat)
 {
 	struct uni u = {0};
 	struct ptx_chain c = {0};
@@ -791,7 +813,7 @@ static int uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
 			continue;
 		}
 		if (used & ~have) {
-			if (emit_words(m, &c, r, used, have, kid, info, hook, NULL))
+			if (emit_words(m, &c, r, used, have, kid, info, hook, NULL, flat))
 				c.failed = 1;
 			have |= words_closure(used);
 		}
@@ -928,7 +950,7 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 		hb_done = 1;
 		struct ptx_chain pre = {0};
 		int nx = err ? 0 : uniform_prefix(m, r, &hb, hend, out, kid, info, hook, &pre,
-						   &pre_words);
+						   &pre_words, flat_block(fn));
 		if (nx < 0)
 			err = nx;
 		if (nx > 0)
@@ -946,7 +968,7 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	ptx_chain_insn(m, &bd, r->q, 1, "bra", 0, NULL, 1, oend);
 	if (!err)
 		err = emit_words(m, &bd, r, need, pre_words, kid, info, hook,
-				 need & 0x30u ? addr : NULL);
+				 need & 0x30u ? addr : NULL, flat_block(fn));
 	/* called with the words as parameters (words_clone) */
 	const char *wclone = NULL;
 	if (!err && !inl && !stub && need && h->inlinable)

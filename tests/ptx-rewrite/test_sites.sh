@@ -235,6 +235,18 @@ if rw block-reduce --app tests/ptx-rewrite/golden-passes/reduce.ptx --policy "$B
 		test "$(grep -c 'block handlers at its exits' "$W/block-vadd.log")" = 0 -a \
 		"$(first_line "$W/block-vadd.ptx" vadd red.global)" -lt "$(first_line "$W/block-vadd.ptx" vadd 'ld.global')"
 fi
+# Kernels whose declaration makes their blocks 1-D (.maxntid X,1,1 or
+# .reqntid X): the warp test reads %tid.x only.
+# sreg_per_kernel FILE REGEX: "kernel count" of statements matching REGEX
+sreg_per_kernel() {
+	awk -v re="$2" '/^\.visible \.entry/{k=$3; sub(/\(.*/, "", k); n[k] += 0} k && $0 ~ re {n[k]++} END{for (x in n) print x, n[x]}' "$1" | sort
+}
+if rw flat --app $S/flat_block.ptx --policy "$BUILD/share/gpuext/tools/threadhist.bpf.o"; then
+	check "flat blocks: no %tid.y/%tid.z read where .maxntid/.reqntid make the block 1-D" \
+		test "$(sreg_per_kernel "$W/flat.ptx" '%tid\.[yz]' | tr '\n' ' ')" = "flat_max 0 flat_req 0 square 2 undeclared 2 "
+	check "flat blocks: every kernel still hooked (three reds each)" \
+		test "$(red_per_kernel "$W/flat.ptx" | tr '\n' ' ')" = "flat_max 3 flat_req 3 square 3 undeclared 3 "
+fi
 # GX_PTX_BLOCK_SITE (A/B measurements) overrides the rule both ways.
 if GX_PTX_BLOCK_SITE=exit rw block-vadd-exit --policy "$BUILD/share/gpuext/tools/threadhist.bpf.o" &&
 	GX_PTX_BLOCK_SITE=entry rw block-reduce-entry --app tests/ptx-rewrite/golden-passes/reduce.ptx \
