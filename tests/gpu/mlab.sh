@@ -9,7 +9,9 @@
 # process when either has fewer than 10 such passes. The Triton and CuPy scripts
 # also time each of their own kernels with CUDA events (kernel_us), which
 # tells the device side of an overhead from the host side, and Triton prints
-# the registers each kernel got.
+# the registers each kernel got and times a whole round (`round`: its three
+# kernels in the loop's order, back to back on the GPU — against the loop's
+# wall time per round, whether the loop is GPU- or host-bound).
 # Configurations: native; threadhist (the default route: the shim reloads the
 # PTX a cubin carries, the driver JIT-compiles it); threadhist --ptxas (the
 # compiler's own ptxas call goes through gpuext-ptxas); stub (the default
