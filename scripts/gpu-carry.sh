@@ -17,5 +17,7 @@ tar -C build --exclude=./obj --exclude=./fuzz --exclude=./kmod-vm --exclude=./pt
 	--exclude='./tests/shim/test_[^a]*' --exclude=./tests/shim/fakecuda \
 	--exclude='./lib/libgx[!bc]*.a' --exclude=./lib/libgxblocksched.a --exclude=./tests/blocksched --exclude=./tests/tenant --exclude=./tests/common --exclude=./tests/image \
 	-cf - . | { mkdir -p .carry/build && tar -C .carry/build -xf -; }
-git rev-parse --short HEAD >.carry/build/.gx-commit
-echo "gpu-carry: .carry/build is $(du -sh .carry/build | cut -f1) at $(cat .carry/build/.gx-commit)$(git diff --quiet HEAD || echo ' (+ uncommitted changes)')"
+# the build's commit, for the GPU run's env.txt (tests/gpu/run.sh): the
+# device copy's own HEAD need not be the commit the carried build came from
+echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (+ uncommitted changes)')" >.carry/build/.gx-commit
+echo "gpu-carry: .carry/build is $(du -sh .carry/build | cut -f1) at $(cat .carry/build/.gx-commit)"

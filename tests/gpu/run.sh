@@ -7,7 +7,7 @@
 # Ends with "N passed, N failed". Part scripts get: GX_ROOT (repo root),
 # GX_BUILD (build dir), OUT (log dir), GX_MULTI=1 with --multi.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 export GX_ROOT=$PWD GX_BUILD=${GX_BUILD:-$PWD/build}
 export OUT=${OUT:-$PWD/build/gpu-out}
 mkdir -p "$OUT"
@@ -26,7 +26,9 @@ export PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
 
 {
 	echo "date: $(date -u +%FT%TZ)"
-	echo "commit: $(cat .gx-commit 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	# a carried build names its own commit (scripts/gpu-carry.sh)
+	echo "commit: $(cat "${GX_BUILD:-build}/.gx-commit" 2>/dev/null || cat .gx-commit 2>/dev/null ||
+		git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
 	echo "cuda: $(nvcc --version 2>/dev/null | tail -1)"
 	echo "python: $(python3 -c 'import sys,torch; print(sys.version.split()[0], "torch", torch.__version__)' 2>&1 | tail -1)"
