@@ -50,8 +50,8 @@ unsigned gx_lt_every(void)
 /* Past a kernel's first launches, one in `every` and at most one per
  * GX_LT_GAP_NS: a pair costs the GPU ~10 us between kernels back to back
  * (two timestamps where the next kernel would have started; run 81: matmul's
- * 6.9 us +2.5 points with one in 64 timed), so a kernel launched every 50 us
- * paid ~1.5 % at one in 64. The gap bounds it by time whatever the launch
+ * 6.9 us kernel 2..3 points slower with one in 64 timed than untimed), so a
+ * kernel launched every 50 us paid ~1.5 % at one in 64. The gap bounds it by time whatever the launch
  * rate (at most 50 pairs per second per kernel: ~0.05 % each), and the sample stays
  * periodic per kernel, so its mean is still the kernel's. Every launch
  * (GPUEXT_LAUNCH_TIMES=1) is what was asked: no gap. */
