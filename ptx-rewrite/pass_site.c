@@ -944,13 +944,13 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	 * uniform early exits can go before the election (uniform_prefix). */
 	struct ptx_chain hb = {0};
 	unsigned pre_words = 0;
-	int err = 0, hb_done = 0;
+	int err = 0, hb_done = 0, flat = flat_block(fn);
 	if (inl && (hook & (GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT))) {
 		err = ptx_handler_inline(ps, fn, h, &hd, &hb, r, hend);
 		hb_done = 1;
 		struct ptx_chain pre = {0};
 		int nx = err ? 0 : uniform_prefix(m, r, &hb, hend, out, kid, info, hook, &pre,
-						   &pre_words, flat_block(fn));
+						   &pre_words, flat);
 		if (nx < 0)
 			err = nx;
 		if (nx > 0)
@@ -968,7 +968,7 @@ int ptx_site_insert(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt 
 	ptx_chain_insn(m, &bd, r->q, 1, "bra", 0, NULL, 1, oend);
 	if (!err)
 		err = emit_words(m, &bd, r, need, pre_words, kid, info, hook,
-				 need & 0x30u ? addr : NULL, flat_block(fn));
+				 need & 0x30u ? addr : NULL, flat);
 	/* called with the words as parameters (words_clone) */
 	const char *wclone = NULL;
 	if (!err && !inl && !stub && need && h->inlinable)

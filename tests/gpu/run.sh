@@ -27,7 +27,7 @@ export PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
 {
 	echo "date: $(date -u +%FT%TZ)"
 	# a carried build names its own commit (scripts/gpu-carry.sh)
-	echo "commit: $(cat "${GX_BUILD:-build}/.gx-commit" 2>/dev/null || cat .gx-commit 2>/dev/null ||
+	echo "commit: $(cat "$GX_BUILD/.gx-commit" 2>/dev/null || cat .gx-commit 2>/dev/null ||
 		git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
 	echo "cuda: $(nvcc --version 2>/dev/null | tail -1)"

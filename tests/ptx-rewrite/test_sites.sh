@@ -195,9 +195,15 @@ done
 # entry of a kernel whose warps never wait for each other, at every exit of
 # one that meets at a CTA barrier or an mbarrier (in its body or in a function
 # it calls), but at the entry when its body can end without ret/exit.
-# red_per_kernel FILE: "kernel reds" per line (threadhist's three counters per site)
+# count_per_kernel FILE REGEX: "kernel count" per line, of the statements
+# matching REGEX in each kernel (0 included)
+count_per_kernel() {
+	awk -v re="$2" '/^\.visible \.entry/{k=$3; sub(/\(.*/, "", k); n[k] += 0} k && $0 ~ re {n[k]++} END{for (x in n) print x, n[x]}' "$1" | sort
+}
+# red_per_kernel FILE: "kernel reds" per line, kernels with some only
+# (threadhist's three counters per site)
 red_per_kernel() {
-	awk '/^\.visible \.entry/{k=$3; sub(/\(.*/, "", k)} k && /red\.global\.add/{n[k]++} END{for (x in n) print x, n[x]}' "$1" | sort
+	count_per_kernel "$1" 'red\.global\.add' | awk '$2 > 0'
 }
 # first_line FILE KERNEL REGEX: the line of KERNEL's first statement matching REGEX
 first_line() {
@@ -237,13 +243,9 @@ if rw block-reduce --app tests/ptx-rewrite/golden-passes/reduce.ptx --policy "$B
 fi
 # Kernels whose declaration makes their blocks 1-D (.maxntid X,1,1 or
 # .reqntid X): the warp test reads %tid.x only.
-# sreg_per_kernel FILE REGEX: "kernel count" of statements matching REGEX
-sreg_per_kernel() {
-	awk -v re="$2" '/^\.visible \.entry/{k=$3; sub(/\(.*/, "", k); n[k] += 0} k && $0 ~ re {n[k]++} END{for (x in n) print x, n[x]}' "$1" | sort
-}
 if rw flat --app $S/flat_block.ptx --policy "$BUILD/share/gpuext/tools/threadhist.bpf.o"; then
 	check "flat blocks: no %tid.y/%tid.z read where .maxntid/.reqntid make the block 1-D" \
-		test "$(sreg_per_kernel "$W/flat.ptx" '%tid\.[yz]' | tr '\n' ' ')" = "flat_max 0 flat_req 0 square 2 undeclared 2 "
+		test "$(count_per_kernel "$W/flat.ptx" '%tid\.[yz]' | tr '\n' ' ')" = "flat_max 0 flat_req 0 square 2 undeclared 2 "
 	check "flat blocks: every kernel still hooked (three reds each)" \
 		test "$(red_per_kernel "$W/flat.ptx" | tr '\n' ' ')" = "flat_max 3 flat_req 3 square 3 undeclared 3 "
 fi

@@ -65,12 +65,10 @@ ks = [('add', lambda: add_kernel[(triton.cdiv(n, 1024),)](x, y, o, n, BLOCK=1024
       ('softmax', lambda: softmax_kernel[(s.shape[0],)](so, s, s.stride(0), s.shape[1], BLOCK=1024)),
       ('matmul', lambda: matmul_kernel[(a.shape[0] // 64, b.shape[1] // 64)](a, b, c, a.shape[0], b.shape[1], a.shape[1],
                                                                              BM=64, BN=64, BK=32))]
-kernel_times(ks, lambda: torch.cuda.Event(enable_timing=True), lambda e0, e1: e0.elapsed_time(e1), torch.cuda.synchronize,
-             lambda: torch.cuda._sleep(10_000_000))
-# a whole round (the three kernels in the loop's order, back to back): the
+# and a whole round (the three kernels in the loop's order, back to back): the
 # loop's GPU time per round, against its wall time per round (time_ms / ITERS)
 # tells whether the loop is bound by the GPU or by the host
-kernel_times([('round', lambda: run(x, y, s, a, b))], lambda: torch.cuda.Event(enable_timing=True),
+kernel_times(ks + [('round', lambda: run(x, y, s, a, b))], lambda: torch.cuda.Event(enable_timing=True),
              lambda e0, e1: e0.elapsed_time(e1), torch.cuda.synchronize, lambda: torch.cuda._sleep(10_000_000))
 # the registers each kernel got (from the loaded function: under gpuext the
 # rewritten one), to tell a compiler's choice from the hooks' cost
