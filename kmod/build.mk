@@ -1,12 +1,16 @@
 # kmod/ — gpuext.ko, built with kbuild against the kernel headers in KDIR
-# when they are present (make deps installs Debian's 6.12 ones), and its
+# when they are present (make deps unpacks Debian's 6.12 ones), and its
 # user-space client, libgxkmod.a (kmod/client/gx_kmod_client.h: the ioctl
 # channel the shim sends prefetch hints over). kmod/nvidia/ holds the patch
 # to NVIDIA's open modules. kbuild of 6.12 builds in place, so the module's
 # sources are copied into $(BUILD)/kmod; the shared ABI headers are read
 # from include/ where they are.
 KVER      ?= 6.12.95+deb12-amd64
-KDIR      ?= /usr/src/linux-headers-$(KVER)
+# make deps unpacks Debian's headers into GX_KERNEL_CACHE (not installed: see
+# scripts/deps.sh); headers installed in /usr/src serve as well.
+GX_KERNEL_CACHE ?= $(HOME)/.cache/gpuext/kernel
+KDIR      ?= $(firstword $(wildcard $(GX_KERNEL_CACHE)/usr/src/linux-headers-$(KVER)) /usr/src/linux-headers-$(KVER))
+export KDIR GX_KERNEL_CACHE
 KCC       ?= gcc
 KMOD_DIR  := $(BUILD)/kmod
 KMOD_KO   := $(KMOD_DIR)/gpuext.ko

@@ -16,9 +16,16 @@ add_backports() {
 }
 
 KVER=6.12.95+deb12-amd64
+# pahole and gcc-12 (in build-essential) are what Debian's kbuild package needs.
 PKGS_MAIN="build-essential pkg-config libelf-dev libzstd-dev liblz4-dev uthash-dev zlib1g-dev
-  llvm-19-dev clang-19 lld-19 libclang-rt-19-dev qemu-system-x86 busybox-static cpio valgrind python3"
-PKGS_BPO="libbpf-dev bpftool linux-headers-$KVER"
+  llvm-19-dev clang-19 lld-19 libclang-rt-19-dev qemu-system-x86 busybox-static cpio valgrind python3
+  pahole libssl3 kmod"
+PKGS_BPO="libbpf-dev bpftool"
+# The 6.12 kernel's headers, kbuild and image are unpacked into KCACHE, not
+# installed: the headers package depends on the image, whose install would make
+# it this machine's boot kernel (update-initramfs, /vmlinuz re-pointed).
+KCACHE=${GX_KERNEL_CACHE:-$HOME/.cache/gpuext/kernel}
+KDEBS="linux-headers-$KVER linux-headers-${KVER%-amd64}-common linux-kbuild-${KVER%-amd64} linux-image-$KVER-unsigned"
 
 # One dpkg-query for all packages; a package it does not know prints nothing.
 installed=$(dpkg-query -W -f='${Package} ${Status} ${Version}\n' $PKGS_MAIN $PKGS_BPO 2>/dev/null || true)
@@ -31,6 +38,7 @@ if grep -q '^libbpf-dev install ok installed 1:1\.[0-3]' <<<"$installed"; then m
 
 if [ "${1:-}" = --check ]; then
     command -v dpkg-query >/dev/null || exit 0   # not Debian: the compiler will tell
+    [ -f "$KCACHE/usr/src/linux-headers-$KVER/Makefile" ] || missing="$missing kernel-headers-$KVER(in $KCACHE)"
     [ -z "$missing" ] && exit 0
     echo "gpuext: missing packages:$missing (run: make deps)"
     exit 1
@@ -46,15 +54,16 @@ if [ -n "$missing" ]; then
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(for p in $PKGS_BPO; do echo "$p/bookworm-backports"; done)
 fi
 
-# The kernel image for the QEMU tests: unpacked into a cache, not installed
-# (installing runs mkinitramfs for minutes and is not needed).
-CACHE=${GPUEXT_CACHE:-$HOME/.cache/gpuext}
-if [ ! -f "$CACHE/kernel/boot/vmlinuz-$KVER" ]; then
+# The kernel headers (for kbuild) and image (for the QEMU tests), unpacked.
+if [ ! -f "$KCACHE/boot/vmlinuz-$KVER" ] || [ ! -f "$KCACHE/usr/src/linux-headers-$KVER/Makefile" ]; then
     add_backports
-    mkdir -p "$CACHE/kernel" && tmp=$(mktemp -d)
-    (cd "$tmp" && apt-get download "linux-image-$KVER-unsigned" >/dev/null 2>&1 ||
-        { $SUDO apt-get update -q && apt-get download "linux-image-$KVER-unsigned"; })
-    dpkg-deb -x "$tmp"/linux-image-*.deb "$CACHE/kernel"
+    mkdir -p "$KCACHE" && tmp=$(mktemp -d) && chmod 755 "$tmp"
+    # shellcheck disable=SC2086
+    (cd "$tmp" && { apt-get download $KDEBS >/dev/null 2>&1 ||
+        { $SUDO apt-get update -q && apt-get download $KDEBS; }; })
+    for d in "$tmp"/*.deb; do dpkg-deb -x "$d" "$KCACHE"; done
     rm -rf "$tmp"
+    # Debian's headers Makefile includes the common tree by its absolute path.
+    sed -i "s|^include /usr/src/|include $KCACHE/usr/src/|" "$KCACHE/usr/src/linux-headers-$KVER/Makefile"
 fi
 echo "deps: all present"

@@ -5,7 +5,7 @@
 set -u
 B=${BUILD:-build}
 KVER=${KVER:-6.12.95+deb12-amd64}
-KDIR=${KDIR:-/usr/src/linux-headers-$KVER}
+KDIR=${KDIR:-${GX_KERNEL_CACHE:-$HOME/.cache/gpuext/kernel}/usr/src/linux-headers-$KVER}
 BPFTOOL=${BPFTOOL:-bpftool}
 ko=$B/kmod/gpuext.ko
 if [ ! -f "$KDIR/Makefile" ]; then

@@ -9,7 +9,7 @@ set -u
 ROOT=$(pwd)
 B=${BUILD:-build}
 KVER=${KVER:-6.12.95+deb12-amd64}
-KIMG=${GPUEXT_KERNEL:-${GPUEXT_CACHE:-$HOME/.cache/gpuext}/kernel/boot/vmlinuz-$KVER}
+KIMG=${GPUEXT_KERNEL:-${GX_KERNEL_CACHE:-$HOME/.cache/gpuext/kernel}/boot/vmlinuz-$KVER}
 W=$B/kmod-vm
 TIMEOUT=${GX_KMOD_VM_TIMEOUT:-300}
 fail() { echo "not ok - vm: $*"; exit 0; }
