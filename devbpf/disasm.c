@@ -137,7 +137,10 @@ void vfacts_record(struct venv *env, uint32_t idx, const struct vstate *st)
 			*j = *x;
 			continue;
 		}
-		if (j->type != x->type) {
+		/* pointers of one type into different maps or frames (a
+		 * subprogram's exits may return values of different maps) */
+		if (j->type != x->type ||
+		    (x->type != V_SCALAR && (j->map_idx != x->map_idx || j->frame != x->frame))) {
 			j->type = 0xff; /* mixed */
 			j->varying |= x->varying;
 			continue;

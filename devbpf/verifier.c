@@ -682,9 +682,9 @@ static int do_exit(struct venv *env, struct vstate *st, uint32_t idx, int64_t *n
 	struct vreg *r0 = &f->regs[0];
 	/* A subprogram that sets no r0 is a void function: fine as long as the
 	 * caller never reads r0 after the call (it stays uninitialised there).
-	 * One that leaves a pointer there (a void function's last map lookup)
-	 * hands its caller an unusable number. The program and a bpf_loop
-	 * callback must return a value, a scalar. */
+	 * One that returns a map value pointer (or null) hands it to its
+	 * caller; any other pointer becomes an unusable number there. The
+	 * program and a bpf_loop callback must return a value, a scalar. */
 	bool sub = st->nframes > 1 && !f->is_callback;
 	if (r0->type == V_NOT_INIT && !sub)
 		return verr(env, idx, "R0 not set before exit");
@@ -702,7 +702,14 @@ static int do_exit(struct venv *env, struct vstate *st, uint32_t idx, int64_t *n
 	}
 	struct vreg ret = *r0;
 	struct vframe *caller = st->frames[st->nframes - 2];
-	if (ret.type != V_SCALAR && ret.type != V_NOT_INIT) {
+	/* A map value pointer (or null) lives as long as its map: the caller
+	 * gets it as it is on this path, with its map, offset range and null
+	 * id (each exit path of the callee returns on its own path, so the
+	 * caller sees every kind, map and bound a return may have). Any other
+	 * pointer (the callee's or a caller's stack, the context, a handler
+	 * argument) becomes a number the caller may not use. */
+	if (ret.type != V_SCALAR && ret.type != V_NOT_INIT && ret.type != V_PTR_MAP_VALUE &&
+	    ret.type != V_PTR_MAP_VALUE_OR_NULL) {
 		uint8_t v = ret.varying;
 		vreg_mark_unknown(&ret);
 		ret.varying = v;
