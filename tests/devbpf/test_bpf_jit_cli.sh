@@ -47,6 +47,31 @@ check "void helper chain: clang -target bpf" "${CLANG:-clang-19} -target bpf -O2
 for tgt in ptx native; do
 	check "void helper chain: verified and JIT'd for $tgt" "$G bpf jit $T/chain.bpf.o --target $tgt -o $T/chain.$tgt"
 done
+# ordinary C: a lookup factored into a static __noinline helper whose
+# returned value pointer the caller checks and writes through (issue 42)
+cat > $T/retlk.bpf.c <<'EOF2'
+#include "gpuext/gdev_helpers.h"
+struct {
+	__uint(type, GDEV_MAP_ARRAY);
+	__uint(max_entries, 4);
+	__type(key, __u32);
+	__type(value, __u64);
+} hits SEC(".maps");
+static __noinline __u64 *hit_of(__u32 k) { return bpf_map_lookup_elem(&hits, &k); }
+SEC("gdev/probe/k") int retlk(struct gdev_ctx *ctx)
+{
+	__u64 *h = hit_of(ctx->smid & 3);
+	if (h)
+		*h += 1;
+	return 0;
+}
+GDEV_LICENSE("GPL");
+EOF2
+check "returned lookup: clang -target bpf" "${CLANG:-clang-19} -target bpf -O2 -g -Iinclude -c $T/retlk.bpf.c -o $T/retlk.bpf.o"
+for tgt in ptx native; do
+	check "returned lookup: verified and JIT'd for $tgt" "$G bpf jit $T/retlk.bpf.o --target $tgt -o $T/retlk.$tgt"
+done
+check "returned lookup: ptxas -arch=sm_90 -c accepts the PTX" "$PTXAS -arch=sm_90 -c -o $T/retlk.o $T/retlk.ptx"
 # a once-accepted exploit (a bpf_loop callback that runs past a 64-byte map
 # value after 8 iterations) never reaches either back end
 LOOPX=$B/tests/devbpf/verifier/loop_cb.bpf.o

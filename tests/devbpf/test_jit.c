@@ -428,6 +428,12 @@ static void test_maps_helpers(void)
 		T("array_inc", 5, ST(BPF_W, 10, -4, 1), LD_MAP(1, 0), MOV64_REG(2, 10),
 		  ALU64_IMM(BPF_ADD, 2, -4), CALL(1), JMP_IMM(BPF_JEQ, 0, 0, 4), LDX(BPF_DW, 1, 0, 0),
 		  ALU64_IMM(BPF_ADD, 1, 5), STX(BPF_DW, 0, 1, 0), MOV64_REG(0, 1), EXIT()),
+		/* a subprogram returns the lookup of counts[2]; the caller
+		 * checks it and adds 3 (r0 = new value) */
+		T("subprog_lookup_inc", 3, MOV64_IMM(1, 2), CALL_SUB(6), JMP_IMM(BPF_JEQ, 0, 0, 4),
+		  LDX(BPF_DW, 1, 0, 0), ALU64_IMM(BPF_ADD, 1, 3), STX(BPF_DW, 0, 1, 0), MOV64_REG(0, 1),
+		  EXIT(), STX(BPF_W, 10, 1, -4), LD_MAP(1, 0), MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -4),
+		  CALL(1), EXIT()),
 		/* out-of-range key: NULL */
 		T("array_oob_null", 0, ST(BPF_W, 10, -4, 4), LD_MAP(1, 0), MOV64_REG(2, 10),
 		  ALU64_IMM(BPF_ADD, 2, -4), CALL(1), EXIT()),
@@ -497,6 +503,8 @@ static void test_maps_helpers(void)
 		uint64_t second = inc ? inc(&test_ctx) : 0;
 		GX_CHECK(second == 10 && *(uint64_t *)gx_map__lookup(arr, &(uint32_t){ 1 }) == 10,
 			 "array map keeps state across runs and the host sees it");
+		GX_CHECK(*(uint64_t *)gx_map__lookup(arr, &(uint32_t){ 2 }) == 3,
+			 "the caller wrote through the value pointer its subprogram returned");
 		uint64_t merged = 0;
 		gx_map__merged_u64(sm, 1, &merged);
 		GX_CHECK(*(uint64_t *)gx_map__shard_elem(sm, 3, 1) == 1 && merged == 1 &&
