@@ -22,7 +22,10 @@ Q := @
 msg = @printf '  %-8s %s\n' $(1) $(2)
 endif
 
-CFLAGS_BASE := -std=gnu11 -Wall -Wextra -Werror -O2 -g -fPIC -fvisibility=hidden \
+# -ffile-prefix-map: debug information and __FILE__ name sources relative to
+# the tree, so nothing built here names the folder it was built in (make dist).
+PREFIX_MAP  := -ffile-prefix-map=$(CURDIR)=.
+CFLAGS_BASE := -std=gnu11 -Wall -Wextra -Werror -O2 -g -fPIC -fvisibility=hidden $(PREFIX_MAP) \
                -D_GNU_SOURCE -I. -Iinclude -I$(CUDA_HOME)/include
 CFLAGS      ?=
 # UAPI_INC: an include folder searched first (tests/common/test_bpf_isa_headers.sh).
@@ -30,7 +33,7 @@ UAPI_INC    ?=
 ALL_CFLAGS   = $(UAPI_INC) $(CFLAGS_BASE) $(CFLAGS)
 LDFLAGS     ?=
 # Device and host eBPF programs (clang -target bpf): the shared ABI headers.
-BPF_CFLAGS  := -target bpf -O2 -g -Wall -Werror -I. -Iinclude
+BPF_CFLAGS  := -target bpf -O2 -g -Wall -Werror $(PREFIX_MAP) -I. -Iinclude
 
 # Parts append to these.
 LIBS_ALL    :=   # products: libraries, policy objects
@@ -106,8 +109,9 @@ endef
 # ---- the parts, in dependency order ----
 PARTS := common image ptx-rewrite devbpf attach tools blocksched hostexec tenant hostbpf kmod shim cli bench
 include $(addsuffix /build.mk,$(PARTS))
-# Their tests in the same order (tests/gpu: what the GPU run needs built here).
-include $(wildcard $(patsubst %,tests/%/build.mk,$(PARTS) gpu))
+# Their tests in the same order, then tests/dist (make dist's payload; tests/gpu:
+# what the GPU run needs built here).
+include $(wildcard $(patsubst %,tests/%/build.mk,$(PARTS) dist gpu))
 
 all: $(LIBS_ALL) $(BINS_ALL)
 
@@ -118,6 +122,17 @@ test: tests
 
 deps:
 	$(Q)scripts/deps.sh
+
+# `make dist`: the relocatable tarball, the JIT add-on and the wheel in
+# $(BUILD)/dist (scripts/dist.sh, docs/install.md); fails if a binary needs
+# more than a stock GPU host has (scripts/dist-check.sh).
+GX_VERSION := $(shell sed -n 's/^\#define GX_VERSION "\([^"]*\)".*/\1/p' common/gx_util.h)
+.PHONY: dist
+dist: all
+	$(call msg,DIST,$(BUILD)/dist)
+	$(Q)scripts/dist.sh $(BUILD) $(GX_VERSION)
+	$(Q)SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 315532800) \
+		python3 scripts/wheel.py $(BUILD)/dist/gpuext-$(GX_VERSION) $(GX_VERSION) $(BUILD)/dist
 
 clean:
 	$(Q)rm -rf $(BUILD) $(CLEAN_EXTRA)

@@ -13,7 +13,7 @@ JITSO       := $(BUILD)/lib/libgxjit.so
 $(ATTACH_LIB): $(call objs,$(ATTACH_SRCS))
 	$(archive)
 
-JITSO_LDLIBS = -Wl,-soname,libgxjit.so -Wl,-z,defs $(JIT_LDLIBS) $(BPF_SO_LDLIBS)
+JITSO_LDLIBS = -Wl,-soname,libgxjit.so -Wl,-z,defs $(LLVM_RPATH) $(JIT_LDLIBS) $(BPF_SO_LDLIBS)
 $(JITSO): $(call objs,attach/jitlib.c attach/pcache.c) $(JIT_LIB) $(BPF_LIB) $(COMMON_LIB)
 	$(call link_so,$(JITSO_LDLIBS))
 

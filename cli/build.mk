@@ -28,7 +28,7 @@ $(PTXAS_CUDA_DIR)/bin/ptxas: | $(GPUEXT_PTXAS)
 # binary itself needs no LLVM (machines that run applications often lack it).
 BPFJIT_PLUGIN := $(BUILD)/lib/gpuext-bpfjit.so
 $(BPFJIT_PLUGIN): $(call objs,cli/bpf_jit.c) $(JIT_LIB) $(BPF_LIB) $(COMMON_LIB)
-	$(call link_so,$(JIT_LDLIBS) $(BPF_SO_LDLIBS))
+	$(call link_so,$(LLVM_RPATH) $(JIT_LDLIBS) $(BPF_SO_LDLIBS))
 
 BINS_ALL += $(GPUEXT_BIN) $(GPUEXT_RUN) $(GPUEXT_PTXAS) $(PTXAS_CUDA_DIR)/bin/ptxas
 LIBS_ALL += $(BPFJIT_PLUGIN)

@@ -41,6 +41,38 @@ static const char *self_path(char *buf, size_t n)
 	return buf;
 }
 
+/* The install folder (bin/, lib/, share/): this program is bin/gpuext-ptxas
+ * or, where links cannot be shipped (the wheel), a copy of it in
+ * share/gpuext/cuda/bin/ptxas. */
+static const char *gpuext_prefix(char *buf, size_t n)
+{
+	char self[PATH_MAX], probe[PATH_MAX + 64];
+	self_path(self, sizeof(self));
+	char *s = strrchr(self, '/');
+	if (!s)
+		return NULL;
+	*s = 0;
+	snprintf(probe, sizeof(probe), "%s/../../../../lib/libcuda.so.1", self);
+	bool in_share = strstr(self, "/share/gpuext/cuda/bin") && !access(probe, F_OK);
+	int w = snprintf(buf, n, "%s/%s", self, in_share ? "../../../.." : "..");
+	return w < 0 || (size_t)w >= n ? NULL : buf;
+}
+
+/* Is the file at real path rp one of gpuext's own ptxas programs? */
+static bool is_ours(const char *rp, const char *self)
+{
+	char pre[PATH_MAX], p[PATH_MAX + 64], r[PATH_MAX];
+	if (!strcmp(rp, self))
+		return true;
+	if (!gpuext_prefix(pre, sizeof(pre)))
+		return false;
+	snprintf(p, sizeof(p), "%s/bin/gpuext-ptxas", pre);
+	if (realpath(p, r) && !strcmp(rp, r))
+		return true;
+	snprintf(p, sizeof(p), "%s/share/gpuext/cuda/bin/ptxas", pre);
+	return realpath(p, r) && !strcmp(rp, r);
+}
+
 static const char *real_ptxas(char *buf, size_t n)
 {
 	const char *e = getenv("GPUEXT_REAL_PTXAS");
@@ -53,7 +85,7 @@ static const char *real_ptxas(char *buf, size_t n)
 		const char *c = strchr(p, ':');
 		size_t len = c ? (size_t)(c - p) : strlen(p);
 		snprintf(buf, n, "%.*s/ptxas", (int)len, p);
-		if (!access(buf, X_OK) && realpath(buf, rp) && strcmp(rp, self))
+		if (!access(buf, X_OK) && realpath(buf, rp) && !is_ours(rp, self))
 			return buf;
 		p = c ? c + 1 : NULL;
 	}
@@ -194,15 +226,12 @@ static int run_real(const char *real, char **argv, bool *signaled)
  * folder is not where gpuext lives: say where, from the program itself. */
 static void find_gpuext(void)
 {
-	char self[PATH_MAX], v[PATH_MAX + 64];
-	self_path(self, sizeof(self));
-	char *s = strrchr(self, '/');
-	if (!s)
+	char pre[PATH_MAX], v[PATH_MAX + 64];
+	if (!gpuext_prefix(pre, sizeof(pre)))
 		return;
-	*s = 0;
-	snprintf(v, sizeof(v), "%s/../lib/libgxjit.so", self);
+	snprintf(v, sizeof(v), "%s/lib/libgxjit.so", pre);
 	setenv("GPUEXT_JITLIB", v, 0);
-	snprintf(v, sizeof(v), "%s/../share/gpuext/tools", self);
+	snprintf(v, sizeof(v), "%s/share/gpuext/tools", pre);
 	setenv("GPUEXT_TOOLS_DIR", v, 0);
 }
 

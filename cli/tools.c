@@ -1,7 +1,7 @@
 /* `gpuext tools` — the shipped observability tools.
  *
  *   gpuext tools [list]                       the tools and where their objects are
- *   gpuext tools prepare [--cache-dir D] [--sm N] [TOOL|FILE.bpf.o ...]
+ *   gpuext tools prepare [--cache-dir D] [--sm N[,M...]|all] [TOOL|FILE.bpf.o ...]
  *                                             verify + JIT into the policy cache
  *   gpuext tools report TOOL [--dir D] [--trace F]   format what a run left
  *
@@ -89,47 +89,74 @@ static int prepare_one(const char *path, const char *cache, unsigned sm)
 	return ret ? 1 : 0;
 }
 
+/* The JIT architectures that cover every GPU the driver supports: a policy
+ * is JIT'd for gx_pcache_jit_sm(device sm), so sm_90's PTX serves sm_100 and
+ * sm_120 too (the driver JITs it), and older ones get their own. */
+static const unsigned all_sms[] = { 70, 75, 80, 86, 87, 89, 90 };
+
+/* "--sm" values: N, N,M,..., or all; the list in sms (at most max). */
+static int parse_sms(const char *v, unsigned *sms, size_t max, size_t *n)
+{
+	*n = 0;
+	if (!strcmp(v, "all")) {
+		for (size_t i = 0; i < sizeof(all_sms) / sizeof(all_sms[0]) && i < max; i++)
+			sms[(*n)++] = all_sms[i];
+		return 0;
+	}
+	for (const char *p = v; *p;) {
+		char *end;
+		unsigned long sm = strtoul(p, &end, 10);
+		if (end == p || (*end && *end != ',') || sm < 50 || sm > 200 || *n == max)
+			return -1;
+		sms[(*n)++] = (unsigned)sm;
+		p = *end ? end + 1 : end;
+	}
+	return *n ? 0 : -1;
+}
+
 static int do_prepare(int argc, char **argv)
 {
 	char cache[4096] = "", dir[4096], p[4200];
-	unsigned sm = 90;
+	unsigned sms[16] = { 90 };
+	size_t nsm = 1;
 	int i = 1, rc = 0, named = 0;
 	for (; i < argc; i++) {
-		if (!strcmp(argv[i], "--cache-dir") && i + 1 < argc)
+		if (!strcmp(argv[i], "--cache-dir") && i + 1 < argc) {
 			snprintf(cache, sizeof(cache), "%s", argv[++i]);
-		else if (!strcmp(argv[i], "--sm") && i + 1 < argc)
-			sm = (unsigned)strtoul(argv[++i], NULL, 10);
-		else if (argv[i][0] == '-') {
-			p_err("unknown argument '%s' (usage: gpuext tools prepare [--cache-dir D] [--sm N] "
+		} else if (!strcmp(argv[i], "--sm") && i + 1 < argc) {
+			if (parse_sms(argv[++i], sms, sizeof(sms) / sizeof(sms[0]), &nsm)) {
+				p_err("--sm %s: expected e.g. 80, 80,90 or all", argv[i]);
+				return 2;
+			}
+		} else if (argv[i][0] == '-') {
+			p_err("unknown argument '%s' (usage: gpuext tools prepare [--cache-dir D] [--sm N[,M...]|all] "
 			      "[TOOL|FILE.bpf.o ...])",
 			      argv[i]);
 			return 2;
-		} else
+		} else {
 			break;
+		}
 	}
 	if (!cache[0] && gx_cache_dir(cache, sizeof(cache))) {
 		p_err("no cache folder: set GPUEXT_CACHE_DIR or HOME, or pass --cache-dir");
 		return 2;
 	}
-	if (sm < 50 || sm > 200) {
-		p_err("--sm %u: expected e.g. 80, 90", sm);
-		return 2;
-	}
 	tools_dir(dir, sizeof(dir));
-	for (; i < argc; i++, named++) {
-		const char *a = argv[i];
-		if (strstr(a, ".bpf.o")) {
-			rc |= prepare_one(a, cache, sm);
-		} else {
-			snprintf(p, sizeof(p), "%s/%s.bpf.o", dir, a);
-			rc |= prepare_one(p, cache, sm);
+	for (size_t s = 0; s < nsm; s++) {
+		for (int a = i; a < argc; a++, named++) {
+			if (strstr(argv[a], ".bpf.o")) {
+				rc |= prepare_one(argv[a], cache, sms[s]);
+			} else {
+				snprintf(p, sizeof(p), "%s/%s.bpf.o", dir, argv[a]);
+				rc |= prepare_one(p, cache, sms[s]);
+			}
 		}
-	}
-	size_t nt;
-	const struct gx_tool *tools = gx_tools(&nt);
-	for (size_t t = 0; !named && t < nt; t++) {
-		snprintf(p, sizeof(p), "%s/%s.bpf.o", dir, tools[t].object);
-		rc |= prepare_one(p, cache, sm);
+		size_t nt;
+		const struct gx_tool *tools = gx_tools(&nt);
+		for (size_t t = 0; !named && t < nt; t++) {
+			snprintf(p, sizeof(p), "%s/%s.bpf.o", dir, tools[t].object);
+			rc |= prepare_one(p, cache, sms[s]);
+		}
 	}
 	return rc;
 }

@@ -16,6 +16,10 @@ GDEV_HDRS := include/gpuext/gdev_helpers.h include/gpuext/gdev_ctx.h
 # libraries cannot (Debian's libbpf.a is not PIC) and link it dynamically.
 BPF_LDLIBS    := -l:libbpf.a -lelf -lz
 BPF_SO_LDLIBS := -lbpf -lelf -lz
+# Libraries that link LLVM look for it in gpuext-llvm/ beside them first
+# (make dist's JIT add-on ships it there); DT_RPATH, not RUNPATH, so the
+# dependencies of libLLVM are searched there too.
+LLVM_RPATH    := -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/gpuext-llvm'
 
 JIT_SRCS       := devbpf/jit.c devbpf/jit_llvm.c devbpf/jit_ptx.c devbpf/jit_native.c devbpf/jit_object.c
 JIT_LIB        := $(BUILD)/lib/libgxjit.a

@@ -13,7 +13,8 @@ HB_BINS     := $(patsubst %,$(BUILD)/bin/gx_%,$(HB_POLICIES))
 HB_TENANT   := lcfirst tbucket lcslo
 HB_OBJS     := $(patsubst %,$(HB_DIR)/gx_%.bpf.o,$(HB_POLICIES) $(HB_TENANT))
 HB_BPF_FLAGS := -D__TARGET_ARCH_x86 -I$(HB_DIR) -Ihostbpf -idirafter /usr/include
-HB_LDLIBS   := -lbpf -lelf -lz
+# libbpf linked in (BPF_LDLIBS): the loaders ship to hosts that have none.
+HB_LDLIBS   := $(BPF_LDLIBS)
 HB_BPF_DEPS := include/gpuext/gpu_ext.h hostbpf/gx_common.bpf.h $(HB_DIR)/vmlinux.h
 
 HB_TENANT_LOADER := $(BUILD)/bin/gx_tenant

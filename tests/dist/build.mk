@@ -1,0 +1,5 @@
+# tests/dist: make dist's tarball, JIT add-on and wheel, checked the way a
+# GPU host without LLVM uses them (against the fake driver), and the check
+# that refuses binaries such a host cannot run.
+TEST_BINS += $(ATTACH_FAKE) $(T_ATT)/attach_app
+TESTS     += tests/dist/test_dist.sh
