@@ -19,7 +19,7 @@ KVER=6.12.95+deb12-amd64
 # pahole and gcc-12 (in build-essential) are what Debian's kbuild package needs.
 PKGS_MAIN="build-essential pkg-config libelf-dev libzstd-dev liblz4-dev uthash-dev zlib1g-dev
   llvm-19-dev clang-19 lld-19 libclang-rt-19-dev qemu-system-x86 busybox-static cpio valgrind python3
-  pahole libssl3 kmod"
+  pahole libssl3 kmod debootstrap python3-venv python3-pip python3-yaml"
 PKGS_BPO="libbpf-dev bpftool"
 # The 6.12 kernel's headers, kbuild and image are unpacked into KCACHE, not
 # installed: the headers package depends on the image, whose install would make
@@ -39,6 +39,9 @@ if grep -q '^libbpf-dev install ok installed 1:1\.[0-3]' <<<"$installed"; then m
 if [ "${1:-}" = --check ]; then
     command -v dpkg-query >/dev/null || exit 0   # not Debian: the compiler will tell
     [ -f "$KCACHE/usr/src/linux-headers-$KVER/Makefile" ] || missing="$missing kernel-headers-$KVER(in $KCACHE)"
+    # (made only as root: test_deploy.sh needs root anyway and says so)
+    [ "$(id -u)" != 0 ] || [ -x "${GX_ROOTFS:-$HOME/.cache/gpuext/rootfs-bookworm}/bin/sh" ] ||
+        missing="$missing debian-root(for tests/dist)"
     [ -z "$missing" ] && exit 0
     echo "gpuext: missing packages:$missing (run: make deps)"
     exit 1
@@ -65,5 +68,15 @@ if [ ! -f "$KCACHE/boot/vmlinuz-$KVER" ] || [ ! -f "$KCACHE/usr/src/linux-header
     rm -rf "$tmp"
     # Debian's headers Makefile includes the common tree by its absolute path.
     sed -i "s|^include /usr/src/|include $KCACHE/usr/src/|" "$KCACHE/usr/src/linux-headers-$KVER/Makefile"
+fi
+# A Debian root for the cluster test (tests/dist/test_deploy.sh): the stand-in
+# for a node and a container, with the libraries gpuext's CLI needs.
+ROOTFS=${GX_ROOTFS:-$HOME/.cache/gpuext/rootfs-bookworm}
+if [ ! -x "$ROOTFS/bin/sh" ] && [ "$(id -u)" = 0 ]; then
+    rm -rf "$ROOTFS.tmp" && mkdir -p "$(dirname "$ROOTFS")"
+    debootstrap --variant=minbase --include=libelf1,libzstd1,liblz4-1 bookworm "$ROOTFS.tmp" \
+        "$("$(dirname "$0")/apt-mirror.sh")" >"$ROOTFS.log" 2>&1 ||
+        { echo "deps: debootstrap failed (log: $ROOTFS.log)" >&2; exit 1; }
+    mv "$ROOTFS.tmp" "$ROOTFS"
 fi
 echo "deps: all present"

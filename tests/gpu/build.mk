@@ -36,3 +36,15 @@ gpu-prep: all $(BUILD)/tests/gpu/tools_kern $(BUILD)/tests/gpu/tool_bench $(BUIL
 # native check of tests/gpu/hostpolicy.sh (scripts/pack-jit-libs.sh).
 gpu-jitlibs: $(JITSO)
 	$(Q)GX_JITLIB=$(JITSO) scripts/pack-jit-libs.sh $(BUILD)/share/jitlibs
+
+# tests/gpu/install.sh: make dist's tarball and wheel, and a device policy
+# the way a user prepares one on a build machine (compiled, JIT cache made
+# here), in .carry/dist: the only things that GPU run uses.
+GPU_DIST := .carry/dist
+.PHONY: gpu-dist
+gpu-dist: dist
+	$(Q)rm -rf $(GPU_DIST) && mkdir -p $(GPU_DIST)/usercache
+	$(Q)cp $(BUILD)/dist/gpuext-$(GX_VERSION)-linux-x86_64.tar.gz $(BUILD)/dist/gpuext-$(GX_VERSION)-*.whl $(GPU_DIST)/
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c tests/gpu/install/blockcount.bpf.c -o $(GPU_DIST)/blockcount.bpf.o
+	$(Q)$(GPUEXT_BIN) tools prepare --cache-dir $(GPU_DIST)/usercache --sm all $(GPU_DIST)/blockcount.bpf.o >/dev/null
+	$(Q)echo "gpu-dist: $$(du -sh $(GPU_DIST) | cut -f1) in $(GPU_DIST)"

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Installing where the GPUs are (issue 36), on the GPU machine with only
+# make dist's tarball and wheel copied over (GX_DIST, default .carry/dist,
+# made by `make gpu-dist`): no build tree, no LLVM, no libbpf.
+#  - wheel: `pip install --no-deps` into a fresh virtualenv (with the system's
+#    torch), `gpuext doctor`, then `gpuext-run --tool threadhist` on a
+#    PyTorch + Triton program (tests/gpu/ml/triton_kernels.py): the same
+#    checksum as natively, a report; the time from nothing to the first
+#    traced run (the two commands: pip install, gpuext-run);
+#  - tarball: unpacked anywhere; `gpuext-run --sched adaptive` on a CUDA
+#    binary (built here with nvcc, PTX only so the shim rewrites it): the same
+#    sums; a host policy (gx_seq, interpreted) on a managed-memory program;
+#    a device policy the user wrote and prepared on the build machine
+#    (install/blockcount.bpf.c and its JIT cache) attaches.
+set -u
+ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+OUT=${OUT:-/tmp/gpu-out}
+L=$OUT/install
+mkdir -p "$L"
+D=$(cd "${GX_DIST:-$ROOT/.carry/dist}" && pwd) || { echo "not ok - install: no GX_DIST folder (make gpu-dist)"; exit 0; }
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+ok() { echo "ok - install: $*"; }
+nok() { echo "not ok - install: $*"; }
+check() { if eval "$2"; then ok "$1"; else nok "$1"; [ -n "${3:-}" ] && tail -n 12 "$3" | sed 's/^/#  /'; fi; }
+export PYTHONUNBUFFERED=1 CUBLAS_WORKSPACE_CONFIG=:4096:8
+TGZ=$(ls "$D"/gpuext-*-linux-x86_64.tar.gz | head -1)
+WHL=$(ls "$D"/gpuext-*.whl | head -1)
+echo "dist: $(basename "$TGZ") $(stat -c %s "$TGZ") bytes, $(basename "$WHL") $(stat -c %s "$WHL") bytes" | tee "$L/sizes.txt"
+ldconfig -p | grep -E 'libLLVM|libbpf' >"$L/llvm-on-host.txt" || echo "no libLLVM, no libbpf on this host" | tee "$L/llvm-on-host.txt"
+
+# ---- the wheel: from nothing to the first traced run ----
+python3 -m venv --system-site-packages "$W/venv" >"$L/venv.log" 2>&1 || nok "python3 -m venv"
+export HOME=$W/home TRITON_CACHE_DIR=$W/triton
+mkdir -p "$HOME"
+PY=$ROOT/tests/gpu/ml/triton_kernels.py
+python3 "$PY" >"$L/triton.native.out" 2>"$L/triton.native.err"
+t0=$(date +%s%N)
+"$W/venv/bin/pip" install -q --no-deps "$WHL" >"$L/pip.log" 2>&1
+pip_rc=$?
+rm -rf "$TRITON_CACHE_DIR"   # the traced run compiles as a first run would
+"$W/venv/bin/gpuext-run" --tool threadhist -- python3 "$PY" >"$L/triton.th.out" 2>"$L/triton.th.err"
+rc=$?
+t1=$(date +%s%N)
+ms=$(( (t1 - t0) / 1000000 ))
+echo "bench: install: pip install + first traced run (Triton, cold Triton cache): $ms ms" | tee "$L/first-run.txt"
+check "wheel: pip install --no-deps into a fresh virtualenv" "[ $pip_rc = 0 ]" "$L/pip.log"
+"$W/venv/bin/gpuext" doctor >"$L/doctor.txt" 2>&1
+drc=$?
+"$W/venv/bin/gpuext" --json doctor >"$L/doctor.json" 2>&1
+cat "$L/doctor.txt"
+check "wheel: gpuext doctor reports no failure" "[ $drc = 0 ] && ! grep -qi '^ *fail' $L/doctor.txt" "$L/doctor.txt"
+sum_n=$(sed -n 's/^checksum //p' "$L/triton.native.out" | head -1)
+sum_t=$(sed -n 's/^checksum //p' "$L/triton.th.out" | head -1)
+check "wheel: Triton + PyTorch under threadhist: checksum identical ($sum_n)" "[ $rc = 0 ] && [ -n '$sum_n' ] && [ '$sum_n' = '$sum_t' ]" "$L/triton.th.err"
+check "wheel: threadhist's report printed" "grep -q 'threadhist: .*blocks' $L/triton.th.out $L/triton.th.err" "$L/triton.th.err"
+check "wheel: the policy came from the wheel's JIT cache" "grep -q 'policy threadhist: from the JIT cache' $L/triton.th.err || ! grep -q 'running without it' $L/triton.th.err" "$L/triton.th.err"
+check "from nothing to the first traced run <= 60 s ($ms ms)" "[ $ms -le 60000 ]"
+
+# ---- the tarball ----
+P=$W/opt/gpuext
+mkdir -p "$W/opt" && tar -xzf "$TGZ" -C "$W/opt" && mv "$W"/opt/gpuext-* "$P"
+"$P/bin/gpuext" doctor >"$L/doctor-tarball.txt" 2>&1
+check "tarball: gpuext doctor reports no failure" "[ \$? = 0 ]" "$L/doctor-tarball.txt"
+nvcc -O2 -I"$ROOT" -gencode arch=compute_90,code=compute_90 -o "$W/sched_app" "$ROOT/tests/gpu/sched_app.cu" >"$L/nvcc.log" 2>&1 &&
+	nvcc -O2 -gencode arch=compute_90,code=compute_90 -o "$W/hp_streams" "$ROOT/tests/gpu/hostpolicy_streams.cu" >>"$L/nvcc.log" 2>&1 ||
+	nok "nvcc on the GPU host"
+"$W/sched_app" >"$L/sched.native.out" 2>&1
+GPUEXT_LOG=info "$P/bin/gpuext-run" --sched adaptive -- "$W/sched_app" >"$L/sched.adaptive.out" 2>"$L/sched.adaptive.err"
+rc=$?
+check "tarball: --sched adaptive: the CUDA binary's sums identical" \
+	"[ $rc = 0 ] && grep -q '^sum ' $L/sched.native.out && diff <(grep '^sum ' $L/sched.native.out) <(grep '^sum ' $L/sched.adaptive.out) >/dev/null" "$L/sched.adaptive.err"
+check "tarball: adaptive from the shipped JIT cache, kernels launched persistent" \
+	"grep -q 'policy adaptive: from the JIT cache' $L/sched.adaptive.err && grep -qi 'persistent' $L/sched.adaptive.err" "$L/sched.adaptive.err"
+"$W/hp_streams" >"$L/hp.native.out" 2>&1
+GPUEXT_LOG=info "$P/bin/gpuext-run" --policy "$P/share/gpuext/host/gx_seq.bpf.o" -- "$W/hp_streams" >"$L/hp.seq.out" 2>"$L/hp.seq.err"
+rc=$?
+check "tarball: host policy gx_seq attached (interpreted: no LLVM here) and ran" \
+	"[ $rc = 0 ] && grep -q \"attached memory policy 'seq'\" $L/hp.seq.err && grep -q 'prefetch calls issued' $L/hp.seq.err" "$L/hp.seq.err"
+check "tarball: host policy: the managed-memory program's result identical" \
+	"[ -n \"\$(grep RESULT $L/hp.native.out)\" ] && [ \"\$(grep RESULT $L/hp.native.out)\" = \"\$(grep RESULT $L/hp.seq.out)\" ]" "$L/hp.seq.out"
+# The user's own device policy: compiled and prepared on the build machine.
+mkdir -p "$HOME/.cache/gpuext" && cp "$D"/usercache/*.gxpol "$HOME/.cache/gpuext/"
+GPUEXT_LOG=info "$P/bin/gpuext-run" --policy "$D/blockcount.bpf.o" -- "$W/sched_app" >"$L/user.out" 2>"$L/user.err"
+rc=$?
+check "tarball: the user's device policy attaches from the cache prepared on the build machine" \
+	"[ $rc = 0 ] && grep -q 'policy blockcount: from the JIT cache' $L/user.err && grep -q 'rewritten ([1-9][0-9]* hooks)' $L/user.err" "$L/user.err"
+check "tarball: under the user's policy the sums are identical" \
+	"diff <(grep '^sum ' $L/sched.native.out) <(grep '^sum ' $L/user.out) >/dev/null" "$L/user.out"
