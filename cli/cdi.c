@@ -22,7 +22,7 @@
 #include "common/gx_util.h"
 
 #define CDI_VERSION "0.6.0"
-#define CDI_KIND "gpuext.dev/shim"
+#define CDI_KIND    "gpuext.dev/shim"
 #define CDI_MAX_ENV 64
 
 static void usage(FILE *f)
@@ -84,7 +84,8 @@ int do_cdi(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		} else {
-			p_err("unknown argument '%s' (usage: gpuext cdi [--prefix DIR] [--output FILE] [--env K=V]...)", a);
+			p_err("unknown argument '%s' (usage: gpuext cdi [--prefix DIR] [--output FILE] [--env K=V]...)",
+			      a);
 			return 2;
 		}
 	}

@@ -71,13 +71,13 @@ static struct {
 	char prefix[PATH_MAX], lib[PATH_MAX + 8], shim[PATH_MAX + 32];
 	struct stat shim_st;
 	bool shim_ok;
-	void *drv;                 /* NVIDIA's driver, dlopen'ed */
+	void *drv; /* NVIDIA's driver, dlopen'ed */
 	char drv_path[PATH_MAX];
-	char drv_err[1024];        /* why the explicit GPUEXT_REAL_LIBCUDA did not load */
-	int nr_skipped;            /* copies of the shim met on the way */
-	unsigned sm[DR_MAXGPU];    /* per GPU, major * 10 + minor */
+	char drv_err[1024];	/* why the explicit GPUEXT_REAL_LIBCUDA did not load */
+	int nr_skipped;		/* copies of the shim met on the way */
+	unsigned sm[DR_MAXGPU]; /* per GPU, major * 10 + minor */
 	int nr_gpus;
-	bool jit;                  /* libgxjit.so loads */
+	bool jit; /* libgxjit.so loads */
 } dr;
 
 /* A file that is the shim (same file as PREFIX/lib/libcuda.so.1). */
@@ -287,8 +287,8 @@ static void check_gpus(void)
 		if (dr.nr_gpus < DR_MAXGPU)
 			dr.sm[dr.nr_gpus++] = sm;
 		if (sm < 70)
-			add(tag, DR_WARN, "device hooks need sm_70 or newer; host hooks still work",
-			    "%s, sm_%u", nm, sm);
+			add(tag, DR_WARN, "device hooks need sm_70 or newer; host hooks still work", "%s, sm_%u", nm,
+			    sm);
 		else
 			add(tag, DR_OK, NULL, "%s, sm_%u (device policies JIT for sm_%u)", nm, sm,
 			    gx_pcache_jit_sm(sm));
@@ -306,9 +306,10 @@ static int first_path(const char *path, bool explicit_path, void *arg)
 static void check_interpose(void)
 {
 	char fix[3 * PATH_MAX];
-	snprintf(fix, sizeof(fix),
-		 "start programs with %s/bin/gpuext-run, or export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}",
-		 dr.prefix, dr.lib);
+	snprintf(
+		fix, sizeof(fix),
+		"start programs with %s/bin/gpuext-run, or export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}",
+		dr.prefix, dr.lib);
 	/* What the loader finds for "libcuda.so.1": LD_LIBRARY_PATH first,
 	 * then the ld.so cache (a program's RUNPATH aside). */
 	char llp_hit[PATH_MAX + 16] = "", cache_hit[PATH_MAX] = "";
@@ -330,14 +331,18 @@ static void check_interpose(void)
 		add("interpose", DR_OK, NULL, "LD_LIBRARY_PATH finds %s first: programs started now load the shim%s",
 		    llp_hit, is_our_shim(llp_hit) ? "" : " (another gpuext install)");
 	else if (llp_hit[0])
-		add("interpose", DR_WARN, fix, "LD_LIBRARY_PATH finds %s before the shim: programs started now "
-		    "bypass gpuext", llp_hit);
+		add("interpose", DR_WARN, fix,
+		    "LD_LIBRARY_PATH finds %s before the shim: programs started now "
+		    "bypass gpuext",
+		    llp_hit);
 	else if (cache_hit[0] && is_a_shim(cache_hit))
 		add("interpose", DR_OK, NULL, "the ld.so cache resolves libcuda.so.1 to %s (installed system-wide)",
 		    cache_hit);
 	else if (cache_hit[0])
-		add("interpose", DR_WARN, fix, "a program started without gpuext-run loads %s (the ld.so cache, "
-		    "ldconfig -p), not the shim", cache_hit);
+		add("interpose", DR_WARN, fix,
+		    "a program started without gpuext-run loads %s (the ld.so cache, "
+		    "ldconfig -p), not the shim",
+		    cache_hit);
 	else
 		add("interpose", DR_WARN, fix, "a program started without gpuext-run finds no libcuda.so.1 at all");
 
@@ -365,7 +370,8 @@ static void check_interpose(void)
 	if (access(audit, R_OK))
 		add("audit", DR_WARN, "reinstall gpuext", "%s is missing: gpuext-run --audit cannot work", audit);
 	else
-		add("audit", DR_INFO, NULL, "programs that dlopen libcuda by absolute path bypass LD_LIBRARY_PATH: "
+		add("audit", DR_INFO, NULL,
+		    "programs that dlopen libcuda by absolute path bypass LD_LIBRARY_PATH: "
 		    "run them with gpuext-run --audit");
 
 	const char *tl = getenv("TRITON_LIBCUDA_PATH");
@@ -422,7 +428,8 @@ static void scan_objects(void)
 			snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
 			if (gx_read_file(p, &buf, &len, 64u << 20))
 				continue;
-			snprintf(objs[nr_objs].name, sizeof(objs[0].name), "%s/%.*s", dirs[i], (int)(l - 6), de->d_name);
+			snprintf(objs[nr_objs].name, sizeof(objs[0].name), "%s/%.*s", dirs[i], (int)(l - 6),
+				 de->d_name);
 			objs[nr_objs++].hash = gx_pcache_hash(buf, len);
 			free(buf);
 		}
@@ -458,11 +465,14 @@ static void cache_line(unsigned sm, const char *shipped, const char *user)
 	}
 	char tag[32], fix[256];
 	snprintf(tag, sizeof(tag), "cache-sm%u", sm);
-	snprintf(fix, sizeof(fix), "gpuext tools prepare --sm %u [FILE.bpf.o...] where LLVM 19 is installed, then copy "
-		 "that cache folder here (GPUEXT_CACHE_DIR)", sm);
+	snprintf(fix, sizeof(fix),
+		 "gpuext tools prepare --sm %u [FILE.bpf.o...] where LLVM 19 is installed, then copy "
+		 "that cache folder here (GPUEXT_CACHE_DIR)",
+		 sm);
 	if (!miss)
-		add(tag, DR_OK, NULL, "%d/%d shipped device policies prepared for sm_%u (%d shipped, %d in the user cache)",
-		    nr_objs, nr_objs, sm, in_shipped, in_user);
+		add(tag, DR_OK, NULL,
+		    "%d/%d shipped device policies prepared for sm_%u (%d shipped, %d in the user cache)", nr_objs,
+		    nr_objs, sm, in_shipped, in_user);
 	else
 		add(tag, dr.jit ? DR_INFO : DR_WARN, dr.jit ? NULL : fix,
 		    "%d/%d shipped device policies prepared for sm_%u; %s: %s", nr_objs - miss, nr_objs, sm,
@@ -519,8 +529,10 @@ static void check_cache(void)
 			snprintf(list + l, sizeof(list) - l, "%ssm_%u", l ? ", " : "", s);
 		}
 	if (files)
-		add("cache", DR_INFO, NULL, "no GPU seen; %s holds %d entries of this version for %s (%d device policies "
-		    "shipped)", shipped, files, list, nr_objs);
+		add("cache", DR_INFO, NULL,
+		    "no GPU seen; %s holds %d entries of this version for %s (%d device policies "
+		    "shipped)",
+		    shipped, files, list, nr_objs);
 	else
 		add("cache", dr.jit ? DR_INFO : DR_WARN, dr.jit ? NULL : "use the tarball or wheel, which carry it",
 		    "no GPU seen; no prepared policy cache in %s (%d device policies shipped)", shipped, nr_objs);
@@ -558,12 +570,16 @@ static void check_folder(const char *tag, const char *dir, const char *what, boo
 	if (st.st_uid != geteuid()) {
 		snprintf(fix, sizeof(fix), "chown %u %s (or set %s to a folder of yours)", (unsigned)geteuid(), dir,
 			 !strcmp(tag, "shm-dir") ? "GPUEXT_SHM_DIR" : "GPUEXT_CACHE_DIR");
-		add(tag, DR_WARN, fix, "%s %s: owned by %s (uid %u), not by you (uid %u); mode %04o, %s", what, dir, own,
-		    (unsigned)st.st_uid, (unsigned)geteuid(), mode, free_s);
+		add(tag, DR_WARN, fix, "%s %s: owned by %s (uid %u), not by you (uid %u); mode %04o, %s", what, dir,
+		    own, (unsigned)st.st_uid, (unsigned)geteuid(), mode, free_s);
 	} else if (mode & 022) {
 		snprintf(fix, sizeof(fix), "chmod go-w %s", dir);
-		add(tag, DR_WARN, fix, "%s %s: mode %04o is %s-writable: others could plant entries; owner %s, %s", what,
-		    dir, mode, (mode & 022) == 022 ? "group- and other" : mode & 020 ? "group" : "other", own, free_s);
+		add(tag, DR_WARN, fix, "%s %s: mode %04o is %s-writable: others could plant entries; owner %s, %s",
+		    what, dir, mode,
+		    (mode & 022) == 022 ? "group- and other"
+		    : mode & 020	? "group"
+					: "other",
+		    own, free_s);
 	} else if (free_mb >= 0 && free_mb < 100) {
 		add(tag, DR_WARN, "free some space", "%s %s: owner %s, mode %04o, only %s", what, dir, own, mode,
 		    free_s);
@@ -576,7 +592,8 @@ static void check_folders(void)
 {
 	char d[4096];
 	if (gx_cache_dir(d, sizeof(d)))
-		add("cache-dir", DR_WARN, "set GPUEXT_CACHE_DIR or HOME", "no cache folder: neither GPUEXT_CACHE_DIR, "
+		add("cache-dir", DR_WARN, "set GPUEXT_CACHE_DIR or HOME",
+		    "no cache folder: neither GPUEXT_CACHE_DIR, "
 		    "XDG_CACHE_HOME nor HOME is set; nothing is cached");
 	else
 		check_folder("cache-dir", d, "cache", true);
@@ -678,8 +695,14 @@ static void check_python(void)
 static void check_env(void)
 {
 	static const char *const names[] = {
-		"LD_LIBRARY_PATH",     "LD_PRELOAD",         "LD_AUDIT",  "TRITON_LIBCUDA_PATH",
-		"CUDA_VISIBLE_DEVICES", "TRITON_PTXAS_PATH", "XLA_FLAGS", "CUPY_COMPILE_WITH_PTX",
+		"LD_LIBRARY_PATH",
+		"LD_PRELOAD",
+		"LD_AUDIT",
+		"TRITON_LIBCUDA_PATH",
+		"CUDA_VISIBLE_DEVICES",
+		"TRITON_PTXAS_PATH",
+		"XLA_FLAGS",
+		"CUPY_COMPILE_WITH_PTX",
 		"TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER",
 	};
 	int n = 0;
