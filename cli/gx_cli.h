@@ -5,6 +5,7 @@
 #define GX_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct gx_cmd {
 	const char *name;
@@ -19,6 +20,10 @@ extern int gx_verbose __attribute__((visibility("default"))); /* -v */
 
 /* The one error path of the CLI: "gpuext: error: ..." (or JSON when --json). */
 void p_err(const char *fmt, ...) __attribute__((format(printf, 1, 2), visibility("default")));
+/* The install prefix: the folder above this executable's bin/ (build/ in
+ * the build tree), resolved with realpath. 0 or -errno. */
+int gx_cli_prefix(char *out, size_t n);
+
 /* The subcommands (argv[0] is the subcommand's name). */
 int do_run(int argc, char **argv);    /* run.c */
 int do_ptx(int argc, char **argv);    /* ptx.c */
@@ -28,6 +33,8 @@ int do_map(int argc, char **argv);    /* map.c */
 int do_tools(int argc, char **argv);  /* tools.c */
 int do_tenant(int argc, char **argv); /* tenant.c */
 int do_sched(int argc, char **argv);  /* sched.c */
+int do_doctor(int argc, char **argv); /* doctor.c */
+int do_cdi(int argc, char **argv);    /* cdi.c */
 
 /* Run a nested subcommand table: cmds[] ends with {0}; prints usage on miss. */
 int gx_cmd_dispatch(const char *parent, const struct gx_cmd *cmds, int argc, char **argv);

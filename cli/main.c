@@ -1,8 +1,11 @@
 /* gpuext — command-line entry: global flags, then dispatch to a subcommand. */
+#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/gx_cli.h"
 #include "common/gx_log.h"
@@ -30,9 +33,31 @@ static const struct gx_cmd cmds[] = {
 	{ "tools", do_tools, "observability tools: list, prepare (JIT cache), report" },
 	{ "tenant", do_tenant, "tenants sharing the GPUs: list, set class/window, gc" },
 	{ "sched", do_sched, "block scheduling: decisions and per-SM work of a run (--trace)" },
+	{ "doctor", do_doctor, "check this machine: driver, GPUs, shim, JIT cache, folders (for bug reports)" },
+	{ "cdi", do_cdi, "write a CDI spec that mounts gpuext into containers" },
 	{ "version", do_version, "print the version" },
 	{ 0 },
 };
+
+int gx_cli_prefix(char *out, size_t n)
+{
+	char exe[PATH_MAX], up[PATH_MAX + 8], real[PATH_MAX];
+	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (k <= 0)
+		return gx_err(-errno);
+	exe[k] = 0;
+	char *s = strrchr(exe, '/');
+	if (!s)
+		return gx_err(-ENOENT);
+	*s = 0;
+	snprintf(up, sizeof(up), "%s/..", exe);
+	if (!realpath(up, real))
+		return gx_err(-errno);
+	if (strlen(real) >= n)
+		return gx_err(-ENAMETOOLONG);
+	snprintf(out, n, "%s", real);
+	return 0;
+}
 
 void p_err(const char *fmt, ...)
 {

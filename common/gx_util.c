@@ -111,6 +111,11 @@ static int write_in_place(const char *path, const void *buf, size_t len)
 
 int gx_write_file(const char *path, const void *buf, size_t len)
 {
+	return gx_write_file_mode(path, buf, len, 0600);
+}
+
+int gx_write_file_mode(const char *path, const void *buf, size_t len, unsigned mode)
+{
 	struct stat st;
 	if (!stat(path, &st) && !S_ISREG(st.st_mode))
 		return gx_err(write_in_place(path, buf, len));
@@ -125,7 +130,10 @@ int gx_write_file(const char *path, const void *buf, size_t len)
 		err = -errno;
 		goto out;
 	}
-	err = write_all(fd, buf, len);
+	if (mode != 0600 && fchmod(fd, mode) < 0) /* exactly mode, whatever the umask */
+		err = -errno;
+	if (!err)
+		err = write_all(fd, buf, len);
 	if (close(fd) < 0 && !err)
 		err = -errno;
 	if (!err && rename(tmp, path) < 0)

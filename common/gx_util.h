@@ -62,6 +62,8 @@ int gx_read_file(const char *path, char **buf, size_t *len, size_t max_len);
 /* Write a buffer to a file atomically (temp file + rename); an existing
  * device or FIFO (/dev/null, a pipe) is written in place instead. */
 int gx_write_file(const char *path, const void *buf, size_t len);
+/* The same with the new file's mode (gx_write_file: 0600). */
+int gx_write_file_mode(const char *path, const void *buf, size_t len, unsigned mode);
 /* s as a JSON string literal on f (NULL: ""). */
 void gx_json_str(FILE *f, const char *s);
 

@@ -2,21 +2,21 @@
  *
  * We ARE libcuda.so.1, so the real driver is found by path, never by soname:
  * GPUEXT_REAL_LIBCUDA if set, else LD_LIBRARY_PATH directories, the ld.so
- * cache and the usual driver folders. Any candidate that is this very file
+ * cache and the usual driver folders (common/gx_libcuda.c, shared with
+ * `gpuext doctor`). Any candidate that is this very file
  * (same device and inode, or exporting our marker symbol) is skipped, so we
  * never call ourselves. The driver is opened RTLD_LOCAL on the first
  * forwarded call only: loading the shim does nothing (NVML keeps working). */
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <link.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/gx_libcuda.h"
 #include "shim/gx_shim.h"
 
 /* Exported so that a candidate can be recognised as a copy of the shim. */
@@ -120,95 +120,24 @@ static bool try_open(const char *path, bool explicit_path)
 	return true;
 }
 
-/* Path of libcuda.so.1 in /etc/ld.so.cache (new format), or 0. */
-static int ld_cache_lookup(const char *soname, char *out, size_t outlen)
+/* One candidate of gx_libcuda_candidates(): skip ourselves, stop at the
+ * first that loads. */
+static int real_candidate(const char *path, bool explicit_path, void *arg)
 {
-	static const char magic[] = "glibc-ld.so.cache1.1";
-	int fd = open("/etc/ld.so.cache", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	(void)arg;
+	if (!explicit_path && is_self_file(path))
 		return 0;
-	struct stat st;
-	int found = 0;
-	if (fstat(fd, &st) == 0 && st.st_size > 48 && st.st_size < (1 << 28)) {
-		size_t sz = st.st_size;
-		const char *m = mmap(NULL, sz, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (m != MAP_FAILED) {
-			const char *hdr = memmem(m, sz, magic, sizeof(magic) - 1);
-			if (hdr && (size_t)(hdr - m) + 48 <= sz) {
-				size_t base = hdr - m;
-				uint32_t nlibs;
-				memcpy(&nlibs, hdr + 20, 4);
-				size_t ent = base + 48;
-				for (uint32_t i = 0; i < nlibs && ent + 24 <= sz; i++, ent += 24) {
-					uint32_t k, v;
-					int32_t fl;
-					memcpy(&fl, m + ent, 4);
-					/* 64-bit x86 entries only (FLAG_X8664_LIB64); skip /lib32 etc. */
-					if ((fl & 0xff00) != 0x0300)
-						continue;
-					memcpy(&k, m + ent + 4, 4);
-					memcpy(&v, m + ent + 8, 4);
-					if (base + k >= sz || base + v >= sz)
-						continue;
-					const char *key = m + base + k, *val = m + base + v;
-					if (!memchr(key, 0, sz - (base + k)) || !memchr(val, 0, sz - (base + v)))
-						continue;
-					if (!strcmp(key, soname) && !strstr(val, "/stubs/") && !is_self_file(val)) {
-						snprintf(out, outlen, "%s", val);
-						found = 1;
-						break;
-					}
-				}
-			}
-			munmap((void *)m, sz);
-		}
-	}
-	close(fd);
-	return found;
+	return try_open(path, explicit_path);
 }
-
-static const char *const std_paths[] = {
-	"/usr/lib/x86_64-linux-gnu/libcuda.so.1",
-	"/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.1",
-	"/usr/local/nvidia/lib64/libcuda.so.1",
-	"/usr/local/nvidia/lib/libcuda.so.1",
-	"/usr/lib64/libcuda.so.1",
-	"/usr/lib/libcuda.so.1",
-	"/usr/lib/wsl/lib/libcuda.so.1",
-	"/run/opengl-driver/lib/libcuda.so.1",
-};
 
 static void real_load_locked(void)
 {
 	self_identify();
-	const char *env = getenv("GPUEXT_REAL_LIBCUDA");
-	if (env && *env) {
-		if (!try_open(env, true))
+	if (!gx_libcuda_candidates(real_candidate, NULL)) {
+		const char *env = getenv("GPUEXT_REAL_LIBCUDA");
+		if (env && *env)
 			pr_warn("the real driver named by GPUEXT_REAL_LIBCUDA could not be loaded");
-		goto out;
 	}
-	const char *llp = getenv("LD_LIBRARY_PATH");
-	if (llp) {
-		char *dup = strdup(llp), *save = NULL;
-		for (char *d = dup ? strtok_r(dup, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
-			char p[4096];
-			if (strstr(d, "/stubs"))
-				continue;
-			snprintf(p, sizeof(p), "%s/libcuda.so.1", d);
-			if (access(p, R_OK) == 0 && !is_self_file(p) && try_open(p, false))
-				break;
-		}
-		free(dup);
-		if (real_handle)
-			goto out;
-	}
-	char p[4096];
-	if (ld_cache_lookup("libcuda.so.1", p, sizeof(p)) && try_open(p, false))
-		goto out;
-	for (size_t i = 0; i < GX_ARRAY_SIZE(std_paths); i++)
-		if (access(std_paths[i], R_OK) == 0 && !is_self_file(std_paths[i]) && try_open(std_paths[i], false))
-			goto out;
-out:
 	if (real_handle) {
 		pr_info("real driver: %s", real_path);
 		__atomic_store_n(&real_state, 1, __ATOMIC_RELEASE);

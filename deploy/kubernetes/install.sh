@@ -33,5 +33,5 @@ ln -sfn "$ver" "$base/current.new" && mv -T "$base/current.new" "$base/current"
 # The spec names host paths: the prefix as the node sees it.
 set --
 for kv in ${GPUEXT_ENV:-}; do set -- "$@" --env "$kv"; done
-"$base/$ver/bin/gpuext" cdi --prefix /opt/gpuext/current "$@" --output "$root/etc/cdi/gpuext.json"
+"$base/$ver/bin/gpuext" cdi --root "${root:-/}" --prefix /opt/gpuext/current "$@" --output "$root/etc/cdi/gpuext.json"
 echo "install.sh: CDI spec $root/etc/cdi/gpuext.json (gpuext.dev/shim=default -> /opt/gpuext/current)"

@@ -144,11 +144,16 @@ static int misuse(const char *what, const struct fctx *owner, int dead)
 	return strict_ctx;
 }
 
+/* FAKECUDA_INIT_FAIL=N: cuInit returns CUresult N (100: no device), as on
+ * a machine whose driver sees no GPU. */
 FX CUresult cuInit(unsigned int f)
 {
 	REC();
 	if (f)
 		return CUDA_ERROR_INVALID_VALUE;
+	const char *e = getenv("FAKECUDA_INIT_FAIL");
+	if (e && atoi(e))
+		return (CUresult)atoi(e);
 	initialised = 1;
 	return CUDA_SUCCESS;
 }
@@ -175,6 +180,17 @@ FX CUresult cuDeviceGet(CUdevice *d, int ord)
 	if (ord < 0 || ord >= ndev())
 		return CUDA_ERROR_INVALID_DEVICE;
 	*d = ord;
+	return CUDA_SUCCESS;
+}
+
+FX CUresult cuDeviceGetName(char *name, int len, CUdevice d)
+{
+	REC();
+	if (!name || len <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (d < 0 || d >= ndev())
+		return CUDA_ERROR_INVALID_DEVICE;
+	snprintf(name, len, "fakecuda GPU %d", d);
 	return CUDA_SUCCESS;
 }
 
@@ -352,6 +368,7 @@ FX CUresult cuGetErrorName(CUresult e, const char **s)
 	case CUDA_SUCCESS: *s = "CUDA_SUCCESS"; break;
 	case CUDA_ERROR_INVALID_PTX: *s = "CUDA_ERROR_INVALID_PTX"; break;
 	case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
+	case CUDA_ERROR_NO_DEVICE: *s = "CUDA_ERROR_NO_DEVICE"; break;
 	default: *s = "CUDA_ERROR_UNKNOWN"; break;
 	}
 	return CUDA_SUCCESS;
