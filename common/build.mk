@@ -1,8 +1,9 @@
 # common/ — libgxcommon.a: logging, small utilities (common/gx_util.h), the
-# BPF instruction-set names (gx_bpf_isa.h), per-thread heap blocks (gx_tls.h)
+# BPF instruction-set names (gx_bpf_isa.h), the trust rule for files in
+# shared places (gx_trust.h), per-thread heap blocks (gx_tls.h)
 # and the CUDA check macros of the
 # GPU test programs (gx_cu_check.h, header only).
-COMMON_SRCS := common/gx_log.c common/gx_util.c common/gx_tls.c
+COMMON_SRCS := common/gx_log.c common/gx_util.c common/gx_tls.c common/gx_trust.c
 COMMON_LIB  := $(BUILD)/lib/libgxcommon.a
 
 $(COMMON_LIB): $(call objs,$(COMMON_SRCS))
