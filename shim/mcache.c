@@ -241,6 +241,11 @@ static int cache_dir(char *buf, size_t n, bool create)
 		return -ENOENT;
 	if (snprintf(buf, n, "%s/modules", base) >= (int)n)
 		return -ENAMETOOLONG;
+	/* modules/ is made inside the cache folder: only in one of ours (a
+	 * missing one is created 0700 with it). */
+	struct stat st;
+	if (create && !lstat(base, &st) && !safe_dir(base, false))
+		return -EACCES;
 	return safe_dir(buf, create) ? 0 : -EACCES;
 }
 

@@ -16,7 +16,8 @@ $(T_ATT)/attach_app: $(call objs,tests/attach/attach_app.c) $(COMMON_LIB)
 	$(call link,-L$(STUB_LDIR) -lcuda -ldl)
 
 TEST_BINS += $(T_ATT)/test_pcache $(T_ATT)/test_lt_sample $(ATTACH_FAKE) $(T_ATT)/attach_app
-TESTS     += $(T_ATT)/test_pcache $(T_ATT)/test_lt_sample tests/attach/test_attach.sh tests/attach/test_attach_cache.sh
+TESTS     += $(T_ATT)/test_pcache $(T_ATT)/test_lt_sample tests/attach/test_attach.sh tests/attach/test_attach_cache.sh \
+             tests/attach/test_trust.sh
 
 # The policy cache's entries under libFuzzer (`make test` runs it a few
 # seconds; `make fuzz` for GX_FUZZ_TIME).
