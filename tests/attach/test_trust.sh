@@ -13,7 +13,8 @@
 #    it is refused;
 #  - tool objects of the tools folder and the folder itself;
 #  - the JIT library named by GPUEXT_JITLIB (and a good one still loads,
-#    through /proc/self/fd).
+#    through /proc/self/fd);
+#  - tool logs: never written into a maps folder of another user.
 # Root only (files are handed to nobody); otherwise one note and a skip line.
 set -u
 B=${BUILD:-build}
@@ -148,3 +149,9 @@ for how in nobody 666 symlink; do
 	check "JIT library $want: one line, not loaded, the app runs" \
 		"[ \$(lines j$how $J) = 1 ] && grep -q 'the JIT library cannot be loaded ($J: $want).*running without it' $T/j$how.err && [ \$(cat $T/j$how.rc) = 0 ]" j$how
 done
+
+# Tool logs are written only into a maps folder of this user.
+mkdir -m 755 $T/shm-nob && chown nobody: $T/shm-nob
+run lognob GPUEXT_CACHE_DIR=$T/good GPUEXT_TOOL=launchlate GPUEXT_SHM_DIR=$T/shm-nob
+check "maps folder of nobody: tool log not written there, one line, the tool still attached" \
+	"[ \$(lines lognob $T/shm-nob) = 1 ] && grep -q 'not writing tool logs into $T/shm-nob: owned by uid 65534' $T/lognob.err && [ -z \"\$(ls -A $T/shm-nob)\" ] && grep -q '^ok - attach_app: __gx_devrt written' $T/lognob.out" lognob
