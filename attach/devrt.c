@@ -994,7 +994,12 @@ int gx_devrt_start(const struct gx_policy_desc *d, const char *const *tags, size
 	bool have_dir = gx_map_shm_dir(dir, sizeof(dir)) == 0, refused = false;
 	if (have_dir) {
 		mkdir(dir, 0700);
-		/* Tool logs go only into a folder of this user (files 0600). */
+		/* Tool logs go only into a folder of this user (files 0600);
+		 * ours but opened up (a fresh tmpfs is 1777): closed again, as
+		 * the maps do with it (devbpf/maps.c). */
+		struct stat st;
+		if (!lstat(dir, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077))
+			chmod(dir, 0700);
 		char why[96];
 		if (gx_dir_trusted(dir, GX_TRUST_OWN, why, sizeof(why)) == -EPERM) {
 			pr_warn("policy: not writing tool logs into %s: %s; records are lost", dir, why);
