@@ -36,6 +36,7 @@
 #include <uthash.h>
 
 #include "attach/attach_priv.h"
+#include "common/gx_trust.h"
 #include "common/gx_capture.h"
 #include "common/gx_tls.h"
 #include "devbpf/gx_bpf.h"
@@ -990,9 +991,21 @@ int gx_devrt_start(const struct gx_policy_desc *d, const char *const *tags, size
 	if (!n || n > GX_PMERGE_MAX)
 		return -EINVAL;
 	char dir[512], path[700];
-	bool have_dir = gx_map_shm_dir(dir, sizeof(dir)) == 0;
-	if (have_dir)
+	bool have_dir = gx_map_shm_dir(dir, sizeof(dir)) == 0, refused = false;
+	if (have_dir) {
 		mkdir(dir, 0700);
+		/* Tool logs go only into a folder of this user (files 0600);
+		 * ours but opened up (a fresh tmpfs is 1777): closed again, as
+		 * the maps do with it (devbpf/maps.c). */
+		struct stat st;
+		if (!lstat(dir, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077))
+			chmod(dir, 0700);
+		char why[96];
+		if (gx_dir_trusted(dir, GX_TRUST_OWN, why, sizeof(why)) == -EPERM) {
+			pr_warn("policy: not writing tool logs into %s: %s; records are lost", dir, why);
+			have_dir = false, refused = true;
+		}
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct polst *p = &pols[i];
 		p->pd = &d[i];
@@ -1003,7 +1016,7 @@ int gx_devrt_start(const struct gx_policy_desc *d, const char *const *tags, size
 			snprintf(path, sizeof(path), "%s/%d-%s.events", dir, (int)getpid(), p->tag);
 			p->ev_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 		}
-		if (p->ev_fd < 0)
+		if (p->ev_fd < 0 && !refused)
 			pr_warn("policy %s: cannot write the tool log in %s; records are lost", p->tag, dir);
 		struct gx_tev_proc pr = { .h.type = GX_TEV_PROC, .pid = (gdev_u32)getpid(), .start_ns = now_ns() };
 		snprintf(pr.tag, sizeof(pr.tag), "%s", p->tag);

@@ -116,11 +116,19 @@ char *gx_pdesc_serialize(const struct gx_policy_desc *d, size_t *len);
 int gx_pdesc_parse(const char *text, size_t len, struct gx_policy_desc *d, char *err, size_t err_sz);
 void gx_pdesc_free(struct gx_policy_desc *d);
 
-/* Look up: 0, -ENOENT (miss) or -EINVAL (corrupt entry: err says why). */
+/* Look up: 0, -ENOENT (miss), -EINVAL (corrupt entry: err says why) or
+ * -EPERM (the folder or the entry breaks the trust rule of gx_trust.h:
+ * owned by another user, writable by group or others, a symbolic link; err
+ * names the file and why). Any folder owned by this user or root is read,
+ * never written (docs/trust.md). */
 int gx_pcache_load(const char *dir, uint64_t hash, unsigned sm, struct gx_policy_desc *d, char *err,
 		   size_t err_sz);
-/* Store (creates the folder, mode 0700). 0 or -errno. */
-int gx_pcache_store(const char *dir, const struct gx_policy_desc *d);
+/* Store: creates the folder (0700; with GX_PCACHE_SHARED 0755 and entries
+ * 0644, for a cache prepared for all users of an install), writes only into
+ * a folder owned by this user and not writable by group or others (else
+ * -EPERM). 0 or -errno. */
+#define GX_PCACHE_SHARED 1u
+int gx_pcache_store(const char *dir, const struct gx_policy_desc *d, unsigned flags);
 
 /* ---- the JIT library's entry point (libgxjit.so; also linked into the CLI) ----
  * Open `obj` (len bytes, named `name`), verify every program, JIT the device

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "attach/gx_attach.h"
+#include "common/gx_trust.h"
 #include "common/gx_util.h"
 
 uint64_t gx_pcache_hash(const void *buf, size_t len)
@@ -235,15 +237,24 @@ fail:
 int gx_pcache_load(const char *dir, uint64_t hash, unsigned sm, struct gx_policy_desc *d, char *err,
 		   size_t err_sz)
 {
-	char path[4096];
+	char path[4096], why[96];
 	int ret = gx_pcache_path(dir, hash, sm, path, sizeof(path));
 	if (ret)
 		return ret;
+	/* The PTX inside is linked into every kernel unverified: only a file
+	 * nobody but this user or root could have written (gx_trust.h). */
+	ret = gx_dir_trusted(dir, GX_TRUST_ANY_OWNER, why, sizeof(why));
+	if (ret == -EPERM)
+		snprintf(err, err_sz, "policy cache folder %s: %s", dir, why);
+	if (ret)
+		return ret == -EPERM ? ret : gx_err(-ENOENT);
 	char *buf = NULL;
 	size_t len = 0;
-	ret = gx_read_file(path, &buf, &len, 256u << 20);
+	ret = gx_read_trusted(path, GX_TRUST_ANY_OWNER, &buf, &len, 256u << 20, why, sizeof(why));
+	if (ret == -EPERM)
+		snprintf(err, err_sz, "policy cache entry %s: %s", path, why);
 	if (ret)
-		return ret == -ENOENT ? ret : gx_err(ret);
+		return gx_err(ret);
 	ret = gx_pdesc_parse(buf, len, d, err, err_sz);
 	free(buf);
 	if (!ret && (d->hash != hash || d->sm != sm)) {
@@ -254,28 +265,40 @@ int gx_pcache_load(const char *dir, uint64_t hash, unsigned sm, struct gx_policy
 	return ret;
 }
 
-static int mkdir_p(const char *dir)
+/* mkdir -p; the folders it creates get `mode` exactly (not narrowed by the
+ * umask: a shared cache must be readable by all). */
+static int mkdir_p(const char *dir, mode_t mode)
 {
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s", dir);
-	for (char *s = tmp + 1; *s; s++)
-		if (*s == '/') {
-			*s = 0;
-			if (mkdir(tmp, 0700) && errno != EEXIST)
+	for (char *s = tmp + 1;; s++) {
+		if (*s && *s != '/')
+			continue;
+		char c = *s;
+		*s = 0;
+		if (!mkdir(tmp, mode)) {
+			if (chmod(tmp, mode))
 				return -errno;
-			*s = '/';
+		} else if (errno != EEXIST) {
+			return -errno;
 		}
-	if (mkdir(tmp, 0700) && errno != EEXIST)
-		return -errno;
-	return 0;
+		*s = c;
+		if (!c)
+			return 0;
+	}
 }
 
-int gx_pcache_store(const char *dir, const struct gx_policy_desc *d)
+int gx_pcache_store(const char *dir, const struct gx_policy_desc *d, unsigned flags)
 {
+	bool shared = flags & GX_PCACHE_SHARED;
 	char path[4096], tmp[4200];
-	int ret = mkdir_p(dir);
+	int ret = mkdir_p(dir, shared ? 0755 : 0700);
 	if (ret)
 		return gx_err(ret);
+	/* Written only into a folder of this user closed to others: a
+	 * file put anywhere else could be swapped before the next read. */
+	if (gx_dir_trusted(dir, GX_TRUST_OWN, NULL, 0))
+		return gx_err(-EPERM);
 	ret = gx_pcache_path(dir, d->hash, d->sm, path, sizeof(path));
 	if (ret)
 		return ret;
@@ -284,11 +307,24 @@ int gx_pcache_store(const char *dir, const struct gx_policy_desc *d)
 	char *text = gx_pdesc_serialize(d, &len);
 	if (!text)
 		return gx_err(-ENOMEM);
-	ret = gx_write_file(tmp, text, len);
+	unlink(tmp); /* a leftover of a dead process with our pid */
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	ret = fd < 0 ? -errno : 0;
+	for (size_t w = 0; !ret && w < len;) {
+		ssize_t r = write(fd, text + w, len - w);
+		if (r < 0 && errno != EINTR)
+			ret = -errno;
+		else if (r > 0)
+			w += (size_t)r;
+	}
 	free(text);
+	if (!ret && shared && fchmod(fd, 0644))
+		ret = -errno;
+	if (fd >= 0 && close(fd) && !ret)
+		ret = -errno;
 	if (!ret && rename(tmp, path))
 		ret = -errno;
-	if (ret)
+	if (ret && fd >= 0)
 		unlink(tmp);
 	return ret ? gx_err(ret) : 0;
 }

@@ -6,9 +6,14 @@
  * $GPUEXT_TOOLS_DIR/NAME.bpf.o, else <shim dir>/../share/gpuext/tools/), at
  * most GX_PMERGE_MAX, duplicates dropped. Each object's bytes are hashed;
  * the JIT cache (gx_pcache.h) is looked up for (hash, version, JIT revision,
- * device sm, PTX ISA); on a miss libgxjit.so ($GPUEXT_JITLIB, else next to
+ * device sm, PTX ISA) in the user's cache folder, then in the read-only one
+ * of the install (<shim dir>/../share/gpuext/cache, filled by `gpuext tools
+ * prepare --shared`); on a miss libgxjit.so ($GPUEXT_JITLIB, else next to
  * the shim) is dlopen'ed — only then, so the shim itself never needs LLVM —
- * to verify and JIT, and the result is stored for the next run. The
+ * to verify and JIT, and the result is stored for the next run in the
+ * user's folder. Cache entries and tool objects are found in shared places:
+ * each is used only when it passes the trust rule of common/gx_trust.h
+ * (docs/trust.md), else one line says which file and why. The
  * policies are joined (gx_pmerge.h): every hook site calls them in that
  * order. A policy that fails is one "gpuext: policy NAME: ...; running
  * without it" line and the others still attach; with none left the
@@ -21,6 +26,7 @@
 #include <string.h>
 
 #include "attach/attach_priv.h"
+#include "common/gx_trust.h"
 
 static pthread_mutex_t pol_lock = PTHREAD_MUTEX_INITIALIZER;
 static int pol_state; /* 0 unknown, 1 active, -1 off/failed */
@@ -39,10 +45,12 @@ struct obj {
 	char path[4096];
 	char tag[GX_POL_NAME_MAX];
 	char knobs[512];
+	bool shared; /* found in the tools folder, not named by the user */
 };
 
 
-static int add_obj(struct obj *o, size_t *n, const char *path, const char *tag, const char *knobs, size_t kl)
+static int add_obj(struct obj *o, size_t *n, const char *path, const char *tag, const char *knobs, size_t kl,
+		   bool shared)
 {
 	for (size_t i = 0; i < *n; i++)
 		if (!strcmp(o[i].path, path)) {
@@ -56,6 +64,7 @@ static int add_obj(struct obj *o, size_t *n, const char *path, const char *tag, 
 	snprintf(o[*n].path, sizeof(o[*n].path), "%s", path);
 	snprintf(o[*n].tag, sizeof(o[*n].tag), "%s", tag);
 	snprintf(o[*n].knobs, sizeof(o[*n].knobs), "%.*s", (int)kl, knobs ? knobs : "");
+	o[*n].shared = shared;
 	(*n)++;
 	return 0;
 }
@@ -69,7 +78,7 @@ static void add_entry(struct obj *o, size_t *n, const char *p, size_t len, bool 
 	snprintf(path, sizeof(path), "%.*s", (int)(k ? (size_t)(k - p) : len), p);
 	if (path[0] && !(is_host_policy && is_host_policy(path))) {
 		gx_policy_tag(path, tag, sizeof(tag));
-		add_obj(o, n, path, tag, k ? k + 1 : NULL, k ? len - (size_t)(k + 1 - p) : 0);
+		add_obj(o, n, path, tag, k ? k + 1 : NULL, k ? len - (size_t)(k + 1 - p) : 0, false);
 	}
 }
 
@@ -88,8 +97,15 @@ static size_t object_list(const struct gx_policy_names *pn, bool (*is_host_polic
 		p = c ? c + 1 : NULL;
 	}
 	const char *d = getenv("GPUEXT_TOOLS_DIR");
-	char sd[4096];
+	char sd[4096], td[4200], why[96];
 	const char *base = d && *d ? d : self_dir(sd, sizeof(sd));
+	if (base && pn->tool && *pn->tool) {
+		snprintf(td, sizeof(td), d && *d ? "%s" : "%s/../share/gpuext/tools", base);
+		if (gx_dir_trusted(td, GX_TRUST_ANY_OWNER, why, sizeof(why)) == -EPERM) {
+			pr_warn("policy: not using the tools folder %s: %s; running without the tools", td, why);
+			return n;
+		}
+	}
 	for (const char *t = pn->tool; t && *t;) {
 		const char *c = strchr(t, ',');
 		size_t len = c ? (size_t)(c - t) : strlen(t);
@@ -104,7 +120,7 @@ static size_t object_list(const struct gx_policy_names *pn, bool (*is_host_polic
 				snprintf(path, sizeof(path), "%s/%s.bpf.o", base, tag);
 			else
 				snprintf(path, sizeof(path), "%s/../share/gpuext/tools/%s.bpf.o", base, tag);
-			add_obj(o, &n, path, tag, NULL, 0);
+			add_obj(o, &n, path, tag, NULL, 0, true);
 		}
 		t = c ? c + 1 : NULL;
 	}
@@ -147,30 +163,75 @@ static int jit_build(const char *buf, size_t len, const char *tag, unsigned sm, 
 	return fn(buf, len, tag, sm, d, err, en);
 }
 
+/* Where entries are looked up: the user's folder, then the install's
+ * read-only one; stores go to the user's folder only. */
+struct cache_dirs {
+	char dir[2][4096];
+	size_t nr;
+	bool store; /* dir[0] is the user's, to be written after a JIT */
+};
+
+static void cache_dirs(struct cache_dirs *c)
+{
+	char why[96], sd[4096];
+	memset(c, 0, sizeof(*c));
+	if (!gx_cache_dir(c->dir[0], sizeof(c->dir[0]))) {
+		int r = gx_dir_trusted(c->dir[0], GX_TRUST_ANY_OWNER, why, sizeof(why));
+		if (r == -EPERM)
+			pr_warn("policy cache: not using %s: %s", c->dir[0], why);
+		else
+			c->store = true, c->nr = 1; /* -ENOENT: created by the first store */
+	}
+	if (self_dir(sd, sizeof(sd))) {
+		char *p = c->dir[c->nr];
+		snprintf(p, sizeof(c->dir[0]), "%.4000s/../share/gpuext/cache", sd);
+		int r = gx_dir_trusted(p, GX_TRUST_ANY_OWNER, why, sizeof(why));
+		if (r == -EPERM)
+			pr_warn("policy cache: not using %s: %s", p, why);
+		else if (!r)
+			c->nr++;
+	}
+}
+
 /* One object: its description from the cache or the JIT; 0 or -errno (logged). */
-static int desc_load(const struct obj *o, unsigned sm, const char *dir, bool have_dir, struct gx_policy_desc *d)
+static int desc_load(const struct obj *o, unsigned sm, const struct cache_dirs *c, struct gx_policy_desc *d)
 {
 	char err[512] = "";
 	char *buf = NULL;
 	size_t len = 0;
-	int ret = gx_read_file(o->path, &buf, &len, 64u << 20);
+	int ret;
+	if (o->shared) { /* a tool: found in a shared folder */
+		char why[96];
+		ret = gx_read_trusted(o->path, GX_TRUST_ANY_OWNER, &buf, &len, 64u << 20, why, sizeof(why));
+		if (ret == -EPERM) {
+			pr_warn("policy %s: not using %s: %s; running without it", o->tag, o->path, why);
+			return ret;
+		}
+	} else {
+		ret = gx_read_file(o->path, &buf, &len, 64u << 20);
+	}
 	if (ret) {
 		pr_warn("policy %s: cannot read %s: %s; running without it", o->tag, o->path, strerror(-ret));
 		return ret;
 	}
 	uint64_t h = gx_pcache_hash(buf, len);
-	ret = have_dir ? gx_pcache_load(dir, h, sm, d, err, sizeof(err)) : -ENOENT;
-	if (ret == -EINVAL)
-		pr_warn("policy %s: %s; JIT'ing again", o->tag, err);
-	if (!ret) {
-		pr_info("policy %s: from the JIT cache (%s, sm_%u)", o->tag, dir, sm);
-	} else {
+	ret = -ENOENT;
+	for (size_t i = 0; i < c->nr && ret; i++) {
+		ret = gx_pcache_load(c->dir[i], h, sm, d, err, sizeof(err));
+		if (!ret)
+			pr_info("policy %s: from the JIT cache (%s, sm_%u)", o->tag, c->dir[i], sm);
+		else if (ret == -EINVAL)
+			pr_warn("policy %s: %s; JIT'ing again", o->tag, err);
+		else if (ret == -EPERM)
+			pr_warn("policy %s: not using %s; JIT'ing again", o->tag, err);
+	}
+	if (ret) {
 		err[0] = 0;
 		ret = jit_build(buf, len, o->tag, sm, d, err, sizeof(err));
 		if (!ret) {
 			pr_info("policy %s: verified and JIT'd for sm_%u", o->tag, sm);
-			if (have_dir && gx_pcache_store(dir, d))
-				pr_debug("policy %s: cannot write the JIT cache in %s", o->tag, dir);
+			if (c->store && gx_pcache_store(c->dir[0], d, 0))
+				pr_debug("policy %s: cannot write the JIT cache in %s", o->tag, c->dir[0]);
 		}
 	}
 	free(buf);
@@ -187,13 +248,15 @@ int gx_policy_list_load(const struct gx_policy_names *pn, unsigned sm, bool (*is
 			struct gx_policy_list *pl)
 {
 	struct obj objs[GX_PMERGE_MAX];
-	char dir[4096], err[512] = "";
+	struct cache_dirs cd;
+	char err[512] = "";
 	memset(pl, 0, sizeof(*pl));
 	size_t n = object_list(pn, is_host_policy, objs);
-	bool have_dir = gx_cache_dir(dir, sizeof(dir)) == 0;
+	if (n)
+		cache_dirs(&cd);
 	for (size_t i = 0; i < n; i++) {
 		struct gx_policy_desc *d = &pl->desc[pl->nr];
-		if (desc_load(&objs[i], sm, dir, have_dir, d))
+		if (desc_load(&objs[i], sm, &cd, d))
 			continue;
 		/* the first is used as it is; later ones move beside it */
 		if (pl->nr && gx_pdesc_relocate(d, (unsigned)pl->nr, err, sizeof(err))) {

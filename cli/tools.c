@@ -1,12 +1,16 @@
 /* `gpuext tools` — the shipped observability tools.
  *
  *   gpuext tools [list]                       the tools and where their objects are
- *   gpuext tools prepare [--cache-dir D] [--sm N[,M...]|all] [TOOL|FILE.bpf.o ...]
+ *   gpuext tools prepare [--cache-dir D] [--shared] [--sm N[,M...]|all] [TOOL|FILE.bpf.o ...]
  *                                             verify + JIT into the policy cache
  *   gpuext tools report TOOL [--dir D] [--trace F]   format what a run left
  *
  * `prepare` exists because GPU machines may lack LLVM: the cache filled here
  * travels with the tree (GPUEXT_CACHE_DIR) and the shim reads it there.
+ * With --shared the folder is made 0755 and its entries 0644: the read-only
+ * cache of an install (<prefix>/share/gpuext/cache, next to the tools),
+ * which the shim of every user reads when it is owned by root or by that
+ * user and writable by nobody else (docs/trust.md).
  * `report` is what `gpuext-run --tool` calls after the application exits;
  * the tools and their reports are tools/'s (gx_tools.h). */
 #include <errno.h>
@@ -68,7 +72,7 @@ static int do_list(int argc, char **argv)
 }
 
 /* Fill the cache for one object; prints one line. */
-static int prepare_one(const char *path, const char *cache, unsigned sm)
+static int prepare_one(const char *path, const char *cache, unsigned sm, unsigned flags)
 {
 	char err[600];
 	struct gx_policy_desc d;
@@ -77,10 +81,12 @@ static int prepare_one(const char *path, const char *cache, unsigned sm)
 		p_err("%s", err);
 		return 1;
 	}
-	ret = gx_pcache_store(cache, &d);
+	ret = gx_pcache_store(cache, &d, flags);
 	char p[4200];
 	gx_pcache_path(cache, d.hash, sm, p, sizeof(p));
-	if (ret)
+	if (ret == -EPERM)
+		p_err("%s: cannot write %s: the folder is not this user's or is writable by others", path, p);
+	else if (ret)
 		p_err("%s: cannot write %s: %s", path, p, strerror(-ret));
 	else if (!gx_json)
 		printf("%-16s sm_%u  %zu programs, %zu maps, %zu bytes of PTX -> %s\n", d.name, sm, d.nr_progs,
@@ -117,19 +123,21 @@ static int parse_sms(const char *v, unsigned *sms, size_t max, size_t *n)
 static int do_prepare(int argc, char **argv)
 {
 	char cache[4096] = "", dir[4096], p[4200];
-	unsigned sms[16] = { 90 };
+	unsigned sms[16] = { 90 }, flags = 0;
 	size_t nsm = 1;
 	int i = 1, rc = 0, named = 0;
 	for (; i < argc; i++) {
 		if (!strcmp(argv[i], "--cache-dir") && i + 1 < argc) {
 			snprintf(cache, sizeof(cache), "%s", argv[++i]);
+		} else if (!strcmp(argv[i], "--shared")) {
+			flags |= GX_PCACHE_SHARED;
 		} else if (!strcmp(argv[i], "--sm") && i + 1 < argc) {
 			if (parse_sms(argv[++i], sms, sizeof(sms) / sizeof(sms[0]), &nsm)) {
 				p_err("--sm %s: expected e.g. 80, 80,90 or all", argv[i]);
 				return 2;
 			}
 		} else if (argv[i][0] == '-') {
-			p_err("unknown argument '%s' (usage: gpuext tools prepare [--cache-dir D] [--sm N[,M...]|all] "
+			p_err("unknown argument '%s' (usage: gpuext tools prepare [--cache-dir D] [--shared] [--sm N[,M...]|all] "
 			      "[TOOL|FILE.bpf.o ...])",
 			      argv[i]);
 			return 2;
@@ -145,17 +153,17 @@ static int do_prepare(int argc, char **argv)
 	for (size_t s = 0; s < nsm; s++) {
 		for (int a = i; a < argc; a++, named++) {
 			if (strstr(argv[a], ".bpf.o")) {
-				rc |= prepare_one(argv[a], cache, sms[s]);
+				rc |= prepare_one(argv[a], cache, sms[s], flags);
 			} else {
 				snprintf(p, sizeof(p), "%s/%s.bpf.o", dir, argv[a]);
-				rc |= prepare_one(p, cache, sms[s]);
+				rc |= prepare_one(p, cache, sms[s], flags);
 			}
 		}
 		size_t nt;
 		const struct gx_tool *tools = gx_tools(&nt);
 		for (size_t t = 0; !named && t < nt; t++) {
 			snprintf(p, sizeof(p), "%s/%s.bpf.o", dir, tools[t].object);
-			rc |= prepare_one(p, cache, sms[s]);
+			rc |= prepare_one(p, cache, sms[s], flags);
 		}
 	}
 	return rc;

@@ -10,17 +10,21 @@
 
 int gx_read_file(const char *path, char **bufp, size_t *lenp, size_t max_len)
 {
-	if (!max_len)
-		max_len = (size_t)1 << 30;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return gx_err(-errno);
+	int ret = gx_read_fd(fd, bufp, lenp, max_len);
+	close(fd);
+	return ret;
+}
+
+int gx_read_fd(int fd, char **bufp, size_t *lenp, size_t max_len)
+{
+	if (!max_len)
+		max_len = (size_t)1 << 30;
 	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		int e = -errno;
-		close(fd);
-		return gx_err(e);
-	}
+	if (fstat(fd, &st) < 0)
+		return gx_err(-errno);
 	size_t cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
 	if (cap > max_len + 1)
 		cap = max_len + 1;
@@ -50,7 +54,6 @@ int gx_read_file(const char *path, char **bufp, size_t *lenp, size_t max_len)
 			break;
 		len += (size_t)n;
 	}
-	close(fd);
 	if (!buf)
 		return gx_err(-ENOMEM);
 	if (err) {

@@ -59,6 +59,8 @@ int gx_cache_dir(char *buf, size_t n);
 /* Read a whole file into a malloc'd buffer (NUL-terminated, len excludes the
  * NUL). Returns 0 or -errno. max_len bounds the size (0: 1 GiB). */
 int gx_read_file(const char *path, char **buf, size_t *len, size_t max_len);
+/* The same from an open file descriptor (left open). */
+int gx_read_fd(int fd, char **buf, size_t *len, size_t max_len);
 /* Write a buffer to a file atomically (temp file + rename); an existing
  * device or FIFO (/dev/null, a pipe) is written in place instead. */
 int gx_write_file(const char *path, const void *buf, size_t len);

@@ -13,6 +13,7 @@
 #include "devbpf/gx_hosthelpers.h"
 #include "devbpf/gx_bpf.h"
 #include "common/gx_log.h"
+#include "common/gx_trust.h"
 #include "common/gx_util.h"
 
 #define gx_shard_index(m, type)                                                          \
@@ -111,13 +112,14 @@ static int ensure_dir(const char *dir)
 	}
 	if (lstat(dir, &st))
 		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
-		pr_warn("maps: %s is not a directory owned by this user\n", dir);
-		return -EPERM;
-	}
-	if ((st.st_mode & 077) && chmod(dir, 0700))
+	/* Ours but opened up (by hand): closed again. */
+	if (S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077) && chmod(dir, 0700))
 		return -errno;
-	return 0;
+	char why[96];
+	int ret = gx_dir_trusted(dir, GX_TRUST_OWN | GX_TRUST_PRIVATE, why, sizeof(why));
+	if (ret == -EPERM)
+		pr_warn("maps: not using the folder %s: %s", dir, why);
+	return ret;
 }
 
 static void sanitize(char *dst, const char *src, size_t n)
@@ -208,9 +210,16 @@ fail:
 GX_EXPORT int gx_map__open(const char *path, int writable, struct gx_map **out)
 {
 	struct stat st;
-	int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
+	char why[96];
+	/* Maps are read from shared folders (gx_trust.h): a file of another
+	 * user, writable by others, or a symbolic link is refused (-EPERM). */
+	int fd = gx_open_trusted(path, writable ? O_RDWR : O_RDONLY, GX_TRUST_ANY_OWNER, why, sizeof(why));
+	if (fd == -EPERM) {
+		pr_warn("maps: not using %s: %s", path, why);
+		return gx_err(-EPERM);
+	}
 	if (fd < 0) {
-		int e = errno;
+		int e = -fd;
 		struct gx_map *ro;
 		/* a constant map's file is 0400: say that, not "permission denied" */
 		if (writable && e == EACCES && !gx_map__open(path, 0, &ro)) {

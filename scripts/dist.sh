@@ -51,10 +51,9 @@ mkdir -p "$S/share/gpuext/include/gpuext" && mv "$S"/share/gpuext/include/*.h "$
 # for every JIT architecture, made here with this build's JIT.
 jitlib=$(cd "$B" && pwd)/lib/libgxjit.so
 GPUEXT_JITLIB=$jitlib GPUEXT_TOOLS_DIR=$S/share/gpuext/tools \
-	"$B/bin/gpuext" tools prepare --cache-dir "$S/share/gpuext/cache" --sm all >"$out/prepare.log"
+	"$B/bin/gpuext" tools prepare --shared --cache-dir "$S/share/gpuext/cache" --sm all >"$out/prepare.log"
 GPUEXT_JITLIB=$jitlib \
-	"$B/bin/gpuext" tools prepare --cache-dir "$S/share/gpuext/cache" --sm all "$S"/share/gpuext/sched/*.bpf.o >>"$out/prepare.log"
-chmod 755 "$S/share/gpuext/cache" && chmod 644 "$S"/share/gpuext/cache/*
+	"$B/bin/gpuext" tools prepare --shared --cache-dir "$S/share/gpuext/cache" --sm all "$S"/share/gpuext/sched/*.bpf.o >>"$out/prepare.log"
 
 cp README.md LICENSE "$S/"
 cp docs/*.md "$S/share/doc/gpuext/"

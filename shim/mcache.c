@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "attach/gx_attach.h"
+#include "common/gx_trust.h"
 #include "ptx-rewrite/gx_ptx.h"
 #include "shim/gx_mcache.h"
 #include "shim/gx_shim.h"
@@ -201,13 +202,13 @@ static size_t cap_bytes(void)
 	return (size_t)mb << 20;
 }
 
-/* Our folder, safe to use: owned by us, not writable by group or others. */
+/* Our folder, safe to use: owned by us, not writable by group or others,
+ * not a symbolic link (gx_trust.h: GX_TRUST_OWN, since we write into it). */
 static bool safe_dir(const char *d, bool create)
 {
-	struct stat st;
-	if (lstat(d, &st) != 0) {
-		if (!create || errno != ENOENT)
-			return false;
+	char why[96];
+	int r = gx_dir_trusted(d, GX_TRUST_OWN, why, sizeof(why));
+	if (r == -ENOENT && create) {
 		char tmp[4096];
 		snprintf(tmp, sizeof(tmp), "%s", d);
 		for (char *s = tmp + 1; *s; s++) {
@@ -220,17 +221,15 @@ static bool safe_dir(const char *d, bool create)
 		}
 		if (mkdir(tmp, 0700) && errno != EEXIST)
 			return false;
-		if (lstat(d, &st) != 0)
-			return false;
+		r = gx_dir_trusted(d, GX_TRUST_OWN, why, sizeof(why));
 	}
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+	if (r == -EPERM) {
 		static int warned;
 		if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-			pr_info("module cache: %s is not a folder of this user closed to others (mode %03o); cache not used",
-				d, (unsigned)(st.st_mode & 0777));
-		return false;
+			pr_warn("module cache: %s is not a folder of this user closed to others (%s); cache not used",
+				d, why);
 	}
-	return true;
+	return r == 0;
 }
 
 static int cache_dir(char *buf, size_t n, bool create)
@@ -242,6 +241,11 @@ static int cache_dir(char *buf, size_t n, bool create)
 		return -ENOENT;
 	if (snprintf(buf, n, "%s/modules", base) >= (int)n)
 		return -ENAMETOOLONG;
+	/* modules/ is made inside the cache folder: only in one of ours (a
+	 * missing one is created 0700 with it). */
+	struct stat st;
+	if (create && !lstat(base, &st) && !safe_dir(base, false))
+		return -EACCES;
 	return safe_dir(buf, create) ? 0 : -EACCES;
 }
 
@@ -275,13 +279,19 @@ int gx_mcache_get(const struct gx_mcache_key *k, struct gx_mcache_entry *e)
 	if (cache_dir(dir, sizeof(dir), false))
 		return -ENOENT;
 	entry_path(dir, k, path, sizeof(path));
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	char refused[96];
+	int fd = gx_open_trusted(path, O_RDONLY, GX_TRUST_OWN, refused, sizeof(refused));
+	if (fd == -EPERM) { /* planted, or left by a run under another uid */
+		pr_warn("module cache: refusing %s: %s; rewriting again", path, refused);
+		unlink(path);
+		return -EPERM;
+	}
 	if (fd < 0)
 		return -ENOENT;
 	struct stat st;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+	if (fstat(fd, &st)) {
 		close(fd);
-		return corrupt(path, "not a regular file of this user closed to others");
+		return -ENOENT;
 	}
 	if ((size_t)st.st_size > cap_bytes() || st.st_size < (off_t)sizeof(MC_MAGIC)) {
 		close(fd);

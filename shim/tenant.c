@@ -116,7 +116,9 @@ static struct gx_tn *tenant_of(CUdevice dev)
 				       .lease_ns = env_u64("GPUEXT_TENANT_LEASE_MS", 1000) * 1000000ull};
 		struct gx_tn *tn = NULL;
 		int err = gx_tn_open(&o, &tn);
-		if (err) {
+		if (err == -EPERM) {
+			/* a file or folder refused by the trust rule: tenant/ said which and why */
+		} else if (err) {
 			pr_warn("tenant: cannot join the tenant table (%s); launches on device %d are not scheduled",
 				strerror(-err), (int)dev);
 		} else {

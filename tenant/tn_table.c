@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/gx_log.h"
+#include "common/gx_trust.h"
 #include "common/gx_util.h"
 #include "devbpf/gx_bpf.h"
 #include "tenant/tn_internal.h"
@@ -76,10 +77,16 @@ static int table_path(char *path, size_t n, const char *suffix)
 	struct stat st;
 	if (lstat(dir, &st))
 		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid())
-		return -EPERM; /* not ours: others may plant a table */
-	if ((st.st_mode & 077) && chmod(dir, 0700))
+	/* Ours but opened up (by hand): closed again. */
+	if (S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077) && chmod(dir, 0700))
 		return -errno;
+	/* Not ours: others may plant a table (gx_trust.h). */
+	char why[96];
+	if ((err = gx_dir_trusted(dir, GX_TRUST_OWN | GX_TRUST_PRIVATE, why, sizeof(why)))) {
+		if (err == -EPERM)
+			pr_warn("tenant: not using the folder %s: %s; launches are not scheduled", dir, why);
+		return err;
+	}
 	int l = snprintf(path, n, "%s/%s%s", dir, GX_TN_TABLE_FILE, suffix ? suffix : "");
 	return l < 0 || (size_t)l >= n ? -ENAMETOOLONG : 0;
 }
@@ -114,12 +121,14 @@ static int init_file(const char *tmp)
 
 static int map_existing(const char *path, struct tn_table **out, int *fdp)
 {
-	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	char why[96];
+	int fd = gx_open_trusted(path, O_RDWR, GX_TRUST_OWN | GX_TRUST_PRIVATE, why, sizeof(why));
+	if (fd == -EPERM)
+		pr_warn("tenant: not using the table %s: %s; launches are not scheduled", path, why);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	struct stat st;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) ||
-	    (size_t)st.st_size != sizeof(struct tn_table)) {
+	if (fstat(fd, &st) || (size_t)st.st_size != sizeof(struct tn_table)) {
 		close(fd);
 		return -EBADMSG;
 	}

@@ -16,12 +16,13 @@ $(T_ATT)/attach_app: $(call objs,tests/attach/attach_app.c) $(COMMON_LIB)
 	$(call link,-L$(STUB_LDIR) -lcuda -ldl)
 
 TEST_BINS += $(T_ATT)/test_pcache $(T_ATT)/test_lt_sample $(ATTACH_FAKE) $(T_ATT)/attach_app
-TESTS     += $(T_ATT)/test_pcache $(T_ATT)/test_lt_sample tests/attach/test_attach.sh tests/attach/test_attach_cache.sh
+TESTS     += $(T_ATT)/test_pcache $(T_ATT)/test_lt_sample tests/attach/test_attach.sh tests/attach/test_attach_cache.sh \
+             tests/attach/test_trust.sh
 
 # The policy cache's entries under libFuzzer (`make test` runs it a few
 # seconds; `make fuzz` for GX_FUZZ_TIME).
 FUZZ_PDESC := $(BUILD)/fuzz/fuzz_pdesc
-$(FUZZ_PDESC): tests/attach/fuzz_pdesc.c attach/pcache.c attach/pmerge.c common/gx_util.c common/gx_log.c \
+$(FUZZ_PDESC): tests/attach/fuzz_pdesc.c attach/pcache.c attach/pmerge.c common/gx_util.c common/gx_log.c common/gx_trust.c \
 		attach/gx_attach.h
 	$(call link_fuzz,)
 fuzz: fuzz-pdesc

@@ -26,7 +26,7 @@ int main(void)
 	struct gx_policy_desc d = { .hash = 0x1234, .sm = 90, .ptxver = 80, .ptx = (char *)"// ptx\n",
 				    .ptx_len = 7, .progs = &pr, .nr_progs = 1, .maps = &mp, .nr_maps = 1 };
 	snprintf(d.name, sizeof(d.name), "t");
-	GX_CHECK(gx_pcache_store(dir, &d) == 0, "pcache: store");
+	GX_CHECK(gx_pcache_store(dir, &d, 0) == 0, "pcache: store");
 	struct gx_policy_desc e;
 	GX_CHECK(gx_pcache_load(dir, 0x1234, 90, &e, err, sizeof(err)) == 0, "pcache: load hit");
 	GX_CHECK(e.nr_progs == 1 && !strcmp(e.progs[0].func, "gxp_t") && e.progs[0].hook == 2 &&
@@ -45,7 +45,7 @@ int main(void)
 	struct gx_policy_desc dv = { .hash = 0x99, .sm = 90, .ptxver = 80, .ptx = (char *)"//\n", .ptx_len = 3,
 				     .progs = &pr, .nr_progs = 1, .maps = vm, .nr_maps = 2, .vars = vv, .nr_vars = 3 };
 	snprintf(dv.name, sizeof(dv.name), "k");
-	GX_CHECK(gx_pcache_store(dir, &dv) == 0 && gx_pcache_load(dir, 0x99, 90, &e, err, sizeof(err)) == 0 &&
+	GX_CHECK(gx_pcache_store(dir, &dv, 0) == 0 && gx_pcache_load(dir, 0x99, 90, &e, err, sizeof(err)) == 0 &&
 			 e.nr_vars == 3 && !strcmp(e.vars[1].name, "b") && e.vars[1].off == 8 && e.vars[1].size == 2,
 		 "pcache: variables round trip");
 	unsigned va = 0;

@@ -3,7 +3,8 @@
 # stores, a second start hits; options change the key; files 0600 in a 0700
 # folder; corrupt entries are ignored with one line and replaced; the size
 # cap evicts the least recently used; GPUEXT_CACHE=0 and unsafe folders turn
-# it off; concurrent cold starts leave one entry and no temporary file.
+# it off; planted entries (another user's, writable by others, a symbolic
+# link) are refused with one line; concurrent cold starts leave one entry and no temporary file.
 # Bench line: first load of a large PTX module, cold vs warm cache.
 set -u
 B=${BUILD:-build}
@@ -84,6 +85,29 @@ for how in flip header empty; do
 done
 load "$tmp/4" "$tmp/s.ptx" small
 grep -q 'from the module cache' "$tmp/4" && ok "the replaced entry hits again" || nok "after repair: $(grep gpuext "$tmp/4" | tail -1)"
+
+# Planted entries (docs/trust.md): owned by another user (root runs only),
+# writable by others, a symbolic link: refused with one line naming the
+# file, rewritten again, the entry replaced by one of this user.
+for how in nobody 666 symlink; do
+	[ $how = nobody ] && [ "$(id -u)" != 0 ] && { echo "# not root: planted entry of nobody skipped"; continue; }
+	load "$tmp/pre" "$tmp/s.ptx" small
+	cp "$F1" "$tmp/evil" && sed -i 's/%r1, %r1, 5;/%r1, %r1, 55;/' "$tmp/evil"
+	case $how in
+	nobody) cp "$tmp/evil" "$F1" && chown nobody: "$F1"; want='owned by uid 65534' ;;
+	666) cp "$tmp/evil" "$F1" && chmod 666 "$F1"; want='writable by others (mode 0666)' ;;
+	symlink) rm -f "$F1" && ln -s "$tmp/evil" "$F1"; want='a symbolic link' ;;
+	esac
+	load "$tmp/t" "$tmp/s.ptx" small
+	n=$(grep '^gpuext: ' "$tmp/t" | grep -cF "$F1")
+	if [ "$n" = 1 ] && grep -qF "module cache: refusing $F1: $want; rewriting again" "$tmp/t" &&
+		! grep -q 'from the module cache' "$tmp/t" && [ -f "$F1" ] && [ ! -L "$F1" ] &&
+		[ "$(stat -c %u:%a "$F1")" = "$(id -u):600" ] && ! grep -q '%r1, %r1, 55;' "$F1"; then
+		ok "planted entry ($want): one line, rewritten, replaced by an entry of this user"
+	else
+		nok "planted entry ($how): $n lines; $(grep gpuext "$tmp/t" | tail -2 | tr '\n' ' ')"
+	fi
+done
 
 # Off switches.
 rm -rf "$C"
