@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,8 +184,10 @@ static void cache_dirs(struct cache_dirs *c)
 			c->store = true, c->nr = 1; /* -ENOENT: created by the first store */
 	}
 	if (self_dir(sd, sizeof(sd))) {
-		char *p = c->dir[c->nr];
+		char *p = c->dir[c->nr], rp[PATH_MAX];
 		snprintf(p, sizeof(c->dir[0]), "%.4000s/../share/gpuext/cache", sd);
+		if (realpath(p, rp)) /* the log names it without lib/.. */
+			snprintf(p, sizeof(c->dir[0]), "%s", rp);
 		int r = gx_dir_trusted(p, GX_TRUST_ANY_OWNER, why, sizeof(why));
 		if (r == -EPERM)
 			pr_warn("policy cache: not using %s: %s", p, why);

@@ -45,7 +45,7 @@ check "daemonset.yaml mounts /opt/gpuext and /etc/cdi at /host, as Containerfile
 	"$B/tests/deploy-manifest.log"
 
 T=$(mktemp -d /tmp/gx-deploy.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 mkdir -p "$T/host" "$T/gx/fake" "$T/gx/shm"
 cp "$TGZ" deploy/kubernetes/install.sh "$B/tests/attach/attach_app" tests/ptx-rewrite/golden-passes/vadd.ptx "$T/gx/"
 cp "$B/tests/attach/fakecuda/libcuda.so.1" "$T/gx/fake/"
@@ -84,7 +84,7 @@ done <"$T/edits"
 printf '%s\n' "${envs[@]}" >"$T/env.list"
 run() { chroot "$R" env -i PATH=/usr/bin:/bin HOME=/root "${envs[@]}" GPUEXT_REAL_LIBCUDA=/gx/fake/libcuda.so.1 \
 	FAKECUDA_DEVICES=1 GPUEXT_SHM_DIR=/gx/shm GPUEXT_FLUSH_MS=10 "$@"; }
-run GPUEXT_LOG=info timeout 60 /gx/attach_app /gx/vadd.ptx "$K" policy >"$T/app.out" 2>"$T/app.err"; echo $? >"$T/app.rc"
+run GPUEXT_LOG=info timeout 60 /gx/attach_app /gx/vadd.ptx "$K" none >"$T/app.out" 2>"$T/app.err"; echo $? >"$T/app.rc"
 run timeout 60 /opt/gpuext/current/bin/gpuext-run -v --tool threadhist -- /gx/attach_app /gx/vadd.ptx "$K" policy \
 	>"$T/tool.out" 2>"$T/tool.err"; echo $? >"$T/tool.rc"
 touch "$R/opt/gpuext/current/x" 2>/dev/null && echo writable >"$T/ro" || echo read-only >"$T/ro"

@@ -105,7 +105,7 @@ check "unpacked: --sched adaptive from the shipped JIT cache" \
 	"grep -q 'policy adaptive: from the JIT cache ($P/share/gpuext/cache' $T/sched.err" "$T/sched.err"
 # (the app runs without gpuext-run here: LD_LIBRARY_PATH by hand, as a container image would)
 hostenv LD_LIBRARY_PATH="$P/lib" GPUEXT_LOG=info GPUEXT_POLICY="$P/share/gpuext/host/gx_seq.bpf.o" \
-	timeout 60 "$APP" "$PTX" "$K" policy >"$T/host.out" 2>"$T/host.err"
+	timeout 60 "$APP" "$PTX" "$K" none >"$T/host.out" 2>"$T/host.err"
 check "unpacked: a host policy runs interpreted (no LLVM)" \
 	"grep -q \"attached memory policy 'seq' (interpreted)\" $T/host.err" "$T/host.err"
 
