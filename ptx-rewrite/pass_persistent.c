@@ -10,7 +10,10 @@
  * left untouched): clusters (special registers, cluster attributes,
  * barrier.cluster, mapa, ::cluster spaces), cooperative-groups grid sync
  * (%envreg reads, the cudaCG* entry points), dynamic parallelism
- * (cudaLaunchDevice, cudaGetParameterBuffer), indirect calls and calls to
+ * (cudaLaunchDevice, cudaGetParameterBuffer, device-side memcpy/memset, as
+ * __cudaCDP2* since CUDA 12; itself or in a callee), a kernel named outside
+ * its definition (another declaration, its address taken: launched from the
+ * device with the old parameters), indirect calls and calls to
  * device functions that read %ctaid/%nctaid or execute `exit` (those reads
  * could not be virtualized), a barrier id that is not a constant or all 16
  * in use, a module below sm_70 (before it a CTA barrier counts a diverged
@@ -154,6 +157,7 @@ struct fsum {
 	const struct ptx_func *fn;
 	unsigned char reads_ctaid, has_exit, indirect, bad; /* bad: transitively unsafe */
 	unsigned char smem_bar; /* shared memory or CTA barriers, transitively */
+	const char *launch; /* devrt_launch() of a callee */
 	const char *why;
 };
 
@@ -171,6 +175,23 @@ static const char *callee_of(const struct ptx_insn *in)
 	if (ptx_call_parts(in, &cp) || !cp.callee->text)
 		return NULL;
 	return cp.callee->text;
+}
+
+/* A device-runtime entry point that starts a child grid, or NULL: launches
+ * and device-side memcpy/memset (libcudadevrt runs those as kernels). CUDA 12+
+ * headers map cudaLaunchDeviceV2 & co. to __cudaCDP2LaunchDeviceV2 (_ptsz:
+ * per-thread default stream); CDP1 called the cuda* names. */
+static const char *devrt_launch(const char *c)
+{
+	const char *r = !strncmp(c, "__cudaCDP2", 10) ? c + 10 : !strncmp(c, "cuda", 4) ? c + 4 : NULL;
+	if (!r)
+		return NULL;
+	if (!strncmp(r, "LaunchDevice", 12) || !strncmp(r, "GetParameterBuffer", 18) ||
+	    !strncmp(r, "GraphLaunch", 11))
+		return "uses dynamic parallelism (device-side launch)";
+	if (!strncmp(r, "Memcpy", 6) || !strncmp(r, "Memset", 6))
+		return "uses dynamic parallelism (device-side memcpy/memset: a child grid)";
+	return NULL;
 }
 
 /* Does the instruction touch shared memory or synchronise the CTA? (a
@@ -201,6 +222,8 @@ static struct fsum *summarize(struct ptx_module *m, const struct nset *shared_sy
 				const char *c = callee_of(&s->insn);
 				if (!c || c[0] == '%')
 					f->indirect = 1;
+				else if (!f->launch)
+					f->launch = devrt_launch(c);
 			}
 			if (insn_walk(&s->insn, find_ctaid, NULL))
 				f->reads_ctaid = 1;
@@ -213,6 +236,8 @@ static struct fsum *summarize(struct ptx_module *m, const struct nset *shared_sy
 			f->why = "executes exit";
 		else if (f->indirect)
 			f->why = "makes an indirect call";
+		else if (f->launch)
+			f->why = f->launch;
 		f->bad = f->why != NULL;
 	}
 	for (int changed = 1; changed;) {
@@ -232,7 +257,7 @@ static struct fsum *summarize(struct ptx_module *m, const struct nset *shared_sy
 				if (g && g->bad) {
 					v[i].bad = 1;
 					v[i].why = "calls a device function that reads %ctaid, "
-						   "exits or calls indirectly";
+						   "exits, calls indirectly or launches a grid";
 					changed = 1;
 				}
 			}
@@ -619,9 +644,9 @@ static const char *check_kernel(struct ptx_passes *ps, struct ptx_func *fn, stru
 			const char *c = callee_of(in);
 			if (!c || c[0] == '%')
 				return "makes an indirect call (the callee could read %ctaid)";
-			if (!strncmp(c, "cudaLaunchDevice", 16) ||
-			    !strncmp(c, "cudaGetParameterBuffer", 22))
-				return "uses dynamic parallelism (device-side launch)";
+			const char *dp = devrt_launch(c);
+			if (dp)
+				return dp;
 			if (!strncmp(c, "cudaCG", 6))
 				return "uses cooperative groups grid intrinsics (grid sync)";
 			struct fsum *f = fsum_find(fs, nfs, c);
