@@ -10,7 +10,10 @@
  * left untouched): clusters (special registers, cluster attributes,
  * barrier.cluster, mapa, ::cluster spaces), cooperative-groups grid sync
  * (%envreg reads, the cudaCG* entry points), dynamic parallelism
- * (cudaLaunchDevice, cudaGetParameterBuffer), indirect calls and calls to
+ * (cudaLaunchDevice, cudaGetParameterBuffer, device-side memcpy/memset, as
+ * __cudaCDP2* since CUDA 12; itself or in a callee), a kernel named outside
+ * its definition (another declaration, its address taken: launched from the
+ * device with the old parameters), indirect calls and calls to
  * device functions that read %ctaid/%nctaid or execute `exit` (those reads
  * could not be virtualized), a barrier id that is not a constant or all 16
  * in use, a module below sm_70 (before it a CTA barrier counts a diverged
@@ -51,12 +54,17 @@ struct nset {
 	size_t cap, n;
 };
 
-static size_t nhash(const char *s)
+static size_t nhash_n(const char *s, size_t n)
 {
 	size_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
 	return h;
+}
+
+static size_t nhash(const char *s)
+{
+	return nhash_n(s, strlen(s));
 }
 
 static int nset_has(const struct nset *st, const char *s)
@@ -149,6 +157,7 @@ struct fsum {
 	const struct ptx_func *fn;
 	unsigned char reads_ctaid, has_exit, indirect, bad; /* bad: transitively unsafe */
 	unsigned char smem_bar; /* shared memory or CTA barriers, transitively */
+	const char *launch; /* devrt_launch() of a callee */
 	const char *why;
 };
 
@@ -166,6 +175,23 @@ static const char *callee_of(const struct ptx_insn *in)
 	if (ptx_call_parts(in, &cp) || !cp.callee->text)
 		return NULL;
 	return cp.callee->text;
+}
+
+/* A device-runtime entry point that starts a child grid, or NULL: launches
+ * and device-side memcpy/memset (libcudadevrt runs those as kernels). CUDA 12+
+ * headers map cudaLaunchDeviceV2 & co. to __cudaCDP2LaunchDeviceV2 (_ptsz:
+ * per-thread default stream); CDP1 called the cuda* names. */
+static const char *devrt_launch(const char *c)
+{
+	const char *r = !strncmp(c, "__cudaCDP2", 10) ? c + 10 : !strncmp(c, "cuda", 4) ? c + 4 : NULL;
+	if (!r)
+		return NULL;
+	if (!strncmp(r, "LaunchDevice", 12) || !strncmp(r, "GetParameterBuffer", 18) ||
+	    !strncmp(r, "GraphLaunch", 11))
+		return "uses dynamic parallelism (device-side launch)";
+	if (!strncmp(r, "Memcpy", 6) || !strncmp(r, "Memset", 6))
+		return "uses dynamic parallelism (device-side memcpy/memset: a child grid)";
+	return NULL;
 }
 
 /* Does the instruction touch shared memory or synchronise the CTA? (a
@@ -196,6 +222,8 @@ static struct fsum *summarize(struct ptx_module *m, const struct nset *shared_sy
 				const char *c = callee_of(&s->insn);
 				if (!c || c[0] == '%')
 					f->indirect = 1;
+				else if (!f->launch)
+					f->launch = devrt_launch(c);
 			}
 			if (insn_walk(&s->insn, find_ctaid, NULL))
 				f->reads_ctaid = 1;
@@ -208,6 +236,8 @@ static struct fsum *summarize(struct ptx_module *m, const struct nset *shared_sy
 			f->why = "executes exit";
 		else if (f->indirect)
 			f->why = "makes an indirect call";
+		else if (f->launch)
+			f->why = f->launch;
 		f->bad = f->why != NULL;
 	}
 	for (int changed = 1; changed;) {
@@ -227,7 +257,7 @@ static struct fsum *summarize(struct ptx_module *m, const struct nset *shared_sy
 				if (g && g->bad) {
 					v[i].bad = 1;
 					v[i].why = "calls a device function that reads %ctaid, "
-						   "exits or calls indirectly";
+						   "exits, calls indirectly or launches a grid";
 					changed = 1;
 				}
 			}
@@ -614,9 +644,9 @@ static const char *check_kernel(struct ptx_passes *ps, struct ptx_func *fn, stru
 			const char *c = callee_of(in);
 			if (!c || c[0] == '%')
 				return "makes an indirect call (the callee could read %ctaid)";
-			if (!strncmp(c, "cudaLaunchDevice", 16) ||
-			    !strncmp(c, "cudaGetParameterBuffer", 22))
-				return "uses dynamic parallelism (device-side launch)";
+			const char *dp = devrt_launch(c);
+			if (dp)
+				return dp;
 			if (!strncmp(c, "cudaCG", 6))
 				return "uses cooperative groups grid intrinsics (grid sync)";
 			struct fsum *f = fsum_find(fs, nfs, c);
@@ -764,6 +794,147 @@ static const char *check_module(struct ptx_passes *ps)
 	return NULL;
 }
 
+/* --------------------------------------- kernels named outside their body */
+
+/* A kernel named anywhere but its own definition: another declaration of it
+ * (a prototype, .extern or .weak), its address in an instruction operand
+ * (mov of the address for cudaGetParameterBuffer/cudaLaunchDevice) or in a
+ * variable's initialiser (libcudadevrt's memset/memcpy kernel tables). A
+ * launch through that name passes the parameters of the original, and in
+ * place the other declaration would no longer match the definition (ptxas:
+ * "Inconsistent prototypes"): the kernel is left as it is. */
+struct kref {
+	struct nset names; /* kernels defined in the module */
+	struct ptx_item **def; /* parallel to names.v: the defining item */
+	const char **why; /* parallel to names.v: the first reason, or NULL */
+	char (*buf)[128];
+};
+
+static long kref_slot(const struct kref *kr, const char *s, size_t n)
+{
+	if (!kr->names.cap)
+		return -1;
+	for (size_t i = nhash_n(s, n) & (kr->names.cap - 1);; i = (i + 1) & (kr->names.cap - 1)) {
+		const char *v = kr->names.v[i];
+		if (!v)
+			return -1;
+		if (!strncmp(v, s, n) && !v[n])
+			return (long)i;
+	}
+}
+
+static const char addr_fmt[] = "has its address taken (line %u): a device-side launch "
+			       "through it would pass the old parameters";
+
+static void kref_note(struct kref *kr, long i, const char *fmt, unsigned line)
+{
+	if (i < 0 || kr->why[i])
+		return;
+	snprintf(kr->buf[i], sizeof(kr->buf[i]), fmt, line);
+	kr->why[i] = kr->buf[i];
+}
+
+static int is_ident(int c, int first)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$' ||
+	       c == '%' || (!first && c >= '0' && c <= '9');
+}
+
+/* Every identifier of a verbatim text (an initialiser, an expression). */
+static void kref_text(struct kref *kr, const char *t, unsigned line)
+{
+	for (const char *p = t; p && *p;) {
+		if (!is_ident((unsigned char)*p, 1)) {
+			/* skip numbers whole: 0f3F800000 is no name */
+			if (*p >= '0' && *p <= '9')
+				while (is_ident((unsigned char)*p, 0))
+					p++;
+			else
+				p++;
+			continue;
+		}
+		const char *b = p;
+		while (is_ident((unsigned char)*p, 0))
+			p++;
+		kref_note(kr, kref_slot(kr, b, (size_t)(p - b)), addr_fmt, line);
+	}
+}
+
+struct kref_walk {
+	struct kref *kr;
+	unsigned line;
+};
+
+static int kref_opnd(struct ptx_opnd *o, void *arg)
+{
+	struct kref_walk *w = arg;
+	if (o->kind == PTX_OPND_EXPR)
+		kref_text(w->kr, o->text, w->line);
+	else if (o->text)
+		kref_note(w->kr, kref_slot(w->kr, o->text, strlen(o->text)), addr_fmt, w->line);
+	return 0;
+}
+
+static int verbatim_names(const char *t)
+{
+	return strncmp(t, ".section", 8) && strncmp(t, ".loc", 4) && strncmp(t, ".file", 5);
+}
+
+static int kernel_refs(struct ptx_module *m, struct kref *kr)
+{
+	ptx_for_each_item(m, it) if (it->kind == PTX_ITEM_FUNC && it->func.is_entry &&
+				     it->func.has_body && nset_add(&kr->names, it->func.name) < 0)
+		return -ENOMEM;
+	size_t cap = kr->names.cap ? kr->names.cap : 1;
+	kr->def = calloc(cap, sizeof(*kr->def));
+	kr->why = calloc(cap, sizeof(*kr->why));
+	kr->buf = calloc(cap, sizeof(*kr->buf));
+	if (!kr->def || !kr->why || !kr->buf)
+		return -ENOMEM;
+	if (!kr->names.n)
+		return 0;
+	ptx_for_each_item(m, it) {
+		if (it->kind == PTX_ITEM_FUNC && it->func.is_entry && it->func.has_body) {
+			long i = kref_slot(kr, it->func.name, strlen(it->func.name));
+			if (!kr->def[i]) {
+				kr->def[i] = it;
+				continue;
+			}
+		}
+		if (it->kind == PTX_ITEM_FUNC) {
+			long i = kref_slot(kr, it->func.name, strlen(it->func.name));
+			if (i >= 0 && kr->def[i] != it)
+				kref_note(kr, i,
+					  "has another declaration (line %u): a device-side launch "
+					  "through it would pass the old parameters",
+					  it->line);
+		}
+	}
+	ptx_for_each_item(m, it) {
+		if (it->kind == PTX_ITEM_DECL && it->decl.init)
+			kref_text(kr, it->decl.init, it->line);
+		if (it->kind == PTX_ITEM_VERBATIM && verbatim_names(it->text))
+			kref_text(kr, it->text, it->line);
+		if (it->kind != PTX_ITEM_FUNC)
+			continue;
+		for (struct ptx_stmt *s = it->func.head; s; s = s->next) {
+			struct kref_walk w = {kr, s->line};
+			if (s->kind == PTX_STMT_INSN)
+				insn_walk(&s->insn, kref_opnd, &w);
+			else if (s->kind == PTX_STMT_DECL && s->decl.init)
+				kref_text(kr, s->decl.init, s->line);
+			else if (s->kind == PTX_STMT_VERBATIM && verbatim_names(s->text))
+				kref_text(kr, s->text, s->line);
+		}
+	}
+	return 0;
+}
+
+static void kref_free(struct kref *kr)
+{
+	free(kr->names.v), free(kr->def), free(kr->why), free(kr->buf);
+}
+
 int ptx_persistent_check(struct ptx_passes *ps)
 {
 	struct ptx_module *m = ps->m;
@@ -786,6 +957,13 @@ int ptx_persistent_check(struct ptx_passes *ps)
 		return gx_err(-ENOMEM);
 	}
 	const char *mwhy = check_module(ps);
+	struct kref kr = {0};
+	if (!mwhy && kernel_refs(m, &kr)) {
+		kref_free(&kr);
+		free(fs);
+		free(shared.v);
+		return gx_err(-ENOMEM);
+	}
 	ptx_for_each_item(m, it) {
 		if (it->kind != PTX_ITEM_FUNC || !it->func.is_entry || !it->func.has_body)
 			continue;
@@ -795,7 +973,11 @@ int ptx_persistent_check(struct ptx_passes *ps)
 		const char *why = mwhy ? mwhy
 				       : check_kernel(ps, &it->func, fs, nfs, &shared, &sc, &bar_id,
 						      &unit_bar, &nomem);
+		long ki = mwhy ? -1 : kref_slot(&kr, it->func.name, strlen(it->func.name));
+		if (!why && ki >= 0)
+			why = kr.why[ki];
 		if (nomem) {
+			kref_free(&kr);
 			free(fs);
 			free(shared.v);
 			return gx_err(-ENOMEM);
@@ -809,6 +991,7 @@ int ptx_persistent_check(struct ptx_passes *ps)
 		ps->persist[ps->nr_persist++] =
 			(struct ptx_persist){.fn = &it->func, .bar_id = bar_id, .unit_bar = unit_bar};
 	}
+	kref_free(&kr);
 	free(fs);
 	free(shared.v);
 	return 0;

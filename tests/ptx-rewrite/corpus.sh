@@ -3,7 +3,8 @@
 # and print one line per module:  PATH TARGET [PTXAS-FLAGS]
 # (PTXAS-FLAGS is "-c" for relocatable -rdc modules). Modules are rebuilt only
 # when their source or the list is newer. Two jobs at most (shared machine).
-# Environment: BUILD, NVCC, CLANG, LLC, CUDA_HOME, CORPUS_JOBS.
+# Environment: BUILD, NVCC, CLANG, LLC, CUDA_HOME, CORPUS_JOBS, GPUEXT (the CLI,
+# for compiler "fatbin"; default $BUILD/bin/gpuext).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=${BUILD:-build}
@@ -30,8 +31,51 @@ touch "$out/clang-stub/texture_fetch_functions.h" "$out/clang-stub/texture_indir
 
 jobs=()
 lines=()
+
+# compiler "fatbin": every PTX image inside $CUDA_HOME/SRC (an archive's
+# objects or one file), extracted by our CLI as $out/NAME.FILE.ARCH.ptx, its
+# target read from the text (libcudadevrt carries PTX for one arch only, which
+# the toolkit chooses). Extracted at test time: NVIDIA's PTX is not in the repo.
+fatbin_ptx() {
+	local name=$1 src=$CUDA_HOME/$2 pflags=$3 stamp=$out/$1.stamp f t n=0
+	local G=${GPUEXT:-$BUILD/bin/gpuext}
+	if [ ! -f "$stamp" ] || [ "$src" -nt "$stamp" ] || [ "$list" -nt "$stamp" ]; then
+		[ -x "$G" ] || { echo "corpus.sh: $G not built (needed for $name)" >&2; return 1; }
+		[ -f "$src" ] || { echo "corpus.sh: $src missing (for $name)" >&2; return 1; }
+		local d=$out/$name.x
+		rm -rf "$d" "$out/$name".*.ptx
+		mkdir -p "$d"
+		case $src in
+		*.a) (cd "$d" && ar x "$src") ;;
+		*) cp "$src" "$d/" ;;
+		esac
+		for o in "$d"/*; do
+			"$G" fatbin extract --ptx -o "$d/ptx" "$o" >/dev/null ||
+				{ echo "corpus.sh: gpuext fatbin extract $o failed (for $name)" >&2; return 1; }
+		done
+		for f in "$d"/ptx/*.ptx; do
+			[ -f "$f" ] && mv "$f" "$out/$name.${f##*/}"
+		done
+		rm -rf "$d"
+		touch "$stamp"
+	fi
+	for f in "$out/$name".*.ptx; do
+		[ -f "$f" ] || continue
+		t=$(sed -n 's/^[[:space:]]*\.target[[:space:]]\+\([a-z0-9_]*\).*/\1/p' "$f" | head -1)
+		lines+=("$f $t${pflags:+ $pflags}")
+		n=$((n + 1))
+	done
+	[ "$n" -gt 0 ] || { echo "corpus.sh: no PTX inside $src (for $name)" >&2; return 1; }
+}
+
 while read -r name src compiler targets flags; do
 	[[ -z "$name" || "$name" == \#* ]] && continue
+	if [ "$compiler" = fatbin ]; then
+		pflags=""
+		[[ " $flags " == *" -rdc=true "* ]] && pflags="-c"
+		fatbin_ptx "$name" "$src" "$pflags" || exit 1
+		continue
+	fi
 	for t in ${targets//,/ }; do
 		dst=$out/$name.$t.ptx
 		pflags=""

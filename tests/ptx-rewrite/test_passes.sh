@@ -7,7 +7,8 @@
 #     accepted by ptxas for the module's target; register growth per kernel
 #     (ptxas -v) is written to $BUILD/ptx-passes/regs.txt;
 #  3. refusals: tests/ptx-rewrite/golden-passes/refuse/*.ptx carry "// expect: WHY";
-#     --persistent must log "refused: WHY" and leave a module ptxas accepts.
+#     --persistent must log "refused: WHY" and leave a module ptxas accepts;
+#  4. kernels launched from the device (corpus cdp, libcudadevrt's PTX) refused.
 # ptxas results are cached by content hash under $BUILD/ptx-passes/cache, so
 # re-runs only assemble what changed; at most 2 jobs run at a time.
 set -u
@@ -144,6 +145,46 @@ for in in "$D"/refuse/*.ptx; do
 	grep -q '__gx_work' "$W/out/refuse-$name.ptx" &&
 		nok "passes: refuse $name: kernel was transformed anyway"
 done
+
+# 4. Kernels launched from the device (the corpus's cdp and libcudadevrt's PTX,
+# built or extracted by tests/ptx-rewrite/corpus.sh): --persistent must leave
+# them as they are (ptxas below checks the rest of each module).
+BUILD=$BUILD tests/ptx-rewrite/corpus.sh >/dev/null 2>"$W/corpus-dp.log" ||
+	nok "passes: device launches: corpus.sh failed: $(tail -1 "$W/corpus-dp.log")"
+# expect_dp MODULE KERNEL-REGEX REASON-PREFIX|transformed
+expect_dp() {
+	local f=$1 k=$2 want=$3 log=$W/out/dp-$(basename "$1" .ptx).log got
+	[ -s "$log" ] || $G ptx rewrite --persistent "$f" -o /dev/null 2>"$log" ||
+		{ nok "passes: device launches: rewrite $(basename "$f") failed: $(tail -1 "$log")"; return; }
+	got=$(grep -E "^persistent: $k: " "$log")
+	if [ -z "$got" ]; then
+		nok "passes: device launches: $(basename "$f"): no kernel matches $k"
+	elif printf '%s\n' "$got" | grep -vqF ": $want"; then
+		nok "passes: device launches: $(basename "$f") $k: $(printf '%s\n' "$got" | grep -vF ": $want" | head -1)"
+	else
+		ok "passes: device launches: $(basename "$f") $k: $want ($(printf '%s\n' "$got" | wc -l))"
+	fi
+}
+rm -f "$W"/out/dp-*.log
+cdp=$BUILD/ptx-corpus/cdp.sm_90.ptx
+if [ -f "$cdp" ]; then
+	expect_dp "$cdp" '_Z9cdp_childPii' 'refused: has'
+	expect_dp "$cdp" '_Z8cdp_latePii' 'refused: has another declaration'
+	expect_dp "$cdp" '_Z11cdp_recursePii' 'refused: uses dynamic parallelism (device-side launch)'
+	expect_dp "$cdp" '_Z10cdp_parentPii' 'refused: uses dynamic parallelism (device-side launch)'
+	expect_dp "$cdp" '_Z14cdp_via_helperPi' 'refused: calls device function'
+	expect_dp "$cdp" '_Z10cdp_memsetPii' 'refused: uses dynamic parallelism (device-side memcpy/memset'
+	expect_dp "$cdp" '_Z13cdp_host_onlyPii' 'transformed'
+else
+	nok "passes: device launches: $cdp missing"
+fi
+ndevrt=0
+for f in "$BUILD"/ptx-corpus/devrt.*.ptx; do
+	[ -f "$f" ] || continue
+	ndevrt=$((ndevrt + 1))
+	expect_dp "$f" '.*memset_3d_device[^:]*' 'refused: has another declaration'
+done
+[ "$ndevrt" -gt 0 ] || nok "passes: device launches: no PTX extracted from libcudadevrt"
 
 # Memory errors and leaks (all passes at once), when valgrind is there.
 if command -v valgrind >/dev/null; then
