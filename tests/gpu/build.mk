@@ -44,7 +44,9 @@ GPU_DIST := .carry/dist
 .PHONY: gpu-dist
 gpu-dist: dist
 	$(Q)rm -rf $(GPU_DIST) && mkdir -p $(GPU_DIST)/usercache
-	$(Q)cp $(BUILD)/dist/gpuext-$(GX_VERSION)-linux-x86_64.tar.gz $(BUILD)/dist/gpuext-$(GX_VERSION)-*.whl $(GPU_DIST)/
+	$(Q)cp $(BUILD)/dist/gpuext-$(GX_VERSION)-linux-x86_64.tar.gz $(BUILD)/dist/gpuext-$(GX_VERSION)-*.whl \
+		$(BUILD)/dist/gpuext-llvm-$(GX_VERSION)-linux-x86_64.tar.gz $(GPU_DIST)/
+	$(Q)echo "$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD || echo ' (+ uncommitted changes)')" >$(GPU_DIST)/commit
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c tests/gpu/install/blockcount.bpf.c -o $(GPU_DIST)/blockcount.bpf.o
 	$(Q)$(GPUEXT_BIN) tools prepare --cache-dir $(GPU_DIST)/usercache --sm all $(GPU_DIST)/blockcount.bpf.o >/dev/null
 	$(Q)echo "gpu-dist: $$(du -sh $(GPU_DIST) | cut -f1) in $(GPU_DIST)"

@@ -27,6 +27,7 @@ check() { if eval "$2"; then ok "$1"; else nok "$1"; [ -n "${3:-}" ] && tail -n 
 export PYTHONUNBUFFERED=1 CUBLAS_WORKSPACE_CONFIG=:4096:8
 TGZ=$(ls "$D"/gpuext-*-linux-x86_64.tar.gz | head -1)
 WHL=$(ls "$D"/gpuext-*.whl | head -1)
+echo "commit: $(cat "$D/commit" 2>/dev/null)"
 echo "dist: $(basename "$TGZ") $(stat -c %s "$TGZ") bytes, $(basename "$WHL") $(stat -c %s "$WHL") bytes" | tee "$L/sizes.txt"
 ldconfig -p | grep -E 'libLLVM|libbpf' >"$L/llvm-on-host.txt" || echo "no libLLVM, no libbpf on this host" | tee "$L/llvm-on-host.txt"
 
@@ -99,3 +100,13 @@ check "tarball: the user's device policy attaches from the cache prepared on the
 	"[ $rc = 0 ] && grep -q 'policy blockcount: from the JIT cache' $L/user.err && grep -q 'rewritten ([1-9][0-9]* hooks)' $L/user.err" "$L/user.err"
 check "tarball: under the user's policy the sums are identical" \
 	"diff <(grep '^sum ' $L/sched.native.out) <(grep '^sum ' $L/user.out) >/dev/null" "$L/user.out"
+# ---- the JIT add-on over the tarball (when carried): JIT on the GPU host ----
+ADDON=$(ls "$D"/gpuext-llvm-*-linux-x86_64.tar.gz 2>/dev/null | head -1)
+if [ -n "$ADDON" ]; then
+	tar -xzf "$ADDON" -C "$W/opt" && cp -a "$W"/opt/gpuext-*/. "$P/" && rm -rf "$W"/opt/gpuext-*
+	"$P/bin/gpuext" tools prepare --cache-dir "$W/jitcache" --sm 90 "$D/blockcount.bpf.o" >"$L/addon-prepare.log" 2>&1
+	check "add-on: the user's policy verified and JIT'd on the GPU host" "ls $W/jitcache/*-sm90-*.gxpol >/dev/null 2>&1" "$L/addon-prepare.log"
+	GPUEXT_LOG=info "$P/bin/gpuext-run" --policy "$P/share/gpuext/host/gx_seq.bpf.o" -- "$W/hp_streams" >"$L/hp.native.seq.out" 2>"$L/hp.native.seq.err"
+	check "add-on: the host policy runs as native code" \
+		"grep -q \"attached memory policy 'seq' (native)\" $L/hp.native.seq.err && [ \"\$(grep RESULT $L/hp.native.out)\" = \"\$(grep RESULT $L/hp.native.seq.out)\" ]" "$L/hp.native.seq.err"
+fi
