@@ -107,13 +107,13 @@ rund() { # name: threadhist as nobody through the install's shim
 }
 rund d
 check "install cache (root's, 0755/0644) used by nobody: from the JIT cache" \
-	"grep -q 'policy threadhist: from the JIT cache ($T/inst/lib/../share/gpuext/cache, sm_90)' $T/d.err && grep -q 'rewritten ([1-9][0-9]* hooks)' $T/d.err && [ \$(cat $T/d.rc) = 0 ]" d
+	"grep -q 'policy threadhist: from the JIT cache ($T/inst/share/gpuext/cache, sm_90)' $T/d.err && grep -q 'rewritten ([1-9][0-9]* hooks)' $T/d.err && [ \$(cat $T/d.rc) = 0 ]" d
 check "install cache: nothing written into it, no warning" \
 	"[ -z \"\$(find $T/inst -newer $T/stamp-d)\" ] && [ \$(ls -A $IC | wc -l) = 1 ] && ! grep -q 'running without it\|not using' $T/d.err" d
 chmod 775 $IC
 rund d2
 check "install cache writable by its group: refused with one line" \
-	"[ \$(lines d2 $T/inst/lib/../share/gpuext/cache) = 1 ] && grep -q 'policy cache: not using $T/inst/lib/../share/gpuext/cache: writable by its group (mode 0775)' $T/d2.err && ! grep -q 'from the JIT cache' $T/d2.err" d2
+	"[ \$(lines d2 $T/inst/share/gpuext/cache) = 1 ] && grep -q 'policy cache: not using $T/inst/share/gpuext/cache: writable by its group (mode 0775)' $T/d2.err && ! grep -q 'from the JIT cache' $T/d2.err" d2
 chmod 755 $IC
 
 # Tool objects: a copy of the tools folder, each case planted in it.
