@@ -5,16 +5,19 @@
  * in build/lib), else in ../lib beside it (the CLI lives in build/bin).
  * Its code runs unverified in the process: the file is opened with the
  * trust rule of gx_trust.h (owned by this user or root, writable by nobody
- * else, not a symbolic link; docs/trust.md) and the checked file itself is
- * loaded, through /proc/self/fd/N, so it cannot be swapped in between. */
+ * else, not a symbolic link; docs/trust.md) in a folder of the same rule,
+ * so it cannot be swapped between the check and the load. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "attach/gx_attach.h"
 #include "common/gx_trust.h"
@@ -54,18 +57,21 @@ int gx_policy_build_file(const char *path, unsigned sm, struct gx_policy_desc *d
 	return ret;
 }
 
-/* The libraries loaded so far, by the path asked for: each is loaded once,
- * from an fd kept open for good (LLVM registers atexit handlers, and the
- * name /proc/self/fd/N must never name another file in this process: the
- * dynamic loader matches names before it opens anything). */
+/* The libraries loaded so far, by the path asked for: each is loaded once
+ * and kept (LLVM registers atexit handlers). */
 static struct {
 	char path[4096];
 	void *h;
 } loaded[4];
 static pthread_mutex_t loaded_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* dlopen path if it passes the trust rule; else NULL with why (the path
- * and the reason, e.g. "owned by uid 65534", for the caller's one line). */
+/* dlopen path if it and its folder pass the trust rule; else NULL with why
+ * (the path and the reason, e.g. "owned by uid 65534", for the caller's one
+ * line). The library is loaded by its real path, not through /proc/self/fd:
+ * its $ORIGIN RPATH must name its folder (the JIT add-on's LLVM sits in
+ * gpuext-llvm/ beside it). The folder's check keeps others from swapping the
+ * file between the check and the load; the loaded file's inode is compared
+ * with the checked one all the same. */
 static void *load_checked(const char *path, char *why, size_t n)
 {
 	void *h = NULL;
@@ -76,25 +82,42 @@ static void *load_checked(const char *path, char *why, size_t n)
 			h = loaded[i].h;
 			goto out;
 		}
-	char r[96];
+	char r[96], real[PATH_MAX], dir[PATH_MAX];
 	int fd = gx_open_trusted(path, O_RDONLY, GX_TRUST_ANY_OWNER, r, sizeof(r));
 	if (fd < 0) { /* a refusal too: the caller's one line tells it */
 		snprintf(why, n, "%.300s: %s", path, r);
 		goto out;
 	}
-	char fdp[40];
-	snprintf(fdp, sizeof(fdp), "/proc/self/fd/%d", fd);
-	h = dlopen(fdp, RTLD_NOW | RTLD_LOCAL);
+	struct stat st, lst;
+	if (fstat(fd, &st) || !realpath(path, real)) {
+		snprintf(why, n, "%.300s: %s", path, strerror(errno));
+		goto close;
+	}
+	snprintf(dir, sizeof(dir), "%s", real);
+	if (gx_dir_trusted(dirname(dir), GX_TRUST_ANY_OWNER, r, sizeof(r))) {
+		snprintf(why, n, "%.280s: its folder: %.80s", path, r);
+		goto close;
+	}
+	h = dlopen(real, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		const char *e = dlerror();
 		snprintf(why, n, "%.300s: %s", path, e ? e : "dlopen failed");
-		close(fd);
-		goto out;
+		goto close;
+	}
+	struct link_map *lm = NULL;
+	if (dlinfo(h, RTLD_DI_LINKMAP, &lm) || !lm || stat(lm->l_name, &lst) || lst.st_dev != st.st_dev ||
+	    lst.st_ino != st.st_ino) {
+		snprintf(why, n, "%.300s: the file loaded is not the file checked", path);
+		dlclose(h);
+		h = NULL;
+		goto close;
 	}
 	if (i < GX_ARRAY_SIZE(loaded)) {
 		snprintf(loaded[i].path, sizeof(loaded[i].path), "%.4095s", path);
 		loaded[i].h = h;
-	} /* else: more paths than slots, the fd stays open all the same */
+	}
+close:
+	close(fd);
 out:
 	pthread_mutex_unlock(&loaded_lock);
 	return h;
@@ -116,7 +139,14 @@ void *gx_jitlib_sym_in(const char *soname, const char *sym, char *err, size_t en
 		Dl_info di;
 		char self[4096];
 		if (dladdr((void *)gx_jitlib_sym, &di) && di.dli_fname) {
-			snprintf(self, sizeof(self), "%s", di.dli_fname);
+			/* in an executable (the CLI) dli_fname is argv[0], maybe bare */
+			ssize_t k = 0;
+			if (di.dli_fname[0] != '/')
+				k = readlink("/proc/self/exe", self, sizeof(self) - 1);
+			if (k > 0)
+				self[k] = 0;
+			else
+				snprintf(self, sizeof(self), "%s", di.dli_fname);
 			const char *dir = dirname(self);
 			snprintf(cand[nc++], sizeof(cand[0]), "%s/%s", dir, soname);
 			snprintf(cand[nc++], sizeof(cand[0]), "%s/../lib/%s", dir, soname);

@@ -191,20 +191,33 @@ static void kernel_driver_line(void)
 {
 	char *txt = NULL;
 	size_t len = 0;
-	if (gx_read_file("/proc/driver/nvidia/version", &txt, &len, 1 << 16)) {
+	/* GX_TEST_NVIDIA_VERSION: the file in its place, for tests/cli/test_doctor.sh */
+	const char *vf = getenv("GX_TEST_NVIDIA_VERSION");
+	if (gx_read_file(vf && *vf ? vf : "/proc/driver/nvidia/version", &txt, &len, 1 << 16)) {
 		add("kernel-driver", dr.drv ? DR_WARN : DR_INFO,
 		    dr.drv ? "load NVIDIA's kernel module (modprobe nvidia), or in a container mount the GPUs" : NULL,
 		    "no /proc/driver/nvidia/version: NVIDIA's kernel module is not loaded");
 		return;
 	}
-	/* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159  Tue ..." */
+	/* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159  Tue ...",
+	 * "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04 ...":
+	 * the first word after "Module" that is a version */
 	char *nl = strchr(txt, '\n');
 	if (nl)
 		*nl = 0;
 	char *v = strstr(txt, "Kernel Module");
 	char ver[64] = "";
-	if (v && sscanf(v + strlen("Kernel Module"), " %63s", ver) == 1)
-		add("kernel-driver", DR_OK, NULL, "NVIDIA kernel module %s", ver);
+	for (char *t = v; t && *t && !ver[0];) {
+		t += strcspn(t, " \t");
+		t += strspn(t, " \t");
+		unsigned a, b;
+		char dot;
+		if (sscanf(t, "%u%c%u", &a, &dot, &b) == 3 && dot == '.')
+			sscanf(t, "%63s", ver);
+	}
+	if (ver[0])
+		add("kernel-driver", DR_OK, NULL, "NVIDIA kernel module %s%s", ver,
+		    strstr(txt, "Open Kernel") ? " (open)" : "");
 	else
 		add("kernel-driver", DR_OK, NULL, "%.200s", txt);
 	free(txt);

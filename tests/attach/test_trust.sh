@@ -13,7 +13,7 @@
 #    it is refused;
 #  - tool objects of the tools folder and the folder itself;
 #  - the JIT library named by GPUEXT_JITLIB (and a good one still loads,
-#    through /proc/self/fd);
+#    by its real path, its folder checked too);
 #  - tool logs: never written into a maps folder of another user.
 # Root only (files are handed to nobody); otherwise one note and a skip line.
 set -u
@@ -138,7 +138,7 @@ check "tools folder writable by others: one line, no tool" \
 # The JIT library (empty cache: it must be loaded).
 mkdir -m 755 $T/jit
 run j0 GPUEXT_CACHE_DIR=$T/c-j0 GPUEXT_JITLIB=$B/lib/libgxjit.so
-check "GPUEXT_JITLIB of root: loaded (through /proc/self/fd) and JIT'd" "jitted j0" j0
+check "GPUEXT_JITLIB of root: loaded and JIT'd" "jitted j0" j0
 J=$T/jit/libgxjit.so
 for how in nobody 666 symlink; do
 	rm -f $J
@@ -149,6 +149,11 @@ for how in nobody 666 symlink; do
 	check "JIT library $want: one line, not loaded, the app runs" \
 		"[ \$(lines j$how $J) = 1 ] && grep -q 'the JIT library cannot be loaded ($J: $want).*running without it' $T/j$how.err && [ \$(cat $T/j$how.rc) = 0 ]" j$how
 done
+# A good file in a folder others may write: they could swap it before the load.
+mkdir -m 777 $T/jitw && cp $B/lib/libgxjit.so $T/jitw/ && chmod 755 $T/jitw/libgxjit.so
+MODE=none run jdir GPUEXT_CACHE_DIR=$T/c-jdir GPUEXT_JITLIB=$T/jitw/libgxjit.so
+check "JIT library in a folder writable by others: one line, not loaded, the app runs" \
+	"[ \$(lines jdir $T/jitw/libgxjit.so) = 1 ] && grep -q 'the JIT library cannot be loaded ($T/jitw/libgxjit.so: its folder: writable by others' $T/jdir.err && [ \$(cat $T/jdir.rc) = 0 ]" jdir
 
 # Tool logs are written only into a maps folder of this user.
 mkdir -m 755 $T/shm-nob && chown nobody: $T/shm-nob

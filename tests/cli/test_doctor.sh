@@ -111,3 +111,11 @@ run env PATH="$T/nopath" "$B/bin/gpuext" doctor >"$T/out" 2>&1; rc=$?
 check "no python3 at all: no line, no crash" "[ $rc -eq 0 ] && ! grep -Eq '^[a-z]+ +python ' $T/out"
 
 check "an unknown argument: exit 2" "! $G doctor --frob 2>$T/out; [ \$? -eq 0 ] && grep -q 'usage: gpuext doctor' $T/out"
+
+# The kernel module's version, from the two forms of /proc/driver/nvidia/version.
+printf 'NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U22)  Thu Jul 17 2025\nGCC version:  gcc 12\n' >"$T/v-open"
+printf 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n' >"$T/v-prop"
+run GX_TEST_NVIDIA_VERSION="$T/v-open" "$G" doctor >"$T/out" 2>&1
+check "kernel module version, open module" "grep -Eq '^ok +kernel-driver +NVIDIA kernel module 580.159.04 \\(open\\)\$' $T/out"
+run GX_TEST_NVIDIA_VERSION="$T/v-prop" "$G" doctor >"$T/out" 2>&1
+check "kernel module version, proprietary module" "grep -Eq '^ok +kernel-driver +NVIDIA kernel module 550.54.15\$' $T/out"

@@ -114,8 +114,12 @@ tar -xzf "$ADDON" -C "$T/opt" && cp -a "$T/opt/gpuext-$V/." "$P/" && rm -rf "$T/
 ldd "$P/lib/libgxjit.so" >"$T/ldd.log" 2>&1
 check "add-on: libgxjit.so finds LLVM and libbpf beside itself" \
 	"grep -q 'libLLVM.so.19.1 => $P/lib/gpuext-llvm/' $T/ldd.log && grep -q 'libbpf.so.1 => $P/lib/gpuext-llvm/' $T/ldd.log" "$T/ldd.log"
-hostenv "$P/bin/gpuext" tools prepare --cache-dir "$T/usercache" --sm 80 "$P/share/gpuext/sched/greedy.bpf.o" >"$T/prep.log" 2>&1
+# run by a bare name (argv[0] without a folder, as the wheel's scripts do)
+hostenv LD_DEBUG=libs PATH="$P/bin:/usr/bin:/bin" gpuext tools prepare --cache-dir "$T/usercache" --sm 80 \
+	"$P/share/gpuext/sched/greedy.bpf.o" >"$T/prep.log" 2>&1
 check "add-on: gpuext tools prepare JITs a policy on the host" "ls $T/usercache/*-sm80-*.gxpol >/dev/null 2>&1" "$T/prep.log"
+check "add-on: LLVM loaded from lib/gpuext-llvm, not the system's" \
+	"grep -q 'calling init: $P/lib/gpuext-llvm/libLLVM.so.19.1' $T/prep.log" "$T/prep.log"
 
 # ---- the wheel in a fresh virtualenv ----
 if ! python3 -m venv "$T/venv" >"$T/venv.log" 2>&1; then
