@@ -64,6 +64,10 @@ cp -r LICENSES "$S/share/doc/gpuext/"
 install_elf "$B/lib/libgxjit.so" "$A/lib"
 install_elf "$B/lib/gpuext-bpfjit.so" "$A/lib"
 scripts/pack-jit-libs.sh --plain "$A/lib/gpuext-llvm" "$B/lib/libgxjit.so" >/dev/null
+# Each finds the others beside itself (Debian's libLLVM says $ORIGIN/../lib,
+# which would be the install's lib/, where they must not be: LD_LIBRARY_PATH
+# puts that folder before every application's own libraries).
+for l in "$A"/lib/gpuext-llvm/*; do patchelf --set-rpath '$ORIGIN' "$l"; done
 # their packages' licences beside them
 mkdir -p "$A/share/doc/gpuext-llvm"
 for l in "$A"/lib/gpuext-llvm/*; do

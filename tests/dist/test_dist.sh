@@ -118,8 +118,10 @@ check "add-on: libgxjit.so finds LLVM and libbpf beside itself" \
 hostenv LD_DEBUG=libs PATH="$P/bin:/usr/bin:/bin" gpuext tools prepare --cache-dir "$T/usercache" --sm 80 \
 	"$P/share/gpuext/sched/greedy.bpf.o" >"$T/prep.log" 2>&1
 check "add-on: gpuext tools prepare JITs a policy on the host" "ls $T/usercache/*-sm80-*.gxpol >/dev/null 2>&1" "$T/prep.log"
-check "add-on: LLVM loaded from lib/gpuext-llvm, not the system's" \
-	"grep -q 'calling init: $P/lib/gpuext-llvm/libLLVM.so.19.1' $T/prep.log" "$T/prep.log"
+for l in libLLVM.so.19.1 libz3.so.4 libedit.so.2 libbpf.so.1; do
+	check "add-on: $l loaded from lib/gpuext-llvm, not the system's" \
+		"grep -q 'calling init: $P/lib/gpuext-llvm/$l' $T/prep.log" "$T/prep.log"
+done
 
 # ---- the wheel in a fresh virtualenv ----
 if ! python3 -m venv "$T/venv" >"$T/venv.log" 2>&1; then
