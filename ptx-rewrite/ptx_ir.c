@@ -1,6 +1,7 @@
 /* ptx_ir.c — the module's arena and the editing/query helpers the passes use
  * (insertion, fresh names, opcode classification). Parsing is ptx_parse.c,
- * printing ptx_emit.c. */
+ * printing ptx_emit.c, inserting PTX text ptx_text.c (it parses: this file
+ * stays below the parser). */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -169,7 +170,7 @@ char *ptx_strdup(struct ptx_module *m, const char *s)
 	return ptx_strndup(m, s, strlen(s));
 }
 
-static char *ptx_vsprintf(struct ptx_module *m, const char *fmt, va_list ap)
+char *ptx_vsprintf(struct ptx_module *m, const char *fmt, va_list ap)
 {
 	/* one formatting pass for the common short case */
 	char small[512];
@@ -255,47 +256,6 @@ void ptx_stmt_remove(struct ptx_func *fn, struct ptx_stmt *s)
 	else
 		fn->tail = s->prev;
 	s->prev = s->next = NULL;
-}
-
-static int insert_text(struct ptx_module *m, struct ptx_func *fn, struct ptx_stmt *pos, int after,
-		       struct ptx_stmt **out, const char *fmt, va_list ap)
-{
-	/* The parser copies what it keeps, so "%s" (a snippet built elsewhere,
-	 * often kilobytes) is parsed in place rather than copied by printf. */
-	const char *text = !strcmp(fmt, "%s") ? va_arg(ap, const char *) : ptx_vsprintf(m, fmt, ap);
-	if (!text)
-		return gx_err(-ENOMEM);
-	struct ptx_stmt *first, *last;
-	int err = ptx_parse_stmts(m, text, strlen(text), &first, &last);
-	if (err)
-		return err;
-	if (after)
-		ptx_insert_after(fn, pos, first, last);
-	else
-		ptx_insert_before(fn, pos, first, last);
-	if (out)
-		*out = first;
-	return 0;
-}
-
-int ptx_insert_text_before(struct ptx_module *m, struct ptx_func *fn, struct ptx_stmt *pos,
-			   struct ptx_stmt **out, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int err = insert_text(m, fn, pos, 0, out, fmt, ap);
-	va_end(ap);
-	return err;
-}
-
-int ptx_insert_text_after(struct ptx_module *m, struct ptx_func *fn, struct ptx_stmt *pos,
-			  struct ptx_stmt **out, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int err = insert_text(m, fn, pos, 1, out, fmt, ap);
-	va_end(ap);
-	return err;
 }
 
 struct ptx_stmt *ptx_func_entry_point(struct ptx_func *fn)
