@@ -92,7 +92,7 @@ struct pass {
 /* A policy that reads two context fields and has an effect (a per-SM count
  * of hook calls, one relaxed atomic per warp), as a small real probe would:
  * measures the context and the handler as policies see them. With the
- * inliner (pass_inline.c) the fields come from registers. Each (hook, SM)
+ * inliner (ptx-rewrite/inline.c) the fields come from registers. Each (hook, SM)
  * counter has its own 128-byte line, as per-CPU counters do: packed 4 bytes
  * apart (run 6), the 16M reds of a 1M-block vadd queued on ~10 L2 lines and
  * the row measured that queue (4.2x), not the hook. */

@@ -6,7 +6,7 @@
 
 #include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
-#include "ptx-rewrite/passes.h"
+#include "ptx-rewrite/passlib.h"
 #include "ptx-rewrite/ptx_ir.h"
 
 struct gx_ptx_module {

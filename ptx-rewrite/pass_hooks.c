@@ -5,7 +5,7 @@
  * A site is a self-contained `{ }` block (its registers and .params are
  * declared inside it, so the function's own declarations, registers,
  * predicates and labels are untouched) that computes the lane's effective
- * address and calls a trampoline (pass_tramp.c). A guarded instruction
+ * address and runs the handler (site.c). A guarded instruction
  * (`@%p ld ...`) gets a call with the same guard, so only the lanes for which
  * the instruction executes reach the hook. Device functions (.func) get mem
  * and fence hooks too; their kernel_id is the FNV-1a hash of the function's
@@ -16,7 +16,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx-rewrite/passes.h"
+#include "ptx-rewrite/pass.h"
+#include "ptx-rewrite/passlib.h"
+#include "ptx-rewrite/policy.h"
+#include "ptx-rewrite/site.h"
+
+/* The pass's state: the module, the policy's names, the sites of this
+ * rewrite, and for the kernel at hand its entry prologue and block site. */
+struct hooks {
+	struct ptx_module *m;
+	struct ptx_pass_ctx *ctx;
+	const struct ptx_policy *pol;
+	struct ptx_sites sites;
+	/* the kernel prologue the entry sites were moved past (entry_site_pos) */
+	struct ptx_prologue pro;
+	/* where this kernel's GDEV_HOOK_BLOCK handlers go (GDEV_HOOK_ENTRY or
+	 * GDEV_HOOK_EXIT; 0: none) */
+	unsigned block_at;
+};
 
 /* Size in bytes of a register as declared in fn (or 8 if not found). */
 static unsigned reg_size(const struct ptx_func *fn, const char *name)
@@ -63,11 +80,11 @@ static const struct ptx_decl *func_var(const struct ptx_func *fn, const char *na
  * site's address register, appended to *c. Returns 1 when the operand is
  * not a global/generic location we can follow (then the site is left out
  * and logged), 0, or -ENOMEM. */
-static int addr_setup(struct ptx_passes *ps, const struct ptx_func *fn,
+static int addr_setup(struct hooks *ps, const struct ptx_func *fn,
 		      const struct ptx_opnd *a, enum ptx_space space, struct ptx_chain *c)
 {
 	struct ptx_module *m = ps->m;
-	const char *A = ptx_tramp_addr_reg(ps);
+	const char *A = ptx_site_addr_reg(&ps->sites);
 	if (!A)
 		return gx_err(-ENOMEM);
 	if (!a || a->kind != PTX_OPND_ADDR || a->n != 1)
@@ -118,7 +135,7 @@ static int binds_kernel(const struct gx_hook_binding *bd, const struct ptx_func 
 
 /* Does bd put a handler at fn's sites of kind `hook`: its own kind, or for a
  * block handler the kind this kernel's block_at chose. */
-static int binds_at(const struct ptx_passes *ps, const struct gx_hook_binding *bd,
+static int binds_at(const struct hooks *ps, const struct gx_hook_binding *bd,
 		    const struct ptx_func *fn, unsigned hook)
 {
 	return (bd->hook == hook || (bd->hook == GDEV_HOOK_BLOCK && ps->block_at == hook)) &&
@@ -200,22 +217,23 @@ static int block_bound(const struct gx_ptx_rewrite_opts *o, const struct ptx_fun
 }
 
 /* Insert the sites for `hook` before pos (NULL: at the end): one per bound
- * handler, or the built-in one without a policy (pass_site.c). addr: the
+ * handler, or the built-in one without a policy (site.c). addr: the
  * address code or NULL (each site prints its own copy). */
-static int add_sites(struct ptx_passes *ps, struct ptx_func *fn, struct ptx_stmt *pos,
+static int add_sites(struct hooks *ps, struct ptx_func *fn, struct ptx_stmt *pos,
 		     unsigned hook, struct ptx_chain *addr, unsigned info, const char *guard,
 		     int guard_neg)
 {
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
 	unsigned long long kid = gx_kernel_id(fn->name);
 	if (!o->policy_ptx)
-		return ptx_site_insert(ps, fn, pos, hook, NULL, kid, addr, info, guard, guard_neg);
+		return ptx_site_insert(&ps->sites, fn, pos, hook, NULL, kid, addr, info, guard,
+				       guard_neg, &ps->pro);
 	for (size_t i = 0; i < o->nr_bindings; i++) {
 		const struct gx_hook_binding *bd = &o->bindings[i];
 		if (!binds_at(ps, bd, fn, hook))
 			continue;
-		int err = ptx_site_insert(ps, fn, pos, hook, ptx_link_name(ps, bd->func), kid, addr,
-					  info, guard, guard_neg);
+		int err = ptx_site_insert(&ps->sites, fn, pos, hook, ptx_policy_name(ps->pol, bd->func),
+					  kid, addr, info, guard, guard_neg, &ps->pro);
 		if (err)
 			return err;
 	}
@@ -276,8 +294,8 @@ static int reexecutable(const struct ptx_stmt *s)
 #define PTX_ENTRY_MOVE_MAX 128 /* see entry_site_pos */
 
 /* Every entry handler bound to fn (or the built-in one) passes `test`. */
-static int all_entry_handlers(struct ptx_passes *ps, struct ptx_func *fn,
-			      int (*test)(struct ptx_passes *, struct ptx_func *, const char *))
+static int all_entry_handlers(struct hooks *ps, struct ptx_func *fn,
+			      int (*test)(struct hooks *, struct ptx_func *, const char *))
 {
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
 	if (!o->policy_ptx)
@@ -287,7 +305,7 @@ static int all_entry_handlers(struct ptx_passes *ps, struct ptx_func *fn,
 		const struct gx_hook_binding *bd = &o->bindings[i];
 		if (!binds_at(ps, bd, fn, GDEV_HOOK_ENTRY))
 			continue;
-		int r = test(ps, fn, ptx_link_name(ps, bd->func));
+		int r = test(ps, fn, ptx_policy_name(ps->pol, bd->func));
 		if (r <= 0)
 			return r;
 		any = 1;
@@ -295,11 +313,16 @@ static int all_entry_handlers(struct ptx_passes *ps, struct ptx_func *fn,
 	return any;
 }
 
-static int small_inlined(struct ptx_passes *ps, struct ptx_func *fn, const char *func)
+static int uniform_exit(struct hooks *ps, struct ptx_func *fn, const char *func)
+{
+	return ptx_site_uniform_exit(&ps->sites, fn, func);
+}
+
+static int small_inlined(struct hooks *ps, struct ptx_func *fn, const char *func)
 {
 	(void)fn;
 	size_t ninsn = 0;
-	int r = ptx_site_inlines(ps, GDEV_HOOK_ENTRY, func, &ninsn);
+	int r = ptx_site_inlines(&ps->sites, GDEV_HOOK_ENTRY, func, &ninsn);
 	return r <= 0 ? r : ninsn <= PTX_ENTRY_MOVE_MAX;
 }
 
@@ -316,8 +339,8 @@ static int small_inlined(struct ptx_passes *ps, struct ptx_func *fn, const char 
  * vadd +2.6 %, +0.4 % and -0.4 % after the prologue (threadhist's stencil
  * +3.4 % -> +1.6 %); ptxas issues the kernel's and the site's reads
  * together. The kernel's values are then live across the site: the
- * handler's path re-executes the prologue after the handler (pass_site.c,
- * ps->remat_*), so they are dead inside it and add nothing to its register
+ * handler's path re-executes the prologue after the handler (site.c,
+ * ps->pro), so they are dead inside it and add nothing to its register
  * count; the warps that leave early keep theirs.
  *
  * Handlers every warp runs (no uniform exit): re-executing the prologue
@@ -329,18 +352,18 @@ static int small_inlined(struct ptx_passes *ps, struct ptx_func *fn, const char 
  * across its cold paths), the others first.
  *
  * GX_PTX_F_ENTRY_TOP (GX_PTX_ENTRY_TOP=1) keeps every entry site first (the
- * A/B switch of bench/hook_overhead). Sets ps->remat_* when the handler's
+ * A/B switch of bench/hook_overhead). Sets ps->pro when the handler's
  * path must re-execute the prologue (NULL: not). Returns the position, or
  * NULL with *err set. */
-static struct ptx_stmt *entry_site_pos(struct ptx_passes *ps, struct ptx_func *fn, int *err)
+static struct ptx_stmt *entry_site_pos(struct hooks *ps, struct ptx_func *fn, int *err)
 {
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
 	struct ptx_stmt *first = ptx_func_entry_point(fn), *s = first, *last = NULL;
-	ps->remat_begin = ps->remat_last = ps->remat_end = NULL;
+	ps->pro = (struct ptx_prologue){0};
 	*err = 0;
 	if (o->flags & GX_PTX_F_ENTRY_TOP)
 		return first;
-	int uni = all_entry_handlers(ps, fn, ptx_site_uniform_exit);
+	int uni = all_entry_handlers(ps, fn, uniform_exit);
 	int small = uni > 0 ? 0 : all_entry_handlers(ps, fn, small_inlined);
 	if (uni < 0 || small < 0) {
 		*err = uni < 0 ? uni : small;
@@ -368,14 +391,12 @@ static struct ptx_stmt *entry_site_pos(struct ptx_passes *ps, struct ptx_func *f
 		last = s;
 	}
 	if (last && uni) {
-		ps->remat_begin = first;
-		ps->remat_last = last;
-		ps->remat_end = s;
+		ps->pro = (struct ptx_prologue){first, last, s};
 	}
 	return s;
 }
 
-static int hook_func(struct ptx_passes *ps, struct ptx_func *fn)
+static int hook_func(struct hooks *ps, struct ptx_func *fn)
 {
 	unsigned hooks = ps->ctx->opts->hooks;
 	int err;
@@ -432,7 +453,7 @@ static int hook_func(struct ptx_passes *ps, struct ptx_func *fn)
 		struct ptx_stmt *pos = entry_site_pos(ps, fn, &err);
 		if (!err)
 			err = add_sites(ps, fn, pos, GDEV_HOOK_ENTRY, NULL, 0, NULL, 0);
-		ps->remat_begin = ps->remat_last = ps->remat_end = NULL;
+		ps->pro = (struct ptx_prologue){0};
 		if (err)
 			return err;
 	}
@@ -449,17 +470,21 @@ static int reserved(const struct ptx_module *m, const char *name)
 	return !strncmp(name, m->fresh_prefix, n) && name[n] == '_';
 }
 
-int ptx_pass_hooks(struct ptx_passes *ps)
+int ptx_pass_hooks(struct ptx_module *m, struct ptx_pass_ctx *ctx, struct ptx_policy *pol,
+		   struct ptx_tramps *tr, unsigned *nr_elided)
 {
-	struct ptx_module *m = ps->m;
-	if (!(ps->ctx->opts->hooks & GDEV_HOOKS_SITE))
+	if (!(ctx->opts->hooks & GDEV_HOOKS_SITE))
 		return 0;
+	struct hooks st = {.m = m, .ctx = ctx, .pol = pol}, *ps = &st;
+	ptx_sites_init(&ps->sites, m, ctx, pol, tr);
+	int err = 0;
 	ptx_for_each_item(m, it) {
 		if (it->kind != PTX_ITEM_FUNC || !it->func.has_body || reserved(m, it->func.name))
 			continue;
-		int err = hook_func(ps, &it->func);
-		if (err)
-			return err;
+		if ((err = hook_func(ps, &it->func)))
+			break;
 	}
-	return 0;
+	*nr_elided = ps->sites.nr_elided;
+	ptx_sites_free(&ps->sites);
+	return err;
 }

@@ -18,15 +18,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx-rewrite/passes.h"
+#include "ptx-rewrite/pass.h"
+#include "ptx-rewrite/passlib.h"
+#include "ptx-rewrite/policy.h"
 
-const char *ptx_link_name(const struct ptx_passes *ps, const char *name)
-{
-	for (size_t i = 0; i < ps->nr_renames; i++)
-		if (!strcmp(ps->renames[i].from, name))
-			return ps->renames[i].to;
-	return name;
-}
+/* The pass's state: the module and what it fills in. */
+struct link {
+	struct ptx_module *m;
+	struct ptx_pass_ctx *ctx;
+	struct ptx_policy *pol;
+};
 
 static const char *item_name(const struct ptx_item *it)
 {
@@ -49,9 +50,9 @@ static int is_ident_char(char c)
 }
 
 /* Replace whole identifiers in verbatim text (initialisers, expressions). */
-static const char *rename_text(struct ptx_passes *ps, const char *text)
+static const char *rename_text(struct link *ps, const char *text)
 {
-	if (!text || !ps->nr_renames)
+	if (!text || !ps->pol->nr_renames)
 		return text;
 	struct gx_buf b;
 	gx_buf_init(&b);
@@ -63,7 +64,7 @@ static const char *rename_text(struct ptx_passes *ps, const char *text)
 			while (is_ident_char(p[n]))
 				n++;
 			char *id = ptx_strndup(ps->m, p, n);
-			const char *to = id ? ptx_link_name(ps, id) : NULL;
+			const char *to = id ? ptx_policy_name(ps->pol, id) : NULL;
 			if (to && to != id && strcmp(to, id)) {
 				gx_buf_puts(&b, to);
 				changed = 1;
@@ -83,21 +84,21 @@ static const char *rename_text(struct ptx_passes *ps, const char *text)
 	return out;
 }
 
-static void rename_opnd(struct ptx_passes *ps, struct ptx_opnd *o)
+static void rename_opnd(struct link *ps, struct ptx_opnd *o)
 {
 	if (!o)
 		return;
 	if (o->kind == PTX_OPND_ID)
-		o->text = ptx_link_name(ps, o->text);
+		o->text = ptx_policy_name(ps->pol, o->text);
 	else if (o->kind == PTX_OPND_EXPR)
 		o->text = rename_text(ps, o->text);
 	for (unsigned i = 0; i < o->n; i++)
 		rename_opnd(ps, o->elems[i]);
 }
 
-static void rename_func(struct ptx_passes *ps, struct ptx_func *fn)
+static void rename_func(struct link *ps, struct ptx_func *fn)
 {
-	fn->name = ptx_link_name(ps, fn->name);
+	fn->name = ptx_policy_name(ps->pol, fn->name);
 	for (struct ptx_stmt *s = fn->head; s; s = s->next) {
 		switch (s->kind) {
 		case PTX_STMT_INSN:
@@ -114,20 +115,6 @@ static void rename_func(struct ptx_passes *ps, struct ptx_func *fn)
 			break;
 		}
 	}
-}
-
-static int add_rename(struct ptx_passes *ps, const char *from)
-{
-	struct ptx_rename *r = realloc(ps->renames, (ps->nr_renames + 1) * sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	ps->renames = r;
-	r[ps->nr_renames].from = from;
-	r[ps->nr_renames].to = ptx_sprintf(ps->m, "%s_p_%s", ps->m->fresh_prefix, from);
-	if (!r[ps->nr_renames].to)
-		return -ENOMEM;
-	ps->nr_renames++;
-	return 0;
 }
 
 /* __gx_devrt (0) or __gx_devrt__p<k> (k, 1..31): policy k's runtime block;
@@ -289,7 +276,7 @@ static int proto_before_def(struct ptx_module *m, struct early *e, const struct 
 /* Where the policy items go (see the top of the file); may move application
  * declarations and add prototypes. Returns the item to insert after (NULL:
  * the module start) through *at. 0 or -errno with m->err set. */
-static int place_policy(struct ptx_passes *ps, struct ptx_item *pol, struct ptx_item **at)
+static int place_policy(struct link *ps, struct ptx_item *pol, struct ptx_item **at)
 {
 	struct ptx_module *m = ps->m;
 	struct names ns = {0}, in = {0};
@@ -359,9 +346,9 @@ static int place_policy(struct ptx_passes *ps, struct ptx_item *pol, struct ptx_
 	return 0;
 }
 
-int ptx_pass_link(struct ptx_passes *ps)
+int ptx_pass_link(struct ptx_module *m, struct ptx_pass_ctx *ctx, struct ptx_policy *pol)
 {
-	struct ptx_module *m = ps->m;
+	struct link st = {.m = m, .ctx = ctx, .pol = pol}, *ps = &st;
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
 	unsigned maxv = o->max_ptx_version;
 	unsigned appv = m->version ? m->version->version.major * 10 + m->version->version.minor : 0;
@@ -391,7 +378,7 @@ int ptx_pass_link(struct ptx_passes *ps)
 			continue; /* a prototype of a function defined below or elsewhere */
 		if (devrt_block(n) >= 0)
 			return fail(m, -EINVAL, "policy PTX: defines %s", n);
-		if (!strcmp(ptx_link_name(ps, n), n) && (err = add_rename(ps, n)))
+		if (!strcmp(ptx_policy_name(ps->pol, n), n) && (err = ptx_policy_rename(ps->pol, ps->m, n)))
 			return fail(m, err, "out of memory");
 	}
 	/* Pass 2: keep what belongs in the merged module. */
@@ -405,13 +392,13 @@ int ptx_pass_link(struct ptx_passes *ps)
 			unsigned *lk = it->kind == PTX_ITEM_FUNC ? &it->func.linkage : &it->decl.linkage;
 			int ext = (*lk & PTX_LINK_EXTERN) ||
 				  (it->kind == PTX_ITEM_FUNC && !it->func.has_body);
-			if (ext && strcmp(ptx_link_name(ps, n), n)) {
+			if (ext && strcmp(ptx_policy_name(ps->pol, n), n)) {
 				/* prototype of a policy function: keep, renamed, internal */
 				keep = 1;
 				*lk &= ~(PTX_LINK_VISIBLE | PTX_LINK_WEAK | PTX_LINK_EXTERN);
 			} else if (ext && devrt_block(n) >= 0) {
 				/* the runtime blocks are defined after linking (pass_tramp.c) */
-				ps->devrt_blocks |= 1u << devrt_block(n);
+				ps->pol->devrt_blocks |= 1u << devrt_block(n);
 			} else if (ext) {
 				keep = !app_has_name(m, n);
 			} else {
@@ -421,7 +408,7 @@ int ptx_pass_link(struct ptx_passes *ps)
 			if (keep && it->kind == PTX_ITEM_FUNC)
 				rename_func(ps, &it->func);
 			else if (keep) {
-				it->decl.name = ptx_link_name(ps, it->decl.name);
+				it->decl.name = ptx_policy_name(ps->pol, it->decl.name);
 				it->decl.init = rename_text(ps, it->decl.init);
 			}
 		}
@@ -447,11 +434,11 @@ int ptx_pass_link(struct ptx_passes *ps)
 		if ((err = place_policy(ps, keep_first, &at)))
 			return err;
 		ptx_item_insert_after(m, at, keep_first, keep_last);
-		ps->policy_last = keep_last;
+		ps->pol->last = keep_last;
 	}
 	for (size_t i = 0; i < o->nr_bindings; i++) {
 		const char *f = o->bindings[i].func;
-		if (f && (o->hooks & o->bindings[i].hook) && !strcmp(ptx_link_name(ps, f), f))
+		if (f && (o->hooks & o->bindings[i].hook) && !strcmp(ptx_policy_name(ps->pol, f), f))
 			return fail(m, -ENOENT, "policy PTX does not define bound function %s", f);
 	}
 	return 0;

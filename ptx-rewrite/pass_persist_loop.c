@@ -25,7 +25,7 @@
  *  - STATIC mode runs no runtime code and reads no state: the same copy is
  *    the cheapest loop when the policy never steals;
  *  - the claim protocol is C (blocksched/bs_rt.c, tested on the host with
- *    threads), inlined where thread 0 runs it (pass_rt_inline.c says why
+ *    threads), inlined where thread 0 runs it (rt_inline.c says why
  *    not called).
  * The sched hooks run in thread 0, inlined on a context in its .local
  * memory (a trampoline, pass_tramp.c, only for a program the inliner cannot
@@ -37,7 +37,23 @@
 #include <string.h>
 
 #include "gpuext/gx_work.h"
-#include "ptx-rewrite/passes.h"
+#include "ptx-rewrite/pass.h"
+#include "ptx-rewrite/passlib.h"
+#include "ptx-rewrite/persist.h"
+#include "ptx-rewrite/policy.h"
+#include "ptx-rewrite/rt_inline.h"
+#include "ptx-rewrite/tramp.h"
+
+/* The pass's state: the module, what earlier passes decided, where sched
+ * hooks' trampolines are asked for, the runtime (parsed once). */
+struct loop_pass {
+	struct ptx_module *m;
+	struct ptx_pass_ctx *ctx;
+	const struct ptx_policy *pol;
+	const struct ptx_persist_set *kernels;
+	struct ptx_tramps *tr;
+	struct ptx_rt rt;
+};
 
 struct vregs {
 	const char *cx, *cy, *cz, *nx, *ny, *nz;
@@ -76,7 +92,7 @@ static void opnd_rewrite(struct ptx_opnd *o, const struct vregs *v)
 /* ---------------------------------------------------------------- the loop */
 
 struct loop {
-	struct ptx_passes *ps;
+	struct loop_pass *ps;
 	struct ptx_module *m;
 	struct ptx_func *fn;
 	const char *orig;       /* the application's kernel name (globs, kernel id) */
@@ -148,11 +164,11 @@ static void coords(struct loop *L, struct ptx_chain *c, const char *unit, const 
 	ptx_chain_label(L->m, c, lx);
 }
 
-/* The runtime's `fname` inlined (pass_rt_inline.c); ret: b64 register or NULL. */
+/* The runtime's `fname` inlined (rt_inline.c); ret: b64 register or NULL. */
 static void rt_call(struct loop *L, struct ptx_chain *c, const char *fname, const char *ret, unsigned n,
 		    const char *const *args)
 {
-	if (ptx_rt_inline(L->ps, L->fn, c, fname, n, args, ret))
+	if (ptx_rt_inline(&L->ps->rt, L->fn, c, fname, n, args, ret))
 		c->failed = 1;
 }
 
@@ -215,13 +231,13 @@ static void ctx_fill(struct loop *L, struct ptx_chain *c, unsigned hook, unsigne
 /* The sites of one sched hook (every bound program whose glob matches the
  * kernel), decisions combined by max (NO_STEAL wins; the heaviest class
  * wins); vals: start, units, worker, steals, x, y, z. Each program's
- * function is inlined on a context in .local (pass_rt_inline.c: a call
+ * function is inlined on a context in .local (rt_inline.c: a call
  * would cost the kernel registers, as the runtime's would); one the
  * inliner cannot follow is called through a trampoline. */
 static int sched_sites(struct loop *L, struct ptx_chain *c, unsigned hook, const char *guard,
 		       const char *ret_reg, const char *const vals[7])
 {
-	struct ptx_passes *ps = L->ps;
+	struct loop_pass *ps = L->ps;
 	struct ptx_module *m = L->m;
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
 	const char *sv[10] = {vals[0], vals[1], vals[2], vals[3], vals[4],
@@ -233,7 +249,7 @@ static int sched_sites(struct loop *L, struct ptx_chain *c, unsigned hook, const
 		if (bd->hook != hook || !bd->func ||
 		    (bd->kernel_glob && fnmatch(bd->kernel_glob, L->orig, 0)))
 			continue;
-		const char *fname = ptx_link_name(ps, bd->func);
+		const char *fname = ptx_policy_name(ps->pol, bd->func);
 		const char *to = !ret_reg ? NULL : first ? ret_reg : L->t2;
 		struct ptx_item *it = ptx_find_func(m, fname);
 		struct ptx_chain t = {0};
@@ -246,7 +262,7 @@ static int sched_sites(struct loop *L, struct ptx_chain *c, unsigned hook, const
 			BRA(&t, guard, 1, skip);
 		ctx_fill(L, &t, hook, kid, vals);
 		const char *args[1] = {L->ca};
-		int err = it && it->func.has_body ? ptx_func_inline(ps, L->fn, &t, &it->func, 1, args, to)
+		int err = it && it->func.has_body ? ptx_func_inline(m, L->fn, &t, &it->func, 1, args, to)
 						  : -EOPNOTSUPP;
 		if (err == -EOPNOTSUPP) {
 			if (!ps->ctx->res->nr_hooks || first)
@@ -254,8 +270,8 @@ static int sched_sites(struct loop *L, struct ptx_chain *c, unsigned hook, const
 					     L->orig, fname, m->err[0] ? m->err : "no body");
 			m->err[0] = 0;
 			t = (struct ptx_chain){0};
-			const char *tr = ptx_tramp_get(ps, hook, fname, 1);
-			if (!tr || ptx_tramp_sched_site(ps, &t, tr, kid, sv, guard, 0, to))
+			const char *tr = ptx_tramp_get(ps->tr, hook, fname, 1);
+			if (!tr || ptx_tramp_sched_site(m, &t, tr, kid, sv, guard, 0, to))
 				return gx_err(-ENOMEM);
 		} else if (err) {
 			return err;
@@ -511,7 +527,7 @@ static int add_decl(struct ptx_module *m, struct ptx_func *fn, enum ptx_space sp
 	return 0;
 }
 
-static int transform(struct ptx_passes *ps, struct ptx_func *fn, const struct ptx_persist *pi, const char *orig,
+static int transform(struct loop_pass *ps, struct ptx_func *fn, const struct ptx_persist *pi, const char *orig,
 		     int so)
 {
 	struct ptx_module *m = ps->m;
@@ -592,7 +608,7 @@ static struct ptx_item *copy_func(struct ptx_module *m, struct ptx_item *it, str
 
 /* .maxnreg for the copy of kernel `orig` (0: none, see gx_ptx.h). An
  * existing .maxnreg of the kernel stays the lower bound. */
-static int cap_regs(struct ptx_passes *ps, struct ptx_func *fn, const char *orig)
+static int cap_regs(struct loop_pass *ps, struct ptx_func *fn, const char *orig)
 {
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
 	unsigned cap = 0;
@@ -619,7 +635,7 @@ static int cap_regs(struct ptx_passes *ps, struct ptx_func *fn, const char *orig
 
 /* Transform kernel `it` (in place, or a copy inserted after `after` named
  * <prefix>_<tag>_K) and log it; *out: the item transformed. 0 or -errno. */
-static int persist_one(struct ptx_passes *ps, struct ptx_item *it, struct ptx_item *after,
+static int persist_one(struct loop_pass *ps, struct ptx_item *it, struct ptx_item *after,
 		       const struct ptx_persist *pi, const char *tag, int so, struct ptx_item **out)
 {
 	struct ptx_module *m = ps->m;
@@ -653,15 +669,19 @@ static int persist_one(struct ptx_passes *ps, struct ptx_item *it, struct ptx_it
 	return 0;
 }
 
-int ptx_pass_persistent(struct ptx_passes *ps)
+int ptx_pass_persistent(struct ptx_module *m, struct ptx_pass_ctx *ctx,
+			const struct ptx_policy *pol, const struct ptx_persist_set *kernels,
+			struct ptx_tramps *tr)
 {
-	struct ptx_module *m = ps->m;
+	struct loop_pass st = {.m = m, .ctx = ctx, .pol = pol, .kernels = kernels, .tr = tr,
+			       .rt = {.m = m, .text = ctx->opts->persist_rt, .len = ctx->opts->persist_rt_len}};
+	struct loop_pass *ps = &st;
 	unsigned fl = ps->ctx->opts->flags;
 	int so = !!(fl & GX_PTX_F_PERSIST_STATIC);
 	/* a second, static-only copy beside the claiming one (copy mode) */
 	int both = ps->ctx->opts->persistent == GX_PTX_PERSISTENT_COPY && !so && (fl & GX_PTX_F_PERSIST_STATIC_COPY);
 	ptx_for_each_item(m, it) {
-		const struct ptx_persist *pi = it->kind == PTX_ITEM_FUNC ? ptx_persistent_find(ps, &it->func) : NULL;
+		const struct ptx_persist *pi = it->kind == PTX_ITEM_FUNC ? ptx_persist_find(ps->kernels, &it->func) : NULL;
 		if (!pi)
 			continue;
 		struct ptx_item *t = it;

@@ -44,8 +44,17 @@
 #include <string.h>
 
 #include "gpuext/gx_work.h"
-#include "ptx-rewrite/passes.h"
 #include "ptx-rewrite/cfg_pdom.h"
+#include "ptx-rewrite/pass.h"
+#include "ptx-rewrite/passlib.h"
+#include "ptx-rewrite/persist.h"
+
+/* The pass's state: the module and the list it fills. */
+struct check {
+	struct ptx_module *m;
+	struct ptx_pass_ctx *ctx;
+	struct ptx_persist_set *out;
+};
 
 /* ------------------------------------------------------------ small sets */
 
@@ -609,7 +618,7 @@ static int mod_has_cluster(const struct ptx_insn *in)
 /* Returns NULL when safe, else the reason (static or in sc). *bar_id: the
  * barrier id the loop will use; *unit_bar: whether it needs the unit
  * barrier. */
-static const char *check_kernel(struct ptx_passes *ps, struct ptx_func *fn, struct fsum *fs,
+static const char *check_kernel(struct check *ps, struct ptx_func *fn, struct fsum *fs,
 				size_t nfs, const struct nset *shared_syms, struct scan *sc,
 				unsigned *bar_id, int *unit_bar, int *nomem)
 {
@@ -780,7 +789,7 @@ static int shared_names(struct ptx_module *m, struct nset *out)
 }
 
 /* What the module as a whole rules out (the runtime's needs). */
-static const char *check_module(struct ptx_passes *ps)
+static const char *check_module(struct check *ps)
 {
 	struct ptx_module *m = ps->m;
 	if (!ps->ctx->opts->persist_rt)
@@ -935,9 +944,9 @@ static void kref_free(struct kref *kr)
 	free(kr->names.v), free(kr->def), free(kr->why), free(kr->buf);
 }
 
-int ptx_persistent_check(struct ptx_passes *ps)
+int ptx_pass_persist_check(struct ptx_module *m, struct ptx_pass_ctx *ctx, struct ptx_persist_set *out)
 {
-	struct ptx_module *m = ps->m;
+	struct check st = {.m = m, .ctx = ctx, .out = out}, *ps = &st;
 	size_t nfs = 0, nk = 0;
 	struct nset shared = {0};
 	if (shared_names(m, &shared)) {
@@ -950,8 +959,8 @@ int ptx_persistent_check(struct ptx_passes *ps)
 		return gx_err(-ENOMEM);
 	}
 	ptx_for_each_item(m, it) if (it->kind == PTX_ITEM_FUNC && it->func.is_entry) nk++;
-	ps->persist = calloc(nk ? nk : 1, sizeof(*ps->persist));
-	if (!ps->persist) {
+	ps->out->v = calloc(nk ? nk : 1, sizeof(*ps->out->v));
+	if (!ps->out->v) {
 		free(fs);
 		free(shared.v);
 		return gx_err(-ENOMEM);
@@ -988,24 +997,11 @@ int ptx_persistent_check(struct ptx_passes *ps)
 		}
 		if (ps->ctx->opts->flags & GX_PTX_F_UNIT_BARRIER)
 			unit_bar = 1;
-		ps->persist[ps->nr_persist++] =
+		ps->out->v[ps->out->n++] =
 			(struct ptx_persist){.fn = &it->func, .bar_id = bar_id, .unit_bar = unit_bar};
 	}
 	kref_free(&kr);
 	free(fs);
 	free(shared.v);
 	return 0;
-}
-
-const struct ptx_persist *ptx_persistent_find(const struct ptx_passes *ps, const struct ptx_func *fn)
-{
-	for (size_t i = 0; i < ps->nr_persist; i++)
-		if (ps->persist[i].fn == fn)
-			return &ps->persist[i];
-	return NULL;
-}
-
-int ptx_persistent_accepted(const struct ptx_passes *ps, const struct ptx_func *fn)
-{
-	return ptx_persistent_find(ps, fn) != NULL;
 }

@@ -1,4 +1,7 @@
-/* pass_tramp.c — the trampolines between a hook site and a policy function.
+/* pass_tramp.c — the last pass: __gx_devrt, the no-op stubs and the
+ * trampolines (between a hook site and a policy function) that the other
+ * passes asked for (tramp.c), written out after the module header and the
+ * policy code.
  *
  * Why an out-of-line trampoline per (hook, policy function): a site then costs
  * a handful of instructions (compute the lane's address, store three
@@ -22,216 +25,11 @@
 #include <string.h>
 
 #include "gpuext/gx_devrt.h"
-#include "ptx-rewrite/passes.h"
-
-static const struct {
-	unsigned hook;
-	const char *name;
-} hook_names[] = {
-	{GDEV_HOOK_ENTRY, "entry"},
-	{GDEV_HOOK_EXIT, "exit"},
-	{GDEV_HOOK_MEM, "mem"},
-	{GDEV_HOOK_FENCE, "fence"},
-	{GDEV_HOOK_SCHED_ENTER, "sched_enter"},
-	{GDEV_HOOK_SCHED_EXIT, "sched_exit"},
-	{GDEV_HOOK_SCHED_STEAL, "sched_steal"},
-	{GDEV_HOOK_BLOCK, "block"},
-};
-
-const char *ptx_hook_name(unsigned hook)
-{
-	for (size_t i = 0; i < GX_ARRAY_SIZE(hook_names); i++)
-		if (hook_names[i].hook == hook)
-			return hook_names[i].name;
-	return NULL;
-}
-
-static const char *stub_name(struct ptx_passes *ps, unsigned hook)
-{
-	return ptx_sprintf(ps->m, "%s_stub_%s", ps->m->fresh_prefix, ptx_hook_name(hook));
-}
-
-const char *ptx_tramp_get(struct ptx_passes *ps, unsigned hook, const char *func, int virt)
-{
-	struct ptx_module *m = ps->m;
-	int stub = !func;
-	if (!ptx_hook_name(hook))
-		return NULL;
-	if (!func) {
-		ps->stubs |= hook;
-		func = stub_name(ps, hook);
-		if (!func)
-			return NULL;
-	}
-	for (size_t i = 0; i < ps->nr_tramps; i++) {
-		struct ptx_tramp *t = &ps->tramps[i];
-		if (t->hook == hook && t->virt == virt && !strcmp(t->func, func))
-			return t->name;
-	}
-	if (ps->nr_tramps == ps->cap_tramps) {
-		size_t cap = ps->cap_tramps ? 2 * ps->cap_tramps : 8;
-		struct ptx_tramp *n = realloc(ps->tramps, cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		ps->tramps = n;
-		ps->cap_tramps = cap;
-	}
-	struct ptx_tramp *t = &ps->tramps[ps->nr_tramps];
-	t->hook = hook;
-	t->func = func;
-	t->virt = virt;
-	t->sched = !!(hook & GDEV_HOOKS_SCHED);
-	t->stub = stub;
-	t->name = ptx_sprintf(m, "%s_tramp_%s_%zu%s", m->fresh_prefix, ptx_hook_name(hook),
-			      ps->nr_tramps, virt ? "_v" : "");
-	if (!t->name)
-		return NULL;
-	ps->nr_tramps++;
-	return t->name;
-}
-
-/* Names every site uses, made once per module. */
-struct ptx_site_names {
-	const char *a, *c, *pr, *p[9];
-};
-
-static const struct ptx_site_names *site_names(struct ptx_passes *ps)
-{
-	struct ptx_module *m = ps->m;
-	const char *P = m->fresh_prefix;
-	if (ps->site_names)
-		return ps->site_names;
-	struct ptx_site_names *n = ptx_alloc(m, sizeof(*n));
-	if (!n)
-		return NULL;
-	n->a = ptx_sprintf(m, "%%%s_a", P);
-	n->c = ptx_sprintf(m, "%%%s_c", P);
-	n->pr = ptx_sprintf(m, "%s_pr", P);
-	if (!n->a || !n->c || !n->pr)
-		return NULL;
-	for (int i = 0; i < 9; i++)
-		if (!(n->p[i] = ptx_sprintf(m, "%s_p%d", P, i)))
-			return NULL;
-	ps->site_names = n;
-	return n;
-}
-
-const char *ptx_tramp_addr_reg(struct ptx_passes *ps)
-{
-	const struct ptx_site_names *n = site_names(ps);
-	return n ? n->a : NULL;
-}
-
-int ptx_tramp_site(struct ptx_passes *ps, struct ptx_chain *c, const char *tramp,
-		   unsigned long long kid, struct ptx_chain *addr, unsigned info, int virt,
-		   const char *guard, int guard_neg, const char *ret_reg)
-{
-	struct ptx_module *m = ps->m;
-	const struct ptx_site_names *n = site_names(ps);
-	if (!n)
-		return gx_err(-ENOMEM);
-	struct ptx_chain b = {0};
-	ptx_chain_scope(m, &b, 1);
-	ptx_chain_decl(m, &b, PTX_SPACE_REG, ".b64", n->a);
-	if (virt)
-		ptx_chain_decl(m, &b, PTX_SPACE_REG, ".b32", n->c);
-	ptx_chain_decl(m, &b, PTX_SPACE_PARAM, ".b64", n->p[0]);
-	ptx_chain_decl(m, &b, PTX_SPACE_PARAM, ".b64", n->p[1]);
-	ptx_chain_decl(m, &b, PTX_SPACE_PARAM, ".b32", n->p[2]);
-	if (virt)
-		for (int i = 3; i < 9; i++)
-			ptx_chain_decl(m, &b, PTX_SPACE_PARAM, ".b32", n->p[i]);
-	ptx_chain_decl(m, &b, PTX_SPACE_PARAM, ".b32", n->pr);
-	if (addr && addr->head)
-		ptx_chain_append(&b, addr);
-	else
-		ptx_chain_insn(m, &b, NULL, 0, "mov", PTX_MODS(".u64"), 2, ptx_opnd_id(m, n->a),
-			       ptx_opnd_int(m, 0));
-	ptx_chain_insn(m, &b, NULL, 0, "st", PTX_MODS(".param", ".b64"), 2,
-		       ptx_opnd_addr(m, ptx_opnd_id(m, n->p[0]), 0), ptx_opnd_hex64(m, kid));
-	ptx_chain_insn(m, &b, NULL, 0, "st", PTX_MODS(".param", ".b64"), 2,
-		       ptx_opnd_addr(m, ptx_opnd_id(m, n->p[1]), 0), ptx_opnd_id(m, n->a));
-	ptx_chain_insn(m, &b, NULL, 0, "st", PTX_MODS(".param", ".b32"), 2,
-		       ptx_opnd_addr(m, ptx_opnd_id(m, n->p[2]), 0), ptx_opnd_int(m, info));
-	if (virt) {
-		/* Read here, so the persistent pass rewrites them to the logical
-		 * block's registers like every other %ctaid/%nctaid read. */
-		static const char *const sreg[6] = {"%ctaid.x",  "%ctaid.y",  "%ctaid.z",
-						    "%nctaid.x", "%nctaid.y", "%nctaid.z"};
-		for (int i = 0; i < 6; i++) {
-			ptx_chain_insn(m, &b, NULL, 0, "mov", PTX_MODS(".u32"), 2,
-				       ptx_opnd_id(m, n->c), ptx_opnd_id(m, sreg[i]));
-			ptx_chain_insn(m, &b, NULL, 0, "st", PTX_MODS(".param", ".b32"), 2,
-				       ptx_opnd_addr(m, ptx_opnd_id(m, n->p[i + 3]), 0),
-				       ptx_opnd_id(m, n->c));
-		}
-	}
-	struct ptx_opnd *args[9];
-	unsigned nargs = virt ? 9 : 3;
-	for (unsigned i = 0; i < nargs; i++)
-		args[i] = ptx_opnd_id(m, n->p[i]);
-	struct ptx_opnd *ret = ptx_opnd_id(m, n->pr);
-	ptx_chain_insn(m, &b, guard, guard_neg, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &ret),
-		       ptx_opnd_id(m, tramp), ptx_opnd_list(m, nargs, args));
-	if (ret_reg)
-		ptx_chain_insn(m, &b, NULL, 0, "ld", PTX_MODS(".param", ".b32"), 2,
-			       ptx_opnd_id(m, ret_reg), ptx_opnd_addr(m, ptx_opnd_id(m, n->pr), 0));
-	ptx_chain_scope(m, &b, 0);
-	if (b.failed)
-		return gx_err(-ENOMEM);
-	ptx_chain_append(c, &b);
-	return 0;
-}
-
-int ptx_tramp_sched_site(struct ptx_passes *ps, struct ptx_chain *c, const char *tramp,
-			 unsigned long long kid, const char *const vals[10], const char *guard,
-			 int guard_neg, const char *ret_reg)
-{
-	struct ptx_module *m = ps->m;
-	const char *P = m->fresh_prefix;
-	struct ptx_chain b = {0};
-	struct ptx_opnd *args[11];
-	/* a guarded site branches around the call (a return value cannot be
-	 * read by a predicated ld.param): 0 then */
-	const char *skip = guard ? ptx_fresh_name(m, "$", "Lss") : NULL;
-	if (guard && !skip)
-		return gx_err(-ENOMEM);
-	if (ret_reg)
-		ptx_chain_insn(m, &b, NULL, 0, "mov", PTX_MODS(".u32"), 2, ptx_opnd_id(m, ret_reg),
-			       ptx_opnd_int(m, 0));
-	if (guard)
-		ptx_chain_insn(m, &b, guard, !guard_neg, "bra", 0, NULL, 1, ptx_opnd_id(m, skip));
-	ptx_chain_scope(m, &b, 1);
-	/* kid, start, units (info), worker, steals, ctaid xyz, nctaid xyz */
-	for (int i = 0; i < 11; i++) {
-		const char *pn = ptx_sprintf(m, "%s_sp%d", P, i);
-		const char *ty = i < 2 ? ".b64" : ".b32";
-		if (!pn)
-			return gx_err(-ENOMEM);
-		ptx_chain_decl(m, &b, PTX_SPACE_PARAM, ty, pn);
-		struct ptx_opnd *v = i == 0 ? ptx_opnd_hex64(m, kid) : ptx_opnd_id(m, vals[i - 1]);
-		ptx_chain_insn(m, &b, NULL, 0, "st", PTX_MODS(".param", ty), 2,
-			       ptx_opnd_addr(m, ptx_opnd_id(m, pn), 0), v);
-		args[i] = ptx_opnd_id(m, pn);
-	}
-	const char *rv = ptx_sprintf(m, "%s_spr", P);
-	if (!rv)
-		return gx_err(-ENOMEM);
-	ptx_chain_decl(m, &b, PTX_SPACE_PARAM, ".b32", rv);
-	struct ptx_opnd *ret = ptx_opnd_id(m, rv);
-	ptx_chain_insn(m, &b, NULL, 0, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &ret),
-		       ptx_opnd_id(m, tramp), ptx_opnd_list(m, 11, args));
-	if (ret_reg)
-		ptx_chain_insn(m, &b, NULL, 0, "ld", PTX_MODS(".param", ".b32"), 2, ptx_opnd_id(m, ret_reg),
-			       ptx_opnd_addr(m, ptx_opnd_id(m, rv), 0));
-	ptx_chain_scope(m, &b, 0);
-	if (skip)
-		ptx_chain_label(m, &b, skip);
-	if (b.failed)
-		return gx_err(-ENOMEM);
-	ptx_chain_append(c, &b);
-	return 0;
-}
+#include "ptx-rewrite/ctx_words.h"
+#include "ptx-rewrite/pass.h"
+#include "ptx-rewrite/passlib.h"
+#include "ptx-rewrite/policy.h"
+#include "ptx-rewrite/tramp.h"
 
 static void emit_stub(struct gx_buf *b, const char *name)
 {
@@ -354,38 +152,37 @@ call:
 		      P, P, P, P, t->func, P, P, P, N);
 }
 
-int ptx_tramp_emit(struct ptx_passes *ps)
+int ptx_pass_tramp(struct ptx_module *m, const struct ptx_policy *pol, const struct ptx_tramps *tr)
 {
-	struct ptx_module *m = ps->m;
 	struct gx_buf b;
 	gx_buf_init(&b);
 	/* the runtime blocks: __gx_devrt always (the shim's sign of a module it
 	 * rewrote), __gx_devrt__p<k> for each further policy the code uses */
 	unsigned nblocks = 0;
 	for (unsigned k = 0; k < 32; k++)
-		if (!k || (ps->devrt_blocks >> k & 1)) {
+		if (!k || (pol->devrt_blocks >> k & 1)) {
 			nblocks++;
 			char sym[sizeof(GDEV_DEVRT_SYMBOL) + 16];
 			gx_devrt_symbol(sym, sizeof(sym), k);
 			gx_buf_printf(&b, ".visible .const .align 8 .b8 %s[%zu];\n", sym, sizeof(struct gx_devrt));
 		}
 	int fill = 0;
-	for (size_t i = 0; i < ps->nr_tramps; i++)
-		fill |= !ps->tramps[i].stub;
+	for (size_t i = 0; i < tr->n; i++)
+		fill |= !tr->v[i].stub;
 	if (fill)
 		gx_buf_printf(&b, ".global .align 16 .b8 %s_ctxbuf[%d];\n", m->fresh_prefix,
 			      PTX_CTXBUF_SMS * PTX_CTXBUF_WARPS * PTX_CTXBUF_SLOT);
-	for (size_t i = 0; i < GX_ARRAY_SIZE(hook_names); i++)
-		if (ps->stubs & hook_names[i].hook) {
-			const char *n = stub_name(ps, hook_names[i].hook);
+	for (size_t i = 0; ptx_hook_nth(i); i++)
+		if (tr->stubs & ptx_hook_nth(i)) {
+			const char *n = ptx_tramp_stub_name(m, ptx_hook_nth(i));
 			if (!n) {
 				gx_buf_free(&b);
 				return gx_err(-ENOMEM);
 			}
 			emit_stub(&b, n);
 		}
-	for (size_t i = 0; i < ps->nr_tramps; i++)
-		emit_tramp(&b, m->fresh_prefix, &ps->tramps[i]);
+	for (size_t i = 0; i < tr->n; i++)
+		emit_tramp(&b, m->fresh_prefix, &tr->v[i]);
 	if (b.failed) {
 		gx_buf_free(&b);
 		return gx_err(-ENOMEM);
@@ -411,6 +208,6 @@ int ptx_tramp_emit(struct ptx_passes *ps)
 		rest->prev = NULL;
 	ptx_item_insert_after(m, hdr, first, blocks_last);
 	if (rest)
-		ptx_item_insert_after(m, ps->policy_last ? ps->policy_last : blocks_last, rest, last);
+		ptx_item_insert_after(m, pol->last ? pol->last : blocks_last, rest, last);
 	return 0;
 }

@@ -230,6 +230,7 @@ void *ptx_alloc(struct ptx_module *m, size_t size);    /* zeroed; NULL on ENOMEM
 char *ptx_strdup(struct ptx_module *m, const char *s);
 char *ptx_strndup(struct ptx_module *m, const char *s, size_t n);
 char *ptx_sprintf(struct ptx_module *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+char *ptx_vsprintf(struct ptx_module *m, const char *fmt, va_list ap);
 /* a (alen bytes) followed by b (blen bytes), NUL-terminated: names built per
  * hook site without printf. */
 char *ptx_concat(struct ptx_module *m, const char *a, size_t alen, const char *b, size_t blen);
@@ -272,7 +273,7 @@ void ptx_insert_before(struct ptx_func *fn, struct ptx_stmt *pos, struct ptx_stm
 		       struct ptx_stmt *last);
 void ptx_insert_after(struct ptx_func *fn, struct ptx_stmt *pos, struct ptx_stmt *first,
 		      struct ptx_stmt *last);
-/* Format PTX text with printf and insert the parsed statements. Returns the
+/* Format PTX text with printf and insert the parsed statements (ptx_text.c). Returns the
  * first inserted statement through *out if out != NULL. 0 or -errno. */
 int ptx_insert_text_before(struct ptx_module *m, struct ptx_func *fn, struct ptx_stmt *pos,
 			   struct ptx_stmt **out, const char *fmt, ...)

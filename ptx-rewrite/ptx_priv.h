@@ -1,42 +1,14 @@
 /* ptx_priv.h — internals shared by the parser, emitter and IR helpers.
- * Passes use ptx_ir.h; only pass_inline.c, which clones a handler's body at
- * every hook site, also takes ptx_alloc_raw (it overwrites what it gets). */
+ * Passes use ptx_ir.h; only handler.c and inline.c, which clone a handler's
+ * body at every hook site, also take ptx_alloc_raw (it overwrites what it
+ * gets). The arena itself is ptx_arena.h. */
 #ifndef PTX_PRIV_H
 #define PTX_PRIV_H
 
 #include <stddef.h>
 
+#include "ptx-rewrite/ptx_arena.h"
 #include "ptx-rewrite/ptx_ir.h"
-
-struct ptx_chunk {
-	struct ptx_chunk *next;
-	size_t used, cap;
-	_Alignas(16) char data[];
-};
-
-struct ptx_arena {
-	struct ptx_chunk *cur;
-	size_t next_cap;
-};
-
-struct ptx_arena *ptx_arena_new(size_t hint);
-void ptx_arena_free(struct ptx_arena *a);
-void *ptx_arena_alloc_slow(struct ptx_arena *a, size_t size, size_t align);
-
-/* Inline: the parser and the per-site cloning allocate millions of small
- * objects, and a call per allocation showed in profiles. */
-static inline void *ptx_arena_alloc(struct ptx_arena *a, size_t size, size_t align)
-{
-	struct ptx_chunk *c = a->cur;
-	if (__builtin_expect(c != NULL, 1)) {
-		size_t off = (c->used + align - 1) & ~(align - 1);
-		if (__builtin_expect(off <= c->cap && c->cap - off >= size, 1)) {
-			c->used = off + size;
-			return c->data + off;
-		}
-	}
-	return ptx_arena_alloc_slow(a, size, align);
-}
 
 /* Not zeroed. */
 static inline void *ptx_alloc_raw(struct ptx_module *m, size_t size)

@@ -31,8 +31,8 @@ int kernelretsnoop(struct gdev_ctx *ctx)
 	/* ctx->warpid (warp index in the block), not gdev_warpid(): the same
 	 * value, but a context word the rewriter knows to be warp-uniform, so
 	 * this test runs before the leader election as a uniform branch and
-	 * warps 1.. leave at once, without diverging (pass_site.c:
-	 * uniform_prefix) */
+	 * warps 1.. leave at once, without diverging
+	 * (ptx-rewrite/site_uniform.c) */
 	if (ctx->warpid != 0)
 		return GDEV_DEFAULT;
 #ifndef GX_KRS_ALL

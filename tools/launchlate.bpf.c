@@ -28,7 +28,7 @@ int launchlate(struct gdev_ctx *ctx)
 	 * test (%tid/%ntid arithmetic) then runs in block 0 only. Both read
 	 * context words the rewriter knows to be warp-uniform, so at an inlined
 	 * site they run before the leader election as uniform branches: a warp
-	 * that does not qualify never diverges (pass_site.c: uniform_prefix). */
+	 * that does not qualify never diverges (ptx-rewrite/site_uniform.c). */
 	if ((ctx->ctaid_x | ctx->ctaid_y | ctx->ctaid_z) != 0)
 		return GDEV_DEFAULT;
 	if (ctx->warpid != 0)

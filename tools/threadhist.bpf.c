@@ -46,7 +46,7 @@ int threadhist(struct gdev_ctx *ctx)
 	/* ctx->warpid (warp index in the block), not gdev_warpid(): the same
 	 * value, but a context word the rewriter knows to be warp-uniform, so
 	 * this test runs before the leader election as a uniform branch and
-	 * warps 1.. leave without diverging (pass_site.c: uniform_prefix). */
+	 * warps 1.. leave without diverging (ptx-rewrite/site_uniform.c). */
 	if (ctx->warpid != 0)
 		return GDEV_DEFAULT;
 	/* At an exit, only thread 0's leaving counts (lane 0 may leave alone,

@@ -1,7 +1,8 @@
 # tests/ptx-rewrite: the PTX corpus round trip (corpus.sh builds it into
 # $(BUILD)/ptx-corpus; the pass tests reuse it), golden files of the parser
 # and the passes, linking policy PTX, hook sites, the IR's unit tests, the
-# CLI, and the fuzzer run briefly (docs/ptx-rewrite.md).
+# CLI, the fuzzer run briefly (docs/ptx-rewrite.md), and the check that the
+# folder's files include and call each other without cycles (test_cycles.py).
 T_PTX := $(BUILD)/tests/ptx-rewrite
 $(T_PTX)/test_link $(T_PTX)/test_ptx_ir: $(T_PTX)/%: $(BUILD)/obj/tests/ptx-rewrite/%.o $(PTX_LIB) $(COMMON_LIB)
 	$(link)
@@ -14,7 +15,7 @@ $(PTX_FUZZER): tests/ptx-rewrite/fuzz_ptx.c $(PTX_SRCS) $(COMMON_SRCS) $(wildcar
 TEST_BINS += $(T_PTX)/test_link $(T_PTX)/test_ptx_ir $(PTX_FUZZER)
 TESTS     += tests/ptx-rewrite/test_corpus.sh tests/ptx-rewrite/test_passes.sh tests/ptx-rewrite/test_link.sh \
              tests/ptx-rewrite/test_sites.sh $(T_PTX)/test_ptx_ir tests/ptx-rewrite/test_golden.sh \
-             tests/ptx-rewrite/test_ptx_fuzz.sh tests/ptx-rewrite/test_ptx_cli.sh
+             tests/ptx-rewrite/test_ptx_fuzz.sh tests/ptx-rewrite/test_ptx_cli.sh tests/ptx-rewrite/test_cycles.py
 
 # `make fuzz-ptx` (also part of `make fuzz`): PTX_FUZZ_TIME seconds, default 300.
 .PHONY: fuzz-ptx

@@ -93,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	gx_ptx_rewrite_result_free(&res);
 	/* the input as a policy whose first .func handles every hook of a
-	 * small kernel: the handler analysis and the inliner (pass_inline.c) */
+	 * small kernel: the handler analysis and the inliner (handler.c, inline.c) */
 	static const char app[] =
 		".version 8.0\n.target sm_90\n.address_size 64\n"
 		".visible .entry k(.param .u64 p)\n{\n.reg .b64 %rd<3>;\n.reg .pred %p<2>;\n"

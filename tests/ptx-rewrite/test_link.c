@@ -70,7 +70,7 @@ int main(int argc, char **argv)
 		GX_CHECK(!strstr(res.ptx, ".visible .func") &&
 			 !strstr(res.ptx, ".visible .global .align 8 .u64 __gx_p_hits"),
 			 "link: policy symbols are internal");
-		/* small handlers are inlined at their sites (pass_inline.c): the
+		/* small handlers are inlined at their sites (inline.c): the
 		 * entry policy is not called, the helper it calls is */
 		GX_CHECK(count(res.ptx, "call\t(__gx_cr), __gx_p_probe_entry") +
 					 count(res.ptx, "call.uni\t(__gx_cr), __gx_p_probe_entry") ==

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hook sites and handlers (ptx-rewrite/pass_site.c, pass_inline.c) through the
+# Hook sites and handlers (ptx-rewrite/site.c, handler.c, inline.c) through the
 # CLI, on tests/ptx-rewrite/golden-passes/vadd.ptx (sm_90: elect.sync) and edge.ptx:
 #  - built-in handlers: elide leaves no site, call/probe/probe-call have the
 #    shapes they promise;

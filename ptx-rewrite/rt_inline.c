@@ -1,4 +1,4 @@
-/* pass_rt_inline.c — the persistent loop's device runtime (blocksched's
+/* rt_inline.c — the persistent loop's device runtime (blocksched's
  * bs_rt.c as clang's NVPTX output, opts->persist_rt), inlined where the loop
  * calls it.
  *
@@ -24,32 +24,31 @@
 #include <string.h>
 
 #include "gpuext/gx_work.h"
-#include "ptx-rewrite/passes.h"
+#include "ptx-rewrite/rt_inline.h"
 
 /* Parse the runtime once per module (kept apart from the module's items). */
-static int rt_load(struct ptx_passes *ps)
+static int rt_load(struct ptx_rt *rt)
 {
-	struct ptx_module *m = ps->m;
-	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
-	if (ps->rt_first)
+	struct ptx_module *m = rt->m;
+	if (rt->first)
 		return 0;
 	struct ptx_item *first, *last;
-	int err = ptx_parse_items(m, o->persist_rt, o->persist_rt_len, &first, &last);
+	int err = ptx_parse_items(m, rt->text, rt->len, &first, &last);
 	if (err) {
 		char why[sizeof(m->err)];
 		memcpy(why, m->err, sizeof(why));
 		snprintf(m->err, sizeof(m->err), "internal error: persistent runtime PTX: %.200s", why);
 		return gx_err(-EINVAL);
 	}
-	ps->rt_first = first;
+	rt->first = first;
 	return 0;
 }
 
-static const struct ptx_func *rt_func(struct ptx_passes *ps, const char *name)
+static const struct ptx_func *rt_func(struct ptx_rt *rt, const char *name)
 {
 	char full[64];
 	snprintf(full, sizeof(full), "%s%s", GX_WORK_RT_PREFIX, name);
-	for (struct ptx_item *it = ps->rt_first; it; it = it->next)
+	for (struct ptx_item *it = rt->first; it; it = it->next)
 		if (it->kind == PTX_ITEM_FUNC && it->func.has_body && !strcmp(it->func.name, full))
 			return &it->func;
 	return NULL;
@@ -128,10 +127,9 @@ static int param_index(const struct ptx_func *fn, const struct ptx_insn *in)
 	return -1;
 }
 
-int ptx_func_inline(struct ptx_passes *ps, struct ptx_func *site_fn, struct ptx_chain *c,
+int ptx_func_inline(struct ptx_module *m, struct ptx_func *site_fn, struct ptx_chain *c,
 		    const struct ptx_func *fn, unsigned nargs, const char *const *args, const char *ret)
 {
-	struct ptx_module *m = ps->m;
 	int err = 0;
 	if (fn->nparams != nargs || fn->nrets > 1)
 		return fail(m, "other parameters than the site passes");
@@ -268,15 +266,15 @@ int ptx_func_inline(struct ptx_passes *ps, struct ptx_func *site_fn, struct ptx_
 	return err;
 }
 
-int ptx_rt_inline(struct ptx_passes *ps, struct ptx_func *site_fn, struct ptx_chain *c, const char *name,
+int ptx_rt_inline(struct ptx_rt *rt, struct ptx_func *site_fn, struct ptx_chain *c, const char *name,
 		  unsigned nargs, const char *const *args, const char *ret)
 {
-	struct ptx_module *m = ps->m;
-	int err = rt_load(ps);
+	struct ptx_module *m = rt->m;
+	int err = rt_load(rt);
 	if (err)
 		return err;
-	const struct ptx_func *fn = rt_func(ps, name);
-	err = fn ? ptx_func_inline(ps, site_fn, c, fn, nargs, args, ret) : fail(m, "a function is missing");
+	const struct ptx_func *fn = rt_func(rt, name);
+	err = fn ? ptx_func_inline(m, site_fn, c, fn, nargs, args, ret) : fail(m, "a function is missing");
 	if (err == -EOPNOTSUPP) {
 		char why[sizeof(m->err)];
 		memcpy(why, m->err, sizeof(why));

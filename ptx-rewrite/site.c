@@ -1,0 +1,569 @@
+/* site.c — a hook site emitted inline, where the hook is (site.h).
+ *
+ * Why inline and not a call to a trampoline .func: ptxas does not inline
+ * .funcs, so every out-of-line trampoline cost a CALL/RET pair, a convergence
+ * barrier around it and eager special-register reads, on the critical path
+ * of every warp (+32 % on vadd with empty entry/exit hooks on the H200). At
+ * the site the same warp-level model costs a few instructions:
+ *
+ *   {                                     // declarations of the site
+ *   @!%guard bra OUT;                     // lanes whose instruction is off
+ *   <uniform early exits: @p bra.uni OUT> (inlined entry/exit handlers)
+ *   activemask.b32 %m;                    // the lanes that are here
+ *   elect.sync %l|%q, %m;                 // sm_90+: one leader, its lane id
+ *      (older targets: laneid, brev + bfind.shiftamt = lowest lane, setp)
+ *   @!%q bra END;
+ *   <context words the handler reads, computed here and only here:
+ *    special registers are read by the leader, after the election>
+ *   <handler body inlined, context loads → those registers>       (inline)
+ *   | <the words as .param scalars; call F's word clone> (call, copyable F)
+ *   | <the words stored to a per-thread .local struct gdev_ctx; call F> (call)
+ *   END:
+ *   bar.warp.sync %m;                     // not at exit sites; OUT is END there
+ *   OUT:
+ *   }
+ *
+ * The context of a called handler is its call's parameters (words_clone) or,
+ * when its body cannot be copied, lives in the thread's own .local copy:
+ * two divergent lane groups of one warp reaching hooks at different times
+ * each have their own leader, so a per-warp slot could be overwritten by one
+ * group while the other's handler still reads it; a per-thread copy cannot.
+ * Only the words the handler may read are stored (handler.c), so an
+ * analysable handler touches one or two local lines, not the whole struct.
+ *
+ * Without a policy the built-in handler is chosen by opts->stubs: ELIDE (the
+ * empty handler has no effect, so the site is left out altogether), CALL
+ * (election + call of an empty .func: the mechanism's cost), PROBE (a handler
+ * reading every field, inlined) and PROBE_CALL (the same, called). Decisions
+ * of entry/exit/mem/fence handlers are not used, so nothing is broadcast.
+ * Every name starts with the module's fresh prefix.
+ *
+ * Helpers in their own files (site_priv.h): the words (site_words.c), the
+ * uniform early exits (site_uniform.c), the built-in probe (probe.c). */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx-rewrite/policy.h"
+#include "ptx-rewrite/site.h"
+#include "ptx-rewrite/site_priv.h"
+#include "ptx-rewrite/tramp.h"
+
+/* Inlining limits, in handler instructions (the JIT's tools: 60-260). */
+#define PTX_INLINE_MAX 1024	/* entry/exit */
+#define PTX_INLINE_MAX_MEM 160	/* mem/fence: one copy per memory instruction */
+
+void ptx_sites_init(struct ptx_sites *s, struct ptx_module *m, struct ptx_pass_ctx *ctx,
+		    struct ptx_policy *pol, struct ptx_tramps *tr)
+{
+	*s = (struct ptx_sites){.m = m, .ctx = ctx, .pol = pol, .tr = tr};
+	s->handlers.m = m;
+	s->inl.m = m;
+	s->inl.locals = &s->locals;
+}
+
+void ptx_sites_free(struct ptx_sites *s)
+{
+	ptx_handlers_free(&s->handlers);
+	ptx_fn_locals_free(&s->locals);
+}
+
+/* The built-in probe handler, added to the module on first use. */
+static const char *probe(struct ptx_sites *s)
+{
+	if (!s->probe)
+		s->probe = ptx_probe_add(s->m, s->pol);
+	return s->probe;
+}
+
+/* elect.sync: sm_90 and PTX ISA 8.0. */
+static int can_elect(const struct ptx_module *m)
+{
+	return ptx_module_target_sm(m) >= 90 && m->version &&
+	       m->version->version.major * 10 + m->version->version.minor >= 80;
+}
+
+/* The names and shared operands of the sites, made once per module. */
+static const struct ptx_site_regs *site_regs(struct ptx_sites *s)
+{
+	struct ptx_module *m = s->m;
+	const char *P = m->fresh_prefix;
+	if (s->regs)
+		return s->regs;
+	struct ptx_site_regs *r = ptx_alloc(m, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->q = ptx_sprintf(m, "%%%s_q", P);
+	r->m = ptx_sprintf(m, "%%%s_m", P);
+	r->l = ptx_sprintf(m, "%%%s_l", P);
+	r->t = ptx_sprintf(m, "%%%s_t", P);
+	r->w = ptx_sprintf(m, "%%%s_w", P);
+	r->x = ptx_sprintf(m, "%%%s_x", P);
+	r->c0 = ptx_sprintf(m, "%s_c0", P);
+	r->cr = ptx_sprintf(m, "%s_cr", P);
+	r->a = ptx_sprintf(m, "%%%s_a", P);
+	r->oq = ptx_opnd_id(m, r->q);
+	r->om = ptx_opnd_id(m, r->m);
+	r->ol = ptx_opnd_id(m, r->l);
+	r->ot = ptx_opnd_id(m, r->t);
+	r->ox = ptx_opnd_id(m, r->x);
+	r->oa = ptx_opnd_id(m, r->a);
+	r->oc0 = ptx_opnd_id(m, r->c0);
+	r->ocr = ptx_opnd_id(m, r->cr);
+	if (!r->a || !r->oq || !r->om || !r->ol || !r->ot || !r->ox || !r->oa || !r->oc0 || !r->ocr ||
+	    !r->w)
+		return NULL;
+	size_t wl = strlen(r->w);
+	const char *cw = ptx_sprintf(m, "%s_cw", P);
+	if (!cw)
+		return NULL;
+	for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
+		char num[4] = {(char)(i < 10 ? '0' + i : '0' + i / 10), (char)('0' + i % 10), 0};
+		size_t nl = i < 10 ? 1 : 2;
+		if (!(r->ow[i] = ptx_opnd_id(m, ptx_concat(m, r->w, wl, num, nl))) ||
+		    !(r->cw[i] = ptx_concat(m, cw, strlen(cw), num, nl)) ||
+		    !(r->ocw[i] = ptx_opnd_id(m, r->cw[i])))
+			return NULL;
+	}
+	r->reconverge = !(s->ctx->opts->flags & GX_PTX_F_NO_RECONVERGE);
+	s->regs = r;
+	return r;
+}
+
+const char *ptx_site_addr_reg(struct ptx_sites *s)
+{
+	const struct ptx_site_regs *r = site_regs(s);
+	return r ? r->a : NULL;
+}
+
+/* A called handler that the inliner could copy (h->inlinable: too large for
+ * its hook, or a probe-call site) is called through a clone of it that takes
+ * the words it reads as `.param .b32` scalars: the body is the inliner's
+ * copy (context loads → moves from %<P>_w<i>, `ret` → the clone's end),
+ * the words come from ld.param at its start. Under the call ABI those are
+ * registers: no .local context, no store per word and no load back. The
+ * .local context it replaces cost the leader a store and a load per word
+ * of a struct that local memory interleaves across the warp's lanes (+9.9x
+ * on a 1M-block vadd with a probe reading every word, run 6). Made once per
+ * handler, right after it. NULL on error (m->err set or ENOMEM). */
+static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h,
+			       const struct ptx_site_regs *r, int *err)
+{
+	struct ptx_module *m = s->m;
+	*err = 0;
+	if (h->wclone)
+		return h->wclone;
+	const char *name = ptx_fresh_name(m, "", "hw");
+	const char *end = ptx_fresh_name(m, "$", "Lw");
+	struct ptx_item *at = ptx_find_func(m, h->name);
+	if (!name || !end || !at) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	/* .func (.param .b32 N_r) N(.param .b32 N_w<i>, ...)
+	 * { .reg .b32 %<P>_w<30>; .reg .b32 %<P>_t; ld.param.b32 %<P>_w<i>, [N_w<i>]; ...
+	 *   END: st.param.b32 [N_r], 0; ret; }  -- built as IR, the body goes before END */
+	unsigned nw = (unsigned)__builtin_popcount(h->words);
+	struct ptx_item *it = ptx_alloc(m, sizeof(*it));
+	struct ptx_decl *pd = ptx_alloc(m, (nw + 1) * sizeof(*pd));
+	const char *rname = ptx_sprintf(m, "%s_r", name);
+	if (!it || !pd || !rname) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	it->kind = PTX_ITEM_FUNC;
+	struct ptx_func *f = &it->func;
+	f->has_rets = f->has_params = f->has_body = 1;
+	f->name = name;
+	f->nrets = 1;
+	f->rets = pd;
+	f->nparams = nw;
+	f->params = pd + 1;
+	pd[0] = (struct ptx_decl){.space = PTX_SPACE_PARAM, .space_str = ".param", .type = ".b32",
+				  .name = rname};
+	struct ptx_chain c = {0};
+	struct ptx_stmt *wd = ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", r->w);
+	if (wd)
+		wd->decl.range = PTX_CTX_WORDS;
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", r->t);
+	for (unsigned i = 0, n = 1; i < PTX_CTX_WORDS; i++) {
+		if (!(h->words & 1u << i))
+			continue;
+		const char *pn = ptx_sprintf(m, "%s_w%u", name, i);
+		if (!pn) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		pd[n++] = (struct ptx_decl){.space = PTX_SPACE_PARAM, .space_str = ".param",
+					    .type = ".b32", .name = pn};
+		INSN(&c, "ld", PTX_MODS(".param", ".b32"), r->ow[i],
+		     ptx_opnd_addr(m, ptx_opnd_id(m, pn), 0));
+	}
+	ptx_chain_label(m, &c, end);
+	struct ptx_stmt *lab = c.tail;
+	INSN(&c, "st", PTX_MODS(".param", ".b32"), ptx_opnd_addr(m, ptx_opnd_id(m, rname), 0),
+	     ptx_opnd_int(m, 0));
+	ptx_chain_insn(m, &c, NULL, 0, "ret", 0, NULL, 0);
+	if (c.failed) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	f->head = c.head;
+	f->tail = c.tail;
+	struct ptx_item *first = it, *last = it;
+	ptx_policy_insert_after(s->pol, m, at, first, last);
+	struct ptx_chain decls = {0}, body = {0};
+	if ((*err = ptx_handler_inline(&s->inl, &it->func, h, &decls, &body, r, end)))
+		return NULL;
+	ptx_chain_append(&decls, &body);
+	if (decls.failed) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	if (decls.head)
+		ptx_insert_before(&it->func, lab, decls.head, decls.tail);
+	h->wclone = name;
+	return name;
+}
+
+/* The handler of a site inlined? Large handlers of mem/fence hooks are not
+ * (one copy per memory instruction), nor those the analysis refuses. */
+static int inlines(const struct ptx_handler *h, unsigned hook, int force_call)
+{
+	size_t max = hook & (GDEV_HOOK_MEM | GDEV_HOOK_FENCE) ? PTX_INLINE_MAX_MEM : PTX_INLINE_MAX;
+	return h->inlinable && h->ninsn <= max && !force_call;
+}
+
+/* The handler a site of func (NULL: the built-in one chosen by opts->stubs)
+ * would run, in *h, and whether it must be called (*force_call). 1 found,
+ * 0 no handler (elided or an empty called stub), -errno. */
+static int site_handler(struct ptx_sites *s, const char *func, struct ptx_handler **h,
+			int *force_call)
+{
+	const struct gx_ptx_rewrite_opts *o = s->ctx->opts;
+	*force_call = 0;
+	if (!func) {
+		if (o->stubs != GX_PTX_STUBS_PROBE && o->stubs != GX_PTX_STUBS_PROBE_CALL)
+			return 0;
+		*force_call = o->stubs == GX_PTX_STUBS_PROBE_CALL;
+		if (!(func = probe(s)))
+			return gx_err(-ENOMEM);
+	}
+	int err = ptx_handler_get(&s->handlers, func, h);
+	return err ? err : 1;
+}
+
+int ptx_site_inlines(struct ptx_sites *s, unsigned hook, const char *func, size_t *ninsn)
+{
+	struct ptx_handler *h;
+	int force_call, r = site_handler(s, func, &h, &force_call);
+	if (r <= 0)
+		return r;
+	*ninsn = h->ninsn;
+	return inlines(h, hook, force_call);
+}
+
+int ptx_site_uniform_exit(struct ptx_sites *s, struct ptx_func *fn, const char *func)
+{
+	struct ptx_handler *h;
+	int force_call, err = site_handler(s, func, &h, &force_call);
+	if (err <= 0)
+		return err;
+	if (!inlines(h, GDEV_HOOK_ENTRY, force_call))
+		return 0;
+	if (h->uni_exit >= 0)
+		return h->uni_exit;
+	/* Inline it once into scratch chains (never inserted) and look for the
+	 * prefix; the site counter is restored so that the real sites' names
+	 * do not depend on this probe. */
+	const struct ptx_site_regs *r = site_regs(s);
+	if (!r)
+		return gx_err(-ENOMEM);
+	struct ptx_chain hd = {0}, hb = {0}, pre = {0};
+	unsigned id = s->inl.nr_inlined, words = 0;
+	err = ptx_handler_inline(&s->inl, fn, h, &hd, &hb, r, "$__gx_probe_end");
+	s->inl.nr_inlined = id;
+	if (err)
+		return err;
+	int nx = ptx_site_uniform_prefix(s->m, r, &hb, "$__gx_probe_end", "$__gx_probe_out", 0, 0,
+					 GDEV_HOOK_ENTRY, &pre, &words, 0);
+	if (nx < 0)
+		return nx;
+	h->uni_exit = nx > 0;
+	return h->uni_exit;
+}
+
+/* ---- ptx_site_insert, step by step */
+
+/* One site under construction. */
+struct site {
+	struct ptx_sites *s;
+	struct ptx_module *m;
+	const struct ptx_site_regs *r;
+	struct ptx_func *fn;
+	unsigned hook, info;
+	unsigned long long kid;
+	const struct ptx_chain *addr;
+	const char *func;		/* the handler (or stub) called or inlined */
+	struct ptx_handler *h;		/* NULL for a stub */
+	int stub, force_call, inl;
+	unsigned need;			/* the context words the handler reads */
+	const char *end, *hend, *out;	/* labels: END, the handler's end, OUT */
+	bool remat, sync;
+	struct ptx_chain hd, bd;	/* the site's declarations and body */
+	struct ptx_chain hb;		/* an inlined entry/exit handler's body */
+	int hb_done;
+	unsigned pre_words;		/* words its uniform prefix computed */
+};
+
+/* The handler: the bound one, or without a policy the built-in one chosen
+ * by opts->stubs. 1 a site is built, 0 the site is left out (elided), -errno. */
+static int site_choose(struct site *st, const char *func)
+{
+	struct ptx_sites *s = st->s;
+	const struct gx_ptx_rewrite_opts *o = s->ctx->opts;
+	if (!func) {
+		switch (o->stubs) {
+		case GX_PTX_STUBS_CALL:
+			st->stub = 1;
+			func = ptx_tramp_stub(s->tr, st->hook);
+			break;
+		case GX_PTX_STUBS_PROBE:
+		case GX_PTX_STUBS_PROBE_CALL:
+			st->force_call = o->stubs == GX_PTX_STUBS_PROBE_CALL;
+			func = probe(s);
+			break;
+		default:
+			s->nr_elided++;
+			return 0;
+		}
+		if (!func)
+			return gx_err(-ENOMEM);
+	}
+	st->func = func;
+	return 1;
+}
+
+/* What the handler reads, and whether it is inlined (logged once when not). */
+static int site_plan(struct site *st)
+{
+	if (st->stub)
+		return 0;
+	int err = ptx_handler_get(&st->s->handlers, st->func, &st->h);
+	if (err)
+		return err;
+	struct ptx_handler *h = st->h;
+	st->need = h->words;
+	/* entry/exit sites are few per kernel; a mem/fence handler is
+	 * copied to every memory instruction, so only small ones are */
+	st->inl = inlines(h, st->hook, st->force_call);
+	if (!st->inl && !st->force_call && !h->logged) {
+		h->logged = 1;
+		ptx_pass_log(st->s->ctx, "hooks: handler %s is called, not inlined (%s); "
+			     "context words %s", st->func,
+			     !h->inlinable ? (h->why ? h->why : "?")
+					   : "too large for this hook",
+			     h->inlinable ? "passed as parameters"
+			     : h->words == PTX_CTX_ALL_WORDS ? "stored: all"
+							     : "stored: those it reads");
+	}
+	return 0;
+}
+
+/* The labels, and the scope's declarations. */
+static int site_open(struct site *st, struct ptx_stmt *pos, const struct ptx_prologue *pro)
+{
+	struct ptx_module *m = st->m;
+	const struct ptx_site_regs *r = st->r;
+	struct ptx_chain *hd = &st->hd;
+	if (!(st->end = ptx_fresh_name(m, "$", "Lh")))
+		return gx_err(-ENOMEM);
+	/* An entry site after the kernel's prologue (pass_hooks.c:
+	 * entry_site_pos): the handler's path ends at HEND, re-executes the
+	 * prologue there and goes on to END, so no kernel value is live across
+	 * the handler; lanes and warps that skip it keep theirs. */
+	st->remat = (st->hook & GDEV_HOOK_ENTRY) && pro && pro->begin && pos == pro->end;
+	st->hend = st->remat ? ptx_fresh_name(m, "$", "Lr") : st->end;
+	if (!st->hend)
+		return gx_err(-ENOMEM);
+	ptx_chain_scope(m, hd, 1);
+	ptx_chain_decl(m, hd, PTX_SPACE_REG, ".pred", r->q);
+	ptx_chain_decl(m, hd, PTX_SPACE_REG, ".b32", r->m);
+	ptx_chain_decl(m, hd, PTX_SPACE_REG, ".b32", r->l);
+	ptx_chain_decl(m, hd, PTX_SPACE_REG, ".b32", r->t);
+	if (st->need) {
+		struct ptx_stmt *d = ptx_chain_decl(m, hd, PTX_SPACE_REG, ".b32", r->w);
+		if (d)
+			d->decl.range = PTX_CTX_WORDS;
+	}
+	if (st->need & 0x30u)
+		ptx_chain_decl(m, hd, PTX_SPACE_REG, ".b64", r->a);
+	if (!st->inl) {
+		ptx_chain_decl(m, hd, PTX_SPACE_REG, ".b64", r->x);
+		ptx_chain_decl(m, hd, PTX_SPACE_PARAM, ".b64", r->c0);
+		ptx_chain_decl(m, hd, PTX_SPACE_PARAM, ".b32", r->cr);
+	}
+	/* The lanes that reach the election leave together: bar.warp.sync on
+	 * their mask (the election's activemask) after END. Without it ptxas did
+	 * not always reconverge the leader with the other lanes after a handler
+	 * with loops (the ring reservation): on the H200 warp 0 of block 0 then
+	 * ran the rest of a grid-stride kernel diverged, and launchlate cost
+	 * +40 % (vadd) and +79 % (reduce); with a barrier on all arriving lanes
+	 * +0.8 % and -0.1 % (this form, with uniform exits past the barrier, was
+	 * not measured). Not at exit sites: the lanes leave the kernel there, and
+	 * waiting for the leader's record only delays them (kernelretsnoop +40 %
+	 * on vadd with it). GX_PTX_F_NO_RECONVERGE (GX_PTX_RECONVERGE=0) leaves it out (A/B). */
+	st->sync = r->reconverge && !(st->hook & GDEV_HOOK_EXIT);
+	/* Lanes whose instruction is off and warps leaving by a uniform early
+	 * exit never reach the election: they go past the barrier (OUT). */
+	st->out = st->sync ? ptx_fresh_name(m, "$", "Lo") : st->end;
+	return st->out ? 0 : gx_err(-ENOMEM);
+}
+
+/* The guard's branch; an inlined entry/exit handler's body (into hb), so
+ * that its uniform early exits go before the election (site_uniform.c);
+ * the election. */
+static int site_elect(struct site *st, const char *guard, int guard_neg)
+{
+	struct ptx_module *m = st->m;
+	const struct ptx_site_regs *r = st->r;
+	struct ptx_chain *bd = &st->bd;
+	int err = 0;
+	if (guard)
+		ptx_chain_insn(m, bd, guard, !guard_neg, "bra", 0, NULL, 1, ptx_opnd_id(m, st->out));
+	if (st->inl && (st->hook & (GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT))) {
+		err = ptx_handler_inline(&st->s->inl, st->fn, st->h, &st->hd, &st->hb, r, st->hend);
+		st->hb_done = 1;
+		struct ptx_chain pre = {0};
+		int nx = err ? 0 : ptx_site_uniform_prefix(m, r, &st->hb, st->hend, st->out, st->kid,
+							   st->info, st->hook, &pre, &st->pre_words,
+							   ptx_site_flat_block(st->fn));
+		if (nx < 0)
+			err = nx;
+		if (nx > 0)
+			ptx_chain_append(bd, &pre);
+	}
+	INSN(bd, "activemask", PTX_MODS(".b32"), r->om);
+	if (can_elect(m)) {
+		INSN(bd, "elect", PTX_MODS(".sync"), ptx_opnd_pipe(m, r->ol, r->oq), r->om);
+	} else {
+		INSN(bd, "mov", PTX_MODS(".u32"), r->ot, ptx_opnd_id(m, "%laneid"));
+		INSN(bd, "brev", PTX_MODS(".b32"), r->ol, r->om);
+		INSN(bd, "bfind", PTX_MODS(".shiftamt", ".u32"), r->ol, r->ol);
+		INSN(bd, "setp", PTX_MODS(".eq", ".u32"), r->oq, r->ot, r->ol);
+	}
+	ptx_chain_insn(m, bd, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, st->end));
+	return err;
+}
+
+/* The leader's part: the words, then the handler inlined, or called with
+ * the words as parameters (words_clone), or called with them in the
+ * function's .local context (or none: a stub or a handler reading none). */
+static int site_handle(struct site *st)
+{
+	struct ptx_module *m = st->m;
+	const struct ptx_site_regs *r = st->r;
+	struct ptx_chain *bd = &st->bd, *hd = &st->hd;
+	unsigned need = st->need;
+	int err = ptx_site_words(m, bd, r, need, st->pre_words, st->kid, st->info, st->hook,
+				 need & 0x30u ? st->addr : NULL, ptx_site_flat_block(st->fn));
+	const char *wclone = NULL;
+	if (!err && !st->inl && !st->stub && need && st->h->inlinable)
+		wclone = words_clone(st->s, st->h, r, &err);
+	if (err)
+		return err;
+	if (st->hb_done) {
+		ptx_chain_append(bd, &st->hb);
+		return 0;
+	}
+	if (st->inl)
+		return ptx_handler_inline(&st->s->inl, st->fn, st->h, hd, bd, r, st->hend);
+	if (wclone) {
+		struct ptx_opnd *args[PTX_CTX_WORDS];
+		unsigned n = 0;
+		for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
+			if (!(need & 1u << i))
+				continue;
+			const char *pn = r->cw[i]; /* names made once per module */
+			args[n] = r->ocw[i];
+			ptx_chain_decl(m, hd, PTX_SPACE_PARAM, ".b32", pn);
+			INSN(bd, "st", PTX_MODS(".param", ".b32"), ptx_opnd_addr(m, args[n], 0),
+			     r->ow[i]);
+			n++;
+		}
+		ptx_chain_insn(m, bd, NULL, 0, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &r->ocr),
+			       ptx_opnd_id(m, wclone), ptx_opnd_list(m, n, args));
+		return 0;
+	}
+	if (st->stub || !need) {
+		INSN(bd, "mov", PTX_MODS(".u64"), r->ox, ptx_opnd_int(m, 0));
+	} else {
+		const char *ctx = ptx_fn_local(&st->s->locals, m, st->fn, NULL, NULL);
+		if (!ctx)
+			return -ENOMEM;
+		ptx_site_store_words(m, bd, r, need, ctx);
+		INSN(bd, "mov", PTX_MODS(".u64"), r->ox, ptx_opnd_id(m, ctx));
+		INSN(bd, "cvta", PTX_MODS(".local", ".u64"), r->ox, r->ox);
+	}
+	INSN(bd, "st", PTX_MODS(".param", ".b64"), ptx_opnd_addr(m, r->oc0, 0), r->ox);
+	ptx_chain_insn(m, bd, NULL, 0, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &r->ocr),
+		       ptx_opnd_id(m, st->func), ptx_opnd_list(m, 1, &r->oc0));
+	return 0;
+}
+
+/* The re-executed prologue (HEND), END, the barrier and OUT, the scope's
+ * end. */
+static int site_close(struct site *st, const struct ptx_prologue *pro)
+{
+	struct ptx_module *m = st->m;
+	struct ptx_chain *bd = &st->bd;
+	int err = 0;
+	if (st->remat) {
+		ptx_chain_label(m, bd, st->hend);
+		for (const struct ptx_stmt *p = pro->begin; p; p = p->next) {
+			if (p->kind == PTX_STMT_INSN && !ptx_insn_dup(m, bd, &p->insn))
+				err = -ENOMEM;
+			if (p == pro->last)
+				break;
+		}
+	}
+	ptx_chain_label(m, bd, st->end);
+	if (st->sync) {
+		INSN(bd, "bar", PTX_MODS(".warp", ".sync"), st->r->om);
+		ptx_chain_label(m, bd, st->out);
+	}
+	ptx_chain_scope(m, bd, 0);
+	return err;
+}
+
+int ptx_site_insert(struct ptx_sites *s, struct ptx_func *fn, struct ptx_stmt *pos,
+		    unsigned hook, const char *func, unsigned long long kid,
+		    const struct ptx_chain *addr, unsigned info, const char *guard, int guard_neg,
+		    const struct ptx_prologue *pro)
+{
+	struct ptx_module *m = s->m;
+	struct site st = {.s = s, .m = m, .fn = fn, .hook = hook, .kid = kid, .addr = addr,
+			  .info = info};
+	int err = site_choose(&st, func);
+	if (err <= 0)
+		return err;
+	if (!(st.r = site_regs(s)))
+		return gx_err(-ENOMEM);
+	if ((err = site_plan(&st)) || (err = site_open(&st, pos, pro)))
+		return err;
+	err = site_elect(&st, guard, guard_neg);
+	if (!err)
+		err = site_handle(&st);
+	if (!err)
+		err = site_close(&st, pro);
+	ptx_chain_append(&st.hd, &st.bd);
+	if (!err && st.hd.failed)
+		err = -ENOMEM;
+	if (err)
+		return gx_err(err);
+	ptx_insert_before(fn, pos, st.hd.head, st.hd.tail);
+	m->emit_hint += (size_t)st.hd.n * 32; /* bytes per line of site code, about */
+	s->ctx->res->nr_hooks++;
+	return 0;
+}
