@@ -17,7 +17,7 @@
  * the structs the handler was given; every loop provably bounded within
  * HX_STEP_BUDGET instructions, a bpf_loop callback safe for any number of
  * iterations. Subprograms (.text functions, copied after the program by
- * hx_load.c) are verified as part of it. A program that
+ * devbpf's loader for hx_load.c) are verified as part of it. A program that
  * passes may run as native code without run-time checks; the interpreter
  * keeps its own checks as a second line. Which handler may call which kfunc
  * is checked at run time, as gpuext.ko does (misuse is a policy error). */
