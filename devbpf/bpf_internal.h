@@ -8,7 +8,7 @@
 
 #include "devbpf/gx_bpf.h"
 
-struct btf;
+struct gx_btf;
 struct gx_vfacts; /* verifier per-insn facts (verifier.h) */
 
 struct gx_bpf_map {
@@ -21,7 +21,8 @@ struct gx_bpf_map {
 	/* ELF: the section it came from and its symbol offset (for relocation). */
 	int sec_idx;        /* .maps: section index; internal: the data section */
 	uint64_t sym_off;   /* offset of the map variable in .maps */
-	void *init;         /* internal maps: value_size bytes */
+	void *init;         /* internal and struct_ops maps: value_size bytes */
+	int32_t *st_prog;   /* struct_ops: per 8-byte slot, the program index or -1 */
 };
 
 struct gx_bpf_prog {
@@ -59,10 +60,12 @@ struct gx_bpf_object {
 	size_t map_cnt;
 	struct gx_bpf_var *vars;
 	size_t var_cnt;
-	struct btf *btf;
+	struct gx_btf *btf;
 };
 
 void gx_bpf_prog_clear_verdict(struct gx_bpf_prog *prog);
+/* Whether rule d matches section name (sections.c). */
+bool gx_bpf_sec_match(const struct gx_bpf_sec_def *d, const char *name);
 void gx_vfacts_free(struct gx_vfacts *f, size_t cnt);
 
 #endif

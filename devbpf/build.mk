@@ -5,17 +5,17 @@
 #              libLLVM-19 and reaches the shim only as libgxjit.so (attach/).
 BPF_MAPS_SRCS := devbpf/maps.c devbpf/maps_dev.c devbpf/ring.c devbpf/gx_hosthelpers.c \
                  devbpf/helpers/gx_helpers.c
-BPF_SRCS := devbpf/sections.c devbpf/object.c devbpf/loader.c devbpf/reloc.c \
+BPF_SRCS := devbpf/sections.c devbpf/object.c devbpf/btf.c devbpf/loader.c devbpf/reloc.c \
             devbpf/verifier.c devbpf/verifier_cfg.c devbpf/verifier_scalar.c \
             devbpf/verifier_mem.c devbpf/verifier_helpers.c devbpf/disasm.c devbpf/interp.c \
             $(BPF_MAPS_SRCS)
 BPF_LIB  := $(BUILD)/lib/libgxbpf.a
 # What a device policy includes (the shared ABI headers).
 GDEV_HDRS := include/gpuext/gdev_helpers.h include/gpuext/gdev_ctx.h
-# Executables link libbpf statically (the GPU machine has none); shared
-# libraries cannot (Debian's libbpf.a is not PIC) and link it dynamically.
-BPF_LDLIBS    := -l:libbpf.a -lelf -lz
-BPF_SO_LDLIBS := -lbpf -lelf -lz
+# The loader reads ELF with libelf and BTF itself (btf.c): no libbpf, so the
+# shim, which loads host policies through it, runs where libbpf is absent.
+BPF_LDLIBS    := -lelf -lz
+BPF_SO_LDLIBS := -lelf -lz
 # Libraries that link LLVM look for it in gpuext-llvm/ beside them first
 # (make dist's JIT add-on ships it there); DT_RPATH, not RUNPATH, so the
 # dependencies of libLLVM are searched there too.

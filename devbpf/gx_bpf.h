@@ -147,6 +147,25 @@ const char *gx_bpf_hook_str(enum gx_bpf_hook hook);
 struct gx_bpf_open_opts {
 	size_t sz;              /* sizeof(struct gx_bpf_open_opts) */
 	const char *object_name; /* overrides the name (default: file base name) */
+	/* What the consumer runs; the defaults are the device's (the host
+	 * executor sets all of them: hostexec/hx_load.c). */
+	/* Section rules of this object instead of the registered ones. */
+	const struct gx_bpf_sec_def *sec_defs;
+	size_t nr_sec_defs;
+	/* Map types accepted in .maps, instead of the device's (hash, array,
+	 * per-SM and per-warp arrays, ringbuf). With GX_BPF_MAP_STRUCT_OPS, each
+	 * variable of .struct_ops / .struct_ops.link becomes a map of that type
+	 * (gx_bpf_map__struct_ops_prog); without it those sections are ignored. */
+	const uint32_t *map_types;
+	size_t nr_map_types;
+	/* Calls of extern functions (kfuncs): name -> helper id (>= 0), or a
+	 * negative errno to refuse the object. NULL: externs are refused. */
+	int (*resolve_extern)(void *user, const char *name);
+	void *user;
+	/* Receives every loader message ("section 'S' insn N: reason"); also
+	 * logged through gx_log at warn level unless quiet. */
+	void (*log)(void *user, const char *line);
+	bool quiet;
 };
 
 struct gx_bpf_object *gx_bpf_object__open_file(const char *path, const struct gx_bpf_open_opts *opts);
@@ -161,8 +180,8 @@ struct gx_bpf_prog *gx_bpf_object__prog_by_idx(const struct gx_bpf_object *obj, 
 struct gx_bpf_prog *gx_bpf_object__find_prog(const struct gx_bpf_object *obj, const char *name);
 struct gx_bpf_map *gx_bpf_object__map_by_idx(const struct gx_bpf_object *obj, size_t idx);
 struct gx_bpf_map *gx_bpf_object__find_map(const struct gx_bpf_object *obj, const char *name);
-/* The BTF of the object (libbpf's struct btf), or NULL if it had none. */
-const struct btf *gx_bpf_object__btf(const struct gx_bpf_object *obj);
+/* The BTF of the object, or NULL if it had none (reader below). */
+const struct gx_btf *gx_bpf_object__btf(const struct gx_bpf_object *obj);
 /* Global variables (.data/.rodata/.bss: knobs, counters): idx < var_cnt →
  * its name, the index of its section's map, offset and size there. 0 or
  * -ENOENT. */
@@ -203,6 +222,8 @@ enum gx_bpf_map_type {
 	GX_BPF_MAP_HASH = 1,
 	GX_BPF_MAP_ARRAY = 2,
 	GX_BPF_MAP_PERSM_ARRAY = 6,   /* BPF_MAP_TYPE_PERCPU_ARRAY: per-SM shards */
+	GX_BPF_MAP_LRU_HASH = 9,      /* host policies only (open opts' map_types) */
+	GX_BPF_MAP_STRUCT_OPS = 26,   /* host policies only: a struct_ops variable */
 	GX_BPF_MAP_RINGBUF = 27,
 	GX_BPF_MAP_PERWARP_ARRAY = 0x1001, /* per-warp-slot shards */
 };
@@ -230,11 +251,32 @@ size_t gx_bpf_map__idx(const struct gx_bpf_map *map);
 /* BTF type ids of key and value (0 if not declared with __type). */
 uint32_t gx_bpf_map__btf_key_type_id(const struct gx_bpf_map *map);
 uint32_t gx_bpf_map__btf_value_type_id(const struct gx_bpf_map *map);
-/* Global data: the initial bytes (value_size of them; zeros for .bss). */
+/* The program a struct_ops map's function pointer at byte offset off
+ * points to, or NULL (errno ENOENT). */
+struct gx_bpf_prog *gx_bpf_map__struct_ops_prog(const struct gx_bpf_map *map, uint32_t off);
+/* Global data and struct_ops variables: the initial bytes (value_size of
+ * them; zeros for .bss). */
 const void *gx_bpf_map__initial_value(const struct gx_bpf_map *map, size_t *size);
 /* Overwrite the initial value (e.g. `const volatile` knobs in .rodata),
  * before verification. size must equal value_size. */
 int gx_bpf_map__set_initial_value(struct gx_bpf_map *map, const void *data, size_t size);
+
+/* -------------------------------------------------------------------- BTF */
+
+/* The object's BTF, read without libbpf (devbpf/btf.c), with libbpf's
+ * meanings: types are <linux/btf.h>'s, ids 1 .. type_cnt - 1 (0 is void),
+ * every id and offset checked (NULL, "" or a negative errno when bad). */
+struct gx_btf;
+struct btf_type;
+uint32_t gx_btf__type_cnt(const struct gx_btf *btf);
+const struct btf_type *gx_btf__type_by_id(const struct gx_btf *btf, uint32_t id);
+const char *gx_btf__name_by_offset(const struct gx_btf *btf, uint32_t off);
+/* The first type of that name and BTF_KIND_*, or -ENOENT. */
+int gx_btf__find_by_name_kind(const struct gx_btf *btf, const char *name, uint32_t kind);
+/* The type behind typedefs, const, volatile, restrict and type tags; 0 if bad. */
+uint32_t gx_btf__skip_mods(const struct gx_btf *btf, uint32_t id);
+/* Size in bytes (at most UINT32_MAX), or -EINVAL / -E2BIG. */
+int64_t gx_btf__resolve_size(const struct gx_btf *btf, uint32_t id);
 
 /* --------------------------------------------------------------- verifier */
 

@@ -1,23 +1,26 @@
-/* loader.c — parse a `clang -target bpf` ELF object into a gx_bpf_object.
+/* loader.c — parse a `clang -target bpf` ELF object into a gx_bpf_object:
+ * the one loader of device policies and of host (struct_ops) policies.
  *
- * Why by hand (libelf + libbpf's BTF API) and not bpf_object__open: libbpf
- * only knows kernel program types and wants to create kernel maps; we need
- * our own section → hook rules, our own map types (per-warp shards), and an
- * object that never touches the kernel. Every count and offset read from the
- * file is checked before use: the input is untrusted (a fuzz target runs it).
+ * Why by hand (libelf + our BTF reader, btf.c) and not bpf_object__open:
+ * libbpf only knows kernel program types and wants to create kernel maps; we
+ * need our own section → hook rules, our own map types (per-warp shards), and
+ * an object that never touches the kernel; and the shim, which loads host
+ * policies through here, must run where libbpf is absent. Every count and
+ * offset read from the file is checked before use: the input is untrusted
+ * (a fuzz target runs it, with the device's options and the host's).
  *
  * Steps: ELF header checks → section scan → BTF (.BTF) → maps (.maps, via
  * BTF) and global data maps (.data*, .rodata*, .bss*) → functions (symbols)
- * → programs (global functions in sections with a hook rule) → relocation
- * and flattening (reloc.c). */
+ * → programs (global functions in sections with a hook rule) → struct_ops
+ * variables (when the caller runs them) → relocation and flattening
+ * (reloc.c). What differs between device and host is in the open options:
+ * section rules, map types, extern (kfunc) resolution. */
 #include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <bpf/btf.h>
-#include <bpf/libbpf.h>
-
+#include "devbpf/btf_internal.h"
 #include "devbpf/loader.h"
 #include "common/gx_log.h"
 #include "common/gx_util.h"
@@ -30,6 +33,15 @@
 #define MAX_DATA_SIZE (1u << 22)
 #define MAX_RINGBUF_SIZE (1u << 28)
 
+int gx_load_msg(struct gx_load *ld, int err, const char *msg)
+{
+	if (ld->o.log)
+		ld->o.log(ld->o.user, msg);
+	if (!ld->o.quiet)
+		pr_warn("bpf: object '%s': %s\n", ld->name, msg);
+	return err;
+}
+
 static int lerr(struct gx_load *ld, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int lerr(struct gx_load *ld, int err, const char *fmt, ...)
 {
@@ -38,8 +50,7 @@ static int lerr(struct gx_load *ld, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	pr_warn("bpf: object '%s': %s\n", ld->name, msg);
-	return err;
+	return gx_load_msg(ld, err, msg);
 }
 
 static bool name_has_prefix(const char *s, const char *p)
@@ -158,19 +169,6 @@ const char *gx_load_sym_name(struct gx_load *ld, const Elf64_Sym *sym)
 
 /* ------------------------------------------------------------------ BTF */
 
-/* libbpf's own messages go through gx_log (debug) while we call it: a
- * library never prints on its own. */
-static int libbpf_to_gx(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	(void)level;
-	if (gx_log_get_level() < GX_LOG_DEBUG)
-		return 0;
-	char buf[512];
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	pr_debug("bpf: %s", buf);
-	return 0;
-}
-
 static int load_btf(struct gx_load *ld)
 {
 	if (ld->btf_shndx < 0)
@@ -178,37 +176,32 @@ static int load_btf(struct gx_load *ld)
 	struct gx_lsec *s = &ld->secs[ld->btf_shndx];
 	if (!s->data || s->size == 0 || s->size > UINT32_MAX)
 		return lerr(ld, -EINVAL, "bad .BTF section");
-	libbpf_print_fn_t old = libbpf_set_print(libbpf_to_gx);
-	struct btf *btf = btf__new(s->data, (uint32_t)s->size);
-	int e = errno;
-	libbpf_set_print(old);
-	errno = e;
-	if (!btf)
-		return lerr(ld, -EINVAL, "invalid BTF: %s", strerror(errno));
-	ld->obj->btf = btf;
+	int err = gx_btf_parse(s->data, s->size, &ld->obj->btf);
+	if (err)
+		return lerr(ld, err, "invalid BTF: %s", strerror(-err));
 	return 0;
 }
 
 /* __uint(name, N) is `int (*name)[N]`: a pointer to an array of N. */
-static int btf_uint_attr(const struct btf *btf, uint32_t type_id, uint32_t *val)
+static int btf_uint_attr(const struct gx_btf *btf, uint32_t type_id, uint32_t *val)
 {
-	const struct btf_type *t = btf__type_by_id(btf, type_id);
-	if (!t || !btf_is_ptr(t))
+	const struct btf_type *t = gx_btf__type_by_id(btf, type_id);
+	if (!t || BTF_INFO_KIND(t->info) != BTF_KIND_PTR)
 		return -EINVAL;
-	const struct btf_type *arr = btf__type_by_id(btf, t->type);
-	if (!arr || !btf_is_array(arr))
+	const struct btf_type *arr = gx_btf__type_by_id(btf, t->type);
+	if (!arr || BTF_INFO_KIND(arr->info) != BTF_KIND_ARRAY)
 		return -EINVAL;
-	*val = btf_array(arr)->nelems;
+	*val = ((const struct btf_array *)(arr + 1))->nelems;
 	return 0;
 }
 
 /* __type(name, T) is `T *name`: returns T's id and size. */
-static int btf_type_attr(const struct btf *btf, uint32_t type_id, uint32_t *id, uint32_t *size)
+static int btf_type_attr(const struct gx_btf *btf, uint32_t type_id, uint32_t *id, uint32_t *size)
 {
-	const struct btf_type *t = btf__type_by_id(btf, type_id);
-	if (!t || !btf_is_ptr(t))
+	const struct btf_type *t = gx_btf__type_by_id(btf, type_id);
+	if (!t || BTF_INFO_KIND(t->info) != BTF_KIND_PTR)
 		return -EINVAL;
-	int64_t sz = btf__resolve_size(btf, t->type);
+	int64_t sz = gx_btf__resolve_size(btf, t->type);
 	if (sz <= 0 || sz > UINT32_MAX)
 		return -EINVAL;
 	*id = t->type;
@@ -216,15 +209,24 @@ static int btf_type_attr(const struct btf *btf, uint32_t type_id, uint32_t *id, 
 	return 0;
 }
 
-static bool map_type_known(uint32_t t)
+static const uint32_t device_map_types[] = { GX_BPF_MAP_HASH, GX_BPF_MAP_ARRAY, GX_BPF_MAP_PERSM_ARRAY,
+					       GX_BPF_MAP_RINGBUF, GX_BPF_MAP_PERWARP_ARRAY };
+
+/* Whether the caller runs maps of type t (struct_ops variables are not
+ * declared in .maps). */
+static bool map_type_known(const struct gx_load *ld, uint32_t t)
 {
-	return t == GX_BPF_MAP_HASH || t == GX_BPF_MAP_ARRAY || t == GX_BPF_MAP_PERSM_ARRAY ||
-	       t == GX_BPF_MAP_RINGBUF || t == GX_BPF_MAP_PERWARP_ARRAY;
+	const uint32_t *ts = ld->o.map_types ? ld->o.map_types : device_map_types;
+	size_t n = ld->o.map_types ? ld->o.nr_map_types : GX_ARRAY_SIZE(device_map_types);
+	for (size_t i = 0; i < n; i++)
+		if (ts[i] == t)
+			return true;
+	return false;
 }
 
 static int check_map(struct gx_load *ld, struct gx_bpf_map *m)
 {
-	if (!map_type_known(m->type))
+	if (!map_type_known(ld, m->type) || m->type == GX_BPF_MAP_STRUCT_OPS)
 		return lerr(ld, -EINVAL, "map '%s': unsupported map type %u", m->name, m->type);
 	if (m->max_entries == 0)
 		return lerr(ld, -EINVAL, "map '%s': max_entries is 0", m->name);
@@ -244,7 +246,7 @@ static int check_map(struct gx_load *ld, struct gx_bpf_map *m)
 	if (m->value_size == 0 || m->value_size > MAX_VALUE_SIZE)
 		return lerr(ld, -EINVAL, "map '%s': value size %u out of range [1, %u]", m->name,
 			    m->value_size, MAX_VALUE_SIZE);
-	if (m->type == GX_BPF_MAP_HASH) {
+	if (m->type == GX_BPF_MAP_HASH || m->type == GX_BPF_MAP_LRU_HASH) {
 		if (m->key_size == 0 || m->key_size > MAX_KEY_SIZE)
 			return lerr(ld, -EINVAL, "map '%s': key size %u out of range [1, %u]", m->name,
 				    m->key_size, MAX_KEY_SIZE);
@@ -259,23 +261,20 @@ static int check_map(struct gx_load *ld, struct gx_bpf_map *m)
 
 static int parse_map_def(struct gx_load *ld, struct gx_bpf_map *m)
 {
-	const struct btf *btf = ld->obj->btf;
-	int vid = btf__find_by_name_kind(btf, m->name, BTF_KIND_VAR);
+	const struct gx_btf *btf = ld->obj->btf;
+	int vid = gx_btf__find_by_name_kind(btf, m->name, BTF_KIND_VAR);
 	if (vid <= 0)
 		return lerr(ld, -EINVAL, "map '%s': no BTF for the definition", m->name);
-	const struct btf_type *var = btf__type_by_id(btf, vid);
-	int sid = btf__resolve_type(btf, var->type);
-	const struct btf_type *st = sid > 0 ? btf__type_by_id(btf, sid) : NULL;
-	if (!st || !btf_is_struct(st))
+	const struct btf_type *var = gx_btf__type_by_id(btf, (uint32_t)vid);
+	const struct btf_type *st = gx_btf__type_by_id(btf, gx_btf__skip_mods(btf, var->type));
+	if (!st || BTF_INFO_KIND(st->info) != BTF_KIND_STRUCT)
 		return lerr(ld, -EINVAL, "map '%s': definition is not a struct", m->name);
-	const struct btf_member *mb = btf_members(st);
+	const struct btf_member *mb = (const void *)(st + 1);
 	bool have_type = false;
-	for (int i = 0; i < btf_vlen(st); i++, mb++) {
-		const char *an = btf__name_by_offset(btf, mb->name_off);
+	for (uint32_t i = 0; i < BTF_INFO_VLEN(st->info); i++, mb++) {
+		const char *an = gx_btf__name_by_offset(btf, mb->name_off);
 		uint32_t v = 0, id = 0;
 		int err = 0;
-		if (!an)
-			an = "";
 		if (!strcmp(an, "type")) {
 			err = btf_uint_attr(btf, mb->type, &v);
 			m->type = v;
@@ -437,6 +436,8 @@ static int load_funcs(struct gx_load *ld)
 		const Elf64_Sym *sym = &ld->syms[i];
 		if (ELF64_ST_TYPE(sym->st_info) != STT_FUNC)
 			continue;
+		if (sym->st_shndx == SHN_UNDEF && ld->o.resolve_extern)
+			continue; /* a kfunc: its calls are resolved in reloc.c */
 		if (sym->st_shndx == SHN_UNDEF)
 			return lerr(ld, -EINVAL, "function '%s' is undefined (extern functions are not supported)",
 				    gx_load_sym_name(ld, sym));
@@ -471,6 +472,16 @@ static int load_funcs(struct gx_load *ld)
 	return 0;
 }
 
+static const struct gx_bpf_sec_def *find_sec_def(const struct gx_load *ld, const char *name)
+{
+	if (!ld->o.sec_defs)
+		return gx_bpf_find_section(name);
+	for (size_t i = ld->o.nr_sec_defs; i-- > 0;)
+		if (gx_bpf_sec_match(&ld->o.sec_defs[i], name))
+			return &ld->o.sec_defs[i];
+	return NULL;
+}
+
 static int load_progs(struct gx_load *ld)
 {
 	struct gx_bpf_object *obj = ld->obj;
@@ -478,13 +489,13 @@ static int load_progs(struct gx_load *ld)
 		struct gx_lsec *s = &ld->secs[i];
 		if (!s->is_code || s->size == 0 || !strcmp(s->name, ".text"))
 			continue;
-		if (!gx_bpf_find_section(s->name))
+		if (!find_sec_def(ld, s->name))
 			return lerr(ld, -EINVAL, "section '%s': unknown program section", s->name);
 	}
 	for (size_t f = 0; f < ld->nfuncs; f++) {
 		struct gx_lfunc *fn = &ld->funcs[f];
 		const char *sname = ld->secs[fn->shndx].name;
-		const struct gx_bpf_sec_def *def = gx_bpf_find_section(sname);
+		const struct gx_bpf_sec_def *def = find_sec_def(ld, sname);
 		if (!def)
 			continue;
 		if (!fn->global)
@@ -513,6 +524,106 @@ static int load_progs(struct gx_load *ld)
 	return 0;
 }
 
+/* ----------------------------------------------------------- struct_ops */
+
+static const Elf64_Sym *find_object_sym(struct gx_load *ld, size_t shndx, const char *name)
+{
+	for (size_t i = 1; i < ld->nsyms; i++)
+		if (ld->syms[i].st_shndx == shndx && ELF64_ST_TYPE(ld->syms[i].st_info) == STT_OBJECT &&
+		    !strcmp(gx_load_sym_name(ld, &ld->syms[i]), name))
+			return &ld->syms[i];
+	return NULL;
+}
+
+/* Function pointers of the struct_ops variables in section shndx: its
+ * relocations, each against a program's function at an 8-byte slot. */
+static int struct_ops_relocs(struct gx_load *ld, size_t shndx, size_t first_map)
+{
+	struct gx_bpf_object *obj = ld->obj;
+	for (size_t r = 1; r < ld->nsec; r++) {
+		struct gx_lsec *rs = &ld->secs[r];
+		if (rs->sh.sh_type != SHT_REL || rs->sh.sh_info != shndx)
+			continue;
+		if (rs->sh.sh_entsize != sizeof(Elf64_Rel) || rs->size % sizeof(Elf64_Rel) || (!rs->data && rs->size) ||
+		    rs->sh.sh_link != (Elf64_Word)ld->symtab_shndx)
+			return lerr(ld, -EINVAL, "section '%s': bad relocation entries", rs->name);
+		const Elf64_Rel *rels = rs->data;
+		for (size_t i = 0; i < rs->size / sizeof(Elf64_Rel); i++) {
+			uint64_t at = rels[i].r_offset;
+			size_t symi = ELF64_R_SYM(rels[i].r_info), mi = first_map;
+			while (mi < obj->map_cnt && (at < obj->maps[mi].sym_off ||
+						     at - obj->maps[mi].sym_off >= obj->maps[mi].value_size))
+				mi++;
+			if (mi == obj->map_cnt || symi == 0 || symi >= ld->nsyms)
+				return lerr(ld, -EINVAL, "section '%s': relocation %zu outside its variables", ld->secs[shndx].name, i);
+			struct gx_bpf_map *m = &obj->maps[mi];
+			const Elf64_Sym *sym = &ld->syms[symi];
+			uint64_t off = at - m->sym_off;
+			size_t p = 0;
+			while (p < obj->prog_cnt && (obj->progs[p].sec_idx != (int)sym->st_shndx ||
+						     obj->progs[p].sec_insn_off * 8 != sym->st_value))
+				p++;
+			if (ELF64_ST_TYPE(sym->st_info) != STT_FUNC || p == obj->prog_cnt || off % 8)
+				return lerr(ld, -EINVAL, "struct_ops '%s': offset %llu: not a program's address ('%s')",
+					    m->name, (unsigned long long)off, gx_load_sym_name(ld, sym));
+			m->st_prog[off / 8] = (int32_t)p;
+		}
+	}
+	return 0;
+}
+
+/* Host policies: each variable of .struct_ops / .struct_ops.link becomes a
+ * map of its bytes whose function pointers name programs, as libbpf's
+ * struct_ops maps (only when the caller runs them: open opts' map_types). */
+static int load_struct_ops(struct gx_load *ld)
+{
+	struct gx_bpf_object *obj = ld->obj;
+	if (!map_type_known(ld, GX_BPF_MAP_STRUCT_OPS))
+		return 0;
+	for (size_t i = 1; i < ld->nsec; i++) {
+		struct gx_lsec *s = &ld->secs[i];
+		if (strcmp(s->name, ".struct_ops") && strcmp(s->name, ".struct_ops.link"))
+			continue;
+		int sec = gx_btf__find_by_name_kind(obj->btf, s->name, BTF_KIND_DATASEC);
+		if (!s->data || sec <= 0)
+			return lerr(ld, -EINVAL, "section '%s': no data or no BTF (compile with -g)", s->name);
+		size_t first = obj->map_cnt;
+		const char *vn;
+		uint32_t vt;
+		int err;
+		for (uint32_t k = 0; !(err = gx_btf_datasec_var(obj->btf, (uint32_t)sec, k, &vn, &vt)); k++) {
+			const Elf64_Sym *sym = find_object_sym(ld, i, vn);
+			int64_t size = gx_btf__resolve_size(obj->btf, vt);
+			if (!sym || size <= 0 || sym->st_value > s->size || (uint64_t)size > s->size - sym->st_value)
+				return lerr(ld, -EINVAL, "struct_ops '%s': no symbol or bad extent in '%s'", vn, s->name);
+			struct gx_bpf_map *m = new_map(ld);
+			if (!m)
+				return -ENOMEM;
+			m->name = strdup(vn);
+			m->init = malloc((size_t)size);
+			m->st_prog = malloc((size_t)size / 8 * sizeof(*m->st_prog) + 1);
+			if (!m->name || !m->init || !m->st_prog)
+				return -ENOMEM;
+			memcpy(m->init, (const char *)s->data + sym->st_value, (size_t)size);
+			for (int64_t j = 0; j < size / 8; j++)
+				m->st_prog[j] = -1;
+			m->type = GX_BPF_MAP_STRUCT_OPS;
+			m->key_size = 4;
+			m->value_size = (uint32_t)size;
+			m->max_entries = 1;
+			m->btf_value_type_id = gx_btf__skip_mods(obj->btf, vt);
+			m->sec_idx = (int)i;
+			m->sym_off = sym->st_value;
+		}
+		if (err != -ENOENT)
+			return lerr(ld, -EINVAL, "section '%s': bad BTF variable", s->name);
+		err = struct_ops_relocs(ld, i, first);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 static char *base_name(const char *path)
 {
 	const char *b = strrchr(path, '/');
@@ -525,11 +636,13 @@ static char *base_name(const char *path)
 	return strndup(b, n);
 }
 
-static struct gx_bpf_object *open_mem(const void *buf, size_t len, const char *name)
+static struct gx_bpf_object *open_mem(const void *buf, size_t len, const char *name,
+				     const struct gx_bpf_open_opts *opts)
 {
 	struct gx_load ld = { 0 };
 	int err = 0;
 	ld.name = name;
+	ld.o = *opts;
 	ld.len = len;
 	if (!buf || len < sizeof(Elf64_Ehdr)) {
 		lerr(&ld, -EINVAL, "not an ELF file (%zu bytes)", len);
@@ -558,9 +671,11 @@ static struct gx_bpf_object *open_mem(const void *buf, size_t len, const char *n
 	err = err ?: load_vars(&ld);
 	err = err ?: load_funcs(&ld);
 	err = err ?: load_progs(&ld);
+	err = err ?: load_struct_ops(&ld);
 	err = err ?: gx_load_relocate(&ld);
 	if (!err && ld.obj->prog_cnt == 0)
-		err = lerr(&ld, -ENOENT, "no programs (functions in gdev/... sections)");
+		err = lerr(&ld, -ENOENT, "no programs (functions in %s sections)",
+			   ld.o.sec_defs && ld.o.nr_sec_defs ? ld.o.sec_defs[0].prefix : "gdev/...");
 out:
 	if (ld.elf)
 		elf_end(ld.elf);
@@ -577,38 +692,46 @@ out:
 	return ld.obj;
 }
 
+/* The caller's options, completed with zeros (unknown non-zero tail: -EINVAL). */
+static int copy_opts(struct gx_bpf_open_opts *o, const struct gx_bpf_open_opts *opts)
+{
+	memset(o, 0, sizeof(*o));
+	if (opts && (opts->sz < sizeof(size_t) || gx_opts_copy(o, sizeof(*o), opts, opts->sz)))
+		return -EINVAL;
+	o->sz = sizeof(*o);
+	return 0;
+}
+
 GX_EXPORT struct gx_bpf_object *gx_bpf_object__open_mem(const void *buf, size_t len,
 							const struct gx_bpf_open_opts *opts)
 {
-	if (opts && opts->sz < sizeof(size_t)) {
+	struct gx_bpf_open_opts o;
+	if (copy_opts(&o, opts)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	const char *n = opts && opts->object_name ? opts->object_name : "mem";
-	return open_mem(buf, len, n);
+	return open_mem(buf, len, o.object_name ? o.object_name : "mem", &o);
 }
 
 GX_EXPORT struct gx_bpf_object *gx_bpf_object__open_file(const char *path,
 							 const struct gx_bpf_open_opts *opts)
 {
+	struct gx_bpf_open_opts o;
 	char *buf = NULL;
 	size_t len = 0;
-	if (!path) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (opts && opts->sz < sizeof(size_t)) {
+	if (!path || copy_opts(&o, opts)) {
 		errno = EINVAL;
 		return NULL;
 	}
 	int err = gx_read_file(path, &buf, &len, 64u << 20);
 	if (err) {
-		pr_warn("bpf: %s: %s\n", path, strerror(-err));
+		struct gx_load ld = { .name = path, .o = o };
+		lerr(&ld, err, "%s", strerror(-err));
 		errno = -err;
 		return NULL;
 	}
-	char *bn = opts && opts->object_name ? strdup(opts->object_name) : base_name(path);
-	struct gx_bpf_object *obj = bn ? open_mem(buf, len, bn) : NULL;
+	char *bn = o.object_name ? strdup(o.object_name) : base_name(path);
+	struct gx_bpf_object *obj = bn ? open_mem(buf, len, bn, &o) : NULL;
 	int e = errno;
 	free(bn);
 	free(buf);

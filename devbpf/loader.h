@@ -1,5 +1,7 @@
 /* loader.h — state shared by loader.c (ELF parsing) and reloc.c
- * (relocation and flattening) while one object is opened. */
+ * (relocation and flattening) while one object is opened. The one loader
+ * of device and host policies: the host executor opens its struct_ops
+ * objects through it with its own open options (hostexec/hx_load.c). */
 #ifndef GX_BPF_LOADER_H
 #define GX_BPF_LOADER_H
 
@@ -28,6 +30,7 @@ struct gx_lfunc {
 
 struct gx_load {
 	const char *name;
+	struct gx_bpf_open_opts o; /* the caller's, completed with zeros */
 	char *buf;
 	size_t len;
 	Elf *elf;
@@ -46,6 +49,8 @@ struct gx_load {
 };
 
 const char *gx_load_sym_name(struct gx_load *ld, const Elf64_Sym *sym);
+/* Report one loader message (to o.log, and gx_log unless o.quiet); returns err. */
+int gx_load_msg(struct gx_load *ld, int err, const char *msg);
 int gx_load_relocate(struct gx_load *ld);
 
 #endif

@@ -3,9 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <bpf/btf.h>
-
 #include "devbpf/bpf_internal.h"
+#include "devbpf/btf_internal.h"
 #include "common/gx_util.h"
 
 GX_EXPORT void gx_bpf_object__close(struct gx_bpf_object *obj)
@@ -22,13 +21,14 @@ GX_EXPORT void gx_bpf_object__close(struct gx_bpf_object *obj)
 	for (size_t i = 0; i < obj->map_cnt; i++) {
 		free(obj->maps[i].name);
 		free(obj->maps[i].init);
+		free(obj->maps[i].st_prog);
 	}
 	for (size_t i = 0; i < obj->var_cnt; i++)
 		free(obj->vars[i].name);
 	free(obj->vars);
 	free(obj->progs);
 	free(obj->maps);
-	btf__free(obj->btf);
+	gx_btf_free(obj->btf);
 	free(obj->name);
 	free(obj);
 }
@@ -36,7 +36,7 @@ GX_EXPORT void gx_bpf_object__close(struct gx_bpf_object *obj)
 GX_EXPORT const char *gx_bpf_object__name(const struct gx_bpf_object *obj) { return obj->name; }
 GX_EXPORT size_t gx_bpf_object__prog_cnt(const struct gx_bpf_object *obj) { return obj->prog_cnt; }
 GX_EXPORT size_t gx_bpf_object__map_cnt(const struct gx_bpf_object *obj) { return obj->map_cnt; }
-GX_EXPORT const struct btf *gx_bpf_object__btf(const struct gx_bpf_object *obj) { return obj->btf; }
+GX_EXPORT const struct gx_btf *gx_bpf_object__btf(const struct gx_bpf_object *obj) { return obj->btf; }
 
 GX_EXPORT struct gx_bpf_prog *gx_bpf_object__prog_by_idx(const struct gx_bpf_object *obj, size_t idx)
 {
@@ -151,13 +151,24 @@ GX_EXPORT const char *gx_bpf_map__type_str(enum gx_bpf_map_type t)
 	case GX_BPF_MAP_PERSM_ARRAY: return "persm_array";
 	case GX_BPF_MAP_RINGBUF: return "ringbuf";
 	case GX_BPF_MAP_PERWARP_ARRAY: return "perwarp_array";
+	case GX_BPF_MAP_LRU_HASH: return "lru_hash";
+	case GX_BPF_MAP_STRUCT_OPS: return "struct_ops";
 	}
 	return "unknown";
 }
 
+GX_EXPORT struct gx_bpf_prog *gx_bpf_map__struct_ops_prog(const struct gx_bpf_map *m, uint32_t off)
+{
+	if (!m->st_prog || off % 8 || off / 8 >= m->value_size / 8 || m->st_prog[off / 8] < 0) {
+		errno = ENOENT;
+		return NULL;
+	}
+	return &m->obj->progs[m->st_prog[off / 8]];
+}
+
 GX_EXPORT const void *gx_bpf_map__initial_value(const struct gx_bpf_map *m, size_t *size)
 {
-	if (!(m->gx_flags & GX_BPF_MAP_F_INTERNAL)) {
+	if (!m->init) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -24,13 +24,13 @@ static int rerr(struct gx_load *ld, const char *sec, size_t insn, const char *fm
 	__attribute__((format(printf, 4, 5)));
 static int rerr(struct gx_load *ld, const char *sec, size_t insn, const char *fmt, ...)
 {
-	char msg[384];
+	char msg[384], line[512];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	pr_warn("bpf: object '%s': section '%s' insn %zu: %s\n", ld->name, sec, insn, msg);
-	return -EINVAL;
+	snprintf(line, sizeof(line), "section '%s' insn %zu: %s", sec, insn, msg);
+	return gx_load_msg(ld, -EINVAL, line);
 }
 
 /* Index the relocations of a code section by instruction. */
@@ -181,6 +181,15 @@ static int reloc_one(struct gx_load *ld, struct flat *fl, size_t k, size_t shndx
 		return rerr(ld, sn, sidx, "relocation with bad symbol index %zu", symi);
 	const Elf64_Sym *sym = &ld->syms[symi];
 	const char *name = gx_load_sym_name(ld, sym);
+	if (sym->st_shndx == SHN_UNDEF && ld->o.resolve_extern && is_call(in) && type == R_BPF_64_32) {
+		/* a kfunc: the caller's helper id */
+		int id = ld->o.resolve_extern(ld->o.user, name);
+		if (id < 0)
+			return rerr(ld, sn, sidx, "call of unknown kfunc '%s'", name);
+		in->src_reg = 0;
+		in->imm = id;
+		return 0;
+	}
 	if (sym->st_shndx == SHN_UNDEF)
 		return rerr(ld, sn, sidx, "relocation against undefined symbol '%s' (externs are not supported)",
 			    name);

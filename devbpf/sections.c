@@ -44,7 +44,7 @@ GX_EXPORT int gx_bpf_register_section(const struct gx_bpf_sec_def *def)
 	return 0;
 }
 
-static bool sec_match(const struct gx_bpf_sec_def *d, const char *name)
+bool gx_bpf_sec_match(const struct gx_bpf_sec_def *d, const char *name)
 {
 	size_t n = strlen(d->prefix);
 	if (strncmp(name, d->prefix, n))
@@ -64,10 +64,10 @@ GX_EXPORT const struct gx_bpf_sec_def *gx_bpf_find_section(const char *name)
 	if (!name)
 		return NULL;
 	for (size_t i = nr_extra; i-- > 0;)
-		if (sec_match(extra[i], name))
+		if (gx_bpf_sec_match(extra[i], name))
 			return extra[i];
 	for (size_t i = 0; i < GX_ARRAY_SIZE(builtin); i++)
-		if (sec_match(&builtin[i], name))
+		if (gx_bpf_sec_match(&builtin[i], name))
 			return &builtin[i];
 	return NULL;
 }

@@ -13,8 +13,8 @@ HB_BINS     := $(patsubst %,$(BUILD)/bin/gx_%,$(HB_POLICIES))
 HB_TENANT   := lcfirst tbucket lcslo
 HB_OBJS     := $(patsubst %,$(HB_DIR)/gx_%.bpf.o,$(HB_POLICIES) $(HB_TENANT))
 HB_BPF_FLAGS := -D__TARGET_ARCH_x86 -I$(HB_DIR) -Ihostbpf -idirafter /usr/include
-# libbpf linked in (BPF_LDLIBS): the loaders ship to hosts that have none.
-HB_LDLIBS   := $(BPF_LDLIBS)
+# libbpf linked in statically: the loaders ship to hosts that have none.
+HB_LDLIBS   := -l:libbpf.a -lelf -lz
 HB_BPF_DEPS := include/gpuext/gpu_ext.h hostbpf/gx_common.bpf.h $(HB_DIR)/vmlinux.h
 
 HB_TENANT_LOADER := $(BUILD)/bin/gx_tenant

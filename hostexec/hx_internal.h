@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include "gpuext/gpu_ext.h"
 #include "hostexec/gx_hostexec.h"
-#include "hostexec/hx_btf.h"
 
 /* Helper ids the policies may call (kernel numbering) and our kfunc ids. */
 enum {
@@ -55,10 +54,9 @@ struct hx_policy {
 	struct hx_prog *handler[HX_MAX_HANDLERS];
 	struct hx_map maps[HX_MAX_MAPS];
 	int nmaps;
-	struct hx_btf btf;
-	struct { char name[48]; int map; uint32_t off, size; } globals[64]; /* from the symtab */
+	struct gx_bpf_object *obj; /* while loading: its BTF serves hx_verify.c */
+	struct { char name[48]; int map; uint32_t off, size; } globals[64]; /* <= 8 bytes */
 	int nglobals;
-	void *btf_raw;
 	int errors;
 	bool disabled;
 	void *native; /* struct hx_native (hx_native.c), or NULL */

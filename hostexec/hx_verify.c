@@ -17,13 +17,14 @@
  * the structs the handler was given; every loop provably bounded within
  * HX_STEP_BUDGET instructions, a bpf_loop callback safe for any number of
  * iterations. Subprograms (.text functions, copied after the program by
- * hx_load.c) are verified as part of it. A program that
+ * devbpf's loader for hx_load.c) are verified as part of it. A program that
  * passes may run as native code without run-time checks; the interpreter
  * keeps its own checks as a second line. Which handler may call which kfunc
  * is checked at run time, as gpuext.ko does (misuse is a policy error). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/btf.h>
 #include "devbpf/gx_bpf.h"
 #include "hostexec/hx_internal.h"
 
@@ -186,15 +187,11 @@ static const char *const sched_members[] = {"task_init", "task_destroy", "task_l
 static int check_signature(const struct hx_policy *p, const struct gx_bpf_sec_def *sec, int slot, char *why,
 			   size_t wlen)
 {
-	const struct hx_btf *b = &p->btf;
+	const struct gx_btf *b = gx_bpf_object__btf(p->obj);
 	const char *tname = p->kind == HX_MEM ? "gpu_mem_ops" : "gpu_sched_ops";
 	const char *member = p->kind == HX_MEM ? mem_members[slot] : sched_members[slot];
-	const struct btf_type *ops = NULL;
-	for (uint32_t id = 1; id < b->ntypes && !ops; id++) {
-		const struct btf_type *t = hx_btf_type(b, id);
-		if (t && BTF_INFO_KIND(t->info) == BTF_KIND_STRUCT && !strcmp(hx_btf_name(b, t->name_off), tname))
-			ops = t;
-	}
+	int ops_id = gx_btf__find_by_name_kind(b, tname, BTF_KIND_STRUCT);
+	const struct btf_type *ops = ops_id > 0 ? gx_btf__type_by_id(b, (uint32_t)ops_id) : NULL;
 	if (!ops) {
 		snprintf(why, wlen, "struct %s: not in the object's BTF", tname);
 		return -EINVAL;
@@ -202,11 +199,11 @@ static int check_signature(const struct hx_policy *p, const struct gx_bpf_sec_de
 	const struct btf_member *m = (const void *)(ops + 1);
 	const struct btf_type *proto = NULL;
 	for (uint32_t i = 0; i < BTF_INFO_VLEN(ops->info); i++) {
-		if (strcmp(hx_btf_name(b, m[i].name_off), member))
+		if (strcmp(gx_btf__name_by_offset(b, m[i].name_off), member))
 			continue;
-		const struct btf_type *pt = hx_btf_type(b, hx_btf_skip_mods(b, m[i].type));
+		const struct btf_type *pt = gx_btf__type_by_id(b, gx_btf__skip_mods(b, m[i].type));
 		if (pt && BTF_INFO_KIND(pt->info) == BTF_KIND_PTR)
-			pt = hx_btf_type(b, hx_btf_skip_mods(b, pt->type));
+			pt = gx_btf__type_by_id(b, gx_btf__skip_mods(b, pt->type));
 		if (pt && BTF_INFO_KIND(pt->info) == BTF_KIND_FUNC_PROTO)
 			proto = pt;
 	}
@@ -221,12 +218,12 @@ static int check_signature(const struct hx_policy *p, const struct gx_bpf_sec_de
 		return -EINVAL;
 	}
 	for (uint32_t i = 0; i < sec->nr_args; i++) {
-		const struct btf_type *pt = hx_btf_type(b, hx_btf_skip_mods(b, par[i].type));
-		uint32_t sid = pt && BTF_INFO_KIND(pt->info) == BTF_KIND_PTR ? hx_btf_skip_mods(b, pt->type) : 0;
-		const struct btf_type *st = hx_btf_type(b, sid);
+		const struct btf_type *pt = gx_btf__type_by_id(b, gx_btf__skip_mods(b, par[i].type));
+		uint32_t sid = pt && BTF_INFO_KIND(pt->info) == BTF_KIND_PTR ? gx_btf__skip_mods(b, pt->type) : 0;
+		const struct btf_type *st = gx_btf__type_by_id(b, sid);
 		const char *want = sec->args[i].name + 7; /* after "struct " */
-		int64_t size = st ? hx_btf_size(b, sid) : -1;
-		if (!st || BTF_INFO_KIND(st->info) != BTF_KIND_STRUCT || strcmp(hx_btf_name(b, st->name_off), want) ||
+		int64_t size = st ? gx_btf__resolve_size(b, sid) : -1;
+		if (!st || BTF_INFO_KIND(st->info) != BTF_KIND_STRUCT || strcmp(gx_btf__name_by_offset(b, st->name_off), want) ||
 		    size != (int64_t)sec->args[i].size) {
 			snprintf(why, wlen,
 				 "struct %s: member %s argument %u is not struct %s * of %u bytes in the object's BTF "

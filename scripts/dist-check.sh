@@ -15,7 +15,8 @@ root=${2:-}
 GLIBC_MAX=2.34
 ADDON_GLIBC_MAX=2.36
 ALLOWED=" libc.so.6 libm.so.6 libz.so.1 libelf.so.1 libzstd.so.1 liblz4.so.1 ld-linux-x86-64.so.2 "
-# The add-on needs LLVM's and libbpf's own libraries, shipped beside it.
+# The add-on needs LLVM's own libraries, shipped beside it (not libbpf:
+# devbpf's loader reads BTF itself).
 # (those it ships, and those every Ubuntu 24.04 base has)
 ADDON_ALLOWED="$ALLOWED libLLVM.so.19.1 libbpf.so.1 libedit.so.2 libz3.so.4 libstdc++.so.6 libgcc_s.so.1
   libffi.so.8 libxml2.so.2 libtinfo.so.6 libbsd.so.0 "

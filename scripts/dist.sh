@@ -11,7 +11,7 @@
 #     share/doc/gpuext/, LICENSE, README.md
 #   BUILD/dist/gpuext-VERSION-linux-x86_64.tar.gz
 #   BUILD/dist/gpuext-llvm-VERSION-linux-x86_64.tar.gz  the optional JIT add-on
-#               (lib/libgxjit.so, lib/gpuext-bpfjit.so and the LLVM 19 and libbpf
+#               (lib/libgxjit.so, lib/gpuext-bpfjit.so and the LLVM 19
 #               libraries they need, in lib/gpuext-llvm/): user policies JIT'd on
 #               the GPU host itself; unpack it over the install
 # Everything is found relative to the programs (no build path inside), and
@@ -59,7 +59,7 @@ cp README.md LICENSE "$S/"
 cp docs/*.md "$S/share/doc/gpuext/"
 cp -r LICENSES "$S/share/doc/gpuext/"
 
-# The JIT add-on: libgxjit.so and the plugin, with LLVM's and libbpf's
+# The JIT add-on: libgxjit.so and the plugin, with LLVM's
 # libraries beside them (found through $ORIGIN/gpuext-llvm).
 install_elf "$B/lib/libgxjit.so" "$A/lib"
 install_elf "$B/lib/gpuext-bpfjit.so" "$A/lib"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # pack-jit-libs.sh [--plain] OUTDIR [JITLIB] — the shared libraries libgxjit.so needs beyond
-# what the GPU machine has (libLLVM-19, libbpf 1.x, libz3, libedit; see
+# what the GPU machine has (libLLVM-19, libz3, libedit; see
 # docs/gpu-machine.md), xz-compressed so they fit the device tool's carry
 # limit. tests/gpu/hostpolicy.sh unpacks them to prove the native back end of
 # the host-policy executor on the H200. Only for that test machine: users
-# install libllvm19/libbpf1 from their distribution, or unpack `make dist`'s
+# install libllvm19 from their distribution, or unpack `make dist`'s
 # JIT add-on, which holds them unpacked (--plain: copied, not compressed).
 set -euo pipefail
 plain=0

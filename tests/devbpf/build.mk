@@ -51,7 +51,7 @@ $(FUZZ_BPF): tests/devbpf/fuzz_loader.c $(BPF_SRCS) $(COMMON_SRCS) $(wildcard de
 	$(call link_fuzz,$(BPF_LDLIBS))
 fuzz: fuzz-bpf-loader
 .PHONY: fuzz-bpf-loader
-fuzz-bpf-loader: $(FUZZ_BPF) $(VCORPUS_OBJS) $(LDR_OBJS)
+fuzz-bpf-loader: $(FUZZ_BPF) $(VCORPUS_OBJS) $(LDR_OBJS) $(HB_OBJS)
 	$(Q)BUILD=$(BUILD) GX_FUZZ_TIME=$(GX_FUZZ_TIME) tests/devbpf/fuzz_bpf_loader.sh
 
 # GPU differential test inputs (tests/gpu/devbpf.sh runs them on the H200):

@@ -1,13 +1,20 @@
-/* libFuzzer target: open any bytes as a policy object, verify every program
- * that loads, disassemble it, and run the verified ones in the reference
- * interpreter against a fake context with memory checks (a verified program
- * must never touch memory outside its context, stack and map values).
- * Seeded with the verifier corpus and loader objects (make fuzz). */
+/* libFuzzer target of the one policy object loader (devbpf/loader.c) and
+ * its BTF reader (devbpf/btf.c): open any bytes as a device policy object,
+ * verify every program that loads, disassemble it, and run the verified ones
+ * in the reference interpreter against a fake context with memory checks (a
+ * verified program must never touch memory outside its context, stack and
+ * map values); open the same bytes with the host executor's options
+ * (struct_ops sections and variables, LRU hashes, kfuncs) and walk every
+ * program, map and BTF type; bytes that are not ELF are read as a .BTF
+ * section. Seeded with the verifier corpus, the loader objects and the host
+ * policies (make fuzz). */
+#include <linux/btf.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpuext/gdev_ctx.h"
+#include "devbpf/btf_internal.h"
 #include "devbpf/gx_bpf.h"
 #include "common/gx_log.h"
 
@@ -65,9 +72,68 @@ static uint64_t h_zero(void *u, uint64_t a, uint64_t b, uint64_t c, uint64_t d, 
 	return 0;
 }
 
+/* Every getter of the BTF reader on every type. */
+static void walk_btf(const struct gx_btf *btf)
+{
+	uint64_t sum = 0;
+	for (uint32_t id = 0; id <= gx_btf__type_cnt(btf); id++) {
+		const struct btf_type *t = gx_btf__type_by_id(btf, id);
+		const char *n = t ? gx_btf__name_by_offset(btf, t->name_off) : "";
+		sum += strlen(n) + gx_btf__skip_mods(btf, id) + (uint64_t)gx_btf__resolve_size(btf, id);
+		if (t && *n && id < 64)
+			sum += (uint64_t)gx_btf__find_by_name_kind(btf, n, BTF_INFO_KIND(t->info));
+	}
+	if (sum == 42)
+		gx_btf__name_by_offset(btf, 0);
+}
+
+/* The host executor's options (hostexec/hx_load.c): struct_ops handlers,
+ * its map types, kfuncs by name. */
+static int any_kfunc(void *user, const char *name)
+{
+	(void)user;
+	return strncmp(name, "bpf_gpu_", 8) ? -1 : 0x4000 + (int)(strlen(name) % 8);
+}
+
+static void open_host(const uint8_t *data, size_t size)
+{
+	static const struct gx_bpf_sec_def sec = { .prefix = "struct_ops/", .hook = GX_BPF_HOOK_HOST_FIRST + 1,
+						   .flags = GX_BPF_SEC_SUFFIX, .ret_min = INT64_MIN,
+						   .ret_max = INT64_MAX };
+	static const uint32_t types[] = { GX_BPF_MAP_ARRAY, GX_BPF_MAP_HASH, GX_BPF_MAP_LRU_HASH,
+					  GX_BPF_MAP_STRUCT_OPS };
+	struct gx_bpf_open_opts oo = { .sz = sizeof(oo), .sec_defs = &sec, .nr_sec_defs = 1, .map_types = types,
+				       .nr_map_types = 4, .resolve_extern = any_kfunc, .quiet = true };
+	struct gx_bpf_object *obj = gx_bpf_object__open_mem(data, size, &oo);
+	if (!obj)
+		return;
+	walk_btf(gx_bpf_object__btf(obj));
+	FILE *devnull = fopen("/dev/null", "w");
+	for (struct gx_bpf_prog *p = NULL; devnull && (p = gx_bpf_object__next_prog(obj, p));)
+		gx_bpf_prog__dump(p, devnull);
+	if (devnull)
+		fclose(devnull);
+	for (struct gx_bpf_map *m = NULL; (m = gx_bpf_object__next_map(obj, m));) {
+		size_t n = 0;
+		const uint8_t *init = gx_bpf_map__initial_value(m, &n);
+		for (uint32_t off = 0; off < n + 8; off += 8)
+			if (gx_bpf_map__struct_ops_prog(m, off) && init && !init[0])
+				break;
+	}
+	gx_bpf_object__close(obj);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	gx_set_print(quiet);
+	if (size < 4 || memcmp(data, "\177ELF", 4)) {
+		struct gx_btf *btf = NULL;
+		if (!gx_btf_parse(data, size, &btf))
+			walk_btf(btf);
+		gx_btf_free(btf);
+		return 0;
+	}
+	open_host(data, size);
 	struct gx_bpf_object *obj = gx_bpf_object__open_mem(data, size, NULL);
 	if (!obj)
 		return 0;
@@ -115,6 +181,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)h_zero;
 	for (int i = 0; i < 256; i++)
 		free(e.vals[i]);
+	walk_btf(gx_bpf_object__btf(obj));
 	gx_bpf_object__close(obj);
 	return 0;
 }

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <bpf/btf.h>
+#include <linux/btf.h>
 
 #include "gpuext/gdev_ctx.h"
 #include "devbpf/gx_bpf.h"
@@ -23,20 +23,21 @@ struct tags {
 	bool no_simt, exploit;
 };
 
-static void read_tags(const struct btf *btf, const char *func, struct tags *t)
+static void read_tags(const struct gx_btf *btf, const char *func, struct tags *t)
 {
 	memset(t, 0, sizeof(*t));
 	if (!btf)
 		return;
-	int fid = btf__find_by_name_kind(btf, func, BTF_KIND_FUNC);
+	int fid = gx_btf__find_by_name_kind(btf, func, BTF_KIND_FUNC);
 	if (fid <= 0)
 		return;
-	uint32_t n = btf__type_cnt(btf);
+	uint32_t n = gx_btf__type_cnt(btf);
 	for (uint32_t i = 1; i < n; i++) {
-		const struct btf_type *ty = btf__type_by_id(btf, i);
-		if (!btf_is_decl_tag(ty) || ty->type != (uint32_t)fid || btf_decl_tag(ty)->component_idx != -1)
+		const struct btf_type *ty = gx_btf__type_by_id(btf, i);
+		if (BTF_INFO_KIND(ty->info) != BTF_KIND_DECL_TAG || ty->type != (uint32_t)fid ||
+		    ((const struct btf_decl_tag *)(ty + 1))->component_idx != -1)
 			continue;
-		const char *s = btf__name_by_offset(btf, ty->name_off);
+		const char *s = gx_btf__name_by_offset(btf, ty->name_off);
 		if (!strncmp(s, "gx_desc=", 8))
 			t->desc = s + 8;
 		else if (!strncmp(s, "gx_result=", 10))
@@ -250,7 +251,7 @@ int main(int argc, char **argv)
 		GX_CHECK(obj != NULL, "%s: loads (%s)", names[i], obj ? "" : strerror(errno));
 		if (!obj)
 			continue;
-		const struct btf *btf = gx_bpf_object__btf(obj);
+		const struct gx_btf *btf = gx_bpf_object__btf(obj);
 		for (struct gx_bpf_prog *p = NULL; (p = gx_bpf_object__next_prog(obj, p));) {
 			struct tags t;
 			read_tags(btf, gx_bpf_prog__name(p), &t);

@@ -29,7 +29,7 @@ trap 'rm -rf "$W"' EXIT
 ok() { echo "ok - $*" | tee -a "$L/summary.txt"; }
 nok() { echo "not ok - $*" | tee -a "$L/summary.txt"; }
 : >"$L/summary.txt"
-# The native back end needs libLLVM-19 and libbpf, which this machine lacks:
+# The native back end needs libLLVM-19, which this machine lacks:
 # `make gpu-prep` packs them (build/share/jitlibs). With them on the library
 # path the policies run as native code, as on a machine with those packages
 # (the default); the "native by default" check below runs without them and
