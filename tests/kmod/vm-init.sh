@@ -86,6 +86,11 @@ check "insmod gpuext then gx_consumer" eval 'insmod /gpuext.ko && insmod /gx_con
 check "consumer registered with gpuext, gpuext refcnt 1" eval '[ "$(hooked)" = Y ] && [ "$(refcnt)" = 1 ]'
 check "rmmod gpuext refused while the consumer holds gx_hooks" eval '! rmmod gpuext 2>/dev/null && [ "$(refcnt)" = 1 ]'
 check "per-call use (nvidia.ko's TSG hooks) reaches gpuext and puts it back" eval '[ "$(tsg)" = 1 ] && [ "$(refcnt)" = 1 ]'
+# gpuext without sim=1: the consumer is the only backend, and /dev/gpuext's
+# queue attributes reach it through its ops (GX_IOC_QUEUE_ATTR, VERSION, TEST).
+/bin/gx_vmtest --consumer || nok "gx_vmtest --consumer exited $?"
+check "queue attribute change applied by the consumer's queue_attr op" \
+	[ "$(cat /sys/module/gx_consumer/parameters/qapplied)" = 1 ]
 unload_order gx_consumer gpuext
 sc=2 # the consumer alone: the lookup fails and it runs without hooks
 check "insmod gx_consumer without gpuext: loads, not hooked" eval 'insmod /gx_consumer.ko && [ "$(hooked)" = N ]'
