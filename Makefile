@@ -107,7 +107,7 @@ define bpf_compile
 endef
 
 # ---- the parts, in dependency order ----
-PARTS := common image ptx-rewrite devbpf attach tools blocksched hostexec tenant hostbpf kmod shim cli bench
+PARTS := common image ptx-rewrite devbpf attach tools blocksched hostexec tenant hostbpf kmod hostkmod shim cli bench
 include $(addsuffix /build.mk,$(PARTS))
 # Their tests in the same order, then tests/dist (make dist's payload; tests/gpu:
 # what the GPU run needs built here).

@@ -35,7 +35,7 @@
 
 #include <uthash.h>
 
-#include "attach/attach_priv.h"
+#include "attach/attach_internal.h"
 #include "common/gx_trust.h"
 #include "common/gx_capture.h"
 #include "common/gx_tls.h"
@@ -497,7 +497,7 @@ static struct ctxst *ctx_get(CUcontext c)
 	memset(st, 0, sizeof(*st));
 	st->ctx = c;
 	st->idx = nr_ctx++;
-	/* setup's allocations and copies relaxed (common/gx_capture.h; run 57:
+	/* setup's allocations and copies relaxed (common/gx_capture.h; bench/results/2026-12-04-gpu-run54.md:
 	 * a program whose first launch was inside a capture failed under any tool) */
 	struct gx_capture_mode cm = gx_capture_relax(CU(cuThreadExchangeStreamCaptureMode));
 	int ret = ctx_setup(st);
@@ -640,7 +640,8 @@ static void *drain_main(void *arg)
 {
 	(void)arg;
 	/* this thread's queries (launch timings, ring reads) relaxed for its
-	 * whole life (common/gx_capture.h; run 55) */
+	 * whole life (common/gx_capture.h; bench/results/2026-12-04-gpu-run54.md: a drainer query
+	 * during a global-mode capture failed it) */
 	gx_capture_relax(CU(cuThreadExchangeStreamCaptureMode));
 	const char *e = getenv("GPUEXT_FLUSH_MS");
 	long ms = e ? strtol(e, NULL, 10) : 20;

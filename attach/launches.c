@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "attach/attach_priv.h"
+#include "attach/attach_internal.h"
 #include "gpuext/gx_toollog.h"
 
 static uint64_t realtime_ns(void)
@@ -49,7 +49,7 @@ unsigned gx_lt_every(void)
 
 /* Past a kernel's first launches, one in `every` and at most one per
  * GX_LT_GAP_NS: a pair costs the GPU ~10 us between kernels back to back
- * (two timestamps where the next kernel would have started; run 81: matmul's
+ * (two timestamps where the next kernel would have started; bench/results/2026-12-06-gpu-run81.md: matmul's
  * 6.9 us kernel 2..3 points slower with one in 64 timed than untimed), so a
  * kernel launched every 50 us paid ~1.5 % at one in 64. The gap bounds it by time whatever the launch
  * rate (at most 50 pairs per second per kernel: ~0.05 % each), and the sample stays

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attach/attach_priv.h"
+#include "attach/attach_internal.h"
 #include "common/gx_trust.h"
 
 static pthread_mutex_t pol_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -9,7 +9,7 @@
  * resets it when the grid changes), from medians, so one slow launch (a
  * context switch, a cold cache) does not decide it. The static-only copy
  * is the third arm because where no stealing pays, a static loop can still
- * beat the hardware (vadd, run 52: 3 % faster than native) while the
+ * beat the hardware (vadd, bench/results/2026-12-03-gpu-run43.md: 3 % faster than native) while the
  * claiming copy, run static, carries its claim path's registers and
  * branches. Pure logic: the launch side times the launches and feeds them
  * in. */

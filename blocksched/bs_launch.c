@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blocksched/bs_priv.h"
+#include "blocksched/bs_internal.h"
 #include "common/gx_capture.h"
 #include "common/gx_tls.h"
 #include "ptx-rewrite/gx_ptx.h"
@@ -747,7 +747,7 @@ static CUresult dispatch(struct gx_event *ev)
 }
 
 /* Our own driver calls (events, allocations, the guard's timings) in the
- * relaxed capture mode (common/gx_capture.h; run 54: sched_app's graph
+ * relaxed capture mode (common/gx_capture.h; bench/results/2026-12-04-gpu-run54.md: sched_app's graph
  * failed at cudaStreamEndCapture). A LAUNCH_DONE with no timing pair open
  * has nothing to do: no mode switch for it. */
 static CUresult on_event(struct gx_event *ev, void *cookie)

@@ -29,7 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "blocksched/bs_priv.h"
+#include "blocksched/bs_internal.h"
 #include "common/gx_util.h"
 #include "devbpf/gx_bpf.h"
 

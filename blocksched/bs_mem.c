@@ -1,4 +1,4 @@
-/* bs_mem.c — blocksched's device memory (bs_priv.h).
+/* bs_mem.c — blocksched's device memory (bs_internal.h).
  *
  * A per-stream state (include/gpuext/gx_work.h) serves every CLAIM launch on
  * its stream: stream order makes the reuse safe, and the launch's last
@@ -18,7 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "blocksched/bs_priv.h"
+#include "blocksched/bs_internal.h"
 
 struct skey {
 	CUcontext ctx;

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blocksched/bs_priv.h"
+#include "blocksched/bs_internal.h"
 #include "common/gx_capture.h"
 #include "ptx-rewrite/gx_ptx.h"
 

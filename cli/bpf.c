@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/gx_cli.h"
+#include "cli/cli_internal.h"
 #include "devbpf/gx_bpf.h"
 #include "attach/gx_attach.h"
 #include "common/gx_log.h"

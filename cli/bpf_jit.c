@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/gx_cli.h"
+#include "cli/cli_internal.h"
 #include "devbpf/gx_bpf.h"
 #include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"

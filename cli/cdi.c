@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/gx_cli.h"
+#include "cli/cli_internal.h"
 #include "common/gx_util.h"
 
 /* The lowest version with everything the spec uses (device containerEdits

@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "attach/gx_attach.h"
-#include "cli/gx_cli.h"
+#include "cli/cli_internal.h"
 #include "common/gx_libcuda.h"
 #include "common/gx_util.h"
 #include "devbpf/gx_bpf.h"

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/gx_cli.h"
+#include "cli/cli_internal.h"
 #include "common/gx_util.h"
 #include "image/gx_image.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/gx_cli.h"
+#include "cli/cli_internal.h"
 #include "common/gx_log.h"
 #include "common/gx_util.h"
 

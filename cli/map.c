@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli/gx_cli.h"
+#include "cli/cli_internal.h"
 #include "devbpf/gx_bpf.h"
 #include "common/gx_util.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/gx_cli.h"
+#include "cli/cli_internal.h"
 #include "attach/gx_attach.h"
 #include "blocksched/gx_blocksched.h"
 #include "common/gx_util.h"

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/gx_cli.h"
-#include "cli/gx_run.h"
+#include "cli/cli_internal.h"
+#include "cli/run_internal.h"
 #include "common/gx_log.h"
 #include "common/gx_util.h"
 #include "hostexec/gx_hostexec.h"
@@ -158,7 +158,7 @@ static bool has_device_policy(const char *list)
  * runs the real ptxas — the one the user had named, if any. The data
  * folder's bin/ also goes first on PATH: jaxlib 0.11's XLA ignores
  * --xla_gpu_cuda_data_dir and looks for <dir>/bin/ptxas over the folders
- * of PATH (run 32 on the H200: its search log), taking the first found;
+ * of PATH (bench/results/2026-12-03-gpu-run32.md: its search log), taking the first found;
  * gpuext-ptxas skips itself when it looks for the real one on PATH. */
 static int set_ptxas(const char *libdir, bool print, bool triton)
 {

@@ -1,5 +1,5 @@
 /* gpuext-run: the same as `gpuext run`, as its own short program name. */
-#include "cli/gx_run.h"
+#include "cli/run_internal.h"
 
 int main(int argc, char **argv)
 {

@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/gx_run.h"
+#include "cli/run_internal.h"
 
 static void rm_dir(const char *dir)
 {

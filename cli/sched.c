@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "blocksched/gx_blocksched.h"
-#include "cli/gx_cli.h"
+#include "cli/cli_internal.h"
 #include "devbpf/gx_bpf.h"
 
 /* The newest "<pid>-sched.log" in dir, into out. 0 or -1. */

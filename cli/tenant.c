@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/gx_cli.h"
+#include "cli/cli_internal.h"
 #include "common/gx_util.h"
 #include "tenant/gx_tenant.h"
 

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "attach/gx_attach.h"
-#include "cli/gx_cli.h"
+#include "cli/cli_internal.h"
 #include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
 #include "tools/gx_tools.h"

@@ -6,7 +6,7 @@
  * dlopen'ed late into a big process gets only glibc's surplus — about
  * 1.6 KB — for all of it. 768 bytes of kernel names in blocksched pushed
  * the shim past it: PyTorch failed with "cannot allocate memory in static
- * TLS block" and saw no driver (run 60). So buffers live here, and __thread
+ * TLS block" and saw no driver (bench/results/2026-12-04-gpu-run54.md). So buffers live here, and __thread
  * is kept for a few words. */
 #ifndef GX_TLS_H
 #define GX_TLS_H

@@ -587,7 +587,7 @@ void gx_devmaps__free(struct gx_devmaps *d);
  *    constant-bank block `__gx_devrt` (struct gx_devrt, gx_devrt.h; read with
  *    ld.const), declared `.extern .const` unless define_devrt.
  *  - GX_JIT_NATIVE: ORC LLJIT; functions `uint32_t f(void *ctx)` calling the
- *    host helper implementations (gx_hosthelpers.h) on host maps (gx_map). */
+ *    host helper implementations (hosthelpers_internal.h) on host maps (gx_map). */
 
 
 struct gx_map;

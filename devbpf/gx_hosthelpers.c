@@ -2,7 +2,7 @@
  * the interpreter (the definitions are in helpers/gx_helpers.c). */
 #include <stddef.h>
 
-#include "devbpf/gx_hosthelpers.h"
+#include "devbpf/hosthelpers_internal.h"
 #include "common/gx_util.h"
 
 #define H(ID, NAME, N) { ID, #NAME, "gx_h_" #NAME, gx_h_##NAME, N }

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "gpuext/gx_devrt.h"
-#include "devbpf/gx_hosthelpers.h"
+#include "devbpf/hosthelpers_internal.h"
 #include "devbpf/jit_internal.h"
 #include "common/gx_util.h"
 

@@ -13,7 +13,7 @@
 #include <llvm-c/Orc.h>
 #include <llvm-c/Target.h>
 
-#include "devbpf/gx_hosthelpers.h"
+#include "devbpf/hosthelpers_internal.h"
 #include "devbpf/jit_internal.h"
 #include "common/gx_util.h"
 

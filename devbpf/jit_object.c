@@ -11,7 +11,7 @@
 #include "devbpf/jit_internal.h"
 #include "common/gx_log.h"
 #include "common/gx_util.h"
-#include "ptx-rewrite/gx_ptx.h"
+#include "gpuext/gx_hooks.h"
 
 GX_EXPORT void gx_jit_object_maps_free(struct gx_map **maps, size_t n)
 {

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "devbpf/gx_hosthelpers.h"
+#include "devbpf/hosthelpers_internal.h"
 #include "devbpf/gx_bpf.h"
 #include "common/gx_log.h"
 #include "common/gx_trust.h"

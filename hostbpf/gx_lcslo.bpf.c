@@ -31,7 +31,7 @@
  * controller trades BE idle time for the p99 target, no more. Turns are
  * what keeps BE throughput: without MPS the GPU time-slices between
  * processes, and BE tenants that each keep a short window in flight make it
- * switch contexts after almost every kernel (run 30 on the H200: 4 BE
+ * switch contexts after almost every kernel (on the H200, bench/results/2026-12-03-gpu-run28.md: 4 BE
  * tenants with windows of 1–4 kept 43.5 % of their native throughput, their
  * 100 µs kernels taking 0.9 ms from launch to completion). One BE context
  * at a time with a short queue keeps the GPU busy and still drains before

@@ -98,7 +98,7 @@ int hx_map_delete(struct hx_map *m, const void *key);
 int hx_map_init(struct hx_map *m);
 /* Between handler calls: rebuild a hash whose deleted slots pile up. */
 void hx_map_maintain(struct hx_map *m);
-/* Back m with a map file in /dev/shm/gpuext-$UID (devbpf/gx_map.h), named
+/* Back m with a map file in /dev/shm/gpuext-$UID (devbpf/gx_bpf.h), named
  * "<policy>.<map>"; global data sections become one-element arrays.
  * Replaces m->data. 0 or -errno (then m is unchanged). */
 int hx_map_share(struct hx_map *m, const char *policy);

@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "image/image_priv.h"
+#include "image/image_internal.h"
 
 /* Offsets inside an entry header. */
 enum {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "common/gx_util.h"
-#include "image/image_priv.h"
+#include "image/image_internal.h"
 
 int gx__img_fail(struct gx_img_ctx *c, int ret, const char *fmt, ...)
 {

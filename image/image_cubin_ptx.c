@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "common/gx_util.h"
-#include "image/image_priv.h"
+#include "image/image_internal.h"
 
 #define DEBUG_PTX_SECTION ".nv_debug_ptx_txt"
 

@@ -12,7 +12,7 @@
 #include <zstd.h>
 
 #include "common/gx_util.h"
-#include "image/image_priv.h"
+#include "image/image_internal.h"
 
 static int unzstd(const struct gx_image_entry *e, char *dst)
 {

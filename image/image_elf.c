@@ -11,7 +11,7 @@
 #include <libelf.h>
 #include <pthread.h>
 
-#include "image/image_priv.h"
+#include "image/image_internal.h"
 
 #define EHDR64 64u
 #define SHDR64 64u

@@ -15,7 +15,7 @@
 
 #include "common/gx_util.h"
 #include "image/gx_image.h"
-#include "image/image_priv.h"
+#include "image/image_internal.h"
 
 #define MAX_CONTAINERS (1u << 20)
 

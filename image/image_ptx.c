@@ -7,7 +7,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 
-#include "image/image_priv.h"
+#include "image/image_internal.h"
 
 /* Skip whitespace and comments from i; returns the index of the next token. */
 static size_t skip_ws(const char *p, size_t n, size_t i)

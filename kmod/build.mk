@@ -1,7 +1,6 @@
 # kmod/ — gpuext.ko, built with kbuild against the kernel headers in KDIR
-# when they are present (make deps unpacks Debian's 6.12 ones), and its
-# user-space client, libgxkmod.a (kmod/client/gx_kmod_client.h: the ioctl
-# channel the shim sends prefetch hints over). kmod/nvidia/ holds the patch
+# when they are present (make deps unpacks Debian's 6.12 ones). Its
+# user-space client is another part, hostkmod/. kmod/nvidia/ holds the patch
 # to NVIDIA's open modules. kbuild of 6.12 builds in place, so the module's
 # sources are copied into $(BUILD)/kmod; the shared ABI headers are read
 # from include/ where they are.
@@ -16,7 +15,6 @@ KMOD_DIR  := $(BUILD)/kmod
 KMOD_KO   := $(KMOD_DIR)/gpuext.ko
 KMOD_SRCS := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild
 KMOD_HDRS := include/gpuext/gpu_ext.h include/gpuext/gpuext_uapi.h
-KCLIENT_LIB := $(BUILD)/lib/libgxkmod.a
 
 ifneq ($(wildcard $(KDIR)/Makefile),)
 HAVE_KDIR := 1
@@ -33,7 +31,3 @@ $(KMOD_KO): $(KMOD_SRCS) $(KMOD_HDRS)
 
 .PHONY: kmod
 kmod: $(KMOD_KO)
-
-$(KCLIENT_LIB): $(call objs,kmod/client/gx_kmod_client.c)
-	$(archive)
-LIBS_ALL += $(KCLIENT_LIB)

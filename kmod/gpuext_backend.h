@@ -34,11 +34,26 @@ struct gx_backend_ops {
 	/* Make [va, va+len) of r's address space resident (a policy's
 	 * bpf_gpu_migrate_range). May be asynchronous. */
 	int (*migrate)(struct gx_dev *dev, struct gpu_region *r, u64 va, u64 len);
-	/* A user hint from GX_IOC_PREFETCH for address space `mm` (process
-	 * context, no lock held). Returns pages queued or -errno. */
-	long (*hint)(struct gx_dev *dev, struct mm_struct *mm, u64 va, u64 len, u32 prio);
-	/* Queue attributes changed (GX_IOC_QUEUE_ATTR). */
-	int (*queue_apply)(struct gx_dev *dev, struct gpu_queue *q);
+	/* The ops below are optional and serve /dev/gpuext. They are called in
+	 * process context with gpuext's own mutex held (they may sleep; they
+	 * must not call dev_register/dev_unregister). */
+	/* A user hint from GX_IOC_PREFETCH on address space `space_id` (the
+	 * caller's own, registered with GX_IOC_REGISTER_AS; its memory is
+	 * `mm`). Returns pages queued or -errno. */
+	long (*hint)(struct gx_dev *dev, struct mm_struct *mm, u32 space_id, u64 va, u64 len, u32 prio);
+	/* Address space `space_id` is going away: forget what the device keeps
+	 * for it. */
+	void (*space_drop)(struct gx_dev *dev, u32 space_id);
+	/* GX_IOC_QUEUE_ATTR on queue `id`: -ENOENT if the device has no such
+	 * queue; else call update(q, arg) under the lock that guards the queue
+	 * (gpuext checks the caller's rights and the values there and changes
+	 * q's attributes), apply the attributes if it returned 1 (changed) and
+	 * return 0, or return its negative errno. */
+	int (*queue_attr)(struct gx_dev *dev, u64 id, int (*update)(struct gpu_queue *q, void *arg),
+			  void *arg);
+	/* The device's own commands (the simulator's GX_IOC_TEST_* group),
+	 * after gpuext checked CAP_SYS_ADMIN. Returns a result or -errno. */
+	long (*ioctl)(struct gx_dev *dev, unsigned int cmd, void __user *arg);
 };
 
 struct gx_dev {
@@ -75,7 +90,7 @@ struct gx_hooks {
 	int (*task_init)(struct gx_dev *dev, struct gpu_queue *q);
 	void (*task_destroy)(struct gx_dev *dev, struct gpu_queue *q);
 };
-#define GX_HOOKS_ABI 1
+#define GX_HOOKS_ABI 2 /* 2: hint takes the space id; space_drop, queue_attr, ioctl */
 
 extern const struct gx_hooks gx_hooks;
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* gpuext_core.c — the policy side of gpuext.ko: the two struct_ops types
  * (gpu_mem_ops, gpu_sched_ops), the kfuncs, the table of attached policies
- * (several at once, one per scope) and the hooks backends call.
+ * (several at once, one per scope) and the hooks backends call (the
+ * backends themselves are listed in gpuext_backend.c).
  *
  * Authority stays here: a policy only reorders regions through kfuncs that
  * act on the region it was handed; eviction always removes exactly one
@@ -37,7 +38,6 @@ struct gx_policy {
 static DEFINE_MUTEX(gx_pol_lock);
 static LIST_HEAD(gx_mem_policies);
 static LIST_HEAD(gx_sched_policies);
-static LIST_HEAD(gx_devs);
 static u32 gx_nr_mem, gx_nr_sched;
 
 u64 gx_task_cgroup_id(struct task_struct *t)
@@ -396,43 +396,6 @@ void gx_hook_task_destroy(struct gx_dev *dev, struct gpu_queue *q)
 
 	(void)dev;
 	gx_sched_call(&c, GPU_EV_TASK_DESTROY);
-}
-
-/* ---- devices ---- */
-
-int gx_dev_register(struct gx_dev *dev)
-{
-	if (!dev || !dev->ops || !dev->ops->move || !dev->ops->head || !dev->ops->migrate)
-		return -EINVAL;
-	mutex_lock(&gx_pol_lock);
-	list_add_tail(&dev->node, &gx_devs);
-	mutex_unlock(&gx_pol_lock);
-	return 0;
-}
-
-void gx_dev_unregister(struct gx_dev *dev)
-{
-	mutex_lock(&gx_pol_lock);
-	list_del(&dev->node);
-	mutex_unlock(&gx_pol_lock);
-}
-
-/* A user hint goes to every device's backend. */
-long gx_hint_all(struct mm_struct *mm, u64 va, u64 len, u32 prio)
-{
-	struct gx_dev *dev;
-	long pages = 0, ret;
-
-	mutex_lock(&gx_pol_lock);
-	list_for_each_entry(dev, &gx_devs, node) {
-		if (!dev->ops->hint)
-			continue;
-		ret = dev->ops->hint(dev, mm, va, len, prio);
-		if (ret > 0)
-			pages += ret;
-	}
-	mutex_unlock(&gx_pol_lock);
-	return pages;
 }
 
 const struct gx_hooks gx_hooks = {

@@ -6,7 +6,10 @@
  * first version's size is EINVAL; longer: the unknown tail must be zero,
  * else E2BIG) and checks the version (EPROTO). Outputs are copied back up
  * to the caller's size. A process may only hint the address space it
- * registered itself (same mm); the TEST group needs CAP_SYS_ADMIN. */
+ * registered itself (same mm); the TEST group needs CAP_SYS_ADMIN. The
+ * backends are reached only through their ops (gpuext_backend.c): hints,
+ * queue attributes and a backend's own commands (the simulator's TEST
+ * group) go to whichever backends are registered. */
 #include <linux/capability.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
@@ -59,8 +62,10 @@ static long gx_ioc_version(void __user *arg)
 	if (ret)
 		return ret;
 	v.abi_version = GX_ABI_VERSION;
-	v.features = gx_sim_enabled() ? GX_FEAT_SIM : 0;
-	strscpy(v.backend, gx_sim_enabled() ? "sim" : "none", sizeof(v.backend));
+	mutex_lock(&gx_lock);
+	v.features = gx_backend_features();
+	strscpy(v.backend, gx_backend_name(), sizeof(v.backend));
+	mutex_unlock(&gx_lock);
 	return gx_copy_out(arg, &v, sizeof(v), usize);
 }
 
@@ -131,12 +136,10 @@ static long gx_ioc_prefetch(void __user *arg)
 		ret = -EPERM; /* not the caller's address space */
 	else
 		for (i = 0; i < pf.nr_ranges; i++)
-			gx_sim_hint_space(sp, r[i].va, r[i].len);
+			gx_backend_hint(current->mm, sp->id, r[i].va, r[i].len, pf.priority);
 	mutex_unlock(&gx_lock);
 	if (ret)
 		goto out;
-	for (i = 0; i < pf.nr_ranges; i++)
-		gx_hint_all(current->mm, r[i].va, r[i].len, pf.priority);
 	gx_inc(hints);
 	gx_add(hint_pages, pages);
 	pf.pages = pages;
@@ -144,6 +147,35 @@ static long gx_ioc_prefetch(void __user *arg)
 out:
 	kfree(r);
 	return ret;
+}
+
+/* Run by the backend that owns the queue, under gx_lock: the caller's
+ * rights, the new values, then the change. 1 if q changed. */
+static int gx_queue_update(struct gpu_queue *q, void *arg)
+{
+	struct gx_queue_attr *qa = arg;
+
+	if (q->tgid != task_tgid_nr(current) && !capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (qa->op == GX_QATTR_SET) {
+		if (((qa->mask & GX_QATTR_F_PRIORITY) && (qa->priority < 0 || qa->priority > GPU_PRIO_MAX)) ||
+		    ((qa->mask & GX_QATTR_F_TIMESLICE) &&
+		     (qa->timeslice_us < GPU_TIMESLICE_MIN_US || qa->timeslice_us > GPU_TIMESLICE_MAX_US)) ||
+		    ((qa->mask & GX_QATTR_F_INTERLEAVE) && qa->interleave > GPU_IL_HIGH))
+			return -EINVAL;
+		if ((qa->mask & GX_QATTR_F_PRIORITY) && qa->priority > q->priority && !capable(CAP_SYS_NICE))
+			return -EPERM;
+		if (qa->mask & GX_QATTR_F_PRIORITY)
+			q->priority = qa->priority;
+		if (qa->mask & GX_QATTR_F_TIMESLICE)
+			q->timeslice_us = qa->timeslice_us;
+		if (qa->mask & GX_QATTR_F_INTERLEAVE)
+			q->interleave = qa->interleave;
+	}
+	qa->priority = q->priority;
+	qa->timeslice_us = q->timeslice_us;
+	qa->interleave = q->interleave;
+	return qa->op == GX_QATTR_SET;
 }
 
 static long gx_ioc_queue_attr(void __user *arg)
@@ -156,7 +188,15 @@ static long gx_ioc_queue_attr(void __user *arg)
 		return ret;
 	if (qa.pad)
 		return -EINVAL;
-	ret = gx_sim_queue_attr(&qa);
+	mutex_lock(&gx_lock);
+	ret = gx_backend_has_queues(); /* without one, ENOENT whatever the values */
+	if (!ret && qa.op != GX_QATTR_GET && qa.op != GX_QATTR_SET)
+		ret = -EINVAL;
+	if (!ret && (qa.mask & ~(GX_QATTR_F_PRIORITY | GX_QATTR_F_TIMESLICE | GX_QATTR_F_INTERLEAVE)))
+		ret = -EINVAL;
+	if (!ret)
+		ret = gx_backend_queue_attr(qa.queue_id, gx_queue_update, &qa);
+	mutex_unlock(&gx_lock);
 	return ret ?: gx_copy_out(arg, &qa, sizeof(qa), usize);
 }
 
@@ -185,7 +225,7 @@ static long gx_ioc_stats(void __user *arg)
 	gx_policy_counts(&st.mem_policies, &st.sched_policies);
 	mutex_lock(&gx_lock);
 	st.spaces = gx_space_count();
-	st.resident = gx_sim_resident();
+	st.resident = gx_backend_resident();
 	mutex_unlock(&gx_lock);
 	return gx_copy_out(arg, &st, sizeof(st), usize);
 }
@@ -219,6 +259,20 @@ static long gx_ioc_policies(void __user *arg)
 	return gx_copy_out(arg, &pl, sizeof(pl), usize);
 }
 
+/* A backend's own commands (the simulator's TEST group): CAP_SYS_ADMIN,
+ * then -ENODEV unless a backend has commands. */
+static long gx_ioc_backend(unsigned int cmd, void __user *arg)
+{
+	long ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	mutex_lock(&gx_lock);
+	ret = gx_backend_ioctl(cmd, arg);
+	mutex_unlock(&gx_lock);
+	return ret;
+}
+
 static long gx_ioctl(struct file *file, unsigned int cmd, unsigned long uarg)
 {
 	void __user *arg = (void __user *)uarg;
@@ -243,7 +297,7 @@ static long gx_ioctl(struct file *file, unsigned int cmd, unsigned long uarg)
 	case GX_IOC_TEST_LIST:
 	case GX_IOC_TEST_EVICT:
 	case GX_IOC_TEST_QUEUE:
-		return gx_sim_ioctl(cmd, arg);
+		return gx_ioc_backend(cmd, arg);
 	}
 	return -ENOTTY;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* gpuext_main.c — module entry: struct_ops + kfuncs, the simulated
- * backend when sim=1, then /dev/gpuext. */
+ * backend (it registers itself when sim=1), then /dev/gpuext. */
 #include <linux/module.h>
 #include "gpuext_internal.h"
 
@@ -21,8 +21,9 @@ static int __init gx_init(void)
 		gx_sim_exit();
 		return ret;
 	}
-	pr_info("gpuext: loaded (abi %d, backend %s)\n", GX_ABI_VERSION,
-		gx_sim_enabled() ? "sim" : "none");
+	mutex_lock(&gx_lock);
+	pr_info("gpuext: loaded (abi %d, backend %s)\n", GX_ABI_VERSION, gx_backend_name());
+	mutex_unlock(&gx_lock);
 	return 0;
 }
 

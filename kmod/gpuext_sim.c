@@ -4,12 +4,18 @@
  * A model of one GPU as UVM sees it: regions (2 MiB VA blocks with a 4 KiB
  * page residency bitmap) of several address spaces, a device eviction list
  * (head = next victim) with a capacity in regions, a fault stream and
- * hardware queues, all driven from the TEST ioctls. It calls the same hooks
- * NVIDIA's UVM/RM would, so policies run end to end without a GPU.
+ * hardware queues, all driven from the TEST ioctls. It is a backend like
+ * NVIDIA's UVM/RM (gpuext_backend.h): it registers its device when sim=1,
+ * calls the same hooks, and /dev/gpuext reaches it only through its ops
+ * (hint, space_drop, queue_attr and ioctl for the TEST group), so policies
+ * run end to end without a GPU.
  *
  * Regions live only while resident (an evicted region is freed), so memory
- * is bounded by the capacity. The region being served by a fault is pinned:
- * it is never its own eviction victim. Everything runs under gx_lock. */
+ * is bounded by the capacity. What the simulator keeps per address space
+ * (struct gx_sspace: its regions) is made at its first fault or hint and
+ * freed by space_drop. The region being served by a fault is pinned: it is
+ * never its own eviction victim. Everything runs under gx_lock: /dev/gpuext
+ * holds it when it calls the ops. */
 #include <linux/capability.h>
 #include <linux/idr.h>
 #include <linux/module.h>
@@ -19,16 +25,25 @@
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
+#include <linux/xarray.h>
 #include "gpuext_internal.h"
 
 static bool sim;
 module_param(sim, bool, 0444);
 MODULE_PARM_DESC(sim, "Use the simulated GPU backend (tests)");
 
+/* An address space as the simulator sees it (gx_sim_spaces, by space id). */
+struct gx_sspace {
+	u32 id, tgid;
+	u64 cgroup_id;
+	struct xarray blocks; /* region index -> struct gx_block */
+	u32 nr_resident;
+};
+
 struct gx_block {
 	struct gpu_region r; /* what policies see */
 	struct list_head lru;
-	struct gx_space *sp;
+	struct gx_sspace *sp;
 	bool pinned;
 };
 
@@ -39,19 +54,10 @@ struct gx_squeue {
 static struct gx_dev gx_sim_dev;
 static LIST_HEAD(gx_sim_list); /* resident regions, head = next victim */
 static DEFINE_IDR(gx_sim_queues);
+static DEFINE_XARRAY(gx_sim_spaces); /* space id -> struct gx_sspace */
 static u64 gx_sim_next_id = 1;
 #define GX_SIM_DEFAULT_CAPACITY 64
-#define GX_SIM_MAX_CAPACITY 65536
-
-bool gx_sim_enabled(void)
-{
-	return sim;
-}
-
-u32 gx_sim_resident(void)
-{
-	return sim ? gx_sim_dev.nr_resident : 0;
-}
+#define GX_SIM_MAX_CAPACITY	65536
 
 static void gx_block_count(struct gx_block *b)
 {
@@ -64,7 +70,7 @@ static void gx_block_count(struct gx_block *b)
 
 static void gx_block_evict(struct gx_block *b)
 {
-	struct gx_space *sp = b->sp;
+	struct gx_sspace *sp = b->sp;
 
 	list_del(&b->lru);
 	xa_erase(&sp->blocks, b->r.va_start >> GPU_REGION_SHIFT);
@@ -72,6 +78,53 @@ static void gx_block_evict(struct gx_block *b)
 	gx_sim_dev.nr_resident--;
 	kfree(b);
 	gx_live_dec();
+}
+
+/* The simulator's side of address space sp, made at first use. */
+static struct gx_sspace *gx_sspace_get(struct gx_space *sp)
+{
+	struct gx_sspace *ss = xa_load(&gx_sim_spaces, sp->id);
+	int ret;
+
+	if (ss)
+		return ss;
+	ss = kzalloc(sizeof(*ss), GFP_KERNEL);
+	if (!ss)
+		return ERR_PTR(-ENOMEM);
+	ss->id = sp->id;
+	ss->tgid = sp->tgid;
+	ss->cgroup_id = sp->cgroup_id;
+	xa_init(&ss->blocks);
+	ret = xa_err(xa_store(&gx_sim_spaces, sp->id, ss, GFP_KERNEL));
+	if (ret) {
+		kfree(ss);
+		return ERR_PTR(ret);
+	}
+	gx_live_inc();
+	return ss;
+}
+
+static void gx_sspace_free(struct gx_sspace *ss)
+{
+	struct gx_block *b;
+	unsigned long idx;
+
+	xa_for_each(&ss->blocks, idx, b)
+		gx_block_evict(b);
+	xa_destroy(&ss->blocks);
+	xa_erase(&gx_sim_spaces, ss->id);
+	kfree(ss);
+	gx_live_dec();
+}
+
+/* Every space's regions (reset, unload). */
+static void gx_sspaces_drop(void)
+{
+	struct gx_sspace *ss;
+	unsigned long id;
+
+	xa_for_each(&gx_sim_spaces, id, ss)
+		gx_sspace_free(ss);
 }
 
 /* Make room for one more region; false if everything left is pinned. */
@@ -91,8 +144,7 @@ static bool gx_sim_make_room(u32 pressure, u32 *evicted)
 }
 
 /* Return the region of `va`, activating it if it is not resident. */
-static struct gx_block *gx_sim_get(struct gx_space *sp, u64 va, u32 pressure, u32 *evicted,
-				   bool *activated)
+static struct gx_block *gx_sim_get(struct gx_sspace *sp, u64 va, u32 pressure, u32 *evicted, bool *activated)
 {
 	unsigned long idx = va >> GPU_REGION_SHIFT;
 	struct gx_block *b = xa_load(&sp->blocks, idx);
@@ -141,14 +193,13 @@ static void gx_block_fill(struct gx_block *b, u32 first, u32 outer)
 }
 
 /* Bring [va, va+len) of a space in, whole regions, bounded by capacity. */
-static long gx_sim_migrate_space(struct gx_space *sp, u64 va, u64 len, u32 *evicted)
+static long gx_sim_migrate_space(struct gx_sspace *sp, u64 va, u64 len, u32 *evicted)
 {
 	u64 end = va + len, a;
 	u32 n = 0;
 	long pages = 0;
 
-	for (a = va & ~(GPU_REGION_SIZE - 1); a < end && n < gx_sim_dev.capacity;
-	     a += GPU_REGION_SIZE, n++) {
+	for (a = va & ~(GPU_REGION_SIZE - 1); a < end && n < gx_sim_dev.capacity; a += GPU_REGION_SIZE, n++) {
 		bool act;
 		struct gx_block *b = gx_sim_get(sp, a, GPU_PRESSURE_NONE, evicted, &act);
 		u32 before;
@@ -200,41 +251,31 @@ static int gx_sim_migrate(struct gx_dev *dev, struct gpu_region *r, u64 va, u64 
 	return ret < 0 ? ret : 0;
 }
 
-static int gx_sim_queue_apply(struct gx_dev *dev, struct gpu_queue *q)
+/* A hint on the caller's registered space: its regions brought in. */
+static long gx_sim_hint(struct gx_dev *dev, struct mm_struct *mm, u32 space_id, u64 va, u64 len, u32 prio)
 {
-	return 0;
+	struct gx_space *sp = gx_space_find(space_id);
+	struct gx_sspace *ss;
+
+	if (!sp || sp->mm != mm)
+		return -ENOENT;
+	ss = gx_sspace_get(sp);
+	if (IS_ERR(ss))
+		return PTR_ERR(ss);
+	return gx_sim_migrate_space(ss, va, len, NULL);
 }
 
-static const struct gx_backend_ops gx_sim_ops = {
-	.move = gx_sim_move,
-	.head = gx_sim_head,
-	.migrate = gx_sim_migrate,
-	/* no .hint: the chardev hands hints on registered spaces to
-	 * gx_sim_hint_space() directly, with gx_lock held */
-	.queue_apply = gx_sim_queue_apply,
-};
-
-/* A hint on a registered space: called by the chardev with gx_lock held. */
-long gx_sim_hint_space(struct gx_space *sp, u64 va, u64 len)
+static void gx_sim_space_drop(struct gx_dev *dev, u32 space_id)
 {
-	if (!sim)
-		return 0;
-	return gx_sim_migrate_space(sp, va, len, NULL);
-}
+	struct gx_sspace *ss = xa_load(&gx_sim_spaces, space_id);
 
-void gx_sim_space_drop(struct gx_space *sp)
-{
-	struct gx_block *b;
-	unsigned long idx;
-
-	xa_for_each(&sp->blocks, idx, b)
-		gx_block_evict(b);
+	if (ss)
+		gx_sspace_free(ss);
 }
 
 /* ---- faults ---- */
 
-static int gx_sim_fault_one(struct gx_space *sp, u64 va, u32 pressure, u32 flags,
-			    struct gx_fault_result *res)
+static int gx_sim_fault_one(struct gx_sspace *sp, u64 va, u32 pressure, u32 flags, struct gx_fault_result *res)
 {
 	struct gx_prefetch_out out;
 	struct gpu_fault f = {};
@@ -291,6 +332,7 @@ static long gx_sim_fault(void __user *arg)
 {
 	struct gx_test_fault tf;
 	struct gx_fault_result *res = NULL;
+	struct gx_sspace *ss;
 	struct gx_space *sp;
 	u64 *vas;
 	u32 usize, i;
@@ -323,19 +365,17 @@ static long gx_sim_fault(void __user *arg)
 			goto out;
 		}
 	}
-	mutex_lock(&gx_lock);
 	sp = gx_space_find(tf.space_id);
-	if (!sp) {
-		ret = -ENOENT;
+	ss = sp ? gx_sspace_get(sp) : ERR_PTR(-ENOENT);
+	if (IS_ERR(ss)) {
+		ret = PTR_ERR(ss);
 	} else {
 		for (i = 0; i < tf.nr; i++) {
-			ret = gx_sim_fault_one(sp, vas[i], tf.pressure, tf.flags,
-					       res ? &res[i] : NULL);
+			ret = gx_sim_fault_one(ss, vas[i], tf.pressure, tf.flags, res ? &res[i] : NULL);
 			if (ret)
 				break;
 		}
 	}
-	mutex_unlock(&gx_lock);
 	if (!ret && res && copy_to_user(u64_to_user_ptr(tf.results), res, tf.nr * sizeof(*res)))
 		ret = -EFAULT;
 out:
@@ -364,7 +404,6 @@ static long gx_sim_list_ioctl(void __user *arg)
 		if (!buf)
 			return -ENOMEM;
 	}
-	mutex_lock(&gx_lock);
 	list_for_each_entry(b, &gx_sim_list, lru) {
 		if (n < tl.nr) {
 			buf[n].va = b->r.va_start;
@@ -376,7 +415,6 @@ static long gx_sim_list_ioctl(void __user *arg)
 		}
 		total++;
 	}
-	mutex_unlock(&gx_lock);
 	ret = 0;
 	if (n && copy_to_user(u64_to_user_ptr(tl.entries), buf, n * sizeof(*buf)))
 		ret = -EFAULT;
@@ -401,7 +439,6 @@ static long gx_sim_evict_ioctl(void __user *arg)
 		return -EINVAL;
 	if (te.nr > GX_SIM_MAX_CAPACITY)
 		return -E2BIG;
-	mutex_lock(&gx_lock);
 	for (i = 0; i < te.nr; i++) {
 		struct gpu_region *v = gx_hook_evict_pick(&gx_sim_dev, te.pressure);
 
@@ -410,7 +447,6 @@ static long gx_sim_evict_ioctl(void __user *arg)
 		gx_block_evict(container_of(v, struct gx_block, r));
 		gx_inc(evictions);
 	}
-	mutex_unlock(&gx_lock);
 	te.nr = i;
 	return gx_copy_out(arg, &te, sizeof(te), usize);
 }
@@ -439,12 +475,10 @@ static long gx_sim_config(void __user *arg)
 		return ret;
 	if (!tc.capacity || tc.capacity > GX_SIM_MAX_CAPACITY || tc.flags)
 		return -EINVAL;
-	mutex_lock(&gx_lock);
-	gx_space_drop_all_blocks();
+	gx_sspaces_drop();
 	gx_space_drop_tests();
 	gx_sim_queues_drop();
 	gx_sim_dev.capacity = tc.capacity;
-	mutex_unlock(&gx_lock);
 	return 0;
 }
 
@@ -466,13 +500,11 @@ static long gx_sim_space(void __user *arg)
 	rcu_read_unlock();
 	if (!t)
 		return -ESRCH;
-	mutex_lock(&gx_lock);
 	sp = gx_space_new(ts.tgid, cgid, NULL);
 	if (!IS_ERR(sp)) {
 		sp->test = true;
 		ts.space_id = sp->id;
 	}
-	mutex_unlock(&gx_lock);
 	if (IS_ERR(sp))
 		return PTR_ERR(sp);
 	return gx_copy_out(arg, &ts, sizeof(ts), usize);
@@ -495,11 +527,9 @@ static long gx_sim_queue(void __user *arg)
 	if (tq.op == GX_TQ_DESTROY) {
 		if (tq.queue_id > INT_MAX)
 			return -ENOENT;
-		mutex_lock(&gx_lock);
 		q = tq.queue_id ? idr_remove(&gx_sim_queues, tq.queue_id) : NULL;
 		if (q)
 			gx_hook_task_destroy(&gx_sim_dev, &q->q);
-		mutex_unlock(&gx_lock);
 		if (!q)
 			return -ENOENT;
 		kfree(q);
@@ -524,7 +554,6 @@ static long gx_sim_queue(void __user *arg)
 	q->q.priority = tq.priority;
 	q->q.timeslice_us = GPU_TIMESLICE_DEFAULT_US;
 	q->q.interleave = GPU_IL_MEDIUM;
-	mutex_lock(&gx_lock);
 	id = idr_alloc(&gx_sim_queues, q, 1, INT_MAX, GFP_KERNEL);
 	if (id > 0) {
 		q->q.id = id;
@@ -541,7 +570,6 @@ static long gx_sim_queue(void __user *arg)
 		tq.granted_priority = q->q.priority;
 		gx_live_inc();
 	}
-	mutex_unlock(&gx_lock);
 	if (ret) {
 		kfree(q);
 		return ret;
@@ -549,64 +577,22 @@ static long gx_sim_queue(void __user *arg)
 	return gx_copy_out(arg, &tq, sizeof(tq), usize);
 }
 
-int gx_sim_queue_attr(struct gx_queue_attr *qa)
+/* GX_IOC_QUEUE_ATTR: /dev/gpuext's update checks and changes the queue;
+ * nothing more to apply on a simulated GPU. */
+static int gx_sim_queue_attr(struct gx_dev *dev, u64 id, int (*update)(struct gpu_queue *q, void *arg), void *arg)
 {
-	struct gx_squeue *q;
-	int ret = 0;
+	struct gx_squeue *q = id && id <= INT_MAX ? idr_find(&gx_sim_queues, id) : NULL;
+	int ret;
 
-	if (!sim)
+	if (!q)
 		return -ENOENT;
-	if (qa->op != GX_QATTR_GET && qa->op != GX_QATTR_SET)
-		return -EINVAL;
-	if (qa->mask & ~(GX_QATTR_F_PRIORITY | GX_QATTR_F_TIMESLICE | GX_QATTR_F_INTERLEAVE))
-		return -EINVAL;
-	mutex_lock(&gx_lock);
-	q = qa->queue_id && qa->queue_id <= INT_MAX ? idr_find(&gx_sim_queues, qa->queue_id) : NULL;
-	if (!q) {
-		ret = -ENOENT;
-		goto out;
-	}
-	if (q->q.tgid != task_tgid_nr(current) && !capable(CAP_SYS_ADMIN)) {
-		ret = -EPERM;
-		goto out;
-	}
-	if (qa->op == GX_QATTR_SET) {
-		if (((qa->mask & GX_QATTR_F_PRIORITY) &&
-		     (qa->priority < 0 || qa->priority > GPU_PRIO_MAX)) ||
-		    ((qa->mask & GX_QATTR_F_TIMESLICE) &&
-		     (qa->timeslice_us < GPU_TIMESLICE_MIN_US ||
-		      qa->timeslice_us > GPU_TIMESLICE_MAX_US)) ||
-		    ((qa->mask & GX_QATTR_F_INTERLEAVE) && qa->interleave > GPU_IL_HIGH)) {
-			ret = -EINVAL;
-			goto out;
-		}
-		if ((qa->mask & GX_QATTR_F_PRIORITY) && qa->priority > q->q.priority &&
-		    !capable(CAP_SYS_NICE)) {
-			ret = -EPERM;
-			goto out;
-		}
-		if (qa->mask & GX_QATTR_F_PRIORITY)
-			q->q.priority = qa->priority;
-		if (qa->mask & GX_QATTR_F_TIMESLICE)
-			q->q.timeslice_us = qa->timeslice_us;
-		if (qa->mask & GX_QATTR_F_INTERLEAVE)
-			q->q.interleave = qa->interleave;
-		gx_sim_dev.ops->queue_apply(&gx_sim_dev, &q->q);
-	}
-	qa->priority = q->q.priority;
-	qa->timeslice_us = q->q.timeslice_us;
-	qa->interleave = q->q.interleave;
-out:
-	mutex_unlock(&gx_lock);
-	return ret;
+	ret = update(&q->q, arg);
+	return ret < 0 ? ret : 0;
 }
 
-long gx_sim_ioctl(unsigned int cmd, void __user *arg)
+/* The TEST group (CAP_SYS_ADMIN already checked). */
+static long gx_sim_ioctl(struct gx_dev *dev, unsigned int cmd, void __user *arg)
 {
-	if (!capable(CAP_SYS_ADMIN))
-		return -EPERM;
-	if (!sim)
-		return -ENODEV;
 	switch (cmd) {
 	case GX_IOC_TEST_CONFIG:
 		return gx_sim_config(arg);
@@ -624,6 +610,16 @@ long gx_sim_ioctl(unsigned int cmd, void __user *arg)
 	return -ENOTTY;
 }
 
+static const struct gx_backend_ops gx_sim_ops = {
+	.move = gx_sim_move,
+	.head = gx_sim_head,
+	.migrate = gx_sim_migrate,
+	.hint = gx_sim_hint,
+	.space_drop = gx_sim_space_drop,
+	.queue_attr = gx_sim_queue_attr,
+	.ioctl = gx_sim_ioctl,
+};
+
 int gx_sim_init(void)
 {
 	if (!sim)
@@ -639,7 +635,7 @@ void gx_sim_exit(void)
 	if (!sim)
 		return;
 	mutex_lock(&gx_lock);
-	gx_space_drop_all_blocks();
+	gx_sspaces_drop();
 	gx_space_drop_tests();
 	gx_sim_queues_drop();
 	mutex_unlock(&gx_lock);

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /* gpuext_space.c — address spaces known to gpuext: one per process that
  * registered through /dev/gpuext (its mm, for the "own memory only" rule)
- * and the simulator's test spaces. Ids come from an idr under gx_lock. */
+ * and the simulator's test spaces. Ids come from an idr under gx_lock; a
+ * space that goes away is dropped from every backend first. */
 #include <linux/idr.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include "gpuext_internal.h"
 
-DEFINE_MUTEX(gx_lock);
 static DEFINE_IDR(gx_spaces);
 static u32 gx_nr_spaces;
 
@@ -26,7 +26,6 @@ struct gx_space *gx_space_new(u32 tgid, u64 cgid, struct mm_struct *mm)
 	sp->id = id;
 	sp->tgid = tgid;
 	sp->cgroup_id = cgid;
-	xa_init(&sp->blocks);
 	if (mm) {
 		mmgrab(mm);
 		sp->mm = mm;
@@ -38,8 +37,7 @@ struct gx_space *gx_space_new(u32 tgid, u64 cgid, struct mm_struct *mm)
 
 void gx_space_free(struct gx_space *sp)
 {
-	gx_sim_space_drop(sp);
-	xa_destroy(&sp->blocks);
+	gx_backend_space_drop(sp->id);
 	idr_remove(&gx_spaces, sp->id);
 	if (sp->mm)
 		mmdrop(sp->mm);
@@ -60,7 +58,7 @@ u32 gx_space_count(void)
 	return gx_nr_spaces;
 }
 
-/* Free every test space (simulator reset). gx_lock held. */
+/* Free every test space (a backend's reset). gx_lock held. */
 void gx_space_drop_tests(void)
 {
 	struct gx_space *sp;
@@ -69,14 +67,4 @@ void gx_space_drop_tests(void)
 	idr_for_each_entry(&gx_spaces, sp, id)
 		if (sp->test)
 			gx_space_free(sp);
-}
-
-/* Drop the simulator's regions of every space (simulator reset). */
-void gx_space_drop_all_blocks(void)
-{
-	struct gx_space *sp;
-	int id;
-
-	idr_for_each_entry(&gx_spaces, sp, id)
-		gx_sim_space_drop(sp);
 }

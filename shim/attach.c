@@ -8,8 +8,8 @@
 
 #include "attach/gx_attach.h"
 #include "blocksched/gx_blocksched.h"
-#include "shim/gx_hostpolicy.h"
-#include "shim/gx_load.h"
+#include "shim/hostpolicy_internal.h"
+#include "shim/load_internal.h"
 
 unsigned gx_dev_sm(CUdevice d)
 {

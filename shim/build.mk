@@ -1,7 +1,7 @@
 # shim/ — the drop-in libcuda.so.1 (docs/shim.md): every driver symbol
 # exported (generated from the toolkit's stub and cuda.h), the intercepted
 # families, module loading through image/ and ptx-rewrite/, host policies
-# through hostexec/ or gpuext.ko (kmod/client), device policies through
+# through hostexec/ or gpuext.ko (hostkmod/), device policies through
 # attach/. Its public interface is the driver API plus the host events,
 # include/gpuext/gx_events.h. Also gpuext-audit.so (gpuext-run --audit).
 CUDA_STUB   ?= $(CUDA_HOME)/lib64/stubs/libcuda.so

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/gx_shim.h"
+#include "shim/shim_internal.h"
 
 struct gx_config gx_config;
 int gx_initialized;

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "common/gx_tls.h"
-#include "shim/gx_shim.h"
-#include "shim/gx_shim_ev.h"
+#include "shim/shim_internal.h"
+#include "shim/shim_ev_internal.h"
 
 #define MAX_SUBS 32
 

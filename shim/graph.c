@@ -5,8 +5,8 @@
  * (v1) parameter structs are widened to the v2 form for subscribers. */
 #include <string.h>
 
-#include "shim/gx_shim_ev.h"
-#include "shim/gx_tables.h"
+#include "shim/shim_ev_internal.h"
+#include "shim/tables_internal.h"
 
 /* Fill ev from a v2 struct, run subscribers; *out gets the (maybe edited)
  * params. Returns a veto or CUDA_SUCCESS. */

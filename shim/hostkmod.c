@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kmod/client/gx_kmod_client.h"
-#include "shim/gx_hostkmod.h"
-#include "shim/gx_shim.h"
+#include "hostkmod/gx_kmod_client.h"
+#include "shim/hostkmod_internal.h"
+#include "shim/shim_internal.h"
 
 #define HK_MAX_WALK (4ull << 30) /* as the executor: bytes one argument may stand for */
 

@@ -1,6 +1,6 @@
-/* hostpolicy.c — host struct_ops policies (hostbpf/NAME.bpf.o, the objects
+/* hostpolicy.c — host struct_ops policies (hostbpf/gx_NAME.bpf.c, the objects
  * gpuext.ko attaches) run inside the shim by the user-space executor
- * (hostbpf/gx_hostexec.h), for machines where the module cannot be loaded.
+ * (hostexec/gx_hostexec.h), for machines where the module cannot be loaded.
  *
  * GPUEXT_POLICY is a ':'-separated list; entries whose object has
  * struct_ops/ sections are ours (device policies are the other part's),
@@ -14,7 +14,7 @@
  * With /dev/gpuext present the kernel module owns these decisions: launches
  * become prefetch hints on its ioctl channel (hostkmod.c) and the executor
  * stays off. Device policies' gdev_mem_prefetch requests (drained by
- * devrt.c) reach the same policy. Any failure: one line, the application
+ * attach/devrt.c) reach the same policy. Any failure: one line, the application
  * runs without the policy. */
 #include <errno.h>
 #include <pthread.h>
@@ -26,9 +26,9 @@
 
 #include "gpuext/gpu_ext.h"
 #include "hostexec/gx_hostexec.h"
-#include "shim/gx_hostkmod.h"
-#include "shim/gx_hostpolicy.h"
-#include "shim/gx_shim_ev.h"
+#include "shim/hostkmod_internal.h"
+#include "shim/hostpolicy_internal.h"
+#include "shim/shim_ev_internal.h"
 
 #define MAX_PREF 256
 #define MAX_REJECT 64
@@ -212,7 +212,7 @@ static struct gx_hx_opts make_opts(void)
 	const char *min = getenv("GPUEXT_HOSTPOLICY_MIN_PREFETCH");
 	o.min_prefetch = min_prefetch = min ? strtoull(min, NULL, 0) : 2ull << 20;
 	/* Native code (libgxjit.so) by default: the executor verified every
-	 * handler at load (hostbpf/hx_verify.c); where the JIT library cannot
+	 * handler at load (hostexec/hx_verify.c); where the JIT library cannot
 	 * be loaded, one line and the interpreter. */
 	const char *jit = getenv("GPUEXT_HOSTPOLICY_JIT");
 	o.native = !jit || strcmp(jit, "interp");
@@ -237,8 +237,8 @@ static struct gx_hx_opts make_opts(void)
 	const char *la = getenv("GPUEXT_HOSTPOLICY_LAUNCH_ARGS");
 	launch_args = !la || strcmp(la, "0");
 	const char *st = getenv("GPUEXT_HOSTPOLICY_STREAM");
-	/* Default: in order on the launch stream, as hand-written code does (GPU
-	 * run 5: ping-pong 291 ms vs 355 ms on the private stream, hand-written
+	/* Default: in order on the launch stream, as hand-written code does
+	 * (bench/results/2026-12-02-gpu-run5.md: ping-pong 291 ms vs 355 ms on the private stream, hand-written
 	 * on a side stream 547 vs 403 ms; other patterns within noise). */
 	on_launch_stream = !st || strcmp(st, "own");
 	if (st && strcmp(st, "launch") && strcmp(st, "own"))

@@ -3,11 +3,11 @@
  * tables are dropped when the driver destroys what they describe. */
 #include <string.h>
 
-#include "shim/gx_hostpolicy.h"
-#include "shim/gx_load.h"
-#include "shim/gx_shim_ev.h"
-#include "shim/gx_tables.h"
-#include "shim/gx_tenancy.h"
+#include "shim/hostpolicy_internal.h"
+#include "shim/load_internal.h"
+#include "shim/shim_ev_internal.h"
+#include "shim/tables_internal.h"
+#include "shim/tenancy_internal.h"
 
 #define MAX_DEVS 64
 static CUcontext primary[MAX_DEVS]; /* device ordinal -> primary context seen */

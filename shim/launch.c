@@ -3,12 +3,12 @@
  * the same indirect jump as a forwarded symbol (no lock, no allocation, no
  * TLS, no frame); with one they jump here, arguments untouched.
  * Function handles need no translation: the application already holds the
- * handles of the rewritten code (gx_tables.h). */
+ * handles of the rewritten code (tables_internal.h). */
 #include <string.h>
 
-#include "shim/gx_shim_ev.h"
-#include "shim/gx_tables.h"
-#include "shim/gx_tenancy.h"
+#include "shim/shim_ev_internal.h"
+#include "shim/tables_internal.h"
+#include "shim/tenancy_internal.h"
 
 /* The launch's context and kernel name; then GX_EV_LAUNCH to its
  * subscribers, if any (their veto is returned). */

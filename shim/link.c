@@ -8,8 +8,8 @@
 #include <string.h>
 #include <uthash.h>
 
-#include "shim/gx_link.h"
-#include "shim/gx_load.h"
+#include "shim/link_internal.h"
+#include "shim/load_internal.h"
 
 struct keep {
 	struct keep *next;

@@ -9,9 +9,9 @@
 #include "ptx-rewrite/gx_ptx.h"
 #include "gpuext/gx_devrt.h"
 #include "image/gx_image.h"
-#include "shim/gx_load.h"
-#include "shim/gx_mcache.h"
-#include "shim/passes_env.h"
+#include "shim/load_internal.h"
+#include "shim/mcache_internal.h"
+#include "shim/passes_env_internal.h"
 
 static unsigned module_seq;
 

@@ -1,4 +1,4 @@
-/* mcache.c — the rewritten-module cache (see gx_mcache.h for what and why).
+/* mcache.c — the rewritten-module cache (see mcache_internal.h for what and why).
  *
  * File format (text header, then the PTX bytes):
  *   gpuext-mcache 1\n
@@ -25,8 +25,8 @@
 #include "attach/gx_attach.h"
 #include "common/gx_trust.h"
 #include "ptx-rewrite/gx_ptx.h"
-#include "shim/gx_mcache.h"
-#include "shim/gx_shim.h"
+#include "shim/mcache_internal.h"
+#include "shim/shim_internal.h"
 
 #define MC_MAGIC "gpuext-mcache 1\n"
 #define MC_EXT ".gxmod"

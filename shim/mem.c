@@ -3,7 +3,7 @@
  * when nobody subscribed. */
 #include <string.h>
 
-#include "shim/gx_shim_ev.h"
+#include "shim/shim_ev_internal.h"
 
 static bool want(enum gx_event_kind k)
 {

@@ -3,7 +3,7 @@
  * PTX is loaded with the application's own options (JIT options the driver
  * writes back land in the application's arrays, since we pass them through);
  * if the driver rejects it, the original image is loaded instead. The handle
- * returned is always the one of what was loaded (see gx_tables.h), so
+ * returned is always the one of what was loaded (see tables_internal.h), so
  * cuLibraryGetModule, cuModuleGetGlobal, cuLibraryGetGlobal... need no
  * wrapper: they already act on the rewritten code. */
 #include <stdint.h>
@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/gx_link.h"
-#include "shim/gx_load.h"
-#include "shim/gx_shim_ev.h"
-#include "shim/gx_tables.h"
+#include "shim/link_internal.h"
+#include "shim/load_internal.h"
+#include "shim/shim_ev_internal.h"
+#include "shim/tables_internal.h"
 
 static CUcontext cur_ctx(void)
 {

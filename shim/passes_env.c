@@ -15,7 +15,7 @@
 #include "gpuext/gdev_ctx.h"
 #include "common/gx_log.h"
 #include "ptx-rewrite/gx_ptx.h"
-#include "shim/passes_env.h"
+#include "shim/passes_env_internal.h"
 
 unsigned gx_hooks_from_env(void)
 {

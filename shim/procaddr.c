@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "shim/gx_shim.h"
+#include "shim/shim_internal.h"
 
 struct addr_ent {
 	void *real;

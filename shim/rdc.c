@@ -11,7 +11,7 @@
  * application's image; on any failure it loads the original (one log line).
  * Units without PTX, or device code that needs libraries the link cannot see
  * (libcudadevrt for dynamic parallelism), end in that fallback. The linked
- * cubin goes into the rewritten-module cache (gx_mcache.h), keyed by its
+ * cubin goes into the rewritten-module cache (mcache_internal.h), keyed by its
  * units, so a second start neither rewrites nor links. */
 #include <stdint.h>
 #include <stdio.h>
@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "image/gx_image.h"
-#include "shim/gx_load.h"
-#include "shim/gx_mcache.h"
+#include "shim/load_internal.h"
+#include "shim/mcache_internal.h"
 #include "ptx-rewrite/gx_ptx.h"
 
 #define RDC_MAX_UNITS 1024

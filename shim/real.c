@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "common/gx_libcuda.h"
-#include "shim/gx_shim.h"
+#include "shim/shim_internal.h"
 
 /* Exported so that a candidate can be recognised as a copy of the shim. */
 GX_EXPORT const char gpuext_shim_marker[] = "gpuext libcuda shim";

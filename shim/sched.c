@@ -8,8 +8,8 @@
 
 #include "attach/gx_attach.h"
 #include "blocksched/gx_blocksched.h"
-#include "shim/gx_load.h"
-#include "shim/gx_tables.h"
+#include "shim/load_internal.h"
+#include "shim/tables_internal.h"
 
 static struct gx_bs_cu cu;
 static struct gx_bs_host host;

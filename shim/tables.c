@@ -1,12 +1,12 @@
 /* tables.c — per-context records of modules, libraries and functions (see
- * gx_tables.h for the handle policy). uthash tables under one mutex. */
+ * tables_internal.h for the handle policy). uthash tables under one mutex. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
 
 #include "common/gx_tls.h"
-#include "shim/gx_tables.h"
+#include "shim/tables_internal.h"
 
 struct gx_func {
 	void *handle;

@@ -23,9 +23,9 @@
 #include <unistd.h>
 
 #include "hostexec/gx_hostexec.h"
-#include "shim/gx_hostpolicy.h"
-#include "shim/gx_shim_ev.h"
-#include "shim/gx_tenancy.h"
+#include "shim/hostpolicy_internal.h"
+#include "shim/shim_ev_internal.h"
+#include "shim/tenancy_internal.h"
 
 __thread int gx_tenancy_track GX_TLS_IE;
 static __thread struct {

@@ -23,7 +23,7 @@
 #include <time.h>
 
 #include "common/gx_capture.h"
-#include "shim/gx_tenancy.h"
+#include "shim/tenancy_internal.h"
 
 #define NSTREAMS 64   /* streams with launches in flight at once */
 #define DEPTH 1024    /* tracked launches in flight per stream */

@@ -9,7 +9,7 @@
 
 #include "common/gx_util.h"
 #include "devbpf/gx_bpf.h"
-#include "tools/tooldata.h"
+#include "tools/tooldata_internal.h"
 
 struct krs_launch {
 	const struct td_launch *l; /* NULL: records no launch accounts for */

@@ -20,7 +20,7 @@
 
 #include "common/gx_util.h"
 #include "gpuext/gx_toollog.h"
-#include "tools/tooldata.h"
+#include "tools/tooldata_internal.h"
 
 #define TOP_KERNELS 25
 

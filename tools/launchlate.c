@@ -9,7 +9,7 @@
 
 #include "common/gx_util.h"
 #include "devbpf/gx_bpf.h"
-#include "tools/tooldata.h"
+#include "tools/tooldata_internal.h"
 
 int fmt_launchlate(const struct tooldata *td, int json, FILE *tf)
 {

@@ -8,7 +8,7 @@
 
 #include "common/gx_util.h"
 #include "devbpf/gx_bpf.h"
-#include "tools/tooldata.h"
+#include "tools/tooldata_internal.h"
 
 static const char *op_name(unsigned op)
 {

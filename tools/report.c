@@ -12,7 +12,7 @@
 
 #include "common/gx_util.h"
 #include "devbpf/gx_bpf.h"
-#include "tools/tooldata.h"
+#include "tools/tooldata_internal.h"
 
 void td_bar(unsigned long long v, unsigned long long max, int width)
 {

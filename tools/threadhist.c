@@ -8,7 +8,7 @@
 
 #include "common/gx_util.h"
 #include "devbpf/gx_bpf.h"
-#include "tools/tooldata.h"
+#include "tools/tooldata_internal.h"
 
 /* Per GPU: SMs (from the contexts of that device, else the highest busy
  * one), sums and balance. */

@@ -18,7 +18,7 @@
 
 #include "common/gx_util.h"
 #include "gpuext/gx_toollog.h"
-#include "tools/tooldata.h"
+#include "tools/tooldata_internal.h"
 
 static void *grow(void *p, size_t *cap, size_t n, size_t sz)
 {

@@ -6,7 +6,7 @@
 
 #include "common/gx_util.h"
 #include "tools/gx_tools.h"
-#include "tools/tooldata.h"
+#include "tools/tooldata_internal.h"
 
 static const struct {
 	struct gx_tool t;

@@ -23,7 +23,7 @@
  * GX_KRS_FULL_BLOCKS blocks of a launch record. Why: warp 0 of a recording
  * block retires only after its record (a few dependent loads and the ring's
  * fetch-add), which cost a 262k-block stencil +5.6 % (+2.9 % sampling down
- * to 65,536 blocks per launch, GPU run 15), and a ring drained every 20 ms
+ * to 65,536 blocks per launch, bench/results/2026-12-03-gpu-run14.md), and a ring drained every 20 ms
  * holds 262,144 records: one such launch filled it, and the records kept
  * were the first blocks of the first launches of each drain period, the
  * rest dropped. A regular sample of every launch (16,384 blocks: 124 per SM
@@ -55,7 +55,7 @@ static inline gdev_u64 gx_krs_sample_mask(gdev_u64 blocks)
  * is the least 2^k - 1 >= m, so (lin & mask) != 0 exactly then (lin = 0:
  * 0 - 1 is the largest value, never skipped). Four operations instead of the
  * mask's chain of shifts, on warp 0's way out of every block; on the H200
- * both forms measured the same (GPU run 17), this one is shorter. */
+ * both forms measured the same (bench/results/2026-12-03-gpu-run14.md), this one is shorter. */
 static inline int gx_krs_skip(gdev_u64 lin, gdev_u64 blocks)
 {
 	return (lin & -lin) - 1 < (blocks - 1) >> GX_KRS_FULL_SHIFT;

@@ -11,7 +11,8 @@
  * previous launch's range is wide (hi > lo x (100 + imbalance_pct) / 100,
  * default 20 %), it returns a class 1..31 placing the chunk's time in that
  * range (31 = slowest; 31 rather than 15 classes: on tail_tile the coarser
- * ones cost 2 points against the ideal order, run 55): the runtime lists
+ * ones cost 2 points against the ideal order,
+ * bench/results/2026-12-04-gpu-run54.md): the runtime lists
  * the chunks by class and the next launch of the kernel with the same
  * grid claims them heaviest first — longest-processing-time-first
  * scheduling, with the order learned rather than known. A narrow range returns 0: no list, no reordering.

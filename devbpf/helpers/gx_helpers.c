@@ -46,7 +46,7 @@ static inline unsigned long long gx_ring_now(void)
 }
 #define GX_RING_NOW() gx_ring_now()
 #else
-#include "devbpf/gx_hosthelpers.h"
+#include "devbpf/hosthelpers_internal.h"
 #define gx_shard_index(m, type)                                                          \
 	((type) == GX_MAP_PERWARP_ARRAY                                                  \
 		 ? (gx_host_env.smid * GX_WARP_SLOTS_PER_SM + gx_host_env.warpid) % (m)->nr_shards \
@@ -77,7 +77,7 @@ static inline unsigned long long gx_ring_now(void)
  * the offset an immediate — no pointer to chase first (a module global
  * holding the block's address cost warp 0 two dependent loads per block:
  * +13.5 % on a 4.6 us saxpy under threadhist, +6.2 % with the block in
- * __constant__; bench/devrt_place.cu, run 57). Zero until written: no maps,
+ * __constant__; bench/devrt_place.cu, bench/results/2026-12-04-gpu-run54.md). Zero until written: no maps,
  * no ring — every helper then finds nothing. */
 __attribute__((address_space(4))) struct gx_devrt __gx_devrt;
 

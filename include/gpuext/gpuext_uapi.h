@@ -33,7 +33,7 @@ struct gx_version {
 	GX_IOC_HEAD;
 	__u32 abi_version; /* out */
 	__u32 features;    /* out: GX_FEAT_* */
-	char backend[16];  /* out: "sim", "nvidia", "none" */
+	char backend[16];  /* out: first registered backend: "sim", "nvidia-uvm"; "none" */
 };
 #define GX_FEAT_SIM 0x1
 

@@ -6,7 +6,7 @@
  * process; test_attach.sh runs the others end to end). */
 #include <stdlib.h>
 
-#include "attach/attach_priv.h"
+#include "attach/attach_internal.h"
 #include "tests/gx_test.h"
 
 /* launches.c reaches the driver through it; gx_lt_sampled never does */

@@ -1,6 +1,6 @@
 /* interp_shim.h — the JIT tests' bridge to the reference interpreter
  * (devbpf/interp.c): the same host helpers the native JIT calls (helper ids
- * of gx_hosthelpers.h) and the same map handles, so differential runs see the
+ * of hosthelpers_internal.h) and the same map handles, so differential runs see the
  * same maps. */
 #ifndef GX_TEST_INTERP_SHIM_H
 #define GX_TEST_INTERP_SHIM_H
@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "devbpf/gx_bpf.h"
-#include "devbpf/gx_hosthelpers.h"
+#include "devbpf/hosthelpers_internal.h"
 
 #define GX_IW(NAME)                                                                          \
 	static uint64_t gx_iw_##NAME(void *u, uint64_t a, uint64_t b, uint64_t c, uint64_t d,   \

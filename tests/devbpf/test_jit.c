@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "devbpf/gx_hosthelpers.h"
+#include "devbpf/hosthelpers_internal.h"
 #include "devbpf/gx_bpf.h"
 #include "tests/devbpf/bpf_insn_macros.h"
 #include "tests/gx_test.h"

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "devbpf/gx_hosthelpers.h"
+#include "devbpf/hosthelpers_internal.h"
 #include "devbpf/gx_bpf.h"
 #include "tests/gx_test.h"
 

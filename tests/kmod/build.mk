@@ -32,7 +32,8 @@ $(KT_KO): $(KT_KO_SRCS) $(KMOD_HDRS)
 	$(Q)grep -v 'Skipping BTF\|^$$' $(KT_KO_DIR)/build.log || true
 
 TEST_BINS += $(KT_DIR)/test_kmod_host $(KT_VM_BINS) $(HB_BINS)
-TESTS     += $(KT_DIR)/test_kmod_host tests/kmod/test_kmod_build.sh tests/kmod/test_kmod_nvidia.sh \
+TESTS     += $(KT_DIR)/test_kmod_host tests/kmod/test_kmod_build.sh tests/kmod/test_kmod_cycles.sh \
+             tests/kmod/test_kmod_nvidia.sh \
              tests/kmod/test_kmod_qemu.sh
 ifeq ($(HAVE_KDIR),1)
 TEST_BINS += $(KMOD_KO) $(KT_KO)

@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 
 #include "gx_kmod_ioc.h"
-#include "kmod/client/gx_kmod_client.h"
+#include "hostkmod/gx_kmod_client.h"
 #include "tests/gx_test.h"
 
 int main(void)

@@ -9,7 +9,11 @@
  *   runs without hooks (parameter `hooked` says which).
  * - like nvidia.ko's os_gpuext_tsg_init/destroy: writing the parameter `tsg`
  *   takes the table, runs task_init and task_destroy and puts it back;
- *   reading `tsg` gives 1 if the last call reached gpuext, 0 if not. */
+ *   reading `tsg` gives 1 if the last call reached gpuext, 0 if not.
+ *
+ * Its device also owns one queue, GXC_QUEUE, behind the queue_attr op:
+ * GX_IOC_QUEUE_ATTR on it reaches this backend (gx_vmtest --consumer), and
+ * `qapplied` counts the attribute changes it applied. */
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include "gpuext_backend.h"
@@ -20,6 +24,12 @@ static bool hooked;
 module_param(hooked, bool, 0444);
 MODULE_PARM_DESC(hooked, "registered with gpuext.ko at load (holds a reference)");
 static int tsg;
+static int qapplied;
+module_param(qapplied, int, 0444);
+MODULE_PARM_DESC(qapplied, "queue attribute changes applied through the queue_attr op");
+
+#define GXC_QUEUE 0x4743 /* gx_vmtest.c knows it too */
+static struct gpu_queue gxc_queue = { .id = GXC_QUEUE, .timeslice_us = 1024, .interleave = GPU_IL_MEDIUM };
 
 static int gxc_move(struct gx_dev *dev, struct gpu_region *r, bool head)
 {
@@ -36,10 +46,26 @@ static int gxc_migrate(struct gx_dev *dev, struct gpu_region *r, u64 va, u64 len
 	return -EOPNOTSUPP;
 }
 
+/* Called under gpuext's mutex, so gxc_queue needs no lock of its own. */
+static int gxc_queue_attr(struct gx_dev *dev, u64 id, int (*update)(struct gpu_queue *q, void *arg), void *arg)
+{
+	int ret;
+
+	if (id != GXC_QUEUE)
+		return -ENOENT;
+	ret = update(&gxc_queue, arg);
+	if (ret < 0)
+		return ret;
+	if (ret > 0)
+		qapplied++;
+	return 0;
+}
+
 static const struct gx_backend_ops gxc_ops = {
 	.move = gxc_move,
 	.head = gxc_head,
 	.migrate = gxc_migrate,
+	.queue_attr = gxc_queue_attr,
 };
 
 /* One channel group created and destroyed through the hooks, taken and put

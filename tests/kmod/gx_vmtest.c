@@ -688,17 +688,55 @@ static void t_unpriv(void)
 	GX_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "unpriv: checks ran as nobody");
 }
 
+/* gpuext.ko without the simulator, gx_consumer.ko registered as its only
+ * backend (vm-init.sh): the ioctls reach that backend through its ops. */
+#define GXC_QUEUE 0x4743 /* gx_consumer.c's queue */
+static int t_consumer(void)
+{
+	struct gx_queue_attr qa;
+	struct gx_test_config tc;
+	struct gx_version v;
+
+	GX_PREP(v);
+	GX_CHECK(gx_ioc(fd, GX_IOC_VERSION, &v) == 0 && !strcmp(v.backend, "gx_consumer") &&
+			 !(v.features & GX_FEAT_SIM),
+		 "consumer: VERSION names the registered backend (%s), no TEST group", v.backend);
+	GX_PREP(qa);
+	qa.queue_id = GXC_QUEUE;
+	qa.op = GX_QATTR_GET;
+	GX_CHECK(gx_ioc(fd, GX_IOC_QUEUE_ATTR, &qa) == 0 && qa.timeslice_us == 1024 &&
+			 qa.interleave == GPU_IL_MEDIUM,
+		 "consumer: QUEUE_ATTR get answered by the backend's queue (%u us)", qa.timeslice_us);
+	qa.op = GX_QATTR_SET;
+	qa.mask = GX_QATTR_F_TIMESLICE;
+	qa.timeslice_us = 2048;
+	GX_CHECK(gx_ioc(fd, GX_IOC_QUEUE_ATTR, &qa) == 0 && qa.timeslice_us == 2048,
+		 "consumer: QUEUE_ATTR set reaches the backend");
+	qa.timeslice_us = 1;
+	GX_CHECK(gx_ioc(fd, GX_IOC_QUEUE_ATTR, &qa) == -EINVAL, "consumer: out-of-range timeslice refused");
+	qa.op = GX_QATTR_GET;
+	qa.queue_id = GXC_QUEUE + 1;
+	GX_CHECK(gx_ioc(fd, GX_IOC_QUEUE_ATTR, &qa) == -ENOENT, "consumer: unknown queue -> ENOENT");
+	GX_PREP(tc);
+	tc.capacity = 8;
+	GX_CHECK(gx_ioc(fd, GX_IOC_TEST_CONFIG, &tc) == -ENODEV, "consumer: TEST group -> ENODEV");
+	close(fd);
+	return gx_test_done();
+}
+
 int main(int argc, char **argv)
 {
 	struct gx_version v;
 	pid_t a, b;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	bindir = argc > 1 ? argv[1] : "/bin";
+	bindir = argc > 1 && strcmp(argv[1], "--consumer") ? argv[1] : "/bin";
 	fd = gx_dev_open();
 	GX_CHECK(fd >= 0, "vm: /dev/gpuext opens");
 	if (fd < 0)
 		return 1;
+	if (argc > 1 && !strcmp(argv[1], "--consumer"))
+		return t_consumer();
 	GX_PREP(v);
 	GX_CHECK(gx_ioc(fd, GX_IOC_VERSION, &v) == 0 && v.abi_version == GX_ABI_VERSION &&
 			 !strcmp(v.backend, "sim"),

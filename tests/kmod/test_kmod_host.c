@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "gpuext/gpu_ext.h"
-#include "kmod/client/gx_kmod_client.h"
+#include "hostkmod/gx_kmod_client.h"
 #include "gpuext/gpuext_uapi.h"
 #include "tests/gx_test.h"
 

@@ -5,7 +5,7 @@
  * cache holds. */
 #include <pthread.h>
 
-#include "shim/gx_tables.h"
+#include "shim/tables_internal.h"
 #include "tests/gx_test.h"
 
 void gx_lock_register(pthread_mutex_t *m, int order)

@@ -1,10 +1,10 @@
-/* gx_tenancy.h — the shim's side of tenant scheduling (tenant.c): launches
+/* tenancy_internal.h — the shim's side of tenant scheduling (tenant.c): launches
  * of this process gated against the other tenants of the GPU. */
-#ifndef GX_TENANCY_H
-#define GX_TENANCY_H
+#ifndef SHIM_TENANCY_INTERNAL_H
+#define SHIM_TENANCY_INTERNAL_H
 
 #include "common/gx_tls.h"
-#include "shim/gx_shim.h"
+#include "shim/shim_internal.h"
 
 /* After gx_hostpolicy_init, at cuInit: on when this process is a tenant
  * (GPUEXT_TENANT*) or the scheduling policy has task_launch. */

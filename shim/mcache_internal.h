@@ -1,4 +1,4 @@
-/* gx_mcache.h — the rewritten-module cache: a second start of an application
+/* mcache_internal.h — the rewritten-module cache: a second start of an application
  * skips parsing and rewriting its PTX (the driver's own JIT cache,
  * ~/.nv/ComputeCache, then skips the JIT of the identical rewritten text).
  *
@@ -14,8 +14,8 @@
  * 256): the least recently used entries go first. GPUEXT_CACHE=0 turns the
  * cache off. A folder not owned by the user, or writable by others, is not
  * used (someone else could plant code there). */
-#ifndef GX_MCACHE_H
-#define GX_MCACHE_H
+#ifndef SHIM_MCACHE_INTERNAL_H
+#define SHIM_MCACHE_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>

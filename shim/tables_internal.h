@@ -1,4 +1,4 @@
-/* gx_tables.h — what the shim remembers about the application's handles.
+/* tables_internal.h — what the shim remembers about the application's handles.
  *
  * Handle policy: the application always holds the handle of what we loaded
  * (the module/library built from rewritten PTX, or the original when we
@@ -11,10 +11,10 @@
  * Tables are per context (modules and functions belong to one), with a
  * context-less table (ctx NULL) for CUlibrary/CUkernel handles. One mutex
  * guards them all; lookups copy out what they need. */
-#ifndef GX_TABLES_H
-#define GX_TABLES_H
+#ifndef SHIM_TABLES_INTERNAL_H
+#define SHIM_TABLES_INTERNAL_H
 
-#include "shim/gx_shim.h"
+#include "shim/shim_internal.h"
 
 /* A module or library loaded through us. `keep` (malloc'd, may be NULL) is
  * the image we loaded in place of the application's: freed at unload. */

@@ -1,8 +1,8 @@
-/* gx_link.h — what the module loader asks the cuLink* wrappers. */
-#ifndef GX_LINK_H
-#define GX_LINK_H
+/* link_internal.h — what the module loader asks the cuLink* wrappers. */
+#ifndef SHIM_LINK_INTERNAL_H
+#define SHIM_LINK_INTERNAL_H
 
-#include "shim/gx_shim.h"
+#include "shim/shim_internal.h"
 
 /* Is `image` a cubin produced by cuLinkComplete of a live link state? Then
  * 0, with how many inputs were rewritten / passed through; else -ENOENT. */

@@ -1,8 +1,8 @@
-/* tooldata.h — inside tools/: what a tool run left behind, loaded for the
+/* tooldata_internal.h — inside tools/: what a tool run left behind, loaded for the
  * reports (tooldata.c), the helpers the reports share (report.c) and the
  * reports themselves (NAME.c), registered in tools.c. */
-#ifndef GX_TOOLDATA_H
-#define GX_TOOLDATA_H
+#ifndef TOOLS_TOOLDATA_INTERNAL_H
+#define TOOLS_TOOLDATA_INTERNAL_H
 
 #include <stdint.h>
 #include <stdio.h>

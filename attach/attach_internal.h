@@ -1,6 +1,6 @@
-/* attach_priv.h — what policy.c and devrt.c share inside attach/. */
-#ifndef GX_ATTACH_PRIV_H
-#define GX_ATTACH_PRIV_H
+/* attach_internal.h — what policy.c and devrt.c share inside attach/. */
+#ifndef ATTACH_INTERNAL_H
+#define ATTACH_INTERNAL_H
 
 #include "attach/gx_attach.h"
 #include "common/gx_log.h"

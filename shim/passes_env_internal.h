@@ -1,6 +1,6 @@
-/* passes_env.h — device hooks selected by the environment (see passes_env.c). */
-#ifndef GX_PASSES_ENV_H
-#define GX_PASSES_ENV_H
+/* passes_env_internal.h — device hooks selected by the environment (see passes_env.c). */
+#ifndef SHIM_PASSES_ENV_INTERNAL_H
+#define SHIM_PASSES_ENV_INTERNAL_H
 
 /* GPUEXT_HOOKS as a mask of enum gdev_hook bits (0 if unset or invalid). */
 unsigned gx_hooks_from_env(void);

@@ -1,10 +1,10 @@
-/* gx_hostpolicy.h — host struct_ops policies in the shim (hostpolicy.c). */
-#ifndef GX_HOSTPOLICY_H
-#define GX_HOSTPOLICY_H
+/* hostpolicy_internal.h — host struct_ops policies in the shim (hostpolicy.c). */
+#ifndef SHIM_HOSTPOLICY_INTERNAL_H
+#define SHIM_HOSTPOLICY_INTERNAL_H
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "shim/gx_shim.h"
+#include "shim/shim_internal.h"
 
 /* Attach the struct_ops entries of GPUEXT_POLICY (after cuInit succeeded). */
 void gx_hostpolicy_init(void);

@@ -1,11 +1,11 @@
-/* image_priv.h — internals shared by the image parsers (image*.c, fatbin.c).
+/* image_internal.h — internals shared by the image parsers (image*.c, fatbin.c).
  *
  * One parse carries a context: the options, the image being filled, and the
  * caller's error buffer. Every parser reads only through gx__rd_* helpers
  * against an explicit `avail`, so a malformed header can never move a read
  * outside the bytes the caller vouched for. */
-#ifndef GX_IMAGE_PRIV_H
-#define GX_IMAGE_PRIV_H
+#ifndef IMAGE_INTERNAL_H
+#define IMAGE_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,12 +1,12 @@
-/* bs_priv.h — what blocksched's launch side shares between its files:
+/* bs_internal.h — what blocksched's launch side shares between its files:
  * bs_launch.c (events, kernels, the launch swap), bs_mem.c (device memory:
  * per-stream states, per-kernel hints, retired blocks, sample buffers) and
  * bs_log.c (the schedule log). One lock, bs_lock, guards all their tables;
  * driver calls that may block (allocation, memset) are made under it only
  * where a table entry is being created, so two threads never allocate the
  * same stream's state twice. */
-#ifndef BS_PRIV_H
-#define BS_PRIV_H
+#ifndef BLOCKSCHED_BS_INTERNAL_H
+#define BLOCKSCHED_BS_INTERNAL_H
 
 #include <stdint.h>
 #include <sys/types.h>

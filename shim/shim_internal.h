@@ -1,4 +1,4 @@
-/* gx_shim.h — internals shared by the files of the shim (libcuda.so.1).
+/* shim_internal.h — internals shared by the files of the shim (libcuda.so.1).
  *
  * The shim exports every driver symbol. Forwarded ones are assembly
  * trampolines (gx_tramp.S, generated) jumping through gx_slots[]; intercepted
@@ -6,8 +6,8 @@
  * the same slots with REAL(name). The slot of a symbol is resolved on its
  * first call (lazy.S -> gx_resolve_slot), so nothing touches the real driver
  * before the application calls into it. */
-#ifndef GX_SHIM_H
-#define GX_SHIM_H
+#ifndef SHIM_INTERNAL_H
+#define SHIM_INTERNAL_H
 
 /* All ABI variants of every driver function get their real prototypes
  * (cuMemFree and cuMemFree_v2, cuLaunchKernel and cuLaunchKernel_ptsz...). */

@@ -1,10 +1,10 @@
-/* gx_load.h — the module-load pipeline shared by every load entry point:
+/* load_internal.h — the module-load pipeline shared by every load entry point:
  * parse the image, pick the PTX the device would JIT, rewrite it, and say in
  * one log line per module what happened. */
-#ifndef GX_LOAD_H
-#define GX_LOAD_H
+#ifndef SHIM_LOAD_INTERNAL_H
+#define SHIM_LOAD_INTERNAL_H
 
-#include "shim/gx_shim.h"
+#include "shim/shim_internal.h"
 
 struct gx_prep {
 	unsigned id;        /* module number, for log lines */
@@ -16,7 +16,7 @@ struct gx_prep {
 	char *log;          /* rewriter notes naming those copies (malloc'd) or NULL */
 	char why[256];      /* why the image passes through */
 	int level;          /* log level of the pass-through line */
-	bool cached;        /* p->ptx came from the rewritten-module cache (gx_mcache.h) */
+	bool cached;        /* p->ptx came from the rewritten-module cache (mcache_internal.h) */
 	unsigned rdc_units; /* -rdc: p->ptx is a cubin JIT-linked from this many rewritten units */
 	bool from_cubin;    /* the PTX came from the cubin's .nv_debug_ptx_txt (-lineinfo) */
 };

@@ -1,4 +1,4 @@
-/* gx_hosthelpers.h — the helper table and the host side of the helpers.
+/* hosthelpers_internal.h — the helper table and the host side of the helpers.
  *
  * One table maps helper ids (GDEV_HELPER_* of gdev_helpers.h) to the symbol
  * both builds of helpers/gx_helpers.c define (gx_h_NAME): the PTX JIT calls
@@ -7,8 +7,8 @@
  * identity (smid, warp, lane, block/thread indices) is what the caller put in
  * the thread-local gx_host_env, and printk/prefetch records go to
  * gx_host_ring (NULL: those helpers return -ENOENT). */
-#ifndef GX_HOSTHELPERS_H
-#define GX_HOSTHELPERS_H
+#ifndef DEVBPF_HOSTHELPERS_INTERNAL_H
+#define DEVBPF_HOSTHELPERS_INTERNAL_H
 
 #include <stdint.h>
 #include <time.h>

@@ -1,6 +1,6 @@
-/* gx_run.h — shared by `gpuext run` and the `gpuext-run` program. */
-#ifndef GX_RUN_H
-#define GX_RUN_H
+/* run_internal.h — shared by `gpuext run` and the `gpuext-run` program. */
+#ifndef CLI_RUN_INTERNAL_H
+#define CLI_RUN_INTERNAL_H
 
 /* argv[0] is the command name; `name` is what usage lines call it. Returns
  * an exit status when it does not exec. */

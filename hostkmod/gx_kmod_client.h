@@ -32,7 +32,8 @@ void gx_kmod__close(struct gx_kmod *k);
 int gx_kmod__register(struct gx_kmod *k);
 /* Space id given by the module, 0 before registration. */
 uint32_t gx_kmod__space_id(const struct gx_kmod *k);
-/* Backend name ("sim", "nvidia", "none"). */
+/* The module's first registered backend ("sim", "nvidia-uvm"), "none"
+ * without one. */
 const char *gx_kmod__backend(const struct gx_kmod *k);
 /* Hint that ranges of our own memory will be used soon. n <= 256;
  * prio 0..7. On success *pages (may be NULL) gets the pages queued. */

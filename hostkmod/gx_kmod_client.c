@@ -1,8 +1,8 @@
 /* gx_kmod_client.c — user-space client of /dev/gpuext (see the header).
- * Speaks ABI version 1 of kmod/gpuext_uapi.h: every call sends the struct
+ * Speaks ABI version 1 of include/gpuext/gpuext_uapi.h: every call sends the struct
  * size first, so a newer module accepts it and an older one rejects what it
  * does not know (E2BIG) instead of misreading it. */
-#include "kmod/client/gx_kmod_client.h"
+#include "hostkmod/gx_kmod_client.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,9 +1,9 @@
-/* gx_shim_ev.h — the shim's side of gx_events.h: the fast-path test and the
+/* shim_ev_internal.h — the shim's side of gx_events.h: the fast-path test and the
  * dispatcher. */
-#ifndef GX_SHIM_EV_H
-#define GX_SHIM_EV_H
+#ifndef SHIM_EV_INTERNAL_H
+#define SHIM_EV_INTERNAL_H
 
-#include "shim/gx_shim.h" /* first: the internal cuda.h view */
+#include "shim/shim_internal.h" /* first: the internal cuda.h view */
 #include "gpuext/gx_events.h"
 
 extern unsigned gx_ev_mask; /* kinds with at least one subscriber */

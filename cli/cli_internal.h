@@ -1,8 +1,8 @@
 /* gpuext CLI: one binary, one source file per subcommand (bpftool-style),
  * each exposing do_NAME(); main.c's table lists them, and cli/build.mk the
  * sources and the parts' libraries: adding a command touches those two. */
-#ifndef GX_CLI_H
-#define GX_CLI_H
+#ifndef CLI_INTERNAL_H
+#define CLI_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
-/* gx_hostkmod.h — the shim's side of host policies run by gpuext.ko
+/* hostkmod_internal.h — the shim's side of host policies run by gpuext.ko
  * (hostkmod.c): launch footprints become prefetch hints on /dev/gpuext.
  * Used by hostpolicy.c only, under its lock. */
-#ifndef GX_HOSTKMOD_H
-#define GX_HOSTKMOD_H
+#ifndef SHIM_HOSTKMOD_INTERNAL_H
+#define SHIM_HOSTKMOD_INTERNAL_H
 #include <stdint.h>
 
 /* Open /dev/gpuext ($GPUEXT_DEV) and register this process: 0, or a
