@@ -6,7 +6,7 @@
 # file may name BUILD_ROOT (the folder it was built in: the install must be
 # relocatable). Prints one line per problem and exits 1 if there is any.
 # Files under DIR/lib/gpuext-llvm (the optional JIT add-on's own libraries,
-# Debian 12's builds of LLVM 19 and libbpf) and the add-on's libgxjit.so /
+# Debian 12's builds of LLVM 19, libz3 and libedit) and the add-on's libgxjit.so /
 # gpuext-bpfjit.so are held to their own list and to GLIBC_2.36 (Debian's
 # libLLVM needs arc4random): the add-on runs on Ubuntu 24.04, not 22.04.
 set -uo pipefail
@@ -18,7 +18,7 @@ ALLOWED=" libc.so.6 libm.so.6 libz.so.1 libelf.so.1 libzstd.so.1 liblz4.so.1 ld-
 # The add-on needs LLVM's own libraries, shipped beside it (not libbpf:
 # devbpf's loader reads BTF itself).
 # (those it ships, and those every Ubuntu 24.04 base has)
-ADDON_ALLOWED="$ALLOWED libLLVM.so.19.1 libbpf.so.1 libedit.so.2 libz3.so.4 libstdc++.so.6 libgcc_s.so.1
+ADDON_ALLOWED="$ALLOWED libLLVM.so.19.1 libedit.so.2 libz3.so.4 libstdc++.so.6 libgcc_s.so.1
   libffi.so.8 libxml2.so.2 libtinfo.so.6 libbsd.so.0 "
 bad=0
 problem() { echo "dist-check: $*"; bad=1; }
