@@ -45,6 +45,10 @@ bind "$CUDA" /usr/local/cuda
 rm -rf "$ROOT/src" "$ROOT/home-scratch" && mkdir -p "$ROOT/home-scratch"
 git clone -q "$SRC" "$ROOT/src"
 dpkg --root="$ROOT" -l | awk '/^ii/{print $2}' | sort >"$ROOT.before"
+# What the machine would boot: make deps must leave it alone (no kernel image
+# installed, no /vmlinuz re-pointed).
+boot_state() { (cd "$ROOT" && ls -la --time-style=+ vmlinuz vmlinuz.old boot 2>&1; dpkg --root="$ROOT" -l 'linux-image*' 2>/dev/null | grep '^ii'); }
+boot_state >"$ROOT.boot-before"
 echo "fresh-check: linux-libc-dev in the root: $(chroot "$ROOT" dpkg-query -W -f='${Version}' linux-libc-dev)"
 echo "fresh-check: running the README's commands at $(git -C "$SRC" rev-parse --short HEAD) (log: $LOG)"
 set +e
@@ -54,6 +58,12 @@ rc=$?
 set -e
 dpkg --root="$ROOT" -l | awk '/^ii/{print $2}' | sort >"$ROOT.after"
 echo "fresh-check: make deps installed $(comm -13 "$ROOT.before" "$ROOT.after" | wc -l) packages (list: $ROOT.after)"
+boot_state >"$ROOT.boot-after"
+if cmp -s "$ROOT.boot-before" "$ROOT.boot-after"; then
+	echo "fresh-check: boot unchanged (no kernel image installed, /vmlinuz and /boot as before)"
+else
+	echo "fresh-check: BOOT CHANGED:"; diff "$ROOT.boot-before" "$ROOT.boot-after"; rc=1
+fi
 if [ -f "$ROOT/src/build/kmod-vm/console-kvm.log" ]; then
 	echo "fresh-check: the QEMU test's KVM start failed and it ran under TCG: $(head -n 1 "$ROOT/src/build/kmod-vm/console-kvm.log")"
 elif [ -e /dev/kvm ]; then echo "fresh-check: /dev/kvm present; the QEMU test ran under KVM"; fi
