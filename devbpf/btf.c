@@ -24,8 +24,14 @@ static const struct btf_type *type_at(const struct gx_btf *b, uint32_t id)
 	return b && id && id < b->ntypes ? (const struct btf_type *)(b->types + b->off[id]) : NULL;
 }
 
-GX_EXPORT uint32_t gx_btf__type_cnt(const struct gx_btf *b) { return b ? b->ntypes : 0; }
-GX_EXPORT const struct btf_type *gx_btf__type_by_id(const struct gx_btf *b, uint32_t id) { return type_at(b, id); }
+GX_EXPORT uint32_t gx_btf__type_cnt(const struct gx_btf *b)
+{
+	return b ? b->ntypes : 0;
+}
+GX_EXPORT const struct btf_type *gx_btf__type_by_id(const struct gx_btf *b, uint32_t id)
+{
+	return type_at(b, id);
+}
 
 GX_EXPORT const char *gx_btf__name_by_offset(const struct gx_btf *b, uint32_t off)
 {
@@ -40,17 +46,33 @@ static size_t extra(const struct btf_type *t)
 {
 	uint32_t vlen = BTF_INFO_VLEN(t->info);
 	switch (BTF_INFO_KIND(t->info)) {
-	case BTF_KIND_INT: return 4;
-	case BTF_KIND_ARRAY: return sizeof(struct btf_array);
-	case BTF_KIND_STRUCT: case BTF_KIND_UNION: return vlen * sizeof(struct btf_member);
-	case BTF_KIND_ENUM: return vlen * sizeof(struct btf_enum);
-	case BTF_KIND_FUNC_PROTO: return vlen * sizeof(struct btf_param);
-	case BTF_KIND_VAR: return sizeof(struct btf_var);
-	case BTF_KIND_DATASEC: return vlen * sizeof(struct btf_var_secinfo);
-	case BTF_KIND_DECL_TAG: return 4;
-	case BTF_KIND_ENUM64: return vlen * 12;
-	case BTF_KIND_PTR: case BTF_KIND_FWD: case BTF_KIND_TYPEDEF: case BTF_KIND_VOLATILE:
-	case BTF_KIND_CONST: case BTF_KIND_RESTRICT: case BTF_KIND_FUNC: case BTF_KIND_FLOAT:
+	case BTF_KIND_INT:
+		return 4;
+	case BTF_KIND_ARRAY:
+		return sizeof(struct btf_array);
+	case BTF_KIND_STRUCT:
+	case BTF_KIND_UNION:
+		return vlen * sizeof(struct btf_member);
+	case BTF_KIND_ENUM:
+		return vlen * sizeof(struct btf_enum);
+	case BTF_KIND_FUNC_PROTO:
+		return vlen * sizeof(struct btf_param);
+	case BTF_KIND_VAR:
+		return sizeof(struct btf_var);
+	case BTF_KIND_DATASEC:
+		return vlen * sizeof(struct btf_var_secinfo);
+	case BTF_KIND_DECL_TAG:
+		return 4;
+	case BTF_KIND_ENUM64:
+		return vlen * 12;
+	case BTF_KIND_PTR:
+	case BTF_KIND_FWD:
+	case BTF_KIND_TYPEDEF:
+	case BTF_KIND_VOLATILE:
+	case BTF_KIND_CONST:
+	case BTF_KIND_RESTRICT:
+	case BTF_KIND_FUNC:
+	case BTF_KIND_FLOAT:
 	case BTF_KIND_TYPE_TAG:
 		return 0;
 	}
@@ -69,15 +91,22 @@ static bool type_ok(const struct gx_btf *b, const struct btf_type *t)
 	if (!name_ok(b, t->name_off))
 		return false;
 	switch (BTF_INFO_KIND(t->info)) {
-	case BTF_KIND_PTR: case BTF_KIND_TYPEDEF: case BTF_KIND_VOLATILE: case BTF_KIND_CONST:
-	case BTF_KIND_RESTRICT: case BTF_KIND_FUNC: case BTF_KIND_VAR: case BTF_KIND_DECL_TAG:
+	case BTF_KIND_PTR:
+	case BTF_KIND_TYPEDEF:
+	case BTF_KIND_VOLATILE:
+	case BTF_KIND_CONST:
+	case BTF_KIND_RESTRICT:
+	case BTF_KIND_FUNC:
+	case BTF_KIND_VAR:
+	case BTF_KIND_DECL_TAG:
 	case BTF_KIND_TYPE_TAG:
 		return t->type < n;
 	case BTF_KIND_ARRAY: {
 		const struct btf_array *a = (const void *)(t + 1);
 		return a->type < n && a->index_type < n;
 	}
-	case BTF_KIND_STRUCT: case BTF_KIND_UNION: {
+	case BTF_KIND_STRUCT:
+	case BTF_KIND_UNION: {
 		const struct btf_member *m = (const void *)(t + 1);
 		for (uint32_t i = 0; i < vlen; i++)
 			if (!name_ok(b, m[i].name_off) || m[i].type >= n)
@@ -176,8 +205,11 @@ GX_EXPORT uint32_t gx_btf__skip_mods(const struct gx_btf *b, uint32_t id)
 		if (!t)
 			return 0;
 		switch (BTF_INFO_KIND(t->info)) {
-		case BTF_KIND_TYPEDEF: case BTF_KIND_VOLATILE: case BTF_KIND_CONST:
-		case BTF_KIND_RESTRICT: case BTF_KIND_TYPE_TAG:
+		case BTF_KIND_TYPEDEF:
+		case BTF_KIND_VOLATILE:
+		case BTF_KIND_CONST:
+		case BTF_KIND_RESTRICT:
+		case BTF_KIND_TYPE_TAG:
 			id = t->type;
 			continue;
 		}
@@ -194,13 +226,22 @@ static int64_t resolve_size(const struct gx_btf *b, uint32_t id, int depth)
 		if (!t)
 			return -EINVAL;
 		switch (BTF_INFO_KIND(t->info)) {
-		case BTF_KIND_INT: case BTF_KIND_STRUCT: case BTF_KIND_UNION: case BTF_KIND_ENUM:
-		case BTF_KIND_FLOAT: case BTF_KIND_ENUM64: case BTF_KIND_DATASEC:
+		case BTF_KIND_INT:
+		case BTF_KIND_STRUCT:
+		case BTF_KIND_UNION:
+		case BTF_KIND_ENUM:
+		case BTF_KIND_FLOAT:
+		case BTF_KIND_ENUM64:
+		case BTF_KIND_DATASEC:
 			return t->size;
 		case BTF_KIND_PTR:
 			return 8;
-		case BTF_KIND_TYPEDEF: case BTF_KIND_VOLATILE: case BTF_KIND_CONST: case BTF_KIND_RESTRICT:
-		case BTF_KIND_TYPE_TAG: case BTF_KIND_VAR:
+		case BTF_KIND_TYPEDEF:
+		case BTF_KIND_VOLATILE:
+		case BTF_KIND_CONST:
+		case BTF_KIND_RESTRICT:
+		case BTF_KIND_TYPE_TAG:
+		case BTF_KIND_VAR:
 			id = t->type;
 			continue;
 		case BTF_KIND_ARRAY: {

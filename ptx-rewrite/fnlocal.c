@@ -8,8 +8,8 @@
 #include "ptx-rewrite/ctx_words.h"
 #include "ptx-rewrite/fnlocal.h"
 
-const char *ptx_fn_local(struct ptx_fn_locals *l, struct ptx_module *m, struct ptx_func *fn,
-			 const void *owner, const struct ptx_decl *d)
+const char *ptx_fn_local(struct ptx_fn_locals *l, struct ptx_module *m, struct ptx_func *fn, const void *owner,
+			 const struct ptx_decl *d)
 {
 	const char *from = d ? d->name : "";
 	for (size_t i = 0; i < l->n; i++) {
@@ -38,7 +38,7 @@ const char *ptx_fn_local(struct ptx_fn_locals *l, struct ptx_module *m, struct p
 	}
 	s->decl.name = to;
 	ptx_insert_before(fn, fn->head, s, s);
-	l->v[l->n++] = (struct ptx_fn_local){fn, owner, from, to};
+	l->v[l->n++] = (struct ptx_fn_local){ fn, owner, from, to };
 	return to;
 }
 

@@ -11,7 +11,7 @@
 
 struct ptx_fn_local {
 	const struct ptx_func *fn;
-	const void *owner;	/* the handler whose depot it copies; NULL: the context */
+	const void *owner; /* the handler whose depot it copies; NULL: the context */
 	const char *from, *to;
 };
 
@@ -23,8 +23,8 @@ struct ptx_fn_locals {
 /* The name of fn's .local for (owner, d): a copy of depot d named afresh
  * ("<P>_dN"), or with owner and d NULL the 128-byte context "<P>_lctx".
  * Declared at the top of fn on first use. NULL on ENOMEM. */
-const char *ptx_fn_local(struct ptx_fn_locals *l, struct ptx_module *m, struct ptx_func *fn,
-			 const void *owner, const struct ptx_decl *d);
+const char *ptx_fn_local(struct ptx_fn_locals *l, struct ptx_module *m, struct ptx_func *fn, const void *owner,
+			 const struct ptx_decl *d);
 void ptx_fn_locals_free(struct ptx_fn_locals *l);
 
 #endif

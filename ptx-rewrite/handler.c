@@ -33,7 +33,7 @@
 #include "ptx-rewrite/handler.h"
 #include "ptx-rewrite/ptx_priv.h"
 
-#define PTX_ANALYSE_MAX 20000	/* beyond this: assume every field, never inline */
+#define PTX_ANALYSE_MAX 20000 /* beyond this: assume every field, never inline */
 
 struct regdecl *ptx_an_regdecl(struct regdecl *r, size_t n, const char *name)
 {
@@ -76,7 +76,7 @@ static int add_cr(struct ptx_an *a, const char *name, long long delta)
 		a->cr = n;
 		a->capcr = cap;
 	}
-	a->cr[a->ncr++] = (struct ctxreg){name, delta};
+	a->cr[a->ncr++] = (struct ctxreg){ name, delta };
 	return 1;
 }
 
@@ -88,8 +88,7 @@ int ptx_an_is_id(const struct ptx_opnd *o)
 static int is_64(const struct ptx_insn *in)
 {
 	for (unsigned i = 0; i < in->nmods; i++)
-		if (!strcmp(in->mods[i], ".u64") || !strcmp(in->mods[i], ".b64") ||
-		    !strcmp(in->mods[i], ".s64"))
+		if (!strcmp(in->mods[i], ".u64") || !strcmp(in->mods[i], ".b64") || !strcmp(in->mods[i], ".s64"))
 			return 1;
 	return 0;
 }
@@ -97,8 +96,7 @@ static int is_64(const struct ptx_insn *in)
 /* `ld.param.X R, [ctxparam]`: returns R, else NULL. */
 const char *ptx_an_param_load(struct ptx_an *a, const struct ptx_insn *in)
 {
-	if (strcmp(in->opcode, "ld") || in->guard || in->nops != 2 || !is_64(in) ||
-	    !ptx_insn_has_mod(in, ".param"))
+	if (strcmp(in->opcode, "ld") || in->guard || in->nops != 2 || !is_64(in) || !ptx_insn_has_mod(in, ".param"))
 		return NULL;
 	const struct ptx_opnd *ad = in->ops[1];
 	if (!ptx_an_is_id(in->ops[0]) || !ad || ad->kind != PTX_OPND_ADDR || ad->n != 1 || ad->off ||
@@ -139,8 +137,8 @@ int ptx_an_ctx_copy(struct ptx_an *a, const struct ptx_insn *in, const char **ds
  * context register. Returns the context register, else NULL. */
 struct ctxreg *ptx_an_ctx_load(struct ptx_an *a, const struct ptx_insn *in, struct ptx_opinfo *oi)
 {
-	if (ptx_classify(in, oi) != PTX_OP_LD || oi->space != PTX_SPACE_GENERIC ||
-	    oi->addr_op != 1 || in->nops != 2 || strcmp(in->opcode, "ld"))
+	if (ptx_classify(in, oi) != PTX_OP_LD || oi->space != PTX_SPACE_GENERIC || oi->addr_op != 1 || in->nops != 2 ||
+	    strcmp(in->opcode, "ld"))
 		return NULL;
 	const struct ptx_opnd *ad = in->ops[1];
 	if (!ad || ad->kind != PTX_OPND_ADDR || ad->n != 1 || !ptx_an_is_id(ad->elems[0]))
@@ -154,11 +152,9 @@ int ptx_an_mentions(struct ptx_an *a, const struct ptx_opnd *o)
 	if (!o)
 		return 0;
 	if (o->kind == PTX_OPND_ID && o->text)
-		return find_cr(a, o->text) || !strcmp(o->text, a->param) ||
-		       (a->ret && !strcmp(o->text, a->ret));
+		return find_cr(a, o->text) || !strcmp(o->text, a->param) || (a->ret && !strcmp(o->text, a->ret));
 	if (o->kind == PTX_OPND_EXPR && o->text)
-		return strchr(o->text, '%') || strstr(o->text, a->param) ||
-		       (a->ret && strstr(o->text, a->ret));
+		return strchr(o->text, '%') || strstr(o->text, a->param) || (a->ret && strstr(o->text, a->ret));
 	for (unsigned i = 0; i < o->n; i++)
 		if (ptx_an_mentions(a, o->elems[i]))
 			return 1;
@@ -210,8 +206,8 @@ static int analyse(struct ptx_an *a)
 					return -ENOMEM;
 				a->regs = n;
 			}
-			a->regs[a->nregs++] = (struct regdecl){s->decl.name, s->decl.range,
-							       ptx_type_size(s->decl.type)};
+			a->regs[a->nregs++] =
+				(struct regdecl){ s->decl.name, s->decl.range, ptx_type_size(s->decl.type) };
 		}
 	}
 	if (ninsn > PTX_ANALYSE_MAX) {
@@ -277,8 +273,8 @@ static int analyse(struct ptx_an *a)
 			not_inline(a, "exit");
 		if (!strcmp(in->opcode, "call")) {
 			struct ptx_call_parts cp;
-			if (ptx_call_parts(in, &cp) || !ptx_an_is_id(cp.callee) ||
-			    !strcmp(cp.callee->text, fn->name) || cp.proto)
+			if (ptx_call_parts(in, &cp) || !ptx_an_is_id(cp.callee) || !strcmp(cp.callee->text, fn->name) ||
+			    cp.proto)
 				not_inline(a, "recursive or indirect call");
 		}
 		if (ptx_an_ret_store(a, in))
@@ -338,13 +334,13 @@ int ptx_handler_get(struct ptx_handlers *ps, const char *name, struct ptx_handle
 	h->uni_exit = -1;
 	struct ptx_item *it = ptx_find_func(ps->m, name);
 	struct ptx_func *fn = it ? &it->func : NULL;
-	if (!fn || !fn->has_body || fn->nparams != 1 || fn->nrets > 1 ||
-	    ptx_type_size(fn->params[0].type) != 8 ||
+	if (!fn || !fn->has_body || fn->nparams != 1 || fn->nrets > 1 || ptx_type_size(fn->params[0].type) != 8 ||
 	    (fn->nrets && ptx_type_size(fn->rets[0].type) != 4)) {
 		h->why = "not a .func (.param .b32) F(.param .b64) with a body";
 	} else {
-		struct ptx_an a = {.fn = fn, .param = fn->params[0].name,
-			       .ret = fn->nrets ? fn->rets[0].name : NULL, .inl = 1};
+		struct ptx_an a = {
+			.fn = fn, .param = fn->params[0].name, .ret = fn->nrets ? fn->rets[0].name : NULL, .inl = 1
+		};
 		int err = analyse(&a);
 		struct ptx_an *keep = NULL;
 		if (!err && a.inl) {
@@ -381,7 +377,6 @@ int ptx_handler_get(struct ptx_handlers *ps, const char *name, struct ptx_handle
 	*out = h;
 	return 0;
 }
-
 
 void ptx_handlers_free(struct ptx_handlers *hs)
 {

@@ -18,20 +18,20 @@ struct ptx_an;
  * escapes the analysis). */
 struct ptx_handler {
 	const char *name;
-	struct ptx_func *fn;	/* NULL: not a handler-shaped .func (then called as is) */
+	struct ptx_func *fn; /* NULL: not a handler-shaped .func (then called as is) */
 	unsigned words;
-	int inlinable;		/* exactly inlinable (site.c also weighs the size) */
-	size_t ninsn;		/* instructions in the body */
-	const char *why;	/* why it is not inlinable (for the log) */
-	unsigned char logged;	/* "called, not inlined" was logged */
+	int inlinable;	      /* exactly inlinable (site.c also weighs the size) */
+	size_t ninsn;	      /* instructions in the body */
+	const char *why;      /* why it is not inlinable (for the log) */
+	unsigned char logged; /* "called, not inlined" was logged */
 	/* The body prepared for inlining (inline.c), made on the first
 	 * inlined site and cloned at every other one; NULL until then. */
 	const struct ptx_inl_tmpl *tmpl;
 	/* A called handler's clone taking the words it reads as .param .b32
 	 * scalars (site.c), made on its first called site; NULL until then. */
 	const char *wclone;
-	const struct ptx_an *an;	/* its analysis, when inlinable */
-	signed char uni_exit;	/* inlined at entry, it leaves early on a warp-uniform
+	const struct ptx_an *an; /* its analysis, when inlinable */
+	signed char uni_exit;	 /* inlined at entry, it leaves early on a warp-uniform
 				 * test (site.c): 1 yes, 0 no, -1 not known yet */
 };
 

@@ -31,18 +31,18 @@ enum slot_kind { SLOT_REG, SLOT_LABEL, SLOT_LOCAL, SLOT_END };
 
 struct slot {
 	enum slot_kind kind;
-	const char *name;		/* original name (REG, LABEL, LOCAL) */
-	const char *suffix;		/* REG/LABEL: what follows the site prefix */
+	const char *name;   /* original name (REG, LABEL, LOCAL) */
+	const char *suffix; /* REG/LABEL: what follows the site prefix */
 	size_t suffix_len;
-	const char *fixed;		/* REG: the name at every site */
-	const struct ptx_decl *decl;	/* LOCAL */
+	const char *fixed;	     /* REG: the name at every site */
+	const struct ptx_decl *decl; /* LOCAL */
 };
 
 struct tstmt {
 	struct ptx_stmt s;
-	unsigned guard, name;		/* slot + 1 of the guard / decl or label name, 0: kept */
-	unsigned char top;		/* a top-level declaration: to the site's head */
-	unsigned char ren;		/* some operand must be copied */
+	unsigned guard, name; /* slot + 1 of the guard / decl or label name, 0: kept */
+	unsigned char top;    /* a top-level declaration: to the site's head */
+	unsigned char ren;    /* some operand must be copied */
 };
 
 struct ptx_inl_tmpl {
@@ -57,7 +57,7 @@ struct hent {
 	unsigned key, kind, val;
 };
 
-struct tb {				/* template under construction */
+struct tb { /* template under construction */
 	struct ptx_module *m;
 	struct ptx_an *a;
 	const struct ptx_site_regs *r;
@@ -67,18 +67,18 @@ struct tb {				/* template under construction */
 	size_t n, cap;
 	struct slot *slots;
 	size_t nslots, capslots;
-	unsigned end;			/* slot + 1 of the end label */
-	struct hent *htab;		/* slot_add, name_slot */
+	unsigned end;	   /* slot + 1 of the end label */
+	struct hent *htab; /* slot_add, name_slot */
 	size_t hn, hcap;
-	size_t nalias;			/* registers replaced by context words */
+	size_t nalias; /* registers replaced by context words */
 };
 
 /* Lookups while building a template: (kind, name) → slot + 1, and a name's
  * renaming (NAME_QUERY) → name_slot's answer + 1. Open addressing, grown at
  * half full; a handler mentions a few hundred distinct names at most. */
 #define NAME_QUERY 7u
-#define NAME_ALIAS 8u	/* a register that is a context word: val = word + 1 */
-#define NAME_DEFS 9u	/* definitions of a register: val = count */
+#define NAME_ALIAS 8u /* a register that is a context word: val = word + 1 */
+#define NAME_DEFS  9u /* definitions of a register: val = count */
 
 static unsigned hkey(const char *s, unsigned kind)
 {
@@ -115,13 +115,12 @@ static struct hent *hfind(struct tb *t, const char *name, unsigned kind)
 		    (t->htab[j].name == name || !strcmp(t->htab[j].name, name)))
 			return &t->htab[j];
 	/* a new entry: the caller fills val */
-	t->htab[j] = (struct hent){name, k, kind, 0};
+	t->htab[j] = (struct hent){ name, k, kind, 0 };
 	t->hn++;
 	return &t->htab[j];
 }
 
-static unsigned slot_add(struct tb *t, enum slot_kind kind, const char *name,
-			 const struct ptx_decl *decl)
+static unsigned slot_add(struct tb *t, enum slot_kind kind, const char *name, const struct ptx_decl *decl)
 {
 	struct hent *e = NULL;
 	if (kind == SLOT_END) {
@@ -143,7 +142,7 @@ static unsigned slot_add(struct tb *t, enum slot_kind kind, const char *name,
 		t->capslots = cap;
 	}
 	struct slot *s = &t->slots[t->nslots];
-	*s = (struct slot){.kind = kind, .name = name, .decl = decl};
+	*s = (struct slot){ .kind = kind, .name = name, .decl = decl };
 	if (kind == SLOT_REG || kind == SLOT_LABEL) {
 		s->suffix = name + (name[0] == '%' || name[0] == '$');
 		s->suffix_len = strlen(s->suffix);
@@ -224,8 +223,7 @@ static struct ptx_opnd *topnd(struct tb *t, const struct ptx_opnd *o, int *copy)
 		unsigned s = name_slot(t, o->text);
 		if (s == UINT_MAX)
 			return NULL;
-		c->ival = s ? (long long)s
-			    : (o->text[0] == '%' && (o->text[1] == 'c' || o->text[1] == 'n')) ? -1 : 0;
+		c->ival = s ? (long long)s : (o->text[0] == '%' && (o->text[1] == 'c' || o->text[1] == 'n')) ? -1 : 0;
 		*copy |= c->ival != 0;
 		return c;
 	}
@@ -249,15 +247,13 @@ static struct ptx_opnd *topnd(struct tb *t, const struct ptx_opnd *o, int *copy)
 /* Must a site copy template operand o? */
 static int tmarked(const struct ptx_opnd *o)
 {
-	return o->ival && (o->kind == PTX_OPND_ID || o->kind == PTX_OPND_VEC ||
-			   o->kind == PTX_OPND_ADDR || o->kind == PTX_OPND_LIST ||
-			   o->kind == PTX_OPND_PIPE);
+	return o->ival && (o->kind == PTX_OPND_ID || o->kind == PTX_OPND_VEC || o->kind == PTX_OPND_ADDR ||
+			   o->kind == PTX_OPND_LIST || o->kind == PTX_OPND_PIPE);
 }
 
 /* Append instruction `opcode mods ops` (ops already template operands). */
-static struct tstmt *tinsn(struct tb *t, const char *guard, int guard_neg, const char *opcode,
-			   unsigned nmods, const char *const *mods, unsigned nops,
-			   struct ptx_opnd **ops)
+static struct tstmt *tinsn(struct tb *t, const char *guard, int guard_neg, const char *opcode, unsigned nmods,
+			   const char *const *mods, unsigned nops, struct ptx_opnd **ops)
 {
 	struct tstmt *s = tstmt_new(t, PTX_STMT_INSN);
 	const char **md = nmods ? ptx_alloc(t->m, nmods * sizeof(*md)) : NULL;
@@ -272,8 +268,7 @@ static struct tstmt *tinsn(struct tb *t, const char *guard, int guard_neg, const
 	}
 	if (nmods)
 		memcpy(md, mods, nmods * sizeof(*md));
-	s->s.insn = (struct ptx_insn){guard, (unsigned char)(guard && guard_neg), opcode, nmods,
-				      md, nops, o};
+	s->s.insn = (struct ptx_insn){ guard, (unsigned char)(guard && guard_neg), opcode, nmods, md, nops, o };
 	return s;
 }
 
@@ -290,8 +285,7 @@ static struct ptx_opnd *treg(struct tb *t, const char *name)
 
 /* The value of `es` bytes at context offset `off` (signed: sx) into register
  * dst of dsize bytes, from the word registers. */
-static int load_words(struct tb *t, const char *dst, unsigned dsize, long long off, unsigned es,
-		      int sx)
+static int load_words(struct tb *t, const char *dst, unsigned dsize, long long off, unsigned es, int sx)
 {
 	struct ptx_module *m = t->m;
 	struct ptx_opnd *const *W = t->r->ow;
@@ -303,7 +297,7 @@ static int load_words(struct tb *t, const char *dst, unsigned dsize, long long o
 		return -ENOMEM;
 	if (es == 8) {
 		if (dsize == 8) {
-			struct ptx_opnd *e[2] = {W[w], W[w + 1]};
+			struct ptx_opnd *e[2] = { W[w], W[w + 1] };
 			ops[1] = ptx_opnd_vec(m, 2, e);
 			return tinsn(t, NULL, 0, "mov", PTX_MODS(".b64"), 2, ops) ? 0 : -ENOMEM;
 		}
@@ -313,8 +307,7 @@ static int load_words(struct tb *t, const char *dst, unsigned dsize, long long o
 	}
 	struct ptx_opnd *src = W[w];
 	if (es != 4) {
-		struct ptx_opnd *b[4] = {t->r->ot, W[w], ptx_opnd_int(m, (off % 4) * 8),
-					 ptx_opnd_int(m, es * 8)};
+		struct ptx_opnd *b[4] = { t->r->ot, W[w], ptx_opnd_int(m, (off % 4) * 8), ptx_opnd_int(m, es * 8) };
 		if (!tinsn(t, NULL, 0, "bfe", PTX_MODS(sx ? ".s32" : ".u32"), 4, b))
 			return -ENOMEM;
 		src = t->r->ot;
@@ -334,8 +327,7 @@ static int load_words(struct tb *t, const char *dst, unsigned dsize, long long o
 static int is_signed_load(const struct ptx_insn *in)
 {
 	for (unsigned i = 0; i < in->nmods; i++)
-		if (in->mods[i][0] == '.' && in->mods[i][1] == 's' && in->mods[i][2] >= '0' &&
-		    in->mods[i][2] <= '9')
+		if (in->mods[i][0] == '.' && in->mods[i][1] == 's' && in->mods[i][2] >= '0' && in->mods[i][2] <= '9')
 			return 1;
 	return 0;
 }
@@ -419,15 +411,13 @@ static int find_aliases(struct tb *t, struct ptx_func *fn)
 		for (unsigned i = 0; i < s->insn.nops; i++)
 			if (s->insn.ops[i] && s->insn.ops[i]->kind == PTX_OPND_EXPR)
 				return 0;
-		if (s->insn.nops && s->insn.ops[0]->kind != PTX_OPND_ADDR &&
-		    count_defs(t, s->insn.ops[0]))
+		if (s->insn.nops && s->insn.ops[0]->kind != PTX_OPND_ADDR && count_defs(t, s->insn.ops[0]))
 			return -ENOMEM;
 	}
 	for (struct ptx_stmt *s = fn->head; s; s = s->next) {
 		struct ptx_opinfo oi;
 		struct ctxreg *c;
-		if (s->kind != PTX_STMT_INSN || !(c = ptx_an_ctx_load(a, &s->insn, &oi)) ||
-		    oi.elem_size != 4)
+		if (s->kind != PTX_STMT_INSN || !(c = ptx_an_ctx_load(a, &s->insn, &oi)) || oi.elem_size != 4)
 			continue;
 		long long off = c->delta + s->insn.ops[1]->off;
 		const struct ptx_opnd *dst = s->insn.ops[0];
@@ -484,8 +474,7 @@ static int fix_regs(struct tb *t)
 		return -ENAMETOOLONG;
 	for (size_t i = 0; i < t->nslots; i++) {
 		struct slot *sl = &t->slots[i];
-		if (sl->kind == SLOT_REG &&
-		    !(sl->fixed = ptx_concat(m, pfx, (size_t)pl, sl->suffix, sl->suffix_len)))
+		if (sl->kind == SLOT_REG && !(sl->fixed = ptx_concat(m, pfx, (size_t)pl, sl->suffix, sl->suffix_len)))
 			return -ENOMEM;
 	}
 	for (size_t i = 0; i < t->n; i++) {
@@ -515,7 +504,7 @@ static int tmpl_build(struct ptx_module *m, struct ptx_handler *h, const struct 
 {
 	struct ptx_func *fn = h->fn;
 	struct ptx_an a = *h->an; /* arrays in the arena: read only here */
-	struct tb t = {.m = m, .a = &a, .r = r};
+	struct tb t = { .m = m, .a = &a, .r = r };
 	int err = -ENOMEM;
 	/* labels; .local depots first, in order (a site creates them in
 	 * this order, before anything else) */
@@ -614,7 +603,7 @@ static int tmpl_build(struct ptx_module *m, struct ptx_handler *h, const struct 
 	if (t.n)
 		memcpy(st, t.st, t.n * sizeof(*st));
 	memcpy(sl, t.slots, t.nslots * sizeof(*sl));
-	*tp = (struct ptx_inl_tmpl){st, t.n, sl, t.nslots};
+	*tp = (struct ptx_inl_tmpl){ st, t.n, sl, t.nslots };
 	h->tmpl = tp;
 	err = 0;
 out:
@@ -635,8 +624,7 @@ struct site_names {
 };
 
 /* A site's copy of template operand o. */
-static struct ptx_opnd *clone_opnd(struct ptx_module *m, const struct ptx_opnd *o,
-				   struct site_names *sn)
+static struct ptx_opnd *clone_opnd(struct ptx_module *m, const struct ptx_opnd *o, struct site_names *sn)
 {
 	if (!tmarked(o))
 		return (struct ptx_opnd *)o;
@@ -660,15 +648,13 @@ static struct ptx_opnd *clone_opnd(struct ptx_module *m, const struct ptx_opnd *
 	if (!c->elems)
 		return NULL;
 	for (unsigned i = 0; i < o->n; i++)
-		if (!(c->elems[i] = o->elems[i] ? clone_opnd(m, o->elems[i], sn) : NULL) &&
-		    o->elems[i])
+		if (!(c->elems[i] = o->elems[i] ? clone_opnd(m, o->elems[i], sn) : NULL) && o->elems[i])
 			return NULL;
 	return c;
 }
 
-int ptx_handler_inline(struct ptx_inliner *in, struct ptx_func *site_fn, struct ptx_handler *h,
-		       struct ptx_chain *decls, struct ptx_chain *body,
-		       const struct ptx_site_regs *r, const char *end)
+int ptx_handler_inline(struct ptx_inliner *in, struct ptx_func *site_fn, struct ptx_handler *h, struct ptx_chain *decls,
+		       struct ptx_chain *body, const struct ptx_site_regs *r, const char *end)
 {
 	struct ptx_module *m = in->m;
 	unsigned id = in->nr_inlined++;
@@ -680,7 +666,7 @@ int ptx_handler_inline(struct ptx_inliner *in, struct ptx_func *site_fn, struct 
 	char pfx[64];
 	int pl = 0;
 	const char **names = ptx_alloc_raw(m, tp->nslots * sizeof(*names));
-	struct site_names sn = {names, ptx_alloc(m, tp->nslots * sizeof(*sn.ops))};
+	struct site_names sn = { names, ptx_alloc(m, tp->nslots * sizeof(*sn.ops)) };
 	if (!names || !sn.ops)
 		return gx_err(-ENOMEM);
 	for (size_t i = 0; i < tp->nslots; i++) {
@@ -690,8 +676,7 @@ int ptx_handler_inline(struct ptx_inliner *in, struct ptx_func *site_fn, struct 
 			names[i] = s->fixed;
 			break;
 		case SLOT_LABEL:
-			if (!pl && ((pl = snprintf(pfx, sizeof(pfx), "$%s_h%u_", m->fresh_prefix,
-						   id)) <= 0 ||
+			if (!pl && ((pl = snprintf(pfx, sizeof(pfx), "$%s_h%u_", m->fresh_prefix, id)) <= 0 ||
 				    (size_t)pl >= sizeof(pfx)))
 				return gx_err(-ENAMETOOLONG);
 			names[i] = ptx_concat(m, pfx, (size_t)pl, s->suffix, s->suffix_len);

@@ -11,8 +11,8 @@ struct ptx_fn_locals;
 
 struct ptx_inliner {
 	struct ptx_module *m;
-	struct ptx_fn_locals *locals;	/* where inlined depots are declared */
-	unsigned nr_inlined;		/* sites so far: names their labels */
+	struct ptx_fn_locals *locals; /* where inlined depots are declared */
+	unsigned nr_inlined;	      /* sites so far: names their labels */
 };
 
 /* Append h's body, inlined, for a site in site_fn: its top-level
@@ -20,8 +20,7 @@ struct ptx_inliner {
  * from register r->ow[i], r->ot is a .b32 scratch register, `end` the label
  * after the site. Only for h->inlinable. The body is analysed and turned into
  * IR once per handler; each site clones it with fresh names. 0 or -errno. */
-int ptx_handler_inline(struct ptx_inliner *in, struct ptx_func *site_fn, struct ptx_handler *h,
-		       struct ptx_chain *decls, struct ptx_chain *body,
-		       const struct ptx_site_regs *r, const char *end);
+int ptx_handler_inline(struct ptx_inliner *in, struct ptx_func *site_fn, struct ptx_handler *h, struct ptx_chain *decls,
+		       struct ptx_chain *body, const struct ptx_site_regs *r, const char *end);
 
 #endif

@@ -20,9 +20,9 @@ void ptx_pass_log(struct ptx_pass_ctx *ctx, const char *fmt, ...)
 struct ptx_item *ptx_module_header_end(struct ptx_module *m)
 {
 	struct ptx_item *end = NULL;
-	ptx_for_each_item(m, it) {
-		if (it->kind == PTX_ITEM_VERSION || it->kind == PTX_ITEM_TARGET ||
-		    it->kind == PTX_ITEM_ADDRESS_SIZE)
+	ptx_for_each_item(m, it)
+	{
+		if (it->kind == PTX_ITEM_VERSION || it->kind == PTX_ITEM_TARGET || it->kind == PTX_ITEM_ADDRESS_SIZE)
 			end = it;
 		else if (it->kind != PTX_ITEM_VERBATIM)
 			break;
@@ -34,14 +34,14 @@ static const struct {
 	unsigned hook;
 	const char *name;
 } hook_names[] = {
-	{GDEV_HOOK_ENTRY, "entry"},
-	{GDEV_HOOK_EXIT, "exit"},
-	{GDEV_HOOK_MEM, "mem"},
-	{GDEV_HOOK_FENCE, "fence"},
-	{GDEV_HOOK_SCHED_ENTER, "sched_enter"},
-	{GDEV_HOOK_SCHED_EXIT, "sched_exit"},
-	{GDEV_HOOK_SCHED_STEAL, "sched_steal"},
-	{GDEV_HOOK_BLOCK, "block"},
+	{ GDEV_HOOK_ENTRY, "entry" },
+	{ GDEV_HOOK_EXIT, "exit" },
+	{ GDEV_HOOK_MEM, "mem" },
+	{ GDEV_HOOK_FENCE, "fence" },
+	{ GDEV_HOOK_SCHED_ENTER, "sched_enter" },
+	{ GDEV_HOOK_SCHED_EXIT, "sched_exit" },
+	{ GDEV_HOOK_SCHED_STEAL, "sched_steal" },
+	{ GDEV_HOOK_BLOCK, "block" },
 };
 
 const char *ptx_hook_name(unsigned hook)

@@ -16,13 +16,12 @@
 /* One rewrite's options (read only), result counters and log. */
 struct ptx_pass_ctx {
 	const struct gx_ptx_rewrite_opts *opts; /* never NULL: defaults filled in */
-	struct gx_ptx_rewrite_result *res;      /* nr_kernels is set before the passes */
-	struct gx_buf log;                      /* becomes res->log */
+	struct gx_ptx_rewrite_result *res;	/* nr_kernels is set before the passes */
+	struct gx_buf log;			/* becomes res->log */
 };
 
 /* A note for the user (a kernel left alone and why): one line of res->log. */
-void ptx_pass_log(struct ptx_pass_ctx *ctx, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void ptx_pass_log(struct ptx_pass_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The item after which module-level code is inserted (the last of
  * .version/.target/.address_size), NULL = module start. */

@@ -28,16 +28,15 @@ int ptx_policy_rename(struct ptx_policy *p, struct ptx_module *m, const char *fr
 	return 0;
 }
 
-void ptx_policy_append(struct ptx_policy *p, struct ptx_module *m, struct ptx_item *first,
-		       struct ptx_item *last)
+void ptx_policy_append(struct ptx_policy *p, struct ptx_module *m, struct ptx_item *first, struct ptx_item *last)
 {
 	struct ptx_item *hdr = ptx_module_header_end(m);
 	ptx_item_insert_after(m, p->last ? p->last : hdr, first, last);
 	p->last = last;
 }
 
-void ptx_policy_insert_after(struct ptx_policy *p, struct ptx_module *m, struct ptx_item *at,
-			     struct ptx_item *first, struct ptx_item *last)
+void ptx_policy_insert_after(struct ptx_policy *p, struct ptx_module *m, struct ptx_item *at, struct ptx_item *first,
+			     struct ptx_item *last)
 {
 	ptx_item_insert_after(m, at, first, last);
 	if (p->last == at)

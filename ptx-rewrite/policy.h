@@ -21,7 +21,7 @@ struct ptx_policy {
 	/* the runtime blocks the policy code declares, bit k for
 	 * __gx_devrt__p<k> (bit 0: __gx_devrt, always defined) */
 	unsigned devrt_blocks;
-	struct ptx_item *last;	/* last item of the policy code, NULL: none */
+	struct ptx_item *last; /* last item of the policy code, NULL: none */
 };
 
 /* The name a policy symbol has after linking (itself if not renamed). */
@@ -30,12 +30,11 @@ const char *ptx_policy_name(const struct ptx_policy *p, const char *name);
 int ptx_policy_rename(struct ptx_policy *p, struct ptx_module *m, const char *from);
 /* Insert the chain first..last after the policy code (after the module
  * header when there is none); it becomes the policy code's end. */
-void ptx_policy_append(struct ptx_policy *p, struct ptx_module *m, struct ptx_item *first,
-		       struct ptx_item *last);
+void ptx_policy_append(struct ptx_policy *p, struct ptx_module *m, struct ptx_item *first, struct ptx_item *last);
 /* Insert first..last after `at` (a policy item); the policy code's end
  * moves when `at` was it. */
-void ptx_policy_insert_after(struct ptx_policy *p, struct ptx_module *m, struct ptx_item *at,
-			     struct ptx_item *first, struct ptx_item *last);
+void ptx_policy_insert_after(struct ptx_policy *p, struct ptx_module *m, struct ptx_item *at, struct ptx_item *first,
+			     struct ptx_item *last);
 void ptx_policy_free(struct ptx_policy *p);
 
 #endif

@@ -30,11 +30,10 @@
 #include "ptx-rewrite/site_priv.h"
 
 static const char *const probe_r[] = {
-	"%r0",	"%r1",	"%r2",	"%r3",	"%r4",	"%r5",	"%r6",	"%r7",	"%r8",
-	"%r9",	"%r10", "%r11", "%r12", "%r13", "%r14", "%r15", "%r16", "%r17",
-	"%r18", "%r19", "%r20", "%r21", "%r22", "%r23", "%r24", "%r25",
+	"%r0",	"%r1",	"%r2",	"%r3",	"%r4",	"%r5",	"%r6",	"%r7",	"%r8",	"%r9",	"%r10", "%r11", "%r12",
+	"%r13", "%r14", "%r15", "%r16", "%r17", "%r18", "%r19", "%r20", "%r21", "%r22", "%r23", "%r24", "%r25",
 };
-static const char *const probe_rd[] = {"%rd0", "%rd1", "%rd2", "%rd3", "%rd4", "%rd5"};
+static const char *const probe_rd[] = { "%rd0", "%rd1", "%rd2", "%rd3", "%rd4", "%rd5" };
 
 static struct ptx_item *probe_item(struct ptx_module *m, enum ptx_item_kind kind)
 {
@@ -52,7 +51,7 @@ static void probe_param(struct ptx_decl *d, const char *type, const char *name)
 	d->name = name;
 }
 
-#define ID(n) ptx_opnd_id(m, n)
+#define ID(n)	   ptx_opnd_id(m, n)
 #define AT(b, off) ptx_opnd_addr(m, ID(b), off)
 
 const char *ptx_probe_add(struct ptx_module *m, struct ptx_policy *pol)
@@ -81,7 +80,7 @@ const char *ptx_probe_add(struct ptx_module *m, struct ptx_policy *pol)
 	fn->rets = &pp[0];
 	fn->params = &pp[1];
 
-	struct ptx_chain c = {0};
+	struct ptx_chain c = { 0 };
 	struct ptx_stmt *d;
 	if ((d = ptx_chain_decl(m, &c, PTX_SPACE_REG, ".pred", "%p")))
 		d->decl.range = 2;
@@ -93,14 +92,13 @@ const char *ptx_probe_add(struct ptx_module *m, struct ptx_policy *pol)
 	INSN(&c, "ld", PTX_MODS(".param", ".u64"), ID(RD[1]), AT(pc, 0));
 	for (int i = 0; i < 3; i++)
 		INSN(&c, "ld", PTX_MODS(".u64"), ID(RD[2 + i]), AT(RD[1], 8 * i));
-	struct ptx_opnd *v2[2] = {ID(R[1]), ID(R[2])};
+	struct ptx_opnd *v2[2] = { ID(R[1]), ID(R[2]) };
 	INSN(&c, "ld", PTX_MODS(".v2", ".u32"), ptx_opnd_vec(m, 2, v2), AT(RD[1], 24));
 	for (int k = 0; k < 5; k++) {
 		struct ptx_opnd *v4[4];
 		for (int i = 0; i < 4; i++)
 			v4[i] = ID(R[3 + 4 * k + i]);
-		INSN(&c, "ld", PTX_MODS(".v4", ".u32"), ptx_opnd_vec(m, 4, v4),
-		     AT(RD[1], 32 + 16 * k));
+		INSN(&c, "ld", PTX_MODS(".v4", ".u32"), ptx_opnd_vec(m, 4, v4), AT(RD[1], 32 + 16 * k));
 	}
 	INSN(&c, "ld", PTX_MODS(".u32"), ID(RD[5]), AT(RD[1], 112));
 	for (int i = 3; i <= 5; i++)
@@ -111,8 +109,7 @@ const char *ptx_probe_add(struct ptx_module *m, struct ptx_policy *pol)
 	INSN(&c, "xor", PTX_MODS(".b32"), ID(R[23]), ID(R[23]), ID(R[24]));
 	for (int i = 1; i <= 22; i++)
 		INSN(&c, "xor", PTX_MODS(".b32"), ID(R[23]), ID(R[23]), ID(R[i]));
-	INSN(&c, "setp", PTX_MODS(".ne", ".u32"), ID("%p1"), ID(R[23]),
-	     ptx_opnd_int(m, 1641009));
+	INSN(&c, "setp", PTX_MODS(".ne", ".u32"), ID("%p1"), ID(R[23]), ptx_opnd_int(m, 1641009));
 	ptx_chain_insn(m, &c, "%p1", 0, "bra", 0, NULL, 1, ID(done));
 	INSN(&c, "st", PTX_MODS(".global", ".u32"), AT(sink, 0), ID(R[23]));
 	ptx_chain_label(m, &c, done);

@@ -23,7 +23,7 @@ struct ptx_arena *ptx_arena_new(size_t hint)
  * several times the input's). Bounded: at most SPARE_MAX bytes in at most
  * SPARE_N chunks kept per thread. */
 #define SPARE_MAX (64u << 20)
-#define SPARE_N 8
+#define SPARE_N	  8
 static __thread struct ptx_chunk *spare[SPARE_N];
 static __thread size_t spare_bytes;
 /* A thread that exits frees its spares (threads of an application that load

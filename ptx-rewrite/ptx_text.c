@@ -27,8 +27,8 @@ static int insert_text(struct ptx_module *m, struct ptx_func *fn, struct ptx_stm
 	return 0;
 }
 
-int ptx_insert_text_before(struct ptx_module *m, struct ptx_func *fn, struct ptx_stmt *pos,
-			   struct ptx_stmt **out, const char *fmt, ...)
+int ptx_insert_text_before(struct ptx_module *m, struct ptx_func *fn, struct ptx_stmt *pos, struct ptx_stmt **out,
+			   const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -37,8 +37,8 @@ int ptx_insert_text_before(struct ptx_module *m, struct ptx_func *fn, struct ptx
 	return err;
 }
 
-int ptx_insert_text_after(struct ptx_module *m, struct ptx_func *fn, struct ptx_stmt *pos,
-			  struct ptx_stmt **out, const char *fmt, ...)
+int ptx_insert_text_after(struct ptx_module *m, struct ptx_func *fn, struct ptx_stmt *pos, struct ptx_stmt **out,
+			  const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);

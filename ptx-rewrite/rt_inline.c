@@ -56,10 +56,10 @@ static const struct ptx_func *rt_func(struct ptx_rt *rt, const char *name)
 
 struct site {
 	struct ptx_module *m;
-	const char *pfx;          /* "%__gx_i3" / "$__gx_i3" base, without sigil */
+	const char *pfx;	      /* "%__gx_i3" / "$__gx_i3" base, without sigil */
 	const struct ptx_decl **regs; /* the function's register declarations */
 	size_t nregs;
-	const char **lfrom, **lto;   /* .local depots renamed (moved to the kernel) */
+	const char **lfrom, **lto; /* .local depots renamed (moved to the kernel) */
 	size_t nloc;
 };
 
@@ -127,13 +127,13 @@ static int param_index(const struct ptx_func *fn, const struct ptx_insn *in)
 	return -1;
 }
 
-int ptx_func_inline(struct ptx_module *m, struct ptx_func *site_fn, struct ptx_chain *c,
-		    const struct ptx_func *fn, unsigned nargs, const char *const *args, const char *ret)
+int ptx_func_inline(struct ptx_module *m, struct ptx_func *site_fn, struct ptx_chain *c, const struct ptx_func *fn,
+		    unsigned nargs, const char *const *args, const char *ret)
 {
 	int err = 0;
 	if (fn->nparams != nargs || fn->nrets > 1)
 		return fail(m, "other parameters than the site passes");
-	struct site s = {.m = m};
+	struct site s = { .m = m };
 	const char *pfx = ptx_fresh_name(m, "", "i");
 	const char *end = ptx_fresh_name(m, "$", "Lrt");
 	size_t nd = 0;
@@ -161,8 +161,8 @@ int ptx_func_inline(struct ptx_module *m, struct ptx_func *site_fn, struct ptx_c
 		if (st->kind == PTX_STMT_INSN && !strcmp(st->insn.opcode, "call"))
 			err = err ? err : fail(m, "a call");
 	}
-	struct ptx_chain body = {0};
-	struct ptx_chain src = {.head = fn->head, .tail = fn->tail};
+	struct ptx_chain body = { 0 };
+	struct ptx_chain src = { .head = fn->head, .tail = fn->tail };
 	if (!err)
 		err = ptx_chain_copy(m, &body, &src);
 	ptx_chain_scope(m, c, 1);
@@ -213,8 +213,9 @@ int ptx_func_inline(struct ptx_module *m, struct ptx_func *site_fn, struct ptx_c
 				if (!d || !ts || !ds || ds < ts)
 					err = fail(m, "a parameter load it cannot follow");
 				else if (ds == ts)
-					ptx_chain_insn(m, c, g, in->guard_neg, "mov", PTX_MODS(ts == 8 ? ".b64" : ".b32"),
-						       2, ptx_opnd_id(m, d), ptx_opnd_id(m, args[k]));
+					ptx_chain_insn(m, c, g, in->guard_neg, "mov",
+						       PTX_MODS(ts == 8 ? ".b64" : ".b32"), 2, ptx_opnd_id(m, d),
+						       ptx_opnd_id(m, args[k]));
 				else
 					ptx_chain_insn(m, c, g, in->guard_neg, "cvt", PTX_MODS(".u64", ".u32"), 2,
 						       ptx_opnd_id(m, d), ptx_opnd_id(m, args[k]));
@@ -266,8 +267,8 @@ int ptx_func_inline(struct ptx_module *m, struct ptx_func *site_fn, struct ptx_c
 	return err;
 }
 
-int ptx_rt_inline(struct ptx_rt *rt, struct ptx_func *site_fn, struct ptx_chain *c, const char *name,
-		  unsigned nargs, const char *const *args, const char *ret)
+int ptx_rt_inline(struct ptx_rt *rt, struct ptx_func *site_fn, struct ptx_chain *c, const char *name, unsigned nargs,
+		  const char *const *args, const char *ret)
 {
 	struct ptx_module *m = rt->m;
 	int err = rt_load(rt);

@@ -14,7 +14,7 @@ struct ptx_rt {
 	struct ptx_module *m;
 	const char *text;
 	size_t len;
-	struct ptx_item *first;	/* NULL until parsed */
+	struct ptx_item *first; /* NULL until parsed */
 };
 
 /* A leaf .func (clang's / the JIT's NVPTX shape) inlined at the end of c,
@@ -22,11 +22,11 @@ struct ptx_rt {
  * registers. 0, -EOPNOTSUPP (the function has something the inliner does
  * not follow: why in m->err, c unchanged only if the caller built into a
  * scratch chain) or -ENOMEM. */
-int ptx_func_inline(struct ptx_module *m, struct ptx_func *site_fn, struct ptx_chain *c,
-		    const struct ptx_func *fn, unsigned nargs, const char *const *args, const char *ret);
+int ptx_func_inline(struct ptx_module *m, struct ptx_func *site_fn, struct ptx_chain *c, const struct ptx_func *fn,
+		    unsigned nargs, const char *const *args, const char *ret);
 /* The runtime's function `name` (begin, next, steal) inlined likewise;
  * anything it cannot inline is an internal error (-EINVAL). */
-int ptx_rt_inline(struct ptx_rt *rt, struct ptx_func *site_fn, struct ptx_chain *c, const char *name,
-		  unsigned nargs, const char *const *args, const char *ret);
+int ptx_rt_inline(struct ptx_rt *rt, struct ptx_func *site_fn, struct ptx_chain *c, const char *name, unsigned nargs,
+		  const char *const *args, const char *ret);
 
 #endif

@@ -51,13 +51,13 @@
 #include "ptx-rewrite/tramp.h"
 
 /* Inlining limits, in handler instructions (the JIT's tools: 60-260). */
-#define PTX_INLINE_MAX 1024	/* entry/exit */
+#define PTX_INLINE_MAX	   1024 /* entry/exit */
 #define PTX_INLINE_MAX_MEM 160	/* mem/fence: one copy per memory instruction */
 
-void ptx_sites_init(struct ptx_sites *s, struct ptx_module *m, struct ptx_pass_ctx *ctx,
-		    struct ptx_policy *pol, struct ptx_tramps *tr)
+void ptx_sites_init(struct ptx_sites *s, struct ptx_module *m, struct ptx_pass_ctx *ctx, struct ptx_policy *pol,
+		    struct ptx_tramps *tr)
 {
-	*s = (struct ptx_sites){.m = m, .ctx = ctx, .pol = pol, .tr = tr};
+	*s = (struct ptx_sites){ .m = m, .ctx = ctx, .pol = pol, .tr = tr };
 	s->handlers.m = m;
 	s->inl.m = m;
 	s->inl.locals = &s->locals;
@@ -111,19 +111,17 @@ static const struct ptx_site_regs *site_regs(struct ptx_sites *s)
 	r->oa = ptx_opnd_id(m, r->a);
 	r->oc0 = ptx_opnd_id(m, r->c0);
 	r->ocr = ptx_opnd_id(m, r->cr);
-	if (!r->a || !r->oq || !r->om || !r->ol || !r->ot || !r->ox || !r->oa || !r->oc0 || !r->ocr ||
-	    !r->w)
+	if (!r->a || !r->oq || !r->om || !r->ol || !r->ot || !r->ox || !r->oa || !r->oc0 || !r->ocr || !r->w)
 		return NULL;
 	size_t wl = strlen(r->w);
 	const char *cw = ptx_sprintf(m, "%s_cw", P);
 	if (!cw)
 		return NULL;
 	for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
-		char num[4] = {(char)(i < 10 ? '0' + i : '0' + i / 10), (char)('0' + i % 10), 0};
+		char num[4] = { (char)(i < 10 ? '0' + i : '0' + i / 10), (char)('0' + i % 10), 0 };
 		size_t nl = i < 10 ? 1 : 2;
 		if (!(r->ow[i] = ptx_opnd_id(m, ptx_concat(m, r->w, wl, num, nl))) ||
-		    !(r->cw[i] = ptx_concat(m, cw, strlen(cw), num, nl)) ||
-		    !(r->ocw[i] = ptx_opnd_id(m, r->cw[i])))
+		    !(r->cw[i] = ptx_concat(m, cw, strlen(cw), num, nl)) || !(r->ocw[i] = ptx_opnd_id(m, r->cw[i])))
 			return NULL;
 	}
 	r->reconverge = !(s->ctx->opts->flags & GX_PTX_F_NO_RECONVERGE);
@@ -147,8 +145,7 @@ const char *ptx_site_addr_reg(struct ptx_sites *s)
  * of a struct that local memory interleaves across the warp's lanes (+9.9x
  * on a 1M-block vadd with a probe reading every word, run 6). Made once per
  * handler, right after it. NULL on error (m->err set or ENOMEM). */
-static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h,
-			       const struct ptx_site_regs *r, int *err)
+static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h, const struct ptx_site_regs *r, int *err)
 {
 	struct ptx_module *m = s->m;
 	*err = 0;
@@ -180,9 +177,8 @@ static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h,
 	f->rets = pd;
 	f->nparams = nw;
 	f->params = pd + 1;
-	pd[0] = (struct ptx_decl){.space = PTX_SPACE_PARAM, .space_str = ".param", .type = ".b32",
-				  .name = rname};
-	struct ptx_chain c = {0};
+	pd[0] = (struct ptx_decl){ .space = PTX_SPACE_PARAM, .space_str = ".param", .type = ".b32", .name = rname };
+	struct ptx_chain c = { 0 };
 	struct ptx_stmt *wd = ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", r->w);
 	if (wd)
 		wd->decl.range = PTX_CTX_WORDS;
@@ -195,15 +191,14 @@ static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h,
 			*err = -ENOMEM;
 			return NULL;
 		}
-		pd[n++] = (struct ptx_decl){.space = PTX_SPACE_PARAM, .space_str = ".param",
-					    .type = ".b32", .name = pn};
-		INSN(&c, "ld", PTX_MODS(".param", ".b32"), r->ow[i],
-		     ptx_opnd_addr(m, ptx_opnd_id(m, pn), 0));
+		pd[n++] = (struct ptx_decl){
+			.space = PTX_SPACE_PARAM, .space_str = ".param", .type = ".b32", .name = pn
+		};
+		INSN(&c, "ld", PTX_MODS(".param", ".b32"), r->ow[i], ptx_opnd_addr(m, ptx_opnd_id(m, pn), 0));
 	}
 	ptx_chain_label(m, &c, end);
 	struct ptx_stmt *lab = c.tail;
-	INSN(&c, "st", PTX_MODS(".param", ".b32"), ptx_opnd_addr(m, ptx_opnd_id(m, rname), 0),
-	     ptx_opnd_int(m, 0));
+	INSN(&c, "st", PTX_MODS(".param", ".b32"), ptx_opnd_addr(m, ptx_opnd_id(m, rname), 0), ptx_opnd_int(m, 0));
 	ptx_chain_insn(m, &c, NULL, 0, "ret", 0, NULL, 0);
 	if (c.failed) {
 		*err = -ENOMEM;
@@ -213,7 +208,7 @@ static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h,
 	f->tail = c.tail;
 	struct ptx_item *first = it, *last = it;
 	ptx_policy_insert_after(s->pol, m, at, first, last);
-	struct ptx_chain decls = {0}, body = {0};
+	struct ptx_chain decls = { 0 }, body = { 0 };
 	if ((*err = ptx_handler_inline(&s->inl, &it->func, h, &decls, &body, r, end)))
 		return NULL;
 	ptx_chain_append(&decls, &body);
@@ -238,8 +233,7 @@ static int inlines(const struct ptx_handler *h, unsigned hook, int force_call)
 /* The handler a site of func (NULL: the built-in one chosen by opts->stubs)
  * would run, in *h, and whether it must be called (*force_call). 1 found,
  * 0 no handler (elided or an empty called stub), -errno. */
-static int site_handler(struct ptx_sites *s, const char *func, struct ptx_handler **h,
-			int *force_call)
+static int site_handler(struct ptx_sites *s, const char *func, struct ptx_handler **h, int *force_call)
 {
 	const struct gx_ptx_rewrite_opts *o = s->ctx->opts;
 	*force_call = 0;
@@ -280,14 +274,14 @@ int ptx_site_uniform_exit(struct ptx_sites *s, struct ptx_func *fn, const char *
 	const struct ptx_site_regs *r = site_regs(s);
 	if (!r)
 		return gx_err(-ENOMEM);
-	struct ptx_chain hd = {0}, hb = {0}, pre = {0};
+	struct ptx_chain hd = { 0 }, hb = { 0 }, pre = { 0 };
 	unsigned id = s->inl.nr_inlined, words = 0;
 	err = ptx_handler_inline(&s->inl, fn, h, &hd, &hb, r, "$__gx_probe_end");
 	s->inl.nr_inlined = id;
 	if (err)
 		return err;
-	int nx = ptx_site_uniform_prefix(s->m, r, &hb, "$__gx_probe_end", "$__gx_probe_out", 0, 0,
-					 GDEV_HOOK_ENTRY, &pre, &words, 0);
+	int nx = ptx_site_uniform_prefix(s->m, r, &hb, "$__gx_probe_end", "$__gx_probe_out", 0, 0, GDEV_HOOK_ENTRY,
+					 &pre, &words, 0);
 	if (nx < 0)
 		return nx;
 	h->uni_exit = nx > 0;
@@ -305,16 +299,16 @@ struct site {
 	unsigned hook, info;
 	unsigned long long kid;
 	const struct ptx_chain *addr;
-	const char *func;		/* the handler (or stub) called or inlined */
-	struct ptx_handler *h;		/* NULL for a stub */
+	const char *func;      /* the handler (or stub) called or inlined */
+	struct ptx_handler *h; /* NULL for a stub */
 	int stub, force_call, inl;
-	unsigned need;			/* the context words the handler reads */
-	const char *end, *hend, *out;	/* labels: END, the handler's end, OUT */
+	unsigned need;		      /* the context words the handler reads */
+	const char *end, *hend, *out; /* labels: END, the handler's end, OUT */
 	bool remat, sync;
-	struct ptx_chain hd, bd;	/* the site's declarations and body */
-	struct ptx_chain hb;		/* an inlined entry/exit handler's body */
+	struct ptx_chain hd, bd; /* the site's declarations and body */
+	struct ptx_chain hb;	 /* an inlined entry/exit handler's body */
 	int hb_done;
-	unsigned pre_words;		/* words its uniform prefix computed */
+	unsigned pre_words; /* words its uniform prefix computed */
 };
 
 /* The handler: the bound one, or without a policy the built-in one chosen
@@ -360,11 +354,11 @@ static int site_plan(struct site *st)
 	st->inl = inlines(h, st->hook, st->force_call);
 	if (!st->inl && !st->force_call && !h->logged) {
 		h->logged = 1;
-		ptx_pass_log(st->s->ctx, "hooks: handler %s is called, not inlined (%s); "
-			     "context words %s", st->func,
-			     !h->inlinable ? (h->why ? h->why : "?")
-					   : "too large for this hook",
-			     h->inlinable ? "passed as parameters"
+		ptx_pass_log(st->s->ctx,
+			     "hooks: handler %s is called, not inlined (%s); "
+			     "context words %s",
+			     st->func, !h->inlinable ? (h->why ? h->why : "?") : "too large for this hook",
+			     h->inlinable		     ? "passed as parameters"
 			     : h->words == PTX_CTX_ALL_WORDS ? "stored: all"
 							     : "stored: those it reads");
 	}
@@ -435,10 +429,10 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 	if (st->inl && (st->hook & (GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT))) {
 		err = ptx_handler_inline(&st->s->inl, st->fn, st->h, &st->hd, &st->hb, r, st->hend);
 		st->hb_done = 1;
-		struct ptx_chain pre = {0};
-		int nx = err ? 0 : ptx_site_uniform_prefix(m, r, &st->hb, st->hend, st->out, st->kid,
-							   st->info, st->hook, &pre, &st->pre_words,
-							   ptx_site_flat_block(st->fn));
+		struct ptx_chain pre = { 0 };
+		int nx = err ? 0
+			     : ptx_site_uniform_prefix(m, r, &st->hb, st->hend, st->out, st->kid, st->info, st->hook,
+						       &pre, &st->pre_words, ptx_site_flat_block(st->fn));
 		if (nx < 0)
 			err = nx;
 		if (nx > 0)
@@ -488,12 +482,11 @@ static int site_handle(struct site *st)
 			const char *pn = r->cw[i]; /* names made once per module */
 			args[n] = r->ocw[i];
 			ptx_chain_decl(m, hd, PTX_SPACE_PARAM, ".b32", pn);
-			INSN(bd, "st", PTX_MODS(".param", ".b32"), ptx_opnd_addr(m, args[n], 0),
-			     r->ow[i]);
+			INSN(bd, "st", PTX_MODS(".param", ".b32"), ptx_opnd_addr(m, args[n], 0), r->ow[i]);
 			n++;
 		}
-		ptx_chain_insn(m, bd, NULL, 0, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &r->ocr),
-			       ptx_opnd_id(m, wclone), ptx_opnd_list(m, n, args));
+		ptx_chain_insn(m, bd, NULL, 0, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &r->ocr), ptx_opnd_id(m, wclone),
+			       ptx_opnd_list(m, n, args));
 		return 0;
 	}
 	if (st->stub || !need) {
@@ -507,8 +500,8 @@ static int site_handle(struct site *st)
 		INSN(bd, "cvta", PTX_MODS(".local", ".u64"), r->ox, r->ox);
 	}
 	INSN(bd, "st", PTX_MODS(".param", ".b64"), ptx_opnd_addr(m, r->oc0, 0), r->ox);
-	ptx_chain_insn(m, bd, NULL, 0, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &r->ocr),
-		       ptx_opnd_id(m, st->func), ptx_opnd_list(m, 1, &r->oc0));
+	ptx_chain_insn(m, bd, NULL, 0, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &r->ocr), ptx_opnd_id(m, st->func),
+		       ptx_opnd_list(m, 1, &r->oc0));
 	return 0;
 }
 
@@ -537,14 +530,12 @@ static int site_close(struct site *st, const struct ptx_prologue *pro)
 	return err;
 }
 
-int ptx_site_insert(struct ptx_sites *s, struct ptx_func *fn, struct ptx_stmt *pos,
-		    unsigned hook, const char *func, unsigned long long kid,
-		    const struct ptx_chain *addr, unsigned info, const char *guard, int guard_neg,
-		    const struct ptx_prologue *pro)
+int ptx_site_insert(struct ptx_sites *s, struct ptx_func *fn, struct ptx_stmt *pos, unsigned hook, const char *func,
+		    unsigned long long kid, const struct ptx_chain *addr, unsigned info, const char *guard,
+		    int guard_neg, const struct ptx_prologue *pro)
 {
 	struct ptx_module *m = s->m;
-	struct site st = {.s = s, .m = m, .fn = fn, .hook = hook, .kid = kid, .addr = addr,
-			  .info = info};
+	struct site st = { .s = s, .m = m, .fn = fn, .hook = hook, .kid = kid, .addr = addr, .info = info };
 	int err = site_choose(&st, func);
 	if (err <= 0)
 		return err;

@@ -16,15 +16,15 @@ struct ptx_tramps;
 
 struct ptx_sites {
 	struct ptx_module *m;
-	struct ptx_pass_ctx *ctx;	/* options, nr_hooks, log */
-	struct ptx_policy *pol;		/* the probe handler and word clones join it */
-	struct ptx_tramps *tr;		/* the no-op stubs sites call */
+	struct ptx_pass_ctx *ctx; /* options, nr_hooks, log */
+	struct ptx_policy *pol;	  /* the probe handler and word clones join it */
+	struct ptx_tramps *tr;	  /* the no-op stubs sites call */
 	struct ptx_handlers handlers;
 	struct ptx_inliner inl;
 	struct ptx_fn_locals locals;
-	const struct ptx_site_regs *regs;	/* made on first use */
-	const char *probe;	/* the built-in probe handler's name, once in the module */
-	unsigned nr_elided;	/* sites of the empty built-in handler left out */
+	const struct ptx_site_regs *regs; /* made on first use */
+	const char *probe;		  /* the built-in probe handler's name, once in the module */
+	unsigned nr_elided;		  /* sites of the empty built-in handler left out */
 };
 
 /* A kernel's prologue begin..last (inclusive) that its entry site at `end`
@@ -35,8 +35,8 @@ struct ptx_prologue {
 	struct ptx_stmt *begin, *last, *end;
 };
 
-void ptx_sites_init(struct ptx_sites *s, struct ptx_module *m, struct ptx_pass_ctx *ctx,
-		    struct ptx_policy *pol, struct ptx_tramps *tr);
+void ptx_sites_init(struct ptx_sites *s, struct ptx_module *m, struct ptx_pass_ctx *ctx, struct ptx_policy *pol,
+		    struct ptx_tramps *tr);
 void ptx_sites_free(struct ptx_sites *s);
 
 /* Insert the inline site of `hook` before pos (NULL: end of fn): guard and
@@ -45,10 +45,9 @@ void ptx_sites_free(struct ptx_sites *s);
  * computing the lane's address into ptx_site_addr_reg() (NULL: 0), info
  * size | op << 16 | space << 24, pro the prologue an entry site re-executes
  * (NULL or begin NULL: none). 0 or -errno. */
-int ptx_site_insert(struct ptx_sites *s, struct ptx_func *fn, struct ptx_stmt *pos,
-		    unsigned hook, const char *func, unsigned long long kid,
-		    const struct ptx_chain *addr, unsigned info, const char *guard, int guard_neg,
-		    const struct ptx_prologue *pro);
+int ptx_site_insert(struct ptx_sites *s, struct ptx_func *fn, struct ptx_stmt *pos, unsigned hook, const char *func,
+		    unsigned long long kid, const struct ptx_chain *addr, unsigned info, const char *guard,
+		    int guard_neg, const struct ptx_prologue *pro);
 /* Will the site of `hook` with handler func (NULL: the built-in one) inline
  * it? 1 yes (*ninsn: its instructions), 0 no (called, or no site at all),
  * -errno. */

@@ -12,10 +12,9 @@ struct ptx_policy;
 
 /* ptx_chain_insn without guard, the operands counted: INSN(c, "mov",
  * PTX_MODS(".b32"), a, b). Needs `m` in scope. */
-#define INSN(c, opcode, mods, ...)                                                         \
-	ptx_chain_insn(m, c, NULL, 0, opcode, mods,                                        \
-		       (unsigned)(sizeof((struct ptx_opnd *[]){__VA_ARGS__}) /             \
-				  sizeof(struct ptx_opnd *)),                              \
+#define INSN(c, opcode, mods, ...)                                                                           \
+	ptx_chain_insn(m, c, NULL, 0, opcode, mods,                                                          \
+		       (unsigned)(sizeof((struct ptx_opnd *[]){ __VA_ARGS__ }) / sizeof(struct ptx_opnd *)), \
 		       __VA_ARGS__)
 
 /* site_words.c */
@@ -25,12 +24,12 @@ unsigned ptx_words_closure(unsigned need);
 int ptx_site_flat_block(const struct ptx_func *fn);
 /* Compute the words of `need` not in `have` (already in their registers)
  * into r->ow[] (leader only). flat: ptx_site_flat_block. 0 or -ENOMEM. */
-int ptx_site_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r,
-		   unsigned need, unsigned have, unsigned long long kid, unsigned info,
-		   unsigned hook, const struct ptx_chain *addr, int flat);
+int ptx_site_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r, unsigned need,
+		   unsigned have, unsigned long long kid, unsigned info, unsigned hook, const struct ptx_chain *addr,
+		   int flat);
 /* The words in `need` stored to the .local context at `ctx`. */
-void ptx_site_store_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r,
-			  unsigned need, const char *ctx);
+void ptx_site_store_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r, unsigned need,
+			  const char *ctx);
 /* Append a copy of `in` to c with its own ID operands; NULL (c->failed set)
  * when out of memory. */
 struct ptx_stmt *ptx_insn_dup(struct ptx_module *m, struct ptx_chain *c, const struct ptx_insn *in);
@@ -39,9 +38,8 @@ struct ptx_stmt *ptx_insn_dup(struct ptx_module *m, struct ptx_chain *c, const s
  * inlined body `hb` as `@p bra.uni out`; *words: the words computed on the
  * way to the last exit. Returns the number of early exits copied (0:
  * nothing usable, pre left empty) or -ENOMEM. */
-int ptx_site_uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
-			    const struct ptx_chain *hb, const char *end, const char *out,
-			    unsigned long long kid, unsigned info, unsigned hook,
+int ptx_site_uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r, const struct ptx_chain *hb,
+			    const char *end, const char *out, unsigned long long kid, unsigned info, unsigned hook,
 			    struct ptx_chain *pre, unsigned *words, int flat);
 
 /* probe.c: the built-in probe handler added to the module after the policy

@@ -13,13 +13,11 @@
 
 #include "ptx-rewrite/site_priv.h"
 
-#define PTX_UNI_WORDS                                                                     \
-	(0xfu | 0x7u << 6 | 1u << 11 | 0x3fu << 12 | 0x7u << 21 | 1u << 24 | 1u << 25 |  \
-	 1u << 27)
-#define PTX_UNI_MAX 64 /* instructions scanned */
+#define PTX_UNI_WORDS (0xfu | 0x7u << 6 | 1u << 11 | 0x3fu << 12 | 0x7u << 21 | 1u << 24 | 1u << 25 | 1u << 27)
+#define PTX_UNI_MAX   64 /* instructions scanned */
 
 struct uni {
-	const char **regs;	/* registers holding warp-uniform values */
+	const char **regs; /* registers holding warp-uniform values */
 	size_t n, cap;
 };
 
@@ -54,8 +52,7 @@ static void uni_set(struct uni *u, const char *name, int on)
 
 static int uni_sreg(const char *t)
 {
-	static const char *const sr[] = {"%ctaid.", "%nctaid.", "%ntid.", "%smid", "%nsmid",
-					 "%gridid", NULL};
+	static const char *const sr[] = { "%ctaid.", "%nctaid.", "%ntid.", "%smid", "%nsmid", "%gridid", NULL };
 	for (unsigned i = 0; sr[i]; i++)
 		if (!strncmp(t, sr[i], strlen(sr[i])))
 			return 1;
@@ -83,20 +80,18 @@ static int exits_to(const struct ptx_chain *c, const char *t, const char *end)
 		if (s->kind != PTX_STMT_INSN || s->insn.guard)
 			return 0;
 		const struct ptx_insn *in = &s->insn;
-		if (!strcmp(in->opcode, "mov") && in->nops == 2 && in->ops[1] &&
-		    in->ops[1]->kind == PTX_OPND_INT)
+		if (!strcmp(in->opcode, "mov") && in->nops == 2 && in->ops[1] && in->ops[1]->kind == PTX_OPND_INT)
 			continue;
-		return !strcmp(in->opcode, "bra") && in->nops == 1 && in->ops[0] &&
-		       in->ops[0]->kind == PTX_OPND_ID && !strcmp(in->ops[0]->text, end);
+		return !strcmp(in->opcode, "bra") && in->nops == 1 && in->ops[0] && in->ops[0]->kind == PTX_OPND_ID &&
+		       !strcmp(in->ops[0]->text, end);
 	}
 	return 0;
 }
 
 static int pure_op(const char *op)
 {
-	static const char *const ops[] = {"mov", "add", "sub", "mul", "mad", "and", "or", "xor",
-					  "not", "shl", "shr", "setp", "selp", "cvt", "min", "max",
-					  "neg", "bfe", NULL};
+	static const char *const ops[] = { "mov", "add",  "sub",  "mul", "mad", "and", "or",  "xor", "not", "shl",
+					   "shr", "setp", "selp", "cvt", "min", "max", "neg", "bfe", NULL };
 	for (unsigned i = 0; ops[i]; i++)
 		if (!strcmp(op, ops[i]))
 			return 1;
@@ -112,13 +107,12 @@ static int pure_op(const char *op)
  * delays the kernel's own start). *words: the words computed on the way to
  * the last exit (the body's path). Returns the number of early exits copied
  * (0: nothing usable, pre left empty). */
-int ptx_site_uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
-			    const struct ptx_chain *hb, const char *end, const char *out,
-			    unsigned long long kid, unsigned info, unsigned hook,
+int ptx_site_uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r, const struct ptx_chain *hb,
+			    const char *end, const char *out, unsigned long long kid, unsigned info, unsigned hook,
 			    struct ptx_chain *pre, unsigned *words, int flat)
 {
-	struct uni u = {0};
-	struct ptx_chain c = {0};
+	struct uni u = { 0 };
+	struct ptx_chain c = { 0 };
 	unsigned have = 0, have_at_exit = 0;
 	int exits = 0, steps = 0;
 	for (unsigned i = 0; i < PTX_CTX_WORDS; i++)
@@ -133,8 +127,7 @@ int ptx_site_uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
 		if (s->kind != PTX_STMT_INSN)
 			break;
 		const struct ptx_insn *in = &s->insn;
-		if (!strcmp(in->opcode, "bra") && in->nops == 1 && in->ops[0] &&
-		    in->ops[0]->kind == PTX_OPND_ID) {
+		if (!strcmp(in->opcode, "bra") && in->nops == 1 && in->ops[0] && in->ops[0]->kind == PTX_OPND_ID) {
 			const char *t = in->ops[0]->text;
 			if (!in->guard) { /* forward jump: follow it */
 				struct ptx_stmt *n = after_label(hb, t), *x = s;
@@ -148,8 +141,8 @@ int ptx_site_uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
 			if (!uni_has(&u, in->guard))
 				break;
 			if (exits_to(hb, t, end)) { /* @p bra EXIT */
-				ptx_chain_insn(m, &c, in->guard, in->guard_neg, "bra", PTX_MODS(".uni"),
-					       1, ptx_opnd_id(m, out));
+				ptx_chain_insn(m, &c, in->guard, in->guard_neg, "bra", PTX_MODS(".uni"), 1,
+					       ptx_opnd_id(m, out));
 				exits++;
 				have_at_exit = have;
 				s = s->next;
@@ -160,9 +153,8 @@ int ptx_site_uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
 			struct ptx_stmt *go = after_label(hb, t), *x = s;
 			while (x && x != go)
 				x = x->next;
-			if (!nx || nx->kind != PTX_STMT_INSN || nx->insn.guard ||
-			    strcmp(nx->insn.opcode, "bra") || nx->insn.nops != 1 || !nx->insn.ops[0] ||
-			    nx->insn.ops[0]->kind != PTX_OPND_ID ||
+			if (!nx || nx->kind != PTX_STMT_INSN || nx->insn.guard || strcmp(nx->insn.opcode, "bra") ||
+			    nx->insn.nops != 1 || !nx->insn.ops[0] || nx->insn.ops[0]->kind != PTX_OPND_ID ||
 			    !exits_to(hb, nx->insn.ops[0]->text, end) || !go || !x)
 				break;
 			ptx_chain_insn(m, &c, in->guard, !in->guard_neg, "bra", PTX_MODS(".uni"), 1,
@@ -172,15 +164,13 @@ int ptx_site_uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
 			s = go;
 			continue;
 		}
-		if (in->guard || !pure_op(in->opcode) || !in->nops || !in->ops[0] ||
-		    in->ops[0]->kind != PTX_OPND_ID)
+		if (in->guard || !pure_op(in->opcode) || !in->nops || !in->ops[0] || in->ops[0]->kind != PTX_OPND_ID)
 			break;
 		int ok = 1;
 		unsigned used = 0;
 		for (unsigned i = 1; ok && i < in->nops; i++) {
 			const struct ptx_opnd *o = in->ops[i];
-			if (!o || (o->kind != PTX_OPND_ID && o->kind != PTX_OPND_INT &&
-				   o->kind != PTX_OPND_FLOAT)) {
+			if (!o || (o->kind != PTX_OPND_ID && o->kind != PTX_OPND_INT && o->kind != PTX_OPND_FLOAT)) {
 				ok = -1;
 				break;
 			}

@@ -7,8 +7,8 @@
 #include "ptx-rewrite/site_priv.h"
 
 /* mov.b32 W<i>, v */
-static void mov_imm(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r,
-		    unsigned i, unsigned long long v)
+static void mov_imm(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r, unsigned i,
+		    unsigned long long v)
 {
 	INSN(c, "mov", PTX_MODS(".b32"), r->ow[i], ptx_opnd_int(m, (long long)v));
 }
@@ -42,13 +42,12 @@ int ptx_site_flat_block(const struct ptx_func *fn)
 
 /* Compute the words of `need` not in `have` (already in their registers).
  * flat: the kernel's blocks are one-dimensional (flat_block). */
-int ptx_site_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r,
-		   unsigned need, unsigned have, unsigned long long kid, unsigned info,
-		      unsigned hook, const struct ptx_chain *addr, int flat)
+int ptx_site_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r, unsigned need,
+		   unsigned have, unsigned long long kid, unsigned info, unsigned hook, const struct ptx_chain *addr,
+		   int flat)
 {
-	static const char *const sreg[12] = {"%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x",
-					     "%nctaid.y", "%nctaid.z", "%tid.x", "%tid.y",
-					     "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z"};
+	static const char *const sreg[12] = { "%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z",
+					      "%tid.x",	  "%tid.y",   "%tid.z",	  "%ntid.x",   "%ntid.y",   "%ntid.z" };
 	struct ptx_opnd *const *W = r->ow;
 	need = ptx_words_closure(need) & ~have;
 	for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
@@ -64,7 +63,7 @@ int ptx_site_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_s
 			if (i == 5 && (need & 1u << 4))
 				break;
 			if (addr && addr->head) {
-				struct ptx_opnd *e[2] = {W[4], W[5]};
+				struct ptx_opnd *e[2] = { W[4], W[5] };
 				if (ptx_chain_copy(m, c, addr))
 					return -ENOMEM;
 				INSN(c, "mov", PTX_MODS(".b64"), ptx_opnd_vec(m, 2, e), r->oa);
@@ -123,8 +122,8 @@ int ptx_site_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_s
 }
 
 /* The words in `need` stored to the .local context at `ctx`. */
-void ptx_site_store_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r,
-			  unsigned need, const char *ctx)
+void ptx_site_store_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r, unsigned need,
+			  const char *ctx)
 {
 	struct ptx_opnd *const *W = r->ow;
 	struct ptx_opnd *base = ptx_opnd_id(m, ctx);
@@ -134,12 +133,10 @@ void ptx_site_store_words(struct ptx_module *m, struct ptx_chain *c, const struc
 			continue;
 		struct ptx_opnd *at = ptx_opnd_addr(m, base, 4 * i);
 		if (!(i & 3) && (need >> i & 0xfu) == 0xfu) {
-			INSN(c, "st", PTX_MODS(".local", ".v4", ".u32"), at,
-			     ptx_opnd_vec(m, 4, &W[i]));
+			INSN(c, "st", PTX_MODS(".local", ".v4", ".u32"), at, ptx_opnd_vec(m, 4, &W[i]));
 			i += 3;
 		} else if (!(i & 1) && (need & 1u << (i + 1))) {
-			INSN(c, "st", PTX_MODS(".local", ".v2", ".u32"), at,
-			     ptx_opnd_vec(m, 2, &W[i]));
+			INSN(c, "st", PTX_MODS(".local", ".v2", ".u32"), at, ptx_opnd_vec(m, 2, &W[i]));
 			i++;
 		} else {
 			INSN(c, "st", PTX_MODS(".local", ".u32"), at, W[i]);

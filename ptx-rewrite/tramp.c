@@ -46,20 +46,18 @@ const char *ptx_tramp_get(struct ptx_tramps *tr, unsigned hook, const char *func
 	t->virt = virt;
 	t->sched = !!(hook & GDEV_HOOKS_SCHED);
 	t->stub = stub;
-	t->name = ptx_sprintf(m, "%s_tramp_%s_%zu%s", m->fresh_prefix, ptx_hook_name(hook),
-			      tr->n, virt ? "_v" : "");
+	t->name = ptx_sprintf(m, "%s_tramp_%s_%zu%s", m->fresh_prefix, ptx_hook_name(hook), tr->n, virt ? "_v" : "");
 	if (!t->name)
 		return NULL;
 	tr->n++;
 	return t->name;
 }
 
-int ptx_tramp_sched_site(struct ptx_module *m, struct ptx_chain *c, const char *tramp,
-			 unsigned long long kid, const char *const vals[10], const char *guard,
-			 int guard_neg, const char *ret_reg)
+int ptx_tramp_sched_site(struct ptx_module *m, struct ptx_chain *c, const char *tramp, unsigned long long kid,
+			 const char *const vals[10], const char *guard, int guard_neg, const char *ret_reg)
 {
 	const char *P = m->fresh_prefix;
-	struct ptx_chain b = {0};
+	struct ptx_chain b = { 0 };
 	struct ptx_opnd *args[11];
 	/* a guarded site branches around the call (a return value cannot be
 	 * read by a predicated ld.param): 0 then */
@@ -67,8 +65,7 @@ int ptx_tramp_sched_site(struct ptx_module *m, struct ptx_chain *c, const char *
 	if (guard && !skip)
 		return gx_err(-ENOMEM);
 	if (ret_reg)
-		ptx_chain_insn(m, &b, NULL, 0, "mov", PTX_MODS(".u32"), 2, ptx_opnd_id(m, ret_reg),
-			       ptx_opnd_int(m, 0));
+		ptx_chain_insn(m, &b, NULL, 0, "mov", PTX_MODS(".u32"), 2, ptx_opnd_id(m, ret_reg), ptx_opnd_int(m, 0));
 	if (guard)
 		ptx_chain_insn(m, &b, guard, !guard_neg, "bra", 0, NULL, 1, ptx_opnd_id(m, skip));
 	ptx_chain_scope(m, &b, 1);
@@ -80,8 +77,8 @@ int ptx_tramp_sched_site(struct ptx_module *m, struct ptx_chain *c, const char *
 			return gx_err(-ENOMEM);
 		ptx_chain_decl(m, &b, PTX_SPACE_PARAM, ty, pn);
 		struct ptx_opnd *v = i == 0 ? ptx_opnd_hex64(m, kid) : ptx_opnd_id(m, vals[i - 1]);
-		ptx_chain_insn(m, &b, NULL, 0, "st", PTX_MODS(".param", ty), 2,
-			       ptx_opnd_addr(m, ptx_opnd_id(m, pn), 0), v);
+		ptx_chain_insn(m, &b, NULL, 0, "st", PTX_MODS(".param", ty), 2, ptx_opnd_addr(m, ptx_opnd_id(m, pn), 0),
+			       v);
 		args[i] = ptx_opnd_id(m, pn);
 	}
 	const char *rv = ptx_sprintf(m, "%s_spr", P);
@@ -89,8 +86,8 @@ int ptx_tramp_sched_site(struct ptx_module *m, struct ptx_chain *c, const char *
 		return gx_err(-ENOMEM);
 	ptx_chain_decl(m, &b, PTX_SPACE_PARAM, ".b32", rv);
 	struct ptx_opnd *ret = ptx_opnd_id(m, rv);
-	ptx_chain_insn(m, &b, NULL, 0, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &ret),
-		       ptx_opnd_id(m, tramp), ptx_opnd_list(m, 11, args));
+	ptx_chain_insn(m, &b, NULL, 0, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &ret), ptx_opnd_id(m, tramp),
+		       ptx_opnd_list(m, 11, args));
 	if (ret_reg)
 		ptx_chain_insn(m, &b, NULL, 0, "ld", PTX_MODS(".param", ".b32"), 2, ptx_opnd_id(m, ret_reg),
 			       ptx_opnd_addr(m, ptx_opnd_id(m, rv), 0));

@@ -16,8 +16,8 @@ struct ptx_tramp {
 	unsigned hook;
 	const char *func;
 	int virt;
-	int sched;	/* a sched hook: context from ptx_tramp_sched_site's registers */
-	int stub;	/* func is a built-in no-op stub: it reads no context */
+	int sched; /* a sched hook: context from ptx_tramp_sched_site's registers */
+	int stub;  /* func is a built-in no-op stub: it reads no context */
 	const char *name;
 };
 
@@ -25,7 +25,7 @@ struct ptx_tramps {
 	struct ptx_module *m;
 	struct ptx_tramp *v;
 	size_t n, cap;
-	unsigned stubs;	/* GDEV_HOOK_* bits whose no-op stub is needed */
+	unsigned stubs; /* GDEV_HOOK_* bits whose no-op stub is needed */
 };
 
 /* Name of the trampoline for (hook, func, virt), created on first use; func
@@ -41,9 +41,8 @@ const char *ptx_tramp_stub(struct ptx_tramps *tr, unsigned hook);
  * (.b64), units, worker, steals, ctaid x y z, nctaid x y z (.b32): they
  * become the context's addr, size, op, space (the sched_* names of
  * gdev_ctx.h), block index and grid. Appended to c. 0 or -ENOMEM. */
-int ptx_tramp_sched_site(struct ptx_module *m, struct ptx_chain *c, const char *tramp,
-			 unsigned long long kid, const char *const vals[10], const char *guard,
-			 int guard_neg, const char *ret_reg);
+int ptx_tramp_sched_site(struct ptx_module *m, struct ptx_chain *c, const char *tramp, unsigned long long kid,
+			 const char *const vals[10], const char *guard, int guard_neg, const char *ret_reg);
 void ptx_tramps_free(struct ptx_tramps *tr);
 
 #endif
