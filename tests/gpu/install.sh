@@ -55,6 +55,10 @@ drc=$?
 "$PYBIN/gpuext" --json doctor >"$L/doctor.json" 2>&1
 cat "$L/doctor.txt"
 check "wheel: gpuext doctor reports no failure" "[ $drc = 0 ]" "$L/doctor.txt"
+# Under gpuext-run (the shim first, as an application sees it): nothing to fix.
+"$PYBIN/gpuext-run" -- "$PYBIN/gpuext" doctor >"$L/doctor-run.txt" 2>&1
+check "wheel: gpuext-run -- gpuext doctor: every line ok or info" \
+	"[ \$? = 0 ] && ! grep -Eq '^(warn|fail) ' $L/doctor-run.txt && grep -Eq '^ok +interpose' $L/doctor-run.txt" "$L/doctor-run.txt"
 # and into a fresh virtualenv (ensurepip may be missing: then pip from outside)
 if python3 -m venv "$W/venv" >"$L/venv.log" 2>&1; then
 	"$W/venv/bin/python" -m pip install -q --no-deps --no-index "$WHL" >>"$L/venv.log" 2>&1
