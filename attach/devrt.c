@@ -40,6 +40,7 @@
 #include "common/gx_capture.h"
 #include "common/gx_tls.h"
 #include "devbpf/gx_bpf.h"
+#include "gpuext/gx_stats.h"
 #include "gpuext/gx_toollog.h"
 
 #define MAX_CTX 64
@@ -109,6 +110,8 @@ struct fn_seen {
 struct kname_seen {
 	uint64_t kid;
 	uint64_t launches; /* so far, for the timing sample */
+	uint64_t graph_launches; /* of those, as graph kernel nodes */
+	char *name; /* for the stats file (NULL: unnamed) */
 	uint64_t lt_last_ns; /* when its last sampled launch was */
 	UT_hash_handle hh;
 };
@@ -123,6 +126,9 @@ static struct fn_seen *fn_recent[FN_RECENT];
 static unsigned fn_recent_next;
 static unsigned launch_seq;
 static uint64_t nr_launches, nr_instr; /* for the summary line at exit */
+static uint64_t nr_graph_launches, nr_graph_kernels; /* cuGraphLaunch calls, kernel nodes they ran */
+/* what torn-down contexts had measured (the stats file's totals never go back) */
+static uint64_t gone_gpu_ns, gone_gpu_ns_instr, gone_drops;
 /* The launch of this thread whose LAUNCH_DONE comes next: its timing pair. */
 /* One TLS block, initial-exec (gx_tls.h). */
 static __thread struct open_launch {
@@ -351,6 +357,12 @@ static void calibrate(struct ctxst *st, struct gx_tev_ctx *ev)
 /* ---- per-context state ---- */
 static void ctx_teardown(struct ctxst *st, bool free_maps)
 {
+	gone_gpu_ns += st->lt.gpu_ns;
+	gone_gpu_ns_instr += st->lt.gpu_ns_instr;
+	for (unsigned p = 0; free_maps && p < nr_pols; p++)
+		for (size_t i = 0; st->maps[p] && i < pols[p].pd->nr_maps; i++)
+			if (st->maps[p][i] && st->maps[p][i]->l.type == GX_MAP_RINGBUF)
+				gone_drops += __atomic_load_n(&gx_map__ring(st->maps[p][i])->drops, __ATOMIC_RELAXED);
 	for (unsigned p = 0; p < nr_pols; p++) {
 		if (st->dm[p])
 			gx_devmaps__free(st->dm[p]);
@@ -686,6 +698,8 @@ static void *drain_main(void *arg)
 		for (unsigned p = 0; p < nr_pols; p++)
 			ev_write_buf(&pols[p], &pend[p]);
 		pthread_mutex_unlock(&drain_lock);
+		if (gx_attach_env->sz > offsetof(struct gx_attach_host, tick) && gx_attach_env->tick)
+			gx_attach_env->tick();
 	}
 	for (unsigned p = 0; p < GX_PMERGE_MAX; p++)
 		gx_buf_free(&pend[p]);
@@ -814,6 +828,7 @@ static struct kname_seen *kname_get(uint64_t kid, const char *name)
 	HASH_ADD(hh, knames_seen, kid, sizeof(kid), k);
 	if (!name)
 		return k;
+	k->name = strdup(name);
 	size_t n = strlen(name) + 1;
 	struct gx_tev_kname *r = calloc(1, sizeof(*r) + n);
 	if (r) {
@@ -1034,4 +1049,65 @@ int gx_devrt_start(const struct gx_policy_desc *d, const char *const *tags, size
 		return id;
 	atexit(at_exit);
 	return 0;
+}
+
+void gx_attach_stats(struct gx_stats_file *f)
+{
+	pthread_mutex_lock(&rt_lock);
+	if (!nr_pols) {
+		pthread_mutex_unlock(&rt_lock);
+		return;
+	}
+	f->flags |= GX_STATS_F_TOOLS;
+	f->nr_policies = nr_pols;
+	size_t at = 0;
+	for (unsigned p = 0; p < nr_pols; p++) {
+		int w = snprintf(f->policies + at, sizeof(f->policies) - at, "%s%s", p ? "," : "", pols[p].tag);
+		if (w < 0 || (size_t)w >= sizeof(f->policies) - at)
+			break;
+		at += (size_t)w;
+	}
+	f->launches = nr_launches;
+	f->instrumented = nr_instr;
+	f->graph_launches = nr_graph_launches;
+	f->graph_kernel_launches = nr_graph_kernels;
+	for (unsigned i = 0; i < nr_ctx; i++) {
+		struct ctxst *st = &ctxs[i];
+		f->sampled_gpu_ns += st->lt.gpu_ns;
+		f->sampled_gpu_ns_instr += st->lt.gpu_ns_instr;
+		if (st->failed)
+			continue;
+		for (unsigned p = 0; p < nr_pols; p++)
+			for (size_t m = 0; st->maps[p] && m < pols[p].pd->nr_maps; m++)
+				if (st->maps[p][m] && st->maps[p][m]->l.type == GX_MAP_RINGBUF)
+					f->ring_drops += __atomic_load_n(&gx_map__ring(st->maps[p][m])->drops,
+									 __ATOMIC_RELAXED);
+	}
+	f->sampled_gpu_ns += gone_gpu_ns;
+	f->sampled_gpu_ns_instr += gone_gpu_ns_instr;
+	f->ring_drops += gone_drops;
+	/* the most launched kernels: a selection over the (few hundred) kernels */
+	unsigned n = 0;
+	struct kname_seen *k, *kt;
+	HASH_ITER(hh, knames_seen, k, kt) {
+		if (!k->launches)
+			continue;
+		unsigned at_k = n < GX_STATS_KERNELS ? n++ : GX_STATS_KERNELS;
+		if (at_k == GX_STATS_KERNELS) {
+			if (f->kernels[GX_STATS_KERNELS - 1].launches >= k->launches)
+				continue;
+			at_k = GX_STATS_KERNELS - 1;
+		}
+		while (at_k > 0 && f->kernels[at_k - 1].launches < k->launches) {
+			f->kernels[at_k] = f->kernels[at_k - 1];
+			at_k--;
+		}
+		struct gx_stats_kernel *o = &f->kernels[at_k];
+		memset(o, 0, sizeof(*o));
+		snprintf(o->name, sizeof(o->name), "%s", k->name ? k->name : "?");
+		o->launches = k->launches;
+		o->graph_launches = k->graph_launches;
+	}
+	f->nr_kernels = n;
+	pthread_mutex_unlock(&rt_lock);
 }

@@ -259,6 +259,9 @@ struct gx_attach_host {
 	/* GPUEXT_SCHED without blocksched's own knobs: "obj.bpf.o[,knobs]",
 	 * the schedule policy, attached first (blocksched/gx_blocksched.h). */
 	const char *sched;
+	/* Called by the drainer after each tick, holding no lock of ours
+	 * (the shim's stats file, shim/stats.c); may be NULL. */
+	void (*tick)(void);
 };
 
 /* Load the configured policies and start their device runtime (tool logs,
@@ -268,6 +271,12 @@ struct gx_attach_host {
  * least one policy is attached, else 0 (none configured, or every one
  * failed: each said why in one line). Thread-safe, idempotent. */
 int gx_attach_start(const struct gx_attach_host *host);
+/* What the device runtime counted, into the stats file (gpuext/gx_stats.h):
+ * launches, instrumented, graph launches, sampled GPU time, ring drops, the
+ * policies' tags and the most launched kernels. From a background thread
+ * (takes the runtime's lock briefly); nothing when no policy is attached. */
+struct gx_stats_file;
+void gx_attach_stats(struct gx_stats_file *f);
 /* Fill hooks, policy PTX and bindings for a module about to be rewritten
  * (gx_attach_start first, if it has not run); a no-op when no policy is
  * attached. Thread-safe. */

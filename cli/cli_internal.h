@@ -35,6 +35,7 @@ int do_tenant(int argc, char **argv); /* tenant.c */
 int do_sched(int argc, char **argv);  /* sched.c */
 int do_doctor(int argc, char **argv); /* doctor.c */
 int do_cdi(int argc, char **argv);    /* cdi.c */
+int do_exporter(int argc, char **argv); /* exporter_exec.c: runs gpuext-exporter */
 
 /* Run a nested subcommand table: cmds[] ends with {0}; prints usage on miss. */
 int gx_cmd_dispatch(const char *parent, const struct gx_cmd *cmds, int argc, char **argv);

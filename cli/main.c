@@ -34,6 +34,7 @@ static const struct gx_cmd cmds[] = {
 	{ "tenant", do_tenant, "tenants sharing the GPUs: list, set class/window, gc" },
 	{ "sched", do_sched, "block scheduling: decisions and per-SM work of a run (--trace)" },
 	{ "doctor", do_doctor, "check this machine: driver, GPUs, shim, JIT cache, folders (for bug reports)" },
+	{ "exporter", do_exporter, "Prometheus /metrics of launches, tenants, policies, device maps (gpuext-exporter)" },
 	{ "cdi", do_cdi, "write a CDI spec that mounts gpuext into containers" },
 	{ "version", do_version, "print the version" },
 	{ 0 },

@@ -19,7 +19,8 @@ KVER=6.12.95+deb12-amd64
 # pahole and gcc-12 (in build-essential) are what Debian's kbuild package needs.
 PKGS_MAIN="build-essential pkg-config libelf-dev libzstd-dev liblz4-dev uthash-dev zlib1g-dev
   llvm-19-dev clang-19 clang-format-19 lld-19 libclang-rt-19-dev qemu-system-x86 busybox-static cpio valgrind python3
-  pahole libssl3 kmod debootstrap python3-venv python3-pip python3-yaml patchelf"
+  pahole libssl3 kmod debootstrap python3-venv python3-pip python3-yaml patchelf
+  libmicrohttpd-dev prometheus"
 PKGS_BPO="libbpf-dev bpftool"
 # The 6.12 kernel's headers, kbuild and image are unpacked into KCACHE, not
 # installed: the headers package depends on the image, whose install would make

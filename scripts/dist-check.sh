@@ -32,6 +32,9 @@ while IFS= read -r -d '' f; do
 	rel=${f#"$dir"/}
 	allowed=$ALLOWED max=$GLIBC_MAX
 	case $rel in lib/gpuext-llvm/*|lib/libgxjit.so|lib/gpuext-bpfjit.so) allowed=" $(echo $ADDON_ALLOWED) " max=$ADDON_GLIBC_MAX ;; esac
+	# the Prometheus exporter alone may need libmicrohttpd (Ubuntu 22.04/24.04:
+	# libmicrohttpd12; docs/install.md); `gpuext exporter` says so when missing
+	case $rel in bin/gpuext-exporter) allowed="$allowed libmicrohttpd.so.12 " ;; esac
 	# the newest glibc version any imported symbol needs
 	for v in $(objdump -T "$f" 2>/dev/null | awk '$0 ~ /\*UND\*/' | grep -o 'GLIBC_[0-9.]*' | sort -uV); do
 		ver=${v#GLIBC_}

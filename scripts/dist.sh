@@ -24,7 +24,7 @@ name=gpuext-$V
 out=$B/dist
 S=$out/$name
 A=$out/addon/$name
-rm -rf "$S" "$out/addon" && mkdir -p "$S"/{bin,lib} "$S"/share/gpuext/{tools,sched,host,tenant,cache,include,cuda/bin} \
+rm -rf "$S" "$out/addon" && mkdir -p "$S"/{bin,lib} "$S"/share/gpuext/{tools,sched,host,tenant,cache,include,cuda/bin,exporter} \
 	"$S/share/doc/gpuext" "$A/lib/gpuext-llvm"
 umask 022
 
@@ -32,7 +32,7 @@ umask 022
 install_elf() { # SRC DESTDIR
 	cp "$1" "$2/" && strip --strip-unneeded "$2/$(basename "$1")"
 }
-for f in gpuext gpuext-run gpuext-ptxas; do install_elf "$B/bin/$f" "$S/bin"; done
+for f in gpuext gpuext-run gpuext-ptxas gpuext-exporter; do install_elf "$B/bin/$f" "$S/bin"; done
 for f in "$B"/bin/gx_*; do install_elf "$f" "$S/bin"; done
 install_elf "$B/lib/libcuda.so.1" "$S/lib"
 install_elf "$B/lib/gpuext-audit.so" "$S/lib"
@@ -57,6 +57,8 @@ GPUEXT_JITLIB=$jitlib \
 
 cp README.md LICENSE "$S/"
 cp docs/*.md "$S/share/doc/gpuext/"
+# the exporter's example configs and the Grafana dashboard (docs/metrics.md)
+cp deploy/exporter/*.conf deploy/grafana/gpuext.json "$S/share/gpuext/exporter/"
 cp -r LICENSES "$S/share/doc/gpuext/"
 
 # The JIT add-on: libgxjit.so and the plugin, with LLVM's

@@ -10,6 +10,7 @@
 #include "blocksched/gx_blocksched.h"
 #include "shim/hostpolicy_internal.h"
 #include "shim/load_internal.h"
+#include "shim/stats_internal.h"
 
 unsigned gx_dev_sm(CUdevice d)
 {
@@ -65,6 +66,7 @@ static void host_setup(void)
 		.is_host_policy = gx_hostpolicy_is_struct_ops,
 		.device_prefetch = gx_hostpolicy_device_prefetch,
 		.lock_register = gx_lock_register,
+		.tick = gx_stats_tick,
 	};
 	host_ok = true;
 }

@@ -29,6 +29,7 @@
 #include "shim/hostkmod_internal.h"
 #include "shim/hostpolicy_internal.h"
 #include "shim/shim_ev_internal.h"
+#include "shim/stats_internal.h"
 
 #define MAX_PREF 256
 #define MAX_REJECT 64
@@ -658,4 +659,30 @@ void gx_hostpolicy_init(void)
 		return;
 	}
 	atexit(report);
+}
+
+/* For the stats file (stats.c), from a background thread: hp_lock only if
+ * free (an allocation in progress keeps it), else the last figures. */
+void gx_hostpolicy_stats(struct gx_stats_file *f)
+{
+	static struct gx_stats_file last;
+	if (!pthread_mutex_trylock(&hp_lock)) {
+		if (hx) {
+			struct gx_hx_stats st;
+			gx_hx__stats(hx, &st);
+			last.nr_host_policies = (*gx_hx__mem_policy(hx) != 0) + (*gx_hx__sched_policy(hx) != 0);
+			last.policies_disabled = *gx_hx__mem_policy(hx) && !gx_hx__mem_enabled(hx);
+			last.prefetch_calls = nr_prefetch_calls;
+			last.prefetch_bytes = nr_prefetch_bytes;
+			last.evictions = st.evictions;
+			last.device_prefetch_requests = nr_dev_requests;
+		}
+		pthread_mutex_unlock(&hp_lock);
+	}
+	f->nr_host_policies = last.nr_host_policies;
+	f->policies_disabled = last.policies_disabled;
+	f->prefetch_calls = last.prefetch_calls;
+	f->prefetch_bytes = last.prefetch_bytes;
+	f->evictions = last.evictions;
+	f->device_prefetch_requests = last.device_prefetch_requests;
 }

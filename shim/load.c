@@ -12,6 +12,7 @@
 #include "shim/load_internal.h"
 #include "shim/mcache_internal.h"
 #include "shim/passes_env_internal.h"
+#include "shim/stats_internal.h"
 
 static unsigned module_seq;
 
@@ -290,6 +291,7 @@ void gx_prep_free(struct gx_prep *p)
 void gx_log_reloaded(const char *api, const struct gx_prep *p)
 {
 	char how[96];
+	gx_stats_module(GX_STATS_MOD_REWRITTEN, NULL);
 	if (p->nr_hooks && p->nr_persistent)
 		snprintf(how, sizeof(how), "%u hooks, %u kernels with persistent copies", p->nr_hooks, p->nr_persistent);
 	else if (p->nr_persistent)
@@ -311,12 +313,14 @@ void gx_log_reloaded(const char *api, const struct gx_prep *p)
 
 void gx_log_passed(const char *api, const struct gx_prep *p)
 {
+	gx_stats_module(GX_STATS_MOD_PASSED, p->why);
 	gx_log(p->level, "module %u (%s): passed through: %s", p->id, api, p->why);
 }
 
 void gx_log_fallback(const char *api, const struct gx_prep *p, CUresult rc)
 {
 	char b[96];
+	gx_stats_module(GX_STATS_MOD_FELL_BACK, NULL);
 	pr_warn("module %u (%s): passed through: the driver rejected the rewritten PTX: %s; loaded the original",
 		p->id, api, gx_cu_errname(rc, b, sizeof(b)));
 }

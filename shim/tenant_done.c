@@ -17,12 +17,15 @@
  * driver is destroying; the pending launches of that context count as
  * complete (the destruction waited for them). A query failure counts as a
  * completion too: a tenant's in-flight count never sticks. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
 
 #include "common/gx_capture.h"
+#include "shim/stats_internal.h"
 #include "shim/tenancy_internal.h"
 
 #define NSTREAMS 64   /* streams with launches in flight at once */
@@ -153,6 +156,7 @@ static int poll_round(int *popped)
 			pr_info("tenant: cuEventQuery: %d; the launch counts as complete", (int)rc);
 		uint64_t done = gx_tenancy_now();
 		gx_tn_completed(h[i].p.tn, h[i].p.launch_ns, done);
+		gx_stats_latency(done - h[i].p.launch_ns);
 		pthread_mutex_lock(&mu);
 		struct sq *x = &sqs[h[i].q];
 		if (x->n && x->ring[x->head].ev == h[i].p.ev) {
@@ -204,6 +208,7 @@ static void *poller(void *arg)
 			last_tick = now;
 			for (int i = 0; i < ntns; i++)
 				gx_tn_tick(tns[i], now);
+			gx_stats_tick(); /* at most once per GPUEXT_STATS_MS */
 		}
 		pthread_mutex_lock(&mu);
 		int any = 0;
@@ -309,4 +314,21 @@ __attribute__((constructor)) static void done_init(void)
 {
 	gx_lock_register(&poll_mu, GX_LOCK_TENANT);
 	gx_lock_register(&mu, GX_LOCK_TENANT + 1);
+}
+
+int gx_tenancy_stats(struct gx_stats_file *f)
+{
+	pthread_mutex_lock(&mu);
+	struct gx_tn *tn = ntns ? tns[0] : NULL;
+	pthread_mutex_unlock(&mu);
+	if (!tn)
+		return -ENOENT;
+	struct gx_tn_info in;
+	gx_tn_self(tn, &in);
+	snprintf(f->tenant, sizeof(f->tenant), "%s", in.name);
+	f->tenant_cls = (uint32_t)in.cls;
+	f->held = in.held;
+	f->held_ns = in.throttled_ns;
+	f->completions = in.completions;
+	return 0;
 }

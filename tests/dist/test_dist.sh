@@ -66,9 +66,10 @@ WHL=$B/dist/gpuext-$V-py3-none-manylinux_2_34_x86_64.whl
 check "tarball within the 30 MB goal ($(($(stat -c %s "$TGZ") >> 10)) KiB)" "[ \$(stat -c %s $TGZ) -le $((30 << 20)) ]"
 tar -tzf "$TGZ" >"$T/list"
 missing=""
-for f in bin/gpuext bin/gpuext-run bin/gpuext-ptxas bin/gx_seq lib/libcuda.so.1 lib/libcuda.so lib/gpuext-audit.so \
+for f in bin/gpuext bin/gpuext-run bin/gpuext-ptxas bin/gpuext-exporter bin/gx_seq lib/libcuda.so.1 lib/libcuda.so lib/gpuext-audit.so \
 	share/gpuext/tools/threadhist.bpf.o share/gpuext/sched/adaptive.bpf.o share/gpuext/host/gx_seq.bpf.o \
 	share/gpuext/tenant/gx_lcslo.bpf.o share/gpuext/include/gpuext/gdev_helpers.h share/gpuext/cuda/bin/ptxas \
+	share/gpuext/exporter/threadhist.conf share/gpuext/exporter/kernelretsnoop.conf share/gpuext/exporter/gpuext.json \
 	share/doc/gpuext/DESIGN.md share/doc/gpuext/LICENSES/GPL-2.0-only.txt LICENSE README.md; do
 	grep -qx "gpuext-$V/$f" "$T/list" || missing="$missing $f"
 done

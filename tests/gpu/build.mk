@@ -26,6 +26,12 @@ $(BUILD)/tests/gpu/sched_app: tests/gpu/sched_app.cu bench/sched_kernels.cu comm
 	$(Q)$(NVCC) -O2 -gencode arch=compute_90,code=compute_90 -o $@ $<
 
 .PHONY: gpu-prep gpu-jitlibs
+# tests/gpu/metrics.sh: Debian's libmicrohttpd beside the build, for a GPU
+# host without libmicrohttpd12 (its gnutls and the rest Ubuntu has).
+$(BUILD)/tests/gpu/mhd/libmicrohttpd.so.12:
+	$(Q)mkdir -p $(dir $@) && cp -L /usr/lib/x86_64-linux-gnu/libmicrohttpd.so.12 $@
+
+gpu-prep: $(BUILD)/tests/gpu/mhd/libmicrohttpd.so.12
 gpu-prep: all $(BUILD)/tests/gpu/tools_kern $(BUILD)/tests/gpu/tool_bench $(BUILD)/tests/gpu/sched_app \
 	  $(GPU_PREP_POLICIES) gpu-jitlibs $(BUILD)/tests/gpu/tenants $(T_TN_OBJS)
 	$(Q)rm -rf $(GPU_CACHE) && mkdir -p $(GPU_CACHE)
