@@ -4,6 +4,7 @@
 #  ptx_throughput    MB/s of parse / emit / rewrite (`make bench-ptx`)
 #  hostexec_cost     CPU cost of the host-policy executor per event
 #  launch_ab         the shim's added launch cost inside one process
+#  memlimit_cost     the allocation path with and without a tenant memory limit (GPU; tests/gpu/limits.sh)
 #  sched_bench       block scheduling: native launch vs each schedule policy
 #                    on imbalanced and balanced kernels (GPU; tests/gpu/blocksched.sh)
 BENCH_HOOK     := $(BUILD)/bench/hook_overhead
@@ -50,6 +51,11 @@ $(BENCH_SCHED): $(call objs,bench/sched_bench.c) $(BS_LIB) $(PTX_LIB) $(ATTACH_L
 $(BENCH_HX): $(call objs,bench/hostexec_cost.c) $(HOSTEXEC_LIB) $(ATTACH_LIB) $(BPF_LIB) $(COMMON_LIB)
 	$(call link,-lelf -lz -ldl)
 
+# The allocation path with and without a memory limit (tests/gpu/limits.sh).
+BENCH_ML := $(BUILD)/bench/memlimit_cost
+$(BENCH_ML): $(call objs,bench/memlimit_cost.c)
+	$(call link,-L$(STUB_LDIR) -lcuda)
+
 # Linked with -ldl only: it dlopens libcuda.so.1 itself.
 $(BENCH_AB): $(call objs,bench/launch_ab.c)
 	$(call link,-ldl -lm)
@@ -57,7 +63,7 @@ $(BENCH_AB): $(call objs,bench/launch_ab.c)
 BINS_ALL += $(BENCH_HOOK) $(BENCH_HOOK_PTX) $(BENCH_TB_PTX) $(BUILD)/bench/tool_launchlate.ptx \
             $(BUILD)/bench/tool_threadhist.ptx $(BUILD)/bench/empty_probe.bpf.o \
             $(BUILD)/bench/policy_empty_probe.ptx $(PTX_BENCH) $(BENCH_HX) $(BENCH_AB) $(BENCH_SCHED) \
-            $(BENCH_SCHED_PTX)
+            $(BENCH_SCHED_PTX) $(BENCH_ML)
 
 # `make bench-ptx`: rewrite throughput over the corpus.
 .PHONY: bench-ptx

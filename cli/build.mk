@@ -16,7 +16,7 @@ PTXAS_CUDA_DIR := $(BUILD)/share/gpuext/cuda
 $(GPUEXT_BIN): $(call objs,$(CLI_SRCS)) $(CLI_LIBS)
 	$(call link,-rdynamic $(IMAGE_LDLIBS) $(BPF_LDLIBS) -ldl)
 
-$(GPUEXT_RUN): $(call objs,cli/run.c cli/run_main.c cli/run_tool.c) $(HOSTEXEC_LIB) $(COMMON_LIB)
+$(GPUEXT_RUN): $(call objs,cli/run.c cli/run_main.c cli/run_tool.c) $(HOSTEXEC_LIB) $(TENANT_LIB) $(COMMON_LIB)
 	$(link)
 
 $(GPUEXT_PTXAS): $(call objs,cli/ptxas.c) $(HOSTEXEC_LIB) $(ATTACH_LIB) $(PTX_LIB) $(BPF_LIB) $(COMMON_LIB)

@@ -16,6 +16,7 @@
 
 #include "cli/cli_internal.h"
 #include "cli/run_internal.h"
+#include "tenant/gx_tenant.h"
 #include "common/gx_log.h"
 #include "common/gx_util.h"
 #include "hostexec/gx_hostexec.h"
@@ -39,7 +40,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: %s [-v] [--tool NAME] [--policy FILE[,KNOB=V...]] [--sched POLICY[,KNOB=V...]]\n"
-		"       [--tenant NAME] [--class lc|be] [--window N] [--log LEVEL] [--audit] [--ptxas]\n"
+		"       [--tenant NAME] [--class lc|be] [--window N] [--mem-limit SIZE] [--gpu-share PCT]\n"
+		"       [--log LEVEL] [--audit] [--ptxas]\n"
 		"       [--disable] [--] CMD [ARGS...]\n\n"
 		"Run CMD with gpuext's libcuda.so.1 in front of NVIDIA's driver.\n\n"
 		"  -v, --verbose     log what the shim does (GPUEXT_LOG=info; twice: debug)\n"
@@ -55,6 +57,10 @@ static void usage(FILE *out)
 		"                    processes may share one); see 'gpuext tenant'\n"
 		"  --class lc|be     the tenant's class: latency critical or best effort (GPUEXT_TENANT_CLASS)\n"
 		"  --window N        at most N of the tenant's launches in flight (GPUEXT_TENANT_WINDOW)\n"
+		"  --mem-limit SIZE  device memory of the tenant over all its processes, e.g. 4G\n"
+		"                    (GPUEXT_TENANT_MEM_LIMIT); cuMemGetInfo reports it as total\n"
+		"  --gpu-share PCT   the tenant's share of GPU time when others want it, work-conserving\n"
+		"                    (GPUEXT_TENANT_GPU_SHARE); see docs/limits.md\n"
 		"  --sched P[,K=V]   schedule the blocks of the kernels with policy P: a *.bpf.o or\n"
 		"                    a shipped one (fixed_work, greedy, max_steals, latency_budget,\n"
 		"                    adaptive); knobs K=V, kernels=GLOB (GPUEXT_SCHED). The run's\n"
@@ -245,6 +251,7 @@ int gx_run_main(int argc, char **argv, const char *name)
 	int verbose = 0, audit = 0, disable = 0, print_env = 0, ptxas = 0;
 	const char *tool = NULL, *policy = NULL, *log = NULL;
 	const char *tenant = NULL, *cls = NULL, *window = NULL; /* tenant scheduling (docs/tenants.md) */
+	const char *mem_limit = NULL, *gpu_share = NULL;        /* limits (docs/limits.md) */
 	char tools[1024] = "", pols[8192] = ""; /* repeated --tool / --policy, joined */
 	int tool_given = 0;
 	const char *trace = NULL, *sample = NULL; /* --tool reports (run_tool.c) */
@@ -284,7 +291,8 @@ int gx_run_main(int argc, char **argv, const char *name)
 				sample = argv[++i];
 		} else if (!strcmp(a, "--print-env")) {
 			print_env = 1;
-		} else if (!strcmp(a, "--tenant") || !strcmp(a, "--class") || !strcmp(a, "--window")) {
+		} else if (!strcmp(a, "--tenant") || !strcmp(a, "--class") || !strcmp(a, "--window") ||
+			   !strcmp(a, "--mem-limit") || !strcmp(a, "--gpu-share")) {
 			if (i + 1 >= argc) {
 				run_err("try '--help'", "%s needs a value", a);
 				return 2;
@@ -294,6 +302,10 @@ int gx_run_main(int argc, char **argv, const char *name)
 				tenant = v;
 			else if (!strcmp(a, "--class"))
 				cls = v;
+			else if (!strcmp(a, "--mem-limit"))
+				mem_limit = v;
+			else if (!strcmp(a, "--gpu-share"))
+				gpu_share = v;
 			else
 				window = v;
 		} else if (!strcmp(a, "--sched") && i + 1 < argc) {
@@ -358,6 +370,20 @@ int gx_run_main(int argc, char **argv, const char *name)
 			return 2;
 		}
 	}
+	uint64_t bytes;
+	if (mem_limit && gx_tn_parse_size(mem_limit, &bytes)) {
+		run_err("bytes with an optional K, M, G or T (powers of 1024), e.g. 4G", "bad --mem-limit '%s'",
+			mem_limit);
+		return 2;
+	}
+	if (gpu_share) {
+		char *end;
+		unsigned long p = strtoul(gpu_share, &end, 10);
+		if (!*gpu_share || *end || p < 1 || p > 100) {
+			run_err("a percentage, 1 to 100", "bad --gpu-share '%s'", gpu_share);
+			return 2;
+		}
+	}
 	if (pols[0])
 		policy = pols;
 	if (tools[0] || tool_given)
@@ -381,6 +407,10 @@ int gx_run_main(int argc, char **argv, const char *name)
 		set("GPUEXT_TENANT_CLASS", cls, print_env);
 	if (window)
 		set("GPUEXT_TENANT_WINDOW", window, print_env);
+	if (mem_limit)
+		set("GPUEXT_TENANT_MEM_LIMIT", mem_limit, print_env);
+	if (gpu_share)
+		set("GPUEXT_TENANT_GPU_SHARE", gpu_share, print_env);
 	if (log)
 		set("GPUEXT_LOG", log, print_env);
 	else if (verbose)

@@ -1,7 +1,8 @@
 /* `gpuext tenant` — the tenants sharing this user's GPUs (the table of
  * tenant/gx_tenant.h in the maps folder): list them with class, window,
- * launches in flight and time held; change a tenant's class or window while
- * it runs; reap what dead processes left. */
+ * launches in flight and time held, memory limit, usage and high-water
+ * mark, GPU share and GPU time; change a tenant's class, window or limits
+ * while it runs; reap what dead processes left. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -26,8 +27,9 @@ static int do_list(int argc, char **argv)
 	if (gx_json)
 		printf("[");
 	else
-		printf("%-20s %-5s %6s %5s %8s %8s %10s %10s %9s %9s  %s\n", "TENANT", "CLASS", "WINDOW", "PROCS",
-		       "INFLIGHT", "HELD", "THROTTLED", "LAUNCHES", "P50(us)", "P99(us)", "PIDS");
+		printf("%-20s %-5s %6s %5s %8s %8s %10s %10s %9s %9s %17s %9s %5s %9s  %s\n", "TENANT", "CLASS",
+		       "WINDOW", "PROCS", "INFLIGHT", "HELD", "THROTTLED", "LAUNCHES", "P50(us)", "P99(us)", "MEM(MiB)",
+		       "HIGH(MiB)", "SHARE", "GPU(s)", "PIDS");
 	for (int i = 0; i < n; i++) {
 		const struct gx_tn_info *t = &in[i];
 		char pids[96] = "";
@@ -40,16 +42,28 @@ static int do_list(int argc, char **argv)
 			       "\"max_inflight\":%u,\"launches\":%" PRIu64 ",\"completions\":%" PRIu64
 			       ",\"untracked\":%" PRIu64 ",\"held\":%" PRIu64 ",\"throttled_ns\":%" PRIu64
 			       ",\"kernel_ns\":%" PRIu64 ",\"p50_ns\":%" PRIu64 ",\"p99_ns\":%" PRIu64
-			       ",\"p999_ns\":%" PRIu64 "}",
+			       ",\"p999_ns\":%" PRIu64 ",\"mem_limit\":%" PRIu64 ",\"mem_used\":%" PRIu64
+			       ",\"mem_hiwater\":%" PRIu64 ",\"mem_denied\":%" PRIu64
+			       ",\"gpu_share\":%u,\"gpu_ns\":%" PRIu64 "}",
 			       gx_tn_class_name(t->cls), t->window, t->nr_procs, pids, t->inflight, t->max_inflight,
 			       t->launches, t->completions, t->untracked, t->held, t->throttled_ns, t->kernel_ns,
-			       t->p50_ns, t->p99_ns, t->p999_ns);
+			       t->p50_ns, t->p99_ns, t->p999_ns, t->mem_limit, t->mem_used, t->mem_hiwater,
+			       t->mem_denied, t->gpu_share, t->gpu_ns);
 		} else {
 			char win[16];
 			snprintf(win, sizeof(win), t->window ? "%u" : "-", t->window);
-			printf("%-20s %-5s %6s %5u %8u %8" PRIu64 " %8.1fms %10" PRIu64 " %9.1f %9.1f  %s\n", t->name,
-			       gx_tn_class_name(t->cls), win, t->nr_procs, t->inflight, t->held, t->throttled_ns / 1e6,
-			       t->launches, t->p50_ns / 1e3, t->p99_ns / 1e3, pids);
+			char mem[40], share[8];
+			if (t->mem_limit)
+				snprintf(mem, sizeof(mem), "%.0f/%.0f", t->mem_used / 1048576.0,
+					 t->mem_limit / 1048576.0);
+			else
+				snprintf(mem, sizeof(mem), "%.0f/-", t->mem_used / 1048576.0);
+			snprintf(share, sizeof(share), t->gpu_share ? "%u%%" : "-", t->gpu_share);
+			printf("%-20s %-5s %6s %5u %8u %8" PRIu64 " %8.1fms %10" PRIu64
+			       " %9.1f %9.1f %17s %9.0f %5s %9.2f  %s\n",
+			       t->name, gx_tn_class_name(t->cls), win, t->nr_procs, t->inflight, t->held,
+			       t->throttled_ns / 1e6, t->launches, t->p50_ns / 1e3, t->p99_ns / 1e3, mem,
+			       t->mem_hiwater / 1048576.0, share, t->gpu_ns / 1e9, pids);
 		}
 	}
 	if (gx_json)
@@ -60,12 +74,12 @@ static int do_list(int argc, char **argv)
 static int do_set(int argc, char **argv)
 {
 	if (argc < 4 || (argc - 2) % 2) {
-		p_err("usage: gpuext tenant set NAME [class lc|be] [window N]");
+		p_err("usage: gpuext tenant set NAME [class lc|be] [window N] [mem-limit SIZE|none] [gpu-share PCT]");
 		return 2;
 	}
 	const char *name = argv[1];
 	int cls = -1;
-	int64_t window = -1;
+	int64_t window = -1, mem_limit = -1, gpu_share = -1;
 	for (int i = 2; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "class")) {
 			if ((cls = gx_tn_parse_class(argv[i + 1])) < 0) {
@@ -80,12 +94,30 @@ static int do_set(int argc, char **argv)
 				return 2;
 			}
 			window = (int64_t)w;
+		} else if (!strcmp(argv[i], "mem-limit")) {
+			uint64_t b = 0;
+			if (strcmp(argv[i + 1], "none") && strcmp(argv[i + 1], "0") &&
+			    (gx_tn_parse_size(argv[i + 1], &b) || b > INT64_MAX)) {
+				p_err("mem-limit '%s': bytes with an optional K, M, G or T, or none", argv[i + 1]);
+				return 2;
+			}
+			mem_limit = (int64_t)b;
+		} else if (!strcmp(argv[i], "gpu-share")) {
+			char *end;
+			unsigned long p = strtoul(argv[i + 1], &end, 10);
+			if (*end || !*argv[i + 1] || p > 100) {
+				p_err("gpu-share '%s': a percentage, 0 (none) to 100", argv[i + 1]);
+				return 2;
+			}
+			gpu_share = (int64_t)p;
 		} else {
-			p_err("unknown setting '%s' (class or window)", argv[i]);
+			p_err("unknown setting '%s' (class, window, mem-limit or gpu-share)", argv[i]);
 			return 2;
 		}
 	}
-	int err = gx_tn_set(name, cls, window);
+	int err = cls >= 0 || window >= 0 ? gx_tn_set(name, cls, window) : 0;
+	if (!err && (mem_limit >= 0 || gpu_share >= 0))
+		err = gx_tn_set_limits(name, mem_limit, gpu_share);
 	if (err) {
 		p_err(err == -ENOENT ? "no tenant '%s' (see 'gpuext tenant list')" : "tenant '%s': %s", name,
 		      strerror(-err));
@@ -112,8 +144,9 @@ static int do_gc(int argc, char **argv)
 }
 
 static const struct gx_cmd cmds[] = {
-	{ "list", do_list, "tenants: class, window, launches in flight, time held, latency" },
-	{ "set", do_set, "NAME [class lc|be] [window N]: change a running tenant" },
+	{ "list", do_list, "tenants: class, window, launches in flight, time held, latency, memory, share" },
+	{ "set", do_set,
+	  "NAME [class lc|be] [window N] [mem-limit SIZE|none] [gpu-share PCT]: change a running tenant" },
 	{ "gc", do_gc, "reap what dead tenants left in the table" },
 	{ 0 },
 };

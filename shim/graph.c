@@ -5,6 +5,7 @@
  * (v1) parameter structs are widened to the v2 form for subscribers. */
 #include <string.h>
 
+#include "shim/memlimit_internal.h"
 #include "shim/shim_ev_internal.h"
 #include "shim/tables_internal.h"
 
@@ -153,10 +154,42 @@ static CUresult generic_event(CUgraphNode node, CUgraphExec exec, const CUgraphN
 	return veto;
 }
 
+/* Memory nodes count against the tenant's budget (memlimit.c). */
+CUresult gx_ml_graph_node(CUgraphNodeParams *p, CUresult (*add)(void *), void *arg);
+static bool mem_node(const CUgraphNodeParams *p)
+{
+	return GX_ML_ON() && p && (p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || p->type == CU_GRAPH_NODE_TYPE_MEM_FREE);
+}
+
+struct add_args {
+	CUgraphNode *n;
+	CUgraph g;
+	const CUgraphNode *d;
+	const CUgraphEdgeData *e;
+	size_t nd;
+	CUgraphNodeParams *p;
+};
+
+static CUresult add_v2(void *a)
+{
+	struct add_args *x = a;
+	return REAL(cuGraphAddNode_v2)(x->n, x->g, x->d, x->e, x->nd, x->p);
+}
+
+static CUresult add_v1(void *a)
+{
+	struct add_args *x = a;
+	return REAL(cuGraphAddNode)(x->n, x->g, x->d, x->nd, x->p);
+}
+
 GX_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
 				     const CUgraphEdgeData *dependencyData, size_t numDependencies,
 				     CUgraphNodeParams *nodeParams)
 {
+	if (mem_node(nodeParams)) {
+		struct add_args a = { phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams };
+		return gx_ml_graph_node(nodeParams, add_v2, &a);
+	}
 	if (!kernel_node(nodeParams))
 		return REAL(cuGraphAddNode_v2)(phGraphNode, hGraph, dependencies, dependencyData, numDependencies,
 					       nodeParams);
@@ -170,6 +203,10 @@ GX_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, c
 GX_EXPORT CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
 				  size_t numDependencies, CUgraphNodeParams *nodeParams)
 {
+	if (mem_node(nodeParams)) {
+		struct add_args a = { phGraphNode, hGraph, dependencies, NULL, numDependencies, nodeParams };
+		return gx_ml_graph_node(nodeParams, add_v1, &a);
+	}
 	if (!kernel_node(nodeParams))
 		return REAL(cuGraphAddNode)(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
 	CUgraphNodeParams p;

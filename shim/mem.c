@@ -3,7 +3,12 @@
  * when nobody subscribed. */
 #include <string.h>
 
+#include "shim/memlimit_internal.h"
 #include "shim/shim_ev_internal.h"
+
+/* memlimit.c: the tenant's memory budget (docs/limits.md). */
+CUresult gx_ml_free(CUdeviceptr p, CUresult (*real)(CUdeviceptr));
+CUresult gx_ml_alloc_managed(CUdeviceptr *dptr, size_t bytesize, unsigned int flags);
 
 static bool want(enum gx_event_kind k)
 {
@@ -12,7 +17,8 @@ static bool want(enum gx_event_kind k)
 
 GX_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
-	CUresult rc = REAL(cuMemAllocManaged)(dptr, bytesize, flags);
+	CUresult rc = GX_ML_ON() && dptr ? gx_ml_alloc_managed(dptr, bytesize, flags)
+					 : REAL(cuMemAllocManaged)(dptr, bytesize, flags);
 	if (rc == CUDA_SUCCESS && dptr && want(GX_EV_MEM_ALLOC_MANAGED)) {
 		struct gx_event ev = { .kind = GX_EV_MEM_ALLOC_MANAGED };
 		ev.mem.ptr = *dptr;
@@ -35,13 +41,22 @@ static CUresult free_event(CUdeviceptr p)
 GX_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
 	CUresult veto = free_event(dptr);
-	return veto != CUDA_SUCCESS ? veto : REAL(cuMemFree_v2)(dptr);
+	if (veto != CUDA_SUCCESS)
+		return veto;
+	return GX_ML_ON() ? gx_ml_free(dptr, REAL(cuMemFree_v2)) : REAL(cuMemFree_v2)(dptr);
 }
 
 GX_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr)
 {
 	CUresult veto = free_event(dptr);
-	return veto != CUDA_SUCCESS ? veto : REAL(cuMemFree)(dptr);
+	if (veto != CUDA_SUCCESS || !GX_ML_ON())
+		return veto != CUDA_SUCCESS ? veto : REAL(cuMemFree)(dptr);
+	struct gx_ml_rec r;
+	bool had = gx_ml_unkeep(GX_ML_PTR, dptr, &r);
+	CUresult rc = REAL(cuMemFree)(dptr);
+	if (had)
+		gx_ml_freed(&r, rc == CUDA_SUCCESS);
+	return rc;
 }
 
 static CUresult prefetch_event(CUdeviceptr p, size_t n, CUmemLocation loc, CUstream s)

@@ -24,6 +24,7 @@
 
 #include "hostexec/gx_hostexec.h"
 #include "shim/hostpolicy_internal.h"
+#include "shim/memlimit_internal.h"
 #include "shim/shim_ev_internal.h"
 #include "shim/tenancy_internal.h"
 
@@ -40,6 +41,8 @@ static struct {
 	char name[GX_TN_NAME_MAX];
 	int cls;
 	uint32_t window;
+	uint64_t mem_limit;
+	uint32_t gpu_share;
 	uint64_t cgroup_id;
 	uint64_t max_hold_ns, poll_ns;
 } cfg;
@@ -113,6 +116,7 @@ static struct gx_tn *tenant_of(CUdevice dev)
 			memset(&u, 0, sizeof(u));
 		struct gx_tn_opts o = {.sz = sizeof(o), .name = cfg.name, .cls = cfg.cls, .window = cfg.window,
 				       .dev = (const uint8_t *)u.bytes, .cgroup_id = cfg.cgroup_id,
+				       .mem_limit = cfg.mem_limit, .gpu_share = cfg.gpu_share,
 				       .lease_ns = env_u64("GPUEXT_TENANT_LEASE_MS", 1000) * 1000000ull};
 		struct gx_tn *tn = NULL;
 		int err = gx_tn_open(&o, &tn);
@@ -142,6 +146,11 @@ static struct gx_tn *tenant_of(CUdevice dev)
 	return devs[dev].tn;
 }
 
+struct gx_tn *gx_tenancy_of(CUdevice dev)
+{
+	return cfg.on && !__atomic_load_n(&exiting, __ATOMIC_RELAXED) ? tenant_of(dev) : NULL;
+}
+
 /* Ask until the launch may go. Returns how long it was held. */
 static uint64_t gate(struct gx_tn *tn, const struct gx_launch_event *le)
 {
@@ -167,6 +176,8 @@ static uint64_t gate(struct gx_tn *tn, const struct gx_launch_event *le)
 			wait = g.hold_us * 1000;
 		else if (t.window && t.inflight >= t.window)
 			wait = 1000000; /* until a completion (it bumps the generation) */
+		else
+			wait = gx_tn_share_hold(tn, now); /* another tenant's turn (docs/limits.md) */
 		if (!wait || __atomic_load_n(&exiting, __ATOMIC_RELAXED))
 			break;
 		if (now - t0 >= cfg.max_hold_ns) {
@@ -281,9 +292,23 @@ void gx_tenancy_init(void)
 		return;
 	const char *name = getenv("GPUEXT_TENANT"), *cls = getenv("GPUEXT_TENANT_CLASS");
 	const char *win = getenv("GPUEXT_TENANT_WINDOW"), *scope = getenv("GPUEXT_TENANT_SCOPE");
+	const char *mem = getenv("GPUEXT_TENANT_MEM_LIMIT"), *share = getenv("GPUEXT_TENANT_GPU_SHARE");
 	cfg.policy = gx_hostpolicy_has_launch();
-	if (!cfg.policy && !(name && *name) && !(cls && *cls) && !(win && *win))
+	if (!cfg.policy && !(name && *name) && !(cls && *cls) && !(win && *win) && !(mem && *mem) &&
+	    !(share && *share))
 		return; /* not a tenant: nothing on the launch path */
+	if (mem && *mem && gx_tn_parse_size(mem, &cfg.mem_limit))
+		pr_warn("tenant: GPUEXT_TENANT_MEM_LIMIT=%s: expected bytes with an optional K, M, G or T; no limit",
+			mem);
+	if (share && *share) {
+		cfg.gpu_share = (uint32_t)env_u64("GPUEXT_TENANT_GPU_SHARE", 0);
+		if (cfg.gpu_share > 100) {
+			pr_warn("tenant: GPUEXT_TENANT_GPU_SHARE=%s: a percentage (1..100); no share", share);
+			cfg.gpu_share = 0;
+		}
+	}
+	gx_tn_share_config(env_u64("GPUEXT_TENANT_SHARE_PERIOD_MS", 0) * 1000000ull,
+			   env_u64("GPUEXT_TENANT_SHARE_IDLE_US", 0) * 1000ull, 0);
 	char leaf[GX_TN_NAME_MAX];
 	cfg.cgroup_id = my_cgroup(leaf, sizeof(leaf));
 	if (name && *name)
@@ -308,5 +333,6 @@ void gx_tenancy_init(void)
 	}
 	cfg.on = true;
 	pthread_atfork(NULL, NULL, after_fork_child);
+	gx_memlimit_enable(); /* usage is counted for every tenant: a limit may come later */
 	atexit(at_exit);
 }

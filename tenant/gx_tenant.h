@@ -46,6 +46,9 @@ struct gx_tn_opts {
 	uint64_t cgroup_id;
 	uint64_t lease_ns;     /* silent this long: not counted (0: 1 s) */
 	uint64_t burst_gap_ns; /* idle gap that starts a new burst (0: 200 µs) */
+	/* limits of a new tenant, or of one that has none yet (docs/limits.md) */
+	uint64_t mem_limit;    /* bytes of device memory over its processes (0: none) */
+	uint32_t gpu_share;    /* percent of GPU time when others want it (0: none) */
 };
 
 /* Join: create the table if there is none, find or make the tenant, claim
@@ -95,6 +98,25 @@ int gx_tn_wait(struct gx_tn *tn, uint32_t gen, uint64_t timeout_ns);
  * 100 ms a reap of dead processes. Returns how many were reaped. */
 int gx_tn_tick(struct gx_tn *tn, uint64_t now_ns);
 
+/* ---- limits (tn_limits.c, docs/limits.md) ---- */
+/* Reserve bytes of the tenant's memory budget: 0, or -ENOMEM past its
+ * limit (the tenant's denied count goes up). Lock-free: a CAS on the
+ * tenant's mem_used, safe from any thread of any process; never over the
+ * limit. An entry no longer ours (left at exit) reserves nothing: 0. */
+int gx_tn_mem_reserve(struct gx_tn *tn, uint64_t bytes);
+/* Give back what gx_tn_mem_reserve took (never below this process's part). */
+void gx_tn_mem_release(struct gx_tn *tn, uint64_t bytes);
+/* The tenant's limit (0: none) and bytes reserved by all its processes. */
+void gx_tn_mem_get(const struct gx_tn *tn, uint64_t *limit, uint64_t *used);
+/* The compute share: how long (ns) a launch of this tenant should wait now
+ * for another tenant's turn; 0: it passes. Turns of a period are laid out
+ * by the shares of the GPU's live BE tenants that have one; a tenant whose
+ * turn it is but that is idle leaves it to the others (work-conserving). */
+uint64_t gx_tn_share_hold(struct gx_tn *tn, uint64_t now_ns);
+/* The turn period (ns, default 40 ms) and the idle gap after which a turn
+ * is lent (default 500 µs); process-wide, set once before launches. */
+void gx_tn_share_config(uint64_t period_ns, uint64_t idle_ns, uint64_t borrow_ns);
+
 /* ---- control plane (gpuext tenant) ---- */
 struct gx_tn_info {
 	char name[GX_TN_NAME_MAX];
@@ -107,6 +129,10 @@ struct gx_tn_info {
 	uint64_t p50_ns, p99_ns, p999_ns; /* launch-to-completion, worst process */
 	uint64_t kernel_ns;
 	uint64_t created_ns;
+	/* limits (table version 2) */
+	uint64_t mem_limit, mem_used, mem_hiwater, mem_denied;
+	uint32_t gpu_share;
+	uint64_t gpu_ns; /* busy time of its tracked launches, live and gone processes */
 };
 /* This process's own figures on its GPU (name, class, window of its tenant). */
 void gx_tn_self(const struct gx_tn *tn, struct gx_tn_info *out);
@@ -115,9 +141,16 @@ void gx_tn_self(const struct gx_tn *tn, struct gx_tn_info *out);
 int gx_tn_list(struct gx_tn_info *out, int max, int reap);
 /* Change a tenant: cls -1 / window -1 leave that one. -ENOENT: no such. */
 int gx_tn_set(const char *name, int cls, int64_t window);
+/* Change a tenant's limits: -1 leaves that one; mem_limit 0 / gpu_share 0
+ * remove it. Lowering mem_limit below what is used fails new allocations
+ * and frees nothing. -ENOENT: no such tenant; -EINVAL: share > 100. */
+int gx_tn_set_limits(const char *name, int64_t mem_limit, int64_t gpu_share);
 /* Reap dead processes (and the table itself when nobody is left).
  * Returns the number reaped, or -ENOENT. */
 int gx_tn_gc(void);
+/* "4G", "512MiB", "1.5g", "1073741824" (K/M/G/T: powers of 1024) -> bytes;
+ * -EINVAL otherwise. */
+int gx_tn_parse_size(const char *s, uint64_t *out);
 /* "lc" / "be", and back (-EINVAL). */
 const char *gx_tn_class_name(int cls);
 int gx_tn_parse_class(const char *s);

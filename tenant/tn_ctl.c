@@ -73,6 +73,7 @@ static void add_proc(struct gx_tn_info *o, const struct tn_proc *p, uint32_t pid
 	o->untracked += LD(p->untracked);
 	o->held += LD(p->held);
 	o->throttled_ns += LD(p->throttled_ns);
+	o->gpu_ns += LD(p->gpu_ns);
 #define MAXQ(f) o->f = LD(p->f) > o->f ? LD(p->f) : o->f
 	MAXQ(p50_ns);
 	MAXQ(p99_ns);
@@ -89,6 +90,12 @@ static void tenant_info(struct gx_tn_info *o, const struct tn_tenant *tt)
 	o->cls = (int)LD(tt->cls);
 	o->window = LD(tt->window);
 	o->created_ns = tt->created_ns;
+	o->mem_limit = LD(tt->mem_limit);
+	o->mem_used = LD(tt->mem_used);
+	o->mem_hiwater = LD(tt->mem_hiwater);
+	o->mem_denied = LD(tt->mem_denied);
+	o->gpu_share = LD(tt->gpu_share);
+	o->gpu_ns = LD(tt->gpu_ns);
 }
 
 void gx_tn_self(const struct gx_tn *tn, struct gx_tn_info *out)

@@ -16,7 +16,11 @@
 #include "tenant/gx_tenant.h"
 
 #define TN_MAGIC 0x4e545847u /* "GXTN" */
-#define TN_VERSION 1
+/* 2: per-tenant limits (mem_limit, mem_used, mem_hiwater, mem_denied,
+ * gpu_share, gpu_ns) and per-process mem_used/mem_hiwater/gpu_ns
+ * (docs/limits.md). A process of another version finds -EBADMSG and runs
+ * unscheduled. */
+#define TN_VERSION 2
 #define TN_LAT 256           /* latency samples kept per process (recent: a controller reacts to it) */
 #define TN_SVC 32            /* service-time samples (the median counts) */
 
@@ -32,6 +36,17 @@ struct tn_tenant {
 	uint64_t created_ns;
 	/* counts of processes that left or died */
 	uint64_t launches, completions, untracked, held, throttled_ns;
+	/* limits (docs/limits.md): set by the first process, `gpuext tenant
+	 * set`; mem_used is the sum of the live processes' mem_used, changed
+	 * only by atomic read-modify-write (reservations CAS against
+	 * mem_limit) */
+	uint64_t mem_limit;   /* bytes, 0: none */
+	uint64_t mem_used;    /* bytes reserved by the tenant's live processes */
+	uint64_t mem_hiwater; /* highest mem_used */
+	uint64_t mem_denied;  /* allocations refused at the limit */
+	uint32_t gpu_share;   /* percent, 0: not scheduled by shares */
+	uint32_t pad2;
+	uint64_t gpu_ns;      /* GPU time of processes that left or died */
 };
 
 struct tn_proc {
@@ -48,6 +63,9 @@ struct tn_proc {
 	uint64_t kernel_ns;              /* median recent service time */
 	uint64_t p50_ns, p99_ns, p999_ns;
 	uint64_t burst_ns, period_ns, next_ns; /* LC bursts: last start, period, prediction */
+	/* version 2 */
+	uint64_t mem_used, mem_hiwater; /* this process's part of its tenant's mem_used (atomic) */
+	uint64_t gpu_ns;                /* busy time of its tracked launches (completion spans) */
 };
 
 struct tn_table {

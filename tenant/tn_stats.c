@@ -120,6 +120,11 @@ void gx_tn_completed(struct gx_tn *tn, uint64_t launch_ns, uint64_t done_ns)
 	uint32_t in = LD(p->inflight);
 	ST(p->inflight, in ? in - 1 : 0);
 	ST(p->completions, LD(p->completions) + 1);
+	/* Busy time: from the later of its launch and the previous completion
+	 * (queued work runs back to back) to this completion. */
+	uint64_t prev = LD(p->last_complete_ns), from = prev > launch_ns ? prev : launch_ns;
+	if (done_ns > from)
+		ST(p->gpu_ns, LD(p->gpu_ns) + (done_ns - from));
 	ST(p->last_complete_ns, done_ns);
 	uint64_t lat = done_ns > launch_ns ? done_ns - launch_ns : 0;
 	tn->lat[tn->lat_pos] = (uint32_t)(lat / 1000 > UINT32_MAX ? UINT32_MAX : lat / 1000);

@@ -231,6 +231,14 @@ void tn_release_locked(struct tn_table *t, uint32_t slot)
 	tt->untracked += LD(p->untracked);
 	tt->held += LD(p->held);
 	tt->throttled_ns += LD(p->throttled_ns);
+	tt->gpu_ns += LD(p->gpu_ns);
+	/* Its memory budget goes back to the tenant (dead or leaving: its
+	 * part is no longer written). */
+	uint64_t mem = __atomic_exchange_n(&p->mem_used, 0, __ATOMIC_RELAXED), used;
+	used = __atomic_load_n(&tt->mem_used, __ATOMIC_RELAXED);
+	while (mem && !__atomic_compare_exchange_n(&tt->mem_used, &used, used > mem ? used - mem : 0, true,
+						   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		;
 	uint32_t tenant = p->tenant;
 	ST(p->pid, 0); /* first: readers skip it from now on */
 	memset((char *)p + sizeof(p->pid), 0, sizeof(*p) - sizeof(p->pid));
@@ -312,11 +320,27 @@ int tn_join_locked(struct gx_tn *tn)
 		snprintf(tt->name, sizeof(tt->name), "%s", name);
 		tt->cls = o->cls == GPU_CLASS_LC ? GPU_CLASS_LC : GPU_CLASS_BE;
 		tt->window = o->window;
+		tt->mem_limit = o->mem_limit;
+		tt->gpu_share = o->gpu_share;
 		tt->created_ns = tn_now();
 		tt->used = 1;
-	} else if (o->cls >= 0 && (uint32_t)o->cls != t->tenants[ti].cls) {
-		pr_info("tenant: '%s' is already %s; this process joins it as such", name,
-			gx_tn_class_name((int)t->tenants[ti].cls));
+	} else {
+		struct tn_tenant *tt = &t->tenants[ti];
+		if (o->cls >= 0 && (uint32_t)o->cls != tt->cls)
+			pr_info("tenant: '%s' is already %s; this process joins it as such", name,
+				gx_tn_class_name((int)tt->cls));
+		/* Limits: the first process's, or this one's where it had none. */
+		uint64_t lim = LD(tt->mem_limit);
+		if (o->mem_limit && !lim)
+			__atomic_store_n(&tt->mem_limit, o->mem_limit, __ATOMIC_RELAXED);
+		else if (o->mem_limit && lim != o->mem_limit)
+			pr_info("tenant: '%s' has a memory limit of %llu bytes already; this process shares it", name,
+				(unsigned long long)lim);
+		if (o->gpu_share && !LD(tt->gpu_share))
+			ST(tt->gpu_share, o->gpu_share);
+		else if (o->gpu_share && LD(tt->gpu_share) != o->gpu_share)
+			pr_info("tenant: '%s' has a GPU share of %u %% already; this process shares it", name,
+				LD(tt->gpu_share));
 	}
 	int slot = -1;
 	for (int i = 0; i < GX_TN_MAX_PROCS && slot < 0; i++)

@@ -33,7 +33,7 @@ $(BUILD)/tests/gpu/mhd/libmicrohttpd.so.12:
 
 gpu-prep: $(BUILD)/tests/gpu/mhd/libmicrohttpd.so.12
 gpu-prep: all $(BUILD)/tests/gpu/tools_kern $(BUILD)/tests/gpu/tool_bench $(BUILD)/tests/gpu/sched_app \
-	  $(GPU_PREP_POLICIES) gpu-jitlibs $(BUILD)/tests/gpu/tenants $(T_TN_OBJS)
+	  $(GPU_PREP_POLICIES) gpu-jitlibs $(BUILD)/tests/gpu/tenants $(T_TN_OBJS) $(BUILD)/tests/shim/test_memlimit
 	$(Q)rm -rf $(GPU_CACHE) && mkdir -p $(GPU_CACHE)
 	$(Q)$(GPUEXT_BIN) tools prepare --cache-dir $(GPU_CACHE) --sm 90
 	$(Q)$(GPUEXT_BIN) tools prepare --cache-dir $(GPU_CACHE) --sm 90 $(GPU_PREP_POLICIES)

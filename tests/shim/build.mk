@@ -19,7 +19,7 @@ $(FAKE_LIB): tests/shim/fakecuda/fake.c $(BUILD)/gen/fakecuda/fake_gen.c tests/s
 # Driver-API programs, linked against the toolkit's stub (the shim or the
 # fake driver comes in through LD_LIBRARY_PATH at run time).
 SHIM_TEST_PROGS := test_shim test_nodriver test_disable test_audit test_multi test_multi_tool \
-                   test_rdc mcache_load
+                   test_rdc mcache_load test_memlimit
 $(addprefix $(T_SHIM)/,$(SHIM_TEST_PROGS)): $(T_SHIM)/%: $(BUILD)/obj/tests/shim/%.o
 	$(call link,-L$(STUB_LDIR) -lcuda -ldl -lpthread)
 
@@ -44,4 +44,5 @@ $(T_SHIM)/test_tables: $(call objs,tests/shim/test_tables.c shim/tables.c common
 	$(call link,-lpthread)
 TEST_BINS += $(T_SHIM)/test_tables
 TESTS     += $(T_SHIM)/test_tables
-TESTS     += tests/shim/run.sh tests/shim/test_run.sh tests/shim/test_mcache.sh tests/shim/test_multi.sh tests/shim/test_tls.sh
+TESTS     += tests/shim/run.sh tests/shim/test_run.sh tests/shim/test_mcache.sh tests/shim/test_multi.sh tests/shim/test_tls.sh \
+             tests/shim/test_memlimit.sh

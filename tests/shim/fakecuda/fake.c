@@ -90,6 +90,9 @@ FX long fake_total(void)
 }
 
 #define REC() fake_rec(__func__)
+static int fk_mem_untrack(uint64_t key);
+static void fk_mem_track(uint64_t key, size_t n);
+static CUresult fk_mem_virtual(uint64_t *key, size_t n);
 
 /* ---- devices and contexts ---- */
 #define MAXDEV 4
@@ -822,6 +825,10 @@ FX CUresult cuGraphAddNode_v2(CUgraphNode *n, CUgraph g, const CUgraphNode *d, c
 	if (p->type == CU_GRAPH_NODE_TYPE_KERNEL)
 		last_node_func = p->kernel.func;
 	*n = (CUgraphNode)(uintptr_t)0x102;
+	if (p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
+		return fk_mem_virtual((uint64_t *)&p->alloc.dptr, p->alloc.bytesize);
+	if (p->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+		return fk_mem_untrack(p->free.dptr) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 	return CUDA_SUCCESS;
 }
 
@@ -908,9 +915,15 @@ FX CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned f)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	*p = (CUdeviceptr)(uintptr_t)(managed_pool + managed_used);
 	managed_used += (n + 255) & ~(size_t)255;
+	fk_mem_track(*p, n);
 	return CUDA_SUCCESS;
 }
-FX CUresult cuMemFree_v2(CUdeviceptr p) { (void)p; REC(); return CUDA_SUCCESS; }
+FX CUresult cuMemFree_v2(CUdeviceptr p)
+{
+	REC();
+	fk_mem_untrack(p); /* unknown pointers pass: older tests free what they never allocated here */
+	return CUDA_SUCCESS;
+}
 static __thread CUmemLocation last_prefetch_loc = { .type = CU_MEM_LOCATION_TYPE_INVALID, .id = -1 };
 /* Where this thread's last cuMemPrefetchAsync_v2 sent the memory. */
 FX CUmemLocation fake_last_prefetch(void) { return last_prefetch_loc; }
@@ -1160,6 +1173,147 @@ FX CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d)
 	return CUDA_SUCCESS;
 }
 
+/* ---- allocation bookkeeping: what is allocated and not freed, per key
+ * (pointer, VMM handle, array), so tests compare the shim's accounting with
+ * what the "driver" holds. FAKECUDA_MEM_TOTAL (bytes, default 80 GiB) is
+ * the device's memory for cuMemGetInfo and the point where allocations
+ * fail. Allocations that need no backing get addresses from a counter. ---- */
+struct fk_mem {
+	uint64_t key;
+	size_t n;
+	struct fk_mem *next;
+};
+#define FK_MEM_BUCKETS 4096
+static struct fk_mem *fk_mem_tab[FK_MEM_BUCKETS];
+static pthread_mutex_t fk_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t fk_mem_live, fk_mem_count, fk_va = 0x500000000000ull;
+static uint64_t fk_mem_total(void)
+{
+	const char *e = getenv("FAKECUDA_MEM_TOTAL");
+	return e && *e ? strtoull(e, NULL, 0) : 80ull << 30;
+}
+static void fk_mem_track(uint64_t key, size_t n)
+{
+	struct fk_mem *m = malloc(sizeof(*m));
+	if (!m)
+		return;
+	m->key = key, m->n = n;
+	pthread_mutex_lock(&fk_mem_lock);
+	m->next = fk_mem_tab[(key >> 8) % FK_MEM_BUCKETS];
+	fk_mem_tab[(key >> 8) % FK_MEM_BUCKETS] = m;
+	fk_mem_live += n, fk_mem_count++;
+	pthread_mutex_unlock(&fk_mem_lock);
+}
+static int fk_mem_untrack(uint64_t key)
+{
+	pthread_mutex_lock(&fk_mem_lock);
+	struct fk_mem **pp = &fk_mem_tab[(key >> 8) % FK_MEM_BUCKETS], *m;
+	while ((m = *pp) && m->key != key)
+		pp = &m->next;
+	if (m) {
+		*pp = m->next;
+		fk_mem_live -= m->n, fk_mem_count--;
+	}
+	pthread_mutex_unlock(&fk_mem_lock);
+	free(m);
+	return m != NULL;
+}
+/* A fresh key for memory nobody touches (2 MiB apart, like the driver's). */
+static CUresult fk_mem_virtual(uint64_t *key, size_t n)
+{
+	pthread_mutex_lock(&fk_mem_lock);
+	int full = fk_mem_live + n > fk_mem_total();
+	*key = fk_va;
+	fk_va += (n + (2u << 20) - 1) & ~(uint64_t)((2u << 20) - 1);
+	if (n < (2u << 20))
+		fk_va += 2u << 20;
+	pthread_mutex_unlock(&fk_mem_lock);
+	if (full)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	fk_mem_track(*key, n);
+	return CUDA_SUCCESS;
+}
+FX uint64_t fake_mem_live(void) { return __atomic_load_n(&fk_mem_live, __ATOMIC_RELAXED); }
+FX uint64_t fake_mem_count(void) { return __atomic_load_n(&fk_mem_count, __ATOMIC_RELAXED); }
+FX CUresult cuMemGetInfo_v2(size_t *f, size_t *t)
+{
+	REC();
+	uint64_t tot = fk_mem_total(), live = fake_mem_live();
+	*t = tot;
+	*f = live < tot ? tot - live : 0;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuMemGetInfo(unsigned *f, unsigned *t)
+{
+	size_t a, b;
+	cuMemGetInfo_v2(&a, &b);
+	*f = a > 0xffffffffu ? 0xffffffffu : (unsigned)a;
+	*t = b > 0xffffffffu ? 0xffffffffu : (unsigned)b;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e)
+{
+	(void)e;
+	REC();
+	*pitch = (w + 511) & ~(size_t)511;
+	return fk_mem_virtual((uint64_t *)p, *pitch * h);
+}
+FX CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) { (void)s; REC(); return fk_mem_virtual((uint64_t *)p, n); }
+FX CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s) { (void)s; REC(); return fk_mem_virtual((uint64_t *)p, n); }
+FX CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) { (void)s, (void)pool; REC(); return fk_mem_virtual((uint64_t *)p, n); }
+FX CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { (void)s; REC(); return fk_mem_untrack(p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+FX CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) { (void)s; REC(); return fk_mem_untrack(p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+FX CUresult cuGraphAddMemAllocNode(CUgraphNode *n, CUgraph g, const CUgraphNode *d, size_t nd, CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+	(void)g, (void)d, (void)nd;
+	REC();
+	*n = (CUgraphNode)0x6a;
+	return fk_mem_virtual((uint64_t *)&p->dptr, p->bytesize);
+}
+FX CUresult cuGraphAddMemFreeNode(CUgraphNode *n, CUgraph g, const CUgraphNode *d, size_t nd, CUdeviceptr p)
+{
+	(void)g, (void)d, (void)nd;
+	REC();
+	*n = (CUgraphNode)0x6b;
+	return fk_mem_untrack(p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+FX CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *prop, unsigned long long f)
+{
+	(void)prop, (void)f;
+	REC();
+	return fk_mem_virtual((uint64_t *)h, n);
+}
+FX CUresult cuMemRelease(CUmemGenericAllocationHandle h) { REC(); return fk_mem_untrack(h) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+static size_t fk_arr_elem(CUarray_format f, unsigned ch)
+{
+	size_t b = f == CU_AD_FORMAT_UNSIGNED_INT8 || f == CU_AD_FORMAT_SIGNED_INT8 ? 1
+		 : f == CU_AD_FORMAT_UNSIGNED_INT16 || f == CU_AD_FORMAT_SIGNED_INT16 || f == CU_AD_FORMAT_HALF ? 2 : 4;
+	return b * (ch ? ch : 1);
+}
+FX CUresult cuArrayCreate_v2(CUarray *a, const CUDA_ARRAY_DESCRIPTOR *d)
+{
+	REC();
+	return fk_mem_virtual((uint64_t *)a, d->Width * (d->Height ? d->Height : 1) * fk_arr_elem(d->Format, d->NumChannels));
+}
+FX CUresult cuArray3DCreate_v2(CUarray *a, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+	REC();
+	return fk_mem_virtual((uint64_t *)a, d->Width * (d->Height ? d->Height : 1) * (d->Depth ? d->Depth : 1) *
+						     fk_arr_elem(d->Format, d->NumChannels));
+}
+FX CUresult cuArrayDestroy(CUarray a) { REC(); return fk_mem_untrack((uint64_t)(uintptr_t)a) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+FX CUresult cuMipmappedArrayCreate(CUmipmappedArray *a, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
+{
+	REC();
+	size_t n = 0;
+	for (unsigned l = 0; l < (levels ? levels : 1); l++) {
+		size_t w = d->Width >> l, h = d->Height >> l;
+		n += (w ? w : 1) * (h ? h : 1);
+	}
+	return fk_mem_virtual((uint64_t *)a, n * fk_arr_elem(d->Format, d->NumChannels));
+}
+FX CUresult cuMipmappedArrayDestroy(CUmipmappedArray a) { REC(); return fk_mem_untrack((uint64_t)(uintptr_t)a) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+
 /* ---- device memory, async copies, occupancy, capture (persistent launches) ---- */
 struct fdev {
 	struct fdev *next; /* kept reachable: "device memory" lives until exit */
@@ -1185,6 +1339,7 @@ __attribute__((weak)) FX CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 	all_dev = d;
 	pthread_mutex_unlock(&obj_lock);
 	*p = (CUdeviceptr)(uintptr_t)d->data;
+	fk_mem_track(*p, n);
 	return CUDA_SUCCESS;
 }
 FX CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *src, size_t n, CUstream s)
@@ -1387,6 +1542,8 @@ static const struct {
 } ver_tab[] = {
 	{ "cuCtxCreate", 12050, "cuCtxCreate_v4" }, { "cuCtxCreate", 3020, "cuCtxCreate_v2" },
 	{ "cuMemFree", 3020, "cuMemFree_v2" },       { "cuMemAdvise", 12020, "cuMemAdvise_v2" },
+	{ "cuMemAlloc", 3020, "cuMemAlloc_v2" },     { "cuMemGetInfo", 3020, "cuMemGetInfo_v2" },
+	{ "cuMemAllocPitch", 3020, "cuMemAllocPitch_v2" },
 	{ "cuMemPrefetchAsync", 12020, "cuMemPrefetchAsync_v2" },
 	{ "cuLinkAddData", 6050, "cuLinkAddData_v2" },
 	{ "cuStreamDestroy", 4000, "cuStreamDestroy_v2" },

@@ -1,0 +1,282 @@
+/* test_memlimit — per-tenant memory limits in the shim (shim/memlimit.c)
+ * against the fake driver, which keeps what is allocated and not freed
+ * (fake_mem_live) and reports FAKECUDA_MEM_TOTAL as the device's memory.
+ *   test_memlimit none         no tenant: cuMemGetInfo is the driver's
+ *   test_memlimit paths LIMIT  every allocation path under a limit of LIMIT
+ *                              bytes (GPUEXT_TENANT_MEM_LIMIT set to it)
+ *   test_memlimit race LIMIT   16 threads racing cuMemAlloc/cuMemFree
+ *   test_memlimit hold BYTES   allocate BYTES, print "held", sleep (killed)
+ *   test_memlimit try BYTES    exit 0 if BYTES can be allocated now, 2 if
+ *                              CUDA_ERROR_OUT_OF_MEMORY, 1 otherwise
+ *   test_memlimit wait BYTES   retry `try` every 10 ms for 3 s; prints ms
+ * hold, try and wait need no fake: tests/gpu/limits.sh runs them on a GPU. */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/gx_test.h"
+
+#define MiB ((size_t)1 << 20)
+
+static uint64_t (*mem_live)(void);
+static long (*fcount)(const char *);
+static uint64_t limit;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void info(size_t *f, size_t *t)
+{
+	*f = *t = 0;
+	cuMemGetInfo(f, t);
+}
+
+static size_t used(void)
+{
+	size_t f, t;
+	info(&f, &t);
+	return t - f;
+}
+
+static void paths(void)
+{
+	size_t f, t;
+	info(&f, &t);
+	GX_CHECK(t == limit && f == limit, "cuMemGetInfo_v2: total %zu MiB = the limit, all of it free", t / MiB);
+	typedef CUresult (*getinfo_fn)(size_t *, size_t *);
+	getinfo_fn gi = NULL;
+	CUdriverProcAddressQueryResult st;
+	cuGetProcAddress_v2("cuMemGetInfo", (void **)&gi, 12000, 0, &st);
+	size_t f2 = 0, t2 = 0;
+	if (gi)
+		gi(&f2, &t2);
+	GX_CHECK(gi && t2 == limit, "cuMemGetInfo through cuGetProcAddress: the limit (%zu MiB)", t2 / MiB);
+	typedef CUresult (*getinfo_v1)(unsigned *, unsigned *);
+	getinfo_v1 g1 = (getinfo_v1)dlsym(RTLD_DEFAULT, "cuMemGetInfo");
+	unsigned f1 = 0, t1 = 0;
+	if (g1)
+		g1(&f1, &t1);
+	GX_CHECK(g1 && t1 == (limit > 0xffffffffu ? 0xffffffffu : limit), "cuMemGetInfo (v1): the limit");
+
+	/* plain */
+	CUdeviceptr a = 0, b = 0;
+	long before = fcount("cuMemAlloc_v2");
+	GX_CHECK(cuMemAlloc(&a, limit * 3 / 4) == CUDA_SUCCESS, "cuMemAlloc 3/4 of the limit");
+	GX_CHECK(cuMemAlloc(&b, limit / 2) == CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc past it: CUDA_ERROR_OUT_OF_MEMORY");
+	GX_CHECK(fcount("cuMemAlloc_v2") == before + 1, "the refused allocation never reached the driver");
+	info(&f, &t);
+	GX_CHECK(f == limit / 4, "free is what is left of the limit (%zu MiB)", f / MiB);
+	GX_CHECK(cuMemFree(a) == CUDA_SUCCESS && used() == 0, "cuMemFree gives it back");
+	GX_CHECK(cuMemAlloc(&b, limit / 2) == CUDA_SUCCESS && cuMemFree(b) == CUDA_SUCCESS, "then it fits");
+	GX_CHECK(cuMemFree(0xdead0000) == CUDA_SUCCESS && used() == 0, "an unknown pointer's free changes nothing");
+
+	/* pitch */
+	size_t pitch = 0;
+	GX_CHECK(cuMemAllocPitch(&a, &pitch, 1000, limit / 1024 / 2, 4) == CUDA_SUCCESS &&
+			 used() == pitch * (limit / 1024 / 2),
+		 "cuMemAllocPitch counts pitch x height (%zu x %llu)", pitch, (unsigned long long)(limit / 2048));
+	GX_CHECK(cuMemAllocPitch(&b, &pitch, 1024, limit / 1024, 4) == CUDA_ERROR_OUT_OF_MEMORY,
+		 "cuMemAllocPitch past the limit refused");
+	cuMemFree(a);
+
+	/* stream-ordered, pools, capture */
+	CUstream s = 0;
+	GX_CHECK(cuMemAllocAsync(&a, limit / 2, s) == CUDA_SUCCESS && used() == limit / 2, "cuMemAllocAsync counts");
+	GX_CHECK(cuMemAllocFromPoolAsync(&b, limit / 2 + 1, (CUmemoryPool)0x1, s) == CUDA_ERROR_OUT_OF_MEMORY,
+		 "cuMemAllocFromPoolAsync past the limit refused");
+	GX_CHECK(cuMemAllocFromPoolAsync(&b, limit / 4, (CUmemoryPool)0x1, s) == CUDA_SUCCESS,
+		 "cuMemAllocFromPoolAsync within it");
+	GX_CHECK(cuMemFreeAsync(a, s) == CUDA_SUCCESS && cuMemFreeAsync(b, s) == CUDA_SUCCESS && used() == 0,
+		 "cuMemFreeAsync gives both back");
+	CUstream cap = (CUstream)(uintptr_t)0xC0DE; /* always capturing in the fake */
+	GX_CHECK(cuMemAllocAsync(&a, limit, cap) == CUDA_SUCCESS && used() == limit,
+		 "an allocation into a captured stream counts");
+	GX_CHECK(cuMemAllocAsync(&b, 1, cap) == CUDA_ERROR_OUT_OF_MEMORY, "and the next one in capture is refused");
+	cuMemFreeAsync(a, cap);
+
+	/* graph memory nodes */
+	CUDA_MEM_ALLOC_NODE_PARAMS np;
+	memset(&np, 0, sizeof(np));
+	np.bytesize = limit / 2;
+	CUgraphNode n;
+	GX_CHECK(cuGraphAddMemAllocNode(&n, (CUgraph)0x1, NULL, 0, &np) == CUDA_SUCCESS && used() == limit / 2,
+		 "cuGraphAddMemAllocNode counts");
+	CUgraphNodeParams gp;
+	memset(&gp, 0, sizeof(gp));
+	gp.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+	gp.alloc.bytesize = limit / 2 + 1;
+	GX_CHECK(cuGraphAddNode(&n, (CUgraph)0x1, NULL, NULL, 0, &gp) == CUDA_ERROR_OUT_OF_MEMORY,
+		 "cuGraphAddNode(MEM_ALLOC) past the limit refused");
+	gp.alloc.bytesize = limit / 4;
+	GX_CHECK(cuGraphAddNode(&n, (CUgraph)0x1, NULL, NULL, 0, &gp) == CUDA_SUCCESS && used() == limit * 3 / 4,
+		 "cuGraphAddNode(MEM_ALLOC) within it counts");
+	CUdeviceptr g2 = gp.alloc.dptr;
+	memset(&gp, 0, sizeof(gp));
+	gp.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+	gp.free.dptr = g2;
+	GX_CHECK(cuGraphAddNode(&n, (CUgraph)0x1, NULL, NULL, 0, &gp) == CUDA_SUCCESS &&
+			 cuGraphAddMemFreeNode(&n, (CUgraph)0x1, NULL, 0, np.dptr) == CUDA_SUCCESS && used() == 0,
+		 "memory free nodes give back");
+
+	/* VMM */
+	CUmemGenericAllocationHandle h = 0, h2 = 0;
+	CUmemAllocationProp prop;
+	memset(&prop, 0, sizeof(prop));
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	GX_CHECK(cuMemCreate(&h, limit / 2, &prop, 0) == CUDA_SUCCESS && used() == limit / 2, "cuMemCreate counts");
+	GX_CHECK(cuMemCreate(&h2, limit, &prop, 0) == CUDA_ERROR_OUT_OF_MEMORY, "cuMemCreate past the limit refused");
+	GX_CHECK(cuMemRelease(h) == CUDA_SUCCESS && used() == 0, "cuMemRelease gives back");
+
+	/* arrays */
+	CUarray arr;
+	CUDA_ARRAY_DESCRIPTOR ad = {
+		.Width = 1024, .Height = limit / 1024 / 4 / 2, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1
+	};
+	GX_CHECK(cuArrayCreate(&arr, &ad) == CUDA_SUCCESS && used() == limit / 2, "cuArrayCreate counts w x h x 4");
+	CUDA_ARRAY3D_DESCRIPTOR a3 = { .Width = 1024,
+				       .Height = 1024,
+				       .Depth = limit / MiB,
+				       .Format = CU_AD_FORMAT_UNSIGNED_INT8,
+				       .NumChannels = 1 };
+	CUarray arr3;
+	GX_CHECK(cuArray3DCreate(&arr3, &a3) == CUDA_ERROR_OUT_OF_MEMORY, "cuArray3DCreate past the limit refused");
+	GX_CHECK(cuArrayDestroy(arr) == CUDA_SUCCESS && used() == 0, "cuArrayDestroy gives back");
+	CUmipmappedArray mm;
+	a3.Depth = 0;
+	a3.Width = a3.Height = 2048;
+	size_t want = 0;
+	for (int l = 0; l < 4; l++)
+		want += (size_t)(2048 >> l) * (2048 >> l);
+	GX_CHECK(cuMipmappedArrayCreate(&mm, &a3, 4) == CUDA_SUCCESS && used() == want,
+		 "cuMipmappedArrayCreate counts its levels (%zu bytes)", used());
+	GX_CHECK(cuMipmappedArrayDestroy(mm) == CUDA_SUCCESS && used() == 0, "cuMipmappedArrayDestroy gives back");
+
+	/* managed, by reservation */
+	GX_CHECK(cuMemAllocManaged(&a, limit / 2, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS && used() == limit / 2,
+		 "cuMemAllocManaged counts its full size");
+	GX_CHECK(cuMemAllocManaged(&b, limit, CU_MEM_ATTACH_GLOBAL) == CUDA_ERROR_OUT_OF_MEMORY,
+		 "cuMemAllocManaged past the limit refused");
+	GX_CHECK(cuMemFree(a) == CUDA_SUCCESS && used() == 0, "its free gives back");
+	GX_CHECK(mem_live() == 0, "the driver holds nothing either");
+}
+
+struct racer {
+	unsigned seed;
+	long ok, oom, over, err;
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+	CUcontext c;
+	cuDevicePrimaryCtxRetain(&c, 0);
+	cuCtxSetCurrent(c);
+	CUdeviceptr held[16];
+	size_t sz[16];
+	int nh = 0;
+	for (int i = 0; i < 3000; i++) {
+		if (nh < 16 && (rand_r(&r->seed) & 1)) {
+			size_t n = (1 + rand_r(&r->seed) % 4) * MiB;
+			CUresult rc = cuMemAlloc(&held[nh], n);
+			if (rc == CUDA_SUCCESS) {
+				sz[nh++] = n;
+				r->ok++;
+				if (mem_live() > limit)
+					r->over++;
+			} else if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
+				r->oom++;
+			} else {
+				r->err++;
+			}
+		} else if (nh) {
+			nh--;
+			if (cuMemFree(held[nh]) != CUDA_SUCCESS)
+				r->err++;
+			(void)sz[nh];
+		}
+	}
+	while (nh)
+		cuMemFree(held[--nh]);
+	return NULL;
+}
+
+static void race_all(void)
+{
+	pthread_t th[16];
+	struct racer r[16];
+	long ok = 0, oom = 0, over = 0, err = 0;
+	for (int i = 0; i < 16; i++) {
+		r[i] = (struct racer){ .seed = (unsigned)i * 2654435761u };
+		pthread_create(&th[i], NULL, race, &r[i]);
+	}
+	for (int i = 0; i < 16; i++) {
+		pthread_join(th[i], NULL);
+		ok += r[i].ok, oom += r[i].oom, over += r[i].over, err += r[i].err;
+	}
+	GX_CHECK(ok > 1000 && oom > 100 && !err, "16 threads: %ld allocations, %ld out of memory, no other error", ok,
+		 oom);
+	GX_CHECK(!over, "the driver never held more than the limit");
+	GX_CHECK(used() == 0 && mem_live() == 0, "all given back: no leaked budget");
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "none";
+	uint64_t arg = argc > 2 ? strtoull(argv[2], NULL, 0) : 0;
+	CUcontext c;
+	CUresult rc0 = cuInit(0);
+	void *fake = dlopen(getenv("GPUEXT_REAL_LIBCUDA"), RTLD_NOW | RTLD_NOLOAD);
+	mem_live = fake ? (uint64_t (*)(void))dlsym(fake, "fake_mem_live") : NULL;
+	fcount = fake ? (long (*)(const char *))dlsym(fake, "fake_count") : NULL;
+	bool real = !strcmp(mode, "hold") || !strcmp(mode, "try") || !strcmp(mode, "wait"); /* also on a GPU */
+	if (rc0 || cuDevicePrimaryCtxRetain(&c, 0) || cuCtxSetCurrent(c) || (!real && (!mem_live || !fcount))) {
+		printf("not ok - the fake driver under the shim\n");
+		return 1;
+	}
+	limit = arg;
+	if (!strcmp(mode, "none")) {
+		size_t f, t;
+		info(&f, &t);
+		GX_CHECK(t == 80ull << 30, "no tenant: cuMemGetInfo is the driver's (%zu GiB)", t >> 30);
+	} else if (!strcmp(mode, "paths")) {
+		paths();
+	} else if (!strcmp(mode, "race")) {
+		race_all();
+	} else if (!strcmp(mode, "hold")) {
+		CUdeviceptr p;
+		if (cuMemAlloc(&p, arg) != CUDA_SUCCESS)
+			return 1;
+		printf("held\n");
+		fflush(stdout);
+		for (;;)
+			pause();
+	} else if (!strcmp(mode, "try") || !strcmp(mode, "wait")) {
+		uint64_t t0 = now_ms();
+		for (;;) {
+			CUdeviceptr p;
+			CUresult rc = cuMemAlloc(&p, arg);
+			if (rc == CUDA_SUCCESS) {
+				cuMemFree(p);
+				printf("%llu\n", (unsigned long long)(now_ms() - t0));
+				return 0;
+			}
+			if (rc != CUDA_ERROR_OUT_OF_MEMORY)
+				return 1;
+			if (!strcmp(mode, "try") || now_ms() - t0 > 3000)
+				return 2;
+			usleep(10000);
+		}
+	}
+	return gx_test_done();
+}
