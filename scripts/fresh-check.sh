@@ -47,7 +47,7 @@ git clone -q "$SRC" "$ROOT/src"
 dpkg --root="$ROOT" -l | awk '/^ii/{print $2}' | sort >"$ROOT.before"
 # What the machine would boot: make deps must leave it alone (no kernel image
 # installed, no /vmlinuz re-pointed).
-boot_state() { (cd "$ROOT" && ls -la --time-style=+ vmlinuz vmlinuz.old boot 2>&1; dpkg --root="$ROOT" -l 'linux-image*' 2>/dev/null | grep '^ii'); }
+boot_state() { (cd "$ROOT" && ls -la --time-style=+ vmlinuz vmlinuz.old boot 2>&1; dpkg --root="$ROOT" -l 'linux-image*' 2>/dev/null | grep '^ii') || true; }
 boot_state >"$ROOT.boot-before"
 echo "fresh-check: linux-libc-dev in the root: $(chroot "$ROOT" dpkg-query -W -f='${Version}' linux-libc-dev)"
 echo "fresh-check: running the README's commands at $(git -C "$SRC" rev-parse --short HEAD) (log: $LOG)"
