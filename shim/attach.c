@@ -65,6 +65,7 @@ static void host_setup(void)
 		.is_host_policy = gx_hostpolicy_is_struct_ops,
 		.device_prefetch = gx_hostpolicy_device_prefetch,
 		.lock_register = gx_lock_register,
+		.unsubscribe = gx_events_unsubscribe,
 	};
 	host_ok = true;
 }
@@ -75,6 +76,15 @@ static const struct gx_attach_host *attach_host(void)
 {
 	gx_config_load();
 	if ((!gx_config.policy && !gx_config.tool && !gx_config.sched) || gx_config.disabled)
+		return NULL;
+	pthread_once(&host_once, host_setup);
+	return host_ok ? &host : NULL;
+}
+
+const struct gx_attach_host *gx_attach_host_live(void)
+{
+	gx_config_load();
+	if (gx_config.disabled)
 		return NULL;
 	pthread_once(&host_once, host_setup);
 	return host_ok ? &host : NULL;
