@@ -94,6 +94,7 @@ static long inflight;	/* switched launches the driver has not returned from */
 static bool graph_used; /* a copy went into a graph: kept until exit */
 static unsigned long long nr_launches, nr_instr, nr_graph_nodes;
 static int sub_id = -1;
+static uint64_t req_t0; /* when the attach request was read (ms) */
 static char attached[512], run_dir[4096], ctl_dir[4096];
 static volatile int exiting, busy;
 static void live_exit(void);
@@ -217,7 +218,14 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 			void *f = fn_lookup(ev->ctx, ev->launch.func, ev->launch.is_kernel);
 			if (f) {
 				ev->launch.func = f;
-				nr_instr++;
+				if (!nr_instr++) { /* for tests/gpu/attach.sh: attach to first instrumented launch */
+					struct timespec ts;
+					clock_gettime(CLOCK_REALTIME, &ts);
+					pr_info("attach: first instrumented launch at %lld.%09ld (%llu ms after the "
+						"request)",
+						(long long)ts.tv_sec, ts.tv_nsec,
+						(unsigned long long)(now_ms() - req_t0));
+				}
 				inflight++;
 				tl.pending = true;
 				tl.ctx = ev->ctx;
@@ -515,6 +523,7 @@ static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 	exit_hook = true;
 	pthread_mutex_lock(&live_lock);
 	phase = 1;
+	req_t0 = t0;
 	graph_used = false;
 	nr_launches = nr_instr = nr_graph_nodes = 0;
 	snprintf(attached, sizeof(attached), "%s", names);
