@@ -16,6 +16,10 @@ extern const struct gx_attach_host *gx_attach_env;
 int gx_devrt_start(const struct gx_policy_desc *d, const char *const *tags, size_t n);
 /* Make sure the current context has its device maps (before a rewrite). */
 int gx_devrt_ctx_ready(void);
+/* Stop the runtime started by gx_devrt_start (a live detach): unsubscribe,
+ * last drain and flush without synchronizing, tool logs closed, device
+ * maps freed unless keep_device; gx_devrt_start may run again. */
+void gx_devrt_stop(bool keep_device);
 
 /* launches.c: GPU time of each launch through a pair of timing events on
  * its stream, harvested by the drain thread (no waiting). Per context. */

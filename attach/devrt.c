@@ -136,9 +136,16 @@ static __thread struct open_launch {
 	int slot;
 	unsigned seq;
 	bool instr;
+	unsigned gen; /* rt_gen of the runtime that opened it */
 } open_l GX_TLS_IE = { .slot = -1 };
 static pthread_t drainer;
 static int drainer_on, stopping;
+/* A live attach (gpuext attach) starts and stops the runtime many times in
+ * one process: each start is a generation; a thread's open launch of an
+ * older one is forgotten, not closed. */
+static unsigned rt_gen = 1;
+static int sub_id = -1;
+static bool atexit_on;
 static unsigned long long nr_prefetch; /* atomic: the drainer counts without rt_lock */
 
 static uint64_t now_ns(void)
@@ -855,8 +862,9 @@ static void log_launch(struct ctxst *st, const struct gx_launch_event *l, uint64
 static void on_launch(struct ctxst *st, const struct gx_launch_event *l)
 {
 	struct open_launch *o = &open_l;
-	if (o->slot >= 0) /* the last launch of this thread never happened */
+	if (o->slot >= 0 && o->gen == rt_gen) /* the last launch of this thread never happened */
 		gx_lt_abandon(&o->st->lt, o->slot);
+	o->gen = rt_gen;
 	bool instr;
 	struct fn_seen *fs = fn_devrt(st, l->func, l->is_kernel, &instr);
 	/* the kernel's record, found by hashing its name once per function */
@@ -882,6 +890,8 @@ static void on_launch(struct ctxst *st, const struct gx_launch_event *l)
 static void on_launch_done(struct ctxst *st, const struct gx_launch_event *l)
 {
 	struct open_launch *o = &open_l;
+	if (o->gen != rt_gen)
+		o->slot = -1;
 	if (o->slot >= 0 && o->st == st)
 		gx_lt_end(&st->lt, o->slot, l->stream, o->seq, o->instr);
 	else if (o->slot >= 0)
@@ -904,7 +914,7 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	if (destroy) /* drains and tears down: drain_lock first */
 		pthread_mutex_lock(&drain_lock);
 	pthread_mutex_lock(&rt_lock);
-	if (stopping) {
+	if (stopping || !nr_pols) { /* exiting, or stopped by a detach */
 		pthread_mutex_unlock(&rt_lock);
 		if (destroy)
 			pthread_mutex_unlock(&drain_lock);
@@ -956,21 +966,34 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	return CUDA_SUCCESS;
 }
 
-static void at_exit(void)
+/* The last drain, flush and summary: at exit (after synchronizing each
+ * context, so the counts are complete) or at a live detach (`live`: no
+ * synchronization — the shim waited for the instrumented launches — and
+ * every context's maps are released unless `keep_device`: graphs made
+ * during the attach may still run the hooks). */
+static void finish(bool live, bool keep_device)
 {
 	uint64_t gpu_ns = 0, gpu_ns_instr = 0, untimed = 0;
 	pthread_mutex_lock(&rt_lock);
+	if (!nr_pols) { /* never started, or stopped already */
+		pthread_mutex_unlock(&rt_lock);
+		return;
+	}
 	stopping = 1;
 	pthread_mutex_unlock(&rt_lock);
 	if (drainer_on)
 		pthread_join(drainer, NULL);
+	drainer_on = 0;
 	pthread_mutex_lock(&drain_lock);
 	pthread_mutex_lock(&rt_lock);
+	CUcontext cur = NULL;
+	if (live && CU(cuCtxGetCurrent)(&cur) != CUDA_SUCCESS)
+		cur = NULL;
 	for (unsigned i = 0; i < nr_ctx; i++) {
 		struct ctxst *st = &ctxs[i];
 		if (st->failed || !st->dm[0])
 			continue;
-		if (CU(cuCtxSetCurrent)(st->ctx) == CUDA_SUCCESS)
+		if (CU(cuCtxSetCurrent)(st->ctx) == CUDA_SUCCESS && !live)
 			CU(cuCtxSynchronize)();
 		lt_harvest(st, UINT_MAX);
 		drain_ctx(st, true, evlogs());
@@ -998,8 +1021,44 @@ static void at_exit(void)
 			close(pols[p].ev_fd);
 		pols[p].ev_fd = -1;
 	}
+	if (live) {
+		for (unsigned i = 0; i < nr_ctx; i++)
+			if (!ctxs[i].failed && ctxs[i].dm[0] && !keep_device &&
+			    CU(cuCtxSetCurrent)(ctxs[i].ctx) == CUDA_SUCCESS)
+				ctx_teardown(&ctxs[i], true);
+		CU(cuCtxSetCurrent)(cur);
+		for (unsigned p = 0; p < nr_pols; p++)
+			gx_buf_free(&pols[p].evlog);
+		seen_forget();
+		struct kname_seen *k, *kt;
+		HASH_ITER(hh, knames_seen, k, kt) {
+			HASH_DEL(knames_seen, k);
+			free(k);
+		}
+		memset(ctxs, 0, sizeof(ctxs));
+		nr_ctx = 0;
+		nr_pols = 0;
+		nr_launches = nr_instr = 0;
+		nr_prefetch = 0;
+		rt_gen++;
+		stopping = 0;
+	}
 	pthread_mutex_unlock(&rt_lock);
 	pthread_mutex_unlock(&drain_lock);
+}
+
+static void at_exit(void)
+{
+	finish(false, false);
+}
+
+void gx_devrt_stop(bool keep_device)
+{
+	if (sub_id >= 0 && gx_attach_env->sz > offsetof(struct gx_attach_host, unsubscribe) &&
+	    gx_attach_env->unsubscribe)
+		gx_attach_env->unsubscribe(sub_id);
+	sub_id = -1;
+	finish(true, keep_device);
 }
 
 int gx_devrt_start(const struct gx_policy_desc *d, const char *const *tags, size_t n)
@@ -1038,16 +1097,32 @@ int gx_devrt_start(const struct gx_policy_desc *d, const char *const *tags, size
 		snprintf(pr.tag, sizeof(pr.tag), "%s", p->tag);
 		ev_put(p, &pr, sizeof(pr));
 	}
+	pthread_mutex_lock(&rt_lock);
 	nr_pols = (unsigned)n;
-	gx_attach_env->lock_register(&rt_lock, 15);
+	pthread_mutex_unlock(&rt_lock);
+	if (!atexit_on)
+		gx_attach_env->lock_register(&rt_lock, 15);
 	unsigned mask = GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE) |
 			GX_EV_MASK(GX_EV_CTX_DESTROY) | GX_EV_MASK(GX_EV_MODULE_UNLOAD);
 	if (gx_lt_every())
 		mask |= GX_EV_MASK(GX_EV_LAUNCH_DONE);
 	int id = gx_attach_env->subscribe(mask, on_event, NULL);
-	if (id < 0)
+	if (id < 0) {
+		pthread_mutex_lock(&rt_lock);
+		nr_pols = 0;
+		pthread_mutex_unlock(&rt_lock);
+		for (size_t i = 0; i < n; i++) {
+			if (pols[i].ev_fd >= 0)
+				close(pols[i].ev_fd);
+			pols[i].ev_fd = -1;
+			gx_buf_free(&pols[i].evlog);
+		}
 		return id;
-	atexit(at_exit);
+	}
+	sub_id = id;
+	if (!atexit_on)
+		atexit(at_exit);
+	atexit_on = true;
 	return 0;
 }
 

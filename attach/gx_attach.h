@@ -262,6 +262,8 @@ struct gx_attach_host {
 	/* Called by the drainer after each tick, holding no lock of ours
 	 * (the shim's stats file, shim/stats.c); may be NULL. */
 	void (*tick)(void);
+	/* gx_events_unsubscribe of the shim (a live detach). */
+	int (*unsubscribe)(int id);
 };
 
 /* Load the configured policies and start their device runtime (tool logs,
@@ -281,6 +283,29 @@ void gx_attach_stats(struct gx_stats_file *f);
  * (gx_attach_start first, if it has not run); a no-op when no policy is
  * attached. Thread-safe. */
 void gx_attach_rewrite_opts(const struct gx_attach_host *host, struct gx_ptx_rewrite_opts *opts);
+/* ---- live attach (gpuext attach PID; the shim's live.c) ----
+ * Load the policies named in `pn` for a process that runs none from its
+ * start, write their maps and tool logs into `dir` (a folder of this user),
+ * and start their device runtime; modules are then rewritten with
+ * gx_attach_live_opts() by the shim, which keeps the application's own
+ * modules as they are and launches instrumented copies. The same names
+ * again reuse the loaded descriptions (a few lists are kept, so attach /
+ * detach cycles neither JIT again nor grow). 0, -EBUSY (policies from the
+ * process's start, or one attached live already), or -errno with a
+ * one-line reason in err (also logged). `names` gets the tags attached. */
+int gx_attach_live_start(const struct gx_attach_host *host, const struct gx_policy_names *pn, const char *dir,
+			 char *names, size_t nn, char *err, size_t en);
+/* The live policies' rewrite options (no-op when none is attached live). */
+void gx_attach_live_opts(struct gx_ptx_rewrite_opts *opts);
+/* The current context's device maps for the live policies: 0 or -EIO. */
+int gx_attach_live_ctx_ready(void);
+/* Stop the live policies: last drain and flush, tool logs closed, device
+ * maps freed unless keep_device (graphs made meanwhile may run the hooks).
+ * The caller made sure no instrumented launch is still running. */
+void gx_attach_live_stop(bool keep_device);
+/* Whether policies are attached live now. */
+bool gx_attach_live_on(void);
+
 /* A global variable of the attached policy `tag` (its initial value with
  * the knobs applied): 0, -ENOENT (no such variable of that size) or
  * -ENODEV (no such policy attached). */

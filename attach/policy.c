@@ -28,6 +28,7 @@
 
 #include "attach/attach_internal.h"
 #include "common/gx_trust.h"
+#include "devbpf/gx_bpf.h"
 
 static pthread_mutex_t pol_lock = PTHREAD_MUTEX_INITIALIZER;
 static int pol_state; /* 0 unknown, 1 active, -1 off/failed */
@@ -352,4 +353,125 @@ void gx_attach_rewrite_opts(const struct gx_attach_host *host, struct gx_ptx_rew
 	opts->policy_len = list.set.ptx_len;
 	opts->bindings = list.set.binds;
 	opts->nr_bindings = list.set.nr_binds;
+}
+
+/* ---- live attach (gx_attach.h) ----
+ * Lists loaded for a live attach are kept (a few, by their names): a module
+ * load racing with a detach may still read one, and the next attach of the
+ * same tools needs neither the cache nor the JIT again. */
+#define LIVE_LISTS 4
+static struct live_list {
+	char key[8400];
+	struct gx_policy_list pl;
+	bool used;
+} live_lists[LIVE_LISTS];
+static struct gx_policy_list *live; /* attached live now, or NULL */
+static unsigned live_next;
+
+static size_t names_count(const struct gx_policy_names *pn)
+{
+	size_t n = pn->sched && *pn->sched ? 1 : 0;
+	for (const char *p = pn->policy; p && *p; p = strchr(p, ':') ? strchr(p, ':') + 1 : NULL)
+		n++;
+	for (const char *t = pn->tool; t && *t; t = strchr(t, ',') ? strchr(t, ',') + 1 : NULL)
+		n++;
+	return n;
+}
+
+int gx_attach_live_start(const struct gx_attach_host *host, const struct gx_policy_names *pn, const char *dir,
+			 char *names, size_t nn, char *err, size_t en)
+{
+	char key[sizeof(live_lists[0].key)];
+	int ret = 0;
+	snprintf(key, sizeof(key), "%s|%s|%s", pn->sched ? pn->sched : "", pn->policy ? pn->policy : "",
+		 pn->tool ? pn->tool : "");
+	pthread_mutex_lock(&pol_lock);
+	if (pol_state == 1) {
+		snprintf(err, en, "device policies were attached at its start (GPUEXT_TOOL/GPUEXT_POLICY); "
+				  "they cannot be changed while it runs");
+		ret = -EBUSY;
+		goto out;
+	}
+	if (live) {
+		snprintf(err, en, "policies are attached already; detach them first");
+		ret = -EBUSY;
+		goto out;
+	}
+	gx_attach_env = host;
+	struct live_list *l = NULL;
+	for (unsigned i = 0; i < LIVE_LISTS && !l; i++)
+		if (live_lists[i].used && !strcmp(live_lists[i].key, key))
+			l = &live_lists[i];
+	if (!l) {
+		l = &live_lists[live_next++ % LIVE_LISTS];
+		if (l->used)
+			gx_policy_list_free(&l->pl);
+		l->used = false;
+		size_t want = names_count(pn);
+		if (gx_policy_list_load(pn, cur_sm(), host->is_host_policy, &l->pl) || l->pl.nr != want) {
+			snprintf(err, en, "%zu of %zu policies could be loaded (the process log says why)",
+				 l->pl.nr, want);
+			gx_policy_list_free(&l->pl);
+			ret = -ENOENT;
+			goto out;
+		}
+		snprintf(l->key, sizeof(l->key), "%s", key);
+		l->used = true;
+	}
+	const char *tp[GX_PMERGE_MAX];
+	names[0] = 0;
+	for (size_t k = 0; k < l->pl.nr; k++) {
+		tp[k] = l->pl.tag[k];
+		snprintf(names + strlen(names), nn - strlen(names), "%s%s", k ? "," : "", l->pl.tag[k]);
+	}
+	gx_map_shm_dir_set(dir);
+	if ((ret = gx_devrt_start(l->pl.desc, tp, l->pl.nr))) {
+		gx_map_shm_dir_set(NULL);
+		snprintf(err, en, "cannot start the device runtime (%s)", strerror(-ret));
+		goto out;
+	}
+	live = &l->pl;
+out:
+	pthread_mutex_unlock(&pol_lock);
+	return ret;
+}
+
+void gx_attach_live_opts(struct gx_ptx_rewrite_opts *opts)
+{
+	pthread_mutex_lock(&pol_lock);
+	struct gx_policy_list *l = live;
+	pthread_mutex_unlock(&pol_lock);
+	if (!l)
+		return;
+	/* the list outlives this attach (kept in live_lists) */
+	opts->hooks |= l->set.hooks;
+	opts->policy_ptx = l->set.ptx;
+	opts->policy_len = l->set.ptx_len;
+	opts->bindings = l->set.binds;
+	opts->nr_bindings = l->set.nr_binds;
+}
+
+int gx_attach_live_ctx_ready(void)
+{
+	return gx_attach_live_on() ? gx_devrt_ctx_ready() : -ENODEV;
+}
+
+bool gx_attach_live_on(void)
+{
+	pthread_mutex_lock(&pol_lock);
+	bool on = live != NULL;
+	pthread_mutex_unlock(&pol_lock);
+	return on;
+}
+
+void gx_attach_live_stop(bool keep_device)
+{
+	pthread_mutex_lock(&pol_lock);
+	bool on = live != NULL;
+	live = NULL;
+	pthread_mutex_unlock(&pol_lock);
+	if (!on)
+		return;
+	gx_devrt_stop(keep_device);
+	gx_map_shm_dir_set(NULL);
 }

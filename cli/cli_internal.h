@@ -36,6 +36,9 @@ int do_sched(int argc, char **argv);  /* sched.c */
 int do_doctor(int argc, char **argv); /* doctor.c */
 int do_cdi(int argc, char **argv);    /* cdi.c */
 int do_exporter(int argc, char **argv); /* exporter_exec.c: runs gpuext-exporter */
+int do_attach(int argc, char **argv); /* attach.c */
+int do_detach(int argc, char **argv); /* attach.c */
+int do_ps(int argc, char **argv);     /* attach.c */
 
 /* Run a nested subcommand table: cmds[] ends with {0}; prints usage on miss. */
 int gx_cmd_dispatch(const char *parent, const struct gx_cmd *cmds, int argc, char **argv);

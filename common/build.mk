@@ -4,7 +4,7 @@
 # shared places (gx_trust.h), per-thread heap blocks (gx_tls.h)
 # and the CUDA check macros of the
 # GPU test programs (gx_cu_check.h, header only).
-COMMON_SRCS := common/gx_log.c common/gx_util.c common/gx_tls.c common/gx_libcuda.c common/gx_trust.c
+COMMON_SRCS := common/gx_log.c common/gx_util.c common/gx_tls.c common/gx_libcuda.c common/gx_trust.c common/gx_ctl.c
 COMMON_LIB  := $(BUILD)/lib/libgxcommon.a
 
 $(COMMON_LIB): $(call objs,$(COMMON_SRCS))

@@ -472,6 +472,8 @@ int gx_map__is_const(const struct gx_map *m);
 
 /* Folder of the shm files: $GPUEXT_SHM_DIR or /dev/shm/gpuext-$UID. */
 int gx_map_shm_dir(char *buf, size_t n);
+/* Override the folder for this process (NULL or "": back to the default). */
+void gx_map_shm_dir_set(const char *dir);
 /* Compute the layout (sizes, shard and bucket counts) of a spec; -EINVAL if
  * the spec is invalid. layout->data is left 0. */
 int gx_map_layout(const struct gx_map_spec *spec, struct gx_devrt_map *layout);

@@ -1,7 +1,9 @@
 /* maps.c — host maps: creation in shared memory, opening from another
  * process, and the host-side operations (same algorithms as the device
  * helpers, through gx_mapimpl.h). See gx_map.h for the model. */
+#include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,8 +95,25 @@ GX_EXPORT int gx_map_layout(const struct gx_map_spec *s, struct gx_devrt_map *l)
 	return 0;
 }
 
+/* A folder set by a live attach (gpuext attach: the run folder the CLI
+ * made), ahead of GPUEXT_SHM_DIR; under its lock. */
+static char shm_override[4096];
+static pthread_mutex_t shm_override_lock = PTHREAD_MUTEX_INITIALIZER;
+
+GX_EXPORT void gx_map_shm_dir_set(const char *dir)
+{
+	pthread_mutex_lock(&shm_override_lock);
+	snprintf(shm_override, sizeof(shm_override), "%s", dir ? dir : "");
+	pthread_mutex_unlock(&shm_override_lock);
+}
+
 GX_EXPORT int gx_map_shm_dir(char *buf, size_t n)
 {
+	pthread_mutex_lock(&shm_override_lock);
+	int olen = shm_override[0] ? snprintf(buf, n, "%s", shm_override) : -2;
+	pthread_mutex_unlock(&shm_override_lock);
+	if (olen != -2)
+		return olen < 0 || (size_t)olen >= n ? gx_err(-ENAMETOOLONG) : 0;
 	const char *env = getenv("GPUEXT_SHM_DIR");
 	int len = env && *env ? snprintf(buf, n, "%s", env)
 			      : snprintf(buf, n, "/dev/shm/gpuext-%u", (unsigned)getuid());

@@ -67,6 +67,7 @@ static void host_setup(void)
 		.device_prefetch = gx_hostpolicy_device_prefetch,
 		.lock_register = gx_lock_register,
 		.tick = gx_stats_tick,
+		.unsubscribe = gx_events_unsubscribe,
 	};
 	host_ok = true;
 }
@@ -77,6 +78,15 @@ static const struct gx_attach_host *attach_host(void)
 {
 	gx_config_load();
 	if ((!gx_config.policy && !gx_config.tool && !gx_config.sched) || gx_config.disabled)
+		return NULL;
+	pthread_once(&host_once, host_setup);
+	return host_ok ? &host : NULL;
+}
+
+const struct gx_attach_host *gx_attach_host_live(void)
+{
+	gx_config_load();
+	if (gx_config.disabled)
 		return NULL;
 	pthread_once(&host_once, host_setup);
 	return host_ok ? &host : NULL;

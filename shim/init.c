@@ -26,6 +26,7 @@ GX_EXPORT CUresult cuInit(unsigned int Flags)
 		gx_hostpolicy_init();
 		gx_attach_init();
 		gx_tenancy_init();
+		gx_live_init();
 	}
 	return rc;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attach/gx_attach.h"
 #include "ptx-rewrite/gx_ptx.h"
 #include "gpuext/gx_devrt.h"
 #include "image/gx_image.h"
@@ -72,10 +73,32 @@ bool gx_prep_opts(struct gx_ptx_rewrite_opts *opts)
 	return gx_sched_rewrite_opts(opts) > 0; /* GPUEXT_SCHED / GPUEXT_PERSISTENT: copies */
 }
 
+static bool prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_ptx_rewrite_opts opts, bool persist,
+			 struct gx_prep *p);
+
 bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_prep *p)
 {
 	struct gx_ptx_rewrite_opts opts;
 	bool persist = gx_prep_opts(&opts);
+	return prep_rewrite(ptx, len, dev_sm, opts, persist, p);
+}
+
+bool gx_prep_rewrite_live(const char *ptx, size_t len, unsigned dev_sm, struct gx_prep *p)
+{
+	struct gx_ptx_rewrite_opts opts;
+	bool persist = gx_prep_opts(&opts);
+	gx_attach_live_opts(&opts);
+	if (!opts.policy_ptx) {
+		snprintf(p->why, sizeof(p->why), "nothing attached");
+		return false;
+	}
+	opts.stubs = 0;
+	return prep_rewrite(ptx, len, dev_sm, opts, persist, p);
+}
+
+static bool prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_ptx_rewrite_opts opts, bool persist,
+			 struct gx_prep *p)
+{
 	/* The rewritten-module cache: same input, options, build and arch. */
 	struct gx_mcache_key key;
 	gx_mcache_key(ptx, len, &opts, dev_sm, &key);
@@ -280,10 +303,35 @@ bool gx_prepare_ptx(const char *api, const char *ptx, size_t len, struct gx_prep
 	return gx_prep_rewrite(ptx, len, dev_sm, p);
 }
 
+char *gx_prep_carried_ptx(const void *img, size_t avail, bool all_devices, size_t *len)
+{
+	struct gx_image im;
+	char err[200];
+	unsigned sm;
+	char *ptx = NULL;
+	if (!img || target_sm(all_devices, &sm, NULL) < 0 || gx_image_parse(img, avail, &im, err, sizeof(err)) < 0)
+		return NULL;
+	const struct gx_image_entry *e = gx_image_pick_sass(&im, sm);
+	void *cubin = NULL;
+	size_t clen = 0, budget = gx_image_budget(im.extent);
+	/* stored entries only: no decompression at every load of every program */
+	if (e && e->comp == GX_COMP_NONE && !gx_image_entry_data(e, &budget, &cubin, &clen)) {
+		if (gx_image_cubin_ptx(cubin, clen, &ptx, len) || strstr(ptx, GDEV_DEVRT_SYMBOL)) {
+			free(ptx);
+			ptx = NULL;
+		}
+		free(cubin);
+	}
+	gx_image_free(&im);
+	return ptx;
+}
+
 void gx_prep_free(struct gx_prep *p)
 {
 	free(p->ptx);
 	p->ptx = NULL;
+	free(p->carried);
+	p->carried = NULL;
 	free(p->log);
 	p->log = NULL;
 }

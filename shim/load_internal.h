@@ -19,6 +19,7 @@ struct gx_prep {
 	bool cached;        /* p->ptx came from the rewritten-module cache (mcache_internal.h) */
 	unsigned rdc_units; /* -rdc: p->ptx is a cubin JIT-linked from this many rewritten units */
 	bool from_cubin;    /* the PTX came from the cubin's .nv_debug_ptx_txt (-lineinfo) */
+	char *carried;      /* a passed-through cubin's PTX, kept for gpuext attach (malloc'd) */
 };
 
 /* Returns true with p->ptx set when the image should be replaced by
@@ -35,6 +36,11 @@ struct gx_ptx_rewrite_opts;
 bool gx_prep_opts(struct gx_ptx_rewrite_opts *opts);
 /* Rewrite one PTX text for a device arch (through the module cache). */
 bool gx_prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_prep *p);
+/* The same with the live policies' hooks (gpuext attach, live.c). */
+bool gx_prep_rewrite_live(const char *ptx, size_t len, unsigned dev_sm, struct gx_prep *p);
+/* The PTX a passed-through image's cubin for this device carries
+ * (ptxas -lineinfo: Triton), malloc'd, or NULL. */
+char *gx_prep_carried_ptx(const void *img, size_t avail, bool all_devices, size_t *len);
 /* rdc.c: an image whose code is -rdc relocatable units (a version-2 wrapper's
  * prelinked fatbins): 1 with p->ptx = the cubin JIT-linked from the units'
  * rewritten PTX; 0 if there are no such units with PTX; -1 on failure with
@@ -53,6 +59,14 @@ void gx_log_fallback(const char *api, const struct gx_prep *p, CUresult rc);
  * gx_attach_init (at cuInit) attaches them before any module is loaded. */
 void gx_attach_opts(struct gx_ptx_rewrite_opts *opts);
 void gx_attach_init(void);
+/* The host table for a live attach (NULL: GPUEXT_DISABLE, or the driver
+ * lacks a function the device runtime needs). */
+struct gx_attach_host;
+const struct gx_attach_host *gx_attach_host_live(void);
+/* live.c: gpuext attach/detach of a running process (docs/attach.md). */
+void gx_live_init(void);           /* at cuInit: the control channel */
+bool gx_live_keeps_src(void);      /* keep passed-through modules' PTX */
+void gx_live_loaded(void *handle); /* a module loaded while attached */
 
 /* sched.c: persistent workers (blocksched/): with GPUEXT_SCHED or
  * GPUEXT_PERSISTENT, ask for transformed copies (1 if opts changed); a

@@ -32,6 +32,10 @@ static void loaded(const char *api, void *handle, bool is_library, struct gx_pre
 		gx_sched_module(handle, is_library, p->log);
 	if (rewritten)
 		p->ptx = NULL; /* now owned by the table until unload */
+	else if (p->carried)
+		gx_tab_set_src(handle, p->carried); /* for a later gpuext attach */
+	p->carried = NULL;
+	gx_live_loaded(handle);
 	if (gx_ev_on(GX_EV_MODULE_LOAD)) {
 		struct gx_event ev = { .kind = GX_EV_MODULE_LOAD, .ctx = c };
 		ev.module.handle = handle;
@@ -80,6 +84,8 @@ static CUresult mod_load(const char *api, CUmodule *module, const void *img, siz
 	} else {
 		gx_log_passed(api, &p);
 	}
+	if (gx_live_keeps_src())
+		p.carried = gx_prep_carried_ptx(img, avail, false, &(size_t){ 0 });
 	CUresult rc = orig(module, orig_arg, n, o, v);
 	if (rc == CUDA_SUCCESS)
 		loaded(api, *module, false, &p, false);
@@ -189,6 +195,8 @@ static CUresult lib_load(const char *api, CUlibrary *library, const void *code, 
 	} else if (library) {
 		gx_log_passed(api, &p);
 	}
+	if (library && gx_live_keeps_src())
+		p.carried = gx_prep_carried_ptx(code, avail, true, &(size_t){ 0 });
 	CUresult rc = path ? REAL(cuLibraryLoadFromFile)(library, path, jo, jv, nj, lo, lv, nl)
 			   : REAL(cuLibraryLoadData)(library, code, jo, jv, nj, lo, lv, nl);
 	if (rc == CUDA_SUCCESS && library)

@@ -21,6 +21,7 @@ struct gx_mod {
 	bool is_library, rewritten;
 	unsigned id;
 	void *keep;
+	char *src; /* PTX a passed-through cubin carries, for a live attach */
 	struct gx_ctx *owner;
 	UT_hash_handle hh;
 };
@@ -79,6 +80,7 @@ static void mod_free(struct gx_ctx *x, struct gx_mod *m)
 		func_free_of_mod(y, m->handle);
 	HASH_DEL(x->mods, m);
 	free(m->keep);
+	free(m->src);
 	free(m);
 }
 
@@ -88,6 +90,7 @@ static void ctx_free(struct gx_ctx *x)
 	HASH_ITER(hh, x->mods, m, mt) {
 		HASH_DEL(x->mods, m);
 		free(m->keep);
+		free(m->src);
 		free(m);
 	}
 	struct gx_func *f, *ft;
@@ -113,6 +116,8 @@ int gx_tab_add_mod(CUcontext ctx, void *handle, bool is_library, bool rewritten,
 		if (m) { /* the driver reused a handle we missed the unload of */
 			func_free_of_mod(x, handle);
 			free(m->keep);
+			free(m->src);
+			m->src = NULL;
 		} else if ((m = calloc(1, sizeof(*m)))) {
 			m->handle = handle;
 			m->owner = x;
@@ -152,6 +157,59 @@ int gx_tab_del_mod(void *handle)
 		mod_free(m->owner, m);
 	pthread_mutex_unlock(&tab_lock);
 	return m ? 0 : -ENOENT;
+}
+
+int gx_tab_set_src(void *handle, char *src)
+{
+	pthread_mutex_lock(&tab_lock);
+	struct gx_mod *m = mod_find(handle);
+	if (m) {
+		free(m->src);
+		m->src = src;
+		src = NULL;
+	}
+	pthread_mutex_unlock(&tab_lock);
+	free(src);
+	return m ? 0 : -ENOENT;
+}
+
+int gx_tab_mod_source(void *handle, struct gx_tab_mod *out)
+{
+	pthread_mutex_lock(&tab_lock);
+	struct gx_mod *m = mod_find(handle);
+	int ret = -ENOENT;
+	if (m) {
+		out->handle = handle;
+		out->ctx = m->owner->ctx;
+		out->is_library = m->is_library;
+		out->id = m->id;
+		const char *t = m->rewritten ? m->keep : m->src;
+		/* a rewritten -rdc module keeps a cubin, not PTX */
+		out->ptx = NULL;
+		if (!t || !memcmp(t, "\177ELF", 4))
+			ret = -ENODATA;
+		else
+			ret = (out->ptx = strdup(t)) ? 0 : -ENOMEM;
+	}
+	pthread_mutex_unlock(&tab_lock);
+	return ret;
+}
+
+size_t gx_tab_mod_handles(void **out, size_t max)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&tab_lock);
+	struct gx_ctx *x, *t;
+	HASH_ITER(hh, ctxs, x, t) {
+		struct gx_mod *m, *mt;
+		HASH_ITER(hh, x->mods, m, mt) {
+			if (n < max)
+				out[n] = m->handle;
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&tab_lock);
+	return n;
 }
 
 int gx_tab_mod_info(void *handle, unsigned *id, bool *rewritten)

@@ -35,6 +35,23 @@ int gx_tab_func_info(CUcontext ctx, void *handle, char *buf, size_t len, bool *i
 const char *gx_tab_func_name(CUcontext ctx, void *handle, bool *is_kernel);
 /* Module id and rewritten flag of a module/library handle. 0 or -ENOENT. */
 int gx_tab_mod_info(void *handle, unsigned *id, bool *rewritten);
+/* A live attach (live.c): the PTX a passed-through module's cubin carries
+ * (malloc'd, owned by the table from now on, freed at unload). */
+int gx_tab_set_src(void *handle, char *src);
+/* What a live attach needs of a module: a copy of the PTX it was loaded
+ * from (the rewritten text, or the PTX its cubin carries), its context
+ * (NULL for a library), library flag, id. 0, -ENOENT (unknown), -ENODATA
+ * (no PTX kept: SASS only, an -rdc cubin) or -ENOMEM. */
+struct gx_tab_mod {
+	void *handle;
+	CUcontext ctx;
+	bool is_library;
+	unsigned id;
+	char *ptx; /* malloc'd copy */
+};
+int gx_tab_mod_source(void *handle, struct gx_tab_mod *out);
+/* Up to max module/library handles into out; how many there are. */
+size_t gx_tab_mod_handles(void **out, size_t max);
 /* A context is gone: drop everything recorded under it. */
 void gx_tab_ctx_gone(CUcontext ctx);
 /* Primary-context reference counting (cuDevicePrimaryCtxRetain/Release):

@@ -31,3 +31,21 @@ fuzz-pdesc: $(FUZZ_PDESC)
 	$(Q)BUILD=$(BUILD) GX_FUZZ_TIME=$(GX_FUZZ_TIME) tests/attach/test_pdesc_fuzz.sh
 TEST_BINS += $(FUZZ_PDESC)
 TESTS     += tests/attach/test_pdesc_fuzz.sh
+
+# gpuext attach / detach of a running process (the shim's live.c), against
+# the attach fake driver: live_app runs until told to stop.
+$(T_ATT)/live_app: $(call objs,tests/attach/live_app.c) $(COMMON_LIB)
+	$(call link,-L$(STUB_LDIR) -lcuda -ldl)
+TEST_BINS += $(T_ATT)/live_app
+TESTS     += tests/attach/test_live.sh
+
+# The control messages under libFuzzer.
+FUZZ_CTL := $(BUILD)/fuzz/fuzz_ctl
+$(FUZZ_CTL): tests/attach/fuzz_ctl.c common/gx_ctl.c common/gx_ctl.h
+	$(call link_fuzz,)
+fuzz: fuzz-ctl
+.PHONY: fuzz-ctl
+fuzz-ctl: $(FUZZ_CTL)
+	$(Q)BUILD=$(BUILD) GX_FUZZ_TIME=$(GX_FUZZ_TIME) tests/attach/test_ctl_fuzz.sh
+TEST_BINS += $(FUZZ_CTL)
+TESTS     += tests/attach/test_ctl_fuzz.sh

@@ -704,6 +704,14 @@ FX int fake_last_run(void **ctx, int *dev, void **func, char *target, size_t tn,
 	return last_run.ctx ? 0 : -1;
 }
 
+/* Whether the module of this thread's last launched function holds `needle`
+ * in its text (the live attach tests: "__gx_devrt" = an instrumented copy). */
+FX int fake_last_run_has(const char *needle)
+{
+	struct ffunc *x = last_run.func;
+	return x && x->mod && x->mod->text && needle && strstr(x->mod->text, needle) != NULL;
+}
+
 static void fk_run(CUstream s, int copy); /* the time model, below */
 
 static CUresult launch(const char *api, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,

@@ -1,0 +1,775 @@
+/* live.c — `gpuext attach PID` / `gpuext detach PID`: device tools and
+ * policies attached to a process that is already running (docs/attach.md).
+ *
+ * Before any attach this costs the launch path nothing: no subscriber, so
+ * the launch wrappers stay three instructions (launch_fast.S). What runs is
+ * one thread, started at cuInit, asleep on an inotify watch of the control
+ * folder (common/gx_ctl.h), and the PTX of passed-through cubins that carry
+ * it (Triton's) kept with their modules (tables.c) at load.
+ *
+ * Attach (on that thread, never the application's): load the policies
+ * (attach/: JIT cache or libgxjit.so, refused whole if any fails), start
+ * their device runtime with its maps and tool logs in the CLI's run folder,
+ * then for every module already loaded rewrite the PTX it was loaded from
+ * with the hooks (through the module cache) and load that as a *copy* —
+ * with the module's context pushed, in the relaxed capture mode, never
+ * synchronizing an application stream. The application's handles keep
+ * pointing at its own modules; when every copy is loaded one flag flips and
+ * launches (a launch-event subscriber, first in line so the device runtime
+ * sees the copy) run the copy's function of the same name. Functions are
+ * resolved at their first launch after the flip and remembered (a miss is
+ * remembered too: SASS-only kernels cost one lookup). Modules loaded while
+ * attached get their copy right after their load. Graph kernel nodes added
+ * while attached get the copy too; graphs instantiated earlier keep their
+ * kernels.
+ *
+ * Detach: the flag flips back (launches run the originals again), then the
+ * thread waits for every instrumented launch to complete without waiting
+ * on the application: the last instrumented launch on each stream recorded
+ * an event after the driver accepted it (per thread for the per-thread
+ * default stream), and the thread polls those events. Then the device
+ * runtime's last drain and flush, the tool logs closed, the device maps
+ * freed and the copies unloaded. Copies used by graphs (captured launches,
+ * kernel nodes) stay loaded with their maps until exit: a graph may run
+ * again at any time. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uthash.h>
+
+#include "attach/gx_attach.h"
+#include "common/gx_capture.h"
+#include "common/gx_ctl.h"
+#include "common/gx_tls.h"
+#include "common/gx_trust.h"
+#include "shim/hostpolicy_internal.h"
+#include "shim/load_internal.h"
+#include "shim/shim_ev_internal.h"
+#include "shim/tables_internal.h"
+
+struct copy {
+	void *orig;    /* the application's module or library */
+	CUcontext ctx; /* NULL: a library */
+	bool is_library;
+	void *handle; /* our instrumented copy */
+	UT_hash_handle hh;
+};
+struct fn_key {
+	void *f;
+	CUcontext ctx; /* NULL for CUkernels */
+};
+struct fn_map {
+	struct fn_key key;
+	void *instr; /* NULL: no copy to run (SASS only, no hooks) */
+	UT_hash_handle hh;
+};
+struct sev_key {
+	CUcontext ctx;
+	CUstream s;
+	pthread_t t; /* the per-thread default stream is one per thread */
+};
+struct sev { /* the last instrumented launch on a stream */
+	struct sev_key key;
+	CUevent ev;
+	UT_hash_handle hh;
+};
+
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static int phase; /* 0 idle, 1 attaching or attached (new modules get copies) */
+static bool on;	  /* launches run the copies */
+static struct copy *copies;
+static struct fn_map *fns;
+static struct sev *sevs;
+static long inflight;	/* switched launches the driver has not returned from */
+static bool graph_used; /* a copy went into a graph: kept until exit */
+static unsigned long long nr_launches, nr_instr, nr_graph_nodes;
+static int sub_id = -1;
+static uint64_t req_t0; /* when the attach request was read (ms) */
+static char attached[512], run_dir[4096], ctl_dir[4096];
+static volatile int exiting, busy;
+static void live_exit(void);
+static __thread struct {
+	bool pending; /* a switched launch of this thread is being submitted */
+	CUcontext ctx;
+	CUstream s;
+} tl GX_TLS_IE;
+
+static bool live_enabled(void)
+{
+	static int en = -1;
+	if (en < 0) {
+		const char *e = getenv("GPUEXT_ATTACH");
+		gx_config_load();
+		en = !gx_config.disabled && !(e && !strcmp(e, "0"));
+	}
+	return en;
+}
+
+bool gx_live_keeps_src(void)
+{
+	return live_enabled() && gx_initialized;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- the switch (application threads, launch events) ---- */
+
+/* The copy's function for f (live_lock held), resolved once. */
+static void *fn_lookup(CUcontext ctx, void *f, bool is_kernel)
+{
+	struct fn_key key = { .f = f, .ctx = is_kernel ? NULL : ctx };
+	struct fn_map *m;
+	HASH_FIND(hh, fns, &key, sizeof(key), m);
+	if (m)
+		return m->instr;
+	char name[GX_TAB_NAME_MAX];
+	bool isk = false;
+	void *mod = NULL, *out = NULL;
+	struct copy *c = NULL;
+	if (!gx_tab_func_info(ctx, f, name, sizeof(name), &isk, &mod))
+		HASH_FIND_PTR(copies, &mod, c);
+	if (c && c->handle) {
+		/* may load the library into this context: relaxed, as our own call */
+		struct gx_capture_mode cm = gx_capture_relax(REAL(cuThreadExchangeStreamCaptureMode));
+		CUkernel k = NULL;
+		if (!c->is_library) {
+			if (REAL(cuModuleGetFunction)((CUfunction *)&out, c->handle, name) != CUDA_SUCCESS)
+				out = NULL;
+		} else if (REAL(cuLibraryGetKernel)(&k, c->handle, name) != CUDA_SUCCESS) {
+			out = NULL;
+		} else if (isk) {
+			out = k;
+		} else if (REAL(cuKernelGetFunction)((CUfunction *)&out, k) != CUDA_SUCCESS) {
+			out = NULL;
+		}
+		gx_capture_restore(REAL(cuThreadExchangeStreamCaptureMode), cm);
+		if (!out)
+			pr_warn("attach: kernel %s: not found in its instrumented copy; it runs uninstrumented", name);
+	}
+	if ((m = calloc(1, sizeof(*m)))) {
+		m->key = key;
+		m->instr = out;
+		HASH_ADD(hh, fns, key, sizeof(key), m);
+	}
+	return out;
+}
+
+/* After the driver took a switched launch: an event behind it on its
+ * stream (live_lock held, application thread). A stream being captured
+ * puts the copy into a graph instead. */
+static void stream_mark(CUcontext ctx, CUstream s)
+{
+	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (REAL(cuStreamIsCapturing)(s, &cs) != CUDA_SUCCESS || cs != CU_STREAM_CAPTURE_STATUS_NONE) {
+		if (!graph_used)
+			pr_info("attach: an instrumented launch was captured into a graph: its copy stays loaded until "
+				"exit");
+		graph_used = true;
+		return;
+	}
+	struct sev_key key = { .ctx = ctx, .s = s, .t = s == CU_STREAM_PER_THREAD ? pthread_self() : 0 };
+	struct sev *e;
+	HASH_FIND(hh, sevs, &key, sizeof(key), e);
+	if (!e && (e = calloc(1, sizeof(*e)))) {
+		struct gx_capture_mode cm = gx_capture_relax(REAL(cuThreadExchangeStreamCaptureMode));
+		if (REAL(cuEventCreate)(&e->ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+			free(e);
+			e = NULL;
+		} else {
+			e->key = key;
+			HASH_ADD(hh, sevs, key, sizeof(key), e);
+		}
+		gx_capture_restore(REAL(cuThreadExchangeStreamCaptureMode), cm);
+	}
+	if (!e || REAL(cuEventRecord)(e->ev, s) != CUDA_SUCCESS) {
+		pr_warn_once("attach: cannot record an event behind an instrumented launch: its copy stays loaded "
+			     "until exit");
+		graph_used = true;
+	}
+}
+
+static CUresult on_event(struct gx_event *ev, void *cookie)
+{
+	(void)cookie;
+	if (ev->kind == GX_EV_LAUNCH_DONE && !tl.pending)
+		return CUDA_SUCCESS;
+	pthread_mutex_lock(&live_lock);
+	if (ev->kind == GX_EV_LAUNCH) {
+		if (tl.pending) /* this thread's last switched launch never reached the driver */
+			inflight--;
+		tl.pending = false;
+		if (on) {
+			nr_launches++;
+			void *f = fn_lookup(ev->ctx, ev->launch.func, ev->launch.is_kernel);
+			if (f) {
+				ev->launch.func = f;
+				if (!nr_instr++) { /* for tests/gpu/attach.sh: attach to first instrumented launch */
+					struct timespec ts;
+					clock_gettime(CLOCK_REALTIME, &ts);
+					pr_info("attach: first instrumented launch at %lld.%09ld (%llu ms after the "
+						"request)",
+						(long long)ts.tv_sec, ts.tv_nsec,
+						(unsigned long long)(now_ms() - req_t0));
+				}
+				inflight++;
+				tl.pending = true;
+				tl.ctx = ev->ctx;
+				tl.s = ev->launch.stream;
+			}
+		}
+	} else if (ev->kind == GX_EV_LAUNCH_DONE) {
+		tl.pending = false;
+		inflight--;
+		stream_mark(tl.ctx, tl.s);
+	} else if (ev->kind == GX_EV_GRAPH_KERNEL_NODE && on && ev->graph.params.func) {
+		void *f = fn_lookup(ev->ctx, ev->graph.params.func, false);
+		if (f) {
+			ev->graph.params.func = f;
+			nr_graph_nodes++;
+			graph_used = true;
+		}
+	}
+	pthread_mutex_unlock(&live_lock);
+	return CUDA_SUCCESS;
+}
+
+/* ---- copies ---- */
+
+static unsigned lowest_sm(void)
+{
+	int n = 0;
+	unsigned lo = 0;
+	if (REAL(cuDeviceGetCount)(&n) == CUDA_SUCCESS)
+		for (int i = 0; i < n; i++) {
+			CUdevice d;
+			unsigned s = REAL(cuDeviceGet)(&d, i) == CUDA_SUCCESS ? gx_dev_sm(d) : 0;
+			if (s && (!lo || s < lo))
+				lo = s;
+		}
+	return lo;
+}
+
+/* The instrumented copy of one module: 1 made, 0 nothing to hook, -errno. */
+static int copy_make(struct gx_tab_mod *tm)
+{
+	struct gx_prep p = { .id = tm->id };
+	CUcontext popped;
+	unsigned sm = 0;
+	bool pushed = false;
+	int ret = 0;
+	void *h = NULL;
+	if (!tm->is_library) {
+		CUdevice d;
+		if (!tm->ctx || REAL(cuCtxPushCurrent_v2)(tm->ctx) != CUDA_SUCCESS)
+			return -ENODEV;
+		pushed = true;
+		sm = REAL(cuCtxGetDevice)(&d) == CUDA_SUCCESS ? gx_dev_sm(d) : 0;
+	} else {
+		sm = lowest_sm();
+	}
+	if (!sm) {
+		ret = -ENODEV;
+	} else if (!gx_prep_rewrite_live(tm->ptx, strlen(tm->ptx), sm, &p)) {
+		pr_warn("attach: module %u: not instrumented: %s", tm->id, p.why);
+		ret = -EINVAL;
+	} else if (!p.nr_hooks) {
+		pr_debug("attach: module %u: nothing to hook", tm->id);
+	} else if (!tm->is_library && gx_attach_live_ctx_ready()) {
+		pr_warn("attach: module %u: its context has no device maps; not instrumented", tm->id);
+		ret = -EIO;
+	} else {
+		CUresult rc = tm->is_library
+				      ? REAL(cuLibraryLoadData)((CUlibrary *)&h, p.ptx, NULL, NULL, 0, NULL, NULL, 0)
+				      : REAL(cuModuleLoadData)((CUmodule *)&h, p.ptx);
+		if (rc != CUDA_SUCCESS) {
+			char b[96];
+			pr_warn("attach: module %u: the driver rejected its instrumented copy: %s; not instrumented",
+				tm->id, gx_cu_errname(rc, b, sizeof(b)));
+			ret = -EIO;
+		} else {
+			pr_info("attach: module %u: instrumented copy loaded (%u hooks%s)", tm->id, p.nr_hooks,
+				p.cached ? ", from the module cache" : "");
+			ret = 1;
+		}
+	}
+	gx_prep_free(&p);
+	struct copy *c = NULL;
+	if (ret == 1) {
+		pthread_mutex_lock(&live_lock);
+		HASH_FIND_PTR(copies, &tm->handle, c);
+		bool dup = c != NULL;
+		if (!dup && phase && (c = calloc(1, sizeof(*c)))) {
+			c->orig = tm->handle;
+			c->ctx = tm->ctx;
+			c->is_library = tm->is_library;
+			c->handle = h;
+			HASH_ADD_PTR(copies, orig, c);
+			h = NULL;
+		}
+		pthread_mutex_unlock(&live_lock);
+		if (h) /* made twice (a load racing with the attach), or detached meanwhile */
+			tm->is_library ? REAL(cuLibraryUnload)(h) : REAL(cuModuleUnload)(h);
+	}
+	if (pushed)
+		REAL(cuCtxPopCurrent_v2)(&popped);
+	return ret;
+}
+
+static int copy_of(void *handle)
+{
+	struct gx_tab_mod tm = { 0 };
+	int r = gx_tab_mod_source(handle, &tm);
+	if (r == -ENODATA) {
+		pr_info("attach: module %u: no PTX kept (SASS only): host-side only", tm.id);
+		return 0;
+	}
+	if (!r)
+		r = copy_make(&tm);
+	free(tm.ptx);
+	return r;
+}
+
+void gx_live_loaded(void *handle)
+{
+	pthread_mutex_lock(&live_lock);
+	int ph = phase;
+	pthread_mutex_unlock(&live_lock);
+	if (ph)
+		copy_of(handle);
+}
+
+/* Device maps in every active primary context, and libraries' copies
+ * loaded there now, not by the first launch. */
+static void ctx_prepare(void)
+{
+	int n = 0;
+	if (REAL(cuDeviceGetCount)(&n) != CUDA_SUCCESS)
+		return;
+	for (int i = 0; i < n; i++) {
+		CUdevice d;
+		unsigned flags = 0;
+		int active = 0;
+		CUcontext c = NULL, popped;
+		if (REAL(cuDeviceGet)(&d, i) != CUDA_SUCCESS ||
+		    REAL(cuDevicePrimaryCtxGetState)(d, &flags, &active) != CUDA_SUCCESS || !active ||
+		    REAL(cuDevicePrimaryCtxRetain)(&c, d) != CUDA_SUCCESS)
+			continue;
+		if (REAL(cuCtxPushCurrent_v2)(c) == CUDA_SUCCESS) {
+			gx_attach_live_ctx_ready();
+			pthread_mutex_lock(&live_lock);
+			struct copy *x, *t;
+			HASH_ITER(hh, copies, x, t)
+			{
+				CUmodule m;
+				if (x->is_library)
+					REAL(cuLibraryGetModule)(&m, x->handle);
+			}
+			pthread_mutex_unlock(&live_lock);
+			REAL(cuCtxPopCurrent_v2)(&popped);
+		}
+		REAL(cuDevicePrimaryCtxRelease_v2)(d);
+	}
+}
+
+/* ---- requests (the control thread) ---- */
+
+static __thread char *cap_line; /* this thread's last warning, for the reply */
+static gx_print_fn prev_print;
+/* While the control thread loads policies, their warnings are held back:
+ * a refusal is one line, naming the last of them. */
+static void cap_print(enum gx_log_level level, const char *fmt, va_list ap)
+{
+	if (cap_line && level <= GX_LOG_WARN) {
+		vsnprintf(cap_line, 400, fmt, ap);
+		return;
+	}
+	prev_print(level, fmt, ap);
+}
+
+static void ps_write(void)
+{
+	static char cmd[256];
+	static int gpus = -1;
+	if (!cmd[0]) {
+		int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, cmd, sizeof(cmd) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		for (ssize_t i = 0; i < n; i++)
+			if ((unsigned char)cmd[i] < 0x20)
+				cmd[i] = ' ';
+		cmd[n > 0 ? n : 0] = 0;
+		while (n > 0 && cmd[n - 1] == ' ')
+			cmd[--n] = 0;
+		if (REAL(cuDeviceGetCount)(&gpus) != CUDA_SUCCESS)
+			gpus = 0;
+	}
+	char buf[6000], name[64];
+	pthread_mutex_lock(&live_lock);
+	int n = snprintf(buf, sizeof(buf),
+			 "pid %d\ncmd %s\ngpus %d\nattached %s\nlaunches %llu\ninstrumented %llu\n"
+			 "graph_nodes %llu\ndir %s\n",
+			 (int)getpid(), cmd[0] ? cmd : "?", gpus, attached[0] ? attached : "-", nr_launches, nr_instr,
+			 nr_graph_nodes, run_dir[0] ? run_dir : "-");
+	pthread_mutex_unlock(&live_lock);
+	snprintf(name, sizeof(name), "%d.ps", (int)getpid());
+	if (n > 0 && gx_ctl_write(ctl_dir, name, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1))
+		pr_debug("attach: cannot write %s/%s", ctl_dir, name);
+}
+
+static void reply(const struct gx_ctl_msg *req, int status, const char *msg, unsigned modules, uint64_t t0)
+{
+	struct gx_ctl_msg r = { .op = GX_CTL_REPLY, .seq = req->seq, .status = status, .modules = modules };
+	r.ms = (unsigned)(now_ms() - t0);
+	snprintf(r.msg, sizeof(r.msg), "%s", msg);
+	for (char *p = r.msg; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	pthread_mutex_lock(&live_lock);
+	snprintf(r.attached, sizeof(r.attached), "%s", attached);
+	snprintf(r.dir, sizeof(r.dir), "%s", run_dir);
+	pthread_mutex_unlock(&live_lock);
+	char buf[8192], name[64];
+	int n = gx_ctl_format(&r, buf, sizeof(buf));
+	snprintf(name, sizeof(name), "%d.%llu.resp", (int)getpid(), (unsigned long long)req->seq);
+	if (n < 0 || gx_ctl_write(ctl_dir, name, buf, (size_t)n))
+		pr_warn("attach: cannot answer in %s", ctl_dir);
+}
+
+static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
+{
+	char err[600] = "", line[400] = "", names[512] = "", pol[GX_CTL_MAX_ITEMS * (GX_CTL_ITEM_MAX + 1)] = "",
+	     tool[GX_CTL_MAX_ITEMS * 65] = "";
+	const struct gx_attach_host *host = gx_attach_host_live();
+	if (phase) {
+		snprintf(err, sizeof(err), "%s is attached already; detach it first", attached);
+		pr_warn("attach: refused: %s", err);
+		reply(m, -EBUSY, err, 0, t0);
+		return;
+	}
+	if (!host || m->sched[0]) {
+		snprintf(
+			err, sizeof(err), "%s",
+			!host ? "no device runtime in this process (GPUEXT_DISABLE, or the driver lacks a function it needs)"
+			      : "--sched: schedule policies attach at start only (gpuext-run --sched)");
+		pr_warn("attach: refused: %s", err);
+		reply(m, -EOPNOTSUPP, err, 0, t0);
+		return;
+	}
+	for (unsigned i = 0; i < m->nr_policies; i++) {
+		char path[GX_CTL_ITEM_MAX];
+		snprintf(path, sizeof(path), "%.*s", (int)strcspn(m->policy[i], ","), m->policy[i]);
+		if (gx_hostpolicy_is_struct_ops(path)) {
+			snprintf(err, sizeof(err), "%.300s: host policies attach at start only (gpuext-run --policy)",
+				 path);
+			pr_warn("attach: refused: %s", err);
+			reply(m, -EOPNOTSUPP, err, 0, t0);
+			return;
+		}
+		snprintf(pol + strlen(pol), sizeof(pol) - strlen(pol), "%s%s", i ? ":" : "", m->policy[i]);
+	}
+	for (unsigned i = 0; i < m->nr_tools; i++)
+		snprintf(tool + strlen(tool), sizeof(tool) - strlen(tool), "%s%s", i ? "," : "", m->tool[i]);
+	char why[96];
+	if (!m->dir[0] || gx_dir_trusted(m->dir, GX_TRUST_OWN | GX_TRUST_PRIVATE, why, sizeof(why))) {
+		snprintf(err, sizeof(err), "run folder %.300s: %s", m->dir[0] ? m->dir : "(none)",
+			 m->dir[0] ? why : "not given");
+		pr_warn("attach: refused: %s", err);
+		reply(m, -EPERM, err, 0, t0);
+		return;
+	}
+	/* first in line: the device runtime must see the copy's function */
+	if (sub_id < 0)
+		sub_id = gx_events_subscribe(GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_LAUNCH_DONE) |
+						     GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE),
+					     on_event, NULL);
+	if (sub_id < 0) {
+		reply(m, sub_id, "no free event subscription", 0, t0);
+		return;
+	}
+	struct gx_policy_names pn = { .policy = pol[0] ? pol : NULL, .tool = tool[0] ? tool : NULL };
+	cap_line = line;
+	prev_print = gx_set_print(cap_print);
+	int r = gx_attach_live_start(host, &pn, m->dir, names, sizeof(names), err, sizeof(err));
+	gx_set_print(prev_print);
+	cap_line = NULL;
+	if (r) {
+		gx_events_unsubscribe(sub_id);
+		sub_id = -1;
+		char msg[1100];
+		snprintf(msg, sizeof(msg), "%s%s%s", err, line[0] ? ": " : "", line);
+		pr_warn("attach: refused: %s", msg);
+		reply(m, r, msg, 0, t0);
+		return;
+	}
+	static bool exit_hook;
+	if (!exit_hook) /* runs before the device runtime's (registered at its first start) */
+		atexit(live_exit);
+	exit_hook = true;
+	pthread_mutex_lock(&live_lock);
+	phase = 1;
+	req_t0 = t0;
+	graph_used = false;
+	nr_launches = nr_instr = nr_graph_nodes = 0;
+	snprintf(attached, sizeof(attached), "%s", names);
+	snprintf(run_dir, sizeof(run_dir), "%s", m->dir);
+	pthread_mutex_unlock(&live_lock);
+	void *hs[4096];
+	size_t n = gx_tab_mod_handles(hs, sizeof(hs) / sizeof(hs[0]));
+	unsigned made = 0, none = 0;
+	for (size_t i = 0; i < n && i < sizeof(hs) / sizeof(hs[0]) && !exiting; i++) {
+		int c = copy_of(hs[i]);
+		made += c == 1;
+		none += c <= 0;
+	}
+	ctx_prepare();
+	pthread_mutex_lock(&live_lock);
+	on = true; /* the switch: the next launch of a hooked kernel runs its copy */
+	pthread_mutex_unlock(&live_lock);
+	char msg[700];
+	snprintf(msg, sizeof(msg), "attached %s: %u modules instrumented, %u not (SASS only or nothing to hook)", names,
+		 made, none);
+	pr_info("attach: %s in %llu ms", msg, (unsigned long long)(now_ms() - t0));
+	ps_write();
+	reply(m, 0, msg, made, t0);
+}
+
+/* Launches that ran a copy: all complete (events polled, never waited on)? */
+static bool copies_idle(void)
+{
+	bool idle = true;
+	pthread_mutex_lock(&live_lock);
+	idle = inflight <= 0;
+	struct sev *e, *t;
+	HASH_ITER(hh, sevs, e, t)
+	{
+		if (!idle)
+			break;
+		CUresult q = REAL(cuEventQuery)(e->ev);
+		idle = q != CUDA_ERROR_NOT_READY;
+	}
+	pthread_mutex_unlock(&live_lock);
+	return idle;
+}
+
+static void do_detach(const struct gx_ctl_msg *m, uint64_t t0)
+{
+	char msg[700];
+	if (!phase) {
+		reply(m, -ENOENT, "nothing is attached", 0, t0);
+		return;
+	}
+	if (m->what[0] && strcmp(m->what, "--all") && strcmp(m->what, attached)) {
+		snprintf(msg, sizeof(msg), "%s is not what is attached (%s); detach --all", m->what, attached);
+		reply(m, -ENOENT, msg, 0, t0);
+		return;
+	}
+	pthread_mutex_lock(&live_lock);
+	on = false; /* launches run the originals from now on */
+	pthread_mutex_unlock(&live_lock);
+	const char *w = getenv("GPUEXT_DETACH_WAIT_S");
+	long wait_s = w ? strtol(w, NULL, 10) : 60;
+	uint64_t until = now_ms() + (uint64_t)(wait_s > 0 ? wait_s : 60) * 1000;
+	bool idle;
+	while (!(idle = copies_idle()) && now_ms() < until && !exiting) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	pthread_mutex_lock(&live_lock);
+	bool keep = graph_used || !idle;
+	phase = 0;
+	struct copy *cs = copies;
+	copies = NULL;
+	struct sev *es = sevs;
+	sevs = NULL;
+	struct fn_map *fm = fns;
+	fns = NULL;
+	unsigned long long nl = nr_launches, ni = nr_instr, ng = nr_graph_nodes;
+	pthread_mutex_unlock(&live_lock);
+	gx_attach_live_stop(keep);
+	unsigned unloaded = 0;
+	struct copy *c, *ct;
+	HASH_ITER(hh, cs, c, ct)
+	{
+		HASH_DEL(cs, c);
+		if (!keep) {
+			CUcontext popped;
+			if (c->is_library) {
+				REAL(cuLibraryUnload)(c->handle);
+			} else if (REAL(cuCtxPushCurrent_v2)(c->ctx) == CUDA_SUCCESS) {
+				REAL(cuModuleUnload)(c->handle);
+				REAL(cuCtxPopCurrent_v2)(&popped);
+			}
+			unloaded++;
+		}
+		free(c);
+	}
+	struct sev *e, *et;
+	HASH_ITER(hh, es, e, et)
+	{
+		HASH_DEL(es, e);
+		REAL(cuEventDestroy_v2)(e->ev);
+		free(e);
+	}
+	struct fn_map *f, *ft;
+	HASH_ITER(hh, fm, f, ft)
+	{
+		HASH_DEL(fm, f);
+		free(f);
+	}
+	gx_events_unsubscribe(sub_id);
+	sub_id = -1;
+	snprintf(msg, sizeof(msg),
+		 "detached %s: %llu launches while attached, %llu instrumented, %llu graph nodes; "
+		 "%u copies unloaded%s",
+		 attached, nl, ni, ng, unloaded,
+		 keep ? (idle ? "; copies used by graphs stay loaded until exit"
+			      : "; launches still running after GPUEXT_DETACH_WAIT_S: copies stay loaded until exit")
+		      : "");
+	pr_info("attach: %s", msg);
+	reply(m, 0, msg, unloaded, t0);
+	pthread_mutex_lock(&live_lock);
+	attached[0] = run_dir[0] = 0;
+	pthread_mutex_unlock(&live_lock);
+	ps_write();
+}
+
+static void handle(const char *path)
+{
+	char *buf = NULL, why[96] = "", err[200] = "";
+	size_t len = 0;
+	uint64_t t0 = now_ms();
+	int r = gx_read_trusted(path, GX_TRUST_ANY_OWNER, &buf, &len, GX_CTL_MAX_BYTES, why, sizeof(why));
+	unlink(path);
+	if (r) {
+		/* not answered: whoever wrote it is not to be trusted */
+		pr_warn("attach: request %s refused: %s", path, r == -EPERM ? why : strerror(-r));
+		free(buf);
+		return;
+	}
+	struct gx_ctl_msg *m = calloc(1, sizeof(*m));
+	if (!m || gx_ctl_parse(buf, len, m, err, sizeof(err))) {
+		pr_warn("attach: a bad request: %s", m ? err : "out of memory");
+		free(m);
+		free(buf);
+		return;
+	}
+	free(buf);
+	busy = 1;
+	if (m->op == GX_CTL_ATTACH)
+		do_attach(m, t0);
+	else if (m->op == GX_CTL_DETACH)
+		do_detach(m, t0);
+	else if (m->op == GX_CTL_STATUS)
+		reply(m, 0, phase ? "attached" : "nothing attached", 0, t0);
+	else
+		pr_warn("attach: a request with op %d ignored", (int)m->op);
+	busy = 0;
+	free(m);
+}
+
+static void *ctl_main(void *arg)
+{
+	(void)arg;
+	/* our driver calls never disturb the application's captures */
+	gx_capture_relax(REAL(cuThreadExchangeStreamCaptureMode));
+	char req[4200];
+	snprintf(req, sizeof(req), "%s/%d.req", ctl_dir, (int)getpid());
+	int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (ifd >= 0 && inotify_add_watch(ifd, ctl_dir, IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {
+		close(ifd);
+		ifd = -1;
+	}
+	unsigned long long last = 0;
+	uint64_t last_ps = now_ms();
+	while (!exiting) {
+		if (ifd >= 0) {
+			struct pollfd pf = { .fd = ifd, .events = POLLIN };
+			if (poll(&pf, 1, 1000) > 0) {
+				char ev[4096];
+				while (read(ifd, ev, sizeof(ev)) > 0) {
+				}
+			}
+		} else {
+			struct timespec ts = { 0, 100000000 };
+			nanosleep(&ts, NULL);
+		}
+		if (exiting)
+			break;
+		struct stat st;
+		if (!lstat(req, &st))
+			handle(req);
+		if (phase && nr_launches != last && now_ms() - last_ps >= 1000) {
+			last = nr_launches;
+			last_ps = now_ms();
+			ps_write();
+		}
+	}
+	if (ifd >= 0)
+		close(ifd);
+	return NULL;
+}
+
+static void live_exit(void)
+{
+	exiting = 1;
+	/* a request in progress gives up between modules; wait a little */
+	for (int i = 0; i < 2000 && busy; i++) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/%d.ps", ctl_dir, (int)getpid());
+	unlink(p);
+}
+
+void gx_live_init(void)
+{
+	if (!live_enabled() || gx_ctl_dir(ctl_dir, sizeof(ctl_dir)))
+		return;
+	/* the folder above (GPUEXT_SHM_DIR's default) and the channel: ours, private */
+	char up[4200], why[96];
+	snprintf(up, sizeof(up), "%s", ctl_dir);
+	char *s = strrchr(up, '/');
+	if (s && s != up) {
+		*s = 0;
+		mkdir(up, 0700);
+	}
+	mkdir(ctl_dir, 0700);
+	if (gx_dir_trusted(ctl_dir, GX_TRUST_OWN | GX_TRUST_PRIVATE, why, sizeof(why))) {
+		pr_info("attach: not using the control folder %s: %s; this process cannot be attached to", ctl_dir,
+			why);
+		return;
+	}
+	gx_lock_register(&live_lock, 12);
+	ps_write();
+	pthread_t t;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	/* the thread never takes signals meant for the application */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&t, &a, ctl_main, NULL))
+		pr_info("attach: cannot start the control thread; this process cannot be attached to");
+	else
+		atexit(live_exit);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&a);
+}

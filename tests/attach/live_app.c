@@ -1,0 +1,91 @@
+/* live_app.c — a running CUDA driver-API program for the live attach tests
+ * (test_live.sh): loads a PTX module, then launches its kernel every
+ * LIVE_PERIOD_US (default 2000) until the file argv[3] exists, and says on
+ * stdout when the launched code changes between the application's module
+ * and an instrumented copy (the fake driver tells: fake_last_run_has), so
+ * the test sees the switch at attach and back at detach.
+ * argv: PTX file, kernel name, stop file, mode: "plain" (a stream of its
+ * own), "null" (the NULL stream), "capture" (every launch into a global-mode
+ * capture of its stream, ended at the stop file: must still succeed). */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/gx_util.h"
+
+int main(int argc, char **argv)
+{
+	if (argc < 5)
+		return 2;
+	char *ptx;
+	size_t n;
+	if (gx_read_file(argv[1], &ptx, &n, 1 << 20))
+		return 2;
+	const char *pe = getenv("LIVE_PERIOD_US");
+	long period = pe ? atol(pe) : 2000;
+	CUresult rc;
+	CUdevice dev;
+	CUcontext ctx;
+	CUmodule mod;
+	CUfunction fn;
+	CUstream s = NULL;
+	if ((rc = cuInit(0)) || (rc = cuDeviceGet(&dev, 0)) || (rc = cuDevicePrimaryCtxRetain(&ctx, dev)) ||
+	    (rc = cuCtxSetCurrent(ctx)) || (rc = cuModuleLoadData(&mod, ptx)) ||
+	    (rc = cuModuleGetFunction(&fn, mod, argv[2]))) {
+		printf("not ok - live_app: set-up (%d)\n", (int)rc);
+		return 1;
+	}
+	if (strcmp(argv[4], "null") && (rc = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING))) {
+		printf("not ok - live_app: cuStreamCreate (%d)\n", (int)rc);
+		return 1;
+	}
+	bool capture = !strcmp(argv[4], "capture");
+	if (capture && (rc = cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL))) {
+		printf("not ok - live_app: cuStreamBeginCapture (%d)\n", (int)rc);
+		return 1;
+	}
+	const char *fake = getenv("GPUEXT_REAL_LIBCUDA");
+	void *h = fake ? dlopen(fake, RTLD_NOW | RTLD_NOLOAD) : NULL;
+	int (*has)(const char *) = h ? (int (*)(const char *))dlsym(h, "fake_last_run_has") : NULL;
+	if (!has) {
+		printf("not ok - live_app: the fake driver's fake_last_run_has\n");
+		return 1;
+	}
+	printf("# live_app: ready, pid %d\n", (int)getpid());
+	fflush(stdout);
+	long launches = 0, instr = 0, switches = 0, failed = 0;
+	int was = 0;
+	void *args[4] = { 0 };
+	while (access(argv[3], F_OK)) {
+		if ((rc = cuLaunchKernel(fn, 4, 1, 1, 64, 1, 1, 0, s, args, NULL))) {
+			failed++;
+			continue;
+		}
+		launches++;
+		int now = has("__gx_devrt");
+		instr += now;
+		if (now != was) {
+			switches++;
+			printf("# live_app: launch %ld runs the %s\n", launches,
+			       now ? "instrumented copy" : "original");
+			fflush(stdout);
+		}
+		was = now;
+		usleep((useconds_t)period);
+	}
+	if (capture) {
+		CUgraph g = NULL;
+		rc = cuStreamEndCapture(s, &g);
+		printf("%s - live_app: the capture around the attach still ends (%d)\n", rc ? "not ok" : "ok", (int)rc);
+	}
+	if (s)
+		cuStreamSynchronize(s);
+	printf("%s - live_app: %ld launches, %ld failed\n", failed ? "not ok" : "ok", launches, failed);
+	printf("# live_app: launches %ld instrumented %ld switches %ld\n", launches, instr, switches);
+	return 0;
+}
