@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s gpu-prep
 rm -rf .carry/build && mkdir -p .carry
-tar -C build --exclude=./obj --exclude=./fuzz --exclude=./kmod-vm --exclude=./ptx-passes --exclude=./image-nvcc \
+tar -C build --exclude=./dist --exclude=./gpu-out --exclude=./obj --exclude=./fuzz --exclude=./kmod-vm --exclude=./ptx-passes --exclude=./image-nvcc \
 	--exclude=./ptx-corpus --exclude=./ptx-roundtrip --exclude=./ptx-sites --exclude=./kmod --exclude='*.d' \
 	--exclude=./tests/kmod --exclude=./tests/ptx-rewrite --exclude=./tests/hostexec --exclude=./tests/tools \
 	--exclude=./tests/attach --exclude=./tests/devbpf/verifier --exclude=./tests/devbpf/verifier-v4 \
