@@ -3,8 +3,8 @@
 # GPU host? Each must need no glibc symbol newer than GLIBC_2.34 (Ubuntu
 # 22.04, RHEL 9) and no shared library outside the set every such host has;
 # none may carry an RPATH/RUNPATH other than $ORIGIN-relative ones, and no
-# file may name BUILD_ROOT (the folder it was built in: the install must be
-# relocatable). Prints one line per problem and exits 1 if there is any.
+# file the build wrote (documents and headers aside) may name BUILD_ROOT (the
+# folder it was built in: the install must be relocatable). Prints one line per problem and exits 1 if there is any.
 # Files under DIR/lib/gpuext-llvm (the optional JIT add-on's own libraries,
 # Debian 12's builds of LLVM 19, libz3 and libedit) and the add-on's libgxjit.so /
 # gpuext-bpfjit.so are held to their own list and to GLIBC_2.36 (Debian's
@@ -51,8 +51,12 @@ while IFS= read -r -d '' f; do
 	done
 done < <(find "$dir" -type f -print0)
 
+# What the build wrote (ELF files, BPF objects, the prepared cache) must not
+# name its folder; documents may say anything ("/src" is a build folder too).
 if [ -n "$root" ]; then
-	hits=$(grep -rlF -- "$root" "$dir" 2>/dev/null)
-	for h in $hits; do problem "${h#"$dir"/} names the build folder $root (not relocatable)"; done
+	while IFS= read -r -d '' f; do
+		case $f in */share/doc/*|*.md|*/LICENSE|*/include/*) continue ;; esac
+		grep -qF -- "$root/" "$f" && problem "${f#"$dir"/} names the build folder $root (not relocatable)"
+	done < <(find "$dir" -type f -print0)
 fi
 exit $bad

@@ -37,7 +37,8 @@ printf '#include <crypt.h>\nint f(void){return crypt("a","ab") != 0;}\n' >"$T/li
 cc -o "$T/neg/new/bin/x" "$T/new.c" && cc -o "$T/neg/clean/bin/x" "$T/ok.c" &&
 	cc -shared -fPIC -o "$T/neg/lib/bin/x.so" "$T/lib.c" -lcrypt &&
 	cc -o "$T/neg/rpath/bin/x" "$T/ok.c" -Wl,-rpath,/opt/somewhere &&
-	cp "$T/neg/clean/bin/x" "$T/neg/path/bin/x" && echo "built in $ROOT/build" >"$T/neg/path/bin/note" ||
+	cp "$T/neg/clean/bin/x" "$T/neg/path/bin/x" && echo "built in $ROOT/build" >"$T/neg/path/bin/note" &&
+	mkdir -p "$T/neg/clean/share/doc" && echo "see $ROOT/build" >"$T/neg/clean/share/doc/x.md" ||
 	echo "not ok - dist: cannot build the dist-check samples"
 scripts/dist-check.sh "$T/neg/new" >"$T/new.log" 2>&1
 check "dist-check refuses a symbol newer than GLIBC_2.34 and names it" \
@@ -50,7 +51,7 @@ check "dist-check refuses an absolute RPATH" "[ \$? != 0 ] && grep -q '/opt/some
 scripts/dist-check.sh "$T/neg/path" "$ROOT" >"$T/path.log" 2>&1
 check "dist-check refuses a file naming the build folder" "[ \$? != 0 ] && grep -q 'bin/note names the build folder' $T/path.log" "$T/path.log"
 scripts/dist-check.sh "$T/neg/clean" "$ROOT" >"$T/clean.log" 2>&1
-check "dist-check passes a clean binary" "[ \$? = 0 ] && [ ! -s $T/clean.log ]" "$T/clean.log"
+check "dist-check passes a clean binary (a document may name any folder)" "[ \$? = 0 ] && [ ! -s $T/clean.log ]" "$T/clean.log"
 
 # ---- make dist ----
 if ! scripts/dist.sh "$B" "$V" >"$T/dist.log" 2>&1 ||
