@@ -879,11 +879,102 @@ static void on_launch(struct ctxst *st, const struct gx_launch_event *l)
 	o->seq = ++launch_seq;
 	o->instr = instr;
 	uint64_t now = now_ns();
-	o->slot = k && gx_lt_sampled(++k->launches, now, &k->lt_last_ns) ? gx_lt_start(&st->lt, l->stream) : -1;
+	/* the sample counts direct launches (graph nodes are not timed) */
+	o->slot = k && gx_lt_sampled(++k->launches - k->graph_launches, now, &k->lt_last_ns)
+			  ? gx_lt_start(&st->lt, l->stream)
+			  : -1;
 	nr_launches++;
 	nr_instr += instr;
 	log_launch(st, l, kid, now, o->seq,
 		   (instr ? GX_TEV_L_INSTRUMENTED : 0) | (o->slot >= 0 ? GX_TEV_L_TIMED : 0));
+}
+
+/* ---- graph launches: each kernel node counts as a launch of its kernel ----
+ * Per exec kernel list (gen, shim/graph_exec.c), built at its first launch:
+ * the kernels' records and the tool log record, so a graph launch costs one
+ * lookup, a few additions and one append. Counted, not timed. */
+struct gexec_seen {
+	unsigned long long gen;
+	unsigned nr, nodes, instr_nodes;
+	struct kname_seen **k;
+	struct gx_tev_glaunch *rec;
+	size_t rec_len;
+	UT_hash_handle hh;
+};
+static struct gexec_seen *gexecs_seen, *gexec_last;
+
+static void gexec_free(struct gexec_seen *x)
+{
+	if (x == gexec_last)
+		gexec_last = NULL;
+	HASH_DEL(gexecs_seen, x);
+	free(x->k);
+	free(x->rec);
+	free(x);
+}
+
+static struct gexec_seen *gexec_get(struct ctxst *st, const struct gx_graph_launch_event *g)
+{
+	struct gexec_seen *x = gexec_last;
+	if (x && x->gen == g->gen)
+		return x;
+	HASH_FIND(hh, gexecs_seen, &g->gen, sizeof(g->gen), x);
+	if (x)
+		return gexec_last = x;
+	size_t len = sizeof(*x->rec) + g->nr_kernels * sizeof(x->rec->k[0]);
+	if (!(x = calloc(1, sizeof(*x))) || !(x->k = calloc(g->nr_kernels, sizeof(*x->k))) ||
+	    !(x->rec = calloc(1, GX_ROUND8(len)))) {
+		if (x)
+			free(x->k);
+		free(x);
+		return NULL;
+	}
+	x->gen = g->gen;
+	x->rec_len = len;
+	x->rec->h.type = GX_TEV_GLAUNCH;
+	x->rec->exec = g->gen;
+	for (unsigned i = 0; i < g->nr_kernels; i++) {
+		const struct gx_graph_kernel *gk = &g->kernels[i];
+		bool instr = false;
+		struct fn_seen *fs = gk->func ? fn_devrt(st, gk->func, gk->is_kernel, &instr) : NULL;
+		struct kname_seen *k = fs ? fs->kname : NULL;
+		if (!k) {
+			k = kname_get(gk->name ? gx_kernel_id(gk->name) : 0, gk->name);
+			if (fs)
+				fs->kname = k;
+		}
+		if (!k)
+			continue;
+		struct gx_tev_gkernel *r = &x->rec->k[x->nr];
+		r->kernel_id = k->kid;
+		r->nodes = gk->nodes;
+		r->flags = instr ? GX_TEV_L_INSTRUMENTED : 0;
+		x->k[x->nr++] = k;
+		x->nodes += gk->nodes;
+		x->instr_nodes += instr ? gk->nodes : 0;
+	}
+	x->rec->nr = x->nr;
+	x->rec_len = sizeof(*x->rec) + x->nr * sizeof(x->rec->k[0]);
+	HASH_ADD(hh, gexecs_seen, gen, sizeof(x->gen), x);
+	return gexec_last = x;
+}
+
+static void on_graph_launch(struct ctxst *st, const struct gx_graph_launch_event *g)
+{
+	nr_graph_launches++;
+	struct gexec_seen *x = g->gen && g->nr_kernels ? gexec_get(st, g) : NULL;
+	if (!x)
+		return;
+	for (unsigned i = 0; i < x->nr; i++) {
+		x->k[i]->launches += x->rec->k[i].nodes;
+		x->k[i]->graph_launches += x->rec->k[i].nodes;
+	}
+	nr_launches += x->nodes;
+	nr_instr += x->instr_nodes;
+	nr_graph_kernels += x->nodes;
+	x->rec->host_ns = now_ns();
+	x->rec->ctx = st->idx;
+	ev_put_all(x->rec, x->rec_len);
 }
 
 /* The driver accepted it: close its timing pair. */
@@ -918,6 +1009,14 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 		pthread_mutex_unlock(&rt_lock);
 		if (destroy)
 			pthread_mutex_unlock(&drain_lock);
+		return CUDA_SUCCESS;
+	}
+	if (ev->kind == GX_EV_GRAPH_EXEC_DESTROY) {
+		struct gexec_seen *x;
+		HASH_FIND(hh, gexecs_seen, &ev->glaunch.gen, sizeof(ev->glaunch.gen), x);
+		if (x)
+			gexec_free(x);
+		pthread_mutex_unlock(&rt_lock);
 		return CUDA_SUCCESS;
 	}
 	if (ev->kind == GX_EV_MODULE_UNLOAD) {
@@ -959,7 +1058,9 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 		on_launch(st, &ev->launch);
 	} else if (ev->kind == GX_EV_LAUNCH_DONE) {
 		on_launch_done(st, &ev->launch);
-	} else if (ev->graph.params.func) {
+	} else if (ev->kind == GX_EV_GRAPH_LAUNCH) {
+		on_graph_launch(st, &ev->glaunch);
+	} else if (ev->kind == GX_EV_GRAPH_KERNEL_NODE && ev->graph.params.func) {
 		module_devrt(st, ev->graph.params.func, false);
 	}
 	pthread_mutex_unlock(&rt_lock);
@@ -1011,9 +1112,13 @@ static void finish(bool live, bool keep_device)
 		if (gpu_ns)
 			snprintf(gpu, sizeof(gpu), "; %.1f %% of %.1f ms of sampled GPU time instrumented",
 				 100.0 * (double)gpu_ns_instr / (double)gpu_ns, (double)gpu_ns / 1e6);
-		pr_info("launches: %llu, %llu instrumented (%.1f %%)%s%s%s", (unsigned long long)nr_launches,
+		char graphs[128] = "";
+		if (nr_graph_launches)
+			snprintf(graphs, sizeof(graphs), "; %llu of them kernel nodes of %llu graph launches (counted, not timed)",
+				 (unsigned long long)nr_graph_kernels, (unsigned long long)nr_graph_launches);
+		pr_info("launches: %llu, %llu instrumented (%.1f %%)%s%s%s%s", (unsigned long long)nr_launches,
 			(unsigned long long)nr_instr, 100.0 * (double)nr_instr / (double)nr_launches,
-			nr_instr < nr_launches ? ", the rest seen host-side only (SASS)" : "", gpu,
+			nr_instr < nr_launches ? ", the rest seen host-side only (SASS)" : "", graphs, gpu,
 			untimed ? " (some untimed: too many in flight)" : "");
 	}
 	for (unsigned p = 0; p < nr_pols; p++) {
@@ -1103,6 +1208,7 @@ int gx_devrt_start(const struct gx_policy_desc *d, const char *const *tags, size
 	if (!atexit_on)
 		gx_attach_env->lock_register(&rt_lock, 15);
 	unsigned mask = GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE) |
+			GX_EV_MASK(GX_EV_GRAPH_LAUNCH) | GX_EV_MASK(GX_EV_GRAPH_EXEC_DESTROY) |
 			GX_EV_MASK(GX_EV_CTX_DESTROY) | GX_EV_MASK(GX_EV_MODULE_UNLOAD);
 	if (gx_lt_every())
 		mask |= GX_EV_MASK(GX_EV_LAUNCH_DONE);

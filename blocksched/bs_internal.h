@@ -49,6 +49,8 @@ uint64_t bs_log_sample(CUcontext ctx, const char *kernel, unsigned long long nth
 		       unsigned units, unsigned chunk, const unsigned grid[3], unsigned per_sm, unsigned nsm);
 /* Write the samples whose workers have all reported (all: and drop the rest). */
 void bs_log_poll(bool all);
+/* Sampled launches written, and the steals their workers counted. */
+void bs_log_counts(uint64_t *sampled, uint64_t *steals);
 void bs_log_ctx_gone(CUcontext ctx);
 
 #endif

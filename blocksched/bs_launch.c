@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuext/gx_stats.h"
 #include "blocksched/bs_internal.h"
 #include "common/gx_capture.h"
 #include "common/gx_tls.h"
@@ -352,8 +353,36 @@ static const char *const fb_why[FB__N] = {
 	[FB_STATIC] = "claiming launches of copies made static only (the mode changed after the load)",
 };
 
+/* What launches of kernels with a copy became, for the stats file
+ * (gx_bs_stats): relaxed atomics, no lock. */
+static uint64_t n_claim, n_static, n_unchanged[GX_STATS_BS__COUNT];
+static const int fb_stat[FB__N] = {
+	[FB_COOP] = GX_STATS_BS_COOPERATIVE, [FB_EXTRA] = GX_STATS_BS_EXTRA,	   [FB_ATTR] = GX_STATS_BS_ATTRIBUTES,
+	[FB_CAPTURE] = GX_STATS_BS_CAPTURE,  [FB_GRAPH] = -1,			   [FB_OCC] = GX_STATS_BS_OCCUPANCY,
+	[FB_MEM] = GX_STATS_BS_MEMORY,	     [FB_SMEM] = GX_STATS_BS_SHARED_MEM,   [FB_GRID] = GX_STATS_BS_GRID,
+	[FB_STATIC] = GX_STATS_BS_STATIC_ONLY,
+};
+static void unchanged(int why)
+{
+	if (why >= 0)
+		__atomic_fetch_add(&n_unchanged[why], 1, __ATOMIC_RELAXED);
+}
+
+void gx_bs_stats(struct gx_stats_file *f)
+{
+	if (mode < 0 || sub_id < 0)
+		return;
+	f->flags |= GX_STATS_F_SCHED;
+	f->bs_persistent_claim = __atomic_load_n(&n_claim, __ATOMIC_RELAXED);
+	f->bs_persistent_static = __atomic_load_n(&n_static, __ATOMIC_RELAXED);
+	for (int i = 0; i < GX_STATS_BS__COUNT; i++)
+		f->bs_unchanged[i] = __atomic_load_n(&n_unchanged[i], __ATOMIC_RELAXED);
+	bs_log_counts(&f->bs_sampled_launches, &f->bs_steals);
+}
+
 static CUresult fallback(int why, const char *name)
 {
+	unchanged(fb_stat[why]);
 	if (!__atomic_exchange_n(&fb_said[why], 1, __ATOMIC_RELAXED))
 		bs_log_decision(name ? name : "?", "runs unchanged: %s run the original kernels (first of them)",
 				fb_why[why]);
@@ -613,7 +642,7 @@ static CUresult on_launch(struct gx_event *ev)
 	if (occ <= 0)
 		return fallback(FB_OCC, k->name);
 	if (occ < occ_orig)
-		return CUDA_SUCCESS; /* said once per block size, above */
+		return unchanged(GX_STATS_BS_OCCUPANCY), CUDA_SUCCESS; /* said once per block size, above */
 	/* the static copy is an arm only where it keeps the original's blocks */
 	unsigned arms = scopy && occ_s >= occ_orig ? GX_BS_ARMS : 2;
 	int arm = GX_BS_COPY;
@@ -627,7 +656,7 @@ static CUresult on_launch(struct gx_event *ev)
 		pthread_mutex_unlock(&bs_lock);
 		/* the original is faster (or being timed), or the copy would claim
 		 * in a captured stream */
-		return arm == GX_BS_ORIG ? CUDA_SUCCESS : fallback(FB_CAPTURE, k->name);
+		return arm == GX_BS_ORIG ? (unchanged(GX_STATS_BS_GUARD), CUDA_SUCCESS) : fallback(FB_CAPTURE, k->name);
 	}
 	bool st = arm == GX_BS_STATIC;
 	int am = st ? GX_WORK_STATIC : m, aocc = st ? occ_s : occ;
@@ -678,6 +707,7 @@ static CUresult on_launch(struct gx_event *ev)
 		bs_log_decision(k->name, "launched as %s, %llu workers (%d per SM x %d SMs, capped at %llu blocks), %s%s",
 				lname, workers, aocc, sm_count[dev], units, am == GX_WORK_STATIC ? "static" : "claim",
 				am == GX_WORK_STATIC ? "" : k->unit_bar ? ", unit barrier" : ", no unit barrier");
+	__atomic_fetch_add(am == GX_WORK_STATIC ? &n_static : &n_claim, 1, __ATOMIC_RELAXED);
 	l->func = lf;
 	l->is_kernel = 0;
 	l->name = lname;

@@ -162,8 +162,17 @@ static bool complete(const struct sample *s)
 	return true;
 }
 
+static uint64_t n_sampled, n_steals; /* atomics: the stats file reads them */
+
+void bs_log_counts(uint64_t *sampled, uint64_t *steals)
+{
+	*sampled = __atomic_load_n(&n_sampled, __ATOMIC_RELAXED);
+	*steals = __atomic_load_n(&n_steals, __ATOMIC_RELAXED);
+}
+
 static void write_sample(struct sample *s)
 {
+	uint64_t steals = 0;
 	struct gx_buf b;
 	gx_buf_init(&b);
 	gx_buf_printf(&b, "L %s %llu %u %u %u %u %u %u %u %u\n", s->kernel, s->nth, s->units, s->grid[0],
@@ -172,7 +181,10 @@ static void write_sample(struct sample *s)
 		const struct gx_work_wstat *x = &s->host[w];
 		gx_buf_printf(&b, "W %u %u %u %u %u %llu %llu\n", w, x->smid, x->units, x->chunks, x->steals,
 			      x->t0, x->t1);
+		steals += x->steals;
 	}
+	__atomic_fetch_add(&n_sampled, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&n_steals, steals, __ATOMIC_RELAXED);
 	put(&b);
 }
 

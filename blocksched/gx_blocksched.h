@@ -136,6 +136,11 @@ const char *gx_bs_policy_tag(void);
 void gx_bs_module(void *handle, bool is_library, const char *log);
 /* Forget everything (tests, exit). */
 void gx_bs_reset(void);
+/* What launches of kernels with a copy became (persistent, unchanged by
+ * reason) and the sampled launches' steals, into the stats file; nothing
+ * when no schedule policy is on. From any thread, no lock. */
+struct gx_stats_file;
+void gx_bs_stats(struct gx_stats_file *f);
 
 /* The copies named in a rewriter log ("persistent: K: copy C transformed
  * (work descriptor: parameter N ..., unit barrier yes|no[, static only])"),

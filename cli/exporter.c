@@ -583,6 +583,91 @@ static void emit_processes(struct out *o)
 	}
 }
 
+/* Per tenant process: its part of the tenant's memory and GPU time. */
+static void emit_tenant_procs(struct out *o)
+{
+	static const struct {
+		const char *name, *type, *help;
+		size_t off;
+		double scale;
+	} f[] = {
+		{ "gpuext_process_memory_used_bytes", "gauge",
+		  "Device memory this tenant process holds (counted against its tenant's limit)",
+		  offsetof(struct gx_stats_file, tenant_mem_used), 1 },
+		{ "gpuext_process_memory_high_water_bytes", "gauge", "Highest device memory this tenant process held",
+		  offsetof(struct gx_stats_file, tenant_mem_hiwater), 1 },
+		{ "gpuext_process_gpu_seconds_total", "counter",
+		  "GPU busy time of this tenant process's tracked launches",
+		  offsetof(struct gx_stats_file, tenant_gpu_ns), 1e-9 },
+	};
+	char l[160], t[80];
+	for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) {
+		bool any = false;
+		EACH_PROC(p)
+		{
+			if (!(p->s.flags & GX_STATS_F_TENANT))
+				continue;
+			if (!any)
+				family(o, f[k].name, f[k].type, f[k].help);
+			any = true;
+			uint64_t v;
+			memcpy(&v, (const char *)&p->s + f[k].off, sizeof(v));
+			esc(p->s.tenant, sizeof(p->s.tenant), t, sizeof(t));
+			if (f[k].scale == 1)
+				outf(o, "%s{%s,tenant=\"%s\"} %" PRIu64 "\n", f[k].name, plabels(p, l, sizeof(l)), t,
+				     v);
+			else
+				outf(o, "%s{%s,tenant=\"%s\"} %.9g\n", f[k].name, plabels(p, l, sizeof(l)), t,
+				     (double)v * f[k].scale);
+		}
+	}
+}
+
+/* blocksched: launches of kernels with a persistent copy, as workers or
+ * unchanged (reason), and the sampled launches' steals. */
+static const char *const bs_reason_names[GX_STATS_BS__COUNT] = {
+	"cooperative",	   "extra_params",  "attributes",     "capture",	  "occupancy",
+	"no_device_state", "shared_memory", "grid_too_large", "static_only_copy", "guard_original",
+};
+
+static void emit_blocksched(struct out *o)
+{
+	bool any = false;
+	EACH_PROC(p) any |= (p->s.flags & GX_STATS_F_SCHED) != 0;
+	if (!any)
+		return;
+	char l[160];
+	family(o, "gpuext_blocksched_persistent_launches_total", "counter",
+	       "Launches run as persistent workers, by mode (claim: dynamic claims and steals; static)");
+	EACH_PROC(p)
+	if (p->s.flags & GX_STATS_F_SCHED) {
+		plabels(p, l, sizeof(l));
+		outf(o, "gpuext_blocksched_persistent_launches_total{%s,mode=\"claim\"} %" PRIu64 "\n", l,
+		     p->s.bs_persistent_claim);
+		outf(o, "gpuext_blocksched_persistent_launches_total{%s,mode=\"static\"} %" PRIu64 "\n", l,
+		     p->s.bs_persistent_static);
+	}
+	family(o, "gpuext_blocksched_unchanged_launches_total", "counter",
+	       "Launches of kernels with a persistent copy that ran unchanged, by reason");
+	EACH_PROC(p)
+	if (p->s.flags & GX_STATS_F_SCHED) {
+		plabels(p, l, sizeof(l));
+		for (int r = 0; r < GX_STATS_BS__COUNT; r++)
+			outf(o, "gpuext_blocksched_unchanged_launches_total{%s,reason=\"%s\"} %" PRIu64 "\n", l,
+			     bs_reason_names[r], p->s.bs_unchanged[r]);
+	}
+	family(o, "gpuext_blocksched_sampled_launches_total", "counter",
+	       "Persistent launches whose workers' statistics were sampled (GPUEXT_SCHED_LOG)");
+	EACH_PROC(p)
+	if (p->s.flags & GX_STATS_F_SCHED)
+		outf(o, "gpuext_blocksched_sampled_launches_total{%s} %" PRIu64 "\n", plabels(p, l, sizeof(l)),
+		     p->s.bs_sampled_launches);
+	family(o, "gpuext_blocksched_steals_total", "counter", "Chunks stolen by workers, in the sampled launches");
+	EACH_PROC(p)
+	if (p->s.flags & GX_STATS_F_SCHED)
+		outf(o, "gpuext_blocksched_steals_total{%s} %" PRIu64 "\n", plabels(p, l, sizeof(l)), p->s.bs_steals);
+}
+
 /* The LC (any tenant) latency histogram per process, from the shim's
  * fine buckets (16 per octave) merged to lat_per_octave. */
 static void emit_latency(struct out *o)
@@ -634,7 +719,7 @@ static void emit_tenants(struct out *o)
 	static const struct {
 		const char *name, *type, *help;
 		size_t off;
-		int kind; /* 0: u32, 1: u64, 2: ns -> s */
+		int kind; /* 0: u32, 1: u64, 2: ns -> s, 3: u32 percent -> ratio */
 	} f[] = {
 		{ "gpuext_tenant_window", "gauge", "In-flight cap (0: none)", offsetof(struct gx_tn_info, window), 0 },
 		{ "gpuext_tenant_processes", "gauge", "Processes of the tenant", offsetof(struct gx_tn_info, nr_procs),
@@ -654,6 +739,20 @@ static void emit_tenants(struct out *o)
 		  offsetof(struct gx_tn_info, throttled_ns), 2 },
 		{ "gpuext_tenant_kernel_seconds", "gauge", "Estimated GPU time per launch",
 		  offsetof(struct gx_tn_info, kernel_ns), 2 },
+		{ "gpuext_tenant_memory_limit_bytes", "gauge",
+		  "Device memory limit over the tenant's processes (0: none)", offsetof(struct gx_tn_info, mem_limit),
+		  1 },
+		{ "gpuext_tenant_memory_used_bytes", "gauge", "Device memory the tenant's live processes hold",
+		  offsetof(struct gx_tn_info, mem_used), 1 },
+		{ "gpuext_tenant_memory_high_water_bytes", "gauge", "Highest device memory the tenant held",
+		  offsetof(struct gx_tn_info, mem_hiwater), 1 },
+		{ "gpuext_tenant_memory_denied_total", "counter", "Allocations refused at the tenant's memory limit",
+		  offsetof(struct gx_tn_info, mem_denied), 1 },
+		{ "gpuext_tenant_gpu_share_ratio", "gauge", "Share of GPU time the tenant is given (0: none)",
+		  offsetof(struct gx_tn_info, gpu_share), 3 },
+		{ "gpuext_tenant_gpu_seconds_total", "counter",
+		  "GPU busy time of the tenant's tracked launches (live and gone processes)",
+		  offsetof(struct gx_tn_info, gpu_ns), 2 },
 	};
 	family(o, "gpuext_tenant_info", "gauge", "A tenant (value 1) and its class");
 	for (int i = 0; i < n; i++)
@@ -664,10 +763,13 @@ static void emit_tenants(struct out *o)
 		for (int i = 0; i < n; i++) {
 			const char *base = (const char *)&tn[i] + f[k].off;
 			esc(tn[i].name, GX_TN_NAME_MAX, t, sizeof(t));
-			if (f[k].kind == 0) {
+			if (f[k].kind == 0 || f[k].kind == 3) {
 				uint32_t v;
 				memcpy(&v, base, sizeof(v));
-				outf(o, "%s{tenant=\"%s\"} %u\n", f[k].name, t, v);
+				if (f[k].kind == 0)
+					outf(o, "%s{tenant=\"%s\"} %u\n", f[k].name, t, v);
+				else
+					outf(o, "%s{tenant=\"%s\"} %.9g\n", f[k].name, t, (double)v / 100.0);
 			} else {
 				uint64_t v;
 				memcpy(&v, base, sizeof(v));
@@ -878,6 +980,8 @@ static char *scrape(size_t *len)
 	scrapes++;
 	collect();
 	emit_processes(&o);
+	emit_tenant_procs(&o);
+	emit_blocksched(&o);
 	emit_latency(&o);
 	emit_tenants(&o);
 	for (unsigned i = 0; i < nr_metrics; i++)

@@ -5,6 +5,7 @@
  * (v1) parameter structs are widened to the v2 form for subscribers. */
 #include <string.h>
 
+#include "shim/graph_internal.h"
 #include "shim/memlimit_internal.h"
 #include "shim/shim_ev_internal.h"
 #include "shim/tables_internal.h"
@@ -112,19 +113,23 @@ GX_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUg
 						     const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
 	if (!want() || !nodeParams)
-		return REAL(cuGraphExecKernelNodeSetParams_v2)(hGraphExec, hNode, nodeParams);
+		return gx_graph_exec_kernel_set(REAL(cuGraphExecKernelNodeSetParams_v2)(hGraphExec, hNode, nodeParams),
+						hGraphExec, hNode, nodeParams ? nodeParams->func : NULL,
+						nodeParams ? nodeParams->kern : NULL);
 	CUDA_KERNEL_NODE_PARAMS p;
 	CUresult veto = node_event(hNode, hGraphExec, nodeParams, &p);
 	if (veto != CUDA_SUCCESS)
 		return veto;
-	return REAL(cuGraphExecKernelNodeSetParams_v2)(hGraphExec, hNode, &p);
+	return gx_graph_exec_kernel_set(REAL(cuGraphExecKernelNodeSetParams_v2)(hGraphExec, hNode, &p), hGraphExec,
+					hNode, p.func, p.kern);
 }
 
 GX_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
 						  const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
 {
 	if (!want() || !nodeParams)
-		return REAL(cuGraphExecKernelNodeSetParams)(hGraphExec, hNode, nodeParams);
+		return gx_graph_exec_kernel_set(REAL(cuGraphExecKernelNodeSetParams)(hGraphExec, hNode, nodeParams),
+						hGraphExec, hNode, nodeParams ? nodeParams->func : NULL, NULL);
 	CUDA_KERNEL_NODE_PARAMS w, p;
 	CUDA_KERNEL_NODE_PARAMS_v1 q;
 	v1_to_v2(nodeParams, &w);
@@ -132,7 +137,8 @@ GX_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgrap
 	if (veto != CUDA_SUCCESS)
 		return veto;
 	v2_to_v1(&p, &q);
-	return REAL(cuGraphExecKernelNodeSetParams)(hGraphExec, hNode, &q);
+	return gx_graph_exec_kernel_set(REAL(cuGraphExecKernelNodeSetParams)(hGraphExec, hNode, &q), hGraphExec, hNode,
+					q.func, NULL);
 }
 
 /* The generic node API (cuGraphAddNode & co, CUDA 12.2+): kernel nodes go
@@ -227,13 +233,24 @@ GX_EXPORT CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *no
 	return REAL(cuGraphNodeSetParams)(hNode, &p);
 }
 
+/* After the driver's call: the exec's kernel list follows (graph_exec.c). */
+static CUresult exec_node_set(CUresult rc, CUgraphExec e, CUgraphNode n, const CUgraphNodeParams *p)
+{
+	if (p && p->type == CU_GRAPH_NODE_TYPE_KERNEL)
+		return gx_graph_exec_kernel_set(rc, e, n, p->kernel.func, p->kernel.kern);
+	if (p && p->type == CU_GRAPH_NODE_TYPE_GRAPH)
+		return gx_graph_exec_child_set(rc, e, n, p->graph.graph);
+	return rc;
+}
+
 GX_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *nodeParams)
 {
 	if (!kernel_node(nodeParams))
-		return REAL(cuGraphExecNodeSetParams)(hGraphExec, hNode, nodeParams);
+		return exec_node_set(REAL(cuGraphExecNodeSetParams)(hGraphExec, hNode, nodeParams), hGraphExec, hNode,
+				     nodeParams);
 	CUgraphNodeParams p;
 	CUresult veto = generic_event(hNode, hGraphExec, nodeParams, &p);
 	if (veto != CUDA_SUCCESS)
 		return veto;
-	return REAL(cuGraphExecNodeSetParams)(hGraphExec, hNode, &p);
+	return exec_node_set(REAL(cuGraphExecNodeSetParams)(hGraphExec, hNode, &p), hGraphExec, hNode, &p);
 }

@@ -66,6 +66,9 @@ static const struct {
 	{ "cuGraphAddKernelNode", 12000, "cuGraphAddKernelNode_v2" },
 	{ "cuGraphKernelNodeSetParams", 12000, "cuGraphKernelNodeSetParams_v2" },
 	{ "cuGraphExecKernelNodeSetParams", 12000, "cuGraphExecKernelNodeSetParams_v2" },
+	{ "cuGraphInstantiate", 12000, "cuGraphInstantiateWithFlags" },
+	{ "cuGraphInstantiate", 11000, "cuGraphInstantiate_v2" },
+	{ "cuGraphExecUpdate", 12000, "cuGraphExecUpdate_v2" },
 	{ "cuGetProcAddress", 12000, "cuGetProcAddress_v2" },
 };
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "attach/gx_attach.h"
+#include "blocksched/gx_blocksched.h"
 #include "common/gx_trust.h"
 #include "devbpf/gx_bpf.h"
 #include "gpuext/gx_stats.h"
@@ -145,6 +146,7 @@ static void fill(struct gx_stats_file *f)
 		f->passed[i] = LD(passed[i]);
 	gx_attach_stats(f);
 	gx_hostpolicy_stats(f);
+	gx_bs_stats(f);
 	if (gx_tenancy_stats(f) == 0) {
 		f->flags |= GX_STATS_F_TENANT;
 		for (int i = 0; i < GX_STATS_LAT_BUCKETS; i++)

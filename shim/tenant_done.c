@@ -330,5 +330,6 @@ int gx_tenancy_stats(struct gx_stats_file *f)
 	f->held = in.held;
 	f->held_ns = in.throttled_ns;
 	f->completions = in.completions;
+	gx_tn_self_usage(tn, &f->tenant_mem_used, &f->tenant_mem_hiwater, &f->tenant_gpu_ns);
 	return 0;
 }

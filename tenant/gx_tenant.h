@@ -136,6 +136,9 @@ struct gx_tn_info {
 };
 /* This process's own figures on its GPU (name, class, window of its tenant). */
 void gx_tn_self(const struct gx_tn *tn, struct gx_tn_info *out);
+/* This process's own part of its tenant: device memory it holds, its
+ * highest, and the busy time of its tracked launches. */
+void gx_tn_self_usage(const struct gx_tn *tn, uint64_t *mem_used, uint64_t *mem_hiwater, uint64_t *gpu_ns);
 /* Tenants in table order; returns how many (≤ max written), -ENOENT when
  * there is no table. Dead processes are reaped first when `reap`. */
 int gx_tn_list(struct gx_tn_info *out, int max, int reap);

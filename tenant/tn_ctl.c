@@ -105,6 +105,14 @@ void gx_tn_self(const struct gx_tn *tn, struct gx_tn_info *out)
 	add_proc(out, p, LD(p->pid));
 }
 
+void gx_tn_self_usage(const struct gx_tn *tn, uint64_t *mem_used, uint64_t *mem_hiwater, uint64_t *gpu_ns)
+{
+	const struct tn_proc *p = &tn->t->procs[tn->slot];
+	*mem_used = LD(p->mem_used);
+	*mem_hiwater = LD(p->mem_hiwater);
+	*gpu_ns = LD(p->gpu_ns);
+}
+
 int gx_tn_list(struct gx_tn_info *out, int max, int reap)
 {
 	struct tn_table *t;

@@ -26,11 +26,12 @@
 
 struct kstat {
 	uint64_t kid, n, n_instr, n_timed, gpu_ns;
+	uint64_t n_graph; /* of n, kernel nodes of graph launches (counted, not timed) */
 	double est_ns; /* gpu_ns / n_timed * n: all its launches */
 	UT_hash_handle hh;
 };
 struct ltot {
-	uint64_t n, n_instr, n_timed, gpu_ns;
+	uint64_t n, n_instr, n_timed, gpu_ns, n_graph;
 	double est_ns, est_ns_instr;
 };
 
@@ -65,9 +66,9 @@ static struct kstat *stats(const struct tooldata *td, struct td_ltime *lt, size_
 {
 	memset(tot, 0, sizeof(*tot));
 	*nk = 0;
-	if (!td->launch_flags || !td->nr_launches)
+	if (!td->nr_gkernels && (!td->launch_flags || !td->nr_launches))
 		return NULL;
-	struct kstat *k = calloc(td->nr_launches, sizeof(*k)), *byid = NULL, *f;
+	struct kstat *k = calloc(td->nr_launches + td->nr_gkernels + 1, sizeof(*k)), *byid = NULL, *f;
 	if (!k)
 		return NULL;
 	for (size_t i = 0; i < td->nr_launches; i++) {
@@ -90,6 +91,24 @@ static struct kstat *stats(const struct tooldata *td, struct td_ltime *lt, size_
 			tot->n_timed++;
 			tot->gpu_ns += t->gpu_ns;
 		}
+	}
+	/* graph kernel nodes: launches of their kernels, never timed (the
+	 * kernel's timed mean covers them) */
+	for (size_t i = 0; i < td->nr_gkernels; i++) {
+		const struct td_gkernel *g = &td->gkernels[i];
+		HASH_FIND(hh, byid, &g->kernel_id, sizeof(g->kernel_id), f);
+		size_t j = f ? (size_t)(f - k) : (*nk)++;
+		if (!f) {
+			k[j].kid = g->kernel_id;
+			HASH_ADD(hh, byid, kid, sizeof(k[j].kid), &k[j]);
+		}
+		uint64_t ni = g->flags & GX_TEV_L_INSTRUMENTED ? g->nodes : 0;
+		k[j].n += g->nodes;
+		k[j].n_graph += g->nodes;
+		k[j].n_instr += ni;
+		tot->n += g->nodes;
+		tot->n_graph += g->nodes;
+		tot->n_instr += ni;
 	}
 	HASH_CLEAR(hh, byid);
 	for (size_t j = 0; j < *nk; j++) {
@@ -139,10 +158,21 @@ void td_launches_text(const struct tooldata *td)
 	if (tot.est_ns > 0)
 		printf("; GPU time %.3f ms (from %llu timed launches), %.1f %% of it instrumented",
 		       tot.est_ns / 1e6, (unsigned long long)tot.n_timed, 100.0 * tot.est_ns_instr / tot.est_ns);
-	printf("\n%-40s %9s %12s  %s\n", "KERNEL", "LAUNCHES", "GPU ms", "HOOKS");
-	for (size_t i = 0; i < nk && i < TOP_KERNELS; i++)
-		printf("%-40.40s %9llu %12.3f  %s\n", td_kname(td, k[i].kid, nb, sizeof(nb)),
-		       (unsigned long long)k[i].n, k[i].est_ns / 1e6, hooks_word(&k[i]));
+	if (td->graph_launches)
+		printf("\n  of them %llu kernel nodes of %llu graph launches (counted, not timed)",
+		       (unsigned long long)tot.n_graph, (unsigned long long)td->graph_launches);
+	if (td->graph_launches) {
+		printf("\n%-40s %9s %9s %12s  %s\n", "KERNEL", "LAUNCHES", "IN GRAPHS", "GPU ms", "HOOKS");
+		for (size_t i = 0; i < nk && i < TOP_KERNELS; i++)
+			printf("%-40.40s %9llu %9llu %12.3f  %s\n", td_kname(td, k[i].kid, nb, sizeof(nb)),
+			       (unsigned long long)k[i].n, (unsigned long long)k[i].n_graph, k[i].est_ns / 1e6,
+			       hooks_word(&k[i]));
+	} else {
+		printf("\n%-40s %9s %12s  %s\n", "KERNEL", "LAUNCHES", "GPU ms", "HOOKS");
+		for (size_t i = 0; i < nk && i < TOP_KERNELS; i++)
+			printf("%-40.40s %9llu %12.3f  %s\n", td_kname(td, k[i].kid, nb, sizeof(nb)),
+			       (unsigned long long)k[i].n, k[i].est_ns / 1e6, hooks_word(&k[i]));
+	}
 	if (nk > TOP_KERNELS)
 		printf("(%zu more kernels; --json lists them all)\n", nk - TOP_KERNELS);
 	free(k);
@@ -157,15 +187,18 @@ void td_launches_json(const struct tooldata *td)
 		return;
 	char nb[64];
 	printf(",\"host_launches\":{\"launches\":%llu,\"instrumented\":%llu,\"timed\":%llu,\"gpu_ns_timed\":%llu,"
-	       "\"gpu_ns\":%.0f,\"gpu_ns_instrumented\":%.0f,\"kernels\":[",
+	       "\"gpu_ns\":%.0f,\"gpu_ns_instrumented\":%.0f,\"graph_launches\":%llu,\"graph_kernel_launches\":%llu,"
+	       "\"kernels\":[",
 	       (unsigned long long)tot.n, (unsigned long long)tot.n_instr, (unsigned long long)tot.n_timed,
-	       (unsigned long long)tot.gpu_ns, tot.est_ns, tot.est_ns_instr);
+	       (unsigned long long)tot.gpu_ns, tot.est_ns, tot.est_ns_instr, (unsigned long long)td->graph_launches,
+	       (unsigned long long)tot.n_graph);
 	for (size_t i = 0; i < nk; i++) {
 		printf("%s{\"kernel\":", i ? "," : "");
 		gx_json_str(stdout, td_kname(td, k[i].kid, nb, sizeof(nb)));
-		printf(",\"launches\":%llu,\"instrumented\":%llu,\"timed\":%llu,\"gpu_ns_timed\":%llu,\"gpu_ns\":%.0f}",
+		printf(",\"launches\":%llu,\"instrumented\":%llu,\"timed\":%llu,\"gpu_ns_timed\":%llu,\"gpu_ns\":%.0f,"
+		       "\"graph_launches\":%llu}",
 		       (unsigned long long)k[i].n, (unsigned long long)k[i].n_instr, (unsigned long long)k[i].n_timed,
-		       (unsigned long long)k[i].gpu_ns, k[i].est_ns);
+		       (unsigned long long)k[i].gpu_ns, k[i].est_ns, (unsigned long long)k[i].n_graph);
 	}
 	printf("]}");
 	free(k);

@@ -31,6 +31,29 @@ static void *grow(void *p, size_t *cap, size_t n, size_t sz)
 	return q;
 }
 
+/* A graph launch's kernel nodes, added to the per-kernel sums (a linear
+ * search: a program has tens to hundreds of graph kernels). */
+static void add_glaunch(struct tooldata *td, const struct gx_tev_glaunch *g, size_t len)
+{
+	td->graph_launches++;
+	size_t nr = (len - sizeof(*g)) / sizeof(g->k[0]);
+	if (g->nr < nr)
+		nr = g->nr;
+	for (size_t i = 0; i < nr; i++) {
+		const struct gx_tev_gkernel *e = &g->k[i];
+		uint32_t fl = e->flags & GX_TEV_L_INSTRUMENTED;
+		size_t j = 0;
+		while (j < td->nr_gkernels && (td->gkernels[j].kernel_id != e->kernel_id || td->gkernels[j].flags != fl))
+			j++;
+		if (j == td->nr_gkernels) {
+			if (!(td->gkernels = grow(td->gkernels, &td->cap_g, td->nr_gkernels, sizeof(*td->gkernels))))
+				return;
+			td->gkernels[td->nr_gkernels++] = (struct td_gkernel){ e->kernel_id, fl, 0 };
+		}
+		td->gkernels[j].nodes += e->nodes;
+	}
+}
+
 static int load_events(struct tooldata *td, const char *path)
 {
 	char *buf = NULL;
@@ -104,6 +127,10 @@ static int load_events(struct tooldata *td, const char *path)
 									   (uint32_t)(h->len - sizeof(*r)), r + 1 };
 			}
 			break;
+		case GX_TEV_GLAUNCH:
+			if (h->len >= sizeof(struct gx_tev_glaunch))
+				add_glaunch(td, (const struct gx_tev_glaunch *)h, h->len);
+			break;
 		case GX_TEV_DROPS:
 			if (h->len >= sizeof(struct gx_tev_drops))
 				td->drops += ((const struct gx_tev_drops *)h)->drops;
@@ -170,6 +197,7 @@ void td_free(struct tooldata *td)
 	free(td->ltimes);
 	free(td->recs);
 	free(td->knames);
+	free(td->gkernels);
 	memset(td, 0, sizeof(*td));
 }
 

@@ -35,6 +35,14 @@ struct td_kname {
 	const char *name;
 };
 
+/* Kernel nodes run by graph launches (GX_TEV_GLAUNCH), summed per kernel
+ * and hooks: counted, not timed. */
+struct td_gkernel {
+	uint64_t kernel_id;
+	uint32_t flags; /* GX_TEV_L_INSTRUMENTED */
+	uint64_t nodes;
+};
+
 struct tooldata {
 	const char *tool;
 	struct td_ctx *ctxs;
@@ -54,6 +62,9 @@ struct tooldata {
 	size_t nr_ltimes;
 	int launch_flags; /* launch records of the second revision (flags, stream) */
 	size_t cap_c, cap_l, cap_r, cap_k, cap_t; /* allocated lengths of ctxs, launches, recs, knames, ltimes */
+	struct td_gkernel *gkernels;
+	size_t nr_gkernels, cap_g;
+	uint64_t graph_launches; /* cuGraphLaunch calls */
 };
 
 int td_load(struct tooldata *td, const char *dir, const char *tool);

@@ -55,6 +55,11 @@ enum gx_event_kind {
 	GX_EV_LAUNCH_DONE,      /* a launch the driver accepted (the same launch
 				 * event, as launched, right after the call; not
 				 * raised for graph launches or nested calls) */
+	GX_EV_GRAPH_LAUNCH,     /* a cuGraphLaunch[_ptsz] the driver accepted: the
+				 * exec's kernel nodes (ev->glaunch) */
+	GX_EV_GRAPH_EXEC_DESTROY,/* pre: an exec's kernel list ev->glaunch.gen goes
+				 * away (cuGraphExecDestroy, or the exec changed:
+				 * cuGraphExecUpdate, ...SetParams; a new gen follows) */
 	GX_EV__COUNT
 };
 
@@ -88,6 +93,27 @@ struct gx_graph_node_event {
 	const char *name;
 };
 
+/* A kernel of an instantiated graph (CUgraphExec), child graphs included. */
+struct gx_graph_kernel {
+	CUfunction func;             /* as in the node: a CUfunction or a CUkernel handle */
+	int is_kernel;               /* func is a CUkernel */
+	const char *name;            /* mangled kernel name, NULL if unknown */
+	unsigned nodes;              /* its kernel nodes in the exec */
+};
+
+/* The kernels of an exec, walked once when it was instantiated (or changed);
+ * one event per graph launch. Execs instantiated before anybody subscribed
+ * to GX_EV_GRAPH_LAUNCH have no list (gen 0, nr_kernels 0). */
+struct gx_graph_launch_event {
+	CUgraphExec exec;
+	CUstream stream;
+	unsigned long long gen;      /* this kernel list's id: new at each instantiation
+				      * and change, never reused (0: no list) */
+	unsigned nr_kernels;         /* distinct kernels */
+	unsigned nodes;              /* kernel nodes in all */
+	const struct gx_graph_kernel *kernels; /* valid during the callback */
+};
+
 struct gx_module_event {
 	void *handle;                /* CUmodule or CUlibrary given to the application */
 	int is_library;
@@ -119,6 +145,7 @@ struct gx_event {
 	union {
 		struct gx_launch_event launch;
 		struct gx_graph_node_event graph;
+		struct gx_graph_launch_event glaunch;
 		struct gx_module_event module;
 		struct gx_mem_event mem;
 		struct gx_stream_event stream;

@@ -51,6 +51,22 @@ enum gx_stats_reason {
 	GX_STATS_WHY__COUNT
 };
 
+/* blocksched: why a launch of a kernel with a persistent copy ran unchanged
+ * (a bounded set; `gpuext sched` has the detail). */
+enum gx_stats_bs_reason {
+	GX_STATS_BS_COOPERATIVE = 0, /* cooperative launch */
+	GX_STATS_BS_EXTRA,	     /* parameters through `extra` */
+	GX_STATS_BS_ATTRIBUTES,	     /* cuLaunchKernelEx attributes */
+	GX_STATS_BS_CAPTURE,	     /* a stream being captured (claiming policies) */
+	GX_STATS_BS_OCCUPANCY,	     /* the copy keeps fewer blocks per SM, or none fits */
+	GX_STATS_BS_MEMORY,	     /* no device state */
+	GX_STATS_BS_SHARED_MEM,	     /* dynamic shared memory the copy cannot get */
+	GX_STATS_BS_GRID,	     /* more than 2^31 blocks */
+	GX_STATS_BS_STATIC_ONLY,     /* a claiming launch of a static-only copy */
+	GX_STATS_BS_GUARD,	     /* the guard ran the original (faster, or being timed) */
+	GX_STATS_BS__COUNT
+};
+
 struct gx_stats_kernel {
 	char name[GX_STATS_KNAME];
 	uint64_t launches;	 /* launch calls, graph kernel nodes included */
@@ -88,10 +104,19 @@ struct gx_stats_file {
 	uint64_t lat_count, lat_sum_ns; /* launch call to seen complete */
 	uint64_t lat[GX_STATS_LAT_BUCKETS];
 	struct gx_stats_kernel kernels[GX_STATS_KERNELS];
+	/* this process's part of its tenant (tenant table v2; GX_STATS_F_TENANT) */
+	uint64_t tenant_mem_used, tenant_mem_hiwater; /* device memory bytes it holds, and its highest */
+	uint64_t tenant_gpu_ns;			      /* busy time of its tracked launches */
+	/* blocksched (GX_STATS_F_SCHED): launches of kernels with a persistent
+	 * copy, run as persistent workers (claiming, static) or unchanged */
+	uint64_t bs_persistent_claim, bs_persistent_static;
+	uint64_t bs_unchanged[GX_STATS_BS__COUNT];
+	uint64_t bs_sampled_launches, bs_steals; /* steals counted in the sampled launches (GPUEXT_SCHED_LOG) */
 };
 
 #define GX_STATS_F_TENANT (1u << 0) /* tenant fields valid */
 #define GX_STATS_F_TOOLS  (1u << 1) /* launch counts valid (a launch subscriber counted them) */
+#define GX_STATS_F_SCHED  (1u << 2) /* blocksched counts valid (a schedule policy is on) */
 
 /* The bucket of a latency, and a bucket's upper bound in ns. */
 static inline unsigned gx_stats_lat_bucket(uint64_t ns)

@@ -21,6 +21,7 @@ struct gx_tev {
 #define GX_TEV_REC 5    /* struct gx_tev_rec + payload: a ringbuf record */
 #define GX_TEV_DROPS 6  /* struct gx_tev_drops: records a ring refused */
 #define GX_TEV_LTIME 7  /* struct gx_tev_ltime: when a launch ran on the GPU */
+#define GX_TEV_GLAUNCH 8 /* struct gx_tev_glaunch: a graph launch and its kernel nodes */
 
 struct gx_tev_proc {
 	struct gx_tev h;
@@ -67,6 +68,20 @@ struct gx_tev_ltime {
 	gdev_u32 ctx, seq;  /* the launch: its context and number (GX_TEV_LAUNCH) */
 	gdev_u64 start_ns;  /* CLOCK_REALTIME when it started on the GPU (timing events) */
 	gdev_u64 gpu_ns;    /* from start to end on its stream */
+};
+/* A cuGraphLaunch: per distinct kernel of the exec (child graphs included),
+ * how many of its kernel nodes ran. Counted, not timed (no GX_TEV_LTIME). */
+struct gx_tev_gkernel {
+	gdev_u64 kernel_id;
+	gdev_u32 nodes;
+	gdev_u32 flags; /* GX_TEV_L_INSTRUMENTED */
+};
+struct gx_tev_glaunch {
+	struct gx_tev h;
+	gdev_u64 host_ns;  /* CLOCK_REALTIME when the launch was accepted */
+	gdev_u64 exec;     /* the exec's kernel list (gx_graph_launch_event.gen) */
+	gdev_u32 ctx, nr;  /* nr entries follow */
+	struct gx_tev_gkernel k[];
 };
 struct gx_tev_drops {
 	struct gx_tev h;

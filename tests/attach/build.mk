@@ -15,8 +15,12 @@ $(ATTACH_FAKE): tests/shim/fakecuda/fake.c $(BUILD)/gen/fakecuda/fake_gen.c test
 $(T_ATT)/attach_app: $(call objs,tests/attach/attach_app.c) $(COMMON_LIB)
 	$(call link,-L$(STUB_LDIR) -lcuda -ldl)
 
-TEST_BINS += $(T_ATT)/test_pcache $(T_ATT)/test_lt_sample $(ATTACH_FAKE) $(T_ATT)/attach_app
+$(T_ATT)/graph_app: $(call objs,tests/attach/graph_app.c) $(COMMON_LIB)
+	$(call link,-L$(STUB_LDIR) -lcuda -ldl)
+
+TEST_BINS += $(T_ATT)/test_pcache $(T_ATT)/test_lt_sample $(ATTACH_FAKE) $(T_ATT)/attach_app $(T_ATT)/graph_app
 TESTS     += $(T_ATT)/test_pcache $(T_ATT)/test_lt_sample tests/attach/test_attach.sh tests/attach/test_attach_cache.sh \
+             tests/attach/test_graphs.sh \
              tests/attach/test_trust.sh
 
 # The policy cache's entries under libFuzzer (`make test` runs it a few

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpuext/gx_stats.h"
 #include "gpuext/gx_work.h"
 #include "tests/gx_test.h"
 #include "tests/shim/stderr_log.h"
@@ -371,6 +372,23 @@ int main(int argc, char **argv)
 				 strstr(logt, "L k_ok 0 20 10 2 1 3 1 3 1") && strstr(logt, "W 2 0 7 2 2 1002 9200"),
 			 "launch: the schedule log has the decision and the sampled launch's workers");
 		free(logt);
+		/* the stats file (GPUEXT_STATS_MS): persistent launches and steals */
+		char sp[600];
+		struct gx_stats_file st = { 0 };
+		snprintf(sp, sizeof(sp), "%s/%d-gpuext.stats", getenv("GPUEXT_SHM_DIR"), (int)getpid());
+		for (int i = 0; i < 100 && !(st.bs_sampled_launches && st.bs_persistent_claim); i++) {
+			usleep(20000);
+			FILE *sf = fopen(sp, "r");
+			if (sf && fread(&st, 1, sizeof(st), sf) != sizeof(st))
+				memset(&st, 0, sizeof(st));
+			if (sf)
+				fclose(sf);
+		}
+		GX_CHECK((st.flags & GX_STATS_F_SCHED) && st.bs_persistent_claim >= 1 && st.bs_sampled_launches >= 1 &&
+				 st.bs_steals >= 2,
+			 "launch: the stats file counts persistent launches, the sample and its steals (%llu, %llu, %llu)",
+			 (unsigned long long)st.bs_persistent_claim, (unsigned long long)st.bs_sampled_launches,
+			 (unsigned long long)st.bs_steals);
 	}
 
 	/* Libraries: launched with the CUkernel handle. */

@@ -26,7 +26,7 @@ done
 # A policy: greedy on k_ok only, with a knob of the launcher's (chunks) and
 # the schedule log.
 log=$tmp/sched.log
-run env GPUEXT_SCHED="$P/greedy.bpf.o,kernels=k_ok,gx_sched_chunks=8" GPUEXT_SCHED_LOG="$log" timeout 60 \
+run env GPUEXT_SCHED="$P/greedy.bpf.o,kernels=k_ok,gx_sched_chunks=8" GPUEXT_SCHED_LOG="$log" GPUEXT_STATS_MS=20 timeout 60 \
 	"$B/tests/blocksched/test_bs_launch" sched "$log" 2>"$tmp/g.err" | sed "s/^\(not \)\?ok - /&[greedy] /"
 [ "${PIPESTATUS[0]}" -lt 128 ] || nok "test_bs_launch (greedy) crashed"
 run env GPUEXT_SCHED="$P/fixed_work.bpf.o,kernels=k_ok" timeout 60 \

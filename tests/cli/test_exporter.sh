@@ -77,9 +77,10 @@ run_app() { # NAME ENV... -- ARGS: tn_app under the shim, in the background ($! 
 # ---- the applications ----
 POL=$HB/gx_lcslo.bpf.o,target_us=2000
 run_app lc GPUEXT_POLICY="$POL" GPUEXT_TOOL=threadhist GPUEXT_TENANT=infer GPUEXT_TENANT_CLASS=lc \
-	FAKECUDA_KERNEL_US=200 -- lc 12000 5000
+	GPUEXT_TENANT_MEM_LIMIT=1G TN_APP_ALLOC=67108864 FAKECUDA_KERNEL_US=200 -- lc 12000 5000
 LCPID=$!
-run_app be GPUEXT_POLICY="$POL" GPUEXT_TENANT=train GPUEXT_TENANT_CLASS=be FAKECUDA_KERNEL_US=500 -- be 100000000 4
+run_app be GPUEXT_POLICY="$POL" GPUEXT_TENANT=train GPUEXT_TENANT_CLASS=be GPUEXT_TENANT_GPU_SHARE=30 \
+	FAKECUDA_KERNEL_US=500 -- be 100000000 4
 BEPID=$!
 check 'wait_for 20 "[ -e $SHM/$LCPID-gpuext.stats ] && [ -e $SHM/$BEPID-gpuext.stats ]"' \
 	"both processes publish <pid>-gpuext.stats" "$(ls "$SHM")"
@@ -95,6 +96,20 @@ check 'grep -q "^gpuext_process_launches_total{pid=\"$LCPID\",comm=\"tn_app\"} [
 	"the LC process's launches" "$(grep launches_total "$tmp/m1.txt" | head -3)"
 check 'grep -q "^gpuext_tenant_info{tenant=\"infer\",class=\"lc\"} 1" $tmp/m1.txt &&
 	grep -q "^gpuext_tenant_info{tenant=\"train\",class=\"be\"} 1" $tmp/m1.txt' "both tenants and their classes"
+check 'grep -q "^gpuext_tenant_memory_limit_bytes{tenant=\"infer\"} 1073741824$" $tmp/m1.txt &&
+	grep -q "^gpuext_tenant_memory_used_bytes{tenant=\"infer\"} 67108864$" $tmp/m1.txt &&
+	grep -q "^gpuext_tenant_memory_high_water_bytes{tenant=\"infer\"} 67108864$" $tmp/m1.txt &&
+	grep -q "^gpuext_tenant_memory_denied_total{tenant=\"infer\"} 0$" $tmp/m1.txt &&
+	grep -q "^gpuext_tenant_memory_limit_bytes{tenant=\"train\"} 0$" $tmp/m1.txt' \
+	"tenant memory: limit, used, high water, denied" "$(grep gpuext_tenant_memory $tmp/m1.txt | head -8)"
+check 'grep -q "^gpuext_tenant_gpu_share_ratio{tenant=\"train\"} 0.3$" $tmp/m1.txt &&
+	grep -q "^gpuext_tenant_gpu_share_ratio{tenant=\"infer\"} 0$" $tmp/m1.txt &&
+	grep -q "^gpuext_tenant_gpu_seconds_total{tenant=\"infer\"} " $tmp/m1.txt' \
+	"tenant GPU share and GPU seconds" "$(grep gpuext_tenant_gpu $tmp/m1.txt | head -6)"
+check 'grep -q "^gpuext_process_memory_used_bytes{pid=\"$LCPID\",comm=\"tn_app\",tenant=\"infer\"} 67108864$" $tmp/m1.txt &&
+	grep -q "^gpuext_process_memory_high_water_bytes{pid=\"$LCPID\",comm=\"tn_app\",tenant=\"infer\"} 67108864$" $tmp/m1.txt &&
+	grep -q "^gpuext_process_gpu_seconds_total{pid=\"$BEPID\",comm=\"tn_app\",tenant=\"train\"} " $tmp/m1.txt' \
+	"per tenant process: memory used, high water, GPU seconds" "$(grep -E "gpuext_process_(memory|gpu)" $tmp/m1.txt | head -6)"
 check 'promtool check metrics <$tmp/m1.txt >$tmp/promtool.out 2>&1' "promtool check metrics passes" \
 	"$(head -5 "$tmp/promtool.out" 2>/dev/null)"
 check 'get http://127.0.0.1:$EPORT/nothing | grep -qi "not found"' "other paths: 404"
@@ -133,6 +148,9 @@ check 'query "gpuext_threadhist_blocks_total{pid=\"$LCPID\"}" | grep -q "gpu=0.*
 check 'query "gpuext_process_policies_attached{pid=\"$LCPID\",kind=\"host\"}" | grep -q " 1$" &&
 	query "gpuext_process_info{pid=\"$LCPID\"}" | grep -q "policies=threadhist"' "query: policies attached (lcslo host, threadhist device)"
 check 'query "gpuext_kernel_launches_total{pid=\"$LCPID\",kernel=\"work\"} > 0" | grep -q .' "query: launches per kernel"
+check 'query "gpuext_tenant_memory_used_bytes{tenant=\"infer\"}" | grep -q " 67108864$" &&
+	query "gpuext_tenant_gpu_share_ratio{tenant=\"train\"}" | grep -q " 0.3$"' \
+	"query: tenant memory used and GPU share" "$(query 'gpuext_tenant_memory_used_bytes')"
 
 # ---- a process dies: its series go ----
 kill -9 "$BEPID"

@@ -73,6 +73,11 @@ int main(int argc, char **argv)
 	CK(cuDeviceGet(&dev, 0));
 	CK(cuDevicePrimaryCtxRetain(&ctx, dev));
 	CK(cuCtxSetCurrent(ctx));
+	/* TN_APP_ALLOC=BYTES: hold that much device memory (the exporter test) */
+	const char *al = getenv("TN_APP_ALLOC");
+	CUdeviceptr held = 0;
+	if (al && atol(al) > 0)
+		CK(cuMemAlloc_v2(&held, (size_t)atol(al)));
 	CK(cuModuleLoadData(&mod, PTX));
 	CK(cuModuleGetFunction(&fn, mod, "work"));
 	uint64_t x = 0;

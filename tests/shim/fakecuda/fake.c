@@ -789,49 +789,396 @@ FX CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **
 		      c->sharedMemBytes, c->hStream, p);
 }
 
-/* ---- graphs ---- */
+/* ---- graphs ----
+ * Graphs made by cuGraphCreate hold real nodes (kernel, child graph; other
+ * types as bare nodes): cuGraphGetNodes, cuGraphNodeGetType, kernel params
+ * and child graphs read back; an exec is the graph's kernel nodes flattened
+ * (child graphs included), and cuGraphLaunch runs each through launch()
+ * (recorded like a launch, api "cuGraphLaunch"). Nodes added to handles the
+ * tests make up (not graphs of ours) get the fixed handles of old. */
+struct fgraph;
+struct fnode {
+	struct fgraph *g;
+	CUgraphNodeType type;
+	CUDA_KERNEL_NODE_PARAMS kp;
+	struct fgraph *child;
+};
+struct fgraph {
+	struct fnode **n;
+	size_t nr;
+	struct fgraph *next;
+};
+struct fxent {
+	struct fnode *node, *top;
+	CUDA_KERNEL_NODE_PARAMS kp;
+};
+struct fexec {
+	struct fxent *e;
+	size_t nr;
+	struct fexec *next;
+};
+static struct fgraph *all_graphs;
+static struct fexec *all_execs;
+static long graph_launches, graph_node_runs;
+static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *last_node_func;
 FX void *fake_last_node_func(void) { return last_node_func; }
+/* cuGraphLaunch calls and the kernel nodes they ran */
+FX long fake_graph_counts(long *nodes)
+{
+	if (nodes)
+		*nodes = graph_node_runs;
+	return graph_launches;
+}
+
+static struct fgraph *fg_find(CUgraph g) /* graph_lock held */
+{
+	struct fgraph *x = all_graphs;
+	while (x && x != (struct fgraph *)g)
+		x = x->next;
+	return x;
+}
+static struct fnode *fn_find(CUgraphNode n) /* graph_lock held */
+{
+	for (struct fgraph *g = all_graphs; g; g = g->next)
+		for (size_t i = 0; i < g->nr; i++)
+			if (g->n[i] == (struct fnode *)n)
+				return g->n[i];
+	return NULL;
+}
+static struct fexec *fx_find(CUgraphExec e) /* graph_lock held */
+{
+	struct fexec *x = all_execs;
+	while (x && x != (struct fexec *)e)
+		x = x->next;
+	return x;
+}
+/* A node in g (NULL: g is not ours). */
+static struct fnode *fg_node(CUgraph g, CUgraphNodeType t)
+{
+	pthread_mutex_lock(&graph_lock);
+	struct fgraph *x = fg_find(g);
+	struct fnode *n = NULL, **a = x ? realloc(x->n, (x->nr + 1) * sizeof(*a)) : NULL;
+	if (a && (n = calloc(1, sizeof(*n)))) {
+		x->n = a;
+		a[x->nr++] = n;
+		n->g = x;
+		n->type = t;
+	} else if (a) {
+		x->n = a;
+	}
+	pthread_mutex_unlock(&graph_lock);
+	return n;
+}
+FX CUresult cuGraphCreate(CUgraph *g, unsigned flags)
+{
+	(void)flags;
+	REC();
+	struct fgraph *x = calloc(1, sizeof(*x));
+	if (!x)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&graph_lock);
+	x->next = all_graphs;
+	all_graphs = x;
+	pthread_mutex_unlock(&graph_lock);
+	*g = (CUgraph)x;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuGraphDestroy(CUgraph g)
+{
+	REC();
+	pthread_mutex_lock(&graph_lock);
+	struct fgraph **pp = &all_graphs;
+	while (*pp && *pp != (struct fgraph *)g)
+		pp = &(*pp)->next;
+	struct fgraph *x = *pp;
+	if (x) {
+		*pp = x->next;
+		for (size_t i = 0; i < x->nr; i++)
+			free(x->n[i]);
+		free(x->n);
+		free(x);
+	}
+	pthread_mutex_unlock(&graph_lock);
+	return x ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult kernel_node(CUgraphNode *n, CUgraph g, const CUDA_KERNEL_NODE_PARAMS *p, uintptr_t legacy)
+{
+	last_node_func = p->func ? (void *)p->func : (void *)p->kern;
+	struct fnode *x = fg_node(g, CU_GRAPH_NODE_TYPE_KERNEL);
+	if (x)
+		x->kp = *p;
+	*n = x ? (CUgraphNode)x : (CUgraphNode)legacy;
+	return CUDA_SUCCESS;
+}
 FX CUresult cuGraphAddKernelNode_v2(CUgraphNode *n, CUgraph g, const CUgraphNode *d, size_t nd,
 				    const CUDA_KERNEL_NODE_PARAMS *p)
 {
-	(void)g, (void)d, (void)nd;
+	(void)d, (void)nd;
 	REC();
-	last_node_func = p->func;
-	*n = (CUgraphNode)(uintptr_t)0x100;
-	return CUDA_SUCCESS;
+	return kernel_node(n, g, p, 0x100);
 }
 FX CUresult cuGraphAddKernelNode(CUgraphNode *n, CUgraph g, const CUgraphNode *d, size_t nd,
 				 const CUDA_KERNEL_NODE_PARAMS_v1 *p)
 {
-	(void)g, (void)d, (void)nd;
+	(void)d, (void)nd;
 	REC();
-	last_node_func = p->func;
-	*n = (CUgraphNode)(uintptr_t)0x101;
+	CUDA_KERNEL_NODE_PARAMS w = { .func = p->func, .gridDimX = p->gridDimX, .gridDimY = p->gridDimY,
+				      .gridDimZ = p->gridDimZ, .blockDimX = p->blockDimX, .blockDimY = p->blockDimY,
+				      .blockDimZ = p->blockDimZ, .sharedMemBytes = p->sharedMemBytes,
+				      .kernelParams = p->kernelParams, .extra = p->extra };
+	return kernel_node(n, g, &w, 0x101);
+}
+FX CUresult cuGraphAddChildGraphNode(CUgraphNode *n, CUgraph g, const CUgraphNode *d, size_t nd, CUgraph child)
+{
+	(void)d, (void)nd;
+	REC();
+	struct fnode *x = fg_node(g, CU_GRAPH_NODE_TYPE_GRAPH);
+	if (!x)
+		return CUDA_ERROR_INVALID_VALUE;
+	x->child = (struct fgraph *)child;
+	*n = (CUgraphNode)x;
 	return CUDA_SUCCESS;
+}
+FX CUresult cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *num)
+{
+	REC();
+	pthread_mutex_lock(&graph_lock);
+	struct fgraph *x = fg_find(g);
+	if (x && nodes) {
+		size_t k = *num < x->nr ? *num : x->nr;
+		for (size_t i = 0; i < k; i++)
+			nodes[i] = (CUgraphNode)x->n[i];
+		*num = k;
+	} else if (x) {
+		*num = x->nr;
+	}
+	pthread_mutex_unlock(&graph_lock);
+	return x ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+FX CUresult cuGraphNodeGetType(CUgraphNode n, CUgraphNodeType *t)
+{
+	REC();
+	pthread_mutex_lock(&graph_lock);
+	struct fnode *x = fn_find(n);
+	if (x)
+		*t = x->type;
+	pthread_mutex_unlock(&graph_lock);
+	return x ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+FX CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS *p)
+{
+	REC();
+	pthread_mutex_lock(&graph_lock);
+	struct fnode *x = fn_find(n);
+	int ok = x && x->type == CU_GRAPH_NODE_TYPE_KERNEL;
+	if (ok)
+		*p = x->kp;
+	pthread_mutex_unlock(&graph_lock);
+	return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+FX CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode n, CUgraph *g)
+{
+	REC();
+	pthread_mutex_lock(&graph_lock);
+	struct fnode *x = fn_find(n);
+	int ok = x && x->type == CU_GRAPH_NODE_TYPE_GRAPH;
+	if (ok)
+		*g = (CUgraph)x->child;
+	pthread_mutex_unlock(&graph_lock);
+	return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 FX CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p)
 {
-	(void)n;
 	REC();
 	last_node_func = p->func;
+	pthread_mutex_lock(&graph_lock);
+	struct fnode *x = fn_find(n);
+	if (x && x->type == CU_GRAPH_NODE_TYPE_KERNEL)
+		x->kp = *p;
+	pthread_mutex_unlock(&graph_lock);
 	return CUDA_SUCCESS;
 }
-FX CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p)
+
+/* g's kernel nodes, child graphs included, appended to e (graph_lock held). */
+static int flatten(struct fexec *e, struct fgraph *g, struct fnode *top, int depth)
 {
-	(void)e, (void)n;
+	if (!g || depth > 16)
+		return -1;
+	for (size_t i = 0; i < g->nr; i++) {
+		struct fnode *n = g->n[i];
+		if (n->type == CU_GRAPH_NODE_TYPE_GRAPH) {
+			if (flatten(e, fg_find((CUgraph)n->child), top ? top : n, depth + 1))
+				return -1;
+		} else if (n->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+			struct fxent *a = realloc(e->e, (e->nr + 1) * sizeof(*a));
+			if (!a)
+				return -1;
+			e->e = a;
+			a[e->nr++] = (struct fxent){ n, top ? top : n, n->kp };
+		}
+	}
+	return 0;
+}
+static CUresult instantiate(CUgraphExec *pe, CUgraph g)
+{
+	struct fexec *e = calloc(1, sizeof(*e));
+	if (!e)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&graph_lock);
+	struct fgraph *x = fg_find(g);
+	if (x && flatten(e, x, NULL, 0)) {
+		pthread_mutex_unlock(&graph_lock);
+		free(e->e);
+		free(e);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	e->next = all_execs;
+	all_execs = e;
+	pthread_mutex_unlock(&graph_lock);
+	*pe = (CUgraphExec)e;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuGraphInstantiate(CUgraphExec *pe, CUgraph g, CUgraphNode *en, char *log, size_t n)
+{
+	(void)en, (void)log, (void)n;
+	REC();
+	return instantiate(pe, g);
+}
+FX CUresult cuGraphInstantiate_v2(CUgraphExec *pe, CUgraph g, CUgraphNode *en, char *log, size_t n)
+{
+	(void)en, (void)log, (void)n;
+	REC();
+	return instantiate(pe, g);
+}
+FX CUresult cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g, unsigned long long f)
+{
+	(void)f;
+	REC();
+	return instantiate(pe, g);
+}
+FX CUresult cuGraphInstantiateWithParams(CUgraphExec *pe, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+	REC();
+	CUresult rc = instantiate(pe, g);
+	if (p)
+		p->result_out = rc == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
+	return rc;
+}
+FX CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *pe, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+	REC();
+	return cuGraphInstantiateWithParams(pe, g, p);
+}
+static CUresult graph_launch(CUgraphExec h, CUstream s)
+{
+	pthread_mutex_lock(&graph_lock);
+	struct fexec *e = fx_find(h);
+	size_t nr = e ? e->nr : 0;
+	struct fxent *copy = nr ? malloc(nr * sizeof(*copy)) : NULL;
+	if (copy)
+		memcpy(copy, e->e, nr * sizeof(*copy));
+	pthread_mutex_unlock(&graph_lock);
+	if (!e)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (nr && !copy)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	CUresult rc = CUDA_SUCCESS;
+	for (size_t i = 0; i < nr && rc == CUDA_SUCCESS; i++) {
+		const CUDA_KERNEL_NODE_PARAMS *k = &copy[i].kp;
+		rc = launch("cuGraphLaunch", k->func ? k->func : (CUfunction)k->kern, k->gridDimX, k->gridDimY,
+			    k->gridDimZ, k->blockDimX, k->blockDimY, k->blockDimZ, k->sharedMemBytes, s, k->kernelParams);
+	}
+	free(copy);
+	pthread_mutex_lock(&graph_lock);
+	graph_launches++;
+	graph_node_runs += (long)nr;
+	pthread_mutex_unlock(&graph_lock);
+	return rc;
+}
+FX CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
+{
+	REC();
+	return graph_launch(e, s);
+}
+FX CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s)
+{
+	REC();
+	return graph_launch(e, s);
+}
+FX CUresult cuGraphExecDestroy(CUgraphExec h)
+{
+	REC();
+	pthread_mutex_lock(&graph_lock);
+	struct fexec **pp = &all_execs;
+	while (*pp && *pp != (struct fexec *)h)
+		pp = &(*pp)->next;
+	struct fexec *e = *pp;
+	if (e) {
+		*pp = e->next;
+		free(e->e);
+		free(e);
+	}
+	pthread_mutex_unlock(&graph_lock);
+	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+FX CUresult cuGraphExecUpdate_v2(CUgraphExec h, CUgraph g, CUgraphExecUpdateResultInfo *info)
+{
+	REC();
+	pthread_mutex_lock(&graph_lock);
+	struct fexec *e = fx_find(h), n = { 0 };
+	int ok = e && fg_find(g) && !flatten(&n, fg_find(g), NULL, 0);
+	if (ok) {
+		free(e->e);
+		e->e = n.e, e->nr = n.nr;
+	} else {
+		free(n.e);
+	}
+	pthread_mutex_unlock(&graph_lock);
+	if (info)
+		info->result = ok ? CU_GRAPH_EXEC_UPDATE_SUCCESS : CU_GRAPH_EXEC_UPDATE_ERROR;
+	return ok ? CUDA_SUCCESS : CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+}
+FX CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec h, CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p)
+{
 	REC();
 	last_node_func = p->func;
+	pthread_mutex_lock(&graph_lock);
+	struct fexec *e = fx_find(h);
+	for (size_t i = 0; e && i < e->nr; i++)
+		if (e->e[i].node == (struct fnode *)n)
+			e->e[i].kp = *p;
+	pthread_mutex_unlock(&graph_lock);
 	return CUDA_SUCCESS;
+}
+FX CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec h, CUgraphNode n, CUgraph child)
+{
+	REC();
+	pthread_mutex_lock(&graph_lock);
+	struct fexec *e = fx_find(h), k = { 0 };
+	int ok = e && fg_find(child);
+	if (ok) {
+		for (size_t i = 0; i < e->nr; i++)
+			if (e->e[i].top != (struct fnode *)n)
+				e->e[k.nr++] = e->e[i];
+		k.e = e->e;
+		ok = !flatten(&k, fg_find(child), (struct fnode *)n, 1);
+		e->e = k.e, e->nr = k.nr;
+	}
+	pthread_mutex_unlock(&graph_lock);
+	return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 FX CUresult cuGraphAddNode_v2(CUgraphNode *n, CUgraph g, const CUgraphNode *d, const CUgraphEdgeData *ed, size_t nd,
 			      CUgraphNodeParams *p)
 {
-	(void)g, (void)d, (void)ed, (void)nd;
+	(void)d, (void)ed, (void)nd;
 	REC();
-	if (p->type == CU_GRAPH_NODE_TYPE_KERNEL)
-		last_node_func = p->kernel.func;
+	if (p->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+		CUDA_KERNEL_NODE_PARAMS k;
+		memcpy(&k, &p->kernel, sizeof(k));
+		return kernel_node(n, g, &k, 0x102);
+	}
 	*n = (CUgraphNode)(uintptr_t)0x102;
 	if (p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
 		return fk_mem_virtual((uint64_t *)&p->alloc.dptr, p->alloc.bytesize);
@@ -1557,6 +1904,10 @@ static const struct {
 	{ "cuStreamDestroy", 4000, "cuStreamDestroy_v2" },
 	{ "cuDevicePrimaryCtxRelease", 11000, "cuDevicePrimaryCtxRelease_v2" },
 	{ "cuGraphAddKernelNode", 12000, "cuGraphAddKernelNode_v2" },
+	{ "cuGraphInstantiate", 12000, "cuGraphInstantiateWithFlags" },
+	{ "cuGraphInstantiate", 11000, "cuGraphInstantiate_v2" },
+	{ "cuGraphExecUpdate", 12000, "cuGraphExecUpdate_v2" },
+	{ "cuGraphKernelNodeGetParams", 12000, "cuGraphKernelNodeGetParams_v2" },
 	{ "cuGetProcAddress", 12000, "cuGetProcAddress_v2" },
 };
 static const struct {

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Kernels run through CUDA graphs count as launches of their kernels (per
+# graph launch, per kernel node; shim/graph_exec.c): a graph of 3 kernel
+# nodes and a child graph of 1, launched 10 times under threadhist on the
+# fake driver, is 40 launches in the summary line, the tools' reports (text
+# and JSON) and the stats file; the exec's list follows its changes.
+set -u
+B=${BUILD:-build}
+B=$(cd "$B" && pwd)
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+FAKE=$B/tests/attach/fakecuda/libcuda.so.1
+APP=$B/tests/attach/graph_app
+PTX=tests/ptx-rewrite/golden-passes/entry_refs.ptx
+check() { if eval "$2"; then echo "ok - graphs: $1"; else echo "not ok - graphs: $1"; sed 's/^/#  /' $T/$3 | tail -8; fi; }
+run() { # name, mode, then env assignments
+	local name=$1 mode=$2; shift 2
+	mkdir -p $T/$name
+	env -u GPUEXT_TOOL -u GPUEXT_POLICY LD_LIBRARY_PATH=$B/lib GPUEXT_REAL_LIBCUDA=$FAKE GPUEXT_LOG=info \
+		GPUEXT_TOOLS_DIR=$B/share/gpuext/tools GPUEXT_FLUSH_MS=10 GPUEXT_CACHE_DIR=$T/cache \
+		GPUEXT_SHM_DIR=$T/$name "$@" timeout 60 $APP $PTX 10 $mode >$T/$name.out 2>$T/$name.err
+	echo $? >$T/$name.rc
+	cat $T/$name.out
+}
+mkdir -p $T/cache
+run tool plain GPUEXT_TOOL=threadhist GPUEXT_STATS_MS=20
+check "app under threadhist exits 0" "[ \$(cat $T/tool.rc) = 0 ]" tool.err
+check "summary line: 40 launches, 40 of them kernel nodes of 10 graph launches" \
+	"grep -q 'gpuext: launches: 40, 40 instrumented (100.0 %); 40 of them kernel nodes of 10 graph launches (counted, not timed)' $T/tool.err" tool.err
+$B/bin/gpuext tools report threadhist --dir $T/tool >$T/report.txt 2>&1
+check "report: 40 launches seen host-side, 40 as graph kernel nodes" \
+	"grep -q 'launches (seen host-side): 40, 40 instrumented' $T/report.txt && grep -q 'of them 40 kernel nodes of 10 graph launches (counted, not timed)' $T/report.txt" report.txt
+check "report: per kernel k 20, k2 10, late 10 (all in graphs)" \
+	"grep -Eq '^k +20 +20 ' $T/report.txt && grep -Eq '^k2 +10 +10 ' $T/report.txt && grep -Eq '^late +10 +10 ' $T/report.txt" report.txt
+$B/bin/gpuext --json tools report threadhist --dir $T/tool >$T/report.json 2>&1
+python3 - $T/report.json <<'P'
+import json, sys
+h = json.load(open(sys.argv[1]))['host_launches']
+k = {x['kernel']: (x['launches'], x['graph_launches']) for x in h['kernels']}
+good = (h['launches'], h['graph_launches'], h['graph_kernel_launches']) == (40, 10, 40) and \
+    k == {'k': (20, 20), 'k2': (10, 10), 'late': (10, 10)}
+print(('ok' if good else 'not ok') + ' - graphs: JSON report: 40 launches, 10 graph launches, per kernel %s' % k)
+P
+run changes changes GPUEXT_TOOL=threadhist
+check "exec list at instantiation, after cuGraphExecKernelNodeSetParams and cuGraphExecUpdate" \
+	"[ \$(grep -c '^ok - graph_app' $T/changes.out) = 5 ] && ! grep -q '^not ok' $T/changes.out" changes.out
+check "changes: 42 launches (40 + one launch of the updated exec: 2 nodes)" \
+	"grep -q 'gpuext: launches: 42, 42 instrumented (100.0 %); 42 of them kernel nodes of 11 graph launches' $T/changes.err" changes.err
+# no subscriber: nothing walked, the launches pass through
+run none plain
+check "no tool: the graph runs, no list kept, no summary" \
+	"[ \$(cat $T/none.rc) = 0 ] && ! grep -q '^not ok' $T/none.out && ! grep -q 'launches:' $T/none.err" none.err
