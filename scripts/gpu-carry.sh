@@ -17,6 +17,8 @@ tar -C build --exclude=./dist --exclude=./gpu-out --exclude=./obj --exclude=./fu
 	--exclude='./tests/shim/test_[^a]*' --exclude=./tests/shim/fakecuda \
 	--exclude='./lib/libgx[!bc]*.a' --exclude=./lib/libgxblocksched.a --exclude=./tests/blocksched --exclude=./tests/tenant --exclude=./tests/common --exclude=./tests/image \
 	-cf - . | { mkdir -p .carry/build && tar -C .carry/build -xf -; }
+# tests/gpu/limits.sh's holder (the exclusions above drop the shim's tests)
+cp build/tests/shim/test_memlimit .carry/build/tests/shim/ 2>/dev/null || true
 # the build's commit, for the GPU run's env.txt (tests/gpu/run.sh): the
 # device copy's own HEAD need not be the commit the carried build came from
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (+ uncommitted changes)')" >.carry/build/.gx-commit
