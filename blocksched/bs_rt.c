@@ -1,4 +1,4 @@
-/* bs_rt.c — the claim protocol of GX_WORK_CLAIM (bs_rt.h says why it is C).
+/* bs_rt.c — the claim protocol of GX_WORK_CLAIM (bs_rt_internal.h says why it is C).
  *
  * Chunks are numbered 0 .. C-1 (chunk c = units [c*k, min((c+1)*k, total))).
  * Worker w owns the contiguous range [lo(w), lo(w+1)), lo(w) = w*C/W: it
@@ -30,7 +30,7 @@
  * The launch's last worker (done == W) resets the cursors, flips the hint
  * buffers and bumps the epoch: the state is clean for the next launch on
  * the stream with no work from the host. */
-#include "blocksched/bs_rt.h"
+#include "blocksched/bs_rt_internal.h"
 
 #ifdef __NVPTX__
 typedef __attribute__((address_space(1))) bs_u32 gu32;

@@ -15,7 +15,7 @@ BS_POL_OBJS := $(patsubst %,$(BS_POL_DIR)/%.bpf.o,$(BS_POLICIES))
 BS_NVPTX_FLAGS := -target nvptx64-nvidia-cuda -march=sm_60 -O2 -ffreestanding -nostdlib \
                   -Wall -Wextra -Werror -I. -Iinclude
 
-$(BS_GEN)/bs_rt.ptx: blocksched/bs_rt.c blocksched/bs_rt.h include/gpuext/gx_work.h
+$(BS_GEN)/bs_rt.ptx: blocksched/bs_rt.c blocksched/bs_rt_internal.h include/gpuext/gx_work.h
 	$(call msg,NVPTX,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CLANG) $(BS_NVPTX_FLAGS) -S $< -o $@

@@ -9,7 +9,7 @@
 #include "devbpf/gx_bpf.h"
 
 struct gx_btf;
-struct gx_vfacts; /* verifier per-insn facts (verifier.h) */
+struct gx_vfacts; /* verifier per-insn facts (verifier_internal.h) */
 
 struct gx_bpf_map {
 	struct gx_bpf_object *obj;

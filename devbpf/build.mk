@@ -36,7 +36,7 @@ $(BPF_LIB): $(call objs,$(BPF_SRCS))
 	$(archive)
 
 # Device helpers: C -> NVPTX bitcode, embedded with .incbin.
-$(HELPERS_BC): devbpf/helpers/gx_helpers.c devbpf/helpers/gx_mapimpl.h include/gpuext/gx_devrt.h \
+$(HELPERS_BC): devbpf/helpers/gx_helpers.c devbpf/helpers/mapimpl_internal.h include/gpuext/gx_devrt.h \
 		include/gpuext/gdev_ctx.h
 	$(call msg,BC,$@)
 	$(Q)mkdir -p $(dir $@)

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "devbpf/verifier.h"
+#include "devbpf/verifier_internal.h"
 #include "common/gx_util.h"
 
 static const char *alu_op[16] = { "+=", "-=", "*=", "/=", "|=", "&=", "<<=", ">>=",

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devbpf/verifier.h"
+#include "devbpf/verifier_internal.h"
 #include "gpuext/gdev_helpers.h"
 #include "common/gx_util.h"
 

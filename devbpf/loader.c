@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "devbpf/btf_internal.h"
-#include "devbpf/loader.h"
+#include "devbpf/loader_internal.h"
 #include "common/gx_log.h"
 #include "common/gx_util.h"
 

@@ -1,6 +1,6 @@
 /* maps.c — host maps: creation in shared memory, opening from another
  * process, and the host-side operations (same algorithms as the device
- * helpers, through gx_mapimpl.h). See gx_map.h for the model. */
+ * helpers, through mapimpl_internal.h). See gx_map.h for the model. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -22,7 +22,7 @@
 	((type) == GX_MAP_PERWARP_ARRAY                                                  \
 		 ? (gx_host_env.smid * GX_WARP_SLOTS_PER_SM + gx_host_env.warpid) % (m)->nr_shards \
 		 : gx_host_env.smid % (m)->nr_shards)
-#include "devbpf/helpers/gx_mapimpl.h"
+#include "devbpf/helpers/mapimpl_internal.h"
 
 GX_EXPORT const char *gx_map_type_name(unsigned type)
 {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devbpf/loader.h"
+#include "devbpf/loader_internal.h"
 #include "common/gx_log.h"
 #include "common/gx_util.h"
 

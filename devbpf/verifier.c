@@ -1,5 +1,5 @@
 /* verifier.c — the SIMT verifier's driver: explores every path of a program
- * with abstract states (verifier.h), one instruction at a time.
+ * with abstract states (verifier_internal.h), one instruction at a time.
  *
  * Why path exploration rather than a fixpoint: loops need no widening — a
  * bounded loop unrolls until its counter's range proves the exit, and an
@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "gpuext/gdev_helpers.h"
-#include "devbpf/verifier.h"
+#include "devbpf/verifier_internal.h"
 #include "common/gx_log.h"
 #include "common/gx_util.h"
 

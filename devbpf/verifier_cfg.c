@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/gx_util.h"
-#include "devbpf/verifier.h"
+#include "devbpf/verifier_internal.h"
 
 static bool is_ldimm64(const struct bpf_insn *in)
 {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "gpuext/gdev_helpers.h"
-#include "devbpf/verifier.h"
+#include "devbpf/verifier_internal.h"
 
 enum varg {
 	A_NONE = 0,

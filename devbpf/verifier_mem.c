@@ -6,7 +6,7 @@
  * writes (no store or atomic through a lane-varying map value pointer). */
 #include <string.h>
 
-#include "devbpf/verifier.h"
+#include "devbpf/verifier_internal.h"
 
 struct vframe *vcur(struct vstate *st)
 {

@@ -12,7 +12,7 @@
  * cannot drift apart. Branches refine the intervals of both operands. */
 #include <limits.h>
 
-#include "devbpf/verifier.h"
+#include "devbpf/verifier_internal.h"
 
 #define U32MAX 0xffffffffull
 

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "gx_loader.h"
+#include "loader_internal.h"
 #include "gx_fifo.skel.h"
 
 static struct gx_loader L = { .name = "fifo" };

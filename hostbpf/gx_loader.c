@@ -1,6 +1,6 @@
 /* gx_loader.c — shared flags, logging and run loop of the host-policy
- * loaders (see gx_loader.h). */
-#include "gx_loader.h"
+ * loaders (see loader_internal.h). */
+#include "loader_internal.h"
 
 #include <bpf/libbpf.h>
 #include <errno.h>

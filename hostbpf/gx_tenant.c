@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "gpuext/gpu_ext.h"
-#include "gx_loader.h"
+#include "loader_internal.h"
 
 static struct gx_loader L = { .name = "tenant" };
 static const char *obj_path;

@@ -1,4 +1,4 @@
-/* cfg_pdom.c — immediate post-dominators (cfg_pdom.h says what for).
+/* cfg_pdom.c — immediate post-dominators (cfg_pdom_internal.h says what for).
  *
  * Post-dominators are the dominators of the reversed graph rooted at a
  * virtual exit node X = n that every leaving node points to. The reversed
@@ -7,7 +7,7 @@
  * postorder of a DFS from X, then idom is refined in reverse postorder until
  * nothing changes (Cooper, Harvey, Kennedy: "A Simple, Fast Dominance
  * Algorithm"). */
-#include "ptx-rewrite/cfg_pdom.h"
+#include "ptx-rewrite/cfg_pdom_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,12 +1,12 @@
 /* fnlocal.c — function-level .local declarations shared by the hook sites of
- * a function (fnlocal.h). Its own file because both the site builder
+ * a function (fnlocal_internal.h). Its own file because both the site builder
  * (site.c: the context) and the handler inliner (inline.c: depots) make
  * them, and neither should call the other for it. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx-rewrite/ctx_words.h"
-#include "ptx-rewrite/fnlocal.h"
+#include "ptx-rewrite/ctx_words_internal.h"
+#include "ptx-rewrite/fnlocal_internal.h"
 
 const char *ptx_fn_local(struct ptx_fn_locals *l, struct ptx_module *m, struct ptx_func *fn, const void *owner,
 			 const struct ptx_decl *d)

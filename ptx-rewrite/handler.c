@@ -1,5 +1,5 @@
 /* handler.c — what a hook handler reads of its context, and whether its
- * body can be inlined exactly (handler.h); the inlining itself is inline.c.
+ * body can be inlined exactly (handler_internal.h); the inlining itself is inline.c.
  *
  * Why: a handler is `.func (.param .b32 r) F(.param .b64 ctx)` reading a
  * struct gdev_ctx through the pointer. Building that struct in memory and
@@ -30,8 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx-rewrite/handler.h"
-#include "ptx-rewrite/ptx_priv.h"
+#include "ptx-rewrite/handler_internal.h"
+#include "ptx-rewrite/ptx_internal.h"
 
 #define PTX_ANALYSE_MAX 20000 /* beyond this: assume every field, never inline */
 

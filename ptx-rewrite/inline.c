@@ -1,16 +1,16 @@
 /* inline.c — an analysed handler's body (handler.c) inlined at a hook
  * site, with its context loads turned into moves from the site's word
- * registers (ctx_words.h). The body is turned into an IR template once per
- * handler; each site copies it with fresh names (inline.h). */
+ * registers (ctx_words_internal.h). The body is turned into an IR template once per
+ * handler; each site copies it with fresh names (inline_internal.h). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx-rewrite/fnlocal.h"
-#include "ptx-rewrite/handler.h"
-#include "ptx-rewrite/inline.h"
-#include "ptx-rewrite/ptx_priv.h"
+#include "ptx-rewrite/fnlocal_internal.h"
+#include "ptx-rewrite/handler_internal.h"
+#include "ptx-rewrite/inline_internal.h"
+#include "ptx-rewrite/ptx_internal.h"
 
 /* The body of an inlinable handler, prepared once (tmpl_build) as IR with
  * every name that a site renames replaced by a slot; a site (tmpl_clone)

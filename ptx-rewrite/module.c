@@ -1,13 +1,13 @@
 /* module.c — the parser and emitter behind gx_ptx.h's module API, for
  * callers that inspect PTX without rewriting it (`gpuext ptx check`, the
- * throughput benchmark). The IR itself stays internal (ptx_ir.h). */
+ * throughput benchmark). The IR itself stays internal (ptx_ir_internal.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
-#include "ptx-rewrite/passlib.h"
-#include "ptx-rewrite/ptx_ir.h"
+#include "ptx-rewrite/passlib_internal.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
 
 struct gx_ptx_module {
 	struct ptx_module *m;

@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx-rewrite/pass.h"
-#include "ptx-rewrite/passlib.h"
-#include "ptx-rewrite/policy.h"
-#include "ptx-rewrite/site.h"
+#include "ptx-rewrite/pass_internal.h"
+#include "ptx-rewrite/passlib_internal.h"
+#include "ptx-rewrite/policy_internal.h"
+#include "ptx-rewrite/site_internal.h"
 
 /* The pass's state: the module, the policy's names, the sites of this
  * rewrite, and for the kernel at hand its entry prologue and block site. */

@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx-rewrite/pass.h"
-#include "ptx-rewrite/passlib.h"
-#include "ptx-rewrite/policy.h"
+#include "ptx-rewrite/pass_internal.h"
+#include "ptx-rewrite/passlib_internal.h"
+#include "ptx-rewrite/policy_internal.h"
 
 /* The pass's state: the module and what it fills in. */
 struct link {

@@ -37,12 +37,12 @@
 #include <string.h>
 
 #include "gpuext/gx_work.h"
-#include "ptx-rewrite/pass.h"
-#include "ptx-rewrite/passlib.h"
-#include "ptx-rewrite/persist.h"
-#include "ptx-rewrite/policy.h"
-#include "ptx-rewrite/rt_inline.h"
-#include "ptx-rewrite/tramp.h"
+#include "ptx-rewrite/pass_internal.h"
+#include "ptx-rewrite/passlib_internal.h"
+#include "ptx-rewrite/persist_internal.h"
+#include "ptx-rewrite/policy_internal.h"
+#include "ptx-rewrite/rt_inline_internal.h"
+#include "ptx-rewrite/tramp_internal.h"
 
 /* The pass's state: the module, what earlier passes decided, where sched
  * hooks' trampolines are asked for, the runtime (parsed once). */

@@ -44,10 +44,10 @@
 #include <string.h>
 
 #include "gpuext/gx_work.h"
-#include "ptx-rewrite/cfg_pdom.h"
-#include "ptx-rewrite/pass.h"
-#include "ptx-rewrite/passlib.h"
-#include "ptx-rewrite/persist.h"
+#include "ptx-rewrite/cfg_pdom_internal.h"
+#include "ptx-rewrite/pass_internal.h"
+#include "ptx-rewrite/passlib_internal.h"
+#include "ptx-rewrite/persist_internal.h"
 
 /* The pass's state: the module and the list it fills. */
 struct check {

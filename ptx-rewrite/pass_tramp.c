@@ -25,11 +25,11 @@
 #include <string.h>
 
 #include "gpuext/gx_devrt.h"
-#include "ptx-rewrite/ctx_words.h"
-#include "ptx-rewrite/pass.h"
-#include "ptx-rewrite/passlib.h"
-#include "ptx-rewrite/policy.h"
-#include "ptx-rewrite/tramp.h"
+#include "ptx-rewrite/ctx_words_internal.h"
+#include "ptx-rewrite/pass_internal.h"
+#include "ptx-rewrite/passlib_internal.h"
+#include "ptx-rewrite/policy_internal.h"
+#include "ptx-rewrite/tramp_internal.h"
 
 static void emit_stub(struct gx_buf *b, const char *name)
 {

@@ -1,5 +1,5 @@
 /* passes.c — the pass driver behind gx_ptx_rewrite(): runs the passes
- * (pass.h) in order, hands each the results of the earlier ones, frees them.
+ * (pass_internal.h) in order, hands each the results of the earlier ones, frees them.
  *
  * Order, and why:
  *  1. link      policy PTX first, so hook sites can name its (renamed) .funcs;
@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx-rewrite/pass.h"
-#include "ptx-rewrite/passes.h"
-#include "ptx-rewrite/persist.h"
-#include "ptx-rewrite/policy.h"
-#include "ptx-rewrite/tramp.h"
+#include "ptx-rewrite/pass_internal.h"
+#include "ptx-rewrite/passes_internal.h"
+#include "ptx-rewrite/persist_internal.h"
+#include "ptx-rewrite/policy_internal.h"
+#include "ptx-rewrite/tramp_internal.h"
 
 int ptx_run_passes(struct ptx_module *m, struct ptx_pass_ctx *ctx)
 {

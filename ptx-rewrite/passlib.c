@@ -1,10 +1,10 @@
-/* passlib.c — the helpers every pass uses (passlib.h): the log, the module
+/* passlib.c — the helpers every pass uses (passlib_internal.h): the log, the module
  * header's end, hook names. Kept out of the pass driver (passes.c), so that
  * passes depend on the library and only the driver depends on the passes. */
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "ptx-rewrite/passlib.h"
+#include "ptx-rewrite/passlib_internal.h"
 
 void ptx_pass_log(struct ptx_pass_ctx *ctx, const char *fmt, ...)
 {

@@ -1,10 +1,10 @@
-/* policy.c — the linked policy code's names and extent (policy.h): one
+/* policy.c — the linked policy code's names and extent (policy_internal.h): one
  * place for what pass_link.c decides and the later passes rely on. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx-rewrite/passlib.h"
-#include "ptx-rewrite/policy.h"
+#include "ptx-rewrite/passlib_internal.h"
+#include "ptx-rewrite/policy_internal.h"
 
 const char *ptx_policy_name(const struct ptx_policy *p, const char *name)
 {

@@ -26,8 +26,8 @@
  *
  * Built as IR (it is added to every module the bench and tests rewrite with
  * it, and parsing its text cost as much as a tenth of such a rewrite). */
-#include "ptx-rewrite/policy.h"
-#include "ptx-rewrite/site_priv.h"
+#include "ptx-rewrite/policy_internal.h"
+#include "ptx-rewrite/site_parts_internal.h"
 
 static const char *const probe_r[] = {
 	"%r0",	"%r1",	"%r2",	"%r3",	"%r4",	"%r5",	"%r6",	"%r7",	"%r8",	"%r9",	"%r10", "%r11", "%r12",

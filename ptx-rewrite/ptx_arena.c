@@ -1,11 +1,11 @@
-/* ptx_arena.c — the arena every module allocates from (ptx_arena.h): chunks
+/* ptx_arena.c — the arena every module allocates from (ptx_arena_internal.h): chunks
  * that grow, and per-thread spare chunks reused by the next module. Apart
  * from ptx_ir.c so that the allocator knows nothing of modules. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx-rewrite/ptx_arena.h"
+#include "ptx-rewrite/ptx_arena_internal.h"
 
 struct ptx_arena *ptx_arena_new(size_t hint)
 {
@@ -97,7 +97,7 @@ void ptx_arena_free(struct ptx_arena *a)
 
 /* align: 8 for structures, 1 for strings (they need no alignment and are
  * the most numerous allocations). The fast path is ptx_arena_alloc() in
- * ptx_arena.h; this is its slow path (a new chunk). */
+ * ptx_arena_internal.h; this is its slow path (a new chunk). */
 void *ptx_arena_alloc_slow(struct ptx_arena *a, size_t size, size_t align)
 {
 	struct ptx_chunk *c = a->cur;

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ptx-rewrite/ptx_ir.h"
-#include "ptx-rewrite/ptx_priv.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
+#include "ptx-rewrite/ptx_internal.h"
 
 static struct ptx_opnd *opnd_new(struct ptx_module *m, enum ptx_opnd_kind k)
 {

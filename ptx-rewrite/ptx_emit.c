@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx-rewrite/ptx_ir.h"
-#include "ptx-rewrite/ptx_priv.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
+#include "ptx-rewrite/ptx_internal.h"
 
 /* Fast path without the NUL gx_buf_append writes each time; the public
  * entry points terminate the buffer once at the end. */

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx-rewrite/ptx_ir.h"
-#include "ptx-rewrite/ptx_arena.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
+#include "ptx-rewrite/ptx_arena_internal.h"
 
 static void *arena_alloc_al(struct ptx_arena *a, size_t size, size_t align)
 {

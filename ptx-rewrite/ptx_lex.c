@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ptx-rewrite/ptx_lex.h"
+#include "ptx-rewrite/ptx_lex_internal.h"
 
 /* Character classes, one table lookup per byte. */
 enum { C_IDS = 1, C_IDC = 2, C_DIG = 4, C_HEX = 8 };

@@ -1,4 +1,4 @@
-/* ptx_parse.c — recursive-descent parser from PTX text to the IR of ptx_ir.h.
+/* ptx_parse.c — recursive-descent parser from PTX text to the IR of ptx_ir_internal.h.
  *
  * Why hand-written: PTX grows every CUDA release (new opcodes, modifiers,
  * directives), so the parser knows the *shape* of the language (directives,
@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx-rewrite/ptx_ir.h"
-#include "ptx-rewrite/ptx_lex.h"
-#include "ptx-rewrite/ptx_priv.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
+#include "ptx-rewrite/ptx_lex_internal.h"
+#include "ptx-rewrite/ptx_internal.h"
 
 #define MAX_OPND_DEPTH 32
 
@@ -700,7 +700,7 @@ verbatim:
 
 /* ------------------------------------------------------------ statements */
 
-/* A chain of statements being built (ptx_ir.h); `failed` is unused here
+/* A chain of statements being built (ptx_ir_internal.h); `failed` is unused here
  * (allocation failures longjmp). */
 #define chain ptx_chain
 

@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "ptx-rewrite/ptx_ir.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
 
 static int insert_text(struct ptx_module *m, struct ptx_func *fn, struct ptx_stmt *pos, int after,
 		       struct ptx_stmt **out, const char *fmt, va_list ap)

@@ -10,7 +10,7 @@
 
 #include "common/gx_util.h"
 #include "ptx-rewrite/gx_ptx.h"
-#include "ptx-rewrite/passes.h"
+#include "ptx-rewrite/passes_internal.h"
 
 GX_EXPORT int gx_ptx_rewrite(const char *ptx, size_t len, const struct gx_ptx_rewrite_opts *opts,
 			     struct gx_ptx_rewrite_result *res)

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "gpuext/gx_work.h"
-#include "ptx-rewrite/rt_inline.h"
+#include "ptx-rewrite/rt_inline_internal.h"
 
 /* Parse the runtime once per module (kept apart from the module's items). */
 static int rt_load(struct ptx_rt *rt)

@@ -1,4 +1,4 @@
-/* site.c — a hook site emitted inline, where the hook is (site.h).
+/* site.c — a hook site emitted inline, where the hook is (site_internal.h).
  *
  * Why inline and not a call to a trampoline .func: ptxas does not inline
  * .funcs, so every out-of-line trampoline cost a CALL/RET pair, a convergence
@@ -38,17 +38,17 @@
  * of entry/exit/mem/fence handlers are not used, so nothing is broadcast.
  * Every name starts with the module's fresh prefix.
  *
- * Helpers in their own files (site_priv.h): the words (site_words.c), the
+ * Helpers in their own files (site_parts_internal.h): the words (site_words.c), the
  * uniform early exits (site_uniform.c), the built-in probe (probe.c). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx-rewrite/policy.h"
-#include "ptx-rewrite/site.h"
-#include "ptx-rewrite/site_priv.h"
-#include "ptx-rewrite/tramp.h"
+#include "ptx-rewrite/policy_internal.h"
+#include "ptx-rewrite/site_internal.h"
+#include "ptx-rewrite/site_parts_internal.h"
+#include "ptx-rewrite/tramp_internal.h"
 
 /* Inlining limits, in handler instructions (the JIT's tools: 60-260). */
 #define PTX_INLINE_MAX	   1024 /* entry/exit */

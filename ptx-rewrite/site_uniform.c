@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx-rewrite/site_priv.h"
+#include "ptx-rewrite/site_parts_internal.h"
 
 #define PTX_UNI_WORDS (0xfu | 0x7u << 6 | 1u << 11 | 0x3fu << 12 | 0x7u << 21 | 1u << 24 | 1u << 25 | 1u << 27)
 #define PTX_UNI_MAX   64 /* instructions scanned */

@@ -4,7 +4,7 @@
  * copied with its own operands. Shared by site.c and site_uniform.c. */
 #include <string.h>
 
-#include "ptx-rewrite/site_priv.h"
+#include "ptx-rewrite/site_parts_internal.h"
 
 /* mov.b32 W<i>, v */
 static void mov_imm(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r, unsigned i,

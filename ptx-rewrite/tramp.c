@@ -1,12 +1,12 @@
 /* tramp.c — the trampolines and stubs a module needs, collected while the
- * hook and persistent passes run (tramp.h); pass_tramp.c writes them out.
+ * hook and persistent passes run (tramp_internal.h); pass_tramp.c writes them out.
  * Also the call site of a sched hook's trampoline (pass_persist_loop.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx-rewrite/passlib.h"
-#include "ptx-rewrite/tramp.h"
+#include "ptx-rewrite/passlib_internal.h"
+#include "ptx-rewrite/tramp_internal.h"
 
 const char *ptx_tramp_stub_name(struct ptx_module *m, unsigned hook)
 {

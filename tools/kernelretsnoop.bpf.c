@@ -13,7 +13,7 @@
  * 16 MiB = 262 144 records between drains (every GPUEXT_FLUSH_MS, 20 ms);
  * beyond that records are refused and counted (the summary prints the
  * drops), never waited for. A refusal costs one snapshot load and one
- * sharded reduction (gx_mapimpl.h). Warp 0's exit stands for the block's:
+ * sharded reduction (mapimpl_internal.h). Warp 0's exit stands for the block's:
  * other warps may finish a little later. A warp whose lanes leave through
  * several `ret` sites calls the hook once per site:
  * the formatter keeps the last record of a (launch, block). */

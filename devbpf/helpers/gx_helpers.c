@@ -6,7 +6,7 @@
  * the module's constant-bank block __gx_devrt); gcc compiles it into the
  * host library (native JIT, interpreter, tests: the warp's identity comes from a thread-local
  * struct gx_host_env, the runtime ring from gx_host_ring). Map and ring logic
- * is shared through gx_mapimpl.h, so both sides agree byte for byte.
+ * is shared through mapimpl_internal.h, so both sides agree byte for byte.
  *
  * Every helper has the eBPF calling shape: five u64 in, one u64 out (unused
  * arguments vanish once inlined). A map handle is the address of the map's
@@ -62,7 +62,7 @@ static inline unsigned long long gx_ring_now(void)
 #define GX_RING_NOW() gx_ring_now()
 #endif
 
-#include "devbpf/helpers/gx_mapimpl.h"
+#include "devbpf/helpers/mapimpl_internal.h"
 
 #define GX_HELPER(name) gx_u64 gx_h_##name(gx_u64 r1, gx_u64 r2, gx_u64 r3, gx_u64 r4, gx_u64 r5)
 #define GX_UNUSED5 (void)r1, (void)r2, (void)r3, (void)r4, (void)r5

@@ -71,7 +71,7 @@ struct gx_devrt_map {
  * the shim's rt ring) whose `tail` is the consumer's. Tests and harnesses
  * without async ops map host memory for the device instead and drain in
  * place (maps_dev.c); such rings carry GX_RING_F_SYS.
- * Protocol (multi-producer, one consumer; gx_mapimpl.h has the why):
+ * Protocol (multi-producer, one consumer; mapimpl_internal.h has the why):
  *  - reserve: one snapshot load of {head, tail}; refused at once (no
  *    atomic on head) when head + len - tail > size; else one fetch-add of
  *    len on `head`. The rare reservation that overflows anyway (the

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blocksched/bs_rt.h"
+#include "blocksched/bs_rt_internal.h"
 #include "devbpf/gx_bpf.h"
 #include "tests/devbpf/interp_shim.h"
 #include "tests/gx_test.h"

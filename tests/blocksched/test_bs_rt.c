@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blocksched/bs_rt.h"
+#include "blocksched/bs_rt_internal.h"
 #include "tests/gx_test.h"
 
 #define MAX_UNITS 20000

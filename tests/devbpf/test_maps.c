@@ -22,7 +22,7 @@
 
 /* The producer side of rings, as the helpers use it. */
 #define gx_shard_index(m, type) 0
-#include "devbpf/helpers/gx_mapimpl.h"
+#include "devbpf/helpers/mapimpl_internal.h"
 
 static char dir[256];
 

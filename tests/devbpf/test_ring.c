@@ -1,5 +1,5 @@
 /* test_ring.c — the device -> host ring protocol on the host: the producer
- * code of gx_mapimpl.h (the same source the device helpers are built from)
+ * code of mapimpl_internal.h (the same source the device helpers are built from)
  * against the consumers of ring.c (in place) and maps_dev.c (device rings,
  * with memcpy callbacks standing in for the copy engine).
  *
@@ -33,7 +33,7 @@ static uint64_t now_ns(void)
 #define GX_RING_NOW() now_ns()
 static long settles;
 #define GX_RING_SETTLE_TRACE() __atomic_fetch_add(&settles, 1, __ATOMIC_RELAXED)
-#include "devbpf/helpers/gx_mapimpl.h"
+#include "devbpf/helpers/mapimpl_internal.h"
 
 /* A record: producer id, its sequence number, then filler words derived
  * from both (so a torn or stale payload is detected). */

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "ptx-rewrite/gx_ptx.h"
-#include "ptx-rewrite/ptx_ir.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
 
 static void check_err(const char *err)
 {

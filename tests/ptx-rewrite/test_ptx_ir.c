@@ -8,8 +8,8 @@
 
 #include "tests/gx_test.h"
 #include "ptx-rewrite/gx_ptx.h"
-#include "ptx-rewrite/ptx_ir.h"
-#include "ptx-rewrite/cfg_pdom.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
+#include "ptx-rewrite/cfg_pdom_internal.h"
 
 static const char *emit_str(struct ptx_module *m, struct gx_buf *b)
 {

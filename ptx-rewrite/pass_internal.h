@@ -1,14 +1,14 @@
-/* pass.h — the passes, one per file, as passes.c runs them (in this order).
+/* pass_internal.h — the passes, one per file, as passes.c runs them (in this order).
  *
  * A pass gets the module, the rewrite's options and log (ctx), the results
  * of earlier passes it reads (const), and the objects it adds to; whatever
  * else it keeps lives in its own file for the length of one call. Each
  * returns 0, or -errno with a stable message in m->err. Passes call the
- * library (passlib.h and the headers it lists), never each other. */
+ * library (passlib_internal.h and the headers it lists), never each other. */
 #ifndef PTX_PASS_H
 #define PTX_PASS_H
 
-#include "ptx-rewrite/passlib.h"
+#include "ptx-rewrite/passlib_internal.h"
 
 struct ptx_policy;
 struct ptx_persist_set;

@@ -1,4 +1,4 @@
-/* passes.h — how gx_ptx_rewrite() (rewrite.c) drives the passes.
+/* passes_internal.h — how gx_ptx_rewrite() (rewrite.c) drives the passes.
  *
  * rewrite.c parses the module, calls ptx_run_passes() once, then emits. It
  * relies on this contract only: on success return 0 having added to
@@ -8,7 +8,7 @@
 #ifndef PTX_PASSES_H
 #define PTX_PASSES_H
 
-#include "ptx-rewrite/passlib.h"
+#include "ptx-rewrite/passlib_internal.h"
 
 int ptx_run_passes(struct ptx_module *m, struct ptx_pass_ctx *ctx);
 

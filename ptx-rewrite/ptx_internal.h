@@ -1,14 +1,14 @@
-/* ptx_priv.h — internals shared by the parser, emitter and IR helpers.
- * Passes use ptx_ir.h; only handler.c and inline.c, which clone a handler's
+/* ptx_internal.h — internals shared by the parser, emitter and IR helpers.
+ * Passes use ptx_ir_internal.h; only handler.c and inline.c, which clone a handler's
  * body at every hook site, also take ptx_alloc_raw (it overwrites what it
- * gets). The arena itself is ptx_arena.h. */
+ * gets). The arena itself is ptx_arena_internal.h. */
 #ifndef PTX_PRIV_H
 #define PTX_PRIV_H
 
 #include <stddef.h>
 
-#include "ptx-rewrite/ptx_arena.h"
-#include "ptx-rewrite/ptx_ir.h"
+#include "ptx-rewrite/ptx_arena_internal.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
 
 /* Not zeroed. */
 static inline void *ptx_alloc_raw(struct ptx_module *m, size_t size)

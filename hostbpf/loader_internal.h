@@ -1,4 +1,4 @@
-/* gx_loader.h — the part every host-policy loader shares (sched_ext style):
+/* loader_internal.h — the part every host-policy loader shares (sched_ext style):
  * common flags (-v libbpf logs, -p PID / -c CGROUP scope, -i stats
  * interval, -h), the libbpf print callback, and the run loop that prints
  * "attached", waits for SIGINT/SIGTERM, prints stats and "detached".

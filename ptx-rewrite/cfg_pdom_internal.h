@@ -1,4 +1,4 @@
-/* cfg_pdom.h — immediate post-dominators of a statement-level control-flow
+/* cfg_pdom_internal.h — immediate post-dominators of a statement-level control-flow
  * graph (cfg_pdom.c), for the persistent transform's barrier check: a
  * thread-dependent branch whose paths meet again before any barrier or exit
  * cannot strand threads at a barrier. */

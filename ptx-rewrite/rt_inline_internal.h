@@ -1,4 +1,4 @@
-/* rt_inline.h — leaf .funcs inlined where the persistent loop calls them
+/* rt_inline_internal.h — leaf .funcs inlined where the persistent loop calls them
  * (rt_inline.c): the device runtime (blocksched's, parsed once per module)
  * and sched-hook handlers. */
 #ifndef PTX_RT_INLINE_H
@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "ptx-rewrite/ptx_ir.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
 
 /* The device runtime's PTX (opts->persist_rt), parsed on first use and kept
  * apart from the module's items. */

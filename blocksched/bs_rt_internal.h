@@ -1,4 +1,4 @@
-/* bs_rt.h — the device runtime of blocksched (bs_rt.c): how thread 0 of a
+/* bs_rt_internal.h — the device runtime of blocksched (bs_rt.c): how thread 0 of a
  * persistent worker claims its next chunk of units in GX_WORK_CLAIM mode
  * (include/gpuext/gx_work.h says what the phases are).
  *

@@ -1,4 +1,4 @@
-/* verifier.h — internal types of the SIMT verifier, shared by its files:
+/* verifier_internal.h — internal types of the SIMT verifier, shared by its files:
  *   verifier_cfg.c     instruction checks, subprograms, CFG and reachability
  *   verifier_scalar.c  value ranges of scalars (ALU transfer functions)
  *   verifier_mem.c     memory accesses: context, stack, map values

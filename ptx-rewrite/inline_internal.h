@@ -1,11 +1,11 @@
-/* inline.h — an analysed handler (handler.h) inlined at a hook site
+/* inline_internal.h — an analysed handler (handler_internal.h) inlined at a hook site
  * (inline.c). */
 #ifndef PTX_INLINE_H
 #define PTX_INLINE_H
 
-#include "ptx-rewrite/ctx_words.h"
-#include "ptx-rewrite/handler.h"
-#include "ptx-rewrite/ptx_ir.h"
+#include "ptx-rewrite/ctx_words_internal.h"
+#include "ptx-rewrite/handler_internal.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
 
 struct ptx_fn_locals;
 

@@ -1,4 +1,4 @@
-/* ptx_ir.h — the in-memory form of a PTX module, shared by the parser, the
+/* ptx_ir_internal.h — the in-memory form of a PTX module, shared by the parser, the
  * emitter and every pass (pass_*.c).
  *
  * Why this shape: passes mostly insert code (before ret/exit, around memory

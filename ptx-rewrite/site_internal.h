@@ -1,15 +1,15 @@
-/* site.h — hook sites emitted inline, where the hook is (site.c): what the
+/* site_internal.h — hook sites emitted inline, where the hook is (site.c): what the
  * hook pass (pass_hooks.c) builds its sites with. One struct ptx_sites per
  * rewrite holds what the sites of a module share: the registers every site
  * names, the handlers (analysed once), the function-level .locals. */
 #ifndef PTX_SITE_H
 #define PTX_SITE_H
 
-#include "ptx-rewrite/ctx_words.h"
-#include "ptx-rewrite/fnlocal.h"
-#include "ptx-rewrite/handler.h"
-#include "ptx-rewrite/inline.h"
-#include "ptx-rewrite/passlib.h"
+#include "ptx-rewrite/ctx_words_internal.h"
+#include "ptx-rewrite/fnlocal_internal.h"
+#include "ptx-rewrite/handler_internal.h"
+#include "ptx-rewrite/inline_internal.h"
+#include "ptx-rewrite/passlib_internal.h"
 
 struct ptx_policy;
 struct ptx_tramps;

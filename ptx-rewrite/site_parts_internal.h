@@ -1,12 +1,12 @@
-/* site_priv.h — what the files of the site builder share: site_words.c (the
+/* site_parts_internal.h — what the files of the site builder share: site_words.c (the
  * context words a site computes), site_uniform.c (a handler's uniform early
  * exits moved before the election), probe.c (the built-in probe handler).
  * site.c puts them together; nothing outside these files includes this. */
 #ifndef PTX_SITE_PRIV_H
 #define PTX_SITE_PRIV_H
 
-#include "ptx-rewrite/ctx_words.h"
-#include "ptx-rewrite/ptx_ir.h"
+#include "ptx-rewrite/ctx_words_internal.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
 
 struct ptx_policy;
 

@@ -1,4 +1,4 @@
-/* policy.h — the policy code linked into a module (policy.c): what its
+/* policy_internal.h — the policy code linked into a module (policy.c): what its
  * symbols were renamed to, which device-runtime blocks it declares, and
  * where it ends. pass_link.c fills it; hook sites (site.c, probe.c) add the
  * built-in probe handler and handler clones after it; the trampolines
@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "ptx-rewrite/ptx_ir.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
 
 /* A policy symbol renamed by pass_link (old → new). */
 struct ptx_rename {

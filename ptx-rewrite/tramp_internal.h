@@ -1,4 +1,4 @@
-/* tramp.h — the trampolines and no-op stubs a module needs (tramp.c):
+/* tramp_internal.h — the trampolines and no-op stubs a module needs (tramp.c):
  * hook sites and the persistent loop ask for them here while they run,
  * pass_tramp.c writes them out at the end. */
 #ifndef PTX_TRAMP_H
@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "ptx-rewrite/ptx_ir.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
 
 /* One trampoline: calls `func` (a policy .func or a stub) for `hook`. virt:
  * the call sites pass (virtual) block ids and grid dims as parameters instead

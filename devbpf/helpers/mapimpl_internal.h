@@ -1,4 +1,4 @@
-/* gx_mapimpl.h — map and ring algorithms, written once for device and host.
+/* mapimpl_internal.h — map and ring algorithms, written once for device and host.
  *
  * Included by gx_helpers.c, which clang-19 compiles to NVPTX bitcode (the
  * device helpers the JIT inlines into policies) and gcc compiles for the host

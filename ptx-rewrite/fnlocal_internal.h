@@ -1,4 +1,4 @@
-/* fnlocal.h — function-level .local declarations made for hook sites
+/* fnlocal_internal.h — function-level .local declarations made for hook sites
  * (fnlocal.c): the context a called handler reads (site.c) and the copies
  * of an inlined handler's depots (inline.c), declared once per function
  * and owner however many sites use them. */
@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "ptx-rewrite/ptx_ir.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
 
 struct ptx_fn_local {
 	const struct ptx_func *fn;

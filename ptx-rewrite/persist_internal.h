@@ -1,4 +1,4 @@
-/* persist.h — the kernels the persistent-worker transform takes: what
+/* persist_internal.h — the kernels the persistent-worker transform takes: what
  * pass_persistent.c decides (the check) and pass_persist_loop.c uses (the
  * transform). Header only: a list and its lookup. */
 #ifndef PTX_PERSIST_H
@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "ptx-rewrite/ptx_ir.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
 
 struct ptx_persist {
 	const struct ptx_func *fn;

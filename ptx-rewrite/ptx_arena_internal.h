@@ -1,6 +1,6 @@
-/* ptx_arena.h — the bump allocator behind every module (ptx_arena.c): a
+/* ptx_arena_internal.h — the bump allocator behind every module (ptx_arena.c): a
  * pass never frees, the module's arena goes at once. Internal: ptx_ir.c,
- * the parser and the per-site cloning (through ptx_priv.h). */
+ * the parser and the per-site cloning (through ptx_internal.h). */
 #ifndef PTX_ARENA_H
 #define PTX_ARENA_H
 

@@ -1,4 +1,4 @@
-/* ctx_words.h — struct gdev_ctx as the rewriter lays it out: 30 4-byte
+/* ctx_words_internal.h — struct gdev_ctx as the rewriter lays it out: 30 4-byte
  * words, a 128-byte slot, the module's context buffer of slots (pass_tramp.c)
  * and the registers a hook site keeps the words in (site.c, inline.c).
  * Header only, shared by the files that build sites and trampolines. */
@@ -6,7 +6,7 @@
 #define PTX_CTX_WORDS_H
 
 #include "gpuext/gdev_ctx.h"
-#include "ptx-rewrite/ptx_ir.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
 
 /* Word i of a handler's context is bytes 4i..4i+3 of its struct gdev_ctx;
  * PTX_CTX_ALL_WORDS when the pointer escapes the analysis (inline.c). */

@@ -1,4 +1,4 @@
-/* loader.h — state shared by loader.c (ELF parsing) and reloc.c
+/* loader_internal.h — state shared by loader.c (ELF parsing) and reloc.c
  * (relocation and flattening) while one object is opened. The one loader
  * of device and host policies: the host executor opens its struct_ops
  * objects through it with its own open options (hostexec/hx_load.c). */

@@ -1,4 +1,4 @@
-/* handler.h — hook handlers as the sites see them (handler.c): which words
+/* handler_internal.h — hook handlers as the sites see them (handler.c): which words
  * of its context a handler reads, whether its body can be inlined exactly,
  * cached per module. The analysis state (struct ptx_an) is kept for the
  * inliner (inline.c), which reads it through the ptx_an_* helpers. */
@@ -7,8 +7,8 @@
 
 #include <stddef.h>
 
-#include "ptx-rewrite/ctx_words.h"
-#include "ptx-rewrite/ptx_ir.h"
+#include "ptx-rewrite/ctx_words_internal.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
 
 struct ptx_inl_tmpl;
 struct ptx_an;

@@ -1,4 +1,4 @@
-/* ptx_lex.h — the PTX tokenizer (hand-written, one pass, no allocation).
+/* ptx_lex_internal.h — the PTX tokenizer (hand-written, one pass, no allocation).
  *
  * Tokens point into the source; comments and white space are skipped (their
  * presence is recorded in tok.ws so the parser can tell `ld.global` from

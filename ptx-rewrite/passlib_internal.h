@@ -1,17 +1,17 @@
-/* passlib.h — what every pass is given, and the helpers all of them use
+/* passlib_internal.h — what every pass is given, and the helpers all of them use
  * (passlib.c): the options, counters and log of one rewrite, where the
  * module's header ends, the hooks' names. The rest of the library the
- * passes are built from has its own headers: policy.h (the linked policy
- * code), persist.h (the kernels the persistent transform takes), tramp.h
- * (trampolines and stubs), site.h (hook sites), inline.h (handlers),
- * rt_inline.h (leaf functions inlined). No library file calls a pass. */
+ * passes are built from has its own headers: policy_internal.h (the linked policy
+ * code), persist_internal.h (the kernels the persistent transform takes), tramp_internal.h
+ * (trampolines and stubs), site_internal.h (hook sites), inline_internal.h (handlers),
+ * rt_inline_internal.h (leaf functions inlined). No library file calls a pass. */
 #ifndef PTX_PASSLIB_H
 #define PTX_PASSLIB_H
 
 #include <stddef.h>
 
 #include "ptx-rewrite/gx_ptx.h"
-#include "ptx-rewrite/ptx_ir.h"
+#include "ptx-rewrite/ptx_ir_internal.h"
 
 /* One rewrite's options (read only), result counters and log. */
 struct ptx_pass_ctx {
