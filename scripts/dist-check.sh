@@ -52,10 +52,11 @@ while IFS= read -r -d '' f; do
 done < <(find "$dir" -type f -print0)
 
 # What the build wrote (ELF files, BPF objects, the prepared cache) must not
-# name its folder; documents may say anything ("/src" is a build folder too).
+# name its folder; documents may say anything ("/src" is a build folder too),
+# and the add-on's Debian libraries name Debian's own build folders.
 if [ -n "$root" ]; then
 	while IFS= read -r -d '' f; do
-		case $f in */share/doc/*|*.md|*/LICENSE|*/include/*) continue ;; esac
+		case $f in */share/doc/*|*.md|*/LICENSE|*/include/*|*/lib/gpuext-llvm/*) continue ;; esac
 		grep -qF -- "$root/" "$f" && problem "${f#"$dir"/} names the build folder $root (not relocatable)"
 	done < <(find "$dir" -type f -print0)
 fi
