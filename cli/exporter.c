@@ -41,6 +41,7 @@
 #include <microhttpd.h>
 
 #include "common/gx_trust.h"
+#include "common/gx_util.h"
 #include "devbpf/gx_bpf.h"
 #include "gpuext/gpu_ext.h"
 #include "gpuext/gx_stats.h"
@@ -308,27 +309,6 @@ static unsigned nr_dirs;
 static uint64_t files_skipped, files_refused, scrapes;
 static int warned_dir;
 
-/* /proc/PID/stat's start time, 0 when the process is gone. */
-static uint64_t start_time_of(uint32_t pid)
-{
-	char p[64], buf[1024];
-	snprintf(p, sizeof(p), "/proc/%u/stat", pid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	char *q = strrchr(buf, ')');
-	unsigned long long v = 0;
-	if (!q ||
-	    sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &v) != 1)
-		return 0;
-	return v;
-}
-
 static void scan_dirs(void)
 {
 	char why[128];
@@ -383,7 +363,7 @@ static int read_stats(const char *dir, const char *name, struct proc *out)
 	memcpy(&out->s, s, sizeof(*s));
 	free(buf);
 	/* gone, or the pid names another process now: no series */
-	uint64_t st = start_time_of(out->s.pid);
+	uint64_t st = gx_proc_start_time(out->s.pid);
 	if (!st || (out->s.start_time && st != out->s.start_time))
 		return -1;
 	out->s.comm[sizeof(out->s.comm) - 1] = 0;
@@ -853,7 +833,7 @@ static void emit_map_metric(struct out *o, const struct metric *m)
 			if (e->d_name[0] == '.' || !map_matches(e->d_name, m->map, &pid))
 				continue;
 			const struct proc *p = proc_of(pid);
-			if (!p && !start_time_of(pid))
+			if (!p && !gx_proc_start_time(pid))
 				continue; /* a dead process's map file */
 			char path[1200];
 			snprintf(path, sizeof(path), "%s/%s", dirs[d], e->d_name);

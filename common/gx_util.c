@@ -248,3 +248,28 @@ GX_EXPORT int gx_cache_dir(char *buf, size_t n)
 		return gx_err(-ENOENT);
 	return w < 0 || (size_t)w >= n ? gx_err(-ENAMETOOLONG) : 0;
 }
+
+/* Field 22 of /proc/PID/stat (the start time, in clock ticks since boot),
+ * read after the parenthesised comm, which may hold spaces and ')'; 0 if the
+ * process is gone. With the pid it names a process for good: pids are
+ * reused, start times are not. */
+GX_EXPORT uint64_t gx_proc_start_time(uint32_t pid)
+{
+	char p[64], buf[1024];
+	snprintf(p, sizeof(p), "/proc/%u/stat", pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *s = strrchr(buf, ')');
+	if (!s)
+		return 0;
+	s++; /* the space before field 3 */
+	for (int field = 3; field < 22 && s; field++)
+		s = strchr(s + 1, ' ');
+	return s ? strtoull(s + 1, NULL, 10) : 0;
+}

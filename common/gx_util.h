@@ -84,4 +84,7 @@ void gx_buf_printf(struct gx_buf *b, const char *fmt, ...) __attribute__((format
 /* Hand the NUL-terminated contents to the caller; the buffer is reset. */
 char *gx_buf_steal(struct gx_buf *b, size_t *len);
 
+/* Start time of process pid (/proc/PID/stat field 22), 0 if it is gone. */
+uint64_t gx_proc_start_time(uint32_t pid);
+
 #endif

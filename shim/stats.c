@@ -25,6 +25,7 @@
 #include "attach/gx_attach.h"
 #include "blocksched/gx_blocksched.h"
 #include "common/gx_trust.h"
+#include "common/gx_util.h"
 #include "devbpf/gx_bpf.h"
 #include "gpuext/gx_stats.h"
 #include "shim/hostpolicy_internal.h"
@@ -105,26 +106,6 @@ static void at_exit(void)
 	pthread_mutex_unlock(&pub_lock);
 }
 
-static uint64_t proc_start_time(void)
-{
-	char buf[1024];
-	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	unsigned long long v = 0;
-	/* after ") ": state is field 3; starttime is field 22 */
-	if (p &&
-	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &v) == 1)
-		return v;
-	return 0;
-}
-
 static void fill(struct gx_stats_file *f)
 {
 	memset(f, 0, sizeof(*f));
@@ -183,7 +164,7 @@ void gx_stats_tick(void)
 		return;
 	}
 	if (!start_time)
-		start_time = proc_start_time();
+		start_time = gx_proc_start_time((uint32_t)getpid());
 	fill(f);
 	snprintf(path, sizeof(path), "%s/%d%s", dir, (int)getpid(), GX_STATS_SUFFIX);
 	snprintf(tmp, sizeof(tmp), "%s/.%d%s.tmp", dir, (int)getpid(), GX_STATS_SUFFIX);

@@ -125,6 +125,5 @@ int tn_join_locked(struct gx_tn *tn);
 /* Fold an entry's counts into its tenant and free it (table locked). */
 void tn_release_locked(struct tn_table *t, uint32_t slot);
 uint64_t tn_pidns_of(uint32_t pid);
-uint64_t tn_start_time_of(uint32_t pid);
 
 #endif

@@ -43,28 +43,6 @@ uint64_t tn_pidns_of(uint32_t pid)
 	return stat(p, &st) ? 0 : (uint64_t)st.st_ino;
 }
 
-/* Field 22 of /proc/PID/stat (after the parenthesised comm, which may hold
- * spaces); 0 if the process is gone. */
-uint64_t tn_start_time_of(uint32_t pid)
-{
-	char p[64], buf[1024];
-	snprintf(p, sizeof(p), "/proc/%u/stat", pid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	char *s = strrchr(buf, ')');
-	if (!s)
-		return 0;
-	s++; /* the space before field 3 */
-	for (int field = 3; field < 22 && s; field++)
-		s = strchr(s + 1, ' ');
-	return s ? strtoull(s + 1, NULL, 10) : 0;
-}
 
 static int table_path(char *path, size_t n, const char *suffix)
 {
@@ -257,7 +235,7 @@ static bool dead(const struct tn_proc *p, uint64_t my_pidns, uint64_t now)
 	if (p->pidns && p->pidns == my_pidns) {
 		if (kill((pid_t)p->pid, 0) && errno == ESRCH)
 			return true;
-		uint64_t st = tn_start_time_of(p->pid);
+		uint64_t st = gx_proc_start_time(p->pid);
 		return st && p->start_time && st != p->start_time; /* the pid was reused */
 	}
 	/* Another pid namespace: we cannot ask; a long silence is death. */
@@ -389,7 +367,7 @@ int gx_tn_open(const struct gx_tn_opts *opts, struct gx_tn **out)
 	tn->lease_ns = o.lease_ns ? o.lease_ns : 1000000000ull;
 	tn->burst_gap_ns = o.burst_gap_ns ? o.burst_gap_ns : 200000ull;
 	tn->pidns = tn_pidns_of((uint32_t)getpid());
-	tn->start_time = tn_start_time_of((uint32_t)getpid());
+	tn->start_time = gx_proc_start_time((uint32_t)getpid());
 	pthread_mutex_init(&tn->mu, NULL);
 	int err = -EAGAIN;
 	for (int attempt = 0; attempt < 8 && err == -EAGAIN; attempt++) {
