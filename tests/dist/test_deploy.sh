@@ -8,7 +8,8 @@
 # put the shim in front of the driver of a program in that root (the fake
 # driver), and gpuext-run from the mount attaches a tool from the shipped JIT
 # cache. The manifests name the folders install.sh writes.
-# Needs root (chroot, mounts in a private mount namespace); run after
+# Needs root (chroot, mounts, in a private mount namespace where one can be
+# made); run after
 # tests/dist/test_dist.sh, which builds the tarball.
 set -u
 B=${BUILD:-build}
@@ -53,11 +54,18 @@ K=$(sed -n 's/.*\.entry \([A-Za-z0-9_]*\).*/\1/p' tests/ptx-rewrite/golden-passe
 # Mount points the test binds over (empty folders, left in the cached root).
 mkdir -p "$R/host" "$R/gx" "$R/opt/gpuext/current"
 
-# Everything below in a private mount namespace: nothing stays mounted.
-unshare -m --propagation private bash -s "$R" "$T" "$V" "$K" >"$T/run.log" 2>&1 <<'IN'
+# Everything below in a private mount namespace, where one can be made (in a
+# chroot whose / is no mount point it cannot: then in this one); either way
+# every mount is undone at the end.
+ns=(unshare -m --propagation private)
+"${ns[@]}" true 2>/dev/null || ns=()
+"${ns[@]}" bash -s "$R" "$T" "$V" "$K" >"$T/run.log" 2>&1 <<'IN'
 set -u
 R=$1 T=$2 V=$3 K=$4
-mount --bind "$T/host" "$R/host" && mount --bind "$T/gx" "$R/gx" && mount -t proc proc "$R/proc" || exit 9
+M=()
+bind() { mount "$@" && M+=("${@: -1}"); }
+trap 'for ((i = ${#M[@]} - 1; i >= 0; i--)); do umount -l "${M[i]}"; done' EXIT
+bind --bind "$T/host" "$R/host" && bind --bind "$T/gx" "$R/gx" && bind -t proc proc "$R/proc" || exit 9
 # 1. the node installer, twice (idempotent)
 chroot "$R" /bin/sh /gx/install.sh "/gx/gpuext-$V-linux-x86_64.tar.gz" /host >"$T/install1.log" 2>&1; echo $? >"$T/install1.rc"
 chroot "$R" /bin/sh /gx/install.sh "/gx/gpuext-$V-linux-x86_64.tar.gz" /host >"$T/install2.log" 2>&1; echo $? >"$T/install2.rc"
@@ -76,7 +84,7 @@ envs=()
 while read -r kind a b opts; do
 	case $kind in
 	mount) # hostPath names the node's folder: under /host here
-		mkdir -p "$R$b" && mount --bind "$T/host$a" "$R$b" || exit 7
+		mkdir -p "$R$b" && bind --bind "$T/host$a" "$R$b" || exit 7
 		case ",$opts," in *,ro,*) mount -o remount,bind,ro "$R$b" || exit 7 ;; esac ;;
 	env) envs+=("$a") ;;
 	esac
