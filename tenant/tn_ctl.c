@@ -148,34 +148,53 @@ int gx_tn_list(struct gx_tn_info *out, int max, int reap)
 	return n;
 }
 
-int gx_tn_set(const char *name, int cls, int64_t window)
+/* Change the named tenant under the table lock: apply(tenant, arg), then
+ * bump the generation so processes re-read it; -ENOENT if it is not there. */
+int tn_update_tenant(const char *name, void (*apply)(struct tn_tenant *, const void *), const void *arg)
 {
-	if (!name || (cls >= 0 && cls != GPU_CLASS_LC && cls != GPU_CLASS_BE) || window > UINT32_MAX)
-		return gx_err(-EINVAL);
 	struct tn_table *t;
 	int fd;
 	char path[400];
 	int err = open_table(&t, &fd, path, sizeof(path));
 	if (err)
-		return gx_err(err);
+		return err;
 	if ((err = tn_lock(t))) {
 		tn_unmap(t, fd);
-		return gx_err(err);
+		return err;
 	}
 	err = -ENOENT;
 	for (int i = 0; i < GX_TN_MAX_TENANTS; i++) {
 		struct tn_tenant *tt = &t->tenants[i];
 		if (!tt->used || strncmp(tt->name, name, GX_TN_NAME_MAX))
 			continue;
-		if (cls >= 0)
-			ST(tt->cls, (uint32_t)cls);
-		if (window >= 0)
-			ST(tt->window, (uint32_t)window);
+		apply(tt, arg);
 		err = 0;
 	}
 	if (!err)
 		tn_bump(t);
 	tn_unlock(t);
 	tn_unmap(t, fd);
-	return gx_err(err);
+	return err;
+}
+
+struct cls_window {
+	int cls;
+	int64_t window;
+};
+
+static void apply_cls_window(struct tn_tenant *tt, const void *arg)
+{
+	const struct cls_window *a = arg;
+	if (a->cls >= 0)
+		ST(tt->cls, (uint32_t)a->cls);
+	if (a->window >= 0)
+		ST(tt->window, (uint32_t)a->window);
+}
+
+int gx_tn_set(const char *name, int cls, int64_t window)
+{
+	if (!name || (cls >= 0 && cls != GPU_CLASS_LC && cls != GPU_CLASS_BE) || window > UINT32_MAX)
+		return gx_err(-EINVAL);
+	struct cls_window a = { cls, window };
+	return gx_err(tn_update_tenant(name, apply_cls_window, &a));
 }

@@ -125,5 +125,7 @@ int tn_join_locked(struct gx_tn *tn);
 /* Fold an entry's counts into its tenant and free it (table locked). */
 void tn_release_locked(struct tn_table *t, uint32_t slot);
 uint64_t tn_pidns_of(uint32_t pid);
+/* Change the named tenant under the lock (tn_ctl.c); 0 or -errno. */
+int tn_update_tenant(const char *name, void (*apply)(struct tn_tenant *, const void *), const void *arg);
 
 #endif

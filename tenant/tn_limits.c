@@ -169,34 +169,23 @@ uint64_t gx_tn_share_hold(struct gx_tn *tn, uint64_t now)
 	return idle ? share_idle_ns : left;
 }
 
+struct limits {
+	int64_t mem_limit, gpu_share;
+};
+
+static void apply_limits(struct tn_tenant *tt, const void *arg)
+{
+	const struct limits *a = arg;
+	if (a->mem_limit >= 0)
+		__atomic_store_n(&tt->mem_limit, (uint64_t)a->mem_limit, __ATOMIC_RELAXED);
+	if (a->gpu_share >= 0)
+		ST(tt->gpu_share, (uint32_t)a->gpu_share);
+}
+
 int gx_tn_set_limits(const char *name, int64_t mem_limit, int64_t gpu_share)
 {
 	if (!name || gpu_share > 100)
 		return gx_err(-EINVAL);
-	struct tn_table *t;
-	int fd;
-	char path[400];
-	int err = tn_map(0, &t, &fd, path, sizeof(path));
-	if (err)
-		return gx_err(err == -EPERM ? -ENOENT : err);
-	if ((err = tn_lock(t))) {
-		tn_unmap(t, fd);
-		return gx_err(err);
-	}
-	err = -ENOENT;
-	for (int i = 0; i < GX_TN_MAX_TENANTS; i++) {
-		struct tn_tenant *tt = &t->tenants[i];
-		if (!tt->used || strncmp(tt->name, name, GX_TN_NAME_MAX))
-			continue;
-		if (mem_limit >= 0)
-			__atomic_store_n(&tt->mem_limit, (uint64_t)mem_limit, __ATOMIC_RELAXED);
-		if (gpu_share >= 0)
-			ST(tt->gpu_share, (uint32_t)gpu_share);
-		err = 0;
-	}
-	if (!err)
-		tn_bump(t);
-	tn_unlock(t);
-	tn_unmap(t, fd);
-	return gx_err(err);
+	struct limits a = { mem_limit, gpu_share };
+	return gx_err(tn_update_tenant(name, apply_limits, &a));
 }
