@@ -40,8 +40,11 @@ $(SHIM_GEN)/gx_tramp.o: $(SHIM_GEN)/gx_tramp.S
 
 # -Bsymbolic: our own references bind to our definitions (never interposed).
 # The version script only limits exports: the real driver has no symbol
-# versions, so neither do we.
-SHIM_LDLIBS = -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,now -Wl,-z,defs -Wl,--version-script=shim/libcuda.map \
+# versions, so neither do we. -z nodelete: the shim runs threads of its own
+# (attach control, tenant poller, drain) and a static cudart dlcloses
+# libcuda.so.1 at exit while they may still be inside it; never unmapped, the
+# shim cannot pull its code from under them (tests/shim/run.sh).
+SHIM_LDLIBS = -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,now -Wl,-z,nodelete -Wl,-z,defs -Wl,--version-script=shim/libcuda.map \
               $(IMAGE_LDLIBS) -lelf -ldl -lpthread
 $(SHIM_LIB): $(SHIM_OBJS) $(SHIM_LIBS) shim/libcuda.map
 	$(call link_so,$(SHIM_LDLIBS))
