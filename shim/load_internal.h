@@ -7,20 +7,23 @@
 #include "shim/shim_internal.h"
 
 struct gx_prep {
-	unsigned id;        /* module number, for log lines */
-	char *ptx;          /* rewritten PTX (malloc'd, NUL-terminated) when prepared */
+	unsigned id; /* module number, for log lines */
+	char *ptx;   /* rewritten PTX (malloc'd, NUL-terminated) when prepared */
 	size_t len;
-	unsigned sm;        /* arch of the PTX entry used */
-	unsigned nr_hooks;  /* hook sites the rewriter inserted (0: identity) */
+	unsigned sm;		/* arch of the PTX entry used */
+	unsigned nr_hooks;	/* hook sites the rewriter inserted (0: identity) */
 	unsigned nr_persistent; /* persistent-worker copies added (GPUEXT_PERSISTENT) */
-	char *log;          /* rewriter notes naming those copies (malloc'd) or NULL */
-	char why[256];      /* why the image passes through */
-	int level;          /* log level of the pass-through line */
-	bool cached;        /* p->ptx came from the rewritten-module cache (mcache_internal.h) */
-	unsigned rdc_units; /* -rdc: p->ptx is a cubin JIT-linked from this many rewritten units */
-	bool from_cubin;    /* the PTX came from the cubin's .nv_debug_ptx_txt (-lineinfo) */
-	char *carried;      /* a passed-through cubin's PTX, kept for gpuext attach (malloc'd) */
+	char *log;		/* rewriter notes naming those copies (malloc'd) or NULL */
+	char why[256];		/* why the image passes through */
+	int level;		/* log level of the pass-through line */
+	bool cached;		/* p->ptx came from the rewritten-module cache (mcache_internal.h) */
+	unsigned rdc_units;	/* -rdc: p->ptx is a cubin JIT-linked from this many rewritten units */
+	bool from_cubin;	/* the PTX came from the cubin's .nv_debug_ptx_txt (-lineinfo) */
+	char *carried;		/* a passed-through cubin's PTX, kept for gpuext attach (malloc'd) */
+	int cubin;		/* what was loaded: the PTX (0) or its cubin, GX_CUBIN_JIT/_CACHED */
+	double jit_ms;		/* GX_CUBIN_JIT: the driver's JIT of the rewritten PTX */
 };
+enum { GX_CUBIN_JIT = 1, GX_CUBIN_CACHED = 2 };
 
 /* Returns true with p->ptx set when the image should be replaced by
  * p->ptx; false with p->why set when it passes through. `all_devices`:
@@ -49,6 +52,13 @@ char *gx_prep_carried_ptx(const void *img, size_t avail, bool all_devices, size_
 struct gx_image;
 int gx_prepare_rdc(const struct gx_image *im, unsigned sm, bool mixed_archs, struct gx_prep *p);
 
+/* cubin.c: p->ptx compiled for the current device, from the module cache
+ * or the driver's JIT (stored then): true with *cubin (malloc'd) to load
+ * instead of the PTX, p->cubin and p->jit_ms set. False (load the PTX) when
+ * GPUEXT_CUBIN=0, the application's JIT options change code generation,
+ * or the JIT failed. */
+bool gx_prep_cubin(struct gx_prep *p, unsigned n, const CUjit_option *o, void **cubin, size_t *len);
+
 /* The one line per module. */
 void gx_log_reloaded(const char *api, const struct gx_prep *p);
 void gx_log_passed(const char *api, const struct gx_prep *p);
@@ -64,8 +74,8 @@ void gx_attach_init(void);
 struct gx_attach_host;
 const struct gx_attach_host *gx_attach_host_live(void);
 /* live.c: gpuext attach/detach of a running process (docs/attach.md). */
-void gx_live_init(void);           /* at cuInit: the control channel */
-bool gx_live_keeps_src(void);      /* keep passed-through modules' PTX */
+void gx_live_init(void);	   /* at cuInit: the control channel */
+bool gx_live_keeps_src(void);	   /* keep passed-through modules' PTX */
 void gx_live_loaded(void *handle); /* a module loaded while attached */
 
 /* sched.c: persistent workers (blocksched/): with GPUEXT_SCHED or

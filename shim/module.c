@@ -52,8 +52,8 @@ static void loaded(const char *api, void *handle, bool is_library, struct gx_pre
  * loads the application's image as it came. */
 typedef CUresult (*orig_fn)(CUmodule *m, const void *arg, unsigned n, CUjit_option *o, void **v);
 
-static CUresult mod_load(const char *api, CUmodule *module, const void *img, size_t avail, unsigned n,
-			 CUjit_option *o, void **v, orig_fn orig, const void *orig_arg)
+static CUresult mod_load(const char *api, CUmodule *module, const void *img, size_t avail, unsigned n, CUjit_option *o,
+			 void **v, orig_fn orig, const void *orig_arg)
 {
 	struct gx_prep p = { 0 };
 	unsigned nr_rw, nr_pass;
@@ -73,7 +73,17 @@ static CUresult mod_load(const char *api, CUmodule *module, const void *img, siz
 		return rc;
 	}
 	if (gx_prepare(api, img, avail, false, &p)) {
-		CUresult rc = REAL(cuModuleLoadDataEx)(module, p.ptx, n, o, v);
+		void *cubin = NULL;
+		size_t clen = 0;
+		CUresult rc = CUDA_ERROR_INVALID_IMAGE;
+		if (gx_prep_cubin(&p, n, o, &cubin, &clen)) {
+			rc = REAL(cuModuleLoadDataEx)(module, cubin, n, o, v);
+			free(cubin);
+			if (rc != CUDA_SUCCESS) /* a cubin the driver refuses: its PTX */
+				p.cubin = 0;
+		}
+		if (rc != CUDA_SUCCESS)
+			rc = REAL(cuModuleLoadDataEx)(module, p.ptx, n, o, v);
 		if (rc == CUDA_SUCCESS) {
 			gx_log_reloaded(api, &p);
 			loaded(api, *module, false, &p, true);
@@ -119,8 +129,8 @@ static CUresult orig_file(CUmodule *m, const void *path, unsigned n, CUjit_optio
 GX_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
 				      CUjit_option *options, void **optionValues)
 {
-	return mod_load("cuModuleLoadDataEx", module, image, SIZE_MAX, numOptions, options, optionValues,
-			orig_data_ex, image);
+	return mod_load("cuModuleLoadDataEx", module, image, SIZE_MAX, numOptions, options, optionValues, orig_data_ex,
+			image);
 }
 
 GX_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
@@ -178,9 +188,8 @@ GX_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const c
 }
 
 /* Libraries: context-independent, loaded lazily into each context. */
-static CUresult lib_load(const char *api, CUlibrary *library, const void *code, size_t avail,
-			 CUjit_option *jo, void **jv, unsigned nj, CUlibraryOption *lo, void **lv, unsigned nl,
-			 const char *path)
+static CUresult lib_load(const char *api, CUlibrary *library, const void *code, size_t avail, CUjit_option *jo,
+			 void **jv, unsigned nj, CUlibraryOption *lo, void **lv, unsigned nl, const char *path)
 {
 	struct gx_prep p = { 0 };
 	if (library && gx_prepare(api, code, avail, true, &p)) {

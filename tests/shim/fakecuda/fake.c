@@ -413,6 +413,9 @@ static int ptx_fits(const char *text, const struct fctx *c)
 	return !t || atoi(t + 11) <= cc[c->dev][0] * 10 + cc[c->dev][1];
 }
 
+/* what the fake cuLinkComplete returns for one PTX input */
+#define FAKE_CUBIN "\177ELF fake cubin\n"
+
 static struct fmod *mod_new(struct fctx *ctx, int is_library, const char *text, size_t n, const void *img)
 {
 	struct fmod *m = calloc(1, sizeof(*m));
@@ -453,7 +456,9 @@ static CUresult load(struct fmod **out, const void *img, int is_library, unsigne
 		if (o[i] == CU_JIT_WALL_TIME)
 			{ float w = 1.5f; v[i] = NULL; memcpy(&v[i], &w, sizeof(w)); }
 	}
-	*out = mod_new(is_library ? NULL : cur, is_library, s, is_elf ? 64 : strlen(s) + 1, img);
+	/* a fake cubin from cuLinkComplete carries its PTX's kernels */
+	size_t tl = is_elf && strncmp(s, FAKE_CUBIN, sizeof(FAKE_CUBIN) - 1) ? 64 : strlen(s) + 1;
+	*out = mod_new(is_library ? NULL : cur, is_library, s, tl, img);
 	return CUDA_SUCCESS;
 }
 
@@ -1196,6 +1201,8 @@ FX const void *fake_last_link_data(void) { return last_link_data; }
 struct flink {
 	char *log;
 	size_t cap, used;
+	char *out; /* one PTX input: a "cubin" carrying its text (its kernels resolve) */
+	int nr_ptx;
 };
 static void link_log(CUlinkState s, const char *what, const char *name)
 {
@@ -1229,6 +1236,12 @@ FX CUresult cuLinkAddData_v2(CUlinkState s, CUjitInputType t, void *data, size_t
 	if (t == CU_JIT_INPUT_PTX && !strstr(data, ".version"))
 		return CUDA_ERROR_INVALID_PTX;
 	last_link_data = data;
+	struct flink *l = (struct flink *)s;
+	if (l && t == CU_JIT_INPUT_PTX && !l->nr_ptx++) {
+		l->out = malloc(sizeof(FAKE_CUBIN) + strlen(data));
+		if (l->out)
+			strcat(strcpy(l->out, FAKE_CUBIN), data);
+	}
 	link_log(s, "compiled", name);
 	return CUDA_SUCCESS;
 }
@@ -1238,13 +1251,17 @@ FX CUresult cuLinkComplete(CUlinkState s, void **cubin, size_t *size)
 	if (getenv("FAKECUDA_LINK_FAIL")) /* a link error, for the shim's -rdc fallback */
 		return CUDA_ERROR_INVALID_PTX;
 	link_log(s, "linked", "cubin");
-	*cubin = link_cubin;
-	*size = sizeof(link_cubin);
+	struct flink *l = (struct flink *)s;
+	int one = l && l->out && l->nr_ptx == 1;
+	*cubin = one ? l->out : link_cubin;
+	*size = one ? strlen(l->out) + 1 : sizeof(link_cubin);
 	return CUDA_SUCCESS;
 }
 FX CUresult cuLinkDestroy(CUlinkState s)
 {
 	REC();
+	if (s)
+		free(((struct flink *)s)->out);
 	free(s);
 	return CUDA_SUCCESS;
 }
