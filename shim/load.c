@@ -66,11 +66,11 @@ bool gx_prep_opts(struct gx_ptx_rewrite_opts *opts)
 {
 	*opts = (struct gx_ptx_rewrite_opts){ .sz = sizeof(*opts) };
 	opts->hooks = gx_hooks_from_env(); /* GPUEXT_HOOKS: no-op stub hooks */
-	gx_attach_opts(opts);		   /* device policy hooks, if one is attached (attach.c) */
+	gx_attach_opts(opts); /* device policy hooks, if one is attached (attach.c) */
 	if (opts->hooks && !opts->policy_ptx)
 		opts->stubs = gx_stubs_from_env(); /* GPUEXT_STUBS: what those hooks run */
-	opts->flags = gx_ptx_flags_from_env();	   /* A/B switches, part of the cache key */
-	return gx_sched_rewrite_opts(opts) > 0;	   /* GPUEXT_SCHED / GPUEXT_PERSISTENT: copies */
+	opts->flags = gx_ptx_flags_from_env(); /* A/B switches, part of the cache key */
+	return gx_sched_rewrite_opts(opts) > 0; /* GPUEXT_SCHED / GPUEXT_PERSISTENT: copies */
 }
 
 static bool prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx_ptx_rewrite_opts opts, bool persist,
@@ -137,11 +137,8 @@ static bool prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx
 	p->nr_hooks = res.nr_hooks;
 	res.ptx = NULL;
 	p->nr_persistent = res.nr_persistent;
-	ce = (struct gx_mcache_entry){ .ptx = p->ptx,
-				       .len = p->len,
-				       .nr_hooks = p->nr_hooks,
-				       .nr_persistent = p->nr_persistent,
-				       .notes = res.log };
+	ce = (struct gx_mcache_entry){ .ptx = p->ptx, .len = p->len, .nr_hooks = p->nr_hooks,
+				       .nr_persistent = p->nr_persistent, .notes = res.log };
 	gx_mcache_put(&key, &ce);
 	if (persist && res.nr_persistent) {
 		p->log = res.log; /* names the persistent copies: for gx_sched_module */
@@ -344,8 +341,7 @@ void gx_log_reloaded(const char *api, const struct gx_prep *p)
 	char how[96];
 	gx_stats_module(GX_STATS_MOD_REWRITTEN, NULL);
 	if (p->nr_hooks && p->nr_persistent)
-		snprintf(how, sizeof(how), "%u hooks, %u kernels with persistent copies", p->nr_hooks,
-			 p->nr_persistent);
+		snprintf(how, sizeof(how), "%u hooks, %u kernels with persistent copies", p->nr_hooks, p->nr_persistent);
 	else if (p->nr_persistent)
 		snprintf(how, sizeof(how), "%u kernels with persistent copies", p->nr_persistent);
 	else if (p->nr_hooks)
@@ -378,6 +374,6 @@ void gx_log_fallback(const char *api, const struct gx_prep *p, CUresult rc)
 {
 	char b[96];
 	gx_stats_module(GX_STATS_MOD_FELL_BACK, NULL);
-	pr_warn("module %u (%s): passed through: the driver rejected the rewritten PTX: %s; loaded the original", p->id,
-		api, gx_cu_errname(rc, b, sizeof(b)));
+	pr_warn("module %u (%s): passed through: the driver rejected the rewritten PTX: %s; loaded the original",
+		p->id, api, gx_cu_errname(rc, b, sizeof(b)));
 }

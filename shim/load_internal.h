@@ -7,21 +7,21 @@
 #include "shim/shim_internal.h"
 
 struct gx_prep {
-	unsigned id; /* module number, for log lines */
-	char *ptx;   /* rewritten PTX (malloc'd, NUL-terminated) when prepared */
+	unsigned id;        /* module number, for log lines */
+	char *ptx;          /* rewritten PTX (malloc'd, NUL-terminated) when prepared */
 	size_t len;
-	unsigned sm;		/* arch of the PTX entry used */
-	unsigned nr_hooks;	/* hook sites the rewriter inserted (0: identity) */
+	unsigned sm;        /* arch of the PTX entry used */
+	unsigned nr_hooks;  /* hook sites the rewriter inserted (0: identity) */
 	unsigned nr_persistent; /* persistent-worker copies added (GPUEXT_PERSISTENT) */
-	char *log;		/* rewriter notes naming those copies (malloc'd) or NULL */
-	char why[256];		/* why the image passes through */
-	int level;		/* log level of the pass-through line */
-	bool cached;		/* p->ptx came from the rewritten-module cache (mcache_internal.h) */
-	unsigned rdc_units;	/* -rdc: p->ptx is a cubin JIT-linked from this many rewritten units */
-	bool from_cubin;	/* the PTX came from the cubin's .nv_debug_ptx_txt (-lineinfo) */
-	char *carried;		/* a passed-through cubin's PTX, kept for gpuext attach (malloc'd) */
-	int cubin;		/* what was loaded: the PTX (0) or its cubin, GX_CUBIN_JIT/_CACHED */
-	double jit_ms;		/* GX_CUBIN_JIT: the driver's JIT of the rewritten PTX */
+	char *log;          /* rewriter notes naming those copies (malloc'd) or NULL */
+	char why[256];      /* why the image passes through */
+	int level;          /* log level of the pass-through line */
+	bool cached;        /* p->ptx came from the rewritten-module cache (mcache_internal.h) */
+	unsigned rdc_units; /* -rdc: p->ptx is a cubin JIT-linked from this many rewritten units */
+	bool from_cubin;    /* the PTX came from the cubin's .nv_debug_ptx_txt (-lineinfo) */
+	char *carried;      /* a passed-through cubin's PTX, kept for gpuext attach (malloc'd) */
+	int cubin;          /* what was loaded: the PTX (0) or its cubin, GX_CUBIN_JIT/_CACHED */
+	double jit_ms;      /* GX_CUBIN_JIT: the driver's JIT of the rewritten PTX */
 };
 enum { GX_CUBIN_JIT = 1, GX_CUBIN_CACHED = 2 };
 
@@ -74,8 +74,8 @@ void gx_attach_init(void);
 struct gx_attach_host;
 const struct gx_attach_host *gx_attach_host_live(void);
 /* live.c: gpuext attach/detach of a running process (docs/attach.md). */
-void gx_live_init(void);	   /* at cuInit: the control channel */
-bool gx_live_keeps_src(void);	   /* keep passed-through modules' PTX */
+void gx_live_init(void);           /* at cuInit: the control channel */
+bool gx_live_keeps_src(void);      /* keep passed-through modules' PTX */
 void gx_live_loaded(void *handle); /* a module loaded while attached */
 
 /* sched.c: persistent workers (blocksched/): with GPUEXT_SCHED or

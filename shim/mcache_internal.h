@@ -39,11 +39,11 @@ void gx_mcache_key(const char *ptx, size_t len, const struct gx_ptx_rewrite_opts
 		   struct gx_mcache_key *k);
 /* What an entry holds: the rewritten PTX and what the rewriter said. */
 struct gx_mcache_entry {
-	char *ptx; /* NUL-terminated */
+	char *ptx;              /* NUL-terminated */
 	size_t len;
 	unsigned nr_hooks;
 	unsigned nr_persistent;
-	char *notes; /* the rewriter's notes (res.log), or NULL */
+	char *notes;            /* the rewriter's notes (res.log), or NULL */
 };
 
 /* 0 on a hit (e->ptx and e->notes malloc'd, the caller frees them); -ENOENT

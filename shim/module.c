@@ -52,8 +52,8 @@ static void loaded(const char *api, void *handle, bool is_library, struct gx_pre
  * loads the application's image as it came. */
 typedef CUresult (*orig_fn)(CUmodule *m, const void *arg, unsigned n, CUjit_option *o, void **v);
 
-static CUresult mod_load(const char *api, CUmodule *module, const void *img, size_t avail, unsigned n, CUjit_option *o,
-			 void **v, orig_fn orig, const void *orig_arg)
+static CUresult mod_load(const char *api, CUmodule *module, const void *img, size_t avail, unsigned n,
+			 CUjit_option *o, void **v, orig_fn orig, const void *orig_arg)
 {
 	struct gx_prep p = { 0 };
 	unsigned nr_rw, nr_pass;
@@ -129,8 +129,8 @@ static CUresult orig_file(CUmodule *m, const void *path, unsigned n, CUjit_optio
 GX_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
 				      CUjit_option *options, void **optionValues)
 {
-	return mod_load("cuModuleLoadDataEx", module, image, SIZE_MAX, numOptions, options, optionValues, orig_data_ex,
-			image);
+	return mod_load("cuModuleLoadDataEx", module, image, SIZE_MAX, numOptions, options, optionValues,
+			orig_data_ex, image);
 }
 
 GX_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
@@ -188,8 +188,9 @@ GX_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const c
 }
 
 /* Libraries: context-independent, loaded lazily into each context. */
-static CUresult lib_load(const char *api, CUlibrary *library, const void *code, size_t avail, CUjit_option *jo,
-			 void **jv, unsigned nj, CUlibraryOption *lo, void **lv, unsigned nl, const char *path)
+static CUresult lib_load(const char *api, CUlibrary *library, const void *code, size_t avail,
+			 CUjit_option *jo, void **jv, unsigned nj, CUlibraryOption *lo, void **lv, unsigned nl,
+			 const char *path)
 {
 	struct gx_prep p = { 0 };
 	if (library && gx_prepare(api, code, avail, true, &p)) {
