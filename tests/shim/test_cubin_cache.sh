@@ -34,7 +34,7 @@ load() { # LOGFILE KERNEL [ENV...]: load $tmp/$KERNEL.ptx, resolve KERNEL
 	env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$FAKE" GPUEXT_LOG=info GPUEXT_CACHE_DIR="$C" "$@" \
 		"$L" "$tmp/$k.ptx" "$k" >"$log.out" 2>"$log"
 }
-cubins() { ls "${1:-$C}/modules"/*.gxcubin 2>/dev/null | wc -l; }
+cubins() { ls "$C/modules"/*.gxcubin 2>/dev/null | wc -l; }
 jitted() { grep -q 'cubin: JIT-compiled in [0-9.]* ms, stored' "$1"; }
 hit() { grep -q 'cubin: cached' "$1"; }
 last() { grep gpuext "$1" | tail -2 | tr '\n' ' '; }
