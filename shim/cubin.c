@@ -155,15 +155,31 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-bool gx_prep_cubin(struct gx_prep *p, unsigned n, const CUjit_option *o, void **cubin, size_t *len)
+/* A library is loaded into every context: one cubin serves only when every
+ * device has the current one's arch. */
+static bool one_arch(unsigned sm)
+{
+	int n = 0;
+	if (REAL(cuDeviceGetCount)(&n) != CUDA_SUCCESS || n <= 0)
+		return false;
+	for (int i = 0; i < n; i++) {
+		CUdevice d;
+		if (REAL(cuDeviceGet)(&d, i) != CUDA_SUCCESS || gx_dev_sm(d) != sm)
+			return false;
+	}
+	return true;
+}
+
+bool gx_prep_cubin(struct gx_prep *p, bool all_devices, unsigned n, const CUjit_option *o, void **cubin, size_t *len)
 {
 	CUdevice d;
 	int driver = 0;
+	/* the JIT compiles for the current context's device: none, no cubin */
 	if (cubin_off() || p->rdc_units || !p->ptx || !opts_neutral(n, o) || REAL(cuCtxGetDevice)(&d) != CUDA_SUCCESS ||
 	    REAL(cuDriverGetVersion)(&driver) != CUDA_SUCCESS)
 		return false;
 	unsigned sm = gx_dev_sm(d);
-	if (!sm)
+	if (!sm || (all_devices && !one_arch(sm)))
 		return false;
 	struct gx_mcache_key k;
 	gx_mcache_cubin_key(p->ptx, p->len, sm, driver, &k);

@@ -56,8 +56,10 @@ int gx_prepare_rdc(const struct gx_image *im, unsigned sm, bool mixed_archs, str
  * or the driver's JIT (stored then): true with *cubin (malloc'd) to load
  * instead of the PTX, p->cubin and p->jit_ms set. False (load the PTX) when
  * GPUEXT_CUBIN=0, the application's JIT options change code generation,
- * or the JIT failed. */
-bool gx_prep_cubin(struct gx_prep *p, unsigned n, const CUjit_option *o, void **cubin, size_t *len);
+ * no context is current, `all_devices` (a library) and the devices differ
+ * in arch, or the JIT failed. */
+bool gx_prep_cubin(struct gx_prep *p, bool all_devices, unsigned n, const CUjit_option *o, void **cubin,
+		   size_t *len);
 
 /* The one line per module. */
 void gx_log_reloaded(const char *api, const struct gx_prep *p);

@@ -440,6 +440,9 @@ static CUresult load(struct fmod **out, const void *img, int is_library, unsigne
 	if (!s)
 		return CUDA_ERROR_INVALID_VALUE;
 	int is_elf = !memcmp(s, "\177ELF", 4);
+	/* a cubin JIT-compiled from rejected PTX would not exist either */
+	if (is_elf && reject_not_at && !strncmp(s, FAKE_CUBIN, sizeof(FAKE_CUBIN) - 1))
+		return CUDA_ERROR_INVALID_IMAGE;
 	if (!is_elf) {
 		if (!strstr(s, ".version"))
 			return CUDA_ERROR_INVALID_IMAGE;
@@ -1233,7 +1236,7 @@ FX CUresult cuLinkAddData_v2(CUlinkState s, CUjitInputType t, void *data, size_t
 {
 	(void)size, (void)n, (void)o, (void)v;
 	REC();
-	if (t == CU_JIT_INPUT_PTX && !strstr(data, ".version"))
+	if (t == CU_JIT_INPUT_PTX && (!strstr(data, ".version") || (reject_not_at && data != reject_not_at)))
 		return CUDA_ERROR_INVALID_PTX;
 	last_link_data = data;
 	struct flink *l = (struct flink *)s;
