@@ -7,7 +7,12 @@
  * nothing. Only for modules whose application JIT options leave code
  * generation alone (log buffers, wall time); anything else keeps the PTX
  * load, as does any failure here (one log line, never the application's
- * error). GPUEXT_CUBIN=0: always load the PTX (A/B). */
+ * error). GPUEXT_CUBIN=0: always load the PTX (A/B).
+ *
+ * The driver compiles PTX given to cuLinkAddData as relocatable code and
+ * links it; a PTX load compiles it whole. The kernels are the same; their
+ * code may differ slightly (tests/gpu/firstrun.sh prints the steady-state
+ * step time of both routes). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -22,10 +27,12 @@
 #include "shim/load_internal.h"
 #include "shim/mcache_internal.h"
 
+/* GPUEXT_CACHE=0 too: without our cache the PTX load is better, since the
+ * driver's own ComputeCache then keeps its JIT output. */
 static bool cubin_off(void)
 {
-	const char *e = getenv("GPUEXT_CUBIN");
-	return e && !strcmp(e, "0");
+	const char *e = getenv("GPUEXT_CUBIN"), *c = getenv("GPUEXT_CACHE");
+	return (e && !strcmp(e, "0")) || (c && !strcmp(c, "0"));
 }
 
 /* JIT options that only report: the cubin is the same with or without them. */

@@ -3,7 +3,8 @@
 # whose cuLinkComplete returns a "cubin" carrying its PTX's kernels: a cold
 # start JIT-compiles and stores a .gxcubin beside the .gxmod; a second start
 # loads it without calling the JIT (the fake link then fails); a failing JIT,
-# GPUEXT_CUBIN=0 and a corrupt or planted entry fall back to the PTX load;
+# GPUEXT_CUBIN=0 or GPUEXT_CACHE=0 load the PTX; a corrupt or planted entry
+# is refused with one line and compiled again;
 # the install's shared cache (GPUEXT_SHARED_CACHE_DIR) is read after the
 # user's, never written, refused when others can write it; `gpuext cache
 # prepare` fills one (--shared: 0755/0644) from a run and from another cache;
@@ -58,6 +59,10 @@ load "$tmp/3" k2 FAKECUDA_LINK_FAIL=1
 load "$tmp/4" k2 GPUEXT_CUBIN=0
 ! jitted "$tmp/4" && ! hit "$tmp/4" && grep -q '^load_us' "$tmp/4.out" && [ "$(cubins)" = 1 ] &&
 	ok "GPUEXT_CUBIN=0: the PTX is loaded, no cubin" || nok "GPUEXT_CUBIN=0: $(last "$tmp/4") cubins $(cubins)"
+
+load "$tmp/4b" k2 GPUEXT_CACHE=0
+! jitted "$tmp/4b" && ! hit "$tmp/4b" && grep -q '^load_us' "$tmp/4b.out" && [ "$(cubins)" = 1 ] &&
+	ok "GPUEXT_CACHE=0: the PTX is loaded (the driver's own cache keeps its JIT), no cubin" || nok "GPUEXT_CACHE=0: $(last "$tmp/4b")"
 
 # Corrupt entries: a flipped byte in the cubin, a broken header, another
 # key, a truncated file: one line, JIT-compiled again, the entry replaced.
