@@ -128,17 +128,34 @@ static void cubin_put(const struct gx_mcache_key *k, const void *cubin, size_t l
 	gx_mcache_enforce_cap(dir);
 }
 
-/* The driver's JIT on the current context: 0 with a malloc'd copy of the
- * cubin, or the driver's error with its log in err. */
-static CUresult jit(const char *ptx, size_t len, void **cubin, size_t *clen, char *err, size_t errn)
+/* The link's target: the device's arch, in its arch-specific or family
+ * variant when the PTX asks for one (Triton targets sm_90a on an H100; a
+ * link for plain sm_90 refuses wgmma and the like). */
+static unsigned link_target(const char *ptx, size_t len, unsigned sm)
 {
-	CUjit_option o[] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
-	void *v[] = { err, (void *)(uintptr_t)errn };
+	const char *t = memmem(ptx, len < 4096 ? len : 4096, ".target sm_", 11);
+	if (!t)
+		return sm;
+	char *end;
+	unsigned long v = strtoul(t + 11, &end, 10);
+	if (v == sm && *end == 'a')
+		return CU_COMPUTE_ACCELERATED_TARGET_BASE + sm;
+	if (v == sm && *end == 'f')
+		return CU_COMPUTE_FAMILY_TARGET_BASE + sm;
+	return sm;
+}
+
+/* The driver's JIT for the current context's device (arch sm): 0 with a
+ * malloc'd copy of the cubin, or the driver's error with its log in err. */
+static CUresult jit(const char *ptx, size_t len, unsigned sm, void **cubin, size_t *clen, char *err, size_t errn)
+{
+	CUjit_option o[] = { CU_JIT_TARGET, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+	void *v[] = { (void *)(uintptr_t)link_target(ptx, len, sm), err, (void *)(uintptr_t)errn };
 	CUlinkState st = NULL;
 	void *out = NULL;
 	size_t n = 0;
 	err[0] = 0;
-	CUresult rc = REAL(cuLinkCreate_v2)(2, o, v, &st);
+	CUresult rc = REAL(cuLinkCreate_v2)(3, o, v, &st);
 	if (rc == CUDA_SUCCESS)
 		rc = REAL(cuLinkAddData_v2)(st, CU_JIT_INPUT_PTX, (void *)ptx, len + 1, "gpuext", 0, NULL, NULL);
 	if (rc == CUDA_SUCCESS)
@@ -196,7 +213,7 @@ bool gx_prep_cubin(struct gx_prep *p, bool all_devices, unsigned n, const CUjit_
 	}
 	char err[1024];
 	double t0 = now_ms();
-	CUresult rc = jit(p->ptx, p->len, cubin, len, err, sizeof(err));
+	CUresult rc = jit(p->ptx, p->len, sm, cubin, len, err, sizeof(err));
 	p->jit_ms = now_ms() - t0;
 	if (rc != CUDA_SUCCESS) {
 		/* The PTX load that follows meets the same error and falls back

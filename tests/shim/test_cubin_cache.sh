@@ -64,6 +64,14 @@ load "$tmp/4b" k2 GPUEXT_CACHE=0
 ! jitted "$tmp/4b" && ! hit "$tmp/4b" && grep -q '^load_us' "$tmp/4b.out" && [ "$(cubins)" = 1 ] &&
 	ok "GPUEXT_CACHE=0: the PTX is loaded (the driver's own cache keeps its JIT), no cubin" || nok "GPUEXT_CACHE=0: $(last "$tmp/4b")"
 
+# Arch-specific PTX (Triton's sm_90a on an H100): the link's target must be
+# sm_90a too (the fake JIT refuses it otherwise, as the driver does).
+sed 's/\.target sm_80/.target sm_90a/' "$tmp/k2.ptx" >"$tmp/k90a.ptx"
+sed -i 's/entry k2(/entry k90a(/' "$tmp/k90a.ptx"
+load "$tmp/4c" k90a
+jitted "$tmp/4c" && grep -q '^load_us' "$tmp/4c.out" &&
+	ok "sm_90a PTX: JIT-compiled for the arch-specific target, loaded" || nok "sm_90a: $(last "$tmp/4c")"
+
 # Corrupt entries: a flipped byte in the cubin, a broken header, another
 # key, a truncated file: one line, JIT-compiled again, the entry replaced.
 for how in flip header key trunc; do

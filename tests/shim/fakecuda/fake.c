@@ -1206,6 +1206,7 @@ struct flink {
 	size_t cap, used;
 	char *out; /* one PTX input: a "cubin" carrying its text (its kernels resolve) */
 	int nr_ptx;
+	unsigned target; /* CU_JIT_TARGET, 0: the context's */
 };
 static void link_log(CUlinkState s, const char *what, const char *name)
 {
@@ -1225,6 +1226,8 @@ FX CUresult cuLinkCreate_v2(unsigned n, CUjit_option *o, void **v, CUlinkState *
 			l->log = v[i];
 		else if (o[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)
 			l->cap = (size_t)(uintptr_t)v[i];
+		else if (o[i] == CU_JIT_TARGET)
+			l->target = (unsigned)(uintptr_t)v[i];
 	}
 	if (l && l->log && l->cap)
 		l->log[0] = 0;
@@ -1240,6 +1243,12 @@ FX CUresult cuLinkAddData_v2(CUlinkState s, CUjitInputType t, void *data, size_t
 		return CUDA_ERROR_INVALID_PTX;
 	last_link_data = data;
 	struct flink *l = (struct flink *)s;
+	/* arch-specific PTX (sm_90a) links only for that arch's own target */
+	const char *tg = t == CU_JIT_INPUT_PTX ? strstr(data, ".target sm_") : NULL;
+	char *tend = NULL;
+	unsigned long tsm = tg ? strtoul(tg + 11, &tend, 10) : 0;
+	if (l && tg && *tend == 'a' && l->target != CU_COMPUTE_ACCELERATED_TARGET_BASE + tsm)
+		return CUDA_ERROR_INVALID_PTX;
 	if (l && t == CU_JIT_INPUT_PTX && !l->nr_ptx++) {
 		l->out = malloc(sizeof(FAKE_CUBIN) + strlen(data));
 		if (l->out)
