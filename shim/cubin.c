@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/gx_capture.h"
 #include "common/gx_trust.h"
 #include "shim/cubin_entry.h"
 #include "shim/load_internal.h"
@@ -66,7 +67,8 @@ static int get_in(const char *dir, bool mine, const char key[33], void **cubin, 
 	char *buf = NULL;
 	size_t n = 0;
 	snprintf(path, sizeof(path), "%s/%s" GX_CUBIN_EXT, dir, key);
-	int r = gx_read_trusted(path, mine ? GX_TRUST_OWN : GX_TRUST_ANY_OWNER, &buf, &n, 1u << 30, why, sizeof(why));
+	int r = gx_read_trusted(path, mine ? GX_TRUST_OWN : GX_TRUST_ANY_OWNER, &buf, &n, gx_mcache_cap(), why,
+				sizeof(why));
 	if (r == -EPERM) {
 		pr_warn("module cache: refusing %s: %s; compiling again", path, why);
 		if (mine)
@@ -110,7 +112,7 @@ static int cubin_get(const struct gx_mcache_key *k, void **cubin, size_t *len)
 static void cubin_put(const struct gx_mcache_key *k, const void *cubin, size_t len)
 {
 	char dir[4096], key[33], tmp[4200], path[4200], hdr[GX_CUBIN_HDR_MAX];
-	if (gx_mcache_dir(0, dir, sizeof(dir), true))
+	if (len + GX_CUBIN_HDR_MAX > gx_mcache_cap() || gx_mcache_dir(0, dir, sizeof(dir), true))
 		return;
 	key_hex(k, key);
 	snprintf(path, sizeof(path), "%s/%s" GX_CUBIN_EXT, dir, key);
@@ -213,7 +215,10 @@ bool gx_prep_cubin(struct gx_prep *p, bool all_devices, unsigned n, const CUjit_
 	}
 	char err[1024];
 	double t0 = now_ms();
+	/* our own calls: never disturb a graph being captured (gx_capture.h) */
+	struct gx_capture_mode cm = gx_capture_relax(REAL(cuThreadExchangeStreamCaptureMode));
 	CUresult rc = jit(p->ptx, p->len, sm, cubin, len, err, sizeof(err));
+	gx_capture_restore(REAL(cuThreadExchangeStreamCaptureMode), cm);
 	p->jit_ms = now_ms() - t0;
 	if (rc != CUDA_SUCCESS) {
 		/* The PTX load that follows meets the same error and falls back

@@ -224,6 +224,11 @@ static size_t cap_bytes(void)
 	return (size_t)mb << 20;
 }
 
+size_t gx_mcache_cap(void)
+{
+	return cap_bytes();
+}
+
 /* Our folder, safe to use: owned by us, not writable by group or others,
  * not a symbolic link (gx_trust.h: GX_TRUST_OWN, since we write into it). */
 static bool safe_dir(const char *d, bool create)

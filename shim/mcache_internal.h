@@ -60,6 +60,8 @@ int gx_mcache_dir(int which, char *buf, size_t n, bool create);
 void gx_mcache_cubin_key(const char *ptx, size_t len, unsigned sm, int driver, struct gx_mcache_key *k);
 /* The content hash the entries' headers record. */
 uint64_t gx_mcache_content_hash(const void *buf, size_t len);
+/* GPUEXT_CACHE_MAX_MB in bytes: no entry is larger. */
+size_t gx_mcache_cap(void);
 /* Evict least recently used entries of both kinds over GPUEXT_CACHE_MAX_MB. */
 void gx_mcache_enforce_cap(const char *dir);
 
