@@ -9,8 +9,9 @@
 # read-only module cache made from the second run's (`gpuext cache prepare
 # --shared --from`, docs/cache.md). The tools' policy cache comes from
 # `make gpu-prep` in every configuration (no LLVM on the GPU machine; an
-# install ships it prepared). With time left, the threadhist run once more
-# with GPUEXT_CUBIN=0 (the PTX load of before, for comparison).
+# install ships it prepared). With time left, threadhist --ptxas cold (the
+# hooks compiled in by Triton's own parallel ptxas calls), then the
+# threadhist run once more with GPUEXT_CUBIN=0 (the PTX load of before).
 # Prints: wall times and ratios, modules rewritten, JIT seconds, a table row;
 # ok lines for identical losses and weights, the prepared run compiling
 # nothing, and the goals (cold <= 1.3x native, prepared <= 1.05x native).
@@ -24,6 +25,7 @@ G=$B/bin/gpuext
 PY=${FIRSTRUN_PY:-$ROOT/tests/gpu/ml/firstrun_train.py}
 T0=$(date +%s)
 left() { echo $((270 - ($(date +%s) - T0))); } # seconds of the part's 300 left, with a margin
+lim() { local l; l=$(left); [ "$l" -gt "$1" ] && l=$1; [ "$l" -lt 1 ] && l=1; echo "$l"; } # a run's limit, at most $1
 [ -x "$G" ] && [ -x "$RUN" ] && [ -e "$B/lib/libcuda.so.1" ] || { nok "build/ has no gpuext, gpuext-run or shim (run make)"; exit 1; }
 python3 -c 'import torch, triton' 2>/dev/null || { nok "python3 with torch and triton is needed"; exit 1; }
 ls "$B"/cache/*.gxpol >/dev/null 2>&1 || nok "no policy JIT cache in $B/cache: run 'make gpu-prep' before carrying build/"
@@ -68,7 +70,7 @@ same() {
 	fi
 }
 
-one cold "$(($(left) < 120 ? $(left) : 120))" "$RUN" -v --tool threadhist -- python3 "$PY"
+one cold "$(lim 120)" "$RUN" -v --tool threadhist -- python3 "$PY"
 same $? cold "threadhist, all caches cold"
 n=$(rewritten cold) np=$(passed cold) js=$(jit_s cold)
 [ "$n" -gt 0 ] && [ "$(grep -c 'cubin: JIT-compiled' "$L/cold.err")" = "$n" ] &&
@@ -78,7 +80,7 @@ n=$(rewritten cold) np=$(passed cold) js=$(jit_s cold)
 rm -rf "$W/shared"
 "$G" cache prepare --shared --cache-dir "$W/shared" --from "$W/cold/gx" >"$L/prepare.log" 2>&1 &&
 	ok "gpuext cache prepare --shared --from the cold run's cache: $(cat "$L/prepare.log")" || nok "cache prepare: $(cat "$L/prepare.log")"
-SHARED=$W/shared one prepared "$(($(left) < 100 ? $(left) : 100))" "$RUN" -v --tool threadhist -- python3 "$PY"
+SHARED=$W/shared one prepared "$(lim 100)" "$RUN" -v --tool threadhist -- python3 "$PY"
 same $? prepared "threadhist with the prepared shared cache (others cold)"
 pn=$(rewritten prepared) pc=$(cached prepared)
 [ "$pn" -gt 0 ] && [ "$pc" = "$pn" ] && ! grep -q 'cubin: JIT-compiled' "$L/prepared.err" &&
@@ -87,14 +89,24 @@ pn=$(rewritten prepared) pc=$(cached prepared)
 
 tn=$(wall native) tc=$(wall cold) tp=$(wall prepared)
 rc_=$(ratio "$tc" "$tn") rp=$(ratio "$tp" "$tn")
+# --ptxas: Triton's own ptxas calls, in Inductor's parallel compile workers,
+# go through gpuext-ptxas and compile the hooks in; the shim loads those
+# cubins as they are (no JIT at load). The other way off the load path.
+px="" rx=""
+if [ "$(left)" -gt $((tc / 1000 + 20)) ]; then
+	one ptxas "$(lim 120)" "$RUN" -v --ptxas --tool threadhist -- python3 "$PY"
+	same $? ptxas "threadhist --ptxas, all caches cold"
+	px=$(wall ptxas) rx=$(ratio "$px" "$tn")
+	bench "threadhist --ptxas cold: $px ms (${rx}x native); modules loaded with the hooks compiled in: $(grep -c 'compiled with the hooks in' "$L/ptxas.err"), JIT-compiled at load: $(grep -c 'cubin: JIT-compiled' "$L/ptxas.err")"
+fi
 old="" ro=""
 if [ "$(left)" -gt $((tc / 1000 + 20)) ]; then
-	one oldpath "$(left)" env GPUEXT_CUBIN=0 "$RUN" -v --tool threadhist -- python3 "$PY"
+	one oldpath "$(lim 120)" env GPUEXT_CUBIN=0 "$RUN" -v --tool threadhist -- python3 "$PY"
 	same $? oldpath "threadhist cold, GPUEXT_CUBIN=0 (the rewritten PTX loaded, JIT-compiled by the driver inside the load)"
 	old=$(wall oldpath) ro=$(ratio "$old" "$tn")
 fi
-echo "| first run, torch.compile training | native ms | threadhist cold ms (x) | modules rewritten / passed | JIT s | prepared ms (x) | GPUEXT_CUBIN=0 cold ms (x) | step ms once compiled: native / cold / prepared / GPUEXT_CUBIN=0 |"
-echo "| $(result native | grep -c '^step') steps | $tn | $tc (${rc_}x) | $n / $np | $js | $tp (${rp}x) | ${old:-skipped} (${ro:-}x) | $(steady native) / $(steady cold) / $(steady prepared) / $(steady oldpath) |"
+echo "| first run, torch.compile training | native ms | threadhist cold ms (x) | modules rewritten / passed | JIT s | prepared ms (x) | --ptxas cold ms (x) | GPUEXT_CUBIN=0 cold ms (x) | step ms once compiled: native / cold / prepared / --ptxas / GPUEXT_CUBIN=0 |"
+echo "| $(result native | grep -c '^step') steps | $tn | $tc (${rc_}x) | $n / $np | $js | $tp (${rp}x) | ${px:-skipped} (${rx:-}x) | ${old:-skipped} (${ro:-}x) | $(steady native) / $(steady cold) / $(steady prepared) / $(steady ptxas) / $(steady oldpath) |"
 bench "cold overhead over native: $(((tc - tn) / 1000)) s, of which the driver's JIT of rewritten modules $js s (the rest: rewriting, the tool's start and report)"
 bench "steady state once compiled (ms a step, median of 5x10): native $(steady native), threadhist cubins $(steady cold) (prepared $(steady prepared)), threadhist PTX load (GPUEXT_CUBIN=0) $(steady oldpath)"
 bench "first run cold: native $tn ms, threadhist $tc ms (${rc_}x; $n modules rewritten, $js s of JIT), prepared cache $tp ms (${rp}x)${old:+, GPUEXT_CUBIN=0 $old ms (${ro}x)}"
