@@ -64,6 +64,15 @@ load "$tmp/4b" k2 GPUEXT_CACHE=0
 ! jitted "$tmp/4b" && ! hit "$tmp/4b" && grep -q '^load_us' "$tmp/4b.out" && [ "$(cubins)" = 1 ] &&
 	ok "GPUEXT_CACHE=0: the PTX is loaded (the driver's own cache keeps its JIT), no cubin" || nok "GPUEXT_CACHE=0: $(last "$tmp/4b")"
 
+# An application's JIT option that changes code generation: the PTX load,
+# which honours it, not a cubin compiled without it.
+rm -f "$C"/modules/*.gxcubin
+env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$FAKE" GPUEXT_LOG=info GPUEXT_CACHE_DIR="$C" \
+	"$L" "$tmp/k1.ptx" k1 32 >"$tmp/4d.out" 2>"$tmp/4d"
+! jitted "$tmp/4d" && ! hit "$tmp/4d" && grep -q 'rewritten (identity), reloaded' "$tmp/4d" && grep -q '^load_us' "$tmp/4d.out" &&
+	[ "$(cubins)" = 0 ] && ok "CU_JIT_MAX_REGISTERS from the application: the rewritten PTX is loaded with it, no cubin" ||
+	nok "JIT options: $(last "$tmp/4d") cubins $(cubins)"
+
 # Arch-specific PTX (Triton's sm_90a on an H100): the link's target must be
 # sm_90a too (the fake JIT refuses it otherwise, as the driver does).
 sed 's/\.target sm_80/.target sm_90a/' "$tmp/k2.ptx" >"$tmp/k90a.ptx"
