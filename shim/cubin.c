@@ -6,7 +6,7 @@
  * the install's prepared cache, loads the stored cubin and compiles
  * nothing. Only for modules whose application JIT options leave code
  * generation alone (log buffers, wall time); anything else keeps the PTX
- * load, as does any failure here (one log line, never the application's
+ * load, as does any failure here (one info line, never the application's
  * error). GPUEXT_CUBIN=0: always load the PTX (A/B).
  *
  * The driver compiles PTX given to cuLinkAddData as relocatable code and
@@ -221,10 +221,12 @@ bool gx_prep_cubin(struct gx_prep *p, bool all_devices, unsigned n, const CUjit_
 	gx_capture_restore(REAL(cuThreadExchangeStreamCaptureMode), cm);
 	p->jit_ms = now_ms() - t0;
 	if (rc != CUDA_SUCCESS) {
-		/* The PTX load that follows meets the same error and falls back
-		 * to the original; say what the JIT said. */
+		/* The PTX load follows (and, if the driver rejects that too, the
+		 * original image): say what the JIT said, since a PTX load that
+		 * works means every start pays the JIT again. */
 		char b[96];
-		pr_debug("module %u: JIT to a cubin failed: %s %.300s", p->id, gx_cu_errname(rc, b, sizeof(b)), err);
+		pr_info("module %u: no cubin, the driver's JIT failed (%s%s%.300s); loading the rewritten PTX", p->id,
+			gx_cu_errname(rc, b, sizeof(b)), err[0] ? ": " : "", err);
 		return false;
 	}
 	p->cubin = GX_CUBIN_JIT;
