@@ -3,7 +3,7 @@
 # process's device policies compiled in, for Triton and XLA). The CLI uses the parts' public
 # headers only; this file is the one place that lists what it links.
 CLI_SRCS   := cli/main.c cli/run.c cli/run_tool.c cli/ptx.c cli/fatbin.c cli/bpf.c cli/map.c cli/tools.c cli/tenant.c \
-              cli/sched.c cli/doctor.c cli/cdi.c cli/exporter_exec.c cli/attach.c
+              cli/sched.c cli/doctor.c cli/cdi.c cli/exporter_exec.c cli/attach.c cli/cache.c
 CLI_LIBS   := $(TOOLS_LIB) $(BS_LIB) $(HOSTEXEC_LIB) $(ATTACH_LIB) $(TENANT_LIB) $(IMAGE_LIB) $(PTX_LIB) $(BPF_LIB) $(COMMON_LIB)
 GPUEXT_BIN := $(BUILD)/bin/gpuext
 GPUEXT_RUN := $(BUILD)/bin/gpuext-run

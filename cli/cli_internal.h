@@ -31,6 +31,7 @@ int do_fatbin(int argc, char **argv); /* fatbin.c */
 int do_bpf(int argc, char **argv);    /* bpf.c */
 int do_map(int argc, char **argv);    /* map.c */
 int do_tools(int argc, char **argv);  /* tools.c */
+int do_cache(int argc, char **argv);  /* cache.c */
 int do_tenant(int argc, char **argv); /* tenant.c */
 int do_sched(int argc, char **argv);  /* sched.c */
 int do_doctor(int argc, char **argv); /* doctor.c */

@@ -31,6 +31,7 @@ static const struct gx_cmd cmds[] = {
 	{ "bpf", do_bpf, "device eBPF policies: show, verify, dump, jit" },
 	{ "map", do_map, "policy maps shared with the GPU: list, dump" },
 	{ "tools", do_tools, "observability tools: list, prepare (JIT cache), report" },
+	{ "cache", do_cache, "module cache: prepare (a shareable, read-only cache for an install or image)" },
 	{ "tenant", do_tenant, "tenants sharing the GPUs: list, set class/window, gc" },
 	{ "sched", do_sched, "block scheduling: decisions and per-SM work of a run (--trace)" },
 	{ "attach", do_attach, "attach tools/policies to a running process under the shim (detach: print reports)" },

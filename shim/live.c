@@ -293,17 +293,32 @@ static int copy_make(struct gx_tab_mod *tm)
 		pr_warn("attach: module %u: its context has no device maps; not instrumented", tm->id);
 		ret = -EIO;
 	} else {
-		CUresult rc = tm->is_library
-				      ? REAL(cuLibraryLoadData)((CUlibrary *)&h, p.ptx, NULL, NULL, 0, NULL, NULL, 0)
-				      : REAL(cuModuleLoadData)((CUmodule *)&h, p.ptx);
+		/* as a cubin from the module cache where it can (cubin.c): a
+		 * second attach, or another process's, compiles nothing */
+		void *cub = NULL;
+		size_t clen = 0;
+		CUresult rc = CUDA_ERROR_INVALID_IMAGE;
+		if (gx_prep_cubin(&p, tm->is_library, 0, NULL, &cub, &clen)) {
+			rc = tm->is_library
+				     ? REAL(cuLibraryLoadData)((CUlibrary *)&h, cub, NULL, NULL, 0, NULL, NULL, 0)
+				     : REAL(cuModuleLoadData)((CUmodule *)&h, cub);
+			free(cub);
+		}
+		if (rc != CUDA_SUCCESS)
+			rc = tm->is_library
+				     ? REAL(cuLibraryLoadData)((CUlibrary *)&h, p.ptx, NULL, NULL, 0, NULL, NULL, 0)
+				     : REAL(cuModuleLoadData)((CUmodule *)&h, p.ptx);
 		if (rc != CUDA_SUCCESS) {
 			char b[96];
 			pr_warn("attach: module %u: the driver rejected its instrumented copy: %s; not instrumented",
 				tm->id, gx_cu_errname(rc, b, sizeof(b)));
 			ret = -EIO;
 		} else {
-			pr_info("attach: module %u: instrumented copy loaded (%u hooks%s)", tm->id, p.nr_hooks,
-				p.cached ? ", from the module cache" : "");
+			const char *cub = p.cubin == GX_CUBIN_CACHED ? ", cubin cached" : "";
+			if (p.cubin == GX_CUBIN_JIT)
+				cub = ", cubin JIT-compiled";
+			pr_info("attach: module %u: instrumented copy loaded (%u hooks%s%s)", tm->id, p.nr_hooks,
+				p.cached ? ", from the module cache" : "", cub);
 			ret = 1;
 		}
 	}

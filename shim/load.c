@@ -354,9 +354,14 @@ void gx_log_reloaded(const char *api, const struct gx_prep *p)
 			p->id, api, how, p->sm, p->rdc_units, p->len, p->cached ? ", from the module cache" : "");
 		return;
 	}
-	pr_info("module %u (%s): rewritten (%s), reloaded from sm_%u PTX%s (%zu bytes%s)", p->id, api, how, p->sm,
+	char cub[80] = "";
+	if (p->cubin == GX_CUBIN_JIT)
+		snprintf(cub, sizeof(cub), "; cubin: JIT-compiled in %.1f ms, stored", p->jit_ms);
+	else if (p->cubin == GX_CUBIN_CACHED)
+		snprintf(cub, sizeof(cub), "; cubin: cached");
+	pr_info("module %u (%s): rewritten (%s), reloaded from sm_%u PTX%s (%zu bytes%s)%s", p->id, api, how, p->sm,
 		p->from_cubin ? " carried by its cubin (-lineinfo)" : "", p->len,
-		p->cached ? ", from the module cache" : "");
+		p->cached ? ", from the module cache" : "", cub);
 }
 
 void gx_log_passed(const char *api, const struct gx_prep *p)

@@ -20,7 +20,10 @@ struct gx_prep {
 	unsigned rdc_units; /* -rdc: p->ptx is a cubin JIT-linked from this many rewritten units */
 	bool from_cubin;    /* the PTX came from the cubin's .nv_debug_ptx_txt (-lineinfo) */
 	char *carried;      /* a passed-through cubin's PTX, kept for gpuext attach (malloc'd) */
+	int cubin;          /* what was loaded: the PTX (0) or its cubin, GX_CUBIN_JIT/_CACHED */
+	double jit_ms;      /* GX_CUBIN_JIT: the driver's JIT of the rewritten PTX */
 };
+enum { GX_CUBIN_JIT = 1, GX_CUBIN_CACHED = 2 };
 
 /* Returns true with p->ptx set when the image should be replaced by
  * p->ptx; false with p->why set when it passes through. `all_devices`:
@@ -48,6 +51,15 @@ char *gx_prep_carried_ptx(const void *img, size_t avail, bool all_devices, size_
  * (a library): a linked cubin cannot, so units with PTX give -1. */
 struct gx_image;
 int gx_prepare_rdc(const struct gx_image *im, unsigned sm, bool mixed_archs, struct gx_prep *p);
+
+/* cubin.c: p->ptx compiled for the current device, from the module cache
+ * or the driver's JIT (stored then): true with *cubin (malloc'd) to load
+ * instead of the PTX, p->cubin and p->jit_ms set. False (load the PTX) when
+ * GPUEXT_CUBIN=0, the application's JIT options change code generation,
+ * no context is current, `all_devices` (a library) and the devices differ
+ * in arch, or the JIT failed. */
+bool gx_prep_cubin(struct gx_prep *p, bool all_devices, unsigned n, const CUjit_option *o, void **cubin,
+		   size_t *len);
 
 /* The one line per module. */
 void gx_log_reloaded(const char *api, const struct gx_prep *p);

@@ -14,6 +14,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include "attach/gx_attach.h"
 #include "common/gx_trust.h"
 #include "ptx-rewrite/gx_ptx.h"
+#include "shim/cubin_entry.h"
 #include "shim/mcache_internal.h"
 #include "shim/shim_internal.h"
 
@@ -185,6 +187,26 @@ void gx_mcache_key(const char *ptx, size_t len, const struct gx_ptx_rewrite_opts
 	k->h[1] = mix(h.b ^ k->h[0]);
 }
 
+/* The compiled cubin of a rewritten PTX (cubin.c): what the driver's JIT
+ * output depends on, the text, the device arch and the driver. Not the
+ * gpuext build: the PTX says all of it. */
+void gx_mcache_cubin_key(const char *ptx, size_t len, unsigned sm, int driver, struct gx_mcache_key *k)
+{
+	struct h128 h;
+	h_init(&h);
+	h_str(&h, "gpuext-cubin");
+	h_field(&h, &sm, sizeof(sm));
+	h_field(&h, &driver, sizeof(driver));
+	h_field(&h, ptx, len);
+	k->h[0] = mix(h.a);
+	k->h[1] = mix(h.b ^ k->h[0]);
+}
+
+uint64_t gx_mcache_content_hash(const void *buf, size_t len)
+{
+	return content_hash(buf, len, "", 0);
+}
+
 /* ---- the folder ---- */
 static bool cache_off(void)
 {
@@ -200,6 +222,11 @@ static size_t cap_bytes(void)
 	if (e && *e && *end)
 		mb = 256;
 	return (size_t)mb << 20;
+}
+
+size_t gx_mcache_cap(void)
+{
+	return cap_bytes();
 }
 
 /* Our folder, safe to use: owned by us, not writable by group or others,
@@ -249,15 +276,56 @@ static int cache_dir(char *buf, size_t n, bool create)
 	return safe_dir(buf, create) ? 0 : -EACCES;
 }
 
+/* The install's read-only cache (docs/cache.md): GPUEXT_SHARED_CACHE_DIR,
+ * else <shim dir>/../share/gpuext/cache; its modules/ folder and entries
+ * under the trust rule with root or this user as owner. Never written. */
+static int shared_dir(char *buf, size_t n)
+{
+	if (cache_off())
+		return -ENOENT;
+	const char *e = getenv("GPUEXT_SHARED_CACHE_DIR");
+	char base[4000], rp[PATH_MAX];
+	Dl_info di;
+	if (e && *e) {
+		snprintf(base, sizeof(base), "%.3990s", e);
+	} else {
+		if (!dladdr((void *)shared_dir, &di) || !di.dli_fname)
+			return -ENOENT;
+		snprintf(base, sizeof(base), "%.3900s", di.dli_fname);
+		char *slash = strrchr(base, '/');
+		if (!slash)
+			return -ENOENT;
+		snprintf(slash, sizeof(base) - (size_t)(slash - base), "/../share/gpuext/cache");
+		if (realpath(base, rp)) /* the log names it without lib/.. */
+			snprintf(base, sizeof(base), "%.3990s", rp);
+	}
+	if (snprintf(buf, n, "%s/modules", base) >= (int)n)
+		return -ENAMETOOLONG;
+	char why[96];
+	int r = gx_dir_trusted(buf, GX_TRUST_ANY_OWNER, why, sizeof(why));
+	if (r == -EPERM) {
+		static int warned;
+		if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+			pr_warn("module cache: not using the shared cache %s: %s", buf, why);
+	}
+	return r;
+}
+
+int gx_mcache_dir(int which, char *buf, size_t n, bool create)
+{
+	return which ? shared_dir(buf, n) : cache_dir(buf, n, create);
+}
+
 static void entry_path(const char *dir, const struct gx_mcache_key *k, char *out, size_t n)
 {
 	snprintf(out, n, "%s/%016llx%016llx" MC_EXT, dir, (unsigned long long)k->h[0], (unsigned long long)k->h[1]);
 }
 
 /* ---- lookup ---- */
-static int corrupt(const char *path, const char *why)
+static int corrupt(const char *path, const char *why, bool mine)
 {
 	pr_warn("module cache: ignoring corrupt entry %s: %s", path, why);
+	if (mine) /* the shared cache is read-only */
 	unlink(path);
 	return -EBADMSG;
 }
@@ -273,16 +341,15 @@ static bool read_at(int fd, char *buf, size_t len, size_t off)
 	return true;
 }
 
-int gx_mcache_get(const struct gx_mcache_key *k, struct gx_mcache_entry *e)
+static int get_in(const char *dir, bool mine, const struct gx_mcache_key *k, struct gx_mcache_entry *e)
 {
-	char dir[4096], path[4200];
-	if (cache_dir(dir, sizeof(dir), false))
-		return -ENOENT;
+	char path[4200];
 	entry_path(dir, k, path, sizeof(path));
 	char refused[96];
-	int fd = gx_open_trusted(path, O_RDONLY, GX_TRUST_OWN, refused, sizeof(refused));
+	int fd = gx_open_trusted(path, O_RDONLY, mine ? GX_TRUST_OWN : GX_TRUST_ANY_OWNER, refused, sizeof(refused));
 	if (fd == -EPERM) { /* planted, or left by a run under another uid */
 		pr_warn("module cache: refusing %s: %s; rewriting again", path, refused);
+		if (mine)
 		unlink(path);
 		return -EPERM;
 	}
@@ -295,7 +362,7 @@ int gx_mcache_get(const struct gx_mcache_key *k, struct gx_mcache_entry *e)
 	}
 	if ((size_t)st.st_size > cap_bytes() || st.st_size < (off_t)sizeof(MC_MAGIC)) {
 		close(fd);
-		return corrupt(path, "size out of range");
+		return corrupt(path, "size out of range", mine);
 	}
 	size_t sz = (size_t)st.st_size;
 	/* The header, then the PTX and the notes straight into their own
@@ -336,12 +403,12 @@ int gx_mcache_get(const struct gx_mcache_key *k, struct gx_mcache_entry *e)
 		else if (ptx[plen] = 0, notes[nlen] = 0, content_hash(ptx, plen, notes, nlen) != phash)
 			why = "content hash mismatch";
 	}
-	if (!why)
+	if (!why && mine)
 		futimens(fd, NULL); /* recently used: evicted last */
 	close(fd);
 	if (why) {
 		free(ptx), free(notes);
-		return corrupt(path, why);
+		return corrupt(path, why, mine);
 	}
 	if (!nlen) {
 		free(notes);
@@ -350,6 +417,18 @@ int gx_mcache_get(const struct gx_mcache_key *k, struct gx_mcache_entry *e)
 	*e = (struct gx_mcache_entry){ .ptx = ptx, .len = plen, .nr_hooks = hooks, .nr_persistent = persistent,
 				       .notes = notes };
 	return 0;
+}
+
+/* The user's folder first, then the install's read-only one. */
+int gx_mcache_get(const struct gx_mcache_key *k, struct gx_mcache_entry *e)
+{
+	char dir[4096];
+	int r = -ENOENT;
+	if (!cache_dir(dir, sizeof(dir), false))
+		r = get_in(dir, true, k, e);
+	if (r && !shared_dir(dir, sizeof(dir)))
+		r = get_in(dir, false, k, e) ? r : 0;
+	return r;
 }
 
 /* ---- store and size cap ---- */
@@ -367,9 +446,15 @@ static int ent_cmp(const void *x, const void *y)
 	return a->mtime.tv_nsec < b->mtime.tv_nsec ? -1 : a->mtime.tv_nsec > b->mtime.tv_nsec;
 }
 
+static bool has_ext(const char *name, size_t l, const char *ext)
+{
+	size_t el = strlen(ext);
+	return l > el && !strcmp(name + l - el, ext);
+}
+
 /* Over the cap: remove the least recently used entries down to 3/4 of it.
  * Temporary files older than an hour (a writer that died) go too. */
-static void enforce_cap(const char *dir)
+void gx_mcache_enforce_cap(const char *dir)
 {
 	DIR *d = opendir(dir);
 	if (!d)
@@ -388,7 +473,7 @@ static void enforce_cap(const char *dir)
 				unlinkat(dirfd(d), de->d_name, 0);
 			continue;
 		}
-		if (l < sizeof(MC_EXT) || l >= sizeof(v->name) || strcmp(de->d_name + l - (sizeof(MC_EXT) - 1), MC_EXT))
+		if (l >= sizeof(v->name) || !(has_ext(de->d_name, l, MC_EXT) || has_ext(de->d_name, l, GX_CUBIN_EXT)))
 			continue;
 		if (n == cap) {
 			struct ent *nv = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
@@ -460,7 +545,7 @@ int gx_mcache_put(const struct gx_mcache_key *k, const struct gx_mcache_entry *e
 		unlink(tmp);
 		goto fail;
 	}
-	enforce_cap(dir);
+	gx_mcache_enforce_cap(dir);
 	return 0;
 fail:
 	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))

@@ -13,10 +13,19 @@
  * log line and removed. The folder is capped (GPUEXT_CACHE_MAX_MB, default
  * 256): the least recently used entries go first. GPUEXT_CACHE=0 turns the
  * cache off. A folder not owned by the user, or writable by others, is not
- * used (someone else could plant code there). */
+ * used (someone else could plant code there).
+ *
+ * Beside each rewritten PTX, its compiled cubin (cubin.c, cubin_entry.h):
+ *     /modules/<32 hex digits>.gxcubin  keyed by the rewritten PTX, the
+ *                                       device arch and the driver version
+ * so that a second start loads SASS and the driver JITs nothing. After the
+ * user's folder, entries are read from the install's read-only cache,
+ * $GPUEXT_SHARED_CACHE_DIR or <shim dir>/../share/gpuext/cache/modules
+ * (docs/cache.md): owned by root or the user, not writable by others. */
 #ifndef SHIM_MCACHE_INTERNAL_H
 #define SHIM_MCACHE_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,5 +52,17 @@ struct gx_mcache_entry {
 int gx_mcache_get(const struct gx_mcache_key *k, struct gx_mcache_entry *e);
 /* Store; 0 or -errno (failures are logged once at info, never fatal). */
 int gx_mcache_put(const struct gx_mcache_key *k, const struct gx_mcache_entry *e);
+
+/* The folder: 0 the user's (made when `create`), 1 the install's read-only
+ * one. 0 or -errno (-ENOENT: none; -EACCES/-EPERM: refused, logged once). */
+int gx_mcache_dir(int which, char *buf, size_t n, bool create);
+/* The key of a rewritten PTX's cubin for a device arch and driver version. */
+void gx_mcache_cubin_key(const char *ptx, size_t len, unsigned sm, int driver, struct gx_mcache_key *k);
+/* The content hash the entries' headers record. */
+uint64_t gx_mcache_content_hash(const void *buf, size_t len);
+/* GPUEXT_CACHE_MAX_MB in bytes: no entry is larger. */
+size_t gx_mcache_cap(void);
+/* Evict least recently used entries of both kinds over GPUEXT_CACHE_MAX_MB. */
+void gx_mcache_enforce_cap(const char *dir);
 
 #endif

@@ -73,7 +73,17 @@ static CUresult mod_load(const char *api, CUmodule *module, const void *img, siz
 		return rc;
 	}
 	if (gx_prepare(api, img, avail, false, &p)) {
-		CUresult rc = REAL(cuModuleLoadDataEx)(module, p.ptx, n, o, v);
+		void *cubin = NULL;
+		size_t clen = 0;
+		CUresult rc = CUDA_ERROR_INVALID_IMAGE;
+		if (gx_prep_cubin(&p, false, n, o, &cubin, &clen)) {
+			rc = REAL(cuModuleLoadDataEx)(module, cubin, n, o, v);
+			free(cubin);
+			if (rc != CUDA_SUCCESS) /* a cubin the driver refuses: its PTX */
+				p.cubin = 0;
+		}
+		if (rc != CUDA_SUCCESS)
+			rc = REAL(cuModuleLoadDataEx)(module, p.ptx, n, o, v);
 		if (rc == CUDA_SUCCESS) {
 			gx_log_reloaded(api, &p);
 			loaded(api, *module, false, &p, true);
@@ -184,7 +194,17 @@ static CUresult lib_load(const char *api, CUlibrary *library, const void *code, 
 {
 	struct gx_prep p = { 0 };
 	if (library && gx_prepare(api, code, avail, true, &p)) {
-		CUresult rc = REAL(cuLibraryLoadData)(library, p.ptx, jo, jv, nj, lo, lv, nl);
+		void *cubin = NULL;
+		size_t clen = 0;
+		CUresult rc = CUDA_ERROR_INVALID_IMAGE;
+		if (gx_prep_cubin(&p, true, nj, jo, &cubin, &clen)) {
+			rc = REAL(cuLibraryLoadData)(library, cubin, jo, jv, nj, lo, lv, nl);
+			free(cubin);
+			if (rc != CUDA_SUCCESS) /* a cubin the driver refuses: its PTX */
+				p.cubin = 0;
+		}
+		if (rc != CUDA_SUCCESS)
+			rc = REAL(cuLibraryLoadData)(library, p.ptx, jo, jv, nj, lo, lv, nl);
 		if (rc == CUDA_SUCCESS) {
 			gx_log_reloaded(api, &p);
 			loaded(api, *library, true, &p, true);

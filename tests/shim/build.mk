@@ -44,5 +44,16 @@ $(T_SHIM)/test_tables: $(call objs,tests/shim/test_tables.c shim/tables.c common
 	$(call link,-lpthread)
 TEST_BINS += $(T_SHIM)/test_tables
 TESTS     += $(T_SHIM)/test_tables
-TESTS     += tests/shim/run.sh tests/shim/test_run.sh tests/shim/test_mcache.sh tests/shim/test_multi.sh tests/shim/test_tls.sh \
+TESTS     += tests/shim/run.sh tests/shim/test_run.sh tests/shim/test_mcache.sh tests/shim/test_cubin_cache.sh tests/shim/test_multi.sh tests/shim/test_tls.sh \
              tests/shim/test_memlimit.sh
+
+# The cached-cubin header parser's fuzz target (shim/cubin_entry.c).
+FUZZ_CUBIN_ENTRY := $(BUILD)/fuzz/fuzz_cubin_entry
+$(FUZZ_CUBIN_ENTRY): tests/shim/fuzz_cubin_entry.c shim/cubin_entry.c shim/cubin_entry.h
+	$(call link_fuzz,)
+TEST_BINS += $(FUZZ_CUBIN_ENTRY)
+TESTS     += tests/shim/test_cubin_entry_fuzz.sh
+fuzz: fuzz-cubin-entry
+.PHONY: fuzz-cubin-entry
+fuzz-cubin-entry: $(FUZZ_CUBIN_ENTRY)
+	$(Q)BUILD=$(BUILD) GX_FUZZ_TIME=$(GX_FUZZ_TIME) tests/shim/test_cubin_entry_fuzz.sh

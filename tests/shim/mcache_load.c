@@ -1,8 +1,10 @@
 /* mcache_load.c — load a PTX file through the shim (against the fake driver)
  * and time cuModuleLoadData: the rewritten-module cache tests and their
  * cold/warm bench line (tests/shim/test_mcache.sh).
- *   mcache_load FILE.ptx KERNEL   prints "load_us N" */
+ *   mcache_load FILE.ptx KERNEL [MAXREG]   prints "load_us N"; MAXREG: loaded
+ *   with CU_JIT_MAX_REGISTERS (tests/shim/test_cubin_cache.sh) */
 #include <cuda.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -10,8 +12,8 @@
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: mcache_load FILE.ptx KERNEL\n");
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: mcache_load FILE.ptx KERNEL [MAXREG]\n");
 		return 2;
 	}
 	FILE *fp = fopen(argv[1], "rb");
@@ -38,7 +40,10 @@ int main(int argc, char **argv)
 	}
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	CUresult rc = cuModuleLoadData(&m, buf);
+	/* MAXREG: a JIT option that changes code generation (the PTX load stays) */
+	CUjit_option o = CU_JIT_MAX_REGISTERS;
+	void *v = (void *)(uintptr_t)(argc == 4 ? strtoul(argv[3], NULL, 10) : 0);
+	CUresult rc = argc == 4 ? cuModuleLoadDataEx(&m, buf, 1, &o, &v) : cuModuleLoadData(&m, buf);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (rc || cuModuleGetFunction(&f, m, argv[2])) {
 		fprintf(stderr, "mcache_load: load failed (%d)\n", rc);

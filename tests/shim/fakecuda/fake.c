@@ -413,6 +413,9 @@ static int ptx_fits(const char *text, const struct fctx *c)
 	return !t || atoi(t + 11) <= cc[c->dev][0] * 10 + cc[c->dev][1];
 }
 
+/* what the fake cuLinkComplete returns for one PTX input */
+#define FAKE_CUBIN "\177ELF fake cubin\n"
+
 static struct fmod *mod_new(struct fctx *ctx, int is_library, const char *text, size_t n, const void *img)
 {
 	struct fmod *m = calloc(1, sizeof(*m));
@@ -437,6 +440,9 @@ static CUresult load(struct fmod **out, const void *img, int is_library, unsigne
 	if (!s)
 		return CUDA_ERROR_INVALID_VALUE;
 	int is_elf = !memcmp(s, "\177ELF", 4);
+	/* a cubin JIT-compiled from rejected PTX would not exist either */
+	if (is_elf && reject_not_at && !strncmp(s, FAKE_CUBIN, sizeof(FAKE_CUBIN) - 1))
+		return CUDA_ERROR_INVALID_IMAGE;
 	if (!is_elf) {
 		if (!strstr(s, ".version"))
 			return CUDA_ERROR_INVALID_IMAGE;
@@ -453,7 +459,9 @@ static CUresult load(struct fmod **out, const void *img, int is_library, unsigne
 		if (o[i] == CU_JIT_WALL_TIME)
 			{ float w = 1.5f; v[i] = NULL; memcpy(&v[i], &w, sizeof(w)); }
 	}
-	*out = mod_new(is_library ? NULL : cur, is_library, s, is_elf ? 64 : strlen(s) + 1, img);
+	/* a fake cubin from cuLinkComplete carries its PTX's kernels */
+	size_t tl = is_elf && strncmp(s, FAKE_CUBIN, sizeof(FAKE_CUBIN) - 1) ? 64 : strlen(s) + 1;
+	*out = mod_new(is_library ? NULL : cur, is_library, s, tl, img);
 	return CUDA_SUCCESS;
 }
 
@@ -1196,6 +1204,9 @@ FX const void *fake_last_link_data(void) { return last_link_data; }
 struct flink {
 	char *log;
 	size_t cap, used;
+	char *out; /* one PTX input: a "cubin" carrying its text (its kernels resolve) */
+	int nr_ptx;
+	unsigned target; /* CU_JIT_TARGET, 0: the context's */
 };
 static void link_log(CUlinkState s, const char *what, const char *name)
 {
@@ -1215,6 +1226,8 @@ FX CUresult cuLinkCreate_v2(unsigned n, CUjit_option *o, void **v, CUlinkState *
 			l->log = v[i];
 		else if (o[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)
 			l->cap = (size_t)(uintptr_t)v[i];
+		else if (o[i] == CU_JIT_TARGET)
+			l->target = (unsigned)(uintptr_t)v[i];
 	}
 	if (l && l->log && l->cap)
 		l->log[0] = 0;
@@ -1226,9 +1239,21 @@ FX CUresult cuLinkAddData_v2(CUlinkState s, CUjitInputType t, void *data, size_t
 {
 	(void)size, (void)n, (void)o, (void)v;
 	REC();
-	if (t == CU_JIT_INPUT_PTX && !strstr(data, ".version"))
+	if (t == CU_JIT_INPUT_PTX && (!strstr(data, ".version") || (reject_not_at && data != reject_not_at)))
 		return CUDA_ERROR_INVALID_PTX;
 	last_link_data = data;
+	struct flink *l = (struct flink *)s;
+	/* arch-specific PTX (sm_90a) links only for that arch's own target */
+	const char *tg = t == CU_JIT_INPUT_PTX ? strstr(data, ".target sm_") : NULL;
+	char *tend = NULL;
+	unsigned long tsm = tg ? strtoul(tg + 11, &tend, 10) : 0;
+	if (l && tg && *tend == 'a' && l->target != CU_COMPUTE_ACCELERATED_TARGET_BASE + tsm)
+		return CUDA_ERROR_INVALID_PTX;
+	if (l && t == CU_JIT_INPUT_PTX && !l->nr_ptx++) {
+		l->out = malloc(sizeof(FAKE_CUBIN) + strlen(data));
+		if (l->out)
+			strcat(strcpy(l->out, FAKE_CUBIN), data);
+	}
 	link_log(s, "compiled", name);
 	return CUDA_SUCCESS;
 }
@@ -1238,13 +1263,17 @@ FX CUresult cuLinkComplete(CUlinkState s, void **cubin, size_t *size)
 	if (getenv("FAKECUDA_LINK_FAIL")) /* a link error, for the shim's -rdc fallback */
 		return CUDA_ERROR_INVALID_PTX;
 	link_log(s, "linked", "cubin");
-	*cubin = link_cubin;
-	*size = sizeof(link_cubin);
+	struct flink *l = (struct flink *)s;
+	int one = l && l->out && l->nr_ptx == 1;
+	*cubin = one ? l->out : link_cubin;
+	*size = one ? strlen(l->out) + 1 : sizeof(link_cubin);
 	return CUDA_SUCCESS;
 }
 FX CUresult cuLinkDestroy(CUlinkState s)
 {
 	REC();
+	if (s)
+		free(((struct flink *)s)->out);
 	free(s);
 	return CUDA_SUCCESS;
 }

@@ -1,0 +1,235 @@
+/* cubin.c — a rewritten module loaded as SASS, not as PTX for the driver to
+ * JIT at every start. The rewritten PTX is compiled once with the driver's
+ * own JIT (cuLinkCreate/AddData/Complete: the same compiler the PTX load
+ * would run, with the cubin handed back) and stored beside the PTX in the
+ * module cache (mcache_internal.h); a later start, or any process reading
+ * the install's prepared cache, loads the stored cubin and compiles
+ * nothing. Only for modules whose application JIT options leave code
+ * generation alone (log buffers, wall time); anything else keeps the PTX
+ * load, as does any failure here (one info line, never the application's
+ * error). GPUEXT_CUBIN=0: always load the PTX (A/B).
+ *
+ * The driver compiles PTX given to cuLinkAddData as relocatable code and
+ * links it; a PTX load compiles it whole. The kernels are the same; their
+ * code may differ slightly (tests/gpu/firstrun.sh prints the steady-state
+ * step time of both routes). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/gx_capture.h"
+#include "common/gx_trust.h"
+#include "shim/cubin_entry.h"
+#include "shim/load_internal.h"
+#include "shim/mcache_internal.h"
+
+/* GPUEXT_CACHE=0 too: without our cache the PTX load is better, since the
+ * driver's own ComputeCache then keeps its JIT output. */
+static bool cubin_off(void)
+{
+	const char *e = getenv("GPUEXT_CUBIN"), *c = getenv("GPUEXT_CACHE");
+	return (e && !strcmp(e, "0")) || (c && !strcmp(c, "0"));
+}
+
+/* JIT options that only report: the cubin is the same with or without them. */
+static bool opts_neutral(unsigned n, const CUjit_option *o)
+{
+	for (unsigned i = 0; i < n; i++) {
+		switch (o[i]) {
+		case CU_JIT_INFO_LOG_BUFFER:
+		case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES:
+		case CU_JIT_ERROR_LOG_BUFFER:
+		case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
+		case CU_JIT_LOG_VERBOSE:
+		case CU_JIT_WALL_TIME:
+			break;
+		default:
+			return false;
+		}
+	}
+	return true;
+}
+
+static void key_hex(const struct gx_mcache_key *k, char out[33])
+{
+	snprintf(out, 33, "%016llx%016llx", (unsigned long long)k->h[0], (unsigned long long)k->h[1]);
+}
+
+/* One folder's entry: 0 with the cubin, -ENOENT, -EPERM or -EBADMSG (logged). */
+static int get_in(const char *dir, bool mine, const char key[33], void **cubin, size_t *len)
+{
+	char path[4200], why[96];
+	char *buf = NULL;
+	size_t n = 0;
+	snprintf(path, sizeof(path), "%s/%s" GX_CUBIN_EXT, dir, key);
+	int r = gx_read_trusted(path, mine ? GX_TRUST_OWN : GX_TRUST_ANY_OWNER, &buf, &n, gx_mcache_cap(), why,
+				sizeof(why));
+	if (r == -EPERM) {
+		pr_warn("module cache: refusing %s: %s; compiling again", path, why);
+		if (mine)
+			unlink(path);
+	}
+	if (r)
+		return r == -EPERM ? r : -ENOENT;
+	size_t off, size;
+	uint64_t h;
+	const char *bad = NULL;
+	if (!gx_cubin_entry_parse(buf, n, key, &off, &size, &h, &bad) && gx_mcache_content_hash(buf + off, size) != h)
+		bad = "content hash mismatch";
+	if (bad) {
+		pr_warn("module cache: ignoring corrupt entry %s: %s", path, bad);
+		if (mine)
+			unlink(path);
+		free(buf);
+		return -EBADMSG;
+	}
+	if (mine) /* recently used: evicted last */
+		utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW);
+	memmove(buf, buf + off, size);
+	*cubin = buf, *len = size;
+	return 0;
+}
+
+static int cubin_get(const struct gx_mcache_key *k, void **cubin, size_t *len)
+{
+	char dir[4096], key[33];
+	key_hex(k, key);
+	int r = -ENOENT;
+	if (!gx_mcache_dir(0, dir, sizeof(dir), false))
+		r = get_in(dir, true, key, cubin, len);
+	if (r && !gx_mcache_dir(1, dir, sizeof(dir), false))
+		r = get_in(dir, false, key, cubin, len) ? r : 0;
+	return r;
+}
+
+/* Store (temporary name + rename, as the PTX entries); failures only cost
+ * the next start a JIT. */
+static void cubin_put(const struct gx_mcache_key *k, const void *cubin, size_t len)
+{
+	char dir[4096], key[33], tmp[4200], path[4200], hdr[GX_CUBIN_HDR_MAX];
+	if (len + GX_CUBIN_HDR_MAX > gx_mcache_cap() || gx_mcache_dir(0, dir, sizeof(dir), true))
+		return;
+	key_hex(k, key);
+	snprintf(path, sizeof(path), "%s/%s" GX_CUBIN_EXT, dir, key);
+	snprintf(tmp, sizeof(tmp), "%s/.tmp.XXXXXX", dir);
+	int fd = mkstemp(tmp); /* mode 0600 */
+	if (fd < 0)
+		return;
+	int hl = gx_cubin_entry_header(hdr, key, len, gx_mcache_content_hash(cubin, len));
+	bool ok = write(fd, hdr, (size_t)hl) == hl && write(fd, cubin, len) == (ssize_t)len;
+	ok = !close(fd) && ok && !rename(tmp, path);
+	if (!ok) {
+		unlink(tmp);
+		return;
+	}
+	gx_mcache_enforce_cap(dir);
+}
+
+/* The link's target: the device's arch, in its arch-specific or family
+ * variant when the PTX asks for one (Triton targets sm_90a on an H100; a
+ * link for plain sm_90 refuses wgmma and the like). */
+static unsigned link_target(const char *ptx, size_t len, unsigned sm)
+{
+	const char *t = memmem(ptx, len < 4096 ? len : 4096, ".target sm_", 11);
+	if (!t)
+		return sm;
+	char *end;
+	unsigned long v = strtoul(t + 11, &end, 10);
+	if (v == sm && *end == 'a')
+		return CU_COMPUTE_ACCELERATED_TARGET_BASE + sm;
+	if (v == sm && *end == 'f')
+		return CU_COMPUTE_FAMILY_TARGET_BASE + sm;
+	return sm;
+}
+
+/* The driver's JIT for the current context's device (arch sm): 0 with a
+ * malloc'd copy of the cubin, or the driver's error with its log in err. */
+static CUresult jit(const char *ptx, size_t len, unsigned sm, void **cubin, size_t *clen, char *err, size_t errn)
+{
+	CUjit_option o[] = { CU_JIT_TARGET, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+	void *v[] = { (void *)(uintptr_t)link_target(ptx, len, sm), err, (void *)(uintptr_t)errn };
+	CUlinkState st = NULL;
+	void *out = NULL;
+	size_t n = 0;
+	err[0] = 0;
+	CUresult rc = REAL(cuLinkCreate_v2)(3, o, v, &st);
+	if (rc == CUDA_SUCCESS)
+		rc = REAL(cuLinkAddData_v2)(st, CU_JIT_INPUT_PTX, (void *)ptx, len + 1, "gpuext", 0, NULL, NULL);
+	if (rc == CUDA_SUCCESS)
+		rc = REAL(cuLinkComplete)(st, &out, &n);
+	if (rc == CUDA_SUCCESS) {
+		*cubin = malloc(n);
+		if (*cubin)
+			memcpy(*cubin, out, n), *clen = n;
+		else
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (st)
+		REAL(cuLinkDestroy)(st);
+	return rc;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A library is loaded into every context: one cubin serves only when every
+ * device has the current one's arch. */
+static bool one_arch(unsigned sm)
+{
+	int n = 0;
+	if (REAL(cuDeviceGetCount)(&n) != CUDA_SUCCESS || n <= 0)
+		return false;
+	for (int i = 0; i < n; i++) {
+		CUdevice d;
+		if (REAL(cuDeviceGet)(&d, i) != CUDA_SUCCESS || gx_dev_sm(d) != sm)
+			return false;
+	}
+	return true;
+}
+
+bool gx_prep_cubin(struct gx_prep *p, bool all_devices, unsigned n, const CUjit_option *o, void **cubin, size_t *len)
+{
+	CUdevice d;
+	int driver = 0;
+	/* the JIT compiles for the current context's device: none, no cubin */
+	if (cubin_off() || p->rdc_units || !p->ptx || !opts_neutral(n, o) || REAL(cuCtxGetDevice)(&d) != CUDA_SUCCESS ||
+	    REAL(cuDriverGetVersion)(&driver) != CUDA_SUCCESS)
+		return false;
+	unsigned sm = gx_dev_sm(d);
+	if (!sm || (all_devices && !one_arch(sm)))
+		return false;
+	struct gx_mcache_key k;
+	gx_mcache_cubin_key(p->ptx, p->len, sm, driver, &k);
+	if (!cubin_get(&k, cubin, len)) {
+		p->cubin = GX_CUBIN_CACHED;
+		return true;
+	}
+	char err[1024];
+	double t0 = now_ms();
+	/* our own calls: never disturb a graph being captured (gx_capture.h) */
+	struct gx_capture_mode cm = gx_capture_relax(REAL(cuThreadExchangeStreamCaptureMode));
+	CUresult rc = jit(p->ptx, p->len, sm, cubin, len, err, sizeof(err));
+	gx_capture_restore(REAL(cuThreadExchangeStreamCaptureMode), cm);
+	p->jit_ms = now_ms() - t0;
+	if (rc != CUDA_SUCCESS) {
+		/* The PTX load follows (and, if the driver rejects that too, the
+		 * original image): say what the JIT said, since a PTX load that
+		 * works means every start pays the JIT again. */
+		char b[96];
+		pr_info("module %u: no cubin, the driver's JIT failed (%s%s%.300s); loading the rewritten PTX", p->id,
+			gx_cu_errname(rc, b, sizeof(b)), err[0] ? ": " : "", err);
+		return false;
+	}
+	p->cubin = GX_CUBIN_JIT;
+	cubin_put(&k, *cubin, *len);
+	return true;
+}
