@@ -10,9 +10,13 @@
 #   launches queued back to back behind a gate; JAX MLP training step: wall
 #   time per step of 20 queued steps) and bench/tool_bench.cu's vadd, stencil,
 #   reduce and rowsoftmax (event medians of its batches).
-#   configurations: native; TOOL.off (GX_JIT_FOLD=0 GX_LT_DONE_ALL=1
-#   GX_TOOL_PLAIN=1: every step off, the code before issue 40); TOOL.on (the
-#   defaults). Processes alternate configurations, PERF_ROUNDS rounds (2);
+#   configurations: native; TOOL.off (GX_JIT_FOLD=0 GX_LT_DONE_ALL=1: every
+#   step off, the code before issue 40); TOOL.on (the defaults); on request
+#   (PERF_CFGS) one step off at a time: TOOL.nofold (GX_JIT_FOLD=0: map
+#   geometry read from __gx_devrt), TOOL.doneall (GX_LT_DONE_ALL=1:
+#   LAUNCH_DONE after every launch; host side only, so it shows in the
+#   launch-loop rows, not the event timings). Processes alternate
+#   configurations, PERF_ROUNDS rounds (2);
 #   each figure is the median over processes. JAX runs once per
 #   configuration, last, while the budget lasts.
 # Prints one table (% over native per kernel and configuration, `| ` rows),
@@ -31,7 +35,7 @@ BUDGET=${PERF_BUDGET:-270}
 R=${PERF_ROUNDS:-2}
 CFGS=${PERF_CFGS:-native threadhist.off threadhist.on kernelretsnoop.off kernelretsnoop.on launchlate.off launchlate.on}
 STACKS=${PERF_STACKS:-triton,cupy}
-OFF_ENV=(GX_JIT_FOLD=0 GX_LT_DONE_ALL=1 GX_TOOL_PLAIN=1)
+OFF_ENV=(GX_JIT_FOLD=0 GX_LT_DONE_ALL=1)
 PY=${PERF_PY:-$ROOT/tests/gpu/ml/perkernel.py}
 TB_WL=vadd,stencil,reduce,rowsoftmax
 nok() { echo "not ok - perf: $*"; }
@@ -57,6 +61,8 @@ run_cfg() {
 	native) timeout -k 5 "$lim" "$@" ;;
 	*.off) timeout -k 5 "$lim" env "${OFF_ENV[@]}" "$RUN" --tool "${cfg%.off}" -- "$@" ;;
 	*.on) timeout -k 5 "$lim" "$RUN" --tool "${cfg%.on}" -- "$@" ;;
+	*.nofold) timeout -k 5 "$lim" env GX_JIT_FOLD=0 "$RUN" --tool "${cfg%.nofold}" -- "$@" ;;
+	*.doneall) timeout -k 5 "$lim" env GX_LT_DONE_ALL=1 "$RUN" --tool "${cfg%.doneall}" -- "$@" ;;
 	*) echo "unknown configuration $cfg" >&2; return 2 ;;
 	esac >"$f.out" 2>"$f.err"
 	local rc=$?
