@@ -10,15 +10,20 @@
 #   launches queued back to back behind a gate; JAX MLP training step: wall
 #   time per step of 20 queued steps) and bench/tool_bench.cu's vadd, stencil,
 #   reduce and rowsoftmax (event medians of its batches).
-#   configurations: native; TOOL.off (GX_JIT_FOLD=0 GX_LT_DONE_ALL=1: every
+#   configurations: native; route (bench/empty_probe.bpf.o as a policy: the
+#   modules rewritten and JIT-compiled by the driver as under a tool, hooks
+#   compiled to nothing: what the compile route alone does to a kernel, so
+#   that TOOL minus route is the probe); TOOL.off (GX_JIT_FOLD=0 GX_LT_DONE_ALL=1: every
 #   step off, the code before issue 40); TOOL.on (the defaults); on request
 #   (PERF_CFGS) one step off at a time: TOOL.nofold (GX_JIT_FOLD=0: map
 #   geometry read from __gx_devrt), TOOL.doneall (GX_LT_DONE_ALL=1:
 #   LAUNCH_DONE after every launch; host side only, so it shows in the
-#   launch-loop rows, not the event timings). Processes alternate
-#   configurations, PERF_ROUNDS rounds (2);
-#   each figure is the median over processes. JAX runs once per
-#   configuration, last, while the budget lasts.
+#   launch-loop rows, not the event timings). CuPy compiles to PTX in every
+#   configuration (CUPY_COMPILE_WITH_PTX=1, what gpuext-run sets under a
+#   tool), so native runs the code the tools hook. Processes alternate
+#   configurations, PERF_ROUNDS rounds (2; JAX in the first only), each
+#   figure the median over processes; a round's configurations are skipped
+#   once the budget runs short (named in `#` lines).
 # Prints one table (% over native per kernel and configuration, `| ` rows),
 # `bench: perf KERNEL CONFIG US PCT` lines, ok/not ok goal lines for the .on
 # configurations (kernels under 4 us natively: reported, no goal), and
@@ -33,7 +38,7 @@ PART=perf
 T0=$(date +%s)
 BUDGET=${PERF_BUDGET:-270}
 R=${PERF_ROUNDS:-2}
-CFGS=${PERF_CFGS:-native threadhist.off threadhist.on kernelretsnoop.off kernelretsnoop.on launchlate.off launchlate.on}
+CFGS=${PERF_CFGS:-native route threadhist.off threadhist.on kernelretsnoop.off kernelretsnoop.on launchlate.off launchlate.on}
 STACKS=${PERF_STACKS:-triton,cupy}
 OFF_ENV=(GX_JIT_FOLD=0 GX_LT_DONE_ALL=1)
 PY=${PERF_PY:-$ROOT/tests/gpu/ml/perkernel.py}
@@ -50,6 +55,7 @@ fi
 # one compiler cache for every configuration: the compilers' output (cubins
 # carrying PTX) is the same in each; the shim rewrites it at load
 export TRITON_CACHE_DIR=$W/triton CUPY_CACHE_DIR=$W/cupy JAX_COMPILATION_CACHE_DIR=$W/jax GPUEXT_SHM_DIR=$W/shm
+export CUPY_COMPILE_WITH_PTX=1
 mkdir -p "$GPUEXT_SHM_DIR"
 
 left() { echo $((BUDGET - ($(date +%s) - T0))); }
@@ -59,6 +65,7 @@ run_cfg() {
 	shift 3
 	case $cfg in
 	native) timeout -k 5 "$lim" "$@" ;;
+	route) timeout -k 5 "$lim" "$RUN" --policy "$B/bench/empty_probe.bpf.o" -- "$@" ;;
 	*.off) timeout -k 5 "$lim" env "${OFF_ENV[@]}" "$RUN" --tool "${cfg%.off}" -- "$@" ;;
 	*.on) timeout -k 5 "$lim" "$RUN" --tool "${cfg%.on}" -- "$@" ;;
 	*.nofold) timeout -k 5 "$lim" env GX_JIT_FOLD=0 "$RUN" --tool "${cfg%.nofold}" -- "$@" ;;
@@ -67,7 +74,7 @@ run_cfg() {
 	esac >"$f.out" 2>"$f.err"
 	local rc=$?
 	[ $rc = 0 ] || nok "$cfg $(basename "$f"): rc $rc: $(tail -2 "$f.err" | tr '\n' ' ')"
-	if [ "$cfg" != native ] && grep -q "running without it" "$f.err"; then
+	if [ "$cfg" != native ] && grep -q "running without it" "$f.err" 2>/dev/null; then
 		nok "$cfg was not attached: $(grep -m1 'running without it' "$f.err")"
 	fi
 }
@@ -79,12 +86,9 @@ for r in $(seq 1 "$R"); do
 		run_cfg "$cfg" "$L/py.$cfg.$r" $((l < 90 ? l : 90)) python3 "$PY" "$STACKS"
 		l=$(left)
 		[ -n "$TB" ] && [ "$l" -gt 20 ] && run_cfg "$cfg" "$L/tb.$cfg.$r" $((l < 60 ? l : 60)) "$TB" 11 "$TB_WL"
+		l=$(left)
+		[ "$r" = 1 ] && [ "$l" -gt 30 ] && run_cfg "$cfg" "$L/jax.$cfg.1" $((l < 60 ? l : 60)) python3 "$PY" jax
 	done
-done
-for cfg in $CFGS; do
-	l=$(left)
-	if [ "$l" -lt 30 ]; then echo "# perf: JAX $cfg skipped, $l s of the budget left"; continue; fi
-	run_cfg "$cfg" "$L/jax.$cfg.1" $((l < 60 ? l : 60)) python3 "$PY" jax
 done
 echo "# perf: $(($(date +%s) - T0)) s"
 
