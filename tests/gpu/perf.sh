@@ -79,15 +79,26 @@ run_cfg() {
 	fi
 }
 
+# step KIND CFG ROUND NEED MAX CMD...: CMD for at most MAX s when NEED s of
+# the budget are left; otherwise the skip is noted (the summary then reports
+# the missing figures as skipped, not as failures)
+step() {
+	local kind=$1 cfg=$2 r=$3 need=$4 max=$5 l
+	shift 5
+	l=$(left)
+	if [ "$l" -lt "$need" ]; then
+		echo "# perf: $kind $cfg round $r skipped, $l s of the budget left"
+		echo "$kind $cfg" >>"$L/skipped.txt"
+		return
+	fi
+	run_cfg "$cfg" "$L/$kind.$cfg.$r" $((l < max ? l : max)) "$@"
+}
+: >"$L/skipped.txt"
 for r in $(seq 1 "$R"); do
 	for cfg in $CFGS; do
-		l=$(left)
-		if [ "$l" -lt 40 ]; then echo "# perf: round $r $cfg skipped, $l s of the budget left"; continue; fi
-		run_cfg "$cfg" "$L/py.$cfg.$r" $((l < 90 ? l : 90)) python3 "$PY" "$STACKS"
-		l=$(left)
-		[ -n "$TB" ] && [ "$l" -gt 20 ] && run_cfg "$cfg" "$L/tb.$cfg.$r" $((l < 60 ? l : 60)) "$TB" 11 "$TB_WL"
-		l=$(left)
-		[ "$r" = 1 ] && [ "$l" -gt 30 ] && run_cfg "$cfg" "$L/jax.$cfg.1" $((l < 60 ? l : 60)) python3 "$PY" jax
+		step py "$cfg" "$r" 40 90 python3 "$PY" "$STACKS"
+		[ -n "$TB" ] && step tb "$cfg" "$r" 20 60 "$TB" 11 "$TB_WL"
+		[ "$r" = 1 ] && step jax "$cfg" "$r" 30 60 python3 "$PY" jax
 	done
 done
 echo "# perf: $(($(date +%s) - T0)) s"
@@ -116,11 +127,14 @@ for c in cfgs:
                 k = m.group(1) if not p.split('/')[-1].startswith('tb.') else 'tb_' + m.group(1)
                 ck.setdefault((k, c), set()).add(m.group(2))
 med = {k: statistics.median(v) for k, v in us.items()}
+try:
+    skipped = {tuple(l.split()) for l in open(L + '/skipped.txt') if l.strip()}
+except OSError:
+    skipped = set()
 kernels = sorted({k for k, _ in med}, key=lambda k: (k.startswith('tb_'), k.startswith('jax'), k))
 tools = [c for c in cfgs if c != 'native']
 print('| kernel | native us | ' + ' | '.join(tools) + ' |')
 print('|---|---|' + '---|' * len(tools))
-fails = goals = 0
 for k in kernels:
     base = med.get((k, 'native'))
     cells = []
@@ -145,14 +159,16 @@ for c in [c for c in tools if c.endswith('.on')]:
     for k in kernels:
         base, v = med.get((k, 'native')), med.get((k, c))
         if base is None or v is None:
-            print('not ok - perf: %s %s: no figure (native %s, tool %s)' % (c, k, base, v))
-            fails += 1
+            kind = 'tb' if k.startswith('tb_') else 'jax' if k.startswith('jax') else 'py'
+            if (kind, c) in skipped or (kind, 'native') in skipped:
+                print('# perf: %s %s: no figure, skipped for the budget' % (c, k))
+            else:
+                print('not ok - perf: %s %s: no figure (native %s, tool %s)' % (c, k, base, v))
             continue
         if base < 4:
             continue
         lim = 1.0 if base >= 20 else 3.0
         pct = (v / base - 1) * 100
-        goals += 1
         print('%sok - perf: %s %s (%.1f us natively): %+.1f %% (goal <= %.0f %%)' %
               ('' if pct <= lim else 'not ', c, k, base, pct, lim))
 # outputs: every configuration's checksums equal native's, per kernel
