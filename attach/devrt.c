@@ -858,9 +858,19 @@ static void log_launch(struct ctxst *st, const struct gx_launch_event *l, uint64
 	ev_put_all(&ev, sizeof(ev));
 }
 
-/* A launch: its module's __gx_devrt, its record, its timing pair opened. */
-static void on_launch(struct ctxst *st, const struct gx_launch_event *l)
+/* GX_LT_DONE_ALL=1: LAUNCH_DONE after every launch, as before the timed
+ * launches asked for theirs (an A/B switch for the host path's cost,
+ * docs/devbpf-perf.md). Read once, when the runtime subscribes. */
+static bool lt_done_all(void)
 {
+	const char *e = getenv("GX_LT_DONE_ALL");
+	return e && *e == '1';
+}
+
+/* A launch: its module's __gx_devrt, its record, its timing pair opened. */
+static void on_launch(struct ctxst *st, struct gx_event *ev)
+{
+	struct gx_launch_event *l = &ev->launch;
 	struct open_launch *o = &open_l;
 	if (o->slot >= 0 && o->gen == rt_gen) /* the last launch of this thread never happened */
 		gx_lt_abandon(&o->st->lt, o->slot);
@@ -883,6 +893,11 @@ static void on_launch(struct ctxst *st, const struct gx_launch_event *l)
 	o->slot = k && gx_lt_sampled(++k->launches - k->graph_launches, now, &k->lt_last_ns)
 			  ? gx_lt_start(&st->lt, l->stream)
 			  : -1;
+	/* a timed launch asks for its LAUNCH_DONE (the others get none when
+	 * subscribed with GX_EV_F_DONE_ASKED) */
+	int sid = __atomic_load_n(&sub_id, __ATOMIC_RELAXED);
+	if (o->slot >= 0 && sid >= 0 && sid < 32 && GX_EV_HAS(ev, launch.done_for))
+		l->done_for |= 1u << sid;
 	nr_launches++;
 	nr_instr += instr;
 	log_launch(st, l, kid, now, o->seq,
@@ -1055,7 +1070,7 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	if (!st) {
 		/* no runtime in this context: the modules' blocks stay zero */
 	} else if (ev->kind == GX_EV_LAUNCH) {
-		on_launch(st, &ev->launch);
+		on_launch(st, ev);
 	} else if (ev->kind == GX_EV_LAUNCH_DONE) {
 		on_launch_done(st, &ev->launch);
 	} else if (ev->kind == GX_EV_GRAPH_LAUNCH) {
@@ -1211,8 +1226,10 @@ int gx_devrt_start(const struct gx_policy_desc *d, const char *const *tags, size
 			GX_EV_MASK(GX_EV_GRAPH_LAUNCH) | GX_EV_MASK(GX_EV_GRAPH_EXEC_DESTROY) |
 			GX_EV_MASK(GX_EV_CTX_DESTROY) | GX_EV_MASK(GX_EV_MODULE_UNLOAD);
 	if (gx_lt_every())
-		mask |= GX_EV_MASK(GX_EV_LAUNCH_DONE);
+		mask |= GX_EV_MASK(GX_EV_LAUNCH_DONE) | (lt_done_all() ? 0 : GX_EV_F_DONE_ASKED);
 	int id = gx_attach_env->subscribe(mask, on_event, NULL);
+	if (id == -EINVAL && (mask & GX_EV_F_DONE_ASKED)) /* a shim older than the flag */
+		id = gx_attach_env->subscribe(mask & ~GX_EV_F_DONE_ASKED, on_event, NULL);
 	if (id < 0) {
 		pthread_mutex_lock(&rt_lock);
 		nr_pols = 0;
@@ -1225,7 +1242,7 @@ int gx_devrt_start(const struct gx_policy_desc *d, const char *const *tags, size
 		}
 		return id;
 	}
-	sub_id = id;
+	__atomic_store_n(&sub_id, id, __ATOMIC_RELAXED);
 	if (!atexit_on)
 		atexit(at_exit);
 	atexit_on = true;

@@ -58,9 +58,10 @@
  * ones, array lookups without a division, release fence on ring commits;
  * 4: maps carry GX_BPF_MAP_F_RDONLY, and entries list the global
  * variables, for knobs; earlier entries lack both; 5: the runtime block
- * itself in .const, read with ld.const, instead of a pointer to it), so
+ * itself in .const, read with ld.const, instead of a pointer to it; 6: array
+ * lookups take max_entries and the value stride as immediates), so
  * older entries are never used. */
-#define GX_PCACHE_JITREV 5
+#define GX_PCACHE_JITREV 6
 #define GX_POL_NAME_MAX 64
 
 struct gx_pol_prog {
@@ -106,6 +107,9 @@ int gx_pdesc_set_knobs(struct gx_policy_desc *d, const char *knobs, char *err, s
 int gx_pdesc_get_var(const struct gx_policy_desc *d, const char *name, void *out, size_t size);
 
 uint64_t gx_pcache_hash(const void *buf, size_t len);
+/* The cache key of an object: its hash, changed by the JIT's A/B switches
+ * (GX_JIT_FOLD=0). */
+uint64_t gx_pcache_key(const void *obj, size_t len);
 /* Full path of the entry for (hash, sm). */
 int gx_pcache_path(const char *dir, uint64_t hash, unsigned sm, char *out, size_t n);
 /* The PTX target the JIT uses for a device arch (LLVM 19 stops at sm_90). */

@@ -134,7 +134,7 @@ GX_EXPORT int gx_jitlib_build(const void *objbuf, size_t len, const char *name, 
 	d->ptxver = GX_PCACHE_PTXVER;
 	snprintf(cpu, sizeof(cpu), "sm_%u", gx_pcache_jit_sm(sm));
 	struct gx_jit_opts jo = { .sz = sizeof(jo), .target = GX_JIT_PTX, .maps = jm, .nr_maps = nm,
-				  .cpu = cpu, .features = "+ptx80" };
+				  .cpu = cpu, .features = "+ptx80", .fold_geometry = gx_jit__fold_env() };
 	struct gx_jit *j = gx_jit__new(jp, nj, &jo, err, err_sz);
 	if (!j) {
 		ret = errno ? -errno : -EINVAL;
@@ -147,7 +147,7 @@ GX_EXPORT int gx_jitlib_build(const void *objbuf, size_t len, const char *name, 
 	gx_jit__free(j);
 	ret = d->ptx ? 0 : -ENOMEM;
 	snprintf(d->name, sizeof(d->name), "%s", gx_bpf_object__name(obj));
-	d->hash = gx_pcache_hash(objbuf, len);
+	d->hash = gx_pcache_key(objbuf, len);
 out:
 	free(jp);
 	free(jm);

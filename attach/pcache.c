@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "attach/gx_attach.h"
+#include "devbpf/gx_bpf.h"
 #include "common/gx_trust.h"
 #include "common/gx_util.h"
 
@@ -20,6 +21,12 @@ uint64_t gx_pcache_hash(const void *buf, size_t len)
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ p[i]) * 0x100000001b3ull;
 	return h;
+}
+
+uint64_t gx_pcache_key(const void *obj, size_t len)
+{
+	/* the JIT's A/B switches change its output: another key each */
+	return gx_pcache_hash(obj, len) ^ (gx_jit__fold_env() ? 0 : 0x6e6f2d666f6c64ull /* "no-fold" */);
 }
 
 unsigned gx_pcache_jit_sm(unsigned sm)

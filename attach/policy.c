@@ -218,7 +218,7 @@ static int desc_load(const struct obj *o, unsigned sm, const struct cache_dirs *
 		pr_warn("policy %s: cannot read %s: %s; running without it", o->tag, o->path, strerror(-ret));
 		return ret;
 	}
-	uint64_t h = gx_pcache_hash(buf, len);
+	uint64_t h = gx_pcache_key(buf, len);
 	ret = -ENOENT;
 	for (size_t i = 0; i < c->nr && ret; i++) {
 		ret = gx_pcache_load(c->dir[i], h, sm, d, err, sizeof(err));

@@ -443,7 +443,7 @@ static void scan_objects(void)
 				continue;
 			snprintf(objs[nr_objs].name, sizeof(objs[0].name), "%s/%.*s", dirs[i], (int)(l - 6),
 				 de->d_name);
-			objs[nr_objs++].hash = gx_pcache_hash(buf, len);
+			objs[nr_objs++].hash = gx_pcache_key(buf, len);
 			free(buf);
 		}
 		if (dir)

@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "common/gx_bpf_isa.h"
 #include "gpuext/gx_devrt.h"
@@ -646,6 +647,10 @@ struct gx_jit_opts {
 	/* Native only: extra helpers / kfuncs, looked up before the table. */
 	const struct gx_jit_extern *externs;
 	size_t nr_externs;
+	/* PTX: array lookups of a known map (`r1 = map; call`) take the map's
+	 * max_entries and value stride as immediates instead of reading them
+	 * from __gx_devrt (docs/devbpf-perf.md, "Map geometry folded"). */
+	int fold_geometry;
 };
 
 struct gx_jit;
@@ -655,6 +660,14 @@ struct gx_jit;
 struct gx_jit *gx_jit__new(const struct gx_jit_prog *progs, size_t nr_progs,
 			   const struct gx_jit_opts *opts, char *err, size_t err_sz);
 void gx_jit__free(struct gx_jit *j);
+/* fold_geometry as the environment asks: GX_JIT_FOLD=0 turns it off (an
+ * A/B switch; on by default). Part of the policy cache's key
+ * (gx_pcache_key). Inline: the cache code reads it without the JIT. */
+static inline int gx_jit__fold_env(void)
+{
+	const char *e = getenv("GX_JIT_FOLD");
+	return !(e && e[0] == '0' && !e[1]);
+}
 
 /* PTX target: the module text (NUL-terminated, owned by j). */
 const char *gx_jit__ptx(const struct gx_jit *j, size_t *len);

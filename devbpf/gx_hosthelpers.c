@@ -46,6 +46,8 @@ static const struct gx_helper_sym extra[] = {
 	S(map_lookup_elem__hash), S(map_update_elem__hash),
 	S(map_lookup_elem__persm), S(map_update_elem__persm),
 	S(map_lookup_elem__perwarp), S(map_update_elem__perwarp),
+	S(map_lookup_elem__array_k), S(map_lookup_elem__persm_k),
+	S(map_lookup_elem__perwarp_k),
 };
 
 GX_EXPORT const struct gx_helper_sym *gx_helper_extra_syms(unsigned *nr)

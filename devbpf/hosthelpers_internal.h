@@ -94,5 +94,9 @@ GX_HELPER_DECL_TYPED(array);
 GX_HELPER_DECL_TYPED(hash);
 GX_HELPER_DECL_TYPED(persm);
 GX_HELPER_DECL_TYPED(perwarp);
+/* array lookups with the geometry as immediates (GX_JIT_FOLD) */
+GX_HELPER_DECL(map_lookup_elem__array_k);
+GX_HELPER_DECL(map_lookup_elem__persm_k);
+GX_HELPER_DECL(map_lookup_elem__perwarp_k);
 
 #endif

@@ -655,8 +655,20 @@ static int emit_call(struct tx *t, size_t pc, const struct bpf_insn *in)
 		case GX_MAP_PERWARP_ARRAY: suffix = "perwarp"; break;
 		}
 		if (suffix) {
-			snprintf(typed, sizeof(typed), "%s__%s", h->symbol, suffix);
+			/* what the JIT knows of an array's geometry as immediates
+			 * (r3, r4: unused by a lookup): the address arithmetic
+			 * folds, only the storage address and shard count are
+			 * read from __gx_devrt */
+			const struct gx_jit_map *m = &t->o->maps[mi];
+			bool fold = t->o->target == GX_JIT_PTX && t->o->sz > offsetof(struct gx_jit_opts, fold_geometry) &&
+				    t->o->fold_geometry && h->id == GX_HID_MAP_LOOKUP_ELEM && m->type != GX_MAP_HASH &&
+				    m->value_size && m->max_entries;
+			snprintf(typed, sizeof(typed), "%s__%s%s", h->symbol, suffix, fold ? "_k" : "");
 			sym = typed;
+			if (fold) {
+				a[2] = c64(t, m->max_entries);
+				a[3] = c64(t, GX_ROUND8((unsigned long long)m->value_size));
+			}
 		}
 	}
 	wr(t, BPF_REG_0, call_helper(t, sym, a));

@@ -134,7 +134,7 @@ GX_EXPORT struct gx_jit *gx_jit_object(const struct gx_bpf_object *obj,
 	}
 	struct gx_jit_opts jo = { .sz = sizeof(jo), .target = opts->target, .maps = maps,
 				  .nr_maps = nm, .define_devrt = opts->define_devrt,
-				  .keep_text = opts->keep_text };
+				  .keep_text = opts->keep_text, .fold_geometry = gx_jit__fold_env() };
 	j = gx_jit__new(progs, k, &jo, err, err_sz);
 out:
 	for (size_t i = 0; names && i < np; i++)

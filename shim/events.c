@@ -11,15 +11,19 @@
 #include "shim/shim_internal.h"
 #include "shim/shim_ev_internal.h"
 
-#define MAX_SUBS 32
+#define MAX_SUBS 32 /* one bit each in launch.done_for */
 
 struct sub {
-	unsigned mask; /* 0: free */
+	unsigned mask; /* GX_EV_MASK bits | GX_EV_F_DONE_ASKED; 0: free */
 	gx_event_fn fn;
 	void *cookie;
 };
 
 unsigned gx_ev_mask;
+/* GX_EV_LAUNCH_DONE subscribed with GX_EV_F_DONE_ASKED: in neither the
+ * fast-path mask nor gx_ev_on(GX_EV_LAUNCH_DONE), which then mean "after
+ * every launch"; such a subscriber also takes GX_EV_LAUNCH, where it asks. */
+static unsigned ev_asked_mask;
 static struct sub subs[MAX_SUBS];
 static int subs_end; /* slots at and past it were never used: dispatch stops there */
 static pthread_mutex_t subs_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -47,15 +51,26 @@ void gx_ev_ctx_changed(void)
 
 static void recompute_mask(void)
 {
-	unsigned m = 0;
-	for (int i = 0; i < MAX_SUBS; i++)
-		m |= __atomic_load_n(&subs[i].mask, __ATOMIC_RELAXED);
+	unsigned m = 0, asked = 0;
+	for (int i = 0; i < MAX_SUBS; i++) {
+		unsigned s = __atomic_load_n(&subs[i].mask, __ATOMIC_RELAXED);
+		if (s & GX_EV_F_DONE_ASKED) {
+			asked |= s & GX_EV_MASK(GX_EV_LAUNCH_DONE);
+			s &= ~GX_EV_MASK(GX_EV_LAUNCH_DONE);
+		}
+		m |= s & GX_EV_ALL;
+	}
+	__atomic_store_n(&ev_asked_mask, asked, __ATOMIC_RELAXED);
 	__atomic_store_n(&gx_ev_mask, m, __ATOMIC_RELEASE);
 }
 
 GX_EXPORT int gx_events_subscribe(unsigned mask, gx_event_fn fn, void *cookie)
 {
-	if (!fn || !mask || (mask & ~GX_EV_ALL))
+	const unsigned launch_both = GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_LAUNCH_DONE);
+	if (!fn || !(mask & GX_EV_ALL) || (mask & ~(GX_EV_ALL | GX_EV_F_DONE_ASKED)))
+		return gx_err(-EINVAL);
+	/* asking happens in a launch callback: the flag needs both kinds */
+	if ((mask & GX_EV_F_DONE_ASKED) && (mask & launch_both) != launch_both)
 		return gx_err(-EINVAL);
 	gx_config_load();
 	if (gx_config.disabled) {
@@ -95,7 +110,7 @@ GX_EXPORT int gx_events_unsubscribe(int id)
 
 GX_EXPORT unsigned gx_events_active(void)
 {
-	return __atomic_load_n(&gx_ev_mask, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&gx_ev_mask, __ATOMIC_ACQUIRE) | __atomic_load_n(&ev_asked_mask, __ATOMIC_RELAXED);
 }
 
 bool gx_ev_nested(void)
@@ -154,6 +169,8 @@ deliver:;
 		unsigned m = __atomic_load_n(&subs[i].mask, __ATOMIC_ACQUIRE);
 		if (!(m & bit))
 			continue;
+		if ((m & GX_EV_F_DONE_ASKED) && ev->kind == GX_EV_LAUNCH_DONE && !(ev->launch.done_for & (1u << i)))
+			continue; /* not a launch this subscriber asked about */
 		gx_event_fn fn = __atomic_load_n(&subs[i].fn, __ATOMIC_RELAXED);
 		void *cookie = __atomic_load_n(&subs[i].cookie, __ATOMIC_RELAXED);
 		CUresult r = fn(ev, cookie);

@@ -29,11 +29,13 @@ static __attribute__((noinline)) CUresult launch_event(struct gx_event *ev)
 }
 
 /* After the driver's call: GX_EV_LAUNCH_DONE with the same event, if the
- * launch was accepted and an event was made for it (not nested). Not inlined:
+ * launch was accepted, an event was made for it (not nested) and somebody
+ * wants every launch's or asked for this one (done_for: a subscriber with
+ * GX_EV_F_DONE_ASKED, the device runtime for its timed launches). Not inlined:
  * bench/launch_cost.sh counts the instructions of this and launch_event. */
 static __attribute__((noinline)) CUresult launch_done(struct gx_event *ev, CUresult rc)
 {
-	if (rc == CUDA_SUCCESS && ev->kind == GX_EV_LAUNCH && gx_ev_on(GX_EV_LAUNCH_DONE)) {
+	if (rc == CUDA_SUCCESS && ev->kind == GX_EV_LAUNCH && (gx_ev_on(GX_EV_LAUNCH_DONE) || ev->launch.done_for)) {
 		ev->kind = GX_EV_LAUNCH_DONE;
 		gx_ev_raise(ev);
 	}

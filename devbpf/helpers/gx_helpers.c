@@ -282,6 +282,23 @@ GX_HELPER(map_update_elem)
 			return (gx_u64)-GX_EINVAL;                                         \
 		return (gx_u64)gx_map_update_t(GX_MAP(r1), GX_PTR(r2), GX_PTR(r3), r4, TYPE); \
 	}
+/* Array lookups with the geometry the JIT knows as immediates (r3 =
+ * max_entries, r4 = value stride; GX_JIT_FOLD): the shard and index
+ * arithmetic folds into the address, only data and nr_shards are read. */
+#define GX_TYPED_K(T, SHARD)                                                                        \
+	GX_HELPER(map_lookup_elem__##T##_k)                                                         \
+	{                                                                                           \
+		(void)r5;                                                                           \
+		if (!r2)                                                                            \
+			return 0;                                                                   \
+		const struct gx_devrt_map *m = GX_MAP(r1);                                          \
+		(void)m;                                                                            \
+		return (gx_u64)(unsigned long)gx_array_elem_k(m, SHARD, *(const gx_u32 *)GX_PTR(r2), \
+							       (gx_u32)r3, (gx_u32)r4);             \
+	}
+GX_TYPED_K(array, 0)
+GX_TYPED_K(persm, gx_shard_index(m, GX_MAP_PERSM_ARRAY))
+GX_TYPED_K(perwarp, gx_shard_index(m, GX_MAP_PERWARP_ARRAY))
 GX_TYPED(array, GX_MAP_ARRAY)
 GX_TYPED(hash, GX_MAP_HASH)
 GX_TYPED(persm, GX_MAP_PERSM_ARRAY)

@@ -117,6 +117,14 @@ static inline gx_u32 gx_load32(const gx_u32 *p)
  * then one batch of independent loads (one round trip), not a load, a
  * branch and three more loads behind it; a select, not a branch, keeps the
  * compiler from sinking the loads behind the test. */
+static inline void *gx_array_elem_k(const struct gx_devrt_map *m, gx_u32 shard, gx_u32 idx, gx_u32 max,
+				    gx_u32 stride)
+{
+	gx_u32 nr = m->nr_shards;
+	gx_u64 data = m->data;
+	gx_u64 p = data + ((gx_u64)shard * max + idx) * stride;
+	return ((idx < max) & (shard < nr)) ? (void *)(unsigned long)p : 0;
+}
 static inline void *gx_array_elem(const struct gx_devrt_map *m, gx_u32 shard, gx_u32 idx)
 {
 	gx_u32 max = m->max_entries, nr = m->nr_shards, stride = m->value_stride;

@@ -65,6 +65,16 @@ enum gx_event_kind {
 
 #define GX_EV_MASK(kind) (1u << (kind))
 #define GX_EV_ALL ((1u << GX_EV__COUNT) - 1)
+/* Subscription flag, with GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_LAUNCH_DONE):
+ * deliver GX_EV_LAUNCH_DONE only for the launches whose GX_EV_LAUNCH event
+ * this subscriber marked (ev->launch.done_for), not after every launch. A
+ * tool that times one launch in hundreds then costs the others nothing after
+ * the driver's call. Shims older than the flag refuse it (-EINVAL):
+ * subscribe again without it. */
+#define GX_EV_F_DONE_ASKED (1u << 31)
+/* Does the shim's event carry `field` (the shim may be older than this header)? */
+#define GX_EV_HAS(ev, field) \
+	((ev)->sz >= offsetof(struct gx_event, field) + sizeof(((struct gx_event *)0)->field))
 
 /* Where the launch came from. */
 enum gx_launch_api {
@@ -84,6 +94,11 @@ struct gx_launch_event {
 	void **kernel_params;
 	void **extra;
 	const CUlaunchConfig *config;/* GX_LAUNCH_KERNEL_EX only (its attributes) */
+	/* Added with GX_EV_F_DONE_ASKED (present when GX_EV_HAS(ev,
+	 * launch.done_for)): a GX_EV_LAUNCH callback sets bit (1u << its
+	 * subscription id) to get GX_EV_LAUNCH_DONE for this launch when it
+	 * subscribed with GX_EV_F_DONE_ASKED. 0 from the shim. */
+	unsigned done_for;
 };
 
 struct gx_graph_node_event {

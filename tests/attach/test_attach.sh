@@ -130,6 +130,26 @@ mkdir -p $T/shm7 $T/shm8
 run lt GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm7 >/dev/null
 check "launch record: hooked and timed (flags 3)" "[ \"\$(flags $T/shm7 | head -1)\" = 3 ]" lt
 check "the summary line at exit: 1 launch, 1 instrumented" "grep -q 'gpuext: launches: 1, 1 instrumented (100.0 %)' $T/lt.err" lt
+# The timed launch asked for its LAUNCH_DONE (GX_EV_F_DONE_ASKED), which
+# ends its timing pair: one GX_TEV_LTIME record; the same with LAUNCH_DONE
+# after every launch (GX_LT_DONE_ALL=1, the A/B switch).
+ltimes() { python3 - "$1" <<'P'
+import struct, sys, glob
+n = 0
+for f in glob.glob(sys.argv[1] + '/*-threadhist.events'):
+    d = open(f, 'rb').read(); o = 0
+    while o + 8 <= len(d):
+        t, l = struct.unpack_from('<II', d, o)
+        if l < 8: break
+        n += t == 7
+        o += l
+print(n)
+P
+}
+check "timed launch: its LAUNCH_DONE came, its GPU time recorded (1 LTIME record)" "[ \"\$(ltimes $T/shm7)\" = 1 ]" lt
+mkdir -p $T/shm7a
+run ltall GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm7a GX_LT_DONE_ALL=1 >/dev/null
+check "GX_LT_DONE_ALL=1: the same GPU time record (1 LTIME record)" "[ \"\$(ltimes $T/shm7a)\" = 1 ]" ltall
 run lt0 GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm8 GPUEXT_LAUNCH_TIMES=0 >/dev/null
 check "GPUEXT_LAUNCH_TIMES=0: hooked, not timed (flags 1)" "[ \"\$(flags $T/shm8 | head -1)\" = 1 ]" lt0
 # A cubin gpuext-ptxas compiled (the hooks in already): loaded as it is,

@@ -312,6 +312,7 @@ static void run_native_table(const struct tcase *cases, size_t n, const char *gr
 
 /* Compile cases to one PTX module, add a kernel calling every .func, and
  * assemble it with ptxas (whole program, so calls must resolve). */
+static int ptx_fold; /* fold_geometry for ptx_table */
 static void ptx_table(const struct tcase *cases, size_t n, const char *group,
 		      const struct gx_jit_map *maps, size_t nr_maps)
 {
@@ -323,7 +324,7 @@ static void ptx_table(const struct tcase *cases, size_t n, const char *group,
 						 .nr_insns = cases[i].n };
 	}
 	struct gx_jit_opts o = { .sz = sizeof(o), .target = GX_JIT_PTX, .maps = maps,
-				 .nr_maps = nr_maps, .define_devrt = 1 };
+				 .nr_maps = nr_maps, .define_devrt = 1, .fold_geometry = ptx_fold };
 	char err[256];
 	struct gx_jit *j = gx_jit__new(progs, n, &o, err, sizeof(err));
 	GX_CHECK(j != NULL, "%s: PTX JIT of %zu programs (%s)", group, n, j ? "ok" : err);
@@ -548,6 +549,79 @@ static unsigned long long ext_k(unsigned long long a, unsigned long long b, unsi
 	return a * 2;
 }
 
+/* GX_JIT_FOLD: an array lookup of a known map takes max_entries and the
+ * value stride as immediates; the storage address and shard count are still
+ * read from __gx_devrt. The folded and the plain module both pass ptxas, and
+ * the host forms of the folded helpers find the same elements. */
+static void test_fold_geometry(void)
+{
+	struct tcase cases[] = {
+		/* counts[1] of a 4 x 24-byte array, counts[0] of a per-warp array */
+		T("fold_array", 0, ST(BPF_W, 10, -4, 1), LD_MAP(1, 0), MOV64_REG(2, 10),
+		  ALU64_IMM(BPF_ADD, 2, -4), CALL(1), JMP_IMM(BPF_JEQ, 0, 0, 1), LDX(BPF_DW, 0, 0, 0), EXIT()),
+		T("fold_perwarp", 0, ST(BPF_W, 10, -4, 0), LD_MAP(1, 1), MOV64_REG(2, 10),
+		  ALU64_IMM(BPF_ADD, 2, -4), CALL(1), JMP_IMM(BPF_JEQ, 0, 0, 3), MOV64_IMM(1, 1),
+		  ATOMIC(BPF_DW, 0, 1, 0, BPF_ADD), MOV64_IMM(0, 0), EXIT()),
+	};
+	struct gx_jit_map maps[2] = {
+		{ "counts", GX_MAP_ARRAY, 4, 20, 4, NULL },
+		{ "th", GX_MAP_PERWARP_ARRAY, 4, 24, 1, NULL },
+	};
+	struct gx_jit_prog progs[2];
+	for (size_t i = 0; i < 2; i++)
+		progs[i] = (struct gx_jit_prog){ .name = cases[i].name, .insns = cases[i].insns, .nr_insns = cases[i].n };
+	char pat[4][64];
+	size_t offs[4] = { offsetof(struct gx_devrt, maps[0].max_entries), offsetof(struct gx_devrt, maps[0].value_stride),
+			   offsetof(struct gx_devrt, maps[1].max_entries), offsetof(struct gx_devrt, maps[1].value_stride) };
+	for (int i = 0; i < 4; i++)
+		snprintf(pat[i], sizeof(pat[i]), "[__gx_devrt+%zu]", offs[i]);
+	char data1[64];
+	snprintf(data1, sizeof(data1), "[__gx_devrt+%zu]", offsetof(struct gx_devrt, maps[1].data));
+	for (int fold = 0; fold < 2; fold++) {
+		struct gx_jit_opts o = { .sz = sizeof(o), .target = GX_JIT_PTX, .maps = maps, .nr_maps = 2,
+					 .define_devrt = 1, .fold_geometry = fold };
+		char err[256];
+		struct gx_jit *j = gx_jit__new(progs, 2, &o, err, sizeof(err));
+		GX_CHECK(j != NULL, "fold %d: PTX JIT (%s)", fold, j ? "ok" : err);
+		if (!j)
+			continue;
+		const char *ptx = gx_jit__ptx(j, NULL);
+		int geom = 0;
+		for (int i = 0; i < 4; i++)
+			geom += strstr(ptx, pat[i]) != NULL;
+		if (fold)
+			GX_CHECK(geom == 0 && strstr(ptx, data1) && strstr(ptx, ", 24;"),
+				 "fold: no max_entries/stride loads (%d), data still read, stride 24 an immediate", geom);
+		else
+			GX_CHECK(geom == 4, "no fold: max_entries and stride read from __gx_devrt (%d of 4)", geom);
+		gx_jit__free(j);
+	}
+	struct gx_map *arr, *pw;
+	struct gx_map_spec s_arr = { "counts", GX_MAP_ARRAY, 4, 20, 4, 0 };
+	struct gx_map_spec s_pw = { "th", GX_MAP_PERWARP_ARRAY, 4, 24, 1, 3 };
+	if (gx_map__create(&s_arr, 0, &arr) || gx_map__create(&s_pw, 0, &pw)) {
+		GX_CHECK(0, "fold: host maps");
+		return;
+	}
+	int same = 1;
+	gx_host_env.smid = 0;
+	for (uint32_t k = 0; k < 6; k++) {
+		uint64_t key = (uint64_t)(uintptr_t)&k;
+		same &= gx_h_map_lookup_elem__array_k((uint64_t)(uintptr_t)arr, key, 4, 24, 0) ==
+			gx_h_map_lookup_elem__array((uint64_t)(uintptr_t)arr, key, 0, 0, 0);
+		gx_host_env.warpid = k; /* shards 0..2, then out of range folds back */
+		same &= gx_h_map_lookup_elem__perwarp_k((uint64_t)(uintptr_t)pw, key, 1, 24, 0) ==
+			gx_h_map_lookup_elem__perwarp((uint64_t)(uintptr_t)pw, key, 0, 0, 0);
+	}
+	gx_host_env.warpid = 0;
+	GX_CHECK(same, "folded host lookups find the elements the plain ones do (in range and out)");
+	gx_map__free(arr);
+	gx_map__free(pw);
+	ptx_fold = 1;
+	ptx_table(cases, 2, "folded geometry", maps, 2);
+	ptx_fold = 0;
+}
+
 static void test_externs(void)
 {
 	const struct bpf_insn prog[] = {
@@ -701,6 +775,7 @@ int main(void)
 	ptx_table(alu_cases, GX_ARRAY_SIZE(alu_cases), "alu/mem/calls", NULL, 0);
 	ptx_table(jcases, nj, "jumps", NULL, 0);
 	test_maps_helpers();
+	test_fold_geometry();
 	test_errors();
 	test_externs();
 	test_jit_time();

@@ -37,6 +37,10 @@ gpu-prep: all $(BUILD)/tests/gpu/tools_kern $(BUILD)/tests/gpu/tool_bench $(BUIL
 	$(Q)rm -rf $(GPU_CACHE) && mkdir -p $(GPU_CACHE)
 	$(Q)$(GPUEXT_BIN) tools prepare --cache-dir $(GPU_CACHE) --sm 90
 	$(Q)$(GPUEXT_BIN) tools prepare --cache-dir $(GPU_CACHE) --sm 90 $(GPU_PREP_POLICIES)
+	@# the JIT's A/B switch (tests/gpu/perf.sh runs the tools with it off too)
+	@# and perf's route baseline (bench/empty_probe.bpf.o as a policy)
+	$(Q)GX_JIT_FOLD=0 $(GPUEXT_BIN) tools prepare --cache-dir $(GPU_CACHE) --sm 90
+	$(Q)$(GPUEXT_BIN) tools prepare --cache-dir $(GPU_CACHE) --sm 90 $(BUILD)/bench/empty_probe.bpf.o
 
 # The libraries of the native back end the GPU machine lacks, packed for the
 # native check of tests/gpu/hostpolicy.sh (scripts/pack-jit-libs.sh).

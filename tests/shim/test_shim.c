@@ -693,6 +693,57 @@ static void *launcher(void *arg)
 	return NULL;
 }
 
+/* GX_EV_F_DONE_ASKED: LAUNCH_DONE only after the launches its subscriber
+ * marked in done_for; a plain LAUNCH_DONE subscriber still gets every one. */
+static int asked_id = -1, ask_next, nr_asked_done, nr_all_done, done_has_field;
+static CUresult on_asked(struct gx_event *ev, void *cookie)
+{
+	(void)cookie;
+	if (ev->kind == GX_EV_LAUNCH) {
+		done_has_field = GX_EV_HAS(ev, launch.done_for) && ev->launch.done_for == 0;
+		if (ask_next && asked_id >= 0)
+			ev->launch.done_for |= 1u << asked_id;
+	} else if (ev->kind == GX_EV_LAUNCH_DONE) {
+		nr_asked_done++;
+	}
+	return CUDA_SUCCESS;
+}
+static CUresult on_all_done(struct gx_event *ev, void *cookie)
+{
+	(void)cookie;
+	nr_all_done += ev->kind == GX_EV_LAUNCH_DONE;
+	return CUDA_SUCCESS;
+}
+
+static void test_done_asked(void)
+{
+	unsigned both = GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_LAUNCH_DONE);
+	GX_CHECK(gx_events_subscribe(GX_EV_MASK(GX_EV_LAUNCH_DONE) | GX_EV_F_DONE_ASKED, on_asked, NULL) == -EINVAL,
+		 "GX_EV_F_DONE_ASKED without GX_EV_LAUNCH refused");
+	asked_id = gx_events_subscribe(both | GX_EV_F_DONE_ASKED, on_asked, NULL);
+	GX_CHECK(asked_id >= 0 && gx_events_active() == both, "asked LAUNCH_DONE: subscribed, reported active");
+	void *params[1] = { NULL };
+	CUstream s = (CUstream)(uintptr_t)0x5;
+	for (int i = 0; i < 6; i++) {
+		ask_next = i % 3 == 0;
+		cuLaunchKernel(fa, 1, 1, 1, 1, 1, 1, 0, s, params, NULL);
+	}
+	CUlaunchConfig cfg = { 0 };
+	cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
+	ask_next = 1;
+	cuLaunchKernelEx(&cfg, fa, params, NULL);
+	GX_CHECK(nr_asked_done == 3 && done_has_field, "LAUNCH_DONE only for the 3 launches asked about (%d)", nr_asked_done);
+	int all = gx_events_subscribe(GX_EV_MASK(GX_EV_LAUNCH_DONE), on_all_done, NULL);
+	ask_next = 0;
+	for (int i = 0; i < 4; i++)
+		cuLaunchKernel(fa, 1, 1, 1, 1, 1, 1, 0, s, params, NULL);
+	GX_CHECK(all >= 0 && nr_all_done == 4 && nr_asked_done == 3,
+		 "a plain LAUNCH_DONE subscriber gets every launch, the asking one still none (%d, %d)", nr_all_done,
+		 nr_asked_done);
+	GX_CHECK(gx_events_unsubscribe(all) == 0 && gx_events_unsubscribe(asked_id) == 0 && gx_events_active() == 0,
+		 "asked and plain subscribers unsubscribed");
+}
+
 static void test_threads(void)
 {
 	for (int phase = 0; phase < 2; phase++) {
@@ -775,6 +826,7 @@ int main(int argc, char **argv)
 	test_bomb();
 	test_contexts();
 	test_events();
+	test_done_asked();
 	if (!quick) {
 		test_threads();
 		test_fork();
