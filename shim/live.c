@@ -588,7 +588,10 @@ static int host_attach(const struct gx_ctl_msg *m, const char *const *entries, u
 {
 	char before[200];
 	gx_hostpolicy_live_list(before, sizeof(before));
-	gx_map_shm_dir_set(m->dir);
+	/* a policy added to a live set keeps its maps with the set's */
+	pthread_mutex_lock(&live_lock);
+	gx_map_shm_dir_set(before[0] && host_dir[0] ? host_dir : m->dir);
+	pthread_mutex_unlock(&live_lock);
 	int r = gx_hostpolicy_live_attach(entries, nr, names, nn, err, en);
 	pthread_mutex_lock(&live_lock);
 	gx_map_shm_dir_set(phase ? run_dir : NULL);
@@ -668,6 +671,8 @@ static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 		refuse(m, made, err, t0);
 		return;
 	}
+	if (!dev && hbefore[0] && strcmp(m->dir, host_dir))
+		rmdir(m->dir); /* the request's run folder stayed empty */
 	char msg[900], names[900];
 	all_names(names, sizeof(names));
 	if (dev)
