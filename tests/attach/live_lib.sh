@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # live_lib.sh — shared by the live attach tests (test_live.sh,
 # test_live_kinds.sh): sourced, not run. Needs B, T, APP, PTX, K, FAKE set;
 # the test's name in LIVE_NAME prefixes every check.
