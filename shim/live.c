@@ -582,33 +582,54 @@ static int dev_attach(const struct gx_ctl_msg *m, const char *pol, const char *t
 }
 
 /* The host part: struct_ops policies into the shim's executor, their maps
- * in the request's run folder. 0 or -errno with the reason in err. */
+ * in `host/` of the request's run folder (a device set attached with them
+ * shares the folder: the CLI's cleanup at its detach removes the folder's
+ * own files only, so the host maps stay until their detach). 0 or -errno
+ * with the reason in err. */
 static int host_attach(const struct gx_ctl_msg *m, const char *const *entries, unsigned nr, char *names, size_t nn,
 		       char *err, size_t en)
 {
-	char before[200];
+	char before[200], dir[4096];
 	gx_hostpolicy_live_list(before, sizeof(before));
-	/* a policy added to a live set keeps its maps with the set's */
 	pthread_mutex_lock(&live_lock);
-	gx_map_shm_dir_set(before[0] && host_dir[0] ? host_dir : m->dir);
+	/* a policy added to a live set keeps its maps with the set's */
+	if (before[0] && host_dir[0])
+		snprintf(dir, sizeof(dir), "%s", host_dir);
+	else
+		snprintf(dir, sizeof(dir), "%.4080s/host", m->dir);
+	pthread_mutex_unlock(&live_lock);
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		snprintf(err, en, "cannot make %.300s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	pthread_mutex_lock(&live_lock);
+	gx_map_shm_dir_set(dir);
 	pthread_mutex_unlock(&live_lock);
 	int r = gx_hostpolicy_live_attach(entries, nr, names, nn, err, en);
 	pthread_mutex_lock(&live_lock);
 	gx_map_shm_dir_set(phase ? run_dir : NULL);
 	if (!r && !before[0])
-		snprintf(host_dir, sizeof(host_dir), "%s", m->dir);
+		snprintf(host_dir, sizeof(host_dir), "%s", dir);
 	pthread_mutex_unlock(&live_lock);
+	if (r && !before[0])
+		rmdir(dir);
 	gx_tenancy_policy_changed();
 	return r;
 }
 
 static void host_dir_drop(void)
 {
-	/* the executor removed its map files; the folder the CLI made for them
-	 * goes too unless it is the device set's (rmdir: only when empty) */
+	/* the executor removed its map files: their folder goes, and the run
+	 * folder above it unless the device set still uses it (rmdir: only
+	 * when empty) */
 	pthread_mutex_lock(&live_lock);
-	if (host_dir[0] && strcmp(host_dir, run_dir))
-		rmdir(host_dir);
+	if (host_dir[0] && !rmdir(host_dir)) {
+		char *s = strrchr(host_dir, '/');
+		if (s)
+			*s = 0;
+		if (strcmp(host_dir, run_dir))
+			rmdir(host_dir);
+	}
 	host_dir[0] = 0;
 	pthread_mutex_unlock(&live_lock);
 }
@@ -671,7 +692,7 @@ static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 		refuse(m, made, err, t0);
 		return;
 	}
-	if (!dev && hbefore[0] && strcmp(m->dir, host_dir))
+	if (!dev && hbefore[0])
 		rmdir(m->dir); /* the request's run folder stayed empty */
 	char msg[900], names[900];
 	all_names(names, sizeof(names));

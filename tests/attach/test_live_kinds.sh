@@ -72,6 +72,22 @@ stop a $pid
 check "the application ran on: every launch succeeded, exit 0" "[ $rc = 0 ] && grep -q '^ok - live_app: .* 0 failed' $T/a.out" $T/a.out
 check "no warning in the process" "! grep -v 'refused' $T/a.err | grep -qi 'warn\|cannot\|error'" $T/a.err
 
+# ---- one request with both kinds, detached one at a time; exit while attached ----
+start p plain
+"$G" attach $pid --policy $MEM --tool threadhist >$T/p1 2>&1
+check "one request, both kinds: attached" "grep -q 'attached threadhist: 1 modules instrumented.*host policies seq' $T/p1" $T/p1
+check "the host policy's maps are in host/ of the run folder" "ls $T/shm/attach-$pid-*/host/ | grep -q ." $T/p1
+"$G" detach $pid threadhist >$T/p2 2>&1
+check "the device tool detached alone: its report; the host maps stay" "grep -q 'detached threadhist' $T/p2 && ! grep -q 'no report' $T/p2 && ls $T/shm/attach-$pid-*/host/ | grep -q . && [ \"\$(ps_of $pid)\" = seq ]" $T/p2
+"$G" detach $pid seq >$T/p3 2>&1
+check "then the host policy: the run folder is gone" "grep -q 'detached host policy seq' $T/p3 && ! ls -d $T/shm/attach-* >/dev/null 2>&1" $T/p3
+"$G" attach $pid --policy $SCHED --tool threadhist >$T/p4 2>&1
+wait_count $T/p.out 'runs the instrumented copy' 2
+stop p $pid
+check "exit while both kinds are attached: exit 0, the executor's summary at exit, the status file removed" \
+	"[ $rc = 0 ] && grep -q 'hostpolicy: .*streams created under .prio.' $T/p.err && [ ! -e $T/ctl/$pid.ps ]" $T/p.err
+rm -rf $T/shm/attach-*
+
 # ---- a sched policy with task_launch: the process becomes a tenant ----
 start t plain
 "$G" attach $pid --policy $TEN >$T/t1 2>&1
