@@ -1,6 +1,7 @@
-/* attach.c — `gpuext attach`, `gpuext detach`, `gpuext ps`: tools and
- * device policies attached to processes already running under the shim,
- * through the per-user control folder (common/gx_ctl.h, docs/attach.md).
+/* attach.c — `gpuext attach`, `gpuext detach`, `gpuext ps`: tools, device
+ * policies and host (struct_ops) policies attached to processes already
+ * running under the shim, through the per-user control folder
+ * (common/gx_ctl.h, docs/attach.md).
  *
  *   gpuext attach PID|--all [--tool NAME]... [--policy FILE.bpf.o[,knob=v]]... [--timeout S]
  *   gpuext detach PID [NAME|--all] [--keep] [--timeout S]
@@ -34,8 +35,10 @@ static void usage(FILE *f)
 		"usage: gpuext attach PID|--all [--tool NAME]... [--policy FILE.bpf.o[,knob=v...]]... [--timeout S]\n"
 		"       gpuext detach PID [NAME|--all] [--keep] [--timeout S]\n"
 		"       gpuext ps\n"
-		"Attach device tools and policies to a process running under the gpuext shim, and detach them\n"
-		"(the tools' reports are printed at detach). Same user (or root) only.\n");
+		"Attach device tools and policies, and host (struct_ops) policies, to a process running under the\n"
+		"gpuext shim, and detach them (the tools' reports are printed at detach). The device tools and\n"
+		"policies of one process form one set (attach them together); host policies attach and detach\n"
+		"on their own, by name. Same user (or root) only. See docs/attach.md.\n");
 }
 
 static uint64_t now_ms(void)

@@ -126,6 +126,11 @@ check "exit mid-attach: the application exits 0" "[ $rc = 0 ]" $T/x.err
 start r plain
 "$G" attach $pid --policy $MEM --tool nosuchtool >$T/r1 2>&1
 check "a request refused whole: the host policy it brought is gone again" "grep -q 'refused: .*nosuchtool' $T/r1 && [ \"\$(ps_of $pid)\" = - ] && ! ls -d $T/shm/attach-* >/dev/null 2>&1" $T/r1
+"$G" attach $pid --tool threadhist,launchlate >$T/r3 2>&1
+"$G" detach $pid threadhist >$T/r4 2>&1
+check "one tool of a device set of two: refused, naming the set" "grep -q 'threadhist was attached with threadhist,launchlate as one set' $T/r4" $T/r4
+"$G" detach $pid threadhist,launchlate >$T/r5 2>&1
+check "the set detaches by its names" "grep -q 'detached threadhist,launchlate' $T/r5" $T/r5
 "$G" attach $pid --sched $SCHED >$T/r2 2>&1
 check "--sched: still refused with the reason" "grep -q 'schedule policies attach at start only' $T/r2" $T/r2
 stop r $pid
