@@ -634,6 +634,45 @@ static void host_dir_drop(void)
 	pthread_mutex_unlock(&live_lock);
 }
 
+/* Is `name` one of the comma-separated `list`? */
+static bool name_in(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return true;
+	return false;
+}
+
+/* Detach host policy `name` (NULL: all), its summary into sum. The other
+ * policy of a pair is reloaded with its maps in the same folder; the folder
+ * goes with the last policy. */
+static void host_detach(const char *name, char *sum, size_t n)
+{
+	pthread_mutex_lock(&live_lock);
+	gx_map_shm_dir_set(host_dir[0] ? host_dir : NULL);
+	pthread_mutex_unlock(&live_lock);
+	gx_hostpolicy_live_detach(name, sum, n);
+	pthread_mutex_lock(&live_lock);
+	gx_map_shm_dir_set(phase ? run_dir : NULL);
+	pthread_mutex_unlock(&live_lock);
+	char hn[200];
+	gx_hostpolicy_live_list(hn, sizeof(hn));
+	if (!hn[0])
+		host_dir_drop();
+	gx_tenancy_policy_changed();
+}
+
+/* A request refused after its host part went in: the policies it added go
+ * again (`now`: the names attached after it, `before`: before it). */
+static void host_rollback(char *now, const char *before)
+{
+	char *save = NULL, sum[1200];
+	for (char *h = strtok_r(now, ",", &save); h; h = strtok_r(NULL, ",", &save))
+		if (!name_in(before, h) && gx_hostpolicy_live_has(h))
+			host_detach(h, sum, sizeof(sum));
+}
+
 static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 {
 	char err[1100] = "", pol[GX_CTL_MAX_ITEMS * (GX_CTL_ITEM_MAX + 1)] = "", tool[GX_CTL_MAX_ITEMS * 65] = "",
@@ -673,22 +712,16 @@ static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 		return;
 	}
 	if (nh && host_attach(m, hent, nh, hnames, sizeof(hnames), err, sizeof(err))) {
+		gx_hostpolicy_live_list(hnames, sizeof(hnames));
+		host_rollback(hnames, hbefore); /* an earlier entry of the request may have loaded */
 		refuse(m, -EBUSY, err, t0);
 		return;
 	}
 	unsigned none = 0;
 	int made = 0;
 	if (dev && (made = dev_attach(m, pol, tool, t0, &none, err, sizeof(err))) < 0) {
-		/* the request is refused whole: the host policies it added go */
-		char *save = NULL, sum[1200];
-		for (char *h = nh ? strtok_r(hnames, ",", &save) : NULL; h; h = strtok_r(NULL, ",", &save))
-			if (!strstr(hbefore, h))
-				gx_hostpolicy_live_detach(h, sum, sizeof(sum));
-		char hn[200];
-		gx_hostpolicy_live_list(hn, sizeof(hn));
-		if (!hn[0])
-			host_dir_drop();
-		gx_tenancy_policy_changed();
+		if (nh) /* the request is refused whole: the host policies it added go */
+			host_rollback(hnames, hbefore);
 		refuse(m, made, err, t0);
 		return;
 	}
@@ -839,11 +872,7 @@ static void do_detach(const struct gx_ctl_msg *m, uint64_t t0)
 	if (want_host) {
 		char what[200];
 		snprintf(what, sizeof(what), "%s", all ? hn : m->what);
-		gx_hostpolicy_live_detach(all ? NULL : m->what, hmsg, sizeof(hmsg));
-		gx_tenancy_policy_changed();
-		gx_hostpolicy_live_list(hn, sizeof(hn));
-		if (!hn[0])
-			host_dir_drop();
+		host_detach(all ? NULL : m->what, hmsg, sizeof(hmsg));
 		pr_info("attach: detached host policy %s: %s", what, hmsg);
 		snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), "%sdetached host policy %s: %s",
 			 msg[0] ? "; " : "", what, hmsg);
