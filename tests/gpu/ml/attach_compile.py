@@ -9,6 +9,9 @@ middle must print the same checksums as one without.
 Prints "kernels N" (Triton kernels inductor made or loaded in this
 process), "ready" after AC_WARM iterations (default 2: the compile), then
 per iteration "iter I ms T checksum C" (T: the step's wall time, synchronized).
+With AC_GRAPH=1 a small eager step (matmul, relu, sum) is captured once into
+a CUDA graph before the loop and replayed in every iteration (its result in
+the checksum): a graph instantiated before any attach.
 Runs AC_ITERS iterations (default: until AC_STOP exists), sleeping
 AC_SLEEP_MS (default 0) after each, outside the timed step. The gate file
 AC_GATE, when set, holds a number: iteration I runs only once the number
@@ -79,6 +82,18 @@ def main():
     x = torch.rand(512, DIMS[0], device=dev)
     target = torch.rand(512, DIMS[-1], device=dev)
     step_model = torch.compile(net)
+    graph = None
+    if os.environ.get('AC_GRAPH') == '1':
+        gx, gw = torch.rand(256, 256, device=dev), torch.rand(256, 256, device=dev)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                gy = torch.relu(gx @ gw).sum(0)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            gy = torch.relu(gx @ gw).sum(0)
     iters = int(os.environ.get('AC_ITERS', '0')) or 10**9
     warm = int(os.environ.get('AC_WARM', '2'))
     stop, gpath = os.environ.get('AC_STOP', ''), os.environ.get('AC_GATE', '')
@@ -91,9 +106,13 @@ def main():
         loss = (step_model(x) - target).pow(2).mean()
         loss.backward()
         opt.step()
+        if graph is not None:
+            graph.replay()
         torch.cuda.synchronize()
         ms = (time.perf_counter() - t0) * 1000
         h = hashlib.sha256(loss.detach().cpu().numpy().tobytes())
+        if graph is not None:
+            h.update(gy.cpu().numpy().tobytes())
         for p in (net.blocks[0].lin.weight, net.blocks[-1].lin.weight, net.blocks[len(DIMS) // 2].norm.weight):
             h.update(p.detach().cpu().numpy().tobytes())
         print('iter', i, 'ms', f'{ms:.3f}', 'checksum', h.hexdigest()[:16], flush=True)
