@@ -562,16 +562,21 @@ int gx_hostpolicy_launch(const struct gpu_tenant *t, const struct gpu_launch *l,
 	return err;
 }
 
-/* One summary line per policy kind into out (the exit report, a live
- * detach's answer); hp_lock held. */
-static void summary(char *out, size_t n)
+#define SUM_MEM 1
+#define SUM_SCHED 2
+/* The summary lines (`which`: SUM_MEM, SUM_SCHED; the sched line only with a
+ * sched policy) into out, for the exit report and a live detach's answer;
+ * hp_lock held. */
+static void summary(char *out, size_t n, int which)
 {
 	out[0] = 0;
 	if (!hx)
 		return;
 	struct gx_hx_stats st;
 	gx_hx__stats(hx, &st);
-	int k = snprintf(out, n,
+	int k = 0;
+	if (which & SUM_MEM)
+		k = snprintf(out, n,
 			     "%lu prefetch calls issued, %.1f MiB; %llu ranges (%.1f MiB) under %.1f MiB left to "
 			     "demand paging; executor %.3f ms in %llu policy calls (%llu faults); cuMemPrefetchAsync "
 			     "%.3f ms; %llu evictions, %lu cuMemAdvise calls; %lu device requests (%lu outside managed "
@@ -581,7 +586,7 @@ static void summary(char *out, size_t n)
 			     (unsigned long long)st.calls, (unsigned long long)st.faults, api_ns / 1e6,
 			     (unsigned long long)st.evictions, nr_advise_calls, nr_dev_requests, nr_dev_unmanaged,
 			     gx_hx__mem_policy(hx), gx_hx__mem_enabled(hx) ? "" : ", disabled");
-	if (*gx_hx__sched_policy(hx) && k >= 0 && (size_t)k < n)
+	if ((which & SUM_SCHED) && *gx_hx__sched_policy(hx) && k >= 0 && (size_t)k < n)
 		snprintf(out + k, n - (size_t)k,
 			 "%s%lu streams created under '%s', %lu with the policy's priority, %lu refused; "
 			 "%lu timeslice/interleave settings recorded only",
@@ -592,7 +597,7 @@ static void summary(char *out, size_t n)
 static void log_summary(void)
 {
 	char buf[1200];
-	summary(buf, sizeof(buf));
+	summary(buf, sizeof(buf), SUM_MEM | SUM_SCHED);
 	for (char *l = buf, *nl; l && *l; l = nl ? nl + 1 : NULL) {
 		if ((nl = strchr(l, '\n')))
 			*nl = 0;
@@ -745,6 +750,17 @@ static void live_names(char *names, size_t nn)
 		 hx ? gx_hx__sched_policy(hx) : "");
 }
 
+/* A new live executor starts from zero: the figures of its summary, the
+ * queues an earlier policy rejected, the device its model followed. */
+static void counters_reset(void)
+{
+	nr_prefetch_calls = nr_advise_calls = nr_dev_requests = nr_dev_unmanaged = 0;
+	nr_prefetch_bytes = exec_ns = api_ns = 0;
+	nr_streams = nr_streams_prio = nr_streams_rejected = nr_attr_other = 0;
+	nrejected = 0;
+	model_dev = -1;
+}
+
 int gx_hostpolicy_live_attach(const char *const *entries, unsigned nr, char *names, size_t nn, char *err, size_t en)
 {
 	int ret = 0;
@@ -766,6 +782,7 @@ int gx_hostpolicy_live_attach(const char *const *entries, unsigned nr, char *nam
 			goto out;
 		}
 		live_entry[0][0] = live_entry[1][0] = 0;
+		counters_reset();
 	}
 	for (unsigned i = 0; i < nr && !ret; i++)
 		if ((ret = live_load(h, entries[i])))
@@ -776,8 +793,8 @@ int gx_hostpolicy_live_attach(const char *const *entries, unsigned nr, char *nam
 		gx_hx__free(h);
 		goto out;
 	}
-	/* a failure while adding to a live set leaves the set as it was only
-	 * if nothing of this request loaded: the executor cannot unload one */
+	/* adding to a live set: what this request loaded before a failure
+	 * stays (the executor cannot unload one); shim/live.c detaches it */
 	hx = h;
 	if (fresh) {
 		live_hp = true;
@@ -821,15 +838,20 @@ int gx_hostpolicy_live_detach(const char *name, char *msg, size_t n)
 		return -ENOENT;
 	}
 	int keep = -1; /* the slot reloaded alone */
-	if (name && *gx_hx__mem_policy(hx) && *gx_hx__sched_policy(hx))
+	int which = SUM_MEM | SUM_SCHED;
+	if (name && *gx_hx__mem_policy(hx) && *gx_hx__sched_policy(hx)) {
 		keep = !strcmp(name, gx_hx__mem_policy(hx)) ? 1 : !strcmp(name, gx_hx__sched_policy(hx)) ? 0 : -1;
+		which = keep == 1 ? SUM_MEM : keep == 0 ? SUM_SCHED : which;
+	} else if (!*gx_hx__mem_policy(hx)) {
+		which = SUM_SCHED;
+	}
 	pthread_mutex_unlock(&hp_lock);
 	/* no new event reaches the executor; one already inside waits on hp_lock */
 	if (hp_sub >= 0)
 		gx_events_unsubscribe(hp_sub);
 	hp_sub = -1;
 	pthread_mutex_lock(&hp_lock);
-	summary(msg, n);
+	summary(msg, n, which);
 	for (char *p = msg; *p; p++)
 		if (*p == '\n')
 			*p = ';';
