@@ -414,9 +414,9 @@ int do_ps(int argc, char **argv)
 		}
 		if (gx_read_trusted(path, GX_TRUST_ANY_OWNER, &text, &len, 8192, why, sizeof(why)))
 			continue;
-		char cmd[300] = "?", att[520] = "-";
+		char cmd[300] = "?", att[520] = "-", host[200] = "-";
 		int gpus = 0;
-		unsigned long long launches = 0, instr = 0;
+		unsigned long long launches = 0, instr = 0, graphs = 0;
 		for (char *s = text, *nl; s && *s; s = nl ? nl + 1 : NULL) {
 			nl = strchr(s, '\n');
 			if (nl)
@@ -425,6 +425,9 @@ int do_ps(int argc, char **argv)
 				snprintf(cmd, sizeof(cmd), "%s", s + 4);
 			else if (!strncmp(s, "attached ", 9))
 				snprintf(att, sizeof(att), "%s", s + 9);
+			else if (!strncmp(s, "host ", 5))
+				snprintf(host, sizeof(host), "%s", s + 5);
+			sscanf(s, "graph_launches_uninstrumented %llu", &graphs);
 			sscanf(s, "gpus %d", &gpus);
 			sscanf(s, "launches %llu", &launches);
 			sscanf(s, "instrumented %llu", &instr);
@@ -432,8 +435,8 @@ int do_ps(int argc, char **argv)
 		free(text);
 		if (gx_json) {
 			printf("%s{\"pid\":%d,\"gpus\":%d,\"launches\":%llu,\"instrumented\":%llu,\"attached\":\"%s\","
-			       "\"command\":\"",
-			       nr ? "," : "", pid, gpus, launches, instr, att);
+			       "\"host_policies\":\"%s\",\"graph_launches_uninstrumented\":%llu,\"command\":\"",
+			       nr ? "," : "", pid, gpus, launches, instr, att, host, graphs);
 			for (const char *c = cmd; *c; c++)
 				printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
 			printf("\"}");

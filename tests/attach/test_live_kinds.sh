@@ -45,6 +45,8 @@ start a plain
 "$G" attach $pid --policy $MEM >$T/a1 2>&1
 check "a host policy attaches live" "grep -q 'attached host policies seq' $T/a1" $T/a1
 check "ps shows it" "[ \"\$(ps_of $pid)\" = seq ]"
+"$G" --json ps >$T/ps.json
+check "ps --json: valid, the host policy in its own field" "python3 -c 'import json,sys; d=[p for p in json.load(open(sys.argv[1])) if p[\"pid\"]==$pid]; sys.exit(not (d and d[0][\"host_policies\"]==\"seq\"))' $T/ps.json" $T/ps.json
 "$G" attach $pid --tool threadhist >$T/a2 2>&1
 check "a device tool attaches next to it" "grep -q 'attached threadhist: 1 modules instrumented' $T/a2" $T/a2
 check "the next launches run the copy" "wait_for $T/a.out 'runs the instrumented copy'" $T/a.out
