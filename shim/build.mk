@@ -40,8 +40,13 @@ $(SHIM_GEN)/gx_tramp.o: $(SHIM_GEN)/gx_tramp.S
 
 # -Bsymbolic: our own references bind to our definitions (never interposed).
 # The version script only limits exports: the real driver has no symbol
-# versions, so neither do we.
-SHIM_LDLIBS = -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,now -Wl,-z,defs -Wl,--version-script=shim/libcuda.map \
+# versions, so neither do we. -z nodelete: the shim runs threads (the live
+# attach control thread from cuInit, the device runtime's drainer, the
+# tenant poller); a program that dlcloses libcuda.so.1 (static cudart at
+# exit) must not unmap the code they run (tests/shim/run.sh's cudart_probe
+# crashed in 1 of 40 runs on a thread's dlsym).
+SHIM_LDLIBS = -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,now -Wl,-z,defs -Wl,-z,nodelete \
+              -Wl,--version-script=shim/libcuda.map \
               $(IMAGE_LDLIBS) -lelf -ldl -lpthread
 $(SHIM_LIB): $(SHIM_OBJS) $(SHIM_LIBS) shim/libcuda.map
 	$(call link_so,$(SHIM_LDLIBS))
