@@ -1,6 +1,7 @@
-/* attach.c — `gpuext attach`, `gpuext detach`, `gpuext ps`: tools and
- * device policies attached to processes already running under the shim,
- * through the per-user control folder (common/gx_ctl.h, docs/attach.md).
+/* attach.c — `gpuext attach`, `gpuext detach`, `gpuext ps`: tools, device
+ * policies and host (struct_ops) policies attached to processes already
+ * running under the shim, through the per-user control folder
+ * (common/gx_ctl.h, docs/attach.md).
  *
  *   gpuext attach PID|--all [--tool NAME]... [--policy FILE.bpf.o[,knob=v]]... [--timeout S]
  *   gpuext detach PID [NAME|--all] [--keep] [--timeout S]
@@ -34,8 +35,10 @@ static void usage(FILE *f)
 		"usage: gpuext attach PID|--all [--tool NAME]... [--policy FILE.bpf.o[,knob=v...]]... [--timeout S]\n"
 		"       gpuext detach PID [NAME|--all] [--keep] [--timeout S]\n"
 		"       gpuext ps\n"
-		"Attach device tools and policies to a process running under the gpuext shim, and detach them\n"
-		"(the tools' reports are printed at detach). Same user (or root) only.\n");
+		"Attach device tools and policies, and host (struct_ops) policies, to a process running under the\n"
+		"gpuext shim, and detach them (the tools' reports are printed at detach). The device tools and\n"
+		"policies of one process form one set (attach them together); host policies attach and detach\n"
+		"on their own, by name. Same user (or root) only. See docs/attach.md.\n");
 }
 
 static uint64_t now_ms(void)
@@ -411,9 +414,9 @@ int do_ps(int argc, char **argv)
 		}
 		if (gx_read_trusted(path, GX_TRUST_ANY_OWNER, &text, &len, 8192, why, sizeof(why)))
 			continue;
-		char cmd[300] = "?", att[520] = "-";
+		char cmd[300] = "?", att[520] = "-", host[200] = "-";
 		int gpus = 0;
-		unsigned long long launches = 0, instr = 0;
+		unsigned long long launches = 0, instr = 0, graphs = 0;
 		for (char *s = text, *nl; s && *s; s = nl ? nl + 1 : NULL) {
 			nl = strchr(s, '\n');
 			if (nl)
@@ -422,6 +425,9 @@ int do_ps(int argc, char **argv)
 				snprintf(cmd, sizeof(cmd), "%s", s + 4);
 			else if (!strncmp(s, "attached ", 9))
 				snprintf(att, sizeof(att), "%s", s + 9);
+			else if (!strncmp(s, "host ", 5))
+				snprintf(host, sizeof(host), "%s", s + 5);
+			sscanf(s, "graph_launches_uninstrumented %llu", &graphs);
 			sscanf(s, "gpus %d", &gpus);
 			sscanf(s, "launches %llu", &launches);
 			sscanf(s, "instrumented %llu", &instr);
@@ -429,8 +435,8 @@ int do_ps(int argc, char **argv)
 		free(text);
 		if (gx_json) {
 			printf("%s{\"pid\":%d,\"gpus\":%d,\"launches\":%llu,\"instrumented\":%llu,\"attached\":\"%s\","
-			       "\"command\":\"",
-			       nr ? "," : "", pid, gpus, launches, instr, att);
+			       "\"host_policies\":\"%s\",\"graph_launches_uninstrumented\":%llu,\"command\":\"",
+			       nr ? "," : "", pid, gpus, launches, instr, att, host, graphs);
 			for (const char *c = cmd; *c; c++)
 				printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
 			printf("\"}");

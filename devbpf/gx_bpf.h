@@ -475,6 +475,9 @@ int gx_map__is_const(const struct gx_map *m);
 int gx_map_shm_dir(char *buf, size_t n);
 /* Override the folder for this process (NULL or "": back to the default). */
 void gx_map_shm_dir_set(const char *dir);
+/* The folder without the override: what files shared by every process of
+ * the user (the tenant table) use, whatever a live attach set. */
+int gx_map_shm_dir_default(char *buf, size_t n);
 /* Compute the layout (sizes, shard and bucket counts) of a spec; -EINVAL if
  * the spec is invalid. layout->data is left 0. */
 int gx_map_layout(const struct gx_map_spec *spec, struct gx_devrt_map *layout);

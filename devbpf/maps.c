@@ -114,6 +114,11 @@ GX_EXPORT int gx_map_shm_dir(char *buf, size_t n)
 	pthread_mutex_unlock(&shm_override_lock);
 	if (olen != -2)
 		return olen < 0 || (size_t)olen >= n ? gx_err(-ENAMETOOLONG) : 0;
+	return gx_map_shm_dir_default(buf, n);
+}
+
+GX_EXPORT int gx_map_shm_dir_default(char *buf, size_t n)
+{
 	const char *env = getenv("GPUEXT_SHM_DIR");
 	int len = env && *env ? snprintf(buf, n, "%s", env)
 			      : snprintf(buf, n, "/dev/shm/gpuext-%u", (unsigned)getuid());

@@ -56,6 +56,26 @@ static bool want(void)
 	return gx_ev_on(GX_EV_GRAPH_LAUNCH) && !gx_ev_nested();
 }
 
+/* Live attach (live.c) lists every exec from cuInit on, so that one made
+ * before an attach can be told apart and its kernel nodes counted: a walk
+ * per instantiate, nothing per launch. */
+static bool track;
+
+void gx_graph_exec_track(void)
+{
+	__atomic_store_n(&track, true, __ATOMIC_RELAXED);
+}
+
+unsigned long long gx_graph_exec_gen(void)
+{
+	return __atomic_load_n(&next_gen, __ATOMIC_RELAXED);
+}
+
+static bool listing(void)
+{
+	return (gx_ev_on(GX_EV_GRAPH_LAUNCH) || __atomic_load_n(&track, __ATOMIC_RELAXED)) && !gx_ev_nested();
+}
+
 static int node_add(struct gexec *x, CUgraphNode node, CUgraphNode top, CUfunction f, int is_kernel)
 {
 	if (x->nr_n == x->cap_n) {
@@ -194,7 +214,7 @@ static void instantiated(CUgraphExec e, CUgraph g)
 
 static CUresult inst_done(CUresult rc, CUgraphExec *pe, CUgraph g)
 {
-	if (rc == CUDA_SUCCESS && pe && *pe && want())
+	if (rc == CUDA_SUCCESS && pe && *pe && listing())
 		instantiated(*pe, g);
 	return rc;
 }
@@ -281,7 +301,7 @@ GX_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 
 static CUresult update_done(CUresult rc, CUgraphExec e, CUgraph g)
 {
-	if (rc == CUDA_SUCCESS && (any() || want()))
+	if (rc == CUDA_SUCCESS && (any() || listing()))
 		instantiated(e, g);
 	return rc;
 }

@@ -12,5 +12,10 @@ CUresult gx_graph_exec_kernel_set(CUresult rc, CUgraphExec e, CUgraphNode node, 
 /* cuGraphExecChildGraphNodeSetParams / cuGraphExecNodeSetParams (child
  * graph): node now runs the graph child. */
 CUresult gx_graph_exec_child_set(CUresult rc, CUgraphExec e, CUgraphNode node, CUgraph child);
+/* List every exec from now on, subscribed to GX_EV_GRAPH_LAUNCH or not
+ * (live.c, at cuInit). */
+void gx_graph_exec_track(void);
+/* The last kernel-list gen handed out: lists made later have a greater one. */
+unsigned long long gx_graph_exec_gen(void);
 
 #endif

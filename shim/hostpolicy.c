@@ -562,8 +562,51 @@ int gx_hostpolicy_launch(const struct gpu_tenant *t, const struct gpu_launch *l,
 	return err;
 }
 
-/* At exit: one summary line, and the executor freed so its map files in
- * the shm folder are removed. */
+#define SUM_MEM 1
+#define SUM_SCHED 2
+/* The summary lines (`which`: SUM_MEM, SUM_SCHED; the sched line only with a
+ * sched policy) into out, for the exit report and a live detach's answer;
+ * hp_lock held. */
+static void summary(char *out, size_t n, int which)
+{
+	out[0] = 0;
+	if (!hx)
+		return;
+	struct gx_hx_stats st;
+	gx_hx__stats(hx, &st);
+	int k = 0;
+	if (which & SUM_MEM)
+		k = snprintf(out, n,
+			     "%lu prefetch calls issued, %.1f MiB; %llu ranges (%.1f MiB) under %.1f MiB left to "
+			     "demand paging; executor %.3f ms in %llu policy calls (%llu faults); cuMemPrefetchAsync "
+			     "%.3f ms; %llu evictions, %lu cuMemAdvise calls; %lu device requests (%lu outside managed "
+			     "memory) (policy '%s'%s)",
+			     nr_prefetch_calls, nr_prefetch_bytes / 1048576.0, (unsigned long long)st.small,
+			     st.small_bytes / 1048576.0, min_prefetch / 1048576.0, exec_ns / 1e6,
+			     (unsigned long long)st.calls, (unsigned long long)st.faults, api_ns / 1e6,
+			     (unsigned long long)st.evictions, nr_advise_calls, nr_dev_requests, nr_dev_unmanaged,
+			     gx_hx__mem_policy(hx), gx_hx__mem_enabled(hx) ? "" : ", disabled");
+	if ((which & SUM_SCHED) && *gx_hx__sched_policy(hx) && k >= 0 && (size_t)k < n)
+		snprintf(out + k, n - (size_t)k,
+			 "%s%lu streams created under '%s', %lu with the policy's priority, %lu refused; "
+			 "%lu timeslice/interleave settings recorded only",
+			 k ? "\n" : "", nr_streams, gx_hx__sched_policy(hx), nr_streams_prio, nr_streams_rejected,
+			 nr_attr_other);
+}
+
+static void log_summary(void)
+{
+	char buf[1200];
+	summary(buf, sizeof(buf), SUM_MEM | SUM_SCHED);
+	for (char *l = buf, *nl; l && *l; l = nl ? nl + 1 : NULL) {
+		if ((nl = strchr(l, '\n')))
+			*nl = 0;
+		pr_info("hostpolicy: %s", l);
+	}
+}
+
+/* At exit: the summary, and the executor freed so its map files in the
+ * shm folder are removed. */
 static void report(void)
 {
 	pthread_mutex_lock(&hp_lock);
@@ -572,24 +615,36 @@ static void report(void)
 		via_kmod = false;
 	}
 	if (hx) {
-		struct gx_hx_stats st;
-		gx_hx__stats(hx, &st);
-		pr_info("hostpolicy: %lu prefetch calls issued, %.1f MiB; %llu ranges (%.1f MiB) under %.1f MiB left to "
-			"demand paging; executor %.3f ms in %llu policy calls (%llu faults); cuMemPrefetchAsync %.3f ms"
-			"; %llu evictions, %lu cuMemAdvise calls; %lu device requests (%lu outside managed memory) (policy '%s'%s)",
-			nr_prefetch_calls, nr_prefetch_bytes / 1048576.0, (unsigned long long)st.small,
-			st.small_bytes / 1048576.0, min_prefetch / 1048576.0, exec_ns / 1e6,
-			(unsigned long long)st.calls, (unsigned long long)st.faults, api_ns / 1e6,
-			(unsigned long long)st.evictions, nr_advise_calls, nr_dev_requests, nr_dev_unmanaged, gx_hx__mem_policy(hx),
-			gx_hx__mem_enabled(hx) ? "" : ", disabled");
-		if (*gx_hx__sched_policy(hx))
-			pr_info("hostpolicy: %lu streams created under '%s', %lu with the policy's priority, %lu refused; "
-				"%lu timeslice/interleave settings recorded only",
-				nr_streams, gx_hx__sched_policy(hx), nr_streams_prio, nr_streams_rejected, nr_attr_other);
+		log_summary();
 		gx_hx__free(hx);
 		hx = NULL;
 	}
 	pthread_mutex_unlock(&hp_lock);
+}
+
+static int hp_sub = -1; /* our event subscription */
+
+static void report_at_exit(void)
+{
+	static bool once;
+	if (!once)
+		atexit(report);
+	once = true;
+}
+
+/* Subscribe the executor's events (hx set): 0 or -errno. */
+static int subscribe(void)
+{
+	/* Context destruction always: its prefetch stream slot is freed. */
+	unsigned mask = GX_EV_MASK(GX_EV_MEM_ALLOC_MANAGED) | GX_EV_MASK(GX_EV_MEM_FREE) | GX_EV_MASK(GX_EV_LAUNCH) |
+			GX_EV_MASK(GX_EV_SYNC) | GX_EV_MASK(GX_EV_CTX_DESTROY);
+	if (*gx_hx__sched_policy(hx) || recording)
+		mask |= GX_EV_MASK(GX_EV_STREAM_CREATING) | GX_EV_MASK(GX_EV_STREAM_CREATE) |
+			GX_EV_MASK(GX_EV_STREAM_DESTROY) | GX_EV_MASK(GX_EV_CTX_CREATE);
+	if (hp_sub >= 0)
+		gx_events_unsubscribe(hp_sub);
+	hp_sub = gx_events_subscribe(mask, on_event, NULL);
+	return hp_sub < 0 ? hp_sub : 0;
 }
 
 void gx_hostpolicy_init(void)
@@ -648,17 +703,172 @@ void gx_hostpolicy_init(void)
 		return;
 	}
 	hx = h;
-	/* Context destruction always: its prefetch stream slot is freed. */
-	unsigned mask = GX_EV_MASK(GX_EV_MEM_ALLOC_MANAGED) | GX_EV_MASK(GX_EV_MEM_FREE) | GX_EV_MASK(GX_EV_LAUNCH) |
-			GX_EV_MASK(GX_EV_SYNC) | GX_EV_MASK(GX_EV_CTX_DESTROY);
-	if (*gx_hx__sched_policy(hx) || recording)
-		mask |= GX_EV_MASK(GX_EV_STREAM_CREATING) | GX_EV_MASK(GX_EV_STREAM_CREATE) |
-			GX_EV_MASK(GX_EV_STREAM_DESTROY) | GX_EV_MASK(GX_EV_CTX_CREATE);
-	if (gx_events_subscribe(mask, on_event, NULL) < 0) {
+	if (subscribe()) {
 		pr_warn("hostpolicy: cannot subscribe to events; running without host policy");
 		return;
 	}
-	atexit(report);
+	report_at_exit();
+}
+
+/* ---- live attach (gpuext attach --policy HOST.bpf.o; shim/live.c) ----
+ * The executor of a process that runs no host policy from its start is
+ * made on the control thread, its policies loaded (their maps in the run
+ * folder the CLI made), then its events subscribed: from the next event
+ * on, the policies decide. What happened before the attach is unknown to
+ * them (managed allocations made earlier are no regions; streams made
+ * earlier have the queue of their context). Detach: unsubscribe, then the
+ * summary and the executor freed under hp_lock (an event handler that
+ * already passed the subscription check finds no executor). The entries
+ * are kept so that detaching one of two policies (mem + sched) reloads the
+ * other alone: its state restarts. */
+static bool live_hp;
+static char live_entry[2][4200]; /* [0] mem, [1] sched: "PATH[,knobs]" */
+
+/* Load "PATH[,knobs]" into h, recording which slot it took: 0 or -errno. */
+static int live_load(struct gx_hx *h, const char *entry)
+{
+	char e[4200];
+	snprintf(e, sizeof(e), "%s", entry);
+	char *knobs = strchr(e, ',');
+	if (knobs)
+		*knobs++ = 0;
+	bool had_mem = *gx_hx__mem_policy(h), had_sched = *gx_hx__sched_policy(h);
+	int err = gx_hx__load(h, e, knobs);
+	if (err)
+		return err;
+	if (!had_mem && *gx_hx__mem_policy(h))
+		snprintf(live_entry[0], sizeof(live_entry[0]), "%s", entry);
+	if (!had_sched && *gx_hx__sched_policy(h))
+		snprintf(live_entry[1], sizeof(live_entry[1]), "%s", entry);
+	return 0;
+}
+
+static void live_names(char *names, size_t nn)
+{
+	snprintf(names, nn, "%s%s%s", hx ? gx_hx__mem_policy(hx) : "",
+		 hx && *gx_hx__mem_policy(hx) && *gx_hx__sched_policy(hx) ? "," : "",
+		 hx ? gx_hx__sched_policy(hx) : "");
+}
+
+/* A new live executor starts from zero: the figures of its summary, the
+ * queues an earlier policy rejected, the device its model followed. */
+static void counters_reset(void)
+{
+	nr_prefetch_calls = nr_advise_calls = nr_dev_requests = nr_dev_unmanaged = 0;
+	nr_prefetch_bytes = exec_ns = api_ns = 0;
+	nr_streams = nr_streams_prio = nr_streams_rejected = nr_attr_other = 0;
+	nrejected = 0;
+	model_dev = -1;
+}
+
+int gx_hostpolicy_live_attach(const char *const *entries, unsigned nr, char *names, size_t nn, char *err, size_t en)
+{
+	int ret = 0;
+	pthread_mutex_lock(&hp_lock);
+	if (via_kmod || (hx && !live_hp)) {
+		snprintf(err, en, "%s", via_kmod ? "gpuext.ko runs this process's host policies"
+						 : "host policies were attached at its start (GPUEXT_POLICY); they "
+						   "cannot be changed while it runs");
+		ret = -EBUSY;
+		goto out;
+	}
+	bool fresh = !hx;
+	struct gx_hx *h = hx;
+	if (fresh) {
+		struct gx_hx_opts o = make_opts();
+		if (!(h = gx_hx__new(&o))) {
+			snprintf(err, en, "cannot make the host policy executor");
+			ret = -ENOMEM;
+			goto out;
+		}
+		live_entry[0][0] = live_entry[1][0] = 0;
+		counters_reset();
+	}
+	for (unsigned i = 0; i < nr && !ret; i++)
+		if ((ret = live_load(h, entries[i])))
+			snprintf(err, en, "%.300s: %s", entries[i],
+				 ret == -EEXIST ? "a host policy of its kind (mem or sched) is attached already"
+						: "refused by the host policy executor");
+	if (ret && fresh) {
+		gx_hx__free(h);
+		goto out;
+	}
+	/* adding to a live set: what this request loaded before a failure
+	 * stays (the executor cannot unload one); shim/live.c detaches it */
+	hx = h;
+	if (fresh) {
+		live_hp = true;
+		report_at_exit();
+	}
+	if (subscribe()) {
+		snprintf(err, en, "no free event subscription");
+		ret = -ENOSPC;
+	}
+	live_names(names, nn);
+out:
+	pthread_mutex_unlock(&hp_lock);
+	return ret;
+}
+
+bool gx_hostpolicy_live_has(const char *name)
+{
+	pthread_mutex_lock(&hp_lock);
+	bool yes = live_hp && hx && name && *name &&
+		   (!strcmp(name, gx_hx__mem_policy(hx)) || !strcmp(name, gx_hx__sched_policy(hx)));
+	pthread_mutex_unlock(&hp_lock);
+	return yes;
+}
+
+void gx_hostpolicy_live_list(char *names, size_t nn)
+{
+	pthread_mutex_lock(&hp_lock);
+	if (live_hp)
+		live_names(names, nn);
+	else
+		names[0] = 0;
+	pthread_mutex_unlock(&hp_lock);
+}
+
+int gx_hostpolicy_live_detach(const char *name, char *msg, size_t n)
+{
+	msg[0] = 0;
+	pthread_mutex_lock(&hp_lock);
+	if (!live_hp || !hx) {
+		pthread_mutex_unlock(&hp_lock);
+		return -ENOENT;
+	}
+	int keep = -1; /* the slot reloaded alone */
+	int which = SUM_MEM | SUM_SCHED;
+	if (name && *gx_hx__mem_policy(hx) && *gx_hx__sched_policy(hx)) {
+		keep = !strcmp(name, gx_hx__mem_policy(hx)) ? 1 : !strcmp(name, gx_hx__sched_policy(hx)) ? 0 : -1;
+		which = keep == 1 ? SUM_MEM : keep == 0 ? SUM_SCHED : which;
+	} else if (!*gx_hx__mem_policy(hx)) {
+		which = SUM_SCHED;
+	}
+	pthread_mutex_unlock(&hp_lock);
+	/* no new event reaches the executor; one already inside waits on hp_lock */
+	if (hp_sub >= 0)
+		gx_events_unsubscribe(hp_sub);
+	hp_sub = -1;
+	pthread_mutex_lock(&hp_lock);
+	summary(msg, n, which);
+	for (char *p = msg; *p; p++)
+		if (*p == '\n')
+			*p = ';';
+	gx_hx__free(hx);
+	hx = NULL;
+	live_hp = false;
+	char entry[4200] = "";
+	if (keep >= 0)
+		snprintf(entry, sizeof(entry), "%s", live_entry[keep]);
+	pthread_mutex_unlock(&hp_lock);
+	if (entry[0]) {
+		const char *e = entry;
+		char names[200], err[400];
+		if (gx_hostpolicy_live_attach(&e, 1, names, sizeof(names), err, sizeof(err)))
+			pr_warn("hostpolicy: reloading %s after the detach of %s failed: %s", entry, name, err);
+	}
+	return 0;
 }
 
 /* For the stats file (stats.c), from a background thread: hp_lock only if

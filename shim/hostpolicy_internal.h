@@ -2,6 +2,7 @@
 #ifndef SHIM_HOSTPOLICY_INTERNAL_H
 #define SHIM_HOSTPOLICY_INTERNAL_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "shim/shim_internal.h"
@@ -24,4 +25,17 @@ struct gpu_launch;
 struct gx_hx_gate;
 bool gx_hostpolicy_has_launch(void);
 int gx_hostpolicy_launch(const struct gpu_tenant *t, const struct gpu_launch *l, struct gx_hx_gate *g);
+/* Live attach (shim/live.c, docs/attach.md): load host policy entries
+ * ("PATH[,knobs]") into an executor made now, or into the one attached
+ * live already (one mem and one sched policy). 0, or -errno with a reason
+ * in err (-EBUSY: host policies from the process's start, or gpuext.ko).
+ * `names` gets the names attached now. */
+int gx_hostpolicy_live_attach(const char *const *entries, unsigned nr, char *names, size_t nn, char *err, size_t en);
+/* Is `name` a host policy attached live? */
+bool gx_hostpolicy_live_has(const char *name);
+/* The names attached live ("" if none). */
+void gx_hostpolicy_live_list(char *names, size_t nn);
+/* Detach `name` (one attached live; NULL: all): the executor's summary
+ * into msg; the other policy of a pair is reloaded alone. 0 or -ENOENT. */
+int gx_hostpolicy_live_detach(const char *name, char *msg, size_t n);
 #endif

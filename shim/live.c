@@ -52,10 +52,13 @@
 #include "common/gx_ctl.h"
 #include "common/gx_tls.h"
 #include "common/gx_trust.h"
+#include "devbpf/gx_bpf.h"
+#include "shim/graph_internal.h"
 #include "shim/hostpolicy_internal.h"
 #include "shim/load_internal.h"
 #include "shim/shim_ev_internal.h"
 #include "shim/tables_internal.h"
+#include "shim/tenancy_internal.h"
 
 struct copy {
 	void *orig;    /* the application's module or library */
@@ -84,6 +87,15 @@ struct sev { /* the last instrumented launch on a stream */
 	UT_hash_handle hh;
 };
 
+struct gseen_key { /* a graph exec's kernel list, launched while attached */
+	CUgraphExec e;
+	unsigned long long gen;
+};
+struct gseen {
+	struct gseen_key key;
+	UT_hash_handle hh;
+};
+
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static int phase; /* 0 idle, 1 attaching or attached (new modules get copies) */
 static bool on;	  /* launches run the copies */
@@ -93,9 +105,13 @@ static struct sev *sevs;
 static long inflight;	/* switched launches the driver has not returned from */
 static bool graph_used; /* a copy went into a graph: kept until exit */
 static unsigned long long nr_launches, nr_instr, nr_graph_nodes;
+static unsigned long long nr_graph_old; /* launches of execs instantiated before the attach */
+static unsigned long long attach_gen;	/* graph_exec.c's last list gen at the attach */
+static struct gseen *gseens;
 static int sub_id = -1;
 static uint64_t req_t0; /* when the attach request was read (ms) */
 static char attached[512], run_dir[4096], ctl_dir[4096];
+static char host_dir[4096]; /* the run folder of the host policies attached live */
 static volatile int exiting, busy;
 static void live_exit(void);
 static __thread struct {
@@ -203,6 +219,30 @@ static void stream_mark(CUcontext ctx, CUstream s)
 	}
 }
 
+/* A graph launch while attached (live_lock held): an exec whose kernel
+ * list is older than the attach runs the application's own functions. One
+ * line per such exec, at its first launch; every launch counted. */
+static void graph_launched(const struct gx_graph_launch_event *g)
+{
+	if (g->gen && g->gen > attach_gen)
+		return;
+	nr_graph_old++;
+	struct gseen_key key = { .e = g->exec, .gen = g->gen };
+	struct gseen *x;
+	HASH_FIND(hh, gseens, &key, sizeof(key), x);
+	if (x || !(x = calloc(1, sizeof(*x))))
+		return;
+	x->key = key;
+	HASH_ADD(hh, gseens, key, sizeof(key), x);
+	if (g->gen)
+		pr_info("attach: graph exec %p: instantiated before attach, its %u kernel nodes run uninstrumented",
+			(void *)g->exec, g->nodes);
+	else
+		pr_info("attach: graph exec %p: instantiated before attach, its kernel nodes (not listed) run "
+			"uninstrumented",
+			(void *)g->exec);
+}
+
 static CUresult on_event(struct gx_event *ev, void *cookie)
 {
 	(void)cookie;
@@ -236,6 +276,8 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 		tl.pending = false;
 		inflight--;
 		stream_mark(tl.ctx, tl.s);
+	} else if (ev->kind == GX_EV_GRAPH_LAUNCH && on) {
+		graph_launched(&ev->glaunch);
 	} else if (ev->kind == GX_EV_GRAPH_KERNEL_NODE && on && ev->graph.params.func) {
 		void *f = fn_lookup(ev->ctx, ev->graph.params.func, false);
 		if (f) {
@@ -434,20 +476,25 @@ static void ps_write(void)
 		if (REAL(cuDeviceGetCount)(&gpus) != CUDA_SUCCESS)
 			gpus = 0;
 	}
-	char buf[6000], name[64];
+	char buf[6000], name[64], host[200];
+	gx_hostpolicy_live_list(host, sizeof(host));
 	pthread_mutex_lock(&live_lock);
 	int n = snprintf(buf, sizeof(buf),
-			 "pid %d\ncmd %s\ngpus %d\nattached %s\nlaunches %llu\ninstrumented %llu\n"
-			 "graph_nodes %llu\ndir %s\n",
-			 (int)getpid(), cmd[0] ? cmd : "?", gpus, attached[0] ? attached : "-", nr_launches, nr_instr,
-			 nr_graph_nodes, run_dir[0] ? run_dir : "-");
+			 "pid %d\ncmd %s\ngpus %d\nattached %s%s%s\nlaunches %llu\ninstrumented %llu\n"
+			 "graph_nodes %llu\ngraph_launches_uninstrumented %llu\nhost %s\ndir %s\n",
+			 (int)getpid(), cmd[0] ? cmd : "?", gpus, attached, attached[0] && host[0] ? "," : "",
+			 attached[0] || host[0] ? host : "-", nr_launches, nr_instr, nr_graph_nodes, nr_graph_old,
+			 host[0] ? host : "-", run_dir[0] ? run_dir : "-");
 	pthread_mutex_unlock(&live_lock);
 	snprintf(name, sizeof(name), "%d.ps", (int)getpid());
 	if (n > 0 && gx_ctl_write(ctl_dir, name, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1))
 		pr_debug("attach: cannot write %s/%s", ctl_dir, name);
 }
 
-static void reply(const struct gx_ctl_msg *req, int status, const char *msg, unsigned modules, uint64_t t0)
+/* names: what the answer lists as attached (NULL: the device set); dir: the
+ * device set's run folder, where the CLI finds the tools' reports */
+static void reply(const struct gx_ctl_msg *req, int status, const char *msg, const char *names, unsigned modules,
+		  uint64_t t0)
 {
 	struct gx_ctl_msg r = { .op = GX_CTL_REPLY, .seq = req->seq, .status = status, .modules = modules };
 	r.ms = (unsigned)(now_ms() - t0);
@@ -456,8 +503,8 @@ static void reply(const struct gx_ctl_msg *req, int status, const char *msg, uns
 		if (*p == '\n')
 			*p = ' ';
 	pthread_mutex_lock(&live_lock);
-	snprintf(r.attached, sizeof(r.attached), "%s", attached);
-	snprintf(r.dir, sizeof(r.dir), "%s", run_dir);
+	snprintf(r.attached, sizeof(r.attached), "%s", names ? names : attached);
+	snprintf(r.dir, sizeof(r.dir), "%s", names && !names[0] ? "" : run_dir);
 	pthread_mutex_unlock(&live_lock);
 	char buf[8192], name[64];
 	int n = gx_ctl_format(&r, buf, sizeof(buf));
@@ -466,71 +513,59 @@ static void reply(const struct gx_ctl_msg *req, int status, const char *msg, uns
 		pr_warn("attach: cannot answer in %s", ctl_dir);
 }
 
-static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
+/* What is attached, all kinds, for replies and `gpuext ps` (live_lock
+ * held or not: host names come from hostpolicy.c's lock). */
+static void all_names(char *buf, size_t n)
 {
-	char err[600] = "", line[400] = "", names[512] = "", pol[GX_CTL_MAX_ITEMS * (GX_CTL_ITEM_MAX + 1)] = "",
-	     tool[GX_CTL_MAX_ITEMS * 65] = "";
+	char host[200];
+	gx_hostpolicy_live_list(host, sizeof(host));
+	pthread_mutex_lock(&live_lock);
+	snprintf(buf, n, "%s%s%s", attached, attached[0] && host[0] ? "," : "", host);
+	pthread_mutex_unlock(&live_lock);
+}
+
+static void refuse(const struct gx_ctl_msg *m, int status, const char *err, uint64_t t0)
+{
+	pr_warn("attach: refused: %s", err);
+	reply(m, status, err, NULL, 0, t0);
+}
+
+/* The device part of a request: tools and device policies merged into one
+ * set, their runtime started, every loaded module's copy made, the switch
+ * flipped. The number of copies made, or -errno with the reason in err. */
+static int dev_attach(const struct gx_ctl_msg *m, const char *pol, const char *tool, uint64_t t0, unsigned *none,
+		      char *err, size_t en)
+{
+	char line[400] = "", names[512] = "";
 	const struct gx_attach_host *host = gx_attach_host_live();
-	if (phase) {
-		snprintf(err, sizeof(err), "%s is attached already; detach it first", attached);
-		pr_warn("attach: refused: %s", err);
-		reply(m, -EBUSY, err, 0, t0);
-		return;
-	}
-	if (!host || m->sched[0]) {
-		snprintf(
-			err, sizeof(err), "%s",
-			!host ? "no device runtime in this process (GPUEXT_DISABLE, or the driver lacks a function it needs)"
-			      : "--sched: schedule policies attach at start only (gpuext-run --sched)");
-		pr_warn("attach: refused: %s", err);
-		reply(m, -EOPNOTSUPP, err, 0, t0);
-		return;
-	}
-	for (unsigned i = 0; i < m->nr_policies; i++) {
-		char path[GX_CTL_ITEM_MAX];
-		snprintf(path, sizeof(path), "%.*s", (int)strcspn(m->policy[i], ","), m->policy[i]);
-		if (gx_hostpolicy_is_struct_ops(path)) {
-			snprintf(err, sizeof(err), "%.300s: host policies attach at start only (gpuext-run --policy)",
-				 path);
-			pr_warn("attach: refused: %s", err);
-			reply(m, -EOPNOTSUPP, err, 0, t0);
-			return;
-		}
-		snprintf(pol + strlen(pol), sizeof(pol) - strlen(pol), "%s%s", i ? ":" : "", m->policy[i]);
-	}
-	for (unsigned i = 0; i < m->nr_tools; i++)
-		snprintf(tool + strlen(tool), sizeof(tool) - strlen(tool), "%s%s", i ? "," : "", m->tool[i]);
-	char why[96];
-	if (!m->dir[0] || gx_dir_trusted(m->dir, GX_TRUST_OWN | GX_TRUST_PRIVATE, why, sizeof(why))) {
-		snprintf(err, sizeof(err), "run folder %.300s: %s", m->dir[0] ? m->dir : "(none)",
-			 m->dir[0] ? why : "not given");
-		pr_warn("attach: refused: %s", err);
-		reply(m, -EPERM, err, 0, t0);
-		return;
+	if (!host) {
+		snprintf(err, en,
+			 "no device runtime in this process (GPUEXT_DISABLE, or the driver lacks a function "
+			 "it needs)");
+		return -EOPNOTSUPP;
 	}
 	/* first in line: the device runtime must see the copy's function */
 	if (sub_id < 0)
 		sub_id = gx_events_subscribe(GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_LAUNCH_DONE) |
-						     GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE),
+						     GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE) |
+						     GX_EV_MASK(GX_EV_GRAPH_LAUNCH),
 					     on_event, NULL);
 	if (sub_id < 0) {
-		reply(m, sub_id, "no free event subscription", 0, t0);
-		return;
+		snprintf(err, en, "no free event subscription");
+		return sub_id;
 	}
 	struct gx_policy_names pn = { .policy = pol[0] ? pol : NULL, .tool = tool[0] ? tool : NULL };
 	cap_line = line;
 	prev_print = gx_set_print(cap_print);
-	int r = gx_attach_live_start(host, &pn, m->dir, names, sizeof(names), err, sizeof(err));
+	char e2[600] = "";
+	int r = gx_attach_live_start(host, &pn, m->dir, names, sizeof(names), e2, sizeof(e2));
 	gx_set_print(prev_print);
 	cap_line = NULL;
 	if (r) {
 		gx_events_unsubscribe(sub_id);
 		sub_id = -1;
-		char msg[1100];
-		snprintf(msg, sizeof(msg), "%s%s%s", err, line[0] ? ": " : "", line);
-		pr_warn("attach: refused: %s", msg);
-		reply(m, r, msg, 0, t0);
-		return;
+		snprintf(err, en, "%s%s%s", e2, line[0] ? ": " : "", line);
+		return r;
 	}
 	static bool exit_hook;
 	if (!exit_hook) /* runs before the device runtime's (registered at its first start) */
@@ -540,28 +575,184 @@ static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 	phase = 1;
 	req_t0 = t0;
 	graph_used = false;
-	nr_launches = nr_instr = nr_graph_nodes = 0;
+	attach_gen = gx_graph_exec_gen();
+	nr_launches = nr_instr = nr_graph_nodes = nr_graph_old = 0;
 	snprintf(attached, sizeof(attached), "%s", names);
 	snprintf(run_dir, sizeof(run_dir), "%s", m->dir);
 	pthread_mutex_unlock(&live_lock);
 	void *hs[4096];
 	size_t n = gx_tab_mod_handles(hs, sizeof(hs) / sizeof(hs[0]));
-	unsigned made = 0, none = 0;
+	unsigned made = 0;
+	*none = 0;
 	for (size_t i = 0; i < n && i < sizeof(hs) / sizeof(hs[0]) && !exiting; i++) {
 		int c = copy_of(hs[i]);
 		made += c == 1;
-		none += c <= 0;
+		*none += c <= 0;
 	}
 	ctx_prepare();
 	pthread_mutex_lock(&live_lock);
 	on = true; /* the switch: the next launch of a hooked kernel runs its copy */
 	pthread_mutex_unlock(&live_lock);
-	char msg[700];
-	snprintf(msg, sizeof(msg), "attached %s: %u modules instrumented, %u not (SASS only or nothing to hook)", names,
-		 made, none);
+	return (int)made;
+}
+
+/* The host part: struct_ops policies into the shim's executor, their maps
+ * in `host/` of the request's run folder (a device set attached with them
+ * shares the folder: the CLI's cleanup at its detach removes the folder's
+ * own files only, so the host maps stay until their detach). 0 or -errno
+ * with the reason in err. */
+static int host_attach(const struct gx_ctl_msg *m, const char *const *entries, unsigned nr, char *names, size_t nn,
+		       char *err, size_t en)
+{
+	char before[200], dir[4096];
+	gx_hostpolicy_live_list(before, sizeof(before));
+	pthread_mutex_lock(&live_lock);
+	/* a policy added to a live set keeps its maps with the set's */
+	if (before[0] && host_dir[0])
+		snprintf(dir, sizeof(dir), "%s", host_dir);
+	else
+		snprintf(dir, sizeof(dir), "%.4080s/host", m->dir);
+	pthread_mutex_unlock(&live_lock);
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		snprintf(err, en, "cannot make %.300s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	pthread_mutex_lock(&live_lock);
+	gx_map_shm_dir_set(dir);
+	pthread_mutex_unlock(&live_lock);
+	int r = gx_hostpolicy_live_attach(entries, nr, names, nn, err, en);
+	pthread_mutex_lock(&live_lock);
+	gx_map_shm_dir_set(phase ? run_dir : NULL);
+	if (!r && !before[0])
+		snprintf(host_dir, sizeof(host_dir), "%s", dir);
+	pthread_mutex_unlock(&live_lock);
+	if (r && !before[0])
+		rmdir(dir);
+	gx_tenancy_policy_changed();
+	return r;
+}
+
+static void host_dir_drop(void)
+{
+	/* the executor removed its map files: their folder goes, and the run
+	 * folder above it unless the device set still uses it (rmdir: only
+	 * when empty) */
+	pthread_mutex_lock(&live_lock);
+	if (host_dir[0] && !rmdir(host_dir)) {
+		char *s = strrchr(host_dir, '/');
+		if (s)
+			*s = 0;
+		if (strcmp(host_dir, run_dir))
+			rmdir(host_dir);
+	}
+	host_dir[0] = 0;
+	pthread_mutex_unlock(&live_lock);
+}
+
+/* Is `name` one of the comma-separated `list`? */
+static bool name_in(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return true;
+	return false;
+}
+
+/* Detach host policy `name` (NULL: all), its summary into sum. The other
+ * policy of a pair is reloaded with its maps in the same folder; the folder
+ * goes with the last policy. */
+static void host_detach(const char *name, char *sum, size_t n)
+{
+	pthread_mutex_lock(&live_lock);
+	gx_map_shm_dir_set(host_dir[0] ? host_dir : NULL);
+	pthread_mutex_unlock(&live_lock);
+	gx_hostpolicy_live_detach(name, sum, n);
+	pthread_mutex_lock(&live_lock);
+	gx_map_shm_dir_set(phase ? run_dir : NULL);
+	pthread_mutex_unlock(&live_lock);
+	char hn[200];
+	gx_hostpolicy_live_list(hn, sizeof(hn));
+	if (!hn[0])
+		host_dir_drop();
+	gx_tenancy_policy_changed();
+}
+
+/* A request refused after its host part went in: the policies it added go
+ * again (`now`: the names attached after it, `before`: before it). */
+static void host_rollback(char *now, const char *before)
+{
+	char *save = NULL, sum[1200];
+	for (char *h = strtok_r(now, ",", &save); h; h = strtok_r(NULL, ",", &save))
+		if (!name_in(before, h) && gx_hostpolicy_live_has(h))
+			host_detach(h, sum, sizeof(sum));
+}
+
+static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
+{
+	char err[1100] = "", pol[GX_CTL_MAX_ITEMS * (GX_CTL_ITEM_MAX + 1)] = "", tool[GX_CTL_MAX_ITEMS * 65] = "",
+	     hnames[200] = "", why[96];
+	const char *hent[GX_CTL_MAX_ITEMS];
+	unsigned nh = 0;
+	char hbefore[200];
+	gx_hostpolicy_live_list(hbefore, sizeof(hbefore));
+	if (m->sched[0]) {
+		refuse(m, -EOPNOTSUPP, "--sched: schedule policies attach at start only (gpuext-run --sched)", t0);
+		return;
+	}
+	for (unsigned i = 0; i < m->nr_policies; i++) {
+		char path[GX_CTL_ITEM_MAX];
+		snprintf(path, sizeof(path), "%.*s", (int)strcspn(m->policy[i], ","), m->policy[i]);
+		if (gx_hostpolicy_is_struct_ops(path))
+			hent[nh++] = m->policy[i];
+		else
+			snprintf(pol + strlen(pol), sizeof(pol) - strlen(pol), "%s%s", pol[0] ? ":" : "", m->policy[i]);
+	}
+	for (unsigned i = 0; i < m->nr_tools; i++)
+		snprintf(tool + strlen(tool), sizeof(tool) - strlen(tool), "%s%s", i ? "," : "", m->tool[i]);
+	bool dev = pol[0] || tool[0];
+	if (!m->dir[0] || gx_dir_trusted(m->dir, GX_TRUST_OWN | GX_TRUST_PRIVATE, why, sizeof(why))) {
+		snprintf(err, sizeof(err), "run folder %.300s: %s", m->dir[0] ? m->dir : "(none)",
+			 m->dir[0] ? why : "not given");
+		refuse(m, -EPERM, err, t0);
+		return;
+	}
+	if (dev && phase) {
+		/* one merged set: its tools share one instrumented copy of each module */
+		snprintf(err, sizeof(err),
+			 "%s is attached already; device tools and policies attach as one set: detach it first, or "
+			 "attach them together",
+			 attached);
+		refuse(m, -EBUSY, err, t0);
+		return;
+	}
+	if (nh && host_attach(m, hent, nh, hnames, sizeof(hnames), err, sizeof(err))) {
+		gx_hostpolicy_live_list(hnames, sizeof(hnames));
+		host_rollback(hnames, hbefore); /* an earlier entry of the request may have loaded */
+		refuse(m, -EBUSY, err, t0);
+		return;
+	}
+	unsigned none = 0;
+	int made = 0;
+	if (dev && (made = dev_attach(m, pol, tool, t0, &none, err, sizeof(err))) < 0) {
+		if (nh) /* the request is refused whole: the host policies it added go */
+			host_rollback(hnames, hbefore);
+		refuse(m, made, err, t0);
+		return;
+	}
+	if (!dev && hbefore[0])
+		rmdir(m->dir); /* the request's run folder stayed empty */
+	char msg[900], names[900];
+	all_names(names, sizeof(names));
+	if (dev)
+		snprintf(msg, sizeof(msg),
+			 "attached %s: %u modules instrumented, %u not (SASS only or nothing to hook)%s%s", attached,
+			 (unsigned)made, none, nh ? "; host policies " : "", nh ? hnames : "");
+	else
+		snprintf(msg, sizeof(msg), "attached host policies %s (their next events on)", hnames);
 	pr_info("attach: %s in %llu ms", msg, (unsigned long long)(now_ms() - t0));
 	ps_write();
-	reply(m, 0, msg, made, t0);
+	reply(m, 0, msg, names, (unsigned)made, t0);
 }
 
 /* Launches that ran a copy: all complete (events polled, never waited on)? */
@@ -582,18 +773,10 @@ static bool copies_idle(void)
 	return idle;
 }
 
-static void do_detach(const struct gx_ctl_msg *m, uint64_t t0)
+/* Detach the device set: switch back, wait for the copies' launches (events
+ * polled), stop the runtime, unload. The copies unloaded; msg says what. */
+static unsigned dev_detach(char *msg, size_t mn)
 {
-	char msg[700];
-	if (!phase) {
-		reply(m, -ENOENT, "nothing is attached", 0, t0);
-		return;
-	}
-	if (m->what[0] && strcmp(m->what, "--all") && strcmp(m->what, attached)) {
-		snprintf(msg, sizeof(msg), "%s is not what is attached (%s); detach --all", m->what, attached);
-		reply(m, -ENOENT, msg, 0, t0);
-		return;
-	}
 	pthread_mutex_lock(&live_lock);
 	on = false; /* launches run the originals from now on */
 	pthread_mutex_unlock(&live_lock);
@@ -614,7 +797,9 @@ static void do_detach(const struct gx_ctl_msg *m, uint64_t t0)
 	sevs = NULL;
 	struct fn_map *fm = fns;
 	fns = NULL;
-	unsigned long long nl = nr_launches, ni = nr_instr, ng = nr_graph_nodes;
+	unsigned long long nl = nr_launches, ni = nr_instr, ng = nr_graph_nodes, ngo = nr_graph_old;
+	struct gseen *gs = gseens;
+	gseens = NULL;
 	pthread_mutex_unlock(&live_lock);
 	gx_attach_live_stop(keep);
 	unsigned unloaded = 0;
@@ -647,20 +832,73 @@ static void do_detach(const struct gx_ctl_msg *m, uint64_t t0)
 		HASH_DEL(fm, f);
 		free(f);
 	}
+	struct gseen *g, *gt;
+	HASH_ITER(hh, gs, g, gt)
+	{
+		HASH_DEL(gs, g);
+		free(g);
+	}
 	gx_events_unsubscribe(sub_id);
 	sub_id = -1;
-	snprintf(msg, sizeof(msg),
+	snprintf(msg, mn,
 		 "detached %s: %llu launches while attached, %llu instrumented, %llu graph nodes; "
-		 "%u copies unloaded%s",
-		 attached, nl, ni, ng, unloaded,
+		 "%llu graph launches not instrumented; %u copies unloaded%s",
+		 attached, nl, ni, ng, ngo, unloaded,
 		 keep ? (idle ? "; copies used by graphs stay loaded until exit"
 			      : "; launches still running after GPUEXT_DETACH_WAIT_S: copies stay loaded until exit")
 		      : "");
 	pr_info("attach: %s", msg);
-	reply(m, 0, msg, unloaded, t0);
+	return unloaded;
+}
+
+static void do_detach(const struct gx_ctl_msg *m, uint64_t t0)
+{
+	char msg[1500] = "", hmsg[1200] = "", hn[200], dn[512];
+	gx_hostpolicy_live_list(hn, sizeof(hn));
 	pthread_mutex_lock(&live_lock);
-	attached[0] = run_dir[0] = 0;
+	snprintf(dn, sizeof(dn), "%s", attached);
 	pthread_mutex_unlock(&live_lock);
+	bool all = !m->what[0] || !strcmp(m->what, "--all");
+	bool want_host = hn[0] && (all || gx_hostpolicy_live_has(m->what));
+	bool want_dev = phase && (all || !strcmp(m->what, dn));
+	if (!want_host && !want_dev) {
+		bool in_set = false; /* one tool of a device set attached together */
+		char tmp[512], *save = NULL;
+		snprintf(tmp, sizeof(tmp), "%s", dn);
+		for (char *t = phase && !all ? strtok_r(tmp, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save))
+			in_set |= !strcmp(t, m->what);
+		if (!phase && !hn[0])
+			snprintf(msg, sizeof(msg), "nothing is attached");
+		else if (in_set)
+			snprintf(
+				msg, sizeof(msg),
+				"%s was attached with %s as one set (one instrumented copy of each module): they detach "
+				"together (detach %s, or --all)",
+				m->what, dn, dn);
+		else
+			snprintf(msg, sizeof(msg), "%s is not attached (attached: %s%s%s)", m->what, dn,
+				 dn[0] && hn[0] ? "," : "", hn);
+		reply(m, -ENOENT, msg, NULL, 0, t0);
+		return;
+	}
+	unsigned unloaded = 0;
+	if (want_dev)
+		unloaded = dev_detach(msg, sizeof(msg));
+	if (want_host) {
+		char what[200];
+		snprintf(what, sizeof(what), "%s", all ? hn : m->what);
+		host_detach(all ? NULL : m->what, hmsg, sizeof(hmsg));
+		pr_info("attach: detached host policy %s: %s", what, hmsg);
+		snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), "%sdetached host policy %s: %s",
+			 msg[0] ? "; " : "", what, hmsg);
+	}
+	/* the device set's names: the tools whose reports the CLI prints */
+	reply(m, 0, msg, want_dev ? dn : "", unloaded, t0);
+	if (want_dev) {
+		pthread_mutex_lock(&live_lock);
+		attached[0] = run_dir[0] = 0;
+		pthread_mutex_unlock(&live_lock);
+	}
 	ps_write();
 }
 
@@ -691,7 +929,7 @@ static void handle(const char *path)
 	else if (m->op == GX_CTL_DETACH)
 		do_detach(m, t0);
 	else if (m->op == GX_CTL_STATUS)
-		reply(m, 0, phase ? "attached" : "nothing attached", 0, t0);
+		reply(m, 0, phase ? "attached" : "nothing attached", NULL, 0, t0);
 	else
 		pr_warn("attach: a request with op %d ignored", (int)m->op);
 	busy = 0;
@@ -772,6 +1010,7 @@ void gx_live_init(void)
 		return;
 	}
 	gx_lock_register(&live_lock, 12);
+	gx_graph_exec_track();
 	ps_write();
 	pthread_t t;
 	pthread_attr_t a;

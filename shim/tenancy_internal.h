@@ -9,6 +9,9 @@
 /* After gx_hostpolicy_init, at cuInit: on when this process is a tenant
  * (GPUEXT_TENANT*) or the scheduling policy has task_launch. */
 void gx_tenancy_init(void);
+/* A host policy was attached or detached live: ask its task_launch, or no
+ * longer (tenant.c). */
+void gx_tenancy_policy_changed(void);
 
 /* Set by tenant.c's launch callback on this thread when the launch about to
  * go should be tracked; launch.c then calls gx_tenancy_launched with the

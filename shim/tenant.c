@@ -168,7 +168,7 @@ static uint64_t gate(struct gx_tn *tn, const struct gx_launch_event *le)
 		l.threads = le->block[0] * le->block[1] * le->block[2];
 		uint64_t wait = 0; /* 0: pass */
 		struct gx_hx_gate g = {.decision = -1, .window = -1};
-		if (cfg.policy && gx_hostpolicy_launch(&t, &l, &g) == 0 && g.window >= 0) {
+		if (__atomic_load_n(&cfg.policy, __ATOMIC_RELAXED) && gx_hostpolicy_launch(&t, &l, &g) == 0 && g.window >= 0) {
 			gx_tn_set_window(tn, (uint32_t)g.window);
 			t.window = (uint32_t)g.window;
 		}
@@ -293,7 +293,7 @@ void gx_tenancy_init(void)
 	const char *name = getenv("GPUEXT_TENANT"), *cls = getenv("GPUEXT_TENANT_CLASS");
 	const char *win = getenv("GPUEXT_TENANT_WINDOW"), *scope = getenv("GPUEXT_TENANT_SCOPE");
 	const char *mem = getenv("GPUEXT_TENANT_MEM_LIMIT"), *share = getenv("GPUEXT_TENANT_GPU_SHARE");
-	cfg.policy = gx_hostpolicy_has_launch();
+	__atomic_store_n(&cfg.policy, gx_hostpolicy_has_launch(), __ATOMIC_RELAXED);
 	if (!cfg.policy && !(name && *name) && !(cls && *cls) && !(win && *win) && !(mem && *mem) &&
 	    !(share && *share))
 		return; /* not a tenant: nothing on the launch path */
@@ -335,4 +335,17 @@ void gx_tenancy_init(void)
 	pthread_atfork(NULL, NULL, after_fork_child);
 	gx_memlimit_enable(); /* usage is counted for every tenant: a limit may come later */
 	atexit(at_exit);
+}
+
+/* A host policy attached or detached live (shim/live.c): whether its
+ * task_launch is asked from the next launch on. A process that was no
+ * tenant becomes one at the attach (registered in the tenant table from
+ * its next launch) and stays one after the detach, with no policy and no
+ * window: its launches pass at once. */
+void gx_tenancy_policy_changed(void)
+{
+	bool has = gx_hostpolicy_has_launch();
+	if (has && !cfg.on)
+		gx_tenancy_init();
+	__atomic_store_n(&cfg.policy, has, __ATOMIC_RELAXED);
 }

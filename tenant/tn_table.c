@@ -47,7 +47,7 @@ uint64_t tn_pidns_of(uint32_t pid)
 static int table_path(char *path, size_t n, const char *suffix)
 {
 	char dir[256];
-	int err = gx_map_shm_dir(dir, sizeof(dir));
+	int err = gx_map_shm_dir_default(dir, sizeof(dir));
 	if (err)
 		return err;
 	if (mkdir(dir, 0700) && errno != EEXIST)
@@ -183,7 +183,7 @@ void tn_bump(struct tn_table *t)
 static void remove_files_of(uint32_t pid)
 {
 	char dir[256], pre[24], p[600];
-	if (gx_map_shm_dir(dir, sizeof(dir)))
+	if (gx_map_shm_dir_default(dir, sizeof(dir)))
 		return;
 	DIR *d = opendir(dir);
 	if (!d)

@@ -6,7 +6,9 @@
  * the test sees the switch at attach and back at detach.
  * argv: PTX file, kernel name, stop file, mode: "plain" (a stream of its
  * own), "null" (the NULL stream), "capture" (every launch into a global-mode
- * capture of its stream, ended at the stop file: must still succeed). */
+ * capture of its stream, ended at the stop file: must still succeed),
+ * "graph" (a graph of two kernel nodes instantiated before any attach,
+ * launched after each kernel launch: it must keep running the original). */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <dlfcn.h>
@@ -49,6 +51,26 @@ int main(int argc, char **argv)
 		printf("not ok - live_app: cuStreamBeginCapture (%d)\n", (int)rc);
 		return 1;
 	}
+	CUgraphExec ge = NULL;
+	if (!strcmp(argv[4], "graph")) {
+		CUgraph g;
+		CUgraphNode a, b;
+		static void *gargs[4];
+		CUDA_KERNEL_NODE_PARAMS p = { .func = fn,
+					      .gridDimX = 4,
+					      .gridDimY = 1,
+					      .gridDimZ = 1,
+					      .blockDimX = 64,
+					      .blockDimY = 1,
+					      .blockDimZ = 1,
+					      .kernelParams = gargs };
+		if ((rc = cuGraphCreate(&g, 0)) || (rc = cuGraphAddKernelNode_v2(&a, g, NULL, 0, &p)) ||
+		    (rc = cuGraphAddKernelNode_v2(&b, g, &a, 1, &p)) || (rc = cuGraphInstantiateWithFlags(&ge, g, 0))) {
+			printf("not ok - live_app: graph set-up (%d)\n", (int)rc);
+			return 1;
+		}
+	}
+	long glaunches = 0, gfailed = 0;
 	const char *fake = getenv("GPUEXT_REAL_LIBCUDA");
 	void *h = fake ? dlopen(fake, RTLD_NOW | RTLD_NOLOAD) : NULL;
 	int (*has)(const char *) = h ? (int (*)(const char *))dlsym(h, "fake_last_run_has") : NULL;
@@ -76,6 +98,12 @@ int main(int argc, char **argv)
 			fflush(stdout);
 		}
 		was = now;
+		if (ge) {
+			if (cuGraphLaunch(ge, s))
+				gfailed++;
+			else
+				glaunches++;
+		}
 		usleep((useconds_t)period);
 	}
 	if (capture) {
@@ -85,6 +113,9 @@ int main(int argc, char **argv)
 	}
 	if (s)
 		cuStreamSynchronize(s);
+	if (ge)
+		printf("%s - live_app: %ld graph launches, %ld failed\n", gfailed ? "not ok" : "ok", glaunches,
+		       gfailed);
 	printf("%s - live_app: %ld launches, %ld failed\n", failed ? "not ok" : "ok", launches, failed);
 	printf("# live_app: launches %ld instrumented %ld switches %ld\n", launches, instr, switches);
 	return 0;

@@ -35,30 +35,8 @@ export GPUEXT_CTL_DIR=$T/ctl GPUEXT_SHM_DIR=$T/shm
 "$G" tools prepare --cache-dir $T/cache --sm 90 threadhist launchlate >$T/prepare.log 2>&1 ||
 	echo "not ok - live: gpuext tools prepare: $(tail -1 $T/prepare.log)"
 
-check() { if eval "$2"; then echo "ok - live: $1"; else echo "not ok - live: $1"; [ -n "${3:-}" ] && tail -5 "$3" | sed 's/^/#  /'; fi; }
-
-# start NAME MODE [env...]: live_app in the background; its pid in $pid
-start() {
-	local n=$1 mode=$2; shift 2
-	rm -f $T/$n.stop
-	env LD_LIBRARY_PATH=$B/lib GPUEXT_REAL_LIBCUDA=$FAKE GPUEXT_LOG=info GPUEXT_TOOLS_DIR=$B/share/gpuext/tools \
-		GPUEXT_CACHE_DIR=$T/cache GPUEXT_FLUSH_MS=10 FAKECUDA_DEVICES=1 "$@" \
-		$APP $PTX $K $T/$n.stop $mode >$T/$n.out 2>$T/$n.err &
-	pid=$!
-	PIDS+=($pid)
-	for _ in $(seq 500); do [ -e $T/ctl/$pid.ps ] && grep -q ready $T/$n.out && break; sleep 0.02; done
-	[ -e $T/ctl/$pid.ps ] && grep -q ready $T/$n.out ||
-		{ echo "not ok - live: $n: live_app started under the shim"; tail -3 $T/$n.err | sed 's/^/#  /'; }
-}
-stop() { # NAME PID: ask it to end, wait, its exit status in $rc
-	touch $T/$1.stop
-	wait $2
-	rc=$?
-}
-wait_for() { # FILE PATTERN
-	for _ in $(seq 250); do grep -q "$2" "$1" && return 0; sleep 0.02; done
-	return 1
-}
+LIVE_NAME=live
+. tests/attach/live_lib.sh
 
 # ---- attach, the switch, detach, cycles ----
 start a plain
@@ -79,7 +57,11 @@ check "detach: the threadhist report is printed" "grep -q 'threadhist' $T/a.deta
 check "detach: the run folder is removed" "! ls -d $T/shm/attach-$pid-* >/dev/null 2>&1"
 check "after detach the launches run the original again" "wait_for $T/a.out 'runs the original'" $T/a.out
 for i in 1 2 3 4 5; do
-	"$G" attach $pid --tool threadhist >>$T/a.cycles 2>&1 && "$G" detach $pid >>$T/a.cycles 2>&1 || echo "cycle $i failed" >>$T/a.cycles
+	# each switch is seen by a launch before the next (the count below)
+	"$G" attach $pid --tool threadhist >>$T/a.cycles 2>&1 &&
+		wait_count $T/a.out 'runs the instrumented copy' $((i + 1)) &&
+		"$G" detach $pid >>$T/a.cycles 2>&1 && wait_count $T/a.out 'runs the original' $((i + 1)) ||
+		echo "cycle $i failed" >>$T/a.cycles
 done
 check "5 more attach/detach cycles" "! grep -q 'failed\|error' $T/a.cycles && [ \$(grep -c 'copies unloaded' $T/a.cycles) = 5 ]" $T/a.cycles
 check "the second attach of the same tool reuses its description (no cache read)" "[ \$(grep -c 'policy threadhist: from the JIT cache' $T/a.err) = 1 ]" $T/a.err

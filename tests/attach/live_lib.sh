@@ -1,0 +1,32 @@
+# shellcheck shell=bash
+# live_lib.sh — shared by the live attach tests (test_live.sh,
+# test_live_kinds.sh): sourced, not run. Needs B, T, APP, PTX, K, FAKE set;
+# the test's name in LIVE_NAME prefixes every check.
+check() { if eval "$2"; then echo "ok - $LIVE_NAME: $1"; else echo "not ok - $LIVE_NAME: $1"; [ -n "${3:-}" ] && tail -5 "$3" | sed 's/^/#  /'; fi; }
+
+# start NAME MODE [env...]: live_app in the background; its pid in $pid
+start() {
+	local n=$1 mode=$2; shift 2
+	rm -f $T/$n.stop
+	env LD_LIBRARY_PATH=$B/lib GPUEXT_REAL_LIBCUDA=$FAKE GPUEXT_LOG=info GPUEXT_TOOLS_DIR=$B/share/gpuext/tools \
+		GPUEXT_CACHE_DIR=$T/cache GPUEXT_FLUSH_MS=10 FAKECUDA_DEVICES=1 "$@" \
+		$APP $PTX $K $T/$n.stop $mode >$T/$n.out 2>$T/$n.err &
+	pid=$!
+	PIDS+=($pid)
+	for _ in $(seq 500); do [ -e $T/ctl/$pid.ps ] && grep -q ready $T/$n.out && break; sleep 0.02; done
+	[ -e $T/ctl/$pid.ps ] && grep -q ready $T/$n.out ||
+		{ echo "not ok - $LIVE_NAME: $n: live_app started under the shim"; tail -3 $T/$n.err | sed 's/^/#  /'; }
+}
+stop() { # NAME PID: ask it to end, wait, its exit status in $rc
+	touch $T/$1.stop
+	wait $2
+	rc=$?
+}
+wait_for() { # FILE PATTERN
+	for _ in $(seq 250); do grep -q "$2" "$1" && return 0; sleep 0.02; done
+	return 1
+}
+wait_count() { # FILE PATTERN N: until PATTERN is on N lines
+	for _ in $(seq 250); do [ "$(grep -c "$2" "$1")" -ge "$3" ] && return 0; sleep 0.02; done
+	return 1
+}
