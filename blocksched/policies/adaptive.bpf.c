@@ -55,7 +55,7 @@ GX_SCHED_SETTINGS(GX_SCHED_CLAIM, 16);
  * times as its copy, as its static copy and as it is, and runs as the fastest. On the H200 the
  * hardware's scheduler wins on most kernels; learning the order is worth
  * nothing where learning not to schedule is worth more. 0 turns it off. */
-GX_SCHED_KNOB(__u32, gx_sched_guard, 1);
+GX_SCHED_GUARD(1);
 GX_SCHED_KNOB(__u32, imbalance_pct, 20);
 
 #define KSLOTS 64
