@@ -103,7 +103,10 @@ static int guard_test(CUfunction ok, void **args, const char *want)
 		cuStreamSynchronize(s); /* its timing pair completes */
 	}
 	GX_CHECK(launched, "guard: 50 launches succeed");
-	GX_CHECK(ran[0] >= 5 && ran[1] >= 5 && ran[2] >= 5,
+	/* each arm at least warmed and timed twice (a far slower copy is
+	 * dropped then) */
+	int least = 3; /* a warm-up and GX_BS_GUARD_DROP_N (2) timings */
+	GX_CHECK(ran[0] >= least && ran[1] >= least && ran[2] >= least,
 		 "guard: the three arms were tried (%d originals, %d copies, %d static copies)", ran[0], ran[1], ran[2]);
 	GX_CHECK(fcopy && fstatic && fcopy != fstatic, "guard: the static copy is a function of its own");
 	GX_CHECK(static_clean, "guard: the static copy launches with a STATIC descriptor, no state, 3 workers");
