@@ -33,7 +33,8 @@
  * stride of blocks, no claim: the cheapest loop) and as it is, and keeps the
  * fastest: a kernel this policy cannot speed up runs as the hardware
  * schedules it, or as the static loop where that beats the hardware (vadd:
- * 3 % faster on the H200).
+ * 3 % faster on the H200). The choice keeps being timed on the launches
+ * after it, and a copy is given up as soon as it is slower.
  *
  * Trade-offs: the first launch of a kernel (and of each new grid size) runs
  * unordered; the order follows the costs of one launch earlier, so blocks
