@@ -123,6 +123,9 @@ static int guard_test(CUfunction ok, void **args, const char *want)
 	GX_CHECK(log_has(w == 1 ? "runs the copy" : w == 2 ? "runs the static copy" : "runs unchanged") &&
 			 log_has("guard: its copy") && log_has(", its static copy "),
 		 "guard: one log line gives the three medians and the choice");
+	GX_CHECK(log_has("launches, the timed copies ") && log_has(", guarded (timed against the original)"),
+		 "guard: the log says how many launches exploring took and what they cost, and that the kernel is "
+		 "guarded");
 	GX_CHECK(log_has("k_ok: launched as __gx_ps_k_ok, 3 workers") || w != 2,
 		 "guard: the static copy's first launch is logged");
 	cuStreamDestroy(s);

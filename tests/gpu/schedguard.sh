@@ -39,7 +39,6 @@ if [ -z "${GPUEXT_SHM_DIR:-}" ]; then
 	trap 'rm -rf "$GPUEXT_SHM_DIR"' EXIT
 fi
 P=$(cd "$B/share/gpuext/sched" 2>/dev/null && pwd)
-RUN=$B/bin/gpuext-run
 GX=$B/bin/gpuext
 ok() { echo "ok - schedguard: $*"; }
 nok() { echo "not ok - schedguard: $*"; }
@@ -81,11 +80,16 @@ if ! "$PY" -c 'import cupy' >/dev/null 2>&1; then
 	nok "CuPy is not installed for $PY: the shim's part is skipped"
 else
 	one native && one native2
+	# the shim by LD_LIBRARY_PATH (gpuext-run --sched would name the
+	# schedule log itself)
+	SHIM_LLP="$(cd "$B/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 	for p in adaptive greedy max_steals; do
 		rm -f "$L/$p.sched.log"
-		one "$p" env GPUEXT_SCHED_LOG="$L/$p.sched.log" "$RUN" --sched "$p" --
+		one "$p" env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_SCHED="$P/$p.bpf.o" \
+			GPUEXT_SCHED_LOG="$L/$p.sched.log"
 	done
-	one none env GPUEXT_SCHED_LOG="$L/none.sched.log" "$RUN" --sched adaptive,kernels=__gx_no_kernel__ --
+	one none env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_SCHED="$P/adaptive.bpf.o,kernels=__gx_no_kernel__" \
+		GPUEXT_SCHED_LOG="$L/none.sched.log"
 	# per kernel: launches the guard explored (its log lines, in launch
 	# order: one kernel name may come with several grids), then the median
 	# of the launches after them against native's same launches
@@ -173,6 +177,6 @@ EOF
 		grep 'guard: \|launched as' "$L/$p.sched.txt" | head -12 | sed 's/^/# /'
 	done
 	# which cuFFT modules the shim rewrote (the work-area difference's suspects)
-	grep -i 'fft\|blocksched: .*persistent' "$L/app-none.log" 2>/dev/null | head -5 | sed 's/^/# none: /'
+	grep -i "fft" "$L/app-none.log" 2>/dev/null | head -8 | sed 's/^/# none: /'
 fi
 echo "# schedguard.sh took $(elapsed) s"
