@@ -176,7 +176,14 @@ EOF
 		fi
 		grep 'guard: \|launched as' "$L/$p.sched.txt" | head -12 | sed 's/^/# /'
 	done
-	# which cuFFT modules the shim rewrote (the work-area difference's suspects)
-	grep -i "fft" "$L/app-none.log" 2>/dev/null | head -8 | sed 's/^/# none: /'
+	# the work-area difference's suspects: modules the shim rewrote with
+	# copies, and those of them whose SASS the driver's JIT replaced (PTX
+	# carried by a cubin); the app's own CuPy module is one of them
+	for t in native none adaptive; do
+		[ -f "$L/app-$t.log" ] || continue
+		echo "# $t: $(grep -c 'persistent copies), reloaded' "$L/app-$t.log") modules rewritten with copies," \
+			"$(grep -c 'persistent copies), reloaded .*carried by its cubin' "$L/app-$t.log") from the PTX their cubin carries"
+	done
+	grep 'carried by its cubin\|fft' "$L/app-none.log" 2>/dev/null | head -6 | sed 's/^/# none: /'
 fi
 echo "# schedguard.sh took $(elapsed) s"
