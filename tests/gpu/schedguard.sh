@@ -71,25 +71,32 @@ export CUPY_COMPILE_WITH_PTX=1 CUPY_CACHE_DIR=$L/cupy-cache
 one() {
 	local tag=$1
 	shift
-	have_time 25 "the app ($tag)" || return 1
-	timeout -k 5 "$(lim 60)" "$@" "$PY" "$app" >"$L/app-$tag.json" 2>"$L/app-$tag.log"
+	have_time 20 "the app ($tag)" || return 1
+	timeout -k 5 "$(lim 45)" "$@" "$PY" "$app" >"$L/app-$tag.json" 2>"$L/app-$tag.log"
 	local rc=$?
 	[ $rc -eq 0 ] || { nok "the app ($tag) exited $rc: $(grep -v '^gpuext' "$L/app-$tag.log" | tail -2 | tr '\n' ' ')"; return 1; }
 }
 if ! "$PY" -c 'import cupy' >/dev/null 2>&1; then
 	nok "CuPy is not installed for $PY: the shim's part is skipped"
 else
-	one native && one native2
+	# the kernels: natively twice, under three policies (their schedule
+	# logs); cuFFT in processes of its own (the shim may take a while to
+	# rewrite and JIT its modules): natively, under adaptive, and under
+	# adaptive with no kernel selected
+	one native env APP_PART=kernels
+	one native2 env APP_PART=kernels
 	# the shim by LD_LIBRARY_PATH (gpuext-run --sched would name the
 	# schedule log itself)
 	SHIM_LLP="$(cd "$B/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 	for p in adaptive greedy max_steals; do
 		rm -f "$L/$p.sched.log"
-		one "$p" env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_SCHED="$P/$p.bpf.o" \
+		one "$p" env APP_PART=kernels LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_SCHED="$P/$p.bpf.o" \
 			GPUEXT_SCHED_LOG="$L/$p.sched.log"
 	done
-	one none env LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_SCHED="$P/adaptive.bpf.o,kernels=__gx_no_kernel__" \
-		GPUEXT_SCHED_LOG="$L/none.sched.log"
+	one fft-native env APP_PART=cufft
+	one fft-adaptive env APP_PART=cufft LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info GPUEXT_SCHED="$P/adaptive.bpf.o"
+	one fft-none env APP_PART=cufft LD_LIBRARY_PATH="$SHIM_LLP" GPUEXT_LOG=info \
+		GPUEXT_SCHED="$P/adaptive.bpf.o,kernels=__gx_no_kernel__"
 	# per kernel: launches the guard explored (its log lines, in launch
 	# order: one kernel name may come with several grids), then the median
 	# of the launches after them against native's same launches
@@ -156,9 +163,9 @@ print('%s - schedguard: the app\'s outputs under every policy equal native\'s%s'
 # cuFFT's work areas
 print('| cuFFT plan (nx/type/batch) | native | adaptive | adaptive, no kernel selected |')
 print('|---|---|---|---|')
-runs = {t: load(t) for t in ('native', 'adaptive', 'none')}
+runs = {t: load('fft-' + t) for t in ('native', 'adaptive', 'none')}
 diff = []
-for k in nat.get('cufft', {}):
+for k in (runs['native'] or {}).get('cufft', {}):
     v = [str((runs[t] or {}).get('cufft', {}).get(k, 'no run')) for t in ('native', 'adaptive', 'none')]
     print('| %s | %s |' % (k, ' | '.join(v)))
     if v[1] != v[0]:
@@ -179,11 +186,11 @@ EOF
 	# the work-area difference's suspects: modules the shim rewrote with
 	# copies, and those of them whose SASS the driver's JIT replaced (PTX
 	# carried by a cubin); the app's own CuPy module is one of them
-	for t in native none adaptive; do
+	for t in fft-native fft-none fft-adaptive; do
 		[ -f "$L/app-$t.log" ] || continue
 		echo "# $t: $(grep -c 'persistent copies), reloaded' "$L/app-$t.log") modules rewritten with copies," \
 			"$(grep -c 'persistent copies), reloaded .*carried by its cubin' "$L/app-$t.log") from the PTX their cubin carries"
 	done
-	grep 'carried by its cubin\|fft' "$L/app-none.log" 2>/dev/null | head -6 | sed 's/^/# none: /'
+	grep 'carried by its cubin\|fft' "$L/app-fft-none.log" 2>/dev/null | head -6 | sed 's/^/# fft-none: /'
 fi
 echo "# schedguard.sh took $(elapsed) s"
