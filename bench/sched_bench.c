@@ -1083,8 +1083,9 @@ int main(int argc, char **argv)
 					bestp = gpct[v], bn = policies[v].obj;
 			int n = snprintf(summary[nsum], sizeof(summary[0]), "| %s | %.1f | ", w->name, 1e3 * base);
 			for (int v = 1; v <= ADAPTIVE; v++)
-				n += snprintf(summary[nsum] + n, sizeof(summary[0]) - n, "%+.1f %% / %+.1f %% | ",
-					      100.0 * (med[v] / base - 1), gpct[v]);
+				n += var[v].ok ? snprintf(summary[nsum] + n, sizeof(summary[0]) - n, "%+.1f %% / %+.1f %% | ",
+							  100.0 * (med[v] / base - 1), gpct[v])
+					       : snprintf(summary[nsum] + n, sizeof(summary[0]) - n, "not run | ");
 			char id[32] = "";
 			if (w->oargs[0])
 				snprintf(id, sizeof(id), "%+.1f %%", ipct);
