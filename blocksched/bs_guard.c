@@ -51,6 +51,7 @@ static void explore_again(struct gx_bs_guard *g)
 	g->explore_extra_ms_all = k.explore_extra_ms_all;
 	memcpy(g->med, k.med, sizeof(g->med)); /* what was chosen on, for the log */
 	memcpy(g->now, k.now, sizeof(g->now));
+	g->base = k.base;
 	memcpy(g->pend, k.pend, sizeof(g->pend)); /* timings still on their way */
 }
 
@@ -98,6 +99,7 @@ int gx_bs_guard_next(struct gx_bs_guard *g, int *timed)
 		g->explore_extra_ms = 0;
 		memset(g->n, 0, sizeof(g->n)); /* its monitoring starts empty */
 		memset(g->med, 0, sizeof(g->med));
+		g->base = 0;
 		return settled_next(g, timed);
 	}
 	/* the arm with the fewest timings (in or on their way); the copies first */
@@ -168,6 +170,7 @@ static int settle(struct gx_bs_guard *g)
 		g->n[GX_BS_ORIG] = 0;
 	memset(g->ring, 0, sizeof(g->ring));
 	g->ring[GX_BS_ORIG] = g->n[GX_BS_ORIG] % GX_BS_GUARD_SAMPLES;
+	g->base = 0;
 	return GX_BS_EV_SETTLED;
 }
 
@@ -204,11 +207,21 @@ static int judge(struct gx_bs_guard *g, int arm, float ms)
 			g->recheck *= 2;
 		memset(g->n, 0, sizeof(g->n));
 		memset(g->ring, 0, sizeof(g->ring));
+		g->base = 0;
 		return GX_BS_EV_GAVE_UP;
 	}
-	float ref = g->med[c], d = g->now[0] - ref;
-	if (arm == c && g->n[c] == GX_BS_GUARD_SAMPLES && ref > 0 &&
-	    (d < 0 ? -d : d) * 100 > ref * GX_BS_GUARD_DRIFT_PCT) {
+	if (arm != c || g->n[c] < GX_BS_GUARD_SAMPLES)
+		return GX_BS_EV_NONE;
+	/* The reference is the arm's own median over its first launches after
+	 * the choice, not the exploration's: there each launch followed
+	 * another arm's (other caches, other clocks), and a difference between
+	 * the two would read as a shift at every settle. */
+	if (g->base <= 0) {
+		g->base = g->now[0];
+		return GX_BS_EV_NONE;
+	}
+	float d = g->now[0] - g->base;
+	if ((d < 0 ? -d : d) * 100 > g->base * GX_BS_GUARD_DRIFT_PCT) {
 		g->shifted++;
 		explore_again(g);
 		return GX_BS_EV_SHIFTED;

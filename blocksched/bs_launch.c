@@ -469,9 +469,8 @@ static void guard_said(const struct gx_bs_guard *g, const char *name, int ev)
 				arm_name[g->last_choice > 0 ? g->last_choice : 1], (double)g->now[0], (double)g->now[1],
 				g->gave_up, g->gave_up == 1 ? "" : "s");
 	} else if (ev == GX_BS_EV_SHIFTED) {
-		bs_log_decision(name, "guard: %s now takes %.3f ms, chosen at %.3f ms: explores again",
-				arm_name[g->last_choice >= 0 ? g->last_choice : 0], (double)g->now[0],
-				(double)g->med[g->last_choice >= 0 ? g->last_choice : 0]);
+		bs_log_decision(name, "guard: %s now takes %.3f ms, %.3f ms after it was chosen: explores again",
+				arm_name[g->last_choice >= 0 ? g->last_choice : 0], (double)g->now[0], (double)g->base);
 	}
 }
 

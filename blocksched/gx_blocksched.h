@@ -70,8 +70,9 @@ int gx_bs_parse_spec(const char *spec, char *obj, size_t on, char *knobs, size_t
  *    GX_BS_GUARD_PROBE. The copy is given up (the original runs) as soon as
  *    the median of its last timings is more than GX_BS_GUARD_MARGIN_PCT %
  *    above the original's; when the chosen arm's recent median moves more
- *    than GX_BS_GUARD_DRIFT_PCT % from the one it was chosen on (the
- *    workload shifted) it explores again; and in any case after
+ *    than GX_BS_GUARD_DRIFT_PCT % from its median over its first
+ *    GX_BS_GUARD_SAMPLES launches after the choice (the workload shifted)
+ *    it explores again; and in any case after
  *    GX_BS_GUARD_RECHECK launches, doubled (up to GX_BS_GUARD_RECHECK_MAX)
  *    each time an exploration confirms the last choice.
  * An exploration that gets no timings within GX_BS_GUARD_EXPLORE launches
@@ -112,6 +113,8 @@ struct gx_bs_guard {
 	unsigned long long recheck;       /* launches after which to explore again */
 	float med[GX_BS_ARMS];            /* the medians the choice was made on */
 	float now[2];                     /* settled: the last medians judged (the arm's, the original's) */
+	float base;                       /* settled: the arm's median over its first launches after the
+					   * choice, the reference of a shift (0: not yet) */
 	/* what exploring cost: launches, and the timed copies' time beyond the
 	 * original's median (ms; negative when they were faster) — this
 	 * exploration's and all of them */
