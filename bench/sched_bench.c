@@ -19,15 +19,22 @@
  * seed, the same every launch): gemm_imb (moderate imbalance: tile K-range
  * uniform in [n/4, n]), tail (clustered heavy tail: the last tenth of the
  * blocks 100..200x), spmv (CSR vector SpMV over a power-law matrix, rows
- * shuffled), and the balanced gemm_bal and vadd. Each variant runs 3 times
- * before timing (the adaptive policy learns from its own launches), then
- * REPEATS rounds of every variant in turn. The imbalanced workloads also
- * run natively over the same per-block work sorted heaviest first (the most
- * that any order of their blocks can win on this GPU) and over the same total
- * work spread evenly (the balance bound: roughly the best any schedule of
- * whole blocks can reach). The adaptive policy's goal lines use it as the
- * launcher runs it: its guard (bs_guard.c) times launches of the copy, of a
- * static-only copy and of the original, then keeps the fastest. Prints `| ` table rows, `bench:`
+ * shuffled), and the balanced gemm_bal and vadd; with SCHED_BENCH_SET=untuned
+ * instead issue 40's kernels nobody tuned the policies for (triangular and
+ * scattered-heavy segmented sums, a power-law SpMV with rows sorted short to
+ * long and long to short, a streaming saxpy; each with a block permutation
+ * for its ideal order). Each variant runs 3 times before timing (the
+ * adaptive policy learns here), then rounds of every variant in turn. The
+ * imbalanced workloads also run natively over the same per-block work
+ * sorted heaviest first (the most that any order of their blocks can win on
+ * this GPU) and over the same total work spread evenly (the balance bound:
+ * roughly the best any schedule of whole blocks can reach). Each policy is
+ * also reported as the launcher runs it, guarded: its guard (bs_guard.c)
+ * picks, round by round, the policy's copy, a static-only copy (fixed_work's)
+ * or the original, is fed that arm's timing of the round, and the rounds
+ * go on until every guard has REPEATS rounds after its first exploration
+ * (64 at most); the guarded figures and goal lines are over those rounds,
+ * later explorations and probes included. Prints `| ` table rows, `bench:`
  * lines, and ok/not ok lines for identical outputs and the goals. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
