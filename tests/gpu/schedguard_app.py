@@ -66,7 +66,7 @@ extern "C" __global__ void saxpy(float a, const float *x, float *y, unsigned lon
 
 def kernels(res):
     """the four kernels, LAUNCHES launches each"""
-    mod = cp.RawModule(code=SRC, options=('-std=c++14',))
+    mod = cp.RawModule(code=SRC)
     segsum, spmv, saxpy = (mod.get_function(k) for k in ('segsum', 'spmv', 'saxpy'))
     rng = np.random.default_rng(1)
     MASK = (1 << 24) - 1
