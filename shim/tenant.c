@@ -41,7 +41,8 @@ static struct {
 	char name[GX_TN_NAME_MAX];
 	int cls;
 	uint32_t window;
-	uint64_t mem_limit;
+	uint64_t mem_limit;                          /* every GPU's */
+	uint64_t dev_mem_limit[GX_TENANCY_MAX_DEVS]; /* by ordinal; 0: mem_limit */
 	uint32_t gpu_share;
 	uint64_t cgroup_id;
 	uint64_t max_hold_ns, poll_ns;
@@ -117,6 +118,7 @@ static struct gx_tn *tenant_of(CUdevice dev)
 		struct gx_tn_opts o = {.sz = sizeof(o), .name = cfg.name, .cls = cfg.cls, .window = cfg.window,
 				       .dev = (const uint8_t *)u.bytes, .cgroup_id = cfg.cgroup_id,
 				       .mem_limit = cfg.mem_limit, .gpu_share = cfg.gpu_share,
+				       .gpu_mem_limit = cfg.dev_mem_limit[dev],
 				       .lease_ns = env_u64("GPUEXT_TENANT_LEASE_MS", 1000) * 1000000ull};
 		struct gx_tn *tn = NULL;
 		int err = gx_tn_open(&o, &tn);
@@ -286,6 +288,28 @@ static void after_fork_child(void)
 	__atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
 }
 
+/* GPUEXT_TENANT_MEM_LIMIT_<ordinal>=SIZE (as HAMi's CUDA_DEVICE_MEMORY_LIMIT_<n>):
+ * one GPU's limit, over an ORDINAL=SIZE of GPUEXT_TENANT_MEM_LIMIT. */
+static bool any_mem_per_ordinal(void)
+{
+	extern char **environ;
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, "GPUEXT_TENANT_MEM_LIMIT_", 24))
+			return true;
+	return false;
+}
+
+static void mem_per_ordinal(void)
+{
+	char k[64];
+	for (int i = 0; i < GX_TENANCY_MAX_DEVS; i++) {
+		snprintf(k, sizeof(k), "GPUEXT_TENANT_MEM_LIMIT_%d", i);
+		const char *v = getenv(k);
+		if (v && *v && gx_tn_parse_size(v, &cfg.dev_mem_limit[i]))
+			pr_warn("tenant: %s=%s: expected bytes with an optional K, M, G or T; ignored", k, v);
+	}
+}
+
 void gx_tenancy_init(void)
 {
 	if (gx_config.disabled || cfg.on)
@@ -295,11 +319,13 @@ void gx_tenancy_init(void)
 	const char *mem = getenv("GPUEXT_TENANT_MEM_LIMIT"), *share = getenv("GPUEXT_TENANT_GPU_SHARE");
 	cfg.policy = gx_hostpolicy_has_launch();
 	if (!cfg.policy && !(name && *name) && !(cls && *cls) && !(win && *win) && !(mem && *mem) &&
-	    !(share && *share))
+	    !(share && *share) && !any_mem_per_ordinal())
 		return; /* not a tenant: nothing on the launch path */
-	if (mem && *mem && gx_tn_parse_size(mem, &cfg.mem_limit))
-		pr_warn("tenant: GPUEXT_TENANT_MEM_LIMIT=%s: expected bytes with an optional K, M, G or T; no limit",
+	if (mem && *mem && gx_tn_parse_mem_limits(mem, &cfg.mem_limit, cfg.dev_mem_limit, GX_TENANCY_MAX_DEVS))
+		pr_warn("tenant: GPUEXT_TENANT_MEM_LIMIT=%s: expected SIZE or ORDINAL=SIZE,... (bytes with an optional "
+			"K, M, G or T); no limit",
 			mem);
+	mem_per_ordinal();
 	if (share && *share) {
 		cfg.gpu_share = (uint32_t)env_u64("GPUEXT_TENANT_GPU_SHARE", 0);
 		if (cfg.gpu_share > 100) {

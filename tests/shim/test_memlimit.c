@@ -25,6 +25,19 @@
 
 #define MiB ((size_t)1 << 20)
 
+/* cuda.h's struct arr_v1_desc / struct arr3_v1_desc (declared
+ * only for the driver's own build): 32-bit sizes. */
+struct arr_v1_desc {
+	unsigned Width, Height;
+	CUarray_format Format;
+	unsigned NumChannels;
+};
+struct arr3_v1_desc {
+	unsigned Width, Height, Depth;
+	CUarray_format Format;
+	unsigned NumChannels, Flags;
+};
+
 static uint64_t (*mem_live)(void);
 static long (*fcount)(const char *);
 static uint64_t limit;
@@ -90,20 +103,51 @@ static void paths(void)
 		 "cuMemAllocPitch past the limit refused");
 	cuMemFree(a);
 
-	/* stream-ordered, pools, capture */
+	/* stream-ordered: what the pool holds counts, until trimmed */
 	CUstream s = 0;
+	CUmemoryPool dp = NULL;
+	cuuint64_t keep = UINT64_MAX, zero = 0;
+	cuDeviceGetMemPool(&dp, 0);
+	cuMemPoolSetAttribute(dp, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep); /* as PyTorch's cudaMallocAsync */
 	GX_CHECK(cuMemAllocAsync(&a, limit / 2, s) == CUDA_SUCCESS && used() == limit / 2, "cuMemAllocAsync counts");
-	GX_CHECK(cuMemAllocFromPoolAsync(&b, limit / 2 + 1, (CUmemoryPool)0x1, s) == CUDA_ERROR_OUT_OF_MEMORY,
+	GX_CHECK(cuMemFreeAsync(a, s) == CUDA_SUCCESS && used() == limit / 2 && mem_live() == limit / 2,
+		 "a free into the pool keeps the budget: the pool still holds it");
+	GX_CHECK(cuMemAllocAsync(&a, limit / 2, s) == CUDA_SUCCESS && used() == limit / 2,
+		 "an allocation from the pool's cache takes no more");
+	GX_CHECK(cuMemAllocAsync(&b, limit / 2 + 1, s) == CUDA_ERROR_OUT_OF_MEMORY,
+		 "cuMemAllocAsync past the limit refused");
+	GX_CHECK(mem_live() == limit / 2, "and the pool never grew past it");
+	cuMemFreeAsync(a, s);
+	GX_CHECK(cuMemAlloc(&b, limit / 2 + 1) == CUDA_ERROR_OUT_OF_MEMORY,
+		 "while the pool caches it, a plain allocation of the rest is refused");
+	GX_CHECK(cuMemAllocAsync(&a, limit / 4, s) == CUDA_SUCCESS && used() == limit / 2,
+		 "at the limit, an allocation the pool has cached goes on");
+	cuMemFreeAsync(a, s);
+	GX_CHECK(cuMemPoolTrimTo(dp, 0) == CUDA_SUCCESS && used() == 0 && mem_live() == 0,
+		 "cuMemPoolTrimTo gives the budget back (%zu MiB used)", used() / MiB);
+	cuMemPoolSetAttribute(dp, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &zero); /* the driver's default */
+	GX_CHECK(cuMemAllocAsync(&a, limit * 3 / 4, s) == CUDA_SUCCESS && cuMemFreeAsync(a, s) == CUDA_SUCCESS &&
+			 cuCtxSynchronize() == CUDA_SUCCESS && mem_live() == 0,
+		 "release threshold 0: the driver trims the pool at a synchronisation");
+	GX_CHECK(cuMemAlloc(&b, limit * 3 / 4) == CUDA_SUCCESS,
+		 "an allocation refused on the stale figure is tried again after reading the pools");
+	GX_CHECK(cuMemFree(b) == CUDA_SUCCESS && used() == 0, "and nothing is left counted");
+	CUmemoryPool mp = NULL;
+	CUmemPoolProps pp;
+	memset(&pp, 0, sizeof(pp));
+	GX_CHECK(cuMemPoolCreate(&mp, &pp) == CUDA_SUCCESS, "cuMemPoolCreate");
+	GX_CHECK(cuMemAllocFromPoolAsync(&b, limit + 1, mp, s) == CUDA_ERROR_OUT_OF_MEMORY,
 		 "cuMemAllocFromPoolAsync past the limit refused");
-	GX_CHECK(cuMemAllocFromPoolAsync(&b, limit / 4, (CUmemoryPool)0x1, s) == CUDA_SUCCESS,
-		 "cuMemAllocFromPoolAsync within it");
-	GX_CHECK(cuMemFreeAsync(a, s) == CUDA_SUCCESS && cuMemFreeAsync(b, s) == CUDA_SUCCESS && used() == 0,
-		 "cuMemFreeAsync gives both back");
+	GX_CHECK(cuMemAllocFromPoolAsync(&b, limit / 4, mp, s) == CUDA_SUCCESS && used() == limit / 4,
+		 "cuMemAllocFromPoolAsync within it counts");
+	GX_CHECK(cuMemFreeAsync(b, s) == CUDA_SUCCESS && used() == limit / 4, "its free keeps the pool's budget");
+	GX_CHECK(cuMemPoolDestroy(mp) == CUDA_SUCCESS && used() == 0 && mem_live() == 0,
+		 "cuMemPoolDestroy gives back what the pool held");
 	CUstream cap = (CUstream)(uintptr_t)0xC0DE; /* always capturing in the fake */
 	GX_CHECK(cuMemAllocAsync(&a, limit, cap) == CUDA_SUCCESS && used() == limit,
 		 "an allocation into a captured stream counts");
 	GX_CHECK(cuMemAllocAsync(&b, 1, cap) == CUDA_ERROR_OUT_OF_MEMORY, "and the next one in capture is refused");
-	cuMemFreeAsync(a, cap);
+	GX_CHECK(cuMemFreeAsync(a, cap) == CUDA_SUCCESS && used() == 0, "its free gives it back");
 
 	/* graph memory nodes */
 	CUDA_MEM_ALLOC_NODE_PARAMS np;
@@ -152,6 +196,25 @@ static void paths(void)
 	CUarray arr3;
 	GX_CHECK(cuArray3DCreate(&arr3, &a3) == CUDA_ERROR_OUT_OF_MEMORY, "cuArray3DCreate past the limit refused");
 	GX_CHECK(cuArrayDestroy(arr) == CUDA_SUCCESS && used() == 0, "cuArrayDestroy gives back");
+	typedef CUresult (*arr_v1)(CUarray *, const struct arr_v1_desc *);
+	typedef CUresult (*arr3_v1)(CUarray *, const struct arr3_v1_desc *);
+	arr_v1 ac1 = (arr_v1)dlsym(RTLD_DEFAULT, "cuArrayCreate");
+	arr3_v1 ac31 = (arr3_v1)dlsym(RTLD_DEFAULT, "cuArray3DCreate");
+	struct arr_v1_desc d1 = { .Width = 1024,
+				  .Height = (unsigned)(limit / 1024 / 2),
+				  .Format = CU_AD_FORMAT_UNSIGNED_INT16,
+				  .NumChannels = 1 };
+	GX_CHECK(ac1 && ac1(&arr, &d1) == CUDA_SUCCESS && used() == limit, "cuArrayCreate (v1) counts w x h x 2");
+	GX_CHECK(ac1 && ac1(&arr3, &d1) == CUDA_ERROR_OUT_OF_MEMORY, "cuArrayCreate (v1) past the limit refused");
+	cuArrayDestroy(arr);
+	struct arr3_v1_desc d31 = { .Width = 256,
+				    .Height = 256,
+				    .Depth = (unsigned)(limit / MiB * 2),
+				    .Format = CU_AD_FORMAT_SIGNED_INT8,
+				    .NumChannels = 4 };
+	GX_CHECK(ac31 && ac31(&arr, &d31) == CUDA_SUCCESS && used() == limit / 2,
+		 "cuArray3DCreate (v1) counts w x h x d x 4");
+	GX_CHECK(cuArrayDestroy(arr) == CUDA_SUCCESS && used() == 0, "and its destroy gives back");
 	CUmipmappedArray mm;
 	a3.Depth = 0;
 	a3.Width = a3.Height = 2048;
