@@ -153,7 +153,9 @@ struct gx_tn *gx_tenancy_of(CUdevice dev)
 	return cfg.on && !__atomic_load_n(&exiting, __ATOMIC_RELAXED) ? tenant_of(dev) : NULL;
 }
 
-/* Ask until the launch may go. Returns how long it was held. */
+/* Ask until the launch may go. Returns how long it was held. le NULL: a
+ * graph launch, held by the window and the share, not asked of the policy
+ * (a gpu_launch describes one kernel). */
 static uint64_t gate(struct gx_tn *tn, const struct gx_launch_event *le)
 {
 	uint64_t t0 = gx_tenancy_now(), now = t0;
@@ -165,12 +167,12 @@ static uint64_t gate(struct gx_tn *tn, const struct gx_launch_event *le)
 		gx_tn_view(tn, now, &t, &l);
 		l.held_ns = now - t0;
 		l.attempt = attempt;
-		uint64_t b = (uint64_t)le->grid[0] * le->grid[1] * le->grid[2];
+		uint64_t b = le ? (uint64_t)le->grid[0] * le->grid[1] * le->grid[2] : 0;
 		l.blocks = b > UINT32_MAX ? UINT32_MAX : (uint32_t)b;
-		l.threads = le->block[0] * le->block[1] * le->block[2];
+		l.threads = le ? le->block[0] * le->block[1] * le->block[2] : 0;
 		uint64_t wait = 0; /* 0: pass */
 		struct gx_hx_gate g = {.decision = -1, .window = -1};
-		if (cfg.policy && gx_hostpolicy_launch(&t, &l, &g) == 0 && g.window >= 0) {
+		if (le && cfg.policy && gx_hostpolicy_launch(&t, &l, &g) == 0 && g.window >= 0) {
 			gx_tn_set_window(tn, (uint32_t)g.window);
 			t.window = (uint32_t)g.window;
 		}
@@ -232,6 +234,31 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	return CUDA_SUCCESS;
 }
 
+bool gx_tenancy_graphs;
+
+bool gx_tenancy_graph_launch(CUstream s)
+{
+	CUcontext ctx = NULL;
+	CUdevice dev = 0;
+	if (__atomic_load_n(&exiting, __ATOMIC_RELAXED) || REAL(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS || !ctx ||
+	    REAL(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
+		return false;
+	struct gx_tn *tn = tenant_of(dev);
+	if (!tn || !gx_tn_share_on(tn))
+		return false;
+	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (REAL(cuStreamIsCapturing)(s, &cs) != CUDA_SUCCESS || cs != CU_STREAM_CAPTURE_STATUS_NONE)
+		return false; /* a child graph of the one being captured: not submitted */
+	gate(tn, NULL);
+	pending.now = gx_tenancy_now();
+	gx_tn_launched(tn, pending.now);
+	pending.tn = tn;
+	pending.ctx = ctx;
+	pending.s = s;
+	gx_tenancy_track = 1;
+	return true;
+}
+
 void gx_tenancy_launched(CUresult rc)
 {
 	gx_tenancy_track = 0;
@@ -284,6 +311,7 @@ static void after_fork_child(void)
 		devs[i].tried = 0;
 	}
 	gx_tenancy_poller_forget();
+	__atomic_store_n(&gx_tenancy_graphs, false, __ATOMIC_RELAXED);
 	cfg.on = false; /* the child is not a tenant: CUDA does not survive fork */
 	__atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
 }
@@ -358,6 +386,7 @@ void gx_tenancy_init(void)
 		return;
 	}
 	cfg.on = true;
+	__atomic_store_n(&gx_tenancy_graphs, true, __ATOMIC_RELEASE);
 	pthread_atfork(NULL, NULL, after_fork_child);
 	gx_memlimit_enable(); /* usage is counted for every tenant: a limit may come later */
 	atexit(at_exit);

@@ -120,6 +120,8 @@ void gx_tn_mem_get(const struct gx_tn *tn, uint64_t *limit, uint64_t *used);
  * by the shares of the GPU's live BE tenants that have one; a tenant whose
  * turn it is but that is idle leaves it to the others (work-conserving). */
 uint64_t gx_tn_share_hold(struct gx_tn *tn, uint64_t now_ns);
+/* Is the tenant scheduled by shares (a share, not LC)? */
+bool gx_tn_share_on(const struct gx_tn *tn);
 /* The turn period (ns, default 40 ms) and the idle gap after which a turn
  * is lent (default 500 µs); process-wide, set once before launches. */
 void gx_tn_share_config(uint64_t period_ns, uint64_t idle_ns, uint64_t borrow_ns);

@@ -143,6 +143,12 @@ struct share_tenant {
 	uint64_t queued_ns;
 };
 
+bool gx_tn_share_on(const struct gx_tn *tn)
+{
+	const struct tn_tenant *tt = &tn->t->tenants[tn->tenant];
+	return LD(tt->gpu_share) && LD(tt->cls) != GPU_CLASS_LC;
+}
+
 uint64_t gx_tn_share_hold(struct gx_tn *tn, uint64_t now)
 {
 	struct tn_table *tab = tn->t;

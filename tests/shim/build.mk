@@ -45,4 +45,4 @@ $(T_SHIM)/test_tables: $(call objs,tests/shim/test_tables.c shim/tables.c common
 TEST_BINS += $(T_SHIM)/test_tables
 TESTS     += $(T_SHIM)/test_tables
 TESTS     += tests/shim/run.sh tests/shim/test_run.sh tests/shim/test_mcache.sh tests/shim/test_multi.sh tests/shim/test_tls.sh \
-             tests/shim/test_memlimit.sh
+             tests/shim/test_memlimit.sh tests/shim/test_memlimit_gpus.sh

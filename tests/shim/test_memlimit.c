@@ -5,11 +5,15 @@
  *   test_memlimit paths LIMIT  every allocation path under a limit of LIMIT
  *                              bytes (GPUEXT_TENANT_MEM_LIMIT set to it)
  *   test_memlimit race LIMIT   16 threads racing cuMemAlloc/cuMemFree
+ *   test_memlimit racepool LIMIT  the same with cuMemAllocAsync/cuMemFreeAsync
+ *                              on the device's pool (kept cached), then a trim
+ *   test_memlimit info         print "total=BYTES free=BYTES" (cuMemGetInfo)
  *   test_memlimit hold BYTES   allocate BYTES, print "held", sleep (killed)
  *   test_memlimit try BYTES    exit 0 if BYTES can be allocated now, 2 if
  *                              CUDA_ERROR_OUT_OF_MEMORY, 1 otherwise
  *   test_memlimit wait BYTES   retry `try` every 10 ms for 3 s; prints ms
- * hold, try and wait need no fake: tests/gpu/limits.sh runs them on a GPU. */
+ * TEST_ML_DEV=N: on device N (default 0). hold, try, wait and info need no
+ * fake: tests/gpu/limits.sh runs them on a GPU. */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -239,11 +243,24 @@ struct racer {
 	long ok, oom, over, err;
 };
 
+static int dev_ord;
+static bool pooled; /* racepool: stream-ordered allocations from the device's pool */
+
+static CUresult r_alloc(CUdeviceptr *p, size_t n)
+{
+	return pooled ? cuMemAllocAsync(p, n, CU_STREAM_PER_THREAD) : cuMemAlloc(p, n);
+}
+
+static CUresult r_free(CUdeviceptr p)
+{
+	return pooled ? cuMemFreeAsync(p, CU_STREAM_PER_THREAD) : cuMemFree(p);
+}
+
 static void *race(void *arg)
 {
 	struct racer *r = arg;
 	CUcontext c;
-	cuDevicePrimaryCtxRetain(&c, 0);
+	cuDevicePrimaryCtxRetain(&c, dev_ord);
 	cuCtxSetCurrent(c);
 	CUdeviceptr held[16];
 	size_t sz[16];
@@ -251,7 +268,7 @@ static void *race(void *arg)
 	for (int i = 0; i < 3000; i++) {
 		if (nh < 16 && (rand_r(&r->seed) & 1)) {
 			size_t n = (1 + rand_r(&r->seed) % 4) * MiB;
-			CUresult rc = cuMemAlloc(&held[nh], n);
+			CUresult rc = r_alloc(&held[nh], n);
 			if (rc == CUDA_SUCCESS) {
 				sz[nh++] = n;
 				r->ok++;
@@ -264,13 +281,13 @@ static void *race(void *arg)
 			}
 		} else if (nh) {
 			nh--;
-			if (cuMemFree(held[nh]) != CUDA_SUCCESS)
+			if (r_free(held[nh]) != CUDA_SUCCESS)
 				r->err++;
 			(void)sz[nh];
 		}
 	}
 	while (nh)
-		cuMemFree(held[--nh]);
+		r_free(held[--nh]);
 	return NULL;
 }
 
@@ -287,9 +304,16 @@ static void race_all(void)
 		pthread_join(th[i], NULL);
 		ok += r[i].ok, oom += r[i].oom, over += r[i].over, err += r[i].err;
 	}
-	GX_CHECK(ok > 1000 && oom > 100 && !err, "16 threads: %ld allocations, %ld out of memory, no other error", ok,
-		 oom);
+	GX_CHECK(ok > 1000 && oom > 100 && !err, "16 threads%s: %ld allocations, %ld out of memory, no other error",
+		 pooled ? " on a pool" : "", ok, oom);
 	GX_CHECK(!over, "the driver never held more than the limit");
+	if (pooled) {
+		CUmemoryPool mp = NULL;
+		GX_CHECK(used() == mem_live() && used() > 0, "the budget is what the pool holds (%zu MiB cached)",
+			 used() / MiB);
+		cuDeviceGetMemPool(&mp, dev_ord);
+		cuMemPoolTrimTo(mp, 0);
+	}
 	GX_CHECK(used() == 0 && mem_live() == 0, "all given back: no leaked budget");
 }
 
@@ -302,8 +326,10 @@ int main(int argc, char **argv)
 	void *fake = dlopen(getenv("GPUEXT_REAL_LIBCUDA"), RTLD_NOW | RTLD_NOLOAD);
 	mem_live = fake ? (uint64_t (*)(void))dlsym(fake, "fake_mem_live") : NULL;
 	fcount = fake ? (long (*)(const char *))dlsym(fake, "fake_count") : NULL;
-	bool real = !strcmp(mode, "hold") || !strcmp(mode, "try") || !strcmp(mode, "wait"); /* also on a GPU */
-	if (rc0 || cuDevicePrimaryCtxRetain(&c, 0) || cuCtxSetCurrent(c) || (!real && (!mem_live || !fcount))) {
+	const char *dv = getenv("TEST_ML_DEV");
+	dev_ord = dv ? atoi(dv) : 0;
+	bool real = !strcmp(mode, "hold") || !strcmp(mode, "try") || !strcmp(mode, "wait") || !strcmp(mode, "info");
+	if (rc0 || cuDevicePrimaryCtxRetain(&c, dev_ord) || cuCtxSetCurrent(c) || (!real && (!mem_live || !fcount))) {
 		printf("not ok - the fake driver under the shim\n");
 		return 1;
 	}
@@ -314,8 +340,20 @@ int main(int argc, char **argv)
 		GX_CHECK(t == 80ull << 30, "no tenant: cuMemGetInfo is the driver's (%zu GiB)", t >> 30);
 	} else if (!strcmp(mode, "paths")) {
 		paths();
-	} else if (!strcmp(mode, "race")) {
+	} else if (!strcmp(mode, "race") || !strcmp(mode, "racepool")) {
+		pooled = !strcmp(mode, "racepool");
+		if (pooled) {
+			CUmemoryPool mp = NULL;
+			cuuint64_t keep = UINT64_MAX;
+			cuDeviceGetMemPool(&mp, dev_ord);
+			cuMemPoolSetAttribute(mp, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+		}
 		race_all();
+	} else if (!strcmp(mode, "info")) {
+		size_t f, t;
+		info(&f, &t);
+		printf("total=%zu free=%zu\n", t, f);
+		return 0;
 	} else if (!strcmp(mode, "hold")) {
 		CUdeviceptr p;
 		if (cuMemAlloc(&p, arg) != CUDA_SUCCESS)
