@@ -267,7 +267,8 @@ static void *race(void *arg)
 	int nh = 0;
 	for (int i = 0; i < 3000; i++) {
 		if (nh < 16 && (rand_r(&r->seed) & 1)) {
-			size_t n = (1 + rand_r(&r->seed) % 4) * MiB;
+			/* one thread alone can pass the limit (16 x 8 MiB on a pool) */
+			size_t n = (1 + rand_r(&r->seed) % 4) * (pooled ? 2 * MiB : MiB);
 			CUresult rc = r_alloc(&held[nh], n);
 			if (rc == CUDA_SUCCESS) {
 				sz[nh++] = n;
