@@ -1,8 +1,9 @@
 /* memlimit.c — per-tenant device-memory limits (docs/limits.md).
  *
  * Every device allocation entry point reserves its size from the tenant's
- * budget in the tenant table (gx_tn_mem_reserve: a CAS against the limit,
- * shared by all the tenant's processes) before the driver allocates, and
+ * budget on the current GPU in the tenant table (gx_tn_mem_reserve: a CAS
+ * against that GPU's limit, shared by all the tenant's processes) before
+ * the driver allocates, and
  * fails with CUDA_ERROR_OUT_OF_MEMORY past the limit, as the driver does
  * when the GPU is full, so frameworks take their ordinary out-of-memory
  * path. The size is kept per pointer (VMM handle, array) in this process,
@@ -11,8 +12,8 @@
  *
  * What counts: cuMemAlloc[_v2], cuMemAllocPitch[_v2] (pitch x height),
  * stream-ordered allocations and pools (memlimit_pool.c: what the pool
- * holds, until trimmed), graph memory nodes (from capture until freed), cuMemCreate (until cuMemRelease), arrays and
- * mipmapped arrays (width x height x depth x element size, the driver's
+ * holds, until trimmed), graph memory nodes (from capture until freed),
+ * cuMemCreate (until cuMemRelease), arrays (v1 and v2) and mipmapped arrays (width x height x depth x element size, the driver's
  * padding not counted), managed memory by reservation (its full size, at
  * allocation, wherever it resides). cuMemGetInfo[_v2] reports the limit as
  * total and what is left of it as free (never more than the GPU has free).
