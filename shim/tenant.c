@@ -52,6 +52,9 @@ static struct {
 	struct gx_tn *tn;
 } devs[GX_TENANCY_MAX_DEVS];
 static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
+/* One of this process's entries: all are of one tenant, so its share (a
+ * tenant field) answers for every GPU without a driver call. */
+static struct gx_tn *any_tn;
 static int exiting;
 static unsigned long nr_launches, nr_held, nr_capture, nr_untracked, nr_timeouts;
 
@@ -142,6 +145,8 @@ static struct gx_tn *tenant_of(CUdevice dev)
 			}
 		}
 		devs[dev].tn = tn;
+		if (tn && !any_tn)
+			__atomic_store_n(&any_tn, tn, __ATOMIC_RELEASE);
 		__atomic_store_n(&devs[dev].tried, 1, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&open_mu);
@@ -240,6 +245,9 @@ bool gx_tenancy_graph_launch(CUstream s)
 {
 	CUcontext ctx = NULL;
 	CUdevice dev = 0;
+	struct gx_tn *t0 = __atomic_load_n(&any_tn, __ATOMIC_ACQUIRE);
+	if (t0 && !gx_tn_share_on(t0))
+		return false; /* no share: the common case pays no driver call */
 	if (__atomic_load_n(&exiting, __ATOMIC_RELAXED) || REAL(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS || !ctx ||
 	    REAL(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
 		return false;
@@ -312,6 +320,7 @@ static void after_fork_child(void)
 	}
 	gx_tenancy_poller_forget();
 	__atomic_store_n(&gx_tenancy_graphs, false, __ATOMIC_RELAXED);
+	any_tn = NULL;
 	cfg.on = false; /* the child is not a tenant: CUDA does not survive fork */
 	__atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
 }
