@@ -255,8 +255,10 @@ bool gx_tenancy_graph_launch(CUstream s)
 	if (!tn || !gx_tn_share_on(tn))
 		return false;
 	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-	if (REAL(cuStreamIsCapturing)(s, &cs) != CUDA_SUCCESS || cs != CU_STREAM_CAPTURE_STATUS_NONE)
-		return false; /* a child graph of the one being captured: not submitted */
+	if (REAL(cuStreamIsCapturing)(s, &cs) != CUDA_SUCCESS || cs != CU_STREAM_CAPTURE_STATUS_NONE) {
+		gx_tenancy_capturing(); /* a child graph of the one being captured: not submitted */
+		return false;
+	}
 	gate(tn, NULL);
 	pending.now = gx_tenancy_now();
 	gx_tn_launched(tn, pending.now);
