@@ -108,10 +108,55 @@ static int do_list(int argc, char **argv)
 	return 0;
 }
 
+/* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (nvidia-smi -L) -> 16 bytes;
+ * the end of it in *end. */
+static int uuid_parse(const char *s, uint8_t u[16], const char **end)
+{
+	if (strncmp(s, "GPU-", 4))
+		return -EINVAL;
+	s += 4;
+	for (int i = 0; i < 32; s++) {
+		int v = *s >= '0' && *s <= '9'	 ? *s - '0'
+			: *s >= 'a' && *s <= 'f' ? *s - 'a' + 10
+			: *s >= 'A' && *s <= 'F' ? *s - 'A' + 10
+						 : -1;
+		if (*s == '-' && i)
+			continue;
+		if (v < 0)
+			return -EINVAL;
+		u[i / 2] = (uint8_t)(i % 2 ? u[i / 2] | v : v << 4);
+		i++;
+	}
+	*end = s;
+	return 0;
+}
+
+/* mem-limit GPU-UUID=SIZE|none: one GPU's own limit. */
+static int set_gpu_limit(const char *name, const char *v)
+{
+	uint8_t u[16];
+	const char *end;
+	uint64_t b = 0;
+	if (uuid_parse(v, u, &end) || *end != '=' || (strcmp(end + 1, "none") && gx_tn_parse_size(end + 1, &b))) {
+		p_err("mem-limit '%s': GPU-UUID=SIZE (as gpuext tenant lists it) or GPU-UUID=none", v);
+		return 2;
+	}
+	int err = gx_tn_set_gpu_mem_limit(name, u, b);
+	if (err) {
+		p_err(err == -ENOENT   ? "no tenant '%s' (see 'gpuext tenant list')"
+		      : err == -ENODEV ? "tenant '%s' does not use that GPU (see 'gpuext tenant list')"
+				       : "tenant '%s': %s",
+		      name, strerror(-err));
+		return 1;
+	}
+	return 0;
+}
+
 static int do_set(int argc, char **argv)
 {
 	if (argc < 4 || (argc - 2) % 2) {
-		p_err("usage: gpuext tenant set NAME [class lc|be] [window N] [mem-limit SIZE|none] [gpu-share PCT]");
+		p_err("usage: gpuext tenant set NAME [class lc|be] [window N] [mem-limit SIZE|none|GPU-UUID=SIZE|none] "
+		      "[gpu-share PCT]");
 		return 2;
 	}
 	const char *name = argv[1];
@@ -131,6 +176,10 @@ static int do_set(int argc, char **argv)
 				return 2;
 			}
 			window = (int64_t)w;
+		} else if (!strcmp(argv[i], "mem-limit") && !strncmp(argv[i + 1], "GPU-", 4)) {
+			int rc = set_gpu_limit(name, argv[i + 1]);
+			if (rc)
+				return rc;
 		} else if (!strcmp(argv[i], "mem-limit")) {
 			uint64_t b = 0;
 			if (strcmp(argv[i + 1], "none") && strcmp(argv[i + 1], "0") &&

@@ -164,6 +164,9 @@ int gx_tn_set(const char *name, int cls, int64_t window);
  * remove it. mem_limit applies to every GPU (their own limits go). Lowering mem_limit below what is used fails new allocations
  * and frees nothing. -ENOENT: no such tenant; -EINVAL: share > 100. */
 int gx_tn_set_limits(const char *name, int64_t mem_limit, int64_t gpu_share);
+/* One GPU's own memory limit for a tenant that uses it (dev: its UUID);
+ * 0: the tenant's again. -ENOENT: no such tenant; -ENODEV: not on it. */
+int gx_tn_set_gpu_mem_limit(const char *name, const uint8_t dev[16], uint64_t bytes);
 /* Reap dead processes (and the table itself when nobody is left).
  * Returns the number reaped, or -ENOENT. */
 int gx_tn_gc(void);

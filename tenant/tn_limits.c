@@ -239,3 +239,30 @@ int gx_tn_set_limits(const char *name, int64_t mem_limit, int64_t gpu_share)
 	struct limits a = { mem_limit, gpu_share };
 	return gx_err(tn_update_tenant(name, apply_limits, &a));
 }
+
+struct gpu_limit {
+	uint8_t dev[16];
+	uint64_t bytes;
+	int *found;
+};
+
+static void apply_gpu_limit(struct tn_tenant *tt, const void *arg)
+{
+	const struct gpu_limit *a = arg;
+	for (int i = 0; i < TN_GPUS; i++)
+		if (LD(tt->gpus[i].used) && !memcmp(tt->gpus[i].dev, a->dev, 16)) {
+			__atomic_store_n(&tt->gpus[i].mem_limit, a->bytes, __ATOMIC_RELAXED);
+			*a->found = 1;
+		}
+}
+
+int gx_tn_set_gpu_mem_limit(const char *name, const uint8_t dev[16], uint64_t bytes)
+{
+	int found = 0;
+	struct gpu_limit a = { .bytes = bytes, .found = &found };
+	if (!name || !dev)
+		return gx_err(-EINVAL);
+	memcpy(a.dev, dev, 16);
+	int err = tn_update_tenant(name, apply_gpu_limit, &a);
+	return gx_err(err ? err : found ? 0 : -ENODEV);
+}

@@ -7,6 +7,7 @@
 #  - ORDINAL=SIZE and GPUEXT_TENANT_MEM_LIMIT_<n> give one GPU its own limit,
 #    which cuMemGetInfo reports there;
 #  - gpuext tenant (table and --json) shows usage and high-water per GPU;
+#    gpuext tenant set NAME mem-limit GPU-UUID=SIZE sets one GPU's limit;
 #  - 16 threads racing on each of two devices, two processes of one tenant;
 #    16 threads racing stream-ordered allocations on a pool: never over,
 #    the budget is what the pool holds, a trim gives it back;
@@ -46,6 +47,14 @@ check "gpuext --json tenant list: both GPUs, their usage and high-water" \
 gx tenant >"$tmp/pg.txt"
 check "gpuext tenant: a row per GPU under the tenant's" \
 	"grep -q '$U0 *MEM(MiB) 40/64 HIGH(MiB) 40 REFUSED 1' '$tmp/pg.txt' && grep -q '$U1 *MEM(MiB) 48/64' '$tmp/pg.txt'"
+check "gpuext tenant set pg mem-limit $U0=48M: one GPU's own limit" "gx tenant set pg mem-limit $U0=48M"
+out0=$("${run[@]}" TEST_ML_DEV=0 timeout 20 "$APP" info 2>/dev/null)
+out1=$("${run[@]}" TEST_ML_DEV=1 timeout 20 "$APP" info 2>/dev/null)
+check "cuMemGetInfo: 8 MiB of 48 free on device 0, 16 of 64 on device 1" \
+	"[ '$out0' = 'total=$((48 * M)) free=$((8 * M))' ] && [ '$out1' = 'total=$((64 * M)) free=$((16 * M))' ]"
+check "a GPU the tenant does not use is refused" \
+	"! gx tenant set pg mem-limit GPU-03030303-0303-0303-0303-030303030303=1G 2>/dev/null"
+check "a malformed GPU-UUID=SIZE is refused" "! gx tenant set pg mem-limit GPU-0101=1G 2>/dev/null"
 kill -9 $hold $hold1
 wait $hold $hold1 2>/dev/null
 unset GPUEXT_TENANT GPUEXT_TENANT_MEM_LIMIT
