@@ -100,8 +100,10 @@ uint64_t gx_ml_pools_settle(struct gx_tn *tn)
 	struct pool *p, *tmp;
 	pthread_mutex_lock(&pools_mu);
 	HASH_ITER(hh, pools, p, tmp)
-	if (p->tn == tn && p->held)
-		back += settle_locked(p, 0);
+	{
+		if (p->tn == tn && p->held)
+			back += settle_locked(p, 0);
+	}
 	pthread_mutex_unlock(&pools_mu);
 	return back;
 }
