@@ -26,6 +26,7 @@
 #include "shim/graph_internal.h"
 #include "shim/shim_ev_internal.h"
 #include "shim/tables_internal.h"
+#include "shim/tenancy_internal.h"
 
 #define WALK_DEPTH 16
 
@@ -273,7 +274,10 @@ static __attribute__((noinline)) void launched(CUgraphExec e, CUstream s)
 
 GX_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
+	bool tracked = GX_TENANCY_GRAPHS() && gx_tenancy_graph_launch(hStream);
 	CUresult rc = REAL(cuGraphLaunch)(hGraphExec, hStream);
+	if (tracked)
+		gx_tenancy_launched(rc);
 	if (rc == CUDA_SUCCESS && want())
 		launched(hGraphExec, hStream);
 	return rc;
@@ -281,7 +285,10 @@ GX_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 
 GX_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
+	bool tracked = GX_TENANCY_GRAPHS() && gx_tenancy_graph_launch(hStream ? hStream : CU_STREAM_PER_THREAD);
 	CUresult rc = REAL(cuGraphLaunch_ptsz)(hGraphExec, hStream);
+	if (tracked)
+		gx_tenancy_launched(rc);
 	if (rc == CUDA_SUCCESS && want())
 		launched(hGraphExec, hStream ? hStream : CU_STREAM_PER_THREAD);
 	return rc;
