@@ -380,3 +380,35 @@ GX_EXPORT CUresult cuMemGetInfo(unsigned int *free_b, unsigned int *total_b)
 	}
 	return rc;
 }
+
+/* The device's total memory: its limit, as cuMemGetInfo's total, so what a
+ * framework reads from the device's properties (torch's total_memory,
+ * cudaGetDeviceProperties) agrees with what it may allocate. */
+static void limit_total(CUdevice dev, size_t *total_b)
+{
+	struct gx_tn *tn = gx_tenancy_of(dev);
+	uint64_t lim = 0, used;
+	if (tn)
+		gx_tn_mem_get(tn, &lim, &used);
+	if (lim && lim < *total_b)
+		*total_b = lim;
+}
+
+GX_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+	CUresult rc = REAL(cuDeviceTotalMem_v2)(bytes, dev);
+	if (GX_ML_ON() && rc == CUDA_SUCCESS && bytes)
+		limit_total(dev, bytes);
+	return rc;
+}
+
+GX_EXPORT CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
+{
+	CUresult rc = REAL(cuDeviceTotalMem)(bytes, dev);
+	if (GX_ML_ON() && rc == CUDA_SUCCESS && bytes) {
+		size_t t = *bytes;
+		limit_total(dev, &t);
+		*bytes = t > UINT_MAX ? UINT_MAX : (unsigned)t;
+	}
+	return rc;
+}

@@ -85,6 +85,9 @@ static void paths(void)
 	if (g1)
 		g1(&f1, &t1);
 	GX_CHECK(g1 && t1 == (limit > 0xffffffffu ? 0xffffffffu : limit), "cuMemGetInfo (v1): the limit");
+	size_t dt = 0;
+	GX_CHECK(cuDeviceTotalMem(&dt, 0) == CUDA_SUCCESS && dt == limit,
+		 "cuDeviceTotalMem_v2: the limit (%zu MiB), as device properties report it", dt / MiB);
 
 	/* plain */
 	CUdeviceptr a = 0, b = 0;

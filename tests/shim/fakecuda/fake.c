@@ -1642,6 +1642,20 @@ FX CUresult cuMemGetInfo(unsigned *f, unsigned *t)
 	*t = b > 0xffffffffu ? 0xffffffffu : (unsigned)b;
 	return CUDA_SUCCESS;
 }
+FX CUresult cuDeviceTotalMem_v2(size_t *t, CUdevice dev)
+{
+	REC();
+	(void)dev;
+	*t = fk_mem_total();
+	return CUDA_SUCCESS;
+}
+FX CUresult cuDeviceTotalMem(unsigned *t, CUdevice dev)
+{
+	size_t b;
+	cuDeviceTotalMem_v2(&b, dev);
+	*t = b > 0xffffffffu ? 0xffffffffu : (unsigned)b;
+	return CUDA_SUCCESS;
+}
 FX CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e)
 {
 	(void)e;
