@@ -50,6 +50,11 @@ struct gx_ptx_rewrite_opts {
 	 * allocation granule is 8 registers per thread). Unlisted: no cap. */
 	const struct gx_ptx_kregs *persist_regs;
 	size_t nr_persist_regs;
+	/* Memory sites call their handler for 1 warp access in mem_sample,
+	 * decided by a uniform per-warp test before the election (site_sample.c,
+	 * docs/devbpf-tools.md "memtrace"); 0 or 1: every access.
+	 * gx_ptx_mem_sample_from_env() is the callers' setting. */
+	unsigned mem_sample;
 };
 
 struct gx_ptx_kregs {
@@ -91,6 +96,29 @@ static inline unsigned gx_ptx_flags_from_env(void)
 	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |
 	       (bs && !strcmp(bs, "entry") ? GX_PTX_F_BLOCK_ENTRY : 0) |
 	       (bs && !strcmp(bs, "exit") ? GX_PTX_F_BLOCK_EXIT : 0);
+}
+
+/* opts.mem_sample as the callers (shim, CLI) take it from the environment:
+ * GPUEXT_MEM_SAMPLE=N; else, under the memtrace tool (GPUEXT_TOOL names
+ * it), GPUEXT_CFG's first number (what `gpuext-run --sample N` set before)
+ * or 1024; else 0 (every access reaches the handler). */
+static inline unsigned gx_ptx_mem_sample_from_env(void)
+{
+	const char *e = getenv("GPUEXT_MEM_SAMPLE"), *t = getenv("GPUEXT_TOOL");
+	char *end;
+	if (e && *e) {
+		unsigned long v = strtoul(e, &end, 0);
+		return !*end && v <= 0x7fffffffu ? (unsigned)v : 0;
+	}
+	for (size_t n; t && *t; t += n + (t[n] == ',' || t[n] == ':')) {
+		n = strcspn(t, ",:");
+		if (n == 8 && !strncmp(t, "memtrace", 8)) {
+			const char *c = getenv("GPUEXT_CFG");
+			unsigned long v = c && *c ? strtoul(c, &end, 0) : 0;
+			return v && v <= 0x7fffffffu ? (unsigned)v : 1024;
+		}
+	}
+	return 0;
 }
 
 /* Built-in handlers for hooks without a policy (measurements and tests). */

@@ -39,7 +39,8 @@
  * Every name starts with the module's fresh prefix.
  *
  * Helpers in their own files (site_parts_internal.h): the words (site_words.c), the
- * uniform early exits (site_uniform.c), the built-in probe (probe.c). */
+ * uniform early exits (site_uniform.c), the sample gate of mem sites
+ * (site_sample.c), the built-in probe (probe.c). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -437,6 +438,13 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 			err = nx;
 		if (nx > 0)
 			ptx_chain_append(bd, &pre);
+	}
+	/* opts->mem_sample: 1 warp access in N reaches the election */
+	unsigned every = st->s->ctx->opts->mem_sample;
+	if (!err && (st->hook & GDEV_HOOK_MEM) && every > 1) {
+		int g = ptx_site_sample_gate(m, bd, r, every, st->kid, st->s->ctx->res->nr_hooks, st->out);
+		if (g < 0)
+			err = g;
 	}
 	INSN(bd, "activemask", PTX_MODS(".b32"), r->om);
 	if (can_elect(m)) {

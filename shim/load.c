@@ -70,6 +70,7 @@ bool gx_prep_opts(struct gx_ptx_rewrite_opts *opts)
 	if (opts->hooks && !opts->policy_ptx)
 		opts->stubs = gx_stubs_from_env(); /* GPUEXT_STUBS: what those hooks run */
 	opts->flags = gx_ptx_flags_from_env(); /* A/B switches, part of the cache key */
+	opts->mem_sample = gx_ptx_mem_sample_from_env(); /* memtrace's 1 in N, at the site */
 	return gx_sched_rewrite_opts(opts) > 0; /* GPUEXT_SCHED / GPUEXT_PERSISTENT: copies */
 }
 

@@ -1,0 +1,62 @@
+/* site_sample.c — the sample gate of a memory site (opts->mem_sample = N).
+ *
+ * A sampled tracer (tools/memtrace.bpf.c) wants 1 warp access in N. Made
+ * in the handler, the decision cost every access the election, the context
+ * words and a call into the policy (2.5-6.2x at N = 1024 on the bench's
+ * kernels). Here it comes first, from registers only, before the election:
+ *
+ *   mov.u32 %t, %clock;  xor %t, site constant;  mov %l, %warpid ...
+ *   <murmur3's 32-bit finaliser>              // a few IMADs
+ *   setp.lo.u32 %q, %t, 2^32/N;               // sampled: probability 1/N
+ *   activemask.b32 %m;
+ *   vote.sync.any.pred %q, %q, %m;            // one decision per warp
+ *   @!%q bra.uni OUT;
+ *
+ * Why %clock: it moves every cycle, so the accesses of one warp in a loop
+ * hash to independent-looking decisions; %warpid and the site constant keep
+ * warps that read the same value (4 schedulers per SM) and sites apart. No
+ * memory is touched: an unsampled access costs ~10 ALU instructions and
+ * one uniform branch. The vote makes the lanes of one warp agree even when
+ * they did not read the same clock (lanes that arrive apart), so the branch
+ * is uniform and the sampled warp elects one leader. */
+#include "ptx-rewrite/site_internal.h"
+#include "ptx-rewrite/site_parts_internal.h"
+
+/* vote.sync: sm_70 and PTX ISA 6.0. */
+static int can_vote_sync(const struct ptx_module *m)
+{
+	return ptx_module_target_sm(m) >= 70 && m->version &&
+	       m->version->version.major * 10 + m->version->version.minor >= 60;
+}
+
+int ptx_site_sample_gate(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r, unsigned n,
+			 unsigned long long kid, unsigned site, const char *out)
+{
+	if (n <= 1)
+		return 0;
+	/* sampled iff hash < 2^32 / n: probability 1/n within 2^-32 */
+	long long lim = (long long)((1ull << 32) / n);
+	unsigned salt = (unsigned)(kid ^ kid >> 32) ^ site * 0x9e3779b9u;
+	INSN(c, "mov", PTX_MODS(".u32"), r->ot, ptx_opnd_id(m, "%clock"));
+	INSN(c, "mov", PTX_MODS(".u32"), r->ol, ptx_opnd_id(m, "%warpid"));
+	INSN(c, "shl", PTX_MODS(".b32"), r->ol, r->ol, ptx_opnd_int(m, 26));
+	INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, r->ol);
+	INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, ptx_opnd_int(m, salt));
+	static const unsigned mul[] = { 0x85ebca6bu, 0xc2b2ae35u };
+	for (unsigned i = 0; i < 3; i++) {
+		INSN(c, "shr", PTX_MODS(".u32"), r->ol, r->ot, ptx_opnd_int(m, i == 1 ? 13 : 16));
+		INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, r->ol);
+		if (i < 2)
+			INSN(c, "mul", PTX_MODS(".lo", ".u32"), r->ot, r->ot, ptx_opnd_int(m, mul[i]));
+	}
+	INSN(c, "setp", PTX_MODS(".lo", ".u32"), r->oq, r->ot, ptx_opnd_int(m, lim));
+	if (can_vote_sync(m)) {
+		INSN(c, "activemask", PTX_MODS(".b32"), r->om);
+		INSN(c, "vote", PTX_MODS(".sync", ".any", ".pred"), r->oq, r->oq, r->om);
+		ptx_chain_insn(m, c, r->q, 1, "bra", PTX_MODS(".uni"), 1, ptx_opnd_id(m, out));
+	} else {
+		/* no vote.sync: lanes that disagree split, each group elects */
+		ptx_chain_insn(m, c, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, out));
+	}
+	return c->failed ? -ENOMEM : 1;
+}
