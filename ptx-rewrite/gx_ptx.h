@@ -47,7 +47,9 @@ struct gx_ptx_rewrite_opts {
 	 * measures them): a kernel's copy gets .maxnreg max(32, regs rounded
 	 * up to 8), so the loop never costs it resident blocks (on sm_70+ an
 	 * SM's 64K registers hold 2048 threads of 32; above that, the per-warp
-	 * allocation granule is 8 registers per thread). Unlisted: no cap. */
+	 * allocation granule is 8 registers per thread). Unlisted: no cap.
+	 * Kernels with sampled memory sites (mem_sample > 1) get the same cap
+	 * unless GX_PTX_F_NO_MEM_CAP: their record path is cold. */
 	const struct gx_ptx_kregs *persist_regs;
 	size_t nr_persist_regs;
 	/* Memory sites call their handler for 1 warp access in mem_sample,
@@ -85,14 +87,18 @@ struct gx_ptx_kregs {
 #define GX_PTX_F_BLOCK_ENTRY 32u
 #define GX_PTX_F_BLOCK_EXIT 64u
 
+/* A/B only: kernels with sampled memory sites (mem_sample > 1) keep the
+ * registers ptxas gives them, no cap at the measured originals' count. */
+#define GX_PTX_F_NO_MEM_CAP 128u
+
 /* The switches the callers (shim, CLI) take from the environment:
- * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0") and
- * GX_PTX_BLOCK_SITE=entry|exit. */
+ * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0"),
+ * GX_PTX_BLOCK_SITE=entry|exit and GX_PTX_MEM_CAP=0. */
 static inline unsigned gx_ptx_flags_from_env(void)
 {
 	const char *rc = getenv("GX_PTX_RECONVERGE"), *top = getenv("GX_PTX_ENTRY_TOP");
-	const char *bs = getenv("GX_PTX_BLOCK_SITE");
-	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) |
+	const char *bs = getenv("GX_PTX_BLOCK_SITE"), *mc = getenv("GX_PTX_MEM_CAP");
+	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) | (mc && mc[0] == '0' ? GX_PTX_F_NO_MEM_CAP : 0) |
 	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |
 	       (bs && !strcmp(bs, "entry") ? GX_PTX_F_BLOCK_ENTRY : 0) |
 	       (bs && !strcmp(bs, "exit") ? GX_PTX_F_BLOCK_EXIT : 0);

@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ptx-rewrite/passlib_internal.h"
 #include "ptx-rewrite/policy_internal.h"
 #include "ptx-rewrite/site_internal.h"
 #include "ptx-rewrite/site_parts_internal.h"
@@ -442,9 +443,14 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 	/* opts->mem_sample: 1 warp access in N reaches the election */
 	unsigned every = st->s->ctx->opts->mem_sample;
 	if (!err && (st->hook & GDEV_HOOK_MEM) && every > 1) {
+		const struct gx_ptx_rewrite_opts *o = st->s->ctx->opts;
 		int g = ptx_site_sample_gate(m, bd, r, every, st->kid, st->s->ctx->res->nr_hooks, st->out);
 		if (g < 0)
 			err = g;
+		/* the record path is cold now: it may spill, never cost the
+		 * kernel resident warps (shim/memregs.c measured the original) */
+		else if (st->fn->is_entry && !(o->flags & GX_PTX_F_NO_MEM_CAP))
+			err = ptx_kernel_cap_regs(m, o, st->fn, st->fn->name);
 	}
 	INSN(bd, "activemask", PTX_MODS(".b32"), r->om);
 	if (can_elect(m)) {

@@ -118,15 +118,23 @@ static bool prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx
 	}
 	struct gx_ptx_rewrite_result res;
 	memset(&res, 0, sizeof(res));
-	/* Persistent copies: capped at the originals' registers (measured). */
+	/* Persistent copies, and kernels with sampled memory sites: capped at
+	 * the originals' registers (measured). */
 	struct gx_ptx_kregs *kregs = NULL;
 	size_t nkregs = 0;
+	bool memcap = !persist && opts.mem_sample > 1 && !(opts.flags & GX_PTX_F_NO_MEM_CAP);
 	if (persist && !gx_sched_probe_regs(ptx, len, &kregs, &nkregs)) {
+		opts.persist_regs = kregs;
+		opts.nr_persist_regs = nkregs;
+	} else if (memcap && !gx_mem_probe_regs(ptx, len, &kregs, &nkregs)) {
 		opts.persist_regs = kregs;
 		opts.nr_persist_regs = nkregs;
 	}
 	int ret = gx_ptx_rewrite(ptx, len, &opts, &res);
-	gx_sched_regs_free(kregs, nkregs);
+	if (memcap)
+		gx_mem_regs_free(kregs, nkregs);
+	else
+		gx_sched_regs_free(kregs, nkregs);
 	if (ret < 0 || !res.ptx) {
 		snprintf(p->why, sizeof(p->why), "rewrite failed: %.200s", res.err[0] ? res.err : "error");
 		p->level = GX_LOG_WARN;
