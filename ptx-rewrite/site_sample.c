@@ -21,6 +21,7 @@
  * is uniform and the sampled warp elects one leader. */
 #include "ptx-rewrite/site_internal.h"
 #include "ptx-rewrite/site_parts_internal.h"
+#include "ptx-rewrite/site_sample_internal.h"
 
 /* vote.sync: sm_70 and PTX ISA 6.0. */
 static int can_vote_sync(const struct ptx_module *m)
@@ -34,22 +35,21 @@ int ptx_site_sample_gate(struct ptx_module *m, struct ptx_chain *c, const struct
 {
 	if (n <= 1)
 		return 0;
-	/* sampled iff hash < 2^32 / n: probability 1/n within 2^-32 */
-	long long lim = (long long)((1ull << 32) / n);
-	unsigned salt = (unsigned)(kid ^ kid >> 32) ^ site * 0x9e3779b9u;
+	/* ptx_sample_hash(), instruction for instruction */
 	INSN(c, "mov", PTX_MODS(".u32"), r->ot, ptx_opnd_id(m, "%clock"));
 	INSN(c, "mov", PTX_MODS(".u32"), r->ol, ptx_opnd_id(m, "%warpid"));
-	INSN(c, "shl", PTX_MODS(".b32"), r->ol, r->ol, ptx_opnd_int(m, 26));
+	INSN(c, "shl", PTX_MODS(".b32"), r->ol, r->ol, ptx_opnd_int(m, PTX_SAMPLE_WARP_SHIFT));
 	INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, r->ol);
-	INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, ptx_opnd_int(m, salt));
-	static const unsigned mul[] = { 0x85ebca6bu, 0xc2b2ae35u };
+	INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, ptx_opnd_int(m, ptx_sample_salt(kid, site)));
+	static const unsigned mul[] = { PTX_SAMPLE_MUL1, PTX_SAMPLE_MUL2 };
 	for (unsigned i = 0; i < 3; i++) {
 		INSN(c, "shr", PTX_MODS(".u32"), r->ol, r->ot, ptx_opnd_int(m, i == 1 ? 13 : 16));
 		INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, r->ol);
 		if (i < 2)
 			INSN(c, "mul", PTX_MODS(".lo", ".u32"), r->ot, r->ot, ptx_opnd_int(m, mul[i]));
 	}
-	INSN(c, "setp", PTX_MODS(".lo", ".u32"), r->oq, r->ot, ptx_opnd_int(m, lim));
+	/* sampled iff hash < 2^32 / n: probability 1/n within 2^-32 */
+	INSN(c, "setp", PTX_MODS(".lo", ".u32"), r->oq, r->ot, ptx_opnd_int(m, ptx_sample_limit(n)));
 	if (can_vote_sync(m)) {
 		INSN(c, "activemask", PTX_MODS(".b32"), r->om);
 		INSN(c, "vote", PTX_MODS(".sync", ".any", ".pred"), r->oq, r->oq, r->om);
