@@ -5,7 +5,7 @@
  * words and a call into the policy (2.5-6.2x at N = 1024 on the bench's
  * kernels). Here it comes first, from registers only, before the election:
  *
- *   mov.u32 %t, %clock;  xor %t, site constant;  mov %l, %warpid ...
+ *   mov.u32 %t, %clock;  xor %warpid << 26, %smid << 16, a site constant
  *   <murmur3's 32-bit finaliser>              // a few IMADs
  *   setp.lo.u32 %q, %t, 2^32/N;               // sampled: probability 1/N
  *   activemask.b32 %m;
@@ -13,8 +13,9 @@
  *   @!%q bra.uni OUT;
  *
  * Why %clock: it moves every cycle, so the accesses of one warp in a loop
- * hash to independent-looking decisions; %warpid and the site constant keep
- * warps that read the same value (4 schedulers per SM) and sites apart. No
+ * hash to independent-looking decisions; %warpid, %smid and the site
+ * constant keep apart warps that read the same value (4 schedulers per SM;
+ * SMs whose clocks may agree) and sites. No
  * memory is touched: an unsampled access costs ~10 ALU instructions and
  * one uniform branch. The vote makes the lanes of one warp agree even when
  * they did not read the same clock (lanes that arrive apart), so the branch
@@ -39,6 +40,9 @@ int ptx_site_sample_gate(struct ptx_module *m, struct ptx_chain *c, const struct
 	INSN(c, "mov", PTX_MODS(".u32"), r->ot, ptx_opnd_id(m, "%clock"));
 	INSN(c, "mov", PTX_MODS(".u32"), r->ol, ptx_opnd_id(m, "%warpid"));
 	INSN(c, "shl", PTX_MODS(".b32"), r->ol, r->ol, ptx_opnd_int(m, PTX_SAMPLE_WARP_SHIFT));
+	INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, r->ol);
+	INSN(c, "mov", PTX_MODS(".u32"), r->ol, ptx_opnd_id(m, "%smid"));
+	INSN(c, "shl", PTX_MODS(".b32"), r->ol, r->ol, ptx_opnd_int(m, PTX_SAMPLE_SM_SHIFT));
 	INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, r->ol);
 	INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, ptx_opnd_int(m, ptx_sample_salt(kid, site)));
 	static const unsigned mul[] = { PTX_SAMPLE_MUL1, PTX_SAMPLE_MUL2 };

@@ -5,6 +5,7 @@
 #define PTX_SITE_SAMPLE_H
 
 #define PTX_SAMPLE_WARP_SHIFT 26u	  /* %warpid << 26, xor'ed into %clock */
+#define PTX_SAMPLE_SM_SHIFT   16u	  /* %smid << 16, too: the SMs' clocks may agree */
 #define PTX_SAMPLE_SITE_MUL   0x9e3779b9u /* site number -> salt */
 #define PTX_SAMPLE_MUL1	      0x85ebca6bu /* murmur3's 32-bit finaliser */
 #define PTX_SAMPLE_MUL2	      0xc2b2ae35u
@@ -21,10 +22,10 @@ static inline unsigned ptx_sample_limit(unsigned n)
 	return (unsigned)((1ull << 32) / n);
 }
 
-/* What a lane computes from %clock and %warpid. */
-static inline unsigned ptx_sample_hash(unsigned clock, unsigned warpid, unsigned salt)
+/* What a lane computes from %clock, %warpid and %smid. */
+static inline unsigned ptx_sample_hash(unsigned clock, unsigned warpid, unsigned smid, unsigned salt)
 {
-	unsigned x = clock ^ warpid << PTX_SAMPLE_WARP_SHIFT ^ salt;
+	unsigned x = clock ^ warpid << PTX_SAMPLE_WARP_SHIFT ^ smid << PTX_SAMPLE_SM_SHIFT ^ salt;
 	x ^= x >> 16;
 	x *= PTX_SAMPLE_MUL1;
 	x ^= x >> 13;

@@ -23,7 +23,7 @@
 #include "tests/devbpf/interp_shim.h"
 #include "tests/gx_test.h"
 
-#define SMS	 4
+#define SMS 4
 #define MEM_REPS 40 /* memory accesses per warp (memtrace) */
 
 struct launch {
@@ -31,8 +31,8 @@ struct launch {
 };
 static const struct launch launches[] = {
 	{ { 37, 1, 1 }, { 200, 1, 1 } }, /* 7 warps, the last one of 8 lanes */
-	{ { 5, 3, 2 }, { 16, 4, 2 } },	 /* 3-D: 128 threads, 4 warps */
-	{ { 9, 1, 1 }, { 33, 1, 1 } },	 /* 2 warps, the second of 1 lane */
+	{ { 5, 3, 2 }, { 16, 4, 2 } },   /* 3-D: 128 threads, 4 warps */
+	{ { 9, 1, 1 }, { 33, 1, 1 } },   /* 2 warps, the second of 1 lane */
 };
 /* kernelretsnoop's sampled launches (more than GX_KRS_FULL_BLOCKS blocks):
  * 70001 blocks record every 8th (8751), 300x250 every 8th (9375),
@@ -75,8 +75,18 @@ static void mt_access(struct gdev_ctx *c, size_t l, unsigned b, unsigned w, unsi
 	c->space = a % 5 ? GDEV_SPACE_GLOBAL : GDEV_SPACE_GENERIC;
 }
 
+/* The rewriter's sample gate (site_sample.c) in C: the access reaches
+ * the program? 3 sites; the simulated %clock moves on unevenly. */
+static int mt_sampled(const struct gdev_ctx *c, unsigned b, unsigned w, unsigned a)
+{
+	sim_clock += 5 + (a * 7 + w) % 11;
+	return mt_every <= 1 || ptx_sample_hash(sim_clock, w, b % SMS, ptx_sample_salt(c->kernel_id, a % 3)) <
+					ptx_sample_limit(mt_every);
+}
+
 /* Run every launch; fn != NULL: the native function, else the interpreter. */
-static int simulate(const struct gx_bpf_prog *p, hook_fn fn, struct gx_map **maps, size_t nm, unsigned hook)
+static int simulate(const struct gx_bpf_prog *p, hook_fn fn, struct gx_map **maps, size_t nm,
+		    unsigned hook)
 {
 	struct gx_jit_map *jm = calloc(nm ? nm : 1, sizeof(*jm));
 	int bad = 0;
@@ -93,36 +103,21 @@ static int simulate(const struct gx_bpf_prog *p, hook_fn fn, struct gx_map **map
 						unsigned tx = lin % L->block[0], ty = lin / L->block[0] % L->block[1],
 							 tz = lin / (L->block[0] * L->block[1]);
 						struct gdev_ctx c = {
-							.kernel_id = 1000 + l,
-							.hook = hook,
-							.nr_active = lanes,
+							.kernel_id = 1000 + l, .hook = hook, .nr_active = lanes,
 							.active_mask = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1,
-							.ctaid_x = x,
-							.ctaid_y = y,
-							.ctaid_z = z,
-							.nctaid_x = L->grid[0],
-							.nctaid_y = L->grid[1],
-							.nctaid_z = L->grid[2],
-							.tid_x = tx,
-							.tid_y = ty,
-							.tid_z = tz,
-							.ntid_x = L->block[0],
-							.ntid_y = L->block[1],
-							.ntid_z = L->block[2],
-							.smid = b % SMS,
-							.warpid = w,
+							.ctaid_x = x, .ctaid_y = y, .ctaid_z = z,
+							.nctaid_x = L->grid[0], .nctaid_y = L->grid[1], .nctaid_z = L->grid[2],
+							.tid_x = tx, .tid_y = ty, .tid_z = tz,
+							.ntid_x = L->block[0], .ntid_y = L->block[1], .ntid_z = L->block[2],
+							.smid = b % SMS, .warpid = w,
 						};
 						gx_host_env = (struct gx_host_env){
-							.smid = b % SMS,
-							.warpid = w,
-							.block_idx = { x, y, z },
+							.smid = b % SMS, .warpid = w, .block_idx = { x, y, z },
 							.thread_idx = { tx, ty, tz },
 							.block_dim = { L->block[0], L->block[1], L->block[2] },
-							.grid_dim = { L->grid[0], L->grid[1], L->grid[2] }
-						};
+							.grid_dim = { L->grid[0], L->grid[1], L->grid[2] } };
 						uint64_t r;
-						unsigned full = c.active_mask,
-							 groups = exit_split && w == 0 && lanes > 1 ? 2 : 1;
+						unsigned full = c.active_mask, groups = exit_split && w == 0 && lanes > 1 ? 2 : 1;
 						for (unsigned g = 0; g < groups; g++) {
 							if (groups == 2) { /* lane 0 second in even blocks */
 								int lane0 = (g == 1) == (b % 2 == 0);
@@ -130,24 +125,16 @@ static int simulate(const struct gx_bpf_prog *p, hook_fn fn, struct gx_map **map
 								c.nr_active = lane0 ? 1 : lanes - 1;
 								c.tid_x = lane0 ? tx : tx + 1;
 							}
-							for (unsigned a = 0; a < (hook == GDEV_HOOK_MEM ? MEM_REPS : 1);
-							     a++) {
+							for (unsigned a = 0; a < (hook == GDEV_HOOK_MEM ? MEM_REPS : 1); a++) {
 								mt_access(&c, l, b, w, a);
-								/* 3 sites; time moves on unevenly */
-								sim_clock += 5 + (a * 7 + w) % 11;
-								if (hook == GDEV_HOOK_MEM && mt_every > 1 &&
-								    ptx_sample_hash(
-									    sim_clock, w,
-									    ptx_sample_salt(c.kernel_id, a % 3)) >=
-									    ptx_sample_limit(mt_every))
+								if (hook == GDEV_HOOK_MEM && !mt_sampled(&c, b, w, a))
 									continue;
 								if (fn)
 									fn(&c);
 								else
-									bad += gx_test_interp_maps(
-										       gx_bpf_prog__insns(p),
-										       gx_bpf_prog__insn_cnt(p), &c, jm,
-										       &r) != 0;
+									bad += gx_test_interp_maps(gx_bpf_prog__insns(p),
+												   gx_bpf_prog__insn_cnt(p), &c,
+												   jm, &r) != 0;
 							}
 						}
 					}
@@ -229,8 +216,8 @@ static void check_threadhist(const char *how, struct gx_map **maps, size_t n)
 		GX_CHECK(!memcmp(want[s], got[s], sizeof(want[s])),
 			 "threadhist (%s%s): SM %u counts %llu blocks %llu warps %llu threads (want %llu %llu %llu)",
 			 how, at, s, (unsigned long long)got[s][0], (unsigned long long)got[s][1],
-			 (unsigned long long)got[s][2], (unsigned long long)want[s][0], (unsigned long long)want[s][1],
-			 (unsigned long long)want[s][2]);
+			 (unsigned long long)got[s][2], (unsigned long long)want[s][0],
+			 (unsigned long long)want[s][1], (unsigned long long)want[s][2]);
 }
 
 static unsigned ring_records(struct gx_map **maps, size_t n)
@@ -316,8 +303,8 @@ static void check_krs_all(const char *how, struct gx_map **maps, size_t n)
 static void check_ll(const char *how, struct gx_map **maps, size_t n)
 {
 	unsigned got = ring_records(maps, n);
-	GX_CHECK(got == GX_ARRAY_SIZE(launches), "launchlate (%s): one record per launch (%u of %zu)", how, got,
-		 GX_ARRAY_SIZE(launches));
+	GX_CHECK(got == GX_ARRAY_SIZE(launches), "launchlate (%s): one record per launch (%u of %zu)", how,
+		 got, GX_ARRAY_SIZE(launches));
 }
 
 /* memtrace's record of one access, as the checks compare it (no time) */
