@@ -50,7 +50,7 @@ static void usage(FILE *out)
 		"                    repeat (or NAME,NAME) for several: their hooks run in that order\n"
 		"  --json            --tool: the report as JSON\n"
 		"  --trace FILE      --tool: also write a Chrome/Perfetto trace (JSON)\n"
-		"  --sample N        --tool memtrace: record 1 of N warp accesses (GPUEXT_CFG)\n"
+		"  --sample N        --tool memtrace: record 1 of N warp accesses (GPUEXT_MEM_SAMPLE)\n"
 		"  --policy FILE     load a policy object, *.bpf.o (GPUEXT_POLICY); repeatable, and\n"
 		"                    usable with --tool (device policies run before the tools)\n"
 		"  --tenant NAME     this process is tenant NAME of its GPUs (GPUEXT_TENANT; several\n"
