@@ -261,7 +261,9 @@ static int load_policy(const char *path, const char *app, size_t app_len,
 		p_err("%s", err);
 		return 1;
 	}
-	struct gx_hook_binding *bd = calloc(d->nr_progs + 1, sizeof(*bd));
+	/* the bindings, then their samples (opts->bind_samples): one block */
+	struct gx_hook_binding *bd = calloc(d->nr_progs + 1, sizeof(*bd) + sizeof(unsigned));
+	unsigned *samples = bd ? (unsigned *)(void *)(bd + d->nr_progs + 1) : NULL;
 	if (!bd) {
 		gx_pdesc_free(d);
 		p_err("out of memory");
@@ -272,6 +274,7 @@ static int load_policy(const char *path, const char *app, size_t app_len,
 		const struct gx_pol_prog *pg = &d->progs[i];
 		if (!(pg->hook & GDEV_HOOKS_DEVICE))
 			continue; /* not a device hook */
+		samples[n] = gx_pdesc_mem_sample(d, pg->hook);
 		bd[n++] = (struct gx_hook_binding){pg->hook, pg->glob[0] ? pg->glob : NULL, pg->func};
 		opts->hooks |= pg->hook;
 	}
@@ -284,6 +287,7 @@ static int load_policy(const char *path, const char *app, size_t app_len,
 	opts->policy_ptx = d->ptx;
 	opts->policy_len = d->ptx_len;
 	opts->bindings = bd;
+	opts->bind_samples = samples;
 	opts->nr_bindings = n;
 	*binds = bd;
 	return 0;

@@ -427,10 +427,8 @@ int gx_run_main(int argc, char **argv, const char *name)
 		if (join_env("LD_AUDIT", a, ':', true, print_env))
 			return 1;
 	}
-	if (sample) { /* the memtrace sites' 1 in N (GPUEXT_CFG: older readers) */
+	if (sample) /* sampling mem programs' 1 in N (memtrace's gx_mem_sample) */
 		set("GPUEXT_MEM_SAMPLE", sample, print_env);
-		set("GPUEXT_CFG", sample, print_env);
-	}
 	/* Device hooks need PTX: CuPy's own kernels reach the driver as PTX
 	 * (not NVRTC's cubins) with CUPY_COMPILE_WITH_PTX=1; its precompiled
 	 * libraries stay SASS either way. Only when device code is attached,

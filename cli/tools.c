@@ -210,8 +210,8 @@ static int do_report(int argc, char **argv)
 /* `gpuext tools rewrite TOOL|FILE.bpf.o APP.ptx [-o OUT] [--sm N] [--sample N]`:
  * what the shim does at module load, offline — JIT the policy, rewrite the
  * PTX with its hook bindings and link its code in. For tests and inspection.
- * --sample: the mem sites' 1 in N (else as the shim: GPUEXT_MEM_SAMPLE, or
- * 1024 when the tool memtrace is named). */
+ * --sample N: the sampling programs' 1 in N (memtrace's gx_mem_sample;
+ * else GPUEXT_MEM_SAMPLE, else their own). */
 /* One policy of `tools rewrite`: a tool name or a .bpf.o path, JIT'd. */
 static int rewrite_load(const char *pol, unsigned sm, struct gx_policy_desc *d)
 {
@@ -258,18 +258,8 @@ static int do_rewrite(int argc, char **argv)
 	}
 	/* Several policies (comma-separated): chained at every shared hook, as
 	 * the shim runs GPUEXT_TOOL=a,b or a tool beside GPUEXT_POLICY. */
-	if (sample < 0) {
-		/* as the shim under GPUEXT_TOOL=<this list> */
-		const char *old = getenv("GPUEXT_TOOL");
-		char *keep = old ? strdup(old) : NULL;
-		setenv("GPUEXT_TOOL", pol, 1);
-		sample = gx_ptx_mem_sample_from_env();
-		if (keep)
-			setenv("GPUEXT_TOOL", keep, 1);
-		else
-			unsetenv("GPUEXT_TOOL");
-		free(keep);
-	}
+	if (sample < 0)
+		sample = gx_ptx_mem_sample_from_env(); /* as the shim */
 	struct gx_policy_desc d[GX_PMERGE_MAX];
 	size_t n = 0;
 	char *list = strdup(pol), *save = NULL, err[512] = "";
@@ -300,7 +290,7 @@ static int do_rewrite(int argc, char **argv)
 	if (!rc) {
 		struct gx_ptx_rewrite_opts o = { .sz = sizeof(o), .hooks = set.hooks, .policy_ptx = set.ptx,
 						 .policy_len = set.ptx_len, .bindings = set.binds,
-						 .nr_bindings = set.nr_binds,
+						 .nr_bindings = set.nr_binds, .bind_samples = set.samples,
 						 .flags = gx_ptx_flags_from_env(),
 						 .mem_sample = (unsigned)sample };
 		ret = gx_ptx_rewrite(ptx, plen, &o, &res);

@@ -52,10 +52,15 @@ struct gx_ptx_rewrite_opts {
 	 * unless GX_PTX_F_NO_MEM_CAP: their record path is cold. */
 	const struct gx_ptx_kregs *persist_regs;
 	size_t nr_persist_regs;
-	/* Memory sites call their handler for 1 warp access in mem_sample,
-	 * decided by a uniform per-warp test before the election (site_sample.c,
-	 * docs/devbpf-tools.md "memtrace"); 0 or 1: every access.
-	 * gx_ptx_mem_sample_from_env() is the callers' setting. */
+	/* Memory sites whose binding samples (bind_samples[i] > 0: the
+	 * program's gx_mem_sample global, gx_hooks.h) call their handler for 1
+	 * warp access in N, decided by a uniform per-warp test before the
+	 * election (site_sample.c, docs/devbpf-tools.md "memtrace").
+	 * bind_samples: one per binding, or NULL (no binding samples).
+	 * mem_sample > 0 replaces the sampling bindings' N (1: every access,
+	 * the full trace); 0 keeps theirs. Handlers that do not sample are never
+	 * gated. gx_ptx_mem_sample_from_env() is the callers' mem_sample. */
+	const unsigned *bind_samples;
 	unsigned mem_sample;
 };
 
@@ -105,25 +110,24 @@ static inline unsigned gx_ptx_flags_from_env(void)
 }
 
 /* opts.mem_sample as the callers (shim, CLI) take it from the environment:
- * GPUEXT_MEM_SAMPLE=N; else, under the memtrace tool (GPUEXT_TOOL names
- * it), GPUEXT_CFG's first number (what `gpuext-run --sample N` set before)
- * or 1024; else 0 (every access reaches the handler). */
+ * GPUEXT_MEM_SAMPLE=N (`gpuext-run --sample N`); 0 when unset or invalid. */
 static inline unsigned gx_ptx_mem_sample_from_env(void)
 {
-	const char *e = getenv("GPUEXT_MEM_SAMPLE"), *t = getenv("GPUEXT_TOOL");
+	const char *e = getenv("GPUEXT_MEM_SAMPLE");
 	char *end;
-	if (e && *e) {
-		unsigned long v = strtoul(e, &end, 0);
-		return !*end && v <= 0x7fffffffu ? (unsigned)v : 0;
-	}
-	for (size_t n; t && *t; t += n + (t[n] == ',' || t[n] == ':')) {
-		n = strcspn(t, ",:");
-		if (n == 8 && !strncmp(t, "memtrace", 8)) {
-			const char *c = getenv("GPUEXT_CFG");
-			unsigned long v = c && *c ? strtoul(c, &end, 0) : 0;
-			return v && v <= 0x7fffffffu ? (unsigned)v : 1024;
-		}
-	}
+	unsigned long v = e && *e ? strtoul(e, &end, 0) : 0;
+	return v && !*end && v <= 0x7fffffffu ? (unsigned)v : 0;
+}
+
+/* Will some memory site of a rewrite with these options be gated (a
+ * binding that samples, at an N > 1)? The shim then measures the
+ * originals' registers for the cap (GX_PTX_F_NO_MEM_CAP). */
+static inline int gx_ptx_opts_gate_mem(const struct gx_ptx_rewrite_opts *o)
+{
+	for (size_t i = 0; o->bind_samples && i < o->nr_bindings; i++)
+		if ((o->bindings[i].hook & GDEV_HOOK_MEM) && o->bind_samples[i] &&
+		    (o->mem_sample ? o->mem_sample : o->bind_samples[i]) > 1)
+			return 1;
 	return 0;
 }
 

@@ -440,9 +440,10 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 		if (nx > 0)
 			ptx_chain_append(bd, &pre);
 	}
-	/* opts->mem_sample: 1 warp access in N reaches the election */
-	unsigned every = st->s->ctx->opts->mem_sample;
-	if (!err && (st->hook & GDEV_HOOK_MEM) && every > 1) {
+	/* a sampling handler (its binding's sample, opts->mem_sample): 1 warp
+	 * access in N reaches the election */
+	unsigned every = st->hook & GDEV_HOOK_MEM ? ptx_site_sample_every(st->s, st->func) : 0;
+	if (!err && every > 1) {
 		const struct gx_ptx_rewrite_opts *o = st->s->ctx->opts;
 		int g = ptx_site_sample_gate(m, bd, r, every, st->kid, st->s->ctx->res->nr_hooks, st->out);
 		if (g < 0)

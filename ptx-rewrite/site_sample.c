@@ -20,6 +20,9 @@
  * one uniform branch. The vote makes the lanes of one warp agree even when
  * they did not read the same clock (lanes that arrive apart), so the branch
  * is uniform and the sampled warp elects one leader. */
+#include <string.h>
+
+#include "ptx-rewrite/policy_internal.h"
 #include "ptx-rewrite/site_internal.h"
 #include "ptx-rewrite/site_parts_internal.h"
 #include "ptx-rewrite/site_sample_internal.h"
@@ -63,4 +66,16 @@ int ptx_site_sample_gate(struct ptx_module *m, struct ptx_chain *c, const struct
 		ptx_chain_insn(m, c, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, out));
 	}
 	return c->failed ? -ENOMEM : 1;
+}
+
+unsigned ptx_site_sample_every(const struct ptx_sites *s, const char *func)
+{
+	const struct gx_ptx_rewrite_opts *o = s->ctx->opts;
+	for (size_t i = 0; func && s->pol && i < o->nr_bindings; i++) {
+		const struct gx_hook_binding *b = &o->bindings[i];
+		unsigned n = o->bind_samples ? o->bind_samples[i] : 0;
+		if ((b->hook & GDEV_HOOK_MEM) && n && !strcmp(ptx_policy_name(s->pol, b->func), func))
+			return o->mem_sample ? o->mem_sample : n;
+	}
+	return 0;
 }

@@ -122,7 +122,7 @@ static bool prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx
 	 * the originals' registers (measured). */
 	struct gx_ptx_kregs *kregs = NULL;
 	size_t nkregs = 0;
-	bool memcap = !persist && opts.mem_sample > 1 && !(opts.flags & GX_PTX_F_NO_MEM_CAP);
+	bool memcap = !persist && gx_ptx_opts_gate_mem(&opts) && !(opts.flags & GX_PTX_F_NO_MEM_CAP);
 	if (persist && !gx_sched_probe_regs(ptx, len, &kregs, &nkregs)) {
 		opts.persist_regs = kregs;
 		opts.nr_persist_regs = nkregs;

@@ -182,6 +182,8 @@ void gx_mcache_key(const char *ptx, size_t len, const struct gx_ptx_rewrite_opts
 		h_field(&h, &o->bindings[i].hook, sizeof(o->bindings[i].hook));
 		h_str(&h, o->bindings[i].kernel_glob);
 		h_str(&h, o->bindings[i].func);
+		unsigned smp = o->bind_samples ? o->bind_samples[i] : 0;
+		h_field(&h, &smp, sizeof(smp));
 	}
 	k->h[0] = mix(h.a);
 	k->h[1] = mix(h.b ^ k->h[0]);

@@ -6,18 +6,18 @@
  * address, size, op, SM, block, lanes, time}, one reservation per sampled
  * warp access.
  *
- * The sampling is not here: the rewriter's sample gate (opts.mem_sample,
- * ptx-rewrite/site_sample.c) lets 1 warp access in N reach this handler,
- * N = GPUEXT_MEM_SAMPLE / gpuext-run --sample N, 1024 by default under
- * --tool memtrace. It decides before the leader election from registers
+ * The sampling is not here: the rewriter's sample gate
+ * (ptx-rewrite/site_sample.c) lets 1 warp access in N reach this handler,
+ * N = gx_mem_sample below (1024), or GPUEXT_MEM_SAMPLE / gpuext-run
+ * --sample N. It decides before the leader election from registers
  * only (a hash of %clock, %warpid and the site, one vote for the warp), so
  * the N-1 accesses not sampled cost ~10 ALU instructions and a uniform
  * branch: no election, no context, no call, no memory. When this program
  * made the decision itself (a hash of address, time and SM after the
  * election, cfg[0] read from its map) every access paid the call and the
- * map load: 2.5-6.2x. Without the gate (GPUEXT_POLICY=memtrace.bpf.o,
- * GPUEXT_MEM_SAMPLE unset) it records every warp access: the full trace
- * the sampled one is checked against (tests/gpu/memtrace.sh).
+ * map load: 2.5-6.2x. With N = 1 (--sample 1) it records every warp
+ * access: the full trace the sampled one is checked against
+ * (tests/gpu/memtrace.sh).
  *
  * Why 1 in 1024: a memory-bound kernel on an H200 makes ~10^10 warp
  * accesses per second; 1 in 64 meant ~10^8 records (5 GB) per second, more
@@ -28,6 +28,11 @@
  * dropped and counted (the summary says how many), never waited for. */
 #include "gpuext/gdev_helpers.h"
 #include "tools/tools_common.h"
+
+/* 1 warp access in this many reaches the program: the rewriter's sample
+ * gate reads it (gx_hook_binding.sample); GPUEXT_MEM_SAMPLE / --sample N
+ * replace it for a run, "memtrace.bpf.o,gx_mem_sample=N" for a policy. */
+__u32 gx_mem_sample SEC(".data") = 1024;
 
 struct {
 	__uint(type, GDEV_MAP_RINGBUF);
