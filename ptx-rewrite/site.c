@@ -445,7 +445,7 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 	unsigned every = st->hook & GDEV_HOOK_MEM ? ptx_site_sample_every(st->s, st->func) : 0;
 	if (!err && every > 1) {
 		const struct gx_ptx_rewrite_opts *o = st->s->ctx->opts;
-		int g = ptx_site_sample_gate(m, bd, r, every, st->kid, st->s->ctx->res->nr_hooks, st->out);
+		int g = ptx_site_sample_gate(m, st->fn, bd, r, every, st->kid, st->s->ctx->res->nr_hooks, st->out);
 		if (g < 0)
 			err = g;
 		/* the record path is cold now: it may spill, never cost the
