@@ -126,7 +126,11 @@ static bool prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx
 	if (persist && !gx_sched_probe_regs(ptx, len, &kregs, &nkregs)) {
 		opts.persist_regs = kregs;
 		opts.nr_persist_regs = nkregs;
-	} else if (memcap && !gx_mem_probe_regs(ptx, len, &kregs, &nkregs)) {
+	} else if (memcap) {
+		int e = gx_mem_probe_regs(ptx, len, &kregs, &nkregs);
+		if (e)
+			pr_debug("module %u: original registers not measured (%s): sampled kernels not capped", p->id,
+				 strerror(-e));
 		opts.persist_regs = kregs;
 		opts.nr_persist_regs = nkregs;
 	}
