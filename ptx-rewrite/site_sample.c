@@ -1,4 +1,4 @@
-/* site_sample.c — the sample gate of a memory site (opts->mem_sample = N).
+/* site_sample.c — the sample gate of a memory site (bind_samples, mem_sample).
  *
  * A sampled tracer (tools/memtrace.bpf.c) wants 1 warp access in N. Made
  * in the handler, the decision cost every access the election, the context
@@ -17,9 +17,10 @@
  * hash to independent-looking decisions; %warpid, %smid and the site
  * constant keep apart warps that read the same value (4 schedulers per SM;
  * SMs whose clocks may agree) and sites. No memory is touched: an
- * unsampled access costs ~13 ALU instructions and one uniform branch. The vote makes the lanes of one warp agree even when
- * they did not read the same clock (lanes that arrive apart), so the branch
- * is uniform and the sampled warp elects one leader. */
+ * unsampled access costs ~13 ALU instructions and one uniform branch. The
+ * vote makes the lanes of one warp agree even when they did not read the
+ * same clock (lanes that arrive apart), so the branch is uniform and the
+ * sampled warp elects one leader. */
 #include <string.h>
 
 #include "ptx-rewrite/policy_internal.h"
