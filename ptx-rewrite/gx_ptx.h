@@ -48,7 +48,7 @@ struct gx_ptx_rewrite_opts {
 	 * up to 8), so the loop never costs it resident blocks (on sm_70+ an
 	 * SM's 64K registers hold 2048 threads of 32; above that, the per-warp
 	 * allocation granule is 8 registers per thread). Unlisted: no cap.
-	 * Kernels with sampled memory sites (mem_sample > 1) get the same cap
+	 * Kernels with gated memory sites (bind_samples below) get the same cap
 	 * unless GX_PTX_F_NO_MEM_CAP: their record path is cold. */
 	const struct gx_ptx_kregs *persist_regs;
 	size_t nr_persist_regs;
@@ -92,7 +92,7 @@ struct gx_ptx_kregs {
 #define GX_PTX_F_BLOCK_ENTRY 32u
 #define GX_PTX_F_BLOCK_EXIT 64u
 
-/* A/B only: kernels with sampled memory sites (mem_sample > 1) keep the
+/* A/B only: kernels with gated memory sites (bind_samples) keep the
  * registers ptxas gives them, no cap at the measured originals' count. */
 #define GX_PTX_F_NO_MEM_CAP 128u
 

@@ -1,6 +1,6 @@
 /* memregs.c — the registers the driver gives a module's kernels as the
  * application wrote them, for the register cap of kernels with sampled
- * memory sites (gx_ptx_rewrite_opts.mem_sample; docs/devbpf-tools.md).
+ * memory sites (gx_ptx_rewrite_opts.bind_samples; docs/devbpf-tools.md).
  *
  * Why: memtrace's record path (the ring reservation, a loop with a CAS
  * rollback) is called at every sampled site, and the call raises the whole
