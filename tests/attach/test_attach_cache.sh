@@ -80,6 +80,9 @@ run memtrace mt-nocap GX_PTX_MEM_CAP=0
 check "memtrace GX_PTX_MEM_CAP=0: gated, not capped" \
 	"[ \$(cat $T/mt-nocap.rc) = 0 ] && (for f in \$(mods 'vote.sync.any.pred'); do grep -q maxnreg \$f || exit 0; done; exit 1)" mt-nocap
 run memtrace mt-full GPUEXT_MEM_SAMPLE=1
+run "" mt-knob GPUEXT_POLICY="$B/share/gpuext/tools/memtrace.bpf.o,gx_mem_sample=64"
+check "memtrace as a policy with the knob gx_mem_sample=64: 1 in 64" \
+	"[ \$(cat $T/mt-knob.rc) = 0 ] && grep -q 'knobs gx_mem_sample=64' $T/mt-knob.err && mods 'setp.lo.u32.*, 67108864;' | grep -q ." mt-knob
 check "memtrace GPUEXT_MEM_SAMPLE=1: the full trace, no gate" \
 	"[ \$(cat $T/mt-full.rc) = 0 ] && (for f in \$(mods 'gxp_memtrace'); do grep -q 'vote.sync.any.pred' \$f || exit 0; done; exit 1)" mt-full
 
