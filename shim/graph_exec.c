@@ -11,13 +11,17 @@
  * give it a new list (a new gen, the old one's GX_EV_GRAPH_EXEC_DESTROY);
  * cuGraphExecDestroy frees it.
  *
- * Costs: with no GX_EV_GRAPH_LAUNCH subscriber, one relaxed load per
- * instantiate and launch call (and per exec destroy/update, a load of the
- * table's count). Known limits: an exec instantiated before the first
- * subscriber has no list (its launches are counted, not its kernels);
- * node types other than kernel and child graph (conditional bodies,
- * device-launched graphs) are not walked; concurrent use of one exec from
- * several threads (already unsafe for the driver) may see a stale list. */
+ * Every exec gets its list at instantiation, subscriber or not (unless
+ * GPUEXT_DISABLE): a tool attached later (`gpuext attach`, shim/live.c)
+ * then counts the kernels of graphs made before it. That walk is a few
+ * driver queries per node, once per instantiate or update, never per
+ * launch.
+ *
+ * Costs: with no GX_EV_GRAPH_LAUNCH subscriber, one relaxed load per launch
+ * call. Known limits: node types other than kernel and child graph
+ * (conditional bodies, device-launched graphs) are not walked; concurrent
+ * use of one exec from several threads (already unsafe for the driver) may
+ * see a stale list. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +58,13 @@ static unsigned long long next_gen;
 static bool want(void)
 {
 	return gx_ev_on(GX_EV_GRAPH_LAUNCH) && !gx_ev_nested();
+}
+
+/* Lists are kept from instantiation whether or not anybody subscribes yet
+ * (a tool may attach later); GPUEXT_DISABLE forwards only. */
+static bool keep_lists(void)
+{
+	return !gx_config.disabled && !gx_ev_nested();
 }
 
 static int node_add(struct gexec *x, CUgraphNode node, CUgraphNode top, CUfunction f, int is_kernel)
@@ -194,7 +205,7 @@ static void instantiated(CUgraphExec e, CUgraph g)
 
 static CUresult inst_done(CUresult rc, CUgraphExec *pe, CUgraph g)
 {
-	if (rc == CUDA_SUCCESS && pe && *pe && want())
+	if (rc == CUDA_SUCCESS && pe && *pe && keep_lists())
 		instantiated(*pe, g);
 	return rc;
 }
@@ -281,7 +292,7 @@ GX_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 
 static CUresult update_done(CUresult rc, CUgraphExec e, CUgraph g)
 {
-	if (rc == CUDA_SUCCESS && (any() || want()))
+	if (rc == CUDA_SUCCESS && keep_lists())
 		instantiated(e, g);
 	return rc;
 }

@@ -3,7 +3,10 @@
  * instantiated and launched 10 times: 40 kernel nodes run. Then the exec's
  * kernel list follows cuGraphExecKernelNodeSetParams, cuGraphExecUpdate and
  * cuGraphExecDestroy (the shim's gx_shim_graph_exec_kernels says what it
- * holds). argv: PTX file (entry_refs.ptx: kernels k, k2, late), launches. */
+ * holds). argv: PTX file (entry_refs.ptx: kernels k, k2, late), launches,
+ * mode ("plain", "changes", or "live STOPFILE": after the first launches,
+ * one graph launch every 2 ms until STOPFILE exists, for a tool attached
+ * meanwhile with `gpuext attach`; the exec was instantiated before it). */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <dlfcn.h>
@@ -78,6 +81,18 @@ int main(int argc, char **argv)
 		if ((rc = cuGraphLaunch(e, NULL)))
 			return fail("cuGraphLaunch", rc);
 	printf("ok - graph_app: %d graph launches of 4 kernel nodes\n", launches);
+	if (argc > 4 && !strcmp(argv[3], "live")) {
+		printf("# graph_app: ready, pid %d\n", (int)getpid());
+		fflush(stdout);
+		long more = 0;
+		while (access(argv[4], F_OK)) {
+			if ((rc = cuGraphLaunch(e, NULL)))
+				return fail("cuGraphLaunch", rc);
+			more++;
+			usleep(2000);
+		}
+		printf("ok - graph_app: %ld more graph launches while live\n", more);
+	}
 
 	kernels_fn get = (kernels_fn)dlsym(RTLD_DEFAULT, "gx_shim_graph_exec_kernels");
 	if (argc > 3 && !strcmp(argv[3], "changes") && get) {

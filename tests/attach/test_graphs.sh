@@ -3,11 +3,13 @@
 # graph launch, per kernel node; shim/graph_exec.c): a graph of 3 kernel
 # nodes and a child graph of 1, launched 10 times under threadhist on the
 # fake driver, is 40 launches in the summary line, the tools' reports (text
-# and JSON) and the stats file; the exec's list follows its changes.
+# and JSON) and the stats file; the exec's list follows its changes; an exec
+# instantiated before a tool attaches (`gpuext attach`) counts its kernel
+# nodes too (4 per graph launch).
 set -u
 B=${BUILD:-build}
 B=$(cd "$B" && pwd)
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+T=$(mktemp -d); [ -n "${KEEP:-}" ] || trap 'rm -rf "$T"' EXIT
 FAKE=$B/tests/attach/fakecuda/libcuda.so.1
 APP=$B/tests/attach/graph_app
 PTX=tests/ptx-rewrite/golden-passes/entry_refs.ptx
@@ -47,5 +49,35 @@ check "changes: 42 launches (40 + one launch of the updated exec: 2 nodes)" \
 	"grep -q 'gpuext: launches: 42, 42 instrumented (100.0 %); 42 of them kernel nodes of 11 graph launches' $T/changes.err" changes.err
 # no subscriber: nothing walked, the launches pass through
 run none plain
-check "no tool: the graph runs, no list kept, no summary" \
+check "no tool: the graph runs, no summary" \
 	"[ \$(cat $T/none.rc) = 0 ] && ! grep -q '^not ok' $T/none.out && ! grep -q 'launches:' $T/none.err" none.err
+
+# an exec instantiated before the tool attaches: its list exists from
+# instantiation, so the attached tool counts its kernel nodes
+G=$B/bin/gpuext
+mkdir -m 700 $T/ctl $T/live
+export GPUEXT_CTL_DIR=$T/ctl
+"$G" tools prepare --cache-dir $T/cache --sm 90 threadhist >$T/prepare.log 2>&1 ||
+	echo "not ok - graphs: gpuext tools prepare: $(tail -1 $T/prepare.log)"
+env -u GPUEXT_TOOL -u GPUEXT_POLICY LD_LIBRARY_PATH=$B/lib GPUEXT_REAL_LIBCUDA=$FAKE GPUEXT_LOG=info \
+	GPUEXT_TOOLS_DIR=$B/share/gpuext/tools GPUEXT_FLUSH_MS=10 GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/live \
+	FAKECUDA_DEVICES=1 timeout 60 $APP $PTX 3 live $T/live.stop >$T/live.out 2>$T/live.err &
+wpid=$!
+# the app's own pid (under timeout): from its ready line
+for _ in $(seq 500); do
+	lpid=$(sed -n 's/^# graph_app: ready, pid //p' $T/live.out)
+	[ -n "$lpid" ] && [ -e $T/ctl/$lpid.ps ] && break
+	sleep 0.02
+done
+"$G" attach $lpid --tool threadhist >$T/live.attach 2>&1
+sleep 0.5
+"$G" detach $lpid >$T/live.detach 2>&1
+touch $T/live.stop
+wait $wpid
+echo $? >$T/live.rc
+check "attach after instantiation: the app ran on, exit 0" \
+	"[ \$(cat $T/live.rc) = 0 ] && grep -q 'attached threadhist' $T/live.attach && ! grep -q '^not ok' $T/live.out" live.attach
+# the report: "of them N kernel nodes of M graph launches", N = 4 M, M > 0
+read -r nodes glaunches < <(sed -n 's/.*of them \([0-9]*\) kernel nodes of \([0-9]*\) graph launches.*/\1 \2/p' $T/live.detach | head -1)
+check "attach after instantiation: the report counts 4 kernel nodes per graph launch (${nodes:-none} of ${glaunches:-0})" \
+	"[ \${glaunches:-0} -gt 0 ] && [ \${nodes:-0} = \$((4 * glaunches)) ]" live.detach
