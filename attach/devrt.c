@@ -1281,6 +1281,7 @@ void gx_attach_stats(struct gx_stats_file *f)
 		}
 		while (at_k > 0 && f->kernels[at_k - 1].launches < k->launches) {
 			f->kernels[at_k] = f->kernels[at_k - 1];
+			f->kernel_ids[at_k] = f->kernel_ids[at_k - 1];
 			at_k--;
 		}
 		struct gx_stats_kernel *o = &f->kernels[at_k];
@@ -1288,6 +1289,7 @@ void gx_attach_stats(struct gx_stats_file *f)
 		snprintf(o->name, sizeof(o->name), "%s", k->name ? k->name : "?");
 		o->launches = k->launches;
 		o->graph_launches = k->graph_launches;
+		f->kernel_ids[at_k] = k->kid;
 	}
 	f->nr_kernels = n;
 	pthread_mutex_unlock(&rt_lock);
