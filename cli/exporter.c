@@ -478,6 +478,12 @@ static void emit_processes(struct out *o)
 	proc_counter(o, "gpuext_process_graph_kernel_launches_total",
 		     "Kernel nodes run by graph launches (included in gpuext_process_launches_total)",
 		     offsetof(struct gx_stats_file, graph_kernel_launches), true, 1);
+	proc_counter(o, "gpuext_process_graph_timed_launches_total",
+		     "Graph launches timed whole (the same sample as launches, per exec)",
+		     offsetof(struct gx_stats_file, graph_timed_launches), true, 1);
+	proc_counter(o, "gpuext_process_sampled_graph_gpu_seconds_total",
+		     "GPU time of the timed graph launches (start to end of each graph on its stream)",
+		     offsetof(struct gx_stats_file, graph_gpu_ns), true, 1e-9);
 	proc_counter(o, "gpuext_process_sampled_gpu_seconds_total", "GPU time of the timed (sampled) launches",
 		     offsetof(struct gx_stats_file, sampled_gpu_ns), true, 1e-9);
 	proc_counter(o, "gpuext_process_sampled_gpu_instrumented_seconds_total",
@@ -841,7 +847,7 @@ static const char *kernel_name(const struct proc *p, uint64_t id, char *buf, siz
 	for (unsigned i = 0; p && id && i < p->s.nr_kernels; i++) {
 		const char *nm = p->s.kernels[i].name;
 		/* older stats files have no ids: the hash of a name not cut short */
-		uint64_t kid = p->s.kernel_ids[i] ? p->s.kernel_ids[i]
+		uint64_t kid = p->s.kernel_ids[i]		 ? p->s.kernel_ids[i]
 			       : strlen(nm) < GX_STATS_KNAME - 1 ? gx_kernel_id(nm)
 								 : 0;
 		if (kid == id)
@@ -853,7 +859,7 @@ static const char *kernel_name(const struct proc *p, uint64_t id, char *buf, siz
 /* Series of one map file whose labels name kernels: summed per label set,
  * the top_kernels largest kept, the rest summed under kernel="other". */
 struct sample {
-	char kl[400];	/* the key labels (",a=\"x\",kernel=\"name\"") */
+	char kl[400];	 /* the key labels (",a=\"x\",kernel=\"name\"") */
 	char other[200]; /* the same with kernel="other" */
 	uint64_t v;
 };

@@ -2,8 +2,7 @@
  * kernels. A graph launch runs its kernel nodes without passing through
  * cuLaunchKernel, so a program that replays graphs (XLA runs each training
  * step as one) would show a handful of launches. When an exec is
- * instantiated (every variant) and somebody subscribes to
- * GX_EV_GRAPH_LAUNCH, its graph is walked once — cuGraphGetNodes, kernel
+ * instantiated (every variant), its graph is walked once — cuGraphGetNodes, kernel
  * nodes' parameters, child graphs recursively — into a list of (kernel,
  * nodes); each cuGraphLaunch[_ptsz] the driver accepts then raises
  * GX_EV_GRAPH_LAUNCH with that list: one lookup per graph launch. Changes
@@ -243,38 +242,57 @@ GX_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, C
 			 hGraph);
 }
 
-/* A launch the driver accepted: its kernel list to the subscribers. */
-static __attribute__((noinline)) void launched(CUgraphExec e, CUstream s)
+/* Before a launch: e's kernel list into ev (one lookup per graph launch),
+ * and GX_EV_GRAPH_LAUNCH_PRE to its subscribers (a timing event recorded
+ * before the graph: attach/devrt.c samples graph launches' GPU time). */
+static __attribute__((noinline)) void launching(struct gx_event *ev, CUgraphExec e, CUstream s)
 {
-	struct gx_event ev = { .kind = GX_EV_GRAPH_LAUNCH };
 	struct gexec *x;
-	ev.glaunch.exec = e;
-	ev.glaunch.stream = s;
+	memset(ev, 0, sizeof(*ev));
+	ev->kind = GX_EV_GRAPH_LAUNCH_PRE;
+	ev->glaunch.exec = e;
+	ev->glaunch.stream = s;
 	pthread_mutex_lock(&exec_lock);
 	HASH_FIND_PTR(execs, &e, x);
 	if (x) {
-		ev.glaunch.gen = x->gen;
-		ev.glaunch.nr_kernels = x->nr_k;
-		ev.glaunch.nodes = x->nr_n;
-		ev.glaunch.kernels = x->k;
+		ev->glaunch.gen = x->gen;
+		ev->glaunch.nr_kernels = x->nr_k;
+		ev->glaunch.nodes = x->nr_n;
+		ev->glaunch.kernels = x->k;
 	}
 	pthread_mutex_unlock(&exec_lock);
-	gx_ev_raise(&ev);
+	if (gx_ev_on(GX_EV_GRAPH_LAUNCH_PRE))
+		gx_ev_raise(ev);
+}
+
+/* A launch the driver accepted: its kernel list to the subscribers. */
+static __attribute__((noinline)) void launched(struct gx_event *ev)
+{
+	ev->kind = GX_EV_GRAPH_LAUNCH;
+	gx_ev_raise(ev);
 }
 
 GX_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
+	if (!want())
+		return REAL(cuGraphLaunch)(hGraphExec, hStream);
+	struct gx_event ev;
+	launching(&ev, hGraphExec, hStream);
 	CUresult rc = REAL(cuGraphLaunch)(hGraphExec, hStream);
-	if (rc == CUDA_SUCCESS && want())
-		launched(hGraphExec, hStream);
+	if (rc == CUDA_SUCCESS)
+		launched(&ev);
 	return rc;
 }
 
 GX_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
+	if (!want())
+		return REAL(cuGraphLaunch_ptsz)(hGraphExec, hStream);
+	struct gx_event ev;
+	launching(&ev, hGraphExec, hStream ? hStream : CU_STREAM_PER_THREAD);
 	CUresult rc = REAL(cuGraphLaunch_ptsz)(hGraphExec, hStream);
-	if (rc == CUDA_SUCCESS && want())
-		launched(hGraphExec, hStream ? hStream : CU_STREAM_PER_THREAD);
+	if (rc == CUDA_SUCCESS)
+		launched(&ev);
 	return rc;
 }
 

@@ -24,13 +24,14 @@ run() { # name, mode, then env assignments
 	cat $T/$name.out
 }
 mkdir -p $T/cache
-run tool plain GPUEXT_TOOL=threadhist GPUEXT_STATS_MS=20
+# each kernel node keeps the stream busy 0.5 ms: a graph launch is 2 ms
+run tool plain GPUEXT_TOOL=threadhist GPUEXT_STATS_MS=20 FAKECUDA_KERNEL_US=500
 check "app under threadhist exits 0" "[ \$(cat $T/tool.rc) = 0 ]" tool.err
-check "summary line: 40 launches, 40 of them kernel nodes of 10 graph launches" \
-	"grep -q 'gpuext: launches: 40, 40 instrumented (100.0 %); 40 of them kernel nodes of 10 graph launches (counted, not timed)' $T/tool.err" tool.err
+check "summary line: 40 launches, 40 of them kernel nodes of 10 graph launches, 8 of them timed (the first 8 of the exec)" \
+	"grep -q 'gpuext: launches: 40, 40 instrumented (100.0 %); 40 of them kernel nodes of 10 graph launches (8 graph launches timed: ' $T/tool.err" tool.err
 $B/bin/gpuext tools report threadhist --dir $T/tool >$T/report.txt 2>&1
-check "report: 40 launches seen host-side, 40 as graph kernel nodes" \
-	"grep -q 'launches (seen host-side): 40, 40 instrumented' $T/report.txt && grep -q 'of them 40 kernel nodes of 10 graph launches (counted, not timed)' $T/report.txt" report.txt
+check "report: 40 launches seen host-side, 40 as graph kernel nodes, 8 graph launches timed" \
+	"grep -q 'launches (seen host-side): 40, 40 instrumented' $T/report.txt && grep -q 'of them 40 kernel nodes of 10 graph launches (8 timed, ' $T/report.txt" report.txt
 check "report: per kernel k 20, k2 10, late 10 (all in graphs)" \
 	"grep -Eq '^k +20 +20 ' $T/report.txt && grep -Eq '^k2 +10 +10 ' $T/report.txt && grep -Eq '^late +10 +10 ' $T/report.txt" report.txt
 $B/bin/gpuext --json tools report threadhist --dir $T/tool >$T/report.json 2>&1
@@ -41,6 +42,15 @@ k = {x['kernel']: (x['launches'], x['graph_launches']) for x in h['kernels']}
 good = (h['launches'], h['graph_launches'], h['graph_kernel_launches']) == (40, 10, 40) and \
     k == {'k': (20, 20), 'k2': (10, 10), 'late': (10, 10)}
 print(('ok' if good else 'not ok') + ' - graphs: JSON report: 40 launches, 10 graph launches, per kernel %s' % k)
+# GPU time: 8 timed graph launches of 2 ms (4 nodes x 0.5 ms on the fake's
+# stream) -> 10 x 2 ms = 20 ms for the exec, shared equally per node (no
+# kernel has direct timings): k 2 nodes 10 ms, k2 and late 5 ms each
+g = {x['kernel']: x['graph_gpu_ns'] / 1e6 for x in h['kernels']}
+near = lambda a, b: abs(a - b) <= 0.15 * b
+good = h['graph_launches_timed'] == 8 and near(h['graph_gpu_ns'] / 1e6, 20) and near(g['k'], 10) and \
+    near(g['k2'], 5) and near(g['late'], 5) and near(h['gpu_ns'] / 1e6, 20)
+print(('ok' if good else 'not ok') + ' - graphs: graph GPU time: 8 timed launches, %.1f ms for the exec (20 expected), '
+      'shared per node %s' % (h['graph_gpu_ns'] / 1e6, {n: round(v, 2) for n, v in g.items()}))
 P
 run changes changes GPUEXT_TOOL=threadhist
 check "exec list at instantiation, after cuGraphExecKernelNodeSetParams and cuGraphExecUpdate" \
