@@ -50,10 +50,13 @@ export GPUEXT_TOOLS_DIR=$B/share/gpuext/tools
 "$EXP" --help >/dev/null 2>&1 || { nok "$EXP does not run: $("$EXP" --help 2>&1 | head -1)"; exit 0; }
 
 # ---- 1. JAX, graphs on and off ----
-# waitfor FILE PATTERN SECS
+# waitfor FILE PATTERN SECS PID: until the line comes, the time is up or PID is gone
 waitfor() {
 	local t=0
-	while ! grep -q "$2" "$1" 2>/dev/null && [ $t -lt $(($3 * 10)) ]; do sleep 0.1; t=$((t + 1)); done
+	while ! grep -q "$2" "$1" 2>/dev/null && [ $t -lt $(($3 * 10)) ] && kill -0 "$4" 2>/dev/null; do
+		sleep 0.1
+		t=$((t + 1))
+	done
 	grep -q "$2" "$1" 2>/dev/null
 }
 # jaxrun NAME XLA_FLAGS: the loop under kernelretsnoop, scraped at both phases
@@ -66,18 +69,35 @@ jaxrun() {
 	local p=$!
 	kids+=("$p")
 	for ph in 1 2; do
-		if waitfor "$L/$n.out" "^PHASE $ph" 150; then
+		if waitfor "$L/$n.out" "^PHASE $ph" $((ph == 1 ? 90 : 45)) "$p"; then
 			sleep 1.5 # a stats file and a map flush since (200 ms each)
 			timeout 20 "$EXP" --once --dir "$shm" --config "$CONF" >"$L/$n.phase$ph.prom" 2>"$L/$n.exp$ph.err"
 		else
 			nok "$n: no PHASE $ph line: $(grep -v '^gpuext: module' "$L/$n.err" | tail -3 | tr '\n' ' ')"
+			pkill -9 -P "$p" 2>/dev/null
+			kill -9 "$p" 2>/dev/null
+			break
 		fi
 	done
 	wait "$p"
 	echo $? >"$L/$n.rc"
 }
+# plain NAME CMD...: the loop without the tool (no scrapes), for its time per step
+plain() {
+	local n=$1
+	shift
+	env XLA_FLAGS="" JAX_COMPILATION_CACHE_DIR="$W/jaxcache-$n" WARM="$WARM" STEPS="$STEPS" PAUSE_S=0 \
+		timeout 120 "$@" python3 "$ROOT/tests/gpu/ml/jax_train_phases.py" >"$L/$n.out" 2>"$L/$n.err"
+	sed -n 's/^PHASE 2 .*ms_per_step \([0-9.]*\).*/\1/p' "$L/$n.out"
+}
 jaxrun graphs ""
 jaxrun nographs "--xla_gpu_enable_command_buffer="
+# the cost of listing every exec's kernels at instantiation (no tool): the
+# shim alone against native, graphs on
+mkdir -m 700 "$W/shm-shim"
+MS_NATIVE=$(plain native env)
+MS_SHIM=$(GPUEXT_SHM_DIR=$W/shm-shim plain shim "$RUN" --)
+bench "JAX step, graphs on: native ${MS_NATIVE:-?} ms, under the shim without a tool ${MS_SHIM:-?} ms"
 
 python3 - "$L" "$STEPS" <<'P' | tee -a "$L/summary.txt"
 import re, sys
