@@ -256,4 +256,8 @@ wait "$DPID" 2>/dev/null
 check '[ $n_ok = 20 ] && ! grep -q "pid=\"$DPID\"" $tmp/dead.txt && grep -q "gpuext_exporter_processes 0" $tmp/dead.txt' \
 	"a process publishing every millisecond: read whole 20 times out of 20; killed, its series are gone" \
 	"$n_ok of 20; $(ls -a "$D" | tr '\n' ' ')"
+echo 'metric x histogram map=kernelretsnoop.krs_counts label=kernel:key@0:kernel' >"$tmp/bad.conf"
+check '! "$EXP" --once --dir "$SHM" --config "$tmp/bad.conf" >/dev/null 2>"$tmp/bad.err" &&
+	grep -q "one kernel label, counters and gauges only" "$tmp/bad.err"' \
+	"a kernel label on a histogram: the config is refused with the line" "$(cat "$tmp/bad.err" 2>/dev/null)"
 check 'kill -0 $EXPPID' "the serving exporter is still up"
