@@ -1013,7 +1013,7 @@ static void on_launch_done(struct ctxst *st, const struct gx_launch_event *l)
 	struct open_launch *o = &open_l;
 	if (o->gen != rt_gen)
 		o->slot = -1;
-	if (o->slot >= 0 && o->st == st)
+	if (o->slot >= 0 && o->st == st && !o->graph)
 		gx_lt_end(&st->lt, o->slot, l->stream, o->seq, o->instr);
 	else if (o->slot >= 0)
 		gx_lt_abandon(&o->st->lt, o->slot);
