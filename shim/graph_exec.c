@@ -168,7 +168,21 @@ static void raise_gone(CUgraphExec e, unsigned long long gen)
 	gx_ev_raise(&ev);
 }
 
-/* Put x in the table as e's list (x NULL: drop e's), the old one freed. */
+/* Do a and b list the same kernels, node for node? */
+static bool same_kernels(const struct gexec *a, const struct gexec *b)
+{
+	if (a->nr_k != b->nr_k || a->nr_n != b->nr_n)
+		return false;
+	for (unsigned i = 0; i < a->nr_k; i++)
+		if (a->k[i].func != b->k[i].func || a->k[i].nodes != b->k[i].nodes || a->k[i].is_kernel != b->k[i].is_kernel)
+			return false;
+	return true;
+}
+
+/* Put x in the table as e's list (x NULL: drop e's), the old one freed. A
+ * change that leaves the same kernels (XLA updates its command buffers'
+ * execs with new buffer addresses, often every step) keeps the old gen: the
+ * subscribers' per-list state (counts, the timing sample) goes on. */
 static void gexec_replace(CUgraphExec e, struct gexec *x)
 {
 	struct gexec *old;
@@ -177,6 +191,10 @@ static void gexec_replace(CUgraphExec e, struct gexec *x)
 	if (old) {
 		HASH_DEL(execs, old);
 		nr_execs--;
+		if (x && same_kernels(old, x)) {
+			x->gen = old->gen;
+			old->gen = 0; /* nothing went away */
+		}
 	}
 	if (x) {
 		x->exec = e;

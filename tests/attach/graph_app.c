@@ -100,6 +100,17 @@ int main(int argc, char **argv)
 		list(get, e, b, sizeof(b));
 		printf("%s - graph_app: the exec's kernels at instantiation (%s)\n",
 		       !strcmp(b, "3/4 k:2 k2:1 late:1") ? "ok" : "not ok", b);
+		/* an update to the same graph (XLA's new buffer addresses), then
+		 * as many launches again: the same list goes on */
+		CUgraphExecUpdateResultInfo same;
+		if ((rc = cuGraphExecUpdate_v2(e, g, &same)))
+			return fail("cuGraphExecUpdate (same graph)", rc);
+		for (int i = 0; i < launches; i++)
+			if ((rc = cuGraphLaunch(e, NULL)))
+				return fail("cuGraphLaunch", rc);
+		list(get, e, b, sizeof(b));
+		printf("%s - graph_app: cuGraphExecUpdate to the same graph: the same kernels (%s)\n",
+		       !strcmp(b, "3/4 k:2 k2:1 late:1") ? "ok" : "not ok", b);
 		CUDA_KERNEL_NODE_PARAMS p = { .func = k2,
 					      .gridDimX = 1,
 					      .gridDimY = 1,
