@@ -174,7 +174,8 @@ static bool same_kernels(const struct gexec *a, const struct gexec *b)
 	if (a->nr_k != b->nr_k || a->nr_n != b->nr_n)
 		return false;
 	for (unsigned i = 0; i < a->nr_k; i++)
-		if (a->k[i].func != b->k[i].func || a->k[i].nodes != b->k[i].nodes || a->k[i].is_kernel != b->k[i].is_kernel)
+		if (a->k[i].func != b->k[i].func || a->k[i].nodes != b->k[i].nodes ||
+		    a->k[i].is_kernel != b->k[i].is_kernel)
 			return false;
 	return true;
 }
