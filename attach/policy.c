@@ -84,6 +84,34 @@ static void add_entry(struct obj *o, size_t *n, const char *p, size_t len, bool 
 	}
 }
 
+/* Issue 40's load-time variants of the shipped tools (docs/devbpf-perf.md,
+ * "Issue 40"): the tool keeps its name (its data, tag and report), its
+ * object is another build of the same source. An unknown value is the
+ * default, with a warning. Each object has its own policy-cache key (the
+ * key hashes the object), hence its own rewritten modules. */
+static const char *tool_object(const char *tool)
+{
+	static const struct {
+		const char *tool, *env, *val, *obj;
+	} v[] = {
+		{ "kernelretsnoop", "GX_KRS_CAP", "1024", "kernelretsnoop_c1024" },
+		{ "kernelretsnoop", "GX_KRS_CAP", "256", "kernelretsnoop_c256" },
+		{ "threadhist", "GX_TH_EXIT_WARP", "last", "threadhist_lw" },
+	};
+	const char *e = NULL, *env = NULL;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		if (strcmp(v[i].tool, tool))
+			continue;
+		env = v[i].env;
+		e = getenv(env);
+		if (e && !strcmp(e, v[i].val))
+			return v[i].obj;
+	}
+	if (e && *e && strcmp(e, "0") && strcmp(e, "16384") && strcmp(e, "first"))
+		pr_warn("policy %s: %s=%s: not a value this tool knows; running its default", tool, env, e);
+	return tool;
+}
+
 /* The device policy objects, in order: the schedule policy (blocksched),
  * GPUEXT_POLICY's, then the tools. */
 static size_t object_list(const struct gx_policy_names *pn, bool (*is_host_policy)(const char *), struct obj *o)
@@ -118,10 +146,11 @@ static size_t object_list(const struct gx_policy_names *pn, bool (*is_host_polic
 		} else if (!base) {
 			pr_warn("policy %s: cannot find the tools folder; running without it", tag);
 		} else {
+			const char *obj = tool_object(tag);
 			if (d && *d)
-				snprintf(path, sizeof(path), "%s/%s.bpf.o", base, tag);
+				snprintf(path, sizeof(path), "%s/%s.bpf.o", base, obj);
 			else
-				snprintf(path, sizeof(path), "%s/../share/gpuext/tools/%s.bpf.o", base, tag);
+				snprintf(path, sizeof(path), "%s/../share/gpuext/tools/%s.bpf.o", base, obj);
 			add_obj(o, &n, path, tag, NULL, 0, true);
 		}
 		t = c ? c + 1 : NULL;

@@ -47,8 +47,23 @@ int threadhist(struct gdev_ctx *ctx)
 	 * value, but a context word the rewriter knows to be warp-uniform, so
 	 * this test runs before the leader election as a uniform branch and
 	 * warps 1.. leave without diverging (ptx-rewrite/site_uniform.c). */
+#ifdef GX_TH_LAST_WARP
+	/* threadhist_lw (GX_TH_EXIT_WARP=last at load, issue 40): the block's
+	 * last warp counts it, not warp 0. In a kernel whose warp 0 finishes a
+	 * block reduction alone after the last barrier (Triton's softmax, CuPy's
+	 * ReductionKernel, rowsoftmax), warp 0 is the block's critical path at
+	 * the exit and the last warp waits idle for it: the probe then runs in
+	 * that slack. Same count: thread 32 x last leaves exactly once, as
+	 * thread 0 does, and is there at the entry. At the entry too (one test,
+	 * no branch on the hook: LLVM's branch there kept the rewriter from
+	 * hoisting the test before the election). Block size is a uniform
+	 * context word, so the test stays one uniform branch. */
+	if (ctx->warpid != (ctx->ntid_x * ctx->ntid_y * ctx->ntid_z - 1) >> 5)
+		return GDEV_DEFAULT;
+#else
 	if (ctx->warpid != 0)
 		return GDEV_DEFAULT;
+#endif
 	/* At an exit, only thread 0's leaving counts (lane 0 may leave alone,
 	 * before or after the others); at the entry every lane is there. The
 	 * hook word is a constant at each site, so the test folds away at the

@@ -5,7 +5,7 @@ set -u
 B=${BUILD:-build}
 PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-for t in kernelretsnoop kernelretsnoop_all threadhist launchlate memtrace; do
+for t in kernelretsnoop kernelretsnoop_all kernelretsnoop_c1024 kernelretsnoop_c256 threadhist threadhist_lw launchlate memtrace; do
 	if out=$($B/bin/gpuext bpf verify $B/share/gpuext/tools/$t.bpf.o 2>&1) && [[ $out == *": ok"* ]]; then
 		echo "ok - tools-ptx: $t verifies"
 	else
