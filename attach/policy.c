@@ -104,8 +104,10 @@ static const char *tool_object(const char *tool)
 			continue;
 		env = v[i].env;
 		e = getenv(env);
-		if (e && !strcmp(e, v[i].val))
+		if (e && !strcmp(e, v[i].val)) {
+			pr_info("policy %s: %s=%s: object %s", tool, env, e, v[i].obj);
 			return v[i].obj;
+		}
 	}
 	if (e && *e && strcmp(e, "0") && strcmp(e, "16384") && strcmp(e, "first"))
 		pr_warn("policy %s: %s=%s: not a value this tool knows; running its default", tool, env, e);
