@@ -29,6 +29,7 @@
 #include "attach/attach_internal.h"
 #include "common/gx_trust.h"
 #include "devbpf/gx_bpf.h"
+#include "tools/gx_tools.h"
 
 static pthread_mutex_t pol_lock = PTHREAD_MUTEX_INITIALIZER;
 static int pol_state; /* 0 unknown, 1 active, -1 off/failed */
@@ -91,22 +92,17 @@ static void add_entry(struct obj *o, size_t *n, const char *p, size_t len, bool 
  * key hashes the object), hence its own rewritten modules. */
 static const char *tool_object(const char *tool)
 {
-	static const struct {
-		const char *tool, *env, *val, *obj;
-	} v[] = {
-		{ "kernelretsnoop", "GX_KRS_CAP", "1024", "kernelretsnoop_c1024" },
-		{ "kernelretsnoop", "GX_KRS_CAP", "256", "kernelretsnoop_c256" },
-		{ "threadhist", "GX_TH_EXIT_WARP", "last", "threadhist_lw" },
-	};
+	size_t nv;
+	const struct gx_tool_variant *v = gx_tool_variants(&nv);
 	const char *e = NULL, *env = NULL;
-	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+	for (size_t i = 0; i < nv; i++) {
 		if (strcmp(v[i].tool, tool))
 			continue;
 		env = v[i].env;
 		e = getenv(env);
 		if (e && !strcmp(e, v[i].val)) {
-			pr_info("policy %s: %s=%s: object %s", tool, env, e, v[i].obj);
-			return v[i].obj;
+			pr_info("policy %s: %s=%s: object %s", tool, env, e, v[i].object);
+			return v[i].object;
 		}
 	}
 	if (e && *e && strcmp(e, "0") && strcmp(e, "16384") && strcmp(e, "first"))

@@ -41,8 +41,6 @@ gpu-prep: all $(BUILD)/tests/gpu/tools_kern $(BUILD)/tests/gpu/tool_bench $(BUIL
 	@# and perf's route baseline (bench/empty_probe.bpf.o as a policy)
 	$(Q)GX_JIT_FOLD=0 $(GPUEXT_BIN) tools prepare --cache-dir $(GPU_CACHE) --sm 90
 	$(Q)$(GPUEXT_BIN) tools prepare --cache-dir $(GPU_CACHE) --sm 90 $(BUILD)/bench/empty_probe.bpf.o
-	@# issue 40's load-time tool variants (GX_KRS_CAP, GX_TH_EXIT_WARP: perf.sh)
-	$(Q)$(GPUEXT_BIN) tools prepare --cache-dir $(GPU_CACHE) --sm 90 $(TOOL_VARIANTS)
 
 # The libraries of the native back end the GPU machine lacks, packed for the
 # native check of tests/gpu/hostpolicy.sh (scripts/pack-jit-libs.sh).

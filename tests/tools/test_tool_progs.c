@@ -14,6 +14,7 @@
 
 #include "devbpf/gx_bpf.h"
 #include "common/gx_util.h"
+#include "tools/gx_tools.h"
 #include "tools/tools_common.h"
 #include "tests/devbpf/interp_shim.h"
 #include "tests/gx_test.h"
@@ -336,6 +337,20 @@ int main(int argc, char **argv)
 	static _Alignas(64) unsigned char ring[sizeof(struct gx_ring) + (1 << 16)];
 	gx_ring__init((struct gx_ring *)ring, 1 << 16);
 	gx_host_ring = (struct gx_ring *)ring;
+	/* every load-time variant the shim knows (gx_tools.h) is built and holds
+	 * its tool's program */
+	size_t nv, bad = 0;
+	const struct gx_tool_variant *tv = gx_tool_variants(&nv);
+	for (size_t i = 0; i < nv; i++) {
+		char path[512];
+		snprintf(path, sizeof(path), "%s/%s.bpf.o", argv[1], tv[i].object);
+		struct gx_bpf_object *o = gx_bpf_object__open_file(path, NULL);
+		bad += !o || !gx_bpf_object__find_prog(o, tv[i].tool);
+		if (o)
+			gx_bpf_object__close(o);
+	}
+	GX_CHECK(nv == 3 && bad == 0, "the tools' load-time variants are built and hold their tool's program (%zu of %zu bad)",
+		 bad, nv);
 	/* threadhist is a block probe: at entry, and at exits where warp 0
 	 * leaves in two lane groups (one block counted once either way) */
 	run_tool(argv[1], "threadhist", GDEV_HOOK_ENTRY, check_threadhist);
