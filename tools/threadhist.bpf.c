@@ -25,6 +25,10 @@
  * reductions, not read-modify-write round trips); the host sums an SM's 64
  * slots into its row.
  *
+ * threadhist_lw (this file built with GX_TH_LAST_WARP; GX_TH_EXIT_WARP=last
+ * at load, issue 40) counts by the block's last warp instead: the same
+ * figures, with the probe off warp 0's path (docs/devbpf-perf.md).
+ *
  * Trade-offs: counts are per process run (all kernels together); per-kernel
  * splits would need a hash map keyed by kernel id (a CAS per new key). Counts
  * reach the host at flushes (periodic, and at context teardown/exit). Threads
