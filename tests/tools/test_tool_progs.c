@@ -349,8 +349,8 @@ int main(int argc, char **argv)
 		if (o)
 			gx_bpf_object__close(o);
 	}
-	GX_CHECK(nv == 3 && bad == 0, "the tools' load-time variants are built and hold their tool's program (%zu of %zu bad)",
-		 bad, nv);
+	GX_CHECK(nv == 3 && bad == 0,
+		 "the tools' load-time variants are built and hold their tool's program (%zu of %zu bad)", bad, nv);
 	/* threadhist is a block probe: at entry, and at exits where warp 0
 	 * leaves in two lane groups (one block counted once either way) */
 	run_tool(argv[1], "threadhist", GDEV_HOOK_ENTRY, check_threadhist);
