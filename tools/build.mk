@@ -8,7 +8,7 @@ TOOL_PROGS  := $(patsubst tools/%.bpf.c,%,$(wildcard tools/*.bpf.c))
 # Issue 40's load-time variants (attach/policy.c, docs/devbpf-perf.md): a
 # tool's name stays, its object changes: kernelretsnoop_c1024 / _c256
 # (GX_KRS_CAP: a lower per-launch block cap), threadhist_lw
-# (GX_TH_EXIT_WARP=last: the count at exits in the block's last warp).
+# (GX_TH_WARP=last: the block counted by its last warp, not warp 0).
 TOOL_VARIANTS := kernelretsnoop_c1024 kernelretsnoop_c256 threadhist_lw
 TOOL_OBJS   := $(patsubst %,$(TOOLS_DIR)/%.bpf.o,$(TOOL_PROGS) kernelretsnoop_all $(TOOL_VARIANTS))
 TOOL_HDRS   := tools/tools_common.h $(GDEV_HDRS)

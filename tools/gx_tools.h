@@ -30,7 +30,7 @@ static inline const struct gx_tool_variant *gx_tool_variants(size_t *n)
 	static const struct gx_tool_variant v[] = {
 		{ "kernelretsnoop", "GX_KRS_CAP", "1024", "kernelretsnoop_c1024" },
 		{ "kernelretsnoop", "GX_KRS_CAP", "256", "kernelretsnoop_c256" },
-		{ "threadhist", "GX_TH_EXIT_WARP", "last", "threadhist_lw" },
+		{ "threadhist", "GX_TH_WARP", "last", "threadhist_lw" },
 	};
 	*n = sizeof(v) / sizeof(v[0]);
 	return v;

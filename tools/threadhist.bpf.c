@@ -25,7 +25,7 @@
  * reductions, not read-modify-write round trips); the host sums an SM's 64
  * slots into its row.
  *
- * threadhist_lw (this file built with GX_TH_LAST_WARP; GX_TH_EXIT_WARP=last
+ * threadhist_lw (this file built with GX_TH_LAST_WARP; GX_TH_WARP=last
  * at load, issue 40) counts by the block's last warp instead: the same
  * figures, with the probe off warp 0's path (docs/devbpf-perf.md).
  *
@@ -52,7 +52,7 @@ int threadhist(struct gdev_ctx *ctx)
 	 * this test runs before the leader election as a uniform branch and
 	 * warps 1.. leave without diverging (ptx-rewrite/site_uniform.c). */
 #ifdef GX_TH_LAST_WARP
-	/* threadhist_lw (GX_TH_EXIT_WARP=last at load, issue 40): the block's
+	/* threadhist_lw (GX_TH_WARP=last at load, issue 40): the block's
 	 * last warp counts it, not warp 0. In a kernel whose warp 0 finishes a
 	 * block reduction alone after the last barrier (Triton's softmax, CuPy's
 	 * ReductionKernel, rowsoftmax), warp 0 is the block's critical path at

@@ -153,10 +153,10 @@ check "GX_LT_DONE_ALL=1: the same GPU time record (1 LTIME record)" "[ \"\$(ltim
 # Issue 40's load-time tool variants: the tool keeps its name and report,
 # another build of its source runs, under its own JIT-cache key.
 mkdir -p $T/shm7b $T/shm7c
-run thlw GPUEXT_TOOL=threadhist GX_TH_EXIT_WARP=last GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm7b >/dev/null
-check "GX_TH_EXIT_WARP=last: threadhist runs the object threadhist_lw" "grep -q 'policy threadhist: GX_TH_EXIT_WARP=last: object threadhist_lw' $T/thlw.err && grep -q 'policy threadhist: verified and JIT.d' $T/thlw.err" thlw
+run thlw GPUEXT_TOOL=threadhist GX_TH_WARP=last GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm7b >/dev/null
+check "GX_TH_WARP=last: threadhist runs the object threadhist_lw" "grep -q 'policy threadhist: GX_TH_WARP=last: object threadhist_lw' $T/thlw.err && grep -q 'policy threadhist: verified and JIT.d' $T/thlw.err" thlw
 $B/bin/gpuext tools report threadhist --dir $T/shm7b >$T/thlw.txt 2>&1
-check "GX_TH_EXIT_WARP=last: the same counts (SM 0: 2 blocks, 4 warps, 128 threads)" "grep -Eq '^ +0 +2 +4 +128 ' $T/thlw.txt" thlw
+check "GX_TH_WARP=last: the same counts (SM 0: 2 blocks, 4 warps, 128 threads)" "grep -Eq '^ +0 +2 +4 +128 ' $T/thlw.txt" thlw
 run krscap GPUEXT_TOOL=kernelretsnoop GX_KRS_CAP=256 GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm7c >/dev/null
 check "GX_KRS_CAP=256: kernelretsnoop runs the object kernelretsnoop_c256" "grep -q 'policy kernelretsnoop: GX_KRS_CAP=256: object kernelretsnoop_c256' $T/krscap.err" krscap
 run krsbad GPUEXT_TOOL=kernelretsnoop GX_KRS_CAP=300 GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm7c >/dev/null

@@ -22,7 +22,7 @@
 #   (docs/devbpf-perf.md), in round 1 only (PERF_ONCE) and without JAX, so
 #   the budget holds: kernelretsnoop.cap256 / kernelretsnoop.cap1024
 #   (GX_KRS_CAP: at most 256 / 1,024 recording blocks per launch instead of
-#   16,384), threadhist.lw (GX_TH_EXIT_WARP=last: the block's last warp
+#   16,384), threadhist.lw (GX_TH_WARP=last: the block's last warp
 #   counts it, not warp 0), threadhist.entry (GX_PTX_BLOCK_SITE=entry: the
 #   block probe at every kernel's entry, barrier kernels included); on request
 #   threadhist.exit (GX_PTX_BLOCK_SITE=exit). CuPy compiles to PTX in every
@@ -81,7 +81,7 @@ run_cfg() {
 	*.doneall) timeout -k 5 "$lim" env GX_LT_DONE_ALL=1 "$RUN" --tool "${cfg%.doneall}" -- "$@" ;;
 	kernelretsnoop.cap256) timeout -k 5 "$lim" env GX_KRS_CAP=256 "$RUN" --tool kernelretsnoop -- "$@" ;;
 	kernelretsnoop.cap1024) timeout -k 5 "$lim" env GX_KRS_CAP=1024 "$RUN" --tool kernelretsnoop -- "$@" ;;
-	threadhist.lw) timeout -k 5 "$lim" env GX_TH_EXIT_WARP=last "$RUN" --tool threadhist -- "$@" ;;
+	threadhist.lw) timeout -k 5 "$lim" env GX_TH_WARP=last "$RUN" --tool threadhist -- "$@" ;;
 	*.entry) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=entry "$RUN" --tool "${cfg%.entry}" -- "$@" ;;
 	*.exit) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=exit "$RUN" --tool "${cfg%.exit}" -- "$@" ;;
 	*) echo "unknown configuration $cfg" >&2; return 2 ;;

@@ -356,7 +356,7 @@ int main(int argc, char **argv)
 	run_tool(argv[1], "threadhist", GDEV_HOOK_ENTRY, check_threadhist);
 	exit_split = 1;
 	run_tool(argv[1], "threadhist", GDEV_HOOK_EXIT, check_threadhist);
-	/* threadhist_lw (GX_TH_EXIT_WARP=last): the block's last warp counts,
+	/* threadhist_lw (GX_TH_WARP=last): the block's last warp counts,
 	 * the same figures */
 	run_tool(argv[1], "threadhist_lw", GDEV_HOOK_EXIT, check_threadhist);
 	exit_split = 0;
