@@ -53,11 +53,12 @@ int threadhist(struct gdev_ctx *ctx)
 	 * warps 1.. leave without diverging (ptx-rewrite/site_uniform.c). */
 #ifdef GX_TH_LAST_WARP
 	/* threadhist_lw (GX_TH_WARP=last at load, issue 40): the block's
-	 * last warp counts it, not warp 0. In a kernel whose warp 0 finishes a
-	 * block reduction alone after the last barrier (Triton's softmax, CuPy's
-	 * ReductionKernel, rowsoftmax), warp 0 is the block's critical path at
-	 * the exit and the last warp waits idle for it: the probe then runs in
-	 * that slack. Same count: thread 32 x last leaves exactly once, as
+	 * last warp counts it, not warp 0. In a kernel whose thread 0 finishes
+	 * the block alone after the last barrier (a block reduction writing its
+	 * result: tool_bench's reduce, CuPy's ReductionKernel), warp 0 is the
+	 * block's critical path at the exit and the last warp has left: the
+	 * probe then runs in that slack; where the last warp has less work
+	 * (rowsoftmax: columns past the row's end) it runs in that. Same count: thread 32 x last leaves exactly once, as
 	 * thread 0 does, and is there at the entry. At the entry too (one test,
 	 * no branch on the hook: LLVM's branch there kept the rewriter from
 	 * hoisting the test before the election). Block size is a uniform
