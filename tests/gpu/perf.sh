@@ -19,8 +19,8 @@
 #   geometry read from __gx_devrt), TOOL.doneall (GX_LT_DONE_ALL=1:
 #   LAUNCH_DONE after every launch; host side only, so it shows in the
 #   launch-loop rows, not the event timings). Issue 40's step-3 candidates
-#   (docs/devbpf-perf.md), in round 1 only (PERF_ONCE) and without JAX, so
-#   the budget holds: kernelretsnoop.cap256 / kernelretsnoop.cap1024
+#   (docs/devbpf-perf.md), in round 1 only (PERF_ONCE), after the other
+#   configurations and without JAX, so the budget holds: kernelretsnoop.cap256 / kernelretsnoop.cap1024
 #   (GX_KRS_CAP: at most 256 / 1,024 recording blocks per launch instead of
 #   16,384), threadhist.lw (GX_TH_WARP=last: the block's last warp
 #   counts it, not warp 0), threadhist.entry (GX_PTX_BLOCK_SITE=entry: the
@@ -108,14 +108,18 @@ step() {
 	run_cfg "$cfg" "$L/$kind.$cfg.$r" $((l < max ? l : max)) "$@"
 }
 : >"$L/skipped.txt"
+# round 1: every configuration of CFGS but PERF_ONCE's, then PERF_ONCE's
+# (no JAX); later rounds: all but PERF_ONCE's. Should the budget run short,
+# what is skipped is round 2 first, then the PERF_ONCE configurations.
+BASE='' EXTRA=''
+for cfg in $CFGS; do
+	if [[ $ONCE == *" $cfg "* ]]; then EXTRA+=" $cfg"; else BASE+=" $cfg"; fi
+done
 for r in $(seq 1 "$R"); do
-	for cfg in $CFGS; do
-		once=0
-		[[ $ONCE == *" $cfg "* ]] && once=1
-		[ "$r" -gt 1 ] && [ $once = 1 ] && continue
+	for cfg in $BASE $([ "$r" = 1 ] && echo "$EXTRA"); do
 		step py "$cfg" "$r" 40 90 python3 "$PY" "$STACKS"
 		[ -n "$TB" ] && step tb "$cfg" "$r" 20 60 "$TB" 11 "$TB_WL"
-		[ "$r" = 1 ] && [ $once = 0 ] && step jax "$cfg" "$r" 30 60 python3 "$PY" jax
+		[ "$r" = 1 ] && [[ "$EXTRA " != *" $cfg "* ]] && step jax "$cfg" "$r" 30 60 python3 "$PY" jax
 	done
 done
 echo "# perf: $(($(date +%s) - T0)) s"
