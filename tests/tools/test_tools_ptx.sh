@@ -63,6 +63,15 @@ n=$(awk '/^\t\{/ { n = 0 } /bra.uni\t\$__gx_Lh/ { n++ } /elect.sync/ { print n; 
 n=$(awk '/^\t\{/ { n = 0 } /bra.uni\t\$__gx_Lh/ { n++ } /elect.sync/ { print n; exit }' $T/kernelretsnoop_all-vadd.ptx)
 [ "${n:-0}" = 1 ] && echo "ok - tools-ptx: kernelretsnoop_all has the warp test only (no sampling)" \
 	|| echo "not ok - tools-ptx: kernelretsnoop_all has the warp test only (no sampling) (${n:-none})"
+# the load-time variants keep those uniform exits: the lower caps both,
+# threadhist_lw its last-warp test (at reduce's exits: a barrier kernel; at
+# vadd's entry, after the prologue, whose skip label is $__gx_Lo)
+for v in kernelretsnoop_c1024-vadd:2 kernelretsnoop_c256-vadd:2 threadhist_lw-reduce:1 threadhist_lw-vadd:1 \
+	threadhist-vadd:1; do
+	n=$(awk '/^\t\{/ { n = 0 } /bra.uni\t\$__gx_L[ho]/ { n++ } /elect.sync/ { print n; exit }' $T/${v%:*}.ptx)
+	[ "${n:-0}" -ge "${v#*:}" ] && echo "ok - tools-ptx: ${v%:*}: its tests are uniform exits before the election ($n)" \
+		|| echo "not ok - tools-ptx: ${v%:*}: its tests are uniform exits before the election (${n:-none})"
+done
 grep -q '%gridid' $T/threadhist-vadd.ptx && echo "not ok - tools-ptx: %gridid only where launch_id is read" \
 	|| echo "ok - tools-ptx: %gridid only where launch_id is read"
 # A rejected policy: the message names the program and instruction.
