@@ -35,32 +35,6 @@
 #define GX_KRS_FULL_SHIFT 14
 #define GX_KRS_FULL_BLOCKS (1u << GX_KRS_FULL_SHIFT)
 
-/* Mask of the linear block index: 0 (every block) up to GX_KRS_FULL_BLOCKS
- * blocks, else 2^k - 1 for the least k with blocks <= 2^(14 + k). Block
- * `lin` records iff (lin & mask) == 0 (the formatter's view). */
-static inline gdev_u64 gx_krs_sample_mask(gdev_u64 blocks)
-{
-	gdev_u64 x = blocks ? (blocks - 1) >> GX_KRS_FULL_SHIFT : 0;
-	x |= x >> 1;
-	x |= x >> 2;
-	x |= x >> 4;
-	x |= x >> 8;
-	x |= x >> 16;
-	x |= x >> 32;
-	return x;
-}
-
-/* The same decision as the device makes it (blocks >= 1): skip block `lin`
- * iff its lowest set bit is at most m = (blocks - 1) >> 14 — the mask above
- * is the least 2^k - 1 >= m, so (lin & mask) != 0 exactly then (lin = 0:
- * 0 - 1 is the largest value, never skipped). Four operations instead of the
- * mask's chain of shifts, on warp 0's way out of every block; on the H200
- * both forms measured the same (bench/results/2026-12-03-gpu-run14.md), this one is shorter. */
-static inline int gx_krs_skip(gdev_u64 lin, gdev_u64 blocks)
-{
-	return (lin & -lin) - 1 < (blocks - 1) >> GX_KRS_FULL_SHIFT;
-}
-
 /* A lower per-launch cap (issue 40, GX_KRS_CAP=1024|256 at load: the
  * objects kernelretsnoop_c1024 / kernelretsnoop_c256, built from the same
  * source with GX_KRS_SHIFT 10 / 8): the same rule with 2^shift in place of
@@ -81,9 +55,27 @@ static inline gdev_u64 gx_krs_sample_mask_at(gdev_u64 blocks, unsigned shift)
 	x |= x >> 32;
 	return x;
 }
+/* Mask of the linear block index: 0 (every block) up to GX_KRS_FULL_BLOCKS
+ * blocks, else 2^k - 1 for the least k with blocks <= 2^(14 + k). Block
+ * `lin` records iff (lin & mask) == 0 (the formatter's view). */
+static inline gdev_u64 gx_krs_sample_mask(gdev_u64 blocks)
+{
+	return gx_krs_sample_mask_at(blocks, GX_KRS_FULL_SHIFT);
+}
 static inline int gx_krs_skip_at(gdev_u64 lin, gdev_u64 blocks, unsigned shift)
 {
 	return (lin & -lin) - 1 < (blocks - 1) >> shift;
+}
+
+/* The same decision as the device makes it (blocks >= 1): skip block `lin`
+ * iff its lowest set bit is at most m = (blocks - 1) >> 14 — the mask above
+ * is the least 2^k - 1 >= m, so (lin & mask) != 0 exactly then (lin = 0:
+ * 0 - 1 is the largest value, never skipped). Four operations instead of the
+ * mask's chain of shifts, on warp 0's way out of every block; on the H200
+ * both forms measured the same (bench/results/2026-12-03-gpu-run14.md), this one is shorter. */
+static inline int gx_krs_skip(gdev_u64 lin, gdev_u64 blocks)
+{
+	return gx_krs_skip_at(lin, blocks, GX_KRS_FULL_SHIFT);
 }
 /* The cap's shift a record was made with (GX_KRS_FULL_SHIFT for a default
  * record). */
