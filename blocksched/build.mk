@@ -7,7 +7,7 @@
 #  share/gpuext/sched/NAME.bpf.o  the shipped policies (policies/*.bpf.c).
 BS_GEN      := $(BUILD)/gen/blocksched
 BS_SRCS     := blocksched/bs_launch.c blocksched/bs_parse.c blocksched/bs_guard.c blocksched/bs_mem.c blocksched/bs_log.c blocksched/bs_report.c \
-               blocksched/bs_rt_text.c blocksched/bs_probe.c
+               blocksched/bs_rt_text.c
 BS_LIB      := $(BUILD)/lib/libgxblocksched.a
 BS_POL_DIR  := $(BUILD)/share/gpuext/sched
 BS_POLICIES := $(patsubst blocksched/policies/%.bpf.c,%,$(wildcard blocksched/policies/*.bpf.c))

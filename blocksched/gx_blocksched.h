@@ -171,13 +171,6 @@ struct gx_bs_host {
  * start following launches. The first call latches `host`. Returns 1 if
  * opts was changed. */
 int gx_bs_rewrite_opts(const struct gx_bs_host *host, struct gx_ptx_rewrite_opts *opts);
-/* The registers the driver gives each kernel of `ptx` (JIT'd once in the
- * current context, then unloaded: bs_probe.c says why), for
- * gx_ptx_rewrite_opts.persist_regs. 0 or -errno (no context: -ENODEV; the
- * driver refused the PTX: -EINVAL): the copies are then not capped. */
-struct gx_ptx_kregs;
-int gx_bs_probe_regs(const char *ptx, size_t len, struct gx_ptx_kregs **out, size_t *n);
-void gx_bs_regs_free(struct gx_ptx_kregs *k, size_t n);
 /* The policy tag blocksched schedules with ("" without GPUEXT_SCHED). */
 const char *gx_bs_policy_tag(void);
 /* A module or library was loaded from PTX rewritten with `log` (the

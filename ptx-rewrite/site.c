@@ -449,7 +449,7 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 		if (g < 0)
 			err = g;
 		/* the record path is cold now: it may spill, never cost the
-		 * kernel resident warps (shim/memregs.c measured the original) */
+		 * kernel resident warps (shim/kregs.c measured the original) */
 		else if (st->fn->is_entry && !(o->flags & GX_PTX_F_NO_MEM_CAP))
 			err = ptx_kernel_cap_regs(m, o, st->fn, st->fn->name);
 	}

@@ -123,22 +123,16 @@ static bool prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx
 	struct gx_ptx_kregs *kregs = NULL;
 	size_t nkregs = 0;
 	bool memcap = !persist && gx_ptx_opts_gate_mem(&opts) && !(opts.flags & GX_PTX_F_NO_MEM_CAP);
-	if (persist && !gx_sched_probe_regs(ptx, len, &kregs, &nkregs)) {
-		opts.persist_regs = kregs;
-		opts.nr_persist_regs = nkregs;
-	} else if (memcap) {
-		int e = gx_mem_probe_regs(ptx, len, &kregs, &nkregs);
+	if (persist || memcap) {
+		int e = gx_kregs_probe(ptx, len, &kregs, &nkregs);
 		if (e)
-			pr_debug("module %u: original registers not measured (%s): sampled kernels not capped", p->id,
+			pr_debug("module %u: original registers not measured (%s): its copies not capped", p->id,
 				 strerror(-e));
 		opts.persist_regs = kregs;
 		opts.nr_persist_regs = nkregs;
 	}
 	int ret = gx_ptx_rewrite(ptx, len, &opts, &res);
-	if (memcap)
-		gx_mem_regs_free(kregs, nkregs);
-	else
-		gx_sched_regs_free(kregs, nkregs);
+	gx_kregs_free(kregs, nkregs);
 	if (ret < 0 || !res.ptx) {
 		snprintf(p->why, sizeof(p->why), "rewrite failed: %.200s", res.err[0] ? res.err : "error");
 		p->level = GX_LOG_WARN;

@@ -85,15 +85,13 @@ void gx_live_loaded(void *handle); /* a module loaded while attached */
  * module loaded from PTX rewritten with `log`: its copies. */
 int gx_sched_rewrite_opts(struct gx_ptx_rewrite_opts *opts);
 void gx_sched_module(void *handle, bool is_library, const char *log);
-/* The original kernels' registers (blocksched's gx_bs_probe_regs). */
+/* kregs.c: the registers the driver gives each kernel of `ptx` as it came
+ * (JIT'd once in the current context, then unloaded), for the copies'
+ * register caps. 0 or -errno (no context: -ENODEV; the driver refused the
+ * PTX: -EINVAL): the copies are then not capped. */
 struct gx_ptx_kregs;
-int gx_sched_probe_regs(const char *ptx, size_t len, struct gx_ptx_kregs **out, size_t *n);
-void gx_sched_regs_free(struct gx_ptx_kregs *k, size_t n);
-
-/* memregs.c: the same for the register cap of kernels with sampled memory
- * sites (gx_ptx_opts_gate_mem), without blocksched. 0 or -errno. */
-int gx_mem_probe_regs(const char *ptx, size_t len, struct gx_ptx_kregs **out, size_t *n);
-void gx_mem_regs_free(struct gx_ptx_kregs *k, size_t n);
+int gx_kregs_probe(const char *ptx, size_t len, struct gx_ptx_kregs **out, size_t *n);
+void gx_kregs_free(struct gx_ptx_kregs *k, size_t n);
 
 /* Next module number (also for modules that never reach gx_prepare). */
 unsigned gx_next_module_id(void);

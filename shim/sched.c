@@ -63,18 +63,6 @@ int gx_sched_rewrite_opts(struct gx_ptx_rewrite_opts *opts)
 	return host_ok ? gx_bs_rewrite_opts(&host, opts) : 0;
 }
 
-int gx_sched_probe_regs(const char *ptx, size_t len, struct gx_ptx_kregs **out, size_t *n)
-{
-	*out = NULL;
-	*n = 0;
-	return host_ok ? gx_bs_probe_regs(ptx, len, out, n) : -ENODEV;
-}
-
-void gx_sched_regs_free(struct gx_ptx_kregs *k, size_t n)
-{
-	gx_bs_regs_free(k, n);
-}
-
 void gx_sched_module(void *handle, bool is_library, const char *log)
 {
 	if (host_ok)

@@ -1,17 +1,17 @@
-/* memregs.c — the registers the driver gives a module's kernels as the
- * application wrote them, for the register cap of kernels with sampled
- * memory sites (gx_ptx_rewrite_opts.bind_samples; docs/devbpf-tools.md).
+/* kregs.c — the registers the driver gives a module's kernels as the
+ * application wrote them, for the register caps of the rewritten copies
+ * (gx_ptx_rewrite_opts.persist_regs): blocksched's persistent copies and
+ * kernels with sampled memory sites (docs/blocksched.md,
+ * docs/devbpf-tools.md).
  *
- * Why: memtrace's record path (the ring reservation, a loop with a CAS
- * rollback) is called at every sampled site, and the call raises the whole
- * kernel's register count (vadd 16 -> 56 on sm_90: half the resident
- * warps) although it runs for 1 access in 1024. Capped at the original's
- * count (max 32, rounded up to 8, as blocksched's copies) only the cold
+ * Why measure: code the copies add is cold (a persistent loop with its
+ * claims and policy, memtrace's record path called for 1 access in 1024)
+ * but ptxas still lets it raise the kernel's register count (a 32-register
+ * GEMM's persistent copy got 40: one block per SM instead of two; vadd 16 ->
+ * 56 on sm_90 under memtrace). Capped at the original's count only the cold
  * path spills. Only the driver knows that count: the module is JIT'd once
- * as it came and unloaded — once per module and driver, since the shim's
- * module cache keeps the result. Blocksched measures the same for its
- * copies (blocksched/bs_probe.c) through its own driver table, which exists
- * only when it is on. */
+ * as it came, in the current context, and unloaded — once per module and
+ * driver, since the shim's module cache keeps the result. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -54,7 +54,7 @@ static int add(CUmodule mod, const char *name, size_t l, struct gx_ptx_kregs **o
 	return 0;
 }
 
-int gx_mem_probe_regs(const char *ptx, size_t len, struct gx_ptx_kregs **out, size_t *n)
+int gx_kregs_probe(const char *ptx, size_t len, struct gx_ptx_kregs **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -87,14 +87,14 @@ int gx_mem_probe_regs(const char *ptx, size_t len, struct gx_ptx_kregs **out, si
 	gx_capture_restore(REAL(cuThreadExchangeStreamCaptureMode), cm);
 	free(text);
 	if (err) {
-		gx_mem_regs_free(*out, *n);
+		gx_kregs_free(*out, *n);
 		*out = NULL;
 		*n = 0;
 	}
 	return err;
 }
 
-void gx_mem_regs_free(struct gx_ptx_kregs *k, size_t n)
+void gx_kregs_free(struct gx_ptx_kregs *k, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free((char *)k[i].name);
