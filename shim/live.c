@@ -48,6 +48,7 @@
 #include <uthash.h>
 
 #include "attach/gx_attach.h"
+#include "blocksched/gx_blocksched.h"
 #include "common/gx_capture.h"
 #include "common/gx_ctl.h"
 #include "common/gx_tls.h"
@@ -97,8 +98,9 @@ struct gseen {
 };
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static int phase; /* 0 idle, 1 attaching or attached (new modules get copies) */
-static bool on;	  /* launches run the copies */
+static int phase;     /* 0 idle, 1 attaching or attached (new modules get copies) */
+static bool on;	      /* launches run the copies */
+static bool sched_on; /* blocksched runs live (--sched): the copies carry persistent workers */
 static struct copy *copies;
 static struct fn_map *fns;
 static struct sev *sevs;
@@ -176,6 +178,8 @@ static void *fn_lookup(CUcontext ctx, void *f, bool is_kernel)
 		gx_capture_restore(REAL(cuThreadExchangeStreamCaptureMode), cm);
 		if (!out)
 			pr_warn("attach: kernel %s: not found in its instrumented copy; it runs uninstrumented", name);
+		else if (sched_on) /* blocksched, next in line, finds the copy's kernel by name and module */
+			gx_tab_add_func(ctx, out, c->handle, isk, name);
 	}
 	if ((m = calloc(1, sizeof(*m)))) {
 		m->key = key;
@@ -329,7 +333,7 @@ static int copy_make(struct gx_tab_mod *tm)
 	} else if (!gx_prep_rewrite_live(tm->ptx, strlen(tm->ptx), sm, &p)) {
 		pr_warn("attach: module %u: not instrumented: %s", tm->id, p.why);
 		ret = -EINVAL;
-	} else if (!p.nr_hooks) {
+	} else if (!p.nr_hooks && !p.nr_persistent) {
 		pr_debug("attach: module %u: nothing to hook", tm->id);
 	} else if (!tm->is_library && gx_attach_live_ctx_ready()) {
 		pr_warn("attach: module %u: its context has no device maps; not instrumented", tm->id);
@@ -359,9 +363,16 @@ static int copy_make(struct gx_tab_mod *tm)
 			const char *cub = p.cubin == GX_CUBIN_CACHED ? ", cubin cached" : "";
 			if (p.cubin == GX_CUBIN_JIT)
 				cub = ", cubin JIT-compiled";
-			pr_info("attach: module %u: instrumented copy loaded (%u hooks%s%s)", tm->id, p.nr_hooks,
+			char pw[64] = "";
+			if (p.nr_persistent)
+				snprintf(pw, sizeof(pw), ", %u kernels with persistent copies", p.nr_persistent);
+			pr_info("attach: module %u: instrumented copy loaded (%u hooks%s%s%s)", tm->id, p.nr_hooks, pw,
 				p.cached ? ", from the module cache" : "", cub);
 			ret = 1;
+			/* before any launch can be switched to it: blocksched knows
+			 * its persistent copies */
+			if (p.log)
+				gx_sched_module(h, tm->is_library, p.log);
 		}
 	}
 	gx_prep_free(&p);
@@ -379,8 +390,10 @@ static int copy_make(struct gx_tab_mod *tm)
 			h = NULL;
 		}
 		pthread_mutex_unlock(&live_lock);
-		if (h) /* made twice (a load racing with the attach), or detached meanwhile */
+		if (h) { /* made twice (a load racing with the attach), or detached meanwhile */
+			gx_sched_module(h, tm->is_library, ""); /* forgotten by blocksched */
 			tm->is_library ? REAL(cuLibraryUnload)(h) : REAL(cuModuleUnload)(h);
+		}
 	}
 	if (pushed)
 		REAL(cuCtxPopCurrent_v2)(&popped);
@@ -536,6 +549,16 @@ static void refuse(const struct gx_ctl_msg *m, int status, const char *err, uint
 static int dev_attach(const struct gx_ctl_msg *m, const char *pol, const char *tool, uint64_t t0, unsigned *none,
 		      char *err, size_t en)
 {
+	/* --sched P[,knobs][,kernels=G]: its object and knobs for attach/ (the
+	 * device policy), the whole spec for blocksched (kernels= is its own) */
+	char sobj[GX_CTL_ITEM_MAX], sknobs[1024], sglob[256], sspec[GX_CTL_ITEM_MAX + 1100] = "";
+	if (m->sched[0]) {
+		if (gx_bs_parse_spec(m->sched, sobj, sizeof(sobj), sknobs, sizeof(sknobs), sglob, sizeof(sglob))) {
+			snprintf(err, en, "--sched %.300s: a knob without '=' (name=value)", m->sched);
+			return -EINVAL;
+		}
+		snprintf(sspec, sizeof(sspec), "%s%s%s", sobj, sknobs[0] ? "," : "", sknobs);
+	}
 	char line[400] = "", names[512] = "";
 	const struct gx_attach_host *host = gx_attach_host_live();
 	if (!host) {
@@ -554,13 +577,23 @@ static int dev_attach(const struct gx_ctl_msg *m, const char *pol, const char *t
 		snprintf(err, en, "no free event subscription");
 		return sub_id;
 	}
-	struct gx_policy_names pn = { .policy = pol[0] ? pol : NULL, .tool = tool[0] ? tool : NULL };
+	struct gx_policy_names pn = { .sched = sspec[0] ? sspec : NULL,
+				      .policy = pol[0] ? pol : NULL,
+				      .tool = tool[0] ? tool : NULL };
 	cap_line = line;
 	prev_print = gx_set_print(cap_print);
 	char e2[600] = "";
 	int r = gx_attach_live_start(host, &pn, m->dir, names, sizeof(names), e2, sizeof(e2));
 	gx_set_print(prev_print);
 	cap_line = NULL;
+	if (!r && m->sched[0] && (r = gx_sched_live_start(m->sched))) {
+		/* the policy loaded, blocksched refused: nothing ran yet */
+		gx_attach_live_stop(false);
+		snprintf(e2, sizeof(e2), "%s",
+			 r == -EBUSY	? "blocks are scheduled from its start (GPUEXT_SCHED or GPUEXT_PERSISTENT)"
+			 : r == -ENODEV ? "the schedule policy is not attached (the process log says why)"
+					: "blocksched cannot start");
+	}
 	if (r) {
 		gx_events_unsubscribe(sub_id);
 		sub_id = -1;
@@ -573,6 +606,7 @@ static int dev_attach(const struct gx_ctl_msg *m, const char *pol, const char *t
 	exit_hook = true;
 	pthread_mutex_lock(&live_lock);
 	phase = 1;
+	sched_on = m->sched[0] != 0;
 	req_t0 = t0;
 	graph_used = false;
 	attach_gen = gx_graph_exec_gen();
@@ -696,10 +730,6 @@ static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 	unsigned nh = 0;
 	char hbefore[200];
 	gx_hostpolicy_live_list(hbefore, sizeof(hbefore));
-	if (m->sched[0]) {
-		refuse(m, -EOPNOTSUPP, "--sched: schedule policies attach at start only (gpuext-run --sched)", t0);
-		return;
-	}
 	for (unsigned i = 0; i < m->nr_policies; i++) {
 		char path[GX_CTL_ITEM_MAX];
 		snprintf(path, sizeof(path), "%.*s", (int)strcspn(m->policy[i], ","), m->policy[i]);
@@ -710,7 +740,7 @@ static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 	}
 	for (unsigned i = 0; i < m->nr_tools; i++)
 		snprintf(tool + strlen(tool), sizeof(tool) - strlen(tool), "%s%s", i ? "," : "", m->tool[i]);
-	bool dev = pol[0] || tool[0];
+	bool dev = pol[0] || tool[0] || m->sched[0];
 	if (!m->dir[0] || gx_dir_trusted(m->dir, GX_TRUST_OWN | GX_TRUST_PRIVATE, why, sizeof(why))) {
 		snprintf(err, sizeof(err), "run folder %.300s: %s", m->dir[0] ? m->dir : "(none)",
 			 m->dir[0] ? why : "not given");
@@ -789,8 +819,9 @@ static unsigned dev_detach(char *msg, size_t mn)
 		nanosleep(&ts, NULL);
 	}
 	pthread_mutex_lock(&live_lock);
-	bool keep = graph_used || !idle;
+	bool keep = graph_used || !idle, sched = sched_on;
 	phase = 0;
+	sched_on = false;
 	struct copy *cs = copies;
 	copies = NULL;
 	struct sev *es = sevs;
@@ -801,6 +832,9 @@ static unsigned dev_detach(char *msg, size_t mn)
 	struct gseen *gs = gseens;
 	gseens = NULL;
 	pthread_mutex_unlock(&live_lock);
+	/* blocksched first: its states and hint blocks, used by no launch now */
+	if (sched)
+		gx_sched_live_stop(keep);
 	gx_attach_live_stop(keep);
 	unsigned unloaded = 0;
 	struct copy *c, *ct;
@@ -809,6 +843,7 @@ static unsigned dev_detach(char *msg, size_t mn)
 		HASH_DEL(cs, c);
 		if (!keep) {
 			CUcontext popped;
+			gx_tab_forget_funcs(c->handle);
 			if (c->is_library) {
 				REAL(cuLibraryUnload)(c->handle);
 			} else if (REAL(cuCtxPushCurrent_v2)(c->ctx) == CUDA_SUCCESS) {
