@@ -8,7 +8,9 @@
  * own), "null" (the NULL stream), "capture" (every launch into a global-mode
  * capture of its stream, ended at the stop file: must still succeed),
  * "graph" (a graph of two kernel nodes instantiated before any attach,
- * launched after each kernel launch: it must keep running the original).
+ * launched after each kernel launch: it must keep running the original),
+ * "library" (the module loaded with cuLibraryLoadData and launched through
+ * its CUkernel, as cudart does).
  * It also says when launches start or stop running a persistent-worker copy
  * (__gx_pw_K / __gx_ps_K: gpuext attach --sched), with the device blocks
  * allocated and not freed at that moment and at the end. */
@@ -40,8 +42,21 @@ int main(int argc, char **argv)
 	CUfunction fn;
 	CUstream s = NULL;
 	if ((rc = cuInit(0)) || (rc = cuDeviceGet(&dev, 0)) || (rc = cuDevicePrimaryCtxRetain(&ctx, dev)) ||
-	    (rc = cuCtxSetCurrent(ctx)) || (rc = cuModuleLoadData(&mod, ptx)) ||
-	    (rc = cuModuleGetFunction(&fn, mod, argv[2]))) {
+	    (rc = cuCtxSetCurrent(ctx))) {
+		printf("not ok - live_app: set-up (%d)\n", (int)rc);
+		return 1;
+	}
+	if (!strcmp(argv[4], "library")) {
+		CUlibrary lib;
+		CUkernel k;
+		rc = cuLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0);
+		if (!rc)
+			rc = cuLibraryGetKernel(&k, lib, argv[2]);
+		fn = (CUfunction)k;
+	} else if (!(rc = cuModuleLoadData(&mod, ptx))) {
+		rc = cuModuleGetFunction(&fn, mod, argv[2]);
+	}
+	if (rc) {
 		printf("not ok - live_app: set-up (%d)\n", (int)rc);
 		return 1;
 	}

@@ -11,6 +11,8 @@
 #    blocksched's device state and hint block freed; cycles;
 #  - --sched with --tool in one request: one copy carries both (the hooks
 #    and the persistent workers), the tool's report at detach;
+#  - a library launched through its CUkernel (cudart's way) under adaptive:
+#    its guard times the three arms live;
 #  - a tool while a schedule policy is attached, and the reverse: refused,
 #    naming what is attached;
 #  - an attach during a global-mode capture (the capture still ends; the
@@ -87,6 +89,17 @@ start b2 plain
 check "a schedule policy while a tool is attached: refused, naming the tool" "grep -q 'process $pid refused: threadhist is attached already' $T/b2.sched" $T/b2.sched
 "$G" detach $pid >/dev/null 2>&1
 stop b2 $pid
+
+# ---- a library launched through its CUkernel (as cudart does); adaptive's guard ----
+start l library
+"$G" attach $pid --sched adaptive >$T/l.attach 2>&1
+check "library: attached adaptive, its copy a library with persistent workers" "grep -q 'attached adaptive: 1 modules instrumented' $T/l.attach && grep -q 'instrumented copy loaded (.*1 kernels with persistent copies' $T/l.err" $T/l.err
+check "library: the CUkernel's launches run the persistent copy" "wait_for $T/l.out 'runs a persistent copy (__gx_pw_$K)'" $T/l.out
+check "adaptive: its guard timed the three arms and decided" "wait_for $T/l.err 'blocksched: $K: guard: its copy .* its static copy .* as it is .*: runs'" $T/l.err
+"$G" detach $pid >$T/l.detach 2>&1
+check "library: detached, the copy unloaded" "grep -q 'detached adaptive: .* 1 copies unloaded' $T/l.detach" $T/l.detach
+stop l $pid
+check "library: every launch succeeded, blocks freed, no warning" "[ $rc = 0 ] && grep -q '0 failed' $T/l.out && grep -q 'device blocks at the end 0' $T/l.out && ! grep -qi 'warn\|cannot\|error' $T/l.err" $T/l.out
 
 # ---- attach while the application captures its stream (global mode) ----
 start c capture
