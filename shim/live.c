@@ -722,6 +722,19 @@ static void host_rollback(char *now, const char *before)
 			host_detach(h, sum, sizeof(sum));
 }
 
+/* The tag of a request's item ("/p/x.bpf.o,k=v" -> "x"), appended to list. */
+static void tag_append(char *list, size_t n, const char *item)
+{
+	const char *b = strrchr(item, '/');
+	b = b ? b + 1 : item;
+	size_t l = strcspn(b, ",");
+	const char *dot = strstr(b, ".bpf.o");
+	if (dot && (size_t)(dot - b) < l)
+		l = (size_t)(dot - b);
+	size_t at = strlen(list);
+	snprintf(list + at, n - at, "%s%.*s", at ? "," : "", (int)l, b);
+}
+
 static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 {
 	char err[1100] = "", pol[GX_CTL_MAX_ITEMS * (GX_CTL_ITEM_MAX + 1)] = "", tool[GX_CTL_MAX_ITEMS * 65] = "",
@@ -748,11 +761,27 @@ static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 		return;
 	}
 	if (dev && phase) {
-		/* one merged set: its tools share one instrumented copy of each module */
+		/* One merged set: its tools share one instrumented copy of each
+		 * module and the one device runtime (attach/devrt.c), whose maps
+		 * and tool logs a re-merge would make anew (docs/attach.md). */
+		char add[400] = "", cur[512];
+		if (m->sched[0])
+			tag_append(add, sizeof(add), m->sched);
+		for (const char *p = pol; *p; p += strcspn(p, ":") + (p[strcspn(p, ":")] == ':')) {
+			char one[GX_CTL_ITEM_MAX];
+			snprintf(one, sizeof(one), "%.*s", (int)strcspn(p, ":"), p);
+			tag_append(add, sizeof(add), one);
+		}
+		if (tool[0])
+			snprintf(add + strlen(add), sizeof(add) - strlen(add), "%s%s", add[0] ? "," : "", tool);
+		pthread_mutex_lock(&live_lock);
+		snprintf(cur, sizeof(cur), "%s", attached);
+		pthread_mutex_unlock(&live_lock);
 		snprintf(err, sizeof(err),
-			 "%s is attached already; device tools and policies attach as one set: detach it first, or "
-			 "attach them together",
-			 attached);
+			 "%.80s is attached already: one device set per process (its tools and policies share one "
+			 "instrumented copy of each module and one device runtime; adding %.80s would re-merge the set "
+			 "and restart %.80s's counts); detach %.80s, then attach %.80s,%.80s in one request",
+			 cur, add, cur, cur, cur, add);
 		refuse(m, -EBUSY, err, t0);
 		return;
 	}

@@ -87,6 +87,7 @@ start b2 plain
 "$G" attach $pid --tool threadhist >$T/b2.tool 2>&1
 "$G" attach $pid --sched greedy >$T/b2.sched 2>&1
 check "a schedule policy while a tool is attached: refused, naming the tool" "grep -q 'process $pid refused: threadhist is attached already' $T/b2.sched" $T/b2.sched
+check "the refusal says why and what to do instead" "grep -q \"adding greedy would re-merge the set and restart threadhist's counts); detach threadhist, then attach threadhist,greedy in one request\" $T/b2.sched" $T/b2.sched
 "$G" detach $pid >/dev/null 2>&1
 stop b2 $pid
 
