@@ -363,6 +363,7 @@ static const int fb_stat[FB__N] = {
 	[FB_MEM] = GX_STATS_BS_MEMORY,	     [FB_SMEM] = GX_STATS_BS_SHARED_MEM,   [FB_GRID] = GX_STATS_BS_GRID,
 	[FB_STATIC] = GX_STATS_BS_STATIC_ONLY,
 };
+static uint64_t live_base[2 + GX_STATS_BS__COUNT]; /* the counts at gx_bs_live_start */
 static void unchanged(int why)
 {
 	if (why >= 0)
@@ -893,8 +894,21 @@ int gx_bs_live_start(const struct gx_bs_host *host, const char *spec)
 		pthread_mutex_unlock(&bs_lock);
 		return -ENOSPC;
 	}
+	live_base[0] = __atomic_load_n(&n_claim, __ATOMIC_RELAXED);
+	live_base[1] = __atomic_load_n(&n_static, __ATOMIC_RELAXED);
+	for (int i = 0; i < GX_STATS_BS__COUNT; i++)
+		live_base[2 + i] = __atomic_load_n(&n_unchanged[i], __ATOMIC_RELAXED);
 	live = true;
 	return 0;
+}
+
+void gx_bs_live_counts(uint64_t *claim, uint64_t *stat, uint64_t *as_is)
+{
+	*claim = __atomic_load_n(&n_claim, __ATOMIC_RELAXED) - live_base[0];
+	*stat = __atomic_load_n(&n_static, __ATOMIC_RELAXED) - live_base[1];
+	*as_is = 0;
+	for (int i = 0; i < GX_STATS_BS__COUNT; i++)
+		*as_is += __atomic_load_n(&n_unchanged[i], __ATOMIC_RELAXED) - live_base[2 + i];
 }
 
 int gx_bs_live_rewrite_opts(struct gx_ptx_rewrite_opts *opts)

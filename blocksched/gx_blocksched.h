@@ -149,6 +149,10 @@ void gx_bs_reset(void);
  * already), -EINVAL (a knob without '='), -ENODEV (the policy is not
  * attached) or the subscription's error. */
 int gx_bs_live_start(const struct gx_bs_host *host, const char *spec);
+/* Launches of kernels with a copy since gx_bs_live_start: run as claiming
+ * and as static persistent workers, and as they are (every fallback and the
+ * guard's choice of the original). */
+void gx_bs_live_counts(uint64_t *claim, uint64_t *stat, uint64_t *as_is);
 /* Fill the persistent-copy options while live; 1 if opts was changed. */
 int gx_bs_live_rewrite_opts(struct gx_ptx_rewrite_opts *opts);
 /* Stop: unsubscribe, forget the copies' kernels, free the device states

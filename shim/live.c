@@ -862,8 +862,9 @@ static unsigned dev_detach(char *msg, size_t mn)
 	gseens = NULL;
 	pthread_mutex_unlock(&live_lock);
 	/* blocksched first: its states and hint blocks, used by no launch now */
+	char bs[200] = "";
 	if (sched)
-		gx_sched_live_stop(keep);
+		gx_sched_live_stop(keep, bs, sizeof(bs));
 	gx_attach_live_stop(keep);
 	unsigned unloaded = 0;
 	struct copy *c, *ct;
@@ -906,8 +907,8 @@ static unsigned dev_detach(char *msg, size_t mn)
 	sub_id = -1;
 	snprintf(msg, mn,
 		 "detached %s: %llu launches while attached, %llu instrumented, %llu graph nodes; "
-		 "%llu graph launches not instrumented; %u copies unloaded%s",
-		 attached, nl, ni, ng, ngo, unloaded,
+		 "%llu graph launches not instrumented; %u copies unloaded%s%s",
+		 attached, nl, ni, ng, ngo, unloaded, bs,
 		 keep ? (idle ? "; copies used by graphs stay loaded until exit"
 			      : "; launches still running after GPUEXT_DETACH_WAIT_S: copies stay loaded until exit")
 		      : "");

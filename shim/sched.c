@@ -5,6 +5,7 @@
  * entry points (which would raise events and rewrite its memsets). */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 
 #include "attach/gx_attach.h"
 #include "blocksched/gx_blocksched.h"
@@ -98,8 +99,13 @@ int gx_sched_live_opts(struct gx_ptx_rewrite_opts *opts)
 	return host_ok ? gx_bs_live_rewrite_opts(opts) : 0;
 }
 
-void gx_sched_live_stop(bool keep_device)
+void gx_sched_live_stop(bool keep_device, char *msg, size_t n)
 {
-	if (host_ok)
-		gx_bs_live_stop(keep_device);
+	uint64_t c = 0, s = 0, u = 0;
+	if (!host_ok)
+		return;
+	gx_bs_live_counts(&c, &s, &u);
+	gx_bs_live_stop(keep_device);
+	snprintf(msg, n, "; blocksched: %llu launches as claiming persistent workers, %llu static, %llu as they are",
+		 (unsigned long long)c, (unsigned long long)s, (unsigned long long)u);
 }
