@@ -208,7 +208,7 @@ if "$G" attach $pid --sched adaptive --timeout 100 >"$L/attach5" 2>&1 && grep -q
 	fi
 	sched_ms=$(med_ms "$L/live.out" $((h1 + 5)) $((h1 + SI)))
 	"$G" detach $pid --timeout 100 >"$L/detach5" 2>&1 && grep -q 'detached adaptive' "$L/detach5" &&
-		ok "--sched detaches live: $(head -c 300 "$L/detach5")" || nok "--sched detach: $(cat "$L/detach5")"
+		ok "--sched detaches live: $(head -c 420 "$L/detach5")" || nok "--sched detach: $(cat "$L/detach5")"
 	bench "step ms (median) with --sched adaptive attached live: $sched_ms (before any attach $before)"
 else
 	nok "--sched adaptive live: $(cat "$L/attach5")"
@@ -247,7 +247,7 @@ else
 			nok "sched_live: no kernel launched as persistent workers: $(grep -m3 'blocksched\|attach: module' "$L/sl.err" | tr '\n' ' ')"
 		grep -h 'blocksched: .*guard: ' "$L/sl.err" | sed 's/^/# /' | head -8
 		"$G" detach $sp --timeout 60 >"$L/sl.detach" 2>&1 && grep -q 'detached adaptive' "$L/sl.detach" &&
-			ok "sched_live: detached: $(head -c 300 "$L/sl.detach")" || nok "sched_live: detach: $(cat "$L/sl.detach")"
+			ok "sched_live: detached: $(head -c 420 "$L/sl.detach")" || nok "sched_live: detach: $(cat "$L/sl.detach")"
 		s1=$(last_iter "$L/sl.out")
 		wait_iter "$L/sl.out" $((s1 + 5)) 30
 	else
