@@ -28,6 +28,7 @@ struct gx_lt_slot {
 	CUevent start, end;
 	uint32_t seq; /* the launch's number in the process (GX_TEV_LAUNCH) */
 	bool instr;   /* its module carries the hooks */
+	uint64_t graph; /* a graph launch: its exec's list (gen; GX_TEV_GLTIME); 0: a kernel */
 	int next;     /* free list or in-flight list */
 };
 struct gx_lt {
@@ -40,6 +41,7 @@ struct gx_lt {
 	unsigned nr_busy;
 	uint64_t untimed; /* launches with no free pair */
 	uint64_t gpu_ns, gpu_ns_instr; /* harvested so far: all, instrumented */
+	uint64_t graph_timed, graph_gpu_ns; /* graph launches harvested, their GPU time */
 };
 #define GX_LT_FIRST 8  /* launches of each kernel always timed */
 #define GX_LT_EVERY 64 /* then one in this many (GPUEXT_LAUNCH_TIMES) ... */
@@ -54,6 +56,8 @@ int gx_lt_init(struct gx_lt *lt, CUstream own);
 int gx_lt_start(struct gx_lt *lt, CUstream stream);
 /* After the launch: record its end; false (and the pair freed) on error. */
 bool gx_lt_end(struct gx_lt *lt, int slot, CUstream stream, uint32_t seq, bool instr);
+/* After a graph launch of the exec list `gen`: the same, for GX_TEV_GLTIME. */
+bool gx_lt_end_graph(struct gx_lt *lt, int slot, CUstream stream, uint64_t gen);
 /* The launch never happened (vetoed, failed): give the pair back. */
 void gx_lt_abandon(struct gx_lt *lt, int slot);
 /* Up to max completed pairs as GX_TEV_LTIME records into out; how many. */

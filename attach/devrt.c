@@ -128,7 +128,7 @@ static unsigned launch_seq;
 static uint64_t nr_launches, nr_instr; /* for the summary line at exit */
 static uint64_t nr_graph_launches, nr_graph_kernels; /* cuGraphLaunch calls, kernel nodes they ran */
 /* what torn-down contexts had measured (the stats file's totals never go back) */
-static uint64_t gone_gpu_ns, gone_gpu_ns_instr, gone_drops;
+static uint64_t gone_gpu_ns, gone_gpu_ns_instr, gone_drops, gone_graph_timed, gone_graph_gpu_ns;
 /* The launch of this thread whose LAUNCH_DONE comes next: its timing pair. */
 /* One TLS block, initial-exec (gx_tls.h). */
 static __thread struct open_launch {
@@ -137,6 +137,7 @@ static __thread struct open_launch {
 	unsigned seq;
 	bool instr;
 	unsigned gen; /* rt_gen of the runtime that opened it */
+	unsigned long long graph; /* a graph launch's exec list (gen); 0: a kernel launch */
 } open_l GX_TLS_IE = { .slot = -1 };
 static pthread_t drainer;
 static int drainer_on, stopping;
@@ -366,6 +367,8 @@ static void ctx_teardown(struct ctxst *st, bool free_maps)
 {
 	gone_gpu_ns += st->lt.gpu_ns;
 	gone_gpu_ns_instr += st->lt.gpu_ns_instr;
+	gone_graph_timed += st->lt.graph_timed;
+	gone_graph_gpu_ns += st->lt.graph_gpu_ns;
 	for (unsigned p = 0; free_maps && p < nr_pols; p++)
 		for (size_t i = 0; st->maps[p] && i < pols[p].pd->nr_maps; i++)
 			if (st->maps[p][i] && st->maps[p][i]->l.type == GX_MAP_RINGBUF)
@@ -875,6 +878,7 @@ static void on_launch(struct ctxst *st, struct gx_event *ev)
 	if (o->slot >= 0 && o->gen == rt_gen) /* the last launch of this thread never happened */
 		gx_lt_abandon(&o->st->lt, o->slot);
 	o->gen = rt_gen;
+	o->graph = 0;
 	bool instr;
 	struct fn_seen *fs = fn_devrt(st, l->func, l->is_kernel, &instr);
 	/* the kernel's record, found by hashing its name once per function */
@@ -907,9 +911,13 @@ static void on_launch(struct ctxst *st, struct gx_event *ev)
 /* ---- graph launches: each kernel node counts as a launch of its kernel ----
  * Per exec kernel list (gen, shim/graph_exec.c), built at its first launch:
  * the kernels' records and the tool log record, so a graph launch costs one
- * lookup, a few additions and one append. Counted, not timed. */
+ * lookup, a few additions and one append. The graph launch as a whole is
+ * timed on the kernels' sample (gx_lt_sampled, per exec list): a pair of
+ * events around cuGraphLaunch (GX_EV_GRAPH_LAUNCH_PRE opens it), a
+ * GX_TEV_GLTIME record; its kernel nodes are not timed one by one. */
 struct gexec_seen {
 	unsigned long long gen;
+	uint64_t launches, lt_last_ns; /* for the timing sample */
 	unsigned nr, nodes, instr_nodes;
 	struct kname_seen **k;
 	struct gx_tev_glaunch *rec;
@@ -974,9 +982,31 @@ static struct gexec_seen *gexec_get(struct ctxst *st, const struct gx_graph_laun
 	return gexec_last = x;
 }
 
+/* Before the launch: its timing pair opened, if sampled. */
+static void on_graph_pre(struct ctxst *st, const struct gx_graph_launch_event *g)
+{
+	struct open_launch *o = &open_l;
+	if (o->slot >= 0 && o->gen == rt_gen) /* the last launch of this thread never happened */
+		gx_lt_abandon(&o->st->lt, o->slot);
+	o->gen = rt_gen;
+	o->st = st;
+	o->slot = -1;
+	o->graph = g->gen;
+	struct gexec_seen *x = g->gen && g->nr_kernels ? gexec_get(st, g) : NULL;
+	if (x && gx_lt_sampled(++x->launches, now_ns(), &x->lt_last_ns))
+		o->slot = gx_lt_start(&st->lt, g->stream);
+}
+
 static void on_graph_launch(struct ctxst *st, const struct gx_graph_launch_event *g)
 {
 	nr_graph_launches++;
+	struct open_launch *o = &open_l;
+	if (o->slot >= 0 && o->gen == rt_gen && o->st == st && o->graph == g->gen)
+		gx_lt_end_graph(&st->lt, o->slot, g->stream, g->gen);
+	else if (o->slot >= 0 && o->gen == rt_gen)
+		gx_lt_abandon(&o->st->lt, o->slot);
+	o->slot = -1;
+	o->graph = 0;
 	struct gexec_seen *x = g->gen && g->nr_kernels ? gexec_get(st, g) : NULL;
 	if (!x)
 		return;
@@ -998,7 +1028,7 @@ static void on_launch_done(struct ctxst *st, const struct gx_launch_event *l)
 	struct open_launch *o = &open_l;
 	if (o->gen != rt_gen)
 		o->slot = -1;
-	if (o->slot >= 0 && o->st == st)
+	if (o->slot >= 0 && o->st == st && !o->graph)
 		gx_lt_end(&st->lt, o->slot, l->stream, o->seq, o->instr);
 	else if (o->slot >= 0)
 		gx_lt_abandon(&o->st->lt, o->slot);
@@ -1073,6 +1103,8 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 		on_launch(st, ev);
 	} else if (ev->kind == GX_EV_LAUNCH_DONE) {
 		on_launch_done(st, &ev->launch);
+	} else if (ev->kind == GX_EV_GRAPH_LAUNCH_PRE) {
+		on_graph_pre(st, &ev->glaunch);
 	} else if (ev->kind == GX_EV_GRAPH_LAUNCH) {
 		on_graph_launch(st, &ev->glaunch);
 	} else if (ev->kind == GX_EV_GRAPH_KERNEL_NODE && ev->graph.params.func) {
@@ -1089,7 +1121,7 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
  * during the attach may still run the hooks). */
 static void finish(bool live, bool keep_device)
 {
-	uint64_t gpu_ns = 0, gpu_ns_instr = 0, untimed = 0;
+	uint64_t gpu_ns = 0, gpu_ns_instr = 0, untimed = 0, graph_timed = 0, graph_gpu_ns = 0;
 	pthread_mutex_lock(&rt_lock);
 	if (!nr_pols) { /* never started, or stopped already */
 		pthread_mutex_unlock(&rt_lock);
@@ -1117,6 +1149,8 @@ static void finish(bool live, bool keep_device)
 		gpu_ns += st->lt.gpu_ns;
 		gpu_ns_instr += st->lt.gpu_ns_instr;
 		untimed += st->lt.untimed;
+		graph_timed += st->lt.graph_timed;
+		graph_gpu_ns += st->lt.graph_gpu_ns;
 	}
 	ev_write();
 	if (nr_prefetch)
@@ -1127,10 +1161,12 @@ static void finish(bool live, bool keep_device)
 		if (gpu_ns)
 			snprintf(gpu, sizeof(gpu), "; %.1f %% of %.1f ms of sampled GPU time instrumented",
 				 100.0 * (double)gpu_ns_instr / (double)gpu_ns, (double)gpu_ns / 1e6);
-		char graphs[128] = "";
+		char graphs[192] = "";
 		if (nr_graph_launches)
-			snprintf(graphs, sizeof(graphs), "; %llu of them kernel nodes of %llu graph launches (counted, not timed)",
-				 (unsigned long long)nr_graph_kernels, (unsigned long long)nr_graph_launches);
+			snprintf(graphs, sizeof(graphs),
+				 "; %llu of them kernel nodes of %llu graph launches (%llu graph launches timed: %.1f ms)",
+				 (unsigned long long)nr_graph_kernels, (unsigned long long)nr_graph_launches,
+				 (unsigned long long)graph_timed, (double)graph_gpu_ns / 1e6);
 		pr_info("launches: %llu, %llu instrumented (%.1f %%)%s%s%s%s", (unsigned long long)nr_launches,
 			(unsigned long long)nr_instr, 100.0 * (double)nr_instr / (double)nr_launches,
 			nr_instr < nr_launches ? ", the rest seen host-side only (SASS)" : "", graphs, gpu,
@@ -1224,6 +1260,7 @@ int gx_devrt_start(const struct gx_policy_desc *d, const char *const *tags, size
 		gx_attach_env->lock_register(&rt_lock, 15);
 	unsigned mask = GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE) |
 			GX_EV_MASK(GX_EV_GRAPH_LAUNCH) | GX_EV_MASK(GX_EV_GRAPH_EXEC_DESTROY) |
+			GX_EV_MASK(GX_EV_GRAPH_LAUNCH_PRE) |
 			GX_EV_MASK(GX_EV_CTX_DESTROY) | GX_EV_MASK(GX_EV_MODULE_UNLOAD);
 	if (gx_lt_every())
 		mask |= GX_EV_MASK(GX_EV_LAUNCH_DONE) | (lt_done_all() ? 0 : GX_EV_F_DONE_ASKED);
@@ -1273,6 +1310,8 @@ void gx_attach_stats(struct gx_stats_file *f)
 		struct ctxst *st = &ctxs[i];
 		f->sampled_gpu_ns += st->lt.gpu_ns;
 		f->sampled_gpu_ns_instr += st->lt.gpu_ns_instr;
+		f->graph_timed_launches += st->lt.graph_timed;
+		f->graph_gpu_ns += st->lt.graph_gpu_ns;
 		if (st->failed)
 			continue;
 		for (unsigned p = 0; p < nr_pols; p++)
@@ -1282,6 +1321,8 @@ void gx_attach_stats(struct gx_stats_file *f)
 									 __ATOMIC_RELAXED);
 	}
 	f->sampled_gpu_ns += gone_gpu_ns;
+	f->graph_timed_launches += gone_graph_timed;
+	f->graph_gpu_ns += gone_graph_gpu_ns;
 	f->sampled_gpu_ns_instr += gone_gpu_ns_instr;
 	f->ring_drops += gone_drops;
 	/* the most launched kernels: a selection over the (few hundred) kernels */
@@ -1298,6 +1339,7 @@ void gx_attach_stats(struct gx_stats_file *f)
 		}
 		while (at_k > 0 && f->kernels[at_k - 1].launches < k->launches) {
 			f->kernels[at_k] = f->kernels[at_k - 1];
+			f->kernel_ids[at_k] = f->kernel_ids[at_k - 1];
 			at_k--;
 		}
 		struct gx_stats_kernel *o = &f->kernels[at_k];
@@ -1305,6 +1347,7 @@ void gx_attach_stats(struct gx_stats_file *f)
 		snprintf(o->name, sizeof(o->name), "%s", k->name ? k->name : "?");
 		o->launches = k->launches;
 		o->graph_launches = k->graph_launches;
+		f->kernel_ids[at_k] = k->kid;
 	}
 	f->nr_kernels = n;
 	pthread_mutex_unlock(&rt_lock);

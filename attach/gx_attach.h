@@ -105,6 +105,9 @@ struct gx_policy_desc {
 int gx_pdesc_set_knobs(struct gx_policy_desc *d, const char *knobs, char *err, size_t en);
 /* Read variable `name` of d's initial data (size bytes, little endian). */
 int gx_pdesc_get_var(const struct gx_policy_desc *d, const char *name, void *out, size_t size);
+/* A binding's sample (gx_ptx_rewrite_opts.bind_samples): d's GX_MEM_SAMPLE_VAR for a
+ * GDEV_HOOK_MEM program, else 0 (every access). */
+unsigned gx_pdesc_mem_sample(const struct gx_policy_desc *d, unsigned hook);
 
 uint64_t gx_pcache_hash(const void *buf, size_t len);
 /* The cache key of an object: its hash, changed by the JIT's A/B switches
@@ -183,6 +186,7 @@ struct gx_policy_set {
 	char *ptx;
 	size_t ptx_len;
 	struct gx_hook_binding *binds; /* point into the descriptions' progs */
+	unsigned *samples;             /* per binding: gx_pdesc_mem_sample() */
 	size_t nr_binds;
 	unsigned hooks;
 };

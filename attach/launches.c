@@ -20,7 +20,9 @@
  * per kernel every GX_LT_GAP_NS (gx_lt_sampled); the reports
  * scale each kernel's timed mean to all its launches. Pairs are pooled per
  * context (at most GX_LT_MAX in flight; beyond that launches go untimed and
- * are counted). Everything here runs under the device runtime's lock. */
+ * are counted). Graph launches get a pair around the whole cuGraphLaunch,
+ * sampled per exec the same way (devrt.c): GX_TEV_GLTIME records. Everything
+ * here runs under the device runtime's lock. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -145,7 +147,7 @@ void gx_lt_abandon(struct gx_lt *lt, int s)
 		slot_put(lt, s);
 }
 
-bool gx_lt_end(struct gx_lt *lt, int s, CUstream stream, uint32_t seq, bool instr)
+static bool lt_end(struct gx_lt *lt, int s, CUstream stream, uint32_t seq, bool instr, uint64_t graph)
 {
 	if (s < 0 || (unsigned)s >= lt->nr_slots)
 		return false;
@@ -155,6 +157,7 @@ bool gx_lt_end(struct gx_lt *lt, int s, CUstream stream, uint32_t seq, bool inst
 	}
 	lt->slot[s].seq = seq;
 	lt->slot[s].instr = instr;
+	lt->slot[s].graph = graph;
 	lt->slot[s].next = -1;
 	/* in flight, in launch order */
 	if (lt->nr_busy)
@@ -164,6 +167,16 @@ bool gx_lt_end(struct gx_lt *lt, int s, CUstream stream, uint32_t seq, bool inst
 	lt->busy_tail = s;
 	lt->nr_busy++;
 	return true;
+}
+
+bool gx_lt_end(struct gx_lt *lt, int s, CUstream stream, uint32_t seq, bool instr)
+{
+	return lt_end(lt, s, stream, seq, instr, 0);
+}
+
+bool gx_lt_end_graph(struct gx_lt *lt, int s, CUstream stream, uint64_t gen)
+{
+	return lt_end(lt, s, stream, 0, false, gen ? gen : 1);
 }
 
 unsigned gx_lt_harvest(struct gx_lt *lt, unsigned ctx, struct gx_buf *out, unsigned max)
@@ -180,8 +193,18 @@ unsigned gx_lt_harvest(struct gx_lt *lt, unsigned ctx, struct gx_buf *out, unsig
 			continue;
 		}
 		float ms0 = 0, ms = 0;
-		if (q == CUDA_SUCCESS && CU(cuEventElapsedTime)(&ms0, lt->ref, sl->start) == CUDA_SUCCESS &&
+		if (q == CUDA_SUCCESS && sl->graph && CU(cuEventElapsedTime)(&ms0, lt->ref, sl->start) == CUDA_SUCCESS &&
 		    CU(cuEventElapsedTime)(&ms, sl->start, sl->end) == CUDA_SUCCESS) {
+			struct gx_tev_gltime r = { .h.type = GX_TEV_GLTIME, .h.len = sizeof(r), .ctx = ctx,
+						   .exec = sl->graph,
+						   .start_ns = lt->ref_ns + (uint64_t)((double)ms0 * 1e6),
+						   .gpu_ns = (uint64_t)((double)ms * 1e6) };
+			gx_buf_append(out, &r, sizeof(r));
+			lt->graph_timed++;
+			lt->graph_gpu_ns += r.gpu_ns;
+			n++;
+		} else if (q == CUDA_SUCCESS && CU(cuEventElapsedTime)(&ms0, lt->ref, sl->start) == CUDA_SUCCESS &&
+			   CU(cuEventElapsedTime)(&ms, sl->start, sl->end) == CUDA_SUCCESS) {
 			struct gx_tev_ltime r = { .h.type = GX_TEV_LTIME, .h.len = sizeof(r), .ctx = ctx,
 						  .seq = sl->seq,
 						  .start_ns = lt->ref_ns + (uint64_t)((double)ms0 * 1e6),

@@ -380,6 +380,14 @@ int gx_pdesc_set_knobs(struct gx_policy_desc *d, const char *knobs, char *err, s
 	return 0;
 }
 
+unsigned gx_pdesc_mem_sample(const struct gx_policy_desc *d, unsigned hook)
+{
+	uint32_t n = 0;
+	if (!(hook & GDEV_HOOK_MEM) || gx_pdesc_get_var(d, GX_MEM_SAMPLE_VAR, &n, sizeof(n)))
+		return 0;
+	return n;
+}
+
 int gx_pdesc_get_var(const struct gx_policy_desc *d, const char *name, void *out, size_t size)
 {
 	const struct gx_pol_var *v = find_var(d, name, strlen(name));

@@ -257,10 +257,13 @@ int gx_pset_join(const struct gx_policy_desc *d, size_t n, struct gx_policy_set 
 		gx_buf_puts(&b, "\n");
 	}
 	out->binds = calloc(nb ? nb : 1, sizeof(*out->binds));
-	if (b.failed || !out->binds) {
+	out->samples = calloc(nb ? nb : 1, sizeof(*out->samples));
+	if (b.failed || !out->binds || !out->samples) {
 		gx_buf_free(&b);
 		free(out->binds);
+		free(out->samples);
 		out->binds = NULL;
+		out->samples = NULL;
 		return gx_err(-ENOMEM);
 	}
 	for (size_t k = 0; k < n; k++)
@@ -268,6 +271,7 @@ int gx_pset_join(const struct gx_policy_desc *d, size_t n, struct gx_policy_set 
 			const struct gx_pol_prog *p = &d[k].progs[i];
 			out->binds[out->nr_binds++] = (struct gx_hook_binding){ p->hook, p->glob[0] ? p->glob : NULL,
 										  p->func };
+			out->samples[out->nr_binds - 1] = gx_pdesc_mem_sample(&d[k], p->hook);
 			out->hooks |= p->hook;
 		}
 	out->ptx = gx_buf_steal(&b, &out->ptx_len);
@@ -280,5 +284,6 @@ void gx_pset_free(struct gx_policy_set *s)
 		return;
 	free(s->ptx);
 	free(s->binds);
+	free(s->samples);
 	memset(s, 0, sizeof(*s));
 }

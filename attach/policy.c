@@ -356,6 +356,7 @@ void gx_attach_rewrite_opts(const struct gx_attach_host *host, struct gx_ptx_rew
 	opts->policy_ptx = list.set.ptx;
 	opts->policy_len = list.set.ptx_len;
 	opts->bindings = list.set.binds;
+	opts->bind_samples = list.set.samples;
 	opts->nr_bindings = list.set.nr_binds;
 }
 
@@ -451,6 +452,7 @@ void gx_attach_live_opts(struct gx_ptx_rewrite_opts *opts)
 	opts->policy_ptx = l->set.ptx;
 	opts->policy_len = l->set.ptx_len;
 	opts->bindings = l->set.binds;
+	opts->bind_samples = l->set.samples;
 	opts->nr_bindings = l->set.nr_binds;
 }
 

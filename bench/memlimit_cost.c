@@ -1,9 +1,14 @@
 /* memlimit_cost — what the shim adds to the allocation path (docs/limits.md):
- * ns per cuMemAlloc + cuMemFree pair (SIZE bytes, default 1 MiB) and per
- * cuMemGetInfo, over N rounds (default 20000), after a warm-up. Run it
- * natively, under gpuext-run without a tenant, and under gpuext-run --tenant
- * with --mem-limit; tests/gpu/limits.sh prints the three side by side.
- *   memlimit_cost [N] [SIZE]  ->  RESULT alloc_free_ns=X getinfo_ns=Y */
+ * ns per cuMemAlloc + cuMemFree pair (SIZE bytes, default 1 MiB), per
+ * cuMemGetInfo, per cuMemAllocAsync + cuMemFreeAsync pair on the device's
+ * pool (kept cached, as PyTorch's cudaMallocAsync backend does; the pool
+ * path reads the pool's size) and per cuGraphLaunch of an empty graph (the
+ * launch path a share gates), over N rounds (default 20000), after a
+ * warm-up. Run it natively, under gpuext-run without a tenant, and under
+ * gpuext-run --tenant with --mem-limit; tests/gpu/limits.sh and
+ * tests/gpu/limits2.sh print them side by side.
+ *   memlimit_cost [N] [SIZE]  ->  RESULT alloc_free_ns=X getinfo_ns=Y
+ *                                 async_free_ns=Z graph_launch_ns=W total=T */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +44,41 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		cuMemGetInfo(&f, &t);
 	double t2 = now_ns();
-	printf("RESULT alloc_free_ns=%.0f getinfo_ns=%.0f total=%zu\n", (t1 - t0) / n, (t2 - t1) / n, t);
+	CUstream s;
+	CUmemoryPool pool;
+	cuuint64_t keep = ~0ull;
+	if (cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) || cuDeviceGetMemPool(&pool, d) ||
+	    cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep))
+		return 1;
+	double ta = 0;
+	for (int i = 0; i < n + 1000; i++) {
+		if (i == 1000)
+			ta = now_ns();
+		if (cuMemAllocAsync(&p, sz, s) || cuMemFreeAsync(p, s))
+			return 1;
+		if (i % 1000 == 999)
+			cuStreamSynchronize(s);
+	}
+	cuStreamSynchronize(s);
+	double t3 = now_ns();
+	cuMemPoolTrimTo(pool, 0);
+	CUgraph g;
+	CUgraphNode node;
+	CUgraphExec ge;
+	if (cuGraphCreate(&g, 0) || cuGraphAddEmptyNode(&node, g, NULL, 0) || cuGraphInstantiate(&ge, g, 0))
+		return 1;
+	double t4 = 0;
+	for (int i = 0; i < n + 1000; i++) {
+		if (i == 1000)
+			t4 = now_ns();
+		if (cuGraphLaunch(ge, s))
+			return 1;
+		if (i % 1000 == 999)
+			cuStreamSynchronize(s);
+	}
+	cuStreamSynchronize(s);
+	double t5 = now_ns();
+	printf("RESULT alloc_free_ns=%.0f getinfo_ns=%.0f async_free_ns=%.0f graph_launch_ns=%.0f total=%zu\n",
+	       (t1 - t0) / n, (t2 - t1) / n, (t3 - ta) / n, (t5 - t4) / n, t);
 	return 0;
 }

@@ -10,6 +10,9 @@
 //   tenants --role be --streams 4 --iters N          compute kernels filling the GPU,
 //                                                    at most --depth in flight per
 //                                                    stream (the program's own bound)
+//   tenants --role be ... --graph G                  the same kernels as CUDA graphs of G
+//                                                    kernels each, one graph launch per
+//                                                    step (kernels counts G per graph)
 //   tenants --role calib --be-us U                   iterations for a BE kernel of U µs
 //                                                    alone: "CALIB iters=N us=X"
 // Common: --secs S (measured), --warm W (first W seconds not counted),
@@ -56,7 +59,7 @@ struct opts {
 	const char *role = "lc", *barrier = NULL, *lat_file = NULL;
 	double secs = 10, warm = 1;
 	int period_us = 10000, streams = 4, depth = 8, iters = 20000, lc_iters = 200, lc_blocks = 8;
-	int be_blocks_per_sm = 8, be_us = 100;
+	int be_blocks_per_sm = 8, be_us = 100, graph = 0;
 };
 
 /* Ready, then wait for the go file; returns the start (CLOCK_REALTIME). */
@@ -150,6 +153,18 @@ static void be(const opts &o, float *out, int blocks)
 		CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 	work<<<blocks, 256, 0, s[0]>>>(out, 100);
 	CK(cudaStreamSynchronize(s[0]));
+	int per = o.graph > 0 ? std::min(o.graph, 64) : 1;
+	cudaGraphExec_t ge[16];
+	for (int i = 0; o.graph > 0 && i < ns; i++) { // one graph of `per` kernels per stream
+		cudaGraph_t g;
+		CK(cudaStreamBeginCapture(s[i], cudaStreamCaptureModeThreadLocal));
+		for (int j = 0; j < per; j++)
+			work<<<blocks, 256, 0, s[i]>>>(out, o.iters);
+		CK(cudaStreamEndCapture(s[i], &g));
+		CK(cudaGraphInstantiate(&ge[i], g, 0));
+		CK(cudaGraphLaunch(ge[i], s[i])); // warm: the first launch uploads it
+		CK(cudaStreamSynchronize(s[i]));
+	}
 	double start = barrier(o), end = start + o.secs, from = start + o.warm;
 	long kernels = 0;
 	for (long k = 0;; k++) {
@@ -158,11 +173,14 @@ static void be(const opts &o, float *out, int blocks)
 			CK(cudaEventSynchronize(ev[slot])); // the program's own bound on its queue
 			double t = now_s(CLOCK_REALTIME);
 			if (t >= from && t < end)
-				kernels++;
+				kernels += per;
 			if (t >= end)
 				break;
 		}
-		work<<<blocks, 256, 0, s[st]>>>(out, o.iters);
+		if (o.graph > 0)
+			CK(cudaGraphLaunch(ge[st], s[st]));
+		else
+			work<<<blocks, 256, 0, s[st]>>>(out, o.iters);
 		CK(cudaGetLastError());
 		CK(cudaEventRecord(ev[slot], s[st]));
 		used[slot] = 1;
@@ -219,6 +237,7 @@ int main(int argc, char **argv)
 		OPT("--lc-blocks", lc_blocks, atoi)
 		OPT("--be-us", be_us, atoi)
 		OPT("--blocks-per-sm", be_blocks_per_sm, atoi)
+		OPT("--graph", graph, atoi)
 #undef OPT
 		fprintf(stderr, "tenants: unknown argument %s\n", a);
 		return 2;

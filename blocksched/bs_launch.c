@@ -82,8 +82,10 @@ struct pfunc {
 		CUevent ev[2]; /* around the launch: before the driver's call, after it */
 		CUstream s;
 		int arm;
-		int state; /* 0 free, 1 started, 2 ended (its end event recorded) */
+		unsigned gen; /* the guard_gen it was taken for */
+		int state;    /* 0 free, 1 started, 2 ended (its end event recorded) */
 	} tp[4];
+	unsigned guard_gen; /* bumped when the guard starts over on a new grid */
 	UT_hash_handle hh;
 };
 
@@ -176,7 +178,8 @@ static void read_policy_locked(void)
 	guard_on = bs_host->policy_var(tag, GX_BS_VAR_GUARD, &v, sizeof(v)) == 0 && v;
 	pr_info("blocksched: policy %s schedules kernels matching '%s' (%s, %u claims per worker%s)", tag, glob,
 		mode == GX_WORK_STATIC ? "static" : "claim", chunks_per_worker,
-		guard_on ? ", each kernel kept as it is unless its copy is timed faster" : "");
+		guard_on ? ", each kernel kept as it is unless its copy is timed faster"
+			 : "; unguarded (gx_sched_guard=0): copies run even where they are slower");
 }
 
 const char *gx_bs_policy_tag(void)
@@ -444,6 +447,35 @@ static struct pfunc *find_locked(const struct pfunc_key *key)
 	return pf;
 }
 
+/* The guard's events, one log line each (gpuext sched shows them). */
+static void guard_said(const struct gx_bs_guard *g, const char *name, int ev)
+{
+	static const char *const arm_name[GX_BS_ARMS] = { "the original", "its copy", "its static copy" };
+	if (ev == GX_BS_EV_SETTLED) {
+		char st[64] = "";
+		if (g->arms > GX_BS_STATIC)
+			snprintf(st, sizeof(st), ", its static copy %.3f ms", (double)g->med[GX_BS_STATIC]);
+		bs_log_decision(name,
+				"guard: its copy %.3f ms%s, as it is %.3f ms (medians of up to %d launches each%s): %s; "
+				"exploring took %u launches, the timed copies %+.3f ms against the original",
+				(double)g->med[GX_BS_COPY], st, (double)g->med[GX_BS_ORIG], GX_BS_GUARD_SAMPLES,
+				g->out ? ", a copy far slower dropped early" : "",
+				g->choice == GX_BS_COPY     ? "runs the copy"
+				: g->choice == GX_BS_STATIC ? "runs the static copy"
+							    : "runs unchanged",
+				g->explore_launches, (double)g->explore_extra_ms);
+	} else if (ev == GX_BS_EV_GAVE_UP) {
+		bs_log_decision(name,
+				"guard: gives up %s: %.3f ms against the original's %.3f ms (medians of its last "
+				"launches): runs unchanged (%u time%s)",
+				arm_name[g->last_choice > 0 ? g->last_choice : 1], (double)g->now[0], (double)g->now[1],
+				g->gave_up, g->gave_up == 1 ? "" : "s");
+	} else if (ev == GX_BS_EV_SHIFTED) {
+		bs_log_decision(name, "guard: %s now takes %.3f ms, %.3f ms after it was chosen: explores again",
+				arm_name[g->last_choice >= 0 ? g->last_choice : 0], (double)g->now[0], (double)g->base);
+	}
+}
+
 /* Feed the finished pairs to the guard (never waits). */
 static void guard_harvest_locked(struct pfunc *pf, const char *name)
 {
@@ -457,22 +489,14 @@ static void guard_harvest_locked(struct pfunc *pf, const char *name)
 		if (q != CUDA_SUCCESS || CU(cuEventElapsedTime)(&ms, pf->tp[i].ev[0], pf->tp[i].ev[1]) != CUDA_SUCCESS)
 			ms = -1;
 		pf->tp[i].state = 0;
-		if (!gx_bs_guard_sample(&pf->guard, pf->tp[i].arm, ms))
-			continue;
-		const struct gx_bs_guard *g = &pf->guard;
-		char st[64] = "";
-		if (g->arms > GX_BS_STATIC)
-			snprintf(st, sizeof(st), ", its static copy %.3f ms", (double)g->med[GX_BS_STATIC]);
-		bs_log_decision(name, "guard: its copy %.3f ms%s, as it is %.3f ms (medians of %d launches each): %s",
-				(double)g->med[GX_BS_COPY], st, (double)g->med[GX_BS_ORIG], GX_BS_GUARD_SAMPLES,
-				g->choice == GX_BS_COPY     ? "runs the copy"
-				: g->choice == GX_BS_STATIC ? "runs the static copy"
-							    : "runs unchanged");
+		if (pf->tp[i].gen == pf->guard_gen)
+			guard_said(&pf->guard, name, gx_bs_guard_sample(&pf->guard, pf->tp[i].arm, ms));
 	}
 }
 
-/* This launch of pf (units blocks on stream s, `arms` arms): its arm; an
- * exploring launch gets a timing pair when the stream can take events. */
+/* This launch of pf (units blocks on stream s, `arms` arms): its arm; a
+ * launch the guard wants timed gets a timing pair when the stream can take
+ * events (else the guard hears that no timing comes). */
 static int guard_pick_locked(struct pfunc *pf, const char *name, unsigned long long units, unsigned arms,
 			     CUstream s, bool can_time)
 {
@@ -482,11 +506,12 @@ static int guard_pick_locked(struct pfunc *pf, const char *name, unsigned long l
 		gx_bs_guard_init(&pf->guard, arms); /* a new grid: its own decision */
 		pf->guard_units = units;
 		pf->guard_arms = arms;
+		pf->guard_gen++; /* pairs in flight belong to the old one */
 	}
-	int arm = gx_bs_guard_next(&pf->guard);
-	if (pf->guard.choice >= 0 || !can_time)
+	int timed = 0, arm = gx_bs_guard_next(&pf->guard, &timed);
+	if (!timed)
 		return arm;
-	for (int i = 0; i < (int)(sizeof(pf->tp) / sizeof(pf->tp[0])); i++) {
+	for (int i = 0; can_time && i < (int)(sizeof(pf->tp) / sizeof(pf->tp[0])); i++) {
 		if (pf->tp[i].state)
 			continue;
 		bool ok = true;
@@ -496,11 +521,13 @@ static int guard_pick_locked(struct pfunc *pf, const char *name, unsigned long l
 			break;
 		pf->tp[i].s = s;
 		pf->tp[i].arm = arm;
+		pf->tp[i].gen = pf->guard_gen;
 		pf->tp[i].state = 1;
 		tl_tp.key = pf->key;
 		tl_tp.i = i;
-		break;
+		return arm;
 	}
+	gx_bs_guard_sample(&pf->guard, arm, -1); /* no pair: no timing */
 	return arm;
 }
 
@@ -511,9 +538,12 @@ static void guard_launched(void)
 		return;
 	pthread_mutex_lock(&bs_lock);
 	struct pfunc *pf = find_locked(&tl_tp.key);
-	if (pf && pf->tp[tl_tp.i].state == 1)
+	if (pf && pf->tp[tl_tp.i].state == 1) {
 		pf->tp[tl_tp.i].state =
 			CU(cuEventRecord)(pf->tp[tl_tp.i].ev[1], pf->tp[tl_tp.i].s) == CUDA_SUCCESS ? 2 : 0;
+		if (!pf->tp[tl_tp.i].state && pf->tp[tl_tp.i].gen == pf->guard_gen)
+			gx_bs_guard_sample(&pf->guard, pf->tp[tl_tp.i].arm, -1);
+	}
 	tl_tp.i = -1;
 	pthread_mutex_unlock(&bs_lock);
 }
@@ -524,8 +554,11 @@ static void guard_abandon_locked(void)
 	if (tl_tp.i < 0)
 		return;
 	struct pfunc *pf = find_locked(&tl_tp.key);
-	if (pf && pf->tp[tl_tp.i].state == 1)
+	if (pf && pf->tp[tl_tp.i].state == 1) {
 		pf->tp[tl_tp.i].state = 0;
+		if (pf->tp[tl_tp.i].gen == pf->guard_gen)
+			gx_bs_guard_sample(&pf->guard, pf->tp[tl_tp.i].arm, -1);
+	}
 	tl_tp.i = -1;
 }
 
@@ -706,9 +739,12 @@ static CUresult on_launch(struct gx_event *ev)
 	t->params[k->nparams - 1] = &t->desc;
 
 	if (announce)
-		bs_log_decision(k->name, "launched as %s, %llu workers (%d per SM x %d SMs, capped at %llu blocks), %s%s",
+		bs_log_decision(k->name, "launched as %s, %llu workers (%d per SM x %d SMs, capped at %llu blocks), %s%s%s",
 				lname, workers, aocc, sm_count[dev], units, am == GX_WORK_STATIC ? "static" : "claim",
-				am == GX_WORK_STATIC ? "" : k->unit_bar ? ", unit barrier" : ", no unit barrier");
+				am == GX_WORK_STATIC ? "" : k->unit_bar ? ", unit barrier" : ", no unit barrier",
+				!tag[0] ? ""
+				: guard ? ", guarded (timed against the original)"
+					: ", UNGUARDED (gx_sched_guard=0: the copy runs even where it is slower)");
 	__atomic_fetch_add(am == GX_WORK_STATIC ? &n_static : &n_claim, 1, __ATOMIC_RELAXED);
 	l->func = lf;
 	l->is_kernel = 0;

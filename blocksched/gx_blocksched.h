@@ -54,32 +54,81 @@ int gx_bs_parse_spec(const char *spec, char *obj, size_t on, char *knobs, size_t
 
 /* ---- the guard's decision (bs_guard.c; no driver calls) ----
  * Per kernel and grid, over two or three arms — the original (GX_BS_ORIG),
- * the policy's claiming copy (GX_BS_COPY) and, where the module has one,
- * the static-only copy (GX_BS_STATIC): explore — each launch runs the arm
- * with the fewest timed launches, copies first, until each has
- * GX_BS_GUARD_SAMPLES — then run the copy whose median is lowest, if it is
- * at least GX_BS_GUARD_MARGIN_PCT % below the original's, else the
- * original; explore again after GX_BS_GUARD_RECHECK launches. An
- * exploration that gets no timings within GX_BS_GUARD_EXPLORE launches (a
- * stream being captured, events failing) settles on the original. */
+ * the policy's copy (GX_BS_COPY) and, where the module has one, the
+ * static-only copy (GX_BS_STATIC):
+ *  - explore: each launch runs the arm with the fewest timings (issued or
+ *    in), copies first; an arm's first launch of an exploration is not
+ *    timed (lazy loading, the adaptive policy's unordered first launch); a
+ *    copy whose first GX_BS_GUARD_DROP_N timings are all more than
+ *    GX_BS_GUARD_DROP_PCT % above every timing of the original is dropped
+ *    at once; when every arm left has GX_BS_GUARD_SAMPLES, the copy whose
+ *    median is lowest runs if it is at least GX_BS_GUARD_MARGIN_PCT % below
+ *    the original's, else the original;
+ *  - settled, the chosen arm is judged on its own launches after the
+ *    exploration: the first GX_BS_GUARD_SAMPLES are timed, then one in
+ *    GX_BS_GUARD_MONITOR; on a copy, the original runs (timed) one launch in
+ *    GX_BS_GUARD_PROBE. The copy is given up (the original runs) as soon as
+ *    the median of its last timings is more than GX_BS_GUARD_MARGIN_PCT %
+ *    above the original's; when the chosen arm's recent median moves more
+ *    than GX_BS_GUARD_DRIFT_PCT % from its median over its first
+ *    GX_BS_GUARD_SAMPLES launches after the choice (the workload shifted)
+ *    it explores again; and in any case after
+ *    GX_BS_GUARD_RECHECK launches, doubled (up to GX_BS_GUARD_RECHECK_MAX)
+ *    each time an exploration confirms the last choice.
+ * An exploration that gets no timings within GX_BS_GUARD_EXPLORE launches
+ * (a stream being captured, events failing) settles on the original. */
 #define GX_BS_GUARD_SAMPLES 5
 #define GX_BS_GUARD_MARGIN_PCT 1
+#define GX_BS_GUARD_DROP_N 2
+#define GX_BS_GUARD_DROP_PCT 5
 #define GX_BS_GUARD_EXPLORE 64
+#define GX_BS_GUARD_MONITOR 16
+#define GX_BS_GUARD_PROBE 256
+#define GX_BS_GUARD_DRIFT_PCT 10
 #define GX_BS_GUARD_RECHECK 4096
+#define GX_BS_GUARD_RECHECK_MAX 65536
 enum { GX_BS_ORIG = 0, GX_BS_COPY = 1, GX_BS_STATIC = 2, GX_BS_ARMS = 3 };
+/* What a timing did (gx_bs_guard_sample). */
+enum {
+	GX_BS_EV_NONE = 0,
+	GX_BS_EV_SETTLED, /* an exploration ended: choice, med[], the exploration's cost */
+	GX_BS_EV_GAVE_UP, /* the chosen copy was timed slower than the original: the original runs */
+	GX_BS_EV_SHIFTED, /* the chosen arm's time moved: exploring again */
+};
 struct gx_bs_guard {
+	/* exploring: each arm's timings; settled: the chosen arm's timings
+	 * since (a ring) and, on a copy, the original's (its exploration's,
+	 * then its probes) */
 	float ms[GX_BS_ARMS][GX_BS_GUARD_SAMPLES];
-	unsigned n[GX_BS_ARMS];           /* timings so far */
+	unsigned n[GX_BS_ARMS];           /* timings in ms[] */
+	unsigned ring[GX_BS_ARMS];        /* settled: next slot of ms[] to overwrite */
+	unsigned pend[GX_BS_ARMS];        /* timed launches whose timing has not come */
 	unsigned arms;                    /* 2 (no static copy) or 3 */
 	unsigned issued;                  /* launches in this exploration */
+	unsigned warm;                    /* 1 << arm: launched once in this exploration */
+	unsigned out;                     /* 1 << arm: dropped from this exploration */
 	int choice;                       /* -1 exploring, else the arm */
+	int last_choice;                  /* the previous exploration's (-1: none) */
 	unsigned long long since;         /* launches since the choice */
+	unsigned long long recheck;       /* launches after which to explore again */
 	float med[GX_BS_ARMS];            /* the medians the choice was made on */
+	float now[2];                     /* settled: the last medians judged (the arm's, the original's) */
+	float base;                       /* settled: the arm's median over its first launches after the
+					   * choice, the reference of a shift (0: not yet) */
+	/* what exploring cost: launches, and the timed copies' time beyond the
+	 * original's median (ms; negative when they were faster) — this
+	 * exploration's and all of them */
+	unsigned explore_launches;
+	float explore_extra_ms;
+	unsigned explorations, gave_up, shifted;
+	unsigned long long explore_launches_all;
+	double explore_extra_ms_all;
 };
 void gx_bs_guard_init(struct gx_bs_guard *g, unsigned arms);
-/* This launch's arm. */
-int gx_bs_guard_next(struct gx_bs_guard *g);
-/* A timed launch of one arm; 1 when it settled the choice. */
+/* This launch's arm; *timed: time it and give the timing to
+ * gx_bs_guard_sample (or -1 there if it cannot be timed). */
+int gx_bs_guard_next(struct gx_bs_guard *g, int *timed);
+/* A timed launch of one arm (ms < 0: its timing failed); a GX_BS_EV_*. */
 int gx_bs_guard_sample(struct gx_bs_guard *g, int arm, float ms);
 
 /* ---- in a process ---- */

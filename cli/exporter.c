@@ -44,6 +44,7 @@
 #include "common/gx_util.h"
 #include "devbpf/gx_bpf.h"
 #include "gpuext/gpu_ext.h"
+#include "gpuext/gx_hooks.h"
 #include "gpuext/gx_stats.h"
 #include "tenant/gx_tenant.h"
 
@@ -117,6 +118,7 @@ struct mlabel {
 	char name[32];
 	unsigned off, size; /* bytes of the key (size 0: the shard index / div) */
 	unsigned div;
+	bool kernel; /* a u64 kernel id, shown as the kernel's name (top_kernels, the rest "other") */
 };
 struct metric {
 	char name[96], help[160], map[64];
@@ -179,6 +181,15 @@ static bool valid_name(const char *s)
  *          [label=NAME:key@OFF:u32|u64|u8 ...] [label=NAME:shard/DIV]
  *          [multiplier=X] [buckets=N] [help="..."]
  * '#' starts a comment. */
+/* Has m a kernel label other than l? */
+static bool m_has_kernel(const struct metric *m, const struct mlabel *l)
+{
+	for (unsigned i = 0; i < m->nr_labels; i++)
+		if (m->labels[i].kernel && &m->labels[i] != l)
+			return true;
+	return false;
+}
+
 static int load_config(const char *file)
 {
 	FILE *f = fopen(file, "re");
@@ -273,8 +284,11 @@ static int load_config(const char *file)
 				snprintf(l->name, sizeof(l->name), "%s", lname);
 				l->off = off;
 				l->size = !strcmp(ty, "u8") ? 1 : !strcmp(ty, "u32") ? 4 : 8;
-				if (strcmp(ty, "u8") && strcmp(ty, "u32") && strcmp(ty, "u64"))
-					err = conf_err(file, ln, "label=NAME:key@OFF:u8|u32|u64");
+				l->kernel = !strcmp(ty, "kernel");
+				if (strcmp(ty, "u8") && strcmp(ty, "u32") && strcmp(ty, "u64") && !l->kernel)
+					err = conf_err(file, ln, "label=NAME:key@OFF:u8|u32|u64|kernel");
+				else if (l->kernel && (m->type == M_HISTOGRAM || m_has_kernel(m, l)))
+					err = conf_err(file, ln, "one kernel label, counters and gauges only");
 			} else {
 				char b[160];
 				snprintf(b, sizeof(b), "unknown or malformed '%.100s'", a);
@@ -354,13 +368,15 @@ static int read_stats(const char *dir, const char *name, struct proc *out)
 	const struct gx_stats_file *s = (const void *)buf;
 	char *end;
 	unsigned long pid = strtoul(name, &end, 10);
-	if (len < sizeof(*s) || s->magic != GX_STATS_MAGIC || s->version != GX_STATS_VERSION || s->size < sizeof(*s) ||
-	    s->size > len || s->pid != pid || strcmp(end, GX_STATS_SUFFIX)) {
+	if (len < GX_STATS_SIZE_MIN || s->magic != GX_STATS_MAGIC || s->version != GX_STATS_VERSION ||
+	    s->size < GX_STATS_SIZE_MIN || s->size > len || s->pid != pid || strcmp(end, GX_STATS_SUFFIX)) {
 		free(buf);
 		files_skipped++;
 		return -1;
 	}
-	memcpy(&out->s, s, sizeof(*s));
+	/* a shorter (older) file: the fields it lacks are zero */
+	memset(&out->s, 0, sizeof(out->s));
+	memcpy(&out->s, s, s->size < sizeof(*s) ? s->size : sizeof(*s));
 	free(buf);
 	/* gone, or the pid names another process now: no series */
 	uint64_t st = gx_proc_start_time(out->s.pid);
@@ -462,6 +478,12 @@ static void emit_processes(struct out *o)
 	proc_counter(o, "gpuext_process_graph_kernel_launches_total",
 		     "Kernel nodes run by graph launches (included in gpuext_process_launches_total)",
 		     offsetof(struct gx_stats_file, graph_kernel_launches), true, 1);
+	proc_counter(o, "gpuext_process_graph_timed_launches_total",
+		     "Graph launches timed whole (the same sample as launches, per exec)",
+		     offsetof(struct gx_stats_file, graph_timed_launches), true, 1);
+	proc_counter(o, "gpuext_process_sampled_graph_gpu_seconds_total",
+		     "GPU time of the timed graph launches (start to end of each graph on its stream)",
+		     offsetof(struct gx_stats_file, graph_gpu_ns), true, 1e-9);
 	proc_counter(o, "gpuext_process_sampled_gpu_seconds_total", "GPU time of the timed (sampled) launches",
 		     offsetof(struct gx_stats_file, sampled_gpu_ns), true, 1e-9);
 	proc_counter(o, "gpuext_process_sampled_gpu_instrumented_seconds_total",
@@ -816,10 +838,78 @@ static bool map_matches(const char *file, const char *want, uint32_t *pid)
 	return true;
 }
 
+/* ---- kernel labels: a u64 kernel id as its name ---- */
+
+/* The name of kernel `id` among p's kernels (the top GX_STATS_KERNELS by
+ * launches), escaped into buf; NULL if it is not one of them. */
+static const char *kernel_name(const struct proc *p, uint64_t id, char *buf, size_t n)
+{
+	for (unsigned i = 0; p && id && i < p->s.nr_kernels; i++) {
+		const char *nm = p->s.kernels[i].name;
+		/* older stats files have no ids: the hash of a name not cut short */
+		uint64_t kid = p->s.kernel_ids[i]		 ? p->s.kernel_ids[i]
+			       : strlen(nm) < GX_STATS_KNAME - 1 ? gx_kernel_id(nm)
+								 : 0;
+		if (kid == id)
+			return esc(nm, GX_STATS_KNAME, buf, n);
+	}
+	return NULL;
+}
+
+/* Series of one map file whose labels name kernels: summed per label set,
+ * the top_kernels largest kept, the rest summed under kernel="other". */
 struct sample {
-	char labels[256];
-	double v;
+	char kl[400];	 /* the key labels (",a=\"x\",kernel=\"name\"") */
+	char other[200]; /* the same with kernel="other" */
+	uint64_t v;
 };
+struct samples {
+	struct sample *s;
+	size_t n, cap;
+};
+
+static void sample_add(struct samples *ss, const char *kl, const char *other, uint64_t v)
+{
+	for (size_t i = 0; i < ss->n; i++)
+		if (!strcmp(ss->s[i].kl, kl)) {
+			ss->s[i].v += v;
+			return;
+		}
+	if (ss->n == ss->cap) {
+		size_t cap = ss->cap ? ss->cap * 2 : 64;
+		struct sample *q = realloc(ss->s, cap * sizeof(*q));
+		if (!q)
+			return;
+		ss->s = q, ss->cap = cap;
+	}
+	struct sample *x = &ss->s[ss->n++];
+	snprintf(x->kl, sizeof(x->kl), "%s", kl);
+	snprintf(x->other, sizeof(x->other), "%s", other);
+	x->v = v;
+}
+
+static int cmp_sample(const void *a, const void *b)
+{
+	const struct sample *x = a, *y = b;
+	return x->v != y->v ? (x->v < y->v ? 1 : -1) : strcmp(x->kl, y->kl);
+}
+
+static void samples_emit(struct out *o, const struct metric *m, const char *base, struct samples *ss)
+{
+	qsort(ss->s, ss->n, sizeof(*ss->s), cmp_sample);
+	struct samples rest = { 0 };
+	for (size_t i = 0; i < ss->n; i++) {
+		bool other = !strcmp(ss->s[i].kl, ss->s[i].other);
+		if (!other && i < top_kernels)
+			outf(o, "%s{%s%s} %" PRIu64 "\n", m->name, base, ss->s[i].kl, ss->s[i].v);
+		else
+			sample_add(&rest, ss->s[i].other, ss->s[i].other, ss->s[i].v);
+	}
+	for (size_t i = 0; i < rest.n; i++)
+		outf(o, "%s{%s%s} %" PRIu64 "\n", m->name, base, rest.s[i].kl, rest.s[i].v);
+	free(rest.s);
+	ss->n = 0;
+}
 
 static void emit_map_metric(struct out *o, const struct metric *m)
 {
@@ -867,18 +957,30 @@ static void emit_map_metric(struct out *o, const struct metric *m)
 			unsigned char key[256];
 			uint64_t hist[65] = { 0 };
 			unsigned nkeys = 0;
+			bool by_kernel = m_has_kernel(m, NULL);
+			struct samples ss = { 0 };
 			for (int r = gx_map__next_key(mp, NULL, key); !r && nkeys < 100000;
 			     r = gx_map__next_key(mp, key, key), nkeys++) {
 				uint32_t idx = 0;
 				memcpy(&idx, key, mp->l.key_size < 4 ? mp->l.key_size : 4);
-				/* label values from the key */
-				char kl[200] = "";
-				size_t at = 0;
-				for (unsigned i = 0; i < m->nr_labels; i++)
-					if (!m->labels[i].div && m->labels[i].off + m->labels[i].size <= mp->l.key_size)
-						at += (size_t)snprintf(kl + at, sizeof(kl) - at, ",%s=\"%" PRIu64 "\"",
-								       m->labels[i].name,
-								       rd(key + m->labels[i].off, m->labels[i].size));
+				/* label values from the key (kl; ko: kernel="other") */
+				char kl[400] = "", ko[200] = "";
+				size_t at = 0, ato = 0;
+				for (unsigned i = 0; i < m->nr_labels; i++) {
+					const struct mlabel *ml = &m->labels[i];
+					if (ml->div || ml->off + ml->size > mp->l.key_size)
+						continue;
+					uint64_t v = rd(key + ml->off, ml->size);
+					char num[24], kn[GX_STATS_KNAME * 2 + 4];
+					snprintf(num, sizeof(num), "%" PRIu64, v);
+					const char *val = ml->kernel ? kernel_name(p, v, kn, sizeof(kn)) : num;
+					at += (size_t)snprintf(kl + at, sizeof(kl) - at, ",%s=\"%s\"", ml->name,
+							       val ? val : "other");
+					ato += (size_t)snprintf(ko + ato, sizeof(ko) - ato, ",%s=\"%s\"", ml->name,
+								ml->kernel ? "other" : num);
+					at = at < sizeof(kl) ? at : sizeof(kl) - 1;
+					ato = ato < sizeof(ko) ? ato : sizeof(ko) - 1;
+				}
 				if (m->type == M_HISTOGRAM) {
 					const unsigned char *v = mp->l.type == GX_MAP_HASH
 									 ? gx_map__lookup(mp, key)
@@ -893,7 +995,9 @@ static void emit_map_metric(struct out *o, const struct metric *m)
 				}
 				if (mp->l.type == GX_MAP_HASH) {
 					const unsigned char *v = gx_map__lookup(mp, key);
-					if (v)
+					if (v && by_kernel)
+						sample_add(&ss, kl, ko, rd(v + m->voff, m->vsize));
+					else if (v)
 						outf(o, "%s{%s%s} %" PRIu64 "\n", m->name, base, kl,
 						     rd(v + m->voff, m->vsize));
 					continue;
@@ -921,8 +1025,13 @@ static void emit_map_metric(struct out *o, const struct metric *m)
 				for (unsigned s = 0; s < (sharded ? mp->l.nr_shards : 1); s++)
 					acc += rd((const unsigned char *)gx_map__shard_elem(mp, s, idx) + m->voff,
 						  m->vsize);
-				outf(o, "%s{%s%s} %" PRIu64 "\n", m->name, base, kl, acc);
+				if (by_kernel)
+					sample_add(&ss, kl, ko, acc);
+				else
+					outf(o, "%s{%s%s} %" PRIu64 "\n", m->name, base, kl, acc);
 			}
+			samples_emit(o, m, base, &ss);
+			free(ss.s);
 			if (m->type == M_HISTOGRAM) {
 				uint64_t cum = 0;
 				double sum = 0;

@@ -153,6 +153,9 @@ static void rewrite_usage(FILE *f)
 		   "version as a copy named <prefix>_pw_<kernel> (what the shim loads).\n"
 		   "--regs KERNEL=N[,...]: the registers the driver gave KERNEL; its persistent\n"
 		   "version gets .maxnreg max(32, N rounded up to 8) (what blocksched measures).\n"
+		   "--sample N: mem sites call their handler for 1 warp access in N (a uniform\n"
+		   "test per warp before the election; memtrace's sampling); with --regs, kernels\n"
+		   "with such sites get the same register cap (GX_PTX_MEM_CAP=0: none).\n"
 		   "--persist-static: persistent versions without the claim path (static only).\n"
 		   "--static-copy: with --persistent=copy, each kernel also gets a static-only copy\n"
 		   "<prefix>_ps_<kernel> (what the shim loads under a guarded policy).\n"
@@ -258,7 +261,9 @@ static int load_policy(const char *path, const char *app, size_t app_len,
 		p_err("%s", err);
 		return 1;
 	}
-	struct gx_hook_binding *bd = calloc(d->nr_progs + 1, sizeof(*bd));
+	/* the bindings, then their samples (opts->bind_samples): one block */
+	struct gx_hook_binding *bd = calloc(d->nr_progs + 1, sizeof(*bd) + sizeof(unsigned));
+	unsigned *samples = bd ? (unsigned *)(void *)(bd + d->nr_progs + 1) : NULL;
 	if (!bd) {
 		gx_pdesc_free(d);
 		p_err("out of memory");
@@ -269,6 +274,7 @@ static int load_policy(const char *path, const char *app, size_t app_len,
 		const struct gx_pol_prog *pg = &d->progs[i];
 		if (!(pg->hook & GDEV_HOOKS_DEVICE))
 			continue; /* not a device hook */
+		samples[n] = gx_pdesc_mem_sample(d, pg->hook);
 		bd[n++] = (struct gx_hook_binding){pg->hook, pg->glob[0] ? pg->glob : NULL, pg->func};
 		opts->hooks |= pg->hook;
 	}
@@ -281,6 +287,7 @@ static int load_policy(const char *path, const char *app, size_t app_len,
 	opts->policy_ptx = d->ptx;
 	opts->policy_len = d->ptx_len;
 	opts->bindings = bd;
+	opts->bind_samples = samples;
 	opts->nr_bindings = n;
 	*binds = bd;
 	return 0;
@@ -302,6 +309,7 @@ static int do_rewrite(int argc, char **argv)
 					   {"max-ptx", required_argument, 0, 'M'},
 					   {"stubs", required_argument, 0, 'S'},
 					   {"regs", required_argument, 0, 'R'},
+					   {"sample", required_argument, 0, 'N'},
 					   {"persist-static", no_argument, 0, 'Z'},
 					   {"static-copy", no_argument, 0, 'Y'},
 					   {"output", required_argument, 0, 'o'},
@@ -348,6 +356,9 @@ static int do_rewrite(int argc, char **argv)
 			opts.persist_regs = kregs;
 			break;
 		}
+		case 'N': /* mem sites: 1 warp access in N reaches the handler */
+			opts.mem_sample = (unsigned)(strtoul(optarg, NULL, 10) & 0x7fffffffu);
+			break;
 		case 'X':
 			policy_ptx = optarg;
 			break;

@@ -161,7 +161,9 @@ static int rewrite_file(const char *in, const struct gx_policy_set *set, char *o
 	}
 	struct gx_ptx_rewrite_opts o = { .sz = sizeof(o), .hooks = set->hooks, .policy_ptx = set->ptx,
 					 .policy_len = set->ptx_len, .bindings = set->binds,
-					 .nr_bindings = set->nr_binds, .flags = gx_ptx_flags_from_env() };
+					 .nr_bindings = set->nr_binds, .bind_samples = set->samples,
+					 .flags = gx_ptx_flags_from_env(),
+					 .mem_sample = gx_ptx_mem_sample_from_env() };
 	struct gx_ptx_rewrite_result res;
 	ret = gx_ptx_rewrite(ptx, len, &o, &res);
 	free(ptx);

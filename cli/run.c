@@ -50,14 +50,15 @@ static void usage(FILE *out)
 		"                    repeat (or NAME,NAME) for several: their hooks run in that order\n"
 		"  --json            --tool: the report as JSON\n"
 		"  --trace FILE      --tool: also write a Chrome/Perfetto trace (JSON)\n"
-		"  --sample N        --tool memtrace: record 1 of N warp accesses (GPUEXT_CFG)\n"
+		"  --sample N        --tool memtrace: record 1 of N warp accesses (GPUEXT_MEM_SAMPLE)\n"
 		"  --policy FILE     load a policy object, *.bpf.o (GPUEXT_POLICY); repeatable, and\n"
 		"                    usable with --tool (device policies run before the tools)\n"
 		"  --tenant NAME     this process is tenant NAME of its GPUs (GPUEXT_TENANT; several\n"
 		"                    processes may share one); see 'gpuext tenant'\n"
 		"  --class lc|be     the tenant's class: latency critical or best effort (GPUEXT_TENANT_CLASS)\n"
 		"  --window N        at most N of the tenant's launches in flight (GPUEXT_TENANT_WINDOW)\n"
-		"  --mem-limit SIZE  device memory of the tenant over all its processes, e.g. 4G\n"
+		"  --mem-limit SIZE  device memory of the tenant on each GPU, over all its processes, e.g.\n"
+		"                    4G; per GPU ordinal: 0=10G,1=20G (a bare SIZE: the others)\n"
 		"                    (GPUEXT_TENANT_MEM_LIMIT); cuMemGetInfo reports it as total\n"
 		"  --gpu-share PCT   the tenant's share of GPU time when others want it, work-conserving\n"
 		"                    (GPUEXT_TENANT_GPU_SHARE); see docs/limits.md\n"
@@ -338,7 +339,8 @@ int gx_run_main(int argc, char **argv, const char *name)
 		} else if (!strncmp(a, "--log=", 6)) {
 			log = a + 6;
 		} else {
-			run_err("try '--help'; put the command after '--' if it starts with '-'", "unknown option '%s'", a);
+			run_err("try '--help'; put the command after '--' if it starts with '-'", "unknown option '%s'",
+				a);
 			return 2;
 		}
 	}
@@ -371,9 +373,10 @@ int gx_run_main(int argc, char **argv, const char *name)
 		}
 	}
 	uint64_t bytes;
-	if (mem_limit && gx_tn_parse_size(mem_limit, &bytes)) {
-		run_err("bytes with an optional K, M, G or T (powers of 1024), e.g. 4G", "bad --mem-limit '%s'",
-			mem_limit);
+	uint64_t per[64];
+	if (mem_limit && gx_tn_parse_mem_limits(mem_limit, &bytes, per, 64)) {
+		run_err("bytes with an optional K, M, G or T (powers of 1024), e.g. 4G, or per GPU ordinal: 0=10G,1=20G",
+			"bad --mem-limit '%s'", mem_limit);
 		return 2;
 	}
 	if (gpu_share) {
@@ -427,8 +430,8 @@ int gx_run_main(int argc, char **argv, const char *name)
 		if (join_env("LD_AUDIT", a, ':', true, print_env))
 			return 1;
 	}
-	if (sample)
-		set("GPUEXT_CFG", sample, print_env);
+	if (sample) /* sampling mem programs' 1 in N (memtrace's gx_mem_sample) */
+		set("GPUEXT_MEM_SAMPLE", sample, print_env);
 	/* Device hooks need PTX: CuPy's own kernels reach the driver as PTX
 	 * (not NVRTC's cubins) with CUPY_COMPILE_WITH_PTX=1; its precompiled
 	 * libraries stay SASS either way. Only when device code is attached,

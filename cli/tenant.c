@@ -1,7 +1,7 @@
 /* `gpuext tenant` — the tenants sharing this user's GPUs (the table of
  * tenant/gx_tenant.h in the maps folder): list them with class, window,
  * launches in flight and time held, memory limit, usage and high-water
- * mark, GPU share and GPU time; change a tenant's class, window or limits
+ * mark (summed, and per GPU on the rows below), GPU share and GPU time; change a tenant's class, window or limits
  * while it runs; reap what dead processes left. */
 #include <errno.h>
 #include <inttypes.h>
@@ -12,6 +12,40 @@
 #include "cli/cli_internal.h"
 #include "common/gx_util.h"
 #include "tenant/gx_tenant.h"
+
+/* NVIDIA's spelling of a GPU's UUID (nvidia-smi -L). */
+static void uuid_str(char *out, size_t n, const uint8_t *u)
+{
+	snprintf(out, n, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+		 u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+static void gpus_json(const struct gx_tn_info *t)
+{
+	printf(",\"gpus\":[");
+	for (uint32_t g = 0; g < t->nr_gpus; g++) {
+		const struct gx_tn_gpu_info *gi = &t->gpus[g];
+		char u[48];
+		uuid_str(u, sizeof(u), gi->dev);
+		printf("%s{\"uuid\":\"%s\",\"mem_limit\":%" PRIu64 ",\"mem_used\":%" PRIu64 ",\"mem_hiwater\":%" PRIu64
+		       ",\"mem_denied\":%" PRIu64 "}",
+		       g ? "," : "", u, gi->mem_limit, gi->mem_used, gi->mem_hiwater, gi->mem_denied);
+	}
+	printf("]");
+}
+
+/* Under the tenant's row: each of its GPUs (the limit holds per GPU). */
+static void gpus_rows(const struct gx_tn_info *t)
+{
+	for (uint32_t g = 0; g < t->nr_gpus; g++) {
+		const struct gx_tn_gpu_info *gi = &t->gpus[g];
+		char u[48], lim[24];
+		uuid_str(u, sizeof(u), gi->dev);
+		snprintf(lim, sizeof(lim), gi->mem_limit ? "%.0f" : "-", gi->mem_limit / 1048576.0);
+		printf("  %-44s MEM(MiB) %.0f/%s HIGH(MiB) %.0f REFUSED %" PRIu64 "\n", u, gi->mem_used / 1048576.0,
+		       lim, gi->mem_hiwater / 1048576.0, gi->mem_denied);
+	}
+}
 
 static int do_list(int argc, char **argv)
 {
@@ -44,11 +78,13 @@ static int do_list(int argc, char **argv)
 			       ",\"kernel_ns\":%" PRIu64 ",\"p50_ns\":%" PRIu64 ",\"p99_ns\":%" PRIu64
 			       ",\"p999_ns\":%" PRIu64 ",\"mem_limit\":%" PRIu64 ",\"mem_used\":%" PRIu64
 			       ",\"mem_hiwater\":%" PRIu64 ",\"mem_denied\":%" PRIu64
-			       ",\"gpu_share\":%u,\"gpu_ns\":%" PRIu64 "}",
+			       ",\"gpu_share\":%u,\"gpu_ns\":%" PRIu64,
 			       gx_tn_class_name(t->cls), t->window, t->nr_procs, pids, t->inflight, t->max_inflight,
 			       t->launches, t->completions, t->untracked, t->held, t->throttled_ns, t->kernel_ns,
 			       t->p50_ns, t->p99_ns, t->p999_ns, t->mem_limit, t->mem_used, t->mem_hiwater,
 			       t->mem_denied, t->gpu_share, t->gpu_ns);
+			gpus_json(t);
+			printf("}");
 		} else {
 			char win[16];
 			snprintf(win, sizeof(win), t->window ? "%u" : "-", t->window);
@@ -64,6 +100,7 @@ static int do_list(int argc, char **argv)
 			       t->name, gx_tn_class_name(t->cls), win, t->nr_procs, t->inflight, t->held,
 			       t->throttled_ns / 1e6, t->launches, t->p50_ns / 1e3, t->p99_ns / 1e3, mem,
 			       t->mem_hiwater / 1048576.0, share, t->gpu_ns / 1e9, pids);
+			gpus_rows(t);
 		}
 	}
 	if (gx_json)
@@ -71,10 +108,55 @@ static int do_list(int argc, char **argv)
 	return 0;
 }
 
+/* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (nvidia-smi -L) -> 16 bytes;
+ * the end of it in *end. */
+static int uuid_parse(const char *s, uint8_t u[16], const char **end)
+{
+	if (strncmp(s, "GPU-", 4))
+		return -EINVAL;
+	s += 4;
+	for (int i = 0; i < 32; s++) {
+		int v = *s >= '0' && *s <= '9'	 ? *s - '0'
+			: *s >= 'a' && *s <= 'f' ? *s - 'a' + 10
+			: *s >= 'A' && *s <= 'F' ? *s - 'A' + 10
+						 : -1;
+		if (*s == '-' && i)
+			continue;
+		if (v < 0)
+			return -EINVAL;
+		u[i / 2] = (uint8_t)(i % 2 ? u[i / 2] | v : v << 4);
+		i++;
+	}
+	*end = s;
+	return 0;
+}
+
+/* mem-limit GPU-UUID=SIZE|none: one GPU's own limit. */
+static int set_gpu_limit(const char *name, const char *v)
+{
+	uint8_t u[16];
+	const char *end;
+	uint64_t b = 0;
+	if (uuid_parse(v, u, &end) || *end != '=' || (strcmp(end + 1, "none") && gx_tn_parse_size(end + 1, &b))) {
+		p_err("mem-limit '%s': GPU-UUID=SIZE (as gpuext tenant lists it) or GPU-UUID=none", v);
+		return 2;
+	}
+	int err = gx_tn_set_gpu_mem_limit(name, u, b);
+	if (err) {
+		p_err(err == -ENOENT   ? "no tenant '%s' (see 'gpuext tenant list')"
+		      : err == -ENODEV ? "tenant '%s' does not use that GPU (see 'gpuext tenant list')"
+				       : "tenant '%s': %s",
+		      name, strerror(-err));
+		return 1;
+	}
+	return 0;
+}
+
 static int do_set(int argc, char **argv)
 {
 	if (argc < 4 || (argc - 2) % 2) {
-		p_err("usage: gpuext tenant set NAME [class lc|be] [window N] [mem-limit SIZE|none] [gpu-share PCT]");
+		p_err("usage: gpuext tenant set NAME [class lc|be] [window N] [mem-limit SIZE|none|GPU-UUID=SIZE|none] "
+		      "[gpu-share PCT]");
 		return 2;
 	}
 	const char *name = argv[1];
@@ -94,6 +176,10 @@ static int do_set(int argc, char **argv)
 				return 2;
 			}
 			window = (int64_t)w;
+		} else if (!strcmp(argv[i], "mem-limit") && !strncmp(argv[i + 1], "GPU-", 4)) {
+			int rc = set_gpu_limit(name, argv[i + 1]);
+			if (rc)
+				return rc;
 		} else if (!strcmp(argv[i], "mem-limit")) {
 			uint64_t b = 0;
 			if (strcmp(argv[i + 1], "none") && strcmp(argv[i + 1], "0") &&

@@ -207,9 +207,11 @@ static int do_report(int argc, char **argv)
 	return ret;
 }
 
-/* `gpuext tools rewrite TOOL|FILE.bpf.o APP.ptx [-o OUT] [--sm N]`: what the
- * shim does at module load, offline — JIT the policy, rewrite the PTX with
- * its hook bindings and link its code in. For tests and inspection. */
+/* `gpuext tools rewrite TOOL|FILE.bpf.o APP.ptx [-o OUT] [--sm N] [--sample N]`:
+ * what the shim does at module load, offline — JIT the policy, rewrite the
+ * PTX with its hook bindings and link its code in. For tests and inspection.
+ * --sample N: the sampling programs' 1 in N (memtrace's gx_mem_sample;
+ * else GPUEXT_MEM_SAMPLE, else their own). */
 /* One policy of `tools rewrite`: a tool name or a .bpf.o path, JIT'd. */
 static int rewrite_load(const char *pol, unsigned sm, struct gx_policy_desc *d)
 {
@@ -231,12 +233,16 @@ static int do_rewrite(int argc, char **argv)
 {
 	const char *pol = NULL, *app = NULL, *out = NULL;
 	unsigned sm = 90;
-	static const char usage[] = "usage: gpuext tools rewrite TOOL|FILE.bpf.o[,...] APP.ptx [-o OUT] [--sm N]";
+	long sample = -1;
+	static const char usage[] =
+		"usage: gpuext tools rewrite TOOL|FILE.bpf.o[,...] APP.ptx [-o OUT] [--sm N] [--sample N]";
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			out = argv[++i];
 		else if (!strcmp(argv[i], "--sm") && i + 1 < argc)
 			sm = (unsigned)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--sample") && i + 1 < argc)
+			sample = (long)(strtoul(argv[++i], NULL, 10) & 0x7fffffffu);
 		else if (argv[i][0] != '-' && !pol)
 			pol = argv[i];
 		else if (argv[i][0] != '-' && !app)
@@ -252,6 +258,8 @@ static int do_rewrite(int argc, char **argv)
 	}
 	/* Several policies (comma-separated): chained at every shared hook, as
 	 * the shim runs GPUEXT_TOOL=a,b or a tool beside GPUEXT_POLICY. */
+	if (sample < 0)
+		sample = gx_ptx_mem_sample_from_env(); /* as the shim */
 	struct gx_policy_desc d[GX_PMERGE_MAX];
 	size_t n = 0;
 	char *list = strdup(pol), *save = NULL, err[512] = "";
@@ -282,8 +290,9 @@ static int do_rewrite(int argc, char **argv)
 	if (!rc) {
 		struct gx_ptx_rewrite_opts o = { .sz = sizeof(o), .hooks = set.hooks, .policy_ptx = set.ptx,
 						 .policy_len = set.ptx_len, .bindings = set.binds,
-						 .nr_bindings = set.nr_binds,
-						 .flags = gx_ptx_flags_from_env() };
+						 .nr_bindings = set.nr_binds, .bind_samples = set.samples,
+						 .flags = gx_ptx_flags_from_env(),
+						 .mem_sample = (unsigned)sample };
 		ret = gx_ptx_rewrite(ptx, plen, &o, &res);
 		if (ret) {
 			p_err("%s: %s", app, res.err[0] ? res.err : strerror(-ret));

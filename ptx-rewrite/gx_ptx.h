@@ -47,9 +47,21 @@ struct gx_ptx_rewrite_opts {
 	 * measures them): a kernel's copy gets .maxnreg max(32, regs rounded
 	 * up to 8), so the loop never costs it resident blocks (on sm_70+ an
 	 * SM's 64K registers hold 2048 threads of 32; above that, the per-warp
-	 * allocation granule is 8 registers per thread). Unlisted: no cap. */
+	 * allocation granule is 8 registers per thread). Unlisted: no cap.
+	 * Kernels with gated memory sites (bind_samples below) get the same cap
+	 * unless GX_PTX_F_NO_MEM_CAP: their record path is cold. */
 	const struct gx_ptx_kregs *persist_regs;
 	size_t nr_persist_regs;
+	/* Memory sites whose binding samples (bind_samples[i] > 0: the
+	 * program's gx_mem_sample global, gx_hooks.h) call their handler for 1
+	 * warp access in N, decided by a uniform per-warp test before the
+	 * election (site_sample.c, docs/devbpf-tools.md "memtrace").
+	 * bind_samples: one per binding, or NULL (no binding samples).
+	 * mem_sample > 0 replaces the sampling bindings' N (1: every access,
+	 * the full trace); 0 keeps theirs. Handlers that do not sample are never
+	 * gated. gx_ptx_mem_sample_from_env() is the callers' mem_sample. */
+	const unsigned *bind_samples;
+	unsigned mem_sample;
 };
 
 struct gx_ptx_kregs {
@@ -80,17 +92,43 @@ struct gx_ptx_kregs {
 #define GX_PTX_F_BLOCK_ENTRY 32u
 #define GX_PTX_F_BLOCK_EXIT 64u
 
+/* A/B only: kernels with gated memory sites (bind_samples) keep the
+ * registers ptxas gives them, no cap at the measured originals' count. */
+#define GX_PTX_F_NO_MEM_CAP 128u
+
 /* The switches the callers (shim, CLI) take from the environment:
- * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0") and
- * GX_PTX_BLOCK_SITE=entry|exit. */
+ * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0"),
+ * GX_PTX_BLOCK_SITE=entry|exit and GX_PTX_MEM_CAP=0. */
 static inline unsigned gx_ptx_flags_from_env(void)
 {
 	const char *rc = getenv("GX_PTX_RECONVERGE"), *top = getenv("GX_PTX_ENTRY_TOP");
-	const char *bs = getenv("GX_PTX_BLOCK_SITE");
-	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) |
+	const char *bs = getenv("GX_PTX_BLOCK_SITE"), *mc = getenv("GX_PTX_MEM_CAP");
+	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) | (mc && mc[0] == '0' ? GX_PTX_F_NO_MEM_CAP : 0) |
 	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |
 	       (bs && !strcmp(bs, "entry") ? GX_PTX_F_BLOCK_ENTRY : 0) |
 	       (bs && !strcmp(bs, "exit") ? GX_PTX_F_BLOCK_EXIT : 0);
+}
+
+/* opts.mem_sample as the callers (shim, CLI) take it from the environment:
+ * GPUEXT_MEM_SAMPLE=N (`gpuext-run --sample N`); 0 when unset or invalid. */
+static inline unsigned gx_ptx_mem_sample_from_env(void)
+{
+	const char *e = getenv("GPUEXT_MEM_SAMPLE");
+	char *end;
+	unsigned long v = e && *e ? strtoul(e, &end, 0) : 0;
+	return v && !*end && v <= 0x7fffffffu ? (unsigned)v : 0;
+}
+
+/* Will some memory site of a rewrite with these options be gated (a
+ * binding that samples, at an N > 1)? The shim then measures the
+ * originals' registers for the cap (GX_PTX_F_NO_MEM_CAP). */
+static inline int gx_ptx_opts_gate_mem(const struct gx_ptx_rewrite_opts *o)
+{
+	for (size_t i = 0; o->bind_samples && i < o->nr_bindings; i++)
+		if ((o->bindings[i].hook & GDEV_HOOK_MEM) && o->bind_samples[i] &&
+		    (o->mem_sample ? o->mem_sample : o->bind_samples[i]) > 1)
+			return 1;
+	return 0;
 }
 
 /* Built-in handlers for hooks without a policy (measurements and tests). */

@@ -610,27 +610,7 @@ static struct ptx_item *copy_func(struct ptx_module *m, struct ptx_item *it, str
  * existing .maxnreg of the kernel stays the lower bound. */
 static int cap_regs(struct loop_pass *ps, struct ptx_func *fn, const char *orig)
 {
-	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
-	unsigned cap = 0;
-	for (size_t i = 0; i < o->nr_persist_regs; i++)
-		if (o->persist_regs[i].name && !strcmp(o->persist_regs[i].name, orig))
-			cap = (o->persist_regs[i].regs + 7) / 8 * 8;
-	if (!cap)
-		return 0;
-	if (cap < 32)
-		cap = 32;
-	for (unsigned i = 0; i < fn->nperf; i++)
-		if (!strcmp(fn->perf[i].name, ".maxnreg"))
-			return 0; /* the application's own limit stands */
-	struct ptx_perf *np = ptx_alloc(ps->m, (fn->nperf + 1) * sizeof(*np));
-	const char *args = ptx_sprintf(ps->m, "%u", cap);
-	if (!np || !args)
-		return gx_err(-ENOMEM);
-	memcpy(np, fn->perf, fn->nperf * sizeof(*np));
-	np[fn->nperf] = (struct ptx_perf){.name = ".maxnreg", .args = args, .nvals = 1, .vals = {cap}};
-	fn->perf = np;
-	fn->nperf++;
-	return 0;
+	return ptx_kernel_cap_regs(ps->m, ps->ctx->opts, fn, orig);
 }
 
 /* Transform kernel `it` (in place, or a copy inserted after `after` named

@@ -1,8 +1,9 @@
 /* passlib.c — the helpers every pass uses (passlib_internal.h): the log, the module
- * header's end, hook names. Kept out of the pass driver (passes.c), so that
+ * header's end, hook names, the register cap. Kept out of the pass driver (passes.c), so that
  * passes depend on the library and only the driver depends on the passes. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ptx-rewrite/passlib_internal.h"
 
@@ -55,4 +56,29 @@ const char *ptx_hook_name(unsigned hook)
 unsigned ptx_hook_nth(size_t i)
 {
 	return i < GX_ARRAY_SIZE(hook_names) ? hook_names[i].hook : 0;
+}
+
+int ptx_kernel_cap_regs(struct ptx_module *m, const struct gx_ptx_rewrite_opts *o, struct ptx_func *fn,
+			const char *orig)
+{
+	unsigned cap = 0;
+	for (size_t i = 0; i < o->nr_persist_regs; i++)
+		if (o->persist_regs[i].name && !strcmp(o->persist_regs[i].name, orig))
+			cap = (o->persist_regs[i].regs + 7) / 8 * 8;
+	if (!cap)
+		return 0;
+	if (cap < 32)
+		cap = 32;
+	for (unsigned i = 0; i < fn->nperf; i++)
+		if (!strcmp(fn->perf[i].name, ".maxnreg"))
+			return 0; /* the application's own limit (or one set already) stands */
+	struct ptx_perf *np = ptx_alloc(m, (fn->nperf + 1) * sizeof(*np));
+	const char *args = ptx_sprintf(m, "%u", cap);
+	if (!np || !args)
+		return gx_err(-ENOMEM);
+	memcpy(np, fn->perf, fn->nperf * sizeof(*np));
+	np[fn->nperf] = (struct ptx_perf){ .name = ".maxnreg", .args = args, .nvals = 1, .vals = { cap } };
+	fn->perf = np;
+	fn->nperf++;
+	return 0;
 }

@@ -39,12 +39,14 @@
  * Every name starts with the module's fresh prefix.
  *
  * Helpers in their own files (site_parts_internal.h): the words (site_words.c), the
- * uniform early exits (site_uniform.c), the built-in probe (probe.c). */
+ * uniform early exits (site_uniform.c), the sample gate of mem sites
+ * (site_sample.c), the built-in probe (probe.c). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ptx-rewrite/passlib_internal.h"
 #include "ptx-rewrite/policy_internal.h"
 #include "ptx-rewrite/site_internal.h"
 #include "ptx-rewrite/site_parts_internal.h"
@@ -437,6 +439,19 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 			err = nx;
 		if (nx > 0)
 			ptx_chain_append(bd, &pre);
+	}
+	/* a sampling handler (its binding's sample, opts->mem_sample): 1 warp
+	 * access in N reaches the election */
+	unsigned every = st->hook & GDEV_HOOK_MEM ? ptx_site_sample_every(st->s, st->func) : 0;
+	if (!err && every > 1) {
+		const struct gx_ptx_rewrite_opts *o = st->s->ctx->opts;
+		int g = ptx_site_sample_gate(m, st->fn, bd, r, every, st->kid, st->s->ctx->res->nr_hooks, st->out);
+		if (g < 0)
+			err = g;
+		/* the record path is cold now: it may spill, never cost the
+		 * kernel resident warps (shim/memregs.c measured the original) */
+		else if (st->fn->is_entry && !(o->flags & GX_PTX_F_NO_MEM_CAP))
+			err = ptx_kernel_cap_regs(m, o, st->fn, st->fn->name);
 	}
 	INSN(bd, "activemask", PTX_MODS(".b32"), r->om);
 	if (can_elect(m)) {

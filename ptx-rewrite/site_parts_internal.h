@@ -42,6 +42,17 @@ int ptx_site_uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
 			    const char *end, const char *out, unsigned long long kid, unsigned info, unsigned hook,
 			    struct ptx_chain *pre, unsigned *words, int flat);
 
+/* site_sample.c: the uniform 1-in-n test of a mem site of fn, emitted before
+ * the election (fn gets its seed register once): warps not sampled branch
+ * to `out`. n <= 1: nothing emitted, 0;
+ * 1 emitted; -ENOMEM. site: any per-site number (decorrelates sites). */
+int ptx_site_sample_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, const struct ptx_site_regs *r,
+			 unsigned n, unsigned long long kid, unsigned site, const char *out);
+/* The N of a mem site calling `func` (renamed): its binding's sample, or
+ * opts->mem_sample instead when set; 0 for handlers that do not sample. */
+struct ptx_sites;
+unsigned ptx_site_sample_every(const struct ptx_sites *s, const char *func);
+
 /* probe.c: the built-in probe handler added to the module after the policy
  * code; its name, or NULL on ENOMEM. */
 const char *ptx_probe_add(struct ptx_module *m, struct ptx_policy *pol);

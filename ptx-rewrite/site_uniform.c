@@ -88,10 +88,12 @@ static int exits_to(const struct ptx_chain *c, const char *t, const char *end)
 	return 0;
 }
 
+/* Side-effect-free: scanned past (cvta: the stack frame's address, which a
+ * handler with a map key on its stack computes first). */
 static int pure_op(const char *op)
 {
-	static const char *const ops[] = { "mov", "add",  "sub",  "mul", "mad", "and", "or",  "xor", "not", "shl",
-					   "shr", "setp", "selp", "cvt", "min", "max", "neg", "bfe", NULL };
+	static const char *const ops[] = { "mov", "add",  "sub",  "mul", "mad",	 "and", "or",  "xor", "not", "shl",
+					   "shr", "setp", "selp", "cvt", "cvta", "min", "max", "neg", "bfe", NULL };
 	for (unsigned i = 0; ops[i]; i++)
 		if (!strcmp(op, ops[i]))
 			return 1;

@@ -2,8 +2,7 @@
  * kernels. A graph launch runs its kernel nodes without passing through
  * cuLaunchKernel, so a program that replays graphs (XLA runs each training
  * step as one) would show a handful of launches. When an exec is
- * instantiated (every variant) and somebody subscribes to
- * GX_EV_GRAPH_LAUNCH, its graph is walked once — cuGraphGetNodes, kernel
+ * instantiated (every variant), its graph is walked once — cuGraphGetNodes, kernel
  * nodes' parameters, child graphs recursively — into a list of (kernel,
  * nodes); each cuGraphLaunch[_ptsz] the driver accepts then raises
  * GX_EV_GRAPH_LAUNCH with that list: one lookup per graph launch. Changes
@@ -11,13 +10,17 @@
  * give it a new list (a new gen, the old one's GX_EV_GRAPH_EXEC_DESTROY);
  * cuGraphExecDestroy frees it.
  *
- * Costs: with no GX_EV_GRAPH_LAUNCH subscriber, one relaxed load per
- * instantiate and launch call (and per exec destroy/update, a load of the
- * table's count). Known limits: an exec instantiated before the first
- * subscriber has no list (its launches are counted, not its kernels);
- * node types other than kernel and child graph (conditional bodies,
- * device-launched graphs) are not walked; concurrent use of one exec from
- * several threads (already unsafe for the driver) may see a stale list. */
+ * Every exec gets its list at instantiation, subscriber or not (unless
+ * GPUEXT_DISABLE): a tool attached later (`gpuext attach`, shim/live.c)
+ * then counts the kernels of graphs made before it. That walk is a few
+ * driver queries per node, once per instantiate or update, never per
+ * launch.
+ *
+ * Costs: with no GX_EV_GRAPH_LAUNCH subscriber, one relaxed load per launch
+ * call. Known limits: node types other than kernel and child graph
+ * (conditional bodies, device-launched graphs) are not walked; concurrent
+ * use of one exec from several threads (already unsafe for the driver) may
+ * see a stale list. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +29,7 @@
 #include "shim/graph_internal.h"
 #include "shim/shim_ev_internal.h"
 #include "shim/tables_internal.h"
+#include "shim/tenancy_internal.h"
 
 #define WALK_DEPTH 16
 
@@ -71,9 +75,12 @@ unsigned long long gx_graph_exec_gen(void)
 	return __atomic_load_n(&next_gen, __ATOMIC_RELAXED);
 }
 
+/* Lists are kept from instantiation whether or not anybody subscribes yet
+ * (a tool may attach later, metrics count kernel nodes); GPUEXT_DISABLE
+ * forwards only. */
 static bool listing(void)
 {
-	return (gx_ev_on(GX_EV_GRAPH_LAUNCH) || __atomic_load_n(&track, __ATOMIC_RELAXED)) && !gx_ev_nested();
+	return !gx_config.disabled && !gx_ev_nested();
 }
 
 static int node_add(struct gexec *x, CUgraphNode node, CUgraphNode top, CUfunction f, int is_kernel)
@@ -178,7 +185,22 @@ static void raise_gone(CUgraphExec e, unsigned long long gen)
 	gx_ev_raise(&ev);
 }
 
-/* Put x in the table as e's list (x NULL: drop e's), the old one freed. */
+/* Do a and b list the same kernels, node for node? */
+static bool same_kernels(const struct gexec *a, const struct gexec *b)
+{
+	if (a->nr_k != b->nr_k || a->nr_n != b->nr_n)
+		return false;
+	for (unsigned i = 0; i < a->nr_k; i++)
+		if (a->k[i].func != b->k[i].func || a->k[i].nodes != b->k[i].nodes ||
+		    a->k[i].is_kernel != b->k[i].is_kernel)
+			return false;
+	return true;
+}
+
+/* Put x in the table as e's list (x NULL: drop e's), the old one freed. A
+ * change that leaves the same kernels (XLA updates its command buffers'
+ * execs with new buffer addresses, often every step) keeps the old gen: the
+ * subscribers' per-list state (counts, the timing sample) goes on. */
 static void gexec_replace(CUgraphExec e, struct gexec *x)
 {
 	struct gexec *old;
@@ -187,6 +209,10 @@ static void gexec_replace(CUgraphExec e, struct gexec *x)
 	if (old) {
 		HASH_DEL(execs, old);
 		nr_execs--;
+		if (x && same_kernels(old, x)) {
+			x->gen = old->gen;
+			old->gen = 0; /* nothing went away */
+		}
 	}
 	if (x) {
 		x->exec = e;
@@ -252,38 +278,63 @@ GX_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, C
 			 hGraph);
 }
 
-/* A launch the driver accepted: its kernel list to the subscribers. */
-static __attribute__((noinline)) void launched(CUgraphExec e, CUstream s)
+/* Before a launch: e's kernel list into ev (one lookup per graph launch),
+ * and GX_EV_GRAPH_LAUNCH_PRE to its subscribers (a timing event recorded
+ * before the graph: attach/devrt.c samples graph launches' GPU time). */
+static __attribute__((noinline)) void launching(struct gx_event *ev, CUgraphExec e, CUstream s)
 {
-	struct gx_event ev = { .kind = GX_EV_GRAPH_LAUNCH };
 	struct gexec *x;
-	ev.glaunch.exec = e;
-	ev.glaunch.stream = s;
+	memset(ev, 0, sizeof(*ev));
+	ev->kind = GX_EV_GRAPH_LAUNCH_PRE;
+	ev->glaunch.exec = e;
+	ev->glaunch.stream = s;
 	pthread_mutex_lock(&exec_lock);
 	HASH_FIND_PTR(execs, &e, x);
 	if (x) {
-		ev.glaunch.gen = x->gen;
-		ev.glaunch.nr_kernels = x->nr_k;
-		ev.glaunch.nodes = x->nr_n;
-		ev.glaunch.kernels = x->k;
+		ev->glaunch.gen = x->gen;
+		ev->glaunch.nr_kernels = x->nr_k;
+		ev->glaunch.nodes = x->nr_n;
+		ev->glaunch.kernels = x->k;
 	}
 	pthread_mutex_unlock(&exec_lock);
-	gx_ev_raise(&ev);
+	if (gx_ev_on(GX_EV_GRAPH_LAUNCH_PRE))
+		gx_ev_raise(ev);
+}
+
+/* A launch the driver accepted: its kernel list to the subscribers. */
+static __attribute__((noinline)) void launched(struct gx_event *ev)
+{
+	ev->kind = GX_EV_GRAPH_LAUNCH;
+	gx_ev_raise(ev);
 }
 
 GX_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
+	bool tracked = GX_TENANCY_GRAPHS() && gx_tenancy_graph_launch(hStream);
+	bool w = want();
+	struct gx_event ev;
+	if (w)
+		launching(&ev, hGraphExec, hStream);
 	CUresult rc = REAL(cuGraphLaunch)(hGraphExec, hStream);
-	if (rc == CUDA_SUCCESS && want())
-		launched(hGraphExec, hStream);
+	if (tracked)
+		gx_tenancy_launched(rc);
+	if (w && rc == CUDA_SUCCESS)
+		launched(&ev);
 	return rc;
 }
 
 GX_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
+	bool tracked = GX_TENANCY_GRAPHS() && gx_tenancy_graph_launch(hStream ? hStream : CU_STREAM_PER_THREAD);
+	bool w = want();
+	struct gx_event ev;
+	if (w)
+		launching(&ev, hGraphExec, hStream ? hStream : CU_STREAM_PER_THREAD);
 	CUresult rc = REAL(cuGraphLaunch_ptsz)(hGraphExec, hStream);
-	if (rc == CUDA_SUCCESS && want())
-		launched(hGraphExec, hStream ? hStream : CU_STREAM_PER_THREAD);
+	if (tracked)
+		gx_tenancy_launched(rc);
+	if (w && rc == CUDA_SUCCESS)
+		launched(&ev);
 	return rc;
 }
 
@@ -301,7 +352,7 @@ GX_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 
 static CUresult update_done(CUresult rc, CUgraphExec e, CUgraph g)
 {
-	if (rc == CUDA_SUCCESS && (any() || listing()))
+	if (rc == CUDA_SUCCESS && listing())
 		instantiated(e, g);
 	return rc;
 }

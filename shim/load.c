@@ -70,6 +70,7 @@ bool gx_prep_opts(struct gx_ptx_rewrite_opts *opts)
 	if (opts->hooks && !opts->policy_ptx)
 		opts->stubs = gx_stubs_from_env(); /* GPUEXT_STUBS: what those hooks run */
 	opts->flags = gx_ptx_flags_from_env(); /* A/B switches, part of the cache key */
+	opts->mem_sample = gx_ptx_mem_sample_from_env(); /* memtrace's 1 in N, at the site */
 	return gx_sched_rewrite_opts(opts) > 0; /* GPUEXT_SCHED / GPUEXT_PERSISTENT: copies */
 }
 
@@ -118,15 +119,27 @@ static bool prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx
 	}
 	struct gx_ptx_rewrite_result res;
 	memset(&res, 0, sizeof(res));
-	/* Persistent copies: capped at the originals' registers (measured). */
+	/* Persistent copies, and kernels with sampled memory sites: capped at
+	 * the originals' registers (measured). */
 	struct gx_ptx_kregs *kregs = NULL;
 	size_t nkregs = 0;
+	bool memcap = !persist && gx_ptx_opts_gate_mem(&opts) && !(opts.flags & GX_PTX_F_NO_MEM_CAP);
 	if (persist && !gx_sched_probe_regs(ptx, len, &kregs, &nkregs)) {
+		opts.persist_regs = kregs;
+		opts.nr_persist_regs = nkregs;
+	} else if (memcap) {
+		int e = gx_mem_probe_regs(ptx, len, &kregs, &nkregs);
+		if (e)
+			pr_debug("module %u: original registers not measured (%s): sampled kernels not capped", p->id,
+				 strerror(-e));
 		opts.persist_regs = kregs;
 		opts.nr_persist_regs = nkregs;
 	}
 	int ret = gx_ptx_rewrite(ptx, len, &opts, &res);
-	gx_sched_regs_free(kregs, nkregs);
+	if (memcap)
+		gx_mem_regs_free(kregs, nkregs);
+	else
+		gx_sched_regs_free(kregs, nkregs);
 	if (ret < 0 || !res.ptx) {
 		snprintf(p->why, sizeof(p->why), "rewrite failed: %.200s", res.err[0] ? res.err : "error");
 		p->level = GX_LOG_WARN;

@@ -97,6 +97,11 @@ int gx_sched_live_start(const char *spec);
 int gx_sched_live_opts(struct gx_ptx_rewrite_opts *opts);
 void gx_sched_live_stop(bool keep_device, char *msg, size_t n);
 
+/* memregs.c: the same for the register cap of kernels with sampled memory
+ * sites (gx_ptx_opts_gate_mem), without blocksched. 0 or -errno. */
+int gx_mem_probe_regs(const char *ptx, size_t len, struct gx_ptx_kregs **out, size_t *n);
+void gx_mem_regs_free(struct gx_ptx_kregs *k, size_t n);
+
 /* Next module number (also for modules that never reach gx_prepare). */
 unsigned gx_next_module_id(void);
 

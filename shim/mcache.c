@@ -175,13 +175,15 @@ void gx_mcache_key(const char *ptx, size_t len, const struct gx_ptx_rewrite_opts
 	h_str(&h, build_id);
 	h_field(&h, &dev_sm, sizeof(dev_sm));
 	h_field(&h, ptx, len);
-	unsigned v[5] = { o->hooks, (unsigned)o->persistent, o->max_ptx_version, o->stubs, o->flags };
+	unsigned v[6] = { o->hooks, (unsigned)o->persistent, o->max_ptx_version, o->stubs, o->flags, o->mem_sample };
 	h_field(&h, v, sizeof(v));
 	h_field(&h, o->policy_ptx, o->policy_ptx ? o->policy_len : 0);
 	for (size_t i = 0; i < o->nr_bindings; i++) {
 		h_field(&h, &o->bindings[i].hook, sizeof(o->bindings[i].hook));
 		h_str(&h, o->bindings[i].kernel_glob);
 		h_str(&h, o->bindings[i].func);
+		unsigned smp = o->bind_samples ? o->bind_samples[i] : 0;
+		h_field(&h, &smp, sizeof(smp));
 	}
 	k->h[0] = mix(h.a);
 	k->h[1] = mix(h.b ^ k->h[0]);

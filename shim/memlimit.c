@@ -1,8 +1,9 @@
 /* memlimit.c — per-tenant device-memory limits (docs/limits.md).
  *
  * Every device allocation entry point reserves its size from the tenant's
- * budget in the tenant table (gx_tn_mem_reserve: a CAS against the limit,
- * shared by all the tenant's processes) before the driver allocates, and
+ * budget on the current GPU in the tenant table (gx_tn_mem_reserve: a CAS
+ * against that GPU's limit, shared by all the tenant's processes) before
+ * the driver allocates, and
  * fails with CUDA_ERROR_OUT_OF_MEMORY past the limit, as the driver does
  * when the GPU is full, so frameworks take their ordinary out-of-memory
  * path. The size is kept per pointer (VMM handle, array) in this process,
@@ -10,11 +11,9 @@
  * means two threads racing the limit never both get past it.
  *
  * What counts: cuMemAlloc[_v2], cuMemAllocPitch[_v2] (pitch x height),
- * cuMemAllocAsync / cuMemAllocFromPoolAsync (what is allocated from a pool,
- * not what the pool keeps cached: a trim has nothing to give back),
- * allocations into a stream being captured and graph memory nodes (from
- * capture until freed), cuMemCreate (until cuMemRelease), arrays and
- * mipmapped arrays (width x height x depth x element size, the driver's
+ * stream-ordered allocations and pools (memlimit_pool.c: what the pool
+ * holds, until trimmed), graph memory nodes (from capture until freed),
+ * cuMemCreate (until cuMemRelease), arrays (v1 and v2) and mipmapped arrays (width x height x depth x element size, the driver's
  * padding not counted), managed memory by reservation (its full size, at
  * allocation, wherever it resides). cuMemGetInfo[_v2] reports the limit as
  * total and what is left of it as free (never more than the GPU has free).
@@ -55,23 +54,30 @@ void gx_memlimit_enable(void)
 	__atomic_store_n(&gx_memlimit_on, true, __ATOMIC_RELEASE);
 }
 
-static struct gx_tn *current_tn(void)
+struct gx_tn *gx_ml_current(CUdevice *dev)
 {
 	CUdevice d = 0;
 	if (REAL(cuCtxGetDevice)(&d) != CUDA_SUCCESS)
 		d = 0;
+	if (dev)
+		*dev = d;
 	return gx_tenancy_of(d);
+}
+
+void gx_ml_denied(size_t n)
+{
+	if (!__atomic_fetch_add(&nr_denied, 1, __ATOMIC_RELAXED))
+		pr_info("memlimit: an allocation of %zu bytes refused at the tenant's limit (gpuext tenant list)", n);
 }
 
 CUresult gx_ml_take(size_t n, struct gx_tn **tn)
 {
-	*tn = current_tn();
+	*tn = gx_ml_current(NULL);
 	if (!*tn)
 		return CUDA_SUCCESS;
-	if (gx_tn_mem_reserve(*tn, n)) {
-		if (!__atomic_fetch_add(&nr_denied, 1, __ATOMIC_RELAXED))
-			pr_info("memlimit: an allocation of %zu bytes refused at the tenant's limit (gpuext tenant list)",
-				n);
+	/* refused: the driver may have trimmed our pools meanwhile; once more */
+	if (gx_tn_mem_reserve(*tn, n) && (!gx_ml_pools_settle(*tn) || gx_tn_mem_reserve(*tn, n))) {
+		gx_ml_denied(n);
 		*tn = NULL;
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -127,31 +133,6 @@ void gx_ml_freed(const struct gx_ml_rec *r, bool ok)
 }
 
 /* ---- plain device memory ---- */
-
-/* Reserve, allocate, remember; the allocation call is the macro's body. */
-#define ML_ALLOC(kind, size, keyexpr, call)                              \
-	do {                                                             \
-		struct gx_tn *tn_;                                       \
-		size_t sz_ = (size);                                     \
-		if (gx_ml_take(sz_, &tn_) != CUDA_SUCCESS)               \
-			return CUDA_ERROR_OUT_OF_MEMORY;                 \
-		CUresult rc_ = (call);                                   \
-		if (rc_ != CUDA_SUCCESS)                                 \
-			gx_ml_undo(tn_, sz_);                            \
-		else                                                     \
-			gx_ml_keep(kind, (uint64_t)(keyexpr), sz_, tn_); \
-		return rc_;                                              \
-	} while (0)
-
-#define ML_FREE(kind, key, call)                                      \
-	do {                                                          \
-		struct gx_ml_rec r_;                                  \
-		bool had_ = gx_ml_unkeep(kind, (uint64_t)(key), &r_); \
-		CUresult rc_ = (call);                                \
-		if (had_)                                             \
-			gx_ml_freed(&r_, rc_ == CUDA_SUCCESS);        \
-		return rc_;                                           \
-	} while (0)
 
 GX_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
@@ -228,49 +209,6 @@ CUresult gx_ml_alloc_managed(CUdeviceptr *dptr, size_t bytesize, unsigned int fl
 CUresult gx_ml_alloc_managed(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
 	ML_ALLOC(GX_ML_PTR, bytesize, *dptr, REAL(cuMemAllocManaged)(dptr, bytesize, flags));
-}
-
-/* ---- stream-ordered allocations and pools (also into captured streams:
- * the driver makes them graph memory nodes) ---- */
-#define ASYNC_ALLOC(name, ...)                                                       \
-	do {                                                                         \
-		if (!GX_ML_ON() || !dptr)                                            \
-			return REAL(name)(dptr, __VA_ARGS__);                        \
-		ML_ALLOC(GX_ML_PTR, bytesize, *dptr, REAL(name)(dptr, __VA_ARGS__)); \
-	} while (0)
-
-GX_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-	ASYNC_ALLOC(cuMemAllocAsync, bytesize, hStream);
-}
-
-GX_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-	ASYNC_ALLOC(cuMemAllocAsync_ptsz, bytesize, hStream);
-}
-
-GX_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
-{
-	ASYNC_ALLOC(cuMemAllocFromPoolAsync, bytesize, pool, hStream);
-}
-
-GX_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
-{
-	ASYNC_ALLOC(cuMemAllocFromPoolAsync_ptsz, bytesize, pool, hStream);
-}
-
-GX_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
-{
-	if (!GX_ML_ON())
-		return REAL(cuMemFreeAsync)(dptr, hStream);
-	ML_FREE(GX_ML_PTR, dptr, REAL(cuMemFreeAsync)(dptr, hStream));
-}
-
-GX_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
-{
-	if (!GX_ML_ON())
-		return REAL(cuMemFreeAsync_ptsz)(dptr, hStream);
-	ML_FREE(GX_ML_PTR, dptr, REAL(cuMemFreeAsync_ptsz)(dptr, hStream));
 }
 
 /* ---- graph memory nodes ---- */
@@ -361,6 +299,23 @@ GX_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCR
 		 (uintptr_t)*pHandle, REAL(cuArray3DCreate_v2)(pHandle, a));
 }
 
+/* The v1 entry points (binaries built before CUDA 3.2; 32-bit sizes). */
+GX_EXPORT CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *a)
+{
+	if (!GX_ML_ON() || !pHandle || !a)
+		return REAL(cuArrayCreate)(pHandle, a);
+	ML_ALLOC(GX_ML_ARRAY, dims(a->Width, a->Height, 1, 0) * elem_bytes(a->Format, a->NumChannels),
+		 (uintptr_t)*pHandle, REAL(cuArrayCreate)(pHandle, a));
+}
+
+GX_EXPORT CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *a)
+{
+	if (!GX_ML_ON() || !pHandle || !a)
+		return REAL(cuArray3DCreate)(pHandle, a);
+	ML_ALLOC(GX_ML_ARRAY, dims(a->Width, a->Height, a->Depth, 0) * elem_bytes(a->Format, a->NumChannels),
+		 (uintptr_t)*pHandle, REAL(cuArray3DCreate)(pHandle, a));
+}
+
 GX_EXPORT CUresult cuArrayDestroy(CUarray hArray)
 {
 	if (!GX_ML_ON())
@@ -391,9 +346,10 @@ GX_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
 /* ---- what frameworks size themselves by ---- */
 static void limit_info(size_t *free_b, size_t *total_b)
 {
-	struct gx_tn *tn = current_tn();
+	struct gx_tn *tn = gx_ml_current(NULL);
 	if (!tn)
 		return;
+	gx_ml_pools_settle(tn); /* what the driver trimmed at synchronisations */
 	uint64_t lim, used;
 	gx_tn_mem_get(tn, &lim, &used);
 	if (!lim)
@@ -421,6 +377,38 @@ GX_EXPORT CUresult cuMemGetInfo(unsigned int *free_b, unsigned int *total_b)
 		limit_info(&f, &t);
 		*free_b = f > UINT_MAX ? UINT_MAX : (unsigned)f;
 		*total_b = t > UINT_MAX ? UINT_MAX : (unsigned)t;
+	}
+	return rc;
+}
+
+/* The device's total memory: its limit, as cuMemGetInfo's total, so what a
+ * framework reads from the device's properties (torch's total_memory,
+ * cudaGetDeviceProperties) agrees with what it may allocate. */
+static void limit_total(CUdevice dev, size_t *total_b)
+{
+	struct gx_tn *tn = gx_tenancy_of(dev);
+	uint64_t lim = 0, used;
+	if (tn)
+		gx_tn_mem_get(tn, &lim, &used);
+	if (lim && lim < *total_b)
+		*total_b = lim;
+}
+
+GX_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+	CUresult rc = REAL(cuDeviceTotalMem_v2)(bytes, dev);
+	if (GX_ML_ON() && rc == CUDA_SUCCESS && bytes)
+		limit_total(dev, bytes);
+	return rc;
+}
+
+GX_EXPORT CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
+{
+	CUresult rc = REAL(cuDeviceTotalMem)(bytes, dev);
+	if (GX_ML_ON() && rc == CUDA_SUCCESS && bytes) {
+		size_t t = *bytes;
+		limit_total(dev, &t);
+		*bytes = t > UINT_MAX ? UINT_MAX : (unsigned)t;
 	}
 	return rc;
 }

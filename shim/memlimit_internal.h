@@ -36,6 +36,41 @@ struct gx_ml_rec {
 bool gx_ml_unkeep(enum gx_ml_kind k, uint64_t key, struct gx_ml_rec *r);
 void gx_ml_freed(const struct gx_ml_rec *r, bool ok);
 
+/* The current context's device (dev, may be NULL) and this process's tenant
+ * entry for it; NULL: nothing is counted. */
+struct gx_tn *gx_ml_current(CUdevice *dev);
+/* One info line the first time an allocation is refused. */
+void gx_ml_denied(size_t n);
+/* memlimit_pool.c: read this process's pools of tn again (the driver trims
+ * them at synchronisations down to their release threshold) and give back
+ * what they no longer hold; returns those bytes. */
+uint64_t gx_ml_pools_settle(struct gx_tn *tn);
+
+/* Reserve, allocate, remember; the allocation call is the macro's body. */
+#define ML_ALLOC(kind, size, keyexpr, call)                              \
+	do {                                                             \
+		struct gx_tn *tn_;                                       \
+		size_t sz_ = (size);                                     \
+		if (gx_ml_take(sz_, &tn_) != CUDA_SUCCESS)               \
+			return CUDA_ERROR_OUT_OF_MEMORY;                 \
+		CUresult rc_ = (call);                                   \
+		if (rc_ != CUDA_SUCCESS)                                 \
+			gx_ml_undo(tn_, sz_);                            \
+		else                                                     \
+			gx_ml_keep(kind, (uint64_t)(keyexpr), sz_, tn_); \
+		return rc_;                                              \
+	} while (0)
+
+#define ML_FREE(kind, key, call)                                      \
+	do {                                                          \
+		struct gx_ml_rec r_;                                  \
+		bool had_ = gx_ml_unkeep(kind, (uint64_t)(key), &r_); \
+		CUresult rc_ = (call);                                \
+		if (had_)                                             \
+			gx_ml_freed(&r_, rc_ == CUDA_SUCCESS);        \
+		return rc_;                                           \
+	} while (0)
+
 /* tenant.c: the tenant entry of this process for a device (joined on first
  * use), NULL when this process is no tenant or could not join. */
 struct gx_tn *gx_tenancy_of(CUdevice dev);

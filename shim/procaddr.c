@@ -57,6 +57,7 @@ static const struct {
 	{ "cuMemAlloc", 3020, "cuMemAlloc_v2" },
 	{ "cuMemAllocPitch", 3020, "cuMemAllocPitch_v2" },
 	{ "cuMemGetInfo", 3020, "cuMemGetInfo_v2" },
+	{ "cuDeviceTotalMem", 3020, "cuDeviceTotalMem_v2" },
 	{ "cuArrayCreate", 3020, "cuArrayCreate_v2" },
 	{ "cuArray3DCreate", 3020, "cuArray3DCreate_v2" },
 	{ "cuMemAdvise", 12020, "cuMemAdvise_v2" },

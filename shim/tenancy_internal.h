@@ -19,6 +19,16 @@ void gx_tenancy_policy_changed(void);
 extern __thread int gx_tenancy_track GX_TLS_IE;
 void gx_tenancy_launched(CUresult rc);
 
+/* Graph launches (graph_exec.c) of a tenant with a GPU share: held by the
+ * share and the window like a kernel launch, then tracked as one launch
+ * whose GPU time is the graph's (docs/limits.md). gx_tenancy_graphs is the
+ * one branch a cuGraphLaunch pays when this process is no tenant; when
+ * gx_tenancy_graph_launch returns true, call gx_tenancy_launched with the
+ * driver's result right after the real launch. */
+extern bool gx_tenancy_graphs;
+#define GX_TENANCY_GRAPHS() __builtin_expect(__atomic_load_n(&gx_tenancy_graphs, __ATOMIC_RELAXED), 0)
+bool gx_tenancy_graph_launch(CUstream s);
+
 /* ---- between tenant.c and tenant_done.c ---- */
 #include "tenant/gx_tenant.h"
 #define GX_TENANCY_MAX_DEVS 64

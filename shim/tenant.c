@@ -41,7 +41,8 @@ static struct {
 	char name[GX_TN_NAME_MAX];
 	int cls;
 	uint32_t window;
-	uint64_t mem_limit;
+	uint64_t mem_limit;                          /* every GPU's */
+	uint64_t dev_mem_limit[GX_TENANCY_MAX_DEVS]; /* by ordinal; 0: mem_limit */
 	uint32_t gpu_share;
 	uint64_t cgroup_id;
 	uint64_t max_hold_ns, poll_ns;
@@ -51,6 +52,9 @@ static struct {
 	struct gx_tn *tn;
 } devs[GX_TENANCY_MAX_DEVS];
 static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
+/* One of this process's entries: all are of one tenant, so its share (a
+ * tenant field) answers for every GPU without a driver call. */
+static struct gx_tn *any_tn;
 static int exiting;
 static unsigned long nr_launches, nr_held, nr_capture, nr_untracked, nr_timeouts;
 
@@ -117,6 +121,7 @@ static struct gx_tn *tenant_of(CUdevice dev)
 		struct gx_tn_opts o = {.sz = sizeof(o), .name = cfg.name, .cls = cfg.cls, .window = cfg.window,
 				       .dev = (const uint8_t *)u.bytes, .cgroup_id = cfg.cgroup_id,
 				       .mem_limit = cfg.mem_limit, .gpu_share = cfg.gpu_share,
+				       .gpu_mem_limit = cfg.dev_mem_limit[dev],
 				       .lease_ns = env_u64("GPUEXT_TENANT_LEASE_MS", 1000) * 1000000ull};
 		struct gx_tn *tn = NULL;
 		int err = gx_tn_open(&o, &tn);
@@ -140,6 +145,8 @@ static struct gx_tn *tenant_of(CUdevice dev)
 			}
 		}
 		devs[dev].tn = tn;
+		if (tn && !any_tn)
+			__atomic_store_n(&any_tn, tn, __ATOMIC_RELEASE);
 		__atomic_store_n(&devs[dev].tried, 1, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&open_mu);
@@ -151,7 +158,9 @@ struct gx_tn *gx_tenancy_of(CUdevice dev)
 	return cfg.on && !__atomic_load_n(&exiting, __ATOMIC_RELAXED) ? tenant_of(dev) : NULL;
 }
 
-/* Ask until the launch may go. Returns how long it was held. */
+/* Ask until the launch may go. Returns how long it was held. le NULL: a
+ * graph launch, held by the window and the share, not asked of the policy
+ * (a gpu_launch describes one kernel). */
 static uint64_t gate(struct gx_tn *tn, const struct gx_launch_event *le)
 {
 	uint64_t t0 = gx_tenancy_now(), now = t0;
@@ -163,12 +172,12 @@ static uint64_t gate(struct gx_tn *tn, const struct gx_launch_event *le)
 		gx_tn_view(tn, now, &t, &l);
 		l.held_ns = now - t0;
 		l.attempt = attempt;
-		uint64_t b = (uint64_t)le->grid[0] * le->grid[1] * le->grid[2];
+		uint64_t b = le ? (uint64_t)le->grid[0] * le->grid[1] * le->grid[2] : 0;
 		l.blocks = b > UINT32_MAX ? UINT32_MAX : (uint32_t)b;
-		l.threads = le->block[0] * le->block[1] * le->block[2];
+		l.threads = le ? le->block[0] * le->block[1] * le->block[2] : 0;
 		uint64_t wait = 0; /* 0: pass */
 		struct gx_hx_gate g = {.decision = -1, .window = -1};
-		if (__atomic_load_n(&cfg.policy, __ATOMIC_RELAXED) && gx_hostpolicy_launch(&t, &l, &g) == 0 && g.window >= 0) {
+		if (le && __atomic_load_n(&cfg.policy, __ATOMIC_RELAXED) && gx_hostpolicy_launch(&t, &l, &g) == 0 && g.window >= 0) {
 			gx_tn_set_window(tn, (uint32_t)g.window);
 			t.window = (uint32_t)g.window;
 		}
@@ -230,6 +239,36 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	return CUDA_SUCCESS;
 }
 
+bool gx_tenancy_graphs;
+
+bool gx_tenancy_graph_launch(CUstream s)
+{
+	CUcontext ctx = NULL;
+	CUdevice dev = 0;
+	struct gx_tn *t0 = __atomic_load_n(&any_tn, __ATOMIC_ACQUIRE);
+	if (t0 && !gx_tn_share_on(t0))
+		return false; /* no share: the common case pays no driver call */
+	if (__atomic_load_n(&exiting, __ATOMIC_RELAXED) || REAL(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS || !ctx ||
+	    REAL(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
+		return false;
+	struct gx_tn *tn = tenant_of(dev);
+	if (!tn || !gx_tn_share_on(tn))
+		return false;
+	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (REAL(cuStreamIsCapturing)(s, &cs) != CUDA_SUCCESS || cs != CU_STREAM_CAPTURE_STATUS_NONE) {
+		gx_tenancy_capturing(); /* a child graph of the one being captured: not submitted */
+		return false;
+	}
+	gate(tn, NULL);
+	pending.now = gx_tenancy_now();
+	gx_tn_launched(tn, pending.now);
+	pending.tn = tn;
+	pending.ctx = ctx;
+	pending.s = s;
+	gx_tenancy_track = 1;
+	return true;
+}
+
 void gx_tenancy_launched(CUresult rc)
 {
 	gx_tenancy_track = 0;
@@ -282,8 +321,32 @@ static void after_fork_child(void)
 		devs[i].tried = 0;
 	}
 	gx_tenancy_poller_forget();
+	__atomic_store_n(&gx_tenancy_graphs, false, __ATOMIC_RELAXED);
+	any_tn = NULL;
 	cfg.on = false; /* the child is not a tenant: CUDA does not survive fork */
 	__atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
+}
+
+/* GPUEXT_TENANT_MEM_LIMIT_<ordinal>=SIZE (as HAMi's CUDA_DEVICE_MEMORY_LIMIT_<n>):
+ * one GPU's limit, over an ORDINAL=SIZE of GPUEXT_TENANT_MEM_LIMIT. */
+static bool any_mem_per_ordinal(void)
+{
+	extern char **environ;
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, "GPUEXT_TENANT_MEM_LIMIT_", 24))
+			return true;
+	return false;
+}
+
+static void mem_per_ordinal(void)
+{
+	char k[64];
+	for (int i = 0; i < GX_TENANCY_MAX_DEVS; i++) {
+		snprintf(k, sizeof(k), "GPUEXT_TENANT_MEM_LIMIT_%d", i);
+		const char *v = getenv(k);
+		if (v && *v && gx_tn_parse_size(v, &cfg.dev_mem_limit[i]))
+			pr_warn("tenant: %s=%s: expected bytes with an optional K, M, G or T; ignored", k, v);
+	}
 }
 
 void gx_tenancy_init(void)
@@ -295,11 +358,13 @@ void gx_tenancy_init(void)
 	const char *mem = getenv("GPUEXT_TENANT_MEM_LIMIT"), *share = getenv("GPUEXT_TENANT_GPU_SHARE");
 	__atomic_store_n(&cfg.policy, gx_hostpolicy_has_launch(), __ATOMIC_RELAXED);
 	if (!cfg.policy && !(name && *name) && !(cls && *cls) && !(win && *win) && !(mem && *mem) &&
-	    !(share && *share))
+	    !(share && *share) && !any_mem_per_ordinal())
 		return; /* not a tenant: nothing on the launch path */
-	if (mem && *mem && gx_tn_parse_size(mem, &cfg.mem_limit))
-		pr_warn("tenant: GPUEXT_TENANT_MEM_LIMIT=%s: expected bytes with an optional K, M, G or T; no limit",
+	if (mem && *mem && gx_tn_parse_mem_limits(mem, &cfg.mem_limit, cfg.dev_mem_limit, GX_TENANCY_MAX_DEVS))
+		pr_warn("tenant: GPUEXT_TENANT_MEM_LIMIT=%s: expected SIZE or ORDINAL=SIZE,... (bytes with an optional "
+			"K, M, G or T); no limit",
 			mem);
+	mem_per_ordinal();
 	if (share && *share) {
 		cfg.gpu_share = (uint32_t)env_u64("GPUEXT_TENANT_GPU_SHARE", 0);
 		if (cfg.gpu_share > 100) {
@@ -332,6 +397,7 @@ void gx_tenancy_init(void)
 		return;
 	}
 	cfg.on = true;
+	__atomic_store_n(&gx_tenancy_graphs, true, __ATOMIC_RELEASE);
 	pthread_atfork(NULL, NULL, after_fork_child);
 	gx_memlimit_enable(); /* usage is counted for every tenant: a limit may come later */
 	atexit(at_exit);

@@ -33,6 +33,7 @@ extern "C" {
 #define GX_TN_NAME_MAX 32
 #define GX_TN_MAX_TENANTS 64
 #define GX_TN_MAX_PROCS 256
+#define GX_TN_MAX_GPUS	  16 /* GPUs a tenant may use with their own memory figures */
 #define GX_TN_TABLE_FILE "tenants.tab"
 
 struct gx_tn; /* one process's entry for one GPU */
@@ -47,8 +48,9 @@ struct gx_tn_opts {
 	uint64_t lease_ns;     /* silent this long: not counted (0: 1 s) */
 	uint64_t burst_gap_ns; /* idle gap that starts a new burst (0: 200 µs) */
 	/* limits of a new tenant, or of one that has none yet (docs/limits.md) */
-	uint64_t mem_limit;    /* bytes of device memory over its processes (0: none) */
+	uint64_t mem_limit;	/* bytes of device memory on each GPU, over its processes (0: none) */
 	uint32_t gpu_share;    /* percent of GPU time when others want it (0: none) */
+	uint64_t gpu_mem_limit; /* this GPU's own limit, where it has none yet (0: mem_limit) */
 };
 
 /* Join: create the table if there is none, find or make the tenant, claim
@@ -99,20 +101,27 @@ int gx_tn_wait(struct gx_tn *tn, uint32_t gen, uint64_t timeout_ns);
 int gx_tn_tick(struct gx_tn *tn, uint64_t now_ns);
 
 /* ---- limits (tn_limits.c, docs/limits.md) ---- */
-/* Reserve bytes of the tenant's memory budget: 0, or -ENOMEM past its
- * limit (the tenant's denied count goes up). Lock-free: a CAS on the
- * tenant's mem_used, safe from any thread of any process; never over the
- * limit. An entry no longer ours (left at exit) reserves nothing: 0. */
+/* Reserve bytes of the tenant's memory budget on this entry's GPU: 0, or
+ * -ENOMEM past that GPU's limit (its denied count goes up). Lock-free: a
+ * CAS on the tenant's mem_used of that GPU, safe from any thread of any
+ * process; never over the limit. An entry no longer ours (left at exit),
+ * or one whose GPU found no slot, reserves nothing: 0. */
 int gx_tn_mem_reserve(struct gx_tn *tn, uint64_t bytes);
+/* Count bytes the driver already holds, even past the limit (a pool that
+ * grew by more than was reserved for it). */
+void gx_tn_mem_charge(struct gx_tn *tn, uint64_t bytes);
 /* Give back what gx_tn_mem_reserve took (never below this process's part). */
 void gx_tn_mem_release(struct gx_tn *tn, uint64_t bytes);
-/* The tenant's limit (0: none) and bytes reserved by all its processes. */
+/* This entry's GPU: the tenant's limit there (0: none) and the bytes all
+ * its processes reserved there. */
 void gx_tn_mem_get(const struct gx_tn *tn, uint64_t *limit, uint64_t *used);
 /* The compute share: how long (ns) a launch of this tenant should wait now
  * for another tenant's turn; 0: it passes. Turns of a period are laid out
  * by the shares of the GPU's live BE tenants that have one; a tenant whose
  * turn it is but that is idle leaves it to the others (work-conserving). */
 uint64_t gx_tn_share_hold(struct gx_tn *tn, uint64_t now_ns);
+/* Is the tenant scheduled by shares (a share, not LC)? */
+bool gx_tn_share_on(const struct gx_tn *tn);
 /* The turn period (ns, default 40 ms) and the idle gap after which a turn
  * is lent (default 500 µs); process-wide, set once before launches. */
 void gx_tn_share_config(uint64_t period_ns, uint64_t idle_ns, uint64_t borrow_ns);
@@ -129,10 +138,17 @@ struct gx_tn_info {
 	uint64_t p50_ns, p99_ns, p999_ns; /* launch-to-completion, worst process */
 	uint64_t kernel_ns;
 	uint64_t created_ns;
-	/* limits (table version 2) */
+	/* limits (table version 2): mem_limit per GPU, the others summed over GPUs */
 	uint64_t mem_limit, mem_used, mem_hiwater, mem_denied;
 	uint32_t gpu_share;
 	uint64_t gpu_ns; /* busy time of its tracked launches, live and gone processes */
+	/* per GPU (version 3), in the order its processes first used them */
+	uint32_t nr_gpus;
+	struct gx_tn_gpu_info {
+		uint8_t dev[16];    /* UUID */
+		uint64_t mem_limit; /* in force there (its own, else the tenant's); 0: none */
+		uint64_t mem_used, mem_hiwater, mem_denied;
+	} gpus[GX_TN_MAX_GPUS];
 };
 /* This process's own figures on its GPU (name, class, window of its tenant). */
 void gx_tn_self(const struct gx_tn *tn, struct gx_tn_info *out);
@@ -145,15 +161,22 @@ int gx_tn_list(struct gx_tn_info *out, int max, int reap);
 /* Change a tenant: cls -1 / window -1 leave that one. -ENOENT: no such. */
 int gx_tn_set(const char *name, int cls, int64_t window);
 /* Change a tenant's limits: -1 leaves that one; mem_limit 0 / gpu_share 0
- * remove it. Lowering mem_limit below what is used fails new allocations
+ * remove it. mem_limit applies to every GPU (their own limits go). Lowering mem_limit below what is used fails new allocations
  * and frees nothing. -ENOENT: no such tenant; -EINVAL: share > 100. */
 int gx_tn_set_limits(const char *name, int64_t mem_limit, int64_t gpu_share);
+/* One GPU's own memory limit for a tenant that uses it (dev: its UUID);
+ * 0: the tenant's again. -ENOENT: no such tenant; -ENODEV: not on it. */
+int gx_tn_set_gpu_mem_limit(const char *name, const uint8_t dev[16], uint64_t bytes);
 /* Reap dead processes (and the table itself when nobody is left).
  * Returns the number reaped, or -ENOENT. */
 int gx_tn_gc(void);
 /* "4G", "512MiB", "1.5g", "1073741824" (K/M/G/T: powers of 1024) -> bytes;
  * -EINVAL otherwise. */
 int gx_tn_parse_size(const char *s, uint64_t *out);
+/* A memory limit for every GPU and per GPU ordinal: "10G", "0=10G,1=20G",
+ * "8G,1=20G" (a bare size is the default). per[] (nper ordinals) gets the
+ * ordinals' limits, 0 elsewhere; *dflt the default (0: none). -EINVAL. */
+int gx_tn_parse_mem_limits(const char *s, uint64_t *dflt, uint64_t *per, int nper);
 /* "lc" / "be", and back (-EINVAL). */
 const char *gx_tn_class_name(int cls);
 int gx_tn_parse_class(const char *s);

@@ -96,6 +96,17 @@ static void tenant_info(struct gx_tn_info *o, const struct tn_tenant *tt)
 	o->mem_denied = LD(tt->mem_denied);
 	o->gpu_share = LD(tt->gpu_share);
 	o->gpu_ns = LD(tt->gpu_ns);
+	for (int i = 0; i < TN_GPUS; i++) {
+		const struct tn_gpu *g = &tt->gpus[i];
+		if (!LD(g->used))
+			continue;
+		struct gx_tn_gpu_info *gi = &o->gpus[o->nr_gpus++];
+		memcpy(gi->dev, g->dev, sizeof(gi->dev));
+		gi->mem_limit = LD(g->mem_limit) ? LD(g->mem_limit) : o->mem_limit;
+		gi->mem_used = LD(g->mem_used);
+		gi->mem_hiwater = LD(g->mem_hiwater);
+		gi->mem_denied = LD(g->mem_denied);
+	}
 }
 
 void gx_tn_self(const struct gx_tn *tn, struct gx_tn_info *out)

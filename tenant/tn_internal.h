@@ -17,15 +17,28 @@
 
 #define TN_MAGIC 0x4e545847u /* "GXTN" */
 /* 2: per-tenant limits (mem_limit, mem_used, mem_hiwater, mem_denied,
- * gpu_share, gpu_ns) and per-process mem_used/mem_hiwater/gpu_ns
- * (docs/limits.md). A process of another version finds -EBADMSG and runs
- * unscheduled. */
-#define TN_VERSION 2
+ * gpu_share, gpu_ns) and per-process mem_used/mem_hiwater/gpu_ns.
+ * 3: memory limits per GPU (tn_tenant.gpus[], tn_proc.gpu; docs/limits.md).
+ * A process of another version is refused (-EBADMSG, one line saying so)
+ * and runs unscheduled, with no limit. */
+#define TN_VERSION 3
+#define TN_GPUS	   GX_TN_MAX_GPUS
 #define TN_LAT 256           /* latency samples kept per process (recent: a controller reacts to it) */
 #define TN_SVC 32            /* service-time samples (the median counts) */
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+/* A GPU of a tenant (claimed under the lock by its first process there). */
+struct tn_gpu {
+	uint8_t dev[16]; /* the GPU's UUID */
+	uint32_t used;	 /* slot taken */
+	uint32_t pad;
+	uint64_t mem_limit;   /* bytes on this GPU; 0: the tenant's mem_limit */
+	uint64_t mem_used;    /* reserved here by the tenant's live processes (CAS against the limit) */
+	uint64_t mem_hiwater; /* highest mem_used */
+	uint64_t mem_denied;  /* allocations refused here */
+};
 
 struct tn_tenant {
 	char name[GX_TN_NAME_MAX];
@@ -37,16 +50,18 @@ struct tn_tenant {
 	/* counts of processes that left or died */
 	uint64_t launches, completions, untracked, held, throttled_ns;
 	/* limits (docs/limits.md): set by the first process, `gpuext tenant
-	 * set`; mem_used is the sum of the live processes' mem_used, changed
-	 * only by atomic read-modify-write (reservations CAS against
-	 * mem_limit) */
-	uint64_t mem_limit;   /* bytes, 0: none */
-	uint64_t mem_used;    /* bytes reserved by the tenant's live processes */
+	 * set`; the limit holds per GPU (gpus[]: each GPU's mem_used is what
+	 * reservations CAS against its limit); the figures here are the sums
+	 * over its GPUs, changed only by atomic read-modify-write */
+	uint64_t mem_limit;   /* bytes per GPU, 0: none */
+	uint64_t mem_used;    /* bytes reserved by the tenant's live processes, all GPUs */
 	uint64_t mem_hiwater; /* highest mem_used */
-	uint64_t mem_denied;  /* allocations refused at the limit */
+	uint64_t mem_denied;  /* allocations refused at a limit */
 	uint32_t gpu_share;   /* percent, 0: not scheduled by shares */
 	uint32_t pad2;
 	uint64_t gpu_ns;      /* GPU time of processes that left or died */
+	/* version 3 */
+	struct tn_gpu gpus[TN_GPUS];
 };
 
 struct tn_proc {
@@ -66,6 +81,9 @@ struct tn_proc {
 	/* version 2 */
 	uint64_t mem_used, mem_hiwater; /* this process's part of its tenant's mem_used (atomic) */
 	uint64_t gpu_ns;                /* busy time of its tracked launches (completion spans) */
+	/* version 3 */
+	uint32_t gpu; /* its GPU in its tenant's gpus[] (TN_GPUS: none, nothing counted) */
+	uint32_t pad3;
 };
 
 struct tn_table {
@@ -85,6 +103,7 @@ struct gx_tn {
 	char path[400];
 	uint32_t slot;           /* procs[] */
 	uint32_t tenant;
+	uint32_t gpu; /* in the tenant's gpus[] (TN_GPUS: none) */
 	uint64_t pidns, start_time;
 	uint64_t lease_ns, burst_gap_ns;
 	uint64_t last_reap_ns;
@@ -125,6 +144,8 @@ int tn_join_locked(struct gx_tn *tn);
 /* Fold an entry's counts into its tenant and free it (table locked). */
 void tn_release_locked(struct tn_table *t, uint32_t slot);
 uint64_t tn_pidns_of(uint32_t pid);
+/* *w -= n, not below 0 (atomic). */
+void tn_sub_floor(uint64_t *w, uint64_t n);
 /* Change the named tenant under the lock (tn_ctl.c); 0 or -errno. */
 int tn_update_tenant(const char *name, void (*apply)(struct tn_tenant *, const void *), const void *arg);
 

@@ -2,8 +2,9 @@
  * budget shared by all the tenant's processes, and a share of GPU time
  * (docs/limits.md).
  *
- * Memory: the tenant's mem_used is the one word every process reserves
- * from, by compare-and-swap against mem_limit, so threads of several
+ * Memory, per GPU: the tenant's mem_used of a GPU is the one word every
+ * process reserves from there, by compare-and-swap against that GPU's
+ * limit (its own, else the tenant's mem_limit), so threads of several
  * processes racing the limit never take it past (no lock, no lost update).
  * Each process also counts its own part (its entry's mem_used): what the
  * survivors give back when it dies (tn_release_locked, under the table's
@@ -46,30 +47,69 @@ static void max_u64(uint64_t *w, uint64_t v)
 		;
 }
 
-int gx_tn_mem_reserve(struct gx_tn *tn, uint64_t bytes)
+/* This entry's GPU of its tenant; NULL: not ours any more, or no slot. */
+static struct tn_gpu *gpu_of(const struct gx_tn *tn)
 {
-	if (!tn || !tn_mine(tn))
-		return 0;
+	return tn && tn_mine(tn) && tn->gpu < TN_GPUS ? &tn->t->tenants[tn->tenant].gpus[tn->gpu] : NULL;
+}
+
+static uint64_t limit_of(const struct tn_tenant *tt, const struct tn_gpu *g)
+{
+	uint64_t lim = LD(g->mem_limit);
+	return lim ? lim : LD(tt->mem_limit);
+}
+
+/* Bytes now on the GPU's count: the process's part and the tenant's sum. */
+static void counted(struct gx_tn *tn, struct tn_gpu *g, uint64_t nu, uint64_t bytes)
+{
 	struct tn_tenant *tt = &tn->t->tenants[tn->tenant];
 	struct tn_proc *p = &tn->t->procs[tn->slot];
-	uint64_t used = __atomic_load_n(&tt->mem_used, __ATOMIC_RELAXED), nu;
+	uint64_t mine = __atomic_add_fetch(&p->mem_used, bytes, __ATOMIC_RELAXED);
+	uint64_t sum = __atomic_add_fetch(&tt->mem_used, bytes, __ATOMIC_RELAXED);
+	max_u64(&g->mem_hiwater, nu);
+	max_u64(&tt->mem_hiwater, sum);
+	max_u64(&p->mem_hiwater, mine);
+}
+
+int gx_tn_mem_reserve(struct gx_tn *tn, uint64_t bytes)
+{
+	struct tn_gpu *g = gpu_of(tn);
+	if (!g)
+		return 0;
+	struct tn_tenant *tt = &tn->t->tenants[tn->tenant];
+	uint64_t used = __atomic_load_n(&g->mem_used, __ATOMIC_RELAXED), nu;
 	do {
-		uint64_t lim = __atomic_load_n(&tt->mem_limit, __ATOMIC_RELAXED);
+		uint64_t lim = limit_of(tt, g);
 		nu = used + bytes;
 		if (nu < used || (lim && nu > lim)) {
+			__atomic_add_fetch(&g->mem_denied, 1, __ATOMIC_RELAXED);
 			__atomic_add_fetch(&tt->mem_denied, 1, __ATOMIC_RELAXED);
 			return -ENOMEM;
 		}
-	} while (!__atomic_compare_exchange_n(&tt->mem_used, &used, nu, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
-	uint64_t mine = __atomic_add_fetch(&p->mem_used, bytes, __ATOMIC_RELAXED);
-	max_u64(&tt->mem_hiwater, nu);
-	max_u64(&p->mem_hiwater, mine);
+	} while (!__atomic_compare_exchange_n(&g->mem_used, &used, nu, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+	counted(tn, g, nu, bytes);
 	return 0;
+}
+
+void gx_tn_mem_charge(struct gx_tn *tn, uint64_t bytes)
+{
+	struct tn_gpu *g = gpu_of(tn);
+	if (g && bytes)
+		counted(tn, g, __atomic_add_fetch(&g->mem_used, bytes, __ATOMIC_ACQ_REL), bytes);
+}
+
+void tn_sub_floor(uint64_t *w, uint64_t n)
+{
+	uint64_t cur = __atomic_load_n(w, __ATOMIC_RELAXED);
+	while (n &&
+	       !__atomic_compare_exchange_n(w, &cur, cur > n ? cur - n : 0, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		;
 }
 
 void gx_tn_mem_release(struct gx_tn *tn, uint64_t bytes)
 {
-	if (!tn || !tn_mine(tn) || !bytes)
+	struct tn_gpu *g = gpu_of(tn);
+	if (!g || !bytes)
 		return;
 	struct tn_tenant *tt = &tn->t->tenants[tn->tenant];
 	struct tn_proc *p = &tn->t->procs[tn->slot];
@@ -80,19 +120,20 @@ void gx_tn_mem_release(struct gx_tn *tn, uint64_t bytes)
 		take = bytes < cur ? bytes : cur;
 	} while (take && !__atomic_compare_exchange_n(&p->mem_used, &cur, cur - take, true, __ATOMIC_RELAXED,
 						      __ATOMIC_RELAXED));
-	if (!take)
-		return;
-	uint64_t used = __atomic_load_n(&tt->mem_used, __ATOMIC_RELAXED);
-	while (!__atomic_compare_exchange_n(&tt->mem_used, &used, used > take ? used - take : 0, true, __ATOMIC_ACQ_REL,
-					    __ATOMIC_RELAXED))
-		;
+	/* the sum first: it then never reads more than its GPUs hold */
+	tn_sub_floor(&tt->mem_used, take);
+	tn_sub_floor(&g->mem_used, take);
 }
 
 void gx_tn_mem_get(const struct gx_tn *tn, uint64_t *limit, uint64_t *used)
 {
 	const struct tn_tenant *tt = &tn->t->tenants[tn->tenant];
-	*limit = __atomic_load_n(&tt->mem_limit, __ATOMIC_RELAXED);
-	*used = __atomic_load_n(&tt->mem_used, __ATOMIC_RELAXED);
+	*limit = *used = 0;
+	if (tn->gpu >= TN_GPUS)
+		return;
+	const struct tn_gpu *g = &tt->gpus[tn->gpu];
+	*limit = limit_of(tt, g);
+	*used = LD(g->mem_used);
 }
 
 struct share_tenant {
@@ -101,6 +142,12 @@ struct share_tenant {
 	uint64_t last_launch_ns;
 	uint64_t queued_ns;
 };
+
+bool gx_tn_share_on(const struct gx_tn *tn)
+{
+	const struct tn_tenant *tt = &tn->t->tenants[tn->tenant];
+	return LD(tt->gpu_share) && LD(tt->cls) != GPU_CLASS_LC;
+}
 
 uint64_t gx_tn_share_hold(struct gx_tn *tn, uint64_t now)
 {
@@ -176,8 +223,11 @@ struct limits {
 static void apply_limits(struct tn_tenant *tt, const void *arg)
 {
 	const struct limits *a = arg;
-	if (a->mem_limit >= 0)
+	if (a->mem_limit >= 0) { /* every GPU: their own limits go */
 		__atomic_store_n(&tt->mem_limit, (uint64_t)a->mem_limit, __ATOMIC_RELAXED);
+		for (int i = 0; i < TN_GPUS; i++)
+			__atomic_store_n(&tt->gpus[i].mem_limit, 0, __ATOMIC_RELAXED);
+	}
 	if (a->gpu_share >= 0)
 		ST(tt->gpu_share, (uint32_t)a->gpu_share);
 }
@@ -188,4 +238,31 @@ int gx_tn_set_limits(const char *name, int64_t mem_limit, int64_t gpu_share)
 		return gx_err(-EINVAL);
 	struct limits a = { mem_limit, gpu_share };
 	return gx_err(tn_update_tenant(name, apply_limits, &a));
+}
+
+struct gpu_limit {
+	uint8_t dev[16];
+	uint64_t bytes;
+	int *found;
+};
+
+static void apply_gpu_limit(struct tn_tenant *tt, const void *arg)
+{
+	const struct gpu_limit *a = arg;
+	for (int i = 0; i < TN_GPUS; i++)
+		if (LD(tt->gpus[i].used) && !memcmp(tt->gpus[i].dev, a->dev, 16)) {
+			__atomic_store_n(&tt->gpus[i].mem_limit, a->bytes, __ATOMIC_RELAXED);
+			*a->found = 1;
+		}
+}
+
+int gx_tn_set_gpu_mem_limit(const char *name, const uint8_t dev[16], uint64_t bytes)
+{
+	int found = 0;
+	struct gpu_limit a = { .bytes = bytes, .found = &found };
+	if (!name || !dev)
+		return gx_err(-EINVAL);
+	memcpy(a.dev, dev, 16);
+	int err = tn_update_tenant(name, apply_gpu_limit, &a);
+	return gx_err(err ? err : found ? 0 : -ENODEV);
 }

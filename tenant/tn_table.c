@@ -43,7 +43,6 @@ uint64_t tn_pidns_of(uint32_t pid)
 	return stat(p, &st) ? 0 : (uint64_t)st.st_ino;
 }
 
-
 static int table_path(char *path, size_t n, const char *suffix)
 {
 	char dir[256];
@@ -75,8 +74,7 @@ static int init_file(const char *tmp)
 	if (fd < 0)
 		return -errno;
 	int e = posix_fallocate(fd, 0, sizeof(struct tn_table));
-	struct tn_table *t = e ? MAP_FAILED
-			       : mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	struct tn_table *t = e ? MAP_FAILED : mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (t == MAP_FAILED) {
 		e = e ? e : errno;
 		close(fd);
@@ -106,7 +104,16 @@ static int map_existing(const char *path, struct tn_table **out, int *fdp)
 	if (fd < 0)
 		return fd;
 	struct stat st;
-	if (fstat(fd, &st) || (size_t)st.st_size != sizeof(struct tn_table)) {
+	if (fstat(fd, &st) || (size_t)st.st_size < offsetof(struct tn_table, lock)) {
+		close(fd);
+		return -EBADMSG;
+	}
+	if ((size_t)st.st_size != sizeof(struct tn_table)) {
+		uint32_t hdr[2] = { 0, 0 };
+		if (pread(fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr) && hdr[0] == TN_MAGIC)
+			pr_warn("tenant: the table %s is of version %u, made by processes of another gpuext release; "
+				"this one reads version %u: not joining it (no scheduling, no limits) until they are gone",
+				path, hdr[1], TN_VERSION);
 		close(fd);
 		return -EBADMSG;
 	}
@@ -118,6 +125,10 @@ static int map_existing(const char *path, struct tn_table **out, int *fdp)
 	}
 	if (__atomic_load_n(&t->magic, __ATOMIC_ACQUIRE) != TN_MAGIC || t->version != TN_VERSION ||
 	    t->size != sizeof(*t)) {
+		if (__atomic_load_n(&t->magic, __ATOMIC_ACQUIRE) == TN_MAGIC && t->version != TN_VERSION)
+			pr_warn("tenant: the table %s is of version %u, made by processes of another gpuext release; "
+				"this one reads version %u: not joining it (no scheduling, no limits) until they are gone",
+				path, t->version, TN_VERSION);
 		munmap(t, sizeof(*t));
 		close(fd);
 		return -EBADMSG;
@@ -212,11 +223,10 @@ void tn_release_locked(struct tn_table *t, uint32_t slot)
 	tt->gpu_ns += LD(p->gpu_ns);
 	/* Its memory budget goes back to the tenant (dead or leaving: its
 	 * part is no longer written). */
-	uint64_t mem = __atomic_exchange_n(&p->mem_used, 0, __ATOMIC_RELAXED), used;
-	used = __atomic_load_n(&tt->mem_used, __ATOMIC_RELAXED);
-	while (mem && !__atomic_compare_exchange_n(&tt->mem_used, &used, used > mem ? used - mem : 0, true,
-						   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-		;
+	uint64_t mem = __atomic_exchange_n(&p->mem_used, 0, __ATOMIC_RELAXED);
+	tn_sub_floor(&tt->mem_used, mem);
+	if (p->gpu < TN_GPUS)
+		tn_sub_floor(&tt->gpus[p->gpu].mem_used, mem);
 	uint32_t tenant = p->tenant;
 	ST(p->pid, 0); /* first: readers skip it from now on */
 	memset((char *)p + sizeof(p->pid), 0, sizeof(*p) - sizeof(p->pid));
@@ -252,8 +262,8 @@ int tn_reap_locked(struct tn_table *t, uint64_t my_pidns, uint64_t now)
 		if (!pid || !dead(p, my_pidns, now))
 			continue;
 		bool same_ns = p->pidns == my_pidns;
-		pr_warn("tenant: process %u of '%.*s' is gone with %u launches in flight; reaped", pid,
-			GX_TN_NAME_MAX, t->tenants[p->tenant % GX_TN_MAX_TENANTS].name, LD(p->inflight));
+		pr_warn("tenant: process %u of '%.*s' is gone with %u launches in flight; reaped", pid, GX_TN_NAME_MAX,
+			t->tenants[p->tenant % GX_TN_MAX_TENANTS].name, LD(p->inflight));
 		tn_release_locked(t, i);
 		if (same_ns)
 			remove_files_of(pid);
@@ -275,6 +285,38 @@ static void default_name(char *out, size_t n)
 		}
 	}
 	snprintf(out, n, "%.20s-%d", comm, (int)getpid());
+}
+
+/* The tenant's slot for this GPU (table locked): found, else claimed with
+ * this process's limit for it; TN_GPUS when all are taken (one line: its
+ * memory there is not counted). */
+static uint32_t join_gpu(struct tn_tenant *tt, const struct gx_tn_opts *o)
+{
+	uint8_t dev[16] = { 0 };
+	uint32_t fr = TN_GPUS;
+	if (o->dev)
+		memcpy(dev, o->dev, 16);
+	for (uint32_t i = 0; i < TN_GPUS; i++) {
+		struct tn_gpu *g = &tt->gpus[i];
+		if (g->used && !memcmp(g->dev, dev, 16)) {
+			if (o->gpu_mem_limit && !LD(g->mem_limit))
+				__atomic_store_n(&g->mem_limit, o->gpu_mem_limit, __ATOMIC_RELAXED);
+			return i;
+		}
+		if (!g->used && fr == TN_GPUS)
+			fr = i;
+	}
+	if (fr == TN_GPUS) {
+		pr_info("tenant: '%.*s' uses more than %d GPUs; its memory on this one is not counted", GX_TN_NAME_MAX,
+			tt->name, TN_GPUS);
+		return fr;
+	}
+	struct tn_gpu *g = &tt->gpus[fr];
+	memset(g, 0, sizeof(*g));
+	memcpy(g->dev, dev, 16);
+	g->mem_limit = o->gpu_mem_limit;
+	g->used = 1;
+	return fr;
 }
 
 int tn_join_locked(struct gx_tn *tn)
@@ -329,6 +371,7 @@ int tn_join_locked(struct gx_tn *tn)
 	struct tn_proc *p = &t->procs[slot];
 	memset(p, 0, sizeof(*p));
 	p->tenant = (uint32_t)ti;
+	p->gpu = tn->gpu = join_gpu(&t->tenants[ti], o);
 	p->start_time = tn->start_time;
 	p->pidns = tn->pidns;
 	if (o->dev)

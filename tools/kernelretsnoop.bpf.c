@@ -16,7 +16,16 @@
  * sharded reduction (mapimpl_internal.h). Warp 0's exit stands for the block's:
  * other warps may finish a little later. A warp whose lanes leave through
  * several `ret` sites calls the hook once per site:
- * the formatter keeps the last record of a (launch, block). */
+ * the formatter keeps the last record of a (launch, block).
+ *
+ * krs_counts (a hash map by kernel id, struct gx_krs_count) is what
+ * `gpuext exporter` serves of kernelretsnoop: per kernel, launches seen
+ * finishing on the device (block 0) and recorded blocks. One fire-and-forget
+ * add per recorded block (plus one for block 0) after a hash lookup, where
+ * the ring record already costs a reservation atomic and its stores; a new
+ * kernel's first block inserts its key (one CAS). Built with
+ * GX_KRS_NOCOUNT, the tool leaves it out (the GPU part's A/B,
+ * tests/gpu/metrics.sh). */
 #include "gpuext/gdev_helpers.h"
 #include "tools/tools_common.h"
 
@@ -24,6 +33,15 @@ struct {
 	__uint(type, GDEV_MAP_RINGBUF);
 	__uint(max_entries, 1 << 24);
 } krs_ring SEC(".maps");
+
+#ifndef GX_KRS_NOCOUNT
+struct {
+	__uint(type, GDEV_MAP_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct gx_krs_count);
+} krs_counts SEC(".maps");
+#endif
 
 SEC("gdev/retprobe/*")
 int kernelretsnoop(struct gdev_ctx *ctx)
@@ -60,6 +78,24 @@ int kernelretsnoop(struct gdev_ctx *ctx)
 	u.w[5] = (__u64)(ctx->ntid_x * ctx->ntid_y * ctx->ntid_z) << 32 | ctx->nctaid_z;
 	u.w[6] = ctx->launch_id;
 	bpf_ringbuf_output(&krs_ring, &u, sizeof(u), 0);
+#ifndef GX_KRS_NOCOUNT
+	/* thread 0's exit only: a warp leaving through several exit sites
+	 * counts once (lane 0 leaves once) */
+	if (!(ctx->active_mask & 1))
+		return GDEV_DEFAULT;
+	__u64 kid = ctx->kernel_id;
+	struct gx_krs_count *c = bpf_map_lookup_elem(&krs_counts, &kid);
+	if (!c) {
+		struct gx_krs_count zero = { 0, 0 };
+		bpf_map_update_elem(&krs_counts, &kid, &zero, GDEV_NOEXIST);
+		c = bpf_map_lookup_elem(&krs_counts, &kid);
+		if (!c)
+			return GDEV_DEFAULT; /* full: counted by nobody, the ring still has it */
+	}
+	if ((ctx->ctaid_x | ctx->ctaid_y | ctx->ctaid_z) == 0)
+		__sync_fetch_and_add(&c->launches, 1);
+	__sync_fetch_and_add(&c->blocks, 1);
+#endif
 	return GDEV_DEFAULT;
 }
 

@@ -26,13 +26,15 @@
 
 struct kstat {
 	uint64_t kid, n, n_instr, n_timed, gpu_ns;
-	uint64_t n_graph; /* of n, kernel nodes of graph launches (counted, not timed) */
-	double est_ns; /* gpu_ns / n_timed * n: all its launches */
+	uint64_t n_graph;    /* of n, kernel nodes of graph launches */
+	uint64_t n_graph_tg; /* of those, nodes of execs with timed launches (their time: graph_ns) */
+	double graph_ns;     /* its share of those execs' estimated GPU time */
+	double est_ns;	     /* gpu_ns / n_timed * (n - n_graph_tg) + graph_ns: all its launches */
 	UT_hash_handle hh;
 };
 struct ltot {
 	uint64_t n, n_instr, n_timed, gpu_ns, n_graph;
-	double est_ns, est_ns_instr;
+	double est_ns, est_ns_instr, graph_ns;
 };
 
 static int cmp_seq(const void *a, const void *b)
@@ -59,6 +61,44 @@ static const struct td_ltime *ltime_of(const struct td_ltime *t, size_t n, uint3
 {
 	struct td_ltime key = { .pid = pid, .seq = seq };
 	return bsearch(&key, t, n, sizeof(*t), cmp_seq);
+}
+
+/* Graph launches are timed whole (GX_TEV_GLTIME): an exec's GPU time is its
+ * timed launches' mean times its launches, shared among its kernel nodes —
+ * in proportion to their kernels' own timed mean when every kernel of the
+ * exec has direct timed launches, else equally per node (the span's copies,
+ * sets and gaps included: an estimate, docs/metrics.md). */
+static void graph_shares(const struct tooldata *td, struct kstat *byid, struct ltot *tot)
+{
+	for (size_t i = 0; i < td->nr_gexecs; i++) {
+		const struct td_gexec *x = &td->gexecs[i];
+		if (!x->timed || !x->rec || !x->nr)
+			continue;
+		double est = (double)x->gpu_ns / (double)x->timed * (double)x->launches, wsum = 0, wsum_eq = 0;
+		bool means = true;
+		for (size_t e = 0; e < x->nr; e++) {
+			struct kstat *f;
+			HASH_FIND(hh, byid, &x->rec->k[e].kernel_id, sizeof(x->rec->k[e].kernel_id), f);
+			means &= f && f->n_timed;
+			wsum += f && f->n_timed ? (double)f->gpu_ns / (double)f->n_timed * x->rec->k[e].nodes : 0;
+			wsum_eq += x->rec->k[e].nodes;
+		}
+		for (size_t e = 0; e < x->nr; e++) {
+			struct kstat *f;
+			HASH_FIND(hh, byid, &x->rec->k[e].kernel_id, sizeof(x->rec->k[e].kernel_id), f);
+			if (!f)
+				continue;
+			double w = means && wsum > 0 ? (double)f->gpu_ns / (double)f->n_timed * x->rec->k[e].nodes / wsum
+						     : wsum_eq > 0 ? x->rec->k[e].nodes / wsum_eq : 0;
+			f->graph_ns += est * w;
+			f->n_graph_tg += (uint64_t)x->rec->k[e].nodes * x->launches;
+		}
+		tot->graph_ns += est;
+	}
+	/* the execs' node counts bound what a kernel ran in graphs */
+	for (struct kstat *f = byid; f; f = f->hh.next)
+		if (f->n_graph_tg > f->n_graph)
+			f->n_graph_tg = f->n_graph;
 }
 
 /* Per kernel, sorted by GPU time; NULL if there is nothing to say. */
@@ -110,9 +150,13 @@ static struct kstat *stats(const struct tooldata *td, struct td_ltime *lt, size_
 		tot->n_graph += g->nodes;
 		tot->n_instr += ni;
 	}
+	graph_shares(td, byid, tot);
 	HASH_CLEAR(hh, byid);
 	for (size_t j = 0; j < *nk; j++) {
-		k[j].est_ns = k[j].n_timed ? (double)k[j].gpu_ns / (double)k[j].n_timed * (double)k[j].n : 0;
+		k[j].est_ns = (k[j].n_timed ? (double)k[j].gpu_ns / (double)k[j].n_timed *
+						    (double)(k[j].n - k[j].n_graph_tg)
+					    : 0) +
+			      k[j].graph_ns;
 		tot->est_ns += k[j].est_ns;
 		tot->est_ns_instr += k[j].n ? k[j].est_ns * (double)k[j].n_instr / (double)k[j].n : 0;
 	}
@@ -159,8 +203,10 @@ void td_launches_text(const struct tooldata *td)
 		printf("; GPU time %.3f ms (from %llu timed launches), %.1f %% of it instrumented",
 		       tot.est_ns / 1e6, (unsigned long long)tot.n_timed, 100.0 * tot.est_ns_instr / tot.est_ns);
 	if (td->graph_launches)
-		printf("\n  of them %llu kernel nodes of %llu graph launches (counted, not timed)",
-		       (unsigned long long)tot.n_graph, (unsigned long long)td->graph_launches);
+		printf("\n  of them %llu kernel nodes of %llu graph launches (%llu timed, %.3f ms of graph GPU time "
+		       "shared among their kernel nodes)",
+		       (unsigned long long)tot.n_graph, (unsigned long long)td->graph_launches,
+		       (unsigned long long)td->graph_timed, tot.graph_ns / 1e6);
 	if (td->graph_launches) {
 		printf("\n%-40s %9s %9s %12s  %s\n", "KERNEL", "LAUNCHES", "IN GRAPHS", "GPU ms", "HOOKS");
 		for (size_t i = 0; i < nk && i < TOP_KERNELS; i++)
@@ -188,17 +234,17 @@ void td_launches_json(const struct tooldata *td)
 	char nb[64];
 	printf(",\"host_launches\":{\"launches\":%llu,\"instrumented\":%llu,\"timed\":%llu,\"gpu_ns_timed\":%llu,"
 	       "\"gpu_ns\":%.0f,\"gpu_ns_instrumented\":%.0f,\"graph_launches\":%llu,\"graph_kernel_launches\":%llu,"
-	       "\"kernels\":[",
+	       "\"graph_launches_timed\":%llu,\"graph_gpu_ns\":%.0f,\"kernels\":[",
 	       (unsigned long long)tot.n, (unsigned long long)tot.n_instr, (unsigned long long)tot.n_timed,
 	       (unsigned long long)tot.gpu_ns, tot.est_ns, tot.est_ns_instr, (unsigned long long)td->graph_launches,
-	       (unsigned long long)tot.n_graph);
+	       (unsigned long long)tot.n_graph, (unsigned long long)td->graph_timed, tot.graph_ns);
 	for (size_t i = 0; i < nk; i++) {
 		printf("%s{\"kernel\":", i ? "," : "");
 		gx_json_str(stdout, td_kname(td, k[i].kid, nb, sizeof(nb)));
 		printf(",\"launches\":%llu,\"instrumented\":%llu,\"timed\":%llu,\"gpu_ns_timed\":%llu,\"gpu_ns\":%.0f,"
-		       "\"graph_launches\":%llu}",
+		       "\"graph_launches\":%llu,\"graph_gpu_ns\":%.0f}",
 		       (unsigned long long)k[i].n, (unsigned long long)k[i].n_instr, (unsigned long long)k[i].n_timed,
-		       (unsigned long long)k[i].gpu_ns, k[i].est_ns, (unsigned long long)k[i].n_graph);
+		       (unsigned long long)k[i].gpu_ns, k[i].est_ns, (unsigned long long)k[i].n_graph, k[i].graph_ns);
 	}
 	printf("]}");
 	free(k);

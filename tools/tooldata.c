@@ -31,14 +31,36 @@ static void *grow(void *p, size_t *cap, size_t n, size_t sz)
 	return q;
 }
 
+/* The exec list `exec` of process pid (a linear search over the few execs
+ * a program has), added if new; NULL when out of memory. */
+static struct td_gexec *gexec_of(struct tooldata *td, uint32_t pid, uint64_t exec)
+{
+	for (size_t i = 0; i < td->nr_gexecs; i++)
+		if (td->gexecs[i].pid == pid && td->gexecs[i].exec == exec)
+			return &td->gexecs[i];
+	if (!(td->gexecs = grow(td->gexecs, &td->cap_x, td->nr_gexecs, sizeof(*td->gexecs))))
+		return NULL;
+	struct td_gexec *x = &td->gexecs[td->nr_gexecs++];
+	memset(x, 0, sizeof(*x));
+	x->pid = pid, x->exec = exec;
+	return x;
+}
+
 /* A graph launch's kernel nodes, added to the per-kernel sums (a linear
- * search: a program has tens to hundreds of graph kernels). */
-static void add_glaunch(struct tooldata *td, const struct gx_tev_glaunch *g, size_t len)
+ * search: a program has tens to hundreds of graph kernels) and to its
+ * exec's launches. */
+static void add_glaunch(struct tooldata *td, uint32_t pid, const struct gx_tev_glaunch *g, size_t len)
 {
 	td->graph_launches++;
 	size_t nr = (len - sizeof(*g)) / sizeof(g->k[0]);
 	if (g->nr < nr)
 		nr = g->nr;
+	struct td_gexec *x = gexec_of(td, pid, g->exec);
+	if (x) {
+		x->launches++;
+		if (!x->rec)
+			x->rec = g, x->nr = nr;
+	}
 	for (size_t i = 0; i < nr; i++) {
 		const struct gx_tev_gkernel *e = &g->k[i];
 		uint32_t fl = e->flags & GX_TEV_L_INSTRUMENTED;
@@ -129,7 +151,16 @@ static int load_events(struct tooldata *td, const char *path)
 			break;
 		case GX_TEV_GLAUNCH:
 			if (h->len >= sizeof(struct gx_tev_glaunch))
-				add_glaunch(td, (const struct gx_tev_glaunch *)h, h->len);
+				add_glaunch(td, pid, (const struct gx_tev_glaunch *)h, h->len);
+			break;
+		case GX_TEV_GLTIME:
+			if (h->len >= sizeof(struct gx_tev_gltime)) {
+				const struct gx_tev_gltime *r = (const void *)h;
+				struct td_gexec *x = gexec_of(td, pid, r->exec);
+				if (x)
+					x->timed++, x->gpu_ns += r->gpu_ns;
+				td->graph_timed++;
+			}
 			break;
 		case GX_TEV_DROPS:
 			if (h->len >= sizeof(struct gx_tev_drops))
@@ -198,6 +229,7 @@ void td_free(struct tooldata *td)
 	free(td->recs);
 	free(td->knames);
 	free(td->gkernels);
+	free(td->gexecs);
 	memset(td, 0, sizeof(*td));
 }
 

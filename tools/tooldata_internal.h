@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gpuext/gx_toollog.h"
 #include "tools/tools_common.h"
 
 struct td_ctx {
@@ -43,6 +44,16 @@ struct td_gkernel {
 	uint64_t nodes;
 };
 
+/* A graph exec's kernel list (GX_TEV_GLAUNCH.exec, per process): its
+ * launches, the timed ones (GX_TEV_GLTIME) and their GPU time, and one of
+ * its launch records (its kernels and nodes; inside a loaded buffer). */
+struct td_gexec {
+	uint32_t pid;
+	uint64_t exec, launches, timed, gpu_ns;
+	const struct gx_tev_glaunch *rec;
+	size_t nr; /* entries of rec usable */
+};
+
 struct tooldata {
 	const char *tool;
 	struct td_ctx *ctxs;
@@ -65,6 +76,9 @@ struct tooldata {
 	struct td_gkernel *gkernels;
 	size_t nr_gkernels, cap_g;
 	uint64_t graph_launches; /* cuGraphLaunch calls */
+	struct td_gexec *gexecs;
+	size_t nr_gexecs, cap_x;
+	uint64_t graph_timed; /* graph launches timed (GX_TEV_GLTIME) */
 };
 
 int td_load(struct tooldata *td, const char *dir, const char *tool);

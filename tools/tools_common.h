@@ -70,6 +70,17 @@ struct gx_krs_rec {
 	gdev_u64 launch_id; /* ctx->launch_id: %gridid, one per launch in a context */
 };
 
+/* kernelretsnoop's krs_counts: per kernel (hash key: kernel id, FNV-1a 64
+ * of its name), what the device saw finish, for `gpuext exporter`
+ * (deploy/exporter/kernelretsnoop.conf). Counted at thread 0's exit of
+ * the recorded blocks (every block of launches up to GX_KRS_FULL_BLOCKS,
+ * the regular sample beyond); block 0 is always recorded, so `launches`
+ * is exact. */
+struct gx_krs_count {
+	gdev_u64 launches; /* launches whose block 0 finished */
+	gdev_u64 blocks;   /* recorded blocks finished (block 0 included) */
+};
+
 /* threadhist: value of the per-warp-slot array (1 entry); the host sums the
  * 64 warp slots of an SM into that SM's row. */
 struct gx_th_val {

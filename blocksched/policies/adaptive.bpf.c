@@ -33,7 +33,8 @@
  * stride of blocks, no claim: the cheapest loop) and as it is, and keeps the
  * fastest: a kernel this policy cannot speed up runs as the hardware
  * schedules it, or as the static loop where that beats the hardware (vadd:
- * 3 % faster on the H200).
+ * 3 % faster on the H200). The choice keeps being timed on the launches
+ * after it, and a copy is given up as soon as it is slower.
  *
  * Trade-offs: the first launch of a kernel (and of each new grid size) runs
  * unordered; the order follows the costs of one launch earlier, so blocks
@@ -55,7 +56,7 @@ GX_SCHED_SETTINGS(GX_SCHED_CLAIM, 16);
  * times as its copy, as its static copy and as it is, and runs as the fastest. On the H200 the
  * hardware's scheduler wins on most kernels; learning the order is worth
  * nothing where learning not to schedule is worth more. 0 turns it off. */
-GX_SCHED_KNOB(__u32, gx_sched_guard, 1);
+GX_SCHED_GUARD(1);
 GX_SCHED_KNOB(__u32, imbalance_pct, 20);
 
 #define KSLOTS 64

@@ -18,6 +18,7 @@
 #include "blocksched/policies/sched_common.h"
 
 GX_SCHED_SETTINGS(GX_SCHED_STATIC, 1);
+GX_SCHED_GUARD(1); /* gx_sched_guard=0: unguarded */
 
 SEC("gdev/sched/should_try_steal")
 int fixed_work_steal(struct gdev_ctx *ctx)

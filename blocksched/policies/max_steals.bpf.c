@@ -16,6 +16,7 @@
 #include "blocksched/policies/sched_common.h"
 
 GX_SCHED_SETTINGS(GX_SCHED_CLAIM, 8);
+GX_SCHED_GUARD(1); /* gx_sched_guard=0: unguarded */
 GX_SCHED_KNOB(__u32, max_steals, 4);
 
 SEC("gdev/sched/should_try_steal")

@@ -18,6 +18,15 @@
 	__u32 gx_sched_mode SEC(".data") = (mode);              \
 	__u32 gx_sched_chunks SEC(".data") = (chunks)
 
+/* The launcher's guard (gx_blocksched.h, blocksched/bs_guard.c): each
+ * kernel and grid is timed as the policy's copy, as a static-only copy and
+ * as it is, runs as the fastest, and keeps being judged against the
+ * original; `gx_sched_guard=0` turns it off (the copy then runs even where
+ * it is slower, and `gpuext sched` says the kernel is unguarded). Every
+ * shipped policy is guarded by default: each loses to the hardware's
+ * scheduler on some kernels (issue 40: greedy 2.6x on a sorted SpMV). */
+#define GX_SCHED_GUARD(on) __u32 gx_sched_guard SEC(".data") = (on)
+
 /* A knob: a plain global the launcher may set ("name=value"). */
 #define GX_SCHED_KNOB(type, name, value) type name SEC(".data") = (value)
 

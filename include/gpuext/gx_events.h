@@ -60,6 +60,9 @@ enum gx_event_kind {
 	GX_EV_GRAPH_EXEC_DESTROY,/* pre: an exec's kernel list ev->glaunch.gen goes
 				 * away (cuGraphExecDestroy, or the exec changed:
 				 * cuGraphExecUpdate, ...SetParams; a new gen follows) */
+	GX_EV_GRAPH_LAUNCH_PRE, /* pre: a cuGraphLaunch[_ptsz] about to be made (the
+				 * same ev->glaunch; GX_EV_GRAPH_LAUNCH follows if the
+				 * driver accepts it): a timing event goes before it */
 	GX_EV__COUNT
 };
 
@@ -116,9 +119,9 @@ struct gx_graph_kernel {
 	unsigned nodes;              /* its kernel nodes in the exec */
 };
 
-/* The kernels of an exec, walked once when it was instantiated (or changed);
- * one event per graph launch. Execs instantiated before anybody subscribed
- * to GX_EV_GRAPH_LAUNCH have no list (gen 0, nr_kernels 0). */
+/* The kernels of an exec, walked once when it was instantiated (or changed),
+ * subscriber or not; one event per graph launch. An exec whose walk failed
+ * (or with GPUEXT_DISABLE) has no list (gen 0, nr_kernels 0). */
 struct gx_graph_launch_event {
 	CUgraphExec exec;
 	CUstream stream;

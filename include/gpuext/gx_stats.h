@@ -15,6 +15,7 @@
  * aligned, grows only at the end (readers accept a larger size). */
 #ifndef GX_STATS_H
 #define GX_STATS_H
+#include <stddef.h>
 #include <stdint.h>
 
 #define GX_STATS_MAGIC	      0x31535847u /* "GXS1" */
@@ -112,7 +113,17 @@ struct gx_stats_file {
 	uint64_t bs_persistent_claim, bs_persistent_static;
 	uint64_t bs_unchanged[GX_STATS_BS__COUNT];
 	uint64_t bs_sampled_launches, bs_steals; /* steals counted in the sampled launches (GPUEXT_SCHED_LOG) */
+	/* Added since (a file of GX_STATS_SIZE_MIN bytes ends above: readers
+	 * take the rest as zeros). kernels[i]'s id: FNV-1a 64 of its whole
+	 * name (gx_kernel_id, struct gdev_ctx.kernel_id), for device maps keyed
+	 * by kernel id (kernelretsnoop's krs_counts). */
+	uint64_t kernel_ids[GX_STATS_KERNELS];
+	/* graph launches timed (the same sample as direct launches, per exec)
+	 * and their GPU time, start of the graph to its end on its stream */
+	uint64_t graph_timed_launches, graph_gpu_ns;
 };
+/* The first revision's size (readers accept it: the fields after are 0). */
+#define GX_STATS_SIZE_MIN offsetof(struct gx_stats_file, kernel_ids)
 
 #define GX_STATS_F_TENANT (1u << 0) /* tenant fields valid */
 #define GX_STATS_F_TOOLS  (1u << 1) /* launch counts valid (a launch subscriber counted them) */

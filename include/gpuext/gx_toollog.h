@@ -22,6 +22,7 @@ struct gx_tev {
 #define GX_TEV_DROPS 6  /* struct gx_tev_drops: records a ring refused */
 #define GX_TEV_LTIME 7  /* struct gx_tev_ltime: when a launch ran on the GPU */
 #define GX_TEV_GLAUNCH 8 /* struct gx_tev_glaunch: a graph launch and its kernel nodes */
+#define GX_TEV_GLTIME 9  /* struct gx_tev_gltime: when a (sampled) graph launch ran on the GPU */
 
 struct gx_tev_proc {
 	struct gx_tev h;
@@ -70,7 +71,8 @@ struct gx_tev_ltime {
 	gdev_u64 gpu_ns;    /* from start to end on its stream */
 };
 /* A cuGraphLaunch: per distinct kernel of the exec (child graphs included),
- * how many of its kernel nodes ran. Counted, not timed (no GX_TEV_LTIME). */
+ * how many of its kernel nodes ran. Graph launches are timed as a whole, on
+ * the same sample as kernels (per exec): GX_TEV_GLTIME. */
 struct gx_tev_gkernel {
 	gdev_u64 kernel_id;
 	gdev_u32 nodes;
@@ -82,6 +84,17 @@ struct gx_tev_glaunch {
 	gdev_u64 exec;     /* the exec's kernel list (gx_graph_launch_event.gen) */
 	gdev_u32 ctx, nr;  /* nr entries follow */
 	struct gx_tev_gkernel k[];
+};
+/* A timed graph launch of the exec `exec` (gx_tev_glaunch.exec): from a
+ * timing event recorded on its stream just before cuGraphLaunch to one just
+ * after, so the whole graph's span (its kernel nodes, and any copies, sets
+ * and gaps between them). */
+struct gx_tev_gltime {
+	struct gx_tev h;
+	gdev_u32 ctx, pad;
+	gdev_u64 exec;
+	gdev_u64 start_ns; /* CLOCK_REALTIME when it started on the GPU */
+	gdev_u64 gpu_ns;
 };
 struct gx_tev_drops {
 	struct gx_tev h;

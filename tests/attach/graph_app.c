@@ -3,7 +3,10 @@
  * instantiated and launched 10 times: 40 kernel nodes run. Then the exec's
  * kernel list follows cuGraphExecKernelNodeSetParams, cuGraphExecUpdate and
  * cuGraphExecDestroy (the shim's gx_shim_graph_exec_kernels says what it
- * holds). argv: PTX file (entry_refs.ptx: kernels k, k2, late), launches. */
+ * holds). argv: PTX file (entry_refs.ptx: kernels k, k2, late), launches,
+ * mode ("plain", "changes", or "live STOPFILE": after the first launches,
+ * one graph launch every 2 ms until STOPFILE exists, for a tool attached
+ * meanwhile with `gpuext attach`; the exec was instantiated before it). */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <dlfcn.h>
@@ -78,12 +81,35 @@ int main(int argc, char **argv)
 		if ((rc = cuGraphLaunch(e, NULL)))
 			return fail("cuGraphLaunch", rc);
 	printf("ok - graph_app: %d graph launches of 4 kernel nodes\n", launches);
+	if (argc > 4 && !strcmp(argv[3], "live")) {
+		printf("# graph_app: ready, pid %d\n", (int)getpid());
+		fflush(stdout);
+		long more = 0;
+		while (access(argv[4], F_OK)) {
+			if ((rc = cuGraphLaunch(e, NULL)))
+				return fail("cuGraphLaunch", rc);
+			more++;
+			usleep(2000);
+		}
+		printf("ok - graph_app: %ld more graph launches while live\n", more);
+	}
 
 	kernels_fn get = (kernels_fn)dlsym(RTLD_DEFAULT, "gx_shim_graph_exec_kernels");
 	if (argc > 3 && !strcmp(argv[3], "changes") && get) {
 		char b[256];
 		list(get, e, b, sizeof(b));
 		printf("%s - graph_app: the exec's kernels at instantiation (%s)\n",
+		       !strcmp(b, "3/4 k:2 k2:1 late:1") ? "ok" : "not ok", b);
+		/* an update to the same graph (XLA's new buffer addresses), then
+		 * as many launches again: the same list goes on */
+		CUgraphExecUpdateResultInfo same;
+		if ((rc = cuGraphExecUpdate_v2(e, g, &same)))
+			return fail("cuGraphExecUpdate (same graph)", rc);
+		for (int i = 0; i < launches; i++)
+			if ((rc = cuGraphLaunch(e, NULL)))
+				return fail("cuGraphLaunch", rc);
+		list(get, e, b, sizeof(b));
+		printf("%s - graph_app: cuGraphExecUpdate to the same graph: the same kernels (%s)\n",
 		       !strcmp(b, "3/4 k:2 k2:1 late:1") ? "ok" : "not ok", b);
 		CUDA_KERNEL_NODE_PARAMS p = { .func = k2,
 					      .gridDimX = 1,

@@ -68,6 +68,24 @@ P" $t
 	fi
 done
 
+# memtrace's sample gate through the shim (docs/devbpf-tools.md): 1 in 1024
+# by default, decided before the election, and the kernel capped at the
+# registers the driver gave the original (the fake says 16: .maxnreg 32);
+# GX_PTX_MEM_CAP=0 keeps the gate without the cap; GPUEXT_MEM_SAMPLE=1 (the
+# full trace) has no gate. Each setting is its own module cache entry.
+mods() { grep -l "$1" $T/cache/modules/*.gxmod 2>/dev/null; }
+check "memtrace: the shim's module has the 1-in-1024 gate and .maxnreg 32" \
+	"mods 'setp.lo.u32.*4194304' | xargs -r grep -l 'vote.sync.any.pred' | xargs -r grep -q '^.maxnreg 32'" memtrace
+run memtrace mt-nocap GX_PTX_MEM_CAP=0
+check "memtrace GX_PTX_MEM_CAP=0: gated, not capped" \
+	"[ \$(cat $T/mt-nocap.rc) = 0 ] && (for f in \$(mods 'vote.sync.any.pred'); do grep -q maxnreg \$f || exit 0; done; exit 1)" mt-nocap
+run memtrace mt-full GPUEXT_MEM_SAMPLE=1
+run "" mt-knob GPUEXT_POLICY="$B/share/gpuext/tools/memtrace.bpf.o,gx_mem_sample=64"
+check "memtrace as a policy with the knob gx_mem_sample=64: 1 in 64" \
+	"[ \$(cat $T/mt-knob.rc) = 0 ] && grep -q 'knobs gx_mem_sample=64' $T/mt-knob.err && mods 'setp.lo.u32.*, 67108864;' | grep -q ." mt-knob
+check "memtrace GPUEXT_MEM_SAMPLE=1: the full trace, no gate" \
+	"[ \$(cat $T/mt-full.rc) = 0 ] && (for f in \$(mods 'gxp_memtrace'); do grep -q 'vote.sync.any.pred' \$f || exit 0; done; exit 1)" mt-full
+
 # Rings live in device memory; their host mirrors are only pinned when the
 # driver lets us: a refused pin leaves the tool attached, its records
 # (copied through staging) still reach the log, and the app runs.

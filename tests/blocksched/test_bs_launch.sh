@@ -24,12 +24,13 @@ for pm in claim static; do
 done
 
 # A policy: greedy on k_ok only, with a knob of the launcher's (chunks) and
-# the schedule log.
+# the schedule log; unguarded (gx_sched_guard=0), so that every launch is
+# the copy's (the guard's own runs are below).
 log=$tmp/sched.log
-run env GPUEXT_SCHED="$P/greedy.bpf.o,kernels=k_ok,gx_sched_chunks=8" GPUEXT_SCHED_LOG="$log" GPUEXT_STATS_MS=20 timeout 60 \
+run env GPUEXT_SCHED="$P/greedy.bpf.o,kernels=k_ok,gx_sched_chunks=8,gx_sched_guard=0" GPUEXT_SCHED_LOG="$log" GPUEXT_STATS_MS=20 timeout 60 \
 	"$B/tests/blocksched/test_bs_launch" sched "$log" 2>"$tmp/g.err" | sed "s/^\(not \)\?ok - /&[greedy] /"
 [ "${PIPESTATUS[0]}" -lt 128 ] || nok "test_bs_launch (greedy) crashed"
-run env GPUEXT_SCHED="$P/fixed_work.bpf.o,kernels=k_ok" timeout 60 \
+run env GPUEXT_SCHED="$P/fixed_work.bpf.o,kernels=k_ok,gx_sched_guard=0" timeout 60 \
 	"$B/tests/blocksched/test_bs_launch" sched-static | sed "s/^\(not \)\?ok - /&[fixed_work] /"
 [ "${PIPESTATUS[0]}" -lt 128 ] || nok "test_bs_launch (fixed_work) crashed"
 
@@ -43,6 +44,22 @@ for w in copy:100:150 static:250:150 orig:300:280; do
 		sed "s/^\(not \)\?ok - /&[adaptive, copy $pw us, static $ps us] /"
 	[ "${PIPESTATUS[0]}" -lt 128 ] || nok "test_bs_launch (guard) crashed"
 done
+
+# Every shipped policy is guarded by default: greedy's copy (300 us) slower
+# than the original (200 us) is given up; unguarded, the copy runs and
+# gpuext sched says so.
+run env GPUEXT_SCHED="$P/greedy.bpf.o,kernels=k_ok" FAKECUDA_KERNEL_US=200 FAKECUDA_PW_US=300 \
+	FAKECUDA_PS_US=280 timeout 60 "$B/tests/blocksched/test_bs_launch" guard orig |
+	sed "s/^\(not \)\?ok - /&[greedy, guarded by default, copy 300 us] /"
+[ "${PIPESTATUS[0]}" -lt 128 ] || nok "test_bs_launch (greedy guard) crashed"
+ulog=$tmp/unguarded.log
+run env GPUEXT_SCHED="$P/max_steals.bpf.o,kernels=k_ok,gx_sched_guard=0" GPUEXT_SCHED_LOG="$ulog" timeout 60 \
+	"$B/tests/blocksched/test_bs_launch" sched >"$tmp/u.out" 2>&1
+"$G" sched "$ulog" 2>&1 | grep -q 'launched as __gx_pw_k_ok.*UNGUARDED (gx_sched_guard=0' &&
+	ok "gx_sched_guard=0: gpuext sched says the kernel runs unguarded" ||
+	nok "gx_sched_guard=0: $("$G" sched "$ulog" 2>&1 | head -3 | tr '\n' ' ')"
+"$G" sched "$log" 2>&1 | grep -q 'UNGUARDED' && ok "an unguarded greedy run is reported as such" ||
+	nok "gpuext sched on the unguarded greedy run: no UNGUARDED line"
 
 # A global-mode capture while the guard and the device runtime's drainer
 # query their timings (kernels of 20 ms keep the pairs in flight).
@@ -84,7 +101,7 @@ grep -q "knob 'max_stealz': no such setting" "$tmp/k.out"; kn=$?
 grep -q 'not ok - launch: the copy is launched' "$tmp/k.out"; nc=$?
 [ $kn -eq 0 ] && [ $nc -eq 0 ] && ok "an unknown knob: the policy is not attached, kernels run unchanged" ||
 	nok "unknown knob: $(grep -m2 'knob\|policy' "$tmp/k.out" | tr '\n' ' ')"
-run env GPUEXT_SCHED="$P/max_steals.bpf.o,kernels=k_ok,max_steals=2" timeout 60 \
+run env GPUEXT_SCHED="$P/max_steals.bpf.o,kernels=k_ok,max_steals=2,gx_sched_guard=0" timeout 60 \
 	"$B/tests/blocksched/test_bs_launch" sched >"$tmp/k2.out" 2>&1
 grep -q 'policy max_steals: knobs max_steals=2' "$tmp/k2.out" && ! grep -q '^not ok' "$tmp/k2.out" &&
 	ok "a knob of the policy is applied (max_steals=2) and its launches pass" ||

@@ -26,6 +26,13 @@ regs_of() {
 	     /Used [0-9]+ registers/ && f != "" {for (i=1;i<=NF;i++) if ($i=="Used") r=$(i+1); print f, r, sp[f]+0; f=""}' "$1"
 }
 
+# each entry's resources from a ptxas -v log: "NAME stack BYTES Used ..."
+# (registers, barriers, shared memory): what cuFuncGetAttribute answers
+props_of() {
+	awk '/Compiling entry function/ {gsub(/\x27/, "", $7); f=$7} /bytes stack frame/ && f != "" {st=$1}
+	     /Used [0-9]+ registers/ && f != "" {sub(/.*: /, ""); print f, "stack", st, $0; f=""}' "$1"
+}
+
 inputs="tests/ptx-rewrite/golden-passes/vadd.ptx tests/ptx-rewrite/golden-passes/reduce.ptx $BUILD/bench/sched_kernels.ptx $BUILD/bench/hook_kernels.ptx"
 for in in $inputs; do
 	[ -f "$in" ] || { nok "persistent ptx: $in missing"; continue; }
@@ -75,10 +82,16 @@ for in in $inputs; do
 				[ "$r" = "$fw" ] || bad="$bad $f: $r registers, fixed_work's copy $fw"
 			fi
 		done < <(regs_of "$out.v")
+		# the originals beside their copies keep what they report (an
+		# application or library sizing its launches or work areas with
+		# cuFuncGetAttribute / the occupancy API must see the same kernel)
+		od=$(diff <(props_of "$W/$n.orig.v" | sort) <(props_of "$out.v" | grep -v '^__gx_p[sw]_' | sort) | grep '^[<>]' | head -2 | tr '\n' ' ')
+		[ -z "$od" ] || bad="$bad an original's resources changed: $od"
+		[ -n "$(props_of "$W/$n.orig.v")" ] || bad="$bad no resources read from ptxas -v of the original"
 		if [ "$pol" = fixed_work ] && grep -q '_bs_\|gxbsrt' "$out"; then
 			bad="$bad static-only copy carries the runtime"
 		fi
-		[ -z "$bad" ] && ok "persistent ptx: $n with $pol: ptxas $arch, hooks inlined, copies within their register caps" ||
+		[ -z "$bad" ] && ok "persistent ptx: $n with $pol: ptxas $arch, hooks inlined, copies within their register caps, originals' resources unchanged" ||
 			nok "persistent ptx: $n with $pol:$bad"
 	done
 done

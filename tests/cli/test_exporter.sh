@@ -85,9 +85,17 @@ BEPID=$!
 check 'wait_for 20 "[ -e $SHM/$LCPID-gpuext.stats ] && [ -e $SHM/$BEPID-gpuext.stats ]"' \
 	"both processes publish <pid>-gpuext.stats" "$(ls "$SHM")"
 
+# ---- kernelretsnoop's map (the fake driver runs no device code: counts
+# written here, under the LC process's name, as the tool leaves them) ----
+check '"$ROOT/$B/tests/cli/krs_map" "$SHM" "$LCPID" work:7:21 0x1234:3:9' \
+	"a kernelretsnoop krs_counts map for the LC process (work 7 launches 21 blocks, an unknown kernel 3/9)"
+# both shipped configs in one
+CONF=$tmp/exporter.conf
+cat "$ROOT/deploy/exporter/threadhist.conf" "$ROOT/deploy/exporter/kernelretsnoop.conf" >"$CONF"
+
 # ---- the exporter ----
 EPORT=$(free_port)
-"$EXP" --listen 127.0.0.1:$EPORT --dir "$SHM" --config "$ROOT/deploy/exporter/threadhist.conf" 2>"$tmp/exp.err" &
+"$EXP" --listen 127.0.0.1:$EPORT --dir "$SHM" --config "$CONF" 2>"$tmp/exp.err" &
 pids+=($!)
 EXPPID=$!
 check 'wait_for 10 "get http://127.0.0.1:$EPORT/metrics >$tmp/m1.txt"' "serves /metrics on 127.0.0.1:$EPORT" \
@@ -110,6 +118,11 @@ check 'grep -q "^gpuext_process_memory_used_bytes{pid=\"$LCPID\",comm=\"tn_app\"
 	grep -q "^gpuext_process_memory_high_water_bytes{pid=\"$LCPID\",comm=\"tn_app\",tenant=\"infer\"} 67108864$" $tmp/m1.txt &&
 	grep -q "^gpuext_process_gpu_seconds_total{pid=\"$BEPID\",comm=\"tn_app\",tenant=\"train\"} " $tmp/m1.txt' \
 	"per tenant process: memory used, high water, GPU seconds" "$(grep -E "gpuext_process_(memory|gpu)" $tmp/m1.txt | head -6)"
+check 'grep -q "^gpuext_krs_launches_total{pid=\"$LCPID\",comm=\"tn_app\",gpu=\"0\",kernel=\"work\"} 7$" $tmp/m1.txt &&
+	grep -q "^gpuext_krs_blocks_total{pid=\"$LCPID\",comm=\"tn_app\",gpu=\"0\",kernel=\"work\"} 21$" $tmp/m1.txt &&
+	grep -q "^gpuext_krs_launches_total{pid=\"$LCPID\",comm=\"tn_app\",gpu=\"0\",kernel=\"other\"} 3$" $tmp/m1.txt' \
+	"kernelretsnoop map: the kernel id decoded to its name, an unknown one as kernel=\"other\"" \
+	"$(grep gpuext_krs_ $tmp/m1.txt | head -6)"
 check 'promtool check metrics <$tmp/m1.txt >$tmp/promtool.out 2>&1' "promtool check metrics passes" \
 	"$(head -5 "$tmp/promtool.out" 2>/dev/null)"
 check 'get http://127.0.0.1:$EPORT/nothing | grep -qi "not found"' "other paths: 404"
@@ -148,6 +161,11 @@ check 'query "gpuext_threadhist_blocks_total{pid=\"$LCPID\"}" | grep -q "gpu=0.*
 check 'query "gpuext_process_policies_attached{pid=\"$LCPID\",kind=\"host\"}" | grep -q " 1$" &&
 	query "gpuext_process_info{pid=\"$LCPID\"}" | grep -q "policies=threadhist"' "query: policies attached (lcslo host, threadhist device)"
 check 'query "gpuext_kernel_launches_total{pid=\"$LCPID\",kernel=\"work\"} > 0" | grep -q .' "query: launches per kernel"
+check 'query "gpuext_krs_launches_total{pid=\"$LCPID\",kernel=\"work\"}" | grep -q " 7$" &&
+	query "gpuext_krs_blocks_total{pid=\"$LCPID\",kernel=\"work\"} / gpuext_krs_launches_total{pid=\"$LCPID\",kernel=\"work\"}" | grep -q " 3$" &&
+	query "sum(gpuext_krs_launches_total{pid=\"$LCPID\"})" | grep -q " 10$"' \
+	"query: kernelretsnoop per kernel: work 7 launches, 3 blocks per launch; 10 in all" \
+	"$(query 'gpuext_krs_launches_total')"
 check 'query "gpuext_tenant_memory_used_bytes{tenant=\"infer\"}" | grep -q " 67108864$" &&
 	query "gpuext_tenant_gpu_share_ratio{tenant=\"train\"}" | grep -q " 0.3$"' \
 	"query: tenant memory used and GPU share" "$(query 'gpuext_tenant_memory_used_bytes')"
@@ -178,6 +196,7 @@ put("1-gpuext.stats", good)                                    # pid 1's name, n
 put("99999999-gpuext.stats", good[:100])                       # truncated, no such pid
 put("tenants.tab", os.urandom(51272))                          # a garbage table
 put("%s-threadhist.th_counts" % pid, os.urandom(700))          # a garbage map
+put("%s-kernelretsnoop.krs_counts@1" % pid, os.urandom(9000))  # a garbage hash map
 put(".%s-gpuext.stats.tmp" % pid, good[:10])                   # an interrupted update
 put("%s-gpuext.statsX" % pid, good)
 os.symlink(os.path.join(d, "1-gpuext.stats"), os.path.join(d, "2-gpuext.stats"))
@@ -202,7 +221,7 @@ else:
 open(out, "wb").write(bytes(good))
 EOF
 	fz_runs=$((fz_runs + 1))
-	if timeout 10 "$EXP" --once --dir "$F" --config "$ROOT/deploy/exporter/threadhist.conf" >"$tmp/fz.txt" 2>"$tmp/fz.err" &&
+	if timeout 10 "$EXP" --once --dir "$F" --config "$CONF" >"$tmp/fz.txt" 2>"$tmp/fz.err" &&
 		promtool check metrics <"$tmp/fz.txt" >/dev/null 2>&1; then
 		fz_ok=$((fz_ok + 1))
 	else
@@ -237,4 +256,8 @@ wait "$DPID" 2>/dev/null
 check '[ $n_ok = 20 ] && ! grep -q "pid=\"$DPID\"" $tmp/dead.txt && grep -q "gpuext_exporter_processes 0" $tmp/dead.txt' \
 	"a process publishing every millisecond: read whole 20 times out of 20; killed, its series are gone" \
 	"$n_ok of 20; $(ls -a "$D" | tr '\n' ' ')"
+echo 'metric x histogram map=kernelretsnoop.krs_counts label=kernel:key@0:kernel' >"$tmp/bad.conf"
+check '! "$EXP" --once --dir "$SHM" --config "$tmp/bad.conf" >/dev/null 2>"$tmp/bad.err" &&
+	grep -q "one kernel label, counters and gauges only" "$tmp/bad.err"' \
+	"a kernel label on a histogram: the config is refused with the line" "$(cat "$tmp/bad.err" 2>/dev/null)"
 check 'kill -0 $EXPPID' "the serving exporter is still up"

@@ -2,7 +2,13 @@
 # here. `make gpu-prep` before carrying build/: the JIT cache for a machine
 # without LLVM, the native back end's libraries packed, the GPU programs.
 GPU_CACHE         := $(BUILD)/cache
-GPU_PREP_POLICIES := $(HB_DEVPF) $(BS_POL_OBJS)
+# kernelretsnoop without its krs_counts map: tests/gpu/metrics.sh's A/B of
+# the map's device cost (GPUEXT_TOOLS_DIR=$(BUILD)/tests/gpu/krs_nocount).
+GPU_KRS_NOCOUNT   := $(BUILD)/tests/gpu/krs_nocount/kernelretsnoop.bpf.o
+GPU_PREP_POLICIES := $(HB_DEVPF) $(BS_POL_OBJS) $(GPU_KRS_NOCOUNT)
+
+$(GPU_KRS_NOCOUNT): tools/kernelretsnoop.bpf.c $(TOOL_HDRS)
+	$(call bpf_compile,-DGX_KRS_NOCOUNT)
 
 # GPU test programs (nvcc 13 here; static cudart runs on the H200).
 $(BUILD)/tests/gpu/tools_kern: tests/gpu/tools_kern.cu

@@ -19,6 +19,8 @@
 #     natively, under the shim with no tenant, and with a limit (a table,
 #     not checked: benchmarks are not timed tests).
 # Logs under $OUT/limits/. LIMITS_SKIP=mem,kill,share,cost skips sections.
+# Pools, LC beside shared tenants, graph launches under shares:
+# tests/gpu/limits2.sh.
 set -u
 ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 B=${GX_BUILD:-$ROOT/build}

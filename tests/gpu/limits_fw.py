@@ -21,6 +21,9 @@ if stack == "torch":
 
     free, total = torch.cuda.mem_get_info()
     check(total == LIMIT, f"torch.cuda.mem_get_info() total is the limit ({total / GiB:.2f} GiB)", total)
+    props = torch.cuda.get_device_properties(0).total_memory
+    check(props == LIMIT, f"torch.cuda.get_device_properties(0).total_memory is the limit ({props / GiB:.2f} GiB)",
+          props)
     try:
         x = torch.empty(LIMIT + GiB, dtype=torch.uint8, device="cuda")
         check(False, "allocating limit + 1 GiB raises OutOfMemoryError", "it succeeded")

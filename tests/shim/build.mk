@@ -45,7 +45,7 @@ $(T_SHIM)/test_tables: $(call objs,tests/shim/test_tables.c shim/tables.c common
 TEST_BINS += $(T_SHIM)/test_tables
 TESTS     += $(T_SHIM)/test_tables
 TESTS     += tests/shim/run.sh tests/shim/test_run.sh tests/shim/test_mcache.sh tests/shim/test_cubin_cache.sh tests/shim/test_multi.sh tests/shim/test_tls.sh \
-             tests/shim/test_memlimit.sh
+             tests/shim/test_memlimit.sh tests/shim/test_memlimit_gpus.sh
 
 # The cached-cubin header parser's fuzz target (shim/cubin_entry.c).
 FUZZ_CUBIN_ENTRY := $(BUILD)/fuzz/fuzz_cubin_entry

@@ -5,11 +5,15 @@
  *   test_memlimit paths LIMIT  every allocation path under a limit of LIMIT
  *                              bytes (GPUEXT_TENANT_MEM_LIMIT set to it)
  *   test_memlimit race LIMIT   16 threads racing cuMemAlloc/cuMemFree
+ *   test_memlimit racepool LIMIT  the same with cuMemAllocAsync/cuMemFreeAsync
+ *                              on the device's pool (kept cached), then a trim
+ *   test_memlimit info         print "total=BYTES free=BYTES" (cuMemGetInfo)
  *   test_memlimit hold BYTES   allocate BYTES, print "held", sleep (killed)
  *   test_memlimit try BYTES    exit 0 if BYTES can be allocated now, 2 if
  *                              CUDA_ERROR_OUT_OF_MEMORY, 1 otherwise
  *   test_memlimit wait BYTES   retry `try` every 10 ms for 3 s; prints ms
- * hold, try and wait need no fake: tests/gpu/limits.sh runs them on a GPU. */
+ * TEST_ML_DEV=N: on device N (default 0). hold, try, wait and info need no
+ * fake: tests/gpu/limits.sh runs them on a GPU. */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -24,6 +28,19 @@
 #include "tests/gx_test.h"
 
 #define MiB ((size_t)1 << 20)
+
+/* cuda.h's struct arr_v1_desc / struct arr3_v1_desc (declared
+ * only for the driver's own build): 32-bit sizes. */
+struct arr_v1_desc {
+	unsigned Width, Height;
+	CUarray_format Format;
+	unsigned NumChannels;
+};
+struct arr3_v1_desc {
+	unsigned Width, Height, Depth;
+	CUarray_format Format;
+	unsigned NumChannels, Flags;
+};
 
 static uint64_t (*mem_live)(void);
 static long (*fcount)(const char *);
@@ -68,6 +85,9 @@ static void paths(void)
 	if (g1)
 		g1(&f1, &t1);
 	GX_CHECK(g1 && t1 == (limit > 0xffffffffu ? 0xffffffffu : limit), "cuMemGetInfo (v1): the limit");
+	size_t dt = 0;
+	GX_CHECK(cuDeviceTotalMem(&dt, 0) == CUDA_SUCCESS && dt == limit,
+		 "cuDeviceTotalMem_v2: the limit (%zu MiB), as device properties report it", dt / MiB);
 
 	/* plain */
 	CUdeviceptr a = 0, b = 0;
@@ -90,20 +110,51 @@ static void paths(void)
 		 "cuMemAllocPitch past the limit refused");
 	cuMemFree(a);
 
-	/* stream-ordered, pools, capture */
+	/* stream-ordered: what the pool holds counts, until trimmed */
 	CUstream s = 0;
+	CUmemoryPool dp = NULL;
+	cuuint64_t keep = UINT64_MAX, zero = 0;
+	cuDeviceGetMemPool(&dp, 0);
+	cuMemPoolSetAttribute(dp, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep); /* as PyTorch's cudaMallocAsync */
 	GX_CHECK(cuMemAllocAsync(&a, limit / 2, s) == CUDA_SUCCESS && used() == limit / 2, "cuMemAllocAsync counts");
-	GX_CHECK(cuMemAllocFromPoolAsync(&b, limit / 2 + 1, (CUmemoryPool)0x1, s) == CUDA_ERROR_OUT_OF_MEMORY,
+	GX_CHECK(cuMemFreeAsync(a, s) == CUDA_SUCCESS && used() == limit / 2 && mem_live() == limit / 2,
+		 "a free into the pool keeps the budget: the pool still holds it");
+	GX_CHECK(cuMemAllocAsync(&a, limit / 2, s) == CUDA_SUCCESS && used() == limit / 2,
+		 "an allocation from the pool's cache takes no more");
+	GX_CHECK(cuMemAllocAsync(&b, limit / 2 + 1, s) == CUDA_ERROR_OUT_OF_MEMORY,
+		 "cuMemAllocAsync past the limit refused");
+	GX_CHECK(mem_live() == limit / 2, "and the pool never grew past it");
+	cuMemFreeAsync(a, s);
+	GX_CHECK(cuMemAlloc(&b, limit / 2 + 1) == CUDA_ERROR_OUT_OF_MEMORY,
+		 "while the pool caches it, a plain allocation of the rest is refused");
+	GX_CHECK(cuMemAllocAsync(&a, limit / 4, s) == CUDA_SUCCESS && used() == limit / 2,
+		 "at the limit, an allocation the pool has cached goes on");
+	cuMemFreeAsync(a, s);
+	GX_CHECK(cuMemPoolTrimTo(dp, 0) == CUDA_SUCCESS && used() == 0 && mem_live() == 0,
+		 "cuMemPoolTrimTo gives the budget back (%zu MiB used)", used() / MiB);
+	cuMemPoolSetAttribute(dp, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &zero); /* the driver's default */
+	GX_CHECK(cuMemAllocAsync(&a, limit * 3 / 4, s) == CUDA_SUCCESS && cuMemFreeAsync(a, s) == CUDA_SUCCESS &&
+			 cuCtxSynchronize() == CUDA_SUCCESS && mem_live() == 0,
+		 "release threshold 0: the driver trims the pool at a synchronisation");
+	GX_CHECK(cuMemAlloc(&b, limit * 3 / 4) == CUDA_SUCCESS,
+		 "an allocation refused on the stale figure is tried again after reading the pools");
+	GX_CHECK(cuMemFree(b) == CUDA_SUCCESS && used() == 0, "and nothing is left counted");
+	CUmemoryPool mp = NULL;
+	CUmemPoolProps pp;
+	memset(&pp, 0, sizeof(pp));
+	GX_CHECK(cuMemPoolCreate(&mp, &pp) == CUDA_SUCCESS, "cuMemPoolCreate");
+	GX_CHECK(cuMemAllocFromPoolAsync(&b, limit + 1, mp, s) == CUDA_ERROR_OUT_OF_MEMORY,
 		 "cuMemAllocFromPoolAsync past the limit refused");
-	GX_CHECK(cuMemAllocFromPoolAsync(&b, limit / 4, (CUmemoryPool)0x1, s) == CUDA_SUCCESS,
-		 "cuMemAllocFromPoolAsync within it");
-	GX_CHECK(cuMemFreeAsync(a, s) == CUDA_SUCCESS && cuMemFreeAsync(b, s) == CUDA_SUCCESS && used() == 0,
-		 "cuMemFreeAsync gives both back");
+	GX_CHECK(cuMemAllocFromPoolAsync(&b, limit / 4, mp, s) == CUDA_SUCCESS && used() == limit / 4,
+		 "cuMemAllocFromPoolAsync within it counts");
+	GX_CHECK(cuMemFreeAsync(b, s) == CUDA_SUCCESS && used() == limit / 4, "its free keeps the pool's budget");
+	GX_CHECK(cuMemPoolDestroy(mp) == CUDA_SUCCESS && used() == 0 && mem_live() == 0,
+		 "cuMemPoolDestroy gives back what the pool held");
 	CUstream cap = (CUstream)(uintptr_t)0xC0DE; /* always capturing in the fake */
 	GX_CHECK(cuMemAllocAsync(&a, limit, cap) == CUDA_SUCCESS && used() == limit,
 		 "an allocation into a captured stream counts");
 	GX_CHECK(cuMemAllocAsync(&b, 1, cap) == CUDA_ERROR_OUT_OF_MEMORY, "and the next one in capture is refused");
-	cuMemFreeAsync(a, cap);
+	GX_CHECK(cuMemFreeAsync(a, cap) == CUDA_SUCCESS && used() == 0, "its free gives it back");
 
 	/* graph memory nodes */
 	CUDA_MEM_ALLOC_NODE_PARAMS np;
@@ -152,6 +203,25 @@ static void paths(void)
 	CUarray arr3;
 	GX_CHECK(cuArray3DCreate(&arr3, &a3) == CUDA_ERROR_OUT_OF_MEMORY, "cuArray3DCreate past the limit refused");
 	GX_CHECK(cuArrayDestroy(arr) == CUDA_SUCCESS && used() == 0, "cuArrayDestroy gives back");
+	typedef CUresult (*arr_v1)(CUarray *, const struct arr_v1_desc *);
+	typedef CUresult (*arr3_v1)(CUarray *, const struct arr3_v1_desc *);
+	arr_v1 ac1 = (arr_v1)dlsym(RTLD_DEFAULT, "cuArrayCreate");
+	arr3_v1 ac31 = (arr3_v1)dlsym(RTLD_DEFAULT, "cuArray3DCreate");
+	struct arr_v1_desc d1 = { .Width = 1024,
+				  .Height = (unsigned)(limit / 1024 / 2),
+				  .Format = CU_AD_FORMAT_UNSIGNED_INT16,
+				  .NumChannels = 1 };
+	GX_CHECK(ac1 && ac1(&arr, &d1) == CUDA_SUCCESS && used() == limit, "cuArrayCreate (v1) counts w x h x 2");
+	GX_CHECK(ac1 && ac1(&arr3, &d1) == CUDA_ERROR_OUT_OF_MEMORY, "cuArrayCreate (v1) past the limit refused");
+	cuArrayDestroy(arr);
+	struct arr3_v1_desc d31 = { .Width = 256,
+				    .Height = 256,
+				    .Depth = (unsigned)(limit / MiB * 2),
+				    .Format = CU_AD_FORMAT_SIGNED_INT8,
+				    .NumChannels = 4 };
+	GX_CHECK(ac31 && ac31(&arr, &d31) == CUDA_SUCCESS && used() == limit / 2,
+		 "cuArray3DCreate (v1) counts w x h x d x 4");
+	GX_CHECK(cuArrayDestroy(arr) == CUDA_SUCCESS && used() == 0, "and its destroy gives back");
 	CUmipmappedArray mm;
 	a3.Depth = 0;
 	a3.Width = a3.Height = 2048;
@@ -176,19 +246,33 @@ struct racer {
 	long ok, oom, over, err;
 };
 
+static int dev_ord;
+static bool pooled; /* racepool: stream-ordered allocations from the device's pool */
+
+static CUresult r_alloc(CUdeviceptr *p, size_t n)
+{
+	return pooled ? cuMemAllocAsync(p, n, CU_STREAM_PER_THREAD) : cuMemAlloc(p, n);
+}
+
+static CUresult r_free(CUdeviceptr p)
+{
+	return pooled ? cuMemFreeAsync(p, CU_STREAM_PER_THREAD) : cuMemFree(p);
+}
+
 static void *race(void *arg)
 {
 	struct racer *r = arg;
 	CUcontext c;
-	cuDevicePrimaryCtxRetain(&c, 0);
+	cuDevicePrimaryCtxRetain(&c, dev_ord);
 	cuCtxSetCurrent(c);
 	CUdeviceptr held[16];
 	size_t sz[16];
 	int nh = 0;
 	for (int i = 0; i < 3000; i++) {
 		if (nh < 16 && (rand_r(&r->seed) & 1)) {
-			size_t n = (1 + rand_r(&r->seed) % 4) * MiB;
-			CUresult rc = cuMemAlloc(&held[nh], n);
+			/* one thread alone can pass the limit (16 x 8 MiB on a pool) */
+			size_t n = (1 + rand_r(&r->seed) % 4) * (pooled ? 2 * MiB : MiB);
+			CUresult rc = r_alloc(&held[nh], n);
 			if (rc == CUDA_SUCCESS) {
 				sz[nh++] = n;
 				r->ok++;
@@ -201,13 +285,13 @@ static void *race(void *arg)
 			}
 		} else if (nh) {
 			nh--;
-			if (cuMemFree(held[nh]) != CUDA_SUCCESS)
+			if (r_free(held[nh]) != CUDA_SUCCESS)
 				r->err++;
 			(void)sz[nh];
 		}
 	}
 	while (nh)
-		cuMemFree(held[--nh]);
+		r_free(held[--nh]);
 	return NULL;
 }
 
@@ -224,9 +308,16 @@ static void race_all(void)
 		pthread_join(th[i], NULL);
 		ok += r[i].ok, oom += r[i].oom, over += r[i].over, err += r[i].err;
 	}
-	GX_CHECK(ok > 1000 && oom > 100 && !err, "16 threads: %ld allocations, %ld out of memory, no other error", ok,
-		 oom);
+	GX_CHECK(ok > 1000 && oom > 100 && !err, "16 threads%s: %ld allocations, %ld out of memory, no other error",
+		 pooled ? " on a pool" : "", ok, oom);
 	GX_CHECK(!over, "the driver never held more than the limit");
+	if (pooled) {
+		CUmemoryPool mp = NULL;
+		GX_CHECK(used() == mem_live() && used() > 0, "the budget is what the pool holds (%zu MiB cached)",
+			 used() / MiB);
+		cuDeviceGetMemPool(&mp, dev_ord);
+		cuMemPoolTrimTo(mp, 0);
+	}
 	GX_CHECK(used() == 0 && mem_live() == 0, "all given back: no leaked budget");
 }
 
@@ -239,8 +330,10 @@ int main(int argc, char **argv)
 	void *fake = dlopen(getenv("GPUEXT_REAL_LIBCUDA"), RTLD_NOW | RTLD_NOLOAD);
 	mem_live = fake ? (uint64_t (*)(void))dlsym(fake, "fake_mem_live") : NULL;
 	fcount = fake ? (long (*)(const char *))dlsym(fake, "fake_count") : NULL;
-	bool real = !strcmp(mode, "hold") || !strcmp(mode, "try") || !strcmp(mode, "wait"); /* also on a GPU */
-	if (rc0 || cuDevicePrimaryCtxRetain(&c, 0) || cuCtxSetCurrent(c) || (!real && (!mem_live || !fcount))) {
+	const char *dv = getenv("TEST_ML_DEV");
+	dev_ord = dv ? atoi(dv) : 0;
+	bool real = !strcmp(mode, "hold") || !strcmp(mode, "try") || !strcmp(mode, "wait") || !strcmp(mode, "info");
+	if (rc0 || cuDevicePrimaryCtxRetain(&c, dev_ord) || cuCtxSetCurrent(c) || (!real && (!mem_live || !fcount))) {
 		printf("not ok - the fake driver under the shim\n");
 		return 1;
 	}
@@ -251,8 +344,20 @@ int main(int argc, char **argv)
 		GX_CHECK(t == 80ull << 30, "no tenant: cuMemGetInfo is the driver's (%zu GiB)", t >> 30);
 	} else if (!strcmp(mode, "paths")) {
 		paths();
-	} else if (!strcmp(mode, "race")) {
+	} else if (!strcmp(mode, "race") || !strcmp(mode, "racepool")) {
+		pooled = !strcmp(mode, "racepool");
+		if (pooled) {
+			CUmemoryPool mp = NULL;
+			cuuint64_t keep = UINT64_MAX;
+			cuDeviceGetMemPool(&mp, dev_ord);
+			cuMemPoolSetAttribute(mp, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+		}
 		race_all();
+	} else if (!strcmp(mode, "info")) {
+		size_t f, t;
+		info(&f, &t);
+		printf("total=%zu free=%zu\n", t, f);
+		return 0;
 	} else if (!strcmp(mode, "hold")) {
 		CUdeviceptr p;
 		if (cuMemAlloc(&p, arg) != CUDA_SUCCESS)

@@ -25,4 +25,5 @@ $(T_TN)/tn_app: $(call objs,tests/tenant/tn_app.c)
 	$(call link,-L$(STUB_LDIR) -lcuda -lpthread)
 
 TEST_BINS += $(T_TN)/test_tenant $(T_TN)/test_limits $(T_TN)/test_shm_trust $(T_TN)/test_tenant_policy $(T_TN)/tn_app $(T_TN_OBJS)
-TESTS     += $(T_TN)/test_tenant $(T_TN)/test_limits $(T_TN)/test_shm_trust $(T_TN)/test_tenant_policy tests/tenant/test_tenant_shim.sh
+TESTS     += $(T_TN)/test_tenant $(T_TN)/test_limits $(T_TN)/test_shm_trust $(T_TN)/test_tenant_policy tests/tenant/test_tenant_shim.sh \
+             tests/tenant/test_share_graph.sh

@@ -3,8 +3,10 @@
  * no budget behind; several processes of one tenant share one budget; a
  * process killed with budget reserved gives it back when reaped; a limit
  * changed from outside (lowered below what is used: new reservations fail,
- * nothing is taken back); sizes parse; GPU-share turns: the owner passes,
- * the other waits, an idle owner lends its turn. No CUDA. */
+ * nothing is taken back); limits per GPU (each GPU its budget, one GPU's
+ * own limit, charges past the limit, figures per GPU); sizes and per-GPU
+ * lists parse; GPU-share turns: the owner passes, the other waits, an idle
+ * owner lends its turn. No CUDA. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -220,6 +222,48 @@ static void test_set(void)
 	gx_tn_close(tn);
 }
 
+/* ---- per GPU ---- */
+static void test_gpus(void)
+{
+	uint8_t d0[16] = { 0xa0 }, d1[16] = { 0xa1 };
+	struct gx_tn_opts o = {
+		.sz = sizeof(o), .name = "gpus", .cls = -1, .dev = d1, .mem_limit = 64 * MiB, .gpu_mem_limit = 16 * MiB
+	};
+	struct gx_tn *a = join("gpus", 64 * MiB, 0, d0), *b = NULL;
+	GX_CHECK(a && !gx_tn_open(&o, &b), "one tenant on two GPUs (the second with its own 16 MiB)");
+	if (!a || !b)
+		return;
+	GX_CHECK(!gx_tn_mem_reserve(a, 60 * MiB) && gx_tn_mem_reserve(a, 8 * MiB) == -ENOMEM,
+		 "GPU 0: 60 of 64 MiB, 8 more refused");
+	GX_CHECK(!gx_tn_mem_reserve(b, 16 * MiB) && gx_tn_mem_reserve(b, 1) == -ENOMEM,
+		 "GPU 1 has its own budget: its 16 MiB, then refused");
+	uint64_t lim, used;
+	gx_tn_mem_get(b, &lim, &used);
+	GX_CHECK(lim == 16 * MiB && used == 16 * MiB, "what cuMemGetInfo reads there: 16 of 16 MiB");
+	gx_tn_mem_charge(b, 4 * MiB); /* a pool that grew past its reservation */
+	struct gx_tn_info in;
+	info_of("gpus", &in);
+	GX_CHECK(in.nr_gpus == 2 && in.gpus[0].dev[0] == 0xa0 && in.gpus[1].dev[0] == 0xa1,
+		 "listed per GPU, in the order of first use");
+	GX_CHECK(in.gpus[0].mem_used == 60 * MiB && in.gpus[0].mem_limit == 64 * MiB && in.gpus[0].mem_denied == 1 &&
+			 in.gpus[1].mem_used == 20 * MiB && in.gpus[1].mem_limit == 16 * MiB &&
+			 in.gpus[1].mem_hiwater == 20 * MiB,
+		 "each GPU's usage, limit, high-water and refusals (a charge counts past the limit)");
+	GX_CHECK(in.mem_used == 80 * MiB && in.mem_denied == 2,
+		 "the tenant's figures are the sums (80 MiB, 2 refused)");
+	GX_CHECK(!gx_tn_set_limits("gpus", 32 * MiB, -1), "gpuext tenant set gpus mem-limit 32M");
+	info_of("gpus", &in);
+	GX_CHECK(in.gpus[0].mem_limit == 32 * MiB && in.gpus[1].mem_limit == 32 * MiB,
+		 "applies to every GPU (the own limit goes)");
+	gx_tn_mem_release(b, 20 * MiB);
+	GX_CHECK(!gx_tn_mem_reserve(b, 32 * MiB), "GPU 1 now takes 32 MiB");
+	gx_tn_close(b);
+	info_of("gpus", &in);
+	GX_CHECK(in.gpus[1].mem_used == 0 && in.gpus[0].mem_used == 60 * MiB && in.mem_used == 60 * MiB,
+		 "the process on GPU 1 leaves: its part there given back, GPU 0's kept");
+	gx_tn_close(a);
+}
+
 static void test_parse(void)
 {
 	static const struct {
@@ -242,6 +286,16 @@ static void test_parse(void)
 		}
 	}
 	GX_CHECK(!bad, "sizes parse (K/M/G/T, iB, fractions; errors refused)");
+	uint64_t dflt = 1, per[4];
+	GX_CHECK(!gx_tn_parse_mem_limits("8G,1=20G", &dflt, per, 4) && dflt == 8ull << 30 && per[0] == 0 &&
+			 per[1] == 20ull << 30,
+		 "8G,1=20G: 8 GiB on every GPU, 20 on GPU 1");
+	GX_CHECK(!gx_tn_parse_mem_limits("0=1G,3=2M", &dflt, per, 4) && dflt == 0 && per[0] == 1ull << 30 &&
+			 per[3] == 2ull << 20,
+		 "0=1G,3=2M: no default");
+	GX_CHECK(gx_tn_parse_mem_limits("4=1G", &dflt, per, 4) && gx_tn_parse_mem_limits("x=1G", &dflt, per, 4) &&
+			 gx_tn_parse_mem_limits("1=", &dflt, per, 4) && gx_tn_parse_mem_limits("", &dflt, per, 4),
+		 "ordinals out of range, bad ordinals and sizes refused");
 }
 
 /* ---- GPU-share turns ---- */
@@ -282,6 +336,7 @@ int main(void)
 	test_processes();
 	test_kill();
 	test_set();
+	test_gpus();
 	test_parse();
 	test_share();
 	char cmd[128];

@@ -5,6 +5,8 @@
  *                              service does
  *   tn_app be N STREAMS        N launches round robin over STREAMS streams,
  *                              back to back, one cuCtxSynchronize at the end
+ *   tn_app graph N             N launches of a one-kernel CUDA graph on one
+ *                              stream, 4 ahead at most, as `be` does
  *   tn_app hang                one launch, then sleep until killed
  *   tn_app mt N THREADS        THREADS threads, N launches each on a stream
  *                              of their own, then one cuStreamSynchronize
@@ -112,6 +114,31 @@ int main(int argc, char **argv)
 				CK(cuEventSynchronize(ev[k][slot]));
 			CK(cuLaunchKernel(fn, 132, 1, 1, 256, 1, 1, 0, s[k], args, NULL));
 			CK(cuEventRecord(ev[k][slot], s[k]));
+		}
+		CK(cuCtxSynchronize());
+	} else if (!strcmp(role, "graph")) {
+		CUstream s;
+		CUevent ev[4];
+		CUgraph g;
+		CUgraphNode node;
+		CUgraphExec ge;
+		CUDA_KERNEL_NODE_PARAMS kp;
+		memset(&kp, 0, sizeof(kp));
+		kp.func = fn;
+		kp.gridDimX = 132, kp.gridDimY = kp.gridDimZ = 1;
+		kp.blockDimX = 256, kp.blockDimY = kp.blockDimZ = 1;
+		kp.kernelParams = args;
+		CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+		for (int j = 0; j < 4; j++)
+			CK(cuEventCreate(&ev[j], CU_EVENT_DISABLE_TIMING));
+		CK(cuGraphCreate(&g, 0));
+		CK(cuGraphAddKernelNode(&node, g, NULL, 0, &kp));
+		CK(cuGraphInstantiate(&ge, g, 0));
+		for (long i = 0; i < n; i++) {
+			if (i >= 4)
+				CK(cuEventSynchronize(ev[i % 4]));
+			CK(cuGraphLaunch(ge, s));
+			CK(cuEventRecord(ev[i % 4], s));
 		}
 		CK(cuCtxSynchronize());
 	} else if (!strcmp(role, "mt")) {

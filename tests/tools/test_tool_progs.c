@@ -7,13 +7,18 @@
  * trampoline fills). threadhist: per-SM blocks/warps/threads exact for block
  * shapes with a partial last warp and 3-D blocks; kernelretsnoop: one record
  * per block, a regular sample beyond 16384 blocks; launchlate: one record per
- * launch; memtrace: 1 in N accesses on average (N = 1 exactly all; the default 1024, 3 and 64 statistically). */
+ * launch; memtrace: behind a C model of the rewriter's sample gate
+ * (ptx-rewrite/site_sample_internal.h, a simulated %clock), the full trace
+ * (1 in 1) equals every access's expected record exactly, in order, and the
+ * sampled traces (1 in 3, 64, 1024) are subsequences of it with 1 in N of
+ * the records within 6 standard deviations. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "devbpf/gx_bpf.h"
 #include "common/gx_util.h"
+#include "ptx-rewrite/site_sample_internal.h"
 #include "tools/tools_common.h"
 #include "tests/devbpf/interp_shim.h"
 #include "tests/gx_test.h"
@@ -44,7 +49,8 @@ static const struct launch *runs = launches;
 static size_t nr_runs = GX_ARRAY_SIZE(launches);
 
 typedef uint32_t (*hook_fn)(void *);
-static uint64_t mt_every; /* memtrace's cfg[0] for the next run (0: its default) */
+static unsigned mt_every;  /* the sample gate's N for the next run (0, 1: every access) */
+static unsigned sim_clock; /* the simulated %clock the gate model reads */
 /* A block probe at its exit sites (GDEV_HOOK_BLOCK in a kernel with
  * barriers): warp 0's lanes leave in two groups, lane 0 alone after the
  * others in even blocks, before them in odd ones; every other warp leaves
@@ -57,6 +63,25 @@ static int rec_count(void *ctx, unsigned type, const void *rec, size_t len)
 	if (type == GX_REC_DATA)
 		++*(unsigned *)ctx;
 	return 0;
+}
+
+/* What the site passes memtrace for access a of warp w of block b of
+ * launch l: op, size and address vary by access and launch. */
+static void mt_access(struct gdev_ctx *c, size_t l, unsigned b, unsigned w, unsigned a)
+{
+	c->addr = 0x1000 + 0x100000ull * l + 0x1000ull * (b % 64) + 128ull * w + 64ull * a;
+	c->op = 1 + a % 4;
+	c->size = 4u << (a % 3);
+	c->space = a % 5 ? GDEV_SPACE_GLOBAL : GDEV_SPACE_GENERIC;
+}
+
+/* The rewriter's sample gate (site_sample.c) in C: the access reaches
+ * the program? 3 sites; the simulated %clock moves on unevenly. */
+static int mt_sampled(const struct gdev_ctx *c, unsigned b, unsigned w, unsigned a)
+{
+	sim_clock += 5 + (a * 7 + w) % 11;
+	return mt_every <= 1 || ptx_sample_hash(sim_clock, w, b % SMS, ptx_sample_salt(c->kernel_id, a % 3)) <
+					ptx_sample_limit(mt_every);
 }
 
 /* Run every launch; fn != NULL: the native function, else the interpreter. */
@@ -101,7 +126,9 @@ static int simulate(const struct gx_bpf_prog *p, hook_fn fn, struct gx_map **map
 								c.tid_x = lane0 ? tx : tx + 1;
 							}
 							for (unsigned a = 0; a < (hook == GDEV_HOOK_MEM ? MEM_REPS : 1); a++) {
-								c.addr = 0x1000 + 64ull * a;
+								mt_access(&c, l, b, w, a);
+								if (hook == GDEV_HOOK_MEM && !mt_sampled(&c, b, w, a))
+									continue;
 								if (fn)
 									fn(&c);
 								else
@@ -142,14 +169,6 @@ static void run_tool(const char *dir, const char *tool, unsigned hook,
 	GX_CHECK(ok, "%s: program and maps", tool);
 	if (!ok)
 		return;
-	/* knobs: cfg[0] as GPUEXT_CFG would set it */
-	for (size_t i = 0; i < ni; i++) {
-		const char *dot = strrchr(mi[i]->name, '.');
-		if (dot && !strcmp(dot, ".cfg")) {
-			*(uint64_t *)gx_map__shard_elem(mi[i], 0, 0) = mt_every;
-			*(uint64_t *)gx_map__shard_elem(mn[i], 0, 0) = mt_every;
-		}
-	}
 	GX_CHECK(simulate(p, NULL, mi, ni, hook) == 0, "%s: interpreter ran every warp", tool);
 	check("interpreter", mi, ni);
 	struct gx_jit_object_opts o = { .sz = sizeof(o), .target = GX_JIT_NATIVE, .maps = mn, .nr_maps = nn };
@@ -288,26 +307,114 @@ static void check_ll(const char *how, struct gx_map **maps, size_t n)
 		 got, GX_ARRAY_SIZE(launches));
 }
 
-/* memtrace: each access sampled with probability 1/N (cfg[0], 1024 when 0):
- * N = 1 takes every access; otherwise the count must lie within 6 standard
- * deviations of accesses / N (a hash of address, time and warp decides). */
-static void check_mt(const char *how, struct gx_map **maps, size_t n)
+/* memtrace's record of one access, as the checks compare it (no time) */
+struct mt_key {
+	uint64_t kernel_id, addr;
+	uint32_t size, op, space, smid, nr_active, ctaid_x;
+};
+
+struct mt_got {
+	struct mt_key *k;
+	size_t n, cap;
+	unsigned bad; /* malformed records */
+};
+
+static int mt_rec(void *ctx, unsigned type, const void *rec, size_t len)
 {
-	uint64_t calls = 0;
+	struct mt_got *g = ctx;
+	if (type != GX_REC_DATA)
+		return 0;
+	if (len < sizeof(struct gx_rec_hdr) + sizeof(struct gx_mt_rec)) {
+		g->bad++;
+		return 0;
+	}
+	const struct gx_mt_rec *m = (const void *)((const struct gx_rec_hdr *)rec + 1);
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? 2 * g->cap : 1024;
+		struct mt_key *k = realloc(g->k, cap * sizeof(*k));
+		if (!k) {
+			g->bad++;
+			return 1;
+		}
+		g->k = k, g->cap = cap;
+	}
+	g->k[g->n++] =
+		(struct mt_key){ m->kernel_id, m->addr, m->size, m->op, m->space, m->smid, m->nr_active, m->ctaid_x };
+	return 0;
+}
+
+/* Every access of the launches, in the order simulate() makes them: the
+ * full trace's golden. */
+static size_t mt_expected(struct mt_key *out)
+{
+	size_t n = 0;
 	for (size_t l = 0; l < GX_ARRAY_SIZE(launches); l++) {
 		const struct launch *L = &launches[l];
-		unsigned nb = L->grid[0] * L->grid[1] * L->grid[2];
-		unsigned nw = (L->block[0] * L->block[1] * L->block[2] + 31) / 32;
-		calls += (uint64_t)nb * nw * MEM_REPS;
+		unsigned nt = L->block[0] * L->block[1] * L->block[2], nw = (nt + 31) / 32, b = 0;
+		for (unsigned z = 0; z < L->grid[2]; z++)
+			for (unsigned y = 0; y < L->grid[1]; y++)
+				for (unsigned x = 0; x < L->grid[0]; x++, b++)
+					for (unsigned w = 0; w < nw; w++)
+						for (unsigned a = 0; a < MEM_REPS; a++) {
+							struct gdev_ctx c = { 0 };
+							mt_access(&c, l, b, w, a);
+							if (out)
+								out[n] = (struct mt_key){ 1000 + l,
+											  c.addr,
+											  c.size,
+											  c.op,
+											  c.space,
+											  b % SMS,
+											  w + 1 < nw ? 32 : nt - 32 * w,
+											  x };
+							n++;
+						}
 	}
-	uint64_t every = mt_every ? mt_every : 1024;
-	unsigned got = ring_records(maps, n);
-	double want = (double)calls / (double)every, sd = 0;
-	for (int i = 0; i < 60; i++) /* sqrt by Newton: no libm for one check */
-		sd = i ? (sd + want * (1 - 1.0 / every) / sd) / 2 : want + 1;
-	int ok = every == 1 ? got == calls : got >= want - 6 * sd - 1 && got <= want + 6 * sd + 1;
-	GX_CHECK(ok, "memtrace (%s, 1 in %llu): %u samples of %llu accesses (expected %.1f +- %.1f)", how,
-		 (unsigned long long)every, got, (unsigned long long)calls, want, sd);
+	return n;
+}
+
+/* memtrace behind the gate model: N <= 1 records every access exactly as
+ * expected, in order; otherwise the records are a subsequence of that
+ * trace (each one an access that happened, with its own fields) and their
+ * count lies within 6 standard deviations of accesses / N. */
+static void check_mt(const char *how, struct gx_map **maps, size_t n)
+{
+	size_t calls = mt_expected(NULL);
+	struct mt_key *want = calloc(calls, sizeof(*want));
+	struct mt_got got = { 0 };
+	for (size_t i = 0; i < n; i++)
+		if (maps[i]->l.type == GX_MAP_RINGBUF)
+			gx_ring__drain(gx_map__ring(maps[i]), mt_rec, &got);
+	if (!want) {
+		GX_CHECK(0, "memtrace (%s): out of memory", how);
+		free(got.k);
+		return;
+	}
+	mt_expected(want);
+	size_t j = 0, in_order = 0;
+	for (size_t i = 0; i < got.n; i++) {
+		while (j < calls && memcmp(&want[j], &got.k[i], sizeof(want[j])))
+			j++;
+		if (j < calls)
+			in_order++, j++;
+	}
+	unsigned every = mt_every > 1 ? mt_every : 1;
+	if (every == 1) {
+		GX_CHECK(!got.bad && got.n == calls && in_order == calls,
+			 "memtrace (%s, full trace): %zu records of %zu accesses, %zu equal to the golden in order",
+			 how, got.n, calls, in_order);
+	} else {
+		double mean = (double)calls / every, sd = 0;
+		for (int i = 0; i < 60; i++) /* sqrt by Newton: no libm for one check */
+			sd = i ? (sd + mean * (1 - 1.0 / every) / sd) / 2 : mean + 1;
+		int ok = !got.bad && in_order == got.n && got.n >= mean - 6 * sd - 1 && got.n <= mean + 6 * sd + 1;
+		GX_CHECK(ok,
+			 "memtrace (%s, gate 1 in %u): %zu records, %zu of them in the full trace in order; %zu "
+			 "accesses (expected %.1f +- %.1f)",
+			 how, every, got.n, in_order, calls, mean, sd);
+	}
+	free(want);
+	free(got.k);
 }
 
 int main(int argc, char **argv)
@@ -334,8 +441,8 @@ int main(int argc, char **argv)
 	runs = launches, nr_runs = GX_ARRAY_SIZE(launches);
 	run_tool(argv[1], "kernelretsnoop_all", GDEV_HOOK_EXIT, check_krs);
 	run_tool(argv[1], "launchlate", GDEV_HOOK_ENTRY, check_ll);
-	for (unsigned i = 0; i < 4; i++) { /* the default (1024), every access, 1 in 3, 1 in 64 */
-		static const uint64_t every[] = { 0, 1, 3, 64 };
+	for (unsigned i = 0; i < 4; i++) { /* the full trace, 1 in 3, 1 in 64, the default 1 in 1024 */
+		static const unsigned every[] = { 1, 3, 64, 1024 };
 		mt_every = every[i];
 		run_tool(argv[1], "memtrace", GDEV_HOOK_MEM, check_mt);
 	}

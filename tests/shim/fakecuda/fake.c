@@ -350,10 +350,12 @@ FX CUresult cuCtxGetDevice_v2(CUdevice *d, CUcontext c)
 }
 
 static void fk_sync_all(void);
+static void fk_pools_sync(void);
 FX CUresult cuCtxSynchronize(void)
 {
 	REC();
 	fk_sync_all();
+	fk_pools_sync();
 	return CUDA_SUCCESS;
 }
 FX CUresult cuCtxSynchronize_v2(CUcontext c)
@@ -361,6 +363,7 @@ FX CUresult cuCtxSynchronize_v2(CUcontext c)
 	(void)c;
 	REC();
 	fk_sync_all();
+	fk_pools_sync();
 	return CUDA_SUCCESS;
 }
 
@@ -1588,19 +1591,23 @@ static void fk_mem_track(uint64_t key, size_t n)
 	fk_mem_live += n, fk_mem_count++;
 	pthread_mutex_unlock(&fk_mem_lock);
 }
+static int fk_pool_free_locked(uint64_t key);
 static int fk_mem_untrack(uint64_t key)
 {
 	pthread_mutex_lock(&fk_mem_lock);
 	struct fk_mem **pp = &fk_mem_tab[(key >> 8) % FK_MEM_BUCKETS], *m;
 	while ((m = *pp) && m->key != key)
 		pp = &m->next;
+	int pooled = 0;
 	if (m) {
 		*pp = m->next;
 		fk_mem_live -= m->n, fk_mem_count--;
+	} else {
+		pooled = fk_pool_free_locked(key);
 	}
 	pthread_mutex_unlock(&fk_mem_lock);
 	free(m);
-	return m != NULL;
+	return m != NULL || pooled;
 }
 /* A fresh key for memory nobody touches (2 MiB apart, like the driver's). */
 static CUresult fk_mem_virtual(uint64_t *key, size_t n)
@@ -1635,6 +1642,20 @@ FX CUresult cuMemGetInfo(unsigned *f, unsigned *t)
 	*t = b > 0xffffffffu ? 0xffffffffu : (unsigned)b;
 	return CUDA_SUCCESS;
 }
+FX CUresult cuDeviceTotalMem_v2(size_t *t, CUdevice dev)
+{
+	REC();
+	(void)dev;
+	*t = fk_mem_total();
+	return CUDA_SUCCESS;
+}
+FX CUresult cuDeviceTotalMem(unsigned *t, CUdevice dev)
+{
+	size_t b;
+	cuDeviceTotalMem_v2(&b, dev);
+	*t = b > 0xffffffffu ? 0xffffffffu : (unsigned)b;
+	return CUDA_SUCCESS;
+}
 FX CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e)
 {
 	(void)e;
@@ -1642,11 +1663,170 @@ FX CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_t h
 	*pitch = (w + 511) & ~(size_t)511;
 	return fk_mem_virtual((uint64_t *)p, *pitch * h);
 }
-FX CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) { (void)s; REC(); return fk_mem_virtual((uint64_t *)p, n); }
-FX CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s) { (void)s; REC(); return fk_mem_virtual((uint64_t *)p, n); }
-FX CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) { (void)s, (void)pool; REC(); return fk_mem_virtual((uint64_t *)p, n); }
+/* Memory pools like the driver's: an allocation takes from what the pool
+ * caches or grows it (2 MiB granules); a free returns to the pool, not to
+ * the device; cuMemPoolTrimTo and a synchronisation (down to the release
+ * threshold, 0 by default) give the cache back. Pools 0..7 are the devices'
+ * default pools; handles are 0x9000 + index. A captured stream's allocation
+ * is a graph memory node: outside the pools. */
+struct fk_pool {
+	int live;
+	uint64_t reserved, used, thresh;
+};
+struct fk_pptr {
+	uint64_t key;
+	size_t n;
+	struct fk_pool *pool;
+	struct fk_pptr *next;
+};
+#define FK_POOLS 16
+#define FK_GRAN (2ull << 20)
+static struct fk_pool fk_pools[FK_POOLS];
+static struct fk_pptr *fk_pptrs;
+static struct fk_pool *fk_pool_of(CUmemoryPool h)
+{
+	uintptr_t i = (uintptr_t)h - 0x9000;
+	return i < FK_POOLS && (i < 8 || fk_pools[i].live) ? &fk_pools[i] : NULL;
+}
+static void fk_pool_trim_locked(struct fk_pool *pl, uint64_t keep)
+{
+	uint64_t target = pl->used > keep ? pl->used : keep;
+	if (pl->reserved > target) {
+		fk_mem_live -= pl->reserved - target;
+		pl->reserved = target;
+	}
+}
+static CUresult fk_pool_alloc(uint64_t *key, size_t n, struct fk_pool *pl)
+{
+	if (!pl)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct fk_pptr *pp = malloc(sizeof(*pp));
+	uint64_t r = (n + FK_GRAN - 1) & ~(FK_GRAN - 1);
+	if (!pp)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&fk_mem_lock);
+	if (pl->reserved - pl->used < r) {
+		uint64_t grow = r - (pl->reserved - pl->used);
+		if (fk_mem_live + grow > fk_mem_total()) {
+			pthread_mutex_unlock(&fk_mem_lock);
+			free(pp);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		pl->reserved += grow;
+		fk_mem_live += grow;
+	}
+	pl->used += r;
+	*key = fk_va;
+	fk_va += r;
+	*pp = (struct fk_pptr){ .key = *key, .n = r, .pool = pl, .next = fk_pptrs };
+	fk_pptrs = pp;
+	pthread_mutex_unlock(&fk_mem_lock);
+	return CUDA_SUCCESS;
+}
+/* A pool's pointer back to its pool (fk_mem_lock held): 1 if it was one. */
+static int fk_pool_free_locked(uint64_t key)
+{
+	struct fk_pptr **pp = &fk_pptrs, *m;
+	while ((m = *pp) && m->key != key)
+		pp = &m->next;
+	if (!m)
+		return 0;
+	*pp = m->next;
+	m->pool->used -= m->n;
+	free(m);
+	return 1;
+}
+static void fk_pools_sync(void)
+{
+	pthread_mutex_lock(&fk_mem_lock);
+	for (int i = 0; i < FK_POOLS; i++)
+		if ((i < 8 || fk_pools[i].live) && fk_pools[i].thresh != UINT64_MAX)
+			fk_pool_trim_locked(&fk_pools[i], fk_pools[i].thresh);
+	pthread_mutex_unlock(&fk_mem_lock);
+}
+static CUresult fk_async_alloc(CUdeviceptr *p, size_t n, CUstream s)
+{
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	CUdevice d = 0;
+	cuStreamIsCapturing(s, &st);
+	if (st != CU_STREAM_CAPTURE_STATUS_NONE)
+		return fk_mem_virtual((uint64_t *)p, n);
+	cuCtxGetDevice(&d);
+	return fk_pool_alloc((uint64_t *)p, n, &fk_pools[d & 7]);
+}
+FX CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) { REC(); return fk_async_alloc(p, n, s); }
+FX CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s) { REC(); return fk_async_alloc(p, n, s); }
+FX CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) { (void)s; REC(); return fk_pool_alloc((uint64_t *)p, n, fk_pool_of(pool)); }
+FX CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) { (void)s; REC(); return fk_pool_alloc((uint64_t *)p, n, fk_pool_of(pool)); }
 FX CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { (void)s; REC(); return fk_mem_untrack(p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
 FX CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) { (void)s; REC(); return fk_mem_untrack(p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+FX CUresult cuDeviceGetMemPool(CUmemoryPool *p, CUdevice d) { REC(); *p = (CUmemoryPool)(uintptr_t)(0x9000 + (d & 7)); return CUDA_SUCCESS; }
+FX CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *p, CUdevice d) { REC(); *p = (CUmemoryPool)(uintptr_t)(0x9000 + (d & 7)); return CUDA_SUCCESS; }
+FX CUresult cuMemPoolCreate(CUmemoryPool *p, const CUmemPoolProps *props)
+{
+	(void)props;
+	REC();
+	pthread_mutex_lock(&fk_mem_lock);
+	int i = 8;
+	while (i < FK_POOLS && fk_pools[i].live)
+		i++;
+	if (i < FK_POOLS)
+		fk_pools[i] = (struct fk_pool){ .live = 1 };
+	pthread_mutex_unlock(&fk_mem_lock);
+	if (i == FK_POOLS)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*p = (CUmemoryPool)(uintptr_t)(0x9000 + i);
+	return CUDA_SUCCESS;
+}
+FX CUresult cuMemPoolDestroy(CUmemoryPool p)
+{
+	REC();
+	struct fk_pool *pl = fk_pool_of(p);
+	if (!pl || (uintptr_t)p - 0x9000 < 8)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&fk_mem_lock);
+	fk_pool_trim_locked(pl, 0); /* what is still allocated goes at its free */
+	pl->live = 0;
+	pthread_mutex_unlock(&fk_mem_lock);
+	return CUDA_SUCCESS;
+}
+FX CUresult cuMemPoolTrimTo(CUmemoryPool p, size_t keep)
+{
+	REC();
+	struct fk_pool *pl = fk_pool_of(p);
+	if (!pl)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&fk_mem_lock);
+	fk_pool_trim_locked(pl, keep);
+	pthread_mutex_unlock(&fk_mem_lock);
+	return CUDA_SUCCESS;
+}
+FX CUresult cuMemPoolGetAttribute(CUmemoryPool p, CUmemPool_attribute a, void *v)
+{
+	REC();
+	struct fk_pool *pl = fk_pool_of(p);
+	if (!pl || !v)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&fk_mem_lock);
+	uint64_t x = a == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT ? pl->reserved
+		   : a == CU_MEMPOOL_ATTR_USED_MEM_CURRENT     ? pl->used
+		   : a == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD    ? pl->thresh
+							       : 0;
+	pthread_mutex_unlock(&fk_mem_lock);
+	*(cuuint64_t *)v = x;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuMemPoolSetAttribute(CUmemoryPool p, CUmemPool_attribute a, void *v)
+{
+	REC();
+	struct fk_pool *pl = fk_pool_of(p);
+	if (!pl || !v || a != CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&fk_mem_lock);
+	pl->thresh = *(cuuint64_t *)v;
+	pthread_mutex_unlock(&fk_mem_lock);
+	return CUDA_SUCCESS;
+}
 FX CUresult cuGraphAddMemAllocNode(CUgraphNode *n, CUgraph g, const CUgraphNode *d, size_t nd, CUDA_MEM_ALLOC_NODE_PARAMS *p)
 {
 	(void)g, (void)d, (void)nd;
@@ -1683,6 +1863,17 @@ FX CUresult cuArray3DCreate_v2(CUarray *a, const CUDA_ARRAY3D_DESCRIPTOR *d)
 {
 	REC();
 	return fk_mem_virtual((uint64_t *)a, d->Width * (d->Height ? d->Height : 1) * (d->Depth ? d->Depth : 1) *
+						     fk_arr_elem(d->Format, d->NumChannels));
+}
+FX CUresult cuArrayCreate(CUarray *a, const CUDA_ARRAY_DESCRIPTOR_v1 *d)
+{
+	REC();
+	return fk_mem_virtual((uint64_t *)a, (size_t)d->Width * (d->Height ? d->Height : 1) * fk_arr_elem(d->Format, d->NumChannels));
+}
+FX CUresult cuArray3DCreate(CUarray *a, const CUDA_ARRAY3D_DESCRIPTOR_v1 *d)
+{
+	REC();
+	return fk_mem_virtual((uint64_t *)a, (size_t)d->Width * (d->Height ? d->Height : 1) * (d->Depth ? d->Depth : 1) *
 						     fk_arr_elem(d->Format, d->NumChannels));
 }
 FX CUresult cuArrayDestroy(CUarray a) { REC(); return fk_mem_untrack((uint64_t)(uintptr_t)a) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }

@@ -1,0 +1,107 @@
+/* site_sample.c — the sample gate of a memory site (bind_samples, mem_sample).
+ *
+ * A sampled tracer (tools/memtrace.bpf.c) wants 1 warp access in N. Made
+ * in the handler, the decision cost every access the election, the context
+ * words and a call into the policy (2.5-6.2x at N = 1024 on the bench's
+ * kernels). Here it comes first, from registers only, before the election:
+ *
+ *   mov.u32 %t, %clock;  xor the function's seed (%warpid << 26 ^
+ *   %smid << 16, read once at its start), xor a site constant
+ *   <murmur3's 32-bit finaliser>              // a few IMADs
+ *   setp.lo.u32 %q, %t, 2^32/N;               // sampled: probability 1/N
+ *   activemask.b32 %m;
+ *   vote.sync.any.pred %q, %q, %m;            // one decision per warp
+ *   @!%q bra.uni OUT;
+ *
+ * Why %clock: it moves every cycle, so the accesses of one warp in a loop
+ * hash to independent-looking decisions; %warpid, %smid and the site
+ * constant keep apart warps that read the same value (4 schedulers per SM;
+ * SMs whose clocks may agree) and sites. No memory is touched: an
+ * unsampled access costs ~13 ALU instructions and one uniform branch. The
+ * vote makes the lanes of one warp agree even when they did not read the
+ * same clock (lanes that arrive apart), so the branch is uniform and the
+ * sampled warp elects one leader. */
+#include <string.h>
+
+#include "ptx-rewrite/policy_internal.h"
+#include "ptx-rewrite/site_internal.h"
+#include "ptx-rewrite/site_parts_internal.h"
+#include "ptx-rewrite/site_sample_internal.h"
+
+/* vote.sync: sm_70 and PTX ISA 6.0. */
+static int can_vote_sync(const struct ptx_module *m)
+{
+	return ptx_module_target_sm(m) >= 70 && m->version &&
+	       m->version->version.major * 10 + m->version->version.minor >= 60;
+}
+
+/* The function's seed register, %warpid << 26 ^ %smid << 16, set once at
+ * its start: two special-register reads (S2R, a shared unit) per function
+ * rather than per memory instruction. Made by the first gated site of fn
+ * (the declaration then heads the body). Its operand, or NULL on ENOMEM. */
+static struct ptx_opnd *seed(struct ptx_module *m, struct ptx_func *fn)
+{
+	const char *sd = ptx_sprintf(m, "%%%s_sd", m->fresh_prefix), *st = ptx_sprintf(m, "%%%s_st", m->fresh_prefix);
+	if (!sd || !st)
+		return NULL;
+	struct ptx_opnd *osd = ptx_opnd_id(m, sd), *ost = ptx_opnd_id(m, st);
+	const struct ptx_stmt *h = fn->head;
+	if (h && h->kind == PTX_STMT_DECL && h->decl.name && !strcmp(h->decl.name, sd))
+		return osd;
+	struct ptx_chain c = { 0 };
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", sd);
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", st);
+	INSN(&c, "mov", PTX_MODS(".u32"), osd, ptx_opnd_id(m, "%smid"));
+	INSN(&c, "mov", PTX_MODS(".u32"), ost, ptx_opnd_id(m, "%warpid"));
+	INSN(&c, "shl", PTX_MODS(".b32"), ost, ost, ptx_opnd_int(m, PTX_SAMPLE_WARP_SHIFT - PTX_SAMPLE_SM_SHIFT));
+	INSN(&c, "xor", PTX_MODS(".b32"), osd, osd, ost);
+	INSN(&c, "shl", PTX_MODS(".b32"), osd, osd, ptx_opnd_int(m, PTX_SAMPLE_SM_SHIFT));
+	if (c.failed || !osd || !ost)
+		return NULL;
+	ptx_insert_before(fn, fn->head, c.head, c.tail);
+	return osd;
+}
+
+int ptx_site_sample_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, const struct ptx_site_regs *r,
+			 unsigned n, unsigned long long kid, unsigned site, const char *out)
+{
+	if (n <= 1)
+		return 0;
+	struct ptx_opnd *sd = seed(m, fn);
+	if (!sd)
+		return -ENOMEM;
+	/* ptx_sample_hash(), instruction for instruction */
+	INSN(c, "mov", PTX_MODS(".u32"), r->ot, ptx_opnd_id(m, "%clock"));
+	INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, sd);
+	INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, ptx_opnd_int(m, ptx_sample_salt(kid, site)));
+	static const unsigned mul[] = { PTX_SAMPLE_MUL1, PTX_SAMPLE_MUL2 };
+	for (unsigned i = 0; i < 3; i++) {
+		INSN(c, "shr", PTX_MODS(".u32"), r->ol, r->ot, ptx_opnd_int(m, i == 1 ? 13 : 16));
+		INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, r->ol);
+		if (i < 2)
+			INSN(c, "mul", PTX_MODS(".lo", ".u32"), r->ot, r->ot, ptx_opnd_int(m, mul[i]));
+	}
+	/* sampled iff hash < 2^32 / n: probability 1/n within 2^-32 */
+	INSN(c, "setp", PTX_MODS(".lo", ".u32"), r->oq, r->ot, ptx_opnd_int(m, ptx_sample_limit(n)));
+	if (can_vote_sync(m)) {
+		INSN(c, "activemask", PTX_MODS(".b32"), r->om);
+		INSN(c, "vote", PTX_MODS(".sync", ".any", ".pred"), r->oq, r->oq, r->om);
+		ptx_chain_insn(m, c, r->q, 1, "bra", PTX_MODS(".uni"), 1, ptx_opnd_id(m, out));
+	} else {
+		/* no vote.sync: lanes that disagree split, each group elects */
+		ptx_chain_insn(m, c, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, out));
+	}
+	return c->failed ? -ENOMEM : 1;
+}
+
+unsigned ptx_site_sample_every(const struct ptx_sites *s, const char *func)
+{
+	const struct gx_ptx_rewrite_opts *o = s->ctx->opts;
+	for (size_t i = 0; func && s->pol && i < o->nr_bindings; i++) {
+		const struct gx_hook_binding *b = &o->bindings[i];
+		unsigned n = o->bind_samples ? o->bind_samples[i] : 0;
+		if ((b->hook & GDEV_HOOK_MEM) && n && !strcmp(ptx_policy_name(s->pol, b->func), func))
+			return o->mem_sample ? o->mem_sample : n;
+	}
+	return 0;
+}

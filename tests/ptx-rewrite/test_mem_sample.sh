@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The sample gate of memory sites (ptx-rewrite/site_sample.c): a program that
+# declares gx_mem_sample (memtrace: 1024) gets one uniform test per mem site
+# before the election, limit 2^32/N; --sample N (opts.mem_sample) replaces
+# its N, 1 = the full trace, no gate; a mem program without the variable is
+# never gated; the register cap of kernels with gated sites (--regs,
+# GX_PTX_MEM_CAP=0); ptxas accepts what is made.
+set -u
+G=${BUILD:-build}/bin/gpuext
+W=${BUILD:-build}/ptx-sample
+T=${BUILD:-build}/share/gpuext/tools
+PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
+V=tests/ptx-rewrite/golden-passes/vadd.ptx
+mkdir -p "$W"
+check() { if eval "$2" >/dev/null 2>&1; then echo "ok - $1"; else echo "not ok - $1: $2"; fi; }
+n_mem=$(grep -cE '^[[:space:]]+(ld|st)\.global' $V)
+gates() { grep -c 'vote.sync.any.pred' "$1"; }
+
+$G ptx rewrite --policy $T/memtrace.bpf.o --sample 1024 $V -o $W/s1024.ptx 2>/dev/null
+$G ptx rewrite --policy $T/memtrace.bpf.o --sample 1 $V -o $W/s1.ptx 2>/dev/null
+$G ptx rewrite --policy $T/memtrace.bpf.o $V -o $W/s0.ptx 2>/dev/null
+$G ptx rewrite --policy $T/memtrace.bpf.o --sample 3 --regs vadd=12 $V -o $W/cap.ptx 2>/dev/null
+GX_PTX_MEM_CAP=0 $G ptx rewrite --policy $T/memtrace.bpf.o --sample 3 --regs vadd=12 $V -o $W/nocap.ptx 2>/dev/null
+$G ptx rewrite --policy $T/memtrace.bpf.o --sample 1 --regs vadd=12 $V -o $W/s1cap.ptx 2>/dev/null
+$G ptx rewrite --policy ${BUILD:-build}/tests/devbpf/progs/jit_count.bpf.o --sample 16 $V -o $W/other.ptx 2>/dev/null
+
+check "1 in 1024: one gate per memory site ($n_mem)" "[ \"\$(gates $W/s1024.ptx)\" = $n_mem ]"
+check "1 in 1024: limit 2^32/1024 = 4194304" "[ \"\$(grep -c 'setp.lo.u32.*, 4194304;' $W/s1024.ptx)\" = $n_mem ]"
+check "the gate leaves by a uniform branch before the election" \
+	"awk '/vote.sync.any.pred/ { v = NR } /bra.uni/ && v && NR == v + 1 { u++ } /elect.sync/ && v && NR > v + 1 { e++; v = 0 } END { exit !(u == $n_mem && e == $n_mem) }' $W/s1024.ptx"
+check "the gate reads registers only (no memory before the election)" \
+	"awk '/mov.u32.*%clock/ { g = 1 } g && /(ld|st|atom|red)\\./ { bad = 1 } /elect.sync/ { g = 0 } END { exit bad }' $W/s1024.ptx"
+check "the program's own N (gx_mem_sample = 1024) without --sample" "[ \"\$(grep -c 'setp.lo.u32.*, 4194304;' $W/s0.ptx)\" = $n_mem ]"
+check "--sample 1: the full trace, no gate" "[ \"\$(gates $W/s1.ptx)\" = 0 ] && grep -q 'call' $W/s1.ptx"
+check "a mem program without gx_mem_sample is never gated (--sample 16)" "grep -q 'elect.sync' $W/other.ptx && [ \"\$(gates $W/other.ptx)\" = 0 ]"
+check "1 in 3: limit 1431655765" "grep -q 'setp.lo.u32.*, 1431655765;' $W/cap.ptx"
+check "gated kernel capped at max(32, its registers)" "grep -q '^.maxnreg 32' $W/cap.ptx"
+check "GX_PTX_MEM_CAP=0: gated, not capped" "[ \"\$(gates $W/nocap.ptx)\" = $n_mem ] && ! grep -q maxnreg $W/nocap.ptx"
+check "no gate: no cap" "! grep -q maxnreg $W/s1cap.ptx"
+check "gpuext tools rewrite memtrace: 1 in 1024 by default" \
+	"$G tools rewrite memtrace $V -o $W/tool.ptx && [ \"\$(grep -c 'setp.lo.u32.*, 4194304;' $W/tool.ptx)\" = $n_mem ]"
+check "gpuext tools rewrite memtrace --sample 1: the full trace" \
+	"$G tools rewrite memtrace $V --sample 1 -o $W/tool1.ptx && [ \"\$(gates $W/tool1.ptx)\" = 0 ]"
+check "GPUEXT_MEM_SAMPLE=16 replaces memtrace's N" \
+	"GPUEXT_MEM_SAMPLE=16 $G tools rewrite memtrace $V -o $W/tool16.ptx && grep -q 'setp.lo.u32.*, 268435456;' $W/tool16.ptx"
+if [ -x "$PTXAS" ]; then
+	for f in s1024 cap nocap; do
+		check "ptxas accepts $f" "$PTXAS -arch=sm_90 $W/$f.ptx -o $W/$f.cubin"
+	done
+	check "capped kernel: ptxas keeps 32 registers" "$PTXAS -arch=sm_90 -v $W/cap.ptx -o /dev/null 2>&1 | grep -A3 \"entry function 'vadd'\" | grep -q 'Used 32 registers'"
+else
+	echo "ok - ptxas checks skipped: no $PTXAS"
+fi
