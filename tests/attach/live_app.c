@@ -10,7 +10,9 @@
  * "graph" (a graph of two kernel nodes instantiated before any attach,
  * launched after each kernel launch: it must keep running the original),
  * "library" (the module loaded with cuLibraryLoadData and launched through
- * its CUkernel, as cudart does).
+ * its CUkernel, as cudart does). With LIVE_LATE set to a file, once that
+ * file exists a second module is loaded from the same PTX and its kernel
+ * launched from then on (a module loaded while attached).
  * It also says when launches start or stop running a persistent-worker copy
  * (__gx_pw_K / __gx_ps_K: gpuext attach --sched), with the device blocks
  * allocated and not freed at that moment and at the end. */
@@ -101,10 +103,20 @@ int main(int argc, char **argv)
 	}
 	printf("# live_app: ready, pid %d\n", (int)getpid());
 	fflush(stdout);
+	const char *late = getenv("LIVE_LATE");
+	bool late_done = false;
 	long launches = 0, instr = 0, switches = 0, failed = 0, pws = 0;
 	int was = 0, was_pw = 0;
 	void *args[4] = { 0 };
 	while (access(argv[3], F_OK)) {
+		if (late && !late_done && !access(late, F_OK)) {
+			CUmodule m2;
+			late_done = true;
+			if ((rc = cuModuleLoadData(&m2, ptx)) || (rc = cuModuleGetFunction(&fn, m2, argv[2])))
+				failed++;
+			printf("# live_app: launch %ld: a second module loaded (%d)\n", launches, (int)rc);
+			fflush(stdout);
+		}
 		if ((rc = cuLaunchKernel(fn, 4, 1, 1, 64, 1, 1, 0, s, args, NULL))) {
 			failed++;
 			continue;

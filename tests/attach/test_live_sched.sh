@@ -9,6 +9,8 @@
 #    copy with persistent workers, the next launches run __gx_pw_K, no launch
 #    fails meanwhile; detach: the originals again, the copy unloaded,
 #    blocksched's device state and hint block freed; cycles;
+#  - a module loaded while attached: its copy made at its load, its
+#    launches persistent;
 #  - --sched with --tool in one request: one copy carries both (the hooks
 #    and the persistent workers), the tool's report at detach;
 #  - a library launched through its CUkernel (cudart's way) under adaptive:
@@ -44,7 +46,7 @@ LIVE_NAME=live_sched
 . tests/attach/live_lib.sh
 
 # ---- attach --sched, the switch, detach, cycles ----
-start a plain
+start a plain LIVE_LATE=$T/a.late.now
 "$G" attach $pid --sched greedy >$T/a.attach 2>&1
 check "attach --sched greedy: answered, one module instrumented" "grep -q 'attached greedy: 1 modules instrumented' $T/a.attach" $T/a.attach
 check "the module loaded before got a copy with persistent workers" "grep -q 'attach: module 1: instrumented copy loaded (.*1 kernels with persistent copies' $T/a.err" $T/a.err
@@ -64,6 +66,15 @@ for i in 1 2 3; do
 		echo "cycle $i failed" >>$T/a.cycles
 done
 check "3 more attach/detach cycles" "! grep -q 'failed\|error' $T/a.cycles && [ \$(grep -c 'copies unloaded' $T/a.cycles) = 3 ]" $T/a.cycles
+"$G" attach $pid --sched greedy >$T/a.late 2>&1
+wait_count $T/a.out 'runs a persistent copy' 5
+n0=$(grep -c "blocksched: $K: launched as __gx_p" $T/a.err)
+touch $T/a.late.now
+wait_for $T/a.out 'a second module loaded (0)'
+check "a module loaded while attached gets its copy with persistent workers at its load" "wait_for $T/a.err 'attach: module 2: instrumented copy loaded (.*1 kernels with persistent copies'" $T/a.err
+check "... and its kernel launches as persistent workers (blocksched's first-launch line again)" "wait_count $T/a.err 'blocksched: $K: launched as __gx_p' $((n0 + 1))" $T/a.err
+"$G" detach $pid >$T/a.late.detach 2>&1
+check "detach after the late load: both copies unloaded" "grep -q 'detached greedy: .* 2 copies unloaded' $T/a.late.detach" $T/a.late.detach
 stop a $pid
 check "the application ran on: every launch succeeded, exit 0" "[ $rc = 0 ] && grep -q '^ok - live_app: .* 0 failed' $T/a.out && ! grep -q 'not ok' $T/a.out" $T/a.out
 check "blocksched's device state and hint block were freed at each detach" "grep -q 'device blocks at the end 0' $T/a.out" $T/a.out
