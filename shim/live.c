@@ -1046,14 +1046,25 @@ static void *ctl_main(void *arg)
 static void live_exit(void)
 {
 	exiting = 1;
-	/* a request in progress gives up between modules; wait a little */
-	for (int i = 0; i < 2000 && busy; i++) {
+	/* a request in progress gives up between modules; wait for it (a JIT
+	 * of LLVM's under load took over 2 s: see live_jit_loaded), at most 10 s */
+	for (int i = 0; i < 10000 && busy; i++) {
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
 	}
 	char p[4200];
 	snprintf(p, sizeof(p), "%s/%d.ps", ctl_dir, (int)getpid());
 	unlink(p);
+}
+
+/* libgxjit.so (LLVM) was just loaded, maybe by this thread's request:
+ * LLVM's exit-time destructors were registered after live_exit, so they
+ * would run first and free what a JIT still running here uses (a double
+ * free in 1 of ~60 exits during an attach under load). Registered again,
+ * live_exit runs before them and waits for the request. */
+static void live_jit_loaded(void)
+{
+	atexit(live_exit);
 }
 
 void gx_live_init(void)
@@ -1075,6 +1086,7 @@ void gx_live_init(void)
 		return;
 	}
 	gx_lock_register(&live_lock, 12);
+	gx_jitlib_set_loaded_hook(live_jit_loaded);
 	gx_graph_exec_track();
 	ps_write();
 	pthread_t t;
