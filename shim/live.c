@@ -74,7 +74,9 @@ struct fn_key {
 };
 struct fn_map {
 	struct fn_key key;
-	void *instr; /* NULL: no copy to run (SASS only, no hooks) */
+	void *instr;	      /* NULL: no copy to run (SASS only, no hooks) */
+	bool instr_is_kernel; /* instr is a CUkernel */
+	unsigned max_dyn;     /* dynamic shared memory carried over to instr so far */
 	UT_hash_handle hh;
 };
 struct sev_key {
@@ -147,12 +149,14 @@ static uint64_t now_ms(void)
 
 /* ---- the switch (application threads, launch events) ---- */
 
-/* The copy's function for f (live_lock held), resolved once. */
-static void *fn_lookup(CUcontext ctx, void *f, bool is_kernel)
+/* The copy's function for f (live_lock held), resolved once; its entry in
+ * *mp (NULL when out of memory). */
+static void *fn_lookup(CUcontext ctx, void *f, bool is_kernel, struct fn_map **mp)
 {
 	struct fn_key key = { .f = f, .ctx = is_kernel ? NULL : ctx };
 	struct fn_map *m;
 	HASH_FIND(hh, fns, &key, sizeof(key), m);
+	*mp = m;
 	if (m)
 		return m->instr;
 	char name[GX_TAB_NAME_MAX];
@@ -184,9 +188,39 @@ static void *fn_lookup(CUcontext ctx, void *f, bool is_kernel)
 	if ((m = calloc(1, sizeof(*m)))) {
 		m->key = key;
 		m->instr = out;
+		m->instr_is_kernel = out && isk;
 		HASH_ADD(hh, fns, key, sizeof(key), m);
 	}
+	*mp = m;
 	return out;
+}
+
+/* The application's dynamic shared memory limit, set on its own function
+ * (cuFuncSetAttribute / cuKernelSetAttribute), carried over to the copy's
+ * before a launch that needs more than the default 48 KiB (live_lock
+ * held). false: the launch runs the original (the copy cannot get it). */
+static bool smem_carry(struct fn_map *m, void *orig, bool is_kernel, unsigned smem)
+{
+	const CUfunction_attribute a = CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+	if (smem <= 48 * 1024 || smem <= m->max_dyn)
+		return true;
+	int v = 0;
+	CUdevice d = 0;
+	struct gx_capture_mode cm = gx_capture_relax(REAL(cuThreadExchangeStreamCaptureMode));
+	bool dev = !(is_kernel || m->instr_is_kernel) || REAL(cuCtxGetDevice)(&d) == CUDA_SUCCESS;
+	bool ok = dev && (is_kernel ? REAL(cuKernelGetAttribute)(&v, a, (CUkernel)orig, d)
+				    : REAL(cuFuncGetAttribute)(&v, a, (CUfunction)orig)) == CUDA_SUCCESS;
+	ok = ok && v >= (int)smem &&
+	     (m->instr_is_kernel ? REAL(cuKernelSetAttribute)(a, v, (CUkernel)m->instr, d)
+				 : REAL(cuFuncSetAttribute)((CUfunction)m->instr, a, v)) == CUDA_SUCCESS;
+	gx_capture_restore(REAL(cuThreadExchangeStreamCaptureMode), cm);
+	if (ok)
+		m->max_dyn = (unsigned)v;
+	else
+		pr_warn_once("attach: a launch needs %u bytes of dynamic shared memory its instrumented copy cannot "
+			     "get: such launches run the original",
+			     smem);
+	return ok;
 }
 
 /* After the driver took a switched launch: an event behind it on its
@@ -259,7 +293,10 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 		tl.pending = false;
 		if (on) {
 			nr_launches++;
-			void *f = fn_lookup(ev->ctx, ev->launch.func, ev->launch.is_kernel);
+			struct fn_map *fm;
+			void *f = fn_lookup(ev->ctx, ev->launch.func, ev->launch.is_kernel, &fm);
+			if (f && fm && !smem_carry(fm, ev->launch.func, ev->launch.is_kernel, ev->launch.shared_mem))
+				f = NULL;
 			if (f) {
 				ev->launch.func = f;
 				if (!nr_instr++) { /* for tests/gpu/attach.sh: attach to first instrumented launch */
@@ -283,7 +320,10 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	} else if (ev->kind == GX_EV_GRAPH_LAUNCH && on) {
 		graph_launched(&ev->glaunch);
 	} else if (ev->kind == GX_EV_GRAPH_KERNEL_NODE && on && ev->graph.params.func) {
-		void *f = fn_lookup(ev->ctx, ev->graph.params.func, false);
+		struct fn_map *fm;
+		void *f = fn_lookup(ev->ctx, ev->graph.params.func, false, &fm);
+		if (f && fm && !smem_carry(fm, ev->graph.params.func, false, ev->graph.params.sharedMemBytes))
+			f = NULL;
 		if (f) {
 			ev->graph.params.func = f;
 			nr_graph_nodes++;

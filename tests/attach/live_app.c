@@ -10,7 +10,8 @@
  * "graph" (a graph of two kernel nodes instantiated before any attach,
  * launched after each kernel launch: it must keep running the original),
  * "library" (the module loaded with cuLibraryLoadData and launched through
- * its CUkernel, as cudart does). With LIVE_LATE set to a file, once that
+ * its CUkernel, as cudart does), "smem" (the kernel given 100 KiB of
+ * dynamic shared memory with cuFuncSetAttribute, each launch using it). With LIVE_LATE set to a file, once that
  * file exists a second module is loaded from the same PTX and its kernel
  * launched from then on (a module loaded while attached).
  * It also says when launches start or stop running a persistent-worker copy
@@ -61,6 +62,14 @@ int main(int argc, char **argv)
 	if (rc) {
 		printf("not ok - live_app: set-up (%d)\n", (int)rc);
 		return 1;
+	}
+	unsigned smem = 0;
+	if (!strcmp(argv[4], "smem")) {
+		smem = 100 << 10;
+		if ((rc = cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem))) {
+			printf("not ok - live_app: cuFuncSetAttribute (%d)\n", (int)rc);
+			return 1;
+		}
 	}
 	if (strcmp(argv[4], "null") && (rc = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING))) {
 		printf("not ok - live_app: cuStreamCreate (%d)\n", (int)rc);
@@ -117,7 +126,7 @@ int main(int argc, char **argv)
 			printf("# live_app: launch %ld: a second module loaded (%d)\n", launches, (int)rc);
 			fflush(stdout);
 		}
-		if ((rc = cuLaunchKernel(fn, 4, 1, 1, 64, 1, 1, 0, s, args, NULL))) {
+		if ((rc = cuLaunchKernel(fn, 4, 1, 1, 64, 1, 1, smem, s, args, NULL))) {
 			failed++;
 			continue;
 		}

@@ -15,6 +15,9 @@
 #    and the persistent workers), the tool's report at detach;
 #  - a library launched through its CUkernel (cudart's way) under adaptive:
 #    its guard times the three arms live;
+#  - a kernel the application gave 100 KiB of dynamic shared memory: the
+#    limit carried over to the copy's kernel (and by blocksched to
+#    __gx_pw_K), no launch fails;
 #  - a tool while a schedule policy is attached, and the reverse: refused,
 #    naming what is attached;
 #  - an attach during a global-mode capture (the capture still ends; the
@@ -113,6 +116,15 @@ check "adaptive: its guard timed the three arms and decided" "wait_for $T/l.err 
 check "library: detached, the copy unloaded" "grep -q 'detached adaptive: .* 1 copies unloaded' $T/l.detach" $T/l.detach
 stop l $pid
 check "library: every launch succeeded, blocks freed, no warning" "[ $rc = 0 ] && grep -q '0 failed' $T/l.out && grep -q 'device blocks at the end 0' $T/l.out && ! grep -qi 'warn\|cannot\|error' $T/l.err" $T/l.out
+
+# ---- a kernel given more than 48 KiB of dynamic shared memory by the application ----
+start m smem FAKECUDA_SMEM_ATTR=1
+"$G" attach $pid --sched greedy --tool threadhist >$T/m.attach 2>&1
+check "smem: the launches run the persistent copy" "wait_for $T/m.out 'runs a persistent copy (__gx_pw_$K)'" $T/m.out
+"$G" detach $pid >$T/m.detach 2>&1
+check "smem: detached" "grep -q 'detached greedy,threadhist' $T/m.detach" $T/m.detach
+stop m $pid
+check "smem: the limit the application set carried over to the copies: no launch failed" "[ $rc = 0 ] && grep -q '^ok - live_app: .* 0 failed' $T/m.out && ! grep -qi 'warn\|cannot' $T/m.err" $T/m.out
 
 # ---- attach while the application captures its stream (global mode) ----
 start c capture
