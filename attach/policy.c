@@ -29,6 +29,7 @@
 #include "attach/attach_internal.h"
 #include "common/gx_trust.h"
 #include "devbpf/gx_bpf.h"
+#include "tools/gx_tools.h"
 
 static pthread_mutex_t pol_lock = PTHREAD_MUTEX_INITIALIZER;
 static int pol_state; /* 0 unknown, 1 active, -1 off/failed */
@@ -84,6 +85,31 @@ static void add_entry(struct obj *o, size_t *n, const char *p, size_t len, bool 
 	}
 }
 
+/* Issue 40's load-time variants of the shipped tools (docs/devbpf-perf.md,
+ * "Issue 40"): the tool keeps its name (its data, tag and report), its
+ * object is another build of the same source. An unknown value is the
+ * default, with a warning. Each object has its own policy-cache key (the
+ * key hashes the object), hence its own rewritten modules. */
+static const char *tool_object(const char *tool)
+{
+	size_t nv;
+	const struct gx_tool_variant *v = gx_tool_variants(&nv);
+	const char *e = NULL, *env = NULL;
+	for (size_t i = 0; i < nv; i++) {
+		if (strcmp(v[i].tool, tool))
+			continue;
+		env = v[i].env;
+		e = getenv(env);
+		if (e && !strcmp(e, v[i].val)) {
+			pr_info("policy %s: %s=%s: object %s", tool, env, e, v[i].object);
+			return v[i].object;
+		}
+	}
+	if (e && *e && strcmp(e, "0") && strcmp(e, "16384") && strcmp(e, "first"))
+		pr_warn("policy %s: %s=%s: not a value this tool knows; running its default", tool, env, e);
+	return tool;
+}
+
 /* The device policy objects, in order: the schedule policy (blocksched),
  * GPUEXT_POLICY's, then the tools. */
 static size_t object_list(const struct gx_policy_names *pn, bool (*is_host_policy)(const char *), struct obj *o)
@@ -118,10 +144,11 @@ static size_t object_list(const struct gx_policy_names *pn, bool (*is_host_polic
 		} else if (!base) {
 			pr_warn("policy %s: cannot find the tools folder; running without it", tag);
 		} else {
+			const char *obj = tool_object(tag);
 			if (d && *d)
-				snprintf(path, sizeof(path), "%s/%s.bpf.o", base, tag);
+				snprintf(path, sizeof(path), "%s/%s.bpf.o", base, obj);
 			else
-				snprintf(path, sizeof(path), "%s/../share/gpuext/tools/%s.bpf.o", base, tag);
+				snprintf(path, sizeof(path), "%s/../share/gpuext/tools/%s.bpf.o", base, obj);
 			add_obj(o, &n, path, tag, NULL, 0, true);
 		}
 		t = c ? c + 1 : NULL;

@@ -165,6 +165,13 @@ static int do_prepare(int argc, char **argv)
 			snprintf(p, sizeof(p), "%s/%s.bpf.o", dir, tools[t].object);
 			rc |= prepare_one(p, cache, sms[s], flags);
 		}
+		/* and the tools' load-time variants (GX_KRS_CAP, ...) */
+		size_t nv;
+		const struct gx_tool_variant *v = gx_tool_variants(&nv);
+		for (size_t t = 0; !named && t < nv; t++) {
+			snprintf(p, sizeof(p), "%s/%s.bpf.o", dir, v[t].object);
+			rc |= prepare_one(p, cache, sms[s], flags);
+		}
 	}
 	return rc;
 }

@@ -5,7 +5,12 @@
 TOOLS_DIR   := $(BUILD)/share/gpuext/tools
 TOOL_PROGS  := $(patsubst tools/%.bpf.c,%,$(wildcard tools/*.bpf.c))
 # kernelretsnoop_all: kernelretsnoop without its block sampling.
-TOOL_OBJS   := $(patsubst %,$(TOOLS_DIR)/%.bpf.o,$(TOOL_PROGS) kernelretsnoop_all)
+# Issue 40's load-time variants (attach/policy.c, docs/devbpf-perf.md): a
+# tool's name stays, its object changes: kernelretsnoop_c1024 / _c256
+# (GX_KRS_CAP: a lower per-launch block cap), threadhist_lw
+# (GX_TH_WARP=last: the block counted by its last warp, not warp 0).
+TOOL_VARIANTS := kernelretsnoop_c1024 kernelretsnoop_c256 threadhist_lw
+TOOL_OBJS   := $(patsubst %,$(TOOLS_DIR)/%.bpf.o,$(TOOL_PROGS) kernelretsnoop_all $(TOOL_VARIANTS))
 TOOL_HDRS   := tools/tools_common.h $(GDEV_HDRS)
 TOOLS_SRCS  := $(filter-out %.bpf.c,$(sort $(wildcard tools/*.c)))
 TOOLS_LIB   := $(BUILD)/lib/libgxtools.a
@@ -14,6 +19,12 @@ $(TOOLS_DIR)/%.bpf.o: tools/%.bpf.c $(TOOL_HDRS)
 	$(bpf_compile)
 $(TOOLS_DIR)/kernelretsnoop_all.bpf.o: tools/kernelretsnoop.bpf.c $(TOOL_HDRS)
 	$(call bpf_compile,-DGX_KRS_ALL)
+$(TOOLS_DIR)/kernelretsnoop_c1024.bpf.o: tools/kernelretsnoop.bpf.c $(TOOL_HDRS)
+	$(call bpf_compile,-DGX_KRS_SHIFT=10)
+$(TOOLS_DIR)/kernelretsnoop_c256.bpf.o: tools/kernelretsnoop.bpf.c $(TOOL_HDRS)
+	$(call bpf_compile,-DGX_KRS_SHIFT=8)
+$(TOOLS_DIR)/threadhist_lw.bpf.o: tools/threadhist.bpf.c $(TOOL_HDRS)
+	$(call bpf_compile,-DGX_TH_LAST_WARP)
 
 $(TOOLS_LIB): $(call objs,$(TOOLS_SRCS))
 	$(archive)

@@ -17,6 +17,25 @@ struct gx_tool {
 	const char *object; /* the .bpf.o it runs (several tools may share a report) */
 };
 
+/* Load-time variants of a tool (issue 40, docs/devbpf-perf.md): with `env`
+ * set to `val`, the shim runs `object` (another build of the tool's source,
+ * in the tools folder) under the tool's name, tag and report. Read by the
+ * shim (attach/policy.c) and by `gpuext tools prepare`, which caches their
+ * JIT output beside the tools'. */
+struct gx_tool_variant {
+	const char *tool, *env, *val, *object;
+};
+static inline const struct gx_tool_variant *gx_tool_variants(size_t *n)
+{
+	static const struct gx_tool_variant v[] = {
+		{ "kernelretsnoop", "GX_KRS_CAP", "1024", "kernelretsnoop_c1024" },
+		{ "kernelretsnoop", "GX_KRS_CAP", "256", "kernelretsnoop_c256" },
+		{ "threadhist", "GX_TH_WARP", "last", "threadhist_lw" },
+	};
+	*n = sizeof(v) / sizeof(v[0]);
+	return v;
+}
+
 /* The registry, in display order; *n entries. */
 const struct gx_tool *gx_tools(size_t *n);
 /* A tool by name, or NULL. */

@@ -29,6 +29,18 @@
 #include "gpuext/gdev_helpers.h"
 #include "tools/tools_common.h"
 
+/* The per-launch cap as a power of two: GX_KRS_FULL_SHIFT (16,384 blocks)
+ * by default; kernelretsnoop_c1024 / _c256 are built with 10 / 8 (GX_KRS_CAP
+ * at load, attach/policy.c) and tag their records with it. */
+#ifndef GX_KRS_SHIFT
+#define GX_KRS_SHIFT GX_KRS_FULL_SHIFT
+#endif
+#if GX_KRS_SHIFT == GX_KRS_FULL_SHIFT
+#define GX_KRS_TAG 0ull
+#else
+#define GX_KRS_TAG ((__u64)GX_KRS_SHIFT << GX_KRS_SHIFT_BIT)
+#endif
+
 struct {
 	__uint(type, GDEV_MAP_RINGBUF);
 	__uint(max_entries, 1 << 24);
@@ -60,7 +72,7 @@ int kernelretsnoop(struct gdev_ctx *ctx)
 	 * block of every launch, at the old cost. */
 	__u64 nx = ctx->nctaid_x, ny = ctx->nctaid_y;
 	__u64 lin = ctx->ctaid_x + nx * (ctx->ctaid_y + ny * ctx->ctaid_z);
-	if (gx_krs_skip(lin, nx * ny * ctx->nctaid_z))
+	if (gx_krs_skip_at(lin, nx * ny * ctx->nctaid_z, GX_KRS_SHIFT))
 		return GDEV_DEFAULT;
 #endif
 	/* Built as 8-byte words (the layout of struct gx_krs_rec): the ring
@@ -75,7 +87,7 @@ int kernelretsnoop(struct gdev_ctx *ctx)
 	u.w[2] = (__u64)ctx->ctaid_y << 32 | ctx->ctaid_x;
 	u.w[3] = (__u64)ctx->smid << 32 | ctx->ctaid_z;
 	u.w[4] = (__u64)ctx->nctaid_y << 32 | ctx->nctaid_x;
-	u.w[5] = (__u64)(ctx->ntid_x * ctx->ntid_y * ctx->ntid_z) << 32 | ctx->nctaid_z;
+	u.w[5] = (__u64)(ctx->ntid_x * ctx->ntid_y * ctx->ntid_z) << 32 | GX_KRS_TAG | ctx->nctaid_z;
 	u.w[6] = ctx->launch_id;
 	bpf_ringbuf_output(&krs_ring, &u, sizeof(u), 0);
 #ifndef GX_KRS_NOCOUNT

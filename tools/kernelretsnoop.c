@@ -27,6 +27,20 @@ static uint64_t grid_blocks(const uint32_t g[3])
 	return (uint64_t)g[0] * g[1] * g[2];
 }
 
+/* The cap's shift process `pid` ran with: its records' tag (tools_common.h,
+ * GX_KRS_CAP), GX_KRS_FULL_SHIFT when none has one. */
+static unsigned pid_shift(const struct tooldata *td, uint32_t pid)
+{
+	for (size_t r = 0; r < td->nr_recs; r++) {
+		if (td->recs[r].pid != pid || td->recs[r].len < sizeof(struct gx_krs_rec))
+			continue;
+		const struct gx_krs_rec *k = td->recs[r].data;
+		if (k->nctaid[2] >> GX_KRS_SHIFT_BIT)
+			return gx_krs_rec_shift(k->nctaid[2]);
+	}
+	return GX_KRS_FULL_SHIFT;
+}
+
 int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 {
 	/* Launches without the hooks (SASS only) have no blocks to expect: the
@@ -45,6 +59,8 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 	int all = td->tool && !strcmp(td->tool, "kernelretsnoop_all");
 	const char *tname = all ? "kernelretsnoop_all" : "kernelretsnoop";
 	uint64_t expected = 0, sampled = 0;
+	uint32_t spid = 0;
+	unsigned shift = GX_KRS_FULL_SHIFT, cap_shift = GX_KRS_FULL_SHIFT;
 	for (size_t j = 0; j < td->nr_launches; j++) {
 		lidx[j] = SIZE_MAX;
 		if (!td_hooked(td, &td->launches[j]))
@@ -54,7 +70,12 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		L[i].kernel_id = td->launches[j].kernel_id;
 		L[i].pid = td->launches[j].pid, L[i].ctx = td->launches[j].ctx;
 		L[i].nblocks = grid_blocks(td->launches[j].grid);
-		L[i].every = all ? 1 : gx_krs_sample_mask(L[i].nblocks) + 1;
+		if (!all && (j == 0 || L[i].pid != spid)) {
+			spid = L[i].pid;
+			shift = pid_shift(td, spid);
+			cap_shift = shift < cap_shift ? shift : cap_shift;
+		}
+		L[i].every = all ? 1 : gx_krs_sample_mask_at(L[i].nblocks, shift) + 1;
 		L[i].expected = L[i].nblocks ? (L[i].nblocks - 1) / L[i].every + 1 : 0;
 		L[i].first = UINT64_MAX;
 		expected += L[i].expected;
@@ -69,12 +90,13 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		if (td->recs[r].len < sizeof(struct gx_krs_rec))
 			continue;
 		const struct gx_krs_rec *k = td->recs[r].data;
+		uint64_t nz = k->nctaid[2] & GX_KRS_NZ_MASK;
 		uint64_t lin = k->ctaid[0] + (uint64_t)k->nctaid[0] * (k->ctaid[1] + (uint64_t)k->nctaid[1] * k->ctaid[2]);
 		size_t li = 0;
 		if (k->launch_id) {
 			li = byid && byid[r] != SIZE_MAX ? lidx[byid[r]] : SIZE_MAX;
 			if (li == SIZE_MAX || lin >= L[li].nblocks ||
-			    L[li].nblocks != (uint64_t)k->nctaid[0] * k->nctaid[1] * k->nctaid[2]) {
+			    L[li].nblocks != (uint64_t)k->nctaid[0] * k->nctaid[1] * nz) {
 				unattributed++;
 				continue;
 			}
@@ -84,7 +106,7 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		for (; !k->launch_id && li < nl; li++) {
 			struct krs_launch *x = &L[li];
 			if (x->kernel_id != k->kernel_id || x->pid != td->recs[r].pid || x->ctx != td->recs[r].ctx ||
-			    x->nblocks != (uint64_t)k->nctaid[0] * k->nctaid[1] * k->nctaid[2] || lin >= x->nblocks)
+			    x->nblocks != (uint64_t)k->nctaid[0] * k->nctaid[1] * nz || lin >= x->nblocks)
 				continue;
 			if (x->got < x->expected) /* new block, or a second exit site of one */
 				break;
@@ -123,7 +145,7 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 			printf("note: %llu launch(es) of more than %u blocks recorded a regular sample of their\n"
 			       "blocks (SAMPLE: every Nth by linear index, at most %u per launch);\n"
 			       "BLOCKS counts the sampled blocks.\n\n",
-			       (unsigned long long)sampled, GX_KRS_FULL_BLOCKS, GX_KRS_FULL_BLOCKS);
+			       (unsigned long long)sampled, 1u << cap_shift, 1u << cap_shift);
 		if (td->drops)
 			printf("note: %llu block records were dropped (counted, not lost silently): the ring\n"
 			       "was full between two drains; launches missing them show fewer BLOCKS.\n\n",

@@ -25,6 +25,10 @@
  * reductions, not read-modify-write round trips); the host sums an SM's 64
  * slots into its row.
  *
+ * threadhist_lw (this file built with GX_TH_LAST_WARP; GX_TH_WARP=last
+ * at load, issue 40) counts by the block's last warp instead: the same
+ * figures, with the probe off warp 0's path (docs/devbpf-perf.md).
+ *
  * Trade-offs: counts are per process run (all kernels together); per-kernel
  * splits would need a hash map keyed by kernel id (a CAS per new key). Counts
  * reach the host at flushes (periodic, and at context teardown/exit). Threads
@@ -47,8 +51,24 @@ int threadhist(struct gdev_ctx *ctx)
 	 * value, but a context word the rewriter knows to be warp-uniform, so
 	 * this test runs before the leader election as a uniform branch and
 	 * warps 1.. leave without diverging (ptx-rewrite/site_uniform.c). */
+#ifdef GX_TH_LAST_WARP
+	/* threadhist_lw (GX_TH_WARP=last at load, issue 40): the block's
+	 * last warp counts it, not warp 0. In a kernel whose thread 0 finishes
+	 * the block alone after the last barrier (a block reduction writing its
+	 * result: tool_bench's reduce, CuPy's ReductionKernel), warp 0 is the
+	 * block's critical path at the exit and the last warp has left: the
+	 * probe then runs in that slack; where the last warp has less work
+	 * (rowsoftmax: columns past the row's end) it runs in that. Same count: thread 32 x last leaves exactly once, as
+	 * thread 0 does, and is there at the entry. At the entry too (one test,
+	 * no branch on the hook: LLVM's branch there kept the rewriter from
+	 * hoisting the test before the election). Block size is a uniform
+	 * context word, so the test stays one uniform branch. */
+	if (ctx->warpid != (ctx->ntid_x * ctx->ntid_y * ctx->ntid_z - 1) >> 5)
+		return GDEV_DEFAULT;
+#else
 	if (ctx->warpid != 0)
 		return GDEV_DEFAULT;
+#endif
 	/* At an exit, only thread 0's leaving counts (lane 0 may leave alone,
 	 * before or after the others); at the entry every lane is there. The
 	 * hook word is a constant at each site, so the test folds away at the

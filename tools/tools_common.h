@@ -60,6 +60,38 @@ static inline int gx_krs_skip(gdev_u64 lin, gdev_u64 blocks)
 {
 	return (lin & -lin) - 1 < (blocks - 1) >> GX_KRS_FULL_SHIFT;
 }
+
+/* A lower per-launch cap (issue 40, GX_KRS_CAP=1024|256 at load: the
+ * objects kernelretsnoop_c1024 / kernelretsnoop_c256, built from the same
+ * source with GX_KRS_SHIFT 10 / 8): the same rule with 2^shift in place of
+ * GX_KRS_FULL_BLOCKS. Their records say so in bits 24..31 of nctaid[2]
+ * (a grid's z is at most 65,535: those bits are 0 in a default record,
+ * which reads as GX_KRS_FULL_SHIFT), so the formatter recomputes the
+ * sample of each launch with the cap its process ran. */
+#define GX_KRS_SHIFT_BIT 24
+#define GX_KRS_NZ_MASK ((1u << GX_KRS_SHIFT_BIT) - 1)
+static inline gdev_u64 gx_krs_sample_mask_at(gdev_u64 blocks, unsigned shift)
+{
+	gdev_u64 x = blocks ? (blocks - 1) >> shift : 0;
+	x |= x >> 1;
+	x |= x >> 2;
+	x |= x >> 4;
+	x |= x >> 8;
+	x |= x >> 16;
+	x |= x >> 32;
+	return x;
+}
+static inline int gx_krs_skip_at(gdev_u64 lin, gdev_u64 blocks, unsigned shift)
+{
+	return (lin & -lin) - 1 < (blocks - 1) >> shift;
+}
+/* The cap's shift a record was made with (GX_KRS_FULL_SHIFT for a default
+ * record). */
+static inline unsigned gx_krs_rec_shift(gdev_u32 nctaid_z)
+{
+	unsigned s = nctaid_z >> GX_KRS_SHIFT_BIT;
+	return s ? s : GX_KRS_FULL_SHIFT;
+}
 struct gx_krs_rec {
 	gdev_u64 kernel_id;
 	gdev_u64 ts;        /* %globaltimer, ns */

@@ -150,6 +150,17 @@ check "timed launch: its LAUNCH_DONE came, its GPU time recorded (1 LTIME record
 mkdir -p $T/shm7a
 run ltall GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm7a GX_LT_DONE_ALL=1 >/dev/null
 check "GX_LT_DONE_ALL=1: the same GPU time record (1 LTIME record)" "[ \"\$(ltimes $T/shm7a)\" = 1 ]" ltall
+# Issue 40's load-time tool variants: the tool keeps its name and report,
+# another build of its source runs, under its own JIT-cache key.
+mkdir -p $T/shm7b $T/shm7c
+run thlw GPUEXT_TOOL=threadhist GX_TH_WARP=last GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm7b >/dev/null
+check "GX_TH_WARP=last: threadhist runs the object threadhist_lw" "grep -q 'policy threadhist: GX_TH_WARP=last: object threadhist_lw' $T/thlw.err && grep -q 'policy threadhist: verified and JIT.d' $T/thlw.err" thlw
+$B/bin/gpuext tools report threadhist --dir $T/shm7b >$T/thlw.txt 2>&1
+check "GX_TH_WARP=last: the same counts (SM 0: 2 blocks, 4 warps, 128 threads)" "grep -Eq '^ +0 +2 +4 +128 ' $T/thlw.txt" thlw
+run krscap GPUEXT_TOOL=kernelretsnoop GX_KRS_CAP=256 GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm7c >/dev/null
+check "GX_KRS_CAP=256: kernelretsnoop runs the object kernelretsnoop_c256" "grep -q 'policy kernelretsnoop: GX_KRS_CAP=256: object kernelretsnoop_c256' $T/krscap.err" krscap
+run krsbad GPUEXT_TOOL=kernelretsnoop GX_KRS_CAP=300 GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm7c >/dev/null
+check "GX_KRS_CAP=300: refused in one line, the default object runs" "grep -q 'GX_KRS_CAP=300: not a value this tool knows' $T/krsbad.err && ! grep -q 'object kernelretsnoop_c' $T/krsbad.err && [ \$(cat $T/krsbad.rc) = 0 ]" krsbad
 run lt0 GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm8 GPUEXT_LAUNCH_TIMES=0 >/dev/null
 check "GPUEXT_LAUNCH_TIMES=0: hooked, not timed (flags 1)" "[ \"\$(flags $T/shm8 | head -1)\" = 1 ]" lt0
 # A cubin gpuext-ptxas compiled (the hooks in already): loaded as it is,

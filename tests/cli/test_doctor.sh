@@ -90,7 +90,7 @@ check "TRITON_LIBCUDA_PATH elsewhere: warn" "grep -Eq '^warn +triton +TRITON_LIB
 "$G" tools prepare --cache-dir "$T/cache" --sm 80 threadhist >"$T/out" 2>&1
 run env GPUEXT_JITLIB="$T/none.so" "$G" doctor >"$T/out" 2>&1; rc=$?
 check "no JIT: cache only (info), exit 0" "[ $rc -eq 0 ] && grep -Eq '^info +jit +cache only' $T/out"
-check "no JIT: the prepared entry counts, the missing ones are named (warn)" "grep -Eq '^warn +cache-sm80 +1/[0-9]+ shipped device policies prepared for sm_80; cannot attach here: .*tools/memtrace' $T/out && ! grep -E '^warn +cache-sm80' $T/out | grep -q 'tools/threadhist' && grep -q 'fix: gpuext tools prepare --sm 80' $T/out"
+check "no JIT: the prepared entry counts, the missing ones are named (warn)" "grep -Eq '^warn +cache-sm80 +1/[0-9]+ shipped device policies prepared for sm_80; cannot attach here: .*tools/memtrace' $T/out && ! grep -E '^warn +cache-sm80' $T/out | grep -Eq 'tools/threadhist(,|$)' && grep -q 'fix: gpuext tools prepare --sm 80' $T/out"
 check "no JIT: an unprepared target warns" "grep -Eq '^warn +cache-sm90 +0/' $T/out"
 
 # Python: the versions python3 reports; no python3, no line.

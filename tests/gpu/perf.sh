@@ -18,7 +18,14 @@
 #   (PERF_CFGS) one step off at a time: TOOL.nofold (GX_JIT_FOLD=0: map
 #   geometry read from __gx_devrt), TOOL.doneall (GX_LT_DONE_ALL=1:
 #   LAUNCH_DONE after every launch; host side only, so it shows in the
-#   launch-loop rows, not the event timings). CuPy compiles to PTX in every
+#   launch-loop rows, not the event timings). Issue 40's step-3 candidates
+#   (docs/devbpf-perf.md), in round 1 only (PERF_ONCE), after the other
+#   configurations and without JAX, so the budget holds: kernelretsnoop.cap256 / kernelretsnoop.cap1024
+#   (GX_KRS_CAP: at most 256 / 1,024 recording blocks per launch instead of
+#   16,384), threadhist.lw (GX_TH_WARP=last: the block's last warp
+#   counts it, not warp 0), threadhist.entry (GX_PTX_BLOCK_SITE=entry: the
+#   block probe at every kernel's entry, barrier kernels included); on request
+#   threadhist.exit (GX_PTX_BLOCK_SITE=exit). CuPy compiles to PTX in every
 #   configuration (CUPY_COMPILE_WITH_PTX=1, what gpuext-run sets under a
 #   tool), so native runs the code the tools hook. Processes alternate
 #   configurations, PERF_ROUNDS rounds (2; JAX in the first only), each
@@ -29,7 +36,8 @@
 # configurations (kernels under 4 us natively: reported, no goal), and
 # whether every output equals native's bit for bit.
 # Env: PERF_BUDGET (270 s for the whole part: tests/gpu/run.sh cuts at 300),
-# PERF_ROUNDS, PERF_CFGS (a subset, native first), PERF_STACKS (triton,cupy).
+# PERF_ROUNDS, PERF_CFGS (a subset, native first), PERF_ONCE (configurations
+# of PERF_CFGS measured in round 1 only, without JAX), PERF_STACKS (triton,cupy).
 set -u
 # shellcheck disable=SC2034 # PART: read by env.sh
 PART=perf
@@ -38,7 +46,8 @@ PART=perf
 T0=$(date +%s)
 BUDGET=${PERF_BUDGET:-270}
 R=${PERF_ROUNDS:-2}
-CFGS=${PERF_CFGS:-native route threadhist.off threadhist.on kernelretsnoop.off kernelretsnoop.on launchlate.off launchlate.on}
+CFGS=${PERF_CFGS:-native route threadhist.off threadhist.on threadhist.lw threadhist.entry kernelretsnoop.off kernelretsnoop.on kernelretsnoop.cap256 kernelretsnoop.cap1024 launchlate.off launchlate.on}
+ONCE=" ${PERF_ONCE-threadhist.lw threadhist.entry kernelretsnoop.cap256 kernelretsnoop.cap1024} "
 STACKS=${PERF_STACKS:-triton,cupy}
 OFF_ENV=(GX_JIT_FOLD=0 GX_LT_DONE_ALL=1)
 PY=${PERF_PY:-$ROOT/tests/gpu/ml/perkernel.py}
@@ -70,6 +79,11 @@ run_cfg() {
 	*.on) timeout -k 5 "$lim" "$RUN" --tool "${cfg%.on}" -- "$@" ;;
 	*.nofold) timeout -k 5 "$lim" env GX_JIT_FOLD=0 "$RUN" --tool "${cfg%.nofold}" -- "$@" ;;
 	*.doneall) timeout -k 5 "$lim" env GX_LT_DONE_ALL=1 "$RUN" --tool "${cfg%.doneall}" -- "$@" ;;
+	kernelretsnoop.cap256) timeout -k 5 "$lim" env GX_KRS_CAP=256 "$RUN" --tool kernelretsnoop -- "$@" ;;
+	kernelretsnoop.cap1024) timeout -k 5 "$lim" env GX_KRS_CAP=1024 "$RUN" --tool kernelretsnoop -- "$@" ;;
+	threadhist.lw) timeout -k 5 "$lim" env GX_TH_WARP=last "$RUN" --tool threadhist -- "$@" ;;
+	*.entry) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=entry "$RUN" --tool "${cfg%.entry}" -- "$@" ;;
+	*.exit) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=exit "$RUN" --tool "${cfg%.exit}" -- "$@" ;;
 	*) echo "unknown configuration $cfg" >&2; return 2 ;;
 	esac >"$f.out" 2>"$f.err"
 	local rc=$?
@@ -94,11 +108,18 @@ step() {
 	run_cfg "$cfg" "$L/$kind.$cfg.$r" $((l < max ? l : max)) "$@"
 }
 : >"$L/skipped.txt"
+# round 1: every configuration of CFGS but PERF_ONCE's, then PERF_ONCE's
+# (no JAX); later rounds: all but PERF_ONCE's. Should the budget run short,
+# what is skipped is round 2 first, then the PERF_ONCE configurations.
+BASE='' EXTRA=''
+for cfg in $CFGS; do
+	if [[ $ONCE == *" $cfg "* ]]; then EXTRA+=" $cfg"; else BASE+=" $cfg"; fi
+done
 for r in $(seq 1 "$R"); do
-	for cfg in $CFGS; do
+	for cfg in $BASE $([ "$r" = 1 ] && echo "$EXTRA"); do
 		step py "$cfg" "$r" 40 90 python3 "$PY" "$STACKS"
 		[ -n "$TB" ] && step tb "$cfg" "$r" 20 60 "$TB" 11 "$TB_WL"
-		[ "$r" = 1 ] && step jax "$cfg" "$r" 30 60 python3 "$PY" jax
+		[ "$r" = 1 ] && [[ "$EXTRA " != *" $cfg "* ]] && step jax "$cfg" "$r" 30 60 python3 "$PY" jax
 	done
 done
 echo "# perf: $(($(date +%s) - T0)) s"

@@ -4,7 +4,9 @@ write for a known run (layouts of tools/tools_common.h and include/gpuext/gx_too
 argv: dir tool [v2|hostonly]. v2: launch records of the tool log's second
 revision (flags, stream) with GPU times, and two launches of a SASS-only
 kernel; hostonly: v2 with no device record at all (nothing instrumented);
-sampled: v2 with only the odd-numbered launches timed (the shim's sample)."""
+sampled: v2 with only the odd-numbered launches timed (the shim's sample);
+cap256: kernelretsnoop's records as kernelretsnoop_c256 makes them (GX_KRS_CAP=256:
+the cap's shift, 8, in nctaid[2]'s top byte; the big launch records every 1024th block)."""
 import struct, sys, os
 
 d, tool = sys.argv[1], sys.argv[2]
@@ -56,8 +58,9 @@ if tool.startswith('kernelretsnoop'):
     # The ring interleaves launches (concurrent streams): vadd #2's block 0
     # comes first; its launch id, not the order, says where it belongs.
     # Launch 1 of vadd: blocks 0..3 on SMs 0,1,0,2; block 2 exits twice (kept last).
+    nz = 8 << 24 | 1 if mode == 'cap256' else 1
     def krs(kid, ts, b, sm, g, lid):
-        return ring(struct.pack('<QQ4I4IQ', kid, ts, b, 0, 0, sm, g, 1, 1, 128, lid))
+        return ring(struct.pack('<QQ4I4IQ', kid, ts, b, 0, 0, sm, g, 1, nz, 128, lid))
     out += krs(k1, 60_000, 0, 1, 4, 103)
     for b, sm, ts in [(0, 0, 20_000), (1, 1, 21_000), (2, 0, 22_000), (2, 0, 22_500), (3, 2, 24_000)]:
         out += krs(k1, ts, b, sm, 4, 101)
@@ -66,7 +69,7 @@ if tool.startswith('kernelretsnoop'):
     for b, sm, ts in [(1, 1, 61_000), (2, 2, 62_000)]:  # block 3 lost
         out += krs(k1, ts, b, sm, 4, 103)
     # the 131073-block launch: blocks 0, 16 and 131072 of the 8193 sampled ones (every 16th)
-    for b, sm, ts in [(0, 0, 80_000), (16, 1, 81_000), (131072, 2, 90_000)]:
+    for b, sm, ts in [(0, 0, 80_000), (1024 if mode == 'cap256' else 16, 1, 81_000), (131072, 2, 90_000)]:
         out += krs(k1, ts, b, sm, 131073, 104)
     out += rec(6, struct.pack('<IIQ', 0, 0, 1))
 elif tool == 'launchlate':

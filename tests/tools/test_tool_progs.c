@@ -19,6 +19,7 @@
 #include "devbpf/gx_bpf.h"
 #include "common/gx_util.h"
 #include "ptx-rewrite/site_sample_internal.h"
+#include "tools/gx_tools.h"
 #include "tools/tools_common.h"
 #include "tests/devbpf/interp_shim.h"
 #include "tests/gx_test.h"
@@ -56,6 +57,8 @@ static unsigned sim_clock; /* the simulated %clock the gate model reads */
  * others in even blocks, before them in odd ones; every other warp leaves
  * whole. Each group's leader calls the program with the group's mask. */
 static int exit_split;
+/* the per-launch cap's shift of the kernelretsnoop object under test */
+static unsigned krs_shift = GX_KRS_FULL_SHIFT;
 
 static int rec_count(void *ctx, unsigned type, const void *rec, size_t len)
 {
@@ -156,12 +159,16 @@ static void run_tool(const char *dir, const char *tool, unsigned hook,
 	GX_CHECK(ok, "%s loads and verifies", tool);
 	if (!ok)
 		return;
-	/* a variant object (NAME_all) holds the program NAME */
+	/* a variant object (NAME_all, NAME_c1024, NAME_lw) holds the program
+	 * NAME */
 	char prog[64];
 	snprintf(prog, sizeof(prog), "%s", tool);
-	char *suffix = strstr(prog, "_all");
-	if (suffix && !suffix[4])
-		*suffix = 0;
+	static const char *const sfx[] = { "_all", "_c1024", "_c256", "_lw" };
+	for (size_t i = 0; i < GX_ARRAY_SIZE(sfx); i++) {
+		size_t pl = strlen(prog), sl = strlen(sfx[i]);
+		if (pl > sl && !strcmp(prog + pl - sl, sfx[i]))
+			prog[pl - sl] = 0;
+	}
 	const struct gx_bpf_prog *p = gx_bpf_object__find_prog(obj, prog);
 	struct gx_map **mi, **mn;
 	size_t ni, nn;
@@ -247,10 +254,12 @@ static int krs_sampled(void *ctx, unsigned type, const void *rec, size_t len)
 	/* the whole record: header, then the payload */
 	const struct gx_krs_rec *k = (const void *)((const struct gx_rec_hdr *)rec + 1);
 	len -= len < sizeof(struct gx_rec_hdr) ? len : sizeof(struct gx_rec_hdr);
-	uint64_t n = (uint64_t)k->nctaid[0] * k->nctaid[1] * k->nctaid[2];
+	/* the cap's tag (a lower cap's object) in nctaid[2]'s top byte */
+	unsigned sh = gx_krs_rec_shift(k->nctaid[2]);
+	uint64_t n = (uint64_t)k->nctaid[0] * k->nctaid[1] * (k->nctaid[2] & GX_KRS_NZ_MASK);
 	uint64_t lin = k->ctaid[0] + (uint64_t)k->nctaid[0] * (k->ctaid[1] + (uint64_t)k->nctaid[1] * k->ctaid[2]);
 	c[0]++;
-	c[1] += len < sizeof(*k) || (lin & gx_krs_sample_mask(n)) || lin >= n;
+	c[1] += len < sizeof(*k) || sh != krs_shift || (lin & gx_krs_sample_mask_at(n, sh)) || lin >= n;
 	return 0;
 }
 
@@ -259,15 +268,18 @@ static void check_krs_sampled(const char *how, struct gx_map **maps, size_t n)
 	unsigned c[2] = { 0, 0 }, want = 0;
 	for (size_t l = 0; l < GX_ARRAY_SIZE(big); l++) {
 		uint64_t nb = (uint64_t)big[l].grid[0] * big[l].grid[1] * big[l].grid[2];
-		want += (unsigned)((nb - 1) / (gx_krs_sample_mask(nb) + 1) + 1);
+		want += (unsigned)((nb - 1) / (gx_krs_sample_mask_at(nb, krs_shift) + 1) + 1);
 	}
 	for (size_t i = 0; i < n; i++)
 		if (maps[i]->l.type == GX_MAP_RINGBUF)
 			gx_ring__drain(gx_map__ring(maps[i]), krs_sampled, c);
-	GX_CHECK(want == 8751 + 9375 + 8193 && c[0] == want && c[1] == 0,
-		 "kernelretsnoop (%s): launches over %u blocks record every 8th/32nd block (%u of %u, %u off "
-		 "the sample)",
-		 how, GX_KRS_FULL_BLOCKS, c[0], want, c[1]);
+	/* 16,384: 70001 blocks every 8th, 300x250 every 8th, 131073x1x2 every
+	 * 32nd; 1,024: every 128th, 128th, 512th; 256: 512th, 512th, 2048th */
+	unsigned exp = krs_shift == 14 ? 8751 + 9375 + 8193 : krs_shift == 10 ? 547 + 586 + 513 : 137 + 147 + 129;
+	GX_CHECK(want == exp && c[0] == want && c[1] == 0,
+		 "kernelretsnoop (%s): launches over %u blocks record a regular sample, tagged with the cap (%u of "
+		 "%u, %u off the sample or untagged)",
+		 how, 1u << krs_shift, c[0], want, c[1]);
 }
 
 /* The device's test (gx_krs_skip: lowest set bit against (blocks - 1) >> 14)
@@ -287,7 +299,13 @@ static void check_krs_rule(void)
 		lin %= n;
 		bad += gx_krs_skip(lin, n) != ((lin & gx_krs_sample_mask(n)) != 0);
 	}
-	GX_CHECK(bad == 0 && gx_krs_sample_mask(16384) == 0 && gx_krs_sample_mask(16385) == 1 &&
+	for (unsigned sh = 8; sh <= 10; sh += 2) /* the lower caps (GX_KRS_CAP 256, 1024) */
+		for (uint64_t n = 1; n <= 70000; n += n < 5000 ? 1 : 13)
+			for (uint64_t lin = 0; lin < n; lin += 1 + lin / 64, tried++)
+				bad += gx_krs_skip_at(lin, n, sh) != ((lin & gx_krs_sample_mask_at(n, sh)) != 0);
+	GX_CHECK(bad == 0 && gx_krs_sample_mask_at(256, 8) == 0 && gx_krs_sample_mask_at(257, 8) == 1 &&
+			 gx_krs_rec_shift(0) == GX_KRS_FULL_SHIFT && gx_krs_rec_shift(8u << 24 | 65535) == 8 &&
+			 gx_krs_sample_mask(16384) == 0 && gx_krs_sample_mask(16385) == 1 &&
 			 gx_krs_sample_mask(262144) == 15 && gx_krs_sample_mask(262145) == 31,
 		 "kernelretsnoop: the device's skip test and the formatter's sample mask agree (%llu of %llu "
 		 "differ)",
@@ -426,16 +444,40 @@ int main(int argc, char **argv)
 	static _Alignas(64) unsigned char ring[sizeof(struct gx_ring) + (1 << 16)];
 	gx_ring__init((struct gx_ring *)ring, 1 << 16);
 	gx_host_ring = (struct gx_ring *)ring;
+	/* every load-time variant the shim knows (gx_tools.h) is built and holds
+	 * its tool's program */
+	size_t nv, bad = 0;
+	const struct gx_tool_variant *tv = gx_tool_variants(&nv);
+	for (size_t i = 0; i < nv; i++) {
+		char path[512];
+		snprintf(path, sizeof(path), "%s/%s.bpf.o", argv[1], tv[i].object);
+		struct gx_bpf_object *o = gx_bpf_object__open_file(path, NULL);
+		bad += !o || !gx_bpf_object__find_prog(o, tv[i].tool);
+		if (o)
+			gx_bpf_object__close(o);
+	}
+	GX_CHECK(nv == 3 && bad == 0,
+		 "the tools' load-time variants are built and hold their tool's program (%zu of %zu bad)", bad, nv);
 	/* threadhist is a block probe: at entry, and at exits where warp 0
 	 * leaves in two lane groups (one block counted once either way) */
 	run_tool(argv[1], "threadhist", GDEV_HOOK_ENTRY, check_threadhist);
 	exit_split = 1;
 	run_tool(argv[1], "threadhist", GDEV_HOOK_EXIT, check_threadhist);
+	/* threadhist_lw (GX_TH_WARP=last): the block's last warp counts,
+	 * the same figures */
+	run_tool(argv[1], "threadhist_lw", GDEV_HOOK_EXIT, check_threadhist);
 	exit_split = 0;
+	run_tool(argv[1], "threadhist_lw", GDEV_HOOK_ENTRY, check_threadhist);
 	run_tool(argv[1], "kernelretsnoop", GDEV_HOOK_EXIT, check_krs);
 	check_krs_rule();
 	runs = big, nr_runs = GX_ARRAY_SIZE(big);
 	run_tool(argv[1], "kernelretsnoop", GDEV_HOOK_EXIT, check_krs_sampled);
+	/* issue 40's lower caps (GX_KRS_CAP=1024|256 load these objects) */
+	krs_shift = 10;
+	run_tool(argv[1], "kernelretsnoop_c1024", GDEV_HOOK_EXIT, check_krs_sampled);
+	krs_shift = 8;
+	run_tool(argv[1], "kernelretsnoop_c256", GDEV_HOOK_EXIT, check_krs_sampled);
+	krs_shift = GX_KRS_FULL_SHIFT;
 	runs = big_all, nr_runs = GX_ARRAY_SIZE(big_all);
 	run_tool(argv[1], "kernelretsnoop_all", GDEV_HOOK_EXIT, check_krs_all);
 	runs = launches, nr_runs = GX_ARRAY_SIZE(launches);

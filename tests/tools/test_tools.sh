@@ -110,6 +110,20 @@ s = [(x['grid_blocks'], x['sample_every'], x['blocks_expected'], x['blocks']) fo
 good = s == [(4, 1, 4, 4), (2, 1, 2, 2), (4, 1, 4, 3), (131073, 1, 131073, 3)]
 print(('ok' if good else 'not ok') + ' - tools-fmt: kernelretsnoop_all expects every block %s' % s)
 P
+# GX_KRS_CAP=256 (kernelretsnoop_c256): the records carry the cap; the big
+# launch then expects every 1024th block (129), the small ones every block
+mkdir -p $T/cap && python3 tests/tools/mkdata.py $T/cap kernelretsnoop cap256
+$B/bin/gpuext --json tools report kernelretsnoop --dir $T/cap >$T/cap.json 2>&1
+$B/bin/gpuext tools report kernelretsnoop --dir $T/cap >$T/cap.txt 2>&1
+python3 - $T/cap.json $T/cap.txt <<'P'
+import json, sys
+k = json.load(open(sys.argv[1]))
+L = k['launches']
+s = [(x['grid_blocks'], x['sample_every'], x['blocks_expected'], x['blocks']) for x in L]
+good = s == [(4, 1, 4, 4), (2, 1, 2, 2), (4, 1, 4, 3), (131073, 1024, 129, 3)] and k['expected'] == 139
+good = good and 'at most 256 per launch' in open(sys.argv[2]).read()
+print(('ok' if good else 'not ok') + ' - tools-fmt: kernelretsnoop follows the cap its records carry (GX_KRS_CAP=256) %s' % s)
+P
 out=$($B/bin/gpuext tools report nosuch --dir $T 2>&1); [ $? = 2 ] && [[ $out == *"unknown tool"* ]] \
 	&& echo "ok - tools-fmt: unknown tool refused" || echo "not ok - tools-fmt: unknown tool refused: $out"
 mkdir -p $T/empty
