@@ -146,6 +146,11 @@ int gx_pcache_store(const char *dir, const struct gx_policy_desc *d, unsigned fl
 /* A symbol of libgxjit.so (loaded on first use; see jitlib_open.c), or NULL
  * with a one-line reason in err. */
 void *gx_jitlib_sym(const char *sym, char *err, size_t en);
+/* fn runs once right after a JIT library (and the LLVM it links) is loaded,
+ * on the loading thread: LLVM registers its exit-time destructors then, so
+ * an atexit handler registered by fn runs before them (the shim's control
+ * thread may be inside LLVM when the process exits: live.c waits there). */
+void gx_jitlib_set_loaded_hook(void (*fn)(void));
 /* gx_jitlib_build() of libgxjit.so, loaded on first use: 0 or -errno with err set. */
 int gx_jitlib_build_lazy(const void *obj, size_t len, const char *name, unsigned sm,
 			 struct gx_policy_desc *d, char *err, size_t en);

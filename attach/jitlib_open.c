@@ -64,6 +64,14 @@ static struct {
 	void *h;
 } loaded[4];
 static pthread_mutex_t loaded_lock = PTHREAD_MUTEX_INITIALIZER;
+static void (*loaded_hook)(void);
+
+void gx_jitlib_set_loaded_hook(void (*fn)(void))
+{
+	pthread_mutex_lock(&loaded_lock);
+	loaded_hook = fn;
+	pthread_mutex_unlock(&loaded_lock);
+}
 
 /* dlopen path if it and its folder pass the trust rule; else NULL with why
  * (the path and the reason, e.g. "owned by uid 65534", for the caller's one
@@ -116,6 +124,8 @@ static void *load_checked(const char *path, char *why, size_t n)
 		snprintf(loaded[i].path, sizeof(loaded[i].path), "%.4095s", path);
 		loaded[i].h = h;
 	}
+	if (loaded_hook)
+		loaded_hook();
 close:
 	close(fd);
 out:

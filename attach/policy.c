@@ -346,13 +346,17 @@ static void pol_load(void)
 
 const struct gx_attach_host *gx_attach_env;
 
+static struct gx_policy_list *live; /* attached live now, or NULL */
+
 int gx_attach_policy_var(const char *tag, const char *name, void *out, size_t size)
 {
 	int ret = -ENODEV;
 	pthread_mutex_lock(&pol_lock);
-	for (size_t k = 0; pol_state == 1 && k < list.nr; k++)
-		if (!strcmp(list.tag[k], tag))
-			ret = gx_pdesc_get_var(&list.desc[k], name, out, size);
+	/* from the start, or attached live (a schedule policy: gpuext attach --sched) */
+	struct gx_policy_list *l = pol_state == 1 ? &list : live;
+	for (size_t k = 0; l && k < l->nr; k++)
+		if (!strcmp(l->tag[k], tag))
+			ret = gx_pdesc_get_var(&l->desc[k], name, out, size);
 	pthread_mutex_unlock(&pol_lock);
 	return ret;
 }
@@ -393,7 +397,6 @@ static struct live_list {
 	struct gx_policy_list pl;
 	bool used;
 } live_lists[LIVE_LISTS];
-static struct gx_policy_list *live; /* attached live now, or NULL */
 static unsigned live_next;
 
 static size_t names_count(const struct gx_policy_names *pn)

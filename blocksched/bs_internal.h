@@ -37,6 +37,9 @@ void bs_mem_ctx_gone(CUcontext ctx);
 /* Retire a kernel's hint block (its module went away). */
 void bs_mem_retire(CUcontext ctx, CUdeviceptr d, CUstream s);
 void bs_mem_reset(void);
+/* Free every state and retired block (a live detach: no launch that used
+ * them still runs; each context pushed in turn). */
+void bs_mem_free_all(void);
 
 /* ---- bs_log.c ---- */
 bool bs_log_on(void);

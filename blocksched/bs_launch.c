@@ -104,6 +104,7 @@ static struct pmod *mods;
 static struct pfunc *funcs;
 static int sm_count[MAX_DEVS];
 static int sub_id = -1;
+static bool live; /* started by gx_bs_live_start */
 
 /* ------------------------------------------------------------ config */
 
@@ -365,6 +366,7 @@ static const int fb_stat[FB__N] = {
 	[FB_MEM] = GX_STATS_BS_MEMORY,	     [FB_SMEM] = GX_STATS_BS_SHARED_MEM,   [FB_GRID] = GX_STATS_BS_GRID,
 	[FB_STATIC] = GX_STATS_BS_STATIC_ONLY,
 };
+static uint64_t live_base[2 + GX_STATS_BS__COUNT]; /* the counts at gx_bs_live_start */
 static void unchanged(int why)
 {
 	if (why >= 0)
@@ -849,6 +851,16 @@ static void cfg(void)
 		bs_host->lock_register(&bs_lock, bs_host->lock_order);
 }
 
+static void fill_opts(struct gx_ptx_rewrite_opts *opts, int m)
+{
+	opts->persistent = GX_PTX_PERSISTENT_COPY;
+	opts->persist_rt = gx_bs_rt_ptx(&opts->persist_rt_len);
+	if (m == GX_WORK_STATIC)
+		opts->flags |= GX_PTX_F_PERSIST_STATIC;
+	else if (guard_on)
+		opts->flags |= GX_PTX_F_PERSIST_STATIC_COPY; /* the guard's third arm */
+}
+
 int gx_bs_rewrite_opts(const struct gx_bs_host *host, struct gx_ptx_rewrite_opts *opts)
 {
 	if (!bs_host) {
@@ -871,13 +883,114 @@ int gx_bs_rewrite_opts(const struct gx_bs_host *host, struct gx_ptx_rewrite_opts
 	pthread_once(&sub_once, subscribe);
 	if (sub_id < 0)
 		return 0;
-	opts->persistent = GX_PTX_PERSISTENT_COPY;
-	opts->persist_rt = gx_bs_rt_ptx(&opts->persist_rt_len);
-	if (m == GX_WORK_STATIC)
-		opts->flags |= GX_PTX_F_PERSIST_STATIC;
-	else if (guard_on)
-		opts->flags |= GX_PTX_F_PERSIST_STATIC_COPY; /* the guard's third arm */
+	fill_opts(opts, m);
 	return 1;
+}
+
+/* ---- live: started and stopped on the shim's control thread ---- */
+
+int gx_bs_live_start(const struct gx_bs_host *host, const char *spec)
+{
+	if (!bs_host && host)
+		bs_host = host;
+	if (!bs_host)
+		return -ENODEV;
+	pthread_once(&cfg_once, cfg); /* GPUEXT_PERSISTENT from the start: mode set */
+	pthread_mutex_lock(&bs_lock);
+	int ret = 0;
+	char obj[4096], knobs[1024];
+	if (live || mode >= 0 || sub_id >= 0) {
+		ret = -EBUSY;
+	} else if (gx_bs_parse_spec(spec, obj, sizeof(obj), knobs, sizeof(knobs), glob, sizeof(glob))) {
+		ret = -EINVAL;
+	} else {
+		char *b = basename(obj), *dot = strstr(b, ".bpf.o");
+		snprintf(tag, sizeof(tag), "%.*s", (int)(dot ? (size_t)(dot - b) : strlen(b)), b);
+		mode = GX_WORK_CLAIM;
+		chunks_per_worker = GX_BS_DEFAULT_CHUNKS;
+		guard_on = false;
+		policy_checked = false;
+		memset(fb_said, 0, sizeof(fb_said));
+		read_policy_locked(); /* its mode, chunks and guard: what to subscribe to */
+		if (mode < 0)
+			ret = -ENODEV;
+	}
+	if (ret) {
+		if (ret != -EBUSY)
+			mode = -1, tag[0] = 0;
+		pthread_mutex_unlock(&bs_lock);
+		return ret;
+	}
+	pthread_mutex_unlock(&bs_lock);
+	subscribe();
+	if (sub_id < 0) {
+		pthread_mutex_lock(&bs_lock);
+		mode = -1;
+		tag[0] = 0;
+		pthread_mutex_unlock(&bs_lock);
+		return -ENOSPC;
+	}
+	live_base[0] = __atomic_load_n(&n_claim, __ATOMIC_RELAXED);
+	live_base[1] = __atomic_load_n(&n_static, __ATOMIC_RELAXED);
+	for (int i = 0; i < GX_STATS_BS__COUNT; i++)
+		live_base[2 + i] = __atomic_load_n(&n_unchanged[i], __ATOMIC_RELAXED);
+	live = true;
+	return 0;
+}
+
+void gx_bs_live_counts(uint64_t *claim, uint64_t *stat, uint64_t *as_is)
+{
+	*claim = __atomic_load_n(&n_claim, __ATOMIC_RELAXED) - live_base[0];
+	*stat = __atomic_load_n(&n_static, __ATOMIC_RELAXED) - live_base[1];
+	*as_is = 0;
+	for (int i = 0; i < GX_STATS_BS__COUNT; i++)
+		*as_is += __atomic_load_n(&n_unchanged[i], __ATOMIC_RELAXED) - live_base[2 + i];
+}
+
+int gx_bs_live_rewrite_opts(struct gx_ptx_rewrite_opts *opts)
+{
+	if (!live)
+		return 0;
+	pthread_mutex_lock(&bs_lock);
+	int m = mode;
+	pthread_mutex_unlock(&bs_lock);
+	if (m < 0)
+		return 0;
+	fill_opts(opts, m);
+	return 1;
+}
+
+void gx_bs_live_stop(bool keep_device)
+{
+	if (!live)
+		return;
+	if (sub_id >= 0 && bs_host->sz > offsetof(struct gx_bs_host, unsubscribe) && bs_host->unsubscribe)
+		bs_host->unsubscribe(sub_id);
+	sub_id = -1;
+	pthread_mutex_lock(&bs_lock);
+	bs_log_poll(true);
+	mode = -1;
+	tag[0] = 0;
+	snprintf(glob, sizeof(glob), "*");
+	policy_checked = guard_on = false;
+	struct pmod *m, *mt;
+	HASH_ITER(hh, mods, m, mt) {
+		HASH_DEL(mods, m);
+		pmod_free(m);
+	}
+	struct pfunc *f, *ft;
+	HASH_ITER(hh, funcs, f, ft) {
+		HASH_DEL(funcs, f);
+		if (f->hints)
+			bs_mem_retire(f->key.ctx, f->hints, NULL);
+		pfunc_free(f, true);
+	}
+	if (keep_device)
+		bs_mem_reset(); /* forgotten, not freed: a graph may still use them */
+	else
+		bs_mem_free_all();
+	live = false;
+	pthread_mutex_unlock(&bs_lock);
 }
 
 void gx_bs_reset(void)

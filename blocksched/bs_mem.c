@@ -201,3 +201,32 @@ void bs_mem_reset(void)
 		free(r);
 	}
 }
+
+/* Free one block of a context, the context pushed (the control thread has
+ * none current). */
+static void free_in(CUcontext ctx, CUdeviceptr d)
+{
+	CUcontext popped;
+	if (!ctx || CU(cuCtxPushCurrent_v2)(ctx) != CUDA_SUCCESS)
+		return; /* its context is gone, and the memory with it */
+	CU(cuMemFree_v2)(d);
+	CU(cuCtxPopCurrent_v2)(&popped);
+}
+
+void bs_mem_free_all(void)
+{
+	struct sstate *st, *t;
+	HASH_ITER(hh, states, st, t) {
+		HASH_DEL(states, st);
+		free_in(st->key.ctx, st->d);
+		free(st);
+	}
+	while (graveyard) {
+		struct retired *r = graveyard;
+		graveyard = r->next;
+		free_in(r->ctx, r->d);
+		if (r->ev)
+			CU(cuEventDestroy_v2)(r->ev);
+		free(r);
+	}
+}

@@ -141,7 +141,7 @@ int gx_bs_guard_sample(struct gx_bs_guard *g, int arm, float ms);
 	X(cuEventQuery) X(cuEventDestroy_v2) X(cuMemsetD32Async) X(cuMemHostAlloc)        \
 	X(cuMemFreeHost) X(cuMemHostGetDevicePointer_v2) X(cuGetErrorName) X(cuCtxGetCurrent) \
 	X(cuModuleLoadData) X(cuModuleUnload) X(cuEventElapsedTime)                       \
-	X(cuThreadExchangeStreamCaptureMode)
+	X(cuThreadExchangeStreamCaptureMode) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2)
 
 struct gx_bs_cu {
 #define GX_BS_CU_MEMBER(name) __typeof__(&name) name;
@@ -164,6 +164,7 @@ struct gx_bs_host {
 	int (*policy_var)(const char *tag, const char *name, void *out, size_t size);
 	void (*lock_register)(pthread_mutex_t *m, int order);
 	int lock_order;       /* the order of blocksched's lock */
+	int (*unsubscribe)(int id); /* a live detach (gx_bs_live_stop) */
 };
 
 /* Before a rewrite: with persistent workers asked for (GPUEXT_SCHED or
@@ -178,6 +179,28 @@ const char *gx_bs_policy_tag(void);
 void gx_bs_module(void *handle, bool is_library, const char *log);
 /* Forget everything (tests, exit). */
 void gx_bs_reset(void);
+
+/* ---- live (`gpuext attach PID --sched P`; the shim's live.c) ----
+ * Start scheduling with `spec` ("obj.bpf.o[,knobs][,kernels=GLOB]") in a
+ * process that schedules nothing from its start (no GPUEXT_SCHED, no
+ * GPUEXT_PERSISTENT). Its policy is attached live first (attach/), so its
+ * knobs can be read. The shim then rewrites every loaded module into a
+ * copy with gx_bs_live_rewrite_opts() and registers each copy with
+ * gx_bs_module(); launches the shim switched to a copy's kernel launch
+ * its persistent copy. 0, -EBUSY (scheduling from the start, or live
+ * already), -EINVAL (a knob without '='), -ENODEV (the policy is not
+ * attached) or the subscription's error. */
+int gx_bs_live_start(const struct gx_bs_host *host, const char *spec);
+/* Launches of kernels with a copy since gx_bs_live_start: run as claiming
+ * and as static persistent workers, and as they are (every fallback and the
+ * guard's choice of the original). */
+void gx_bs_live_counts(uint64_t *claim, uint64_t *stat, uint64_t *as_is);
+/* Fill the persistent-copy options while live; 1 if opts was changed. */
+int gx_bs_live_rewrite_opts(struct gx_ptx_rewrite_opts *opts);
+/* Stop: unsubscribe, forget the copies' kernels, free the device states
+ * and hint blocks (unless keep_device: a graph may still run a copy). The
+ * caller made sure no launch of a copy still runs. */
+void gx_bs_live_stop(bool keep_device);
 /* What launches of kernels with a copy became (persistent, unchanged by
  * reason) and the sampled launches' steals, into the stats file; nothing
  * when no schedule policy is on. From any thread, no lock. */

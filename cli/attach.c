@@ -31,14 +31,36 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: gpuext attach PID|--all [--tool NAME]... [--policy FILE.bpf.o[,knob=v...]]... [--timeout S]\n"
-		"       gpuext detach PID [NAME|--all] [--keep] [--timeout S]\n"
-		"       gpuext ps\n"
-		"Attach device tools and policies, and host (struct_ops) policies, to a process running under the\n"
-		"gpuext shim, and detach them (the tools' reports are printed at detach). The device tools and\n"
-		"policies of one process form one set (attach them together); host policies attach and detach\n"
-		"on their own, by name. Same user (or root) only. See docs/attach.md.\n");
+	fprintf(f, "usage: gpuext attach PID|--all [--tool NAME]... [--policy FILE.bpf.o[,knob=v...]]...\n"
+		   "                    [--sched POLICY[,knob=v...][,kernels=GLOB]] [--timeout S]\n"
+		   "       gpuext detach PID [NAME|--all] [--keep] [--timeout S]\n"
+		   "       gpuext ps\n"
+		   "Attach device tools and policies, and host (struct_ops) policies, to a process running under the\n"
+		   "gpuext shim, and detach them (the tools' reports are printed at detach). The device tools and\n"
+		   "policies of one process form one set (attach them together); host policies attach and detach\n"
+		   "on their own, by name. --sched (a shipped schedule policy's name, or its object) joins the\n"
+		   "device set: the copies also carry persistent workers. Same user (or root) only. See\n"
+		   "docs/attach.md.\n");
+}
+
+/* A shipped schedule policy's object: <this executable>/../share/gpuext/sched/NAME.bpf.o,
+ * or "" when there is no such file. */
+static void shipped_sched(const char *name, char *out, size_t n)
+{
+	char exe[PATH_MAX];
+	ssize_t l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	out[0] = 0;
+	if (n < PATH_MAX || l <= 0 || !*name || strchr(name, '/') || strchr(name, '.'))
+		return;
+	exe[l] = 0;
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return;
+	*slash = 0;
+	char p[2 * PATH_MAX];
+	snprintf(p, sizeof(p), "%s/../share/gpuext/sched/%s.bpf.o", exe, name);
+	if (!realpath(p, out))
+		out[0] = 0;
 }
 
 static uint64_t now_ms(void)
@@ -236,7 +258,10 @@ int do_attach(int argc, char **argv)
 			char path[PATH_MAX], real[PATH_MAX];
 			size_t l = strcspn(v, ",");
 			snprintf(path, sizeof(path), "%.*s", (int)l, v);
-			if (!realpath(path, real)) {
+			if (!strcmp(a, "--sched"))
+				shipped_sched(path, real, sizeof(real));
+			if (!strcmp(a, "--sched") && real[0]) {
+			} else if (!realpath(path, real)) {
 				p_err("%s %s: %s", a, path, strerror(errno));
 				free(m);
 				return 2;
@@ -367,11 +392,16 @@ int do_detach(int argc, char **argv)
 		printf("gpuext: process %d: %s\n", pid, r->msg);
 	int rc = 0;
 	char *save = NULL, *list = strdup(r->attached);
-	for (char *t = list ? strtok_r(list, ",", &save) : NULL; t && r->dir[0]; t = strtok_r(NULL, ",", &save))
+	for (char *t = list ? strtok_r(list, ",", &save) : NULL; t && r->dir[0]; t = strtok_r(NULL, ",", &save)) {
+		char sp[PATH_MAX];
+		shipped_sched(t, sp, sizeof(sp));
+		if (sp[0]) /* a schedule policy: what it did is in the detach message */
+			continue;
 		if (report(t, r->dir))
 			fprintf(stderr, "gpuext: no report for %s (not a tool: its maps and log are in %s)\n", t,
 				r->dir),
 				keep = true;
+	}
 	free(list);
 	if (r->dir[0] && !keep && !strncmp(r->dir, "/", 1) && strstr(r->dir, "/attach-"))
 		rm_run_dir(r->dir);

@@ -48,6 +48,7 @@
 #include <uthash.h>
 
 #include "attach/gx_attach.h"
+#include "blocksched/gx_blocksched.h"
 #include "common/gx_capture.h"
 #include "common/gx_ctl.h"
 #include "common/gx_tls.h"
@@ -73,7 +74,9 @@ struct fn_key {
 };
 struct fn_map {
 	struct fn_key key;
-	void *instr; /* NULL: no copy to run (SASS only, no hooks) */
+	void *instr;	      /* NULL: no copy to run (SASS only, no hooks) */
+	bool instr_is_kernel; /* instr is a CUkernel */
+	unsigned max_dyn;     /* dynamic shared memory carried over to instr so far */
 	UT_hash_handle hh;
 };
 struct sev_key {
@@ -97,8 +100,9 @@ struct gseen {
 };
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static int phase; /* 0 idle, 1 attaching or attached (new modules get copies) */
-static bool on;	  /* launches run the copies */
+static int phase;     /* 0 idle, 1 attaching or attached (new modules get copies) */
+static bool on;	      /* launches run the copies */
+static bool sched_on; /* blocksched runs live (--sched): the copies carry persistent workers */
 static struct copy *copies;
 static struct fn_map *fns;
 static struct sev *sevs;
@@ -145,12 +149,14 @@ static uint64_t now_ms(void)
 
 /* ---- the switch (application threads, launch events) ---- */
 
-/* The copy's function for f (live_lock held), resolved once. */
-static void *fn_lookup(CUcontext ctx, void *f, bool is_kernel)
+/* The copy's function for f (live_lock held), resolved once; its entry in
+ * *mp (NULL when out of memory). */
+static void *fn_lookup(CUcontext ctx, void *f, bool is_kernel, struct fn_map **mp)
 {
 	struct fn_key key = { .f = f, .ctx = is_kernel ? NULL : ctx };
 	struct fn_map *m;
 	HASH_FIND(hh, fns, &key, sizeof(key), m);
+	*mp = m;
 	if (m)
 		return m->instr;
 	char name[GX_TAB_NAME_MAX];
@@ -176,13 +182,45 @@ static void *fn_lookup(CUcontext ctx, void *f, bool is_kernel)
 		gx_capture_restore(REAL(cuThreadExchangeStreamCaptureMode), cm);
 		if (!out)
 			pr_warn("attach: kernel %s: not found in its instrumented copy; it runs uninstrumented", name);
+		else if (sched_on) /* blocksched, next in line, finds the copy's kernel by name and module */
+			gx_tab_add_func(ctx, out, c->handle, isk, name);
 	}
 	if ((m = calloc(1, sizeof(*m)))) {
 		m->key = key;
 		m->instr = out;
+		m->instr_is_kernel = out && isk;
 		HASH_ADD(hh, fns, key, sizeof(key), m);
 	}
+	*mp = m;
 	return out;
+}
+
+/* The application's dynamic shared memory limit, set on its own function
+ * (cuFuncSetAttribute / cuKernelSetAttribute), carried over to the copy's
+ * before a launch that needs more than the default 48 KiB (live_lock
+ * held). false: the launch runs the original (the copy cannot get it). */
+static bool smem_carry(struct fn_map *m, void *orig, bool is_kernel, unsigned smem)
+{
+	const CUfunction_attribute a = CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+	if (smem <= 48 * 1024 || smem <= m->max_dyn)
+		return true;
+	int v = 0;
+	CUdevice d = 0;
+	struct gx_capture_mode cm = gx_capture_relax(REAL(cuThreadExchangeStreamCaptureMode));
+	bool dev = !(is_kernel || m->instr_is_kernel) || REAL(cuCtxGetDevice)(&d) == CUDA_SUCCESS;
+	bool ok = dev && (is_kernel ? REAL(cuKernelGetAttribute)(&v, a, (CUkernel)orig, d)
+				    : REAL(cuFuncGetAttribute)(&v, a, (CUfunction)orig)) == CUDA_SUCCESS;
+	ok = ok && v >= (int)smem &&
+	     (m->instr_is_kernel ? REAL(cuKernelSetAttribute)(a, v, (CUkernel)m->instr, d)
+				 : REAL(cuFuncSetAttribute)((CUfunction)m->instr, a, v)) == CUDA_SUCCESS;
+	gx_capture_restore(REAL(cuThreadExchangeStreamCaptureMode), cm);
+	if (ok)
+		m->max_dyn = (unsigned)v;
+	else
+		pr_warn_once("attach: a launch needs %u bytes of dynamic shared memory its instrumented copy cannot "
+			     "get: such launches run the original",
+			     smem);
+	return ok;
 }
 
 /* After the driver took a switched launch: an event behind it on its
@@ -255,7 +293,10 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 		tl.pending = false;
 		if (on) {
 			nr_launches++;
-			void *f = fn_lookup(ev->ctx, ev->launch.func, ev->launch.is_kernel);
+			struct fn_map *fm;
+			void *f = fn_lookup(ev->ctx, ev->launch.func, ev->launch.is_kernel, &fm);
+			if (f && fm && !smem_carry(fm, ev->launch.func, ev->launch.is_kernel, ev->launch.shared_mem))
+				f = NULL;
 			if (f) {
 				ev->launch.func = f;
 				if (!nr_instr++) { /* for tests/gpu/attach.sh: attach to first instrumented launch */
@@ -279,7 +320,10 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 	} else if (ev->kind == GX_EV_GRAPH_LAUNCH && on) {
 		graph_launched(&ev->glaunch);
 	} else if (ev->kind == GX_EV_GRAPH_KERNEL_NODE && on && ev->graph.params.func) {
-		void *f = fn_lookup(ev->ctx, ev->graph.params.func, false);
+		struct fn_map *fm;
+		void *f = fn_lookup(ev->ctx, ev->graph.params.func, false, &fm);
+		if (f && fm && !smem_carry(fm, ev->graph.params.func, false, ev->graph.params.sharedMemBytes))
+			f = NULL;
 		if (f) {
 			ev->graph.params.func = f;
 			nr_graph_nodes++;
@@ -329,7 +373,7 @@ static int copy_make(struct gx_tab_mod *tm)
 	} else if (!gx_prep_rewrite_live(tm->ptx, strlen(tm->ptx), sm, &p)) {
 		pr_warn("attach: module %u: not instrumented: %s", tm->id, p.why);
 		ret = -EINVAL;
-	} else if (!p.nr_hooks) {
+	} else if (!p.nr_hooks && !p.nr_persistent) {
 		pr_debug("attach: module %u: nothing to hook", tm->id);
 	} else if (!tm->is_library && gx_attach_live_ctx_ready()) {
 		pr_warn("attach: module %u: its context has no device maps; not instrumented", tm->id);
@@ -359,9 +403,16 @@ static int copy_make(struct gx_tab_mod *tm)
 			const char *cub = p.cubin == GX_CUBIN_CACHED ? ", cubin cached" : "";
 			if (p.cubin == GX_CUBIN_JIT)
 				cub = ", cubin JIT-compiled";
-			pr_info("attach: module %u: instrumented copy loaded (%u hooks%s%s)", tm->id, p.nr_hooks,
+			char pw[64] = "";
+			if (p.nr_persistent)
+				snprintf(pw, sizeof(pw), ", %u kernels with persistent copies", p.nr_persistent);
+			pr_info("attach: module %u: instrumented copy loaded (%u hooks%s%s%s)", tm->id, p.nr_hooks, pw,
 				p.cached ? ", from the module cache" : "", cub);
 			ret = 1;
+			/* before any launch can be switched to it: blocksched knows
+			 * its persistent copies */
+			if (p.log)
+				gx_sched_module(h, tm->is_library, p.log);
 		}
 	}
 	gx_prep_free(&p);
@@ -379,8 +430,10 @@ static int copy_make(struct gx_tab_mod *tm)
 			h = NULL;
 		}
 		pthread_mutex_unlock(&live_lock);
-		if (h) /* made twice (a load racing with the attach), or detached meanwhile */
+		if (h) { /* made twice (a load racing with the attach), or detached meanwhile */
+			gx_sched_module(h, tm->is_library, ""); /* forgotten by blocksched */
 			tm->is_library ? REAL(cuLibraryUnload)(h) : REAL(cuModuleUnload)(h);
+		}
 	}
 	if (pushed)
 		REAL(cuCtxPopCurrent_v2)(&popped);
@@ -536,6 +589,16 @@ static void refuse(const struct gx_ctl_msg *m, int status, const char *err, uint
 static int dev_attach(const struct gx_ctl_msg *m, const char *pol, const char *tool, uint64_t t0, unsigned *none,
 		      char *err, size_t en)
 {
+	/* --sched P[,knobs][,kernels=G]: its object and knobs for attach/ (the
+	 * device policy), the whole spec for blocksched (kernels= is its own) */
+	char sobj[GX_CTL_ITEM_MAX], sknobs[1024], sglob[256], sspec[GX_CTL_ITEM_MAX + 1100] = "";
+	if (m->sched[0]) {
+		if (gx_bs_parse_spec(m->sched, sobj, sizeof(sobj), sknobs, sizeof(sknobs), sglob, sizeof(sglob))) {
+			snprintf(err, en, "--sched %.300s: a knob without '=' (name=value)", m->sched);
+			return -EINVAL;
+		}
+		snprintf(sspec, sizeof(sspec), "%s%s%s", sobj, sknobs[0] ? "," : "", sknobs);
+	}
 	char line[400] = "", names[512] = "";
 	const struct gx_attach_host *host = gx_attach_host_live();
 	if (!host) {
@@ -554,13 +617,23 @@ static int dev_attach(const struct gx_ctl_msg *m, const char *pol, const char *t
 		snprintf(err, en, "no free event subscription");
 		return sub_id;
 	}
-	struct gx_policy_names pn = { .policy = pol[0] ? pol : NULL, .tool = tool[0] ? tool : NULL };
+	struct gx_policy_names pn = { .sched = sspec[0] ? sspec : NULL,
+				      .policy = pol[0] ? pol : NULL,
+				      .tool = tool[0] ? tool : NULL };
 	cap_line = line;
 	prev_print = gx_set_print(cap_print);
 	char e2[600] = "";
 	int r = gx_attach_live_start(host, &pn, m->dir, names, sizeof(names), e2, sizeof(e2));
 	gx_set_print(prev_print);
 	cap_line = NULL;
+	if (!r && m->sched[0] && (r = gx_sched_live_start(m->sched))) {
+		/* the policy loaded, blocksched refused: nothing ran yet */
+		gx_attach_live_stop(false);
+		snprintf(e2, sizeof(e2), "%s",
+			 r == -EBUSY	? "blocks are scheduled from its start (GPUEXT_SCHED or GPUEXT_PERSISTENT)"
+			 : r == -ENODEV ? "the schedule policy is not attached (the process log says why)"
+					: "blocksched cannot start");
+	}
 	if (r) {
 		gx_events_unsubscribe(sub_id);
 		sub_id = -1;
@@ -573,6 +646,7 @@ static int dev_attach(const struct gx_ctl_msg *m, const char *pol, const char *t
 	exit_hook = true;
 	pthread_mutex_lock(&live_lock);
 	phase = 1;
+	sched_on = m->sched[0] != 0;
 	req_t0 = t0;
 	graph_used = false;
 	attach_gen = gx_graph_exec_gen();
@@ -688,6 +762,19 @@ static void host_rollback(char *now, const char *before)
 			host_detach(h, sum, sizeof(sum));
 }
 
+/* The tag of a request's item ("/p/x.bpf.o,k=v" -> "x"), appended to list. */
+static void tag_append(char *list, size_t n, const char *item)
+{
+	const char *b = strrchr(item, '/');
+	b = b ? b + 1 : item;
+	size_t l = strcspn(b, ",");
+	const char *dot = strstr(b, ".bpf.o");
+	if (dot && (size_t)(dot - b) < l)
+		l = (size_t)(dot - b);
+	size_t at = strlen(list);
+	snprintf(list + at, n - at, "%s%.*s", at ? "," : "", (int)l, b);
+}
+
 static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 {
 	char err[1100] = "", pol[GX_CTL_MAX_ITEMS * (GX_CTL_ITEM_MAX + 1)] = "", tool[GX_CTL_MAX_ITEMS * 65] = "",
@@ -696,10 +783,6 @@ static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 	unsigned nh = 0;
 	char hbefore[200];
 	gx_hostpolicy_live_list(hbefore, sizeof(hbefore));
-	if (m->sched[0]) {
-		refuse(m, -EOPNOTSUPP, "--sched: schedule policies attach at start only (gpuext-run --sched)", t0);
-		return;
-	}
 	for (unsigned i = 0; i < m->nr_policies; i++) {
 		char path[GX_CTL_ITEM_MAX];
 		snprintf(path, sizeof(path), "%.*s", (int)strcspn(m->policy[i], ","), m->policy[i]);
@@ -710,7 +793,7 @@ static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 	}
 	for (unsigned i = 0; i < m->nr_tools; i++)
 		snprintf(tool + strlen(tool), sizeof(tool) - strlen(tool), "%s%s", i ? "," : "", m->tool[i]);
-	bool dev = pol[0] || tool[0];
+	bool dev = pol[0] || tool[0] || m->sched[0];
 	if (!m->dir[0] || gx_dir_trusted(m->dir, GX_TRUST_OWN | GX_TRUST_PRIVATE, why, sizeof(why))) {
 		snprintf(err, sizeof(err), "run folder %.300s: %s", m->dir[0] ? m->dir : "(none)",
 			 m->dir[0] ? why : "not given");
@@ -718,11 +801,27 @@ static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 		return;
 	}
 	if (dev && phase) {
-		/* one merged set: its tools share one instrumented copy of each module */
+		/* One merged set: its tools share one instrumented copy of each
+		 * module and the one device runtime (attach/devrt.c), whose maps
+		 * and tool logs a re-merge would make anew (docs/attach.md). */
+		char add[400] = "", cur[512];
+		if (m->sched[0])
+			tag_append(add, sizeof(add), m->sched);
+		for (const char *p = pol; *p; p += strcspn(p, ":") + (p[strcspn(p, ":")] == ':')) {
+			char one[GX_CTL_ITEM_MAX];
+			snprintf(one, sizeof(one), "%.*s", (int)strcspn(p, ":"), p);
+			tag_append(add, sizeof(add), one);
+		}
+		if (tool[0])
+			snprintf(add + strlen(add), sizeof(add) - strlen(add), "%s%s", add[0] ? "," : "", tool);
+		pthread_mutex_lock(&live_lock);
+		snprintf(cur, sizeof(cur), "%s", attached);
+		pthread_mutex_unlock(&live_lock);
 		snprintf(err, sizeof(err),
-			 "%s is attached already; device tools and policies attach as one set: detach it first, or "
-			 "attach them together",
-			 attached);
+			 "%.80s is attached already: one device set per process (its tools and policies share one "
+			 "instrumented copy of each module and one device runtime; adding %.80s would re-merge the set "
+			 "and restart %.80s's counts); detach %.80s, then attach %.80s,%.80s in one request",
+			 cur, add, cur, cur, cur, add);
 		refuse(m, -EBUSY, err, t0);
 		return;
 	}
@@ -789,8 +888,9 @@ static unsigned dev_detach(char *msg, size_t mn)
 		nanosleep(&ts, NULL);
 	}
 	pthread_mutex_lock(&live_lock);
-	bool keep = graph_used || !idle;
+	bool keep = graph_used || !idle, sched = sched_on;
 	phase = 0;
+	sched_on = false;
 	struct copy *cs = copies;
 	copies = NULL;
 	struct sev *es = sevs;
@@ -801,6 +901,10 @@ static unsigned dev_detach(char *msg, size_t mn)
 	struct gseen *gs = gseens;
 	gseens = NULL;
 	pthread_mutex_unlock(&live_lock);
+	/* blocksched first: its states and hint blocks, used by no launch now */
+	char bs[200] = "";
+	if (sched)
+		gx_sched_live_stop(keep, bs, sizeof(bs));
 	gx_attach_live_stop(keep);
 	unsigned unloaded = 0;
 	struct copy *c, *ct;
@@ -809,6 +913,7 @@ static unsigned dev_detach(char *msg, size_t mn)
 		HASH_DEL(cs, c);
 		if (!keep) {
 			CUcontext popped;
+			gx_tab_forget_funcs(c->handle);
 			if (c->is_library) {
 				REAL(cuLibraryUnload)(c->handle);
 			} else if (REAL(cuCtxPushCurrent_v2)(c->ctx) == CUDA_SUCCESS) {
@@ -842,8 +947,8 @@ static unsigned dev_detach(char *msg, size_t mn)
 	sub_id = -1;
 	snprintf(msg, mn,
 		 "detached %s: %llu launches while attached, %llu instrumented, %llu graph nodes; "
-		 "%llu graph launches not instrumented; %u copies unloaded%s",
-		 attached, nl, ni, ng, ngo, unloaded,
+		 "%llu graph launches not instrumented; %u copies unloaded%s%s",
+		 attached, nl, ni, ng, ngo, unloaded, bs,
 		 keep ? (idle ? "; copies used by graphs stay loaded until exit"
 			      : "; launches still running after GPUEXT_DETACH_WAIT_S: copies stay loaded until exit")
 		      : "");
@@ -981,14 +1086,25 @@ static void *ctl_main(void *arg)
 static void live_exit(void)
 {
 	exiting = 1;
-	/* a request in progress gives up between modules; wait a little */
-	for (int i = 0; i < 2000 && busy; i++) {
+	/* a request in progress gives up between modules; wait for it (a JIT
+	 * of LLVM's under load took over 2 s: see live_jit_loaded), at most 10 s */
+	for (int i = 0; i < 10000 && busy; i++) {
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
 	}
 	char p[4200];
 	snprintf(p, sizeof(p), "%s/%d.ps", ctl_dir, (int)getpid());
 	unlink(p);
+}
+
+/* libgxjit.so (LLVM) was just loaded, maybe by this thread's request:
+ * LLVM's exit-time destructors were registered after live_exit, so they
+ * would run first and free what a JIT still running here uses (a double
+ * free in 1 of ~60 exits during an attach under load). Registered again,
+ * live_exit runs before them and waits for the request. */
+static void live_jit_loaded(void)
+{
+	atexit(live_exit);
 }
 
 void gx_live_init(void)
@@ -1010,6 +1126,7 @@ void gx_live_init(void)
 		return;
 	}
 	gx_lock_register(&live_lock, 12);
+	gx_jitlib_set_loaded_hook(live_jit_loaded);
 	gx_graph_exec_track();
 	ps_write();
 	pthread_t t;

@@ -89,6 +89,7 @@ bool gx_prep_rewrite_live(const char *ptx, size_t len, unsigned dev_sm, struct g
 	struct gx_ptx_rewrite_opts opts;
 	bool persist = gx_prep_opts(&opts);
 	gx_attach_live_opts(&opts);
+	persist |= gx_sched_live_opts(&opts) > 0; /* gpuext attach --sched: persistent copies too */
 	if (!opts.policy_ptx) {
 		snprintf(p->why, sizeof(p->why), "nothing attached");
 		return false;

@@ -92,6 +92,13 @@ void gx_sched_module(void *handle, bool is_library, const char *log);
 struct gx_ptx_kregs;
 int gx_kregs_probe(const char *ptx, size_t len, struct gx_ptx_kregs **out, size_t *n);
 void gx_kregs_free(struct gx_ptx_kregs *k, size_t n);
+/* gpuext attach --sched (live.c): blocksched started with `spec` (0 or
+ * -errno), the copies' options while it runs (1 if opts changed), and its
+ * stop (device states freed unless keep_device; what its launches became
+ * into msg, for the detach message). */
+int gx_sched_live_start(const char *spec);
+int gx_sched_live_opts(struct gx_ptx_rewrite_opts *opts);
+void gx_sched_live_stop(bool keep_device, char *msg, size_t n);
 
 /* Next module number (also for modules that never reach gx_prepare). */
 unsigned gx_next_module_id(void);

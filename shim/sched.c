@@ -5,6 +5,7 @@
  * entry points (which would raise events and rewrite its memsets). */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 
 #include "attach/gx_attach.h"
 #include "blocksched/gx_blocksched.h"
@@ -49,6 +50,7 @@ static void host_setup(void)
 		.policy_var = gx_attach_policy_var,
 		.lock_register = gx_lock_register,
 		.lock_order = GX_LOCK_TABLES - 2,
+		.unsubscribe = gx_events_unsubscribe,
 	};
 	host_ok = true;
 }
@@ -67,4 +69,31 @@ void gx_sched_module(void *handle, bool is_library, const char *log)
 {
 	if (host_ok)
 		gx_bs_module(handle, is_library, log);
+}
+
+/* gpuext attach --sched (live.c): blocksched started and stopped while the
+ * process runs; its policy is attached live first. */
+int gx_sched_live_start(const char *spec)
+{
+	gx_config_load();
+	if (gx_config.disabled)
+		return -ENODEV;
+	pthread_once(&host_once, host_setup);
+	return host_ok ? gx_bs_live_start(&host, spec) : -ENODEV;
+}
+
+int gx_sched_live_opts(struct gx_ptx_rewrite_opts *opts)
+{
+	return host_ok ? gx_bs_live_rewrite_opts(opts) : 0;
+}
+
+void gx_sched_live_stop(bool keep_device, char *msg, size_t n)
+{
+	uint64_t c = 0, s = 0, u = 0;
+	if (!host_ok)
+		return;
+	gx_bs_live_counts(&c, &s, &u);
+	gx_bs_live_stop(keep_device);
+	snprintf(msg, n, "; blocksched: %llu launches as claiming persistent workers, %llu static, %llu as they are",
+		 (unsigned long long)c, (unsigned long long)s, (unsigned long long)u);
 }

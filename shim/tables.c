@@ -260,6 +260,25 @@ int gx_tab_add_func(CUcontext ctx, void *handle, void *mod, bool is_kernel, cons
 	return ret;
 }
 
+void gx_tab_forget_funcs(void *mod)
+{
+	pthread_mutex_lock(&tab_lock);
+	struct gx_ctx *x, *xt;
+	HASH_ITER(hh, ctxs, x, xt)
+	{
+		struct gx_func *f, *ft;
+		HASH_ITER(hh, x->funcs, f, ft)
+		{
+			if (f->mod == mod) {
+				HASH_DEL(x->funcs, f);
+				free(f);
+				gen_bump();
+			}
+		}
+	}
+	pthread_mutex_unlock(&tab_lock);
+}
+
 int gx_tab_func_info(CUcontext ctx, void *handle, char *buf, size_t len, bool *is_kernel, void **mod)
 {
 	int ret = -ENOENT;

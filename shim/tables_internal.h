@@ -23,6 +23,9 @@ int gx_tab_add_mod(CUcontext ctx, void *handle, bool is_library, bool rewritten,
 int gx_tab_del_mod(void *handle);
 /* Record a function/kernel handle obtained from a module/library we know. */
 int gx_tab_add_func(CUcontext ctx, void *handle, void *mod, bool is_kernel, const char *name);
+/* Forget every function recorded under module/library `mod` (a live
+ * attach's copy, unloaded: never a module of the tables). */
+void gx_tab_forget_funcs(void *mod);
 /* Name of a function/kernel (copied into buf), whether it is a CUkernel and
  * its module/library (each out-pointer may be NULL). Looks in ctx's table,
  * then the context-less one. 0 or -ENOENT. */

@@ -8,7 +8,15 @@
  * own), "null" (the NULL stream), "capture" (every launch into a global-mode
  * capture of its stream, ended at the stop file: must still succeed),
  * "graph" (a graph of two kernel nodes instantiated before any attach,
- * launched after each kernel launch: it must keep running the original). */
+ * launched after each kernel launch: it must keep running the original),
+ * "library" (the module loaded with cuLibraryLoadData and launched through
+ * its CUkernel, as cudart does), "smem" (the kernel given 100 KiB of
+ * dynamic shared memory with cuFuncSetAttribute, each launch using it). With LIVE_LATE set to a file, once that
+ * file exists a second module is loaded from the same PTX and its kernel
+ * launched from then on (a module loaded while attached).
+ * It also says when launches start or stop running a persistent-worker copy
+ * (__gx_pw_K / __gx_ps_K: gpuext attach --sched), with the device blocks
+ * allocated and not freed at that moment and at the end. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <dlfcn.h>
@@ -37,10 +45,31 @@ int main(int argc, char **argv)
 	CUfunction fn;
 	CUstream s = NULL;
 	if ((rc = cuInit(0)) || (rc = cuDeviceGet(&dev, 0)) || (rc = cuDevicePrimaryCtxRetain(&ctx, dev)) ||
-	    (rc = cuCtxSetCurrent(ctx)) || (rc = cuModuleLoadData(&mod, ptx)) ||
-	    (rc = cuModuleGetFunction(&fn, mod, argv[2]))) {
+	    (rc = cuCtxSetCurrent(ctx))) {
 		printf("not ok - live_app: set-up (%d)\n", (int)rc);
 		return 1;
+	}
+	if (!strcmp(argv[4], "library")) {
+		CUlibrary lib;
+		CUkernel k;
+		rc = cuLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0);
+		if (!rc)
+			rc = cuLibraryGetKernel(&k, lib, argv[2]);
+		fn = (CUfunction)k;
+	} else if (!(rc = cuModuleLoadData(&mod, ptx))) {
+		rc = cuModuleGetFunction(&fn, mod, argv[2]);
+	}
+	if (rc) {
+		printf("not ok - live_app: set-up (%d)\n", (int)rc);
+		return 1;
+	}
+	unsigned smem = 0;
+	if (!strcmp(argv[4], "smem")) {
+		smem = 100 << 10;
+		if ((rc = cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem))) {
+			printf("not ok - live_app: cuFuncSetAttribute (%d)\n", (int)rc);
+			return 1;
+		}
 	}
 	if (strcmp(argv[4], "null") && (rc = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING))) {
 		printf("not ok - live_app: cuStreamCreate (%d)\n", (int)rc);
@@ -74,17 +103,30 @@ int main(int argc, char **argv)
 	const char *fake = getenv("GPUEXT_REAL_LIBCUDA");
 	void *h = fake ? dlopen(fake, RTLD_NOW | RTLD_NOLOAD) : NULL;
 	int (*has)(const char *) = h ? (int (*)(const char *))dlsym(h, "fake_last_run_has") : NULL;
-	if (!has) {
+	int (*last_run)(void **, int *, void **, char *, size_t, char *, size_t) =
+		h ? (int (*)(void **, int *, void **, char *, size_t, char *, size_t))dlsym(h, "fake_last_run") : NULL;
+	long (*count)(const char *) = h ? (long (*)(const char *))dlsym(h, "fake_count") : NULL;
+	if (!has || !last_run || !count) {
 		printf("not ok - live_app: the fake driver's fake_last_run_has\n");
 		return 1;
 	}
 	printf("# live_app: ready, pid %d\n", (int)getpid());
 	fflush(stdout);
-	long launches = 0, instr = 0, switches = 0, failed = 0;
-	int was = 0;
+	const char *late = getenv("LIVE_LATE");
+	bool late_done = false;
+	long launches = 0, instr = 0, switches = 0, failed = 0, pws = 0;
+	int was = 0, was_pw = 0;
 	void *args[4] = { 0 };
 	while (access(argv[3], F_OK)) {
-		if ((rc = cuLaunchKernel(fn, 4, 1, 1, 64, 1, 1, 0, s, args, NULL))) {
+		if (late && !late_done && !access(late, F_OK)) {
+			CUmodule m2;
+			late_done = true;
+			if ((rc = cuModuleLoadData(&m2, ptx)) || (rc = cuModuleGetFunction(&fn, m2, argv[2])))
+				failed++;
+			printf("# live_app: launch %ld: a second module loaded (%d)\n", launches, (int)rc);
+			fflush(stdout);
+		}
+		if ((rc = cuLaunchKernel(fn, 4, 1, 1, 64, 1, 1, smem, s, args, NULL))) {
 			failed++;
 			continue;
 		}
@@ -98,6 +140,17 @@ int main(int argc, char **argv)
 			fflush(stdout);
 		}
 		was = now;
+		char rn[128] = "";
+		last_run(NULL, NULL, NULL, NULL, 0, rn, sizeof(rn));
+		int pw = !strncmp(rn, "__gx_pw_", 8) || !strncmp(rn, "__gx_ps_", 8);
+		pws += pw;
+		if (pw != was_pw) {
+			printf("# live_app: launch %ld runs %s (%s), device blocks %ld\n", launches,
+			       pw ? "a persistent copy" : "no persistent copy", rn,
+			       count("cuMemAlloc_v2") - count("cuMemFree_v2"));
+			fflush(stdout);
+		}
+		was_pw = pw;
 		if (ge) {
 			if (cuGraphLaunch(ge, s))
 				gfailed++;
@@ -117,6 +170,8 @@ int main(int argc, char **argv)
 		printf("%s - live_app: %ld graph launches, %ld failed\n", gfailed ? "not ok" : "ok", glaunches,
 		       gfailed);
 	printf("%s - live_app: %ld launches, %ld failed\n", failed ? "not ok" : "ok", launches, failed);
-	printf("# live_app: launches %ld instrumented %ld switches %ld\n", launches, instr, switches);
+	printf("# live_app: launches %ld instrumented %ld switches %ld persistent %ld\n", launches, instr, switches,
+	       pws);
+	printf("# live_app: device blocks at the end %ld\n", count("cuMemAlloc_v2") - count("cuMemFree_v2"));
 	return 0;
 }

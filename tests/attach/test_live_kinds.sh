@@ -54,7 +54,7 @@ check "the next launches run the copy" "wait_for $T/a.out 'runs the instrumented
 check "a second host policy (sched) joins the first" "grep -q 'attached host policies seq,prio' $T/a3" $T/a3
 check "ps shows all three" "[ \"\$(ps_of $pid)\" = threadhist,seq,prio ]"
 "$G" attach $pid --tool launchlate >$T/a4 2>&1
-check "a device tool of another set is refused (one device set)" "grep -q 'refused: threadhist is attached already; device tools and policies attach as one set' $T/a4" $T/a4
+check "a device tool of another set is refused (one device set)" "grep -q 'refused: threadhist is attached already: one device set per process' $T/a4" $T/a4
 "$G" attach $pid --policy $MEM >$T/a5 2>&1
 check "a second mem policy is refused" "grep -q 'refused: .*gx_seq.bpf.o: a host policy of its kind' $T/a5" $T/a5
 "$G" detach $pid nosuch >$T/d0 2>&1
@@ -139,7 +139,7 @@ check "one tool of a device set of two: refused, naming the set" "grep -q 'threa
 "$G" detach $pid threadhist,launchlate >$T/r5 2>&1
 check "the set detaches by its names" "grep -q 'detached threadhist,launchlate' $T/r5" $T/r5
 "$G" attach $pid --sched $SCHED >$T/r2 2>&1
-check "--sched: still refused with the reason" "grep -q 'schedule policies attach at start only' $T/r2" $T/r2
+check "--sched with a host policy's object: refused with the reason" "grep -q 'refused: .*gx_prio: not a loadable policy object' $T/r2" $T/r2
 stop r $pid
 start s plain GPUEXT_POLICY=$MEM
 "$G" attach $pid --policy $SCHED >$T/s1 2>&1

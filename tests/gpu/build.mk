@@ -31,6 +31,12 @@ $(BUILD)/tests/gpu/sched_app: tests/gpu/sched_app.cu bench/sched_kernels.cu comm
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(NVCC) -O2 -gencode arch=compute_90,code=compute_90 -o $@ $<
 
+# tests/gpu/attach_compile.sh: a loop `gpuext attach --sched` attaches to (PTX only).
+$(BUILD)/tests/gpu/sched_live: tests/gpu/sched_live.cu bench/sched_kernels.cu common/gx_cu_check.h
+	$(call msg,NVCC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(NVCC) -O2 -gencode arch=compute_90,code=compute_90 -o $@ $<
+
 .PHONY: gpu-prep gpu-jitlibs
 # tests/gpu/metrics.sh: Debian's libmicrohttpd beside the build, for a GPU
 # host without libmicrohttpd12 (its gnutls and the rest Ubuntu has).
@@ -39,7 +45,7 @@ $(BUILD)/tests/gpu/mhd/libmicrohttpd.so.12:
 
 gpu-prep: $(BUILD)/tests/gpu/mhd/libmicrohttpd.so.12
 gpu-prep: all $(BUILD)/tests/gpu/tools_kern $(BUILD)/tests/gpu/tool_bench $(BUILD)/tests/gpu/sched_app \
-	  $(GPU_PREP_POLICIES) gpu-jitlibs $(BUILD)/tests/gpu/tenants $(T_TN_OBJS) $(BUILD)/tests/shim/test_memlimit
+	  $(BUILD)/tests/gpu/sched_live $(GPU_PREP_POLICIES) gpu-jitlibs $(BUILD)/tests/gpu/tenants $(T_TN_OBJS) $(BUILD)/tests/shim/test_memlimit
 	$(Q)rm -rf $(GPU_CACHE) && mkdir -p $(GPU_CACHE)
 	$(Q)$(GPUEXT_BIN) tools prepare --cache-dir $(GPU_CACHE) --sm 90
 	$(Q)$(GPUEXT_BIN) tools prepare --cache-dir $(GPU_CACHE) --sm 90 $(GPU_PREP_POLICIES)

@@ -394,6 +394,7 @@ struct ffunc {
 	struct fmod *mod;
 	struct fctx *ctx;   /* NULL for a CUkernel */
 	int is_kernel, dead;
+	int max_dyn; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as set (0: 48 KiB) */
 	char name[128];
 };
 
@@ -738,6 +739,13 @@ static CUresult launch(const char *api, CUfunction f, unsigned gx, unsigned gy, 
 	fk_run(s, !known ? 0 : !strncmp(x->name, "__gx_pw_", 8) ? 1 : !strncmp(x->name, "__gx_ps_", 8) ? 2 : 0);
 	if (!x)
 		return CUDA_ERROR_INVALID_HANDLE;
+	/* FAKECUDA_SMEM_ATTR=1: more than 48 KiB of dynamic shared memory only
+	 * up to what cuFuncSetAttribute / cuKernelSetAttribute gave the handle */
+	static int smem_attr = -1;
+	if (smem_attr < 0)
+		smem_attr = getenv("FAKECUDA_SMEM_ATTR") && *getenv("FAKECUDA_SMEM_ATTR") == '1';
+	if (known && smem_attr && sh > 48 * 1024 && (int)sh > x->max_dyn)
+		return CUDA_ERROR_INVALID_VALUE;
 	if (known) {
 		if (x->is_kernel) {
 			/* A CUkernel runs its library's code in the current context. */
@@ -1939,11 +1947,52 @@ FX CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, in
 }
 static int fake_regs = 16;
 FX void fake_set_regs(int n) { fake_regs = n; }
+static struct ffunc *known_func(void *f)
+{
+	struct ffunc *k = NULL;
+	pthread_mutex_lock(&obj_lock);
+	for (struct ffunc *y = all_funcs; f && y && !k; y = y->next)
+		k = y == f ? y : NULL;
+	pthread_mutex_unlock(&obj_lock);
+	return k;
+}
+static int max_dyn_of(void *f)
+{
+	struct ffunc *k = known_func(f);
+	return k ? k->max_dyn : 0;
+}
 FX CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
 {
-	(void)f;
 	REC();
-	*v = a == CU_FUNC_ATTRIBUTE_NUM_REGS ? fake_regs : 0;
+	*v = a == CU_FUNC_ATTRIBUTE_NUM_REGS			  ? fake_regs
+	     : a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ? max_dyn_of(f)
+								  : 0;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
+{
+	REC();
+	struct ffunc *k = known_func(f);
+	if (k && a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+		k->max_dyn = v;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuKernelGetAttribute(int *v, CUfunction_attribute a, CUkernel kk, CUdevice d)
+{
+	(void)d;
+	REC();
+	*v = a == CU_FUNC_ATTRIBUTE_NUM_REGS			  ? fake_regs
+	     : a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ? max_dyn_of(kk)
+								  : 0;
+	return CUDA_SUCCESS;
+}
+FX CUresult cuKernelSetAttribute(CUfunction_attribute a, int v, CUkernel kk, CUdevice d)
+{
+	(void)d;
+	REC();
+	struct ffunc *k = known_func(kk);
+	if (k && a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+		k->max_dyn = v;
 	return CUDA_SUCCESS;
 }
 /* Streams run nothing here: an async memset happens at once. */
