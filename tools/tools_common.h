@@ -96,13 +96,11 @@ struct gx_krs_rec {
 
 /* kernelretsnoop's krs_counts: per kernel (hash key: kernel id, FNV-1a 64
  * of its name), what the device saw finish, for `gpuext exporter`
- * (deploy/exporter/kernelretsnoop.conf). Counted at thread 0's exit of
- * the recorded blocks (every block of launches up to GX_KRS_FULL_BLOCKS,
- * the regular sample beyond); block 0 is always recorded, so `launches`
- * is exact. */
+ * (deploy/exporter/kernelretsnoop.conf). Counted once per launch, at
+ * block 0's thread 0's exit (block 0 is always recorded). */
 struct gx_krs_count {
 	gdev_u64 launches; /* launches whose block 0 finished */
-	gdev_u64 blocks;   /* recorded blocks finished (block 0 included) */
+	gdev_u64 blocks;   /* the blocks of those launches (their grids) */
 };
 
 /* threadhist: value of the per-warp-slot array (1 entry); the host sums the

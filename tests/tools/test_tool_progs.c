@@ -242,6 +242,20 @@ static void check_krs(const char *how, struct gx_map **maps, size_t n)
 	for (size_t l = 0; l < GX_ARRAY_SIZE(launches); l++)
 		want += launches[l].grid[0] * launches[l].grid[1] * launches[l].grid[2];
 	GX_CHECK(got == want, "kernelretsnoop (%s): one record per block (%u of %u)", how, got, want);
+	/* krs_counts: once per launch, by block 0 (every block counting made a
+	 * launch's blocks contend on one counter on the GPU) */
+	struct gx_map *cm = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (maps[i]->l.type == GX_MAP_HASH)
+			cm = maps[i];
+	int ok = cm != NULL;
+	for (size_t l = 0; ok && l < GX_ARRAY_SIZE(launches); l++) {
+		uint64_t kid = 1000 + l;
+		const struct gx_krs_count *c = gx_map__lookup(cm, &kid);
+		ok = c && c->launches == 1 &&
+		     c->blocks == (uint64_t)launches[l].grid[0] * launches[l].grid[1] * launches[l].grid[2];
+	}
+	GX_CHECK(ok, "kernelretsnoop (%s): krs_counts has each kernel's launch once, with its grid's blocks", how);
 }
 
 /* The sampled launches: exactly the blocks whose linear index is a multiple
