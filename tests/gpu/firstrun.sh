@@ -30,15 +30,21 @@ lim() { local l; l=$(left); [ "$l" -gt "$1" ] && l=$1; [ "$l" -lt 1 ] && l=1; ec
 python3 -c 'import torch, triton' 2>/dev/null || { nok "python3 with torch and triton is needed"; exit 1; }
 ls "$B"/cache/*.gxpol >/dev/null 2>&1 || nok "no policy JIT cache in $B/cache: run 'make gpu-prep' before carrying build/"
 
-# one NAME LIMIT CMD...: every cache fresh under $W/NAME; wall ms in $L/NAME.wall_ms
+# one NAME LIMIT CMD...: every cache fresh; wall ms in $L/NAME.wall_ms.
+# gpuext's caches are per configuration (under $W/NAME: prepare reads the
+# cold run's); Triton's, Inductor's and the driver's are emptied at one path,
+# as on a fresh node: Triton's PTX names Inductor's source files by path
+# (-lineinfo), so another path is other PTX and a prepared cache would miss
+# (GPU run 91: 5 of 129 hits with a folder per configuration).
 one() {
-	local name=$1 lim=$2 c=$W/$1
+	local name=$1 lim=$2 c=$W/$1 f=$W/fresh
 	shift 2
 	mkdir -p "$c/gx" "$c/shm" && chmod 700 "$c/gx" "$c/shm"
 	cp "$B"/cache/*.gxpol "$c/gx/" 2>/dev/null
+	rm -rf "$f" && mkdir -p "$f"
 	local t0 t1 rc
 	t0=$(date +%s%N)
-	env TRITON_CACHE_DIR="$c/triton" TORCHINDUCTOR_CACHE_DIR="$c/inductor" CUDA_CACHE_PATH="$c/nv" \
+	env TRITON_CACHE_DIR="$f/triton" TORCHINDUCTOR_CACHE_DIR="$f/inductor" CUDA_CACHE_PATH="$f/nv" \
 		GPUEXT_CACHE_DIR="$c/gx" GPUEXT_SHM_DIR="$c/shm" GPUEXT_SHARED_CACHE_DIR="${SHARED:-$W/none}" \
 		timeout -k 5 "$lim" "$@" >"$L/$name.out" 2>"$L/$name.err"
 	rc=$?
