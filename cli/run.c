@@ -50,7 +50,7 @@ static void usage(FILE *out)
 		"                    repeat (or NAME,NAME) for several: their hooks run in that order\n"
 		"  --json            --tool: the report as JSON\n"
 		"  --trace FILE      --tool: also write a Chrome/Perfetto trace (JSON)\n"
-		"  --sample N        --tool memtrace: record 1 of N warp accesses (GPUEXT_MEM_SAMPLE)\n"
+		"  --sample N        --tool memtrace: record 1 of N warp accesses (GPUEXT_CFG, GPUEXT_MEM_SAMPLE)\n"
 		"  --policy FILE     load a policy object, *.bpf.o (GPUEXT_POLICY); repeatable, and\n"
 		"                    usable with --tool (device policies run before the tools)\n"
 		"  --tenant NAME     this process is tenant NAME of its GPUs (GPUEXT_TENANT; several\n"
@@ -430,8 +430,10 @@ int gx_run_main(int argc, char **argv, const char *name)
 		if (join_env("LD_AUDIT", a, ':', true, print_env))
 			return 1;
 	}
-	if (sample) /* sampling mem programs' 1 in N (memtrace's gx_mem_sample) */
+	if (sample) { /* memtrace's 1 in N: its cfg[0], and memtrace_gate's gx_mem_sample */
+		set("GPUEXT_CFG", sample, print_env);
 		set("GPUEXT_MEM_SAMPLE", sample, print_env);
+	}
 	/* Device hooks need PTX: CuPy's own kernels reach the driver as PTX
 	 * (not NVRTC's cubins) with CUPY_COMPILE_WITH_PTX=1; its precompiled
 	 * libraries stay SASS either way. Only when device code is attached,

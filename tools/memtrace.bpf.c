@@ -29,10 +29,27 @@
 #include "gpuext/gdev_helpers.h"
 #include "tools/tools_common.h"
 
-/* 1 warp access in this many reaches the program: the rewriter's sample
- * gate reads it (gx_hook_binding.sample); GPUEXT_MEM_SAMPLE / --sample N
- * replace it for a run, "memtrace.bpf.o,gx_mem_sample=N" for a policy. */
+#ifdef GX_MT_GATE
+/* memtrace_gate (GX_MT_GATE=1 at load, not the default): 1 warp access in
+ * this many reaches the program, the rewriter's sample gate reads it
+ * (gx_hook_binding.sample); GPUEXT_MEM_SAMPLE / --sample N replace it for a
+ * run, "memtrace_gate.bpf.o,gx_mem_sample=N" for a policy. Not the default:
+ * on the GPU (run 89, H200) its full trace split warps the original ran
+ * whole (313 of 313 warps' stores as 1 + 31 lanes) and tool_bench's reduce
+ * and the cooperative sample never finished under it — a warp divided at
+ * the gate before a barrier. The default samples in the program, as
+ * before, after the trampoline's election. */
 __u32 gx_mem_sample SEC(".data") = 1024;
+#else
+/* cfg[0]: 1 access in N sampled (GPUEXT_CFG / gpuext-run --sample N), 1024
+ * when unset. */
+struct {
+	__uint(type, GDEV_MAP_ARRAY);
+	__uint(max_entries, GX_TOOL_CFG_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} cfg SEC(".maps");
+#endif
 
 struct {
 	__uint(type, GDEV_MAP_RINGBUF);
@@ -43,6 +60,25 @@ SEC("gdev/mem/access")
 int memtrace(struct gdev_ctx *ctx)
 {
 	__u64 addr = ctx->addr;
+#ifndef GX_MT_GATE
+	/* the decision from registers only (the leader's address, time, SM),
+	 * mixed by murmur3's 32-bit finaliser and compared by a multiply: an
+	 * access not sampled touches no memory beyond the knob */
+	__u32 key = 0;
+	__u64 every = 1024;
+	__u64 *n = bpf_map_lookup_elem(&cfg, &key);
+	if (n && *n)
+		every = *n < (1ull << 32) ? *n : (1ull << 32);
+	__u32 x = (__u32)(addr >> 2) ^ (__u32)gdev_globaltimer() * 0x9e3779b1u ^ gdev_smid() << 20;
+	x ^= x >> 16;
+	x *= 0x85ebca6bu;
+	x ^= x >> 13;
+	x *= 0xc2b2ae35u;
+	x ^= x >> 16;
+	/* sampled iff x * every < 2^32: probability 1/every */
+	if (((__u64)x * every) >> 32)
+		return GDEV_DEFAULT;
+#endif
 	/* struct gx_mt_rec, built as 8-byte words: the ring helper reads them
 	 * from registers (no u32 pieces reassembled through local memory) */
 	union {

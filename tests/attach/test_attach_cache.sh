@@ -25,10 +25,10 @@ for f in $B/lib/libcuda.so*; do cp -P "$f" $T/lib/; done
 [ ! -e $T/lib/libgxjit.so ] && echo "ok - cache: shim copied without libgxjit.so" ||
 	echo "not ok - cache: shim copied without libgxjit.so"
 if $B/bin/gpuext tools prepare --cache-dir $T/cache --sm 90 >$T/prepare.log 2>&1 &&
-	[ "$(ls $T/cache/*.gxpol | wc -l)" = 8 ]; then
-	echo "ok - cache: gpuext tools prepare --sm 90 cached the five tool objects and the three variants"
+	[ "$(ls $T/cache/*.gxpol | wc -l)" = 9 ]; then
+	echo "ok - cache: gpuext tools prepare --sm 90 cached the five tool objects and the four variants"
 else
-	echo "not ok - cache: gpuext tools prepare --sm 90 cached the five tool objects and the three variants"; sed 's/^/#  /' $T/prepare.log
+	echo "not ok - cache: gpuext tools prepare --sm 90 cached the five tool objects and the four variants"; sed 's/^/#  /' $T/prepare.log
 fi
 
 run() { # tool, out name, extra env...
@@ -73,14 +73,18 @@ done
 # registers the driver gave the original (the fake says 16: .maxnreg 32);
 # GX_PTX_MEM_CAP=0 keeps the gate without the cap; GPUEXT_MEM_SAMPLE=1 (the
 # full trace) has no gate. Each setting is its own module cache entry.
+# (memtrace_gate, GX_MT_GATE=1: the default memtrace samples in its program)
 mods() { grep -l "$1" $T/cache/modules/*.gxmod 2>/dev/null; }
-check "memtrace: the shim's module has the 1-in-1024 gate and .maxnreg 32" \
-	"mods 'setp.lo.u32.*4194304' | xargs -r grep -l 'vote.sync.any.pred' | xargs -r grep -q '^.maxnreg 32'" memtrace
-run memtrace mt-nocap GX_PTX_MEM_CAP=0
+check "memtrace (default): no gate, the program samples" \
+	"! mods 'vote.sync.any.pred' | grep -q ." memtrace
+run memtrace mt-gate GX_MT_GATE=1
+check "memtrace GX_MT_GATE=1: the shim's module has the 1-in-1024 gate and .maxnreg 32" \
+	"grep -q 'object memtrace_gate' $T/mt-gate.err && mods 'setp.lo.u32.*4194304' | xargs -r grep -l 'vote.sync.any.pred' | xargs -r grep -q '^.maxnreg 32'" mt-gate
+run memtrace mt-nocap GX_MT_GATE=1 GX_PTX_MEM_CAP=0
 check "memtrace GX_PTX_MEM_CAP=0: gated, not capped" \
 	"[ \$(cat $T/mt-nocap.rc) = 0 ] && (for f in \$(mods 'vote.sync.any.pred'); do grep -q maxnreg \$f || exit 0; done; exit 1)" mt-nocap
-run memtrace mt-full GPUEXT_MEM_SAMPLE=1
-run "" mt-knob GPUEXT_POLICY="$B/share/gpuext/tools/memtrace.bpf.o,gx_mem_sample=64"
+run memtrace mt-full GX_MT_GATE=1 GPUEXT_MEM_SAMPLE=1
+run "" mt-knob GPUEXT_POLICY="$B/share/gpuext/tools/memtrace_gate.bpf.o,gx_mem_sample=64"
 check "memtrace as a policy with the knob gx_mem_sample=64: 1 in 64" \
 	"[ \$(cat $T/mt-knob.rc) = 0 ] && grep -q 'knobs gx_mem_sample=64' $T/mt-knob.err && mods 'setp.lo.u32.*, 67108864;' | grep -q ." mt-knob
 check "memtrace GPUEXT_MEM_SAMPLE=1: the full trace, no gate" \
