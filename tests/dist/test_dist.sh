@@ -79,7 +79,7 @@ check "tarball holds no JIT library (that is the add-on)" "! grep -q 'libgxjit\|
 # 5 tools + their 3 load-time variants (gx_tools.h) + 5 schedule policies,
 # for sm_70 75 80 86 87 89 90
 ncache=$(grep -c "gpuext-$V/share/gpuext/cache/.*\.gxpol$" "$T/list")
-check "shipped JIT cache: 14 objects x 7 architectures ($ncache entries)" "[ $ncache = 98 ]"
+check "shipped JIT cache: 15 objects x 7 architectures ($ncache entries)" "[ $ncache = 105 ]"
 check "tarball entries owned by root" "tar -tvzf $TGZ | awk '{print \$2}' | sort -u | grep -qx '0/0'"
 
 # ---- the tarball on a host without LLVM: another folder, scratch HOME ----

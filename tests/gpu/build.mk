@@ -8,7 +8,7 @@ GPU_KRS_NOCOUNT   := $(BUILD)/tests/gpu/krs_nocount/kernelretsnoop.bpf.o
 GPU_PREP_POLICIES := $(HB_DEVPF) $(BS_POL_OBJS) $(GPU_KRS_NOCOUNT)
 
 $(GPU_KRS_NOCOUNT): tools/kernelretsnoop.bpf.c $(TOOL_HDRS)
-	$(call bpf_compile,-DGX_KRS_NOCOUNT)
+	$(call bpf_compile,)
 
 # GPU test programs (nvcc 13 here; static cudart runs on the H200).
 $(BUILD)/tests/gpu/tools_kern: tests/gpu/tools_kern.cu

@@ -46,6 +46,8 @@ nok() { echo "not ok - graphmetrics: $*" | tee -a "$L/summary.txt"; }
 bench() { echo "bench: graphmetrics: $*" | tee -a "$L/summary.txt"; }
 export GPUEXT_CACHE_DIR=${GPUEXT_CACHE_DIR:-$B/cache} GPUEXT_STATS_MS=200 PATH=$PATH:/usr/local/cuda/bin
 export GPUEXT_TOOLS_DIR=$B/share/gpuext/tools
+# the map is kernelretsnoop's opt-in variant (kernelretsnoop_counts)
+export GX_KRS_COUNTS=1
 "$EXP" --help >/dev/null 2>&1 || export LD_LIBRARY_PATH=$B/tests/gpu/mhd${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 "$EXP" --help >/dev/null 2>&1 || { nok "$EXP does not run: $("$EXP" --help 2>&1 | head -1)"; exit 0; }
 
@@ -188,10 +190,10 @@ if [ -x "$BAPP" ] && [ -f "$NOC/kernelretsnoop.bpf.o" ]; then
 	timeout 60 "$BAPP" 21 >"$L/ab-native.txt" 2>&1
 	for i in 1 2; do
 		for arm in map nomap; do
-			dir=$GPUEXT_TOOLS_DIR
-			[ $arm = nomap ] && dir=$NOC
+			dir=$GPUEXT_TOOLS_DIR counts=1
+			[ $arm = nomap ] && dir=$NOC counts=0
 			[ -d "$W/ab-shm" ] || mkdir -m 700 "$W/ab-shm"
-			GPUEXT_TOOLS_DIR=$dir GPUEXT_SHM_DIR=$W/ab-shm timeout 90 "$RUN" -v --tool kernelretsnoop -- "$BAPP" 21 \
+			GX_KRS_COUNTS=$counts GPUEXT_TOOLS_DIR=$dir GPUEXT_SHM_DIR=$W/ab-shm timeout 90 "$RUN" -v --tool kernelretsnoop -- "$BAPP" 21 \
 				>"$L/ab-$arm-$i.txt" 2>"$L/ab-$arm-$i.err"
 		done
 	done
