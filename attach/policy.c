@@ -94,19 +94,24 @@ static const char *tool_object(const char *tool)
 {
 	size_t nv;
 	const struct gx_tool_variant *v = gx_tool_variants(&nv);
-	const char *e = NULL, *env = NULL;
 	for (size_t i = 0; i < nv; i++) {
-		if (strcmp(v[i].tool, tool))
-			continue;
-		env = v[i].env;
-		e = getenv(env);
+		const char *e = strcmp(v[i].tool, tool) ? NULL : getenv(v[i].env);
 		if (e && !strcmp(e, v[i].val)) {
-			pr_info("policy %s: %s=%s: object %s", tool, env, e, v[i].object);
+			pr_info("policy %s: %s=%s: object %s", tool, v[i].env, e, v[i].object);
 			return v[i].object;
 		}
 	}
-	if (e && *e && strcmp(e, "0") && strcmp(e, "16384") && strcmp(e, "first"))
-		pr_warn("policy %s: %s=%s: not a value this tool knows; running its default", tool, env, e);
+	/* none matched: a variable of this tool's set to a value no variant
+	 * has (0 and the defaults' names mean the default) */
+	const char *warned = NULL;
+	for (size_t i = 0; i < nv; i++) {
+		const char *e = strcmp(v[i].tool, tool) ? NULL : getenv(v[i].env);
+		if (!e || !*e || !strcmp(e, "0") || !strcmp(e, "16384") || !strcmp(e, "first") ||
+		    (warned && !strcmp(warned, v[i].env)))
+			continue;
+		pr_warn("policy %s: %s=%s: not a value this tool knows; running its default", tool, v[i].env, e);
+		warned = v[i].env;
+	}
 	return tool;
 }
 

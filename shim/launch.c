@@ -28,6 +28,19 @@ static __attribute__((noinline)) CUresult launch_event(struct gx_event *ev)
 	return gx_ev_on(GX_EV_LAUNCH) ? gx_ev_raise(ev) : CUDA_SUCCESS;
 }
 
+/* The driver refused a launch for its resources. Under gpuext that can be
+ * ours: code a tool adds to a kernel can raise its registers past what the
+ * application's block size allows (GPU run 89: tool_bench's gemm and
+ * stencil under kernelretsnoop with a map, wrong results and no word). The
+ * error goes back as it came; we say so once, with the kernel and block. */
+static __attribute__((noinline, cold)) void launch_refused(const struct gx_launch_event *l)
+{
+	pr_warn_once("launch of %s (blocks of %u threads) refused by the driver: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES; "
+		     "if it runs without gpuext, the instrumented kernel needs more registers than such blocks allow: "
+		     "run it without the tool or policy (GPUEXT_DISABLE=1 to compare)",
+		     l->name ? l->name : "a kernel", l->block[0] * l->block[1] * l->block[2]);
+}
+
 /* After the driver's call: GX_EV_LAUNCH_DONE with the same event, if the
  * launch was accepted, an event was made for it (not nested) and somebody
  * wants every launch's or asked for this one (done_for: a subscriber with
@@ -35,6 +48,8 @@ static __attribute__((noinline)) CUresult launch_event(struct gx_event *ev)
  * bench/launch_cost.sh counts the instructions of this and launch_event. */
 static __attribute__((noinline)) CUresult launch_done(struct gx_event *ev, CUresult rc)
 {
+	if (__builtin_expect(rc == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, 0))
+		launch_refused(&ev->launch);
 	if (rc == CUDA_SUCCESS && ev->kind == GX_EV_LAUNCH && (gx_ev_on(GX_EV_LAUNCH_DONE) || ev->launch.done_for)) {
 		ev->kind = GX_EV_LAUNCH_DONE;
 		gx_ev_raise(ev);

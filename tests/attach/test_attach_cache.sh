@@ -90,6 +90,13 @@ check "memtrace as a policy with the knob gx_mem_sample=64: 1 in 64" \
 check "memtrace GPUEXT_MEM_SAMPLE=1: the full trace, no gate" \
 	"[ \$(cat $T/mt-full.rc) = 0 ] && (for f in \$(mods 'gxp_memtrace'); do grep -q 'vote.sync.any.pred' \$f || exit 0; done; exit 1)" mt-full
 
+# A launch the driver refuses for its resources (an instrumented kernel's
+# registers past what its blocks allow: GPU run 89) is said once, with the
+# kernel, and the error goes back to the application as it came.
+run threadhist oor FAKECUDA_OOR_THREADS=1
+check "a launch refused with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: one warning naming the kernel" \
+	"[ \$(grep -c 'refused by the driver: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES' $T/oor.err) = 1 ] && grep -q \"launch of $K (blocks of\" $T/oor.err" oor
+
 # Rings live in device memory; their host mirrors are only pinned when the
 # driver lets us: a refused pin leaves the tool attached, its records
 # (copied through staging) still reach the log, and the app runs.

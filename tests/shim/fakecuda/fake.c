@@ -746,6 +746,13 @@ static CUresult launch(const char *api, CUfunction f, unsigned gx, unsigned gy, 
 		smem_attr = getenv("FAKECUDA_SMEM_ATTR") && *getenv("FAKECUDA_SMEM_ATTR") == '1';
 	if (known && smem_attr && sh > 48 * 1024 && (int)sh > x->max_dyn)
 		return CUDA_ERROR_INVALID_VALUE;
+	/* FAKECUDA_OOR_THREADS=N: blocks of more than N threads do not fit
+	 * (an instrumented kernel's registers, as the shim must report) */
+	static long oor = -1;
+	if (oor < 0)
+		oor = getenv("FAKECUDA_OOR_THREADS") ? strtol(getenv("FAKECUDA_OOR_THREADS"), NULL, 10) : 0;
+	if (known && oor > 0 && (long)bx * by * bz > oor)
+		return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
 	if (known) {
 		if (x->is_kernel) {
 			/* A CUkernel runs its library's code in the current context. */
