@@ -34,7 +34,7 @@
  * this many reaches the program, the rewriter's sample gate reads it
  * (gx_hook_binding.sample); GPUEXT_MEM_SAMPLE / --sample N replace it for a
  * run, "memtrace_gate.bpf.o,gx_mem_sample=N" for a policy. Not the default:
- * on the GPU (run 89, H200) its full trace split warps the original ran
+ * on the GPU (run 90, H200) its full trace split warps the original ran
  * whole (313 of 313 warps' stores as 1 + 31 lanes) and tool_bench's reduce
  * and the cooperative sample never finished under it — a warp divided at
  * the gate before a barrier. The default samples in the program, as
