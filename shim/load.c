@@ -202,6 +202,29 @@ static int prep_cubin_ptx(const struct gx_image *im, unsigned sm, struct gx_prep
 	return r;
 }
 
+/* An image with SASS for this device whose PTX the rewrite left as it was
+ * (no hook site, no kernel with a persistent copy) loads as it came:
+ * NVIDIA's SASS, not the driver's JIT of the PTX. The JIT'd kernels can use
+ * more registers, and a library that sizes its launches by them changes
+ * its plans: cuFFT under --sched adaptive with no kernel of its selected
+ * reported a 128,000-byte work area it needs none of, and failed a plan
+ * (GPU run 91). It also spares the JIT at start. Only under a tool, policy
+ * or schedule policy. */
+static bool keep_sass(bool rewritten, int has_sass, unsigned sm, struct gx_prep *p)
+{
+	if (!rewritten || !has_sass || p->nr_hooks || p->nr_persistent)
+		return rewritten;
+	/* only when the run asked for hooks or copies: with neither, the
+	 * identity reload stays as it was */
+	struct gx_ptx_rewrite_opts opts;
+	gx_prep_opts(&opts);
+	if (!opts.hooks && !opts.persistent)
+		return rewritten;
+	gx_prep_free(p);
+	snprintf(p->why, sizeof(p->why), "has SASS for sm_%u and nothing to change in its PTX", sm);
+	return false;
+}
+
 /* Common start of gx_prepare*: the module's number, and GPUEXT_DISABLE. */
 static bool prep_start(struct gx_prep *p)
 {
@@ -273,7 +296,7 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 		const char *text = e->data;
 		len = strnlen(text, e->raw_size);
 		gx_image_free(&im); /* entries point into the application's image, which stays */
-		return gx_prep_rewrite(text, len, sm, p);
+		return keep_sass(gx_prep_rewrite(text, len, sm, p), has_sass, sm, p);
 	}
 	size_t budget = gx_image_budget(im.extent);
 	int ret = gx_image_entry_data(e, &budget, &raw, &len);
@@ -291,7 +314,7 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 	}
 	bool ok = gx_prep_rewrite(raw, len, sm, p);
 	free(raw);
-	return ok;
+	return keep_sass(ok, has_sass, sm, p);
 }
 
 bool gx_prepare_ptx(const char *api, const char *ptx, size_t len, struct gx_prep *p)

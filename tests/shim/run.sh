@@ -53,6 +53,27 @@ run timeout 120 "$B/tests/shim/test_shim" "$tmp/k.cubin" "$tmp/k.ptx" "$tmp/f.fa
 rc=$?
 [ $rc -eq 0 ] || nok "test_shim exited $rc"
 
+# Under a tool (or a policy) an image with SASS for the device whose PTX the
+# rewrite leaves as it was (no hook site: memtrace on a kernel without a
+# memory access) loads as it came, NVIDIA's SASS rather than the driver's
+# JIT of the PTX, which can use more registers (a library sizing launches by
+# them changes its plans). Without a tool the identity reload stays
+# (test_shim above).
+printf 'extern "C" __global__ void nop_kernel() {}\n' >"$tmp/nop.cu"
+if "$NVCC" -fatbin -gencode arch=compute_90,code=[sm_90,compute_90] -o "$tmp/nop.fatbin" "$tmp/nop.cu" 2>>"$tmp/nvcc.err"; then
+	run env GPUEXT_TOOL=memtrace GPUEXT_TOOLS_DIR="$PWD/$B/share/gpuext/tools" GPUEXT_CACHE=0 \
+		timeout 60 "$B/tests/shim/mcache_load" "$tmp/nop.fatbin" nop_kernel >"$tmp/keep.out" 2>"$tmp/keep.err"
+	grep -q 'passed through: has SASS for sm_90 and nothing to change in its PTX' "$tmp/keep.err" &&
+		! grep -q 'rewritten' "$tmp/keep.err" &&
+		ok "under a tool, a fatbin with nothing to hook: its SASS loads as it came" ||
+		nok "a fatbin with nothing to hook under a tool: $(grep 'gpuext: module' "$tmp/keep.err" | head -2 | tr '\n' ' ')"
+	run env GPUEXT_CACHE=0 timeout 60 "$B/tests/shim/mcache_load" "$tmp/nop.fatbin" nop_kernel >/dev/null 2>"$tmp/keep0.err"
+	grep -q 'rewritten (identity)' "$tmp/keep0.err" && ok "without a tool the same fatbin is reloaded from its PTX (identity)" ||
+		nok "without a tool: $(grep 'gpuext: module' "$tmp/keep0.err" | head -2 | tr '\n' ' ')"
+else
+	nok "nvcc builds the empty-kernel fatbin: $(tail -2 "$tmp/nvcc.err")"
+fi
+
 # No usable real driver.
 env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA=/nonexistent/libcuda.so.1 "$B/tests/shim/test_nodriver" "missing driver" 2>"$tmp/nd.err"
 grep -q 'could not be loaded' "$tmp/nd.err" && ok "missing driver: the log says so" || nok "missing driver: no log line"
