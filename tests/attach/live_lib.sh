@@ -1,7 +1,27 @@
 # shellcheck shell=bash
 # live_lib.sh — shared by the live attach tests (test_live.sh,
-# test_live_kinds.sh): sourced, not run. Needs B, T, APP, PTX, K, FAKE set;
-# the test's name in LIVE_NAME prefixes every check.
+# test_live_kinds.sh, test_live_sched.sh): sourced, not run. Sets up what
+# they all use: B, the scratch folder T (build/tests/attach/LIVE_TMP.XXXXXX,
+# removed at exit unless KEEP, with every live_app started still running
+# killed), FAKE, APP, G, PTX and its first kernel K, the module cache,
+# shm and control folders; the test's name in LIVE_NAME prefixes every check.
+B=${BUILD:-build}
+B=$(cd "$B" && pwd)
+T=$(mktemp -d "$B/tests/attach/${LIVE_TMP:-live}.XXXXXX")
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+FAKE=$B/tests/attach/fakecuda/libcuda.so.1
+APP=$B/tests/attach/live_app
+G="$B/bin/gpuext"
+PTX=tests/ptx-rewrite/golden-passes/vadd.ptx
+K=$(sed -n 's/.*\.entry \([A-Za-z0-9_]*\).*/\1/p' $PTX | head -1)
+mkdir -p $T/cache $T/shm $T/ctl
+chmod 700 $T/shm $T/ctl
+export GPUEXT_CTL_DIR=$T/ctl GPUEXT_SHM_DIR=$T/shm
 check() { if eval "$2"; then echo "ok - $LIVE_NAME: $1"; else echo "not ok - $LIVE_NAME: $1"; [ -n "${3:-}" ] && tail -5 "$3" | sed 's/^/#  /'; fi; }
 
 # start NAME MODE [env...]: live_app in the background; its pid in $pid

@@ -15,28 +15,10 @@
 #    refuses, a second attach; another user's process; a request file of
 #    another user.
 set -u
-B=${BUILD:-build}
-B=$(cd "$B" && pwd)
-T=$(mktemp -d "$B/tests/attach/live.XXXXXX")
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-	[ -n "${KEEP:-}" ] || rm -rf "$T"
-}
-trap cleanup EXIT
-FAKE=$B/tests/attach/fakecuda/libcuda.so.1
-APP=$B/tests/attach/live_app
-G="$B/bin/gpuext"
-PTX=tests/ptx-rewrite/golden-passes/vadd.ptx
-K=$(sed -n 's/.*\.entry \([A-Za-z0-9_]*\).*/\1/p' $PTX | head -1)
-mkdir -p $T/cache $T/shm $T/ctl
-chmod 700 $T/shm $T/ctl
-export GPUEXT_CTL_DIR=$T/ctl GPUEXT_SHM_DIR=$T/shm
+LIVE_NAME=live LIVE_TMP=live
+. tests/attach/live_lib.sh
 "$G" tools prepare --cache-dir $T/cache --sm 90 threadhist launchlate >$T/prepare.log 2>&1 ||
 	echo "not ok - live: gpuext tools prepare: $(tail -1 $T/prepare.log)"
-
-LIVE_NAME=live
-. tests/attach/live_lib.sh
 
 # ---- attach, the switch, detach, cycles ----
 start a plain

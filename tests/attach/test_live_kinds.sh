@@ -14,30 +14,13 @@
 #  - a graph instantiated before the attach: one line for its exec, its
 #    launches counted in the detach message and in `gpuext ps`.
 set -u
-B=${BUILD:-build}
-B=$(cd "$B" && pwd)
-T=$(mktemp -d "$B/tests/attach/livek.XXXXXX")
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-	[ -n "${KEEP:-}" ] || rm -rf "$T"
-}
-trap cleanup EXIT
-FAKE=$B/tests/attach/fakecuda/libcuda.so.1
-APP=$B/tests/attach/live_app
-G="$B/bin/gpuext"
-PTX=tests/ptx-rewrite/golden-passes/vadd.ptx
-K=$(sed -n 's/.*\.entry \([A-Za-z0-9_]*\).*/\1/p' $PTX | head -1)
+LIVE_NAME="live kinds" LIVE_TMP=livek
+. tests/attach/live_lib.sh
 MEM=$B/hostbpf/gx_seq.bpf.o   # a mem policy
 SCHED=$B/hostbpf/gx_prio.bpf.o # a sched policy
 TEN=$B/hostbpf/gx_lcfirst.bpf.o # a sched policy with task_launch
-mkdir -p $T/cache $T/shm $T/ctl
-chmod 700 $T/shm $T/ctl
-export GPUEXT_CTL_DIR=$T/ctl GPUEXT_SHM_DIR=$T/shm
 "$G" tools prepare --cache-dir $T/cache --sm 90 threadhist launchlate >$T/prepare.log 2>&1 ||
 	echo "not ok - live kinds: gpuext tools prepare: $(tail -1 $T/prepare.log)"
-LIVE_NAME="live kinds"
-. tests/attach/live_lib.sh
 ps_of() { "$G" ps | awk -v p="$1" '$1 == p { print $5 }'; }
 
 # ---- several at once: a device tool and host policies ----

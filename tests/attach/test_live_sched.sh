@@ -27,25 +27,7 @@
 #  - refusals: a knob without '=', a process that schedules from its start
 #    (GPUEXT_PERSISTENT), an unknown policy name (the command).
 set -u
-B=${BUILD:-build}
-B=$(cd "$B" && pwd)
-T=$(mktemp -d "$B/tests/attach/live_sched.XXXXXX")
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-	[ -n "${KEEP:-}" ] || rm -rf "$T"
-}
-trap cleanup EXIT
-FAKE=$B/tests/attach/fakecuda/libcuda.so.1
-APP=$B/tests/attach/live_app
-G="$B/bin/gpuext"
-PTX=tests/ptx-rewrite/golden-passes/vadd.ptx
-K=$(sed -n 's/.*\.entry \([A-Za-z0-9_]*\).*/\1/p' $PTX | head -1)
-mkdir -p $T/cache $T/shm $T/ctl
-chmod 700 $T/shm $T/ctl
-export GPUEXT_CTL_DIR=$T/ctl GPUEXT_SHM_DIR=$T/shm
-
-LIVE_NAME=live_sched
+LIVE_NAME=live_sched LIVE_TMP=live_sched
 . tests/attach/live_lib.sh
 
 # ---- attach --sched, the switch, detach, cycles ----
