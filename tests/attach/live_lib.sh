@@ -16,6 +16,7 @@ cleanup() {
 trap cleanup EXIT
 FAKE=$B/tests/attach/fakecuda/libcuda.so.1
 APP=$B/tests/attach/live_app
+# shellcheck disable=SC2034 # used by the tests that source this
 G="$B/bin/gpuext"
 PTX=tests/ptx-rewrite/golden-passes/vadd.ptx
 K=$(sed -n 's/.*\.entry \([A-Za-z0-9_]*\).*/\1/p' $PTX | head -1)
