@@ -272,34 +272,11 @@ int gx_pcache_load(const char *dir, uint64_t hash, unsigned sm, struct gx_policy
 	return ret;
 }
 
-/* mkdir -p; the folders it creates get `mode` exactly (not narrowed by the
- * umask: a shared cache must be readable by all). */
-static int mkdir_p(const char *dir, mode_t mode)
-{
-	char tmp[4096];
-	snprintf(tmp, sizeof(tmp), "%s", dir);
-	for (char *s = tmp + 1;; s++) {
-		if (*s && *s != '/')
-			continue;
-		char c = *s;
-		*s = 0;
-		if (!mkdir(tmp, mode)) {
-			if (chmod(tmp, mode))
-				return -errno;
-		} else if (errno != EEXIST) {
-			return -errno;
-		}
-		*s = c;
-		if (!c)
-			return 0;
-	}
-}
-
 int gx_pcache_store(const char *dir, const struct gx_policy_desc *d, unsigned flags)
 {
 	bool shared = flags & GX_PCACHE_SHARED;
 	char path[4096], tmp[4200];
-	int ret = mkdir_p(dir, shared ? 0755 : 0700);
+	int ret = gx_mkdir_p(dir, shared ? 0755 : 0700);
 	if (ret)
 		return gx_err(ret);
 	/* Written only into a folder of this user closed to others: a

@@ -30,23 +30,6 @@ static bool is_entry(const char *name)
 	return (l > 6 && !strcmp(name + l - 6, ".gxmod")) || (l > 8 && !strcmp(name + l - 8, ".gxcubin"));
 }
 
-static int mkdirs(const char *d, mode_t mode)
-{
-	char tmp[4400];
-	snprintf(tmp, sizeof(tmp), "%s", d);
-	for (char *s = tmp + 1;; s++) {
-		if (*s && *s != '/')
-			continue;
-		char c = *s;
-		*s = 0;
-		if (mkdir(tmp, mode) && errno != EEXIST)
-			return -errno;
-		if (!c)
-			return 0;
-		*s = c;
-	}
-}
-
 /* Copy S/modules/ entries into D/modules/ (temporary name + rename). */
 static int copy_from(const char *src, const char *dst, mode_t fmode, unsigned *nr)
 {
@@ -57,26 +40,15 @@ static int copy_from(const char *src, const char *dst, mode_t fmode, unsigned *n
 		return -errno;
 	int ret = 0;
 	for (struct dirent *de; (de = readdir(d)) && !ret;) {
-		char from[4600], to[4600], tmp[4600], *buf = NULL;
+		char from[4600], to[4600], *buf = NULL;
 		size_t len = 0;
 		if (!is_entry(de->d_name))
 			continue;
 		snprintf(from, sizeof(from), "%s/%s", sd, de->d_name);
 		snprintf(to, sizeof(to), "%.4000s/modules/%s", dst, de->d_name);
-		snprintf(tmp, sizeof(tmp), "%.4000s/modules/.tmp.XXXXXX", dst);
 		if ((ret = gx_read_file(from, &buf, &len, 0)) < 0)
 			break;
-		int fd = mkstemp(tmp);
-		if (fd < 0) {
-			ret = -errno;
-		} else {
-			bool ok = write(fd, buf, len) == (ssize_t)len && !fchmod(fd, fmode);
-			ok = !close(fd) && ok && !rename(tmp, to);
-			if (!ok) {
-				ret = -EIO;
-				unlink(tmp);
-			}
-		}
+		ret = gx_write_file_mode(to, buf, len, fmode); /* temporary name, then rename */
 		free(buf);
 		*nr += !ret;
 	}
@@ -149,7 +121,7 @@ static int do_prepare(int argc, char **argv)
 	}
 	char md[4200];
 	snprintf(md, sizeof(md), "%s/modules", dir);
-	int r = mkdirs(md, shared ? 0755 : 0700);
+	int r = gx_mkdir_p(md, shared ? 0755 : 0700);
 	if (r < 0) {
 		p_err("cannot make %s: %s", md, strerror(-r));
 		return 1;

@@ -117,6 +117,28 @@ int gx_write_file(const char *path, const void *buf, size_t len)
 	return gx_write_file_mode(path, buf, len, 0600);
 }
 
+int gx_mkdir_p(const char *dir, unsigned mode)
+{
+	char tmp[4096];
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s", dir) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	for (char *s = tmp + 1;; s++) {
+		if (*s && *s != '/')
+			continue;
+		char c = *s;
+		*s = 0;
+		if (!mkdir(tmp, mode)) {
+			if (chmod(tmp, mode))
+				return -errno;
+		} else if (errno != EEXIST) {
+			return -errno;
+		}
+		*s = c;
+		if (!c)
+			return 0;
+	}
+}
+
 int gx_write_file_mode(const char *path, const void *buf, size_t len, unsigned mode)
 {
 	struct stat st;

@@ -66,6 +66,10 @@ int gx_read_fd(int fd, char **buf, size_t *len, size_t max_len);
 int gx_write_file(const char *path, const void *buf, size_t len);
 /* The same with the new file's mode (gx_write_file: 0600). */
 int gx_write_file_mode(const char *path, const void *buf, size_t len, unsigned mode);
+/* mkdir -p: 0 or -errno. The folders it creates get `mode` exactly, not
+ * narrowed by the umask (a shared cache must be readable by all); those
+ * that exist keep theirs. */
+int gx_mkdir_p(const char *dir, unsigned mode);
 /* s as a JSON string literal on f (NULL: ""). */
 void gx_json_str(FILE *f, const char *s);
 
