@@ -193,30 +193,9 @@ int gx_ctl_dir(char *buf, size_t n)
 
 int gx_ctl_write(const char *dir, const char *name, const char *data, size_t len)
 {
-	char tmp[4400], path[4400];
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path) ||
-	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name) >= sizeof(tmp))
+	char path[4400];
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
 		return -ENAMETOOLONG;
-	int fd = mkstemp(tmp); /* 0600 */
-	if (fd < 0)
-		return -errno;
-	size_t o = 0;
-	while (o < len) {
-		ssize_t w = write(fd, data + o, len - o);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			int e = w < 0 ? -errno : -EIO;
-			close(fd);
-			unlink(tmp);
-			return e;
-		}
-		o += (size_t)w;
-	}
-	if (close(fd) || rename(tmp, path)) {
-		int e = -errno;
-		unlink(tmp);
-		return e;
-	}
-	return 0;
+	const void *parts[1] = { data };
+	return gx_write_parts(dir, path, parts, &len, 1);
 }

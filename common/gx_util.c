@@ -117,6 +117,34 @@ int gx_write_file(const char *path, const void *buf, size_t len)
 	return gx_write_file_mode(path, buf, len, 0600);
 }
 
+int gx_write_parts(const char *dir, const char *path, const void *const *parts, const size_t *lens, int n)
+{
+	char tmp[4400];
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.tmp.XXXXXX", dir) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	int fd = mkstemp(tmp); /* mode 0600 */
+	if (fd < 0)
+		return -errno;
+	int ret = 0;
+	for (int i = 0; i < n && !ret; i++)
+		for (size_t w = 0; w < lens[i] && !ret;) {
+			ssize_t r = write(fd, (const char *)parts[i] + w, lens[i] - w);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				ret = r < 0 ? -errno : -EIO;
+			else
+				w += (size_t)r;
+		}
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
 int gx_mkdir_p(const char *dir, unsigned mode)
 {
 	char tmp[4096];

@@ -70,6 +70,11 @@ int gx_write_file_mode(const char *path, const void *buf, size_t len, unsigned m
  * narrowed by the umask (a shared cache must be readable by all); those
  * that exist keep theirs. */
 int gx_mkdir_p(const char *dir, unsigned mode);
+/* Write `path` (in folder `dir`) as the concatenation of n parts, mode 0600:
+ * under a unique temporary name in `dir` (other threads and processes may
+ * write the same path), then rename(2) onto it, so readers see a whole file
+ * or none. 0 or -errno. */
+int gx_write_parts(const char *dir, const char *path, const void *const *parts, const size_t *lens, int n);
 /* s as a JSON string literal on f (NULL: ""). */
 void gx_json_str(FILE *f, const char *s);
 

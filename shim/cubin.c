@@ -111,23 +111,16 @@ static int cubin_get(const struct gx_mcache_key *k, void **cubin, size_t *len)
  * the next start a JIT. */
 static void cubin_put(const struct gx_mcache_key *k, const void *cubin, size_t len)
 {
-	char dir[4096], key[33], tmp[4200], path[4200], hdr[GX_CUBIN_HDR_MAX];
+	char dir[4096], key[33], path[4200], hdr[GX_CUBIN_HDR_MAX];
 	if (len + GX_CUBIN_HDR_MAX > gx_mcache_cap() || gx_mcache_dir(0, dir, sizeof(dir), true))
 		return;
 	key_hex(k, key);
 	snprintf(path, sizeof(path), "%s/%s" GX_CUBIN_EXT, dir, key);
-	snprintf(tmp, sizeof(tmp), "%s/.tmp.XXXXXX", dir);
-	int fd = mkstemp(tmp); /* mode 0600 */
-	if (fd < 0)
-		return;
 	int hl = gx_cubin_entry_header(hdr, key, len, gx_mcache_content_hash(cubin, len));
-	bool ok = write(fd, hdr, (size_t)hl) == hl && write(fd, cubin, len) == (ssize_t)len;
-	ok = !close(fd) && ok && !rename(tmp, path);
-	if (!ok) {
-		unlink(tmp);
-		return;
-	}
-	gx_mcache_enforce_cap(dir);
+	const void *parts[2] = { hdr, cubin };
+	size_t lens[2] = { (size_t)hl, len };
+	if (!gx_write_parts(dir, path, parts, lens, 2))
+		gx_mcache_enforce_cap(dir);
 }
 
 /* The link's target: the device's arch, in its arch-specific or family

@@ -509,44 +509,24 @@ int gx_mcache_put(const struct gx_mcache_key *k, const struct gx_mcache_entry *e
 	const char *ptx = e->ptx, *notes = e->notes;
 	size_t len = e->len;
 	static int warned;
-	char dir[4096], path[4200], tmp[4200];
+	char dir[4096], path[4200];
 	int ret = cache_dir(dir, sizeof(dir), true);
 	if (ret)
 		return ret;
 	if (len + (notes ? strlen(notes) : 0) + MC_HDR_MAX > cap_bytes())
 		return -EFBIG;
 	entry_path(dir, k, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s/.tmp.XXXXXX", dir);
-	int fd = mkstemp(tmp); /* mode 0600 */
-	if (fd < 0) {
-		ret = -errno;
-		goto fail;
-	}
 	size_t nlen = notes ? strlen(notes) : 0;
 	char hdr[MC_HDR_MAX];
 	int hl = snprintf(hdr, sizeof(hdr),
 			  MC_MAGIC "key %016llx%016llx\nhooks %u persistent %u\nptx %zu notes %zu %016llx\n\n",
 			  (unsigned long long)k->h[0], (unsigned long long)k->h[1], e->nr_hooks, e->nr_persistent, len, nlen,
 			  (unsigned long long)content_hash(ptx, len, notes, nlen));
-	ret = 0;
-	const char *parts[3] = { hdr, ptx, notes };
+	const void *parts[3] = { hdr, ptx, notes };
 	size_t lens[3] = { (size_t)hl, len, nlen };
-	for (int i = 0; i < 3 && !ret; i++)
-		for (size_t w = 0; w < lens[i] && !ret;) {
-			ssize_t r = write(fd, parts[i] + w, lens[i] - w);
-			if (r <= 0)
-				ret = r < 0 ? -errno : -EIO;
-			else
-				w += (size_t)r;
-		}
-	if (close(fd) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (ret) {
-		unlink(tmp);
+	ret = gx_write_parts(dir, path, parts, lens, 3);
+	if (ret)
 		goto fail;
-	}
 	gx_mcache_enforce_cap(dir);
 	return 0;
 fail:

@@ -45,7 +45,7 @@ TESTS     += tests/attach/test_live.sh tests/attach/test_live_kinds.sh tests/att
 
 # The control messages under libFuzzer.
 FUZZ_CTL := $(BUILD)/fuzz/fuzz_ctl
-$(FUZZ_CTL): tests/attach/fuzz_ctl.c common/gx_ctl.c common/gx_ctl.h
+$(FUZZ_CTL): tests/attach/fuzz_ctl.c common/gx_ctl.c common/gx_ctl.h common/gx_util.c common/gx_log.c
 	$(call link_fuzz,)
 fuzz: fuzz-ctl
 .PHONY: fuzz-ctl
