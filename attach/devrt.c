@@ -802,6 +802,12 @@ static struct fn_seen *fn_devrt(struct ctxst *st, CUfunction f, bool is_kernel, 
 			instr = ms->instr;
 		} else {
 			instr = module_blocks(st, mod);
+			/* copies loaded beside an unchanged module: their blocks
+			 * now, since launches name the original */
+			CUmodule side = NULL;
+			if (!instr && gx_attach_env->sz > offsetof(struct gx_attach_host, side_module) &&
+			    gx_attach_env->side_module && (side = gx_attach_env->side_module(st->ctx, f)))
+				module_blocks(st, side);
 			if ((ms = calloc(1, sizeof(*ms)))) {
 				ms->mod = mod;
 				ms->instr = instr;

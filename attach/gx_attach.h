@@ -277,6 +277,13 @@ struct gx_attach_host {
 	void (*tick)(void);
 	/* gx_events_unsubscribe of the shim (a live detach). */
 	int (*unsubscribe)(int id);
+	/* The module in ctx holding the persistent copies of the launched
+	 * function or kernel `f`, when the shim loaded them beside the
+	 * application's module (a schedule policy alone: shim/load.c); NULL
+	 * otherwise. The device runtime writes that module's __gx_devrt when
+	 * it first sees f, since the launch events it gets name the original.
+	 * May be NULL. */
+	CUmodule (*side_module)(CUcontext ctx, void *f);
 };
 
 /* Load the configured policies and start their device runtime (tool logs,

@@ -5,6 +5,8 @@
 #  hostexec_cost     CPU cost of the host-policy executor per event
 #  launch_ab         the shim's added launch cost inside one process
 #  memlimit_cost     the allocation path with and without a tenant memory limit (GPU; tests/gpu/limits.sh)
+#  probe_ab          the threadhist block probe taken apart on two short
+#                    barrier kernels (GPU; tests/gpu/probeab.sh)
 #  sched_bench       block scheduling: native launch vs each schedule policy
 #                    on imbalanced and balanced kernels (GPU; tests/gpu/blocksched.sh)
 BENCH_HOOK     := $(BUILD)/bench/hook_overhead
@@ -56,6 +58,31 @@ BENCH_ML := $(BUILD)/bench/memlimit_cost
 $(BENCH_ML): $(call objs,bench/memlimit_cost.c)
 	$(call link,-L$(STUB_LDIR) -lcuda)
 
+# probe_ab: the kernels as nvcc makes them and the variants of the probe
+# (bench/probe_ab_variants.py; the GPU machine has no LLVM to JIT threadhist).
+BENCH_PAB     := $(BUILD)/bench/probe_ab
+BENCH_PAB_DIR := $(BUILD)/bench/probe_ab_ptx
+$(BENCH_PAB): $(call objs,bench/probe_ab.c) $(COMMON_LIB)
+	$(call link,-L$(STUB_LDIR) -lcuda)
+$(BENCH_PAB_DIR)/nat.ptx: $(BUILD)/bench/probe_ab_kernels.ptx bench/probe_ab_variants.py $(GPUEXT_BIN) \
+		$(BPFJIT_PLUGIN) $(TOOLS_DIR)/threadhist.bpf.o $(TOOLS_DIR)/threadhist_lw.bpf.o $(TOOLS_DIR)/threadhist_w1.bpf.o
+	$(call msg,GEN,$(BENCH_PAB_DIR))
+	$(Q)rm -rf $(BENCH_PAB_DIR) && python3 bench/probe_ab_variants.py $(GPUEXT_BIN) $(TOOLS_DIR) $< $(BENCH_PAB_DIR)
+
+# PTX for tests/gpu/probeab.sh to disassemble on the GPU machine (this one
+# has ptxas but no cuobjdump): memtrace in its golden kernel (why a warp's
+# store reaches the site as 1 + 31 lanes, GPU run 90) and memtrace_gate in
+# tool_bench (why its reduce did not finish).
+BENCH_SASS_IN := $(BUILD)/bench/sass_in
+$(BENCH_SASS_IN)/memtrace_golden.ptx: tests/gpu/memtrace/golden.cu $(BENCH_TB_PTX) $(GPUEXT_BIN) $(BPFJIT_PLUGIN) \
+		$(TOOLS_DIR)/memtrace.bpf.o $(TOOLS_DIR)/memtrace_gate.bpf.o
+	$(call msg,GEN,$(BENCH_SASS_IN))
+	$(Q)mkdir -p $(BENCH_SASS_IN)
+	$(Q)$(NVCC) -arch=sm_90 -ptx $< -o $(BENCH_SASS_IN)/golden.orig
+	$(Q)$(GPUEXT_BIN) ptx rewrite --policy $(TOOLS_DIR)/memtrace.bpf.o $(BENCH_SASS_IN)/golden.orig -o $@ 2>/dev/null
+	$(Q)$(GPUEXT_BIN) ptx rewrite --policy $(TOOLS_DIR)/memtrace_gate.bpf.o --sample 1024 $(BENCH_TB_PTX) \
+		-o $(BENCH_SASS_IN)/memtrace_gate_tool_bench.ptx 2>/dev/null
+
 # Linked with -ldl only: it dlopens libcuda.so.1 itself.
 $(BENCH_AB): $(call objs,bench/launch_ab.c)
 	$(call link,-ldl -lm)
@@ -63,7 +90,7 @@ $(BENCH_AB): $(call objs,bench/launch_ab.c)
 BINS_ALL += $(BENCH_HOOK) $(BENCH_HOOK_PTX) $(BENCH_TB_PTX) $(BUILD)/bench/tool_launchlate.ptx \
             $(BUILD)/bench/tool_threadhist.ptx $(BUILD)/bench/empty_probe.bpf.o \
             $(BUILD)/bench/policy_empty_probe.ptx $(PTX_BENCH) $(BENCH_HX) $(BENCH_AB) $(BENCH_SCHED) \
-            $(BENCH_SCHED_PTX) $(BENCH_ML)
+            $(BENCH_SCHED_PTX) $(BENCH_ML) $(BENCH_PAB) $(BENCH_PAB_DIR)/nat.ptx $(BENCH_SASS_IN)/memtrace_golden.ptx
 
 # `make bench-ptx`: rewrite throughput over the corpus.
 .PHONY: bench-ptx

@@ -47,6 +47,7 @@
 /* A kernel with a persistent copy, from the rewriter's log. */
 struct pmod {
 	void *handle; /* CUmodule or CUlibrary */
+	void *side;   /* where its copies are, when not in handle (gx_bs_module) */
 	bool is_library;
 	size_t n;
 	struct gx_bs_kernel *k;
@@ -224,7 +225,7 @@ static void forget_mod_locked(void *handle)
 	}
 }
 
-void gx_bs_module(void *handle, bool is_library, const char *log)
+void gx_bs_module(void *handle, bool is_library, const char *log, void *side)
 {
 	if (mode < 0 || !handle)
 		return;
@@ -240,6 +241,7 @@ void gx_bs_module(void *handle, bool is_library, const char *log)
 	struct pmod *m = n ? calloc(1, sizeof(*m)) : NULL;
 	if (m) {
 		m->handle = handle;
+		m->side = side;
 		m->is_library = is_library;
 		m->n = n;
 		m->k = k;
@@ -253,13 +255,16 @@ void gx_bs_module(void *handle, bool is_library, const char *log)
 
 /* ---------------------------------------------------------------- launches */
 
-static const struct gx_bs_kernel *find_kern(void *mod, const char *name, bool *is_library)
+/* The copies of kernel `name` of module mod, and the module (or library)
+ * they are in: mod itself, or the module loaded beside it. */
+static const struct gx_bs_kernel *find_kern(void *mod, const char *name, bool *is_library, void **code)
 {
 	struct pmod *m;
 	HASH_FIND_PTR(mods, &mod, m);
 	if (!m)
 		return NULL;
 	*is_library = m->is_library;
+	*code = m->side ? m->side : mod;
 	for (size_t i = 0; i < m->n; i++)
 		if (!strcmp(m->k[i].name, name))
 			return &m->k[i];
@@ -297,21 +302,22 @@ static struct pfunc *resolve_locked(CUcontext ctx, void *f)
 	bool is_library = false;
 	if (bs_host->func_info(ctx, f, name, sizeof(name), &mod) == 0 && mod) {
 		pf->mod = mod;
-		const struct gx_bs_kernel *k = find_kern(mod, name, &is_library);
+		void *code = mod;
+		const struct gx_bs_kernel *k = find_kern(mod, name, &is_library, &code);
 		CUfunction copy = NULL;
 		CUresult rc = CUDA_ERROR_NOT_FOUND;
-		if (k && fnmatch(glob, name, 0)) {
+		if (fnmatch(glob, name, 0)) { /* it has no copy either (persist_kernels) */
 			bs_log_decision(name, "runs unchanged: not selected by policy %s (kernels=%s)", tag, glob);
 			k = NULL;
 		}
 		if (k)
-			rc = copy_func(mod, is_library, k->copy, &copy);
+			rc = copy_func(code, is_library, k->copy, &copy);
 		if (k && rc == CUDA_SUCCESS) {
 			pf->k = k;
 			pf->copy = copy;
 			/* other subscribers (device policies) may look the copy up */
 			bs_host->add_func(ctx, copy, mod, k->copy);
-			if (k->scopy && (rc = copy_func(mod, is_library, k->scopy, &pf->scopy)) == CUDA_SUCCESS) {
+			if (k->scopy && (rc = copy_func(code, is_library, k->scopy, &pf->scopy)) == CUDA_SUCCESS) {
 				bs_host->add_func(ctx, pf->scopy, mod, k->scopy);
 			} else if (k->scopy) {
 				const char *en = "?";
@@ -855,6 +861,11 @@ static void fill_opts(struct gx_ptx_rewrite_opts *opts, int m)
 {
 	opts->persistent = GX_PTX_PERSISTENT_COPY;
 	opts->persist_rt = gx_bs_rt_ptx(&opts->persist_rt_len);
+	/* copies for the selected kernels only: a module with none keeps its
+	 * own code (NVIDIA's SASS where it has it: cuFFT sizes its plans by
+	 * its kernels' resources, GPU run 91) */
+	if (strcmp(glob, "*"))
+		opts->persist_kernels = glob;
 	if (m == GX_WORK_STATIC)
 		opts->flags |= GX_PTX_F_PERSIST_STATIC;
 	else if (guard_on)

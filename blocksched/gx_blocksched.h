@@ -175,8 +175,11 @@ int gx_bs_rewrite_opts(const struct gx_bs_host *host, struct gx_ptx_rewrite_opts
 /* The policy tag blocksched schedules with ("" without GPUEXT_SCHED). */
 const char *gx_bs_policy_tag(void);
 /* A module or library was loaded from PTX rewritten with `log` (the
- * rewriter's notes): remember its kernels that have a persistent copy. */
-void gx_bs_module(void *handle, bool is_library, const char *log);
+ * rewriter's notes): remember its kernels that have a persistent copy.
+ * side: NULL when the copies are in `handle`; else the module or library
+ * loaded beside it that holds them (the application's image runs as it
+ * came: the shim's gx_prep.side). */
+void gx_bs_module(void *handle, bool is_library, const char *log, void *side);
 /* Forget everything (tests, exit). */
 void gx_bs_reset(void);
 

@@ -156,6 +156,8 @@ static void rewrite_usage(FILE *f)
 		   "--sample N: mem sites call their handler for 1 warp access in N (a uniform\n"
 		   "test per warp before the election; memtrace's sampling); with --regs, kernels\n"
 		   "with such sites get the same register cap (GX_PTX_MEM_CAP=0: none).\n"
+		   "--kernels GLOB: the persistent transform for the kernels matching GLOB only\n"
+		   "(a schedule policy's kernels=GLOB).\n"
 		   "--persist-static: persistent versions without the claim path (static only).\n"
 		   "--static-copy: with --persistent=copy, each kernel also gets a static-only copy\n"
 		   "<prefix>_ps_<kernel> (what the shim loads under a guarded policy).\n"
@@ -312,6 +314,7 @@ static int do_rewrite(int argc, char **argv)
 					   {"sample", required_argument, 0, 'N'},
 					   {"persist-static", no_argument, 0, 'Z'},
 					   {"static-copy", no_argument, 0, 'Y'},
+					   {"kernels", required_argument, 0, 'K'},
 					   {"output", required_argument, 0, 'o'},
 					   {"help", no_argument, 0, 'h'},
 					   {0, 0, 0, 0}};
@@ -339,6 +342,9 @@ static int do_rewrite(int argc, char **argv)
 			break;
 		case 'Y':
 			opts.flags |= GX_PTX_F_PERSIST_STATIC_COPY;
+			break;
+		case 'K':
+			opts.persist_kernels = optarg;
 			break;
 		case 'R': {
 			snprintf(kregs_buf, sizeof(kregs_buf), "%s", optarg);

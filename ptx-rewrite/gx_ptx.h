@@ -62,6 +62,11 @@ struct gx_ptx_rewrite_opts {
 	 * gated. gx_ptx_mem_sample_from_env() is the callers' mem_sample. */
 	const unsigned *bind_samples;
 	unsigned mem_sample;
+	/* With `persistent`: only kernels whose name matches this fnmatch(3)
+	 * glob get the transform (a schedule policy's kernels=GLOB); the rest
+	 * are left as they are, and a module with none selected is unchanged,
+	 * so the shim loads its own SASS. NULL or "*": every kernel. */
+	const char *persist_kernels;
 };
 
 struct gx_ptx_kregs {
@@ -91,6 +96,10 @@ struct gx_ptx_kregs {
  * exits, instead of the placement rule's choice (barriers: exits). */
 #define GX_PTX_F_BLOCK_ENTRY 32u
 #define GX_PTX_F_BLOCK_EXIT 64u
+/* A/B (issue 40): block handlers before the kernel's first barrier that
+ * every thread passes once (block_barrier.c), where it has one; else the
+ * rule's choice. */
+#define GX_PTX_F_BLOCK_BARRIER 256u
 
 /* A/B only: kernels with gated memory sites (bind_samples) keep the
  * registers ptxas gives them, no cap at the measured originals' count. */
@@ -98,7 +107,7 @@ struct gx_ptx_kregs {
 
 /* The switches the callers (shim, CLI) take from the environment:
  * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0"),
- * GX_PTX_BLOCK_SITE=entry|exit and GX_PTX_MEM_CAP=0. */
+ * GX_PTX_BLOCK_SITE=entry|exit|barrier and GX_PTX_MEM_CAP=0. */
 static inline unsigned gx_ptx_flags_from_env(void)
 {
 	const char *rc = getenv("GX_PTX_RECONVERGE"), *top = getenv("GX_PTX_ENTRY_TOP");
@@ -106,7 +115,8 @@ static inline unsigned gx_ptx_flags_from_env(void)
 	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) | (mc && mc[0] == '0' ? GX_PTX_F_NO_MEM_CAP : 0) |
 	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |
 	       (bs && !strcmp(bs, "entry") ? GX_PTX_F_BLOCK_ENTRY : 0) |
-	       (bs && !strcmp(bs, "exit") ? GX_PTX_F_BLOCK_EXIT : 0);
+	       (bs && !strcmp(bs, "exit") ? GX_PTX_F_BLOCK_EXIT : 0) |
+	       (bs && !strcmp(bs, "barrier") ? GX_PTX_F_BLOCK_BARRIER : 0);
 }
 
 /* opts.mem_sample as the callers (shim, CLI) take it from the environment:
@@ -178,6 +188,9 @@ struct gx_ptx_stats {
 	unsigned funcs;    /* .func with a body */
 	unsigned insns;
 	unsigned memops;   /* ld, st, atom, red */
+	unsigned vars;     /* module-scope state a host or another launch sees:
+			    * .global/.const variables, texture, surface and
+			    * sampler references (not .shared/.local) */
 };
 void gx_ptx_module__stats(const struct gx_ptx_module *m, struct gx_ptx_stats *st);
 void gx_ptx_module__free(struct gx_ptx_module *m);

@@ -46,6 +46,9 @@ GX_EXPORT void gx_ptx_module__stats(const struct gx_ptx_module *pm, struct gx_pt
 {
 	memset(st, 0, sizeof(*st));
 	for (const struct ptx_item *it = pm->m->head; it; it = it->next) {
+		if (it->kind == PTX_ITEM_DECL && it->decl.space != PTX_SPACE_SHARED &&
+		    it->decl.space != PTX_SPACE_LOCAL)
+			st->vars++;
 		if (it->kind != PTX_ITEM_FUNC || !it->func.has_body)
 			continue;
 		if (it->func.is_entry)

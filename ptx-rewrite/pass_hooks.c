@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ptx-rewrite/block_barrier_internal.h"
 #include "ptx-rewrite/pass_internal.h"
 #include "ptx-rewrite/passlib_internal.h"
 #include "ptx-rewrite/policy_internal.h"
@@ -33,6 +34,9 @@ struct hooks {
 	/* where this kernel's GDEV_HOOK_BLOCK handlers go (GDEV_HOOK_ENTRY or
 	 * GDEV_HOOK_EXIT; 0: none) */
 	unsigned block_at;
+	/* GX_PTX_F_BLOCK_BARRIER: the barrier they go before instead of the
+	 * entry (block_at is then GDEV_HOOK_ENTRY) */
+	struct ptx_stmt *block_bar;
 };
 
 /* Size in bytes of a register as declared in fn (or 8 if not found). */
@@ -402,11 +406,25 @@ static int hook_func(struct hooks *ps, struct ptx_func *fn)
 	int err;
 	unsigned skipped = 0;
 	ps->block_at = 0;
+	ps->block_bar = NULL;
 	if ((hooks & GDEV_HOOK_BLOCK) && ps->ctx->opts->policy_ptx && fn->is_entry &&
 	    block_bound(ps->ctx->opts, fn))
 		ps->block_at = ps->ctx->opts->flags & GX_PTX_F_BLOCK_ENTRY ? GDEV_HOOK_ENTRY :
 			       ps->ctx->opts->flags & GX_PTX_F_BLOCK_EXIT  ? GDEV_HOOK_EXIT :
 									     block_site(ps->m, fn);
+	/* Before the first barrier every thread passes once, when asked for,
+	 * no entry handler shares the site and no callee may end a thread. */
+	if (ps->block_at && (ps->ctx->opts->flags & GX_PTX_F_BLOCK_BARRIER) && !(hooks & GDEV_HOOK_ENTRY) &&
+	    !(blk_scan(ps->m, fn, 0) & BLK_LEAVES)) {
+		ps->block_bar = ptx_once_barrier(ps->m, fn, &err);
+		if (err)
+			return err;
+		if (ps->block_bar) {
+			ps->block_at = GDEV_HOOK_ENTRY;
+			ptx_pass_log(ps->ctx, "hooks: %s: block handlers before its first barrier "
+					      "(GX_PTX_BLOCK_SITE=barrier)", fn->name);
+		}
+	}
 	if (ps->block_at == GDEV_HOOK_EXIT)
 		ptx_pass_log(ps->ctx, "hooks: %s: block handlers at its exits (%s)", fn->name,
 			     ps->ctx->opts->flags & GX_PTX_F_BLOCK_EXIT ? "GX_PTX_BLOCK_SITE=exit"
@@ -450,7 +468,7 @@ static int hook_func(struct hooks *ps, struct ptx_func *fn)
 	 * returns must not be hooked. It goes after the kernel's prologue
 	 * (entry_site_pos), a site of the statement there included. */
 	if (fn->is_entry && (site_hooks & GDEV_HOOK_ENTRY)) {
-		struct ptx_stmt *pos = entry_site_pos(ps, fn, &err);
+		struct ptx_stmt *pos = ps->block_bar ? ps->block_bar : entry_site_pos(ps, fn, &err);
 		if (!err)
 			err = add_sites(ps, fn, pos, GDEV_HOOK_ENTRY, NULL, 0, NULL, 0);
 		ps->pro = (struct ptx_prologue){0};

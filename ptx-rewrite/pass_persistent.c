@@ -976,6 +976,11 @@ int ptx_pass_persist_check(struct ptx_module *m, struct ptx_pass_ctx *ctx, struc
 	ptx_for_each_item(m, it) {
 		if (it->kind != PTX_ITEM_FUNC || !it->func.is_entry || !it->func.has_body)
 			continue;
+		const char *sel = ps->ctx->opts->persist_kernels;
+		if (sel && fnmatch(sel, it->func.name, 0)) {
+			ptx_pass_log(ps->ctx, "persistent: %s: not selected (kernels=%s)", it->func.name, sel);
+			continue;
+		}
 		struct scan sc = {0};
 		unsigned bar_id = 0;
 		int nomem = 0, unit_bar = 0;

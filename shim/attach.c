@@ -11,6 +11,7 @@
 #include "shim/hostpolicy_internal.h"
 #include "shim/load_internal.h"
 #include "shim/stats_internal.h"
+#include "shim/tables_internal.h"
 
 unsigned gx_dev_sm(CUdevice d)
 {
@@ -38,6 +39,22 @@ static const char *sched_spec(void)
 	snprintf(spec, sizeof(spec), "%s%s%s", sched_obj, sched_knobs[0] ? "," : "", sched_knobs);
 	return spec;
 }
+/* gx_attach_host.side_module: the module of f's copies in ctx, when the
+ * shim loaded them beside f's own (load.c, p->side); a library's copies
+ * are a library, whose module in ctx the driver gives. */
+static CUmodule side_module(CUcontext ctx, void *f)
+{
+	void *mod = NULL;
+	bool lib = false;
+	if (gx_tab_func_info(ctx, f, NULL, 0, NULL, &mod) || !mod)
+		return NULL;
+	void *side = gx_tab_side(mod, &lib);
+	CUmodule m = NULL;
+	if (side && lib && REAL(cuLibraryGetModule)(&m, (CUlibrary)side) != CUDA_SUCCESS)
+		m = NULL;
+	return side && !lib ? (CUmodule)side : m;
+}
+
 static struct gx_attach_host host;
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 static bool host_ok;
@@ -68,6 +85,7 @@ static void host_setup(void)
 		.lock_register = gx_lock_register,
 		.tick = gx_stats_tick,
 		.unsubscribe = gx_events_unsubscribe,
+		.side_module = side_module,
 	};
 	host_ok = true;
 }

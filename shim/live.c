@@ -412,7 +412,7 @@ static int copy_make(struct gx_tab_mod *tm)
 			/* before any launch can be switched to it: blocksched knows
 			 * its persistent copies */
 			if (p.log)
-				gx_sched_module(h, tm->is_library, p.log);
+				gx_sched_module(h, tm->is_library, p.log, NULL);
 		}
 	}
 	gx_prep_free(&p);
@@ -431,7 +431,7 @@ static int copy_make(struct gx_tab_mod *tm)
 		}
 		pthread_mutex_unlock(&live_lock);
 		if (h) { /* made twice (a load racing with the attach), or detached meanwhile */
-			gx_sched_module(h, tm->is_library, ""); /* forgotten by blocksched */
+			gx_sched_module(h, tm->is_library, "", NULL); /* forgotten by blocksched */
 			tm->is_library ? REAL(cuLibraryUnload)(h) : REAL(cuModuleUnload)(h);
 		}
 	}

@@ -159,6 +159,8 @@ static bool prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx
 	return true;
 }
 
+static bool keep_sass(bool rewritten, int has_sass, unsigned sm, const char *orig, size_t olen, struct gx_prep *p);
+
 /* A module that reaches us as SASS only can still be rewritten when its
  * cubin carries its PTX (ptxas -lineinfo: Triton's and Inductor's cubins,
  * nvcc -lineinfo builds): the same kernels, JIT-compiled from that PTX with
@@ -191,6 +193,10 @@ static int prep_cubin_ptx(const struct gx_image *im, unsigned sm, struct gx_prep
 	p->sm = e->sm;
 	p->from_cubin = true;
 	r = gx_prep_rewrite(ptx, len, sm, p) ? 1 : -1;
+	if (r > 0 && p->nr_persistent && !keep_sass(true, 1, e->sm, ptx, len, p)) {
+		p->from_cubin = false;
+		r = -1; /* p->why says why */
+	}
 	free(ptx);
 	if (r > 0 && !p->nr_hooks && !p->nr_persistent) {
 		/* Nothing hooked in it: the cubin itself is the better load. */
@@ -202,26 +208,71 @@ static int prep_cubin_ptx(const struct gx_image *im, unsigned sm, struct gx_prep
 	return r;
 }
 
-/* An image with SASS for this device whose PTX the rewrite left as it was
- * (no hook site, no kernel with a persistent copy) loads as it came:
- * NVIDIA's SASS, not the driver's JIT of the PTX. The JIT'd kernels can use
- * more registers, and a library that sizes its launches by them changes
- * its plans: cuFFT under --sched adaptive with no kernel of its selected
- * reported a 128,000-byte work area it needs none of, and failed a plan
- * (GPU run 91). It also spares the JIT at start. Only under a tool, policy
- * or schedule policy. */
-static bool keep_sass(bool rewritten, int has_sass, unsigned sm, struct gx_prep *p)
+/* Under a tool, policy or schedule policy, the originals of a module stay
+ * the code the driver would run without us wherever the rewrite leaves
+ * them as they were. A JIT of the same PTX is not the same code: through
+ * cuLink (the cubin route, cubin.c) it is compiled as relocatable code, and
+ * an image with SASS for the device ran NVIDIA's SASS natively. The kernels
+ * then get other registers, and a library that sizes its launches by them
+ * changes its plans: cuFFT under --sched adaptive, with no kernel of its
+ * selected too, reported a 128,000-byte work area it needs none of and
+ * failed a plan (GPU run 91). So:
+ *  - nothing to change (no hook site, no persistent copy): the image loads
+ *    as it came (it also spares the JIT at start);
+ *  - persistent copies and no tool hook (a schedule policy alone: its
+ *    gdev/sched hooks are in the copies' loops only): the image loads as it
+ *    came and the copies beside it in a module of their own (p->side), when
+ *    the module has no variables, which the two modules would each have
+ *    their own of (cuFFT's modules keep table pointers the host sets in
+ *    .global variables). With variables, a module with SASS for the device
+ *    loads as it came without copies unless the policy's kernels= selected
+ *    some of its kernels; otherwise one rewritten module, loaded as PTX
+ *    (p->ptx_load: the driver's whole-module JIT, as natively), not through
+ *    the cubin route.
+ * Without hooks or copies asked for, the identity reload stays as it was.
+ * `orig`: the PTX the rewrite started from. */
+static bool keep_sass(bool rewritten, int has_sass, unsigned sm, const char *orig, size_t olen, struct gx_prep *p)
 {
-	if (!rewritten || !has_sass || p->nr_hooks || p->nr_persistent)
-		return rewritten;
-	/* only when the run asked for hooks or copies: with neither, the
-	 * identity reload stays as it was */
+	if (!rewritten)
+		return false;
 	struct gx_ptx_rewrite_opts opts;
 	gx_prep_opts(&opts);
 	if (!opts.hooks && !opts.persistent)
-		return rewritten;
+		return true;
+	/* a schedule policy's hooks are in the copies' loops only: the
+	 * originals are unchanged when no other hook is asked for */
+	if (p->nr_hooks && (opts.hooks & ~GDEV_HOOKS_SCHED))
+		return true;
+	unsigned vars = 0;
+	if (p->nr_persistent) {
+		char err[160];
+		struct gx_ptx_module *m = gx_ptx_module__parse(orig, olen, err, sizeof(err));
+		struct gx_ptx_stats st = { .vars = 1 }; /* unparsed: assume it has some */
+		if (m) {
+			gx_ptx_module__stats(m, &st);
+			gx_ptx_module__free(m);
+		}
+		vars = st.vars;
+		if (!vars) {
+			p->side = true;
+			return true;
+		}
+		if (!has_sass || opts.persist_kernels) {
+			p->ptx_load = true; /* one module, its originals JIT'd whole */
+			return true;
+		}
+	}
 	gx_prep_free(p);
-	snprintf(p->why, sizeof(p->why), "has SASS for sm_%u and nothing to change in its PTX", sm);
+	if (p->nr_persistent)
+		snprintf(p->why, sizeof(p->why),
+			 "has SASS for sm_%u and %u module variable%s its copies could not share (select its kernels "
+			 "with kernels= to schedule them)",
+			 sm, vars, vars == 1 ? "" : "s");
+	else if (has_sass)
+		snprintf(p->why, sizeof(p->why), "has SASS for sm_%u and nothing to change in its PTX", sm);
+	else
+		snprintf(p->why, sizeof(p->why), "nothing to change in its PTX");
+	p->nr_persistent = 0;
 	return false;
 }
 
@@ -296,7 +347,7 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 		const char *text = e->data;
 		len = strnlen(text, e->raw_size);
 		gx_image_free(&im); /* entries point into the application's image, which stays */
-		return keep_sass(gx_prep_rewrite(text, len, sm, p), has_sass, sm, p);
+		return keep_sass(gx_prep_rewrite(text, len, sm, p), has_sass, sm, text, len, p);
 	}
 	size_t budget = gx_image_budget(im.extent);
 	int ret = gx_image_entry_data(e, &budget, &raw, &len);
@@ -312,9 +363,9 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 		p->level = GX_LOG_WARN;
 		return false;
 	}
-	bool ok = gx_prep_rewrite(raw, len, sm, p);
+	bool ok = keep_sass(gx_prep_rewrite(raw, len, sm, p), has_sass, sm, raw, len, p);
 	free(raw);
-	return keep_sass(ok, has_sass, sm, p);
+	return ok;
 }
 
 bool gx_prepare_ptx(const char *api, const char *ptx, size_t len, struct gx_prep *p)
@@ -393,6 +444,14 @@ void gx_log_reloaded(const char *api, const struct gx_prep *p)
 	pr_info("module %u (%s): rewritten (%s), reloaded from sm_%u PTX%s (%zu bytes%s)%s", p->id, api, how, p->sm,
 		p->from_cubin ? " carried by its cubin (-lineinfo)" : "", p->len,
 		p->cached ? ", from the module cache" : "", cub);
+}
+
+void gx_log_side(const char *api, const struct gx_prep *p)
+{
+	gx_stats_module(GX_STATS_MOD_REWRITTEN, NULL);
+	pr_info("module %u (%s): loaded as it came (its kernels run as without gpuext); %u kernels with persistent copies in a "
+		"module of their own beside it, from sm_%u PTX (%zu bytes%s)",
+		p->id, api, p->nr_persistent, p->sm, p->len, p->cached ? ", from the module cache" : "");
 }
 
 void gx_log_passed(const char *api, const struct gx_prep *p)

@@ -22,6 +22,16 @@ struct gx_prep {
 	char *carried;      /* a passed-through cubin's PTX, kept for gpuext attach (malloc'd) */
 	int cubin;          /* what was loaded: the PTX (0) or its cubin, GX_CUBIN_JIT/_CACHED */
 	double jit_ms;      /* GX_CUBIN_JIT: the driver's JIT of the rewritten PTX */
+	/* The image runs as it came (its SASS for this device) and p->ptx is
+	 * loaded beside it as a module of its own, for its persistent copies
+	 * only: a schedule policy without hooks, on a module with no state a
+	 * copy would have to share (gx_ptx_stats.vars). The originals stay
+	 * NVIDIA's code, so running "the original" means the native kernel. */
+	bool side;
+	/* Load p->ptx as PTX, not through the cubin route (cubin.c compiles it
+	 * as relocatable code): originals a schedule policy leaves as they
+	 * were, compiled as the driver compiles the image natively. */
+	bool ptx_load;
 };
 enum { GX_CUBIN_JIT = 1, GX_CUBIN_CACHED = 2 };
 
@@ -63,6 +73,8 @@ bool gx_prep_cubin(struct gx_prep *p, bool all_devices, unsigned n, const CUjit_
 
 /* The one line per module. */
 void gx_log_reloaded(const char *api, const struct gx_prep *p);
+/* p->side: the image loaded as it came, its copies beside it. */
+void gx_log_side(const char *api, const struct gx_prep *p);
 void gx_log_passed(const char *api, const struct gx_prep *p);
 void gx_log_fallback(const char *api, const struct gx_prep *p, CUresult rc);
 
@@ -84,7 +96,7 @@ void gx_live_loaded(void *handle); /* a module loaded while attached */
  * GPUEXT_PERSISTENT, ask for transformed copies (1 if opts changed); a
  * module loaded from PTX rewritten with `log`: its copies. */
 int gx_sched_rewrite_opts(struct gx_ptx_rewrite_opts *opts);
-void gx_sched_module(void *handle, bool is_library, const char *log);
+void gx_sched_module(void *handle, bool is_library, const char *log, void *side);
 /* kregs.c: the registers the driver gives each kernel of `ptx` as it came
  * (JIT'd once in the current context, then unloaded), for the copies'
  * register caps. 0 or -errno (no context: -ENODEV; the driver refused the

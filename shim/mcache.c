@@ -178,6 +178,7 @@ void gx_mcache_key(const char *ptx, size_t len, const struct gx_ptx_rewrite_opts
 	unsigned v[6] = { o->hooks, (unsigned)o->persistent, o->max_ptx_version, o->stubs, o->flags, o->mem_sample };
 	h_field(&h, v, sizeof(v));
 	h_field(&h, o->policy_ptx, o->policy_ptx ? o->policy_len : 0);
+	h_str(&h, o->persist_kernels);
 	for (size_t i = 0; i < o->nr_bindings; i++) {
 		h_field(&h, &o->bindings[i].hook, sizeof(o->bindings[i].hook));
 		h_str(&h, o->bindings[i].kernel_glob);

@@ -24,12 +24,16 @@ static CUcontext cur_ctx(void)
 	return c;
 }
 
-static void loaded(const char *api, void *handle, bool is_library, struct gx_prep *p, bool rewritten)
+/* side: the module or library of its persistent copies loaded beside the
+ * application's image (p->side), or NULL. */
+static void loaded(const char *api, void *handle, bool is_library, struct gx_prep *p, bool rewritten, void *side)
 {
 	CUcontext c = is_library ? NULL : cur_ctx();
 	gx_tab_add_mod(c, handle, is_library, rewritten, rewritten ? p->ptx : NULL, p->id);
-	if (rewritten && p->log)
-		gx_sched_module(handle, is_library, p->log);
+	if (side)
+		gx_tab_set_side(handle, side);
+	if ((rewritten || side) && p->log)
+		gx_sched_module(handle, is_library, p->log, side);
 	if (rewritten)
 		p->ptx = NULL; /* now owned by the table until unload */
 	else if (p->carried)
@@ -52,6 +56,65 @@ static void loaded(const char *api, void *handle, bool is_library, struct gx_pre
  * loads the application's image as it came. */
 typedef CUresult (*orig_fn)(CUmodule *m, const void *arg, unsigned n, CUjit_option *o, void **v);
 
+/* Load p's rewritten code as a module, or as a library: its cubin where the
+ * module cache has or makes one (a cubin the driver refuses: its PTX). */
+static CUresult load_prepared(struct gx_prep *p, bool is_library, void *out, unsigned n, CUjit_option *o, void **v,
+			      CUlibraryOption *lo, void **lv, unsigned nl)
+{
+	void *cubin = NULL;
+	size_t clen = 0;
+	CUresult rc = CUDA_ERROR_INVALID_IMAGE;
+	for (int pass = 0; pass < 2 && rc != CUDA_SUCCESS; pass++) {
+		const void *code = p->ptx;
+		if (!pass) {
+			if (p->ptx_load || !gx_prep_cubin(p, is_library, n, o, &cubin, &clen))
+				continue;
+			code = cubin;
+		}
+		rc = is_library ? REAL(cuLibraryLoadData)(out, code, o, v, n, lo, lv, nl)
+				: REAL(cuModuleLoadDataEx)(out, code, n, o, v);
+		if (!pass) {
+			free(cubin);
+			if (rc != CUDA_SUCCESS)
+				p->cubin = 0;
+		}
+	}
+	return rc;
+}
+
+/* p->side: the application's image loads as it came, with its own
+ * options; the persistent copies load beside it with none (the
+ * application's option arrays are written back by its own load only). A
+ * copies' module the driver refuses leaves the image's kernels as they are. */
+static CUresult load_side(const char *api, void *app, bool is_library, struct gx_prep *p, CUresult app_rc)
+{
+	void *side = NULL;
+	CUresult rs = app_rc == CUDA_SUCCESS ? load_prepared(p, is_library, &side, 0, NULL, NULL, NULL, NULL, 0) : app_rc;
+	if (app_rc != CUDA_SUCCESS) {
+		gx_prep_free(p);
+		return app_rc;
+	}
+	if (rs != CUDA_SUCCESS) {
+		char b[96];
+		pr_warn("module %u (%s): loaded as it came; the module of its persistent copies was rejected (%s): its "
+			"kernels run unchanged",
+			p->id, api, gx_cu_errname(rs, b, sizeof(b)));
+		snprintf(p->why, sizeof(p->why), "its copies' module rejected");
+		loaded(api, app, is_library, p, false, NULL);
+		return app_rc;
+	}
+	gx_log_side(api, p);
+	loaded(api, app, is_library, p, false, side);
+	return app_rc;
+}
+
+static CUresult mod_load_side(const char *api, CUmodule *module, unsigned n, CUjit_option *o, void **v,
+			      orig_fn orig, const void *orig_arg, struct gx_prep *p)
+{
+	CUresult rc = orig(module, orig_arg, n, o, v);
+	return load_side(api, rc == CUDA_SUCCESS ? *module : NULL, false, p, rc);
+}
+
 static CUresult mod_load(const char *api, CUmodule *module, const void *img, size_t avail, unsigned n,
 			 CUjit_option *o, void **v, orig_fn orig, const void *orig_arg)
 {
@@ -68,25 +131,17 @@ static CUresult mod_load(const char *api, CUmodule *module, const void *img, siz
 				"inputs, loaded",
 				p.id, api, nr_rw, nr_pass);
 			snprintf(p.why, sizeof(p.why), "cuLink output");
-			loaded(api, *module, false, &p, false);
+			loaded(api, *module, false, &p, false, NULL);
 		}
 		return rc;
 	}
 	if (gx_prepare(api, img, avail, false, &p)) {
-		void *cubin = NULL;
-		size_t clen = 0;
-		CUresult rc = CUDA_ERROR_INVALID_IMAGE;
-		if (gx_prep_cubin(&p, false, n, o, &cubin, &clen)) {
-			rc = REAL(cuModuleLoadDataEx)(module, cubin, n, o, v);
-			free(cubin);
-			if (rc != CUDA_SUCCESS) /* a cubin the driver refuses: its PTX */
-				p.cubin = 0;
-		}
-		if (rc != CUDA_SUCCESS)
-			rc = REAL(cuModuleLoadDataEx)(module, p.ptx, n, o, v);
+		if (p.side)
+			return mod_load_side(api, module, n, o, v, orig, orig_arg, &p);
+		CUresult rc = load_prepared(&p, false, module, n, o, v, NULL, NULL, 0);
 		if (rc == CUDA_SUCCESS) {
 			gx_log_reloaded(api, &p);
-			loaded(api, *module, false, &p, true);
+			loaded(api, *module, false, &p, true, NULL);
 			return rc;
 		}
 		gx_log_fallback(api, &p, rc);
@@ -98,7 +153,7 @@ static CUresult mod_load(const char *api, CUmodule *module, const void *img, siz
 		p.carried = gx_prep_carried_ptx(img, avail, false, &(size_t){ 0 });
 	CUresult rc = orig(module, orig_arg, n, o, v);
 	if (rc == CUDA_SUCCESS)
-		loaded(api, *module, false, &p, false);
+		loaded(api, *module, false, &p, false, NULL);
 	gx_prep_free(&p);
 	return rc;
 }
@@ -174,8 +229,9 @@ GX_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 	if (veto != CUDA_SUCCESS)
 		return veto;
 	CUresult rc = REAL(cuModuleUnload)(hmod);
-	if (rc == CUDA_SUCCESS)
-		gx_tab_del_mod(hmod);
+	void *side = NULL;
+	if (rc == CUDA_SUCCESS && gx_tab_del_mod(hmod, &side) == 0 && side)
+		REAL(cuModuleUnload)((CUmodule)side);
 	return rc;
 }
 
@@ -194,20 +250,15 @@ static CUresult lib_load(const char *api, CUlibrary *library, const void *code, 
 {
 	struct gx_prep p = { 0 };
 	if (library && gx_prepare(api, code, avail, true, &p)) {
-		void *cubin = NULL;
-		size_t clen = 0;
-		CUresult rc = CUDA_ERROR_INVALID_IMAGE;
-		if (gx_prep_cubin(&p, true, nj, jo, &cubin, &clen)) {
-			rc = REAL(cuLibraryLoadData)(library, cubin, jo, jv, nj, lo, lv, nl);
-			free(cubin);
-			if (rc != CUDA_SUCCESS) /* a cubin the driver refuses: its PTX */
-				p.cubin = 0;
+		if (p.side) {
+			CUresult rc = path ? REAL(cuLibraryLoadFromFile)(library, path, jo, jv, nj, lo, lv, nl)
+					   : REAL(cuLibraryLoadData)(library, code, jo, jv, nj, lo, lv, nl);
+			return load_side(api, rc == CUDA_SUCCESS ? *library : NULL, true, &p, rc);
 		}
-		if (rc != CUDA_SUCCESS)
-			rc = REAL(cuLibraryLoadData)(library, p.ptx, jo, jv, nj, lo, lv, nl);
+		CUresult rc = load_prepared(&p, true, library, nj, jo, jv, lo, lv, nl);
 		if (rc == CUDA_SUCCESS) {
 			gx_log_reloaded(api, &p);
-			loaded(api, *library, true, &p, true);
+			loaded(api, *library, true, &p, true, NULL);
 			return rc;
 		}
 		gx_log_fallback(api, &p, rc);
@@ -220,7 +271,7 @@ static CUresult lib_load(const char *api, CUlibrary *library, const void *code, 
 	CUresult rc = path ? REAL(cuLibraryLoadFromFile)(library, path, jo, jv, nj, lo, lv, nl)
 			   : REAL(cuLibraryLoadData)(library, code, jo, jv, nj, lo, lv, nl);
 	if (rc == CUDA_SUCCESS && library)
-		loaded(api, *library, true, &p, false);
+		loaded(api, *library, true, &p, false, NULL);
 	gx_prep_free(&p);
 	return rc;
 }
@@ -256,8 +307,9 @@ GX_EXPORT CUresult cuLibraryUnload(CUlibrary library)
 	if (veto != CUDA_SUCCESS)
 		return veto;
 	CUresult rc = REAL(cuLibraryUnload)(library);
-	if (rc == CUDA_SUCCESS)
-		gx_tab_del_mod(library);
+	void *side = NULL;
+	if (rc == CUDA_SUCCESS && gx_tab_del_mod(library, &side) == 0 && side)
+		REAL(cuLibraryUnload)((CUlibrary)side);
 	return rc;
 }
 

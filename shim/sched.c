@@ -65,10 +65,10 @@ int gx_sched_rewrite_opts(struct gx_ptx_rewrite_opts *opts)
 	return host_ok ? gx_bs_rewrite_opts(&host, opts) : 0;
 }
 
-void gx_sched_module(void *handle, bool is_library, const char *log)
+void gx_sched_module(void *handle, bool is_library, const char *log, void *side)
 {
 	if (host_ok)
-		gx_bs_module(handle, is_library, log);
+		gx_bs_module(handle, is_library, log, side);
 }
 
 /* gpuext attach --sched (live.c): blocksched started and stopped while the

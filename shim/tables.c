@@ -22,6 +22,7 @@ struct gx_mod {
 	unsigned id;
 	void *keep;
 	char *src; /* PTX a passed-through cubin carries, for a live attach */
+	void *side; /* the module or library of its persistent copies, or NULL */
 	struct gx_ctx *owner;
 	UT_hash_handle hh;
 };
@@ -118,6 +119,7 @@ int gx_tab_add_mod(CUcontext ctx, void *handle, bool is_library, bool rewritten,
 			free(m->keep);
 			free(m->src);
 			m->src = NULL;
+			m->side = NULL;
 		} else if ((m = calloc(1, sizeof(*m)))) {
 			m->handle = handle;
 			m->owner = x;
@@ -149,12 +151,34 @@ static struct gx_mod *mod_find(void *handle)
 	return NULL;
 }
 
-int gx_tab_del_mod(void *handle)
+int gx_tab_del_mod(void *handle, void **side)
+{
+	pthread_mutex_lock(&tab_lock);
+	struct gx_mod *m = mod_find(handle);
+	if (side)
+		*side = m ? m->side : NULL;
+	if (m)
+		mod_free(m->owner, m);
+	pthread_mutex_unlock(&tab_lock);
+	return m ? 0 : -ENOENT;
+}
+
+void *gx_tab_side(void *handle, bool *is_library)
+{
+	pthread_mutex_lock(&tab_lock);
+	struct gx_mod *m = mod_find(handle);
+	void *side = m ? m->side : NULL;
+	*is_library = m && m->is_library;
+	pthread_mutex_unlock(&tab_lock);
+	return side;
+}
+
+int gx_tab_set_side(void *handle, void *side)
 {
 	pthread_mutex_lock(&tab_lock);
 	struct gx_mod *m = mod_find(handle);
 	if (m)
-		mod_free(m->owner, m);
+		m->side = side;
 	pthread_mutex_unlock(&tab_lock);
 	return m ? 0 : -ENOENT;
 }

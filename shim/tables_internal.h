@@ -19,8 +19,15 @@
 /* A module or library loaded through us. `keep` (malloc'd, may be NULL) is
  * the image we loaded in place of the application's: freed at unload. */
 int gx_tab_add_mod(CUcontext ctx, void *handle, bool is_library, bool rewritten, void *keep, unsigned id);
-/* Forget a module/library (and its functions); frees `keep`. 0 or -ENOENT. */
-int gx_tab_del_mod(void *handle);
+/* Forget a module/library (and its functions); frees `keep`. 0 or -ENOENT.
+ * side (may be NULL): where the module loaded beside it is (gx_tab_set_side),
+ * for the caller to unload. */
+int gx_tab_del_mod(void *handle, void **side);
+/* The module (or library) loaded beside an application's one for its
+ * persistent copies (load_internal.h, gx_prep.side). 0 or -ENOENT. */
+int gx_tab_set_side(void *handle, void *side);
+/* That module or library (NULL if none); *is_library: which. */
+void *gx_tab_side(void *handle, bool *is_library);
 /* Record a function/kernel handle obtained from a module/library we know. */
 int gx_tab_add_func(CUcontext ctx, void *handle, void *mod, bool is_kernel, const char *name);
 /* Forget every function recorded under module/library `mod` (a live

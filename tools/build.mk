@@ -11,7 +11,8 @@ TOOL_PROGS  := $(patsubst tools/%.bpf.c,%,$(wildcard tools/*.bpf.c))
 # (GX_TH_WARP=last: the block counted by its last warp, not warp 0),
 # memtrace_gate (GX_MT_GATE=1: sampled by the rewriter's gate, not in the program),
 # kernelretsnoop_counts (GX_KRS_COUNTS=1: with the krs_counts map for gpuext exporter).
-TOOL_VARIANTS := kernelretsnoop_c1024 kernelretsnoop_c256 threadhist_lw memtrace_gate kernelretsnoop_counts
+# threadhist_w1 (GX_TH_WARP=1: warp 1 counts, for GX_PTX_BLOCK_SITE=barrier).
+TOOL_VARIANTS := kernelretsnoop_c1024 kernelretsnoop_c256 threadhist_lw threadhist_w1 memtrace_gate kernelretsnoop_counts
 TOOL_OBJS   := $(patsubst %,$(TOOLS_DIR)/%.bpf.o,$(TOOL_PROGS) kernelretsnoop_all $(TOOL_VARIANTS))
 TOOL_HDRS   := tools/tools_common.h $(GDEV_HDRS)
 TOOLS_SRCS  := $(filter-out %.bpf.c,$(sort $(wildcard tools/*.c)))
@@ -27,6 +28,8 @@ $(TOOLS_DIR)/kernelretsnoop_c256.bpf.o: tools/kernelretsnoop.bpf.c $(TOOL_HDRS)
 	$(call bpf_compile,-DGX_KRS_SHIFT=8)
 $(TOOLS_DIR)/threadhist_lw.bpf.o: tools/threadhist.bpf.c $(TOOL_HDRS)
 	$(call bpf_compile,-DGX_TH_LAST_WARP)
+$(TOOLS_DIR)/threadhist_w1.bpf.o: tools/threadhist.bpf.c $(TOOL_HDRS)
+	$(call bpf_compile,-DGX_TH_WARP1)
 $(TOOLS_DIR)/kernelretsnoop_counts.bpf.o: tools/kernelretsnoop.bpf.c $(TOOL_HDRS)
 	$(call bpf_compile,-DGX_KRS_COUNTS)
 $(TOOLS_DIR)/memtrace_gate.bpf.o: tools/memtrace.bpf.c $(TOOL_HDRS)

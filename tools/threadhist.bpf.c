@@ -65,6 +65,16 @@ int threadhist(struct gdev_ctx *ctx)
 	 * context word, so the test stays one uniform branch. */
 	if (ctx->warpid != (ctx->ntid_x * ctx->ntid_y * ctx->ntid_z - 1) >> 5)
 		return GDEV_DEFAULT;
+#elif defined(GX_TH_WARP1)
+	/* threadhist_w1 (GX_TH_WARP=1 at load, issue 40): warp 1 counts the
+	 * block (warp 0 in a block of one warp). Meant for the site before
+	 * the kernel's first barrier (GX_PTX_BLOCK_SITE=barrier,
+	 * ptx-rewrite/block_barrier.c): warp 0's thread 0 is the one that does
+	 * a block's odd jobs (a stencil's halo load), so warp 0 tends to be
+	 * the last at the barrier and warp 1 to wait there anyway. Exact
+	 * wherever it sits: thread 32 leaves once, as thread 0 does. */
+	if (ctx->warpid != (ctx->ntid_x * ctx->ntid_y * ctx->ntid_z > 32 ? 1 : 0))
+		return GDEV_DEFAULT;
 #else
 	if (ctx->warpid != 0)
 		return GDEV_DEFAULT;

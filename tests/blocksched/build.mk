@@ -21,11 +21,13 @@ fuzz-bs-parse: $(FUZZ_BS_PARSE)
 	$(Q)BUILD=$(BUILD) GX_FUZZ_TIME=$(GX_FUZZ_TIME) tests/blocksched/test_bs_parse_fuzz.sh
 $(T_BS)/test_bs_launch: $(BUILD)/obj/tests/blocksched/test_bs_launch.o
 	$(call link,-L$(STUB_LDIR) -lcuda -ldl -lpthread)
+$(T_BS)/side_load: $(BUILD)/obj/tests/blocksched/side_load.o
+	$(call link,-L$(STUB_LDIR) -lcuda -ldl)
 
 # The policies on simulated launches: the interpreter (and the native JIT).
 $(T_BS)/test_bs_policies: $(call objs,tests/blocksched/test_bs_policies.c blocksched/bs_rt.c) $(JIT_LIB) $(BPF_LIB) \
                           $(COMMON_LIB)
 	$(call link,$(JIT_LDLIBS) $(BPF_SO_LDLIBS))
 
-TEST_BINS += $(T_BS)/test_bs_rt $(T_BS)/test_bs_guard $(T_BS)/test_bs_parse $(FUZZ_BS_PARSE) $(T_BS)/test_bs_launch $(T_BS)/test_bs_policies $(BS_POL_OBJS)
-TESTS     += $(T_BS)/test_bs_rt $(T_BS)/test_bs_guard $(T_BS)/test_bs_parse tests/blocksched/test_bs_parse_fuzz.sh tests/blocksched/test_bs_launch.sh tests/blocksched/test_bs_ptx.sh "$(T_BS)/test_bs_policies $(BS_POL_DIR)"
+TEST_BINS += $(T_BS)/test_bs_rt $(T_BS)/test_bs_guard $(T_BS)/test_bs_parse $(FUZZ_BS_PARSE) $(T_BS)/test_bs_launch $(T_BS)/side_load $(T_BS)/test_bs_policies $(BS_POL_OBJS)
+TESTS     += $(T_BS)/test_bs_rt $(T_BS)/test_bs_guard $(T_BS)/test_bs_parse tests/blocksched/test_bs_parse_fuzz.sh tests/blocksched/test_bs_launch.sh tests/blocksched/test_bs_side.sh tests/blocksched/test_bs_ptx.sh "$(T_BS)/test_bs_policies $(BS_POL_DIR)"

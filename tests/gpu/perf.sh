@@ -25,7 +25,14 @@
 #   16,384), threadhist.lw (GX_TH_WARP=last: the block's last warp
 #   counts it, not warp 0), threadhist.entry (GX_PTX_BLOCK_SITE=entry: the
 #   block probe at every kernel's entry, barrier kernels included); on request
-#   threadhist.exit (GX_PTX_BLOCK_SITE=exit). CuPy compiles to PTX in every
+#   threadhist.exit (GX_PTX_BLOCK_SITE=exit); threadhist.bar in both rounds
+#   (GX_PTX_BLOCK_SITE=barrier GX_TH_WARP=1: warp 1 counts the block, before
+#   the kernel's first barrier every thread passes once, where it has one;
+#   ptx-rewrite/block_barrier.c); threadhist.ptx (GPUEXT_CUBIN=0: rewritten
+#   modules loaded as PTX, the driver's whole-module JIT, not the cubin
+#   route's relocatable compile: run 90's route row had rowsoftmax at +12.3 %
+#   with no probe at all). The .off configurations (every step off)
+#   ran in GPU run 90 and are on request now. CuPy compiles to PTX in every
 #   configuration (CUPY_COMPILE_WITH_PTX=1, what gpuext-run sets under a
 #   tool), so native runs the code the tools hook. Processes alternate
 #   configurations, PERF_ROUNDS rounds (2; JAX in the first only), each
@@ -46,8 +53,8 @@ PART=perf
 T0=$(date +%s)
 BUDGET=${PERF_BUDGET:-270}
 R=${PERF_ROUNDS:-2}
-CFGS=${PERF_CFGS:-native route threadhist.off threadhist.on threadhist.lw threadhist.entry kernelretsnoop.off kernelretsnoop.on kernelretsnoop.cap256 kernelretsnoop.cap1024 launchlate.off launchlate.on}
-ONCE=" ${PERF_ONCE-threadhist.lw threadhist.entry kernelretsnoop.cap256 kernelretsnoop.cap1024} "
+CFGS=${PERF_CFGS:-native route threadhist.on threadhist.bar threadhist.ptx threadhist.lw threadhist.entry kernelretsnoop.on kernelretsnoop.cap256 kernelretsnoop.cap1024 launchlate.on}
+ONCE=" ${PERF_ONCE-threadhist.ptx threadhist.lw threadhist.entry kernelretsnoop.cap256 kernelretsnoop.cap1024} "
 STACKS=${PERF_STACKS:-triton,cupy}
 OFF_ENV=(GX_JIT_FOLD=0 GX_LT_DONE_ALL=1)
 PY=${PERF_PY:-$ROOT/tests/gpu/ml/perkernel.py}
@@ -82,6 +89,8 @@ run_cfg() {
 	kernelretsnoop.cap256) timeout -k 5 "$lim" env GX_KRS_CAP=256 "$RUN" --tool kernelretsnoop -- "$@" ;;
 	kernelretsnoop.cap1024) timeout -k 5 "$lim" env GX_KRS_CAP=1024 "$RUN" --tool kernelretsnoop -- "$@" ;;
 	threadhist.lw) timeout -k 5 "$lim" env GX_TH_WARP=last "$RUN" --tool threadhist -- "$@" ;;
+	*.ptx) timeout -k 5 "$lim" env GPUEXT_CUBIN=0 "$RUN" --tool "${cfg%.ptx}" -- "$@" ;;
+	threadhist.bar) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=barrier GX_TH_WARP=1 "$RUN" --tool threadhist -- "$@" ;;
 	*.entry) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=entry "$RUN" --tool "${cfg%.entry}" -- "$@" ;;
 	*.exit) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=exit "$RUN" --tool "${cfg%.exit}" -- "$@" ;;
 	*) echo "unknown configuration $cfg" >&2; return 2 ;;
@@ -175,8 +184,9 @@ for k in sorted({k for k, _ in host}):
         v = host.get((k, c))
         cells.append('%+.1f %%' % ((statistics.median(v) / base - 1) * 100) if v and base else '—')
     print('| %s launch loop (host us/launch, no goal) | %s | %s |' % (k, '%.2f' % base if base else '—', ' | '.join(cells)))
-# goals: the .on configurations (the defaults)
-for c in [c for c in tools if c.endswith('.on')]:
+# goals: the .on configurations (the defaults) and threadhist.bar (the
+# candidate default)
+for c in [c for c in tools if c.endswith('.on') or c == 'threadhist.bar']:
     for k in kernels:
         base, v = med.get((k, 'native')), med.get((k, c))
         if base is None or v is None:

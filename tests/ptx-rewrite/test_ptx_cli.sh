@@ -54,6 +54,8 @@ rtarget=$(sed -n 's/^[[:space:]]*\.target[[:space:]]\+\([a-z0-9_]*\).*/\1/p' "$R
 check "rewrite --persistent=copy keeps the kernel and adds __gx_pw_reduce" "$G ptx rewrite --hooks all --persistent=copy $R -o $W/pcopy.ptx 2>$W/pcopy.log && grep -q '^.visible .entry reduce(' $W/pcopy.ptx && grep -q '^.visible .entry __gx_pw_reduce(' $W/pcopy.ptx"
 check "rewrite --persistent=copy logs the copy and its parameters" "grep -q '^persistent: reduce: copy __gx_pw_reduce transformed (work descriptor: parameter [0-9]* __gx_work, loop barrier [0-9]*, unit barrier yes)' $W/pcopy.log"
 check "rewrite --persistent=copy output passes ptxas" "$PTXAS -arch=$rtarget $W/pcopy.ptx -o /dev/null"
+check "rewrite --persistent=copy --kernels: a kernel not matching gets no copy, said in the log" "$G ptx rewrite --persistent=copy --kernels 'other*' $R -o $W/psel.ptx 2>$W/psel.log && ! grep -q '__gx_pw_reduce' $W/psel.ptx && grep -q '^persistent: reduce: not selected (kernels=other\*)' $W/psel.log && cmp -s <(grep -v '^//' $W/psel.ptx) <($G ptx rewrite $R -o - 2>/dev/null | grep -v '^//')"
+check "rewrite --persistent=copy --kernels 'red*': the matching kernel gets its copy" "$G ptx rewrite --persistent=copy --kernels 'red*' $R -o - 2>/dev/null | grep -q '^.visible .entry __gx_pw_reduce('"
 check "rewrite --persistent=frob is refused" "! $G ptx rewrite --persistent=frob $R -o $W/x.ptx"
 # --policy FILE.bpf.o: the object's device programs JIT'd (libgxjit.so) and
 # bound as their sections say; threadhist (entry) is inlined.

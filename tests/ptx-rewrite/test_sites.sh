@@ -260,6 +260,24 @@ if GX_PTX_BLOCK_SITE=exit rw block-vadd-exit --policy "$BUILD/share/gpuext/tools
 		test "$(grep -c 'block handlers at its exits' "$W/block-reduce-entry.log")" = 0 -a \
 		"$(red_per_kernel "$W/block-reduce-entry.ptx" | awk '{n += $2} END {print n}')" = 6
 fi
+# GX_PTX_BLOCK_SITE=barrier (issue 40, block_barrier.c): before the first
+# barrier every thread passes exactly once; kernels without one (an early
+# return before it, a barrier in a loop) keep the rule's exits.
+if GX_PTX_BLOCK_SITE=barrier rw block-barrier --app $S/block_barrier.ptx \
+	--policy "$BUILD/share/gpuext/tools/threadhist_w1.bpf.o"; then
+	check "GX_PTX_BLOCK_SITE=barrier: once and loop_then_once before their barrier, early_out and in_loop at their exits" \
+		test "$(grep -o 'hooks: [a-z_]*: block handlers [a-z]* [a-z]*' "$W/block-barrier.log" | cut -d' ' -f2,5 | tr '\n' ' ')" = \
+		"once: before early_out: at in_loop: at loop_then_once: before " -a \
+		"$(grep -c 'before its first barrier' "$W/block-barrier.log")" = 2
+	for k in once loop_then_once; do
+		check "GX_PTX_BLOCK_SITE=barrier: $k: one site, its counters before the kernel's bar.sync and after its loads" \
+			test "$(red_per_kernel "$W/block-barrier.ptx" | grep "^$k " | cut -d' ' -f2)" = 3 -a \
+			"$(first_line "$W/block-barrier.ptx" $k red.global)" -lt "$(first_line "$W/block-barrier.ptx" $k bar.sync)" -a \
+			"$(first_line "$W/block-barrier.ptx" $k red.global)" -gt "$(first_line "$W/block-barrier.ptx" $k ld.global)"
+	done
+	check "GX_PTX_BLOCK_SITE=barrier: the site's warp test is a uniform exit before the election" \
+		test "$(awk '/^\.visible \.entry once/{k=1} k && /bra.uni/ {print; exit}' "$W/block-barrier.ptx" | grep -c '__gx_L')" = 1
+fi
 # A callee whose code is elsewhere (extern, resolved at link time) may exit:
 # the entry. ptxas -c (the callee is not in this module).
 if $G ptx rewrite --policy-ptx "$W/cur-threadhist.policy.ptx" --bind block:gxp_threadhist \

@@ -66,8 +66,15 @@ int main(void)
 		 "another thread: its own cache, the same name");
 	/* an unload empties every cache */
 	nm(c1, 0x201, NULL);
-	gx_tab_del_mod((void *)0x100);
+	void *side = NULL;
+	GX_CHECK(gx_tab_set_side((void *)0x100, (void *)0x900) == 0 && gx_tab_set_side((void *)0x999, NULL) == -ENOENT,
+		 "a module's side module recorded (an unknown module: ENOENT)");
+	GX_CHECK(gx_tab_del_mod((void *)0x100, &side) == 0 && side == (void *)0x900,
+		 "the unload hands back the side module to unload with it");
 	GX_CHECK(!nm(c1, 0x201, NULL) && !nm(c1, 0x200, NULL), "after the module's unload: no name");
+	gx_tab_add_mod(c1, (void *)0x100, false, false, NULL, 2);
+	side = (void *)1;
+	GX_CHECK(gx_tab_del_mod((void *)0x100, &side) == 0 && !side, "a module loaded again: no side module of the old one");
 	gx_tab_add_mod(c1, (void *)0x100, false, false, NULL, 2);
 	gx_tab_add_func(c1, (void *)0x201, (void *)0x100, false, "delta");
 	a = nm(c1, 0x201, NULL);

@@ -163,7 +163,7 @@ static void run_tool(const char *dir, const char *tool, unsigned hook,
 	 * NAME */
 	char prog[64];
 	snprintf(prog, sizeof(prog), "%s", tool);
-	static const char *const sfx[] = { "_all", "_c1024", "_c256", "_lw", "_gate", "_counts" };
+	static const char *const sfx[] = { "_all", "_c1024", "_c256", "_lw", "_w1", "_gate", "_counts" };
 	for (size_t i = 0; i < GX_ARRAY_SIZE(sfx); i++) {
 		size_t pl = strlen(prog), sl = strlen(sfx[i]);
 		if (pl > sl && !strcmp(prog + pl - sl, sfx[i]))
@@ -478,7 +478,7 @@ int main(int argc, char **argv)
 		if (o)
 			gx_bpf_object__close(o);
 	}
-	GX_CHECK(nv == 5 && bad == 0,
+	GX_CHECK(nv == 6 && bad == 0,
 		 "the tools' load-time variants are built and hold their tool's program (%zu of %zu bad)", bad, nv);
 	/* threadhist is a block probe: at entry, and at exits where warp 0
 	 * leaves in two lane groups (one block counted once either way) */
@@ -490,6 +490,12 @@ int main(int argc, char **argv)
 	run_tool(argv[1], "threadhist_lw", GDEV_HOOK_EXIT, check_threadhist);
 	exit_split = 0;
 	run_tool(argv[1], "threadhist_lw", GDEV_HOOK_ENTRY, check_threadhist);
+	/* threadhist_w1 (GX_TH_WARP=1): warp 1 counts, at the entry (where
+	 * GX_PTX_BLOCK_SITE=barrier puts it: every lane there) and at exits */
+	run_tool(argv[1], "threadhist_w1", GDEV_HOOK_ENTRY, check_threadhist);
+	exit_split = 1;
+	run_tool(argv[1], "threadhist_w1", GDEV_HOOK_EXIT, check_threadhist);
+	exit_split = 0;
 	run_tool(argv[1], "kernelretsnoop", GDEV_HOOK_EXIT, check_krs);
 	krs_want_counts = 1;
 	run_tool(argv[1], "kernelretsnoop_counts", GDEV_HOOK_EXIT, check_krs);

@@ -5,7 +5,7 @@ set -u
 B=${BUILD:-build}
 PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-for t in kernelretsnoop kernelretsnoop_all kernelretsnoop_c1024 kernelretsnoop_c256 threadhist threadhist_lw launchlate memtrace; do
+for t in kernelretsnoop kernelretsnoop_all kernelretsnoop_c1024 kernelretsnoop_c256 threadhist threadhist_lw threadhist_w1 launchlate memtrace; do
 	if out=$($B/bin/gpuext bpf verify $B/share/gpuext/tools/$t.bpf.o 2>&1) && [[ $out == *": ok"* ]]; then
 		echo "ok - tools-ptx: $t verifies"
 	else
@@ -66,7 +66,7 @@ n=$(awk '/^\t\{/ { n = 0 } /bra.uni\t\$__gx_Lh/ { n++ } /elect.sync/ { print n; 
 # the load-time variants keep those uniform exits: the lower caps both,
 # threadhist_lw its last-warp test (at reduce's exits: a barrier kernel; at
 # vadd's entry, after the prologue, whose skip label is $__gx_Lo)
-for v in kernelretsnoop_c1024-vadd:2 kernelretsnoop_c256-vadd:2 threadhist_lw-reduce:1 threadhist_lw-vadd:1 \
+for v in kernelretsnoop_c1024-vadd:2 kernelretsnoop_c256-vadd:2 threadhist_lw-reduce:1 threadhist_lw-vadd:1 threadhist_w1-reduce:1 \
 	threadhist-vadd:1; do
 	n=$(awk '/^\t\{/ { n = 0 } /bra.uni\t\$__gx_L[ho]/ { n++ } /elect.sync/ { print n; exit }' $T/${v%:*}.ptx)
 	[ "${n:-0}" -ge "${v#*:}" ] && echo "ok - tools-ptx: ${v%:*}: its tests are uniform exits before the election ($n)" \

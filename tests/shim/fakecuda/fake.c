@@ -436,6 +436,20 @@ static struct fmod *mod_new(struct fctx *ctx, int is_library, const char *text, 
 	return m;
 }
 
+/* An uncompressed fatbin (nvcc --compress-mode=none): its PTX text stands
+ * for its kernels, as if the driver had picked its SASS. NULL if img is not
+ * a fatbin or has no PTX text. */
+static const char *fatbin_ptx(const void *img)
+{
+	uint32_t magic;
+	uint64_t size;
+	memcpy(&magic, img, sizeof(magic));
+	if (magic != 0xBA55ED50u)
+		return NULL;
+	memcpy(&size, (const char *)img + 8, sizeof(size));
+	return size < (64u << 20) ? memmem(img, 16 + size, ".version", 8) : NULL;
+}
+
 static CUresult load(struct fmod **out, const void *img, int is_library, unsigned nopt, CUjit_option *o, void **v)
 {
 	const char *s = img;
@@ -443,6 +457,9 @@ static CUresult load(struct fmod **out, const void *img, int is_library, unsigne
 	last_jit_nopts = nopt;
 	if (!s)
 		return CUDA_ERROR_INVALID_VALUE;
+	const char *fp = fatbin_ptx(img);
+	if (fp)
+		s = fp;
 	int is_elf = !memcmp(s, "\177ELF", 4);
 	/* a cubin JIT-compiled from rejected PTX would not exist either */
 	if (is_elf && reject_not_at && !strncmp(s, FAKE_CUBIN, sizeof(FAKE_CUBIN) - 1))
@@ -674,6 +691,87 @@ FX CUresult cuLibraryGetModule(CUmodule *m, CUlibrary l)
 {
 	REC();
 	return lib_module((struct fmod *)l, (struct fmod **)m);
+}
+
+/* FAKECUDA_GLOBALS=1: a module's `.b8 NAME[N]` variables (the device
+ * runtime's __gx_devrt) can be looked up and written, and a function names
+ * its module; off by default (the other tests' device runtime finds no
+ * module of its own, as it always has here). fake_global_writes(NAME): how
+ * many bytes were written to NAME in every module, after the fact. */
+struct fglobal {
+	struct fglobal *next;
+	struct fmod *mod;
+	char name[64];
+	size_t size;
+	unsigned char data[];
+};
+static struct fglobal *all_globals;
+static int globals_on(void)
+{
+	const char *e = getenv("FAKECUDA_GLOBALS");
+	return e && *e == '1';
+}
+
+FX CUresult cuFuncGetModule(CUmodule *m, CUfunction f)
+{
+	REC();
+	struct ffunc *x = (struct ffunc *)f;
+	if (!globals_on())
+		return CUDA_ERROR_NOT_SUPPORTED;
+	if (!m || !x || x->dead)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*m = (CUmodule)x->mod;
+	return CUDA_SUCCESS;
+}
+
+FX CUresult cuModuleGetGlobal_v2(CUdeviceptr *p, size_t *n, CUmodule m, const char *name)
+{
+	REC();
+	struct fmod *x = (struct fmod *)m;
+	if (!globals_on())
+		return CUDA_ERROR_NOT_SUPPORTED;
+	if (!x || x->dead || !x->text || !name || strlen(name) >= 64)
+		return CUDA_ERROR_INVALID_HANDLE;
+	char pat[80];
+	snprintf(pat, sizeof(pat), " %s[", name);
+	const char *d = strstr(x->text, pat);
+	if (!d)
+		return CUDA_ERROR_NOT_FOUND;
+	size_t size = strtoul(d + strlen(pat), NULL, 10);
+	pthread_mutex_lock(&obj_lock);
+	struct fglobal *g = all_globals;
+	while (g && !(g->mod == x && !strcmp(g->name, name)))
+		g = g->next;
+	if (!g && (g = calloc(1, sizeof(*g) + size))) {
+		g->mod = x;
+		g->size = size;
+		snprintf(g->name, sizeof(g->name), "%s", name);
+		g->next = all_globals;
+		all_globals = g;
+	}
+	pthread_mutex_unlock(&obj_lock);
+	if (!g)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (p)
+		*p = (CUdeviceptr)(uintptr_t)g->data;
+	if (n)
+		*n = g->size;
+	return CUDA_SUCCESS;
+}
+
+/* Modules whose NAME holds a nonzero byte: the ones somebody wrote. */
+FX long fake_globals_written(const char *name)
+{
+	long k = 0;
+	pthread_mutex_lock(&obj_lock);
+	for (struct fglobal *g = all_globals; g; g = g->next) {
+		int nz = 0;
+		for (size_t i = 0; i < g->size && !nz; i++)
+			nz = g->data[i] != 0;
+		k += nz && !strcmp(g->name, name);
+	}
+	pthread_mutex_unlock(&obj_lock);
+	return k;
 }
 
 /* ---- launches ---- */

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""probe_ab_variants — the PTX that bench/probe_ab times: the threadhist
+block probe of bench/probe_ab_kernels.cu taken apart one piece at a time
+(issue 40: what of the probe costs a short barrier kernel).
+
+  probe_ab_variants.py GPUEXT TOOLDIR KERNELS.ptx OUTDIR
+
+Writes OUTDIR/nat.ptx (the kernels as nvcc made them) and:
+  th_exit     threadhist as the shim places it (exits: the kernels have barriers)
+  th_entry    at the kernel's entry (GX_PTX_BLOCK_SITE=entry)
+  th_lw       threadhist_lw (the block's last warp counts)
+  th_none     the site with a warp test no warp passes (the uniform test alone)
+  th_noreds   no counter updates (ptxas drops the lookup too: election and tests)
+  th_1red     one counter update instead of three
+  th_st       plain stores instead of reductions (wrong counts: what the atomic costs)
+  th_w1       warp 1 counts instead of warp 0 (thread 0 loads the stencil's halo)
+  th_bar0     the site moved before the kernel's first barrier, warp 0
+  th_bar1     the same, warp 1 (a warp that waits at the barrier anyway)
+  th_w1bar    what the rewriter makes of that: threadhist_w1 with
+              GX_PTX_BLOCK_SITE=barrier (ptx-rewrite/block_barrier.c)
+Each edit is checked to have happened: a variant equal to th_exit would
+measure nothing."""
+import os
+import re
+import subprocess
+import sys
+
+WARP_TEST = re.compile(r'(setp\.eq\.s32\t%__gx_h_p1, %__gx_h_r5, )0;')
+RED = re.compile(r'^\t*red\.global\.add\.u64\t\[[^]]+\], [^;]+;\n', re.M)
+# one inlined site: from its scope's opening brace to its end label
+SITE = re.compile(r'\t\{\n\t\t\.reg \.pred %__gx_q;\n.*?\$__gx_Lh\d+:\n\t\}\n', re.S)
+
+
+def rewrite(gx, policy, src, env=None):
+    e = dict(os.environ, **(env or {}))
+    return subprocess.run([gx, 'ptx', 'rewrite', '--policy', policy, src, '-o', '-'],
+                          check=True, capture_output=True, text=True, env=e).stdout
+
+
+def edit(name, text, fn):
+    out = fn(text)
+    if out == text:
+        sys.exit('probe_ab_variants: %s: the edit changed nothing' % name)
+    return out
+
+
+def one_red(t):
+    # keep the first reduction of each site (blocks), drop warps and threads
+    def site(m):
+        reds = list(RED.finditer(m.group(0)))
+        s = m.group(0)
+        for r in reversed(reds[1:]):
+            s = s[:r.start()] + s[r.end():]
+        return s
+    return SITE.sub(site, t)
+
+
+def to_barrier(warp):
+    """Each kernel's first site moved before its first bar.sync (the
+    kernels here have one straight-line first barrier), the others dropped;
+    the site then counts at the barrier, once per block."""
+    def fn(t):
+        parts = re.split(r'(?=^\.visible \.entry )', t, flags=re.M)
+        out = []
+        for p in parts:
+            sites = list(SITE.finditer(p))
+            if not p.startswith('.visible .entry') or not sites:
+                out.append(p)
+                continue
+            site = sites[0].group(0)
+            body = SITE.sub('', p)
+            i = body.find('\tbar.sync\t0;')
+            if i < 0:
+                sys.exit('probe_ab_variants: a kernel without bar.sync')
+            if warp:
+                site = WARP_TEST.sub(r'\g<1>%d;' % warp, site)
+            out.append(body[:i] + site + body[i:])
+        return ''.join(out)
+    return fn
+
+
+def main():
+    gx, tools, src, outdir = sys.argv[1:5]
+    os.makedirs(outdir, exist_ok=True)
+    th = os.path.join(tools, 'threadhist.bpf.o')
+    base = rewrite(gx, th, src)
+    v = {
+        'nat': open(src).read(),
+        'th_exit': base,
+        'th_entry': rewrite(gx, th, src, {'GX_PTX_BLOCK_SITE': 'entry'}),
+        'th_lw': rewrite(gx, os.path.join(tools, 'threadhist_lw.bpf.o'), src),
+        'th_none': edit('th_none', base, lambda t: WARP_TEST.sub(r'\g<1>99;', t)),
+        'th_noreds': edit('th_noreds', base, lambda t: RED.sub('', t)),
+        'th_1red': edit('th_1red', base, one_red),
+        'th_st': edit('th_st', base, lambda t: t.replace('red.global.add.u64', 'st.global.u64')),
+        'th_w1': edit('th_w1', base, lambda t: WARP_TEST.sub(r'\g<1>1;', t)),
+        'th_bar0': edit('th_bar0', base, to_barrier(0)),
+        'th_bar1': edit('th_bar1', base, to_barrier(1)),
+        'th_w1bar': rewrite(gx, os.path.join(tools, 'threadhist_w1.bpf.o'), src,
+                            {'GX_PTX_BLOCK_SITE': 'barrier'}),
+    }
+    if 'before its first barrier' not in subprocess.run(
+            [gx, 'ptx', 'rewrite', '--policy', os.path.join(tools, 'threadhist_w1.bpf.o'), src, '-o', '/dev/null'],
+            capture_output=True, text=True, env=dict(os.environ, GX_PTX_BLOCK_SITE='barrier')).stderr:
+        sys.exit('probe_ab_variants: GX_PTX_BLOCK_SITE=barrier placed no site before a barrier')
+    for name, text in v.items():
+        with open(os.path.join(outdir, name + '.ptx'), 'w') as f:
+            f.write(text)
+
+
+if __name__ == '__main__':
+    main()
