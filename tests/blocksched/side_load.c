@@ -38,8 +38,8 @@ int main(int argc, char **argv)
 	struct fake_launch (*last)(void) = fake ? (struct fake_launch(*)(void))dlsym(fake, "fake_last_launch") : NULL;
 	long (*count)(const char *) = fake ? (long (*)(const char *))dlsym(fake, "fake_count") : NULL;
 	long (*written)(const char *) = fake ? (long (*)(const char *))dlsym(fake, "fake_globals_written") : NULL;
-	if (!last || !count || !written || cuDevicePrimaryCtxRetain(&c, 0) || cuCtxSetCurrent(c) || cuModuleLoadData(&m, buf) ||
-	    cuModuleGetFunction(&f, m, argv[2]) || cuMemAlloc(&d, 4096)) {
+	if (!last || !count || !written || cuDevicePrimaryCtxRetain(&c, 0) || cuCtxSetCurrent(c) ||
+	    cuModuleLoadData(&m, buf) || cuModuleGetFunction(&f, m, argv[2]) || cuMemAlloc(&d, 4096)) {
 		fprintf(stderr, "side_load: set-up failed\n");
 		return 1;
 	}
