@@ -80,6 +80,10 @@ $(BENCH_SASS_IN)/memtrace_golden.ptx: tests/gpu/memtrace/golden.cu $(BENCH_TB_PT
 	$(Q)mkdir -p $(BENCH_SASS_IN)
 	$(Q)$(NVCC) -arch=sm_90 -ptx $< -o $(BENCH_SASS_IN)/golden.orig
 	$(Q)$(GPUEXT_BIN) ptx rewrite --policy $(TOOLS_DIR)/memtrace.bpf.o $(BENCH_SASS_IN)/golden.orig -o $@ 2>/dev/null
+	$(Q)$(GPUEXT_BIN) ptx rewrite --policy $(TOOLS_DIR)/memtrace_gate.bpf.o --sample 1 $(BENCH_SASS_IN)/golden.orig \
+		-o $(BENCH_SASS_IN)/memtrace_gate_golden_full.ptx 2>/dev/null
+	$(Q)$(GPUEXT_BIN) ptx rewrite --policy $(TOOLS_DIR)/memtrace_gate.bpf.o --sample 16 $(BENCH_SASS_IN)/golden.orig \
+		-o $(BENCH_SASS_IN)/memtrace_gate_golden_16.ptx 2>/dev/null
 	$(Q)$(GPUEXT_BIN) ptx rewrite --policy $(TOOLS_DIR)/memtrace_gate.bpf.o --sample 1024 $(BENCH_TB_PTX) \
 		-o $(BENCH_SASS_IN)/memtrace_gate_tool_bench.ptx 2>/dev/null
 

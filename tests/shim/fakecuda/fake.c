@@ -712,7 +712,7 @@ static int globals_on(void)
 	return e && *e == '1';
 }
 
-FX CUresult cuFuncGetModule(CUmodule *m, CUfunction f)
+__attribute__((weak)) FX CUresult cuFuncGetModule(CUmodule *m, CUfunction f)
 {
 	REC();
 	struct ffunc *x = (struct ffunc *)f;
@@ -724,7 +724,7 @@ FX CUresult cuFuncGetModule(CUmodule *m, CUfunction f)
 	return CUDA_SUCCESS;
 }
 
-FX CUresult cuModuleGetGlobal_v2(CUdeviceptr *p, size_t *n, CUmodule m, const char *name)
+__attribute__((weak)) FX CUresult cuModuleGetGlobal_v2(CUdeviceptr *p, size_t *n, CUmodule m, const char *name)
 {
 	REC();
 	struct fmod *x = (struct fmod *)m;
