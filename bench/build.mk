@@ -62,6 +62,7 @@ $(BENCH_ML): $(call objs,bench/memlimit_cost.c)
 # (bench/probe_ab_variants.py; the GPU machine has no LLVM to JIT threadhist).
 BENCH_PAB     := $(BUILD)/bench/probe_ab
 BENCH_PAB_DIR := $(BUILD)/bench/probe_ab_ptx
+$(BUILD)/bench/probe_ab_kernels.ptx: bench/tool_bench.cu
 $(BENCH_PAB): $(call objs,bench/probe_ab.c) $(COMMON_LIB)
 	$(call link,-L$(STUB_LDIR) -lcuda)
 $(BENCH_PAB_DIR)/nat.ptx: $(BUILD)/bench/probe_ab_kernels.ptx bench/probe_ab_variants.py $(GPUEXT_BIN) \

@@ -13,13 +13,15 @@
  * variants interleaved within each round. nat and th_exit also as
  * `_link`: compiled through cuLinkAddData/cuLinkComplete as the shim's
  * cubin route compiles a rewritten module (relocatable code), not loaded
- * whole (run 90's route row: rowsoftmax +12.3 % with no probe). Prints the median µs per launch,
+ * whole (run 90's route row: rowsoftmax +12.3 % with no probe), and as
+ * `_linknopic`: the same with CU_JIT_POSITION_INDEPENDENT_CODE=0. Prints the median µs per launch,
  * the % over `nat`, registers, and whether the output equals nat's.
  *
  *   probe_ab DIR [REPS [LAUNCHES]]
  * No shim: the figures are the instrumented code's own cost. */
 #include <cuda.h>
 #include <dirent.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,11 +35,16 @@
 #define N     (1 << 22)
 
 struct kern {
-	const char *name;
-	unsigned elems_per_block; /* grid = N / this, 256 threads */
+	const char *name, *label;
+	unsigned elems_per_block; /* grid = N / this */
+	unsigned threads;
+	int n; /* the third argument: N, or rowsoftmax's columns */
 	size_t out_elems;
 };
-static const struct kern kerns[] = { { "stencil3", 256, N }, { "blockred", 1024, N / 1024 } };
+/* rowsoftmax: tool_bench's, 4,096 rows of 1,000 columns, 4 warps a row */
+static const struct kern kerns[] = { { "stencil3", "stencil3", 256, 256, N, N },
+				     { "blockred", "blockred", 1024, 256, N, N / 1024 },
+				     { "_Z10rowsoftmaxPKfPfi", "rowsoftmax", 1024, 128, 1000, 4096 * 1000 } };
 #define NK (sizeof(kerns) / sizeof(kerns[0]))
 
 struct variant {
@@ -88,12 +95,14 @@ static void set_devrt(CUmodule mod, int nsm)
 
 /* The module as the shim's cubin route makes it (shim/cubin.c): the PTX
  * compiled by the driver's linker, the cubin loaded. */
-static CUresult load_linked(CUmodule *mod, const char *ptx, size_t len)
+static CUresult load_linked(CUmodule *mod, const char *ptx, size_t len, int nopic)
 {
 	CUlinkState st;
 	void *cubin;
 	size_t clen;
-	CUresult r = cuLinkCreate(0, NULL, NULL, &st);
+	CUjit_option o = CU_JIT_POSITION_INDEPENDENT_CODE;
+	void *ov = (void *)(uintptr_t)0;
+	CUresult r = cuLinkCreate(nopic ? 1 : 0, nopic ? &o : NULL, nopic ? &ov : NULL, &st);
 	if (r != CUDA_SUCCESS)
 		return r;
 	r = cuLinkAddData(st, CU_JIT_INPUT_PTX, (void *)ptx, len + 1, "probe_ab", 0, NULL, NULL);
@@ -142,23 +151,24 @@ static int load_variants(const char *dir, struct variant *v, int nsm)
 		if (!strncmp(x->name, "th", 2))
 			set_devrt(x->mod, nsm);
 		nv++;
-		if ((!strcmp(x->name, "nat") || !strcmp(x->name, "th_exit")) && nv < MAXV) {
+		for (int nopic = 0; nopic < 2 && (!strcmp(x->name, "nat") || !strcmp(x->name, "th_exit")) && nv < MAXV;
+		     nopic++) {
 			struct variant *y = &v[nv];
-			memset(y, 0, sizeof(*y));
 			char base[16];
+			memset(y, 0, sizeof(*y));
 			snprintf(base, sizeof(base), "%.8s", x->name);
-			snprintf(y->name, sizeof(y->name), "%s_link", base);
-			if (load_linked(&y->mod, ptx, plen) != CUDA_SUCCESS) {
+			snprintf(y->name, sizeof(y->name), "%s_link%s", base, nopic ? "nopic" : "");
+			if (load_linked(&y->mod, ptx, plen, nopic) != CUDA_SUCCESS) {
 				printf("not ok - probe_ab: %s does not link\n", y->name);
-			} else {
-				for (unsigned k = 0; k < NK; k++) {
-					CK(cuModuleGetFunction(&y->fn[k], y->mod, kerns[k].name));
-					CK(cuFuncGetAttribute(&y->regs[k], CU_FUNC_ATTRIBUTE_NUM_REGS, y->fn[k]));
-				}
-				if (y->name[0] == 't')
-					set_devrt(y->mod, nsm);
-				nv++;
+				continue;
 			}
+			for (unsigned k = 0; k < NK; k++) {
+				CK(cuModuleGetFunction(&y->fn[k], y->mod, kerns[k].name));
+				CK(cuFuncGetAttribute(&y->regs[k], CU_FUNC_ATTRIBUTE_NUM_REGS, y->fn[k]));
+			}
+			if (y->name[0] == 't')
+				set_devrt(y->mod, nsm);
+			nv++;
 		}
 		free(ptx);
 	}
@@ -169,9 +179,9 @@ static int load_variants(const char *dir, struct variant *v, int nsm)
 
 static void launch(CUfunction f, const struct kern *k, CUdeviceptr x, CUdeviceptr y)
 {
-	int n = N;
+	int n = k->n;
 	void *args[] = { &x, &y, &n };
-	CK(cuLaunchKernel(f, N / k->elems_per_block, 1, 1, 256, 1, 1, 0, 0, args, NULL));
+	CK(cuLaunchKernel(f, N / k->elems_per_block, 1, 1, k->threads, 1, 1, 0, 0, args, NULL));
 }
 
 int main(int argc, char **argv)
@@ -229,11 +239,16 @@ int main(int argc, char **argv)
 					v[i].us[k][r] = ms * 1000.f / launches;
 			}
 	int bad = 0;
-	printf("| variant | regs | %s µs | %% | %s µs | %% | same |\n|---|---|---|---|---|---|---|\n", kerns[0].name,
-	       kerns[1].name);
+	printf("| variant | regs |");
+	for (unsigned k = 0; k < NK; k++)
+		printf(" %s µs | %% |", kerns[k].label);
+	printf(" same |\n|---|---|");
+	for (unsigned k = 0; k < NK; k++)
+		printf("---|---|");
+	printf("---|\n");
 	float base[NK];
 	for (int i = 0; i < nv; i++) {
-		printf("| %s | %d/%d", v[i].name, v[i].regs[0], v[i].regs[1]);
+		printf("| %s | %d/%d/%d", v[i].name, v[i].regs[0], v[i].regs[1], v[i].regs[2]);
 		int same = 1;
 		for (unsigned k = 0; k < NK; k++) {
 			qsort(v[i].us[k], reps, sizeof(float), cmp_f);
@@ -246,7 +261,7 @@ int main(int argc, char **argv)
 		}
 		printf(" | %s |\n", same ? "yes" : "NO");
 		for (unsigned k = 0; k < NK; k++)
-			printf("bench: probe_ab %s %s %.3f %.2f\n", kerns[k].name, v[i].name, v[i].us[k][reps / 2],
+			printf("bench: probe_ab %s %s %.3f %.2f\n", kerns[k].label, v[i].name, v[i].us[k][reps / 2],
 			       100.0 * (v[i].us[k][reps / 2] - base[k]) / base[k]);
 	}
 	printf("%s - probe_ab: outputs of %d variants equal nat's\n", bad ? "not ok" : "ok", nv);

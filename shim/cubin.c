@@ -36,6 +36,17 @@ static bool cubin_off(void)
 	return (e && !strcmp(e, "0")) || (c && !strcmp(c, "0"));
 }
 
+/* GPUEXT_CUBIN_PIC=0 (A/B, issue 40): the link's compile without position
+ * independent code. The cubin route's relocatable compile cost tool_bench's
+ * rowsoftmax +7 % with no probe at all, where the PTX load cost nothing
+ * (GPU runs 92-95); whether the compiler's PIC default is what differs is
+ * what this measures. Part of the cubin's key. */
+static bool cubin_nopic(void)
+{
+	const char *e = getenv("GPUEXT_CUBIN_PIC");
+	return e && !strcmp(e, "0");
+}
+
 /* JIT options that only report: the cubin is the same with or without them. */
 static bool opts_neutral(unsigned n, const CUjit_option *o)
 {
@@ -144,13 +155,14 @@ static unsigned link_target(const char *ptx, size_t len, unsigned sm)
  * malloc'd copy of the cubin, or the driver's error with its log in err. */
 static CUresult jit(const char *ptx, size_t len, unsigned sm, void **cubin, size_t *clen, char *err, size_t errn)
 {
-	CUjit_option o[] = { CU_JIT_TARGET, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
-	void *v[] = { (void *)(uintptr_t)link_target(ptx, len, sm), err, (void *)(uintptr_t)errn };
+	CUjit_option o[] = { CU_JIT_TARGET, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+			     CU_JIT_POSITION_INDEPENDENT_CODE };
+	void *v[] = { (void *)(uintptr_t)link_target(ptx, len, sm), err, (void *)(uintptr_t)errn, (void *)(uintptr_t)0 };
 	CUlinkState st = NULL;
 	void *out = NULL;
 	size_t n = 0;
 	err[0] = 0;
-	CUresult rc = REAL(cuLinkCreate_v2)(3, o, v, &st);
+	CUresult rc = REAL(cuLinkCreate_v2)(cubin_nopic() ? 4 : 3, o, v, &st);
 	if (rc == CUDA_SUCCESS)
 		rc = REAL(cuLinkAddData_v2)(st, CU_JIT_INPUT_PTX, (void *)ptx, len + 1, "gpuext", 0, NULL, NULL);
 	if (rc == CUDA_SUCCESS)
@@ -201,7 +213,7 @@ bool gx_prep_cubin(struct gx_prep *p, bool all_devices, unsigned n, const CUjit_
 	if (!sm || (all_devices && !one_arch(sm)))
 		return false;
 	struct gx_mcache_key k;
-	gx_mcache_cubin_key(p->ptx, p->len, sm, driver, &k);
+	gx_mcache_cubin_key(p->ptx, p->len, sm, driver, cubin_nopic(), &k);
 	if (!cubin_get(&k, cubin, len)) {
 		p->cubin = GX_CUBIN_CACHED;
 		return true;

@@ -193,11 +193,11 @@ void gx_mcache_key(const char *ptx, size_t len, const struct gx_ptx_rewrite_opts
 /* The compiled cubin of a rewritten PTX (cubin.c): what the driver's JIT
  * output depends on, the text, the device arch and the driver. Not the
  * gpuext build: the PTX says all of it. */
-void gx_mcache_cubin_key(const char *ptx, size_t len, unsigned sm, int driver, struct gx_mcache_key *k)
+void gx_mcache_cubin_key(const char *ptx, size_t len, unsigned sm, int driver, bool nopic, struct gx_mcache_key *k)
 {
 	struct h128 h;
 	h_init(&h);
-	h_str(&h, "gpuext-cubin");
+	h_str(&h, nopic ? "gpuext-cubin-nopic" : "gpuext-cubin");
 	h_field(&h, &sm, sizeof(sm));
 	h_field(&h, &driver, sizeof(driver));
 	h_field(&h, ptx, len);

@@ -57,7 +57,8 @@ int gx_mcache_put(const struct gx_mcache_key *k, const struct gx_mcache_entry *e
  * one. 0 or -errno (-ENOENT: none; -EACCES/-EPERM: refused, logged once). */
 int gx_mcache_dir(int which, char *buf, size_t n, bool create);
 /* The key of a rewritten PTX's cubin for a device arch and driver version. */
-void gx_mcache_cubin_key(const char *ptx, size_t len, unsigned sm, int driver, struct gx_mcache_key *k);
+/* nopic: compiled with CU_JIT_POSITION_INDEPENDENT_CODE=0 (GPUEXT_CUBIN_PIC=0, cubin.c) */
+void gx_mcache_cubin_key(const char *ptx, size_t len, unsigned sm, int driver, bool nopic, struct gx_mcache_key *k);
 /* The content hash the entries' headers record. */
 uint64_t gx_mcache_content_hash(const void *buf, size_t len);
 /* GPUEXT_CACHE_MAX_MB in bytes: no entry is larger. */

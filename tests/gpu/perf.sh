@@ -31,7 +31,8 @@
 #   ptx-rewrite/block_barrier.c); threadhist.ptx (GPUEXT_CUBIN=0: rewritten
 #   modules loaded as PTX, the driver's whole-module JIT, not the cubin
 #   route's relocatable compile: run 90's route row had rowsoftmax at +12.3 %
-#   with no probe at all). The .off configurations (every step off)
+#   with no probe at all); on request threadhist.nopic (GPUEXT_CUBIN_PIC=0:
+#   the cubin route's compile without position independent code). The .off configurations (every step off)
 #   ran in GPU run 90 and are on request now. CuPy compiles to PTX in every
 #   configuration (CUPY_COMPILE_WITH_PTX=1, what gpuext-run sets under a
 #   tool), so native runs the code the tools hook. Processes alternate
@@ -90,6 +91,7 @@ run_cfg() {
 	kernelretsnoop.cap1024) timeout -k 5 "$lim" env GX_KRS_CAP=1024 "$RUN" --tool kernelretsnoop -- "$@" ;;
 	threadhist.lw) timeout -k 5 "$lim" env GX_TH_WARP=last "$RUN" --tool threadhist -- "$@" ;;
 	*.ptx) timeout -k 5 "$lim" env GPUEXT_CUBIN=0 "$RUN" --tool "${cfg%.ptx}" -- "$@" ;;
+	*.nopic) timeout -k 5 "$lim" env GPUEXT_CUBIN_PIC=0 "$RUN" --tool "${cfg%.nopic}" -- "$@" ;;
 	threadhist.bar) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=barrier GX_TH_WARP=1 "$RUN" --tool threadhist -- "$@" ;;
 	*.entry) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=entry "$RUN" --tool "${cfg%.entry}" -- "$@" ;;
 	*.exit) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=exit "$RUN" --tool "${cfg%.exit}" -- "$@" ;;
