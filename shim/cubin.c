@@ -157,7 +157,8 @@ static CUresult jit(const char *ptx, size_t len, unsigned sm, void **cubin, size
 {
 	CUjit_option o[] = { CU_JIT_TARGET, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
 			     CU_JIT_POSITION_INDEPENDENT_CODE };
-	void *v[] = { (void *)(uintptr_t)link_target(ptx, len, sm), err, (void *)(uintptr_t)errn, (void *)(uintptr_t)0 };
+	void *v[] = { (void *)(uintptr_t)link_target(ptx, len, sm), err, (void *)(uintptr_t)errn,
+		      (void *)(uintptr_t)0 };
 	CUlinkState st = NULL;
 	void *out = NULL;
 	size_t n = 0;
