@@ -224,11 +224,12 @@ static int prep_cubin_ptx(const struct gx_image *im, unsigned sm, struct gx_prep
  *    came and the copies beside it in a module of their own (p->side), when
  *    the module has no variables, which the two modules would each have
  *    their own of (cuFFT's modules keep table pointers the host sets in
- *    .global variables). With variables, a module with SASS for the device
- *    loads as it came without copies unless the policy's kernels= selected
- *    some of its kernels; otherwise one rewritten module, loaded as PTX
- *    (p->ptx_load: the driver's whole-module JIT, as natively), not through
- *    the cubin route.
+ *    .global variables). A module with variables loads as it came, without
+ *    copies, unless the policy's kernels= selected some of its kernels:
+ *    then one rewritten module, loaded as PTX (p->ptx_load: the driver's
+ *    whole-module JIT, as natively), not through the cubin route. Even
+ *    that reload changed cuFFT's plans (GPU run 92: PTX-only modules with
+ *    copies, loaded whole), so it is only done when asked for by name.
  * Without hooks or copies asked for, the identity reload stays as it was.
  * `orig`: the PTX the rewrite started from. */
 static bool keep_sass(bool rewritten, int has_sass, unsigned sm, const char *orig, size_t olen, struct gx_prep *p)
@@ -257,7 +258,7 @@ static bool keep_sass(bool rewritten, int has_sass, unsigned sm, const char *ori
 			p->side = true;
 			return true;
 		}
-		if (!has_sass || opts.persist_kernels) {
+		if (opts.persist_kernels) {
 			p->ptx_load = true; /* one module, its originals JIT'd whole */
 			return true;
 		}
@@ -265,9 +266,9 @@ static bool keep_sass(bool rewritten, int has_sass, unsigned sm, const char *ori
 	gx_prep_free(p);
 	if (p->nr_persistent)
 		snprintf(p->why, sizeof(p->why),
-			 "has SASS for sm_%u and %u module variable%s its copies could not share (select its kernels "
-			 "with kernels= to schedule them)",
-			 sm, vars, vars == 1 ? "" : "s");
+			 "%u module variable%s its copies could not share (select its kernels with kernels= to "
+			 "schedule them)",
+			 vars, vars == 1 ? "" : "s");
 	else if (has_sass)
 		snprintf(p->why, sizeof(p->why), "has SASS for sm_%u and nothing to change in its PTX", sm);
 	else
