@@ -101,8 +101,8 @@ struct gx_ptx_kregs {
  * rule's choice. */
 #define GX_PTX_F_BLOCK_BARRIER 256u
 
-/* A/B only: kernels with gated memory sites (bind_samples) keep the
- * registers ptxas gives them, no cap at the measured originals' count. */
+/* A/B only: kernels with memory sites keep the registers ptxas gives
+ * them, no cap at the measured originals' count (persist_regs). */
 #define GX_PTX_F_NO_MEM_CAP 128u
 
 /* The switches the callers (shim, CLI) take from the environment:
@@ -129,16 +129,12 @@ static inline unsigned gx_ptx_mem_sample_from_env(void)
 	return v && !*end && v <= 0x7fffffffu ? (unsigned)v : 0;
 }
 
-/* Will some memory site of a rewrite with these options be gated (a
- * binding that samples, at an N > 1)? The shim then measures the
- * originals' registers for the cap (GX_PTX_F_NO_MEM_CAP). */
-static inline int gx_ptx_opts_gate_mem(const struct gx_ptx_rewrite_opts *o)
+/* Does a rewrite with these options put memory sites in kernels, which are
+ * then capped at the originals' registers (persist_regs, which the shim
+ * measures; GX_PTX_F_NO_MEM_CAP: no cap)? */
+static inline int gx_ptx_opts_mem_cap(const struct gx_ptx_rewrite_opts *o)
 {
-	for (size_t i = 0; o->bind_samples && i < o->nr_bindings; i++)
-		if ((o->bindings[i].hook & GDEV_HOOK_MEM) && o->bind_samples[i] &&
-		    (o->mem_sample ? o->mem_sample : o->bind_samples[i]) > 1)
-			return 1;
-	return 0;
+	return (o->hooks & GDEV_HOOK_MEM) && !(o->flags & GX_PTX_F_NO_MEM_CAP);
 }
 
 /* Built-in handlers for hooks without a policy (measurements and tests). */

@@ -444,15 +444,18 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 	 * access in N reaches the election */
 	unsigned every = st->hook & GDEV_HOOK_MEM ? ptx_site_sample_every(st->s, st->func) : 0;
 	if (!err && every > 1) {
-		const struct gx_ptx_rewrite_opts *o = st->s->ctx->opts;
 		int g = ptx_site_sample_gate(m, st->fn, bd, r, every, st->kid, st->s->ctx->res->nr_hooks, st->out);
 		if (g < 0)
 			err = g;
-		/* the record path is cold now: it may spill, never cost the
-		 * kernel resident warps (shim/kregs.c measured the original) */
-		else if (st->fn->is_entry && !(o->flags & GX_PTX_F_NO_MEM_CAP))
-			err = ptx_kernel_cap_regs(m, o, st->fn, st->fn->name);
 	}
+	/* A kernel with memory sites keeps the original's registers
+	 * (shim/kregs.c measured them): the handler's path, called or cold
+	 * behind the gate, may spill, never cost the kernel resident warps nor
+	 * make a launch the original fits fail (GPU run 94: memtrace raised
+	 * tool_bench's 1,024-thread gemm past 64 registers, and the driver
+	 * refused its launches). */
+	if (!err && (st->hook & GDEV_HOOK_MEM) && st->fn->is_entry && !(st->s->ctx->opts->flags & GX_PTX_F_NO_MEM_CAP))
+		err = ptx_kernel_cap_regs(m, st->s->ctx->opts, st->fn, st->fn->name);
 	INSN(bd, "activemask", PTX_MODS(".b32"), r->om);
 	if (can_elect(m)) {
 		INSN(bd, "elect", PTX_MODS(".sync"), ptx_opnd_pipe(m, r->ol, r->oq), r->om);

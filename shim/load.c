@@ -119,11 +119,11 @@ static bool prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx
 	}
 	struct gx_ptx_rewrite_result res;
 	memset(&res, 0, sizeof(res));
-	/* Persistent copies, and kernels with sampled memory sites: capped at
-	 * the originals' registers (measured). */
+	/* Persistent copies, and kernels with memory sites: capped at the
+	 * originals' registers (measured). */
 	struct gx_ptx_kregs *kregs = NULL;
 	size_t nkregs = 0;
-	bool memcap = !persist && gx_ptx_opts_gate_mem(&opts) && !(opts.flags & GX_PTX_F_NO_MEM_CAP);
+	bool memcap = !persist && gx_ptx_opts_mem_cap(&opts);
 	if (persist || memcap) {
 		int e = gx_kregs_probe(ptx, len, &kregs, &nkregs);
 		if (e)

@@ -77,6 +77,11 @@ done
 mods() { grep -l "$1" $T/cache/modules/*.gxmod 2>/dev/null; }
 check "memtrace (default): no gate, the program samples" \
 	"! mods 'vote.sync.any.pred' | grep -q ." memtrace
+# every kernel with memory sites keeps the original's registers, gate or not
+# (GPU run 94: the default memtrace raised a 1,024-thread gemm past what its
+# blocks allow, and the driver refused its launches)
+check "memtrace (default): its kernel capped at the original's registers (.maxnreg 32)" \
+	"mods 'gxp_memtrace' | xargs -r grep -q '^.maxnreg 32'" memtrace
 run memtrace mt-gate GX_MT_GATE=1
 check "memtrace GX_MT_GATE=1: the shim's module has the 1-in-1024 gate and .maxnreg 32" \
 	"grep -q 'object memtrace_gate' $T/mt-gate.err && mods 'setp.lo.u32.*4194304' | xargs -r grep -l 'vote.sync.any.pred' | xargs -r grep -q '^.maxnreg 32'" mt-gate
