@@ -6,16 +6,8 @@
 # then `gpuext sched` on the log (text, --json, --trace), knob errors, a
 # policy that cannot attach, and a pass under valgrind.
 set -u
-B=${BUILD:-build}
-FAKE=$PWD/$B/tests/shim/fakecuda/libcuda.so.1
-P=$PWD/$B/share/gpuext/sched
-G=$B/bin/gpuext
-ok() { echo "ok - $*"; }
-nok() { echo "not ok - $*"; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-run() { env LD_LIBRARY_PATH="$PWD/$B/lib" GPUEXT_REAL_LIBCUDA="$FAKE" GPUEXT_LOG=info GPUEXT_CACHE_DIR="$tmp/cache" \
-	GPUEXT_SHM_DIR="$tmp/shm" GPUEXT_JITLIB="$PWD/$B/lib/libgxjit.so" "$@"; }
+# shellcheck source=tests/blocksched/fake_lib.sh
+. "$(dirname "$0")/fake_lib.sh"
 
 for pm in claim static; do
 	run env GPUEXT_PERSISTENT=$([ $pm = claim ] && echo 1 || echo static) timeout 60 \
