@@ -191,12 +191,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int reps = argc > 2 ? atoi(argv[2]) : 21, launches = argc > 3 ? atoi(argv[3]) : 50;
-	CUdevice dev;
-	CUcontext ctx;
-	CK(cuInit(0));
-	CK(cuDeviceGet(&dev, 0));
-	CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-	CK(cuCtxSetCurrent(ctx));
+	CUdevice dev = gx_cu_primary_ctx("probe_ab");
 	int nsm;
 	CK(cuDeviceGetAttribute(&nsm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
 	static struct variant v[MAXV];

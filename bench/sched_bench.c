@@ -647,12 +647,7 @@ int main(int argc, char **argv)
 		printf("not ok - sched_bench: cannot read %s\n", argv[1]);
 		return 1;
 	}
-	CUdevice dev;
-	CUcontext ctx;
-	CK(cuInit(0));
-	CK(cuDeviceGet(&dev, 0));
-	CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-	CK(cuCtxSetCurrent(ctx));
+	CUdevice dev = gx_cu_primary_ctx("sched_bench");
 	CK(cuDeviceGetAttribute(&nsm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
 	CK(cuModuleLoadData(&var[0].mod, ptx));
 	var[0].ok = 1;

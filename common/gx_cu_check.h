@@ -34,6 +34,20 @@
 		}                                                                          \
 	} while (0)
 
+/* Device 0 with its primary context current: the start of the driver-API
+ * benchmarks (bench/hook_overhead, sched_bench, probe_ab); a TAP line
+ * named `name` and exit 1 on failure. */
+static inline CUdevice gx_cu_primary_ctx(const char *name)
+{
+	CUdevice dev;
+	CUcontext ctx;
+	GX_CU_TAP(name, cuInit(0));
+	GX_CU_TAP(name, cuDeviceGet(&dev, 0));
+	GX_CU_TAP(name, cuDevicePrimaryCtxRetain(&ctx, dev));
+	GX_CU_TAP(name, cuCtxSetCurrent(ctx));
+	return dev;
+}
+
 #ifdef __CUDACC__
 #define CK(x)                                                                              \
 	do {                                                                               \
