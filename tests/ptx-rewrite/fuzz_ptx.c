@@ -120,5 +120,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (gx_ptx_rewrite(text, size, &bo, &res) == 0 && !res.ptx)
 		abort();
 	gx_ptx_rewrite_result_free(&res);
+	/* the same before the first barrier every thread passes once
+	 * (block_barrier.c: the statement graph, labels, branches, loops) */
+	bo.flags = GX_PTX_F_BLOCK_BARRIER;
+	if (gx_ptx_rewrite(text, size, &bo, &res) == 0 && !res.ptx)
+		abort();
+	gx_ptx_rewrite_result_free(&res);
 	return 0;
 }
