@@ -47,7 +47,7 @@ static long label_at(const struct graph *g, const struct ptx_opnd *op)
 	return hit ? (long)hit->at : -1;
 }
 
-enum { OUT = -2, UNKNOWN = -3 };
+enum { OUT = -2 }; /* a successor that leaves the kernel */
 
 /* Successors of node i into out (OUT: leaves the kernel); their count, or
  * -1 for a statement the check does not follow. */
@@ -89,9 +89,9 @@ static bool is_cta_barrier(const struct ptx_stmt *s)
 	return bar || barrier;
 }
 
-/* Walk from `from` (its successors only when skip_self) without entering
- * node `cut`: 1 if it can leave the kernel (or reach cut, when
- * to_cut), 0 if not, -1 on a statement not followed, -ENOMEM. */
+/* Walk the graph without going past node `cut`. !to_cut: from `from`, 1 if
+ * a way out of the kernel is reached. to_cut: from from's successors, 1 if
+ * `cut` is reached. 0 if not, -1 on a statement the walk does not follow. */
 static int reaches(const struct graph *g, size_t from, size_t cut, bool to_cut, unsigned char *seen, long *stack)
 {
 	size_t sp = 0;
@@ -131,9 +131,8 @@ static int reaches(const struct graph *g, size_t from, size_t cut, bool to_cut, 
 	return 0;
 }
 
-struct ptx_stmt *ptx_once_barrier(struct ptx_module *m, struct ptx_func *fn, int *err)
+struct ptx_stmt *ptx_once_barrier(struct ptx_func *fn, int *err)
 {
-	(void)m;
 	*err = 0;
 	struct graph g = { 0 };
 	size_t n = 0, nl = 0;

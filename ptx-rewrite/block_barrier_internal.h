@@ -13,6 +13,6 @@
  * there is none, or the body has what the check does not follow (an
  * indirect branch, a branch to an unknown label, a call that may not
  * return). -ENOMEM in *err. */
-struct ptx_stmt *ptx_once_barrier(struct ptx_module *m, struct ptx_func *fn, int *err);
+struct ptx_stmt *ptx_once_barrier(struct ptx_func *fn, int *err);
 
 #endif

@@ -416,7 +416,7 @@ static int hook_func(struct hooks *ps, struct ptx_func *fn)
 	 * no entry handler shares the site and no callee may end a thread. */
 	if (ps->block_at && (ps->ctx->opts->flags & GX_PTX_F_BLOCK_BARRIER) && !(hooks & GDEV_HOOK_ENTRY) &&
 	    !(blk_scan(ps->m, fn, 0) & BLK_LEAVES)) {
-		ps->block_bar = ptx_once_barrier(ps->m, fn, &err);
+		ps->block_bar = ptx_once_barrier(fn, &err);
 		if (err)
 			return err;
 		if (ps->block_bar) {

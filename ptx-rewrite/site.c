@@ -454,7 +454,7 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 	 * make a launch the original fits fail (GPU run 94: memtrace raised
 	 * tool_bench's 1,024-thread gemm past 64 registers, and the driver
 	 * refused its launches). */
-	if (!err && (st->hook & GDEV_HOOK_MEM) && st->fn->is_entry && !(st->s->ctx->opts->flags & GX_PTX_F_NO_MEM_CAP))
+	if (!err && (st->hook & GDEV_HOOK_MEM) && st->fn->is_entry && gx_ptx_opts_mem_cap(st->s->ctx->opts))
 		err = ptx_kernel_cap_regs(m, st->s->ctx->opts, st->fn, st->fn->name);
 	INSN(bd, "activemask", PTX_MODS(".b32"), r->om);
 	if (can_elect(m)) {

@@ -44,15 +44,14 @@ static const char *sched_spec(void)
  * are a library, whose module in ctx the driver gives. */
 static CUmodule side_module(CUcontext ctx, void *f)
 {
-	void *mod = NULL;
+	void *mod = NULL, *side;
 	bool lib = false;
-	if (gx_tab_func_info(ctx, f, NULL, 0, NULL, &mod) || !mod)
+	if (gx_tab_func_info(ctx, f, NULL, 0, NULL, &mod) || !mod || !(side = gx_tab_side(mod, &lib)))
 		return NULL;
-	void *side = gx_tab_side(mod, &lib);
-	CUmodule m = NULL;
-	if (side && lib && REAL(cuLibraryGetModule)(&m, (CUlibrary)side) != CUDA_SUCCESS)
-		m = NULL;
-	return side && !lib ? (CUmodule)side : m;
+	if (!lib)
+		return (CUmodule)side;
+	CUmodule m;
+	return REAL(cuLibraryGetModule)(&m, (CUlibrary)side) == CUDA_SUCCESS ? m : NULL;
 }
 
 static struct gx_attach_host host;

@@ -56,29 +56,31 @@ static void loaded(const char *api, void *handle, bool is_library, struct gx_pre
  * loads the application's image as it came. */
 typedef CUresult (*orig_fn)(CUmodule *m, const void *arg, unsigned n, CUjit_option *o, void **v);
 
-/* Load p's rewritten code as a module, or as a library: its cubin where the
- * module cache has or makes one (a cubin the driver refuses: its PTX). */
+/* Load code (a cubin or PTX) as a module, or as a library. */
+static CUresult load_code(bool is_library, void *out, const void *code, unsigned n, CUjit_option *o, void **v,
+			  CUlibraryOption *lo, void **lv, unsigned nl)
+{
+	return is_library ? REAL(cuLibraryLoadData)(out, code, o, v, n, lo, lv, nl)
+			  : REAL(cuModuleLoadDataEx)(out, code, n, o, v);
+}
+
+/* Load p's rewritten code: its cubin where the module cache has or makes
+ * one (not for p->ptx_load), else, or if the driver refuses the cubin, its
+ * PTX. */
 static CUresult load_prepared(struct gx_prep *p, bool is_library, void *out, unsigned n, CUjit_option *o, void **v,
 			      CUlibraryOption *lo, void **lv, unsigned nl)
 {
 	void *cubin = NULL;
 	size_t clen = 0;
 	CUresult rc = CUDA_ERROR_INVALID_IMAGE;
-	for (int pass = 0; pass < 2 && rc != CUDA_SUCCESS; pass++) {
-		const void *code = p->ptx;
-		if (!pass) {
-			if (p->ptx_load || !gx_prep_cubin(p, is_library, n, o, &cubin, &clen))
-				continue;
-			code = cubin;
-		}
-		rc = is_library ? REAL(cuLibraryLoadData)(out, code, o, v, n, lo, lv, nl)
-				: REAL(cuModuleLoadDataEx)(out, code, n, o, v);
-		if (!pass) {
-			free(cubin);
-			if (rc != CUDA_SUCCESS)
-				p->cubin = 0;
-		}
+	if (!p->ptx_load && gx_prep_cubin(p, is_library, n, o, &cubin, &clen)) {
+		rc = load_code(is_library, out, cubin, n, o, v, lo, lv, nl);
+		free(cubin);
+		if (rc != CUDA_SUCCESS)
+			p->cubin = 0;
 	}
+	if (rc != CUDA_SUCCESS)
+		rc = load_code(is_library, out, p->ptx, n, o, v, lo, lv, nl);
 	return rc;
 }
 
@@ -88,31 +90,24 @@ static CUresult load_prepared(struct gx_prep *p, bool is_library, void *out, uns
  * copies' module the driver refuses leaves the image's kernels as they are. */
 static CUresult load_side(const char *api, void *app, bool is_library, struct gx_prep *p, CUresult app_rc)
 {
-	void *side = NULL;
-	CUresult rs = app_rc == CUDA_SUCCESS ? load_prepared(p, is_library, &side, 0, NULL, NULL, NULL, NULL, 0) : app_rc;
 	if (app_rc != CUDA_SUCCESS) {
 		gx_prep_free(p);
 		return app_rc;
 	}
+	void *side = NULL;
+	CUresult rs = load_prepared(p, is_library, &side, 0, NULL, NULL, NULL, NULL, 0);
 	if (rs != CUDA_SUCCESS) {
 		char b[96];
 		pr_warn("module %u (%s): loaded as it came; the module of its persistent copies was rejected (%s): its "
 			"kernels run unchanged",
 			p->id, api, gx_cu_errname(rs, b, sizeof(b)));
 		snprintf(p->why, sizeof(p->why), "its copies' module rejected");
-		loaded(api, app, is_library, p, false, NULL);
-		return app_rc;
+		side = NULL;
+	} else {
+		gx_log_side(api, p);
 	}
-	gx_log_side(api, p);
 	loaded(api, app, is_library, p, false, side);
 	return app_rc;
-}
-
-static CUresult mod_load_side(const char *api, CUmodule *module, unsigned n, CUjit_option *o, void **v,
-			      orig_fn orig, const void *orig_arg, struct gx_prep *p)
-{
-	CUresult rc = orig(module, orig_arg, n, o, v);
-	return load_side(api, rc == CUDA_SUCCESS ? *module : NULL, false, p, rc);
 }
 
 static CUresult mod_load(const char *api, CUmodule *module, const void *img, size_t avail, unsigned n,
@@ -136,8 +131,10 @@ static CUresult mod_load(const char *api, CUmodule *module, const void *img, siz
 		return rc;
 	}
 	if (gx_prepare(api, img, avail, false, &p)) {
-		if (p.side)
-			return mod_load_side(api, module, n, o, v, orig, orig_arg, &p);
+		if (p.side) {
+			CUresult rc = orig(module, orig_arg, n, o, v);
+			return load_side(api, rc == CUDA_SUCCESS ? *module : NULL, false, &p, rc);
+		}
 		CUresult rc = load_prepared(&p, false, module, n, o, v, NULL, NULL, 0);
 		if (rc == CUDA_SUCCESS) {
 			gx_log_reloaded(api, &p);
