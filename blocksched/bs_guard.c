@@ -46,6 +46,7 @@ static void explore_again(struct gx_bs_guard *g)
 	g->explore_extra_ms = k.explore_extra_ms;
 	g->explorations = k.explorations;
 	g->gave_up = k.gave_up;
+	g->untimed = k.untimed;
 	g->shifted = k.shifted;
 	g->explore_launches_all = k.explore_launches_all;
 	g->explore_extra_ms_all = k.explore_extra_ms_all;
@@ -94,6 +95,7 @@ int gx_bs_guard_next(struct gx_bs_guard *g, int *timed)
 		g->choice = GX_BS_ORIG;
 		g->since = 0;
 		g->explorations++;
+		g->untimed++;
 		g->explore_launches = g->issued - 1;
 		g->explore_launches_all += g->issued - 1;
 		g->explore_extra_ms = 0;

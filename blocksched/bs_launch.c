@@ -87,6 +87,10 @@ struct pfunc {
 		int state;    /* 0 free, 1 started, 2 ended (its end event recorded) */
 	} tp[4];
 	unsigned guard_gen; /* bumped when the guard starts over on a new grid */
+	/* why timings failed (the log says so when none came at all) */
+	unsigned tfail_n;
+	const char *tfail; /* the last failure's step */
+	CUresult tfail_rc;
 	UT_hash_handle hh;
 };
 
@@ -186,6 +190,13 @@ static void read_policy_locked(void)
 const char *gx_bs_policy_tag(void)
 {
 	return tag;
+}
+
+/* A driver error's name, for the log. */
+static const char *bs_cu_err(CUresult rc)
+{
+	const char *en = NULL;
+	return CU(cuGetErrorName)(rc, &en) == CUDA_SUCCESS && en ? en : "an unknown error";
 }
 
 /* ------------------------------------------------------------ module records */
@@ -320,16 +331,12 @@ static struct pfunc *resolve_locked(CUcontext ctx, void *f)
 			if (k->scopy && (rc = copy_func(code, is_library, k->scopy, &pf->scopy)) == CUDA_SUCCESS) {
 				bs_host->add_func(ctx, pf->scopy, mod, k->scopy);
 			} else if (k->scopy) {
-				const char *en = "?";
-				CU(cuGetErrorName)(rc, &en);
 				bs_log_decision(name, "its static copy %s cannot be found (%s): the guard times two arms",
-						k->scopy, en);
+						k->scopy, bs_cu_err(rc));
 				pf->scopy = NULL;
 			}
 		} else if (k) {
-			const char *en = "?";
-			CU(cuGetErrorName)(rc, &en);
-			bs_log_decision(name, "runs unchanged: its copy %s cannot be found (%s)", k->copy, en);
+			bs_log_decision(name, "runs unchanged: its copy %s cannot be found (%s)", k->copy, bs_cu_err(rc));
 		}
 	}
 	CUdevice d;
@@ -453,6 +460,16 @@ static struct pfunc *find_locked(const struct pfunc_key *key)
 	return pf;
 }
 
+/* A timing that will not come: counted, and the guard told. */
+static void timing_failed_locked(struct pfunc *pf, int arm, unsigned gen, const char *what, CUresult rc)
+{
+	pf->tfail_n++;
+	pf->tfail = what;
+	pf->tfail_rc = rc;
+	if (gen == pf->guard_gen)
+		gx_bs_guard_sample(&pf->guard, arm, -1);
+}
+
 /* The guard's events, one log line each (gpuext sched shows them). */
 static void guard_said(const struct gx_bs_guard *g, const char *name, int ev)
 {
@@ -492,10 +509,12 @@ static void guard_harvest_locked(struct pfunc *pf, const char *name)
 		if (q == CUDA_ERROR_NOT_READY)
 			continue;
 		float ms = -1;
-		if (q != CUDA_SUCCESS || CU(cuEventElapsedTime)(&ms, pf->tp[i].ev[0], pf->tp[i].ev[1]) != CUDA_SUCCESS)
-			ms = -1;
+		CUresult e = q == CUDA_SUCCESS ? CU(cuEventElapsedTime)(&ms, pf->tp[i].ev[0], pf->tp[i].ev[1]) : q;
 		pf->tp[i].state = 0;
-		if (pf->tp[i].gen == pf->guard_gen)
+		if (e != CUDA_SUCCESS)
+			timing_failed_locked(pf, pf->tp[i].arm, pf->tp[i].gen,
+					     q != CUDA_SUCCESS ? "cuEventQuery" : "cuEventElapsedTime", e);
+		else if (pf->tp[i].gen == pf->guard_gen)
 			guard_said(&pf->guard, name, gx_bs_guard_sample(&pf->guard, pf->tp[i].arm, ms));
 	}
 }
@@ -514,16 +533,28 @@ static int guard_pick_locked(struct pfunc *pf, const char *name, unsigned long l
 		pf->guard_arms = arms;
 		pf->guard_gen++; /* pairs in flight belong to the old one */
 	}
+	unsigned untimed = pf->guard.untimed;
 	int timed = 0, arm = gx_bs_guard_next(&pf->guard, &timed);
+	if (pf->guard.untimed != untimed)
+		bs_log_decision(name,
+				"guard: no timing of its launches came back in %u launches (%u failed, the last at %s%s%s): "
+				"runs unchanged",
+				pf->guard.explore_launches, pf->tfail_n, pf->tfail ? pf->tfail : "none",
+				pf->tfail_rc ? ": " : "", pf->tfail_rc ? bs_cu_err(pf->tfail_rc) : "");
 	if (!timed)
 		return arm;
+	const char *what = can_time ? "a free timing pair" : "a stream being captured";
+	CUresult rc = CUDA_SUCCESS;
 	for (int i = 0; can_time && i < (int)(sizeof(pf->tp) / sizeof(pf->tp[0])); i++) {
 		if (pf->tp[i].state)
 			continue;
-		bool ok = true;
-		for (int j = 0; j < 2 && ok; j++)
-			ok = pf->tp[i].ev[j] || CU(cuEventCreate)(&pf->tp[i].ev[j], CU_EVENT_DEFAULT) == CUDA_SUCCESS;
-		if (!ok || CU(cuEventRecord)(pf->tp[i].ev[0], s) != CUDA_SUCCESS)
+		for (int j = 0; j < 2 && rc == CUDA_SUCCESS; j++)
+			if (!pf->tp[i].ev[j])
+				rc = CU(cuEventCreate)(&pf->tp[i].ev[j], CU_EVENT_DEFAULT);
+		what = "cuEventCreate";
+		if (rc == CUDA_SUCCESS)
+			rc = CU(cuEventRecord)(pf->tp[i].ev[0], s), what = "cuEventRecord (before the launch)";
+		if (rc != CUDA_SUCCESS)
 			break;
 		pf->tp[i].s = s;
 		pf->tp[i].arm = arm;
@@ -533,7 +564,7 @@ static int guard_pick_locked(struct pfunc *pf, const char *name, unsigned long l
 		tl_tp.i = i;
 		return arm;
 	}
-	gx_bs_guard_sample(&pf->guard, arm, -1); /* no pair: no timing */
+	timing_failed_locked(pf, arm, pf->guard_gen, what, rc); /* no pair: no timing */
 	return arm;
 }
 
@@ -545,10 +576,11 @@ static void guard_launched(void)
 	pthread_mutex_lock(&bs_lock);
 	struct pfunc *pf = find_locked(&tl_tp.key);
 	if (pf && pf->tp[tl_tp.i].state == 1) {
-		pf->tp[tl_tp.i].state =
-			CU(cuEventRecord)(pf->tp[tl_tp.i].ev[1], pf->tp[tl_tp.i].s) == CUDA_SUCCESS ? 2 : 0;
-		if (!pf->tp[tl_tp.i].state && pf->tp[tl_tp.i].gen == pf->guard_gen)
-			gx_bs_guard_sample(&pf->guard, pf->tp[tl_tp.i].arm, -1);
+		CUresult rc = CU(cuEventRecord)(pf->tp[tl_tp.i].ev[1], pf->tp[tl_tp.i].s);
+		pf->tp[tl_tp.i].state = rc == CUDA_SUCCESS ? 2 : 0;
+		if (rc != CUDA_SUCCESS)
+			timing_failed_locked(pf, pf->tp[tl_tp.i].arm, pf->tp[tl_tp.i].gen,
+					     "cuEventRecord (after the launch)", rc);
 	}
 	tl_tp.i = -1;
 	pthread_mutex_unlock(&bs_lock);
@@ -562,8 +594,8 @@ static void guard_abandon_locked(void)
 	struct pfunc *pf = find_locked(&tl_tp.key);
 	if (pf && pf->tp[tl_tp.i].state == 1) {
 		pf->tp[tl_tp.i].state = 0;
-		if (pf->tp[tl_tp.i].gen == pf->guard_gen)
-			gx_bs_guard_sample(&pf->guard, pf->tp[tl_tp.i].arm, -1);
+		timing_failed_locked(pf, pf->tp[tl_tp.i].arm, pf->tp[tl_tp.i].gen,
+				     "the launch's end (no LAUNCH_DONE: refused, or not delivered)", CUDA_SUCCESS);
 	}
 	tl_tp.i = -1;
 }

@@ -121,6 +121,7 @@ struct gx_bs_guard {
 	unsigned explore_launches;
 	float explore_extra_ms;
 	unsigned explorations, gave_up, shifted;
+	unsigned untimed; /* explorations that ended with no timing at all (the original runs) */
 	unsigned long long explore_launches_all;
 	double explore_extra_ms_all;
 };

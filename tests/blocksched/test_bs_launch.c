@@ -51,6 +51,17 @@ static long (*count)(const char *);
 static void (*set_occ)(int), (*set_occ_copy)(int);
 static void *(*memset_stream)(void);
 
+/* The log's lines that mention s, as comments. */
+static void log_print(const char *s)
+{
+	fflush(stderr);
+	fseek(logf_, 0, SEEK_SET);
+	char line[2048];
+	while (fgets(line, sizeof(line), logf_))
+		if (strstr(line, s))
+			printf("# log: %s", line);
+}
+
 static int log_has(const char *s)
 {
 	return log_count(0, s) > 0;
@@ -129,6 +140,28 @@ static int guard_test(CUfunction ok, void **args, const char *want)
 	GX_CHECK(log_has("k_ok: launched as __gx_ps_k_ok, 3 workers") || w != 2,
 		 "guard: the static copy's first launch is logged");
 	cuStreamDestroy(s);
+	return gx_test_done();
+}
+
+/* No timing ever comes (the fake's cuEventElapsedTime fails): after its
+ * exploring launches the kernel runs as it is, and the log says why, with
+ * the failing call, rather than nothing (GPU run 92's CuPy app). */
+static int untimed_test(CUfunction ok, void **args)
+{
+	int launched = 1, tail_orig = 1;
+	for (int i = 0; i < 80; i++) {
+		launched &= cuLaunchKernel(ok, 10, 2, 1, 128, 1, 1, 0, NULL, args, NULL) == CUDA_SUCCESS;
+		if (i >= 70)
+			tail_orig &= last().func == (void *)ok;
+		cuStreamSynchronize(NULL);
+	}
+	GX_CHECK(launched, "untimed: 80 launches succeed");
+	GX_CHECK(tail_orig, "untimed: with no timing, the original runs after the exploration");
+	GX_CHECK(log_has("guard: no timing of its launches came back in 64 launches") &&
+			 log_has("the last at cuEventElapsedTime: "),
+		 "untimed: the log says that no timing came, and the failing call");
+	if (gx_test_failed)
+		log_print("guard");
 	return gx_test_done();
 }
 
@@ -240,6 +273,8 @@ int main(int argc, char **argv)
 	void *args[] = { &buf, &n };
 	if (!strcmp(mode, "guard"))
 		return guard_test(ok, args, argc > 2 ? argv[2] : "copy");
+	if (!strcmp(mode, "untimed"))
+		return untimed_test(ok, args);
 	if (!strcmp(mode, "capture"))
 		return capture_test(ok, args);
 	long h2d0 = count("cuMemcpyHtoDAsync_v2");
@@ -425,11 +460,7 @@ int main(int argc, char **argv)
 	cuStreamDestroy(s2);
 	GX_CHECK(cuCtxDestroy(ctx) == CUDA_SUCCESS, "launch: context destroyed");
 	/* what the shim said about policies, for the script */
-	fflush(stderr);
-	fseek(logf_, 0, SEEK_SET);
-	char line[2048];
-	while (fgets(line, sizeof(line), logf_))
-		if (strstr(line, "policy") || strstr(line, "knob"))
-			printf("# log: %s", line);
+	log_print("policy");
+	log_print("knob");
 	return gx_test_done();
 }

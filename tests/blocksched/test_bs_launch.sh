@@ -37,6 +37,11 @@ for w in copy:100:150 static:250:150 orig:300:280; do
 	[ "${PIPESTATUS[0]}" -lt 128 ] || nok "test_bs_launch (guard) crashed"
 done
 
+# Timings that never come: the original runs, and the log says why.
+run env GPUEXT_SCHED="$P/adaptive.bpf.o,kernels=k_ok" FAKECUDA_ELAPSED_FAIL=1 timeout 60 \
+	"$B/tests/blocksched/test_bs_launch" untimed | sed "s/^\(not \)\?ok - /&[adaptive, no timing] /"
+[ "${PIPESTATUS[0]}" -lt 128 ] || nok "test_bs_launch (untimed) crashed"
+
 # Every shipped policy is guarded by default: greedy's copy (300 us) slower
 # than the original (200 us) is given up; unguarded, the copy runs and
 # gpuext sched says so.

@@ -1605,6 +1605,8 @@ FX CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
 	REC();
 	if (!ms || !a || !b)
 		return CUDA_ERROR_INVALID_HANDLE;
+	if (getenv("FAKECUDA_ELAPSED_FAIL")) /* the guard's timings all failing */
+		return CUDA_ERROR_INVALID_HANDLE;
 	*ms = (float)((double)((struct fevent *)b)->at - (double)((struct fevent *)a)->at) / 1e6f;
 	return CUDA_SUCCESS;
 }
