@@ -105,14 +105,21 @@ struct gx_ptx_kregs {
  * them, no cap at the measured originals' count (persist_regs). */
 #define GX_PTX_F_NO_MEM_CAP 128u
 
+/* A/B (issue 40): every kernel with a hook site, not only those with
+ * memory sites, is capped at the measured original's registers (rounded up
+ * to 8, at least 32): a probe's path then spills rather than costing the
+ * kernel resident blocks. */
+#define GX_PTX_F_HOOK_CAP 512u
+
 /* The switches the callers (shim, CLI) take from the environment:
  * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0"),
- * GX_PTX_BLOCK_SITE=entry|exit|barrier and GX_PTX_MEM_CAP=0. */
+ * GX_PTX_BLOCK_SITE=entry|exit|barrier, GX_PTX_MEM_CAP=0 and GX_PTX_REG_CAP=1. */
 static inline unsigned gx_ptx_flags_from_env(void)
 {
 	const char *rc = getenv("GX_PTX_RECONVERGE"), *top = getenv("GX_PTX_ENTRY_TOP");
-	const char *bs = getenv("GX_PTX_BLOCK_SITE"), *mc = getenv("GX_PTX_MEM_CAP");
+	const char *bs = getenv("GX_PTX_BLOCK_SITE"), *mc = getenv("GX_PTX_MEM_CAP"), *hc = getenv("GX_PTX_REG_CAP");
 	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) | (mc && mc[0] == '0' ? GX_PTX_F_NO_MEM_CAP : 0) |
+	       (hc && hc[0] == '1' ? GX_PTX_F_HOOK_CAP : 0) |
 	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |
 	       (bs && !strcmp(bs, "entry") ? GX_PTX_F_BLOCK_ENTRY : 0) |
 	       (bs && !strcmp(bs, "exit") ? GX_PTX_F_BLOCK_EXIT : 0) |
@@ -135,6 +142,16 @@ static inline unsigned gx_ptx_mem_sample_from_env(void)
 static inline int gx_ptx_opts_mem_cap(const struct gx_ptx_rewrite_opts *o)
 {
 	return (o->hooks & GDEV_HOOK_MEM) && !(o->flags & GX_PTX_F_NO_MEM_CAP);
+}
+
+/* Is a kernel with a site of `hook` capped (the memory rule above, or
+ * GX_PTX_F_HOOK_CAP for every hook)? With hook 0: is any kernel, so that
+ * the caller measures the originals. */
+static inline int gx_ptx_opts_reg_cap(const struct gx_ptx_rewrite_opts *o, unsigned hook)
+{
+	if (o->hooks && (o->flags & GX_PTX_F_HOOK_CAP))
+		return 1;
+	return gx_ptx_opts_mem_cap(o) && (!hook || (hook & GDEV_HOOK_MEM));
 }
 
 /* Built-in handlers for hooks without a policy (measurements and tests). */

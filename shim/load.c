@@ -123,7 +123,7 @@ static bool prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx
 	 * originals' registers (measured). */
 	struct gx_ptx_kregs *kregs = NULL;
 	size_t nkregs = 0;
-	bool memcap = !persist && gx_ptx_opts_mem_cap(&opts);
+	bool memcap = !persist && gx_ptx_opts_reg_cap(&opts, 0);
 	if (persist || memcap) {
 		int e = gx_kregs_probe(ptx, len, &kregs, &nkregs);
 		if (e)

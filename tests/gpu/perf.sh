@@ -32,7 +32,9 @@
 #   modules loaded as PTX, the driver's whole-module JIT, not the cubin
 #   route's relocatable compile: run 90's route row had rowsoftmax at +12.3 %
 #   with no probe at all); on request threadhist.nopic (GPUEXT_CUBIN_PIC=0:
-#   the cubin route's compile without position independent code). The .off configurations (every step off)
+#   the cubin route's compile without position independent code); on request
+#   TOOL.cap (GX_PTX_REG_CAP=1: every hooked kernel capped at its original's
+#   registers, so that a probe cannot cost resident blocks). The .off configurations (every step off)
 #   ran in GPU run 90 and are on request now. CuPy compiles to PTX in every
 #   configuration (CUPY_COMPILE_WITH_PTX=1, what gpuext-run sets under a
 #   tool), so native runs the code the tools hook. Processes alternate
@@ -92,6 +94,7 @@ run_cfg() {
 	threadhist.lw) timeout -k 5 "$lim" env GX_TH_WARP=last "$RUN" --tool threadhist -- "$@" ;;
 	*.ptx) timeout -k 5 "$lim" env GPUEXT_CUBIN=0 "$RUN" --tool "${cfg%.ptx}" -- "$@" ;;
 	*.nopic) timeout -k 5 "$lim" env GPUEXT_CUBIN_PIC=0 "$RUN" --tool "${cfg%.nopic}" -- "$@" ;;
+	*.cap) timeout -k 5 "$lim" env GX_PTX_REG_CAP=1 "$RUN" --tool "${cfg%.cap}" -- "$@" ;;
 	threadhist.bar) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=barrier GX_TH_WARP=1 "$RUN" --tool threadhist -- "$@" ;;
 	*.entry) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=entry "$RUN" --tool "${cfg%.entry}" -- "$@" ;;
 	*.exit) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=exit "$RUN" --tool "${cfg%.exit}" -- "$@" ;;
@@ -186,9 +189,9 @@ for k in sorted({k for k, _ in host}):
         v = host.get((k, c))
         cells.append('%+.1f %%' % ((statistics.median(v) / base - 1) * 100) if v and base else '—')
     print('| %s launch loop (host us/launch, no goal) | %s | %s |' % (k, '%.2f' % base if base else '—', ' | '.join(cells)))
-# goals: the .on configurations (the defaults) and threadhist.bar (the
-# candidate default)
-for c in [c for c in tools if c.endswith('.on') or c == 'threadhist.bar']:
+# goals: the .on configurations (the defaults), .cap and threadhist.bar (the
+# candidate defaults)
+for c in [c for c in tools if c.endswith(('.on', '.cap')) or c == 'threadhist.bar']:
     for k in kernels:
         base, v = med.get((k, 'native')), med.get((k, c))
         if base is None or v is None:
