@@ -18,6 +18,10 @@ Writes OUTDIR/nat.ptx (the kernels as nvcc made them) and:
   th_bar1     the same, warp 1 (a warp that waits at the barrier anyway)
   th_w1bar    what the rewriter makes of that: threadhist_w1 with
               GX_PTX_BLOCK_SITE=barrier (ptx-rewrite/block_barrier.c)
+  th_hoist    th_exit with the warp index set once at the kernel's start
+              (GX_PTX_HOIST_WARP=1): no %tid/%ntid reads at the exits
+  th_none_hoist  the same with a warp test no warp passes (th_none's
+              counterpart: what the hoisted test alone costs)
 Each edit is checked to have happened: a variant equal to th_exit would
 measure nothing."""
 import os
@@ -85,6 +89,9 @@ def main():
     os.makedirs(outdir, exist_ok=True)
     th = os.path.join(tools, 'threadhist.bpf.o')
     base = rewrite(gx, th, src)
+    hoist = rewrite(gx, th, src, {'GX_PTX_HOIST_WARP': '1'})
+    if '%__gx_wi' not in hoist:
+        sys.exit('probe_ab_variants: GX_PTX_HOIST_WARP=1 hoisted nothing')
     v = {
         'nat': open(src).read(),
         'th_exit': base,
@@ -99,6 +106,8 @@ def main():
         'th_bar1': edit('th_bar1', base, to_barrier(1)),
         'th_w1bar': rewrite(gx, os.path.join(tools, 'threadhist_w1.bpf.o'), src,
                             {'GX_PTX_BLOCK_SITE': 'barrier'}),
+        'th_hoist': hoist,
+        'th_none_hoist': edit('th_none_hoist', hoist, lambda t: WARP_TEST.sub(r'\g<1>99;', t)),
     }
     if 'before its first barrier' not in subprocess.run(
             [gx, 'ptx', 'rewrite', '--policy', os.path.join(tools, 'threadhist_w1.bpf.o'), src, '-o', '/dev/null'],

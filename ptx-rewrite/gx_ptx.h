@@ -111,15 +111,23 @@ struct gx_ptx_kregs {
  * kernel resident blocks. */
 #define GX_PTX_F_HOOK_CAP 512u
 
+/* A/B (issue 40): the warp's index in its block (%tid and %ntid
+ * arithmetic, the words every warp's uniform test reads) computed once at
+ * the function's start into a register, not at every site: an exit site's
+ * test then costs no special-register reads on the block's last cycles. */
+#define GX_PTX_F_HOIST_WARP 1024u
+
 /* The switches the callers (shim, CLI) take from the environment:
  * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0"),
- * GX_PTX_BLOCK_SITE=entry|exit|barrier, GX_PTX_MEM_CAP=0 and GX_PTX_REG_CAP=1. */
+ * GX_PTX_BLOCK_SITE=entry|exit|barrier, GX_PTX_MEM_CAP=0, GX_PTX_REG_CAP=1 and
+ * GX_PTX_HOIST_WARP=1. */
 static inline unsigned gx_ptx_flags_from_env(void)
 {
 	const char *rc = getenv("GX_PTX_RECONVERGE"), *top = getenv("GX_PTX_ENTRY_TOP");
 	const char *bs = getenv("GX_PTX_BLOCK_SITE"), *mc = getenv("GX_PTX_MEM_CAP"), *hc = getenv("GX_PTX_REG_CAP");
+	const char *hw = getenv("GX_PTX_HOIST_WARP");
 	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) | (mc && mc[0] == '0' ? GX_PTX_F_NO_MEM_CAP : 0) |
-	       (hc && hc[0] == '1' ? GX_PTX_F_HOOK_CAP : 0) |
+	       (hc && hc[0] == '1' ? GX_PTX_F_HOOK_CAP : 0) | (hw && hw[0] == '1' ? GX_PTX_F_HOIST_WARP : 0) |
 	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |
 	       (bs && !strcmp(bs, "entry") ? GX_PTX_F_BLOCK_ENTRY : 0) |
 	       (bs && !strcmp(bs, "exit") ? GX_PTX_F_BLOCK_EXIT : 0) |

@@ -145,9 +145,20 @@ void ptx_stmt_remove(struct ptx_func *fn, struct ptx_stmt *s)
 struct ptx_stmt *ptx_func_entry_point(struct ptx_func *fn)
 {
 	for (struct ptx_stmt *s = fn->head; s; s = s->next)
-		if (s->kind != PTX_STMT_DECL && s->kind != PTX_STMT_VERBATIM)
+		if (s->kind != PTX_STMT_DECL && s->kind != PTX_STMT_VERBATIM &&
+		    !(s->line == 0 && s->col == PTX_COL_START_REG))
 			return s;
 	return NULL;
+}
+
+void ptx_mark_start_regs(struct ptx_stmt *head, struct ptx_stmt *tail)
+{
+	for (struct ptx_stmt *s = head; s; s = s->next) {
+		s->line = 0;
+		s->col = PTX_COL_START_REG;
+		if (s == tail)
+			break;
+	}
 }
 
 const char *ptx_fresh_name(struct ptx_module *m, const char *sigil, const char *what)

@@ -311,6 +311,7 @@ struct site {
 	struct ptx_chain hb;	 /* an inlined entry/exit handler's body */
 	int hb_done;
 	unsigned pre_words; /* words its uniform prefix computed */
+	unsigned layout;    /* PTX_SITE_* (ptx_site_layout) */
 };
 
 /* The handler: the bound one, or without a policy the built-in one chosen
@@ -434,7 +435,7 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 		struct ptx_chain pre = { 0 };
 		int nx = err ? 0
 			     : ptx_site_uniform_prefix(m, r, &st->hb, st->hend, st->out, st->kid, st->info, st->hook,
-						       &pre, &st->pre_words, ptx_site_flat_block(st->fn));
+						       &pre, &st->pre_words, st->layout);
 		if (nx < 0)
 			err = nx;
 		if (nx > 0)
@@ -479,7 +480,7 @@ static int site_handle(struct site *st)
 	struct ptx_chain *bd = &st->bd, *hd = &st->hd;
 	unsigned need = st->need;
 	int err = ptx_site_words(m, bd, r, need, st->pre_words, st->kid, st->info, st->hook,
-				 need & 0x30u ? st->addr : NULL, ptx_site_flat_block(st->fn));
+				 need & 0x30u ? st->addr : NULL, st->layout);
 	const char *wclone = NULL;
 	if (!err && !st->inl && !st->stub && need && st->h->inlinable)
 		wclone = words_clone(st->s, st->h, r, &err);
@@ -513,7 +514,7 @@ static int site_handle(struct site *st)
 		const char *ctx = ptx_fn_local(&st->s->locals, m, st->fn, NULL, NULL);
 		if (!ctx)
 			return -ENOMEM;
-		ptx_site_store_words(m, bd, r, need, ctx);
+		ptx_site_store_words(m, bd, r, need, ctx, st->layout);
 		INSN(bd, "mov", PTX_MODS(".u64"), r->ox, ptx_opnd_id(m, ctx));
 		INSN(bd, "cvta", PTX_MODS(".local", ".u64"), r->ox, r->ox);
 	}
@@ -557,6 +558,10 @@ int ptx_site_insert(struct ptx_sites *s, struct ptx_func *fn, struct ptx_stmt *p
 	int err = site_choose(&st, func);
 	if (err <= 0)
 		return err;
+	int layout = ptx_site_layout(m, fn, s->ctx->opts);
+	if (layout < 0)
+		return layout;
+	st.layout = (unsigned)layout;
 	if (!(st.r = site_regs(s)))
 		return gx_err(-ENOMEM);
 	if ((err = site_plan(&st)) || (err = site_open(&st, pos, pro)))

@@ -9,6 +9,7 @@
 #include "ptx-rewrite/ptx_ir_internal.h"
 
 struct ptx_policy;
+struct gx_ptx_rewrite_opts;
 
 /* ptx_chain_insn without guard, the operands counted: INSN(c, "mov",
  * PTX_MODS(".b32"), a, b). Needs `m` in scope. */
@@ -18,18 +19,28 @@ struct ptx_policy;
 		       __VA_ARGS__)
 
 /* site_words.c */
+/* How a site's function computes its words (ptx_site_layout): */
+#define PTX_SITE_FLAT 1u      /* one-dimensional blocks (ptx_site_flat_block) */
+#define PTX_SITE_WARP_REG 2u  /* the warp index is in the function's register (GX_PTX_F_HOIST_WARP) */
 /* `need` with the words its computed words are made from. */
-unsigned ptx_words_closure(unsigned need);
+unsigned ptx_words_closure(unsigned need, unsigned layout);
 /* Whether kernel fn's blocks are one-dimensional by its own declaration. */
 int ptx_site_flat_block(const struct ptx_func *fn);
+/* Is `name` declared among the declarations heading fn's body (registers
+ * the sites set once at its start)? */
+int ptx_head_declares(const struct ptx_func *fn, const char *name);
+/* The layout of fn's sites; with GX_PTX_F_HOIST_WARP in the options, the
+ * warp index register is set at fn's start (made by its first site).
+ * Returns the PTX_SITE_* bits, or -ENOMEM. */
+int ptx_site_layout(struct ptx_module *m, struct ptx_func *fn, const struct gx_ptx_rewrite_opts *o);
 /* Compute the words of `need` not in `have` (already in their registers)
- * into r->ow[] (leader only). flat: ptx_site_flat_block. 0 or -ENOMEM. */
+ * into r->ow[] (leader only). layout: ptx_site_layout. 0 or -ENOMEM. */
 int ptx_site_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r, unsigned need,
 		   unsigned have, unsigned long long kid, unsigned info, unsigned hook, const struct ptx_chain *addr,
-		   int flat);
+		   unsigned layout);
 /* The words in `need` stored to the .local context at `ctx`. */
 void ptx_site_store_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r, unsigned need,
-			  const char *ctx);
+			  const char *ctx, unsigned layout);
 /* Append a copy of `in` to c with its own ID operands; NULL (c->failed set)
  * when out of memory. */
 struct ptx_stmt *ptx_insn_dup(struct ptx_module *m, struct ptx_chain *c, const struct ptx_insn *in);
@@ -40,7 +51,7 @@ struct ptx_stmt *ptx_insn_dup(struct ptx_module *m, struct ptx_chain *c, const s
  * nothing usable, pre left empty) or -ENOMEM. */
 int ptx_site_uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r, const struct ptx_chain *hb,
 			    const char *end, const char *out, unsigned long long kid, unsigned info, unsigned hook,
-			    struct ptx_chain *pre, unsigned *words, int flat);
+			    struct ptx_chain *pre, unsigned *words, unsigned layout);
 
 /* site_sample.c: the uniform 1-in-n test of a mem site of fn, emitted before
  * the election (fn gets its seed register once): warps not sampled branch

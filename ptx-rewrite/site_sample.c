@@ -45,8 +45,7 @@ static struct ptx_opnd *seed(struct ptx_module *m, struct ptx_func *fn)
 	if (!sd || !st)
 		return NULL;
 	struct ptx_opnd *osd = ptx_opnd_id(m, sd), *ost = ptx_opnd_id(m, st);
-	const struct ptx_stmt *h = fn->head;
-	if (h && h->kind == PTX_STMT_DECL && h->decl.name && !strcmp(h->decl.name, sd))
+	if (ptx_head_declares(fn, sd))
 		return osd;
 	struct ptx_chain c = { 0 };
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", sd);
@@ -58,6 +57,7 @@ static struct ptx_opnd *seed(struct ptx_module *m, struct ptx_func *fn)
 	INSN(&c, "shl", PTX_MODS(".b32"), osd, osd, ptx_opnd_int(m, PTX_SAMPLE_SM_SHIFT));
 	if (c.failed || !osd || !ost)
 		return NULL;
+	ptx_mark_start_regs(c.head, c.tail);
 	ptx_insert_before(fn, fn->head, c.head, c.tail);
 	return osd;
 }

@@ -111,7 +111,7 @@ static int pure_op(const char *op)
  * (0: nothing usable, pre left empty). */
 int ptx_site_uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r, const struct ptx_chain *hb,
 			    const char *end, const char *out, unsigned long long kid, unsigned info, unsigned hook,
-			    struct ptx_chain *pre, unsigned *words, int flat)
+			    struct ptx_chain *pre, unsigned *words, unsigned layout)
 {
 	struct uni u = { 0 };
 	struct ptx_chain c = { 0 };
@@ -193,9 +193,9 @@ int ptx_site_uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
 			continue;
 		}
 		if (used & ~have) {
-			if (ptx_site_words(m, &c, r, used, have, kid, info, hook, NULL, flat))
+			if (ptx_site_words(m, &c, r, used, have, kid, info, hook, NULL, layout))
 				c.failed = 1;
-			have |= ptx_words_closure(used);
+			have |= ptx_words_closure(used, layout);
 		}
 		if (!ptx_insn_dup(m, &c, in))
 			break;

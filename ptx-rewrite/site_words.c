@@ -4,6 +4,7 @@
  * copied with its own operands. Shared by site.c and site_uniform.c. */
 #include <string.h>
 
+#include "ptx-rewrite/gx_ptx.h"
 #include "ptx-rewrite/site_parts_internal.h"
 
 /* mov.b32 W<i>, v */
@@ -14,9 +15,9 @@ static void mov_imm(struct ptx_module *m, struct ptx_chain *c, const struct ptx_
 }
 
 /* `need` with the words its computed words are made from. */
-unsigned ptx_words_closure(unsigned need)
+unsigned ptx_words_closure(unsigned need, unsigned layout)
 {
-	if (need & 1u << 25) /* warpid = linear tid / 32 */
+	if ((need & 1u << 25) && !(layout & PTX_SITE_WARP_REG)) /* warpid = linear tid / 32 */
 		need |= 0x1fu << 18;
 	if (need & 1u << 27) /* unit = linear block id */
 		need |= 0x1fu << 12;
@@ -40,16 +41,75 @@ int ptx_site_flat_block(const struct ptx_func *fn)
 	return 0;
 }
 
+/* The warp index register of GX_PTX_F_HOIST_WARP, named after the module. */
+static const char *warp_reg(struct ptx_module *m)
+{
+	return ptx_sprintf(m, "%%%s_wi", m->fresh_prefix);
+}
+
+int ptx_head_declares(const struct ptx_func *fn, const char *name)
+{
+	/* Each such block is inserted at the start, a dozen statements at
+	 * most, so whichever came first is still near it: a bounded look. */
+	unsigned n = 0;
+	for (const struct ptx_stmt *s = fn->head; s && n < 64; s = s->next, n++)
+		if (s->kind == PTX_STMT_DECL && s->decl.name && !strcmp(s->decl.name, name))
+			return 1;
+	return 0;
+}
+
+int ptx_site_layout(struct ptx_module *m, struct ptx_func *fn, const struct gx_ptx_rewrite_opts *o)
+{
+	unsigned layout = ptx_site_flat_block(fn) ? PTX_SITE_FLAT : 0;
+	if (!(o->flags & GX_PTX_F_HOIST_WARP))
+		return (int)layout;
+	const char *wi = warp_reg(m);
+	if (!wi)
+		return gx_err(-ENOMEM);
+	if (ptx_head_declares(fn, wi))
+		return (int)(layout | PTX_SITE_WARP_REG);
+	/* At the start, where the reads overlap the kernel's first loads:
+	 * (tid.z * ntid.y + tid.y) * ntid.x + tid.x, over 32. */
+	struct ptx_chain c = { 0 };
+	struct ptx_opnd *w = ptx_opnd_id(m, wi);
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", wi);
+	if (layout & PTX_SITE_FLAT) {
+		INSN(&c, "mov", PTX_MODS(".u32"), w, ptx_opnd_id(m, "%tid.x"));
+	} else {
+		const char *t = ptx_sprintf(m, "%%%s_wt", m->fresh_prefix);
+		struct ptx_opnd *ot = t ? ptx_opnd_id(m, t) : NULL;
+		if (!ot)
+			return gx_err(-ENOMEM);
+		ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", t);
+		INSN(&c, "mov", PTX_MODS(".u32"), w, ptx_opnd_id(m, "%tid.z"));
+		INSN(&c, "mov", PTX_MODS(".u32"), ot, ptx_opnd_id(m, "%ntid.y"));
+		INSN(&c, "mul", PTX_MODS(".lo", ".u32"), w, w, ot);
+		INSN(&c, "mov", PTX_MODS(".u32"), ot, ptx_opnd_id(m, "%tid.y"));
+		INSN(&c, "add", PTX_MODS(".u32"), w, w, ot);
+		INSN(&c, "mov", PTX_MODS(".u32"), ot, ptx_opnd_id(m, "%ntid.x"));
+		INSN(&c, "mul", PTX_MODS(".lo", ".u32"), w, w, ot);
+		INSN(&c, "mov", PTX_MODS(".u32"), ot, ptx_opnd_id(m, "%tid.x"));
+		INSN(&c, "add", PTX_MODS(".u32"), w, w, ot);
+	}
+	INSN(&c, "shr", PTX_MODS(".u32"), w, w, ptx_opnd_int(m, 5));
+	if (c.failed || !w)
+		return gx_err(-ENOMEM);
+	ptx_mark_start_regs(c.head, c.tail);
+	ptx_insert_before(fn, fn->head, c.head, c.tail);
+	return (int)(layout | PTX_SITE_WARP_REG);
+}
+
 /* Compute the words of `need` not in `have` (already in their registers).
- * flat: the kernel's blocks are one-dimensional (flat_block). */
+ * layout: PTX_SITE_* (one-dimensional blocks, the warp index register). */
 int ptx_site_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r, unsigned need,
 		   unsigned have, unsigned long long kid, unsigned info, unsigned hook, const struct ptx_chain *addr,
-		   int flat)
+		   unsigned layout)
 {
+	int flat = layout & PTX_SITE_FLAT;
 	static const char *const sreg[12] = { "%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z",
 					      "%tid.x",	  "%tid.y",   "%tid.z",	  "%ntid.x",   "%ntid.y",   "%ntid.z" };
 	struct ptx_opnd *const *W = r->ow;
-	need = ptx_words_closure(need) & ~have;
+	need = ptx_words_closure(need, layout) & ~have;
 	for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
 		if (!(need & 1u << i))
 			continue;
@@ -94,6 +154,13 @@ int ptx_site_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_s
 			INSN(c, "mov", PTX_MODS(".u32"), W[24], ptx_opnd_id(m, "%smid"));
 			break;
 		case 25:
+			if (layout & PTX_SITE_WARP_REG) {
+				const char *wi = warp_reg(m);
+				if (!wi)
+					return -ENOMEM;
+				INSN(c, "mov", PTX_MODS(".b32"), W[25], ptx_opnd_id(m, wi));
+				break;
+			}
 			INSN(c, "mad", PTX_MODS(".lo", ".u32"), r->ot, W[20], W[22], W[19]);
 			INSN(c, "mad", PTX_MODS(".lo", ".u32"), r->ot, r->ot, W[21], W[18]);
 			INSN(c, "shr", PTX_MODS(".u32"), W[25], r->ot, ptx_opnd_int(m, 5));
@@ -123,11 +190,11 @@ int ptx_site_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_s
 
 /* The words in `need` stored to the .local context at `ctx`. */
 void ptx_site_store_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r, unsigned need,
-			  const char *ctx)
+			  const char *ctx, unsigned layout)
 {
 	struct ptx_opnd *const *W = r->ow;
 	struct ptx_opnd *base = ptx_opnd_id(m, ctx);
-	need = ptx_words_closure(need);
+	need = ptx_words_closure(need, layout);
 	for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
 		if (!(need & 1u << i))
 			continue;

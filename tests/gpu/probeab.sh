@@ -30,7 +30,7 @@ for f in "$B"/bench/sass_in/*.ptx; do
 	ptxas -arch=sm_90 "$f" -o "$L/$n.cubin" 2>"$L/$n.ptxas.log" && cuobjdump -sass "$L/$n.cubin" >"$L/$n.sass" 2>&1
 	rm -f "$L/$n.cubin"
 done
-CUDA_CACHE_DISABLE=1 timeout -k 5 50 "$B/bench/probe_ab" "$D" 31 50 >"$L/probe_ab.txt" 2>&1
+CUDA_CACHE_DISABLE=1 timeout -k 5 80 "$B/bench/probe_ab" "$D" 31 50 >"$L/probe_ab.txt" 2>&1
 rc=$?
 cat "$L/probe_ab.txt"
 [ "$rc" -eq 0 ] || echo "not ok - probeab: probe_ab exited $rc"

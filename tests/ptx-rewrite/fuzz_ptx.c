@@ -121,8 +121,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	gx_ptx_rewrite_result_free(&res);
 	/* the same before the first barrier every thread passes once
-	 * (block_barrier.c: the statement graph, labels, branches, loops) */
-	bo.flags = GX_PTX_F_BLOCK_BARRIER;
+	 * (block_barrier.c: the statement graph, labels, branches, loops),
+	 * with the warp index set at each function's start (site_words.c) */
+	bo.flags = GX_PTX_F_BLOCK_BARRIER | GX_PTX_F_HOIST_WARP;
 	if (gx_ptx_rewrite(text, size, &bo, &res) == 0 && !res.ptx)
 		abort();
 	gx_ptx_rewrite_result_free(&res);

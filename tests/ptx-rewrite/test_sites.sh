@@ -300,3 +300,20 @@ if GX_PTX_REG_CAP=1 rw regcap --policy "$BUILD/share/gpuext/tools/threadhist.bpf
 		test "$(grep -c '\.maxnreg 40' "$W/regcap.ptx")" = 1 -a "$(grep -c maxnreg "$W/regcap-off.ptx")" = 0 -a \
 		"$(grep -c maxnreg "$W/regcap-none.ptx")" = 0
 fi
+# GX_PTX_HOIST_WARP=1 (issue 40 A/B): the warp index set once at each hooked
+# kernel's start (one register, declared once even where memtrace's gate
+# seeds the same function), every site reading it instead of %tid/%ntid.
+if GX_PTX_HOIST_WARP=1 rw hoist --app tests/ptx-rewrite/golden-passes/reduce.ptx \
+	--policy "$BUILD/share/gpuext/tools/threadhist.bpf.o"; then
+	check "GX_PTX_HOIST_WARP=1: one warp index register per hooked kernel, its sites read it, no %tid at them" \
+		test "$(count_per_kernel "$W/hoist.ptx" '\.reg \.b32 %__gx_wi;' | awk '{print $2}' | sort -u | tr '\n' ' ')" = "1 " -a \
+		"$(grep -c 'mov\.b32	%__gx_w25, %__gx_wi;' "$W/hoist.ptx")" = "$(red_per_kernel "$W/hoist.ptx" | awk '{n += $2 / 3} END {print n}')" -a \
+		"$(grep -c '%__gx_w18, %tid' "$W/hoist.ptx")" = 0
+fi
+if GX_PTX_HOIST_WARP=1 $G tools rewrite threadhist,memtrace_gate tests/ptx-rewrite/golden-passes/vadd.ptx \
+	-o "$W/hoist-gate.ptx" >"$W/hoist-gate.log" 2>&1; then
+	check "GX_PTX_HOIST_WARP=1 with memtrace's gate in the same kernel: each start register declared once, ptxas accepts" \
+		"$PTXAS" -arch=sm_90 "$W/hoist-gate.ptx" -o /dev/null
+else
+	nok "GX_PTX_HOIST_WARP=1 with memtrace_gate: rewrite failed: $(tail -1 "$W/hoist-gate.log")"
+fi
