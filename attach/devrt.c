@@ -413,6 +413,14 @@ static void cfg_fill(struct gx_map *m)
 	}
 }
 
+/* GX_RING_ROOMY=1 (issue 40 A/B): ring producers take roomy hints
+ * (GX_DEVRT_F_RING_ROOMY, gx_devrt.h). */
+static unsigned ring_roomy(void)
+{
+	const char *e = getenv("GX_RING_ROOMY");
+	return e && e[0] == '1' ? GX_DEVRT_F_RING_ROOMY : 0;
+}
+
 /* One policy's maps, rings and gx_devrt block in this context. */
 static int pol_setup(struct ctxst *st, unsigned p)
 {
@@ -472,7 +480,7 @@ static int pol_setup(struct ctxst *st, unsigned p)
 				  .dtoh = op_dtoh, .host_map = op_host_map, .host_unmap = op_host_unmap,
 				  .dzero_async = op_dzero_async, .htod_async = op_htod_async, .sync = op_sync };
 	return gx_devmaps__create(st->maps[p], pd->nr_maps, st->rt_ring[p], gx_ring_bytes(RT_RING_BYTES),
-				  GX_DEVRT_F_PRINTK | GX_DEVRT_F_PREFETCH, &ops, &st->dm[p]);
+				  GX_DEVRT_F_PRINTK | GX_DEVRT_F_PREFETCH | ring_roomy(), &ops, &st->dm[p]);
 }
 
 static int ctx_setup(struct ctxst *st)

@@ -20,8 +20,8 @@ struct gx_ptx_rewrite_opts;
 
 /* site_words.c */
 /* How a site's function computes its words (ptx_site_layout): */
-#define PTX_SITE_FLAT 1u      /* one-dimensional blocks (ptx_site_flat_block) */
-#define PTX_SITE_WARP_REG 2u  /* the warp index is in the function's register (GX_PTX_F_HOIST_WARP) */
+#define PTX_SITE_FLAT	  1u /* one-dimensional blocks (ptx_site_flat_block) */
+#define PTX_SITE_WARP_REG 2u /* the warp index is in the function's register (GX_PTX_F_HOIST_WARP) */
 /* `need` with the words its computed words are made from. */
 unsigned ptx_words_closure(unsigned need, unsigned layout);
 /* Whether kernel fn's blocks are one-dimensional by its own declaration. */

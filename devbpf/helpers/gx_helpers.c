@@ -62,6 +62,9 @@ static inline unsigned long long gx_ring_now(void)
 #define GX_RING_NOW() gx_ring_now()
 #endif
 
+/* the runtime block's flags (below): whether rings take roomy hints */
+static inline unsigned gx_rt_flags(void);
+#define GX_RING_ROOMY() (gx_rt_flags() & GX_DEVRT_F_RING_ROOMY)
 #include "devbpf/helpers/mapimpl_internal.h"
 
 #define GX_HELPER(name) gx_u64 gx_h_##name(gx_u64 r1, gx_u64 r2, gx_u64 r3, gx_u64 r4, gx_u64 r5)

@@ -338,6 +338,27 @@ static inline long gx_map_delete(const struct gx_devrt_map *m, const void *key)
 /* Bound on the reserve/pad retries of one record (crossing the end twice in
  * one call needs a whole lap by others in between). */
 #define GX_RING_TRIES 8
+/* Roomy hints (issue 40; the includer defines GX_RING_ROOMY() true to use
+ * them, with GX_RING_NOW): a producer whose snapshot finds the ring at most
+ * half full marks its SM's hint word "roomy" (odd: now + GX_RING_ROOMY_NS,
+ * bit 0 set; a full hint is even) and the SM's producers then skip the
+ * snapshot: the tail's load and the fetch-add are in flight together, one
+ * L2 round trip before the payload instead of two in a row (a block's exit
+ * under kernelretsnoop waits for them). Only rings of GX_RING_ROOMY_MIN
+ * bytes or more: in GX_RING_ROOMY_NS producers cannot write half of that
+ * (~64 bytes per ns at the L2's atomic rate: 0.3 MB), so the overflow
+ * path stays as rare as it is; and when it is taken it settles exactly as
+ * before. */
+#ifndef GX_RING_ROOMY
+#define GX_RING_ROOMY() 0
+#endif
+#ifndef GX_RING_ROOMY_MIN
+#define GX_RING_ROOMY_MIN (2ull << 20)
+#endif
+#define GX_RING_ROOMY_NS GX_RING_FULL_NS
+#ifndef GX_RING_FAST_TRACE
+#define GX_RING_FAST_TRACE() /* tests count the snapshot-free reservations */
+#endif
 
 #ifdef __NVPTX__
 /* head/tail loads at system scope: a host-mapped ring's tail is written by
@@ -481,23 +502,43 @@ static inline struct gx_rec_hdr *gx_ring_reserve_n(struct gx_ring *r, gx_u64 siz
 	 * plain load of this SM's own word, cached near it. A record refused
 	 * here is a drop even if its length was bad (checked just below). */
 	gx_u64 *hint = &r->full_until[GX_RING_SHARD() % GX_RING_HINTS];
-	gx_u64 now = GX_RING_NOW();
-	if (gx_ring_load_hint(hint) > now) {
-		gx_ring_count_drop(r);
-		return 0;
+	gx_u64 now = GX_RING_NOW(), hv = gx_ring_load_hint(hint);
+	int roomy = 0;
+	if (hv > now) {
+		if (!(hv & 1)) { /* full */
+			gx_ring_count_drop(r);
+			return 0;
+		}
+		roomy = GX_RING_ROOMY() && size >= GX_RING_ROOMY_MIN;
 	}
 #endif
 	if (len == 0 || len > size || (len & 7))
 		return 0; /* a bad length is an error, not a drop */
 	gx_u8 *d = gx_ring_data(r);
 	for (int tries = 0; tries < GX_RING_TRIES; tries++) {
-		gx_u64 head, tail;
-		gx_ring_snap(r, &head, &tail);
-		/* a snapshot may pair an older head with a newer tail */
-		gx_u64 used = head > tail ? head - tail : 0;
-		if (used + len > size)
-			break; /* full: refused without touching head */
-		gx_u64 old = gx_ring_fadd(r, len);
+		gx_u64 old, tail;
+#ifdef GX_RING_NOW
+		if (roomy) {
+			/* the first try only: a pad's retry looks first */
+			GX_RING_FAST_TRACE();
+			roomy = 0;
+			tail = gx_ring_load_tail(r);
+			old = gx_ring_fadd(r, len);
+		} else
+#endif
+		{
+			gx_u64 head;
+			gx_ring_snap(r, &head, &tail);
+			/* a snapshot may pair an older head with a newer tail */
+			gx_u64 used = head > tail ? head - tail : 0;
+			if (used + len > size)
+				break; /* full: refused without touching head */
+#ifdef GX_RING_NOW
+			if (GX_RING_ROOMY() && size >= GX_RING_ROOMY_MIN && 2 * (used + len) <= size)
+				__atomic_store_n(hint, (now + GX_RING_ROOMY_NS) | 1u, __ATOMIC_RELAXED);
+#endif
+			old = gx_ring_fadd(r, len);
+		}
 		if (old + len - tail > size && !gx_ring_settle(r, old, len, size))
 			break;
 		gx_u64 off = old & (size - 1);
@@ -509,7 +550,7 @@ static inline struct gx_rec_hdr *gx_ring_reserve_n(struct gx_ring *r, gx_u64 siz
 		gx_ring_publish(r, (struct gx_rec_hdr *)d, gx_rec_word(len - first, GX_REC_PAD));
 	}
 #ifdef GX_RING_NOW
-	__atomic_store_n(hint, now + GX_RING_FULL_NS, __ATOMIC_RELAXED);
+	__atomic_store_n(hint, (now + GX_RING_FULL_NS) & ~1ull, __ATOMIC_RELAXED); /* even: full */
 #endif
 	gx_ring_count_drop(r);
 	return 0;

@@ -91,6 +91,10 @@ struct gx_devrt_map {
  *    instead of the shared head. The consumer clears the hints after each
  *    drain (an SM may still refuse for up to GX_RING_FULL_NS after a drain:
  *    those refusals are counted drops like any other).
+ *  - roomy hint (GX_DEVRT_F_RING_ROOMY, rings of 2 MiB or more): a producer
+ *    whose snapshot finds the ring at most half full sets its SM's hint to
+ *    (now + GX_RING_FULL_NS) | 1; until then that SM's producers load the
+ *    tail and fetch-add head together, without the snapshot first.
  *  - commit: write the payload, then the 8-byte header { len, type |
  *    GX_REC_COMMITTED } as one store with release semantics at GPU scope
  *    (system scope for GX_RING_F_SYS rings, read live by the CPU).
@@ -117,7 +121,9 @@ struct gx_ring {
 	gdev_u64 drop_sh[GX_RING_DROP_SHARDS]; /* producers: records refused, by SM */
 	/* separate lines from drop_sh: an SM's reductions there must not evict
 	 * the hint line its producers read from L1 */
-	gdev_u64 full_until[GX_RING_HINTS];    /* producers: ring seen full, refuse until (ns) */
+	/* producers: ring seen full, refuse until (ns; even), or seen at most
+	 * half full, reserve without a snapshot until (ns; odd) */
+	gdev_u64 full_until[GX_RING_HINTS];
 	/* data follows (64-byte aligned header) */
 };
 
@@ -150,6 +156,7 @@ struct gx_rec_prefetch {
 
 #define GX_DEVRT_F_PRINTK 1u   /* printk records enabled */
 #define GX_DEVRT_F_PREFETCH 2u /* mem_prefetch records enabled */
+#define GX_DEVRT_F_RING_ROOMY 4u /* ring producers skip the snapshot while their SM's hint says roomy */
 
 struct gx_devrt {
 	gdev_u32 magic;   /* GX_DEVRT_MAGIC */

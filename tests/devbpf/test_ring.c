@@ -33,6 +33,12 @@ static uint64_t now_ns(void)
 #define GX_RING_NOW() now_ns()
 static long settles;
 #define GX_RING_SETTLE_TRACE() __atomic_fetch_add(&settles, 1, __ATOMIC_RELAXED)
+/* roomy hints on request, on rings of any size (the device: 2 MiB and up) */
+static int roomy_on;
+static long fast;
+#define GX_RING_ROOMY() roomy_on
+#define GX_RING_ROOMY_MIN 1
+#define GX_RING_FAST_TRACE() __atomic_fetch_add(&fast, 1, __ATOMIC_RELAXED)
 #include "devbpf/helpers/mapimpl_internal.h"
 
 /* A record: producer id, its sequence number, then filler words derived
@@ -327,6 +333,69 @@ static void test_race_inplace(void)
 	struct gx_ring *r = (struct gx_ring *)mem;
 	gx_ring__init(r, 4096);
 	race("threads, in place", r, NULL, r, 6, 40000);
+	/* the same with roomy hints: producers that skip the snapshot race
+	 * the ones that take it and the consumer; nothing lost or torn, drops
+	 * exact, no hole left */
+	roomy_on = 1;
+	fast = 0;
+	gx_ring__init(r, 4096);
+	race("threads, in place, roomy hints", r, NULL, r, 6, 40000);
+	GX_CHECK(fast > 0, "roomy hints: %ld reservations took no snapshot", fast);
+	roomy_on = 0;
+}
+
+static long roomy_bad;
+static int roomy_cb(void *ctx, unsigned type, const void *rec, size_t len)
+{
+	size_t pl = len - sizeof(struct gx_rec_hdr);
+	roomy_bad += type != GX_REC_DATA || pl != 7 * sizeof(uint64_t) ||
+		     memcmp((const struct gx_rec_hdr *)rec + 1, ctx, pl);
+	return 0;
+}
+
+/* Roomy hints (GX_RING_ROOMY): a snapshot that finds the ring at most half
+ * full marks the SM's hint odd, and its next reservation skips the
+ * snapshot; past half full no hint is set; a full hint (even) still
+ * refuses; off, no reservation skips it. */
+static void test_roomy(void)
+{
+	static _Alignas(64) unsigned char mem[sizeof(struct gx_ring) + 1024];
+	struct gx_ring *r = (struct gx_ring *)mem;
+	uint64_t v[7] = { 1, 2, 3, 4, 5, 6, 7 };
+	cur_sm = 3;
+	gx_ring__init(r, 1024);
+	fast = 0;
+	GX_CHECK(gx_ring_output(r, v, sizeof(v)) == 0 && gx_ring_output(r, v, sizeof(v)) == 0 && fast == 0 &&
+			 r->full_until[3] == 0,
+		 "roomy: off, every reservation takes the snapshot and no hint is set");
+	gx_ring__init(r, 1024);
+	roomy_on = 1;
+	long a = gx_ring_output(r, v, sizeof(v));
+	uint64_t h = r->full_until[3];
+	long b = gx_ring_output(r, v, sizeof(v));
+	GX_CHECK(a == 0 && (h & 1) && h > now_ns() - 1000000 && b == 0 && fast == 1,
+		 "roomy: a half-empty ring marks the SM's hint odd, its next record skips the snapshot (%ld)", fast);
+	cur_sm = 4; /* another SM has no hint yet: it looks */
+	GX_CHECK(gx_ring_output(r, v, sizeof(v)) == 0 && fast == 1 && (r->full_until[4] & 1),
+		 "roomy: hints are per SM");
+	/* past half full: the snapshot path sets no roomy hint */
+	gx_ring__clear_hints(r);
+	while (r->head - r->tail <= 512)
+		gx_ring_output(r, v, sizeof(v));
+	gx_ring__clear_hints(r);
+	long f0 = fast;
+	GX_CHECK(gx_ring_output(r, v, sizeof(v)) == 0 && r->full_until[4] == 0 && fast == f0,
+		 "roomy: more than half full, no hint and no skipped snapshot");
+	/* full: an even hint refuses as before */
+	while (gx_ring_output(r, v, sizeof(v)) == 0)
+		;
+	uint64_t fh = r->full_until[4];
+	GX_CHECK(fh && !(fh & 1) && gx_ring_output(r, v, sizeof(v)) == -ENOSPC,
+		 "roomy: a full ring still sets an even hint that refuses");
+	long n = gx_ring__drain(r, roomy_cb, v);
+	GX_CHECK(n > 0 && roomy_bad == 0, "roomy: every record drained intact (%ld, %ld bad)", n, roomy_bad);
+	roomy_on = 0;
+	cur_sm = 0;
 }
 
 /* Device ring: the "device" memory is host memory the producers write; the
@@ -414,6 +483,7 @@ int main(void)
 	test_full();
 	test_settle();
 	test_settle_lifo();
+	test_roomy();
 	test_race_inplace();
 	test_race_device();
 	return gx_test_done();
