@@ -112,9 +112,11 @@ struct gx_ptx_kregs {
 #define GX_PTX_F_HOOK_CAP 512u
 
 /* A/B (issue 40): the warp's index in its block (%tid and %ntid
- * arithmetic, the words every warp's uniform test reads) computed once at
- * the function's start into a register, not at every site: an exit site's
- * test then costs no special-register reads on the block's last cycles. */
+ * arithmetic, the words every warp's uniform test reads), and the %smid and
+ * %warpid a site or its inlined handler reads, computed once at the
+ * function's start into registers, not at every site: an exit site then
+ * reads no special register on the block's last cycles, and its counter's
+ * address is a few ALU instructions from the test. */
 #define GX_PTX_F_HOIST_WARP 1024u
 
 /* The switches the callers (shim, CLI) take from the environment:

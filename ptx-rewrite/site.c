@@ -574,6 +574,8 @@ int ptx_site_insert(struct ptx_sites *s, struct ptx_func *fn, struct ptx_stmt *p
 	ptx_chain_append(&st.hd, &st.bd);
 	if (!err && st.hd.failed)
 		err = -ENOMEM;
+	if (!err)
+		err = ptx_site_hoist_sregs(m, fn, &st.hd, st.layout);
 	if (err)
 		return gx_err(err);
 	ptx_insert_before(fn, pos, st.hd.head, st.hd.tail);

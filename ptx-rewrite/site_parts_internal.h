@@ -38,6 +38,11 @@ int ptx_site_layout(struct ptx_module *m, struct ptx_func *fn, const struct gx_p
 int ptx_site_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r, unsigned need,
 		   unsigned have, unsigned long long kid, unsigned info, unsigned hook, const struct ptx_chain *addr,
 		   unsigned layout);
+/* With PTX_SITE_WARP_REG in layout: the %smid and %warpid reads of the
+ * site's chain c read registers set once at fn's start instead (both are
+ * volatile in PTX: a block moved by preemption keeps the values it started
+ * with). 0 or -ENOMEM. */
+int ptx_site_hoist_sregs(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, unsigned layout);
 /* The words in `need` stored to the .local context at `ctx`. */
 void ptx_site_store_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r, unsigned need,
 			  const char *ctx, unsigned layout);

@@ -99,6 +99,52 @@ int ptx_site_layout(struct ptx_module *m, struct ptx_func *fn, const struct gx_p
 	return (int)(layout | PTX_SITE_WARP_REG);
 }
 
+/* A special register read once at fn's start into %<prefix>_<tag> (marked
+ * as the sites' start code); the register's name, or NULL on ENOMEM. */
+static const char *start_sreg(struct ptx_module *m, struct ptx_func *fn, const char *sreg, const char *tag)
+{
+	const char *name = ptx_sprintf(m, "%%%s_%s", m->fresh_prefix, tag);
+	if (!name || ptx_head_declares(fn, name))
+		return name;
+	struct ptx_chain c = { 0 };
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", name);
+	INSN(&c, "mov", PTX_MODS(".u32"), ptx_opnd_id(m, name), ptx_opnd_id(m, sreg));
+	if (c.failed)
+		return NULL;
+	ptx_mark_start_regs(c.head, c.tail);
+	ptx_insert_before(fn, fn->head, c.head, c.tail);
+	return name;
+}
+
+int ptx_site_hoist_sregs(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, unsigned layout)
+{
+	if (!(layout & PTX_SITE_WARP_REG))
+		return 0;
+	for (struct ptx_stmt *s = c->head; s; s = s->next) {
+		if (s->kind != PTX_STMT_INSN || strcmp(s->insn.opcode, "mov") || s->insn.nops != 2 || !s->insn.ops[1] ||
+		    s->insn.ops[1]->kind != PTX_OPND_ID)
+			continue;
+		const char *t = s->insn.ops[1]->text, *reg = NULL;
+		if (!strcmp(t, "%smid"))
+			reg = start_sreg(m, fn, "%smid", "sm");
+		else if (!strcmp(t, "%warpid"))
+			reg = start_sreg(m, fn, "%warpid", "hw");
+		else
+			continue;
+		/* a fresh operand array: an inlined body may share its
+		 * handler's (the inliner copies statements, not operands) */
+		struct ptx_opnd *o = reg ? ptx_opnd_id(m, reg) : NULL, **ops = ptx_alloc(m, 2 * sizeof(*ops));
+		if (!o || !ops)
+			return gx_err(-ENOMEM);
+		ops[0] = s->insn.ops[0];
+		ops[1] = o;
+		s->insn.ops = ops;
+		if (s == c->tail)
+			break;
+	}
+	return 0;
+}
+
 /* Compute the words of `need` not in `have` (already in their registers).
  * layout: PTX_SITE_* (one-dimensional blocks, the warp index register). */
 int ptx_site_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r, unsigned need,

@@ -309,6 +309,9 @@ if GX_PTX_HOIST_WARP=1 rw hoist --app tests/ptx-rewrite/golden-passes/reduce.ptx
 		test "$(count_per_kernel "$W/hoist.ptx" '\.reg \.b32 %__gx_wi;' | awk '{print $2}' | sort -u | tr '\n' ' ')" = "1 " -a \
 		"$(grep -c 'mov\.b32	%__gx_w25, %__gx_wi;' "$W/hoist.ptx")" = "$(red_per_kernel "$W/hoist.ptx" | awk '{n += $2 / 3} END {print n}')" -a \
 		"$(grep -c '%__gx_w18, %tid' "$W/hoist.ptx")" = 0
+	check "GX_PTX_HOIST_WARP=1: the sites' %smid and %warpid read once at the start too (one read each per hooked kernel)" \
+		test "$(grep -c 'mov\.u32	%__gx_sm, %smid;' "$W/hoist.ptx")" = "$(count_per_kernel "$W/hoist.ptx" '\.reg \.b32 %__gx_wi;' | awk '$2 > 0' | wc -l)" -a \
+		"$(grep -c 'mov\.u32	%__gx_h_r[0-9]*, %smid;' "$W/hoist.ptx")" = 0
 fi
 if GX_PTX_HOIST_WARP=1 $G tools rewrite threadhist,memtrace_gate tests/ptx-rewrite/golden-passes/vadd.ptx \
 	-o "$W/hoist-gate.ptx" >"$W/hoist-gate.log" 2>&1; then
