@@ -51,7 +51,8 @@
 # whether every output equals native's bit for bit.
 # Env: PERF_BUDGET (270 s for the whole part: tests/gpu/run.sh cuts at 300),
 # PERF_ROUNDS, PERF_CFGS (a subset, native first), PERF_ONCE (configurations
-# of PERF_CFGS measured in round 1 only, without JAX), PERF_STACKS (triton,cupy).
+# of PERF_CFGS measured in round 1 only, without JAX), PERF_STACKS (triton,cupy),
+# PERF_JAX=0 (no JAX step at all).
 set -u
 # shellcheck disable=SC2034 # PART: read by env.sh
 PART=perf
@@ -139,7 +140,8 @@ for r in $(seq 1 "$R"); do
 	for cfg in $BASE $([ "$r" = 1 ] && echo "$EXTRA"); do
 		step py "$cfg" "$r" 40 90 python3 "$PY" "$STACKS"
 		[ -n "$TB" ] && step tb "$cfg" "$r" 20 60 "$TB" 11 "$TB_WL"
-		[ "$r" = 1 ] && [[ "$EXTRA " != *" $cfg "* ]] && step jax "$cfg" "$r" 30 60 python3 "$PY" jax
+		[ "$r" = 1 ] && [ "${PERF_JAX:-1}" = 1 ] && [[ "$EXTRA " != *" $cfg "* ]] &&
+			step jax "$cfg" "$r" 30 60 python3 "$PY" jax
 	done
 done
 echo "# perf: $(($(date +%s) - T0)) s"
