@@ -145,6 +145,12 @@ const struct gx_image_entry *gx_image_pick_sass(const struct gx_image *im, unsig
  * 0, -ENOENT (no such section), -EINVAL/-EBADMSG (not a cubin, or a section
  * that is not PTX) or -ENOMEM. `avail` as for gx_image_parse. */
 int gx_image_cubin_ptx(const void *cubin, size_t avail, char **ptx, size_t *len);
+/* The registers the cubin's SASS gives each of its kernels (.nv.info's
+ * EIATTR_REGCOUNT): cb(arg, kernel, regs) for each, stopping at a nonzero
+ * return (passed back). 0, -ENOENT (no counts), -EINVAL/-EBADMSG (not a
+ * cubin, or a malformed .nv.info). `avail` as for gx_image_parse. */
+int gx_image_cubin_regs(const void *cubin, size_t avail, int (*cb)(void *arg, const char *kernel, unsigned regs),
+			void *arg);
 
 const char *gx_image_kind_name(enum gx_image_kind k);
 /* "none", "zstd", "lz4". */

@@ -105,10 +105,13 @@ struct gx_ptx_kregs {
  * them, no cap at the measured originals' count (persist_regs). */
 #define GX_PTX_F_NO_MEM_CAP 128u
 
-/* A/B (issue 40): every kernel with a hook site, not only those with
- * memory sites, is capped at the measured original's registers (rounded up
- * to 8, at least 32): a probe's path then spills rather than costing the
- * kernel resident blocks. */
+/* Every kernel with a hook site, not only those with memory sites, is
+ * capped at the measured original's registers (rounded up to 8, at least
+ * 32): a probe's path then spills rather than costing the kernel resident
+ * blocks, and so does the cubin route's relocatable compile (ptxas -c gave
+ * tool_bench's rowsoftmax 36 registers where the whole-module JIT gives 27:
+ * three quarters of its resident blocks; the route row of GPU runs 93/95,
+ * +7 % with no probe at all). On unless GX_PTX_REG_CAP=0 (issue 40). */
 #define GX_PTX_F_HOOK_CAP 512u
 
 /* A/B (issue 40): the warp's index in its block (%tid and %ntid
@@ -121,7 +124,7 @@ struct gx_ptx_kregs {
 
 /* The switches the callers (shim, CLI) take from the environment:
  * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0"),
- * GX_PTX_BLOCK_SITE=entry|exit|barrier, GX_PTX_MEM_CAP=0, GX_PTX_REG_CAP=1 and
+ * GX_PTX_BLOCK_SITE=entry|exit|barrier, GX_PTX_MEM_CAP=0, GX_PTX_REG_CAP=0 and
  * GX_PTX_HOIST_WARP=1. */
 static inline unsigned gx_ptx_flags_from_env(void)
 {
@@ -129,7 +132,7 @@ static inline unsigned gx_ptx_flags_from_env(void)
 	const char *bs = getenv("GX_PTX_BLOCK_SITE"), *mc = getenv("GX_PTX_MEM_CAP"), *hc = getenv("GX_PTX_REG_CAP");
 	const char *hw = getenv("GX_PTX_HOIST_WARP");
 	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) | (mc && mc[0] == '0' ? GX_PTX_F_NO_MEM_CAP : 0) |
-	       (hc && hc[0] == '1' ? GX_PTX_F_HOOK_CAP : 0) | (hw && hw[0] == '1' ? GX_PTX_F_HOIST_WARP : 0) |
+	       (hc && hc[0] == '0' ? 0 : GX_PTX_F_HOOK_CAP) | (hw && hw[0] == '1' ? GX_PTX_F_HOIST_WARP : 0) |
 	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |
 	       (bs && !strcmp(bs, "entry") ? GX_PTX_F_BLOCK_ENTRY : 0) |
 	       (bs && !strcmp(bs, "exit") ? GX_PTX_F_BLOCK_EXIT : 0) |
@@ -154,14 +157,16 @@ static inline int gx_ptx_opts_mem_cap(const struct gx_ptx_rewrite_opts *o)
 	return (o->hooks & GDEV_HOOK_MEM) && !(o->flags & GX_PTX_F_NO_MEM_CAP);
 }
 
-/* Is a kernel with a site of `hook` capped (the memory rule above, or
- * GX_PTX_F_HOOK_CAP for every hook)? With hook 0: is any kernel, so that
- * the caller measures the originals. */
+/* Is a kernel with a site of `hook` capped: memory sites by the rule
+ * above (GX_PTX_MEM_CAP=0: not), the others with GX_PTX_F_HOOK_CAP
+ * (GX_PTX_REG_CAP=0: not)? With hook 0: may any kernel be, so that the
+ * caller measures the originals. */
 static inline int gx_ptx_opts_reg_cap(const struct gx_ptx_rewrite_opts *o, unsigned hook)
 {
-	if (o->hooks && (o->flags & GX_PTX_F_HOOK_CAP))
-		return 1;
-	return gx_ptx_opts_mem_cap(o) && (!hook || (hook & GDEV_HOOK_MEM));
+	int other = o->hooks && (o->flags & GX_PTX_F_HOOK_CAP);
+	if (!hook)
+		return gx_ptx_opts_mem_cap(o) || other;
+	return hook & GDEV_HOOK_MEM ? gx_ptx_opts_mem_cap(o) : other;
 }
 
 /* Built-in handlers for hooks without a policy (measurements and tests). */

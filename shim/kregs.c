@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "common/gx_capture.h"
+#include "image/gx_image.h"
 #include "ptx-rewrite/gx_ptx.h"
 #include "shim/load_internal.h"
 #include "shim/shim_internal.h"
@@ -25,6 +26,23 @@
 static int is_id(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$';
+}
+
+/* Append {nm, regs} to *out, taking nm (malloc'd). 0 or -ENOMEM. */
+static int append(char *nm, unsigned regs, struct gx_ptx_kregs **out, size_t *n, size_t *cap)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? 2 * *cap : 16;
+		struct gx_ptx_kregs *nk = realloc(*out, c * sizeof(*nk));
+		if (!nk) {
+			free(nm);
+			return -ENOMEM;
+		}
+		*out = nk;
+		*cap = c;
+	}
+	(*out)[(*n)++] = (struct gx_ptx_kregs){ nm, regs };
+	return 0;
 }
 
 /* One kernel's count appended to *out (names malloc'd). 0 or -ENOMEM. */
@@ -40,18 +58,33 @@ static int add(CUmodule mod, const char *name, size_t l, struct gx_ptx_kregs **o
 		free(nm);
 		return 0;
 	}
-	if (*n == *cap) {
-		size_t c = *cap ? 2 * *cap : 16;
-		struct gx_ptx_kregs *nk = realloc(*out, c * sizeof(*nk));
-		if (!nk) {
-			free(nm);
-			return -ENOMEM;
-		}
-		*out = nk;
-		*cap = c;
+	return append(nm, (unsigned)regs, out, n, cap);
+}
+
+struct from_cubin {
+	struct gx_ptx_kregs **out;
+	size_t *n, cap;
+};
+
+static int cubin_kernel(void *arg, const char *kernel, unsigned regs)
+{
+	struct from_cubin *fc = arg;
+	char *nm = strdup(kernel);
+	return nm ? append(nm, regs, fc->out, fc->n, &fc->cap) : -ENOMEM;
+}
+
+int gx_kregs_from_cubin(const void *cubin, size_t len, struct gx_ptx_kregs **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	struct from_cubin fc = { out, n, 0 };
+	int err = gx_image_cubin_regs(cubin, len, cubin_kernel, &fc);
+	if (err) {
+		gx_kregs_free(*out, *n);
+		*out = NULL;
+		*n = 0;
 	}
-	(*out)[(*n)++] = (struct gx_ptx_kregs){ nm, (unsigned)regs };
-	return 0;
+	return err;
 }
 
 int gx_kregs_probe(const char *ptx, size_t len, struct gx_ptx_kregs **out, size_t *n)

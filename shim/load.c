@@ -124,7 +124,10 @@ static bool prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx
 	struct gx_ptx_kregs *kregs = NULL;
 	size_t nkregs = 0;
 	bool memcap = !persist && gx_ptx_opts_reg_cap(&opts, 0);
-	if (persist || memcap) {
+	if ((persist || memcap) && p->kregs) {
+		opts.persist_regs = p->kregs; /* as its cubin states them */
+		opts.nr_persist_regs = p->nkregs;
+	} else if (persist || memcap) {
 		int e = gx_kregs_probe(ptx, len, &kregs, &nkregs);
 		if (e)
 			pr_debug("module %u: original registers not measured (%s): its copies not capped", p->id,
@@ -180,6 +183,8 @@ static int prep_cubin_ptx(const struct gx_image *im, unsigned sm, struct gx_prep
 	char *ptx = NULL;
 	size_t len = 0;
 	int r = gx_image_cubin_ptx(cubin, clen, &ptx, &len);
+	if (!r && gx_kregs_from_cubin(cubin, clen, &p->kregs, &p->nkregs))
+		p->kregs = NULL, p->nkregs = 0; /* measured by a JIT if a cap needs them */
 	free(cubin);
 	if (r)
 		return 0;
@@ -417,6 +422,9 @@ void gx_prep_free(struct gx_prep *p)
 	p->carried = NULL;
 	free(p->log);
 	p->log = NULL;
+	gx_kregs_free(p->kregs, p->nkregs);
+	p->kregs = NULL;
+	p->nkregs = 0;
 }
 
 void gx_log_reloaded(const char *api, const struct gx_prep *p)

@@ -32,6 +32,11 @@ struct gx_prep {
 	 * as relocatable code): originals a schedule policy leaves as they
 	 * were, compiled as the driver compiles the image natively. */
 	bool ptx_load;
+	/* The originals' registers, when the image stated them (a cubin's
+	 * .nv.info): the rewrite's register caps need no JIT of the original
+	 * then (kregs.c). Owned; freed by gx_prep_free. */
+	struct gx_ptx_kregs *kregs;
+	size_t nkregs;
 };
 enum { GX_CUBIN_JIT = 1, GX_CUBIN_CACHED = 2 };
 
@@ -104,6 +109,9 @@ void gx_sched_module(void *handle, bool is_library, const char *log, void *side)
 struct gx_ptx_kregs;
 int gx_kregs_probe(const char *ptx, size_t len, struct gx_ptx_kregs **out, size_t *n);
 void gx_kregs_free(struct gx_ptx_kregs *k, size_t n);
+/* The same counts as a cubin's SASS states them (.nv.info), no JIT: a
+ * module that came as a cubin carrying its PTX. 0 or -errno. */
+int gx_kregs_from_cubin(const void *cubin, size_t len, struct gx_ptx_kregs **out, size_t *n);
 /* gpuext attach --sched (live.c): blocksched started with `spec` (0 or
  * -errno), the copies' options while it runs (1 if opts changed), and its
  * stop (device states freed unless keep_device; what its launches became

@@ -33,8 +33,8 @@
 #   route's relocatable compile: run 90's route row had rowsoftmax at +12.3 %
 #   with no probe at all); on request threadhist.nopic (GPUEXT_CUBIN_PIC=0:
 #   the cubin route's compile without position independent code); on request
-#   TOOL.cap (GX_PTX_REG_CAP=1: every hooked kernel capped at its original's
-#   registers, so that a probe cannot cost resident blocks); TOOL.hoist
+#   TOOL.nocap (GX_PTX_REG_CAP=0: hooked kernels not capped at their
+#   originals' registers, the default before session 24); TOOL.hoist
 #   (GX_PTX_HOIST_WARP=1: the warp index every site's test reads set once
 #   at the kernel's start); TOOL.roomy (GX_RING_ROOMY=1: ring producers
 #   skip the {head, tail} snapshot while their SM saw the ring half empty
@@ -99,7 +99,7 @@ run_cfg() {
 	threadhist.lw) timeout -k 5 "$lim" env GX_TH_WARP=last "$RUN" --tool threadhist -- "$@" ;;
 	*.ptx) timeout -k 5 "$lim" env GPUEXT_CUBIN=0 "$RUN" --tool "${cfg%.ptx}" -- "$@" ;;
 	*.nopic) timeout -k 5 "$lim" env GPUEXT_CUBIN_PIC=0 "$RUN" --tool "${cfg%.nopic}" -- "$@" ;;
-	*.cap) timeout -k 5 "$lim" env GX_PTX_REG_CAP=1 "$RUN" --tool "${cfg%.cap}" -- "$@" ;;
+	*.nocap) timeout -k 5 "$lim" env GX_PTX_REG_CAP=0 "$RUN" --tool "${cfg%.nocap}" -- "$@" ;;
 	*.hoist) timeout -k 5 "$lim" env GX_PTX_HOIST_WARP=1 "$RUN" --tool "${cfg%.hoist}" -- "$@" ;;
 	*.roomy) timeout -k 5 "$lim" env GX_RING_ROOMY=1 "$RUN" --tool "${cfg%.roomy}" -- "$@" ;;
 	threadhist.bar) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=barrier GX_TH_WARP=1 "$RUN" --tool threadhist -- "$@" ;;
@@ -199,7 +199,7 @@ for k in sorted({k for k, _ in host}):
     print('| %s launch loop (host us/launch, no goal) | %s | %s |' % (k, '%.2f' % base if base else '—', ' | '.join(cells)))
 # goals: the .on configurations (the defaults), .cap and threadhist.bar (the
 # candidate defaults)
-for c in [c for c in tools if c.endswith(('.on', '.cap', '.hoist', '.roomy')) or c == 'threadhist.bar']:
+for c in [c for c in tools if c.endswith(('.on', '.hoist', '.roomy')) or c == 'threadhist.bar']:
     for k in kernels:
         base, v = med.get((k, 'native')), med.get((k, c))
         if base is None or v is None:

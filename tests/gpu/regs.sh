@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # GPU (issue 40): the registers of perf's kernels natively and under each
 # tool, to tell whether a tool's cost on a short kernel is a lost resident
-# block (the probe's path raising the kernel past an occupancy step) rather
-# than the probe's own time. Runs tests/gpu/ml/perkernel.py natively once
-# (Triton and CuPy, two launches each) with its caches in a scratch folder,
-# then compiles every PTX module those caches hold with ptxas -v: as it came
-# and rewritten by `gpuext ptx rewrite` for threadhist, launchlate and
-# kernelretsnoop (and threadhist with GX_PTX_REG_CAP=1 and the native counts
-# as --regs: the A/B's cap). Prints `| ` table rows (kernel, registers per
-# configuration) and `bench: regs` lines.
+# block rather than the probe's own time. Runs tests/gpu/ml/perkernel.py
+# natively once (Triton and CuPy, two launches each) with its caches in a
+# scratch folder, then compiles every PTX module those caches hold with
+# ptxas -v: as it came, whole (the driver's JIT of a PTX module), and with
+# -c, relocatable, as the shim's cubin route (cuLink) compiles a rewritten
+# module: as it came, and under threadhist, launchlate and kernelretsnoop
+# without the register cap (GX_PTX_REG_CAP=0) and with it (the default,
+# the whole compile's counts given as --regs: what the shim measures).
+# Prints `| ` table rows and `bench: regs KERNEL CONFIG NATIVE N`.
 set -u
 # shellcheck disable=SC2034 # PART: read by env.sh
 PART=regs
@@ -43,28 +44,35 @@ for d in ('cupy', 'triton'):
             open(os.path.join(W, 'ptx', '%s_%d.ptx' % (d, n)), 'wb').write(b[i:].split(b'\0')[0])
 print('# regs: %d PTX modules from the caches' % n)
 EOF
-# regs FILE: "kernel regs" per entry, from ptxas -v
+# regs FILE [-c]: "kernel regs" per entry, from ptxas -v
 regs() {
-	"$PTXAS" -arch=sm_"$sm" -v "$1" -o /dev/null 2>&1 |
+	# shellcheck disable=SC2086 # $2: an option or nothing
+	"$PTXAS" -arch=sm_"$sm" -v ${2:-} "$1" -o /dev/null 2>&1 |
 		awk '/Compiling entry function/ {k=$7; gsub(/\x27/, "", k)} /Used [0-9]+ registers/ {for (i=1;i<=NF;i++) if ($i=="Used") print k, $(i+1)}'
 }
-echo "| kernel | native | threadhist | launchlate | kernelretsnoop | threadhist, GX_PTX_REG_CAP=1 |"
+echo "| kernel | native | native -c | threadhist -c: uncapped / capped | launchlate -c | kernelretsnoop -c |"
 echo "|---|---|---|---|---|---|"
 for f in "$W"/ptx/*.ptx; do
 	[ -f "$f" ] || continue
 	regs "$f" >"$f.native"
 	[ -s "$f.native" ] || continue
 	kr=$(awk '{printf "%s%s=%s", (NR > 1 ? "," : ""), $1, $2}' "$f.native")
+	regs "$f" -c >"$f.c"
 	for t in threadhist launchlate kernelretsnoop; do
-		"$GX" ptx rewrite --policy "$TD/$t.bpf.o" "$f" -o "$f.$t.ptx" 2>>"$L/rewrite.log" && regs "$f.$t.ptx" >"$f.$t"
+		GX_PTX_REG_CAP=0 "$GX" ptx rewrite --policy "$TD/$t.bpf.o" "$f" -o "$f.$t.nocap.ptx" 2>>"$L/rewrite.log" &&
+			regs "$f.$t.nocap.ptx" -c >"$f.$t.nocap"
+		"$GX" ptx rewrite --policy "$TD/$t.bpf.o" --regs "$kr" "$f" -o "$f.$t.ptx" 2>>"$L/rewrite.log" &&
+			regs "$f.$t.ptx" -c >"$f.$t"
 	done
-	GX_PTX_REG_CAP=1 "$GX" ptx rewrite --policy "$TD/threadhist.bpf.o" --regs "$kr" "$f" -o "$f.cap.ptx" \
-		2>>"$L/rewrite.log" && regs "$f.cap.ptx" >"$f.cap"
 	while read -r k n; do
-		row="| $k | $n"
-		for t in threadhist launchlate kernelretsnoop cap; do
+		v=$(awk -v k="$k" '$1 == k {print $2}' "$f.c")
+		row="| $k | $n | ${v:-—}"
+		[ -n "$v" ] && echo "bench: regs $k native-c $n $v" >>"$L/bench.txt"
+		for t in threadhist launchlate kernelretsnoop; do
+			u=$(awk -v k="$k" '$1 == k {print $2}' "$f.$t.nocap" 2>/dev/null)
 			v=$(awk -v k="$k" '$1 == k {print $2}' "$f.$t" 2>/dev/null)
-			row="$row | ${v:-—}"
+			row="$row | ${u:-—} / ${v:-—}"
+			[ -n "$u" ] && echo "bench: regs $k $t-nocap $n $u" >>"$L/bench.txt"
 			[ -n "$v" ] && echo "bench: regs $k $t $n $v" >>"$L/bench.txt"
 		done
 		echo "$row |"

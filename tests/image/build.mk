@@ -17,7 +17,7 @@ $(T_IMAGE)/gen_bomb: $(call objs,tests/image/gen_bomb.c)
 
 TEST_BINS += $(T_IMAGE)/test_image $(T_IMAGE)/test_image_asan $(IMAGE_FUZZERS) $(T_IMAGE)/gen_bomb
 TESTS     += $(T_IMAGE)/test_image $(T_IMAGE)/test_image_asan tests/image/test_image_nvcc.sh \
-             tests/image/test_image_bomb.sh tests/image/test_image_fuzz.sh
+             tests/image/test_image_bomb.sh tests/image/test_image_fuzz.sh tests/image/test_cubin_regs.sh
 
 # `make fuzz`: each image fuzzer for FUZZ_TIME seconds (default 120).
 FUZZ_TIME ?= 120

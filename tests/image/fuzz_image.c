@@ -1,5 +1,5 @@
 /* fuzz_image — libFuzzer target for gx_image_parse_opts + gx_image_entry_data
- * + gx_image_pick_ptx/_sass + gx_image_cubin_ptx (on the input itself and on
+ * + gx_image_pick_ptx/_sass + gx_image_cubin_ptx and gx_image_cubin_regs (on the input itself; the PTX also on
  * every decompressed cubin). Pointers inside the input (wrapper data, prelinked
  * lists) resolve to offsets in the input itself: address 0x10000 + k is byte
  * k, so wrapper code is fuzzed without ever following a stray pointer. */
@@ -24,6 +24,13 @@ static const void *resolve(void *ctx, uint64_t addr, size_t *avail)
 	return s->p + (addr - FUZZ_BASE);
 }
 
+static int count_regs(void *arg, const char *kernel, unsigned regs)
+{
+	(void)regs;
+	*(int *)arg += kernel[0] != 0;
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct span s = { data, size };
@@ -33,6 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t plen;
 	if (!gx_image_cubin_ptx(data, size, &ptx, &plen))
 		free(ptx);
+	int nregs = 0;
+	gx_image_cubin_regs(data, size, count_regs, &nregs);
 	if (gx_image_parse_opts(data, size, &o, &im, err, sizeof(err)))
 		return 0;
 	size_t budget = gx_image_budget(size);

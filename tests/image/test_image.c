@@ -613,8 +613,58 @@ static int check_file(const char *path)
 	return failed ? 1 : 0;
 }
 
+static int print_reg(void *arg, const char *kernel, unsigned regs)
+{
+	(void)arg;
+	printf("%s %u\n", kernel, regs);
+	return 0;
+}
+
+static int count_reg(void *arg, const char *kernel, unsigned regs)
+{
+	(void)kernel, (void)regs;
+	++*(int *)arg;
+	return 0;
+}
+
+/* `regs CUBIN`: each kernel's registers (gx_image_cubin_regs), one line
+ * each; then every truncation and a few byte flips of the file read again:
+ * errors or fewer kernels, never a crash (ASan in test_image_asan). */
+static int regs_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	static uint8_t buf[1 << 20], cp[1 << 20];
+	size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0;
+	if (f)
+		fclose(f);
+	if (!n)
+		return fprintf(stderr, "regs: cannot read %s\n", path), 2;
+	int r = gx_image_cubin_regs(buf, n, print_reg, NULL);
+	if (r)
+		return fprintf(stderr, "regs: %s: %s\n", path, strerror(-r)), 1;
+	int total = 0;
+	for (size_t len = 0; len < n; len += len < 4096 ? 1 : 61) {
+		uint8_t *t = malloc(len ? len : 1);
+		memcpy(t, buf, len);
+		int k = 0;
+		gx_image_cubin_regs(t, len, count_reg, &k);
+		total += k;
+		free(t);
+	}
+	for (size_t i = 0; i < n; i += 7) {
+		memcpy(cp, buf, n);
+		cp[i] ^= 0x5a;
+		int k = 0;
+		gx_image_cubin_regs(cp, n, count_reg, &k);
+	}
+	fprintf(stderr, "regs: %d kernels read from truncations\n", total);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "regs"))
+		return regs_file(argv[2]);
 	if (argc > 1) {
 		/* `-e FILE...`: files expected to fail (malformed): only no crash matters. */
 		bool expect_bad = !strcmp(argv[1], "-e");

@@ -289,14 +289,14 @@ if $G ptx rewrite --policy-ptx "$W/cur-threadhist.policy.ptx" --bind block:gxp_t
 else
 	nok "block: rewrite or ptxas -c of block_extern.ptx: $(tail -1 "$W/block-extern.log")"
 fi
-# GX_PTX_REG_CAP=1 (issue 40 A/B): a kernel with a block probe (not only one
+# The register cap (issue 40): a kernel with a block probe (not only one
 # with memory sites) is capped at its measured original's registers
-# (rounded up to 8, at least 32); without the switch, or without a
+# (rounded up to 8, at least 32); with GX_PTX_REG_CAP=0, or without a
 # measurement, no cap.
-if GX_PTX_REG_CAP=1 rw regcap --policy "$BUILD/share/gpuext/tools/threadhist.bpf.o" --regs vadd=35 &&
-	rw regcap-off --policy "$BUILD/share/gpuext/tools/threadhist.bpf.o" --regs vadd=35 &&
-	GX_PTX_REG_CAP=1 rw regcap-none --policy "$BUILD/share/gpuext/tools/threadhist.bpf.o"; then
-	check "GX_PTX_REG_CAP=1: vadd under threadhist capped at 40 (35 rounded up), none without the switch or a count" \
+if rw regcap --policy "$BUILD/share/gpuext/tools/threadhist.bpf.o" --regs vadd=35 &&
+	GX_PTX_REG_CAP=0 rw regcap-off --policy "$BUILD/share/gpuext/tools/threadhist.bpf.o" --regs vadd=35 &&
+	rw regcap-none --policy "$BUILD/share/gpuext/tools/threadhist.bpf.o"; then
+	check "register cap: vadd under threadhist capped at 40 (35 rounded up), none with GX_PTX_REG_CAP=0 or without a count" \
 		test "$(grep -c '\.maxnreg 40' "$W/regcap.ptx")" = 1 -a "$(grep -c maxnreg "$W/regcap-off.ptx")" = 0 -a \
 		"$(grep -c maxnreg "$W/regcap-none.ptx")" = 0
 fi
