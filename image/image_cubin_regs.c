@@ -22,7 +22,7 @@
 #include "common/gx_util.h"
 #include "image/image_internal.h"
 
-#define EIFMT_SVAL 4
+#define EIFMT_SVAL	4
 #define EIATTR_REGCOUNT 0x2f
 
 static uint32_t rd32(const uint8_t *p)
