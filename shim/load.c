@@ -127,11 +127,15 @@ static bool prep_rewrite(const char *ptx, size_t len, unsigned dev_sm, struct gx
 	if ((persist || memcap) && p->kregs) {
 		opts.persist_regs = p->kregs; /* as its cubin states them */
 		opts.nr_persist_regs = p->nkregs;
+		pr_debug("module %u: the originals' registers as its cubin states them (%zu kernels)", p->id,
+			 p->nkregs);
 	} else if (persist || memcap) {
 		int e = gx_kregs_probe(ptx, len, &kregs, &nkregs);
 		if (e)
-			pr_debug("module %u: original registers not measured (%s): its copies not capped", p->id,
+			pr_debug("module %u: original registers not measured (%s): its kernels not capped", p->id,
 				 strerror(-e));
+		else
+			pr_debug("module %u: the originals' registers measured by a JIT (%zu kernels)", p->id, nkregs);
 		opts.persist_regs = kregs;
 		opts.nr_persist_regs = nkregs;
 	}

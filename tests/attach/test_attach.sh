@@ -104,6 +104,18 @@ if "$PTXAS" -arch=sm_90 -lineinfo "$PTX" -o $T/li.cubin && "$PTXAS" -arch=sm_90 
 		"grep -q 'rewritten ([1-9][0-9]* hooks), reloaded from sm_90 PTX carried by its cubin' $T/cubin.err" cubin
 	check "lineinfo cubin under a tool: __gx_devrt written, app exit 0" \
 		"grep -q '^ok - attach_app: __gx_devrt written' $T/cubin.out && [ \$(cat $T/cubin.rc) = 0 ]" cubin
+	# its kernel capped at the registers the cubin states (.nv.info), no
+	# JIT of the original to learn them (a PTX-only module needs one)
+	mkdir -p $T/shm5b $T/cache5b
+	PTX=$T/li.cubin run cubinregs GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache5b GPUEXT_SHM_DIR=$T/shm5b \
+		GPUEXT_LOG=debug >/dev/null
+	check "lineinfo cubin under a tool: the originals' registers from the cubin, no JIT for them, kernel capped" \
+		"grep -q 'the originals. registers as its cubin states them (1 kernels)' $T/cubinregs.err &&
+		 ! grep -q 'registers measured by a JIT' $T/cubinregs.err && grep -lq '^.maxnreg 32' $T/cache5b/modules/*.gxmod" cubinregs
+	mkdir -p $T/shm5c $T/cache5c
+	run ptxregs GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache5c GPUEXT_SHM_DIR=$T/shm5c GPUEXT_LOG=debug >/dev/null
+	check "PTX module under a tool: the originals' registers measured by a JIT, kernel capped" \
+		"grep -q 'registers measured by a JIT (1 kernels)' $T/ptxregs.err && grep -lq '^.maxnreg 32' $T/cache5c/modules/*.gxmod" ptxregs
 	PTX=$T/noli.cubin run cubin2 GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm6 >/dev/null
 	check "plain cubin under a tool: passed through as SASS only" \
 		"grep -q 'passed through: SASS only, no PTX for sm_90' $T/cubin2.err" cubin2
