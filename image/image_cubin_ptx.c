@@ -19,41 +19,47 @@
 
 #define DEBUG_PTX_SECTION ".nv_debug_ptx_txt"
 
-/* Section `name` of the ELF at p (extent bytes): its bytes inside p, or NULL. */
-static const uint8_t *section(Elf *elf, const uint8_t *p, size_t extent, const char *name, size_t *size)
+const uint8_t *gx__cubin_section(Elf *elf, const uint8_t *p, size_t extent, const char *name, GElf_Shdr *sh)
 {
 	size_t shstrndx;
 	if (elf_getshdrstrndx(elf, &shstrndx))
 		return NULL;
 	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
-		GElf_Shdr sh;
 		const char *n;
-		if (!gelf_getshdr(scn, &sh) || !(n = elf_strptr(elf, shstrndx, sh.sh_name)) || strcmp(n, name))
+		if (!gelf_getshdr(scn, sh) || !(n = elf_strptr(elf, shstrndx, sh->sh_name)) || strcmp(n, name))
 			continue;
-		if (sh.sh_type == SHT_NOBITS || sh.sh_offset > extent || sh.sh_size > extent - sh.sh_offset)
+		if (sh->sh_type == SHT_NOBITS || sh->sh_offset > extent || sh->sh_size > extent - sh->sh_offset)
 			return NULL;
-		*size = sh.sh_size;
-		return p + sh.sh_offset;
+		return p + sh->sh_offset;
 	}
 	return NULL;
 }
 
-GX_EXPORT int gx_image_cubin_ptx(const void *cubin, size_t avail, char **ptx, size_t *len)
+Elf *gx__cubin_elf(const void *p, size_t avail, size_t *extent, int *err)
 {
 	struct gx_img_ctx c = { 0 };
 	struct gx_cubin_info ci;
+	*err = p ? gx__cubin_probe(&c, p, avail, &ci) : -EINVAL;
+	if (*err)
+		return NULL;
+	Elf *elf = elf_memory((char *)p, ci.extent);
+	*err = elf ? 0 : -EBADMSG;
+	*extent = ci.extent;
+	return elf;
+}
+
+GX_EXPORT int gx_image_cubin_ptx(const void *cubin, size_t avail, char **ptx, size_t *len)
+{
 	*ptx = NULL;
 	*len = 0;
-	if (!cubin)
-		return gx_err(-EINVAL);
-	int ret = gx__cubin_probe(&c, cubin, avail, &ci);
-	if (ret)
-		return gx_err(ret);
-	Elf *elf = elf_memory((char *)cubin, ci.extent);
+	size_t extent = 0;
+	int ret;
+	Elf *elf = gx__cubin_elf(cubin, avail, &extent, &ret);
 	if (!elf)
-		return gx_err(-EBADMSG);
-	size_t size = 0;
-	const uint8_t *s = section(elf, cubin, ci.extent, DEBUG_PTX_SECTION, &size);
+		return gx_err(ret);
+	GElf_Shdr sh;
+	const uint8_t *s = gx__cubin_section(elf, cubin, extent, DEBUG_PTX_SECTION, &sh);
+	size_t size = s ? sh.sh_size : 0;
 	ret = -ENOENT;
 	if (s) {
 		/* Skip the header (leading NULs), keep the lines. */

@@ -30,23 +30,6 @@ static uint32_t rd32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Section `name`'s header and bytes inside the ELF at p, or NULL. */
-static const uint8_t *find(Elf *elf, const uint8_t *p, size_t extent, const char *name, GElf_Shdr *sh)
-{
-	size_t shstrndx;
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return NULL;
-	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
-		const char *n;
-		if (!gelf_getshdr(scn, sh) || !(n = elf_strptr(elf, shstrndx, sh->sh_name)) || strcmp(n, name))
-			continue;
-		if (sh->sh_type == SHT_NOBITS || sh->sh_offset > extent || sh->sh_size > extent - sh->sh_offset)
-			return NULL;
-		return p + sh->sh_offset;
-	}
-	return NULL;
-}
-
 /* Symbol `idx`'s name in the symbol table of section `link`, or NULL. */
 static const char *sym_name(Elf *elf, size_t link, uint32_t idx)
 {
@@ -63,18 +46,15 @@ static const char *sym_name(Elf *elf, size_t link, uint32_t idx)
 GX_EXPORT int gx_image_cubin_regs(const void *cubin, size_t avail,
 				  int (*cb)(void *arg, const char *kernel, unsigned regs), void *arg)
 {
-	struct gx_img_ctx c = { 0 };
-	struct gx_cubin_info ci;
-	if (!cubin || !cb)
+	if (!cb)
 		return gx_err(-EINVAL);
-	int ret = gx__cubin_probe(&c, cubin, avail, &ci);
-	if (ret)
-		return gx_err(ret);
-	Elf *elf = elf_memory((char *)cubin, ci.extent);
+	size_t extent = 0;
+	int ret;
+	Elf *elf = gx__cubin_elf(cubin, avail, &extent, &ret);
 	if (!elf)
-		return gx_err(-EBADMSG);
+		return gx_err(ret);
 	GElf_Shdr sh;
-	const uint8_t *s = find(elf, cubin, ci.extent, ".nv.info", &sh);
+	const uint8_t *s = gx__cubin_section(elf, cubin, extent, ".nv.info", &sh);
 	ret = -ENOENT;
 	for (size_t off = 0; s && off + 4 <= sh.sh_size;) {
 		uint8_t fmt = s[off], attr = s[off + 1];

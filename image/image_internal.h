@@ -7,6 +7,7 @@
 #ifndef IMAGE_INTERNAL_H
 #define IMAGE_INTERNAL_H
 
+#include <gelf.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -75,6 +76,13 @@ struct gx_cubin_info {
 	unsigned e_type;
 };
 int gx__cubin_probe(struct gx_img_ctx *c, const uint8_t *p, size_t avail, struct gx_cubin_info *ci);
+/* The cubin at p (avail as for gx_image_parse) opened with libelf over its
+ * extent (*extent); NULL with *err set (-EINVAL, -EBADMSG) if it is not one.
+ * elf_end it. (image_cubin_ptx.c) */
+Elf *gx__cubin_elf(const void *p, size_t avail, size_t *extent, int *err);
+/* Section `name` of that ELF: its header in *sh and its bytes inside p, or
+ * NULL (absent, no bytes, or past the extent). */
+const uint8_t *gx__cubin_section(Elf *elf, const uint8_t *p, size_t extent, const char *name, GElf_Shdr *sh);
 /* Extent of an in-memory ELF64 from its headers (no libelf; bounded). */
 int gx__elf_extent(const uint8_t *p, size_t avail, size_t *extent);
 
