@@ -549,11 +549,10 @@ static int guard_pick_locked(struct pfunc *pf, const char *name, unsigned long l
 		if (pf->tp[i].state)
 			continue;
 		for (int j = 0; j < 2 && rc == CUDA_SUCCESS; j++)
-			if (!pf->tp[i].ev[j])
-				rc = CU(cuEventCreate)(&pf->tp[i].ev[j], CU_EVENT_DEFAULT);
-		what = "cuEventCreate";
-		if (rc == CUDA_SUCCESS)
-			rc = CU(cuEventRecord)(pf->tp[i].ev[0], s), what = "cuEventRecord (before the launch)";
+			if (!pf->tp[i].ev[j] && (rc = CU(cuEventCreate)(&pf->tp[i].ev[j], CU_EVENT_DEFAULT)))
+				what = "cuEventCreate";
+		if (rc == CUDA_SUCCESS && (rc = CU(cuEventRecord)(pf->tp[i].ev[0], s)))
+			what = "cuEventRecord (before the launch)";
 		if (rc != CUDA_SUCCESS)
 			break;
 		pf->tp[i].s = s;

@@ -151,14 +151,13 @@ struct ptx_stmt *ptx_func_entry_point(struct ptx_func *fn)
 	return NULL;
 }
 
-void ptx_mark_start_regs(struct ptx_stmt *head, struct ptx_stmt *tail)
+void ptx_insert_start_regs(struct ptx_func *fn, struct ptx_stmt *head, struct ptx_stmt *tail)
 {
-	for (struct ptx_stmt *s = head; s; s = s->next) {
+	for (struct ptx_stmt *s = head; s; s = s == tail ? NULL : s->next) {
 		s->line = 0;
 		s->col = PTX_COL_START_REG;
-		if (s == tail)
-			break;
 	}
+	ptx_insert_before(fn, fn->head, head, tail);
 }
 
 const char *ptx_fresh_name(struct ptx_module *m, const char *sigil, const char *what)

@@ -341,12 +341,13 @@ void ptx_stmt_remove(struct ptx_func *fn, struct ptx_stmt *s);
 /* Where entry code goes: the first statement of the outermost scope that is
  * not a declaration or a verbatim directive (NULL: the end of the body). */
 struct ptx_stmt *ptx_func_entry_point(struct ptx_func *fn);
-/* Statements the sites put at a function's start to set a register once
- * (memtrace's seed, the hoisted warp index) carry this column (their line is
- * 0): ptx_func_entry_point passes over them, so that code placed at the
- * entry later (an entry site that reads them) comes after them. */
+/* Insert head..tail at fn's very start: code the sites put there to set a
+ * register once (memtrace's seed, the hoisted warp index). Its statements
+ * carry this column (their line is 0), so ptx_func_entry_point passes over
+ * them and code placed at the entry later (an entry site that reads them)
+ * comes after them. */
 #define PTX_COL_START_REG 0xffffu
-void ptx_mark_start_regs(struct ptx_stmt *head, struct ptx_stmt *tail);
+void ptx_insert_start_regs(struct ptx_func *fn, struct ptx_stmt *head, struct ptx_stmt *tail);
 
 /* A fresh register of `type` (".b32", ".pred", ".b64" ...), declared at the
  * top of fn's body; the name cannot clash with any name of the input.

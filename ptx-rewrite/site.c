@@ -449,10 +449,10 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 		if (g < 0)
 			err = g;
 	}
-	/* A kernel with memory sites (or any site, GX_PTX_F_HOOK_CAP) keeps the original's registers
-	 * (shim/kregs.c measured them): the handler's path, called or cold
-	 * behind the gate, may spill, never cost the kernel resident warps nor
-	 * make a launch the original fits fail (GPU run 94: memtrace raised
+	/* A kernel with a site keeps the original's registers (the shim
+	 * measured them; gx_ptx_opts_reg_cap): the handler's path, called or
+	 * cold behind the gate, may spill, never cost the kernel resident warps
+	 * nor make a launch the original fits fail (GPU run 94: memtrace raised
 	 * tool_bench's 1,024-thread gemm past 64 registers, and the driver
 	 * refused its launches). */
 	if (!err && st->fn->is_entry && gx_ptx_opts_reg_cap(st->s->ctx->opts, st->hook))

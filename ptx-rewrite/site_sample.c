@@ -57,8 +57,7 @@ static struct ptx_opnd *seed(struct ptx_module *m, struct ptx_func *fn)
 	INSN(&c, "shl", PTX_MODS(".b32"), osd, osd, ptx_opnd_int(m, PTX_SAMPLE_SM_SHIFT));
 	if (c.failed || !osd || !ost)
 		return NULL;
-	ptx_mark_start_regs(c.head, c.tail);
-	ptx_insert_before(fn, fn->head, c.head, c.tail);
+	ptx_insert_start_regs(fn, c.head, c.tail);
 	return osd;
 }
 

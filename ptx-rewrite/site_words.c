@@ -94,8 +94,7 @@ int ptx_site_layout(struct ptx_module *m, struct ptx_func *fn, const struct gx_p
 	INSN(&c, "shr", PTX_MODS(".u32"), w, w, ptx_opnd_int(m, 5));
 	if (c.failed || !w)
 		return gx_err(-ENOMEM);
-	ptx_mark_start_regs(c.head, c.tail);
-	ptx_insert_before(fn, fn->head, c.head, c.tail);
+	ptx_insert_start_regs(fn, c.head, c.tail);
 	return (int)(layout | PTX_SITE_WARP_REG);
 }
 
@@ -111,8 +110,7 @@ static const char *start_sreg(struct ptx_module *m, struct ptx_func *fn, const c
 	INSN(&c, "mov", PTX_MODS(".u32"), ptx_opnd_id(m, name), ptx_opnd_id(m, sreg));
 	if (c.failed)
 		return NULL;
-	ptx_mark_start_regs(c.head, c.tail);
-	ptx_insert_before(fn, fn->head, c.head, c.tail);
+	ptx_insert_start_regs(fn, c.head, c.tail);
 	return name;
 }
 
@@ -120,7 +118,7 @@ int ptx_site_hoist_sregs(struct ptx_module *m, struct ptx_func *fn, struct ptx_c
 {
 	if (!(layout & PTX_SITE_WARP_REG))
 		return 0;
-	for (struct ptx_stmt *s = c->head; s; s = s->next) {
+	for (struct ptx_stmt *s = c->head; s; s = s == c->tail ? NULL : s->next) {
 		if (s->kind != PTX_STMT_INSN || strcmp(s->insn.opcode, "mov") || s->insn.nops != 2 || !s->insn.ops[1] ||
 		    s->insn.ops[1]->kind != PTX_OPND_ID)
 			continue;
@@ -139,8 +137,6 @@ int ptx_site_hoist_sregs(struct ptx_module *m, struct ptx_func *fn, struct ptx_c
 		ops[0] = s->insn.ops[0];
 		ops[1] = o;
 		s->insn.ops = ops;
-		if (s == c->tail)
-			break;
 	}
 	return 0;
 }

@@ -187,8 +187,8 @@ static int prep_cubin_ptx(const struct gx_image *im, unsigned sm, struct gx_prep
 	char *ptx = NULL;
 	size_t len = 0;
 	int r = gx_image_cubin_ptx(cubin, clen, &ptx, &len);
-	if (!r && gx_kregs_from_cubin(cubin, clen, &p->kregs, &p->nkregs))
-		p->kregs = NULL, p->nkregs = 0; /* measured by a JIT if a cap needs them */
+	if (!r) /* on failure none: measured by a JIT if a cap needs them */
+		gx_kregs_from_cubin(cubin, clen, &p->kregs, &p->nkregs);
 	free(cubin);
 	if (r)
 		return 0;

@@ -503,13 +503,13 @@ static inline struct gx_rec_hdr *gx_ring_reserve_n(struct gx_ring *r, gx_u64 siz
 	 * here is a drop even if its length was bad (checked just below). */
 	gx_u64 *hint = &r->full_until[GX_RING_SHARD() % GX_RING_HINTS];
 	gx_u64 now = GX_RING_NOW(), hv = gx_ring_load_hint(hint);
-	int roomy = 0;
+	int can_roomy = GX_RING_ROOMY() && size >= GX_RING_ROOMY_MIN, roomy = 0;
 	if (hv > now) {
 		if (!(hv & 1)) { /* full */
 			gx_ring_count_drop(r);
 			return 0;
 		}
-		roomy = GX_RING_ROOMY() && size >= GX_RING_ROOMY_MIN;
+		roomy = can_roomy;
 	}
 #endif
 	if (len == 0 || len > size || (len & 7))
@@ -534,7 +534,7 @@ static inline struct gx_rec_hdr *gx_ring_reserve_n(struct gx_ring *r, gx_u64 siz
 			if (used + len > size)
 				break; /* full: refused without touching head */
 #ifdef GX_RING_NOW
-			if (GX_RING_ROOMY() && size >= GX_RING_ROOMY_MIN && 2 * (used + len) <= size)
+			if (can_roomy && 2 * (used + len) <= size)
 				__atomic_store_n(hint, (now + GX_RING_ROOMY_NS) | 1u, __ATOMIC_RELAXED);
 #endif
 			old = gx_ring_fadd(r, len);

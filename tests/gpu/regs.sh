@@ -47,8 +47,7 @@ EOF
 # regs FILE [-c]: "kernel regs" per entry, from ptxas -v
 regs() {
 	# shellcheck disable=SC2086 # $2: an option or nothing
-	"$PTXAS" -arch=sm_"$sm" -v ${2:-} "$1" -o /dev/null 2>&1 |
-		awk '/Compiling entry function/ {k=$7; gsub(/\x27/, "", k)} /Used [0-9]+ registers/ {for (i=1;i<=NF;i++) if ($i=="Used") print k, $(i+1)}'
+	"$PTXAS" -arch=sm_"$sm" -v ${2:-} "$1" -o /dev/null 2>&1 | awk -f tests/ptxas_regs.awk
 }
 echo "| kernel | native | native -c | threadhist -c: uncapped / capped | launchlate -c | kernelretsnoop -c |"
 echo "|---|---|---|---|---|---|"

@@ -16,8 +16,7 @@ for f in tests/ptx-rewrite/golden-passes/*.ptx tests/ptx-rewrite/golden/*.ptx te
 	[ -f "$f" ] || continue
 	b=$(basename "$f" .ptx)
 	"$PTXAS" -arch=sm_90 -v "$f" -o "$T/$b.cubin" 2>"$T/$b.v" || continue
-	awk '/Compiling entry function/ {k=$7; gsub(/\x27/, "", k)} /Used [0-9]+ registers/ {for (i=1;i<=NF;i++) if ($i=="Used") print k, $(i+1)}' \
-		"$T/$b.v" | sort >"$T/$b.want"
+	awk -f tests/ptxas_regs.awk "$T/$b.v" | sort >"$T/$b.want"
 	[ -s "$T/$b.want" ] || continue
 	if ! "$B/tests/image/test_image" regs "$T/$b.cubin" 2>"$T/$b.err" | sort >"$T/$b.got"; then
 		nok "$b: $(cat "$T/$b.err")"
