@@ -122,17 +122,28 @@ struct gx_ptx_kregs {
  * address is a few ALU instructions from the test. */
 #define GX_PTX_F_HOIST_WARP 1024u
 
+/* A/B (issue 40): a sampling binding's gate (site_sample.c) before the
+ * election, voted by the arriving lanes, unsampled warps taking one uniform
+ * branch (GPU run 90: 1.46-3.7x, but tool_bench's reduce and the
+ * cooperative sample never finished under it). Without it the elected
+ * leader alone decides, inside the election's divergent region that every
+ * site has anyway: the other lanes wait at its reconvergence barrier, as
+ * they do for an in-program decision, but the unsampled leader builds no
+ * context, makes no call and reads no memory. GX_PTX_SAMPLE_EARLY=1. */
+#define GX_PTX_F_SAMPLE_EARLY 2048u
+
 /* The switches the callers (shim, CLI) take from the environment:
  * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0"),
  * GX_PTX_BLOCK_SITE=entry|exit|barrier, GX_PTX_MEM_CAP=0, GX_PTX_REG_CAP=0 and
- * GX_PTX_HOIST_WARP=1. */
+ * GX_PTX_HOIST_WARP=1, GX_PTX_SAMPLE_EARLY=1. */
 static inline unsigned gx_ptx_flags_from_env(void)
 {
 	const char *rc = getenv("GX_PTX_RECONVERGE"), *top = getenv("GX_PTX_ENTRY_TOP");
 	const char *bs = getenv("GX_PTX_BLOCK_SITE"), *mc = getenv("GX_PTX_MEM_CAP"), *hc = getenv("GX_PTX_REG_CAP");
-	const char *hw = getenv("GX_PTX_HOIST_WARP");
+	const char *hw = getenv("GX_PTX_HOIST_WARP"), *se = getenv("GX_PTX_SAMPLE_EARLY");
 	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) | (mc && mc[0] == '0' ? GX_PTX_F_NO_MEM_CAP : 0) |
 	       (hc && hc[0] == '0' ? 0 : GX_PTX_F_HOOK_CAP) | (hw && hw[0] == '1' ? GX_PTX_F_HOIST_WARP : 0) |
+	       (se && se[0] == '1' ? GX_PTX_F_SAMPLE_EARLY : 0) |
 	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |
 	       (bs && !strcmp(bs, "entry") ? GX_PTX_F_BLOCK_ENTRY : 0) |
 	       (bs && !strcmp(bs, "exit") ? GX_PTX_F_BLOCK_EXIT : 0) |

@@ -13,6 +13,7 @@
  *   elect.sync %l|%q, %m;                 // sm_90+: one leader, its lane id
  *      (older targets: laneid, brev + bfind.shiftamt = lowest lane, setp)
  *   @!%q bra END;
+ *   <a sampling mem site: the leader's 1-in-N test, @!%q bra END>
  *   <context words the handler reads, computed here and only here:
  *    special registers are read by the leader, after the election>
  *   <handler body inlined, context loads → those registers>       (inline)
@@ -442,10 +443,12 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 			ptx_chain_append(bd, &pre);
 	}
 	/* a sampling handler (its binding's sample, opts->mem_sample): 1 warp
-	 * access in N reaches the election */
+	 * access in N reaches the handler, decided before the election
+	 * (GX_PTX_F_SAMPLE_EARLY) or by the leader after it */
 	unsigned every = st->hook & GDEV_HOOK_MEM ? ptx_site_sample_every(st->s, st->func) : 0;
-	if (!err && every > 1) {
-		int g = ptx_site_sample_gate(m, st->fn, bd, r, every, st->kid, st->s->ctx->res->nr_hooks, st->out);
+	int early = !!(st->s->ctx->opts->flags & GX_PTX_F_SAMPLE_EARLY);
+	if (!err && every > 1 && early) {
+		int g = ptx_site_sample_gate(m, st->fn, bd, r, every, st->kid, st->s->ctx->res->nr_hooks, st->out, 0);
 		if (g < 0)
 			err = g;
 	}
@@ -467,6 +470,11 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 		INSN(bd, "setp", PTX_MODS(".eq", ".u32"), r->oq, r->ot, r->ol);
 	}
 	ptx_chain_insn(m, bd, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, st->end));
+	if (!err && every > 1 && !early) {
+		int g = ptx_site_sample_gate(m, st->fn, bd, r, every, st->kid, st->s->ctx->res->nr_hooks, st->end, 1);
+		if (g < 0)
+			err = g;
+	}
 	return err;
 }
 

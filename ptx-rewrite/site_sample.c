@@ -20,7 +20,17 @@
  * unsampled access costs ~13 ALU instructions and one uniform branch. The
  * vote makes the lanes of one warp agree even when they did not read the
  * same clock (lanes that arrive apart), so the branch is uniform and the
- * sampled warp elects one leader. */
+ * sampled warp elects one leader.
+ *
+ * That placement is GX_PTX_F_SAMPLE_EARLY's (A/B). By default the same test
+ * is made after the election, by the leader alone, `@!%q bra END`: no vote,
+ * and the warp's lanes wait at the site's reconvergence barrier as they do
+ * for any handler. On the GPU (run 90) the early gate left tool_bench's
+ * reduce and the cooperative sample hanging: its `bra.uni` is taken per
+ * group of lanes that arrive together, and a warp that arrives split stays
+ * split past a barrier-free path. The leader's test adds nothing to the
+ * divergence every site already has; an unsampled access still builds no
+ * context, makes no call and touches no memory. */
 #include <string.h>
 
 #include "ptx-rewrite/policy_internal.h"
@@ -62,7 +72,7 @@ static struct ptx_opnd *seed(struct ptx_module *m, struct ptx_func *fn)
 }
 
 int ptx_site_sample_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, const struct ptx_site_regs *r,
-			 unsigned n, unsigned long long kid, unsigned site, const char *out)
+			 unsigned n, unsigned long long kid, unsigned site, const char *out, int leader)
 {
 	if (n <= 1)
 		return 0;
@@ -82,7 +92,12 @@ int ptx_site_sample_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_c
 	}
 	/* sampled iff hash < 2^32 / n: probability 1/n within 2^-32 */
 	INSN(c, "setp", PTX_MODS(".lo", ".u32"), r->oq, r->ot, ptx_opnd_int(m, ptx_sample_limit(n)));
-	if (can_vote_sync(m)) {
+	if (leader) {
+		/* one lane here: no vote. The hash used the election's lane
+		 * register; the leader's lane is its own %laneid. */
+		ptx_chain_insn(m, c, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, out));
+		INSN(c, "mov", PTX_MODS(".u32"), r->ol, ptx_opnd_id(m, "%laneid"));
+	} else if (can_vote_sync(m)) {
 		INSN(c, "activemask", PTX_MODS(".b32"), r->om);
 		INSN(c, "vote", PTX_MODS(".sync", ".any", ".pred"), r->oq, r->oq, r->om);
 		ptx_chain_insn(m, c, r->q, 1, "bra", PTX_MODS(".uni"), 1, ptx_opnd_id(m, out));

@@ -33,12 +33,14 @@
 /* memtrace_gate (GX_MT_GATE=1 at load, not the default): 1 warp access in
  * this many reaches the program, the rewriter's sample gate reads it
  * (gx_hook_binding.sample); GPUEXT_MEM_SAMPLE / --sample N replace it for a
- * run, "memtrace_gate.bpf.o,gx_mem_sample=N" for a policy. Not the default:
- * on the GPU (run 90, H200) its full trace split warps the original ran
- * whole (313 of 313 warps' stores as 1 + 31 lanes) and tool_bench's reduce
- * and the cooperative sample never finished under it — a warp divided at
- * the gate before a barrier. The default samples in the program, as
- * before, after the trampoline's election. */
+ * run, "memtrace_gate.bpf.o,gx_mem_sample=N" for a policy. Not the default
+ * yet: on the GPU (run 90, H200) its full trace split warps the original
+ * ran whole (313 of 313 warps' stores as 1 + 31 lanes) and, with the gate
+ * before the election, tool_bench's reduce and the cooperative sample never
+ * finished. The gate is now made by the elected leader after the election
+ * (GX_PTX_SAMPLE_EARLY=1: before it, as in run 90); tests/gpu/memtrace.sh
+ * measures it beside the default, which samples in the program after the
+ * trampoline's election, context and call. */
 __u32 gx_mem_sample SEC(".data") = 1024;
 #else
 /* cfg[0]: 1 access in N sampled (GPUEXT_CFG / gpuext-run --sample N), 1024

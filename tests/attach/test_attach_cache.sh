@@ -69,14 +69,15 @@ P" $t
 done
 
 # memtrace's sample gate through the shim (docs/devbpf-tools.md): 1 in 1024
-# by default, decided before the election, and the kernel capped at the
+# by default, decided by the elected leader (before it with
+# GX_PTX_SAMPLE_EARLY=1), and the kernel capped at the
 # registers the driver gave the original (the fake says 16: .maxnreg 32);
 # GX_PTX_MEM_CAP=0 keeps the gate without the cap; GPUEXT_MEM_SAMPLE=1 (the
 # full trace) has no gate. Each setting is its own module cache entry.
 # (memtrace_gate, GX_MT_GATE=1: the default memtrace samples in its program)
 mods() { grep -l "$1" $T/cache/modules/*.gxmod 2>/dev/null; }
 check "memtrace (default): no gate, the program samples" \
-	"! mods 'vote.sync.any.pred' | grep -q ." memtrace
+	"! mods 'mov.u32.*%clock;' | grep -q ." memtrace
 # every kernel with memory sites keeps the original's registers, gate or not
 # (GPU run 94: the default memtrace raised a 1,024-thread gemm past what its
 # blocks allow, and the driver refused its launches)
@@ -84,16 +85,16 @@ check "memtrace (default): its kernel capped at the original's registers (.maxnr
 	"mods 'gxp_memtrace' | xargs -r grep -q '^.maxnreg 32'" memtrace
 run memtrace mt-gate GX_MT_GATE=1
 check "memtrace GX_MT_GATE=1: the shim's module has the 1-in-1024 gate and .maxnreg 32" \
-	"grep -q 'object memtrace_gate' $T/mt-gate.err && mods 'setp.lo.u32.*4194304' | xargs -r grep -l 'vote.sync.any.pred' | xargs -r grep -q '^.maxnreg 32'" mt-gate
+	"grep -q 'object memtrace_gate' $T/mt-gate.err && mods 'setp.lo.u32.*4194304' | xargs -r grep -l 'mov.u32.*%clock;' | xargs -r grep -q '^.maxnreg 32'" mt-gate
 run memtrace mt-nocap GX_MT_GATE=1 GX_PTX_MEM_CAP=0
 check "memtrace GX_PTX_MEM_CAP=0: gated, not capped" \
-	"[ \$(cat $T/mt-nocap.rc) = 0 ] && (for f in \$(mods 'vote.sync.any.pred'); do grep -q maxnreg \$f || exit 0; done; exit 1)" mt-nocap
+	"[ \$(cat $T/mt-nocap.rc) = 0 ] && (for f in \$(mods 'mov.u32.*%clock;'); do grep -q maxnreg \$f || exit 0; done; exit 1)" mt-nocap
 run memtrace mt-full GX_MT_GATE=1 GPUEXT_MEM_SAMPLE=1
 run "" mt-knob GPUEXT_POLICY="$B/share/gpuext/tools/memtrace_gate.bpf.o,gx_mem_sample=64"
 check "memtrace as a policy with the knob gx_mem_sample=64: 1 in 64" \
 	"[ \$(cat $T/mt-knob.rc) = 0 ] && grep -q 'knobs gx_mem_sample=64' $T/mt-knob.err && mods 'setp.lo.u32.*, 67108864;' | grep -q ." mt-knob
 check "memtrace GPUEXT_MEM_SAMPLE=1: the full trace, no gate" \
-	"[ \$(cat $T/mt-full.rc) = 0 ] && (for f in \$(mods 'gxp_memtrace'); do grep -q 'vote.sync.any.pred' \$f || exit 0; done; exit 1)" mt-full
+	"[ \$(cat $T/mt-full.rc) = 0 ] && (for f in \$(mods 'gxp_memtrace'); do grep -q 'mov.u32.*%clock;' \$f || exit 0; done; exit 1)" mt-full
 
 # A launch the driver refuses for its resources (an instrumented kernel's
 # registers past what its blocks allow: GPU run 89) is said once, with the

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The sample gate of memory sites (ptx-rewrite/site_sample.c): a program that
-# declares gx_mem_sample (memtrace: 1024) gets one uniform test per mem site
-# before the election, limit 2^32/N; --sample N (opts.mem_sample) replaces
-# its N, 1 = the full trace, no gate; a mem program without the variable is
-# never gated; the register cap of kernels with gated sites (--regs,
-# GX_PTX_MEM_CAP=0); ptxas accepts what is made.
+# declares gx_mem_sample (memtrace_gate: 1024) gets one 1-in-N test per mem
+# site, limit 2^32/N, made by the elected leader after the election (no
+# vote), or with GX_PTX_SAMPLE_EARLY=1 before it (voted, a uniform branch);
+# --sample N (opts.mem_sample) replaces its N, 1 = the full trace, no gate;
+# a mem program without the variable is never gated; the register cap of
+# kernels with gated sites (--regs, GX_PTX_MEM_CAP=0); ptxas accepts what is
+# made.
 set -u
 G=${BUILD:-build}/bin/gpuext
 W=${BUILD:-build}/ptx-sample
@@ -14,9 +16,10 @@ V=tests/ptx-rewrite/golden-passes/vadd.ptx
 mkdir -p "$W"
 check() { if eval "$2" >/dev/null 2>&1; then echo "ok - $1"; else echo "not ok - $1: $2"; fi; }
 n_mem=$(grep -cE '^[[:space:]]+(ld|st)\.global' $V)
-gates() { grep -c 'vote.sync.any.pred' "$1"; }
+gates() { grep -c 'mov.u32.*%clock' "$1"; }
 
 $G ptx rewrite --policy $T/memtrace_gate.bpf.o --sample 1024 $V -o $W/s1024.ptx 2>/dev/null
+GX_PTX_SAMPLE_EARLY=1 $G ptx rewrite --policy $T/memtrace_gate.bpf.o --sample 1024 $V -o $W/early.ptx 2>/dev/null
 $G ptx rewrite --policy $T/memtrace_gate.bpf.o --sample 1 $V -o $W/s1.ptx 2>/dev/null
 $G ptx rewrite --policy $T/memtrace_gate.bpf.o $V -o $W/s0.ptx 2>/dev/null
 $G ptx rewrite --policy $T/memtrace_gate.bpf.o --sample 3 --regs vadd=12 $V -o $W/cap.ptx 2>/dev/null
@@ -26,10 +29,20 @@ $G ptx rewrite --policy ${BUILD:-build}/tests/devbpf/progs/jit_count.bpf.o --sam
 
 check "1 in 1024: one gate per memory site ($n_mem)" "[ \"\$(gates $W/s1024.ptx)\" = $n_mem ]"
 check "1 in 1024: limit 2^32/1024 = 4194304" "[ \"\$(grep -c 'setp.lo.u32.*, 4194304;' $W/s1024.ptx)\" = $n_mem ]"
-check "the gate leaves by a uniform branch before the election" \
-	"awk '/vote.sync.any.pred/ { v = NR } /bra.uni/ && v && NR == v + 1 { u++ } /elect.sync/ && v && NR > v + 1 { e++; v = 0 } END { exit !(u == $n_mem && e == $n_mem) }' $W/s1024.ptx"
-check "the gate reads registers only (no memory before the election)" \
-	"awk '/mov.u32.*%clock/ { g = 1 } g && /(ld|st|atom|red)\\./ { bad = 1 } /elect.sync/ { g = 0 } END { exit bad }' $W/s1024.ptx"
+# the leader's test: election, the non-leaders' branch to the end, %clock,
+# the test's branch to the same end, the lane register restored, then the
+# context and the call; no vote
+check "the leader tests after the election, before the context and the call" \
+	"awk '/elect.sync/ { e = NR } /mov.u32.*%clock/ && e && NR == e + 2 { c = NR } /setp.lo.u32.*4194304/ && c { s = NR } /bra/ && s && NR == s + 1 { b++ } /mov.u32.*%laneid/ && s && NR == s + 2 { l++; e = c = s = 0 } END { exit !(b == $n_mem && l == $n_mem) }' $W/s1024.ptx && ! grep -q vote.sync $W/s1024.ptx"
+check "the leader's test reads registers only (no memory between %clock and its branch)" \
+	"awk '/mov.u32.*%clock/ { g = 1 } g && /(ld|st|atom|red|call)[. \t]/ { bad = 1 } /setp.lo.u32/ { g = 0 } END { exit bad }' $W/s1024.ptx"
+check "the leader's test and the non-leaders leave to the same label (before bar.warp.sync)" \
+	"awk '/@!%__gx_q bra/ { t[\$NF]++ } END { for (k in t) if (t[k] != 2) exit 1; exit !length(t) }' $W/s1024.ptx"
+check "GX_PTX_SAMPLE_EARLY=1: one gate per memory site ($n_mem)" "[ \"\$(gates $W/early.ptx)\" = $n_mem ]"
+check "GX_PTX_SAMPLE_EARLY=1: the gate leaves by a uniform branch before the election" \
+	"awk '/vote.sync.any.pred/ { v = NR } /bra.uni/ && v && NR == v + 1 { u++ } /elect.sync/ && v && NR > v + 1 { e++; v = 0 } END { exit !(u == $n_mem && e == $n_mem) }' $W/early.ptx"
+check "GX_PTX_SAMPLE_EARLY=1: the gate reads registers only (no memory before the election)" \
+	"awk '/mov.u32.*%clock/ { g = 1 } g && /(ld|st|atom|red)\\./ { bad = 1 } /elect.sync/ { g = 0 } END { exit bad }' $W/early.ptx"
 check "the program's own N (gx_mem_sample = 1024) without --sample" "[ \"\$(grep -c 'setp.lo.u32.*, 4194304;' $W/s0.ptx)\" = $n_mem ]"
 check "--sample 1: the full trace, no gate" "[ \"\$(gates $W/s1.ptx)\" = 0 ] && grep -q 'call' $W/s1.ptx"
 check "a mem program without gx_mem_sample is never gated (--sample 16)" "grep -q 'elect.sync' $W/other.ptx && [ \"\$(gates $W/other.ptx)\" = 0 ]"
@@ -44,7 +57,7 @@ check "gpuext tools rewrite memtrace: no gate (the default program samples itsel
 check "the gated build with --sample 16: 1 in 16" \
 	"$G ptx rewrite --policy $T/memtrace_gate.bpf.o --sample 16 $V -o $W/tool16.ptx 2>/dev/null && grep -q 'setp.lo.u32.*, 268435456;' $W/tool16.ptx"
 if [ -x "$PTXAS" ]; then
-	for f in s1024 cap nocap; do
+	for f in s1024 early cap nocap; do
 		check "ptxas accepts $f" "$PTXAS -arch=sm_90 $W/$f.ptx -o $W/$f.cubin"
 	done
 	check "capped kernel: ptxas keeps 32 registers" "$PTXAS -arch=sm_90 -v $W/cap.ptx -o /dev/null 2>&1 | grep -A3 \"entry function 'vadd'\" | grep -q 'Used 32 registers'"
