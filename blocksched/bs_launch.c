@@ -236,6 +236,25 @@ static void forget_mod_locked(void *handle)
 	}
 }
 
+/* Every module and kernel forgotten. live: the driver is there, so the
+ * kernels' device hints are retired and their events destroyed; else (a
+ * reset, the process's exit) both are left as they are. */
+static void forget_all_locked(bool live_driver)
+{
+	struct pmod *m, *mt;
+	HASH_ITER(hh, mods, m, mt) {
+		HASH_DEL(mods, m);
+		pmod_free(m);
+	}
+	struct pfunc *f, *ft;
+	HASH_ITER(hh, funcs, f, ft) {
+		HASH_DEL(funcs, f);
+		if (live_driver && f->hints)
+			bs_mem_retire(f->key.ctx, f->hints, NULL);
+		pfunc_free(f, live_driver);
+	}
+}
+
 void gx_bs_module(void *handle, bool is_library, const char *log, void *side)
 {
 	if (mode < 0 || !handle)
@@ -1015,18 +1034,7 @@ void gx_bs_live_stop(bool keep_device)
 	tag[0] = 0;
 	snprintf(glob, sizeof(glob), "*");
 	policy_checked = guard_on = false;
-	struct pmod *m, *mt;
-	HASH_ITER(hh, mods, m, mt) {
-		HASH_DEL(mods, m);
-		pmod_free(m);
-	}
-	struct pfunc *f, *ft;
-	HASH_ITER(hh, funcs, f, ft) {
-		HASH_DEL(funcs, f);
-		if (f->hints)
-			bs_mem_retire(f->key.ctx, f->hints, NULL);
-		pfunc_free(f, true);
-	}
+	forget_all_locked(true);
 	if (keep_device)
 		bs_mem_reset(); /* forgotten, not freed: a graph may still use them */
 	else
@@ -1038,16 +1046,7 @@ void gx_bs_live_stop(bool keep_device)
 void gx_bs_reset(void)
 {
 	pthread_mutex_lock(&bs_lock);
-	struct pmod *m, *mt;
-	HASH_ITER(hh, mods, m, mt) {
-		HASH_DEL(mods, m);
-		pmod_free(m);
-	}
-	struct pfunc *f, *ft;
-	HASH_ITER(hh, funcs, f, ft) {
-		HASH_DEL(funcs, f);
-		pfunc_free(f, false); /* also at exit, when the driver may be gone: events leak */
-	}
+	forget_all_locked(false); /* also at exit, when the driver may be gone: events leak */
 	bs_mem_reset();
 	pthread_mutex_unlock(&bs_lock);
 }
