@@ -489,21 +489,77 @@ static inline int gx_ring_settle(struct gx_ring *r, gx_u64 old, gx_u64 len, gx_u
 	}
 }
 
+/* One try of a reservation: 1 with *rec, 0 full (nothing reserved), 2 the
+ * space crossed the ring's end (both pieces published as PAD records: try
+ * again). roomy: this try may skip the snapshot (GX_RING_ROOMY). */
+static inline int gx_ring_try(struct gx_ring *r, gx_u64 size, gx_u32 len, int roomy, int can_roomy, gx_u64 *hint,
+			      gx_u64 now, struct gx_rec_hdr **rec)
+{
+	gx_u64 old, tail;
+	(void)can_roomy, (void)hint, (void)now;
+#ifdef GX_RING_NOW
+	if (roomy) {
+		GX_RING_FAST_TRACE();
+		tail = gx_ring_load_tail(r);
+		old = gx_ring_fadd(r, len);
+	} else
+#else
+	(void)roomy;
+#endif
+	{
+		gx_u64 head;
+		gx_ring_snap(r, &head, &tail);
+		/* a snapshot may pair an older head with a newer tail */
+		gx_u64 used = head > tail ? head - tail : 0;
+		if (used + len > size)
+			return 0; /* full: refused without touching head */
+#ifdef GX_RING_NOW
+		if (can_roomy && 2 * (used + len) <= size)
+			__atomic_store_n(hint, (now + GX_RING_ROOMY_NS) | 1u, __ATOMIC_RELAXED);
+#endif
+		old = gx_ring_fadd(r, len);
+	}
+	if (old + len - tail > size && !gx_ring_settle(r, old, len, size))
+		return 0;
+	gx_u8 *d = gx_ring_data(r);
+	gx_u64 off = old & (size - 1);
+	if (off + len <= size) {
+		*rec = (struct gx_rec_hdr *)(d + off);
+		return 1;
+	}
+	/* Crosses the end: both pieces become PAD records, try again. */
+	gx_u32 first = (gx_u32)(size - off);
+	gx_ring_publish(r, (struct gx_rec_hdr *)(d + off), gx_rec_word(first, GX_REC_PAD));
+	gx_ring_publish(r, (struct gx_rec_hdr *)d, gx_rec_word(len - first, GX_REC_PAD));
+	return 2;
+}
+
 /* Reserve len bytes (header included, multiple of 8) in a ring of `size`
  * data bytes (r->size; the map descriptor's copy saves a dependent load);
  * returns the record or NULL (a drop, counted). The header stays zero until
- * gx_ring_commit. */
+ * gx_ring_commit.
+ *
+ * The first try is straight-line code and the retries a loop after it: on
+ * the GPU, ptxas puts a YIELD at a loop's head, and a leader lane that
+ * yields inside its site's handler lets the lanes waiting for it at the
+ * site's convergence barrier go on without it (GPU runs 90 and 94: every
+ * warp of memtrace's golden kernel reached the next site as 1 + 31 lanes).
+ * A reservation that neither crosses the ring's end nor overflows — all
+ * but one in a lap — then runs no loop at all. */
 static inline struct gx_rec_hdr *gx_ring_reserve_n(struct gx_ring *r, gx_u64 size, gx_u32 len)
 {
 	if (!r)
 		return 0;
+	gx_u64 *hint = 0, now = 0;
+	int can_roomy = 0, roomy = 0;
 #ifdef GX_RING_NOW
 	/* first, before anything that branches (it depends on r only): a
 	 * plain load of this SM's own word, cached near it. A record refused
 	 * here is a drop even if its length was bad (checked just below). */
-	gx_u64 *hint = &r->full_until[GX_RING_SHARD() % GX_RING_HINTS];
-	gx_u64 now = GX_RING_NOW(), hv = gx_ring_load_hint(hint);
-	int can_roomy = GX_RING_ROOMY() && size >= GX_RING_ROOMY_MIN, roomy = 0;
+	hint = &r->full_until[GX_RING_SHARD() % GX_RING_HINTS];
+	now = GX_RING_NOW();
+	gx_u64 hv = gx_ring_load_hint(hint);
+	can_roomy = GX_RING_ROOMY() && size >= GX_RING_ROOMY_MIN;
 	if (hv > now) {
 		if (!(hv & 1)) { /* full */
 			gx_ring_count_drop(r);
@@ -514,41 +570,13 @@ static inline struct gx_rec_hdr *gx_ring_reserve_n(struct gx_ring *r, gx_u64 siz
 #endif
 	if (len == 0 || len > size || (len & 7))
 		return 0; /* a bad length is an error, not a drop */
-	gx_u8 *d = gx_ring_data(r);
-	for (int tries = 0; tries < GX_RING_TRIES; tries++) {
-		gx_u64 old, tail;
-#ifdef GX_RING_NOW
-		if (roomy) {
-			/* the first try only: a pad's retry looks first */
-			GX_RING_FAST_TRACE();
-			roomy = 0;
-			tail = gx_ring_load_tail(r);
-			old = gx_ring_fadd(r, len);
-		} else
-#endif
-		{
-			gx_u64 head;
-			gx_ring_snap(r, &head, &tail);
-			/* a snapshot may pair an older head with a newer tail */
-			gx_u64 used = head > tail ? head - tail : 0;
-			if (used + len > size)
-				break; /* full: refused without touching head */
-#ifdef GX_RING_NOW
-			if (can_roomy && 2 * (used + len) <= size)
-				__atomic_store_n(hint, (now + GX_RING_ROOMY_NS) | 1u, __ATOMIC_RELAXED);
-#endif
-			old = gx_ring_fadd(r, len);
-		}
-		if (old + len - tail > size && !gx_ring_settle(r, old, len, size))
-			break;
-		gx_u64 off = old & (size - 1);
-		if (off + len <= size)
-			return (struct gx_rec_hdr *)(d + off);
-		/* Crosses the end: both pieces become PAD records, try again. */
-		gx_u32 first = (gx_u32)(size - off);
-		gx_ring_publish(r, (struct gx_rec_hdr *)(d + off), gx_rec_word(first, GX_REC_PAD));
-		gx_ring_publish(r, (struct gx_rec_hdr *)d, gx_rec_word(len - first, GX_REC_PAD));
-	}
+	struct gx_rec_hdr *rec = 0;
+	/* roomy on the first try only: a pad's retry looks first */
+	int st = gx_ring_try(r, size, len, roomy, can_roomy, hint, now, &rec);
+	for (int tries = 1; st == 2 && tries < GX_RING_TRIES; tries++)
+		st = gx_ring_try(r, size, len, 0, can_roomy, hint, now, &rec);
+	if (st == 1)
+		return rec;
 #ifdef GX_RING_NOW
 	__atomic_store_n(hint, (now + GX_RING_FULL_NS) & ~1ull, __ATOMIC_RELAXED); /* even: full */
 #endif
