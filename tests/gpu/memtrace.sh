@@ -146,7 +146,7 @@ P
 # ---- 2. tool_bench: native, memtrace, memtrace_gate
 WL=vadd,gemm,stencil,reduce
 for round in 1 2; do
-	for cfg in direct memtrace gate; do
+	for cfg in direct gate memtrace; do
 		t=$(left)
 		[ "$t" -gt 60 ] || { nok "bench: $cfg round $round not run: $t s of the budget left"; continue; }
 		t=$((t - 40 < 100 ? t - 40 : 100))
