@@ -17,8 +17,9 @@ struct gx_hook_binding {
 
 /* The u32 .data global a device program declares to be sampled at its
  * memory sites: `__u32 gx_mem_sample SEC(".data") = N;` — the site calls
- * it for 1 warp access in N, decided per warp before the election
- * (ptx-rewrite/site_sample.c; gx_ptx_rewrite_opts.bind_samples). */
+ * it for 1 warp access in N, decided per warp by the elected leader before
+ * any context or call (ptx-rewrite/site_sample.c;
+ * gx_ptx_rewrite_opts.bind_samples). */
 #define GX_MEM_SAMPLE_VAR "gx_mem_sample"
 
 /* FNV-1a 64 of a kernel name: the kernel_id seen in struct gdev_ctx. */
