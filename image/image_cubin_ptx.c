@@ -19,7 +19,9 @@
 
 #define DEBUG_PTX_SECTION ".nv_debug_ptx_txt"
 
-const uint8_t *gx__cubin_section(Elf *elf, const uint8_t *p, size_t extent, const char *name, GElf_Shdr *sh)
+/* Section `name` of the ELF at p (extent bytes): its header in *sh and its
+ * bytes inside p, or NULL. */
+static const uint8_t *section(Elf *elf, const uint8_t *p, size_t extent, const char *name, GElf_Shdr *sh)
 {
 	size_t shstrndx;
 	if (elf_getshdrstrndx(elf, &shstrndx))
@@ -35,16 +37,18 @@ const uint8_t *gx__cubin_section(Elf *elf, const uint8_t *p, size_t extent, cons
 	return NULL;
 }
 
-Elf *gx__cubin_elf(const void *p, size_t avail, size_t *extent, int *err)
+Elf *gx__cubin_section(const void *p, size_t avail, const char *name, const uint8_t **bytes, GElf_Shdr *sh, int *err)
 {
 	struct gx_img_ctx c = { 0 };
 	struct gx_cubin_info ci;
+	*bytes = NULL;
 	*err = p ? gx__cubin_probe(&c, p, avail, &ci) : -EINVAL;
 	if (*err)
 		return NULL;
 	Elf *elf = elf_memory((char *)p, ci.extent);
 	*err = elf ? 0 : -EBADMSG;
-	*extent = ci.extent;
+	if (elf)
+		*bytes = section(elf, p, ci.extent, name, sh);
 	return elf;
 }
 
@@ -52,13 +56,12 @@ GX_EXPORT int gx_image_cubin_ptx(const void *cubin, size_t avail, char **ptx, si
 {
 	*ptx = NULL;
 	*len = 0;
-	size_t extent = 0;
+	const uint8_t *s;
+	GElf_Shdr sh;
 	int ret;
-	Elf *elf = gx__cubin_elf(cubin, avail, &extent, &ret);
+	Elf *elf = gx__cubin_section(cubin, avail, DEBUG_PTX_SECTION, &s, &sh, &ret);
 	if (!elf)
 		return gx_err(ret);
-	GElf_Shdr sh;
-	const uint8_t *s = gx__cubin_section(elf, cubin, extent, DEBUG_PTX_SECTION, &sh);
 	size_t size = s ? sh.sh_size : 0;
 	ret = -ENOENT;
 	if (s) {

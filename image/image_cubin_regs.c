@@ -48,13 +48,12 @@ GX_EXPORT int gx_image_cubin_regs(const void *cubin, size_t avail,
 {
 	if (!cb)
 		return gx_err(-EINVAL);
-	size_t extent = 0;
+	const uint8_t *s;
+	GElf_Shdr sh;
 	int ret;
-	Elf *elf = gx__cubin_elf(cubin, avail, &extent, &ret);
+	Elf *elf = gx__cubin_section(cubin, avail, ".nv.info", &s, &sh, &ret);
 	if (!elf)
 		return gx_err(ret);
-	GElf_Shdr sh;
-	const uint8_t *s = gx__cubin_section(elf, cubin, extent, ".nv.info", &sh);
 	ret = -ENOENT;
 	for (size_t off = 0; s && off + 4 <= sh.sh_size;) {
 		uint8_t fmt = s[off], attr = s[off + 1];

@@ -77,12 +77,12 @@ struct gx_cubin_info {
 };
 int gx__cubin_probe(struct gx_img_ctx *c, const uint8_t *p, size_t avail, struct gx_cubin_info *ci);
 /* The cubin at p (avail as for gx_image_parse) opened with libelf over its
- * extent (*extent); NULL with *err set (-EINVAL, -EBADMSG) if it is not one.
- * elf_end it. (image_cubin_ptx.c) */
-Elf *gx__cubin_elf(const void *p, size_t avail, size_t *extent, int *err);
-/* Section `name` of that ELF: its header in *sh and its bytes inside p, or
- * NULL (absent, no bytes, or past the extent). */
-const uint8_t *gx__cubin_section(Elf *elf, const uint8_t *p, size_t extent, const char *name, GElf_Shdr *sh);
+ * extent, and its section `name`: *bytes inside p with its header in *sh,
+ * or *bytes NULL (absent, no bytes, or past the extent). The ELF, to
+ * elf_end; NULL with *err set (-EINVAL, -EBADMSG) if p is not a cubin.
+ * (image_cubin_ptx.c) */
+Elf *gx__cubin_section(const void *p, size_t avail, const char *name, const uint8_t **bytes, GElf_Shdr *sh,
+		       int *err);
 /* Extent of an in-memory ELF64 from its headers (no libelf; bounded). */
 int gx__elf_extent(const uint8_t *p, size_t avail, size_t *extent);
 
