@@ -491,32 +491,25 @@ static inline int gx_ring_settle(struct gx_ring *r, gx_u64 old, gx_u64 len, gx_u
 
 /* One try of a reservation: 1 with *rec, 0 full (nothing reserved), 2 the
  * space crossed the ring's end (both pieces published as PAD records: try
- * again). roomy: this try may skip the snapshot (GX_RING_ROOMY). */
-static inline int gx_ring_try(struct gx_ring *r, gx_u64 size, gx_u32 len, int roomy, int can_roomy, gx_u64 *hint,
-			      gx_u64 now, struct gx_rec_hdr **rec)
+ * again). roomy: this try skips the snapshot; roomy_hint: the SM's hint
+ * word when the ring takes roomy hints (GX_RING_ROOMY), else NULL. */
+static inline int gx_ring_try(struct gx_ring *r, gx_u64 size, gx_u32 len, int roomy, gx_u64 *roomy_hint, gx_u64 now,
+			      struct gx_rec_hdr **rec)
 {
 	gx_u64 old, tail;
-	(void)can_roomy, (void)hint, (void)now;
-#ifdef GX_RING_NOW
 	if (roomy) {
 		GX_RING_FAST_TRACE();
 		tail = gx_ring_load_tail(r);
 		old = gx_ring_fadd(r, len);
-	} else
-#else
-	(void)roomy;
-#endif
-	{
+	} else {
 		gx_u64 head;
 		gx_ring_snap(r, &head, &tail);
 		/* a snapshot may pair an older head with a newer tail */
 		gx_u64 used = head > tail ? head - tail : 0;
 		if (used + len > size)
 			return 0; /* full: refused without touching head */
-#ifdef GX_RING_NOW
-		if (can_roomy && 2 * (used + len) <= size)
-			__atomic_store_n(hint, (now + GX_RING_ROOMY_NS) | 1u, __ATOMIC_RELAXED);
-#endif
+		if (roomy_hint && 2 * (used + len) <= size)
+			__atomic_store_n(roomy_hint, (now + GX_RING_ROOMY_NS) | 1u, __ATOMIC_RELAXED);
 		old = gx_ring_fadd(r, len);
 	}
 	if (old + len - tail > size && !gx_ring_settle(r, old, len, size))
@@ -550,31 +543,32 @@ static inline struct gx_rec_hdr *gx_ring_reserve_n(struct gx_ring *r, gx_u64 siz
 {
 	if (!r)
 		return 0;
-	gx_u64 *hint = 0, now = 0;
-	int can_roomy = 0, roomy = 0;
+	gx_u64 *roomy_hint = 0, now = 0;
+	int roomy = 0;
 #ifdef GX_RING_NOW
 	/* first, before anything that branches (it depends on r only): a
 	 * plain load of this SM's own word, cached near it. A record refused
 	 * here is a drop even if its length was bad (checked just below). */
-	hint = &r->full_until[GX_RING_SHARD() % GX_RING_HINTS];
+	gx_u64 *hint = &r->full_until[GX_RING_SHARD() % GX_RING_HINTS];
 	now = GX_RING_NOW();
 	gx_u64 hv = gx_ring_load_hint(hint);
-	can_roomy = GX_RING_ROOMY() && size >= GX_RING_ROOMY_MIN;
+	if (GX_RING_ROOMY() && size >= GX_RING_ROOMY_MIN)
+		roomy_hint = hint;
 	if (hv > now) {
 		if (!(hv & 1)) { /* full */
 			gx_ring_count_drop(r);
 			return 0;
 		}
-		roomy = can_roomy;
+		roomy = roomy_hint != 0;
 	}
 #endif
 	if (len == 0 || len > size || (len & 7))
 		return 0; /* a bad length is an error, not a drop */
 	struct gx_rec_hdr *rec = 0;
 	/* roomy on the first try only: a pad's retry looks first */
-	int st = gx_ring_try(r, size, len, roomy, can_roomy, hint, now, &rec);
+	int st = gx_ring_try(r, size, len, roomy, roomy_hint, now, &rec);
 	for (int tries = 1; st == 2 && tries < GX_RING_TRIES; tries++)
-		st = gx_ring_try(r, size, len, 0, can_roomy, hint, now, &rec);
+		st = gx_ring_try(r, size, len, 0, roomy_hint, now, &rec);
 	if (st == 1)
 		return rec;
 #ifdef GX_RING_NOW
