@@ -26,9 +26,11 @@
  * is made after the election, by the leader alone, `@!%q bra END`: no vote,
  * and the warp's lanes wait at the site's reconvergence barrier as they do
  * for any handler. On the GPU (run 90) the early gate left tool_bench's
- * reduce and the cooperative sample hanging: its `bra.uni` is taken per
- * group of lanes that arrive together, and a warp that arrives split stays
- * split past a barrier-free path. The leader's test adds nothing to the
+ * reduce and the cooperative sample hanging. Likely why: warps arrived
+ * split (a leader yielding in the ring reservation's loop, fixed in
+ * mapimpl_internal.h), and `bra.uni` lets ptxas keep the vote in the
+ * warp's uniform registers, which the split groups share while their votes
+ * differ. The leader's test adds nothing to the
  * divergence every site already has; an unsampled access still builds no
  * context, makes no call and touches no memory. */
 #include <string.h>
