@@ -232,6 +232,13 @@ struct gx_ptx_stats {
 			    * sampler references (not .shared/.local) */
 };
 void gx_ptx_module__stats(const struct gx_ptx_module *m, struct gx_ptx_stats *st);
+/* Module variables a second copy of the module (gpuext attach) could not
+ * keep equal to the original's as far as its kernels go: `.global` ones
+ * used other than as a load's address, managed, extern, texture, surface
+ * and sampler references (copy_state.c says why). 0: only read-only
+ * state, which the copy shares as long as the host never writes it. The
+ * first such variable's name into name (n bytes; name may be NULL). */
+unsigned gx_ptx_module__copy_unsafe(const struct gx_ptx_module *m, char *name, size_t n);
 void gx_ptx_module__free(struct gx_ptx_module *m);
 
 /* "entry", "exit", "mem", ... for one enum gdev_hook bit; NULL if unknown. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/gx_util.h"
+#include "ptx-rewrite/copy_state_internal.h"
 #include "ptx-rewrite/gx_ptx.h"
 #include "ptx-rewrite/passlib_internal.h"
 #include "ptx-rewrite/ptx_ir_internal.h"
@@ -64,6 +65,11 @@ GX_EXPORT void gx_ptx_module__stats(const struct gx_ptx_module *pm, struct gx_pt
 			st->memops += c == PTX_OP_LD || c == PTX_OP_ST || c == PTX_OP_ATOM || c == PTX_OP_RED;
 		}
 	}
+}
+
+GX_EXPORT unsigned gx_ptx_module__copy_unsafe(const struct gx_ptx_module *pm, char *name, size_t n)
+{
+	return ptx_copy_unsafe(pm->m, name, n);
 }
 
 GX_EXPORT void gx_ptx_module__free(struct gx_ptx_module *pm)

@@ -79,6 +79,14 @@ GX_EXPORT CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev
 	return rc;
 }
 
+/* A context the driver destroyed: what the tables and a live attach's
+ * copies held in it. */
+static void ctx_gone(CUcontext ctx)
+{
+	gx_tab_ctx_gone(ctx);
+	gx_live_ctx_gone(ctx);
+}
+
 GX_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
 	CUresult veto = ctx_destroying(ctx);
@@ -86,7 +94,7 @@ GX_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 		return veto;
 	CUresult rc = REAL(cuCtxDestroy_v2)(ctx);
 	if (rc == CUDA_SUCCESS)
-		gx_tab_ctx_gone(ctx), gx_ev_ctx_changed();
+		ctx_gone(ctx), gx_ev_ctx_changed();
 	return rc;
 }
 
@@ -97,7 +105,7 @@ GX_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
 		return veto;
 	CUresult rc = REAL(cuCtxDestroy)(ctx);
 	if (rc == CUDA_SUCCESS)
-		gx_tab_ctx_gone(ctx), gx_ev_ctx_changed();
+		ctx_gone(ctx), gx_ev_ctx_changed();
 	return rc;
 }
 
@@ -131,7 +139,7 @@ static CUresult primary_drop(CUdevice dev, bool reset, CUresult (*real)(CUdevice
 		gx_ev_ctx_changed(); /* possibly destroyed, whatever our count says */
 	if (rc == CUDA_SUCCESS && c) {
 		if (reset || gx_tab_primary_ref(c, -1) == 0)
-			gx_tab_ctx_gone(c);
+			ctx_gone(c);
 	}
 	return rc;
 }

@@ -65,7 +65,11 @@ struct copy {
 	void *orig;    /* the application's module or library */
 	CUcontext ctx; /* NULL: a library */
 	bool is_library;
-	void *handle; /* our instrumented copy */
+	bool vars; /* has (read-only) module variables of its own: retired if the host takes an address */
+	bool dead; /* its context was destroyed, and the copy with it */
+	unsigned id;
+	void *handle;		    /* our instrumented copy */
+	struct copy *next_retired; /* retired: unloaded at the detach */
 	UT_hash_handle hh;
 };
 struct fn_key {
@@ -74,6 +78,8 @@ struct fn_key {
 };
 struct fn_map {
 	struct fn_key key;
+	void *mod;	      /* the application's module or library of f */
+	struct copy *from;    /* the copy instr is in */
 	void *instr;	      /* NULL: no copy to run (SASS only, no hooks) */
 	bool instr_is_kernel; /* instr is a CUkernel */
 	unsigned max_dyn;     /* dynamic shared memory carried over to instr so far */
@@ -104,7 +110,12 @@ static int phase;     /* 0 idle, 1 attaching or attached (new modules get copies
 static bool on;	      /* launches run the copies */
 static bool sched_on; /* blocksched runs live (--sched): the copies carry persistent workers */
 static struct copy *copies;
+static struct copy *retired; /* copies that no longer stand in for their module */
 static struct fn_map *fns;
+/* gx_live_state_taken calls so far, and one for a library's module: which
+ * library is unknown, so no library with variables gets a copy */
+static unsigned long state_gen;
+static bool lib_state_unknown;
 static struct sev *sevs;
 static long inflight;	/* switched launches the driver has not returned from */
 static bool graph_used; /* a copy went into a graph: kept until exit */
@@ -187,6 +198,8 @@ static void *fn_lookup(CUcontext ctx, void *f, bool is_kernel, struct fn_map **m
 	}
 	if ((m = calloc(1, sizeof(*m)))) {
 		m->key = key;
+		m->mod = mod;
+		m->from = out ? c : NULL;
 		m->instr = out;
 		m->instr_is_kernel = out && isk;
 		HASH_ADD(hh, fns, key, sizeof(key), m);
@@ -350,15 +363,132 @@ static unsigned lowest_sm(void)
 	return lo;
 }
 
+/* Forget the resolved functions of module `mod`, of copy `from` or of
+ * context `ctx` (each NULL: no match on it; live_lock held). */
+static void fns_drop(const void *mod, const struct copy *from, CUcontext ctx)
+{
+	struct fn_map *m, *t;
+	HASH_ITER(hh, fns, m, t)
+	{
+		if ((mod && m->mod == mod) || (from && m->from == from) || (ctx && m->key.ctx == ctx)) {
+			HASH_DEL(fns, m);
+			free(m);
+		}
+	}
+}
+
+/* Copy c no longer stands in for its module: launches run the original
+ * from now on; the copy stays loaded (launches may still run it) until the
+ * detach unloads it (live_lock held). */
+static void retire(struct copy *c)
+{
+	HASH_DEL(copies, c);
+	fns_drop(c->orig, c, NULL);
+	c->next_retired = retired;
+	retired = c;
+}
+
+/* Module-scope state (ptx-rewrite/copy_state.c): 0 when a copy can share
+ * the module's, with *vars set when it has variables at all (read-only
+ * ones: the copy is retired if the host takes an address later); -EPERM
+ * with one line when it cannot. */
+static int copy_state(const struct gx_tab_mod *tm, bool *vars)
+{
+	char err[160], name[128];
+	*vars = false;
+	struct gx_ptx_module *m = gx_ptx_module__parse(tm->ptx, strlen(tm->ptx), err, sizeof(err));
+	if (!m)
+		return 0; /* the rewrite says why */
+	struct gx_ptx_stats st;
+	gx_ptx_module__stats(m, &st);
+	unsigned bad = gx_ptx_module__copy_unsafe(m, name, sizeof(name));
+	gx_ptx_module__free(m);
+	*vars = st.vars > 0;
+	pthread_mutex_lock(&live_lock);
+	bool host = *vars && (tm->host_state || (tm->is_library && lib_state_unknown));
+	pthread_mutex_unlock(&live_lock);
+	if (bad) {
+		pr_info("attach: module %u: not instrumented: its kernels may write module variable %s%s, which an "
+			"instrumented copy would not share",
+			tm->id, name, bad > 1 ? " (and others)" : "");
+		return -EPERM;
+	}
+	if (host) {
+		pr_info("attach: module %u: not instrumented: the application holds the address of its module "
+			"variables, which an instrumented copy would not share",
+			tm->id);
+		return -EPERM;
+	}
+	return 0;
+}
+
+void gx_live_unloaded(void *handle)
+{
+	pthread_mutex_lock(&live_lock);
+	struct copy *c = NULL;
+	HASH_FIND_PTR(copies, &handle, c);
+	if (c)
+		retire(c);
+	fns_drop(handle, NULL, NULL);
+	pthread_mutex_unlock(&live_lock);
+}
+
+void gx_live_ctx_gone(CUcontext ctx)
+{
+	if (!ctx)
+		return;
+	pthread_mutex_lock(&live_lock);
+	struct copy *c, *t;
+	HASH_ITER(hh, copies, c, t)
+	{
+		if (c->ctx == ctx) {
+			c->dead = true;
+			retire(c);
+		}
+	}
+	fns_drop(NULL, NULL, ctx);
+	struct sev *e, *et;
+	HASH_ITER(hh, sevs, e, et)
+	{
+		if (e->key.ctx == ctx) { /* its event went with the context */
+			HASH_DEL(sevs, e);
+			free(e);
+		}
+	}
+	pthread_mutex_unlock(&live_lock);
+}
+
+void gx_live_state_taken(void *handle)
+{
+	pthread_mutex_lock(&live_lock);
+	state_gen++;
+	if (!handle)
+		lib_state_unknown = true;
+	struct copy *c, *t;
+	HASH_ITER(hh, copies, c, t)
+	{
+		if (c->vars && (handle ? c->orig == handle : c->is_library)) {
+			pr_info("attach: module %u: the application asked for the address of a module variable: its "
+				"launches run the original from now on (its instrumented copy has variables of its own)",
+				c->id);
+			retire(c);
+		}
+	}
+	pthread_mutex_unlock(&live_lock);
+}
+
 /* The instrumented copy of one module: 1 made, 0 nothing to hook, -errno. */
 static int copy_make(struct gx_tab_mod *tm)
 {
 	struct gx_prep p = { .id = tm->id };
 	CUcontext popped;
 	unsigned sm = 0;
-	bool pushed = false;
+	bool pushed = false, vars = false;
 	int ret = 0;
 	void *h = NULL;
+	pthread_mutex_lock(&live_lock);
+	unsigned long gen = state_gen;
+	pthread_mutex_unlock(&live_lock);
 	if (!tm->is_library) {
 		CUdevice d;
 		if (!tm->ctx || REAL(cuCtxPushCurrent_v2)(tm->ctx) != CUDA_SUCCESS)
@@ -370,6 +500,8 @@ static int copy_make(struct gx_tab_mod *tm)
 	}
 	if (!sm) {
 		ret = -ENODEV;
+	} else if ((ret = copy_state(tm, &vars)) < 0) {
+		/* said */
 	} else if (!gx_prep_rewrite_live(tm->ptx, strlen(tm->ptx), sm, &p)) {
 		pr_warn("attach: module %u: not instrumented: %s", tm->id, p.why);
 		ret = -EINVAL;
@@ -421,14 +553,25 @@ static int copy_make(struct gx_tab_mod *tm)
 		pthread_mutex_lock(&live_lock);
 		HASH_FIND_PTR(copies, &tm->handle, c);
 		bool dup = c != NULL;
-		if (!dup && phase && (c = calloc(1, sizeof(*c)))) {
+		/* an address taken since copy_state looked: judged again by the next attach */
+		bool stale = vars && state_gen != gen &&
+			     (gx_tab_host_state(tm->handle) || (tm->is_library && lib_state_unknown));
+		if (stale)
+			pr_info("attach: module %u: the application asked for a module variable's address meanwhile: "
+				"not instrumented",
+				tm->id);
+		if (!dup && !stale && phase && (c = calloc(1, sizeof(*c)))) {
 			c->orig = tm->handle;
 			c->ctx = tm->ctx;
 			c->is_library = tm->is_library;
+			c->vars = vars;
+			c->id = tm->id;
 			c->handle = h;
 			HASH_ADD_PTR(copies, orig, c);
 			h = NULL;
 		}
+		if (stale)
+			ret = -EPERM;
 		pthread_mutex_unlock(&live_lock);
 		if (h) { /* made twice (a load racing with the attach), or detached meanwhile */
 			gx_sched_module(h, tm->is_library, "", NULL); /* forgotten by blocksched */
@@ -845,7 +988,7 @@ static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 	all_names(names, sizeof(names));
 	if (dev)
 		snprintf(msg, sizeof(msg),
-			 "attached %s: %u modules instrumented, %u not (SASS only or nothing to hook)%s%s", attached,
+			 "attached %s: %u modules instrumented, %u not (SASS only, nothing to hook, or module state a copy could not share)%s%s", attached,
 			 (unsigned)made, none, nh ? "; host policies " : "", nh ? hnames : "");
 	else
 		snprintf(msg, sizeof(msg), "attached host policies %s (their next events on)", hnames);
@@ -891,8 +1034,9 @@ static unsigned dev_detach(char *msg, size_t mn)
 	bool keep = graph_used || !idle, sched = sched_on;
 	phase = 0;
 	sched_on = false;
-	struct copy *cs = copies;
+	struct copy *cs = copies, *rs = retired;
 	copies = NULL;
+	retired = NULL;
 	struct sev *es = sevs;
 	sevs = NULL;
 	struct fn_map *fm = fns;
@@ -911,18 +1055,22 @@ static unsigned dev_detach(char *msg, size_t mn)
 	HASH_ITER(hh, cs, c, ct)
 	{
 		HASH_DEL(cs, c);
-		if (!keep) {
-			CUcontext popped;
-			gx_tab_forget_funcs(c->handle);
-			if (c->is_library) {
-				REAL(cuLibraryUnload)(c->handle);
-			} else if (REAL(cuCtxPushCurrent_v2)(c->ctx) == CUDA_SUCCESS) {
-				REAL(cuModuleUnload)(c->handle);
-				REAL(cuCtxPopCurrent_v2)(&popped);
-			}
-			unloaded++;
+		c->next_retired = rs;
+		rs = c;
+	}
+	for (; (c = rs); free(c)) {
+		rs = c->next_retired;
+		if (keep || c->dead)
+			continue;
+		CUcontext popped;
+		gx_tab_forget_funcs(c->handle);
+		if (c->is_library) {
+			REAL(cuLibraryUnload)(c->handle);
+		} else if (REAL(cuCtxPushCurrent_v2)(c->ctx) == CUDA_SUCCESS) {
+			REAL(cuModuleUnload)(c->handle);
+			REAL(cuCtxPopCurrent_v2)(&popped);
 		}
-		free(c);
+		unloaded++;
 	}
 	struct sev *e, *et;
 	HASH_ITER(hh, es, e, et)

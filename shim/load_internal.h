@@ -96,6 +96,16 @@ const struct gx_attach_host *gx_attach_host_live(void);
 void gx_live_init(void);           /* at cuInit: the control channel */
 bool gx_live_keeps_src(void);      /* keep passed-through modules' PTX */
 void gx_live_loaded(void *handle); /* a module loaded while attached */
+/* The application unloaded a module or library: its copy no longer stands
+ * in for it (the driver may give its handle, or its functions', to the
+ * next load). */
+void gx_live_unloaded(void *handle);
+/* A context is gone, with its modules and functions. */
+void gx_live_ctx_gone(CUcontext ctx);
+/* modstate.c: the application asked for the address of a variable of
+ * module `handle` (NULL: of some library's module): its copy, which has
+ * variables of its own, is retired and none is made. */
+void gx_live_state_taken(void *handle);
 
 /* sched.c: persistent workers (blocksched/): with GPUEXT_SCHED or
  * GPUEXT_PERSISTENT, ask for transformed copies (1 if opts changed); a

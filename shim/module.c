@@ -229,6 +229,8 @@ GX_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 	void *side = NULL;
 	if (rc == CUDA_SUCCESS && gx_tab_del_mod(hmod, &side) == 0 && side)
 		REAL(cuModuleUnload)((CUmodule)side);
+	if (rc == CUDA_SUCCESS)
+		gx_live_unloaded(hmod);
 	return rc;
 }
 
@@ -307,6 +309,8 @@ GX_EXPORT CUresult cuLibraryUnload(CUlibrary library)
 	void *side = NULL;
 	if (rc == CUDA_SUCCESS && gx_tab_del_mod(library, &side) == 0 && side)
 		REAL(cuLibraryUnload)((CUlibrary)side);
+	if (rc == CUDA_SUCCESS)
+		gx_live_unloaded(library);
 	return rc;
 }
 

@@ -23,6 +23,7 @@ struct gx_mod {
 	void *keep;
 	char *src; /* PTX a passed-through cubin carries, for a live attach */
 	void *side; /* the module or library of its persistent copies, or NULL */
+	bool host_state; /* the application asked for a variable's address (modstate.c) */
 	struct gx_ctx *owner;
 	UT_hash_handle hh;
 };
@@ -120,6 +121,7 @@ int gx_tab_add_mod(CUcontext ctx, void *handle, bool is_library, bool rewritten,
 			free(m->src);
 			m->src = NULL;
 			m->side = NULL;
+			m->host_state = false;
 		} else if ((m = calloc(1, sizeof(*m)))) {
 			m->handle = handle;
 			m->owner = x;
@@ -197,6 +199,25 @@ int gx_tab_set_src(void *handle, char *src)
 	return m ? 0 : -ENOENT;
 }
 
+int gx_tab_mark_host_state(void *handle)
+{
+	pthread_mutex_lock(&tab_lock);
+	struct gx_mod *m = mod_find(handle);
+	if (m)
+		m->host_state = true;
+	pthread_mutex_unlock(&tab_lock);
+	return m ? 0 : -ENOENT;
+}
+
+bool gx_tab_host_state(void *handle)
+{
+	pthread_mutex_lock(&tab_lock);
+	struct gx_mod *m = mod_find(handle);
+	bool taken = m && m->host_state;
+	pthread_mutex_unlock(&tab_lock);
+	return taken;
+}
+
 int gx_tab_mod_source(void *handle, struct gx_tab_mod *out)
 {
 	pthread_mutex_lock(&tab_lock);
@@ -207,6 +228,7 @@ int gx_tab_mod_source(void *handle, struct gx_tab_mod *out)
 		out->ctx = m->owner->ctx;
 		out->is_library = m->is_library;
 		out->id = m->id;
+		out->host_state = m->host_state;
 		const char *t = m->rewritten ? m->keep : m->src;
 		/* a rewritten -rdc module keeps a cubin, not PTX */
 		out->ptx = NULL;

@@ -57,9 +57,15 @@ struct gx_tab_mod {
 	CUcontext ctx;
 	bool is_library;
 	unsigned id;
-	char *ptx; /* malloc'd copy */
+	bool host_state; /* gx_tab_mark_host_state was called */
+	char *ptx;	 /* malloc'd copy */
 };
 int gx_tab_mod_source(void *handle, struct gx_tab_mod *out);
+/* The application asked for the address of one of the module's variables
+ * (modstate.c): the host may write them from now on. 0 or -ENOENT (not a
+ * module or library of the tables: a library's module in some context). */
+int gx_tab_mark_host_state(void *handle);
+bool gx_tab_host_state(void *handle);
 /* Up to max module/library handles into out; how many there are. */
 size_t gx_tab_mod_handles(void **out, size_t max);
 /* A context is gone: drop everything recorded under it. */

@@ -16,6 +16,7 @@
 
 #define FX __attribute__((visibility("default")))
 void fake_rec(const char *name);
+CUresult fake_module_global(CUdeviceptr *p, size_t *n, CUmodule m, const char *name);
 
 #define NBLK 5 /* GX_PMERGE_MAX */
 static struct {
@@ -123,8 +124,8 @@ FX CUresult cuModuleGetGlobal_v2(CUdeviceptr *d, size_t *sz, CUmodule m, const c
 		if (!strcmp(name, sym))
 			break;
 	}
-	if (k == NBLK)
-		return CUDA_ERROR_NOT_FOUND;
+	if (k == NBLK) /* not the device runtime's: the application's own variables */
+		return fake_module_global(d, sz, m, name);
 	int i = 0;
 	while (i < nslots && slots[i].mod != m)
 		i++;

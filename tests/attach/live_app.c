@@ -13,7 +13,14 @@
  * its CUkernel, as cudart does), "smem" (the kernel given 100 KiB of
  * dynamic shared memory with cuFuncSetAttribute, each launch using it). With LIVE_LATE set to a file, once that
  * file exists a second module is loaded from the same PTX and its kernel
- * launched from then on (a module loaded while attached).
+ * launched from then on (a module loaded while attached). With LIVE_RELOAD
+ * set to a file, once it exists the module is unloaded and loaded again
+ * from the same PTX, or from the file LIVE_RELOAD_PTX (the fake driver may
+ * give the new one the old handles: FAKECUDA_REUSE_HANDLES); with
+ * LIVE_WATCH set, it says when the code launched starts or stops
+ * containing that text. With LIVE_GLOBAL set to a variable's name, the
+ * program asks for its address (cuModuleGetGlobal) once LIVE_GLOBAL_AT
+ * exists, or before it says it is ready when LIVE_GLOBAL_AT is "early".
  * It also says when launches start or stop running a persistent-worker copy
  * (__gx_pw_K / __gx_ps_K: gpuext attach --sched), with the device blocks
  * allocated and not freed at that moment and at the end. */
@@ -41,7 +48,7 @@ int main(int argc, char **argv)
 	CUresult rc;
 	CUdevice dev;
 	CUcontext ctx;
-	CUmodule mod;
+	CUmodule mod = NULL;
 	CUfunction fn;
 	CUstream s = NULL;
 	if ((rc = cuInit(0)) || (rc = cuDeviceGet(&dev, 0)) || (rc = cuDevicePrimaryCtxRetain(&ctx, dev)) ||
@@ -110,12 +117,23 @@ int main(int argc, char **argv)
 		printf("not ok - live_app: the fake driver's fake_last_run_has\n");
 		return 1;
 	}
+	const char *gname = getenv("LIVE_GLOBAL"), *gat = getenv("LIVE_GLOBAL_AT");
+	bool gdone = !gname || !gat;
+	if (!gdone && !strcmp(gat, "early")) {
+		CUdeviceptr gp;
+		size_t gn;
+		gdone = true;
+		if ((rc = cuModuleGetGlobal_v2(&gp, &gn, mod, gname))) {
+			printf("not ok - live_app: cuModuleGetGlobal %s (%d)\n", gname, (int)rc);
+			return 1;
+		}
+	}
 	printf("# live_app: ready, pid %d\n", (int)getpid());
 	fflush(stdout);
-	const char *late = getenv("LIVE_LATE");
-	bool late_done = false;
+	const char *late = getenv("LIVE_LATE"), *reload = getenv("LIVE_RELOAD");
+	bool late_done = false, reload_done = false;
 	long launches = 0, instr = 0, switches = 0, failed = 0, pws = 0;
-	int was = 0, was_pw = 0;
+	int was = 0, was_pw = 0, was_w = 0;
 	void *args[4] = { 0 };
 	while (access(argv[3], F_OK)) {
 		if (late && !late_done && !access(late, F_OK)) {
@@ -125,6 +143,32 @@ int main(int argc, char **argv)
 				failed++;
 			printf("# live_app: launch %ld: a second module loaded (%d)\n", launches, (int)rc);
 			fflush(stdout);
+		}
+		if (reload && !reload_done && !access(reload, F_OK)) {
+			void *old = mod;
+			const char *rp = getenv("LIVE_RELOAD_PTX");
+			char *ptx2 = NULL;
+			size_t n2;
+			reload_done = true;
+			if (rp && gx_read_file(rp, &ptx2, &n2, 1 << 20))
+				return 2;
+			if ((rc = cuModuleUnload(mod)) || (rc = cuModuleLoadData(&mod, ptx2 ? ptx2 : ptx)) ||
+			    (rc = cuModuleGetFunction(&fn, mod, argv[2])))
+				failed++;
+			printf("# live_app: launch %ld: the module unloaded and loaded again (%d, handle %s)\n", launches,
+			       (int)rc, (void *)mod == old ? "reused" : "new");
+			fflush(stdout);
+			free(ptx2);
+		}
+		if (!gdone && !access(gat, F_OK)) {
+			CUdeviceptr gp;
+			size_t gn;
+			gdone = true;
+			rc = cuModuleGetGlobal_v2(&gp, &gn, mod, gname);
+			printf("# live_app: launch %ld: asked for the address of %s (%d)\n", launches, gname, (int)rc);
+			fflush(stdout);
+			if (rc)
+				failed++;
 		}
 		if ((rc = cuLaunchKernel(fn, 4, 1, 1, 64, 1, 1, smem, s, args, NULL))) {
 			failed++;
@@ -140,6 +184,13 @@ int main(int argc, char **argv)
 			fflush(stdout);
 		}
 		was = now;
+		const char *watch = getenv("LIVE_WATCH");
+		int w = watch && has(watch);
+		if (watch && w != was_w) {
+			printf("# live_app: launch %ld runs code %s %s\n", launches, w ? "with" : "without", watch);
+			fflush(stdout);
+		}
+		was_w = w;
 		char rn[128] = "";
 		last_run(NULL, NULL, NULL, NULL, 0, rn, sizeof(rn));
 		int pw = !strncmp(rn, "__gx_pw_", 8) || !strncmp(rn, "__gx_ps_", 8);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ptx-rewrite/copy_state_internal.h"
 #include "ptx-rewrite/gx_ptx.h"
 #include "ptx-rewrite/ptx_ir_internal.h"
 
@@ -46,6 +47,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fprintf(stderr, "not a fixpoint\n--- first\n%s\n--- second\n%s\n", e1.data, e2.data);
 		abort();
 	}
+	/* module state a copy could not share (gpuext attach): any answer, no crash */
+	char vname[64];
+	(void)ptx_copy_unsafe(m, vname, sizeof(vname));
+	(void)ptx_copy_unsafe(m, NULL, 0);
 	/* the first .func with a body: bound as a handler below */
 	char hname[128] = "f";
 	ptx_for_each_item(m, it)

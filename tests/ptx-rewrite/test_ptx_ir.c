@@ -10,6 +10,7 @@
 #include "ptx-rewrite/gx_ptx.h"
 #include "ptx-rewrite/ptx_ir_internal.h"
 #include "ptx-rewrite/cfg_pdom_internal.h"
+#include "ptx-rewrite/copy_state_internal.h"
 
 static const char *emit_str(struct ptx_module *m, struct gx_buf *b)
 {
@@ -516,6 +517,58 @@ static void test_ipdom(void)
 	GX_CHECK(!ptx_cfg_ipdom(&n, 0, tg_succ, ip), "an empty graph");
 }
 
+/* Module state a second copy (gpuext attach) could not share: a table of
+ * modules, the count and the first name ptx_copy_unsafe gives. */
+static void test_copy_unsafe(void)
+{
+#define HDR ".version 8.0\n.target sm_90\n.address_size 64\n"
+#define K(body) ".visible .entry k(.param .u64 p)\n{\n.reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n" body "ret;\n}\n"
+	static const struct {
+		const char *what, *ptx;
+		unsigned bad;
+		const char *name;
+	} t[] = {
+		{ "no module state", HDR K("ld.param.u64 %rd1, [p];\nst.global.u32 [%rd1], 1;\n"), 0, "" },
+		{ "shared and local state are per launch",
+		  HDR ".shared .align 4 .b8 sm[64];\n" K("ld.shared.u32 %r1, [sm];\nst.shared.u32 [sm+4], %r1;\n"), 0,
+		  "" },
+		{ "a .const table read through a computed address",
+		  HDR ".const .align 4 .u32 ct[4] = {1, 2, 3, 4};\n" K("mov.u64 %rd1, ct;\nld.const.u32 %r1, [%rd1+4];\n"),
+		  0, "" },
+		{ "a .global variable only loaded (offsets, ld.global.nc)",
+		  HDR ".global .align 4 .u32 g[2] = {7, 8};\n" K("ld.global.u32 %r1, [g];\nld.global.nc.u32 %r2, [g+4];\n"),
+		  0, "" },
+		{ "a .global variable stored to",
+		  HDR ".global .align 4 .u32 cnt;\n" K("ld.global.u32 %r1, [cnt];\nst.global.u32 [cnt], %r1;\n"), 1,
+		  "cnt" },
+		{ "a .global variable's address taken (may be written through it)",
+		  HDR ".global .align 4 .u32 tab[4];\n" K("mov.u64 %rd1, tab;\nld.global.u32 %r1, [%rd1];\n"), 1,
+		  "tab" },
+		{ "a .global counter updated atomically",
+		  HDR ".visible .global .align 8 .u64 hits;\n" K("atom.global.add.u64 %rd1, [hits], 1;\n"), 1, "hits" },
+		{ "a variable holding another's address",
+		  HDR ".global .align 4 .u32 a;\n.global .align 8 .u64 pa = generic(a);\n"
+		      K("ld.global.u32 %r1, [a];\n"),
+		  1, "a" },
+		{ "a managed variable", HDR ".global .attribute(.managed) .align 4 .u32 mv;\n" K("ld.global.u32 %r1, [mv];\n"),
+		  1, "mv" },
+		{ "a texture reference", HDR ".global .texref tx;\n" K(""), 1, "tx" },
+		{ "a name that only contains the variable's is no use of it",
+		  HDR ".global .align 4 .u32 n;\n.global .align 4 .u32 nn;\n"
+		      K("ld.global.u32 %r1, [n];\nst.global.u32 [nn], %r1;\n"),
+		  1, "nn" },
+	};
+#undef K
+#undef HDR
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct ptx_module *m = parse(t[i].ptx);
+		char name[64] = "?";
+		unsigned bad = m ? ptx_copy_unsafe(m, name, sizeof(name)) : 99;
+		GX_CHECK(bad == t[i].bad && !strcmp(name, t[i].name), "copy state: %s (%u, '%s')", t[i].what, bad, name);
+		ptx_module_free(m);
+	}
+}
+
 int main(void)
 {
 	test_module_structure();
@@ -525,5 +578,6 @@ int main(void)
 	test_rewrite_api();
 	test_types();
 	test_ipdom();
+	test_copy_unsafe();
 	return gx_test_done();
 }

@@ -420,9 +420,29 @@ static int ptx_fits(const char *text, const struct fctx *c)
 /* what the fake cuLinkComplete returns for one PTX input */
 #define FAKE_CUBIN "\177ELF fake cubin\n"
 
+/* FAKECUDA_REUSE_HANDLES=1: a module loaded after an unload gets the
+ * unloaded one's handle, and its functions the handles of the unloaded
+ * module's functions of the same name, as the real driver may (its handles
+ * are addresses it reuses). */
+static int reuse_on(void)
+{
+	const char *e = getenv("FAKECUDA_REUSE_HANDLES");
+	return e && *e == '1';
+}
+
 static struct fmod *mod_new(struct fctx *ctx, int is_library, const char *text, size_t n, const void *img)
 {
-	struct fmod *m = calloc(1, sizeof(*m));
+	struct fmod *m = NULL;
+	pthread_mutex_lock(&obj_lock);
+	for (struct fmod *k = all_mods; k && !is_library && reuse_on(); k = k->next)
+		if (k->dead && !k->is_library && !k->lib && k->ctx == ctx) {
+			m = k;
+			break;
+		}
+	pthread_mutex_unlock(&obj_lock);
+	int reused = m != NULL;
+	if (!m)
+		m = calloc(1, sizeof(*m));
 	m->ctx = ctx;
 	m->is_library = is_library;
 	m->image = img;
@@ -430,8 +450,11 @@ static struct fmod *mod_new(struct fctx *ctx, int is_library, const char *text, 
 	memcpy(m->text, text, n);
 	m->text[n] = 0;
 	pthread_mutex_lock(&obj_lock);
-	m->next = all_mods;
-	all_mods = m;
+	m->dead = 0;
+	if (!reused) {
+		m->next = all_mods;
+		all_mods = m;
+	}
 	pthread_mutex_unlock(&obj_lock);
 	return m;
 }
@@ -588,8 +611,12 @@ static CUresult get_func(struct fmod *m, const char *name, struct ffunc **out, i
 	pthread_mutex_lock(&obj_lock);
 	struct ffunc *f = all_funcs;
 	for (; f; f = f->next)
-		if (f->mod == m && !f->dead && f->is_kernel == is_kernel && !strcmp(f->name, name))
+		if (f->mod == m && (!f->dead || reuse_on()) && f->is_kernel == is_kernel && !strcmp(f->name, name))
 			break;
+	if (f && f->dead) { /* a reused module's function (FAKECUDA_REUSE_HANDLES) */
+		f->dead = 0;
+		f->max_dyn = 0;
+	}
 	if (!f) {
 		f = calloc(1, sizeof(*f));
 		f->next = all_funcs;
@@ -724,9 +751,17 @@ __attribute__((weak)) FX CUresult cuFuncGetModule(CUmodule *m, CUfunction f)
 	return CUDA_SUCCESS;
 }
 
+FX CUresult fake_module_global(CUdeviceptr *p, size_t *n, CUmodule m, const char *name);
 __attribute__((weak)) FX CUresult cuModuleGetGlobal_v2(CUdeviceptr *p, size_t *n, CUmodule m, const char *name)
 {
 	REC();
+	return fake_module_global(p, n, m, name);
+}
+
+/* The body of cuModuleGetGlobal_v2, for a fake that overrides it for names
+ * of its own (tests/attach/fakedev.c). */
+FX CUresult fake_module_global(CUdeviceptr *p, size_t *n, CUmodule m, const char *name)
+{
 	struct fmod *x = (struct fmod *)m;
 	if (!globals_on())
 		return CUDA_ERROR_NOT_SUPPORTED;
