@@ -41,7 +41,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: %s [-v] [--tool NAME] [--policy FILE[,KNOB=V...]] [--sched POLICY[,KNOB=V...]]\n"
 		"       [--tenant NAME] [--class lc|be] [--window N] [--mem-limit SIZE] [--gpu-share PCT]\n"
-		"       [--log LEVEL] [--audit] [--ptxas]\n"
+		"       [--log LEVEL] [--audit] [--ptxas] [--jit-async]\n"
 		"       [--disable] [--] CMD [ARGS...]\n\n"
 		"Run CMD with gpuext's libcuda.so.1 in front of NVIDIA's driver.\n\n"
 		"  -v, --verbose     log what the shim does (GPUEXT_LOG=info; twice: debug)\n"
@@ -70,6 +70,9 @@ static void usage(FILE *out)
 		"  --ptxas           compilers that run ptxas themselves compile the device policies in:\n"
 		"                    Triton (TRITON_PTXAS_PATH) and XLA (XLA_FLAGS, PATH) use gpuext-ptxas;\n"
 		"                    XLA's part is set whenever a device policy or tool is attached\n"
+		"  --jit-async       a module whose instrumented code is not in the module cache loads as\n"
+		"                    it came and is compiled by worker threads; its launches until then\n"
+		"                    run uninstrumented (GPUEXT_JIT_ASYNC=1; docs/cache.md)\n"
 		"  --disable         keep the shim loaded but only forward (GPUEXT_DISABLE=1)\n"
 		"  --print-env       print the environment that would be set, do not run\n"
 		"  -h, --help        this help\n"
@@ -249,7 +252,7 @@ static int sched_spec(const char *v, const char *shim, char *out, size_t n)
 int gx_run_main(int argc, char **argv, const char *name)
 {
 	prog = name;
-	int verbose = 0, audit = 0, disable = 0, print_env = 0, ptxas = 0;
+	int verbose = 0, audit = 0, disable = 0, print_env = 0, ptxas = 0, jit_async = 0;
 	const char *tool = NULL, *policy = NULL, *log = NULL;
 	const char *tenant = NULL, *cls = NULL, *window = NULL; /* tenant scheduling (docs/tenants.md) */
 	const char *mem_limit = NULL, *gpu_share = NULL;        /* limits (docs/limits.md) */
@@ -281,6 +284,8 @@ int gx_run_main(int argc, char **argv, const char *name)
 			audit = 1;
 		} else if (!strcmp(a, "--ptxas")) {
 			ptxas = 1;
+		} else if (!strcmp(a, "--jit-async")) {
+			jit_async = 1;
 		} else if (!strcmp(a, "--disable")) {
 			disable = 1;
 		} else if (!strcmp(a, "--json")) {
@@ -420,6 +425,8 @@ int gx_run_main(int argc, char **argv, const char *name)
 		set("GPUEXT_LOG", verbose > 1 ? "debug" : "info", print_env);
 	if (disable)
 		set("GPUEXT_DISABLE", "1", print_env);
+	if (jit_async)
+		set("GPUEXT_JIT_ASYNC", "1", print_env);
 	if (audit) {
 		char a[PATH_MAX + 32];
 		snprintf(a, sizeof(a), "%s/gpuext-audit.so", dir);

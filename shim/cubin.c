@@ -202,7 +202,10 @@ static bool one_arch(unsigned sm)
 	return true;
 }
 
-bool gx_prep_cubin(struct gx_prep *p, bool all_devices, unsigned n, const CUjit_option *o, void **cubin, size_t *len)
+/* The cubin's key for p->ptx on the current context's device (arch *sm):
+ * false when p gets no cubin (see gx_prep_cubin). */
+static bool cubin_key(const struct gx_prep *p, bool all_devices, unsigned n, const CUjit_option *o,
+		      struct gx_mcache_key *k, unsigned *sm)
 {
 	CUdevice d;
 	int driver = 0;
@@ -210,11 +213,32 @@ bool gx_prep_cubin(struct gx_prep *p, bool all_devices, unsigned n, const CUjit_
 	if (cubin_off() || p->rdc_units || !p->ptx || !opts_neutral(n, o) || REAL(cuCtxGetDevice)(&d) != CUDA_SUCCESS ||
 	    REAL(cuDriverGetVersion)(&driver) != CUDA_SUCCESS)
 		return false;
-	unsigned sm = gx_dev_sm(d);
-	if (!sm || (all_devices && !one_arch(sm)))
+	*sm = gx_dev_sm(d);
+	if (!*sm || (all_devices && !one_arch(*sm)))
 		return false;
+	gx_mcache_cubin_key(p->ptx, p->len, *sm, driver, cubin_nopic(), k);
+	return true;
+}
+
+int gx_prep_cubin_state(const struct gx_prep *p, unsigned n, const CUjit_option *o)
+{
 	struct gx_mcache_key k;
-	gx_mcache_cubin_key(p->ptx, p->len, sm, driver, cubin_nopic(), &k);
+	unsigned sm;
+	void *c = NULL;
+	size_t len = 0;
+	if (!cubin_key(p, false, n, o, &k, &sm))
+		return -1;
+	int r = cubin_get(&k, &c, &len);
+	free(c);
+	return !r;
+}
+
+bool gx_prep_cubin(struct gx_prep *p, bool all_devices, unsigned n, const CUjit_option *o, void **cubin, size_t *len)
+{
+	struct gx_mcache_key k;
+	unsigned sm;
+	if (!cubin_key(p, all_devices, n, o, &k, &sm))
+		return false;
 	if (!cubin_get(&k, cubin, len)) {
 		p->cubin = GX_CUBIN_CACHED;
 		return true;

@@ -24,6 +24,7 @@ GX_EXPORT CUresult cuInit(unsigned int Flags)
 		pr_info("shim active: real driver %s (CUDA %d.%d)%s", gx_real_path(), v / 1000, v % 1000 / 10,
 			gx_config.disabled ? ", GPUEXT_DISABLE set: forwarding only" : "");
 		gx_hostpolicy_init();
+		gx_jit_async_init(); /* its launch switch before the device runtime's subscriber */
 		gx_attach_init();
 		gx_tenancy_init();
 		gx_live_init();

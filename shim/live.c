@@ -310,7 +310,10 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 			void *f = fn_lookup(ev->ctx, ev->launch.func, ev->launch.is_kernel, &fm);
 			if (f && fm && !smem_carry(fm, ev->launch.func, ev->launch.is_kernel, ev->launch.shared_mem))
 				f = NULL;
-			if (f) {
+			if (f && !phase) { /* GPUEXT_JIT_ASYNC's copies: nothing to wait for, ever */
+				ev->launch.func = f;
+				nr_instr++;
+			} else if (f) {
 				ev->launch.func = f;
 				if (!nr_instr++) { /* for tests/gpu/attach.sh: attach to first instrumented launch */
 					struct timespec ts;
@@ -468,13 +471,55 @@ void gx_live_state_taken(void *handle)
 	HASH_ITER(hh, copies, c, t)
 	{
 		if (c->vars && (handle ? c->orig == handle : c->is_library)) {
-			pr_info("attach: module %u: the application asked for the address of a module variable: its "
+			pr_info("%smodule %u: the application asked for the address of a module variable: its "
 				"launches run the original from now on (its instrumented copy has variables of its own)",
-				c->id);
+				phase ? "attach: " : "", c->id);
 			retire(c);
 		}
 	}
 	pthread_mutex_unlock(&live_lock);
+}
+
+int gx_live_async_start(void)
+{
+	pthread_mutex_lock(&live_lock);
+	if (sub_id < 0) /* first in line, as for an attach: the device runtime sees the copy */
+		sub_id = gx_events_subscribe(GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE), on_event,
+					     NULL);
+	on = sub_id >= 0;
+	pthread_mutex_unlock(&live_lock);
+	return sub_id < 0 ? sub_id : 0;
+}
+
+bool gx_live_async_add(void *orig, CUcontext ctx, unsigned id, bool vars, void *copy)
+{
+	unsigned mid = 0;
+	bool rw = false;
+	pthread_mutex_lock(&live_lock);
+	struct copy *c = NULL;
+	HASH_FIND_PTR(copies, &orig, c);
+	/* the same module still (an unloaded one's handle may be reused) */
+	bool alive = !gx_tab_mod_info(orig, &mid, &rw) && mid == id && !c;
+	bool stale = alive && vars && gx_tab_host_state(orig);
+	if (!alive || stale || !(c = calloc(1, sizeof(*c)))) {
+		pthread_mutex_unlock(&live_lock);
+		if (stale)
+			pr_info("module %u: the application asked for a module variable's address: its instrumented copy "
+				"is not used",
+				id);
+		else if (!alive)
+			pr_info("module %u: unloaded before its instrumented copy was ready", id);
+		return false;
+	}
+	c->orig = orig;
+	c->ctx = ctx;
+	c->vars = vars;
+	c->id = id;
+	c->handle = copy;
+	HASH_ADD_PTR(copies, orig, c);
+	fns_drop(orig, NULL, NULL); /* its launches so far found no copy */
+	pthread_mutex_unlock(&live_lock);
+	return true;
 }
 
 /* The instrumented copy of one module: 1 made, 0 nothing to hook, -errno. */
@@ -568,6 +613,7 @@ static int copy_make(struct gx_tab_mod *tm)
 			c->id = tm->id;
 			c->handle = h;
 			HASH_ADD_PTR(copies, orig, c);
+			fns_drop(tm->handle, NULL, NULL); /* a launch may have found no copy yet */
 			h = NULL;
 		}
 		if (stale)

@@ -357,6 +357,7 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 		const char *text = e->data;
 		len = strnlen(text, e->raw_size);
 		gx_image_free(&im); /* entries point into the application's image, which stays */
+		gx_jit_async_judge(text, len, p);
 		return keep_sass(gx_prep_rewrite(text, len, sm, p), has_sass, sm, text, len, p);
 	}
 	size_t budget = gx_image_budget(im.extent);
@@ -373,6 +374,7 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 		p->level = GX_LOG_WARN;
 		return false;
 	}
+	gx_jit_async_judge(raw, len, p);
 	bool ok = keep_sass(gx_prep_rewrite(raw, len, sm, p), has_sass, sm, raw, len, p);
 	free(raw);
 	return ok;

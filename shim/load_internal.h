@@ -37,6 +37,9 @@ struct gx_prep {
 	 * then (kregs.c). Owned; freed by gx_prep_free. */
 	struct gx_ptx_kregs *kregs;
 	size_t nkregs;
+	/* GPUEXT_JIT_ASYNC (async_jit.c): a copy of the module could stand in
+	 * for it (its state shareable), and it has variables at all */
+	bool async, async_vars;
 };
 enum { GX_CUBIN_JIT = 1, GX_CUBIN_CACHED = 2 };
 
@@ -75,6 +78,10 @@ int gx_prepare_rdc(const struct gx_image *im, unsigned sm, bool mixed_archs, str
  * in arch, or the JIT failed. */
 bool gx_prep_cubin(struct gx_prep *p, bool all_devices, unsigned n, const CUjit_option *o, void **cubin,
 		   size_t *len);
+
+/* Is p->ptx's cubin (a module's, current context) in the module cache? 1
+ * yes, 0 no (a load would JIT it), -1 it gets no cubin at all. */
+int gx_prep_cubin_state(const struct gx_prep *p, unsigned n, const CUjit_option *o);
 
 /* The one line per module. */
 void gx_log_reloaded(const char *api, const struct gx_prep *p);
@@ -129,6 +136,22 @@ int gx_kregs_from_cubin(const void *cubin, size_t len, struct gx_ptx_kregs **out
 int gx_sched_live_start(const char *spec);
 int gx_sched_live_opts(struct gx_ptx_rewrite_opts *opts);
 void gx_sched_live_stop(bool keep_device, char *msg, size_t n);
+
+/* async_jit.c: GPUEXT_JIT_ASYNC, the driver's JIT off the load path. */
+bool gx_jit_async_on(void);
+void gx_jit_async_init(void); /* at cuInit, before the device runtime subscribes */
+/* p->async from the module's own PTX (before its rewrite). */
+void gx_jit_async_judge(const char *orig, size_t len, struct gx_prep *p);
+/* Should the module load as it came, its copy compiled by a worker? */
+bool gx_jit_async_take(const struct gx_prep *p, unsigned n, const CUjit_option *o);
+/* Hand p's rewritten PTX (taken from p) to the workers, for module orig. */
+void gx_jit_async_queue(void *orig, CUcontext ctx, struct gx_prep *p);
+void gx_log_async(const char *api, const struct gx_prep *p);
+/* live.c: the launch switch from the start, for the workers' copies (0 or
+ * -errno), and one copy handed over: false when its module is gone or
+ * its state no longer shareable (the caller unloads it). */
+int gx_live_async_start(void);
+bool gx_live_async_add(void *orig, CUcontext ctx, unsigned id, bool vars, void *copy);
 
 /* Next module number (also for modules that never reach gx_prepare). */
 unsigned gx_next_module_id(void);

@@ -135,6 +135,22 @@ static CUresult mod_load(const char *api, CUmodule *module, const void *img, siz
 			CUresult rc = orig(module, orig_arg, n, o, v);
 			return load_side(api, rc == CUDA_SUCCESS ? *module : NULL, false, &p, rc);
 		}
+		if (gx_jit_async_take(&p, n, o)) { /* the copy compiles off the load path */
+			CUresult rc = orig(module, orig_arg, n, o, v);
+			if (rc == CUDA_SUCCESS) {
+				gx_log_async(api, &p);
+				/* in the tables before a worker can hand its copy over */
+				struct gx_prep a = { .id = p.id, .ptx = p.ptx, .len = p.len, .nr_hooks = p.nr_hooks,
+						     .async_vars = p.async_vars };
+				p.ptx = NULL;
+				snprintf(p.why, sizeof(p.why), "its instrumented copy compiles off the load path");
+				loaded(api, *module, false, &p, false, NULL);
+				gx_jit_async_queue(*module, cur_ctx(), &a);
+				gx_prep_free(&a);
+			}
+			gx_prep_free(&p);
+			return rc;
+		}
 		CUresult rc = load_prepared(&p, false, module, n, o, v, NULL, NULL, 0);
 		if (rc == CUDA_SUCCESS) {
 			gx_log_reloaded(api, &p);

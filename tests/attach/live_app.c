@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/gx_util.h"
@@ -63,8 +64,15 @@ int main(int argc, char **argv)
 		if (!rc)
 			rc = cuLibraryGetKernel(&k, lib, argv[2]);
 		fn = (CUfunction)k;
-	} else if (!(rc = cuModuleLoadData(&mod, ptx))) {
-		rc = cuModuleGetFunction(&fn, mod, argv[2]);
+	} else {
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		rc = cuModuleLoadData(&mod, ptx);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		printf("# live_app: module loaded in %.0f ms\n",
+		       (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+		if (!rc)
+			rc = cuModuleGetFunction(&fn, mod, argv[2]);
 	}
 	if (rc) {
 		printf("not ok - live_app: set-up (%d)\n", (int)rc);

@@ -54,6 +54,7 @@ check "--tool sets CUPY_COMPILE_WITH_PTX=1" "$R --print-env --tool threadhist --
 check "a device --policy sets CUPY_COMPILE_WITH_PTX=1" \
 	"$R --print-env --policy $B/share/gpuext/tools/threadhist.bpf.o -- true | grep -qx 'CUPY_COMPILE_WITH_PTX=1'"
 check "a host --policy alone does not" "! $R --print-env --policy $B/hostbpf/gx_seq.bpf.o -- true | grep -q CUPY_COMPILE_WITH_PTX"
+check "--jit-async sets GPUEXT_JIT_ASYNC=1" "$R --print-env --jit-async --tool threadhist -- true | grep -qx 'GPUEXT_JIT_ASYNC=1'"
 check "--tool puts XLA on gpuext-ptxas (first on PATH, XLA_FLAGS), Triton untouched" \
 	"$R --print-env --tool threadhist -- true >$tmp/env && grep -q '^PATH=.*share/gpuext/cuda/bin:' $tmp/env && grep -q '^XLA_FLAGS=.*xla_gpu_enable_libnvptxcompiler=false' $tmp/env && ! grep -q TRITON_PTXAS_PATH $tmp/env"
 check "a host --policy alone leaves PATH and XLA_FLAGS" \

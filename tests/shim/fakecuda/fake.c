@@ -1413,6 +1413,9 @@ FX CUresult cuLinkComplete(CUlinkState s, void **cubin, size_t *size)
 	REC();
 	if (getenv("FAKECUDA_LINK_FAIL")) /* a link error, for the shim's -rdc fallback */
 		return CUDA_ERROR_INVALID_PTX;
+	const char *us = getenv("FAKECUDA_LINK_US"); /* a JIT that takes time (GPUEXT_JIT_ASYNC) */
+	if (us)
+		usleep((useconds_t)strtoul(us, NULL, 10));
 	link_log(s, "linked", "cubin");
 	struct flink *l = (struct flink *)s;
 	int one = l && l->out && l->nr_ptx == 1;
