@@ -140,7 +140,8 @@ unsigned ptx_copy_unsafe(const struct ptx_module *m, char *name, size_t n)
 					mark_text(vars, s->decl.init);
 		}
 	}
-	HASH_ITER(hh, vars, v, t) {
+	HASH_ITER(hh, vars, v, t)
+	{
 		if (v->bad && !bad++ && name && n)
 			snprintf(name, n, "%s", v->name);
 		HASH_DEL(vars, v);

@@ -87,8 +87,8 @@ void gx_jit_async_judge(const char *orig, size_t len, struct gx_prep *p)
 
 bool gx_jit_async_take(const struct gx_prep *p, unsigned n, const CUjit_option *o)
 {
-	return p->async && started && p->nr_hooks && !p->nr_persistent && !p->side && !p->ptx_load &&
-	       !p->rdc_units && gx_prep_cubin_state(p, n, o) != 1;
+	return p->async && started && p->nr_hooks && !p->nr_persistent && !p->side && !p->ptx_load && !p->rdc_units &&
+	       gx_prep_cubin_state(p, n, o) != 1;
 }
 
 /* One job, on a worker: compile, load in the module's context, hand over. */

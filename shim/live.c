@@ -68,7 +68,7 @@ struct copy {
 	bool vars; /* has (read-only) module variables of its own: retired if the host takes an address */
 	bool dead; /* its context was destroyed, and the copy with it */
 	unsigned id;
-	void *handle;		    /* our instrumented copy */
+	void *handle;		   /* our instrumented copy */
 	struct copy *next_retired; /* retired: unloaded at the detach */
 	UT_hash_handle hh;
 };
@@ -1033,9 +1033,10 @@ static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 	char msg[900], names[900];
 	all_names(names, sizeof(names));
 	if (dev)
-		snprintf(msg, sizeof(msg),
-			 "attached %s: %u modules instrumented, %u not (SASS only, nothing to hook, or module state a copy could not share)%s%s", attached,
-			 (unsigned)made, none, nh ? "; host policies " : "", nh ? hnames : "");
+		snprintf(
+			msg, sizeof(msg),
+			"attached %s: %u modules instrumented, %u not (SASS only, nothing to hook, or module state a copy could not share)%s%s",
+			attached, (unsigned)made, none, nh ? "; host policies " : "", nh ? hnames : "");
 	else
 		snprintf(msg, sizeof(msg), "attached host policies %s (their next events on)", hnames);
 	pr_info("attach: %s in %llu ms", msg, (unsigned long long)(now_ms() - t0));

@@ -163,8 +163,8 @@ int main(int argc, char **argv)
 			if ((rc = cuModuleUnload(mod)) || (rc = cuModuleLoadData(&mod, ptx2 ? ptx2 : ptx)) ||
 			    (rc = cuModuleGetFunction(&fn, mod, argv[2])))
 				failed++;
-			printf("# live_app: launch %ld: the module unloaded and loaded again (%d, handle %s)\n", launches,
-			       (int)rc, (void *)mod == old ? "reused" : "new");
+			printf("# live_app: launch %ld: the module unloaded and loaded again (%d, handle %s)\n",
+			       launches, (int)rc, (void *)mod == old ? "reused" : "new");
 			fflush(stdout);
 			free(ptx2);
 		}
