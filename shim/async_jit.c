@@ -87,8 +87,13 @@ void gx_jit_async_judge(const char *orig, size_t len, struct gx_prep *p)
 
 bool gx_jit_async_take(const struct gx_prep *p, unsigned n, const CUjit_option *o)
 {
-	return p->async && started && p->nr_hooks && !p->nr_persistent && !p->side && !p->ptx_load && !p->rdc_units &&
-	       gx_prep_cubin_state(p, n, o) != 1;
+	if (!p->async || !started || !p->nr_hooks || p->nr_persistent || p->side || p->ptx_load || p->rdc_units)
+		return false;
+	/* not cached (a cached cubin loads at once on the load path); and
+	 * the worker passes no JIT options: a load the application gave
+	 * options that change the code (no cubin route, -1) stays here */
+	int st = gx_prep_cubin_state(p, n, o);
+	return st == 0 || (st < 0 && !n);
 }
 
 /* One job, on a worker: compile, load in the module's context, hand over. */

@@ -21,6 +21,7 @@
  * containing that text. With LIVE_GLOBAL set to a variable's name, the
  * program asks for its address (cuModuleGetGlobal) once LIVE_GLOBAL_AT
  * exists, or before it says it is ready when LIVE_GLOBAL_AT is "early".
+ * LIVE_JITOPT: the module is loaded with a JIT option (32 registers).
  * It also says when launches start or stop running a persistent-worker copy
  * (__gx_pw_K / __gx_ps_K: gpuext attach --sched), with the device blocks
  * allocated and not freed at that moment and at the end. */
@@ -28,6 +29,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +69,13 @@ int main(int argc, char **argv)
 	} else {
 		struct timespec t0, t1;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		rc = cuModuleLoadData(&mod, ptx);
+		if (getenv("LIVE_JITOPT")) { /* a JIT option that changes the code */
+			CUjit_option o = CU_JIT_MAX_REGISTERS;
+			void *v = (void *)(uintptr_t)32;
+			rc = cuModuleLoadDataEx(&mod, ptx, 1, &o, &v);
+		} else {
+			rc = cuModuleLoadData(&mod, ptx);
+		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		printf("# live_app: module loaded in %.0f ms\n",
 		       (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);

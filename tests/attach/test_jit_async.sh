@@ -7,7 +7,8 @@
 #    fails; the cubin is stored;
 #  - warm: the cubin is loaded on the load path, the first launch runs it;
 #  - without the switch the same cold load waits for the JIT (the A/B);
-#  - a module whose kernels write a variable compiles on the load path;
+#  - a load with a JIT option that changes the code, and a module whose
+#    kernels write a variable, compile on the load path;
 #  - a read-only variable's address asked for after the copy is ready: the
 #    launches run the original again;
 #  - a module unloaded before its copy is ready (its handle reused by the
@@ -44,6 +45,12 @@ check "warm: exit 0" "[ $rc = 0 ] && ! grep -q 'not ok' $T/w.out" $T/w.out
 start s plain GPUEXT_TOOL=threadhist FAKECUDA_LINK_US=400000 GPUEXT_CACHE_DIR=$T/cache-sync
 check "without GPUEXT_JIT_ASYNC a cold load waits for the JIT (>= 400 ms)" "[ \"\$(ms $T/s.out)\" -ge 400 ]" $T/s.out
 stop s $pid
+
+# ---- a load with a JIT option that changes the code: compiled on the load path, with it ----
+start o plain "${A[@]}" GPUEXT_CACHE_DIR=$T/cache-opt LIVE_JITOPT=1
+check "a JIT option (max registers): rewritten on the load path, not handed to a worker" \
+	"grep -q 'module 1 (cuModuleLoadDataEx): rewritten' $T/o.err && ! grep -q 'off the load path' $T/o.err" $T/o.err
+stop o $pid
 
 # ---- a module whose kernels write a variable: compiled on the load path ----
 PTX=tests/attach/state_rw.ptx
