@@ -201,6 +201,7 @@ static int prep_cubin_ptx(const struct gx_image *im, unsigned sm, struct gx_prep
 	}
 	p->sm = e->sm;
 	p->from_cubin = true;
+	gx_jit_async_judge(ptx, len, p);
 	r = gx_prep_rewrite(ptx, len, sm, p) ? 1 : -1;
 	if (r > 0 && p->nr_persistent && !keep_sass(true, 1, e->sm, ptx, len, p)) {
 		p->from_cubin = false;

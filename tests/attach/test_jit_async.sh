@@ -6,6 +6,7 @@
 #    launches run the original, then the copy (one line each); no launch
 #    fails; the cubin is stored;
 #  - warm: the cubin is loaded on the load path, the first launch runs it;
+#  - a cubin carrying its PTX (Triton's): the same as a PTX module;
 #  - without the switch the same cold load waits for the JIT (the A/B);
 #  - a load with a JIT option that changes the code, and a module whose
 #    kernels write a variable, compile on the load path;
@@ -40,6 +41,20 @@ check "warm: the cubin is loaded on the load path (cached)" "grep -q 'module 1 (
 check "warm: the first launch runs the instrumented module" "wait_for $T/w.out 'launch 1 runs the instrumented copy'" $T/w.out
 stop w $pid
 check "warm: exit 0" "[ $rc = 0 ] && ! grep -q 'not ok' $T/w.out" $T/w.out
+
+# ---- a cubin carrying its PTX (ptxas -lineinfo: Triton's, Inductor's) ----
+PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
+if "$PTXAS" -arch=sm_90 -lineinfo "$VADD" -o $T/li.cubin; then
+	PTX=$T/li.cubin
+	start l plain "${A[@]}" GPUEXT_CACHE_DIR=$T/cache-li
+	check "a cubin carrying its PTX: loaded as it came, its copy compiled off the load path" \
+		"grep -q 'module 1 (cuModuleLoadData): loaded as it came, its instrumented copy' $T/l.err && [ \"\$(ms $T/l.out)\" -lt 300 ]" $T/l.err
+	check "a cubin carrying its PTX: its copy runs once ready" "wait_for $T/l.out 'runs the instrumented copy'" $T/l.out
+	stop l $pid
+	PTX=$VADD
+else
+	echo "not ok - jit-async: ptxas could not build the -lineinfo cubin"
+fi
 
 # ---- the A/B: the same cold load without the switch waits for the JIT ----
 start s plain GPUEXT_TOOL=threadhist FAKECUDA_LINK_US=400000 GPUEXT_CACHE_DIR=$T/cache-sync
