@@ -132,18 +132,29 @@ struct gx_ptx_kregs {
  * context, makes no call and reads no memory. GX_PTX_SAMPLE_EARLY=1. */
 #define GX_PTX_F_SAMPLE_EARLY 2048u
 
+/* A/B (issue 40): mem/fence handlers inlined up to the entry/exit limit
+ * (1024 instructions) instead of 160, so memtrace's handler is inlined at
+ * every memory site rather than called. GPU run 97: with the reservation's
+ * loop off the fast path, and bar.warp.sync after each site, every store
+ * of the golden kernel was still recorded as 1 + 31 lanes (939 records for
+ * 626 accesses): the warp stays split after the leader's call. Whether a
+ * call from the election's divergent region is what keeps it split is
+ * what this measures. GX_PTX_MEM_INLINE=1. */
+#define GX_PTX_F_MEM_INLINE 4096u
+
 /* The switches the callers (shim, CLI) take from the environment:
  * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0"),
  * GX_PTX_BLOCK_SITE=entry|exit|barrier, GX_PTX_MEM_CAP=0, GX_PTX_REG_CAP=0 and
- * GX_PTX_HOIST_WARP=1, GX_PTX_SAMPLE_EARLY=1. */
+ * GX_PTX_HOIST_WARP=1, GX_PTX_SAMPLE_EARLY=1, GX_PTX_MEM_INLINE=1. */
 static inline unsigned gx_ptx_flags_from_env(void)
 {
 	const char *rc = getenv("GX_PTX_RECONVERGE"), *top = getenv("GX_PTX_ENTRY_TOP");
 	const char *bs = getenv("GX_PTX_BLOCK_SITE"), *mc = getenv("GX_PTX_MEM_CAP"), *hc = getenv("GX_PTX_REG_CAP");
 	const char *hw = getenv("GX_PTX_HOIST_WARP"), *se = getenv("GX_PTX_SAMPLE_EARLY");
+	const char *mi = getenv("GX_PTX_MEM_INLINE");
 	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) | (mc && mc[0] == '0' ? GX_PTX_F_NO_MEM_CAP : 0) |
 	       (hc && hc[0] == '0' ? 0 : GX_PTX_F_HOOK_CAP) | (hw && hw[0] == '1' ? GX_PTX_F_HOIST_WARP : 0) |
-	       (se && se[0] == '1' ? GX_PTX_F_SAMPLE_EARLY : 0) |
+	       (se && se[0] == '1' ? GX_PTX_F_SAMPLE_EARLY : 0) | (mi && mi[0] == '1' ? GX_PTX_F_MEM_INLINE : 0) |
 	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |
 	       (bs && !strcmp(bs, "entry") ? GX_PTX_F_BLOCK_ENTRY : 0) |
 	       (bs && !strcmp(bs, "exit") ? GX_PTX_F_BLOCK_EXIT : 0) |

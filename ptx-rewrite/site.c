@@ -226,10 +226,13 @@ static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h, const
 }
 
 /* The handler of a site inlined? Large handlers of mem/fence hooks are not
- * (one copy per memory instruction), nor those the analysis refuses. */
-static int inlines(const struct ptx_handler *h, unsigned hook, int force_call)
+ * (one copy per memory instruction; GX_PTX_F_MEM_INLINE: up to the
+ * entry/exit limit), nor those the analysis refuses. */
+static int inlines(const struct ptx_sites *s, const struct ptx_handler *h, unsigned hook, int force_call)
 {
-	size_t max = hook & (GDEV_HOOK_MEM | GDEV_HOOK_FENCE) ? PTX_INLINE_MAX_MEM : PTX_INLINE_MAX;
+	size_t max = hook & (GDEV_HOOK_MEM | GDEV_HOOK_FENCE) && !(s->ctx->opts->flags & GX_PTX_F_MEM_INLINE)
+			     ? PTX_INLINE_MAX_MEM
+			     : PTX_INLINE_MAX;
 	return h->inlinable && h->ninsn <= max && !force_call;
 }
 
@@ -258,7 +261,7 @@ int ptx_site_inlines(struct ptx_sites *s, unsigned hook, const char *func, size_
 	if (r <= 0)
 		return r;
 	*ninsn = h->ninsn;
-	return inlines(h, hook, force_call);
+	return inlines(s, h, hook, force_call);
 }
 
 int ptx_site_uniform_exit(struct ptx_sites *s, struct ptx_func *fn, const char *func)
@@ -267,7 +270,7 @@ int ptx_site_uniform_exit(struct ptx_sites *s, struct ptx_func *fn, const char *
 	int force_call, err = site_handler(s, func, &h, &force_call);
 	if (err <= 0)
 		return err;
-	if (!inlines(h, GDEV_HOOK_ENTRY, force_call))
+	if (!inlines(s, h, GDEV_HOOK_ENTRY, force_call))
 		return 0;
 	if (h->uni_exit >= 0)
 		return h->uni_exit;
@@ -355,7 +358,7 @@ static int site_plan(struct site *st)
 	st->need = h->words;
 	/* entry/exit sites are few per kernel; a mem/fence handler is
 	 * copied to every memory instruction, so only small ones are */
-	st->inl = inlines(h, st->hook, st->force_call);
+	st->inl = inlines(st->s, h, st->hook, st->force_call);
 	if (!st->inl && !st->force_call && !h->logged) {
 		h->logged = 1;
 		ptx_pass_log(st->s->ctx,

@@ -5,8 +5,8 @@
 # vote), or with GX_PTX_SAMPLE_EARLY=1 before it (voted, a uniform branch);
 # --sample N (opts.mem_sample) replaces its N, 1 = the full trace, no gate;
 # a mem program without the variable is never gated; the register cap of
-# kernels with gated sites (--regs, GX_PTX_MEM_CAP=0); ptxas accepts what is
-# made.
+# kernels with gated sites (--regs, GX_PTX_MEM_CAP=0); memtrace's handler
+# inlined with GX_PTX_MEM_INLINE=1; ptxas accepts what is made.
 set -u
 G=${BUILD:-build}/bin/gpuext
 W=${BUILD:-build}/ptx-sample
@@ -56,8 +56,17 @@ check "gpuext tools rewrite memtrace: no gate (the default program samples itsel
 	"$G tools rewrite memtrace $V -o $W/tool.ptx && [ \"\$(gates $W/tool.ptx)\" = 0 ]"
 check "the gated build with --sample 16: 1 in 16" \
 	"$G ptx rewrite --policy $T/memtrace_gate.bpf.o --sample 16 $V -o $W/tool16.ptx 2>/dev/null && grep -q 'setp.lo.u32.*, 268435456;' $W/tool16.ptx"
+# GX_PTX_MEM_INLINE=1 (the A/B of GPU run 97's split): memtrace's handler,
+# called at every memory site by default (over the 160-instruction limit),
+# inlined instead: no call left, one election per site as before
+$G tools rewrite memtrace $V -o $W/mt_call.ptx 2>/dev/null
+GX_PTX_MEM_INLINE=1 $G tools rewrite memtrace $V -o $W/mt_inline.ptx 2>/dev/null
+check "memtrace's handler is called at each memory site by default" \
+	"[ \"\$(grep -cE '^[[:space:]]+call' $W/mt_call.ptx)\" = $n_mem ]"
+check "GX_PTX_MEM_INLINE=1: inlined at each memory site, no call left, one election each" \
+	"! grep -qE '^[[:space:]]+call' $W/mt_inline.ptx && [ \"\$(grep -c 'elect.sync' $W/mt_inline.ptx)\" = $n_mem ] && [ \"\$(grep -c 'bar.warp.sync' $W/mt_inline.ptx)\" = $n_mem ]"
 if [ -x "$PTXAS" ]; then
-	for f in s1024 early cap nocap; do
+	for f in s1024 early cap nocap mt_inline; do
 		check "ptxas accepts $f" "$PTXAS -arch=sm_90 $W/$f.ptx -o $W/$f.cubin"
 	done
 	check "capped kernel: ptxas keeps 32 registers" "$PTXAS -arch=sm_90 -v $W/cap.ptx -o /dev/null 2>&1 | grep -A3 \"entry function 'vadd'\" | grep -q 'Used 32 registers'"
