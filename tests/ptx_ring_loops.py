@@ -2,7 +2,9 @@
 """ptx_ring_loops.py PTX — does a ring reservation's first try run outside
 every loop? (devbpf/helpers/mapimpl_internal.h, gx_ring_reserve_n)
 
-On the GPU ptxas puts a YIELD at a loop's head, and a site's leader lane
+On the GPU ptxas puts a YIELD at a loop's head (session 25 took a yielding
+leader for the cause of memtrace's 1 + 31 split; GPU run 97 refuted that,
+the check stays as the reservation's contract), and a site's leader lane
 that yields inside its handler lets the lanes waiting for it go on without
 it (GPU runs 90 and 94). So in every function of PTX that reserves ring
 space (an `atom...global.add.u64` on the ring's head), the first such

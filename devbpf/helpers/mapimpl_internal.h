@@ -532,13 +532,12 @@ static inline int gx_ring_try(struct gx_ring *r, gx_u64 size, gx_u32 len, int ro
  * returns the record or NULL (a drop, counted). The header stays zero until
  * gx_ring_commit.
  *
- * The first try is straight-line code and the retries a loop after it: on
- * the GPU, ptxas puts a YIELD at a loop's head, and a leader lane that
- * yields inside its site's handler lets the lanes waiting for it at the
- * site's convergence barrier go on without it (GPU runs 90 and 94: every
- * warp of memtrace's golden kernel reached the next site as 1 + 31 lanes).
- * A reservation that neither crosses the ring's end nor overflows — all
- * but one in a lap — then runs no loop at all. */
+ * The first try is straight-line code and the retries a loop after it:
+ * on the GPU ptxas puts a YIELD at a loop's head, and a reservation that
+ * neither crosses the ring's end nor overflows — all but one in a lap —
+ * runs no loop at all. (This was session 25's explanation of memtrace's
+ * 1 + 31 split, a leader yielding inside its site's handler; GPU run 97
+ * refuted it: the split remained with this code. docs/devbpf-perf.md.) */
 static inline struct gx_rec_hdr *gx_ring_reserve_n(struct gx_ring *r, gx_u64 size, gx_u32 len)
 {
 	if (!r)
