@@ -38,6 +38,18 @@ static void rm_dir(const char *dir)
 	rmdir(dir);
 }
 
+/* Signals meant for the run reach the application: `timeout`, `kill` or a
+ * service manager sends them to this process, which only waits; without
+ * this the application ran on, orphaned, still holding its GPU (GPU run 97:
+ * a memtrace run killed by `timeout` kept the GPU busy into the next
+ * measurements). Ctrl-C and Ctrl-\ reach it from the terminal already. */
+static volatile pid_t app_pid;
+static void forward(int sig)
+{
+	if (app_pid > 0)
+		kill(app_pid, sig);
+}
+
 static int wait_child(pid_t pid)
 {
 	int st = 0;
@@ -64,13 +76,23 @@ int gx_run_tool(const char *tool, char **cmd, int json, const char *trace)
 	setenv("GPUEXT_SHM_DIR", dir, 1);
 	setenv("GPUEXT_TOOL", tool, 1);
 	fflush(NULL);
+	/* held from before the fork until the handlers know the child: a
+	 * signal sent meanwhile is forwarded, not lost with this process */
+	const int fwd[] = { SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 };
+	sigset_t held, old;
+	sigemptyset(&held);
+	for (size_t i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
+		sigaddset(&held, fwd[i]);
+	sigprocmask(SIG_BLOCK, &held, &old);
 	pid_t pid = fork();
 	if (pid < 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		fprintf(stderr, "gpuext: error: --tool: fork: %s\n", strerror(errno));
 		rm_dir(dir);
 		return 2;
 	}
 	if (pid == 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		execvp(cmd[0], cmd);
 		int e = errno;
 		fprintf(stderr, "gpuext: error: cannot run '%s': %s\n", cmd[0], strerror(e));
@@ -79,6 +101,12 @@ int gx_run_tool(const char *tool, char **cmd, int json, const char *trace)
 	/* Ctrl-C goes to the application; we stay to print the report. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
+	app_pid = pid;
+	struct sigaction sa = { .sa_handler = forward, .sa_flags = SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
+		sigaction(fwd[i], &sa, NULL);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	int rc = wait_child(pid);
 	unsetenv("GPUEXT_TOOL");
 	unsetenv("LD_LIBRARY_PATH");

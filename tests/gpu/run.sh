@@ -42,6 +42,14 @@ for t in tests/gpu/*.sh; do
 	name=$(basename "$t" .sh)
 	if [ -n "$only" ] && ! [[ "$name" =~ $only ]]; then continue; fi
 	echo "== $name"
+	# no process of an earlier part still on the GPU (run 97: one killed
+	# by its timeout ran on and made the next part's first round 2x slow)
+	for _ in $(seq 20); do
+		[ -z "$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null)" ] && break
+		sleep 1
+	done
+	busy=$(nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader 2>/dev/null | tr '\n' ' ')
+	[ -n "$busy" ] && echo "# $name: the GPU still runs $busy(after 20 s): its timings are suspect"
 	start=$(date +%s)
 	# a part's limit: 300 s; ml.sh's five stacks x six configurations 900 s,
 	# mlab.sh's alternated processes 600 s

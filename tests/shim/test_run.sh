@@ -54,6 +54,17 @@ check "--tool sets CUPY_COMPILE_WITH_PTX=1" "$R --print-env --tool threadhist --
 check "a device --policy sets CUPY_COMPILE_WITH_PTX=1" \
 	"$R --print-env --policy $B/share/gpuext/tools/threadhist.bpf.o -- true | grep -qx 'CUPY_COMPILE_WITH_PTX=1'"
 check "a host --policy alone does not" "! $R --print-env --policy $B/hostbpf/gx_seq.bpf.o -- true | grep -q CUPY_COMPILE_WITH_PTX"
+# SIGTERM to gpuext-run --tool (timeout, kill, a service manager) reaches
+# the application, which ends; before, it ran on orphaned (GPU run 97)
+GPUEXT_SHM_DIR=$tmp $R --tool threadhist -- sh -c "echo \$\$ >$tmp/app.pid; exec sleep 30" >/dev/null 2>&1 &
+rp=$!
+for _ in $(seq 100); do [ -s $tmp/app.pid ] && break; sleep 0.05; done
+kill -TERM $rp
+wait $rp
+trc=$?
+sleep 0.2
+check "SIGTERM to gpuext-run --tool is passed to the application: it ends too, status 143" \
+	"[ -s $tmp/app.pid ] && ! kill -0 \$(cat $tmp/app.pid) && [ $trc = 143 ]"
 check "--jit-async sets GPUEXT_JIT_ASYNC=1" "$R --print-env --jit-async --tool threadhist -- true | grep -qx 'GPUEXT_JIT_ASYNC=1'"
 check "--tool puts XLA on gpuext-ptxas (first on PATH, XLA_FLAGS), Triton untouched" \
 	"$R --print-env --tool threadhist -- true >$tmp/env && grep -q '^PATH=.*share/gpuext/cuda/bin:' $tmp/env && grep -q '^XLA_FLAGS=.*xla_gpu_enable_libnvptxcompiler=false' $tmp/env && ! grep -q TRITON_PTXAS_PATH $tmp/env"
