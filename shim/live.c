@@ -425,15 +425,47 @@ static int copy_state(const struct gx_tab_mod *tm, bool *vars)
 	return 0;
 }
 
+/* Unload copy c (not in any list; live_lock not held). */
+static void copy_unload(const struct copy *c)
+{
+	CUcontext popped;
+	gx_tab_forget_funcs(c->handle);
+	if (c->is_library) {
+		REAL(cuLibraryUnload)(c->handle);
+	} else if (REAL(cuCtxPushCurrent_v2)(c->ctx) == CUDA_SUCCESS) {
+		REAL(cuModuleUnload)(c->handle);
+		REAL(cuCtxPopCurrent_v2)(&popped);
+	}
+}
+
+/* The application unloaded its module: the copy goes with it, now. Its
+ * launches were the application's launches of that module, so whatever
+ * made the application's unload safe (it waited for them) covers the copy
+ * too. Kept until the detach only when a graph may run it. */
 void gx_live_unloaded(void *handle)
 {
 	pthread_mutex_lock(&live_lock);
 	struct copy *c = NULL;
 	HASH_FIND_PTR(copies, &handle, c);
-	if (c)
+	if (c && graph_used) {
 		retire(c);
+		c = NULL;
+	} else if (c) {
+		HASH_DEL(copies, c);
+		fns_drop(NULL, c, NULL);
+	}
 	fns_drop(handle, NULL, NULL);
+	bool sched = sched_on;
+	int ph = phase;
 	pthread_mutex_unlock(&live_lock);
+	if (c) {
+		pr_info("%smodule %u: unloaded by the application, its instrumented copy with it", ph ? "attach: " : "",
+			c->id);
+		if (sched) /* forgotten by blocksched first */
+			gx_sched_module(c->handle, c->is_library, "", NULL);
+		copy_unload(c);
+		free(c);
+	}
 }
 
 void gx_live_ctx_gone(CUcontext ctx)
@@ -1109,14 +1141,7 @@ static unsigned dev_detach(char *msg, size_t mn)
 		rs = c->next_retired;
 		if (keep || c->dead)
 			continue;
-		CUcontext popped;
-		gx_tab_forget_funcs(c->handle);
-		if (c->is_library) {
-			REAL(cuLibraryUnload)(c->handle);
-		} else if (REAL(cuCtxPushCurrent_v2)(c->ctx) == CUDA_SUCCESS) {
-			REAL(cuModuleUnload)(c->handle);
-			REAL(cuCtxPopCurrent_v2)(&popped);
-		}
+		copy_unload(c);
 		unloaded++;
 	}
 	struct sev *e, *et;

@@ -8,9 +8,8 @@
 #    again while attached, one line; the retired copy is unloaded at detach;
 #  - the address asked for before the attach: no copy, one line;
 #  - a module unloaded and loaded again while attached, the driver giving
-#    the new one the old handles (FAKECUDA_REUSE_HANDLES): the new module's
-#    launches run its own copy, not the unloaded one's; both copies unloaded
-#    at detach.
+#    the new one the old handles (FAKECUDA_REUSE_HANDLES): the unloaded
+#    module's copy goes with it, the new module's launches run its own copy.
 set -u
 LIVE_NAME=live-state LIVE_TMP=state
 . tests/attach/live_lib.sh
@@ -73,7 +72,9 @@ check "reload: the new module got a copy of its own" "wait_for $T/u.err 'attach:
 check "reload: its launches run the new module's copy, not the unloaded one's" \
 	"wait_for $T/u.out 'runs code with scale'" $T/u.out
 "$G" detach $pid >$T/u.detach 2>&1
-check "reload: both copies unloaded at detach" "grep -q '2 copies unloaded' $T/u.detach" $T/u.detach
+check "reload: the unloaded module's copy was unloaded with it" \
+	"grep -q 'attach: module 1: unloaded by the application, its instrumented copy with it' $T/u.err" $T/u.err
+check "reload: the new module's copy unloaded at detach" "grep -q '1 copies unloaded' $T/u.detach" $T/u.detach
 stop u $pid
 check "reload: exit 0, no launch failed" "[ $rc = 0 ] && grep -q '^ok - live_app: .* 0 failed' $T/u.out" $T/u.out
 check "no warning in any process" "! cat $T/*.err | grep -i 'warn\\|cannot\\|error'" $T/u.err

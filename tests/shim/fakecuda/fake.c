@@ -385,6 +385,7 @@ struct fmod {
 	struct fmod *next; /* every module ever made: reachable, so no false leak reports */
 	struct fctx *ctx;  /* NULL for a library */
 	int is_library, dead;
+	unsigned long died; /* when it was unloaded (a sequence number) */
 	struct fmod *lib;  /* a library's per-context module: its library */
 	char *text;   /* copy of the image (PTX or a fake cubin) */
 	const void *image; /* pointer the loader got */
@@ -434,11 +435,11 @@ static struct fmod *mod_new(struct fctx *ctx, int is_library, const char *text, 
 {
 	struct fmod *m = NULL;
 	pthread_mutex_lock(&obj_lock);
+	/* the first one unloaded: the application's own, before any module
+	 * the shim unloaded after it */
 	for (struct fmod *k = all_mods; k && !is_library && reuse_on(); k = k->next)
-		if (k->dead && !k->is_library && !k->lib && k->ctx == ctx) {
+		if (k->dead && !k->is_library && !k->lib && k->ctx == ctx && (!m || k->died < m->died))
 			m = k;
-			break;
-		}
 	pthread_mutex_unlock(&obj_lock);
 	int reused = m != NULL;
 	if (!m)
@@ -561,8 +562,10 @@ FX CUresult cuModuleLoad(CUmodule *m, const char *path)
  * modules and their functions) is gone. */
 static void mod_dies(struct fmod *x)
 {
+	static unsigned long deaths;
 	pthread_mutex_lock(&obj_lock);
 	x->dead = 1;
+	x->died = ++deaths;
 	for (struct fmod *k = all_mods; k; k = k->next)
 		if (k->lib == x)
 			k->dead = 1;
