@@ -629,7 +629,10 @@ static int copy_make(struct gx_tab_mod *tm)
 	if (ret == 1) {
 		pthread_mutex_lock(&live_lock);
 		HASH_FIND_PTR(copies, &tm->handle, c);
-		bool dup = c != NULL;
+		/* unloaded meanwhile (its handle may already be another module's) */
+		unsigned mid = 0;
+		bool rw = false;
+		bool dup = c != NULL || gx_tab_mod_info(tm->handle, &mid, &rw) || mid != tm->id;
 		/* an address taken since copy_state looked: judged again by the next attach */
 		bool stale = vars && state_gen != gen &&
 			     (gx_tab_host_state(tm->handle) || (tm->is_library && lib_state_unknown));
@@ -651,7 +654,7 @@ static int copy_make(struct gx_tab_mod *tm)
 		if (stale)
 			ret = -EPERM;
 		pthread_mutex_unlock(&live_lock);
-		if (h) { /* made twice (a load racing with the attach), or detached meanwhile */
+		if (h) { /* made twice (a load racing with the attach), unloaded or detached meanwhile */
 			gx_sched_module(h, tm->is_library, "", NULL); /* forgotten by blocksched */
 			tm->is_library ? REAL(cuLibraryUnload)(h) : REAL(cuModuleUnload)(h);
 		}
