@@ -142,19 +142,29 @@ struct gx_ptx_kregs {
  * what this measures. GX_PTX_MEM_INLINE=1. */
 #define GX_PTX_F_MEM_INLINE 4096u
 
+/* A/B (issue 40, the other half of run 97's question): a called mem/fence
+ * handler (its word clone) called by every lane that reached the site,
+ * not by the elected leader alone, with the leader flag as a first
+ * parameter: the lanes without it return at once, so the call is made
+ * converged and the divergence stays inside the callee. Not for sampling
+ * bindings (their gate is the leader's). GX_PTX_MEM_CALL_ALL=1. */
+#define GX_PTX_F_MEM_CALL_ALL 8192u
+
 /* The switches the callers (shim, CLI) take from the environment:
  * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0"),
  * GX_PTX_BLOCK_SITE=entry|exit|barrier, GX_PTX_MEM_CAP=0, GX_PTX_REG_CAP=0 and
- * GX_PTX_HOIST_WARP=1, GX_PTX_SAMPLE_EARLY=1, GX_PTX_MEM_INLINE=1. */
+ * GX_PTX_HOIST_WARP=1, GX_PTX_SAMPLE_EARLY=1, GX_PTX_MEM_INLINE=1,
+ * GX_PTX_MEM_CALL_ALL=1. */
 static inline unsigned gx_ptx_flags_from_env(void)
 {
 	const char *rc = getenv("GX_PTX_RECONVERGE"), *top = getenv("GX_PTX_ENTRY_TOP");
 	const char *bs = getenv("GX_PTX_BLOCK_SITE"), *mc = getenv("GX_PTX_MEM_CAP"), *hc = getenv("GX_PTX_REG_CAP");
 	const char *hw = getenv("GX_PTX_HOIST_WARP"), *se = getenv("GX_PTX_SAMPLE_EARLY");
-	const char *mi = getenv("GX_PTX_MEM_INLINE");
+	const char *mi = getenv("GX_PTX_MEM_INLINE"), *ma = getenv("GX_PTX_MEM_CALL_ALL");
 	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) | (mc && mc[0] == '0' ? GX_PTX_F_NO_MEM_CAP : 0) |
 	       (hc && hc[0] == '0' ? 0 : GX_PTX_F_HOOK_CAP) | (hw && hw[0] == '1' ? GX_PTX_F_HOIST_WARP : 0) |
 	       (se && se[0] == '1' ? GX_PTX_F_SAMPLE_EARLY : 0) | (mi && mi[0] == '1' ? GX_PTX_F_MEM_INLINE : 0) |
+	       (ma && ma[0] == '1' ? GX_PTX_F_MEM_CALL_ALL : 0) |
 	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |
 	       (bs && !strcmp(bs, "entry") ? GX_PTX_F_BLOCK_ENTRY : 0) |
 	       (bs && !strcmp(bs, "exit") ? GX_PTX_F_BLOCK_EXIT : 0) |

@@ -30,6 +30,10 @@ struct ptx_handler {
 	/* A called handler's clone taking the words it reads as .param .b32
 	 * scalars (site.c), made on its first called site; NULL until then. */
 	const char *wclone;
+	/* The same for every lane of the warp: a first .param .b32, the
+	 * leader flag, and the lanes without it return at once
+	 * (GX_PTX_F_MEM_CALL_ALL); NULL until made. */
+	const char *wclone_all;
 	const struct ptx_an *an; /* its analysis, when inlinable */
 	signed char uni_exit;	 /* inlined at entry, it leaves early on a warp-uniform
 				 * test (site.c): 1 yes, 0 no, -1 not known yet */

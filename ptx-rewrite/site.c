@@ -148,12 +148,15 @@ const char *ptx_site_addr_reg(struct ptx_sites *s)
  * of a struct that local memory interleaves across the warp's lanes (+9.9x
  * on a 1M-block vadd with a probe reading every word, run 6). Made once per
  * handler, right after it. NULL on error (m->err set or ENOMEM). */
-static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h, const struct ptx_site_regs *r, int *err)
+static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h, const struct ptx_site_regs *r, bool all,
+			       int *err)
 {
 	struct ptx_module *m = s->m;
 	*err = 0;
-	if (h->wclone)
+	if (!all && h->wclone)
 		return h->wclone;
+	if (all && h->wclone_all)
+		return h->wclone_all;
 	const char *name = ptx_fresh_name(m, "", "hw");
 	const char *end = ptx_fresh_name(m, "$", "Lw");
 	struct ptx_item *at = ptx_find_func(m, h->name);
@@ -164,11 +167,12 @@ static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h, const
 	/* .func (.param .b32 N_r) N(.param .b32 N_w<i>, ...)
 	 * { .reg .b32 %<P>_w<30>; .reg .b32 %<P>_t; ld.param.b32 %<P>_w<i>, [N_w<i>]; ...
 	 *   END: st.param.b32 [N_r], 0; ret; }  -- built as IR, the body goes before END */
-	unsigned nw = (unsigned)__builtin_popcount(h->words);
+	unsigned nw = (unsigned)__builtin_popcount(h->words) + all;
 	struct ptx_item *it = ptx_alloc(m, sizeof(*it));
 	struct ptx_decl *pd = ptx_alloc(m, (nw + 1) * sizeof(*pd));
 	const char *rname = ptx_sprintf(m, "%s_r", name);
-	if (!it || !pd || !rname) {
+	const char *qname = all ? ptx_sprintf(m, "%s_q", name) : "";
+	if (!it || !pd || !rname || !qname) {
 		*err = -ENOMEM;
 		return NULL;
 	}
@@ -186,7 +190,17 @@ static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h, const
 	if (wd)
 		wd->decl.range = PTX_CTX_WORDS;
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", r->t);
-	for (unsigned i = 0, n = 1; i < PTX_CTX_WORDS; i++) {
+	unsigned n = 1;
+	if (all) { /* the leader flag first: the other lanes return at once */
+		ptx_chain_decl(m, &c, PTX_SPACE_REG, ".pred", r->q);
+		pd[n++] = (struct ptx_decl){
+			.space = PTX_SPACE_PARAM, .space_str = ".param", .type = ".b32", .name = qname
+		};
+		INSN(&c, "ld", PTX_MODS(".param", ".b32"), r->ot, ptx_opnd_addr(m, ptx_opnd_id(m, qname), 0));
+		INSN(&c, "setp", PTX_MODS(".eq", ".u32"), r->oq, r->ot, ptx_opnd_int(m, 0));
+		ptx_chain_insn(m, &c, r->q, 0, "bra", 0, NULL, 1, ptx_opnd_id(m, end));
+	}
+	for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
 		if (!(h->words & 1u << i))
 			continue;
 		const char *pn = ptx_sprintf(m, "%s_w%u", name, i);
@@ -221,7 +235,7 @@ static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h, const
 	}
 	if (decls.head)
 		ptx_insert_before(&it->func, lab, decls.head, decls.tail);
-	h->wclone = name;
+	*(all ? &h->wclone_all : &h->wclone) = name;
 	return name;
 }
 
@@ -308,6 +322,7 @@ struct site {
 	const char *func;      /* the handler (or stub) called or inlined */
 	struct ptx_handler *h; /* NULL for a stub */
 	int stub, force_call, inl;
+	bool all;		      /* called by every arriving lane (GX_PTX_F_MEM_CALL_ALL) */
 	unsigned need;		      /* the context words the handler reads */
 	const char *end, *hend, *out; /* labels: END, the handler's end, OUT */
 	bool remat, sync;
@@ -359,6 +374,11 @@ static int site_plan(struct site *st)
 	/* entry/exit sites are few per kernel; a mem/fence handler is
 	 * copied to every memory instruction, so only small ones are */
 	st->inl = inlines(st->s, h, st->hook, st->force_call);
+	/* a called mem/fence handler with words, not sampled: made converged */
+	st->all = !st->inl && !st->force_call && h->inlinable && st->need &&
+		  (st->hook & (GDEV_HOOK_MEM | GDEV_HOOK_FENCE)) &&
+		  (st->s->ctx->opts->flags & GX_PTX_F_MEM_CALL_ALL) &&
+		  !(st->hook & GDEV_HOOK_MEM && ptx_site_sample_every(st->s, st->func) > 1);
 	if (!st->inl && !st->force_call && !h->logged) {
 		h->logged = 1;
 		ptx_pass_log(st->s->ctx,
@@ -472,7 +492,8 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 		INSN(bd, "bfind", PTX_MODS(".shiftamt", ".u32"), r->ol, r->ol);
 		INSN(bd, "setp", PTX_MODS(".eq", ".u32"), r->oq, r->ot, r->ol);
 	}
-	ptx_chain_insn(m, bd, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, st->end));
+	if (!st->all) /* the other lanes wait at END (converged call: they make it too) */
+		ptx_chain_insn(m, bd, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, st->end));
 	if (!err && every > 1 && !early) {
 		int g = ptx_site_sample_gate(m, st->fn, bd, r, every, st->kid, st->s->ctx->res->nr_hooks, st->end, 1);
 		if (g < 0)
@@ -494,7 +515,7 @@ static int site_handle(struct site *st)
 				 need & 0x30u ? st->addr : NULL, st->layout);
 	const char *wclone = NULL;
 	if (!err && !st->inl && !st->stub && need && st->h->inlinable)
-		wclone = words_clone(st->s, st->h, r, &err);
+		wclone = words_clone(st->s, st->h, r, st->all, &err);
 	if (err)
 		return err;
 	if (st->hb_done) {
@@ -504,8 +525,18 @@ static int site_handle(struct site *st)
 	if (st->inl)
 		return ptx_handler_inline(&st->s->inl, st->fn, st->h, hd, bd, r, st->hend);
 	if (wclone) {
-		struct ptx_opnd *args[PTX_CTX_WORDS];
+		struct ptx_opnd *args[PTX_CTX_WORDS + 1];
 		unsigned n = 0;
+		if (st->all) { /* the leader flag, as the clone's first parameter */
+			const char *qp = ptx_sprintf(m, "%s_cq", m->fresh_prefix);
+			if (!qp)
+				return gx_err(-ENOMEM);
+			args[n] = ptx_opnd_id(m, qp);
+			ptx_chain_decl(m, hd, PTX_SPACE_PARAM, ".b32", qp);
+			INSN(bd, "selp", PTX_MODS(".b32"), r->ot, ptx_opnd_int(m, 1), ptx_opnd_int(m, 0), r->oq);
+			INSN(bd, "st", PTX_MODS(".param", ".b32"), ptx_opnd_addr(m, args[n], 0), r->ot);
+			n++;
+		}
 		for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
 			if (!(need & 1u << i))
 				continue;

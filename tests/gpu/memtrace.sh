@@ -84,14 +84,18 @@ GX_MT_GATE=1 mt gate-golden-1024 60 --json -- "$GOLD" 4000 || nok "gate golden 1
 GX_PTX_MEM_INLINE=1 mt inl-golden-full 60 --sample 1 --json -- "$GOLD" 1 || nok "inlined golden full trace: exit $?"
 GX_PTX_MEM_INLINE=1 GX_MT_GATE=1 mt inl-gate-golden-full 60 --sample 1 --json -- "$GOLD" 1 ||
 	nok "inlined gate golden full trace: exit $?"
+# and the handler still called, but by every lane (GX_PTX_MEM_CALL_ALL=1)
+GX_PTX_MEM_CALL_ALL=1 mt all-golden-full 60 --sample 1 --json -- "$GOLD" 1 || nok "call-all golden full trace: exit $?"
 if command -v nvdisasm >/dev/null || [ -x "${NVCC%/*}/nvdisasm" ]; then
 	DIS=$(command -v nvdisasm || echo "${NVCC%/*}/nvdisasm")
 	PTXAS_=$(command -v ptxas || echo "${NVCC%/*}/ptxas")
 	timeout 60 "$NVCC" -O2 -arch=sm_90 --ptx -o "$W/golden.ptx" "$ROOT/tests/gpu/memtrace/golden.cu" &&
-		for v in call:0 inline:1; do
-			GX_PTX_MEM_INLINE=${v#*:} "$B/bin/gpuext" tools rewrite memtrace "$W/golden.ptx" -o "$W/g-${v%:*}.ptx" &&
-				"$PTXAS_" -arch=sm_90 "$W/g-${v%:*}.ptx" -o "$W/g-${v%:*}.cubin" &&
-				"$DIS" -c "$W/g-${v%:*}.cubin" >"$L/golden-${v%:*}.sass" 2>&1
+		for v in call:0:0 inline:1:0 all:0:1; do
+			f=${v#*:}
+			GX_PTX_MEM_INLINE=${f%:*} GX_PTX_MEM_CALL_ALL=${f#*:} "$B/bin/gpuext" tools rewrite memtrace \
+				"$W/golden.ptx" -o "$W/g-${v%%:*}.ptx" &&
+				"$PTXAS_" -arch=sm_90 "$W/g-${v%%:*}.ptx" -o "$W/g-${v%%:*}.cubin" &&
+				"$DIS" -c "$W/g-${v%%:*}.cubin" >"$L/golden-${v%%:*}.sass" 2>&1
 		done
 	echo "# golden SASS kept: $(ls "$L"/golden-*.sass 2>/dev/null | tr '\n' ' ')"
 fi
@@ -111,7 +115,7 @@ if not nat:
     say(False, 'golden natively: no result line'); sys.exit(0)
 n, warps = int(nat.group(3)), int(nat.group(4))
 runs = [(p + 'golden-' + s, e) for p in ('', 'gate-') for s, e in (('full', 1), ('16', 16), ('1024', 1024))]
-for name, every in runs + [('inl-golden-full', 1), ('inl-gate-golden-full', 1)]:
+for name, every in runs + [('inl-golden-full', 1), ('inl-gate-golden-full', 1), ('all-golden-full', 1)]:
     g = line(name)
     try:
         d = json.load(open('%s/%s.json' % (L, name)))

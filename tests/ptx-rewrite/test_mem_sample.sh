@@ -6,7 +6,8 @@
 # --sample N (opts.mem_sample) replaces its N, 1 = the full trace, no gate;
 # a mem program without the variable is never gated; the register cap of
 # kernels with gated sites (--regs, GX_PTX_MEM_CAP=0); memtrace's handler
-# inlined with GX_PTX_MEM_INLINE=1; ptxas accepts what is made.
+# inlined with GX_PTX_MEM_INLINE=1, called by every lane with
+# GX_PTX_MEM_CALL_ALL=1; ptxas accepts what is made.
 set -u
 G=${BUILD:-build}/bin/gpuext
 W=${BUILD:-build}/ptx-sample
@@ -65,8 +66,19 @@ check "memtrace's handler is called at each memory site by default" \
 	"[ \"\$(grep -cE '^[[:space:]]+call' $W/mt_call.ptx)\" = $n_mem ]"
 check "GX_PTX_MEM_INLINE=1: inlined at each memory site, no call left, one election each" \
 	"! grep -qE '^[[:space:]]+call' $W/mt_inline.ptx && [ \"\$(grep -c 'elect.sync' $W/mt_inline.ptx)\" = $n_mem ] && [ \"\$(grep -c 'bar.warp.sync' $W/mt_inline.ptx)\" = $n_mem ]"
+# GX_PTX_MEM_CALL_ALL=1 (the other A/B): every lane that reached the site
+# makes the call, the leader flag first; the clone returns at once without
+# it. Sampled (gated) bindings keep the leader's call.
+GX_PTX_MEM_CALL_ALL=1 $G tools rewrite memtrace $V -o $W/mt_all.ptx 2>/dev/null
+GX_PTX_MEM_CALL_ALL=1 $G ptx rewrite --policy $T/memtrace_gate.bpf.o --sample 1024 $V -o $W/mt_all_gate.ptx 2>/dev/null
+check "GX_PTX_MEM_CALL_ALL=1: a call at each memory site, no leader branch before it, the flag passed first" \
+	"[ \"\$(grep -cE '^[[:space:]]+call.*\\(__gx_cq, ' $W/mt_all.ptx)\" = $n_mem ] && ! grep -q '@!%__gx_q bra' $W/mt_all.ptx && [ \"\$(grep -c 'selp.b32.*%__gx_q;' $W/mt_all.ptx)\" = $n_mem ]"
+check "GX_PTX_MEM_CALL_ALL=1: the clone tests the flag before anything else" \
+	"awk '/^\\.func .*__gx_hw/ { f = 1; n = 0 } f && /ld.param.b32.*_q\\]/ { a = NR } f && /setp.eq.u32/ && a == NR - 1 { b = NR } f && /@%__gx_q bra/ && b == NR - 1 { ok = 1; f = 0 } END { exit !ok }' $W/mt_all.ptx"
+check "GX_PTX_MEM_CALL_ALL=1 leaves a sampled binding's leader call (its gate is the leader's)" \
+	"[ \"\$(gates $W/mt_all_gate.ptx)\" = $n_mem ] && ! grep -q __gx_cq $W/mt_all_gate.ptx"
 if [ -x "$PTXAS" ]; then
-	for f in s1024 early cap nocap mt_inline; do
+	for f in s1024 early cap nocap mt_inline mt_all mt_all_gate; do
 		check "ptxas accepts $f" "$PTXAS -arch=sm_90 $W/$f.ptx -o $W/$f.cubin"
 	done
 	check "capped kernel: ptxas keeps 32 registers" "$PTXAS -arch=sm_90 -v $W/cap.ptx -o /dev/null 2>&1 | grep -A3 \"entry function 'vadd'\" | grep -q 'Used 32 registers'"
