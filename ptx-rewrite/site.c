@@ -376,8 +376,7 @@ static int site_plan(struct site *st)
 	st->inl = inlines(st->s, h, st->hook, st->force_call);
 	/* a called mem/fence handler with words, not sampled: made converged */
 	st->all = !st->inl && !st->force_call && h->inlinable && st->need &&
-		  (st->hook & (GDEV_HOOK_MEM | GDEV_HOOK_FENCE)) &&
-		  (st->s->ctx->opts->flags & GX_PTX_F_MEM_CALL_ALL) &&
+		  (st->hook & (GDEV_HOOK_MEM | GDEV_HOOK_FENCE)) && (st->s->ctx->opts->flags & GX_PTX_F_MEM_CALL_ALL) &&
 		  !(st->hook & GDEV_HOOK_MEM && ptx_site_sample_every(st->s, st->func) > 1);
 	if (!st->inl && !st->force_call && !h->logged) {
 		h->logged = 1;
