@@ -11,7 +11,8 @@
  * load it as a second module in the module's context, and hand it to the
  * launch switch of shim/live.c — the one `gpuext attach` uses. Launches
  * made before the copy is ready run the original kernel, uninstrumented:
- * the price, said in one line per module and counted in `gpuext ps`.
+ * the price, said in one line per module (the tool's report shows such
+ * kernels as partly instrumented).
  *
  * Only where a copy is faithful: modules (not libraries, which live in
  * every context), hooks without persistent-worker copies, and module state
@@ -28,7 +29,6 @@
 #include <unistd.h>
 
 #include "common/gx_capture.h"
-#include "ptx-rewrite/gx_ptx.h"
 #include "shim/load_internal.h"
 #include "shim/stats_internal.h"
 
@@ -72,26 +72,24 @@ bool gx_jit_async_on(void)
 void gx_jit_async_judge(const char *orig, size_t len, struct gx_prep *p)
 {
 	p->async = false;
-	if (!gx_jit_async_on())
+	/* nothing to hook, or a cubin the load path takes at once: no parse
+	 * (a warm start pays nothing for the switch) */
+	if (!started || !p->ptx || !p->nr_hooks || gx_prep_cubin_state(p, 0, NULL) == 1)
 		return;
-	char err[160];
-	struct gx_ptx_module *m = gx_ptx_module__parse(orig, len, err, sizeof(err));
-	if (!m)
-		return;
-	struct gx_ptx_stats st;
-	gx_ptx_module__stats(m, &st);
-	p->async = !gx_ptx_module__copy_unsafe(m, NULL, 0);
-	p->async_vars = st.vars > 0;
-	gx_ptx_module__free(m);
+	bool vars;
+	p->async = gx_live_copy_check(orig, len, &vars, NULL, 0) == 0;
+	p->async_vars = vars;
 }
 
 bool gx_jit_async_take(const struct gx_prep *p, unsigned n, const CUjit_option *o)
 {
-	if (!p->async || !started || !p->nr_hooks || p->nr_persistent || p->side || p->ptx_load || p->rdc_units)
+	/* p->async: judged (hooks, no cubin cached, a faithful copy); no
+	 * persistent copies nor -rdc units then (gx_jit_async_on, and the
+	 * -rdc route is never judged). The worker passes no JIT options: a
+	 * load the application gave options that change the code (no cubin
+	 * route, -1) stays on the load path. */
+	if (!p->async)
 		return false;
-	/* not cached (a cached cubin loads at once on the load path); and
-	 * the worker passes no JIT options: a load the application gave
-	 * options that change the code (no cubin route, -1) stays here */
 	int st = gx_prep_cubin_state(p, n, o);
 	return st == 0 || (st < 0 && !n);
 }
@@ -202,8 +200,8 @@ void gx_log_async(const char *api, const struct gx_prep *p)
 		p->id, api, p->nr_hooks, p->sm, p->cached ? " from the module cache" : "");
 }
 
-/* At exit: the running JITs finish (at most GPUEXT_JIT_ASYNC_EXIT_S, 30 s),
- * queued jobs are dropped. */
+/* At exit: the running JITs finish (at most 30 s), queued jobs are
+ * dropped. */
 static void async_exit(void)
 {
 	pthread_mutex_lock(&q_lock);

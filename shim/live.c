@@ -78,8 +78,7 @@ struct fn_key {
 };
 struct fn_map {
 	struct fn_key key;
-	void *mod;	      /* the application's module or library of f */
-	struct copy *from;    /* the copy instr is in */
+	void *mod;	      /* the application's module or library of f (instr is in its copy) */
 	void *instr;	      /* NULL: no copy to run (SASS only, no hooks) */
 	bool instr_is_kernel; /* instr is a CUkernel */
 	unsigned max_dyn;     /* dynamic shared memory carried over to instr so far */
@@ -112,9 +111,8 @@ static bool sched_on; /* blocksched runs live (--sched): the copies carry persis
 static struct copy *copies;
 static struct copy *retired; /* copies that no longer stand in for their module */
 static struct fn_map *fns;
-/* gx_live_state_taken calls so far, and one for a library's module: which
- * library is unknown, so no library with variables gets a copy */
-static unsigned long state_gen;
+/* gx_live_state_taken was called for a library's module: which library
+ * is unknown, so no library with variables gets a copy */
 static bool lib_state_unknown;
 static struct sev *sevs;
 static long inflight;	/* switched launches the driver has not returned from */
@@ -199,7 +197,6 @@ static void *fn_lookup(CUcontext ctx, void *f, bool is_kernel, struct fn_map **m
 	if ((m = calloc(1, sizeof(*m)))) {
 		m->key = key;
 		m->mod = mod;
-		m->from = out ? c : NULL;
 		m->instr = out;
 		m->instr_is_kernel = out && isk;
 		HASH_ADD(hh, fns, key, sizeof(key), m);
@@ -366,14 +363,14 @@ static unsigned lowest_sm(void)
 	return lo;
 }
 
-/* Forget the resolved functions of module `mod`, of copy `from` or of
- * context `ctx` (each NULL: no match on it; live_lock held). */
-static void fns_drop(const void *mod, const struct copy *from, CUcontext ctx)
+/* Forget the resolved functions of module `mod` (those of its copy among
+ * them) or of context `ctx` (each NULL: no match on it; live_lock held). */
+static void fns_drop(const void *mod, CUcontext ctx)
 {
 	struct fn_map *m, *t;
 	HASH_ITER(hh, fns, m, t)
 	{
-		if ((mod && m->mod == mod) || (from && m->from == from) || (ctx && m->key.ctx == ctx)) {
+		if ((mod && m->mod == mod) || (ctx && m->key.ctx == ctx)) {
 			HASH_DEL(fns, m);
 			free(m);
 		}
@@ -386,9 +383,32 @@ static void fns_drop(const void *mod, const struct copy *from, CUcontext ctx)
 static void retire(struct copy *c)
 {
 	HASH_DEL(copies, c);
-	fns_drop(c->orig, c, NULL);
+	fns_drop(c->orig, NULL);
 	c->next_retired = retired;
 	retired = c;
+}
+
+int gx_live_copy_check(const char *ptx, size_t len, bool *vars, char *name, size_t n)
+{
+	char err[160];
+	*vars = false;
+	struct gx_ptx_module *m = gx_ptx_module__parse(ptx, len, err, sizeof(err));
+	if (!m)
+		return -1;
+	struct gx_ptx_stats st;
+	gx_ptx_module__stats(m, &st);
+	int bad = (int)gx_ptx_module__copy_unsafe(m, name, n);
+	gx_ptx_module__free(m);
+	*vars = st.vars > 0;
+	return bad;
+}
+
+/* Does the host hold the address of a variable of module h (live_lock
+ * held)? A library's module asked through cuLibraryGetModule counts for
+ * every library. */
+static bool host_holds(void *h, bool is_library)
+{
+	return gx_tab_host_state(h) || (is_library && lib_state_unknown);
 }
 
 /* Module-scope state (ptx-rewrite/copy_state.c): 0 when a copy can share
@@ -397,18 +417,12 @@ static void retire(struct copy *c)
  * with one line when it cannot. */
 static int copy_state(const struct gx_tab_mod *tm, bool *vars)
 {
-	char err[160], name[128];
-	*vars = false;
-	struct gx_ptx_module *m = gx_ptx_module__parse(tm->ptx, strlen(tm->ptx), err, sizeof(err));
-	if (!m)
+	char name[128];
+	int bad = gx_live_copy_check(tm->ptx, strlen(tm->ptx), vars, name, sizeof(name));
+	if (bad < 0)
 		return 0; /* the rewrite says why */
-	struct gx_ptx_stats st;
-	gx_ptx_module__stats(m, &st);
-	unsigned bad = gx_ptx_module__copy_unsafe(m, name, sizeof(name));
-	gx_ptx_module__free(m);
-	*vars = st.vars > 0;
 	pthread_mutex_lock(&live_lock);
-	bool host = *vars && (tm->host_state || (tm->is_library && lib_state_unknown));
+	bool host = *vars && host_holds(tm->handle, tm->is_library);
 	pthread_mutex_unlock(&live_lock);
 	if (bad) {
 		pr_info("attach: module %u: not instrumented: its kernels may write module variable %s%s, which an "
@@ -452,9 +466,8 @@ void gx_live_unloaded(void *handle)
 		c = NULL;
 	} else if (c) {
 		HASH_DEL(copies, c);
-		fns_drop(NULL, c, NULL);
 	}
-	fns_drop(handle, NULL, NULL);
+	fns_drop(handle, NULL);
 	bool sched = sched_on;
 	int ph = phase;
 	pthread_mutex_unlock(&live_lock);
@@ -481,7 +494,7 @@ void gx_live_ctx_gone(CUcontext ctx)
 			retire(c);
 		}
 	}
-	fns_drop(NULL, NULL, ctx);
+	fns_drop(NULL, ctx);
 	struct sev *e, *et;
 	HASH_ITER(hh, sevs, e, et)
 	{
@@ -496,7 +509,6 @@ void gx_live_ctx_gone(CUcontext ctx)
 void gx_live_state_taken(void *handle)
 {
 	pthread_mutex_lock(&live_lock);
-	state_gen++;
 	if (!handle)
 		lib_state_unknown = true;
 	struct copy *c, *t;
@@ -523,35 +535,46 @@ int gx_live_async_start(void)
 	return sub_id < 0 ? sub_id : 0;
 }
 
-bool gx_live_async_add(void *orig, CUcontext ctx, unsigned id, bool vars, void *copy)
+/* File `handle` as the copy of module orig, number id (live_lock held):
+ * 0; -ESTALE when orig is no longer that module (unloaded meanwhile: the
+ * driver may give its handle to the next load) or has a copy already;
+ * -EPERM when it has variables and the host holds an address of one
+ * (asked since the copy was judged); -ENOMEM. */
+static int copy_file(void *orig, CUcontext ctx, bool is_library, unsigned id, bool vars, void *handle)
 {
+	struct copy *c = NULL;
 	unsigned mid = 0;
 	bool rw = false;
-	pthread_mutex_lock(&live_lock);
-	struct copy *c = NULL;
 	HASH_FIND_PTR(copies, &orig, c);
-	/* the same module still (an unloaded one's handle may be reused) */
-	bool alive = !gx_tab_mod_info(orig, &mid, &rw) && mid == id && !c;
-	bool stale = alive && vars && gx_tab_host_state(orig);
-	if (!alive || stale || !(c = calloc(1, sizeof(*c)))) {
-		pthread_mutex_unlock(&live_lock);
-		if (stale)
-			pr_info("module %u: the application asked for a module variable's address: its instrumented copy "
-				"is not used",
-				id);
-		else if (!alive)
-			pr_info("module %u: unloaded before its instrumented copy was ready", id);
-		return false;
-	}
+	if (c || gx_tab_mod_info(orig, &mid, &rw) || mid != id)
+		return -ESTALE;
+	if (vars && host_holds(orig, is_library))
+		return -EPERM;
+	if (!(c = calloc(1, sizeof(*c))))
+		return -ENOMEM;
 	c->orig = orig;
 	c->ctx = ctx;
+	c->is_library = is_library;
 	c->vars = vars;
 	c->id = id;
-	c->handle = copy;
+	c->handle = handle;
 	HASH_ADD_PTR(copies, orig, c);
-	fns_drop(orig, NULL, NULL); /* its launches so far found no copy */
+	fns_drop(orig, NULL); /* its launches so far found no copy */
+	return 0;
+}
+
+bool gx_live_async_add(void *orig, CUcontext ctx, unsigned id, bool vars, void *copy)
+{
+	pthread_mutex_lock(&live_lock);
+	int f = copy_file(orig, ctx, false, id, vars, copy);
 	pthread_mutex_unlock(&live_lock);
-	return true;
+	if (f == -EPERM)
+		pr_info("module %u: the application asked for a module variable's address: its instrumented copy is "
+			"not used",
+			id);
+	else if (f == -ESTALE)
+		pr_info("module %u: unloaded before its instrumented copy was ready", id);
+	return !f;
 }
 
 /* The instrumented copy of one module: 1 made, 0 nothing to hook, -errno. */
@@ -563,9 +586,6 @@ static int copy_make(struct gx_tab_mod *tm)
 	bool pushed = false, vars = false;
 	int ret = 0;
 	void *h = NULL;
-	pthread_mutex_lock(&live_lock);
-	unsigned long gen = state_gen;
-	pthread_mutex_unlock(&live_lock);
 	if (!tm->is_library) {
 		CUdevice d;
 		if (!tm->ctx || REAL(cuCtxPushCurrent_v2)(tm->ctx) != CUDA_SUCCESS)
@@ -625,35 +645,19 @@ static int copy_make(struct gx_tab_mod *tm)
 		}
 	}
 	gx_prep_free(&p);
-	struct copy *c = NULL;
 	if (ret == 1) {
 		pthread_mutex_lock(&live_lock);
-		HASH_FIND_PTR(copies, &tm->handle, c);
-		/* unloaded meanwhile (its handle may already be another module's) */
-		unsigned mid = 0;
-		bool rw = false;
-		bool dup = c != NULL || gx_tab_mod_info(tm->handle, &mid, &rw) || mid != tm->id;
-		/* an address taken since copy_state looked: judged again by the next attach */
-		bool stale = vars && state_gen != gen &&
-			     (gx_tab_host_state(tm->handle) || (tm->is_library && lib_state_unknown));
-		if (stale)
+		/* not while detached; not twice (a load racing with the attach) */
+		int f = phase ? copy_file(tm->handle, tm->ctx, tm->is_library, tm->id, vars, h) : -ESTALE;
+		pthread_mutex_unlock(&live_lock);
+		if (!f)
+			h = NULL;
+		if (f == -EPERM) { /* judged again by the next attach */
 			pr_info("attach: module %u: the application asked for a module variable's address meanwhile: "
 				"not instrumented",
 				tm->id);
-		if (!dup && !stale && phase && (c = calloc(1, sizeof(*c)))) {
-			c->orig = tm->handle;
-			c->ctx = tm->ctx;
-			c->is_library = tm->is_library;
-			c->vars = vars;
-			c->id = tm->id;
-			c->handle = h;
-			HASH_ADD_PTR(copies, orig, c);
-			fns_drop(tm->handle, NULL, NULL); /* a launch may have found no copy yet */
-			h = NULL;
-		}
-		if (stale)
 			ret = -EPERM;
-		pthread_mutex_unlock(&live_lock);
+		}
 		if (h) { /* made twice (a load racing with the attach), unloaded or detached meanwhile */
 			gx_sched_module(h, tm->is_library, "", NULL); /* forgotten by blocksched */
 			tm->is_library ? REAL(cuLibraryUnload)(h) : REAL(cuModuleUnload)(h);

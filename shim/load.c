@@ -201,8 +201,9 @@ static int prep_cubin_ptx(const struct gx_image *im, unsigned sm, struct gx_prep
 	}
 	p->sm = e->sm;
 	p->from_cubin = true;
-	gx_jit_async_judge(ptx, len, p);
 	r = gx_prep_rewrite(ptx, len, sm, p) ? 1 : -1;
+	if (r > 0)
+		gx_jit_async_judge(ptx, len, p);
 	if (r > 0 && p->nr_persistent && !keep_sass(true, 1, e->sm, ptx, len, p)) {
 		p->from_cubin = false;
 		r = -1; /* p->why says why */
@@ -358,8 +359,10 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 		const char *text = e->data;
 		len = strnlen(text, e->raw_size);
 		gx_image_free(&im); /* entries point into the application's image, which stays */
-		gx_jit_async_judge(text, len, p);
-		return keep_sass(gx_prep_rewrite(text, len, sm, p), has_sass, sm, text, len, p);
+		bool rw = gx_prep_rewrite(text, len, sm, p);
+		if (rw)
+			gx_jit_async_judge(text, len, p);
+		return keep_sass(rw, has_sass, sm, text, len, p);
 	}
 	size_t budget = gx_image_budget(im.extent);
 	int ret = gx_image_entry_data(e, &budget, &raw, &len);
@@ -375,8 +378,10 @@ bool gx_prepare(const char *api, const void *img, size_t avail, bool all_devices
 		p->level = GX_LOG_WARN;
 		return false;
 	}
-	gx_jit_async_judge(raw, len, p);
-	bool ok = keep_sass(gx_prep_rewrite(raw, len, sm, p), has_sass, sm, raw, len, p);
+	bool rw = gx_prep_rewrite(raw, len, sm, p);
+	if (rw)
+		gx_jit_async_judge(raw, len, p);
+	bool ok = keep_sass(rw, has_sass, sm, raw, len, p);
 	free(raw);
 	return ok;
 }

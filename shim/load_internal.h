@@ -151,6 +151,11 @@ void gx_log_async(const char *api, const struct gx_prep *p);
  * -errno), and one copy handed over: false when its module is gone or
  * its state no longer shareable (the caller unloads it). */
 int gx_live_async_start(void);
+/* Can a second copy of module `ptx` share its state (copy_state.c)? The
+ * number of variables it could not (0: it can, *vars saying whether it has
+ * any), the first one's name into name (n bytes), or -1 if ptx does not
+ * parse. */
+int gx_live_copy_check(const char *ptx, size_t len, bool *vars, char *name, size_t n);
 bool gx_live_async_add(void *orig, CUcontext ctx, unsigned id, bool vars, void *copy);
 
 /* Next module number (also for modules that never reach gx_prepare). */

@@ -228,7 +228,6 @@ int gx_tab_mod_source(void *handle, struct gx_tab_mod *out)
 		out->ctx = m->owner->ctx;
 		out->is_library = m->is_library;
 		out->id = m->id;
-		out->host_state = m->host_state;
 		const char *t = m->rewritten ? m->keep : m->src;
 		/* a rewritten -rdc module keeps a cubin, not PTX */
 		out->ptx = NULL;

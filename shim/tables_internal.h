@@ -57,8 +57,7 @@ struct gx_tab_mod {
 	CUcontext ctx;
 	bool is_library;
 	unsigned id;
-	bool host_state; /* gx_tab_mark_host_state was called */
-	char *ptx;	 /* malloc'd copy */
+	char *ptx; /* malloc'd copy */
 };
 int gx_tab_mod_source(void *handle, struct gx_tab_mod *out);
 /* The application asked for the address of one of the module's variables
