@@ -153,10 +153,9 @@ static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h, const
 {
 	struct ptx_module *m = s->m;
 	*err = 0;
-	if (!all && h->wclone)
-		return h->wclone;
-	if (all && h->wclone_all)
-		return h->wclone_all;
+	const char **made = all ? &h->wclone_all : &h->wclone;
+	if (*made)
+		return *made;
 	const char *name = ptx_fresh_name(m, "", "hw");
 	const char *end = ptx_fresh_name(m, "$", "Lw");
 	struct ptx_item *at = ptx_find_func(m, h->name);
@@ -235,7 +234,7 @@ static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h, const
 	}
 	if (decls.head)
 		ptx_insert_before(&it->func, lab, decls.head, decls.tail);
-	*(all ? &h->wclone_all : &h->wclone) = name;
+	*made = name;
 	return name;
 }
 
