@@ -132,29 +132,24 @@ struct gx_ptx_kregs {
  * context, makes no call and reads no memory. GX_PTX_SAMPLE_EARLY=1. */
 #define GX_PTX_F_SAMPLE_EARLY 2048u
 
-/* A/B (issue 40): mem/fence handlers inlined up to the entry/exit limit
- * (1024 instructions) instead of 160, so memtrace's handler is inlined at
- * every memory site rather than called. GPU run 97: with the reservation's
- * loop off the fast path, and bar.warp.sync after each site, every store
- * of the golden kernel was still recorded as 1 + 31 lanes (939 records for
- * 626 accesses): the warp stays split after the leader's call. Whether a
- * call from the election's divergent region is what keeps it split is
- * what this measures. GX_PTX_MEM_INLINE=1. */
-#define GX_PTX_F_MEM_INLINE 4096u
-
-/* A/B (issue 40, the other half of run 97's question): a called mem/fence
- * handler (its word clone) called by every lane that reached the site,
- * not by the elected leader alone, with the leader flag as a first
- * parameter: the lanes without it return at once, so the call is made
- * converged and the divergence stays inside the callee. Not for sampling
- * bindings (their gate is the leader's). GX_PTX_MEM_CALL_ALL=1. */
-#define GX_PTX_F_MEM_CALL_ALL 8192u
+/* The old placement of called mem/fence handlers, for A/Bs (issue 40). GPU
+ * run 97: with the reservation's loop off the fast path and bar.warp.sync
+ * after each site, every store of memtrace's golden kernel was recorded as
+ * 1 + 31 lanes (939 records for 626 accesses): a call made by the elected
+ * leader alone left the warp split for good. Run 98: inlined, or called by
+ * every arriving lane, 626 records exactly. So mem/fence handlers are now
+ * inlined up to the entry/exit limit (within a per-module budget) and the
+ * others called by every lane. GX_PTX_F_MEM_SMALL_INLINE (GX_PTX_MEM_INLINE=0)
+ * inlines only up to the old 160 instructions; GX_PTX_F_MEM_LEADER_CALL
+ * (GX_PTX_MEM_CALL_ALL=0) has the leader alone make the call. */
+#define GX_PTX_F_MEM_SMALL_INLINE 4096u
+#define GX_PTX_F_MEM_LEADER_CALL  8192u
 
 /* The switches the callers (shim, CLI) take from the environment:
  * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0"),
  * GX_PTX_BLOCK_SITE=entry|exit|barrier, GX_PTX_MEM_CAP=0, GX_PTX_REG_CAP=0 and
- * GX_PTX_HOIST_WARP=1, GX_PTX_SAMPLE_EARLY=1, GX_PTX_MEM_INLINE=1,
- * GX_PTX_MEM_CALL_ALL=1. */
+ * GX_PTX_HOIST_WARP=1, GX_PTX_SAMPLE_EARLY=1, GX_PTX_MEM_INLINE=0,
+ * GX_PTX_MEM_CALL_ALL=0. */
 static inline unsigned gx_ptx_flags_from_env(void)
 {
 	const char *rc = getenv("GX_PTX_RECONVERGE"), *top = getenv("GX_PTX_ENTRY_TOP");
@@ -163,8 +158,8 @@ static inline unsigned gx_ptx_flags_from_env(void)
 	const char *mi = getenv("GX_PTX_MEM_INLINE"), *ma = getenv("GX_PTX_MEM_CALL_ALL");
 	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) | (mc && mc[0] == '0' ? GX_PTX_F_NO_MEM_CAP : 0) |
 	       (hc && hc[0] == '0' ? 0 : GX_PTX_F_HOOK_CAP) | (hw && hw[0] == '1' ? GX_PTX_F_HOIST_WARP : 0) |
-	       (se && se[0] == '1' ? GX_PTX_F_SAMPLE_EARLY : 0) | (mi && mi[0] == '1' ? GX_PTX_F_MEM_INLINE : 0) |
-	       (ma && ma[0] == '1' ? GX_PTX_F_MEM_CALL_ALL : 0) |
+	       (se && se[0] == '1' ? GX_PTX_F_SAMPLE_EARLY : 0) | (mi && mi[0] == '0' ? GX_PTX_F_MEM_SMALL_INLINE : 0) |
+	       (ma && ma[0] == '0' ? GX_PTX_F_MEM_LEADER_CALL : 0) |
 	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |
 	       (bs && !strcmp(bs, "entry") ? GX_PTX_F_BLOCK_ENTRY : 0) |
 	       (bs && !strcmp(bs, "exit") ? GX_PTX_F_BLOCK_EXIT : 0) |

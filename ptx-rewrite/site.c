@@ -54,8 +54,13 @@
 #include "ptx-rewrite/tramp_internal.h"
 
 /* Inlining limits, in handler instructions (the JIT's tools: 60-260). */
-#define PTX_INLINE_MAX	   1024 /* entry/exit */
-#define PTX_INLINE_MAX_MEM 160	/* mem/fence: one copy per memory instruction */
+#define PTX_INLINE_MAX	      1024 /* entry/exit, and mem/fence within the budget below */
+#define PTX_INLINE_MAX_MEM    160  /* mem/fence past the budget, or GX_PTX_F_MEM_SMALL_INLINE */
+/* A mem/fence handler is copied to every memory instruction: those over
+ * PTX_INLINE_MAX_MEM are inlined until the module holds this many of their
+ * instructions (memtrace's ~490: 67 sites), then called by every lane.
+ * ptxas took 17 s on a kernel with 134 inlined and 266 called. */
+#define PTX_INLINE_MEM_BUDGET 32768
 
 void ptx_sites_init(struct ptx_sites *s, struct ptx_module *m, struct ptx_pass_ctx *ctx, struct ptx_policy *pol,
 		    struct ptx_tramps *tr)
@@ -238,15 +243,20 @@ static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h, const
 	return name;
 }
 
-/* The handler of a site inlined? Large handlers of mem/fence hooks are not
- * (one copy per memory instruction; GX_PTX_F_MEM_INLINE: up to the
- * entry/exit limit), nor those the analysis refuses. */
+/* The handler of a site inlined? Not those the analysis refuses, nor
+ * mem/fence handlers over the small limit once the module's budget is
+ * spent (GX_PTX_F_MEM_SMALL_INLINE: never). A called handler at a memory
+ * site is what split warps for good (GPU runs 94-98: every store of
+ * memtrace's golden kernel recorded as 1 + 31 lanes, tool_bench's reduce
+ * hung under the gate); inlined, 626 records for 626 accesses (run 98). */
 static int inlines(const struct ptx_sites *s, const struct ptx_handler *h, unsigned hook, int force_call)
 {
-	size_t max = hook & (GDEV_HOOK_MEM | GDEV_HOOK_FENCE) && !(s->ctx->opts->flags & GX_PTX_F_MEM_INLINE)
-			     ? PTX_INLINE_MAX_MEM
-			     : PTX_INLINE_MAX;
-	return h->inlinable && h->ninsn <= max && !force_call;
+	if (!h->inlinable || h->ninsn > PTX_INLINE_MAX || force_call)
+		return 0;
+	if (!(hook & (GDEV_HOOK_MEM | GDEV_HOOK_FENCE)) || h->ninsn <= PTX_INLINE_MAX_MEM)
+		return 1;
+	return !(s->ctx->opts->flags & GX_PTX_F_MEM_SMALL_INLINE) &&
+	       s->mem_inl_insn + h->ninsn <= PTX_INLINE_MEM_BUDGET;
 }
 
 /* The handler a site of func (NULL: the built-in one chosen by opts->stubs)
@@ -321,7 +331,7 @@ struct site {
 	const char *func;      /* the handler (or stub) called or inlined */
 	struct ptx_handler *h; /* NULL for a stub */
 	int stub, force_call, inl;
-	bool all;		      /* called by every arriving lane (GX_PTX_F_MEM_CALL_ALL) */
+	bool all;		      /* called by every arriving lane (not GX_PTX_F_MEM_LEADER_CALL) */
 	unsigned need;		      /* the context words the handler reads */
 	const char *end, *hend, *out; /* labels: END, the handler's end, OUT */
 	bool remat, sync;
@@ -373,10 +383,14 @@ static int site_plan(struct site *st)
 	/* entry/exit sites are few per kernel; a mem/fence handler is
 	 * copied to every memory instruction, so only small ones are */
 	st->inl = inlines(st->s, h, st->hook, st->force_call);
-	/* a called mem/fence handler with words, not sampled: made converged */
+	if (st->inl && (st->hook & (GDEV_HOOK_MEM | GDEV_HOOK_FENCE)) && h->ninsn > PTX_INLINE_MAX_MEM)
+		st->s->mem_inl_insn += h->ninsn;
+	/* a called mem/fence handler with words: called by every arriving lane,
+	 * the leader flag its first parameter (GPU run 98: 626 records for 626
+	 * accesses, where the leader's call split the warp) */
 	st->all = !st->inl && !st->force_call && h->inlinable && st->need &&
-		  (st->hook & (GDEV_HOOK_MEM | GDEV_HOOK_FENCE)) && (st->s->ctx->opts->flags & GX_PTX_F_MEM_CALL_ALL) &&
-		  !(st->hook & GDEV_HOOK_MEM && ptx_site_sample_every(st->s, st->func) > 1);
+		  (st->hook & (GDEV_HOOK_MEM | GDEV_HOOK_FENCE)) &&
+		  !(st->s->ctx->opts->flags & GX_PTX_F_MEM_LEADER_CALL);
 	if (!st->inl && !st->force_call && !h->logged) {
 		h->logged = 1;
 		ptx_pass_log(st->s->ctx,
@@ -469,7 +483,8 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 	unsigned every = st->hook & GDEV_HOOK_MEM ? ptx_site_sample_every(st->s, st->func) : 0;
 	int early = !!(st->s->ctx->opts->flags & GX_PTX_F_SAMPLE_EARLY);
 	if (!err && every > 1 && early) {
-		int g = ptx_site_sample_gate(m, st->fn, bd, r, every, st->kid, st->s->ctx->res->nr_hooks, st->out, 0);
+		int g = ptx_site_sample_gate(m, st->fn, bd, r, every, st->kid, st->s->ctx->res->nr_hooks, st->out,
+					     PTX_GATE_VOTE);
 		if (g < 0)
 			err = g;
 	}
@@ -493,7 +508,10 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 	if (!st->all) /* the other lanes wait at END (converged call: they make it too) */
 		ptx_chain_insn(m, bd, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, st->end));
 	if (!err && every > 1 && !early) {
-		int g = ptx_site_sample_gate(m, st->fn, bd, r, every, st->kid, st->s->ctx->res->nr_hooks, st->end, 1);
+		/* the leader's gate; for a converged call the leader flag takes
+		 * it (no branch: every lane makes the call) */
+		int g = ptx_site_sample_gate(m, st->fn, bd, r, every, st->kid, st->s->ctx->res->nr_hooks, st->end,
+					     st->all ? PTX_GATE_FLAG : PTX_GATE_LEADER);
 		if (g < 0)
 			err = g;
 	}

@@ -25,6 +25,7 @@ struct ptx_sites {
 	const struct ptx_site_regs *regs; /* made on first use */
 	const char *probe;		  /* the built-in probe handler's name, once in the module */
 	unsigned nr_elided;		  /* sites of the empty built-in handler left out */
+	size_t mem_inl_insn;		  /* mem/fence handler instructions inlined past the small limit */
 };
 
 /* A kernel's prologue begin..last (inclusive) that its entry site at `end`

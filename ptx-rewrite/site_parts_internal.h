@@ -59,13 +59,15 @@ int ptx_site_uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
 			    struct ptx_chain *pre, unsigned *words, unsigned layout);
 
 /* site_sample.c: the 1-in-n test of a mem site of fn (fn gets its seed
- * register once): accesses not sampled branch to `out`. leader 0: before
- * the election, voted, uniform per arriving group (GX_PTX_F_SAMPLE_EARLY);
- * leader 1: after it, made by the leader alone (its lane register is
- * restored). n <= 1: nothing emitted, 0; 1 emitted; -ENOMEM. site: any
- * per-site number (decorrelates sites). */
+ * register once), made where `how` says. n <= 1: nothing emitted, 0; 1
+ * emitted; -ENOMEM. site: any per-site number (decorrelates sites). */
+enum ptx_gate {
+	PTX_GATE_VOTE,	 /* before the election, voted: unsampled groups branch to `out` (GX_PTX_F_SAMPLE_EARLY) */
+	PTX_GATE_LEADER, /* after it, by the leader alone: unsampled, it branches to `out` */
+	PTX_GATE_FLAG,	 /* after it, by every lane: the leader flag (%q) cleared when unsampled, no branch */
+};
 int ptx_site_sample_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, const struct ptx_site_regs *r,
-			 unsigned n, unsigned long long kid, unsigned site, const char *out, int leader);
+			 unsigned n, unsigned long long kid, unsigned site, const char *out, enum ptx_gate how);
 /* The N of a mem site calling `func` (renamed): its binding's sample, or
  * opts->mem_sample instead when set; 0 for handlers that do not sample. */
 struct ptx_sites;

@@ -74,7 +74,7 @@ static struct ptx_opnd *seed(struct ptx_module *m, struct ptx_func *fn)
 }
 
 int ptx_site_sample_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, const struct ptx_site_regs *r,
-			 unsigned n, unsigned long long kid, unsigned site, const char *out, int leader)
+			 unsigned n, unsigned long long kid, unsigned site, const char *out, enum ptx_gate how)
 {
 	if (n <= 1)
 		return 0;
@@ -93,8 +93,16 @@ int ptx_site_sample_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_c
 			INSN(c, "mul", PTX_MODS(".lo", ".u32"), r->ot, r->ot, ptx_opnd_int(m, mul[i]));
 	}
 	/* sampled iff hash < 2^32 / n: probability 1/n within 2^-32 */
+	if (how == PTX_GATE_FLAG) {
+		/* every lane here, the leader's hash decides (the others'
+		 * flags are clear); the lane register back as for the leader */
+		INSN(c, "setp", PTX_MODS(".lo", ".and", ".u32"), r->oq, r->ot, ptx_opnd_int(m, ptx_sample_limit(n)),
+		     r->oq);
+		INSN(c, "mov", PTX_MODS(".u32"), r->ol, ptx_opnd_id(m, "%laneid"));
+		return c->failed ? -ENOMEM : 1;
+	}
 	INSN(c, "setp", PTX_MODS(".lo", ".u32"), r->oq, r->ot, ptx_opnd_int(m, ptx_sample_limit(n)));
-	if (leader) {
+	if (how == PTX_GATE_LEADER) {
 		/* one lane here: no vote. The hash used the election's lane
 		 * register; the leader's lane is its own %laneid. */
 		ptx_chain_insn(m, c, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, out));

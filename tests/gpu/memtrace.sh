@@ -6,6 +6,9 @@
 # (ptx-rewrite/site_sample.c), made by the elected leader before any
 # context or call (GX_PTX_SAMPLE_EARLY=1 would make it before the election:
 # GPU run 90, hung reduce and the cooperative sample; not run here).
+# memtrace's handler is inlined at each memory site (run 98: the leader's
+# call split warps); the `gatecall`/`call` configurations (GX_PTX_MEM_INLINE=0)
+# call it with every lane instead, the gate folded into the leader flag.
 #  1. golden (tests/gpu/memtrace/golden.cu, 313 warps: one load and one store
 #     each, the last warp of 16 lanes), under each program: the full trace
 #     (--sample 1) must equal the expected records exactly (op, leader
@@ -21,7 +24,8 @@
 #     occupancy API): COOP_PROCS processes natively and under each program,
 #     median of their time_ms (20 launches); goal <= 1.5x; sums identical.
 # Needs build/cache (make gpu-prep: memtrace's JIT'd program). Logs: $OUT/memtrace.
-# Env: REPS (11), COOP_PROCS (5), MT_BUDGET (200 s for the whole part).
+# Env: REPS (11), COOP_PROCS (5), MT_BUDGET (200 s for the whole part),
+# MT_CFGS (the bench's configurations: direct gate memtrace gatecall).
 set -u
 ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 B=${GX_BUILD:-$ROOT/build}
@@ -77,28 +81,11 @@ mt golden-1024 60 --json -- "$GOLD" 4000 || nok "golden 1 in 1024: exit $?"
 GX_MT_GATE=1 mt gate-golden-full 60 --sample 1 --json -- "$GOLD" 1 || nok "gate golden full trace: exit $?"
 GX_MT_GATE=1 mt gate-golden-16 60 --sample 16 --json -- "$GOLD" 400 || nok "gate golden 1 in 16: exit $?"
 GX_MT_GATE=1 mt gate-golden-1024 60 --json -- "$GOLD" 4000 || nok "gate golden 1 in 1024: exit $?"
-# run 97: every store still 1 + 31 lanes under both programs, with the
-# reservation's first try loop-free and bar.warp.sync after each site. The
-# A/B: the handler inlined at each site (GX_PTX_MEM_INLINE=1), no call from
-# the election's divergent region; and the SASS of both, for the next look.
-GX_PTX_MEM_INLINE=1 mt inl-golden-full 60 --sample 1 --json -- "$GOLD" 1 || nok "inlined golden full trace: exit $?"
-GX_PTX_MEM_INLINE=1 GX_MT_GATE=1 mt inl-gate-golden-full 60 --sample 1 --json -- "$GOLD" 1 ||
-	nok "inlined gate golden full trace: exit $?"
-# and the handler still called, but by every lane (GX_PTX_MEM_CALL_ALL=1)
-GX_PTX_MEM_CALL_ALL=1 mt all-golden-full 60 --sample 1 --json -- "$GOLD" 1 || nok "call-all golden full trace: exit $?"
-if command -v nvdisasm >/dev/null || [ -x "${NVCC%/*}/nvdisasm" ]; then
-	DIS=$(command -v nvdisasm || echo "${NVCC%/*}/nvdisasm")
-	PTXAS_=$(command -v ptxas || echo "${NVCC%/*}/ptxas")
-	timeout 60 "$NVCC" -O2 -arch=sm_90 --ptx -o "$W/golden.ptx" "$ROOT/tests/gpu/memtrace/golden.cu" &&
-		for v in call:0:0 inline:1:0 all:0:1; do
-			f=${v#*:}
-			GX_PTX_MEM_INLINE=${f%:*} GX_PTX_MEM_CALL_ALL=${f#*:} "$B/bin/gpuext" tools rewrite memtrace \
-				"$W/golden.ptx" -o "$W/g-${v%%:*}.ptx" &&
-				"$PTXAS_" -arch=sm_90 "$W/g-${v%%:*}.ptx" -o "$W/g-${v%%:*}.cubin" &&
-				"$DIS" -c "$W/g-${v%%:*}.cubin" >"$L/golden-${v%%:*}.sass" 2>&1
-		done
-	echo "# golden SASS kept: $(ls "$L"/golden-*.sass 2>/dev/null | tr '\n' ' ')"
-fi
+# the called form (GX_PTX_MEM_INLINE=0: every lane calls, the leader flag
+# first; gated, the leader's test folded into the flag): the same records
+GX_PTX_MEM_INLINE=0 mt call-golden-full 60 --sample 1 --json -- "$GOLD" 1 || nok "called golden full trace: exit $?"
+GX_PTX_MEM_INLINE=0 GX_MT_GATE=1 mt call-gate-golden-16 60 --sample 16 --json -- "$GOLD" 400 ||
+	nok "called gate golden 1 in 16: exit $?"
 python3 - "$L" <<'P'
 import json, re, sys
 L = sys.argv[1]
@@ -115,7 +102,7 @@ if not nat:
     say(False, 'golden natively: no result line'); sys.exit(0)
 n, warps = int(nat.group(3)), int(nat.group(4))
 runs = [(p + 'golden-' + s, e) for p in ('', 'gate-') for s, e in (('full', 1), ('16', 16), ('1024', 1024))]
-for name, every in runs + [('inl-golden-full', 1), ('inl-gate-golden-full', 1), ('all-golden-full', 1)]:
+for name, every in runs + [('call-golden-full', 1), ('call-gate-golden-16', 16)]:
     g = line(name)
     try:
         d = json.load(open('%s/%s.json' % (L, name)))
@@ -168,8 +155,9 @@ P
 
 # ---- 2. tool_bench: native, memtrace, memtrace_gate
 WL=vadd,gemm,stencil,reduce
+CFGS=${MT_CFGS:-direct gate memtrace gatecall}
 for round in 1 2; do
-	for cfg in direct gate memtrace; do
+	for cfg in $CFGS; do
 		t=$(left)
 		[ "$t" -gt 60 ] || { nok "bench: $cfg round $round not run: $t s of the budget left"; continue; }
 		t=$((t - 40 < 100 ? t - 40 : 100))
@@ -179,13 +167,15 @@ for round in 1 2; do
 		direct) timeout "$t" "$BENCH" "$REPS" "$WL" >"$log.json" 2>"$log.err" ;;
 		memtrace) mt "bench-$cfg-$round" "$t" -- "$BENCH" "$REPS" "$WL" ;;
 		gate) GX_MT_GATE=1 mt "bench-$cfg-$round" "$t" -- "$BENCH" "$REPS" "$WL" ;;
+		gatecall) GX_PTX_MEM_INLINE=0 GX_MT_GATE=1 mt "bench-$cfg-$round" "$t" -- "$BENCH" "$REPS" "$WL" ;;
+		call) GX_PTX_MEM_INLINE=0 mt "bench-$cfg-$round" "$t" -- "$BENCH" "$REPS" "$WL" ;;
 		esac
 		rc=$?
 		[ $rc -eq 0 ] || nok "bench: $cfg round $round exited $rc"
 		echo "bench: memtrace wall $cfg round $round $(($(date +%s) - t1)) s"
 	done
 done
-grep -h '^memtrace: ' "$L"/bench-memtrace-*.json "$L"/bench-gate-*.json 2>/dev/null | head -4 | sed 's/^/bench: memtrace summary /'
+grep -h '^memtrace: ' "$L"/bench-*.json 2>/dev/null | head -8 | sed 's/^/bench: memtrace summary /'
 grep -ho 'rewritten ([0-9]* hooks)' "$L"/bench-memtrace-1.err 2>/dev/null | sort | uniq -c | head -3 | sed 's/^ */bench: memtrace modules /'
 
 # ---- 3. the cooperative sample
@@ -199,32 +189,34 @@ else
 	nok "coop: not run: $(left) s of the budget left"
 fi
 
-python3 - "$L" "$WL" <<'P'
+python3 - "$L" "$WL" "$CFGS" <<'P'
 import glob, re, statistics, sys
 L, wl = sys.argv[1], sys.argv[2].split(',')
 def say(good, msg):
     print('%s - memtrace: %s' % ('ok' if good else 'not ok', msg))
 med, ck = {}, {}
-for cfg in ('direct', 'memtrace', 'gate'):
+names = {'memtrace': 'memtrace (in-program sample)', 'gate': 'memtrace_gate (leader, inlined)',
+         'gatecall': 'memtrace_gate, called by every lane', 'call': 'memtrace, called by every lane'}
+cfgs = [c for c in sys.argv[3].split() if c != 'direct']
+for cfg in ['direct'] + cfgs:
     for f in sorted(glob.glob('%s/bench-%s-*.json' % (L, cfg))):
         for l in open(f):
             m = re.match(r'bench: (\S+) ([0-9.]+) ([0-9.]+)', l)
             if m: med.setdefault((cfg, m.group(1)), []).append(float(m.group(2)))
             m = re.match(r'checksum: (\S+) (\S+)', l)
             if m: ck.setdefault((cfg, m.group(1)), set()).add(m.group(2))
-print('| workload | native | memtrace (1 in 1024) | ratio | memtrace_gate (leader) | ratio |')
-print('|---|---|---|---|---|---|')
+print('| workload (1 in 1024) | native | ' + ' | '.join('%s | ratio' % names.get(c, c) for c in cfgs) + ' |')
+print('|---|---|' + '---|---|' * len(cfgs))
 for w in wl:
-    d, m, c = (min(med[(k, w)]) if med.get((k, w)) else None for k in ('direct', 'memtrace', 'gate'))
+    d = min(med[('direct', w)]) if med.get(('direct', w)) else None
+    vs = [min(med[(k, w)]) if med.get((k, w)) else None for k in cfgs]
     cell = lambda v: '%.3f ms' % v if v else '—'
     ratio = lambda v: '%.2fx' % (v / d) if v and d else '—'
-    print('| %s | %s | %s | %s | %s | %s |' % (w, cell(d), cell(m), ratio(m), cell(c), ratio(c)))
-    for k, v in (('memtrace', m), ('gate', c)):
+    print('| %s | %s | ' % (w, cell(d)) + ' | '.join('%s | %s' % (cell(v), ratio(v)) for v in vs) + ' |')
+    for k, v in zip(cfgs, vs):
         if d and v:
             print('bench: memtrace %s %s %.3f ms native %.3f ms ratio %.3f' % (w, k, v, d, v / d))
-    say(bool(d and m and m <= 1.5 * d), '%s under memtrace (1 in 1024) %s native (goal <= 1.5x)' % (w, ratio(m)))
-    say(bool(d and c and c <= 1.5 * d), '%s under memtrace_gate (1 in 1024) %s native (goal <= 1.5x)' % (w, ratio(c)))
-    for k in ('memtrace', 'gate'):
+        say(bool(d and v and v <= 1.5 * d), '%s under %s (1 in 1024) %s native (goal <= 1.5x)' % (w, k, ratio(v)))
         if ck.get(('direct', w)) and ck.get((k, w)):
             say(ck[(k, w)] == ck[('direct', w)], '%s output of %s identical (%s)' % (k, w, '/'.join(sorted(ck[(k, w)]))))
 # the cooperative sample

@@ -134,15 +134,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	gx_ptx_rewrite_result_free(&res);
 	/* the input as the application, the same handler bound to memory
 	 * accesses and sampled 1 in 16 (site_sample.c): by the leader after
-	 * the election (with GX_PTX_F_MEM_INLINE), and before it
-	 * (GX_PTX_F_SAMPLE_EARLY) */
+	 * the election, and before it (GX_PTX_F_SAMPLE_EARLY); called by every
+	 * lane with the test folded into the leader flag
+	 * (GX_PTX_F_MEM_SMALL_INLINE, where the handler is large), and by the
+	 * leader alone (GX_PTX_F_MEM_LEADER_CALL) */
 	const struct gx_hook_binding mb = {GDEV_HOOK_MEM, NULL, "gx_blk"};
 	const unsigned every = 16;
 	struct gx_ptx_rewrite_opts mo = {.sz = sizeof(mo), .hooks = GDEV_HOOK_MEM, .policy_ptx = blk,
 					 .policy_len = sizeof(blk) - 1, .bindings = &mb, .nr_bindings = 1,
 					 .bind_samples = &every};
-	for (int early = 0; early < 2; early++) {
-		mo.flags = early ? GX_PTX_F_SAMPLE_EARLY : GX_PTX_F_MEM_INLINE;
+	static const unsigned mflags[] = { 0, GX_PTX_F_SAMPLE_EARLY, GX_PTX_F_MEM_SMALL_INLINE,
+					   GX_PTX_F_MEM_SMALL_INLINE | GX_PTX_F_MEM_LEADER_CALL };
+	for (size_t i = 0; i < sizeof(mflags) / sizeof(mflags[0]); i++) {
+		mo.flags = mflags[i];
 		if (gx_ptx_rewrite(text, size, &mo, &res) == 0 && !res.ptx)
 			abort();
 		gx_ptx_rewrite_result_free(&res);

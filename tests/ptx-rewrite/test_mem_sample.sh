@@ -6,8 +6,10 @@
 # --sample N (opts.mem_sample) replaces its N, 1 = the full trace, no gate;
 # a mem program without the variable is never gated; the register cap of
 # kernels with gated sites (--regs, GX_PTX_MEM_CAP=0); memtrace's handler
-# inlined with GX_PTX_MEM_INLINE=1, called by every lane with
-# GX_PTX_MEM_CALL_ALL=1; ptxas accepts what is made.
+# inlined at every memory site (GPU run 98: the leader's call split warps),
+# past the module's budget called by every lane with the leader flag first
+# (gated: the flag takes the leader's test), GX_PTX_MEM_INLINE=0 and
+# GX_PTX_MEM_CALL_ALL=0 for the old forms; ptxas accepts what is made.
 set -u
 G=${BUILD:-build}/bin/gpuext
 W=${BUILD:-build}/ptx-sample
@@ -45,7 +47,7 @@ check "GX_PTX_SAMPLE_EARLY=1: the gate leaves by a uniform branch before the ele
 check "GX_PTX_SAMPLE_EARLY=1: the gate reads registers only (no memory before the election)" \
 	"awk '/mov.u32.*%clock/ { g = 1 } g && /(ld|st|atom|red)\\./ { bad = 1 } /elect.sync/ { g = 0 } END { exit bad }' $W/early.ptx"
 check "the program's own N (gx_mem_sample = 1024) without --sample" "[ \"\$(grep -c 'setp.lo.u32.*, 4194304;' $W/s0.ptx)\" = $n_mem ]"
-check "--sample 1: the full trace, no gate" "[ \"\$(gates $W/s1.ptx)\" = 0 ] && grep -q 'call' $W/s1.ptx"
+check "--sample 1: the full trace, no gate, the handler inlined" "[ \"\$(gates $W/s1.ptx)\" = 0 ] && ! grep -qE '^[[:space:]]+call' $W/s1.ptx && grep -q elect.sync $W/s1.ptx"
 check "a mem program without gx_mem_sample is never gated (--sample 16)" "grep -q 'elect.sync' $W/other.ptx && [ \"\$(gates $W/other.ptx)\" = 0 ]"
 check "1 in 3: limit 1431655765" "grep -q 'setp.lo.u32.*, 1431655765;' $W/cap.ptx"
 check "gated kernel capped at max(32, its registers)" "grep -q '^.maxnreg 32' $W/cap.ptx"
@@ -57,28 +59,44 @@ check "gpuext tools rewrite memtrace: no gate (the default program samples itsel
 	"$G tools rewrite memtrace $V -o $W/tool.ptx && [ \"\$(gates $W/tool.ptx)\" = 0 ]"
 check "the gated build with --sample 16: 1 in 16" \
 	"$G ptx rewrite --policy $T/memtrace_gate.bpf.o --sample 16 $V -o $W/tool16.ptx 2>/dev/null && grep -q 'setp.lo.u32.*, 268435456;' $W/tool16.ptx"
-# GX_PTX_MEM_INLINE=1 (the A/B of GPU run 97's split): memtrace's handler,
-# called at every memory site by default (over the 160-instruction limit),
-# inlined instead: no call left, one election per site as before
-$G tools rewrite memtrace $V -o $W/mt_call.ptx 2>/dev/null
-GX_PTX_MEM_INLINE=1 $G tools rewrite memtrace $V -o $W/mt_inline.ptx 2>/dev/null
-check "memtrace's handler is called at each memory site by default" \
-	"[ \"\$(grep -cE '^[[:space:]]+call' $W/mt_call.ptx)\" = $n_mem ]"
-check "GX_PTX_MEM_INLINE=1: inlined at each memory site, no call left, one election each" \
-	"! grep -qE '^[[:space:]]+call' $W/mt_inline.ptx && [ \"\$(grep -c 'elect.sync' $W/mt_inline.ptx)\" = $n_mem ] && [ \"\$(grep -c 'bar.warp.sync' $W/mt_inline.ptx)\" = $n_mem ]"
-# GX_PTX_MEM_CALL_ALL=1 (the other A/B): every lane that reached the site
-# makes the call, the leader flag first; the clone returns at once without
-# it. Sampled (gated) bindings keep the leader's call.
-GX_PTX_MEM_CALL_ALL=1 $G tools rewrite memtrace $V -o $W/mt_all.ptx 2>/dev/null
-GX_PTX_MEM_CALL_ALL=1 $G ptx rewrite --policy $T/memtrace_gate.bpf.o --sample 1024 $V -o $W/mt_all_gate.ptx 2>/dev/null
-check "GX_PTX_MEM_CALL_ALL=1: a call at each memory site, no leader branch before it, the flag passed first" \
+# memtrace's handler (over the old 160-instruction limit) inlined at every
+# memory site: no call, one election and one bar.warp.sync each (GPU run 98:
+# the leader's call left warps split; inlined, 626 records for 626 accesses)
+$G tools rewrite memtrace $V -o $W/mt_inline.ptx 2>/dev/null
+calls() { grep -cE '^[[:space:]]+call' "$1"; }
+check "memtrace's handler inlined at each memory site by default, no call, one election and warp sync each" \
+	"[ \"\$(calls $W/mt_inline.ptx)\" = 0 ] && [ \"\$(grep -c 'elect.sync' $W/mt_inline.ptx)\" = $n_mem ] && [ \"\$(grep -c 'bar.warp.sync' $W/mt_inline.ptx)\" = $n_mem ]"
+# GX_PTX_MEM_INLINE=0 (the old limit): called, by every lane that reached
+# the site, the leader flag first; the clone returns at once without it
+GX_PTX_MEM_INLINE=0 $G tools rewrite memtrace $V -o $W/mt_all.ptx 2>/dev/null
+check "GX_PTX_MEM_INLINE=0: a call at each memory site, no leader branch before it, the flag passed first" \
 	"[ \"\$(grep -cE '^[[:space:]]+call.*\\(__gx_cq, ' $W/mt_all.ptx)\" = $n_mem ] && ! grep -q '@!%__gx_q bra' $W/mt_all.ptx && [ \"\$(grep -c 'selp.b32.*%__gx_q;' $W/mt_all.ptx)\" = $n_mem ]"
-check "GX_PTX_MEM_CALL_ALL=1: the clone tests the flag before anything else" \
+check "GX_PTX_MEM_INLINE=0: the clone tests the flag before anything else" \
 	"awk '/^\\.func .*__gx_hw/ { f = 1; n = 0 } f && /ld.param.b32.*_q\\]/ { a = NR } f && /setp.eq.u32/ && a == NR - 1 { b = NR } f && /@%__gx_q bra/ && b == NR - 1 { ok = 1; f = 0 } END { exit !ok }' $W/mt_all.ptx"
-check "GX_PTX_MEM_CALL_ALL=1 leaves a sampled binding's leader call (its gate is the leader's)" \
-	"[ \"\$(gates $W/mt_all_gate.ptx)\" = $n_mem ] && ! grep -q __gx_cq $W/mt_all_gate.ptx"
+# a gated binding's call made by every lane: the leader's test clears the
+# flag (setp.and), no branch; the lane register restored after it
+GX_PTX_MEM_INLINE=0 $G ptx rewrite --policy $T/memtrace_gate.bpf.o --sample 1024 $V -o $W/mt_all_gate.ptx 2>/dev/null
+check "GX_PTX_MEM_INLINE=0, gated: the test folds into the leader flag, every lane calls, no leader branch" \
+	"[ \"\$(gates $W/mt_all_gate.ptx)\" = $n_mem ] && [ \"\$(grep -c 'setp.lo.and.u32.*, 4194304, %__gx_q;' $W/mt_all_gate.ptx)\" = $n_mem ] && [ \"\$(grep -cE '^[[:space:]]+call.*\\(__gx_cq, ' $W/mt_all_gate.ptx)\" = $n_mem ] && ! grep -q '@!%__gx_q bra' $W/mt_all_gate.ptx"
+check "GX_PTX_MEM_INLINE=0, gated: the flag is set after the test (selp follows setp.and)" \
+	"awk '/setp.lo.and.u32/ { s = NR } /selp.b32.*%__gx_q;/ && s && NR > s { n++; s = 0 } END { exit n != $n_mem }' $W/mt_all_gate.ptx"
+# the old form, the leader alone calling (GX_PTX_MEM_CALL_ALL=0)
+GX_PTX_MEM_INLINE=0 GX_PTX_MEM_CALL_ALL=0 $G tools rewrite memtrace $V -o $W/mt_call.ptx 2>/dev/null
+check "GX_PTX_MEM_INLINE=0 GX_PTX_MEM_CALL_ALL=0: the leader's call (the non-leaders branch past it)" \
+	"[ \"\$(calls $W/mt_call.ptx)\" = $n_mem ] && [ \"\$(grep -c '@!%__gx_q bra' $W/mt_call.ptx)\" = $n_mem ] && ! grep -q __gx_cq $W/mt_call.ptx"
+# the module's budget (32,768 inlined handler instructions): a kernel of
+# 150 stores gets memtrace's handler inlined at the first ones, called by
+# every lane at the rest
+{
+	printf '.version 8.0\n.target sm_90\n.address_size 64\n.visible .entry many(.param .u64 p)\n{\n.reg .b64 %%rd<3>;\n.reg .b32 %%r<2>;\nld.param.u64 %%rd1, [p];\ncvta.to.global.u64 %%rd2, %%rd1;\nmov.u32 %%r1, %%tid.x;\n'
+	for i in $(seq 150); do printf 'st.global.u32 [%%rd2+%d], %%r1;\n' $((4 * i)); done
+	printf 'ret;\n}\n'
+} >$W/many.ptx
+$G tools rewrite memtrace $W/many.ptx -o $W/mt_many.ptx 2>/dev/null
+check "past the budget: some sites inlined, the rest called by every lane, one election each" \
+	"i=\$(grep -c 'bar.warp.sync' $W/mt_many.ptx); c=\$(grep -cE '^[[:space:]]+call.*\\(__gx_cq, ' $W/mt_many.ptx); [ \"\$i\" = 150 ] && [ \"\$c\" -gt 0 ] && [ \"\$c\" -lt 150 ] && [ \"\$(grep -c elect.sync $W/mt_many.ptx)\" = 150 ]"
 if [ -x "$PTXAS" ]; then
-	for f in s1024 early cap nocap mt_inline mt_all mt_all_gate; do
+	for f in s1024 early cap nocap mt_inline mt_all mt_all_gate mt_call mt_many; do
 		check "ptxas accepts $f" "$PTXAS -arch=sm_90 $W/$f.ptx -o $W/$f.cubin"
 	done
 	check "capped kernel: ptxas keeps 32 registers" "$PTXAS -arch=sm_90 -v $W/cap.ptx -o /dev/null 2>&1 | grep -A3 \"entry function 'vadd'\" | grep -q 'Used 32 registers'"
