@@ -14,9 +14,9 @@
 #include "gpuext/gx_hooks.h"
 
 struct gx_ptx_rewrite_opts {
-	size_t sz;               /* sizeof(struct gx_ptx_rewrite_opts): ABI can grow */
-	unsigned hooks;          /* enum gdev_hook mask; 0 with !persistent = identity */
-	int persistent;          /* apply the persistent-worker transform where safe:
+	size_t sz;	/* sizeof(struct gx_ptx_rewrite_opts): ABI can grow */
+	unsigned hooks; /* enum gdev_hook mask; 0 with !persistent = identity */
+	int persistent; /* apply the persistent-worker transform where safe:
 				  * 1 in place; GX_PTX_PERSISTENT_COPY: keep each
 				  * accepted kernel and add a transformed copy (see
 				  * below) */
@@ -75,13 +75,13 @@ struct gx_ptx_kregs {
 };
 
 /* opts.flags */
-#define GX_PTX_F_NO_RECONVERGE 1u /* no bar.warp.sync after entry/mem/fence sites */
-#define GX_PTX_F_ENTRY_TOP 2u     /* every entry site before the kernel's first statement */
+#define GX_PTX_F_NO_RECONVERGE	     1u /* no bar.warp.sync after entry/mem/fence sites */
+#define GX_PTX_F_ENTRY_TOP	     2u /* every entry site before the kernel's first statement */
 /* Persistent copies that only ever run GX_WORK_STATIC (the launcher's
  * policy never claims): the loop without the claim path, the runtime or the
  * sched hooks, which cost a GEMM 8 registers even when never run. Logged
  * as ", static only" in the copy's line. */
-#define GX_PTX_F_PERSIST_STATIC 4u
+#define GX_PTX_F_PERSIST_STATIC	     4u
 /* Copy mode with a claiming policy: each accepted kernel K also gains a
  * static-only copy <prefix>_ps_K (logged like the other, ", static only"),
  * so a launcher can run K, its claiming copy or its static loop — the
@@ -90,12 +90,12 @@ struct gx_ptx_kregs {
 #define GX_PTX_F_PERSIST_STATIC_COPY 16u
 /* A/B only: the unit barrier for every persistent kernel, as the first
  * transform had (pass_persistent.c elides it where nothing needs it). */
-#define GX_PTX_F_UNIT_BARRIER 8u
+#define GX_PTX_F_UNIT_BARRIER	     8u
 
 /* A/B only: block handlers at every kernel's entry, or at every kernel's
  * exits, instead of the placement rule's choice (barriers: exits). */
-#define GX_PTX_F_BLOCK_ENTRY 32u
-#define GX_PTX_F_BLOCK_EXIT 64u
+#define GX_PTX_F_BLOCK_ENTRY   32u
+#define GX_PTX_F_BLOCK_EXIT    64u
 /* A/B (issue 40): block handlers before the kernel's first barrier that
  * every thread passes once (block_barrier.c), where it has one; else the
  * rule's choice. */
@@ -145,21 +145,31 @@ struct gx_ptx_kregs {
 #define GX_PTX_F_MEM_SMALL_INLINE 4096u
 #define GX_PTX_F_MEM_LEADER_CALL  8192u
 
+/* A/B (issue 40): a sampling binding's gate as a countdown, before the
+ * election: each function draws a geometric gap of mean N into a register
+ * at its start; every memory site decrements it and votes on zero (five
+ * instructions and one uniform branch: no hash, no election, no divergence
+ * when not sampled); a sampled access draws the next gap (site_sample.c).
+ * GPU run 100: the leader's hash test, inlined, cost vadd 4.8x.
+ * GX_PTX_SAMPLE_COUNT=1. */
+#define GX_PTX_F_SAMPLE_COUNT 16384u
+
 /* The switches the callers (shim, CLI) take from the environment:
  * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0"),
  * GX_PTX_BLOCK_SITE=entry|exit|barrier, GX_PTX_MEM_CAP=0, GX_PTX_REG_CAP=0 and
  * GX_PTX_HOIST_WARP=1, GX_PTX_SAMPLE_EARLY=1, GX_PTX_MEM_INLINE=0,
- * GX_PTX_MEM_CALL_ALL=0. */
+ * GX_PTX_MEM_CALL_ALL=0, GX_PTX_SAMPLE_COUNT=1. */
 static inline unsigned gx_ptx_flags_from_env(void)
 {
 	const char *rc = getenv("GX_PTX_RECONVERGE"), *top = getenv("GX_PTX_ENTRY_TOP");
 	const char *bs = getenv("GX_PTX_BLOCK_SITE"), *mc = getenv("GX_PTX_MEM_CAP"), *hc = getenv("GX_PTX_REG_CAP");
 	const char *hw = getenv("GX_PTX_HOIST_WARP"), *se = getenv("GX_PTX_SAMPLE_EARLY");
 	const char *mi = getenv("GX_PTX_MEM_INLINE"), *ma = getenv("GX_PTX_MEM_CALL_ALL");
+	const char *sc = getenv("GX_PTX_SAMPLE_COUNT");
 	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) | (mc && mc[0] == '0' ? GX_PTX_F_NO_MEM_CAP : 0) |
 	       (hc && hc[0] == '0' ? 0 : GX_PTX_F_HOOK_CAP) | (hw && hw[0] == '1' ? GX_PTX_F_HOIST_WARP : 0) |
 	       (se && se[0] == '1' ? GX_PTX_F_SAMPLE_EARLY : 0) | (mi && mi[0] == '0' ? GX_PTX_F_MEM_SMALL_INLINE : 0) |
-	       (ma && ma[0] == '0' ? GX_PTX_F_MEM_LEADER_CALL : 0) |
+	       (ma && ma[0] == '0' ? GX_PTX_F_MEM_LEADER_CALL : 0) | (sc && sc[0] == '1' ? GX_PTX_F_SAMPLE_COUNT : 0) |
 	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |
 	       (bs && !strcmp(bs, "entry") ? GX_PTX_F_BLOCK_ENTRY : 0) |
 	       (bs && !strcmp(bs, "exit") ? GX_PTX_F_BLOCK_EXIT : 0) |
@@ -198,12 +208,12 @@ static inline int gx_ptx_opts_reg_cap(const struct gx_ptx_rewrite_opts *o, unsig
 
 /* Built-in handlers for hooks without a policy (measurements and tests). */
 enum gx_ptx_stubs {
-	GX_PTX_STUBS_ELIDE = 0,	/* empty: compiled away, no code at the sites */
-	GX_PTX_STUBS_CALL,	/* leader election and a call of an empty .func (no context) */
-	GX_PTX_STUBS_PROBE,	/* a handler reading every context field, inlined (context
+	GX_PTX_STUBS_ELIDE = 0,	 /* empty: compiled away, no code at the sites */
+	GX_PTX_STUBS_CALL,	 /* leader election and a call of an empty .func (no context) */
+	GX_PTX_STUBS_PROBE,	 /* a handler reading every context field, inlined (context
 				 * in registers); it stores only when the fields hash to a
 				 * constant, so it cannot be compiled away */
-	GX_PTX_STUBS_PROBE_CALL,/* the same handler called, context in per-thread .local */
+	GX_PTX_STUBS_PROBE_CALL, /* the same handler called, context in per-thread .local */
 };
 
 /* opts.persistent = GX_PTX_PERSISTENT_COPY: each accepted kernel K stays as it
@@ -217,13 +227,13 @@ enum gx_ptx_stubs {
 #define GX_PTX_PERSISTENT_COPY 2
 
 struct gx_ptx_rewrite_result {
-	char *ptx;        /* malloc'd, NUL-terminated; free with gx_ptx_rewrite_result_free */
+	char *ptx; /* malloc'd, NUL-terminated; free with gx_ptx_rewrite_result_free */
 	size_t len;
-	unsigned nr_kernels;      /* .entry count */
-	unsigned nr_hooks;        /* hook call sites inserted */
-	unsigned nr_persistent;   /* kernels given the persistent-worker transform */
-	char *log;        /* malloc'd notes (refused transforms and why), may be NULL */
-	char err[256];    /* on failure: "line:col: reason" or another stable message */
+	unsigned nr_kernels;	/* .entry count */
+	unsigned nr_hooks;	/* hook call sites inserted */
+	unsigned nr_persistent; /* kernels given the persistent-worker transform */
+	char *log;		/* malloc'd notes (refused transforms and why), may be NULL */
+	char err[256];		/* on failure: "line:col: reason" or another stable message */
 };
 
 /* Rewrite `ptx` (need not be NUL-terminated). Returns 0 or -errno. */
@@ -239,11 +249,11 @@ struct gx_ptx_module *gx_ptx_module__parse(const char *ptx, size_t len, char *er
 /* The module as text (malloc'd, NUL-terminated). 0 or -ENOMEM. */
 int gx_ptx_module__emit(const struct gx_ptx_module *m, char **out, size_t *len);
 struct gx_ptx_stats {
-	unsigned kernels;  /* .entry with a body */
-	unsigned funcs;    /* .func with a body */
+	unsigned kernels; /* .entry with a body */
+	unsigned funcs;	  /* .func with a body */
 	unsigned insns;
-	unsigned memops;   /* ld, st, atom, red */
-	unsigned vars;     /* module-scope state a host or another launch sees:
+	unsigned memops; /* ld, st, atom, red */
+	unsigned vars;	 /* module-scope state a host or another launch sees:
 			    * .global/.const variables, texture, surface and
 			    * sampler references (not .shared/.local) */
 };

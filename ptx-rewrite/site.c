@@ -481,10 +481,11 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 	 * access in N reaches the handler, decided before the election
 	 * (GX_PTX_F_SAMPLE_EARLY) or by the leader after it */
 	unsigned every = st->hook & GDEV_HOOK_MEM ? ptx_site_sample_every(st->s, st->func) : 0;
-	int early = !!(st->s->ctx->opts->flags & GX_PTX_F_SAMPLE_EARLY);
+	unsigned fl = st->s->ctx->opts->flags;
+	int early = !!(fl & (GX_PTX_F_SAMPLE_EARLY | GX_PTX_F_SAMPLE_COUNT));
 	if (!err && every > 1 && early) {
 		int g = ptx_site_sample_gate(m, st->fn, bd, r, every, st->kid, st->s->ctx->res->nr_hooks, st->out,
-					     PTX_GATE_VOTE);
+					     fl & GX_PTX_F_SAMPLE_COUNT ? PTX_GATE_COUNT : PTX_GATE_VOTE);
 		if (g < 0)
 			err = g;
 	}

@@ -73,11 +73,122 @@ static struct ptx_opnd *seed(struct ptx_module *m, struct ptx_func *fn)
 	return osd;
 }
 
+/* x = ptx_sample_hash()'s finaliser of x (tmp clobbered). */
+static void finalise(struct ptx_module *m, struct ptx_chain *c, struct ptx_opnd *x, struct ptx_opnd *tmp)
+{
+	static const unsigned mul[] = { PTX_SAMPLE_MUL1, PTX_SAMPLE_MUL2 };
+	for (unsigned i = 0; i < 3; i++) {
+		INSN(c, "shr", PTX_MODS(".u32"), tmp, x, ptx_opnd_int(m, i == 1 ? 13 : 16));
+		INSN(c, "xor", PTX_MODS(".b32"), x, x, tmp);
+		if (i < 2)
+			INSN(c, "mul", PTX_MODS(".lo", ".u32"), x, x, ptx_opnd_int(m, mul[i]));
+	}
+}
+
+/* cnt = a geometric gap of mean n drawn from the hash x: floor(log2(u) /
+ * log2(1 - 1/n)) + 1, u = (x >> 8) + 1 over 2^24, in (0, 1]. Each access
+ * is then sampled on its own with probability 1/n (a memoryless gap: a
+ * warp starting anywhere in the count is unbiased), at the cost of one
+ * MUFU.LG2 per sample, none per access. f: an .f32 register. */
+/* log2(1 - 1/n) for n >= 2, by the series of ln(1 - x) (x <= 1/2: 64 terms
+ * leave < 2^-64); no libm in the rewriter. */
+static double log2_keep(unsigned n)
+{
+	double x = 1.0 / n, p = x, sum = 0;
+	for (unsigned i = 1; i <= 64; i++, p *= x)
+		sum -= p / i;
+	return sum / 0.69314718055994530942;
+}
+
+static void geometric(struct ptx_module *m, struct ptx_chain *c, struct ptx_opnd *cnt, struct ptx_opnd *x,
+		      struct ptx_opnd *f, unsigned n)
+{
+	float k = (float)(1.0 / log2_keep(n));
+	unsigned kb;
+	memcpy(&kb, &k, sizeof(kb));
+	INSN(c, "shr", PTX_MODS(".u32"), x, x, ptx_opnd_int(m, 8));
+	INSN(c, "add", PTX_MODS(".u32"), x, x, ptx_opnd_int(m, 1));
+	INSN(c, "cvt", PTX_MODS(".rn", ".f32", ".u32"), f, x);
+	INSN(c, "lg2", PTX_MODS(".approx", ".f32"), f, f);
+	INSN(c, "sub", PTX_MODS(".f32"), f, f, ptx_opnd_id(m, "0f41C00000")); /* 24.0 */
+	INSN(c, "mul", PTX_MODS(".f32"), f, f, ptx_opnd_id(m, ptx_sprintf(m, "0f%08X", kb)));
+	/* float to integer saturates; keep the + 1 from wrapping */
+	INSN(c, "cvt", PTX_MODS(".rzi", ".u32", ".f32"), cnt, f);
+	INSN(c, "min", PTX_MODS(".u32"), cnt, cnt, ptx_opnd_int(m, 0xfffffffe));
+	INSN(c, "add", PTX_MODS(".u32"), cnt, cnt, ptx_opnd_int(m, 1));
+}
+
+/* The function's countdown registers for 1 in n (GX_PTX_F_SAMPLE_COUNT),
+ * set once at its start: a seed like seed()'s, the count (a first
+ * geometric gap from %clock and the seed) and an .f32 scratch. Named by n,
+ * so that each n's chain is whole by itself (they are prepended). */
+struct countdown {
+	struct ptx_opnd *cs, *cn, *cf;
+};
+static int countdown(struct ptx_module *m, struct ptx_func *fn, unsigned n, struct countdown *cd)
+{
+	const char *p = m->fresh_prefix;
+	const char *cs = ptx_sprintf(m, "%%%s_cs%u", p, n), *cn = ptx_sprintf(m, "%%%s_cn%u", p, n);
+	const char *cf = ptx_sprintf(m, "%%%s_cf%u", p, n), *ct = ptx_sprintf(m, "%%%s_ct%u", p, n);
+	if (!cs || !cn || !cf || !ct)
+		return -ENOMEM;
+	*cd = (struct countdown){ ptx_opnd_id(m, cs), ptx_opnd_id(m, cn), ptx_opnd_id(m, cf) };
+	struct ptx_opnd *ot = ptx_opnd_id(m, ct);
+	if (!cd->cs || !cd->cn || !cd->cf || !ot)
+		return -ENOMEM;
+	if (ptx_head_declares(fn, cn))
+		return 0;
+	struct ptx_chain c = { 0 };
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", cs);
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", ct);
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".f32", cf);
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", cn);
+	INSN(&c, "mov", PTX_MODS(".u32"), cd->cs, ptx_opnd_id(m, "%smid"));
+	INSN(&c, "mov", PTX_MODS(".u32"), ot, ptx_opnd_id(m, "%warpid"));
+	INSN(&c, "shl", PTX_MODS(".b32"), ot, ot, ptx_opnd_int(m, PTX_SAMPLE_WARP_SHIFT - PTX_SAMPLE_SM_SHIFT));
+	INSN(&c, "xor", PTX_MODS(".b32"), cd->cs, cd->cs, ot);
+	INSN(&c, "shl", PTX_MODS(".b32"), cd->cs, cd->cs, ptx_opnd_int(m, PTX_SAMPLE_SM_SHIFT));
+	INSN(&c, "mov", PTX_MODS(".u32"), cd->cn, ptx_opnd_id(m, "%clock"));
+	INSN(&c, "xor", PTX_MODS(".b32"), cd->cn, cd->cn, cd->cs);
+	finalise(m, &c, cd->cn, ot);
+	geometric(m, &c, cd->cn, cd->cn, cd->cf, n);
+	if (c.failed)
+		return -ENOMEM;
+	ptx_insert_start_regs(fn, c.head, c.tail);
+	return 0;
+}
+
+/* Count mode: one decrement and a vote per access, the hash and a new gap
+ * only when sampled (every arriving lane takes the same new gap: they read
+ * the same %clock, so lanes that drifted apart in divergent code agree
+ * again at the next sample). */
+static int count_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, const struct ptx_site_regs *r,
+		      unsigned n, unsigned long long kid, unsigned site, const char *out)
+{
+	struct countdown cd;
+	int err = countdown(m, fn, n, &cd);
+	if (err)
+		return err;
+	INSN(c, "sub", PTX_MODS(".u32"), cd.cn, cd.cn, ptx_opnd_int(m, 1));
+	INSN(c, "setp", PTX_MODS(".eq", ".u32"), r->oq, cd.cn, ptx_opnd_int(m, 0));
+	INSN(c, "activemask", PTX_MODS(".b32"), r->om);
+	INSN(c, "vote", PTX_MODS(".sync", ".any", ".pred"), r->oq, r->oq, r->om);
+	ptx_chain_insn(m, c, r->q, 1, "bra", PTX_MODS(".uni"), 1, ptx_opnd_id(m, out));
+	INSN(c, "mov", PTX_MODS(".u32"), r->ot, ptx_opnd_id(m, "%clock"));
+	INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, cd.cs);
+	INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, ptx_opnd_int(m, ptx_sample_salt(kid, site)));
+	finalise(m, c, r->ot, r->ol);
+	geometric(m, c, cd.cn, r->ot, cd.cf, n);
+	return c->failed ? -ENOMEM : 1;
+}
+
 int ptx_site_sample_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, const struct ptx_site_regs *r,
 			 unsigned n, unsigned long long kid, unsigned site, const char *out, enum ptx_gate how)
 {
 	if (n <= 1)
 		return 0;
+	if (how == PTX_GATE_COUNT && can_vote_sync(m))
+		return count_gate(m, fn, c, r, n, kid, site, out);
 	struct ptx_opnd *sd = seed(m, fn);
 	if (!sd)
 		return -ENOMEM;
@@ -85,13 +196,7 @@ int ptx_site_sample_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_c
 	INSN(c, "mov", PTX_MODS(".u32"), r->ot, ptx_opnd_id(m, "%clock"));
 	INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, sd);
 	INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, ptx_opnd_int(m, ptx_sample_salt(kid, site)));
-	static const unsigned mul[] = { PTX_SAMPLE_MUL1, PTX_SAMPLE_MUL2 };
-	for (unsigned i = 0; i < 3; i++) {
-		INSN(c, "shr", PTX_MODS(".u32"), r->ol, r->ot, ptx_opnd_int(m, i == 1 ? 13 : 16));
-		INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, r->ol);
-		if (i < 2)
-			INSN(c, "mul", PTX_MODS(".lo", ".u32"), r->ot, r->ot, ptx_opnd_int(m, mul[i]));
-	}
+	finalise(m, c, r->ot, r->ol);
 	/* sampled iff hash < 2^32 / n: probability 1/n within 2^-32 */
 	if (how == PTX_GATE_FLAG) {
 		/* every lane here, the leader's hash decides (the others'

@@ -25,7 +25,8 @@
 #     median of their time_ms (20 launches); goal <= 1.5x; sums identical.
 # Needs build/cache (make gpu-prep: memtrace's JIT'd program). Logs: $OUT/memtrace.
 # Env: REPS (11), COOP_PROCS (5), MT_BUDGET (200 s for the whole part),
-# MT_CFGS (the bench's configurations: direct gate memtrace gatecall).
+# MT_CFGS (the bench's configurations, see cfg_env: direct gate memtrace
+# gate.count ...; each also runs the cooperative sample).
 set -u
 ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 B=${GX_BUILD:-$ROOT/build}
@@ -86,6 +87,12 @@ GX_MT_GATE=1 mt gate-golden-1024 60 --json -- "$GOLD" 4000 || nok "gate golden 1
 GX_PTX_MEM_INLINE=0 mt call-golden-full 60 --sample 1 --json -- "$GOLD" 1 || nok "called golden full trace: exit $?"
 GX_PTX_MEM_INLINE=0 GX_MT_GATE=1 mt call-gate-golden-16 60 --sample 16 --json -- "$GOLD" 400 ||
 	nok "called gate golden 1 in 16: exit $?"
+# the countdown gate (GX_PTX_SAMPLE_COUNT=1): geometric gaps, so the counts
+# must match 1 in N as the hash's do
+GX_PTX_SAMPLE_COUNT=1 GX_MT_GATE=1 mt count-gate-golden-16 60 --sample 16 --json -- "$GOLD" 400 ||
+	nok "count gate golden 1 in 16: exit $?"
+GX_PTX_SAMPLE_COUNT=1 GX_MT_GATE=1 mt count-gate-golden-1024 60 --json -- "$GOLD" 4000 ||
+	nok "count gate golden 1 in 1024: exit $?"
 python3 - "$L" <<'P'
 import json, re, sys
 L = sys.argv[1]
@@ -102,7 +109,8 @@ if not nat:
     say(False, 'golden natively: no result line'); sys.exit(0)
 n, warps = int(nat.group(3)), int(nat.group(4))
 runs = [(p + 'golden-' + s, e) for p in ('', 'gate-') for s, e in (('full', 1), ('16', 16), ('1024', 1024))]
-for name, every in runs + [('call-golden-full', 1), ('call-gate-golden-16', 16)]:
+for name, every in runs + [('call-golden-full', 1), ('call-gate-golden-16', 16), ('count-gate-golden-16', 16),
+                           ('count-gate-golden-1024', 1024)]:
     g = line(name)
     try:
         d = json.load(open('%s/%s.json' % (L, name)))
@@ -155,7 +163,25 @@ P
 
 # ---- 2. tool_bench: native, memtrace, memtrace_gate
 WL=vadd,gemm,stencil,reduce
-CFGS=${MT_CFGS:-direct gate memtrace gatecall}
+CFGS=${MT_CFGS:-direct memtrace gate gate.early gate.count gate.countcall gate.countnocap}
+# a configuration's environment (memtrace_gate's sample test: the leader's
+# hash after the election; .early: voted hash before it; .count: a voted
+# countdown before it; call: the handler called by every lane, not inlined;
+# nocap: the kernels not capped at their original registers)
+cfg_env() {
+	case $1 in
+	memtrace) echo GX_MT_GATE=0 ;;
+	call) echo GX_PTX_MEM_INLINE=0 ;;
+	gate) echo GX_MT_GATE=1 ;;
+	gatecall) echo GX_MT_GATE=1 GX_PTX_MEM_INLINE=0 ;;
+	gate.early) echo GX_MT_GATE=1 GX_PTX_SAMPLE_EARLY=1 ;;
+	gate.earlycall) echo GX_MT_GATE=1 GX_PTX_SAMPLE_EARLY=1 GX_PTX_MEM_INLINE=0 ;;
+	gate.count) echo GX_MT_GATE=1 GX_PTX_SAMPLE_COUNT=1 ;;
+	gate.countcall) echo GX_MT_GATE=1 GX_PTX_SAMPLE_COUNT=1 GX_PTX_MEM_INLINE=0 ;;
+	gate.countnocap) echo GX_MT_GATE=1 GX_PTX_SAMPLE_COUNT=1 GX_PTX_MEM_CAP=0 GX_PTX_REG_CAP=0 ;;
+	*) echo GX_MT_UNKNOWN_CFG=1 ;;
+	esac
+}
 for round in 1 2; do
 	for cfg in $CFGS; do
 		t=$(left)
@@ -163,13 +189,11 @@ for round in 1 2; do
 		t=$((t - 40 < 100 ? t - 40 : 100))
 		log=$L/bench-$cfg-$round
 		t1=$(date +%s)
-		case $cfg in
-		direct) timeout "$t" "$BENCH" "$REPS" "$WL" >"$log.json" 2>"$log.err" ;;
-		memtrace) mt "bench-$cfg-$round" "$t" -- "$BENCH" "$REPS" "$WL" ;;
-		gate) GX_MT_GATE=1 mt "bench-$cfg-$round" "$t" -- "$BENCH" "$REPS" "$WL" ;;
-		gatecall) GX_PTX_MEM_INLINE=0 GX_MT_GATE=1 mt "bench-$cfg-$round" "$t" -- "$BENCH" "$REPS" "$WL" ;;
-		call) GX_PTX_MEM_INLINE=0 mt "bench-$cfg-$round" "$t" -- "$BENCH" "$REPS" "$WL" ;;
-		esac
+		if [ "$cfg" = direct ]; then
+			timeout "$t" "$BENCH" "$REPS" "$WL" >"$log.json" 2>"$log.err"
+		else
+			(export $(cfg_env "$cfg"); mt "bench-$cfg-$round" "$t" -- "$BENCH" "$REPS" "$WL")
+		fi
 		rc=$?
 		[ $rc -eq 0 ] || nok "bench: $cfg round $round exited $rc"
 		echo "bench: memtrace wall $cfg round $round $(($(date +%s) - t1)) s"
@@ -182,8 +206,9 @@ grep -ho 'rewritten ([0-9]* hooks)' "$L"/bench-memtrace-1.err 2>/dev/null | sort
 if [ "$(left)" -gt 25 ]; then
 	for i in $(seq "$COOP_PROCS"); do
 		timeout 30 "$COOP" >"$L/coop-native-$i.out" 2>&1
-		mt "coop-memtrace-$i" 30 -- "$COOP"
-		GX_MT_GATE=1 mt "coop-gate-$i" 30 -- "$COOP"
+		for cfg in $CFGS; do
+			[ "$cfg" = direct ] || (export $(cfg_env "$cfg"); mt "coop-$cfg-$i" 30 -- "$COOP")
+		done
 	done
 else
 	nok "coop: not run: $(left) s of the budget left"
@@ -195,8 +220,7 @@ L, wl = sys.argv[1], sys.argv[2].split(',')
 def say(good, msg):
     print('%s - memtrace: %s' % ('ok' if good else 'not ok', msg))
 med, ck = {}, {}
-names = {'memtrace': 'memtrace (in-program sample)', 'gate': 'memtrace_gate (leader, inlined)',
-         'gatecall': 'memtrace_gate, called by every lane', 'call': 'memtrace, called by every lane'}
+names = {'memtrace': 'memtrace (in-program sample)', 'gate': 'gate (leader)'}
 cfgs = [c for c in sys.argv[3].split() if c != 'direct']
 for cfg in ['direct'] + cfgs:
     for f in sorted(glob.glob('%s/bench-%s-*.json' % (L, cfg))):
@@ -230,7 +254,7 @@ def coop(pat):
             s.add(m.group(1)); b.add(n.group(2)); t.append(float(n.group(3)))
     return t, s, b
 nt, ns, nb = coop('%s/coop-native-*.out' % L)
-for cfg in ('memtrace', 'gate'):
+for cfg in [c for c in sys.argv[3].split() if c != 'direct']:
     mt, ms, mb = coop('%s/coop-%s-*.json' % (L, cfg))
     if nt and mt:
         a, b = statistics.median(nt), statistics.median(mt)

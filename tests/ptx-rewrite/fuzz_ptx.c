@@ -53,13 +53,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)ptx_copy_unsafe(m, NULL, 0);
 	/* the first .func with a body: bound as a handler below */
 	char hname[128] = "f";
-	ptx_for_each_item(m, it)
-		if (it->kind == PTX_ITEM_FUNC && !it->func.is_entry && it->func.has_body) {
-			snprintf(hname, sizeof(hname), "%s", it->func.name);
-			break;
-		}
+	ptx_for_each_item(m, it) if (it->kind == PTX_ITEM_FUNC && !it->func.is_entry && it->func.has_body)
+	{
+		snprintf(hname, sizeof(hname), "%s", it->func.name);
+		break;
+	}
 	/* editing helpers on every function body */
-	ptx_for_each_item(m, it) {
+	ptx_for_each_item(m, it)
+	{
 		if (it->kind != PTX_ITEM_FUNC || !it->func.has_body)
 			continue;
 		struct ptx_func *fn = &it->func;
@@ -91,37 +92,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* every pass: may refuse, must not crash (small inputs: keeps the rate up) */
 	if (size > 8192)
 		return 0;
-	struct gx_ptx_rewrite_opts o = {.sz = sizeof(o), .hooks = 0xf, .persistent = size & 1,
-					.stubs = (unsigned)(size >> 1) % 4};
+	struct gx_ptx_rewrite_opts o = {
+		.sz = sizeof(o), .hooks = 0xf, .persistent = size & 1, .stubs = (unsigned)(size >> 1) % 4
+	};
 	struct gx_ptx_rewrite_result res;
 	if (gx_ptx_rewrite(text, size, &o, &res) == 0 && !res.ptx)
 		abort();
 	gx_ptx_rewrite_result_free(&res);
 	/* the input as a policy whose first .func handles every hook of a
 	 * small kernel: the handler analysis and the inliner (handler.c, inline.c) */
-	static const char app[] =
-		".version 8.0\n.target sm_90\n.address_size 64\n"
-		".visible .entry k(.param .u64 p)\n{\n.reg .b64 %rd<3>;\n.reg .pred %p<2>;\n"
-		"ld.param.u64 %rd1, [p];\nsetp.eq.u64 %p1, %rd1, 0;\n@%p1 ret;\n"
-		"ld.global.u64 %rd2, [%rd1+8];\nst.global.u64 [%rd1], %rd2;\nret;\n}\n";
-	const struct gx_hook_binding bd[] = {
-		{GDEV_HOOK_ENTRY, NULL, hname}, {GDEV_HOOK_EXIT, NULL, hname},
-		{GDEV_HOOK_MEM, NULL, hname}, {GDEV_HOOK_FENCE, NULL, hname}};
-	struct gx_ptx_rewrite_opts po = {.sz = sizeof(po), .hooks = 0xf, .policy_ptx = text,
-					 .policy_len = size, .bindings = bd, .nr_bindings = 4};
+	static const char app[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+				  ".visible .entry k(.param .u64 p)\n{\n.reg .b64 %rd<3>;\n.reg .pred %p<2>;\n"
+				  "ld.param.u64 %rd1, [p];\nsetp.eq.u64 %p1, %rd1, 0;\n@%p1 ret;\n"
+				  "ld.global.u64 %rd2, [%rd1+8];\nst.global.u64 [%rd1], %rd2;\nret;\n}\n";
+	const struct gx_hook_binding bd[] = { { GDEV_HOOK_ENTRY, NULL, hname },
+					      { GDEV_HOOK_EXIT, NULL, hname },
+					      { GDEV_HOOK_MEM, NULL, hname },
+					      { GDEV_HOOK_FENCE, NULL, hname } };
+	struct gx_ptx_rewrite_opts po = {
+		.sz = sizeof(po), .hooks = 0xf, .policy_ptx = text, .policy_len = size, .bindings = bd, .nr_bindings = 4
+	};
 	if (gx_ptx_rewrite(app, sizeof(app) - 1, &po, &res) == 0 && !res.ptx)
 		abort();
 	gx_ptx_rewrite_result_free(&res);
 	/* the input as the application, a fixed handler as a block probe: the
 	 * placement's scan of the kernels and of what they call (pass_hooks.c:
 	 * block_site, blk_scan — recursion, indirect and extern calls) */
-	static const char blk[] =
-		".version 8.0\n.target sm_90\n.address_size 64\n"
-		".visible .func (.param .b32 r) gx_blk(.param .b64 ctx)\n{\n.reg .b32 %r<2>;\n"
-		"mov.b32 %r1, 0;\nst.param.b32 [r], %r1;\nret;\n}\n";
-	const struct gx_hook_binding bb = {GDEV_HOOK_BLOCK, NULL, "gx_blk"};
-	struct gx_ptx_rewrite_opts bo = {.sz = sizeof(bo), .hooks = GDEV_HOOK_BLOCK, .policy_ptx = blk,
-					 .policy_len = sizeof(blk) - 1, .bindings = &bb, .nr_bindings = 1};
+	static const char blk[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+				  ".visible .func (.param .b32 r) gx_blk(.param .b64 ctx)\n{\n.reg .b32 %r<2>;\n"
+				  "mov.b32 %r1, 0;\nst.param.b32 [r], %r1;\nret;\n}\n";
+	const struct gx_hook_binding bb = { GDEV_HOOK_BLOCK, NULL, "gx_blk" };
+	struct gx_ptx_rewrite_opts bo = { .sz = sizeof(bo),
+					  .hooks = GDEV_HOOK_BLOCK,
+					  .policy_ptx = blk,
+					  .policy_len = sizeof(blk) - 1,
+					  .bindings = &bb,
+					  .nr_bindings = 1 };
 	if (gx_ptx_rewrite(text, size, &bo, &res) == 0 && !res.ptx)
 		abort();
 	gx_ptx_rewrite_result_free(&res);
@@ -134,16 +140,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	gx_ptx_rewrite_result_free(&res);
 	/* the input as the application, the same handler bound to memory
 	 * accesses and sampled 1 in 16 (site_sample.c): by the leader after
-	 * the election, and before it (GX_PTX_F_SAMPLE_EARLY); called by every
+	 * the election, and before it (GX_PTX_F_SAMPLE_EARLY, and as a countdown:
+	 * GX_PTX_F_SAMPLE_COUNT); called by every
 	 * lane with the test folded into the leader flag
 	 * (GX_PTX_F_MEM_SMALL_INLINE, where the handler is large), and by the
 	 * leader alone (GX_PTX_F_MEM_LEADER_CALL) */
-	const struct gx_hook_binding mb = {GDEV_HOOK_MEM, NULL, "gx_blk"};
+	const struct gx_hook_binding mb = { GDEV_HOOK_MEM, NULL, "gx_blk" };
 	const unsigned every = 16;
-	struct gx_ptx_rewrite_opts mo = {.sz = sizeof(mo), .hooks = GDEV_HOOK_MEM, .policy_ptx = blk,
-					 .policy_len = sizeof(blk) - 1, .bindings = &mb, .nr_bindings = 1,
-					 .bind_samples = &every};
-	static const unsigned mflags[] = { 0, GX_PTX_F_SAMPLE_EARLY, GX_PTX_F_MEM_SMALL_INLINE,
+	struct gx_ptx_rewrite_opts mo = { .sz = sizeof(mo),
+					  .hooks = GDEV_HOOK_MEM,
+					  .policy_ptx = blk,
+					  .policy_len = sizeof(blk) - 1,
+					  .bindings = &mb,
+					  .nr_bindings = 1,
+					  .bind_samples = &every };
+	static const unsigned mflags[] = { 0, GX_PTX_F_SAMPLE_EARLY, GX_PTX_F_SAMPLE_COUNT, GX_PTX_F_MEM_SMALL_INLINE,
 					   GX_PTX_F_MEM_SMALL_INLINE | GX_PTX_F_MEM_LEADER_CALL };
 	for (size_t i = 0; i < sizeof(mflags) / sizeof(mflags[0]); i++) {
 		mo.flags = mflags[i];

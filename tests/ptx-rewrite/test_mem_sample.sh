@@ -59,6 +59,22 @@ check "gpuext tools rewrite memtrace: no gate (the default program samples itsel
 	"$G tools rewrite memtrace $V -o $W/tool.ptx && [ \"\$(gates $W/tool.ptx)\" = 0 ]"
 check "the gated build with --sample 16: 1 in 16" \
 	"$G ptx rewrite --policy $T/memtrace_gate.bpf.o --sample 16 $V -o $W/tool16.ptx 2>/dev/null && grep -q 'setp.lo.u32.*, 268435456;' $W/tool16.ptx"
+# GX_PTX_SAMPLE_COUNT=1: a countdown per function, set at its start from a
+# geometric draw (lg2.approx), decremented and voted at each site before
+# the election; the hash and a new draw only on the sampled path
+GX_PTX_SAMPLE_COUNT=1 $G ptx rewrite --policy $T/memtrace_gate.bpf.o --sample 1024 $V -o $W/count.ptx 2>/dev/null
+check "GX_PTX_SAMPLE_COUNT=1: one decrement, vote and uniform branch per memory site, before the election" \
+	"awk '/sub.u32.*_cn1024, .*_cn1024, 1;/ { d = NR } /setp.eq.u32.*_cn1024, 0;/ && d == NR - 1 { s = NR } /vote.sync.any.pred/ && s && NR == s + 2 { v = NR } /bra.uni/ && v && NR == v + 1 { b = NR } /elect.sync/ && b && NR > b { n++; d = s = v = b = 0 } END { exit n != $n_mem }' $W/count.ptx"
+check "GX_PTX_SAMPLE_COUNT=1: the count set once at the function's start (one %smid read, one draw there)" \
+	"[ \"\$(grep -c 'mov.u32.*_cs1024, %smid' $W/count.ptx)\" = 1 ] && [ \"\$(grep -c 'lg2.approx.f32' $W/count.ptx)\" = $((n_mem + 1)) ]"
+# 1 / log2(1 - 1/1024) as an .f32 immediate
+k=$(python3 -c 'import math,struct; print("0f%08X" % struct.unpack("<I", struct.pack("<f", 1 / math.log2(1 - 1 / 1024)))[0])')
+check "GX_PTX_SAMPLE_COUNT=1: the gap's scale is 1 / log2(1 - 1/1024) ($k)" "grep -q 'mul.f32.*, $k;' $W/count.ptx"
+check "GX_PTX_SAMPLE_COUNT=1: nothing but the countdown between a site's guard and its branch (no %clock, no memory)" \
+	"awk '/sub.u32.*_cn1024, .*_cn1024, 1;/ { g = 1 } g && /%clock|^[ \t]*(ld|st|atom|red|call)[. \t]/ { bad = 1 } /bra.uni/ { g = 0 } END { exit bad }' $W/count.ptx"
+GX_PTX_SAMPLE_COUNT=1 GX_PTX_MEM_INLINE=0 $G ptx rewrite --policy $T/memtrace_gate.bpf.o --sample 16 $V -o $W/count_call.ptx 2>/dev/null
+check "GX_PTX_SAMPLE_COUNT=1 GX_PTX_MEM_INLINE=0: counted, then called by every lane (no leader test left)" \
+	"[ \"\$(grep -c 'sub.u32.*_cn16, .*_cn16, 1;' $W/count_call.ptx)\" = $n_mem ] && [ \"\$(grep -cE '^[[:space:]]+call.*\\(__gx_cq, ' $W/count_call.ptx)\" = $n_mem ] && ! grep -q 'setp.lo.and' $W/count_call.ptx"
 # memtrace's handler (over the old 160-instruction limit) inlined at every
 # memory site: no call, one election and one bar.warp.sync each (GPU run 98:
 # the leader's call left warps split; inlined, 626 records for 626 accesses)
@@ -96,7 +112,7 @@ $G tools rewrite memtrace $W/many.ptx -o $W/mt_many.ptx 2>/dev/null
 check "past the budget: some sites inlined, the rest called by every lane, one election each" \
 	"i=\$(grep -c 'bar.warp.sync' $W/mt_many.ptx); c=\$(grep -cE '^[[:space:]]+call.*\\(__gx_cq, ' $W/mt_many.ptx); [ \"\$i\" = 150 ] && [ \"\$c\" -gt 0 ] && [ \"\$c\" -lt 150 ] && [ \"\$(grep -c elect.sync $W/mt_many.ptx)\" = 150 ]"
 if [ -x "$PTXAS" ]; then
-	for f in s1024 early cap nocap mt_inline mt_all mt_all_gate mt_call mt_many; do
+	for f in s1024 early cap nocap count count_call mt_inline mt_all mt_all_gate mt_call mt_many; do
 		check "ptxas accepts $f" "$PTXAS -arch=sm_90 $W/$f.ptx -o $W/$f.cubin"
 	done
 	check "capped kernel: ptxas keeps 32 registers" "$PTXAS -arch=sm_90 -v $W/cap.ptx -o /dev/null 2>&1 | grep -A3 \"entry function 'vadd'\" | grep -q 'Used 32 registers'"
