@@ -123,13 +123,10 @@ struct gx_ptx_kregs {
 #define GX_PTX_F_HOIST_WARP 1024u
 
 /* A/B (issue 40): a sampling binding's gate (site_sample.c) before the
- * election, voted by the arriving lanes, unsampled warps taking one uniform
- * branch (GPU run 90: 1.46-3.7x, but tool_bench's reduce and the
- * cooperative sample never finished under it). Without it the elected
- * leader alone decides, inside the election's divergent region that every
- * site has anyway: the other lanes wait at its reconvergence barrier, as
- * they do for an in-program decision, but the unsampled leader builds no
- * context, makes no call and reads no memory. GX_PTX_SAMPLE_EARLY=1. */
+ * election as a voted hash of %clock (~13 ALU instructions per access)
+ * instead of the countdown (below). GPU run 90: 1.46-3.7x, tool_bench's
+ * reduce and the cooperative sample hung (the leader's call then split
+ * warps); run 101, the handler inlined: vadd 4.1x. GX_PTX_SAMPLE_EARLY=1. */
 #define GX_PTX_F_SAMPLE_EARLY 2048u
 
 /* The old placement of called mem/fence handlers, for A/Bs (issue 40). GPU
@@ -145,31 +142,38 @@ struct gx_ptx_kregs {
 #define GX_PTX_F_MEM_SMALL_INLINE 4096u
 #define GX_PTX_F_MEM_LEADER_CALL  8192u
 
-/* A/B (issue 40): a sampling binding's gate as a countdown, before the
- * election: each function draws a geometric gap of mean N into a register
- * at its start; every memory site decrements it and votes on zero (five
- * instructions and one uniform branch: no hash, no election, no divergence
- * when not sampled); a sampled access draws the next gap (site_sample.c).
- * GPU run 100: the leader's hash test, inlined, cost vadd 4.8x.
- * GX_PTX_SAMPLE_COUNT=1. */
-#define GX_PTX_F_SAMPLE_COUNT 16384u
+/* A sampling binding's gate (site_sample.c) is by default a countdown,
+ * before the election: each function draws a geometric gap of mean N into
+ * a register at its start; every memory site decrements it and votes on
+ * zero (five instructions and one uniform branch: no hash, no election, no
+ * divergence when not sampled); a sampled access draws the next gap, and
+ * its handler is called by every lane (not inlined: the sampled path stays
+ * out of the kernel's registers). GPU run 101 (H100, 1 in 1024): vadd
+ * 1.05x, reduce 1.13x, gemm and stencil 1.39x, against 4.9x, 4.0x, 2.0x and
+ * 5.4x with the leader's hash and the handler inlined. A/Bs:
+ * GX_PTX_F_SAMPLE_LEADER (GX_PTX_SAMPLE_LEADER=1): the leader's hash after
+ * the election (sessions 25-26); GX_PTX_F_SAMPLE_INLINE
+ * (GX_PTX_SAMPLE_INLINE=1): a large sampled handler inlined. */
+#define GX_PTX_F_SAMPLE_LEADER 16384u
+#define GX_PTX_F_SAMPLE_INLINE 32768u
 
 /* The switches the callers (shim, CLI) take from the environment:
  * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0"),
  * GX_PTX_BLOCK_SITE=entry|exit|barrier, GX_PTX_MEM_CAP=0, GX_PTX_REG_CAP=0 and
  * GX_PTX_HOIST_WARP=1, GX_PTX_SAMPLE_EARLY=1, GX_PTX_MEM_INLINE=0,
- * GX_PTX_MEM_CALL_ALL=0, GX_PTX_SAMPLE_COUNT=1. */
+ * GX_PTX_MEM_CALL_ALL=0, GX_PTX_SAMPLE_LEADER=1, GX_PTX_SAMPLE_INLINE=1. */
 static inline unsigned gx_ptx_flags_from_env(void)
 {
 	const char *rc = getenv("GX_PTX_RECONVERGE"), *top = getenv("GX_PTX_ENTRY_TOP");
 	const char *bs = getenv("GX_PTX_BLOCK_SITE"), *mc = getenv("GX_PTX_MEM_CAP"), *hc = getenv("GX_PTX_REG_CAP");
 	const char *hw = getenv("GX_PTX_HOIST_WARP"), *se = getenv("GX_PTX_SAMPLE_EARLY");
 	const char *mi = getenv("GX_PTX_MEM_INLINE"), *ma = getenv("GX_PTX_MEM_CALL_ALL");
-	const char *sc = getenv("GX_PTX_SAMPLE_COUNT");
+	const char *sl = getenv("GX_PTX_SAMPLE_LEADER"), *si = getenv("GX_PTX_SAMPLE_INLINE");
 	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) | (mc && mc[0] == '0' ? GX_PTX_F_NO_MEM_CAP : 0) |
 	       (hc && hc[0] == '0' ? 0 : GX_PTX_F_HOOK_CAP) | (hw && hw[0] == '1' ? GX_PTX_F_HOIST_WARP : 0) |
 	       (se && se[0] == '1' ? GX_PTX_F_SAMPLE_EARLY : 0) | (mi && mi[0] == '0' ? GX_PTX_F_MEM_SMALL_INLINE : 0) |
-	       (ma && ma[0] == '0' ? GX_PTX_F_MEM_LEADER_CALL : 0) | (sc && sc[0] == '1' ? GX_PTX_F_SAMPLE_COUNT : 0) |
+	       (ma && ma[0] == '0' ? GX_PTX_F_MEM_LEADER_CALL : 0) | (sl && sl[0] == '1' ? GX_PTX_F_SAMPLE_LEADER : 0) |
+	       (si && si[0] == '1' ? GX_PTX_F_SAMPLE_INLINE : 0) |
 	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |
 	       (bs && !strcmp(bs, "entry") ? GX_PTX_F_BLOCK_ENTRY : 0) |
 	       (bs && !strcmp(bs, "exit") ? GX_PTX_F_BLOCK_EXIT : 0) |

@@ -245,16 +245,24 @@ static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h, const
 
 /* The handler of a site inlined? Not those the analysis refuses, nor
  * mem/fence handlers over the small limit once the module's budget is
- * spent (GX_PTX_F_MEM_SMALL_INLINE: never). A called handler at a memory
+ * spent (GX_PTX_F_MEM_SMALL_INLINE: never), nor a sampled binding's over
+ * the small limit. A handler called by the elected leader at a memory
  * site is what split warps for good (GPU runs 94-98: every store of
  * memtrace's golden kernel recorded as 1 + 31 lanes, tool_bench's reduce
- * hung under the gate); inlined, 626 records for 626 accesses (run 98). */
-static int inlines(const struct ptx_sites *s, const struct ptx_handler *h, unsigned hook, int force_call)
+ * hung under the gate); inlined, 626 records for 626 accesses (run 98),
+ * and so when every lane calls (site_plan). A sampled handler runs once in
+ * N accesses: inlined, the kernel capped at its registers spilled on its
+ * hot path (run 101: vadd 4.7x against 1.05x called). */
+static int inlines(const struct ptx_sites *s, const struct ptx_handler *h, unsigned hook, int force_call,
+		   const char *func)
 {
 	if (!h->inlinable || h->ninsn > PTX_INLINE_MAX || force_call)
 		return 0;
 	if (!(hook & (GDEV_HOOK_MEM | GDEV_HOOK_FENCE)) || h->ninsn <= PTX_INLINE_MAX_MEM)
 		return 1;
+	if ((hook & GDEV_HOOK_MEM) && ptx_site_sample_every(s, func) > 1 &&
+	    !(s->ctx->opts->flags & GX_PTX_F_SAMPLE_INLINE))
+		return 0;
 	return !(s->ctx->opts->flags & GX_PTX_F_MEM_SMALL_INLINE) &&
 	       s->mem_inl_insn + h->ninsn <= PTX_INLINE_MEM_BUDGET;
 }
@@ -284,7 +292,7 @@ int ptx_site_inlines(struct ptx_sites *s, unsigned hook, const char *func, size_
 	if (r <= 0)
 		return r;
 	*ninsn = h->ninsn;
-	return inlines(s, h, hook, force_call);
+	return inlines(s, h, hook, force_call, func);
 }
 
 int ptx_site_uniform_exit(struct ptx_sites *s, struct ptx_func *fn, const char *func)
@@ -293,7 +301,7 @@ int ptx_site_uniform_exit(struct ptx_sites *s, struct ptx_func *fn, const char *
 	int force_call, err = site_handler(s, func, &h, &force_call);
 	if (err <= 0)
 		return err;
-	if (!inlines(s, h, GDEV_HOOK_ENTRY, force_call))
+	if (!inlines(s, h, GDEV_HOOK_ENTRY, force_call, func))
 		return 0;
 	if (h->uni_exit >= 0)
 		return h->uni_exit;
@@ -382,7 +390,7 @@ static int site_plan(struct site *st)
 	st->need = h->words;
 	/* entry/exit sites are few per kernel; a mem/fence handler is
 	 * copied to every memory instruction, so only small ones are */
-	st->inl = inlines(st->s, h, st->hook, st->force_call);
+	st->inl = inlines(st->s, h, st->hook, st->force_call, st->func);
 	if (st->inl && (st->hook & (GDEV_HOOK_MEM | GDEV_HOOK_FENCE)) && h->ninsn > PTX_INLINE_MAX_MEM)
 		st->s->mem_inl_insn += h->ninsn;
 	/* a called mem/fence handler with words: called by every arriving lane,
@@ -478,14 +486,17 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 			ptx_chain_append(bd, &pre);
 	}
 	/* a sampling handler (its binding's sample, opts->mem_sample): 1 warp
-	 * access in N reaches the handler, decided before the election
-	 * (GX_PTX_F_SAMPLE_EARLY) or by the leader after it */
+	 * access in N reaches the handler, decided before the election by a
+	 * voted countdown (run 101: with the handler called by every lane,
+	 * vadd 1.05x, reduce 1.13x, gemm and stencil 1.39x at 1 in 1024), by a
+	 * voted hash (GX_PTX_F_SAMPLE_EARLY), or after it by the leader's hash
+	 * (GX_PTX_F_SAMPLE_LEADER) */
 	unsigned every = st->hook & GDEV_HOOK_MEM ? ptx_site_sample_every(st->s, st->func) : 0;
 	unsigned fl = st->s->ctx->opts->flags;
-	int early = !!(fl & (GX_PTX_F_SAMPLE_EARLY | GX_PTX_F_SAMPLE_COUNT));
+	int early = !(fl & GX_PTX_F_SAMPLE_LEADER) || (fl & GX_PTX_F_SAMPLE_EARLY);
 	if (!err && every > 1 && early) {
 		int g = ptx_site_sample_gate(m, st->fn, bd, r, every, st->kid, st->s->ctx->res->nr_hooks, st->out,
-					     fl & GX_PTX_F_SAMPLE_COUNT ? PTX_GATE_COUNT : PTX_GATE_VOTE);
+					     fl & GX_PTX_F_SAMPLE_EARLY ? PTX_GATE_VOTE : PTX_GATE_COUNT);
 		if (g < 0)
 			err = g;
 	}

@@ -63,9 +63,9 @@ int ptx_site_uniform_prefix(struct ptx_module *m, const struct ptx_site_regs *r,
  * emitted; -ENOMEM. site: any per-site number (decorrelates sites). */
 enum ptx_gate {
 	PTX_GATE_VOTE,	 /* before the election, voted: unsampled groups branch to `out` (GX_PTX_F_SAMPLE_EARLY) */
-	PTX_GATE_LEADER, /* after it, by the leader alone: unsampled, it branches to `out` */
+	PTX_GATE_LEADER, /* after it, by the leader alone: unsampled, it branches to `out` (GX_PTX_F_SAMPLE_LEADER) */
 	PTX_GATE_FLAG,	 /* after it, by every lane: the leader flag (%q) cleared when unsampled, no branch */
-	PTX_GATE_COUNT,	 /* before it: a per-function countdown of geometric gaps, voted (GX_PTX_F_SAMPLE_COUNT) */
+	PTX_GATE_COUNT,	 /* before it: a per-function countdown of geometric gaps, voted (the default) */
 };
 int ptx_site_sample_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, const struct ptx_site_regs *r,
 			 unsigned n, unsigned long long kid, unsigned site, const char *out, enum ptx_gate how);

@@ -3,36 +3,36 @@
  * A sampled tracer (tools/memtrace.bpf.c) wants 1 warp access in N. Made
  * in the handler, the decision cost every access the election, the context
  * words and a call into the policy (2.5-6.2x at N = 1024 on the bench's
- * kernels). Here it comes first, from registers only, before the election:
+ * kernels). Here it comes first, from registers only, before the election,
+ * as a countdown (the default):
  *
- *   mov.u32 %t, %clock;  xor the function's seed (%warpid << 26 ^
- *   %smid << 16, read once at its start), xor a site constant
- *   <murmur3's 32-bit finaliser>              // a few IMADs
- *   setp.lo.u32 %q, %t, 2^32/N;               // sampled: probability 1/N
+ *   at the function's start: %cn = a geometric gap of mean N (a hash of
+ *     %clock, %smid and %warpid; lg2.approx: floor(log2(u) / log2(1 - 1/N)) + 1)
+ *   at each memory site:
+ *   sub.u32 %cn, %cn, 1;
+ *   setp.eq.u32 %q, %cn, 0;
  *   activemask.b32 %m;
  *   vote.sync.any.pred %q, %q, %m;            // one decision per warp
  *   @!%q bra.uni OUT;
+ *   <a new gap from a hash of %clock>         // sampled only
  *
- * Why %clock: it moves every cycle, so the accesses of one warp in a loop
- * hash to independent-looking decisions; %warpid, %smid and the site
- * constant keep apart warps that read the same value (4 schedulers per SM;
- * SMs whose clocks may agree) and sites. No memory is touched: an
- * unsampled access costs ~13 ALU instructions and one uniform branch. The
- * vote makes the lanes of one warp agree even when they did not read the
- * same clock (lanes that arrive apart), so the branch is uniform and the
- * sampled warp elects one leader.
+ * A geometric gap is memoryless: every access is sampled with probability
+ * 1/N on its own, wherever a warp starts. An unsampled access costs five
+ * instructions and a uniform branch: no election, no divergence, no
+ * memory. Lanes that drift apart in divergent code vote (any lane at zero
+ * samples the group) and take the same new gap (they read the same
+ * %clock), so they agree again. The sampled path calls the handler with
+ * every lane (site.c): inlined, its registers spilled on the kernel's hot
+ * path (GPU run 101, H100, 1 in 1024: vadd 1.05x called, 4.7x inlined).
  *
- * That placement is GX_PTX_F_SAMPLE_EARLY's (A/B). By default the same test
- * is made after the election, by the leader alone, `@!%q bra END`: no vote,
- * and the warp's lanes wait at the site's reconvergence barrier as they do
- * for any handler. On the GPU (run 90) the early gate left tool_bench's
- * reduce and the cooperative sample hanging. Likely why: warps arrived
- * split (a leader yielding in the ring reservation's loop, fixed in
- * mapimpl_internal.h), and `bra.uni` lets ptxas keep the vote in the
- * warp's uniform registers, which the split groups share while their votes
- * differ. The leader's test adds nothing to the
- * divergence every site already has; an unsampled access still builds no
- * context, makes no call and touches no memory. */
+ * The older forms, for A/Bs: a murmur3-finalised hash of %clock ^ seed ^
+ * site constant compared with 2^32/N, voted before the election
+ * (GX_PTX_F_SAMPLE_EARLY; ~13 ALU per access) or made by the elected
+ * leader after it (GX_PTX_F_SAMPLE_LEADER; the other lanes wait at the
+ * site's reconvergence barrier; run 101 with the handler inlined: vadd
+ * 4.9x). Runs 90-97's hangs of tool_bench's reduce and the cooperative
+ * sample under the gate were the leader's call splitting warps (site.c),
+ * not the gate. */
 #include <string.h>
 
 #include "ptx-rewrite/policy_internal.h"
@@ -118,7 +118,7 @@ static void geometric(struct ptx_module *m, struct ptx_chain *c, struct ptx_opnd
 	INSN(c, "add", PTX_MODS(".u32"), cnt, cnt, ptx_opnd_int(m, 1));
 }
 
-/* The function's countdown registers for 1 in n (GX_PTX_F_SAMPLE_COUNT),
+/* The function's countdown registers for 1 in n (the default gate),
  * set once at its start: a seed like seed()'s, the count (a first
  * geometric gap from %clock and the seed) and an .f32 scratch. Named by n,
  * so that each n's chain is whole by itself (they are prepended). */

@@ -9,10 +9,11 @@ TOOL_PROGS  := $(patsubst tools/%.bpf.c,%,$(wildcard tools/*.bpf.c))
 # tool's name stays, its object changes: kernelretsnoop_c1024 / _c256
 # (GX_KRS_CAP: a lower per-launch block cap), threadhist_lw
 # (GX_TH_WARP=last: the block counted by its last warp, not warp 0),
-# memtrace_gate (GX_MT_GATE=1: sampled by the rewriter's gate, not in the program),
+# memtrace_prog (GX_MT_GATE=0: sampled in the program, not by the rewriter's gate;
+# memtrace_gate, GX_MT_GATE=1, is the default build under another name),
 # kernelretsnoop_counts (GX_KRS_COUNTS=1: with the krs_counts map for gpuext exporter).
 # threadhist_w1 (GX_TH_WARP=1: warp 1 counts, for GX_PTX_BLOCK_SITE=barrier).
-TOOL_VARIANTS := kernelretsnoop_c1024 kernelretsnoop_c256 threadhist_lw threadhist_w1 memtrace_gate kernelretsnoop_counts
+TOOL_VARIANTS := kernelretsnoop_c1024 kernelretsnoop_c256 threadhist_lw threadhist_w1 memtrace_gate memtrace_prog kernelretsnoop_counts
 TOOL_OBJS   := $(patsubst %,$(TOOLS_DIR)/%.bpf.o,$(TOOL_PROGS) kernelretsnoop_all $(TOOL_VARIANTS))
 TOOL_HDRS   := tools/tools_common.h $(GDEV_HDRS)
 TOOLS_SRCS  := $(filter-out %.bpf.c,$(sort $(wildcard tools/*.c)))
@@ -33,7 +34,9 @@ $(TOOLS_DIR)/threadhist_w1.bpf.o: tools/threadhist.bpf.c $(TOOL_HDRS)
 $(TOOLS_DIR)/kernelretsnoop_counts.bpf.o: tools/kernelretsnoop.bpf.c $(TOOL_HDRS)
 	$(call bpf_compile,-DGX_KRS_COUNTS)
 $(TOOLS_DIR)/memtrace_gate.bpf.o: tools/memtrace.bpf.c $(TOOL_HDRS)
-	$(call bpf_compile,-DGX_MT_GATE)
+	$(bpf_compile)
+$(TOOLS_DIR)/memtrace_prog.bpf.o: tools/memtrace.bpf.c $(TOOL_HDRS)
+	$(call bpf_compile,-DGX_MT_PROG)
 
 $(TOOLS_LIB): $(call objs,$(TOOLS_SRCS))
 	$(archive)

@@ -32,6 +32,7 @@ static inline const struct gx_tool_variant *gx_tool_variants(size_t *n)
 		{ "kernelretsnoop", "GX_KRS_CAP", "256", "kernelretsnoop_c256" },
 		{ "threadhist", "GX_TH_WARP", "last", "threadhist_lw" },
 		{ "threadhist", "GX_TH_WARP", "1", "threadhist_w1" },
+		{ "memtrace", "GX_MT_GATE", "0", "memtrace_prog" },
 		{ "memtrace", "GX_MT_GATE", "1", "memtrace_gate" },
 		{ "kernelretsnoop", "GX_KRS_COUNTS", "1", "kernelretsnoop_counts" },
 	};

@@ -10,13 +10,16 @@
  * (ptx-rewrite/site_sample.c) lets 1 warp access in N reach this handler,
  * N = gx_mem_sample below (1024), or GPUEXT_MEM_SAMPLE / gpuext-run
  * --sample N. It decides before the leader election from registers
- * only (a hash of %clock, %warpid and the site, one vote for the warp), so
- * the N-1 accesses not sampled cost ~10 ALU instructions and a uniform
- * branch: no election, no context, no call, no memory. When this program
- * made the decision itself (a hash of address, time and SM after the
- * election, cfg[0] read from its map) every access paid the call and the
- * map load: 2.5-6.2x. With N = 1 (--sample 1) it records every warp
- * access: the full trace the sampled one is checked against
+ * only (a countdown of geometric gaps per function, one vote for the
+ * warp), so the N-1 accesses not sampled cost five instructions and a
+ * uniform branch: no election, no context, no call, no memory; a sampled
+ * one calls this handler with every lane of the warp (GPU run 101, H100:
+ * 1.05-1.39x on tool_bench's kernels). When this program made the decision
+ * itself (memtrace_prog, GX_MT_GATE=0 at load: a hash of address, time
+ * and SM after the election, cfg[0] read from its map) every access paid
+ * the election, the context and the handler: 3.5-5.2x inlined (run 101),
+ * 2.5-17x called. With N = 1 (--sample 1) it records every warp access:
+ * the full trace the sampled one is checked against
  * (tests/gpu/memtrace.sh).
  *
  * Why 1 in 1024: a memory-bound kernel on an H200 makes ~10^10 warp
@@ -29,22 +32,19 @@
 #include "gpuext/gdev_helpers.h"
 #include "tools/tools_common.h"
 
-#ifdef GX_MT_GATE
-/* memtrace_gate (GX_MT_GATE=1 at load, not the default): 1 warp access in
- * this many reaches the program, the rewriter's sample gate reads it
- * (gx_hook_binding.sample); GPUEXT_MEM_SAMPLE / --sample N replace it for a
- * run, "memtrace_gate.bpf.o,gx_mem_sample=N" for a policy. Not the default
- * yet: on the GPU (run 90, H200) its full trace split warps the original
- * ran whole (313 of 313 warps' stores as 1 + 31 lanes) and, with the gate
- * before the election, tool_bench's reduce and the cooperative sample never
- * finished. The gate is now made by the elected leader after the election
- * (GX_PTX_SAMPLE_EARLY=1: before it, as in run 90); tests/gpu/memtrace.sh
- * measures it beside the default, which samples in the program after the
- * trampoline's election, context and call. */
+#ifndef GX_MT_PROG
+/* 1 warp access in this many reaches the program: the rewriter's sample
+ * gate reads it (gx_hook_binding.sample); GPUEXT_MEM_SAMPLE / --sample N
+ * replace it for a run, "memtrace.bpf.o,gx_mem_sample=N" for a policy.
+ * The default since GPU run 101; before it, the leader's call at each
+ * memory site split warps (runs 90-97: stores recorded as 1 + 31 lanes,
+ * tool_bench's reduce hung under this gate), and memtrace_prog (below)
+ * was the default. memtrace_gate.bpf.o is this same build, under the name
+ * GX_MT_GATE=1 selects. */
 __u32 gx_mem_sample SEC(".data") = 1024;
 #else
-/* cfg[0]: 1 access in N sampled (GPUEXT_CFG / gpuext-run --sample N), 1024
- * when unset. */
+/* memtrace_prog (GX_MT_GATE=0 at load): the program samples; cfg[0]: 1
+ * access in N (GPUEXT_CFG / gpuext-run --sample N), 1024 when unset. */
 struct {
 	__uint(type, GDEV_MAP_ARRAY);
 	__uint(max_entries, GX_TOOL_CFG_MAX);
@@ -62,7 +62,7 @@ SEC("gdev/mem/access")
 int memtrace(struct gdev_ctx *ctx)
 {
 	__u64 addr = ctx->addr;
-#ifndef GX_MT_GATE
+#ifdef GX_MT_PROG
 	/* the decision from registers only (the leader's address, time, SM),
 	 * mixed by murmur3's 32-bit finaliser and compared by a multiply: an
 	 * access not sampled touches no memory beyond the knob */

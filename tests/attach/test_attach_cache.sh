@@ -69,32 +69,39 @@ P" $t
 done
 
 # memtrace's sample gate through the shim (docs/devbpf-tools.md): 1 in 1024
-# by default, decided by the elected leader (before it with
-# GX_PTX_SAMPLE_EARLY=1), and the kernel capped at the
+# by default, a countdown at each memory site, and the kernel capped at the
 # registers the driver gave the original (the fake says 16: .maxnreg 32);
+# GX_MT_GATE=0 runs memtrace_prog (the program samples: no gate);
 # GX_PTX_MEM_CAP=0 keeps the gate without the cap; GPUEXT_MEM_SAMPLE=1 (the
-# full trace) has no gate. Each setting is its own module cache entry.
-# (memtrace_gate, GX_MT_GATE=1: the default memtrace samples in its program)
+# full trace) has no gate. Each run starts with an empty module cache, and
+# the checks count the modules it wrote (none found fails).
 mods() { grep -l "$1" $T/cache/modules/*.gxmod 2>/dev/null; }
-check "memtrace (default): no gate, the program samples" \
-	"! mods 'mov.u32.*%clock;' | grep -q ." memtrace
+nmods() { mods "$1" | wc -l; }
+mtrun() { rm -rf $T/cache/modules; run "$@"; }
+cn='sub.u32.*_cn1024, .*_cn1024, 1;'
+mtrun memtrace mt-default
+check "memtrace (default): the 1-in-1024 countdown at its memory sites" \
+	"[ \$(cat $T/mt-default.rc) = 0 ] && [ \$(nmods \"$cn\") -ge 1 ] && [ \$(nmods 'setp.lo.u32') = 0 ]" mt-default
 # every kernel with memory sites keeps the original's registers, gate or not
 # (GPU run 94: the default memtrace raised a 1,024-thread gemm past what its
 # blocks allow, and the driver refused its launches)
 check "memtrace (default): its kernel capped at the original's registers (.maxnreg 32)" \
-	"mods 'gxp_memtrace' | xargs -r grep -q '^.maxnreg 32'" memtrace
-run memtrace mt-gate GX_MT_GATE=1
-check "memtrace GX_MT_GATE=1: the shim's module has the 1-in-1024 gate and .maxnreg 32" \
-	"grep -q 'object memtrace_gate' $T/mt-gate.err && mods 'setp.lo.u32.*4194304' | xargs -r grep -l 'mov.u32.*%clock;' | xargs -r grep -q '^.maxnreg 32'" mt-gate
-run memtrace mt-nocap GX_MT_GATE=1 GX_PTX_MEM_CAP=0
+	"[ \$(nmods 'gxp_memtrace') -ge 1 ] && [ \$(mods 'gxp_memtrace' | xargs grep -L '^.maxnreg 32' | wc -l) = 0 ]" mt-default
+mtrun memtrace mt-prog GX_MT_GATE=0
+check "memtrace GX_MT_GATE=0: memtrace_prog, no gate in the shim's module, still capped" \
+	"grep -q 'object memtrace_prog' $T/mt-prog.err && [ \$(nmods 'gxp_memtrace') -ge 1 ] && [ \$(nmods '_cn[0-9]') = 0 ] && [ \$(nmods 'mov.u32.*%clock;') = 0 ] && [ \$(mods 'gxp_memtrace' | xargs grep -L '^.maxnreg 32' | wc -l) = 0 ]" mt-prog
+mtrun memtrace mt-gate GX_MT_GATE=1
+check "memtrace GX_MT_GATE=1: memtrace_gate, the same countdown and .maxnreg 32" \
+	"grep -q 'object memtrace_gate' $T/mt-gate.err && [ \$(nmods \"$cn\") -ge 1 ] && [ \$(mods \"$cn\" | xargs grep -L '^.maxnreg 32' | wc -l) = 0 ]" mt-gate
+mtrun memtrace mt-nocap GX_PTX_MEM_CAP=0
 check "memtrace GX_PTX_MEM_CAP=0: gated, not capped" \
-	"[ \$(cat $T/mt-nocap.rc) = 0 ] && (for f in \$(mods 'mov.u32.*%clock;'); do grep -q maxnreg \$f || exit 0; done; exit 1)" mt-nocap
-run memtrace mt-full GX_MT_GATE=1 GPUEXT_MEM_SAMPLE=1
-run "" mt-knob GPUEXT_POLICY="$B/share/gpuext/tools/memtrace_gate.bpf.o,gx_mem_sample=64"
-check "memtrace as a policy with the knob gx_mem_sample=64: 1 in 64" \
-	"[ \$(cat $T/mt-knob.rc) = 0 ] && grep -q 'knobs gx_mem_sample=64' $T/mt-knob.err && mods 'setp.lo.u32.*, 67108864;' | grep -q ." mt-knob
+	"[ \$(cat $T/mt-nocap.rc) = 0 ] && [ \$(nmods \"$cn\") -ge 1 ] && [ \$(mods \"$cn\" | xargs grep -l maxnreg | wc -l) = 0 ]" mt-nocap
+mtrun memtrace mt-full GPUEXT_MEM_SAMPLE=1
 check "memtrace GPUEXT_MEM_SAMPLE=1: the full trace, no gate" \
-	"[ \$(cat $T/mt-full.rc) = 0 ] && (for f in \$(mods 'gxp_memtrace'); do grep -q 'mov.u32.*%clock;' \$f || exit 0; done; exit 1)" mt-full
+	"[ \$(cat $T/mt-full.rc) = 0 ] && [ \$(nmods 'gxp_memtrace') -ge 1 ] && [ \$(nmods '_cn[0-9]') = 0 ]" mt-full
+mtrun "" mt-knob GPUEXT_POLICY="$B/share/gpuext/tools/memtrace.bpf.o,gx_mem_sample=64"
+check "memtrace as a policy with the knob gx_mem_sample=64: 1 in 64" \
+	"[ \$(cat $T/mt-knob.rc) = 0 ] && grep -q 'knobs gx_mem_sample=64' $T/mt-knob.err && [ \$(nmods 'sub.u32.*_cn64, .*_cn64, 1;') -ge 1 ]" mt-knob
 
 # A launch the driver refuses for its resources (an instrumented kernel's
 # registers past what its blocks allow: GPU run 89) is said once, with the

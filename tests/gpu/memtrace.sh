@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# memtrace at its default sampling (issue 40), two ways to sample 1 warp
-# access in N: the default program decides itself, after the trampoline's
-# election, context and call (tools/memtrace.bpf.c); memtrace_gate
-# (GX_MT_GATE=1) leaves it to the rewriter's sample gate
-# (ptx-rewrite/site_sample.c), made by the elected leader before any
-# context or call (GX_PTX_SAMPLE_EARLY=1 would make it before the election:
-# GPU run 90, hung reduce and the cooperative sample; not run here).
-# memtrace's handler is inlined at each memory site (run 98: the leader's
-# call split warps); the `gatecall`/`call` configurations (GX_PTX_MEM_INLINE=0)
-# call it with every lane instead, the gate folded into the leader flag.
+# memtrace at its default sampling (issue 40). The default program
+# (tools/memtrace.bpf.c) leaves the decision to the rewriter's sample gate
+# (ptx-rewrite/site_sample.c): a countdown of geometric gaps per function,
+# decremented and voted before the election, the handler called by every
+# lane when sampled (GPU run 101). memtrace_prog (GX_MT_GATE=0) decides in
+# the program, its handler inlined at every memory site (run 98: the
+# leader's call split warps). The A/B forms of the gate: the leader's hash
+# after the election (GX_PTX_SAMPLE_LEADER=1), a voted hash before it
+# (GX_PTX_SAMPLE_EARLY=1), the sampled handler inlined (GX_PTX_SAMPLE_INLINE=1).
 #  1. golden (tests/gpu/memtrace/golden.cu, 313 warps: one load and one store
 #     each, the last warp of 16 lanes), under each program: the full trace
 #     (--sample 1) must equal the expected records exactly (op, leader
@@ -16,8 +15,8 @@
 #     launches, the default 1 in 1024 over 4000) must be subsets of it, with
 #     a count within 6 standard deviations of accesses / N; the program's
 #     checksum unchanged.
-#  2. bench/tool_bench.cu (vadd, gemm, stencil, reduce): native vs memtrace
-#     vs memtrace_gate (default 1 in 1024), two alternated processes each,
+#  2. bench/tool_bench.cu (vadd, gemm, stencil, reduce): native vs each
+#     configuration of MT_CFGS (default 1 in 1024), two alternated processes each,
 #     REPS batches per process; the best of the processes' medians; ratio
 #     table; goal <= 1.5x native; checksums identical.
 #  3. the cooperative sample (tests/gpu/coop/gridsync.cu, grid sized by the
@@ -25,8 +24,8 @@
 #     median of their time_ms (20 launches); goal <= 1.5x; sums identical.
 # Needs build/cache (make gpu-prep: memtrace's JIT'd program). Logs: $OUT/memtrace.
 # Env: REPS (11), COOP_PROCS (5), MT_BUDGET (200 s for the whole part),
-# MT_CFGS (the bench's configurations, see cfg_env: direct gate memtrace
-# gate.count ...; each also runs the cooperative sample).
+# MT_CFGS (the bench's configurations, see cfg_env: direct memtrace prog
+# leader ...; each also runs the cooperative sample).
 set -u
 ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 B=${GX_BUILD:-$ROOT/build}
@@ -79,20 +78,13 @@ timeout 60 "$GOLD" 1 2>"$L/golden-native.err" || nok "golden natively: $(tail -1
 mt golden-full 60 --sample 1 --json -- "$GOLD" 1 || nok "golden full trace: exit $?"
 mt golden-16 60 --sample 16 --json -- "$GOLD" 400 || nok "golden 1 in 16: exit $?"
 mt golden-1024 60 --json -- "$GOLD" 4000 || nok "golden 1 in 1024: exit $?"
-GX_MT_GATE=1 mt gate-golden-full 60 --sample 1 --json -- "$GOLD" 1 || nok "gate golden full trace: exit $?"
-GX_MT_GATE=1 mt gate-golden-16 60 --sample 16 --json -- "$GOLD" 400 || nok "gate golden 1 in 16: exit $?"
-GX_MT_GATE=1 mt gate-golden-1024 60 --json -- "$GOLD" 4000 || nok "gate golden 1 in 1024: exit $?"
-# the called form (GX_PTX_MEM_INLINE=0: every lane calls, the leader flag
-# first; gated, the leader's test folded into the flag): the same records
+GX_MT_GATE=0 mt prog-golden-full 60 --sample 1 --json -- "$GOLD" 1 || nok "memtrace_prog golden full trace: exit $?"
+GX_MT_GATE=0 mt prog-golden-16 60 --sample 16 --json -- "$GOLD" 400 || nok "memtrace_prog golden 1 in 16: exit $?"
+GX_MT_GATE=0 mt prog-golden-1024 60 --json -- "$GOLD" 4000 || nok "memtrace_prog golden 1 in 1024: exit $?"
+# the A/B forms: the leader's hash (its test folded into the leader flag
+# of the every-lane call), and the full trace's handler called by every lane
+GX_PTX_SAMPLE_LEADER=1 mt leader-golden-16 60 --sample 16 --json -- "$GOLD" 400 || nok "leader golden 1 in 16: exit $?"
 GX_PTX_MEM_INLINE=0 mt call-golden-full 60 --sample 1 --json -- "$GOLD" 1 || nok "called golden full trace: exit $?"
-GX_PTX_MEM_INLINE=0 GX_MT_GATE=1 mt call-gate-golden-16 60 --sample 16 --json -- "$GOLD" 400 ||
-	nok "called gate golden 1 in 16: exit $?"
-# the countdown gate (GX_PTX_SAMPLE_COUNT=1): geometric gaps, so the counts
-# must match 1 in N as the hash's do
-GX_PTX_SAMPLE_COUNT=1 GX_MT_GATE=1 mt count-gate-golden-16 60 --sample 16 --json -- "$GOLD" 400 ||
-	nok "count gate golden 1 in 16: exit $?"
-GX_PTX_SAMPLE_COUNT=1 GX_MT_GATE=1 mt count-gate-golden-1024 60 --json -- "$GOLD" 4000 ||
-	nok "count gate golden 1 in 1024: exit $?"
 python3 - "$L" <<'P'
 import json, re, sys
 L = sys.argv[1]
@@ -108,9 +100,8 @@ nat = line('golden-native')
 if not nat:
     say(False, 'golden natively: no result line'); sys.exit(0)
 n, warps = int(nat.group(3)), int(nat.group(4))
-runs = [(p + 'golden-' + s, e) for p in ('', 'gate-') for s, e in (('full', 1), ('16', 16), ('1024', 1024))]
-for name, every in runs + [('call-golden-full', 1), ('call-gate-golden-16', 16), ('count-gate-golden-16', 16),
-                           ('count-gate-golden-1024', 1024)]:
+runs = [(p + 'golden-' + s, e) for p in ('', 'prog-') for s, e in (('full', 1), ('16', 16), ('1024', 1024))]
+for name, every in runs + [('leader-golden-16', 16), ('call-golden-full', 1)]:
     g = line(name)
     try:
         d = json.load(open('%s/%s.json' % (L, name)))
@@ -161,24 +152,22 @@ for name, every in runs + [('call-golden-full', 1), ('call-gate-golden-16', 16),
         print('| golden 1 in %d | %d accesses | %d samples | expected %.0f +- %.0f |' % (every, accesses, cnt, mean, sd))
 P
 
-# ---- 2. tool_bench: native, memtrace, memtrace_gate
+# ---- 2. tool_bench: native and each configuration
 WL=vadd,gemm,stencil,reduce
-CFGS=${MT_CFGS:-direct memtrace gate gate.early gate.count gate.countcall gate.countnocap}
-# a configuration's environment (memtrace_gate's sample test: the leader's
-# hash after the election; .early: voted hash before it; .count: a voted
-# countdown before it; call: the handler called by every lane, not inlined;
-# nocap: the kernels not capped at their original registers)
+CFGS=${MT_CFGS:-direct memtrace prog leader early inline nocap}
+# a configuration's environment: memtrace (the default: countdown, handler
+# called by every lane when sampled), prog (memtrace_prog: the program
+# samples, its handler inlined), leader (the leader's hash after the
+# election), early (a voted hash before it), inline (the sampled handler
+# inlined), nocap (the kernels not capped at their original registers)
 cfg_env() {
 	case $1 in
-	memtrace) echo GX_MT_GATE=0 ;;
-	call) echo GX_PTX_MEM_INLINE=0 ;;
-	gate) echo GX_MT_GATE=1 ;;
-	gatecall) echo GX_MT_GATE=1 GX_PTX_MEM_INLINE=0 ;;
-	gate.early) echo GX_MT_GATE=1 GX_PTX_SAMPLE_EARLY=1 ;;
-	gate.earlycall) echo GX_MT_GATE=1 GX_PTX_SAMPLE_EARLY=1 GX_PTX_MEM_INLINE=0 ;;
-	gate.count) echo GX_MT_GATE=1 GX_PTX_SAMPLE_COUNT=1 ;;
-	gate.countcall) echo GX_MT_GATE=1 GX_PTX_SAMPLE_COUNT=1 GX_PTX_MEM_INLINE=0 ;;
-	gate.countnocap) echo GX_MT_GATE=1 GX_PTX_SAMPLE_COUNT=1 GX_PTX_MEM_CAP=0 GX_PTX_REG_CAP=0 ;;
+	memtrace) echo GX_MT_GATE=1 ;;
+	prog) echo GX_MT_GATE=0 ;;
+	leader) echo GX_PTX_SAMPLE_LEADER=1 ;;
+	early) echo GX_PTX_SAMPLE_EARLY=1 ;;
+	inline) echo GX_PTX_SAMPLE_INLINE=1 ;;
+	nocap) echo GX_PTX_MEM_CAP=0 GX_PTX_REG_CAP=0 ;;
 	*) echo GX_MT_UNKNOWN_CFG=1 ;;
 	esac
 }
@@ -220,7 +209,7 @@ L, wl = sys.argv[1], sys.argv[2].split(',')
 def say(good, msg):
     print('%s - memtrace: %s' % ('ok' if good else 'not ok', msg))
 med, ck = {}, {}
-names = {'memtrace': 'memtrace (in-program sample)', 'gate': 'gate (leader)'}
+names = {'memtrace': 'memtrace (countdown, called)', 'prog': 'memtrace_prog (in the program)'}
 cfgs = [c for c in sys.argv[3].split() if c != 'direct']
 for cfg in ['direct'] + cfgs:
     for f in sorted(glob.glob('%s/bench-%s-*.json' % (L, cfg))):

@@ -139,12 +139,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	gx_ptx_rewrite_result_free(&res);
 	/* the input as the application, the same handler bound to memory
-	 * accesses and sampled 1 in 16 (site_sample.c): by the leader after
-	 * the election, and before it (GX_PTX_F_SAMPLE_EARLY, and as a countdown:
-	 * GX_PTX_F_SAMPLE_COUNT); called by every
-	 * lane with the test folded into the leader flag
-	 * (GX_PTX_F_MEM_SMALL_INLINE, where the handler is large), and by the
-	 * leader alone (GX_PTX_F_MEM_LEADER_CALL) */
+	 * accesses and sampled 1 in 16 (site_sample.c): a countdown before the
+	 * election (the default), a voted hash there (GX_PTX_F_SAMPLE_EARLY),
+	 * the leader's hash after it (GX_PTX_F_SAMPLE_LEADER, inlined and, with
+	 * the test folded into the leader flag, called by every lane), and the
+	 * leader alone calling (GX_PTX_F_MEM_LEADER_CALL) */
 	const struct gx_hook_binding mb = { GDEV_HOOK_MEM, NULL, "gx_blk" };
 	const unsigned every = 16;
 	struct gx_ptx_rewrite_opts mo = { .sz = sizeof(mo),
@@ -154,7 +153,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					  .bindings = &mb,
 					  .nr_bindings = 1,
 					  .bind_samples = &every };
-	static const unsigned mflags[] = { 0, GX_PTX_F_SAMPLE_EARLY, GX_PTX_F_SAMPLE_COUNT, GX_PTX_F_MEM_SMALL_INLINE,
+	static const unsigned mflags[] = { 0, GX_PTX_F_SAMPLE_EARLY, GX_PTX_F_SAMPLE_LEADER | GX_PTX_F_SAMPLE_INLINE,
+					   GX_PTX_F_SAMPLE_LEADER | GX_PTX_F_MEM_SMALL_INLINE,
 					   GX_PTX_F_MEM_SMALL_INLINE | GX_PTX_F_MEM_LEADER_CALL };
 	for (size_t i = 0; i < sizeof(mflags) / sizeof(mflags[0]); i++) {
 		mo.flags = mflags[i];

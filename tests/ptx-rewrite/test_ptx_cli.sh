@@ -63,7 +63,8 @@ T=${BUILD:-build}/share/gpuext/tools
 V=tests/ptx-rewrite/golden-passes/vadd.ptx
 check "rewrite --policy threadhist.bpf.o: JIT'd, bound, inlined" "$G ptx rewrite --policy $T/threadhist.bpf.o $V -o $W/pol.ptx && grep -q '^.func .* __gx_p_gxp_threadhist(' $W/pol.ptx && grep -q 'elect.sync' $W/pol.ptx && ! grep -q 'call' $W/pol.ptx"
 check "rewrite --policy output passes ptxas" "$PTXAS -arch=sm_90 $W/pol.ptx -o /dev/null"
-check "rewrite --policy memtrace.bpf.o (mem: inlined) passes ptxas" "$G ptx rewrite --policy $T/memtrace.bpf.o $V -o $W/pol2.ptx 2>/dev/null && grep -q '^.func .* __gx_p_gxp_memtrace(' $W/pol2.ptx && ! grep -qE '^[[:space:]]+call' $W/pol2.ptx && $PTXAS -arch=sm_90 $W/pol2.ptx -o /dev/null"
+check "rewrite --policy memtrace.bpf.o (mem, sampled: counted, called by every lane) passes ptxas" "$G ptx rewrite --policy $T/memtrace.bpf.o $V -o $W/pol2.ptx 2>/dev/null && grep -q '^.func .* __gx_p_gxp_memtrace(' $W/pol2.ptx && grep -qE '^[[:space:]]+call.*\\(__gx_cq, ' $W/pol2.ptx && $PTXAS -arch=sm_90 $W/pol2.ptx -o /dev/null"
+check "rewrite --policy memtrace_prog.bpf.o (mem, unsampled: inlined) passes ptxas" "$G ptx rewrite --policy $T/memtrace_prog.bpf.o $V -o $W/pol3.ptx 2>/dev/null && ! grep -qE '^[[:space:]]+call' $W/pol3.ptx && $PTXAS -arch=sm_90 $W/pol3.ptx -o /dev/null"
 # The empty device probe (bench/empty_probe.bpf.o, entry and exit programs
 # returning 0) through the user's path: both sites are made and inlined (no
 # call), and ptxas folds them away: vadd's SASS is the original's size, where

@@ -159,11 +159,11 @@ static void run_tool(const char *dir, const char *tool, unsigned hook,
 	GX_CHECK(ok, "%s loads and verifies", tool);
 	if (!ok)
 		return;
-	/* a variant object (NAME_all, NAME_c1024, NAME_lw) holds the program
+	/* a variant object (NAME_all, NAME_c1024, NAME_lw, NAME_prog) holds the program
 	 * NAME */
 	char prog[64];
 	snprintf(prog, sizeof(prog), "%s", tool);
-	static const char *const sfx[] = { "_all", "_c1024", "_c256", "_lw", "_w1", "_gate", "_counts" };
+	static const char *const sfx[] = { "_all", "_c1024", "_c256", "_lw", "_w1", "_gate", "_prog", "_counts" };
 	for (size_t i = 0; i < GX_ARRAY_SIZE(sfx); i++) {
 		size_t pl = strlen(prog), sl = strlen(sfx[i]);
 		if (pl > sl && !strcmp(prog + pl - sl, sfx[i]))
@@ -409,8 +409,8 @@ static size_t mt_expected(struct mt_key *out)
 	return n;
 }
 
-/* the default memtrace samples in its program (1 in 1024): the gate model
- * then passes every access to it */
+/* memtrace_prog (GX_MT_GATE=0) samples in its program (1 in 1024): the
+ * gate model then passes every access to it */
 static unsigned mt_prog_every;
 
 /* memtrace behind the gate model: N <= 1 records every access exactly as
@@ -478,7 +478,7 @@ int main(int argc, char **argv)
 		if (o)
 			gx_bpf_object__close(o);
 	}
-	GX_CHECK(nv == 6 && bad == 0,
+	GX_CHECK(nv == 7 && bad == 0,
 		 "the tools' load-time variants are built and hold their tool's program (%zu of %zu bad)", bad, nv);
 	/* threadhist is a block probe: at entry, and at exits where warp 0
 	 * leaves in two lane groups (one block counted once either way) */
@@ -514,12 +514,15 @@ int main(int argc, char **argv)
 	runs = launches, nr_runs = GX_ARRAY_SIZE(launches);
 	run_tool(argv[1], "kernelretsnoop_all", GDEV_HOOK_EXIT, check_krs);
 	run_tool(argv[1], "launchlate", GDEV_HOOK_ENTRY, check_ll);
-	for (unsigned i = 0; i < 4; i++) { /* the full trace, 1 in 3, 1 in 64, the default 1 in 1024 */
+	/* memtrace (and memtrace_gate, its build under GX_MT_GATE=1's name)
+	 * behind the gate model: the full trace, 1 in 3, 1 in 64, the default
+	 * 1 in 1024 */
+	for (unsigned i = 0; i < 8; i++) {
 		static const unsigned every[] = { 1, 3, 64, 1024 };
-		mt_every = every[i];
-		run_tool(argv[1], "memtrace_gate", GDEV_HOOK_MEM, check_mt);
+		mt_every = every[i % 4];
+		run_tool(argv[1], i < 4 ? "memtrace" : "memtrace_gate", GDEV_HOOK_MEM, check_mt);
 	}
 	mt_every = 1, mt_prog_every = 1024;
-	run_tool(argv[1], "memtrace", GDEV_HOOK_MEM, check_mt);
+	run_tool(argv[1], "memtrace_prog", GDEV_HOOK_MEM, check_mt);
 	return gx_test_done();
 }
