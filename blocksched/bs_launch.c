@@ -69,7 +69,7 @@ struct pfunc {
 	unsigned occ_block, occ_smem; /* last occupancy query */
 	int occ, occ_orig, occ_s;
 	unsigned max_dyn_smem; /* copied from the original so far */
-	unsigned announced; /* 1 << arm: the arms whose first launch was logged */
+	unsigned announced;    /* 1 << arm: the arms whose first launch was logged */
 	unsigned long long launches;
 	CUdeviceptr hints; /* CLAIM with a policy: the kernel's hint block */
 	unsigned hints_cap;
@@ -85,8 +85,9 @@ struct pfunc {
 		int arm;
 		unsigned gen; /* the guard_gen it was taken for */
 		int state;    /* 0 free, 1 started, 2 ended (its end event recorded) */
-	} tp[4];
-	unsigned guard_gen; /* bumped when the guard starts over on a new grid */
+	} tp[16];	      /* an application may queue launches far ahead of the GPU:
+		       * enough pairs for an exploration's timings (15) in flight */
+	unsigned guard_gen;   /* bumped when the guard starts over on a new grid */
 	/* why timings failed (the log says so when none came at all) */
 	unsigned tfail_n;
 	const char *tfail; /* the last failure's step */
@@ -102,7 +103,7 @@ static pthread_once_t cfg_once = PTHREAD_ONCE_INIT, sub_once = PTHREAD_ONCE_INIT
 static int mode = -1; /* -1 off, else enum gx_work_mode */
 static unsigned chunks_per_worker = GX_BS_DEFAULT_CHUNKS;
 static char glob[256] = "*";
-static char tag[64];  /* the schedule policy ("" without one) */
+static char tag[64]; /* the schedule policy ("" without one) */
 static bool policy_checked;
 static bool guard_on; /* the policy's gx_sched_guard */
 static struct pmod *mods;
@@ -227,7 +228,8 @@ static void forget_mod_locked(void *handle)
 		pmod_free(m);
 	}
 	struct pfunc *f, *t;
-	HASH_ITER(hh, funcs, f, t) {
+	HASH_ITER(hh, funcs, f, t)
+	{
 		if (f->mod == handle || f->key.f == handle) {
 			HASH_DEL(funcs, f);
 			bs_mem_retire(f->key.ctx, f->hints, NULL);
@@ -242,12 +244,14 @@ static void forget_mod_locked(void *handle)
 static void forget_all_locked(bool live_driver)
 {
 	struct pmod *m, *mt;
-	HASH_ITER(hh, mods, m, mt) {
+	HASH_ITER(hh, mods, m, mt)
+	{
 		HASH_DEL(mods, m);
 		pmod_free(m);
 	}
 	struct pfunc *f, *ft;
-	HASH_ITER(hh, funcs, f, ft) {
+	HASH_ITER(hh, funcs, f, ft)
+	{
 		HASH_DEL(funcs, f);
 		if (live_driver && f->hints)
 			bs_mem_retire(f->key.ctx, f->hints, NULL);
@@ -350,12 +354,14 @@ static struct pfunc *resolve_locked(CUcontext ctx, void *f)
 			if (k->scopy && (rc = copy_func(code, is_library, k->scopy, &pf->scopy)) == CUDA_SUCCESS) {
 				bs_host->add_func(ctx, pf->scopy, mod, k->scopy);
 			} else if (k->scopy) {
-				bs_log_decision(name, "its static copy %s cannot be found (%s): the guard times two arms",
+				bs_log_decision(name,
+						"its static copy %s cannot be found (%s): the guard times two arms",
 						k->scopy, bs_cu_err(rc));
 				pf->scopy = NULL;
 			}
 		} else if (k) {
-			bs_log_decision(name, "runs unchanged: its copy %s cannot be found (%s)", k->copy, bs_cu_err(rc));
+			bs_log_decision(name, "runs unchanged: its copy %s cannot be found (%s)", k->copy,
+					bs_cu_err(rc));
 		}
 	}
 	CUdevice d;
@@ -393,9 +399,15 @@ static const char *const fb_why[FB__N] = {
  * (gx_bs_stats): relaxed atomics, no lock. */
 static uint64_t n_claim, n_static, n_unchanged[GX_STATS_BS__COUNT];
 static const int fb_stat[FB__N] = {
-	[FB_COOP] = GX_STATS_BS_COOPERATIVE, [FB_EXTRA] = GX_STATS_BS_EXTRA,	   [FB_ATTR] = GX_STATS_BS_ATTRIBUTES,
-	[FB_CAPTURE] = GX_STATS_BS_CAPTURE,  [FB_GRAPH] = -1,			   [FB_OCC] = GX_STATS_BS_OCCUPANCY,
-	[FB_MEM] = GX_STATS_BS_MEMORY,	     [FB_SMEM] = GX_STATS_BS_SHARED_MEM,   [FB_GRID] = GX_STATS_BS_GRID,
+	[FB_COOP] = GX_STATS_BS_COOPERATIVE,
+	[FB_EXTRA] = GX_STATS_BS_EXTRA,
+	[FB_ATTR] = GX_STATS_BS_ATTRIBUTES,
+	[FB_CAPTURE] = GX_STATS_BS_CAPTURE,
+	[FB_GRAPH] = -1,
+	[FB_OCC] = GX_STATS_BS_OCCUPANCY,
+	[FB_MEM] = GX_STATS_BS_MEMORY,
+	[FB_SMEM] = GX_STATS_BS_SHARED_MEM,
+	[FB_GRID] = GX_STATS_BS_GRID,
 	[FB_STATIC] = GX_STATS_BS_STATIC_ONLY,
 };
 static uint64_t live_base[2 + GX_STATS_BS__COUNT]; /* the counts at gx_bs_live_start */
@@ -497,15 +509,16 @@ static void guard_said(const struct gx_bs_guard *g, const char *name, int ev)
 		char st[64] = "";
 		if (g->arms > GX_BS_STATIC)
 			snprintf(st, sizeof(st), ", its static copy %.3f ms", (double)g->med[GX_BS_STATIC]);
-		bs_log_decision(name,
-				"guard: its copy %.3f ms%s, as it is %.3f ms (medians of up to %d launches each%s): %s; "
-				"exploring took %u launches, the timed copies %+.3f ms against the original",
-				(double)g->med[GX_BS_COPY], st, (double)g->med[GX_BS_ORIG], GX_BS_GUARD_SAMPLES,
-				g->out ? ", a copy far slower dropped early" : "",
-				g->choice == GX_BS_COPY     ? "runs the copy"
-				: g->choice == GX_BS_STATIC ? "runs the static copy"
-							    : "runs unchanged",
-				g->explore_launches, (double)g->explore_extra_ms);
+		bs_log_decision(
+			name,
+			"guard: its copy %.3f ms%s, as it is %.3f ms (medians of up to %d launches each%s): %s; "
+			"exploring took %u launches, the timed copies %+.3f ms against the original",
+			(double)g->med[GX_BS_COPY], st, (double)g->med[GX_BS_ORIG], GX_BS_GUARD_SAMPLES,
+			g->out ? ", a copy far slower dropped early" : "",
+			g->choice == GX_BS_COPY	    ? "runs the copy"
+			: g->choice == GX_BS_STATIC ? "runs the static copy"
+						    : "runs unchanged",
+			g->explore_launches, (double)g->explore_extra_ms);
 	} else if (ev == GX_BS_EV_GAVE_UP) {
 		bs_log_decision(name,
 				"guard: gives up %s: %.3f ms against the original's %.3f ms (medians of its last "
@@ -541,8 +554,8 @@ static void guard_harvest_locked(struct pfunc *pf, const char *name)
 /* This launch of pf (units blocks on stream s, `arms` arms): its arm; a
  * launch the guard wants timed gets a timing pair when the stream can take
  * events (else the guard hears that no timing comes). */
-static int guard_pick_locked(struct pfunc *pf, const char *name, unsigned long long units, unsigned arms,
-			     CUstream s, bool can_time)
+static int guard_pick_locked(struct pfunc *pf, const char *name, unsigned long long units, unsigned arms, CUstream s,
+			     bool can_time)
 {
 	if (can_time)
 		guard_harvest_locked(pf, name); /* nothing of ours near a capture */
@@ -555,18 +568,21 @@ static int guard_pick_locked(struct pfunc *pf, const char *name, unsigned long l
 	unsigned untimed = pf->guard.untimed;
 	int timed = 0, arm = gx_bs_guard_next(&pf->guard, &timed);
 	if (pf->guard.untimed != untimed)
-		bs_log_decision(name,
-				"guard: no timing of its launches came back in %u launches (%u failed, the last at %s%s%s): "
-				"runs unchanged",
-				pf->guard.explore_launches, pf->tfail_n, pf->tfail ? pf->tfail : "none",
-				pf->tfail_rc ? ": " : "", pf->tfail_rc ? bs_cu_err(pf->tfail_rc) : "");
+		bs_log_decision(
+			name,
+			"guard: no timing of its launches came back in %u launches (%u failed, the last at %s%s%s): "
+			"runs unchanged",
+			pf->guard.explore_launches, pf->tfail_n, pf->tfail ? pf->tfail : "none",
+			pf->tfail_rc ? ": " : "", pf->tfail_rc ? bs_cu_err(pf->tfail_rc) : "");
 	if (!timed)
 		return arm;
 	const char *what = can_time ? "a free timing pair" : "a stream being captured";
 	CUresult rc = CUDA_SUCCESS;
+	bool busy = can_time;
 	for (int i = 0; can_time && i < (int)(sizeof(pf->tp) / sizeof(pf->tp[0])); i++) {
 		if (pf->tp[i].state)
 			continue;
+		busy = false;
 		for (int j = 0; j < 2 && rc == CUDA_SUCCESS; j++)
 			if (!pf->tp[i].ev[j] && (rc = CU(cuEventCreate)(&pf->tp[i].ev[j], CU_EVENT_DEFAULT)))
 				what = "cuEventCreate";
@@ -582,7 +598,9 @@ static int guard_pick_locked(struct pfunc *pf, const char *name, unsigned long l
 		tl_tp.i = i;
 		return arm;
 	}
-	timing_failed_locked(pf, arm, pf->guard_gen, what, rc); /* no pair: no timing */
+	if (busy) /* every pair in flight: later launches get timed */
+		return gx_bs_guard_skip(&pf->guard, arm);
+	timing_failed_locked(pf, arm, pf->guard_gen, what, rc); /* no timing */
 	return arm;
 }
 
@@ -654,11 +672,11 @@ static void occupancy(struct gx_launch_event *l, CUfunction copy, CUfunction sco
 		of = NULL;
 	if (CU(cuOccupancyMaxActiveBlocksPerMultiprocessor)(occ, copy, (int)block, l->shared_mem) != CUDA_SUCCESS)
 		*occ = 0;
-	if (!of || CU(cuOccupancyMaxActiveBlocksPerMultiprocessor)(occ_orig, of, (int)block, l->shared_mem) !=
-			   CUDA_SUCCESS)
+	if (!of ||
+	    CU(cuOccupancyMaxActiveBlocksPerMultiprocessor)(occ_orig, of, (int)block, l->shared_mem) != CUDA_SUCCESS)
 		*occ_orig = 0;
-	if (!scopy || CU(cuOccupancyMaxActiveBlocksPerMultiprocessor)(occ_s, scopy, (int)block, l->shared_mem) !=
-			      CUDA_SUCCESS)
+	if (!scopy ||
+	    CU(cuOccupancyMaxActiveBlocksPerMultiprocessor)(occ_s, scopy, (int)block, l->shared_mem) != CUDA_SUCCESS)
 		*occ_s = 0;
 }
 
@@ -726,8 +744,9 @@ static CUresult on_launch(struct gx_event *ev)
 			pf->occ_s = occ_s;
 		pthread_mutex_unlock(&bs_lock);
 		if (occ > 0 && occ < occ_orig)
-			bs_log_decision(k->name, "runs unchanged at %u threads per block: its copy keeps %d of the "
-						 "original's %d blocks per SM",
+			bs_log_decision(k->name,
+					"runs unchanged at %u threads per block: its copy keeps %d of the "
+					"original's %d blocks per SM",
 					block, occ, occ_orig);
 	}
 	if (occ <= 0)
@@ -758,7 +777,9 @@ static CUresult on_launch(struct gx_event *ev)
 		workers = units;
 	struct gx_work_desc d = {
 		.total = (unsigned)units,
-		.grid_x = l->grid[0], .grid_y = l->grid[1], .grid_z = l->grid[2],
+		.grid_x = l->grid[0],
+		.grid_y = l->grid[1],
+		.grid_z = l->grid[2],
 		.mode = (unsigned)am,
 		.chunk = 1,
 	};
@@ -795,9 +816,12 @@ static CUresult on_launch(struct gx_event *ev)
 	t->params[k->nparams - 1] = &t->desc;
 
 	if (announce)
-		bs_log_decision(k->name, "launched as %s, %llu workers (%d per SM x %d SMs, capped at %llu blocks), %s%s%s",
+		bs_log_decision(k->name,
+				"launched as %s, %llu workers (%d per SM x %d SMs, capped at %llu blocks), %s%s%s",
 				lname, workers, aocc, sm_count[dev], units, am == GX_WORK_STATIC ? "static" : "claim",
-				am == GX_WORK_STATIC ? "" : k->unit_bar ? ", unit barrier" : ", no unit barrier",
+				am == GX_WORK_STATIC ? ""
+				: k->unit_bar	     ? ", unit barrier"
+						     : ", no unit barrier",
 				!tag[0] ? ""
 				: guard ? ", guarded (timed against the original)"
 					: ", UNGUARDED (gx_sched_guard=0: the copy runs even where it is slower)");
@@ -856,7 +880,8 @@ static CUresult dispatch(struct gx_event *ev)
 		bs_log_ctx_gone(ev->ctx);
 		bs_mem_ctx_gone(ev->ctx);
 		struct pfunc *f, *ft;
-		HASH_ITER(hh, funcs, f, ft) {
+		HASH_ITER(hh, funcs, f, ft)
+		{
 			if (f->key.ctx == ev->ctx) {
 				HASH_DEL(funcs, f);
 				pfunc_free(f, true);
@@ -889,9 +914,9 @@ static void subscribe(void)
 {
 	/* LAUNCH_DONE (one more dispatch per launch) only for the guard's timing */
 	sub_id = bs_host->subscribe(GX_EV_MASK(GX_EV_LAUNCH) | (guard_on ? GX_EV_MASK(GX_EV_LAUNCH_DONE) : 0) |
-					    GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE) |
-					    GX_EV_MASK(GX_EV_MODULE_UNLOAD) | GX_EV_MASK(GX_EV_STREAM_DESTROY) |
-					    GX_EV_MASK(GX_EV_CTX_DESTROY) | GX_EV_MASK(GX_EV_SYNC),
+					    GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE) | GX_EV_MASK(GX_EV_MODULE_UNLOAD) |
+					    GX_EV_MASK(GX_EV_STREAM_DESTROY) | GX_EV_MASK(GX_EV_CTX_DESTROY) |
+					    GX_EV_MASK(GX_EV_SYNC),
 				    on_event, NULL);
 	if (sub_id < 0)
 		pr_warn("blocksched: cannot subscribe to launches (error %d); kernels run unchanged", sub_id);

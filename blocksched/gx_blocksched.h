@@ -131,6 +131,11 @@ void gx_bs_guard_init(struct gx_bs_guard *g, unsigned arms);
 int gx_bs_guard_next(struct gx_bs_guard *g, int *timed);
 /* A timed launch of one arm (ms < 0: its timing failed); a GX_BS_EV_*. */
 int gx_bs_guard_sample(struct gx_bs_guard *g, int arm, float ms);
+/* A launch the guard wanted timed that the launch side could not time for
+ * now (every timing pair still in flight: the application runs ahead of
+ * the GPU). Not a failure: while exploring the launch does not count and
+ * runs the original; settled, the chosen arm runs untimed. The arm to run. */
+int gx_bs_guard_skip(struct gx_bs_guard *g, int arm);
 
 /* ---- in a process ---- */
 #define GX_BS_CU_FUNCS(X)                                                              \

@@ -161,8 +161,10 @@ static int scan_sections(struct gx_load *ld)
 
 const char *gx_load_sym_name(struct gx_load *ld, const Elf64_Sym *sym)
 {
+	/* a section without a name (a fuzzed object: found by fuzz_bpf_loader)
+	 * gives "?", never NULL: callers print it and pass it on */
 	if (ELF64_ST_TYPE(sym->st_info) == STT_SECTION && sym->st_shndx < ld->nsec)
-		return ld->secs[sym->st_shndx].name;
+		return ld->secs[sym->st_shndx].name ? ld->secs[sym->st_shndx].name : "?";
 	const char *n = elf_strptr(ld->elf, ld->strtab_shndx, sym->st_name);
 	return n ? n : "?";
 }

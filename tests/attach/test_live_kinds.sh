@@ -110,12 +110,12 @@ check "exit mid-attach: the application exits 0" "[ $rc = 0 ]" $T/x.err
 # ---- refusals ----
 start r plain
 "$G" attach $pid --policy $MEM --tool nosuchtool >$T/r1 2>&1
-check "a request refused whole: the host policy it brought is gone again" "grep -q 'refused: .*nosuchtool' $T/r1 && [ \"\$(ps_of $pid)\" = - ] && ! ls -d $T/shm/attach-* >/dev/null 2>&1" $T/r1
+check "a request refused whole: the host policy it brought is gone again" "grep -q 'refused: .*nosuchtool' $T/r1 && [ \"\$(ps_of $pid)\" = - ] && ! ls -d $T/shm/attach-$pid-* >/dev/null 2>&1" $T/r1
 "$G" attach $pid --policy $SCHED >$T/r6 2>&1
 "$G" attach $pid --policy $MEM --policy $B/hostbpf/gx_fifo.bpf.o >$T/r7 2>&1
 check "two mem policies in one request: refused whole, the one that loaded goes again" "grep -q 'refused: .*gx_fifo.bpf.o: a host policy of its kind' $T/r7 && [ \"\$(ps_of $pid)\" = prio ]" $T/r7
 "$G" detach $pid prio >$T/r8 2>&1
-check "and the policy attached before it stays (then detached): no folder left" "grep -q 'detached host policy prio' $T/r8 && ! ls -d $T/shm/attach-* >/dev/null 2>&1" $T/r8
+check "and the policy attached before it stays (then detached): no folder left" "grep -q 'detached host policy prio' $T/r8 && ! ls -d $T/shm/attach-$pid-* >/dev/null 2>&1" $T/r8
 "$G" attach $pid --tool threadhist,launchlate >$T/r3 2>&1
 "$G" detach $pid threadhist >$T/r4 2>&1
 check "one tool of a device set of two: refused, naming the set" "grep -q 'threadhist was attached with threadhist,launchlate as one set' $T/r4" $T/r4

@@ -42,8 +42,8 @@ static const char PTX[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
 			  "\tmov.u32 %r1, %clusterid.x;\n\tret;\n}\n";
 
 /* The per-thread-stream form, declared by cuda.h only for the driver itself. */
-CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-			     unsigned bz, unsigned sh, CUstream s, void **p, void **e);
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+			     unsigned sh, CUstream s, void **p, void **e);
 
 #include "tests/shim/fakecuda/fake_launch.h"
 static struct fake_launch (*last)(void);
@@ -118,7 +118,8 @@ static int guard_test(CUfunction ok, void **args, const char *want)
 	 * dropped then) */
 	int least = 3; /* a warm-up and GX_BS_GUARD_DROP_N (2) timings */
 	GX_CHECK(ran[0] >= least && ran[1] >= least && ran[2] >= least,
-		 "guard: the three arms were tried (%d originals, %d copies, %d static copies)", ran[0], ran[1], ran[2]);
+		 "guard: the three arms were tried (%d originals, %d copies, %d static copies)", ran[0], ran[1],
+		 ran[2]);
 	GX_CHECK(fcopy && fstatic && fcopy != fstatic, "guard: the static copy is a function of its own");
 	GX_CHECK(static_clean, "guard: the static copy launches with a STATIC descriptor, no state, 3 workers");
 	const char *wn = w == 1 ? "claiming copy" : w == 2 ? "static copy" : "original";
@@ -131,7 +132,9 @@ static int guard_test(CUfunction ok, void **args, const char *want)
 	const struct gx_work_desc *dc = desc_of(&lc, ok, 3);
 	GX_CHECK(w == 2 ? dc && dc->mode == GX_WORK_STATIC && !dc->state : lc.func == (void *)ok,
 		 "guard: a captured launch runs the %s", w == 2 ? "static copy" : "original");
-	GX_CHECK(log_has(w == 1 ? "runs the copy" : w == 2 ? "runs the static copy" : "runs unchanged") &&
+	GX_CHECK(log_has(w == 1	  ? "runs the copy"
+			 : w == 2 ? "runs the static copy"
+				  : "runs unchanged") &&
 			 log_has("guard: its copy") && log_has(", its static copy "),
 		 "guard: one log line gives the three medians and the choice");
 	GX_CHECK(log_has("launches, the timed copies ") && log_has(", guarded (timed against the original)"),
@@ -139,6 +142,37 @@ static int guard_test(CUfunction ok, void **args, const char *want)
 		 "guarded");
 	GX_CHECK(log_has("k_ok: launched as __gx_ps_k_ok, 3 workers") || w != 2,
 		 "guard: the static copy's first launch is logged");
+	cuStreamDestroy(s);
+	return gx_test_done();
+}
+
+/* An application that runs ahead of the GPU (GPU run 100: schedguard's
+ * CuPy app queues 300 launches, then syncs): 120 launches queued at once,
+ * every kernel taking FAKECUDA_KERNEL_US, then 40 more with a sync each.
+ * A launch that finds every timing pair in flight waits for a later one
+ * rather than count as a failed timing, and the guard decides (here for
+ * the copy, twice as fast) instead of giving up after 64 launches. */
+static int async_test(CUfunction ok, void **args)
+{
+	CUstream s;
+	GX_CHECK(cuStreamCreate(&s, 0) == CUDA_SUCCESS, "async: a stream");
+	int launched = 1, tail_copy = 1;
+	for (int i = 0; i < 120; i++)
+		launched &= cuLaunchKernel(ok, 10, 2, 1, 128, 1, 1, 0, s, args, NULL) == CUDA_SUCCESS;
+	cuStreamSynchronize(s);
+	for (int i = 0; i < 40; i++) {
+		launched &= cuLaunchKernel(ok, 10, 2, 1, 128, 1, 1, 0, s, args, NULL) == CUDA_SUCCESS;
+		if (i >= 30)
+			tail_copy &= last().func != (void *)ok;
+		cuStreamSynchronize(s);
+	}
+	GX_CHECK(launched, "async: 160 launches succeed");
+	GX_CHECK(!log_has("guard: no timing of its launches came back"),
+		 "async: launches that found every timing pair in flight did not count as failed timings");
+	GX_CHECK(log_has("guard: its copy") && log_has("runs the copy"), "async: the guard decided, for the copy");
+	GX_CHECK(tail_copy, "async: the last launches run the copy");
+	if (gx_test_failed)
+		log_print("guard");
 	cuStreamDestroy(s);
 	return gx_test_done();
 }
@@ -222,7 +256,8 @@ static int capture_first_test(void)
 	CUresult rc = cuStreamEndCapture(c, &g);
 	GX_CHECK(rc == CUDA_SUCCESS && g, "capture-first: the capture survives the context's and module's setup (%d)",
 		 (int)rc);
-	GX_CHECK(log_has("policy adaptive") && !log_has("not attached"), "capture-first: the policy is attached all the same");
+	GX_CHECK(log_has("policy adaptive") && !log_has("not attached"),
+		 "capture-first: the policy is attached all the same");
 	cuStreamDestroy(c);
 	return gx_test_done();
 }
@@ -275,6 +310,8 @@ int main(int argc, char **argv)
 		return guard_test(ok, args, argc > 2 ? argv[2] : "copy");
 	if (!strcmp(mode, "untimed"))
 		return untimed_test(ok, args);
+	if (!strcmp(mode, "async"))
+		return async_test(ok, args);
 	if (!strcmp(mode, "capture"))
 		return capture_test(ok, args);
 	long h2d0 = count("cuMemcpyHtoDAsync_v2");
@@ -300,16 +337,21 @@ int main(int argc, char **argv)
 	}
 	/* (the device runtime's setup copies — the context's maps, the module's
 	 * __gx_devrt — came before, through its own stream) */
-	GX_CHECK(count("cuMemcpyHtoDAsync_v2") - h2d0 == 0,
-		 "launch: no copy to the device for a launch (%ld)", count("cuMemcpyHtoDAsync_v2") - h2d0);
+	GX_CHECK(count("cuMemcpyHtoDAsync_v2") - h2d0 == 0, "launch: no copy to the device for a launch (%ld)",
+		 count("cuMemcpyHtoDAsync_v2") - h2d0);
 	/* The first launches are sampled (GPUEXT_SCHED_LOG): the test plays the
 	 * three workers of this one; the log gets them at the next sync. */
 	if (sched && want == GX_WORK_CLAIM && argc > 2) {
 		struct gx_work_wstat *ws = d ? (struct gx_work_wstat *)(uintptr_t)d->stats : NULL;
 		GX_CHECK(ws != NULL, "launch: a sampled launch has a stats area");
 		for (unsigned w = 0; ws && w < 3; w++)
-			ws[w] = (struct gx_work_wstat){ .units = 6 + (w > 0), .chunks = 2, .steals = w, .smid = w % 2,
-							.t0 = 1000 + w, .t1 = 9000 + 100 * w, .done = 1 };
+			ws[w] = (struct gx_work_wstat){ .units = 6 + (w > 0),
+							.chunks = 2,
+							.steals = w,
+							.smid = w % 2,
+							.t0 = 1000 + w,
+							.t1 = 9000 + 100 * w,
+							.done = 1 };
 	}
 	GX_CHECK(log_has("k_ok: launched as __gx_pw_k_ok, 3 workers"), "launch: first launch logged");
 
@@ -319,8 +361,7 @@ int main(int argc, char **argv)
 	l = last();
 	d = desc_of(&l, ok, 3);
 	if (want == GX_WORK_CLAIM)
-		GX_CHECK(d && d->chunk == 782, "launch: chunk = units / (workers x 8 claims) = %u",
-			 d ? d->chunk : 0);
+		GX_CHECK(d && d->chunk == 782, "launch: chunk = units / (workers x 8 claims) = %u", d ? d->chunk : 0);
 	cuLaunchKernel(ok, 5, 1, 1, 64, 1, 1, 0, NULL, args, NULL);
 	GX_CHECK(last().grid[0] == 5, "launch: workers capped at the original 5 blocks (%u)", last().grid[0]);
 	set_occ(3);
@@ -351,8 +392,9 @@ int main(int argc, char **argv)
 		GX_CHECK(l.func != (void *)ok && !st[0] && !st[3], "launch: static: no state on any stream");
 
 	/* cuLaunchKernelEx: plain config is launched persistent, a cluster one is not. */
-	CUlaunchConfig cfg = { .gridDimX = 6, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32, .blockDimY = 1,
-			       .blockDimZ = 1 };
+	CUlaunchConfig cfg = {
+		.gridDimX = 6, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1
+	};
 	GX_CHECK(cuLaunchKernelEx(&cfg, ok, args, NULL) == CUDA_SUCCESS && last().func != (void *)ok &&
 			 last().grid[0] == 3,
 		 "launch: cuLaunchKernelEx launches the copy");
@@ -385,7 +427,8 @@ int main(int argc, char **argv)
 		 "launch: parameters through extra: the original (logged)");
 	set_occ(0);
 	cuLaunchKernel(ok, 8, 1, 1, 1024, 1, 1, 0, NULL, args, NULL);
-	GX_CHECK(last().func == (void *)ok && log_has("no block per SM"), "launch: zero occupancy: the original (logged)");
+	GX_CHECK(last().func == (void *)ok && log_has("no block per SM"),
+		 "launch: zero occupancy: the original (logged)");
 	set_occ(4);
 	set_occ_copy(2);
 	cuLaunchKernel(ok, 8, 1, 1, 96, 1, 1, 0, NULL, args, NULL);
@@ -393,8 +436,14 @@ int main(int argc, char **argv)
 		 "launch: a copy with fewer resident blocks than the original is not used (logged)");
 	set_occ_copy(-1);
 	set_occ(3);
-	CUDA_KERNEL_NODE_PARAMS np = { .func = ok, .gridDimX = 2, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32,
-				       .blockDimY = 1, .blockDimZ = 1, .kernelParams = args };
+	CUDA_KERNEL_NODE_PARAMS np = { .func = ok,
+				       .gridDimX = 2,
+				       .gridDimY = 1,
+				       .gridDimZ = 1,
+				       .blockDimX = 32,
+				       .blockDimY = 1,
+				       .blockDimZ = 1,
+				       .kernelParams = args };
 	CUgraphNode node;
 	cuGraphAddKernelNode(&node, (CUgraph)(uintptr_t)0x10, NULL, 0, &np);
 	GX_CHECK(log_has("graph kernel nodes (claiming policies) run the original") || want == GX_WORK_STATIC,
@@ -435,11 +484,12 @@ int main(int argc, char **argv)
 			if (sf)
 				fclose(sf);
 		}
-		GX_CHECK((st.flags & GX_STATS_F_SCHED) && st.bs_persistent_claim >= 1 && st.bs_sampled_launches >= 1 &&
-				 st.bs_steals >= 2,
-			 "launch: the stats file counts persistent launches, the sample and its steals (%llu, %llu, %llu)",
-			 (unsigned long long)st.bs_persistent_claim, (unsigned long long)st.bs_sampled_launches,
-			 (unsigned long long)st.bs_steals);
+		GX_CHECK(
+			(st.flags & GX_STATS_F_SCHED) && st.bs_persistent_claim >= 1 && st.bs_sampled_launches >= 1 &&
+				st.bs_steals >= 2,
+			"launch: the stats file counts persistent launches, the sample and its steals (%llu, %llu, %llu)",
+			(unsigned long long)st.bs_persistent_claim, (unsigned long long)st.bs_sampled_launches,
+			(unsigned long long)st.bs_steals);
 	}
 
 	/* Libraries: launched with the CUkernel handle. */
