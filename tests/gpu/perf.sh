@@ -38,7 +38,10 @@
 #   (GX_PTX_HOIST_WARP=1: the warp index every site's test reads set once
 #   at the kernel's start); TOOL.roomy (GX_RING_ROOMY=1: ring producers
 #   skip the {head, tail} snapshot while their SM saw the ring half empty
-#   within 5 us, gx_devrt.h). The .off configurations (every step off)
+#   within 5 us, gx_devrt.h); TOOL.norec (GX_PTX_RECONVERGE=0: no
+#   bar.warp.sync after entry sites: the ring's first try has no loop since
+#   session 25, and the split it once guarded against was the leader's
+#   call, run 98). The .off configurations (every step off)
 #   ran in GPU run 90 and are on request now. CuPy compiles to PTX in every
 #   configuration (CUPY_COMPILE_WITH_PTX=1, what gpuext-run sets under a
 #   tool), so native runs the code the tools hook. Processes alternate
@@ -102,6 +105,7 @@ run_cfg() {
 	*.nocap) timeout -k 5 "$lim" env GX_PTX_REG_CAP=0 "$RUN" --tool "${cfg%.nocap}" -- "$@" ;;
 	*.hoist) timeout -k 5 "$lim" env GX_PTX_HOIST_WARP=1 "$RUN" --tool "${cfg%.hoist}" -- "$@" ;;
 	*.roomy) timeout -k 5 "$lim" env GX_RING_ROOMY=1 "$RUN" --tool "${cfg%.roomy}" -- "$@" ;;
+	*.norec) timeout -k 5 "$lim" env GX_PTX_RECONVERGE=0 "$RUN" --tool "${cfg%.norec}" -- "$@" ;;
 	threadhist.bar) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=barrier GX_TH_WARP=1 "$RUN" --tool threadhist -- "$@" ;;
 	*.entry) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=entry "$RUN" --tool "${cfg%.entry}" -- "$@" ;;
 	*.exit) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=exit "$RUN" --tool "${cfg%.exit}" -- "$@" ;;
@@ -199,7 +203,7 @@ for k in sorted({k for k, _ in host}):
     print('| %s launch loop (host us/launch, no goal) | %s | %s |' % (k, '%.2f' % base if base else '—', ' | '.join(cells)))
 # goals: the .on configurations (the defaults), .cap and threadhist.bar (the
 # candidate defaults)
-for c in [c for c in tools if c.endswith(('.on', '.hoist', '.roomy')) or c == 'threadhist.bar']:
+for c in [c for c in tools if c.endswith(('.on', '.hoist', '.roomy', '.norec')) or c == 'threadhist.bar']:
     for k in kernels:
         base, v = med.get((k, 'native')), med.get((k, c))
         if base is None or v is None:
