@@ -143,6 +143,24 @@ const char *ptx_site_addr_reg(struct ptx_sites *s)
 	return r ? r->a : NULL;
 }
 
+/* The context words a word clone computes itself rather than taking them as
+ * parameters: those read from special registers (its handler runs on the
+ * leader lane, so %tid and %laneid in the clone are the leader's), except
+ * %ctaid/%nctaid and the unit derived from them when the persistent
+ * transform rewrites the kernel's reads of those (it does not reach the
+ * clone). And size, op and space (words 6-8) travel as one parameter, the
+ * site's packed info. Every parameter is a register live at the call:
+ * memtrace's call took 11 (10 words and the leader flag), and under the
+ * kernel's register cap the loops around its call sites spilled. */
+#define PTX_W_INFO (7u << 6)
+static unsigned clone_own_words(const struct ptx_sites *s)
+{
+	unsigned sreg = 0xfffu << 12 | 1u << 24 | 1u << 25 | 1u << 26 | 1u << 27;
+	if (s->ctx->opts->persistent)
+		sreg &= ~(0x3fu << 12 | 1u << 27);
+	return sreg;
+}
+
 /* A called handler that the inliner could copy (h->inlinable: too large for
  * its hook, or a probe-call site) is called through a clone of it that takes
  * the words it reads as `.param .b32` scalars: the body is the inliner's
@@ -171,7 +189,9 @@ static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h, const
 	/* .func (.param .b32 N_r) N(.param .b32 N_w<i>, ...)
 	 * { .reg .b32 %<P>_w<30>; .reg .b32 %<P>_t; ld.param.b32 %<P>_w<i>, [N_w<i>]; ...
 	 *   END: st.param.b32 [N_r], 0; ret; }  -- built as IR, the body goes before END */
-	unsigned nw = (unsigned)__builtin_popcount(h->words) + all;
+	unsigned own = h->words & clone_own_words(s), info = h->words & PTX_W_INFO;
+	unsigned passed = h->words & ~own & ~PTX_W_INFO;
+	unsigned nw = (unsigned)__builtin_popcount(passed) + all + !!info;
 	struct ptx_item *it = ptx_alloc(m, sizeof(*it));
 	struct ptx_decl *pd = ptx_alloc(m, (nw + 1) * sizeof(*pd));
 	const char *rname = ptx_sprintf(m, "%s_r", name);
@@ -205,7 +225,7 @@ static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h, const
 		ptx_chain_insn(m, &c, r->q, 0, "bra", 0, NULL, 1, ptx_opnd_id(m, end));
 	}
 	for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
-		if (!(h->words & 1u << i))
+		if (!(passed & 1u << i))
 			continue;
 		const char *pn = ptx_sprintf(m, "%s_w%u", name, i);
 		if (!pn) {
@@ -216,6 +236,30 @@ static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h, const
 			.space = PTX_SPACE_PARAM, .space_str = ".param", .type = ".b32", .name = pn
 		};
 		INSN(&c, "ld", PTX_MODS(".param", ".b32"), r->ow[i], ptx_opnd_addr(m, ptx_opnd_id(m, pn), 0));
+	}
+	if (info) { /* size | op << 16 | space << 24, unpacked */
+		const char *pn = ptx_sprintf(m, "%s_info", name);
+		if (!pn) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		pd[n++] = (struct ptx_decl){
+			.space = PTX_SPACE_PARAM, .space_str = ".param", .type = ".b32", .name = pn
+		};
+		INSN(&c, "ld", PTX_MODS(".param", ".b32"), r->ot, ptx_opnd_addr(m, ptx_opnd_id(m, pn), 0));
+		if (info & 1u << 6)
+			INSN(&c, "and", PTX_MODS(".b32"), r->ow[6], r->ot, ptx_opnd_int(m, 0xffff));
+		if (info & 1u << 7)
+			INSN(&c, "bfe", PTX_MODS(".u32"), r->ow[7], r->ot, ptx_opnd_int(m, 16), ptx_opnd_int(m, 8));
+		if (info & 1u << 8)
+			INSN(&c, "shr", PTX_MODS(".u32"), r->ow[8], r->ot, ptx_opnd_int(m, 24));
+	}
+	/* the leader's own words: its special registers, its lane */
+	if (own & 1u << 26)
+		INSN(&c, "mov", PTX_MODS(".u32"), r->ow[26], ptx_opnd_id(m, "%laneid"));
+	if ((own & ~(1u << 26)) && ptx_site_words(m, &c, r, own & ~(1u << 26), 0, 0, 0, 0, NULL, 0)) {
+		*err = -ENOMEM;
+		return NULL;
 	}
 	ptx_chain_label(m, &c, end);
 	struct ptx_stmt *lab = c.tail;
@@ -539,10 +583,14 @@ static int site_handle(struct site *st)
 	const struct ptx_site_regs *r = st->r;
 	struct ptx_chain *bd = &st->bd, *hd = &st->hd;
 	unsigned need = st->need;
-	int err = ptx_site_words(m, bd, r, need, st->pre_words, st->kid, st->info, st->hook,
+	bool cloned = !st->inl && !st->stub && need && st->h->inlinable;
+	/* a word clone computes its own words (clone_own_words) and takes the
+	 * packed info: the site computes only the rest */
+	unsigned own = cloned ? need & clone_own_words(st->s) : 0, info = cloned ? need & PTX_W_INFO : 0;
+	int err = ptx_site_words(m, bd, r, need & ~own & ~info, st->pre_words, st->kid, st->info, st->hook,
 				 need & 0x30u ? st->addr : NULL, st->layout);
 	const char *wclone = NULL;
-	if (!err && !st->inl && !st->stub && need && st->h->inlinable)
+	if (!err && cloned)
 		wclone = words_clone(st->s, st->h, r, st->all, &err);
 	if (err)
 		return err;
@@ -566,12 +614,22 @@ static int site_handle(struct site *st)
 			n++;
 		}
 		for (unsigned i = 0; i < PTX_CTX_WORDS; i++) {
-			if (!(need & 1u << i))
+			if (!(need & ~own & ~info & 1u << i))
 				continue;
 			const char *pn = r->cw[i]; /* names made once per module */
 			args[n] = r->ocw[i];
 			ptx_chain_decl(m, hd, PTX_SPACE_PARAM, ".b32", pn);
 			INSN(bd, "st", PTX_MODS(".param", ".b32"), ptx_opnd_addr(m, args[n], 0), r->ow[i]);
+			n++;
+		}
+		if (info) { /* size | op << 16 | space << 24 */
+			const char *pn = ptx_sprintf(m, "%s_ci", m->fresh_prefix);
+			if (!pn)
+				return gx_err(-ENOMEM);
+			args[n] = ptx_opnd_id(m, pn);
+			ptx_chain_decl(m, hd, PTX_SPACE_PARAM, ".b32", pn);
+			INSN(bd, "st", PTX_MODS(".param", ".b32"), ptx_opnd_addr(m, args[n], 0),
+			     ptx_opnd_int(m, st->info));
 			n++;
 		}
 		ptx_chain_insn(m, bd, NULL, 0, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &r->ocr), ptx_opnd_id(m, wclone),

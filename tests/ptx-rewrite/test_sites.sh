@@ -81,16 +81,23 @@ if rw probe --hooks all --stubs probe; then
 fi
 if rw probe-call --hooks all --stubs probe-call; then
 	# called through a clone taking the words it reads as parameters: no
-	# .local context (words 0-28: 29 parameters, 29 st.param per site)
+	# .local context. Of words 0-28, the clone computes the 16 read from
+	# special registers (12-27: the leader's own) and takes size, op and
+	# space packed in one parameter: 10 word parameters and the info
+	# (before: 29 parameters, 29 st.param per site)
 	nsites=$(count 'call.*__gx_hw[0-9]*,' "$W/probe-call.ptx")
 	check "probe-call: called through its word-parameter clone at every site ($nsites)" \
 		test "$nsites" -gt 0 -a "$(count 'call.*__gx_probe,' "$W/probe-call.ptx")" = 0
 	check "probe-call: no .local context" test "$(count '__gx_lctx' "$W/probe-call.ptx")" = 0
-	check "probe-call: one clone, 29 word parameters read" \
+	check "probe-call: one clone, 10 word parameters read, the info unpacked" \
 		test "$(count '^\.func .* __gx_hw' "$W/probe-call.ptx")" = 1 -a \
-		"$(count 'ld.param.b32	%__gx_w' "$W/probe-call.ptx")" = 29
-	check "probe-call: every word it reads passed (29 per site)" \
-		test "$(count 'st.param.b32	\[__gx_cw' "$W/probe-call.ptx")" = "$((29 * nsites))"
+		"$(count 'ld.param.b32	%__gx_w' "$W/probe-call.ptx")" = 10 -a \
+		"$(count 'bfe.u32	%__gx_w7, %__gx_t, 16, 8;' "$W/probe-call.ptx")" = 1
+	check "probe-call: the clone reads the leader's special registers itself (%smid, %laneid, %ctaid.x, %ntid.z)" \
+		awk '/^\.func .* __gx_hw/ { f = 1 } f && /mov.u32	%__gx_w24, %smid;/ { a = 1 } f && /mov.u32	%__gx_w26, %laneid;/ { b = 1 } f && /mov.u32	%__gx_w12, %ctaid.x;/ { c = 1 } f && /mov.u32	%__gx_w23, %ntid.z;/ { d = 1 } END { exit !(a && b && c && d) }' "$W/probe-call.ptx"
+	check "probe-call: the other words passed (10 and the packed info per site)" \
+		test "$(count 'st.param.b32	\[__gx_cw' "$W/probe-call.ptx")" = "$((10 * nsites))" -a \
+		"$(count 'st.param.b32	\[__gx_ci' "$W/probe-call.ptx")" = "$nsites"
 	no_shared_ctx probe-call
 fi
 rw edge-probe --app tests/ptx-rewrite/golden-passes/edge.ptx --hooks all --stubs probe &&
