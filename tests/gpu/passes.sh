@@ -30,7 +30,9 @@ else
 	echo "not ok - passes: $B/bench/hook_overhead not built"
 fi
 # Registers and resident blocks per SM of tool_bench's kernels with a tool's
-# handler at its hook (the driver JIT's figures; nothing is run).
+# handler at its hook (the driver JIT's figures; nothing is run), rewritten
+# as the shim does: the originals' registers given, so hooked kernels are
+# capped (GX_PTX_REG_CAP=0 to see them uncapped: launchlate 38 registers).
 for t in launchlate:entry threadhist:block; do
 	n=${t%:*} h=${t#*:}
 	if [ -x "$B/bench/hook_overhead" ] && [ -f "$B/bench/tool_$n.ptx" ] && [ -f "$B/bench/tool_bench.ptx" ]; then
