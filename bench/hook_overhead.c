@@ -329,20 +329,29 @@ static int regs_mode(int argc, char **argv)
 	 * (the register cap of hooked kernels by default, GX_PTX_REG_CAP=0
 	 * without): run 105 measured the rewrite without either and reported
 	 * launchlate's 38 registers, which no user's kernel gets */
-	static struct gx_ptx_kregs kr[256];
-	static char knames[256][256];
-	size_t nk = 0;
-	for (const char *e = strstr(ptx, ".entry "); e && nk < 256; e = strstr(e + 7, ".entry ")) {
+	size_t nn = 0, nk = 0;
+	for (const char *e = strstr(ptx, ".entry "); e; e = strstr(e + 7, ".entry "))
+		nn++;
+	char(*names)[256] = calloc(nn ? nn : 1, sizeof(*names));
+	struct gx_ptx_kregs *kr = calloc(nn ? nn : 1, sizeof(*kr));
+	if (!names || !kr) {
+		printf("not ok - hook_overhead --regs %s: out of memory\n", argv[3]);
+		return 1;
+	}
+	/* kernel names: the .entry lines of the original */
+	nn = 0;
+	for (const char *e = strstr(ptx, ".entry "); e; e = strstr(e + 7, ".entry ")) {
 		size_t n = strcspn(e + 7, "( \t\n");
 		CUfunction f;
 		int r = 0;
-		if (!n || n >= sizeof(knames[0]))
+		if (!n || n >= sizeof(names[0]))
 			continue;
-		memcpy(knames[nk], e + 7, n);
-		knames[nk][n] = 0;
-		if (cuModuleGetFunction(&f, mod[0], knames[nk]) == CUDA_SUCCESS &&
+		memcpy(names[nn], e + 7, n);
+		names[nn][n] = 0;
+		if (cuModuleGetFunction(&f, mod[0], names[nn]) == CUDA_SUCCESS &&
 		    cuFuncGetAttribute(&r, CU_FUNC_ATTRIBUTE_NUM_REGS, f) == CUDA_SUCCESS && r > 0)
-			kr[nk] = (struct gx_ptx_kregs){knames[nk], (unsigned)r}, nk++;
+			kr[nk++] = (struct gx_ptx_kregs){names[nn], (unsigned)r};
+		nn++;
 	}
 	struct gx_ptx_rewrite_opts o = {.sz = sizeof(o), .hooks = hook, .policy_ptx = pol,
 					.policy_len = pol_len, .bindings = &b, .nr_bindings = 1,
@@ -352,21 +361,12 @@ static int regs_mode(int argc, char **argv)
 		printf("not ok - hook_overhead --regs %s: rewrite: %s\n", argv[3], res.err);
 		return 1;
 	}
-	const char *text[2] = {ptx, res.ptx};
-	for (int v = 1; v < 2; v++)
-		if (cuModuleLoadData(&mod[v], text[v]) != CUDA_SUCCESS) {
-			printf("not ok - hook_overhead --regs %s: %s module not loaded\n", argv[3],
-			       v ? "instrumented" : "original");
-			return 1;
-		}
-	/* kernel names: the .entry lines of the original */
-	for (const char *e = strstr(ptx, ".entry "); e; e = strstr(e + 7, ".entry ")) {
-		char name[256];
-		size_t n = strcspn(e + 7, "( \t\n");
-		if (!n || n >= sizeof(name))
-			continue;
-		memcpy(name, e + 7, n);
-		name[n] = 0;
+	if (cuModuleLoadData(&mod[1], res.ptx) != CUDA_SUCCESS) {
+		printf("not ok - hook_overhead --regs %s: instrumented module not loaded\n", argv[3]);
+		return 1;
+	}
+	for (size_t k = 0; k < nn; k++) {
+		const char *name = names[k];
 		int rg[2], lm[2], oc[2];
 		for (int v = 0; v < 2; v++) {
 			CUfunction f;
@@ -381,6 +381,8 @@ static int regs_mode(int argc, char **argv)
 		       "(%d -> %d, %d -> %d registers)\n",
 		       oc[1] >= oc[0] ? "ok" : "not ok", argv[3], name, bs, oc[0], oc[1], rg[0], rg[1]);
 	}
+	free(names);
+	free(kr);
 	gx_ptx_rewrite_result_free(&res);
 	return 0;
 }

@@ -79,15 +79,16 @@ struct pfunc {
 	struct gx_bs_guard guard;
 	unsigned long long guard_units;
 	unsigned guard_arms;
+	/* the timing pairs: an application may queue launches far ahead of
+	 * the GPU, so enough for an exploration's timings (15) in flight */
 	struct {
 		CUevent ev[2]; /* around the launch: before the driver's call, after it */
 		CUstream s;
 		int arm;
 		unsigned gen; /* the guard_gen it was taken for */
 		int state;    /* 0 free, 1 started, 2 ended (its end event recorded) */
-	} tp[16];	      /* an application may queue launches far ahead of the GPU:
-		       * enough pairs for an exploration's timings (15) in flight */
-	unsigned guard_gen;   /* bumped when the guard starts over on a new grid */
+	} tp[16];
+	unsigned guard_gen; /* bumped when the guard starts over on a new grid */
 	/* why timings failed (the log says so when none came at all) */
 	unsigned tfail_n;
 	const char *tfail; /* the last failure's step */

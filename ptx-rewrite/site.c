@@ -298,14 +298,13 @@ static const char *words_clone(struct ptx_sites *s, struct ptx_handler *h, const
  * N accesses: inlined, the kernel capped at its registers spilled on its
  * hot path (run 101: vadd 4.7x against 1.05x called). */
 static int inlines(const struct ptx_sites *s, const struct ptx_handler *h, unsigned hook, int force_call,
-		   const char *func)
+		   unsigned every)
 {
 	if (!h->inlinable || h->ninsn > PTX_INLINE_MAX || force_call)
 		return 0;
 	if (!(hook & (GDEV_HOOK_MEM | GDEV_HOOK_FENCE)) || h->ninsn <= PTX_INLINE_MAX_MEM)
 		return 1;
-	if ((hook & GDEV_HOOK_MEM) && ptx_site_sample_every(s, func) > 1 &&
-	    !(s->ctx->opts->flags & GX_PTX_F_SAMPLE_INLINE))
+	if ((hook & GDEV_HOOK_MEM) && every > 1 && !(s->ctx->opts->flags & GX_PTX_F_SAMPLE_INLINE))
 		return 0;
 	return !(s->ctx->opts->flags & GX_PTX_F_MEM_SMALL_INLINE) &&
 	       s->mem_inl_insn + h->ninsn <= PTX_INLINE_MEM_BUDGET;
@@ -336,7 +335,7 @@ int ptx_site_inlines(struct ptx_sites *s, unsigned hook, const char *func, size_
 	if (r <= 0)
 		return r;
 	*ninsn = h->ninsn;
-	return inlines(s, h, hook, force_call, func);
+	return inlines(s, h, hook, force_call, hook & GDEV_HOOK_MEM ? ptx_site_sample_every(s, func) : 0);
 }
 
 int ptx_site_uniform_exit(struct ptx_sites *s, struct ptx_func *fn, const char *func)
@@ -345,7 +344,7 @@ int ptx_site_uniform_exit(struct ptx_sites *s, struct ptx_func *fn, const char *
 	int force_call, err = site_handler(s, func, &h, &force_call);
 	if (err <= 0)
 		return err;
-	if (!inlines(s, h, GDEV_HOOK_ENTRY, force_call, func))
+	if (!inlines(s, h, GDEV_HOOK_ENTRY, force_call, 0))
 		return 0;
 	if (h->uni_exit >= 0)
 		return h->uni_exit;
@@ -385,6 +384,7 @@ struct site {
 	int stub, force_call, inl;
 	bool all;		      /* called by every arriving lane (not GX_PTX_F_MEM_LEADER_CALL) */
 	unsigned need;		      /* the context words the handler reads */
+	unsigned every;		      /* a mem site's 1 in N (ptx_site_sample_every), 0 elsewhere */
 	const char *end, *hend, *out; /* labels: END, the handler's end, OUT */
 	bool remat, sync;
 	struct ptx_chain hd, bd; /* the site's declarations and body */
@@ -434,7 +434,8 @@ static int site_plan(struct site *st)
 	st->need = h->words;
 	/* entry/exit sites are few per kernel; a mem/fence handler is
 	 * copied to every memory instruction, so only small ones are */
-	st->inl = inlines(st->s, h, st->hook, st->force_call, st->func);
+	st->every = st->hook & GDEV_HOOK_MEM ? ptx_site_sample_every(st->s, st->func) : 0;
+	st->inl = inlines(st->s, h, st->hook, st->force_call, st->every);
 	if (st->inl && (st->hook & (GDEV_HOOK_MEM | GDEV_HOOK_FENCE)) && h->ninsn > PTX_INLINE_MAX_MEM)
 		st->s->mem_inl_insn += h->ninsn;
 	/* a called mem/fence handler with words: called by every arriving lane,
@@ -535,7 +536,7 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 	 * vadd 1.05x, reduce 1.13x, gemm and stencil 1.39x at 1 in 1024), by a
 	 * voted hash (GX_PTX_F_SAMPLE_EARLY), or after it by the leader's hash
 	 * (GX_PTX_F_SAMPLE_LEADER) */
-	unsigned every = st->hook & GDEV_HOOK_MEM ? ptx_site_sample_every(st->s, st->func) : 0;
+	unsigned every = st->every;
 	unsigned fl = st->s->ctx->opts->flags;
 	int early = !(fl & GX_PTX_F_SAMPLE_LEADER) || (fl & GX_PTX_F_SAMPLE_EARLY);
 	if (!err && every > 1 && early) {

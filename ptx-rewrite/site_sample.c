@@ -47,6 +47,17 @@ static int can_vote_sync(const struct ptx_module *m)
 	       m->version->version.major * 10 + m->version->version.minor >= 60;
 }
 
+/* sd = %warpid << 26 ^ %smid << 16 (tmp clobbered): ptx_sample_hash()'s
+ * per-warp part. */
+static void seed_value(struct ptx_module *m, struct ptx_chain *c, struct ptx_opnd *sd, struct ptx_opnd *tmp)
+{
+	INSN(c, "mov", PTX_MODS(".u32"), sd, ptx_opnd_id(m, "%smid"));
+	INSN(c, "mov", PTX_MODS(".u32"), tmp, ptx_opnd_id(m, "%warpid"));
+	INSN(c, "shl", PTX_MODS(".b32"), tmp, tmp, ptx_opnd_int(m, PTX_SAMPLE_WARP_SHIFT - PTX_SAMPLE_SM_SHIFT));
+	INSN(c, "xor", PTX_MODS(".b32"), sd, sd, tmp);
+	INSN(c, "shl", PTX_MODS(".b32"), sd, sd, ptx_opnd_int(m, PTX_SAMPLE_SM_SHIFT));
+}
+
 /* The function's seed register, %warpid << 26 ^ %smid << 16, set once at
  * its start: two special-register reads (S2R, a shared unit) per function
  * rather than per memory instruction. Made by the first gated site of fn
@@ -62,21 +73,23 @@ static struct ptx_opnd *seed(struct ptx_module *m, struct ptx_func *fn)
 	struct ptx_chain c = { 0 };
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", sd);
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", st);
-	INSN(&c, "mov", PTX_MODS(".u32"), osd, ptx_opnd_id(m, "%smid"));
-	INSN(&c, "mov", PTX_MODS(".u32"), ost, ptx_opnd_id(m, "%warpid"));
-	INSN(&c, "shl", PTX_MODS(".b32"), ost, ost, ptx_opnd_int(m, PTX_SAMPLE_WARP_SHIFT - PTX_SAMPLE_SM_SHIFT));
-	INSN(&c, "xor", PTX_MODS(".b32"), osd, osd, ost);
-	INSN(&c, "shl", PTX_MODS(".b32"), osd, osd, ptx_opnd_int(m, PTX_SAMPLE_SM_SHIFT));
+	seed_value(m, &c, osd, ost);
 	if (c.failed || !osd || !ost)
 		return NULL;
 	ptx_insert_start_regs(fn, c.head, c.tail);
 	return osd;
 }
 
-/* x = ptx_sample_hash()'s finaliser of x (tmp clobbered). */
-static void finalise(struct ptx_module *m, struct ptx_chain *c, struct ptx_opnd *x, struct ptx_opnd *tmp)
+/* x = ptx_sample_hash() of %clock, the seed sd and the salt (< 0: none),
+ * instruction for instruction (tmp clobbered). */
+static void clock_hash(struct ptx_module *m, struct ptx_chain *c, struct ptx_opnd *x, struct ptx_opnd *tmp,
+		       struct ptx_opnd *sd, long long salt)
 {
 	static const unsigned mul[] = { PTX_SAMPLE_MUL1, PTX_SAMPLE_MUL2 };
+	INSN(c, "mov", PTX_MODS(".u32"), x, ptx_opnd_id(m, "%clock"));
+	INSN(c, "xor", PTX_MODS(".b32"), x, x, sd);
+	if (salt >= 0)
+		INSN(c, "xor", PTX_MODS(".b32"), x, x, ptx_opnd_int(m, salt));
 	for (unsigned i = 0; i < 3; i++) {
 		INSN(c, "shr", PTX_MODS(".u32"), tmp, x, ptx_opnd_int(m, i == 1 ? 13 : 16));
 		INSN(c, "xor", PTX_MODS(".b32"), x, x, tmp);
@@ -85,11 +98,6 @@ static void finalise(struct ptx_module *m, struct ptx_chain *c, struct ptx_opnd 
 	}
 }
 
-/* cnt = a geometric gap of mean n drawn from the hash x: floor(log2(u) /
- * log2(1 - 1/n)) + 1, u = (x >> 8) + 1 over 2^24, in (0, 1]. Each access
- * is then sampled on its own with probability 1/n (a memoryless gap: a
- * warp starting anywhere in the count is unbiased), at the cost of one
- * MUFU.LG2 per sample, none per access. f: an .f32 register. */
 /* log2(1 - 1/n) for n >= 2, by the series of ln(1 - x) (x <= 1/2: 64 terms
  * leave < 2^-64); no libm in the rewriter. */
 static double log2_keep(unsigned n)
@@ -100,6 +108,11 @@ static double log2_keep(unsigned n)
 	return sum / 0.69314718055994530942;
 }
 
+/* cnt = a geometric gap of mean n drawn from the hash x: floor(log2(u) /
+ * log2(1 - 1/n)) + 1, u = (x >> 8) + 1 over 2^24, in (0, 1]. Each access
+ * is then sampled on its own with probability 1/n (a memoryless gap: a
+ * warp starting anywhere in the count is unbiased), at the cost of one
+ * MUFU.LG2 per sample, none per access. f: an .f32 register. */
 static void geometric(struct ptx_module *m, struct ptx_chain *c, struct ptx_opnd *cnt, struct ptx_opnd *x,
 		      struct ptx_opnd *f, unsigned n)
 {
@@ -143,14 +156,8 @@ static int countdown(struct ptx_module *m, struct ptx_func *fn, unsigned n, stru
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", ct);
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".f32", cf);
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", cn);
-	INSN(&c, "mov", PTX_MODS(".u32"), cd->cs, ptx_opnd_id(m, "%smid"));
-	INSN(&c, "mov", PTX_MODS(".u32"), ot, ptx_opnd_id(m, "%warpid"));
-	INSN(&c, "shl", PTX_MODS(".b32"), ot, ot, ptx_opnd_int(m, PTX_SAMPLE_WARP_SHIFT - PTX_SAMPLE_SM_SHIFT));
-	INSN(&c, "xor", PTX_MODS(".b32"), cd->cs, cd->cs, ot);
-	INSN(&c, "shl", PTX_MODS(".b32"), cd->cs, cd->cs, ptx_opnd_int(m, PTX_SAMPLE_SM_SHIFT));
-	INSN(&c, "mov", PTX_MODS(".u32"), cd->cn, ptx_opnd_id(m, "%clock"));
-	INSN(&c, "xor", PTX_MODS(".b32"), cd->cn, cd->cn, cd->cs);
-	finalise(m, &c, cd->cn, ot);
+	seed_value(m, &c, cd->cs, ot);
+	clock_hash(m, &c, cd->cn, ot, cd->cs, -1);
 	geometric(m, &c, cd->cn, cd->cn, cd->cf, n);
 	if (c.failed)
 		return -ENOMEM;
@@ -174,10 +181,7 @@ static int count_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_chai
 	INSN(c, "activemask", PTX_MODS(".b32"), r->om);
 	INSN(c, "vote", PTX_MODS(".sync", ".any", ".pred"), r->oq, r->oq, r->om);
 	ptx_chain_insn(m, c, r->q, 1, "bra", PTX_MODS(".uni"), 1, ptx_opnd_id(m, out));
-	INSN(c, "mov", PTX_MODS(".u32"), r->ot, ptx_opnd_id(m, "%clock"));
-	INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, cd.cs);
-	INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, ptx_opnd_int(m, ptx_sample_salt(kid, site)));
-	finalise(m, c, r->ot, r->ol);
+	clock_hash(m, c, r->ot, r->ol, cd.cs, ptx_sample_salt(kid, site));
 	geometric(m, c, cd.cn, r->ot, cd.cf, n);
 	return c->failed ? -ENOMEM : 1;
 }
@@ -192,11 +196,7 @@ int ptx_site_sample_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_c
 	struct ptx_opnd *sd = seed(m, fn);
 	if (!sd)
 		return -ENOMEM;
-	/* ptx_sample_hash(), instruction for instruction */
-	INSN(c, "mov", PTX_MODS(".u32"), r->ot, ptx_opnd_id(m, "%clock"));
-	INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, sd);
-	INSN(c, "xor", PTX_MODS(".b32"), r->ot, r->ot, ptx_opnd_int(m, ptx_sample_salt(kid, site)));
-	finalise(m, c, r->ot, r->ol);
+	clock_hash(m, c, r->ot, r->ol, sd, ptx_sample_salt(kid, site));
 	/* sampled iff hash < 2^32 / n: probability 1/n within 2^-32 */
 	if (how == PTX_GATE_FLAG) {
 		/* every lane here, the leader's hash decides (the others'
