@@ -71,6 +71,11 @@ struct ctxst {
 	unsigned cur; /* the policy being set up, for the warning */
 	char why[160]; /* the first driver call that failed during setup */
 	struct gx_lt lt; /* launch timing (launches.c) */
+	/* record tables (records_due): launches when last looked, drains since
+	 * the last launch, whether slots wait for a second look */
+	uint64_t rec_launches;
+	unsigned rec_quiet;
+	bool rec_pending;
 };
 
 static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -449,13 +454,14 @@ static int pol_setup(struct ctxst *st, unsigned p)
 		 * overlayfs made every tool with a ring fail to attach on the
 		 * H200. Their records reach the tool log through our drainer
 		 * (the only consumer a ring may have) anyway. */
+		unsigned rec = pm->gx_flags & GX_BPF_MAP_F_RECORDS ? GX_MAP_F_RECORDS : 0;
 		int ret = s.type == GX_MAP_RINGBUF ? gx_map__create(&s, 0, &st->maps[p][i])
-						   : gx_map__create(&s, GX_MAP_F_SHM | GX_MAP_F_KEEP, &st->maps[p][i]);
+						   : gx_map__create(&s, GX_MAP_F_SHM | GX_MAP_F_KEEP | rec, &st->maps[p][i]);
 		if (ret && s.type != GX_MAP_RINGBUF) {
 			/* No shm folder: the policy still runs, tools just cannot see it. */
 			pr_warn("policy %s: map %s: no shared-memory copy (%s); keeping it private", pols[p].tag,
 				name, strerror(-ret));
-			ret = gx_map__create(&s, 0, &st->maps[p][i]);
+			ret = gx_map__create(&s, rec, &st->maps[p][i]);
 		}
 		if (ret)
 			return ret;
@@ -625,20 +631,41 @@ static int rt_cb(void *ctx, unsigned type, const void *rec, size_t len)
 	return 0;
 }
 
+/* Whether this drain looks at st's record tables (rt_lock held): while
+ * launches come, while slots wait for their second look, for a second after
+ * the last launch (a queued kernel may write later), and at the last drain.
+ * A record table is copied whole: an idle process copies nothing. */
+static bool records_due(struct ctxst *st)
+{
+	if (st->rec_launches != nr_launches) {
+		st->rec_launches = nr_launches;
+		st->rec_quiet = 0;
+		return true;
+	}
+	return __atomic_load_n(&st->rec_pending, __ATOMIC_RELAXED) || st->rec_quiet++ < 50;
+}
+
 /* Records go to out[p] (policy p's pending log bytes). Caller holds
- * drain_lock. */
-static void drain_ctx(struct ctxst *st, bool flush, struct gx_buf *const *out)
+ * drain_lock. records: look at the record tables too (records_due);
+ * final: the context was synchronized, their producers are done. */
+static void drain_ctx(struct ctxst *st, bool flush, bool records, bool final, struct gx_buf *const *out)
 {
 	/* Rings live in device memory: draining them is driver work in st's
 	 * context (copies on its private stream). */
 	if (!st->dm[0] || CU(cuCtxSetCurrent)(st->ctx) != CUDA_SUCCESS)
 		return;
+	long pending = 0;
 	for (unsigned p = 0; p < nr_pols; p++) {
 		for (size_t i = 0; i < pols[p].pd->nr_maps; i++) {
 			struct gx_map *m = st->maps[p][i];
+			struct drain_arg a = { st, out[p], (unsigned)i };
+			long left = 0;
+			if (m && m->records && (records || final)) {
+				gx_devmaps__drain_records(st->dm[p], (long)i, rec_cb, &a, final, &left);
+				pending += left;
+			}
 			if (!m || m->l.type != GX_MAP_RINGBUF)
 				continue;
-			struct drain_arg a = { st, out[p], (unsigned)i };
 			gx_devmaps__drain(st->dm[p], (long)i, rec_cb, &a);
 		}
 		gx_devmaps__drain(st->dm[p], GX_DEVMAPS_RT, rt_cb, st);
@@ -646,6 +673,8 @@ static void drain_ctx(struct ctxst *st, bool flush, struct gx_buf *const *out)
 	if (flush)
 		for (unsigned p = 0; p < nr_pols; p++)
 			gx_devmaps__flush(st->dm[p]);
+	if (records || final)
+		__atomic_store_n(&st->rec_pending, pending > 0, __ATOMIC_RELAXED);
 }
 
 static void drops_out(struct ctxst *st)
@@ -696,9 +725,11 @@ static void *drain_main(void *arg)
 		/* the contexts set up so far (setup runs under rt_lock) and the
 		 * launch log so far (swapped out: launches keep logging) */
 		struct ctxst *ready[MAX_CTX];
+		bool rec_due[MAX_CTX];
 		unsigned n = 0;
 		for (unsigned i = 0; i < nr_ctx; i++)
 			if (!ctxs[i].failed && ctxs[i].dm[0]) {
+				rec_due[n] = records_due(&ctxs[i]);
 				ready[n++] = &ctxs[i];
 				/* bounded: launches wait for rt_lock meanwhile */
 				lt_harvest(&ctxs[i], 4096);
@@ -712,7 +743,7 @@ static void *drain_main(void *arg)
 		for (unsigned p = 0; p < nr_pols; p++)
 			ev_write_buf(&pols[p], &pend[p]);
 		for (unsigned k = 0; k < n; k++)
-			drain_ctx(ready[k], tick % 10 == 0, out);
+			drain_ctx(ready[k], tick % 10 == 0, rec_due[k], false, out);
 		for (unsigned p = 0; p < nr_pols; p++)
 			ev_write_buf(&pols[p], &pend[p]);
 		pthread_mutex_unlock(&drain_lock);
@@ -1096,7 +1127,7 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 					     CU(cuCtxSetCurrent)(c) == CUDA_SUCCESS;
 				CU(cuCtxSynchronize)();
 				lt_harvest(&ctxs[i], UINT_MAX);
-				drain_ctx(&ctxs[i], true, evlogs());
+				drain_ctx(&ctxs[i], true, true, true, evlogs());
 				drops_out(&ctxs[i]);
 				ev_write();
 				ctx_teardown(&ctxs[i], true);
@@ -1158,7 +1189,9 @@ static void finish(bool live, bool keep_device)
 		if (CU(cuCtxSetCurrent)(st->ctx) == CUDA_SUCCESS && !live)
 			CU(cuCtxSynchronize)();
 		lt_harvest(st, UINT_MAX);
-		drain_ctx(st, true, evlogs());
+		/* a live detach does not wait for the kernels: a record table's
+		 * slot seen for the first time is left (it may be half written) */
+		drain_ctx(st, true, true, !live, evlogs());
 		drops_out(st);
 		gpu_ns += st->lt.gpu_ns;
 		gpu_ns_instr += st->lt.gpu_ns_instr;

@@ -40,7 +40,7 @@ static int fill_maps(const struct gx_bpf_object *obj, struct gx_policy_desc *d, 
 		m->key_size = gx_bpf_map__key_size(bm);
 		m->value_size = gx_bpf_map__value_size(bm);
 		m->max_entries = gx_bpf_map__max_entries(bm);
-		m->gx_flags = gx_bpf_map__gx_flags(bm) & (GX_BPF_MAP_F_INTERNAL | GX_BPF_MAP_F_RDONLY);
+		m->gx_flags = gx_bpf_map__gx_flags(bm) & (GX_BPF_MAP_F_INTERNAL | GX_BPF_MAP_F_RDONLY | GX_BPF_MAP_F_RECORDS);
 		size_t sz = 0;
 		const void *init = gx_bpf_map__initial_value(bm, &sz);
 		if (init && sz && sz <= m->value_size) {

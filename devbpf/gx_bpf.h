@@ -231,6 +231,7 @@ enum gx_bpf_map_type {
 enum {
 	GX_BPF_MAP_F_INTERNAL = 1u << 0, /* global data: .data / .rodata / .bss */
 	GX_BPF_MAP_F_RDONLY = 1u << 1,   /* .rodata: programs may not write */
+	GX_BPF_MAP_F_RECORDS = 1u << 2,  /* an array declared with GDEV_F_RECORDS: a record table */
 };
 
 /* The one test of "is this map folded as constant": whether the global data
@@ -437,6 +438,7 @@ struct gx_map {
 	int writable;
 	char path[384]; /* "" for anonymous maps */
 	void *sealed;   /* gx_map__seal: the private read-only copy l.data points at */
+	int records;    /* GX_MAP_F_RECORDS: l.data holds the drainer's last look */
 	size_t sealed_len;
 };
 
@@ -450,6 +452,9 @@ struct gx_map_spec {
 enum {
 	GX_MAP_F_SHM = 1u << 0,  /* back with a file in the shm folder */
 	GX_MAP_F_KEEP = 1u << 1, /* leave the file when the map is freed */
+	/* a record table (GDEV_F_RECORDS; arrays only): gx_devmaps drains it
+	 * (gx_devmaps__drain_records) instead of flushing it */
+	GX_MAP_F_RECORDS = 1u << 2,
 };
 
 /* Create a map (zero-filled). Returns 0 or -errno; messages go to gx_log. */
@@ -556,6 +561,15 @@ int gx_devmaps__create(struct gx_map *const *maps, size_t n, struct gx_ring *rt_
  * device's. Host-mapped rings drain in place. Returns records consumed. */
 #define GX_DEVMAPS_RT (-1L)
 long gx_devmaps__drain(struct gx_devmaps *d, long map, gx_ring_cb cb, void *ctx);
+/* Take the records of record table `map` (GX_MAP_F_RECORDS) through cb, as
+ * ring records (GX_REC_DATA, the value's bytes after the header): a slot
+ * that is not all zero and holds what the previous call saw is handed on
+ * and cleared on the device; one seen for the first time (or changed) waits
+ * for the next call. final (the producers are done: the context was
+ * synchronized): a second look at once takes those too. *pending (may be
+ * NULL): slots left waiting. Returns records taken or -errno. */
+long gx_devmaps__drain_records(struct gx_devmaps *d, long map, gx_ring_cb cb, void *ctx, int final,
+			       long *pending);
 /* The struct gx_devrt (device addresses of the maps and the runtime ring):
  * what the shim copies into each instrumented module's __gx_devrt. */
 const struct gx_devrt *gx_devmaps__devrt(const struct gx_devmaps *d);

@@ -42,7 +42,8 @@ GX_EXPORT int gx_jit_object_maps(const struct gx_bpf_object *obj, unsigned map_f
 			s.nr_shards = nr_sms;
 		else if (s.type == GX_MAP_PERWARP_ARRAY)
 			s.nr_shards = nr_sms * GX_WARP_SLOTS_PER_SM;
-		int ret = gx_map__create(&s, map_flags, &maps[i]);
+		unsigned rec = gx_bpf_map__gx_flags(bm) & GX_BPF_MAP_F_RECORDS ? GX_MAP_F_RECORDS : 0;
+		int ret = gx_map__create(&s, map_flags | rec, &maps[i]);
 		if (ret) {
 			pr_warn("jit: map '%s': cannot create (%s)\n", gx_bpf_map__name(bm),
 				strerror(-ret));

@@ -22,6 +22,7 @@
 
 #include "devbpf/btf_internal.h"
 #include "devbpf/loader_internal.h"
+#include "gpuext/gdev_helpers.h"
 #include "common/gx_log.h"
 #include "common/gx_util.h"
 
@@ -258,6 +259,15 @@ static int check_map(struct gx_load *ld, struct gx_bpf_map *m)
 	if ((uint64_t)m->value_size * m->max_entries > (1ull << 32))
 		return lerr(ld, -E2BIG, "map '%s': %u x %u bytes is too large", m->name,
 			    m->max_entries, m->value_size);
+	if (m->map_flags & GDEV_F_RECORDS) {
+		if (m->type != GX_BPF_MAP_ARRAY)
+			return lerr(ld, -EINVAL, "map '%s': GDEV_F_RECORDS is for arrays (a record table)", m->name);
+		/* the drainer copies the whole table each period */
+		if ((uint64_t)m->value_size * m->max_entries > (16ull << 20))
+			return lerr(ld, -E2BIG, "map '%s': a record table of %u x %u bytes is over 16 MiB", m->name,
+				    m->max_entries, m->value_size);
+		m->gx_flags |= GX_BPF_MAP_F_RECORDS;
+	}
 	return 0;
 }
 

@@ -171,10 +171,13 @@ GX_EXPORT int gx_map__create(const struct gx_map_spec *spec, unsigned flags, str
 	int ret = gx_map_layout(spec, &l);
 	if (ret)
 		return ret;
+	if ((flags & GX_MAP_F_RECORDS) && l.type != GX_MAP_ARRAY)
+		return gx_err(-EINVAL); /* record tables are arrays */
 	struct gx_map *m = calloc(1, sizeof(*m));
 	if (!m)
 		return gx_err(-ENOMEM);
 	m->l = l;
+	m->records = !!(flags & GX_MAP_F_RECORDS);
 	sanitize(m->name, spec->name ? spec->name : "map", sizeof(m->name));
 	m->map_size = GX_SHM_DATA_OFF + l.data_size;
 	m->writable = 1;

@@ -13,6 +13,7 @@
  * host copy of the storage (the layouts are identical), push the reverse.
  * With memcpy callbacks (tests) the whole path runs without a GPU. */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -28,6 +29,7 @@ struct gx_devmaps {
 	uint64_t *daddr;     /* per map: device storage (or mapped ring) */
 	int *host_mapped;    /* per map: daddr came from host_map */
 	int *pinned;         /* per map: device ring whose mirror host_map pinned */
+	unsigned char **scratch; /* per record table: the drainer's copy of the device's */
 	int dev_rings;       /* rings in device memory (ops can queue async) */
 	struct gx_ring *rt_ring;
 	uint64_t rt_ring_daddr;
@@ -38,6 +40,13 @@ struct gx_devmaps {
 static int copied(const struct gx_map *m)
 {
 	return m->l.type != GX_MAP_RINGBUF;
+}
+
+/* Copied both ways by flush and push: not rings, not record tables (their
+ * host storage is the drainer's last look, gx_devmaps__drain_records). */
+static int mirrored(const struct gx_map *m)
+{
+	return copied(m) && !m->records;
 }
 
 /* A ring in device memory, initialised from its host mirror (the header
@@ -75,8 +84,9 @@ GX_EXPORT int gx_devmaps__create(struct gx_map *const *maps, size_t n, struct gx
 	d->daddr = calloc(n ? n : 1, sizeof(*d->daddr));
 	d->host_mapped = calloc(n ? n : 1, sizeof(*d->host_mapped));
 	d->pinned = calloc(n ? n : 1, sizeof(*d->pinned));
+	d->scratch = calloc(n ? n : 1, sizeof(*d->scratch));
 	d->dev_rings = ops->dzero_async && ops->htod_async && ops->sync;
-	if (!d->maps || !d->daddr || !d->host_mapped || !d->pinned) {
+	if (!d->maps || !d->daddr || !d->host_mapped || !d->pinned || !d->scratch) {
 		ret = -ENOMEM;
 		goto fail;
 	}
@@ -92,6 +102,8 @@ GX_EXPORT int gx_devmaps__create(struct gx_map *const *maps, size_t n, struct gx
 			if (!ret)
 				ret = ops->htod(ops->ctx, d->daddr[i],
 						(const void *)(uintptr_t)m->l.data, m->l.data_size);
+			if (!ret && m->records && !(d->scratch[i] = malloc(m->l.data_size)))
+				ret = -ENOMEM;
 		} else if (d->dev_rings) {
 			ret = dev_ring(d, gx_map__ring(m), m->l.data_size, &d->daddr[i], &d->pinned[i]);
 		} else if (ops->host_map) {
@@ -152,7 +164,7 @@ GX_EXPORT int gx_devmaps__flush(struct gx_devmaps *d)
 		struct gx_map *m = d->maps[i];
 		/* a constant map's device copy cannot have changed (programs may
 		 * not write it) and its host copy is read-only */
-		if (!m || !copied(m) || !d->daddr[i] || gx_map__is_const(m))
+		if (!m || !mirrored(m) || !d->daddr[i] || gx_map__is_const(m))
 			continue;
 		int r = d->ops.dtoh(d->ops.ctx, (void *)(uintptr_t)m->l.data, d->daddr[i],
 				    m->l.data_size);
@@ -172,7 +184,7 @@ GX_EXPORT int gx_devmaps__push(struct gx_devmaps *d)
 		return gx_err(-EINVAL);
 	for (size_t i = 0; i < d->nr; i++) {
 		struct gx_map *m = d->maps[i];
-		if (!m || !copied(m) || !d->daddr[i])
+		if (!m || !mirrored(m) || !d->daddr[i])
 			continue;
 		int r = d->ops.htod(d->ops.ctx, d->daddr[i], (const void *)(uintptr_t)m->l.data,
 				    m->l.data_size);
@@ -206,6 +218,9 @@ GX_EXPORT void gx_devmaps__free(struct gx_devmaps *d)
 	} else if (d->rt_ring && d->ops.host_unmap) {
 		d->ops.host_unmap(d->ops.ctx, d->rt_ring);
 	}
+	for (size_t i = 0; d->scratch && i < d->nr; i++)
+		free(d->scratch[i]);
+	free(d->scratch);
 	free(d->maps);
 	free(d->daddr);
 	free(d->host_mapped);
@@ -334,4 +349,106 @@ GX_EXPORT long gx_devmaps__drain(struct gx_devmaps *d, long map, gx_ring_cb cb, 
 	if (!d->dev_rings)
 		return gx_ring__drain(mir, cb, ctx);
 	return dev_drain(d, mir, dring, cb, ctx);
+}
+
+/* ---- record tables (GDEV_F_RECORDS) ---- */
+
+static int all_zero(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+/* Device bytes [daddr, daddr + n) to zero: queued on the private stream
+ * where ops can queue, else through a synchronous copy of zeros. */
+static int dev_zero(struct gx_devmaps *d, uint64_t daddr, size_t n)
+{
+	if (d->ops.dzero_async)
+		return d->ops.dzero_async(d->ops.ctx, daddr, n);
+	void *z = calloc(1, n);
+	if (!z)
+		return -ENOMEM;
+	int r = d->ops.htod(d->ops.ctx, daddr, z, n);
+	free(z);
+	return r;
+}
+
+/* One look at a record table: copy the device's slots, hand on each slot
+ * that is not zero and holds what the previous look saw (prev, the map's
+ * host storage), clear those on the device (runs of slots, one clear each)
+ * and remember the others. Why two looks: a producer's plain stores may
+ * reach memory in any order and the copy engine may read a slot between
+ * them; a record that stayed the same for a whole drain period was
+ * complete (one warp writes it within microseconds). */
+static long records_look(struct gx_devmaps *d, size_t i, unsigned char *rec, gx_ring_cb cb, void *ctx, long *pending)
+{
+	struct gx_map *m = d->maps[i];
+	size_t stride = m->l.value_stride, vs = m->l.value_size, n = m->l.max_entries;
+	unsigned char *prev = (unsigned char *)(uintptr_t)m->l.data, *cur = d->scratch[i];
+	int r = d->ops.dtoh(d->ops.ctx, cur, d->daddr[i], m->l.data_size);
+	if (r)
+		return r;
+	long got = 0;
+	size_t run = SIZE_MAX; /* first slot of the run being taken */
+	*pending = 0;
+	for (size_t s = 0; s <= n && !r; s++) {
+		int take = 0;
+		if (s < n) {
+			const unsigned char *c = cur + s * stride;
+			unsigned char *p = prev + s * stride;
+			if (all_zero(c, vs)) {
+				memset(p, 0, vs);
+			} else if (!memcmp(c, p, vs)) {
+				take = 1;
+				memcpy(rec + sizeof(struct gx_rec_hdr), c, vs);
+				if (cb)
+					cb(ctx, GX_REC_DATA, rec, sizeof(struct gx_rec_hdr) + vs);
+				memset(p, 0, vs);
+				got++;
+			} else {
+				memcpy(p, c, vs);
+				(*pending)++;
+			}
+		}
+		if (take && run == SIZE_MAX)
+			run = s;
+		else if (!take && run != SIZE_MAX) {
+			r = dev_zero(d, d->daddr[i] + run * stride, (s - run) * stride);
+			run = SIZE_MAX;
+		}
+	}
+	if (!r && d->ops.sync)
+		r = d->ops.sync(d->ops.ctx);
+	return r ? r : got;
+}
+
+GX_EXPORT long gx_devmaps__drain_records(struct gx_devmaps *d, long map, gx_ring_cb cb, void *ctx, int final,
+					 long *pending)
+{
+	if (!d || map < 0 || (size_t)map >= d->nr || !d->maps[map] || !d->maps[map]->records ||
+	    !d->scratch[map] || !d->daddr[map])
+		return gx_err(-EINVAL);
+	struct gx_map *m = d->maps[map];
+	unsigned char *rec = calloc(1, sizeof(struct gx_rec_hdr) + m->l.value_size);
+	if (!rec)
+		return gx_err(-ENOMEM);
+	struct gx_rec_hdr h = { (uint32_t)(sizeof(h) + m->l.value_size), GX_REC_DATA | GX_REC_COMMITTED };
+	memcpy(rec, &h, sizeof(h));
+	long got = 0, left = 0;
+	/* the last drain (the context synchronized): a second look at once
+	 * takes what the first saw for the first time */
+	for (int look = 0; look < (final ? 2 : 1); look++) {
+		long n = records_look(d, (size_t)map, rec, cb, ctx, &left);
+		if (n < 0) {
+			free(rec);
+			return gx_err((int)n);
+		}
+		got += n;
+	}
+	free(rec);
+	if (pending)
+		*pending = left;
+	return got;
 }

@@ -13,7 +13,8 @@ TOOL_PROGS  := $(patsubst tools/%.bpf.c,%,$(wildcard tools/*.bpf.c))
 # memtrace_gate, GX_MT_GATE=1, is the default build under another name),
 # kernelretsnoop_counts (GX_KRS_COUNTS=1: with the krs_counts map for gpuext exporter).
 # threadhist_w1 (GX_TH_WARP=1: warp 1 counts, for GX_PTX_BLOCK_SITE=barrier).
-TOOL_VARIANTS := kernelretsnoop_c1024 kernelretsnoop_c256 threadhist_lw threadhist_w1 memtrace_gate memtrace_prog kernelretsnoop_counts
+# launchlate_ring (GX_LL_RING=1: its records through a ring, not the record table).
+TOOL_VARIANTS := launchlate_ring kernelretsnoop_c1024 kernelretsnoop_c256 threadhist_lw threadhist_w1 memtrace_gate memtrace_prog kernelretsnoop_counts
 TOOL_OBJS   := $(patsubst %,$(TOOLS_DIR)/%.bpf.o,$(TOOL_PROGS) kernelretsnoop_all $(TOOL_VARIANTS))
 TOOL_HDRS   := tools/tools_common.h $(GDEV_HDRS)
 TOOLS_SRCS  := $(filter-out %.bpf.c,$(sort $(wildcard tools/*.c)))
@@ -35,6 +36,8 @@ $(TOOLS_DIR)/kernelretsnoop_counts.bpf.o: tools/kernelretsnoop.bpf.c $(TOOL_HDRS
 	$(call bpf_compile,-DGX_KRS_COUNTS)
 $(TOOLS_DIR)/memtrace_gate.bpf.o: tools/memtrace.bpf.c $(TOOL_HDRS)
 	$(bpf_compile)
+$(TOOLS_DIR)/launchlate_ring.bpf.o: tools/launchlate.bpf.c $(TOOL_HDRS)
+	$(call bpf_compile,-DGX_LL_RING)
 $(TOOLS_DIR)/memtrace_prog.bpf.o: tools/memtrace.bpf.c $(TOOL_HDRS)
 	$(call bpf_compile,-DGX_MT_PROG)
 

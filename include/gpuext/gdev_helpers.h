@@ -46,6 +46,17 @@ typedef signed long long __s64;
 #define GDEV_MAP_RINGBUF 27       /* BPF_MAP_TYPE_RINGBUF (device -> host) */
 #define GDEV_MAP_PERWARP_ARRAY 0x1001 /* gdev-specific */
 
+/* map_flags of a GDEV_MAP_ARRAY: a record table. Each value is a slot a
+ * program fills with plain stores (no atomic, no ring reservation: nothing
+ * the writing warp waits for); the shim's drainer copies the table, passes
+ * every slot that is not all zero and has not changed since its previous
+ * look to the tool log as one ring record (the value's bytes), and clears it
+ * on the device. A program picks a slot nobody else writes while the record
+ * is pending: launchlate uses ctx->launch_id modulo max_entries (one record
+ * per launch). A slot written again before the drainer took it (the table
+ * wrapped within two drain periods) keeps only the last record. */
+#define GDEV_F_RECORDS (1u << 24)
+
 /* Update flags (bpf_map_update_elem), as in the kernel. */
 #define GDEV_ANY 0
 #define GDEV_NOEXIST 1

@@ -99,6 +99,19 @@ int main(int argc, char **argv)
 			printf("ok - attach_app: one record written into ring map %u of policy %u\n", i, k);
 		}
 	}
+	/* ATTACH_APP_RECORDS=1: a launchlate record (32 bytes: kernel id, time,
+	 * SM 3 | 1 block, launch id 77) in slot 77 of every plain array of 32-byte
+	 * values, as the device writes a record table (GDEV_F_RECORDS): the
+	 * drainer takes it on its second look. */
+	for (unsigned k = 0; getenv("ATTACH_APP_RECORDS") && k < nb; k++)
+		for (uint32_t i = 0; i < blk[k]->nr_maps; i++) {
+			const struct gx_devrt_map *dm = &blk[k]->maps[i];
+			if (dm->type != GX_MAP_ARRAY || dm->value_stride != 32 || dm->max_entries <= 77)
+				continue;
+			uint64_t w[4] = { gx_kernel_id(argv[2]), 1000, 1ull << 32 | 3, 77 };
+			memcpy((void *)(uintptr_t)(dm->data + 77 * 32), w, sizeof(w));
+			printf("ok - attach_app: one record written into slot 77 of array map %u of policy %u\n", i, k);
+		}
 	/* A printk record in the runtime ring. */
 	struct gx_ring *r = (struct gx_ring *)(uintptr_t)rt->ring;
 	if (r) {

@@ -173,6 +173,21 @@ run krscap GPUEXT_TOOL=kernelretsnoop GX_KRS_CAP=256 GPUEXT_CACHE_DIR=$T/cache G
 check "GX_KRS_CAP=256: kernelretsnoop runs the object kernelretsnoop_c256" "grep -q 'policy kernelretsnoop: GX_KRS_CAP=256: object kernelretsnoop_c256' $T/krscap.err" krscap
 run krsbad GPUEXT_TOOL=kernelretsnoop GX_KRS_CAP=300 GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm7c >/dev/null
 check "GX_KRS_CAP=300: refused in one line, the default object runs" "grep -q 'GX_KRS_CAP=300: not a value this tool knows' $T/krsbad.err && ! grep -q 'object kernelretsnoop_c' $T/krsbad.err && [ \$(cat $T/krsbad.rc) = 0 ]" krsbad
+# launchlate's record table (GDEV_F_RECORDS): the app writes one record
+# into slot 77 as the device would; the drainer takes it on its second look
+# and the report pairs it with the launch (uncalibrated: the fake driver has
+# no %globaltimer). Without the record nothing is paired; GX_LL_RING=1 runs
+# the ring build, whose record the app writes into the ring.
+llrec() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["uncalibrated"]==int(sys.argv[2]) and d["launches"]==1 else 1)' "$T/$1.json" "$2"; }
+ATTACH_APP_RECORDS=1 run llrec GPUEXT_TOOL=launchlate GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm7d >/dev/null
+$B/bin/gpuext --json tools report launchlate --dir $T/shm7d >$T/llrec.json 2>/dev/null
+check "launchlate: a record table slot reaches the report" "llrec llrec 1 && grep -q 'one record written into slot 77' $T/llrec.out" llrec
+run llnone GPUEXT_TOOL=launchlate GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm7e >/dev/null
+$B/bin/gpuext --json tools report launchlate --dir $T/shm7e >$T/llnone.json 2>/dev/null
+check "launchlate: an empty record table gives no record" "llrec llnone 0" llnone
+run llring GPUEXT_TOOL=launchlate GX_LL_RING=1 GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm7f >/dev/null
+$B/bin/gpuext --json tools report launchlate --dir $T/shm7f >$T/llring.json 2>/dev/null
+check "GX_LL_RING=1: launchlate_ring's ring record reaches the report" "grep -q 'object launchlate_ring' $T/llring.err && llrec llring 1" llring
 run lt0 GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm8 GPUEXT_LAUNCH_TIMES=0 >/dev/null
 check "GPUEXT_LAUNCH_TIMES=0: hooked, not timed (flags 1)" "[ \"\$(flags $T/shm8 | head -1)\" = 1 ]" lt0
 # A cubin gpuext-ptxas compiled (the hooks in already): loaded as it is,

@@ -25,10 +25,10 @@ for f in $B/lib/libcuda.so*; do cp -P "$f" $T/lib/; done
 [ ! -e $T/lib/libgxjit.so ] && echo "ok - cache: shim copied without libgxjit.so" ||
 	echo "not ok - cache: shim copied without libgxjit.so"
 if $B/bin/gpuext tools prepare --cache-dir $T/cache --sm 90 >$T/prepare.log 2>&1 &&
-	[ "$(ls $T/cache/*.gxpol | wc -l)" = 11 ]; then
-	echo "ok - cache: gpuext tools prepare --sm 90 cached the five tool objects and the seven variants (memtrace_gate is memtrace's own build: one entry)"
+	[ "$(ls $T/cache/*.gxpol | wc -l)" = 12 ]; then
+	echo "ok - cache: gpuext tools prepare --sm 90 cached the five tool objects and the eight variants (memtrace_gate is memtrace's own build: one entry)"
 else
-	echo "not ok - cache: gpuext tools prepare --sm 90 cached the five tool objects and the seven variants (memtrace_gate is memtrace's own build: one entry)"; sed 's/^/#  /' $T/prepare.log
+	echo "not ok - cache: gpuext tools prepare --sm 90 cached the five tool objects and the eight variants (memtrace_gate is memtrace's own build: one entry)"; sed 's/^/#  /' $T/prepare.log
 fi
 
 run() { # tool, out name, extra env...
@@ -36,7 +36,8 @@ run() { # tool, out name, extra env...
 	mkdir -p $T/shm-$n
 	env -u GPUEXT_TOOL -u GPUEXT_POLICY -u GPUEXT_JITLIB LD_LIBRARY_PATH=$T/lib GPUEXT_REAL_LIBCUDA=$FAKE \
 		GPUEXT_LOG=info GPUEXT_TOOLS_DIR=$B/share/gpuext/tools GPUEXT_FLUSH_MS=10 GPUEXT_TOOL=$t \
-		GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm-$n FAKEDEV_PIN_ANON_ONLY=1 FAKECUDA_DEVICES=1 "$@" \
+		GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm-$n FAKEDEV_PIN_ANON_ONLY=1 FAKECUDA_DEVICES=1 \
+		ATTACH_APP_RECORDS=1 "$@" \
 		timeout 60 $APP $PTX $K ${MODE:-policy} >$T/$n.out 2>$T/$n.err
 	echo $? >$T/$n.rc
 }
@@ -51,10 +52,17 @@ for t in kernelretsnoop kernelretsnoop_all threadhist launchlate memtrace; do
 	check "$t: app exit 0" "[ \$(cat $T/$t.rc) = 0 ]" $t
 	src=tools/${t%_all}.bpf.c
 	[ -f "$src" ] || echo "not ok - $t: its source $src is missing"
-	if grep -q 'RINGBUF' "$src"; then
+	# the app writes one record into each ring and each record table
+	# (attach_app.c); a tool has one or the other
+	if grep -q 'GDEV_F_RECORDS' "$src"; then
+		kind="record table's" written='one record written into slot 77'
+	else
+		kind="ring" written='one record written into ring'
+	fi
+	if grep -q 'RINGBUF\|GDEV_F_RECORDS' "$src"; then
 		# tool log: framed records {u32 type, u32 len}; type 5 = a ring record
-		check "$t: the ring record reached the tool log" \
-			"grep -q 'one record written into ring' $T/$t.out && python3 - $T/shm-$t/*-$t.events <<'P'
+		check "$t: the $kind record reached the tool log, once" \
+			"grep -q '$written' $T/$t.out && python3 - $T/shm-$t/*-$t.events <<'P'
 import struct, sys
 b = open(sys.argv[1], 'rb').read(); o = n = 0
 while o + 8 <= len(b):
@@ -113,7 +121,7 @@ check "a launch refused with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: one warning nam
 # Rings live in device memory; their host mirrors are only pinned when the
 # driver lets us: a refused pin leaves the tool attached, its records
 # (copied through staging) still reach the log, and the app runs.
-run launchlate fail FAKEDEV_PIN_NONE=1
+run launchlate fail FAKEDEV_PIN_NONE=1 GX_LL_RING=1
 check "refused pin of a ring mirror: the tool stays attached" \
 	"! grep -q 'running without it' $T/fail.err && grep -q 'one record written into ring map 0 of policy 0' $T/fail.out && [ \$(stat -c %s $T/shm-fail/*-launchlate.events) -gt 200 ]" fail
 check "refused pin of a ring mirror: the app runs on" "[ \$(cat $T/fail.rc) = 0 ]" fail
@@ -129,7 +137,7 @@ check "two tools: one line with the order" "grep -q 'policy: 2 device policies, 
 check "two tools: no 'running without it'" "! grep -q 'running without it' $T/two.err" two
 check "two tools: hooks of both at the entry site (2 hooks)" "grep -q 'rewritten (2 hooks)' $T/two.err" two
 check "two tools: the second policy's block in its own __gx_devrt__p1" "grep -q '^ok - attach_app: policy 1 has its own runtime block (1 maps)' $T/two.out" two
-check "two tools: launchlate's ring record in its own log" "grep -q 'one record written into ring map 0 of policy 0' $T/two.out && [ \$(stat -c %s $T/shm-two/*-launchlate.events) -gt 200 ]" two
+check "two tools: launchlate's record in its own log" "grep -q 'one record written into slot 77 of array map 0 of policy 0' $T/two.out && [ \$(stat -c %s $T/shm-two/*-launchlate.events) -gt 200 ]" two
 $B/bin/gpuext --json tools report threadhist --dir $T/shm-two >$T/two-th.json 2>&1
 check "two tools: threadhist's counters reached its report" \
 	"python3 -c 'import json,sys; d=json.load(open(\"$T/two-th.json\")); sys.exit(0 if d[\"total\"]==dict(blocks=2,warps=4,threads=128) else 1)'" two

@@ -28,7 +28,7 @@ $(T_BPF)/verifier-v4/%.bpf.o: tests/devbpf/verifier/%.bpf.c tests/devbpf/verifie
 
 # Loader: one good object and the malformed variants of bad.bpf.c.
 LDR_DIR   := $(T_BPF)/loader
-LDR_BAD_N := 1 2 3 4 5 6 7 8 9 10 11
+LDR_BAD_N := 1 2 3 4 5 6 7 8 9 10 11 12 13
 LDR_OBJS  := $(LDR_DIR)/good.bpf.o $(foreach n,$(LDR_BAD_N),$(LDR_DIR)/bad-$(n).bpf.o)
 $(LDR_DIR)/good.bpf.o: tests/devbpf/loader/good.bpf.c $(GDEV_HDRS)
 	$(bpf_compile)

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "gpuext/gdev_ctx.h"
+#include "gpuext/gdev_helpers.h"
 #include "devbpf/gx_bpf.h"
 #include "common/gx_log.h"
 #include "common/gx_util.h"
@@ -91,6 +92,12 @@ static void check_good(const char *buf, size_t len)
 	GX_CHECK(m && gx_bpf_map__type(m) == GX_BPF_MAP_ARRAY && gx_bpf_map__key_size(m) == 4 &&
 			 gx_bpf_map__value_size(m) == 8 && gx_bpf_map__btf_key_type_id(m) == 0,
 		 "array map from key_size/value_size");
+	GX_CHECK(m && (gx_bpf_map__gx_flags(m) & GX_BPF_MAP_F_RECORDS) &&
+			 gx_bpf_map__map_flags(m) == GDEV_F_RECORDS,
+		 "GDEV_F_RECORDS makes the array a record table");
+	m = gx_bpf_object__find_map(obj, "counts");
+	GX_CHECK(m && !(gx_bpf_map__gx_flags(m) & GX_BPF_MAP_F_RECORDS), "a map without it is not one");
+	m = gx_bpf_object__find_map(obj, "arr");
 	m = gx_bpf_object__find_map(obj, "per_sm");
 	GX_CHECK(m && gx_bpf_map__type(m) == GX_BPF_MAP_PERSM_ARRAY, "per-SM sharded array");
 	m = gx_bpf_object__find_map(obj, "per_warp");
@@ -231,6 +238,8 @@ int main(int argc, char **argv)
 		"value size 2097152 out of range",
 		"externs are not supported",
 		"unknown program section",
+		"GDEV_F_RECORDS is for arrays",
+		"a record table of 1048576 x 32 bytes is over 16 MiB",
 	};
 	for (int v = 1; v < (int)GX_ARRAY_SIZE(bad_msgs); v++) {
 		char name[64];

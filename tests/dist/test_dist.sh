@@ -76,10 +76,11 @@ for f in bin/gpuext bin/gpuext-run bin/gpuext-ptxas bin/gpuext-exporter bin/gx_s
 done
 check "tarball holds programs, shim, policies, headers, docs and licences${missing:+ (missing:$missing)}" "[ -z '$missing' ]"
 check "tarball holds no JIT library (that is the add-on)" "! grep -q 'libgxjit\|libLLVM' $T/list"
-# 5 tools + their 6 load-time variants (gx_tools.h) + 5 schedule policies,
+# 5 tools + their 7 load-time variants with their own code (gx_tools.h;
+# memtrace_gate is memtrace's build) + 5 schedule policies,
 # for sm_70 75 80 86 87 89 90
 ncache=$(grep -c "gpuext-$V/share/gpuext/cache/.*\.gxpol$" "$T/list")
-check "shipped JIT cache: 16 objects x 7 architectures ($ncache entries)" "[ $ncache = 112 ]"
+check "shipped JIT cache: 17 objects x 7 architectures ($ncache entries)" "[ $ncache = 119 ]"
 check "tarball entries owned by root" "tar -tvzf $TGZ | awk '{print \$2}' | sort -u | grep -qx '0/0'"
 
 # ---- the tarball on a host without LLVM: another folder, scratch HOME ----

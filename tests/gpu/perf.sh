@@ -41,7 +41,8 @@
 #   within 5 us, gx_devrt.h); TOOL.norec (GX_PTX_RECONVERGE=0: no
 #   bar.warp.sync after entry sites: the ring's first try has no loop since
 #   session 25, and the split it once guarded against was the leader's
-#   call, run 98). The .off configurations (every step off)
+#   call, run 98); launchlate.ring (GX_LL_RING=1: launchlate's records
+#   through a ring, the default before its record table). The .off configurations (every step off)
 #   ran in GPU run 90 and are on request now. CuPy compiles to PTX in every
 #   configuration (CUPY_COMPILE_WITH_PTX=1, what gpuext-run sets under a
 #   tool), so native runs the code the tools hook. Processes alternate
@@ -107,6 +108,7 @@ run_cfg() {
 	*.hoist) timeout -k 5 "$lim" env GX_PTX_HOIST_WARP=1 "$RUN" --tool "${cfg%.hoist}" -- "$@" ;;
 	*.roomy) timeout -k 5 "$lim" env GX_RING_ROOMY=1 "$RUN" --tool "${cfg%.roomy}" -- "$@" ;;
 	*.norec) timeout -k 5 "$lim" env GX_PTX_RECONVERGE=0 "$RUN" --tool "${cfg%.norec}" -- "$@" ;;
+	launchlate.ring) timeout -k 5 "$lim" env GX_LL_RING=1 "$RUN" --tool launchlate -- "$@" ;;
 	threadhist.bar) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=barrier GX_TH_WARP=1 "$RUN" --tool threadhist -- "$@" ;;
 	*.entry) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=entry "$RUN" --tool "${cfg%.entry}" -- "$@" ;;
 	*.exit) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=exit "$RUN" --tool "${cfg%.exit}" -- "$@" ;;
@@ -210,7 +212,7 @@ for k in sorted({k for k, _ in host}):
     print('| %s launch loop (host us/launch, no goal) | %s | %s |' % (k, '%.2f' % base if base else '—', ' | '.join(cells)))
 # goals: the .on configurations (the defaults), .cap and threadhist.bar (the
 # candidate defaults)
-for c in [c for c in tools if c.endswith(('.on', '.hoist', '.roomy', '.norec')) or c == 'threadhist.bar']:
+for c in [c for c in tools if c.endswith(('.on', '.hoist', '.roomy', '.norec', '.ring')) or c == 'threadhist.bar']:
     for k in kernels:
         base, v = med.get((k, 'native')), med.get((k, c))
         if base is None or v is None:

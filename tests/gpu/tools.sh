@@ -92,6 +92,27 @@ for t in threadhist kernelretsnoop launchlate memtrace; do
 	[ -s "$L/$t.txt" ] && ok "$t: text report printed" || nok "$t: no text report"
 done
 
+# launchlate's record table under a burst: 100,000 one-block launches back
+# to back (a few hundred thousand a second): every launch matched, none
+# lost to a slot reused before the drainer took it; the spread of
+# consecutive launch ids (%gridid) is logged, since the table's slot is the
+# launch id modulo its size. The ring build (GX_LL_RING=1) beside it.
+for v in table ring; do
+	GPUEXT_KEEP=0 TOOLS_KERN_BURST=100000 timeout 120 env $([ $v = ring ] && echo GX_LL_RING=1) \
+		"$B/bin/gpuext-run" --tool launchlate --json -- "$APP" "$W/burst-$v.bin" >"$L/burst-$v.json" 2>"$L/burst-$v.err"
+	python3 - "$L/burst-$v.json" "$v" <<'P'
+import json, sys, collections
+d = json.load(open(sys.argv[1]))
+k = {x['kernel']: x for x in d['kernels']}
+c = k.get('_Z4copyPKfPfi')
+ids = sorted(x['launch_id'] for x in d.get('per_launch', []) if x.get('kernel') == '_Z4copyPKfPfi')
+gaps = collections.Counter(b - a for a, b in zip(ids, ids[1:]))
+print('# launchlate burst (%s): %s copy launches matched; launch id gaps %s' % (sys.argv[2], c and c['count'], gaps.most_common(4)))
+ok = c is not None and c['count'] == 100001
+print(('ok' if ok else 'not ok') + ' - tools: launchlate (%s): all 100,001 launches of copy matched under a burst (%s)' % (sys.argv[2], c and c['count']))
+P
+done
+
 # Two tools at once (their hooks chained at every kernel entry): both
 # reports, each with exact answers, output unchanged.
 GPUEXT_KEEP=0 timeout 300 "$B/bin/gpuext-run" -v --tool threadhist --tool launchlate --json -- \

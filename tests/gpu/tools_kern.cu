@@ -5,7 +5,8 @@
 // returns), so kernelretsnoop sees exactly one finish per block. Launches:
 //   A: 1000 blocks x 256 threads   B: 333 blocks x 200 threads (partial warp)
 //   C: 2 more launches of A (for launchlate: 3 launches of `uneven` ... plus
-//      B's one), then a small copy kernel touching known buffers (memtrace).
+//      B's one), then a small copy kernel touching known buffers (memtrace);
+//      TOOLS_KERN_BURST=N: N one-block copies after it.
 // Prints the facts the script checks: blocks/warps/threads launched, the
 // buffer address range, the SM count.
 #include <cstdio>
@@ -53,6 +54,13 @@ int main(int argc, char **argv)
 	for (int r = 0; r < 2; r++)
 		uneven<<<GA, TA>>>(a, iters);
 	copy<<<NC / 256, 256>>>(cin, cout, NC);
+	// TOOLS_KERN_BURST=N: N more launches of a one-block copy back to back
+	// (the same values again: the output does not change), for launchlate's
+	// record table under a launch rate far above its drain period's slots
+	const char *burst = getenv("TOOLS_KERN_BURST");
+	for (long i = 0, n = burst ? atol(burst) : 0; i < n; i++)
+		copy<<<1, 256>>>(cin, cout, 256);
+	CK(cudaGetLastError());
 	CK(cudaDeviceSynchronize());
 	float *ha = (float *)malloc(na * sizeof(float)), *hb = (float *)malloc(nb * sizeof(float));
 	float *hc = (float *)malloc(NC * sizeof(float));

@@ -106,7 +106,8 @@ static int simulate(const struct gx_bpf_prog *p, hook_fn fn, struct gx_map **map
 						unsigned tx = lin % L->block[0], ty = lin / L->block[0] % L->block[1],
 							 tz = lin / (L->block[0] * L->block[1]);
 						struct gdev_ctx c = {
-							.kernel_id = 1000 + l, .hook = hook, .nr_active = lanes,
+							.kernel_id = 1000 + l, .launch_id = 5 + l, .hook = hook,
+							.nr_active = lanes,
 							.active_mask = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1,
 							.ctaid_x = x, .ctaid_y = y, .ctaid_z = z,
 							.nctaid_x = L->grid[0], .nctaid_y = L->grid[1], .nctaid_z = L->grid[2],
@@ -159,11 +160,11 @@ static void run_tool(const char *dir, const char *tool, unsigned hook,
 	GX_CHECK(ok, "%s loads and verifies", tool);
 	if (!ok)
 		return;
-	/* a variant object (NAME_all, NAME_c1024, NAME_lw, NAME_prog) holds the program
+	/* a variant object (NAME_all, NAME_c1024, NAME_lw, NAME_prog, NAME_ring) holds the program
 	 * NAME */
 	char prog[64];
 	snprintf(prog, sizeof(prog), "%s", tool);
-	static const char *const sfx[] = { "_all", "_c1024", "_c256", "_lw", "_w1", "_gate", "_prog", "_counts" };
+	static const char *const sfx[] = { "_all", "_c1024", "_c256", "_lw", "_w1", "_gate", "_prog", "_counts", "_ring" };
 	for (size_t i = 0; i < GX_ARRAY_SIZE(sfx); i++) {
 		size_t pl = strlen(prog), sl = strlen(sfx[i]);
 		if (pl > sl && !strcmp(prog + pl - sl, sfx[i]))
@@ -336,10 +337,41 @@ static void check_krs_all(const char *how, struct gx_map **maps, size_t n)
 	GX_CHECK(got == 20000, "kernelretsnoop_all (%s): every block of a 20000-block launch (%u)", how, got);
 }
 
+/* launchlate: launch l's record {kernel, time, SM | blocks, launch id} in
+ * slot (launch id mod the table's size) of its record table, nothing else
+ * written there */
 static void check_ll(const char *how, struct gx_map **maps, size_t n)
 {
+	unsigned tables = 0, got = 0, bad = 0, other = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!maps[i]->records)
+			continue;
+		tables++;
+		const unsigned char *d = (const unsigned char *)(uintptr_t)maps[i]->l.data;
+		for (uint32_t s = 0; s < maps[i]->l.max_entries; s++) {
+			struct gx_ll_rec r;
+			memcpy(&r, d + (size_t)s * maps[i]->l.value_stride, sizeof(r));
+			if (!r.kernel_id && !r.ts && !r.launch_id)
+				continue;
+			size_t l = r.kernel_id - 1000;
+			if (l >= GX_ARRAY_SIZE(launches) || s != (uint32_t)(5 + l) || r.launch_id != 5 + l || !r.ts ||
+			    r.smid != 0 || r.nblocks != launches[l].grid[0] * launches[l].grid[1] * launches[l].grid[2])
+				bad++;
+			else
+				got++;
+		}
+	}
+	other = ring_records(maps, n);
+	GX_CHECK(tables == 1 && got == GX_ARRAY_SIZE(launches) && !bad && !other,
+		 "launchlate (%s): one record per launch in its slot of the record table (%u of %zu, %u wrong, %u in "
+		 "rings)",
+		 how, got, GX_ARRAY_SIZE(launches), bad, other);
+}
+
+static void check_ll_ring(const char *how, struct gx_map **maps, size_t n)
+{
 	unsigned got = ring_records(maps, n);
-	GX_CHECK(got == GX_ARRAY_SIZE(launches), "launchlate (%s): one record per launch (%u of %zu)", how,
+	GX_CHECK(got == GX_ARRAY_SIZE(launches), "launchlate_ring (%s): one ring record per launch (%u of %zu)", how,
 		 got, GX_ARRAY_SIZE(launches));
 }
 
@@ -478,7 +510,7 @@ int main(int argc, char **argv)
 		if (o)
 			gx_bpf_object__close(o);
 	}
-	GX_CHECK(nv == 7 && bad == 0,
+	GX_CHECK(nv == 8 && bad == 0,
 		 "the tools' load-time variants are built and hold their tool's program (%zu of %zu bad)", bad, nv);
 	/* threadhist is a block probe: at entry, and at exits where warp 0
 	 * leaves in two lane groups (one block counted once either way) */
@@ -514,6 +546,7 @@ int main(int argc, char **argv)
 	runs = launches, nr_runs = GX_ARRAY_SIZE(launches);
 	run_tool(argv[1], "kernelretsnoop_all", GDEV_HOOK_EXIT, check_krs);
 	run_tool(argv[1], "launchlate", GDEV_HOOK_ENTRY, check_ll);
+	run_tool(argv[1], "launchlate_ring", GDEV_HOOK_ENTRY, check_ll_ring);
 	/* memtrace (and memtrace_gate, its build under GX_MT_GATE=1's name)
 	 * behind the gate model: the full trace, 1 in 3, 1 in 64, the default
 	 * 1 in 1024 */

@@ -64,6 +64,22 @@ struct {
 	__type(key, __u32);
 	__type(value, char[2 << 20]);
 } m SEC(".maps");
+#elif VARIANT == 12 /* a record table that is not an array */
+struct {
+	__uint(type, GDEV_MAP_HASH);
+	__uint(max_entries, 4);
+	__uint(map_flags, GDEV_F_RECORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} m SEC(".maps");
+#elif VARIANT == 13 /* a record table over 16 MiB (the drainer copies it whole) */
+struct {
+	__uint(type, GDEV_MAP_ARRAY);
+	__uint(max_entries, 1 << 20);
+	__uint(map_flags, GDEV_F_RECORDS);
+	__type(key, __u32);
+	__type(value, char[32]);
+} m SEC(".maps");
 #elif VARIANT == 10 /* extern variable */
 extern __u32 some_kconfig __attribute__((section(".kconfig")));
 __u64 m;

@@ -22,6 +22,7 @@ struct {
 	__uint(max_entries, 16);
 	__uint(key_size, 4);
 	__uint(value_size, 8);
+	__uint(map_flags, GDEV_F_RECORDS); /* a record table */
 } arr SEC(".maps");
 
 struct {
