@@ -6,6 +6,11 @@
 # Ends with the line "N passed, N failed".
 # GX_TEST_FILTER=regex runs only matching commands; GX_TEST_TIMEOUT (s) bounds each.
 set -u
+# The shim compiles rewritten modules with ptxas (shim/cubin_ptxas.c); the
+# fake driver's "cubins" are its PTX behind a marker, so the tests' ptxas is
+# the fake one unless a test names another (test_cubin_cache.sh runs the
+# real one too).
+export GPUEXT_CUBIN_PTXAS=${GPUEXT_CUBIN_PTXAS:-$PWD/tests/shim/fake-ptxas.sh}
 pass=0 fail=0
 failures=()
 log=$(mktemp)

@@ -1,18 +1,19 @@
 /* cubin.c — a rewritten module loaded as SASS, not as PTX for the driver to
- * JIT at every start. The rewritten PTX is compiled once with the driver's
- * own JIT (cuLinkCreate/AddData/Complete: the same compiler the PTX load
- * would run, with the cubin handed back) and stored beside the PTX in the
- * module cache (mcache_internal.h); a later start, or any process reading
- * the install's prepared cache, loads the stored cubin and compiles
- * nothing. Only for modules whose application JIT options leave code
- * generation alone (log buffers, wall time); anything else keeps the PTX
- * load, as does any failure here (one info line, never the application's
- * error). GPUEXT_CUBIN=0: always load the PTX (A/B).
+ * JIT at every start. The rewritten PTX is compiled once and stored beside
+ * the PTX in the module cache (mcache_internal.h); a later start, or any
+ * process reading the install's prepared cache, loads the stored cubin and
+ * compiles nothing. Only for modules whose application JIT options leave
+ * code generation alone (log buffers, wall time); anything else keeps the
+ * PTX load, as does any failure here (one info line, never the
+ * application's error).
  *
- * The driver compiles PTX given to cuLinkAddData as relocatable code and
- * links it; a PTX load compiles it whole. The kernels are the same; their
- * code may differ slightly (tests/gpu/firstrun.sh prints the steady-state
- * step time of both routes). */
+ * The compiler (GPUEXT_CUBIN): by default ptxas, compiling the module
+ * whole as nvcc does (cubin_ptxas.c; where no ptxas is found, no cubin: the
+ * PTX load, the driver's own whole-module JIT, cached by the driver);
+ * GPUEXT_CUBIN=link the driver's linker (cuLinkCreate/AddData/Complete),
+ * which compiles PTX as relocatable code: shared-memory kernels then run
+ * slower (tool_bench's GEMM +29 %, GPU run 107); GPUEXT_CUBIN=0 always the
+ * PTX load. Each compiler's cubins have their own cache keys. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -34,6 +35,13 @@ static bool cubin_off(void)
 {
 	const char *e = getenv("GPUEXT_CUBIN"), *c = getenv("GPUEXT_CACHE");
 	return (e && !strcmp(e, "0")) || (c && !strcmp(c, "0"));
+}
+
+/* GPUEXT_CUBIN=link: the driver's linker compiles (relocatable code). */
+static bool cubin_link(void)
+{
+	const char *e = getenv("GPUEXT_CUBIN");
+	return e && !strcmp(e, "link");
 }
 
 /* GPUEXT_CUBIN_PIC=0 (A/B, issue 40): the link's compile without position
@@ -216,7 +224,11 @@ static bool cubin_key(const struct gx_prep *p, bool all_devices, unsigned n, con
 	*sm = gx_dev_sm(d);
 	if (!*sm || (all_devices && !one_arch(*sm)))
 		return false;
-	gx_mcache_cubin_key(p->ptx, p->len, *sm, driver, cubin_nopic(), k);
+	gx_mcache_cubin_key(p->ptx, p->len, *sm, driver,
+			    !cubin_link()   ? GX_CUBIN_BY_PTXAS
+			    : cubin_nopic() ? GX_CUBIN_BY_LINK_NOPIC
+					    : GX_CUBIN_BY_LINK,
+			    k);
 	return true;
 }
 
@@ -245,6 +257,26 @@ bool gx_prep_cubin(struct gx_prep *p, bool all_devices, unsigned n, const CUjit_
 	}
 	char err[1024];
 	double t0 = now_ms();
+	if (!cubin_link()) {
+		const char *ptxas = gx_cubin_ptxas();
+		if (!ptxas)
+			return false; /* said once: the PTX load, compiled whole by the driver */
+		char arch[32];
+		unsigned t = link_target(p->ptx, p->len, sm);
+		snprintf(arch, sizeof(arch), "sm_%u%s", sm,
+			 t == CU_COMPUTE_ACCELERATED_TARGET_BASE + sm ? "a"
+			 : t == CU_COMPUTE_FAMILY_TARGET_BASE + sm    ? "f"
+								      : "");
+		int r = gx_cubin_ptxas_compile(ptxas, p->ptx, p->len, arch, cubin, len, err, sizeof(err));
+		p->jit_ms = now_ms() - t0;
+		if (r) {
+			pr_info("module %u: no cubin, ptxas failed (%.400s); loading the rewritten PTX", p->id, err);
+			return false;
+		}
+		p->cubin = GX_CUBIN_JIT;
+		cubin_put(&k, *cubin, *len);
+		return true;
+	}
 	/* our own calls: never disturb a graph being captured (gx_capture.h) */
 	struct gx_capture_mode cm = gx_capture_relax(REAL(cuThreadExchangeStreamCaptureMode));
 	CUresult rc = jit(p->ptx, p->len, sm, cubin, len, err, sizeof(err));

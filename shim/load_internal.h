@@ -79,6 +79,15 @@ int gx_prepare_rdc(const struct gx_image *im, unsigned sm, bool mixed_archs, str
 bool gx_prep_cubin(struct gx_prep *p, bool all_devices, unsigned n, const CUjit_option *o, void **cubin,
 		   size_t *len);
 
+/* cubin_ptxas.c: the ptxas that compiles rewritten modules whole
+ * (GPUEXT_CUBIN_PTXAS, TRITON_PTXAS_PATH, $CUDA_HOME/bin, $CUDA_PATH/bin,
+ * /usr/local/cuda/bin; never gpuext's own), found once; NULL if none. */
+const char *gx_cubin_ptxas(void);
+/* ptx (len bytes) compiled by `ptxas` for `arch` (sm_90, sm_90a): 0 with a
+ * malloc'd cubin, or -errno with ptxas's message in err. */
+int gx_cubin_ptxas_compile(const char *ptxas, const char *ptx, size_t len, const char *arch, void **cubin,
+			   size_t *clen, char *err, size_t errn);
+
 /* Is p->ptx's cubin (a module's, current context) in the module cache? 1
  * yes, 0 no (a load would JIT it), -1 it gets no cubin at all. */
 int gx_prep_cubin_state(const struct gx_prep *p, unsigned n, const CUjit_option *o);

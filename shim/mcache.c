@@ -30,8 +30,8 @@
 #include "shim/mcache_internal.h"
 #include "shim/shim_internal.h"
 
-#define MC_MAGIC "gpuext-mcache 1\n"
-#define MC_EXT ".gxmod"
+#define MC_MAGIC   "gpuext-mcache 1\n"
+#define MC_EXT	   ".gxmod"
 #define MC_HDR_MAX 256
 
 /* ---- hashing ----
@@ -193,11 +193,13 @@ void gx_mcache_key(const char *ptx, size_t len, const struct gx_ptx_rewrite_opts
 /* The compiled cubin of a rewritten PTX (cubin.c): what the driver's JIT
  * output depends on, the text, the device arch and the driver. Not the
  * gpuext build: the PTX says all of it. */
-void gx_mcache_cubin_key(const char *ptx, size_t len, unsigned sm, int driver, bool nopic, struct gx_mcache_key *k)
+void gx_mcache_cubin_key(const char *ptx, size_t len, unsigned sm, int driver, unsigned by, struct gx_mcache_key *k)
 {
 	struct h128 h;
 	h_init(&h);
-	h_str(&h, nopic ? "gpuext-cubin-nopic" : "gpuext-cubin");
+	h_str(&h, by == GX_CUBIN_BY_PTXAS	 ? "gpuext-cubin-ptxas"
+		  : by == GX_CUBIN_BY_LINK_NOPIC ? "gpuext-cubin-nopic"
+						 : "gpuext-cubin");
 	h_field(&h, &sm, sizeof(sm));
 	h_field(&h, &driver, sizeof(driver));
 	h_field(&h, ptx, len);
@@ -329,7 +331,7 @@ static int corrupt(const char *path, const char *why, bool mine)
 {
 	pr_warn("module cache: ignoring corrupt entry %s: %s", path, why);
 	if (mine) /* the shared cache is read-only */
-	unlink(path);
+		unlink(path);
 	return -EBADMSG;
 }
 
@@ -353,7 +355,7 @@ static int get_in(const char *dir, bool mine, const struct gx_mcache_key *k, str
 	if (fd == -EPERM) { /* planted, or left by a run under another uid */
 		pr_warn("module cache: refusing %s: %s; rewriting again", path, refused);
 		if (mine)
-		unlink(path);
+			unlink(path);
 		return -EPERM;
 	}
 	if (fd < 0)
@@ -383,8 +385,8 @@ static int get_in(const char *dir, bool mine, const struct gx_mcache_key *k, str
 		why = "bad header";
 	} else {
 		sep[1] = 0;
-		if (sscanf(hdr + sizeof(MC_MAGIC) - 1, "key %32s hooks %u persistent %u ptx %llu notes %llu %llx", want_key,
-			   &hooks, &persistent, &plen, &nlen, &phash) != 6)
+		if (sscanf(hdr + sizeof(MC_MAGIC) - 1, "key %32s hooks %u persistent %u ptx %llu notes %llu %llx",
+			   want_key, &hooks, &persistent, &plen, &nlen, &phash) != 6)
 			why = "bad header";
 		else if (strcmp(want_key, key))
 			why = "key does not match the file name";
@@ -417,8 +419,9 @@ static int get_in(const char *dir, bool mine, const struct gx_mcache_key *k, str
 		free(notes);
 		notes = NULL;
 	}
-	*e = (struct gx_mcache_entry){ .ptx = ptx, .len = plen, .nr_hooks = hooks, .nr_persistent = persistent,
-				       .notes = notes };
+	*e = (struct gx_mcache_entry){
+		.ptx = ptx, .len = plen, .nr_hooks = hooks, .nr_persistent = persistent, .notes = notes
+	};
 	return 0;
 }
 
@@ -521,8 +524,8 @@ int gx_mcache_put(const struct gx_mcache_key *k, const struct gx_mcache_entry *e
 	char hdr[MC_HDR_MAX];
 	int hl = snprintf(hdr, sizeof(hdr),
 			  MC_MAGIC "key %016llx%016llx\nhooks %u persistent %u\nptx %zu notes %zu %016llx\n\n",
-			  (unsigned long long)k->h[0], (unsigned long long)k->h[1], e->nr_hooks, e->nr_persistent, len, nlen,
-			  (unsigned long long)content_hash(ptx, len, notes, nlen));
+			  (unsigned long long)k->h[0], (unsigned long long)k->h[1], e->nr_hooks, e->nr_persistent, len,
+			  nlen, (unsigned long long)content_hash(ptx, len, notes, nlen));
 	const void *parts[3] = { hdr, ptx, notes };
 	size_t lens[3] = { (size_t)hl, len, nlen };
 	ret = gx_write_parts(dir, path, parts, lens, 3);

@@ -58,7 +58,10 @@ int gx_mcache_put(const struct gx_mcache_key *k, const struct gx_mcache_entry *e
 int gx_mcache_dir(int which, char *buf, size_t n, bool create);
 /* The key of a rewritten PTX's cubin for a device arch and driver version. */
 /* nopic: compiled with CU_JIT_POSITION_INDEPENDENT_CODE=0 (GPUEXT_CUBIN_PIC=0, cubin.c) */
-void gx_mcache_cubin_key(const char *ptx, size_t len, unsigned sm, int driver, bool nopic, struct gx_mcache_key *k);
+/* Which compiler made a cubin (each has its own keys): ptxas (whole, the
+ * default), the driver's linker, the linker without PIC (GPUEXT_CUBIN_PIC=0). */
+enum { GX_CUBIN_BY_LINK, GX_CUBIN_BY_LINK_NOPIC, GX_CUBIN_BY_PTXAS };
+void gx_mcache_cubin_key(const char *ptx, size_t len, unsigned sm, int driver, unsigned by, struct gx_mcache_key *k);
 /* The content hash the entries' headers record. */
 uint64_t gx_mcache_content_hash(const void *buf, size_t len);
 /* GPUEXT_CACHE_MAX_MB in bytes: no entry is larger. */

@@ -161,3 +161,38 @@ bad=0
 for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
 [ $bad = 0 ] && [ "$(cubins)" = 1 ] && [ -z "$(ls -A "$C/modules" | grep '^\.tmp')" ] &&
 	ok "4 concurrent cold starts: all loaded, one cubin entry, no temporary file" || nok "concurrent: $bad failed, $(ls -A "$C/modules")"
+
+# The compiler. By default ptxas compiles a rewritten module whole (here the
+# tests' fake ptxas, GPUEXT_CUBIN_PTXAS: it logs the arch it was asked for);
+# GPUEXT_CUBIN=link the driver's linker, under keys of its own; a
+# GPUEXT_CUBIN_PTXAS that is not a program: one line, the PTX load.
+rm -rf "$C"
+load "$tmp/p1" k90a FAKE_PTXAS_LOG="$tmp/ptxas.log"
+jitted "$tmp/p1" && [ "$(cat "$tmp/ptxas.log" 2>/dev/null)" = sm_90a ] && grep -q '^load_us' "$tmp/p1.out" &&
+	grep -q "cubins: rewritten modules compiled whole by $GPUEXT_CUBIN_PTXAS" "$tmp/p1" &&
+	ok "default: ptxas compiles the module whole, for the PTX's arch-specific target (sm_90a), one line names it" ||
+	nok "default ptxas: $(last "$tmp/p1") log $(cat "$tmp/ptxas.log" 2>/dev/null)"
+load "$tmp/p2" k90a GPUEXT_CUBIN=link FAKE_PTXAS_LOG="$tmp/ptxas.log"
+jitted "$tmp/p2" && [ "$(wc -l <"$tmp/ptxas.log")" = 1 ] && [ "$(cubins)" = 2 ] &&
+	ok "GPUEXT_CUBIN=link: the driver's linker, not ptxas; its cubin under its own key" ||
+	nok "link: $(last "$tmp/p2") cubins $(cubins)"
+load "$tmp/p3" k1 GPUEXT_CUBIN_PTXAS=/nonexistent/ptxas
+! jitted "$tmp/p3" && grep -q '^load_us' "$tmp/p3.out" &&
+	[ "$(grep -c 'GPUEXT_CUBIN_PTXAS=/nonexistent/ptxas: not an executable ptxas; rewritten modules load as PTX' "$tmp/p3")" = 1 ] &&
+	ok "GPUEXT_CUBIN_PTXAS not a program: one line, the rewritten PTX is loaded" || nok "bad ptxas: $(last "$tmp/p3")"
+load "$tmp/p4" k90a GPUEXT_CUBIN_PTXAS=/nonexistent/ptxas
+hit "$tmp/p4" && grep -q '^load_us' "$tmp/p4.out" &&
+	ok "... but a cubin ptxas made before (a prepared cache) is still loaded" || nok "cached without ptxas: $(last "$tmp/p4")"
+# The real ptxas, where the toolkit has one: a real cubin of the kernel
+# stored (the fake driver cannot run it; the entry is what is checked).
+REAL_PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
+if [ -x "$REAL_PTXAS" ]; then
+	rm -rf "$C"
+	load "$tmp/p5" k2 GPUEXT_CUBIN_PTXAS="$REAL_PTXAS"
+	e=$(ls "$C"/modules/*.gxcubin 2>/dev/null | head -1)
+	jitted "$tmp/p5" && [ -n "$e" ] && grep -aq '.text.k2' "$e" && grep -aq 'ELF' "$e" &&
+		ok "the toolkit's ptxas: a real cubin of the module stored ($(stat -c %s "$e") bytes)" ||
+		nok "real ptxas: $(last "$tmp/p5")"
+else
+	ok "the toolkit's ptxas: none here ($REAL_PTXAS), skipped"
+fi
