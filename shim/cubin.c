@@ -37,11 +37,28 @@ static bool cubin_off(void)
 	return (e && !strcmp(e, "0")) || (c && !strcmp(c, "0"));
 }
 
-/* GPUEXT_CUBIN=link: the driver's linker compiles (relocatable code). */
-static bool cubin_link(void)
+/* Does the rewritten PTX call a handler (a word clone __gx_hw*, a policy
+ * function __gx_p_*) instead of having it inlined? The rewriter calls the
+ * handlers too large to inline (memtrace's sampled record) on purpose:
+ * inlined into a kernel capped at its original's registers they spill on
+ * its hot path (vadd 4.7x in GPU run 101). ptxas compiling a module whole
+ * inlines such calls all the same (run 109: memtrace's vadd +380 %); the
+ * linker's relocatable compile keeps them. */
+static bool calls_handlers(const char *ptx, size_t len)
+{
+	static const char *const pat[] = { "), __gx_hw", "), __gx_p_", "call.uni __gx_", "call __gx_" };
+	for (size_t i = 0; i < sizeof(pat) / sizeof(pat[0]); i++)
+		if (memmem(ptx, len, pat[i], strlen(pat[i])))
+			return true;
+	return false;
+}
+
+/* The linker compiles this module: GPUEXT_CUBIN=link, or its hooks call
+ * handlers (calls_handlers). */
+static bool cubin_link(const struct gx_prep *p)
 {
 	const char *e = getenv("GPUEXT_CUBIN");
-	return e && !strcmp(e, "link");
+	return (e && !strcmp(e, "link")) || calls_handlers(p->ptx, p->len);
 }
 
 /* GPUEXT_CUBIN_PIC=0 (A/B, issue 40): the link's compile without position
@@ -225,7 +242,7 @@ static bool cubin_key(const struct gx_prep *p, bool all_devices, unsigned n, con
 	if (!*sm || (all_devices && !one_arch(*sm)))
 		return false;
 	gx_mcache_cubin_key(p->ptx, p->len, *sm, driver,
-			    !cubin_link()   ? GX_CUBIN_BY_PTXAS
+			    !cubin_link(p)  ? GX_CUBIN_BY_PTXAS
 			    : cubin_nopic() ? GX_CUBIN_BY_LINK_NOPIC
 					    : GX_CUBIN_BY_LINK,
 			    k);
@@ -257,7 +274,7 @@ bool gx_prep_cubin(struct gx_prep *p, bool all_devices, unsigned n, const CUjit_
 	}
 	char err[1024];
 	double t0 = now_ms();
-	if (!cubin_link()) {
+	if (!cubin_link(p)) {
 		const char *ptxas = gx_cubin_ptxas();
 		if (!ptxas)
 			return false; /* said once: the PTX load, compiled whole by the driver */

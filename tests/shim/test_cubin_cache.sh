@@ -196,3 +196,39 @@ if [ -x "$REAL_PTXAS" ]; then
 else
 	ok "the toolkit's ptxas: none here ($REAL_PTXAS), skipped"
 fi
+# A module whose hooks call a handler (memtrace's sampled record: the
+# rewriter keeps it out of line) goes to the linker, which keeps the call;
+# ptxas would inline it into the capped kernel (GPU run 109).
+cat >"$tmp/kc.ptx" <<'P'
+.version 8.0
+.target sm_80
+.address_size 64
+.func (.param .b32 __gx_hw9_r) __gx_hw9(.param .b32 __gx_hw9_q)
+{
+	.reg .b32 %r<2>;
+	ld.param.b32 %r1, [__gx_hw9_q];
+	st.param.b32 [__gx_hw9_r], %r1;
+	ret;
+}
+.visible .entry kc(.param .u64 p)
+{
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [p];
+	mov.u32 %r1, 7;
+	{
+	.param .b32 __gx_cq;
+	.param .b32 __gx_cr;
+	st.param.b32 [__gx_cq], %r1;
+	call (__gx_cr), __gx_hw9, (__gx_cq);
+	ld.param.b32 %r2, [__gx_cr];
+	}
+	st.global.u32 [%rd1], %r2;
+	ret;
+}
+P
+rm -f "$tmp/ptxas.log"
+load "$tmp/p6" kc FAKE_PTXAS_LOG="$tmp/ptxas.log"
+jitted "$tmp/p6" && [ ! -s "$tmp/ptxas.log" ] && grep -q '^load_us' "$tmp/p6.out" &&
+	ok "a module calling a hook handler: compiled by the driver's linker (the call kept), not ptxas" ||
+	nok "handler call: $(last "$tmp/p6") ptxas log: $(cat "$tmp/ptxas.log" 2>/dev/null)"
