@@ -155,6 +155,9 @@ int gx_cubin_ptxas_compile(const char *ptxas, const char *ptx, size_t len, const
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
+	/* none of the application's descriptors: a pipe it waits to see
+	 * closed must not stay open in our compiler */
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 	/* the application's signal dispositions stay its own */
 	posix_spawnattr_t sa;
 	posix_spawnattr_init(&sa);
