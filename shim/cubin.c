@@ -227,10 +227,11 @@ static bool one_arch(unsigned sm)
 	return true;
 }
 
-/* The cubin's key for p->ptx on the current context's device (arch *sm):
- * false when p gets no cubin (see gx_prep_cubin). */
+/* The cubin's key for p->ptx on the current context's device (arch *sm)
+ * and the compiler that makes it (*by, GX_CUBIN_BY_*): false when p gets no
+ * cubin (see gx_prep_cubin). */
 static bool cubin_key(const struct gx_prep *p, bool all_devices, unsigned n, const CUjit_option *o,
-		      struct gx_mcache_key *k, unsigned *sm)
+		      struct gx_mcache_key *k, unsigned *sm, unsigned *by)
 {
 	CUdevice d;
 	int driver = 0;
@@ -241,73 +242,78 @@ static bool cubin_key(const struct gx_prep *p, bool all_devices, unsigned n, con
 	*sm = gx_dev_sm(d);
 	if (!*sm || (all_devices && !one_arch(*sm)))
 		return false;
-	gx_mcache_cubin_key(p->ptx, p->len, *sm, driver,
-			    !cubin_link(p)  ? GX_CUBIN_BY_PTXAS
-			    : cubin_nopic() ? GX_CUBIN_BY_LINK_NOPIC
-					    : GX_CUBIN_BY_LINK,
-			    k);
+	*by = !cubin_link(p) ? GX_CUBIN_BY_PTXAS : cubin_nopic() ? GX_CUBIN_BY_LINK_NOPIC : GX_CUBIN_BY_LINK;
+	gx_mcache_cubin_key(p->ptx, p->len, *sm, driver, *by, k);
 	return true;
 }
 
 int gx_prep_cubin_state(const struct gx_prep *p, unsigned n, const CUjit_option *o)
 {
 	struct gx_mcache_key k;
-	unsigned sm;
+	unsigned sm, by;
 	void *c = NULL;
 	size_t len = 0;
-	if (!cubin_key(p, false, n, o, &k, &sm))
+	if (!cubin_key(p, false, n, o, &k, &sm, &by))
 		return -1;
 	int r = cubin_get(&k, &c, &len);
 	free(c);
 	return !r;
 }
 
+/* ptx compiled whole by ptxas for arch sm (its arch-specific or family
+ * variant when the PTX asks for one): false (said) when it failed; no
+ * ptxas at all was said once (gx_cubin_ptxas). */
+static bool by_ptxas(struct gx_prep *p, unsigned sm, void **cubin, size_t *len)
+{
+	const char *ptxas = gx_cubin_ptxas();
+	if (!ptxas)
+		return false;
+	char arch[32], err[1024];
+	unsigned t = link_target(p->ptx, p->len, sm);
+	snprintf(arch, sizeof(arch), "sm_%u%s", sm,
+		 t == CU_COMPUTE_ACCELERATED_TARGET_BASE + sm ? "a"
+		 : t == CU_COMPUTE_FAMILY_TARGET_BASE + sm    ? "f"
+							      : "");
+	if (!gx_cubin_ptxas_compile(ptxas, p->ptx, p->len, arch, cubin, len, err, sizeof(err)))
+		return true;
+	pr_info("module %u: no cubin, ptxas failed (%.400s); loading the rewritten PTX", p->id, err);
+	return false;
+}
+
+/* ptx compiled by the driver's linker: false (said) when it failed. */
+static bool by_link(struct gx_prep *p, unsigned sm, void **cubin, size_t *len)
+{
+	char err[1024];
+	/* our own calls: never disturb a graph being captured (gx_capture.h) */
+	struct gx_capture_mode cm = gx_capture_relax(REAL(cuThreadExchangeStreamCaptureMode));
+	CUresult rc = jit(p->ptx, p->len, sm, cubin, len, err, sizeof(err));
+	gx_capture_restore(REAL(cuThreadExchangeStreamCaptureMode), cm);
+	if (rc == CUDA_SUCCESS)
+		return true;
+	/* The PTX load follows (and, if the driver rejects that too, the
+	 * original image): say what the JIT said, since a PTX load that works
+	 * means every start pays the JIT again. */
+	char b[96];
+	pr_info("module %u: no cubin, the driver's JIT failed (%s%s%.300s); loading the rewritten PTX", p->id,
+		gx_cu_errname(rc, b, sizeof(b)), err[0] ? ": " : "", err);
+	return false;
+}
+
 bool gx_prep_cubin(struct gx_prep *p, bool all_devices, unsigned n, const CUjit_option *o, void **cubin, size_t *len)
 {
 	struct gx_mcache_key k;
-	unsigned sm;
-	if (!cubin_key(p, all_devices, n, o, &k, &sm))
+	unsigned sm, by;
+	if (!cubin_key(p, all_devices, n, o, &k, &sm, &by))
 		return false;
 	if (!cubin_get(&k, cubin, len)) {
 		p->cubin = GX_CUBIN_CACHED;
 		return true;
 	}
-	char err[1024];
 	double t0 = now_ms();
-	if (!cubin_link(p)) {
-		const char *ptxas = gx_cubin_ptxas();
-		if (!ptxas)
-			return false; /* said once: the PTX load, compiled whole by the driver */
-		char arch[32];
-		unsigned t = link_target(p->ptx, p->len, sm);
-		snprintf(arch, sizeof(arch), "sm_%u%s", sm,
-			 t == CU_COMPUTE_ACCELERATED_TARGET_BASE + sm ? "a"
-			 : t == CU_COMPUTE_FAMILY_TARGET_BASE + sm    ? "f"
-								      : "");
-		int r = gx_cubin_ptxas_compile(ptxas, p->ptx, p->len, arch, cubin, len, err, sizeof(err));
-		p->jit_ms = now_ms() - t0;
-		if (r) {
-			pr_info("module %u: no cubin, ptxas failed (%.400s); loading the rewritten PTX", p->id, err);
-			return false;
-		}
-		p->cubin = GX_CUBIN_JIT;
-		cubin_put(&k, *cubin, *len);
-		return true;
-	}
-	/* our own calls: never disturb a graph being captured (gx_capture.h) */
-	struct gx_capture_mode cm = gx_capture_relax(REAL(cuThreadExchangeStreamCaptureMode));
-	CUresult rc = jit(p->ptx, p->len, sm, cubin, len, err, sizeof(err));
-	gx_capture_restore(REAL(cuThreadExchangeStreamCaptureMode), cm);
+	bool ok = by == GX_CUBIN_BY_PTXAS ? by_ptxas(p, sm, cubin, len) : by_link(p, sm, cubin, len);
 	p->jit_ms = now_ms() - t0;
-	if (rc != CUDA_SUCCESS) {
-		/* The PTX load follows (and, if the driver rejects that too, the
-		 * original image): say what the JIT said, since a PTX load that
-		 * works means every start pays the JIT again. */
-		char b[96];
-		pr_info("module %u: no cubin, the driver's JIT failed (%s%s%.300s); loading the rewritten PTX", p->id,
-			gx_cu_errname(rc, b, sizeof(b)), err[0] ? ": " : "", err);
+	if (!ok)
 		return false;
-	}
 	p->cubin = GX_CUBIN_JIT;
 	cubin_put(&k, *cubin, *len);
 	return true;

@@ -48,13 +48,11 @@ static bool usable(const char *path)
 	return strcmp(base ? base + 1 : rp, "gpuext-ptxas") && !strstr(rp, "/share/gpuext/");
 }
 
-const char *gx_cubin_ptxas(void)
+/* The first usable of the candidates (an explicit GPUEXT_CUBIN_PTXAS that
+ * is not usable is said, not replaced by another one) into buf, "" if none;
+ * one line says which. */
+static void find_ptxas(char *buf, size_t n)
 {
-	static char found[PATH_MAX];
-	static int done;
-	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE))
-		return found[0] ? found : NULL;
-	char buf[PATH_MAX] = "";
 	const char *home = getenv("CUDA_HOME"), *cpath = getenv("CUDA_PATH");
 	const char *cand[] = { getenv("GPUEXT_CUBIN_PTXAS"), getenv("TRITON_PTXAS_PATH"), NULL, NULL,
 			       "/usr/local/cuda/bin/ptxas" };
@@ -63,33 +61,37 @@ const char *gx_cubin_ptxas(void)
 		snprintf(h, sizeof(h), "%s/bin/ptxas", home), cand[2] = h;
 	if (cpath && *cpath)
 		snprintf(c, sizeof(c), "%s/bin/ptxas", cpath), cand[3] = c;
-	/* an explicit GPUEXT_CUBIN_PTXAS that is not usable is said, not
-	 * replaced by another one */
+	buf[0] = 0;
 	const char *want = cand[0];
-	if (want && *want) {
-		if (usable(want))
-			snprintf(buf, sizeof(buf), "%s", want);
-		else
-			pr_warn("GPUEXT_CUBIN_PTXAS=%s: not an executable ptxas; rewritten modules load as PTX", want);
-	} else {
-		for (size_t i = 1; i < sizeof(cand) / sizeof(cand[0]) && !buf[0]; i++)
-			if (usable(cand[i]))
-				snprintf(buf, sizeof(buf), "%s", cand[i]);
+	if (want && *want && !usable(want)) {
+		pr_warn("GPUEXT_CUBIN_PTXAS=%s: not an executable ptxas; rewritten modules load as PTX", want);
+		return;
 	}
-	/* racing first callers find the same answer */
+	for (size_t i = 0; i < sizeof(cand) / sizeof(cand[0]) && !buf[0]; i++)
+		if (usable(cand[i]))
+			snprintf(buf, n, "%s", cand[i]);
+	if (buf[0])
+		pr_info("cubins: rewritten modules compiled whole by %s", buf);
+	else
+		pr_info("cubins: no ptxas (GPUEXT_CUBIN_PTXAS, TRITON_PTXAS_PATH, $CUDA_HOME/bin, "
+			"/usr/local/cuda/bin): rewritten modules load as PTX (the driver's JIT, cached by the "
+			"driver); GPUEXT_CUBIN=link compiles them with the driver's linker (relocatable code)");
+}
+
+const char *gx_cubin_ptxas(void)
+{
+	static char found[PATH_MAX];
+	static int done;
 	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-	pthread_mutex_lock(&mu);
-	if (!done) {
-		snprintf(found, sizeof(found), "%s", buf);
-		if (found[0])
-			pr_info("cubins: rewritten modules compiled whole by %s", found);
-		else if (!want || !*want)
-			pr_info("cubins: no ptxas (GPUEXT_CUBIN_PTXAS, TRITON_PTXAS_PATH, $CUDA_HOME/bin, "
-				"/usr/local/cuda/bin): rewritten modules load as PTX (the driver's JIT, cached by the "
-				"driver); GPUEXT_CUBIN=link compiles them with the driver's linker (relocatable code)");
-		__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+	if (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
+		/* once, under the lock: racing first loads say it once */
+		pthread_mutex_lock(&mu);
+		if (!done) {
+			find_ptxas(found, sizeof(found));
+			__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+		}
+		pthread_mutex_unlock(&mu);
 	}
-	pthread_mutex_unlock(&mu);
 	return found[0] ? found : NULL;
 }
 
