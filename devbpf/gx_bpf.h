@@ -563,9 +563,10 @@ int gx_devmaps__create(struct gx_map *const *maps, size_t n, struct gx_ring *rt_
 long gx_devmaps__drain(struct gx_devmaps *d, long map, gx_ring_cb cb, void *ctx);
 /* Take the records of record table `map` (GX_MAP_F_RECORDS) through cb, as
  * ring records (GX_REC_DATA, the value's bytes after the header): a slot
- * that is not all zero and holds what the previous call saw is handed on
- * and cleared on the device; one seen for the first time (or changed) waits
- * for the next call. final (the producers are done: the context was
+ * that is not all zero, holds what the previous call saw and was not
+ * handed on already is handed on; one seen for the first time (or changed)
+ * waits for the next call. The device's slots are only read (a program may
+ * fill a taken slot again at any time). final (the producers are done: the context was
  * synchronized): a second look at once takes those too. *pending (may be
  * NULL): slots left waiting. Returns records taken or -errno. */
 long gx_devmaps__drain_records(struct gx_devmaps *d, long map, gx_ring_cb cb, void *ctx, int final,

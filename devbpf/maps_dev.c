@@ -102,7 +102,9 @@ GX_EXPORT int gx_devmaps__create(struct gx_map *const *maps, size_t n, struct gx
 			if (!ret)
 				ret = ops->htod(ops->ctx, d->daddr[i],
 						(const void *)(uintptr_t)m->l.data, m->l.data_size);
-			if (!ret && m->records && !(d->scratch[i] = malloc(m->l.data_size)))
+			/* the copy, then a taken bit per slot (records_look) */
+			if (!ret && m->records &&
+			    !(d->scratch[i] = calloc(1, m->l.data_size + m->l.max_entries / 8 + 1)))
 				ret = -ENOMEM;
 		} else if (d->dev_rings) {
 			ret = dev_ring(d, gx_map__ring(m), m->l.data_size, &d->daddr[i], &d->pinned[i]);
@@ -361,67 +363,47 @@ static int all_zero(const unsigned char *p, size_t n)
 	return 1;
 }
 
-/* Device bytes [daddr, daddr + n) to zero: queued on the private stream
- * where ops can queue, else through a synchronous copy of zeros. */
-static int dev_zero(struct gx_devmaps *d, uint64_t daddr, size_t n)
-{
-	if (d->ops.dzero_async)
-		return d->ops.dzero_async(d->ops.ctx, daddr, n);
-	void *z = calloc(1, n);
-	if (!z)
-		return -ENOMEM;
-	int r = d->ops.htod(d->ops.ctx, daddr, z, n);
-	free(z);
-	return r;
-}
-
 /* One look at a record table: copy the device's slots, hand on each slot
- * that is not zero and holds what the previous look saw (prev, the map's
- * host storage), clear those on the device (runs of slots, one clear each)
- * and remember the others. Why two looks: a producer's plain stores may
- * reach memory in any order and the copy engine may read a slot between
- * them; a record that stayed the same for a whole drain period was
- * complete (one warp writes it within microseconds). */
+ * that is not zero, holds what the previous look saw (prev, the map's host
+ * storage) and was not handed on already (the taken bits after the copy in
+ * the scratch buffer), and remember the others. Why two looks: a
+ * producer's plain stores may reach memory in any order and the copy
+ * engine may read a slot between them; a record that stayed the same for a
+ * whole drain period was complete (one warp writes it within
+ * microseconds). Nothing is written to the device: a slot the program
+ * fills again (kernelretsnoop's regions come round every 256 launches)
+ * could be filled between this copy and a clear, and the clear would lose
+ * that record. A new record differs from the one taken (its time). */
 static long records_look(struct gx_devmaps *d, size_t i, unsigned char *rec, gx_ring_cb cb, void *ctx, long *pending)
 {
 	struct gx_map *m = d->maps[i];
 	size_t stride = m->l.value_stride, vs = m->l.value_size, n = m->l.max_entries;
 	unsigned char *prev = (unsigned char *)(uintptr_t)m->l.data, *cur = d->scratch[i];
+	unsigned char *taken = cur + m->l.data_size;
 	int r = d->ops.dtoh(d->ops.ctx, cur, d->daddr[i], m->l.data_size);
 	if (r)
 		return r;
 	long got = 0;
-	size_t run = SIZE_MAX; /* first slot of the run being taken */
 	*pending = 0;
-	for (size_t s = 0; s <= n && !r; s++) {
-		int take = 0;
-		if (s < n) {
-			const unsigned char *c = cur + s * stride;
-			unsigned char *p = prev + s * stride;
-			if (all_zero(c, vs)) {
-				memset(p, 0, vs);
-			} else if (!memcmp(c, p, vs)) {
-				take = 1;
-				memcpy(rec + sizeof(struct gx_rec_hdr), c, vs);
-				if (cb)
-					cb(ctx, GX_REC_DATA, rec, sizeof(struct gx_rec_hdr) + vs);
-				memset(p, 0, vs);
-				got++;
-			} else {
-				memcpy(p, c, vs);
-				(*pending)++;
-			}
-		}
-		if (take && run == SIZE_MAX)
-			run = s;
-		else if (!take && run != SIZE_MAX) {
-			r = dev_zero(d, d->daddr[i] + run * stride, (s - run) * stride);
-			run = SIZE_MAX;
+	for (size_t s = 0; s < n; s++) {
+		const unsigned char *c = cur + s * stride;
+		unsigned char *p = prev + s * stride, bit = (unsigned char)(1u << (s & 7));
+		if (all_zero(c, vs)) {
+			memset(p, 0, vs);
+			taken[s >> 3] &= (unsigned char)~bit;
+		} else if (memcmp(c, p, vs)) {
+			memcpy(p, c, vs);
+			taken[s >> 3] &= (unsigned char)~bit;
+			(*pending)++;
+		} else if (!(taken[s >> 3] & bit)) {
+			taken[s >> 3] |= bit;
+			memcpy(rec + sizeof(struct gx_rec_hdr), c, vs);
+			if (cb)
+				cb(ctx, GX_REC_DATA, rec, sizeof(struct gx_rec_hdr) + vs);
+			got++;
 		}
 	}
-	if (!r && d->ops.sync)
-		r = d->ops.sync(d->ops.ctx);
-	return r ? r : got;
+	return got;
 }
 
 GX_EXPORT long gx_devmaps__drain_records(struct gx_devmaps *d, long map, gx_ring_cb cb, void *ctx, int final,

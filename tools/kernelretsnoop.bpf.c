@@ -1,22 +1,36 @@
 /* kernelretsnoop — when did each block of each kernel finish, and where.
  *
  * A retprobe on every kernel: at each `ret`/`exit` the trampoline calls us
- * once per warp; the leader of warp 0 of the block emits one ring record
- * {kernel, block index, SM, %globaltimer}. The formatter groups records by
- * launch (the shim's launch log says how many blocks each launch of a kernel
- * had) and shows, per launch, the finish spread and per-SM block counts; the
- * trace puts one slice per block on the track of its SM.
+ * once per warp; the leader of warp 0 of the block writes one record
+ * {kernel, block index, SM, %globaltimer, grid, launch id}. The formatter
+ * groups records by launch (the shim's launch log says how many blocks each
+ * launch of a kernel had) and shows, per launch, the finish spread and
+ * per-SM block counts; the trace puts one slice per block on the track of
+ * its SM.
  *
- * Trade-offs: one record per block; launches of more than 16,384 blocks
- * record a regular sample of at most 16,384 of them (every 2nd, 4th, ...
- * block by linear index: gx_tools.h, gx_krs_sample_mask). The ring holds
- * 16 MiB = 262 144 records between drains (every GPUEXT_FLUSH_MS, 20 ms);
- * beyond that records are refused and counted (the summary prints the
- * drops), never waited for. A refusal costs one snapshot load and one
- * sharded reduction (mapimpl_internal.h). Warp 0's exit stands for the block's:
- * other warps may finish a little later. A warp whose lanes leave through
- * several `ret` sites calls the hook once per site:
- * the formatter keeps the last record of a (launch, block).
+ * Where records go (issue 40): by default a record table (GDEV_F_RECORDS,
+ * docs/devbpf.md): launch L's region is L mod 256 of 256 regions, its k-th
+ * recorded block writes slot k with seven plain stores — no atomic, no
+ * load, nothing the block's exit waits for but the stores themselves. A
+ * ring made every recording block's warp 0 wait at its exit for the
+ * reservation's round trips (the hint, the fetch-add on one head shared by
+ * every SM, the release): +35 % on a 9 µs CuPy reduction, +24 % on a
+ * stencil of 16,384 short blocks (GPU run 108). What the table costs:
+ * launches of more than 256 blocks record a regular sample of 256 (every
+ * 2nd, 4th, ... block by linear index: tools_common.h), and a launch's
+ * region is reused 256 launches later — the drainer takes a record within
+ * two drain periods (20 ms each), so beyond ~6,000 launches a second some
+ * launches' records are overwritten before it sees them (the report counts
+ * the blocks it expected and did not get). GX_KRS_RING=1 at load runs the
+ * ring build (kernelretsnoop_ring: 16,384 blocks a launch, 262,144 records
+ * between drains, a full ring refuses and counts; a refusal costs one
+ * snapshot load and one sharded reduction, mapimpl_internal.h).
+ *
+ * Warp 0's exit stands for the block's: other warps may finish a little
+ * later. A warp whose lanes leave through several `ret` sites calls the
+ * hook once per site: the last one's record stays (in the table, the same
+ * slot; from a ring, the formatter keeps the last record of a (launch,
+ * block)).
  *
  * krs_counts (a hash map by kernel id, struct gx_krs_count) is what
  * `gpuext exporter` serves of kernelretsnoop: per kernel, launches seen
@@ -29,16 +43,26 @@
  * what their launch allows: tool_bench's gemm and stencil launches failed
  * under it (wrong checksums, no log). So the map is in the variant
  * kernelretsnoop_counts only (GX_KRS_COUNTS=1 at load; this file built with
- * GX_KRS_COUNTS), not the default tool, until copies are capped at the
- * originals' limits (docs/metrics.md). */
+ * GX_KRS_COUNTS, a ring build), not the default tool, until copies are
+ * capped at the originals' limits (docs/metrics.md). */
 #include "gpuext/gdev_helpers.h"
 #include "tools/tools_common.h"
 
+/* The ring builds: kernelretsnoop_ring (GX_KRS_RING), _all (every block),
+ * _counts (the exporter's map), _c1024 / _c256 (a lower cap, GX_KRS_SHIFT
+ * given: GX_KRS_CAP at load, attach/policy.c). The default: the table. */
+#if defined(GX_KRS_RING) || defined(GX_KRS_ALL) || defined(GX_KRS_COUNTS) || defined(GX_KRS_SHIFT)
+#define GX_KRS_USE_RING 1
+#endif
 /* The per-launch cap as a power of two: GX_KRS_FULL_SHIFT (16,384 blocks)
- * by default; kernelretsnoop_c1024 / _c256 are built with 10 / 8 (GX_KRS_CAP
- * at load, attach/policy.c) and tag their records with it. */
+ * for the ring, GX_KRS_TABLE_SHIFT (256) for the table; records made with
+ * another than the full cap are tagged with it. */
 #ifndef GX_KRS_SHIFT
+#ifdef GX_KRS_USE_RING
 #define GX_KRS_SHIFT GX_KRS_FULL_SHIFT
+#else
+#define GX_KRS_SHIFT GX_KRS_TABLE_SHIFT
+#endif
 #endif
 #if GX_KRS_SHIFT == GX_KRS_FULL_SHIFT
 #define GX_KRS_TAG 0ull
@@ -46,10 +70,20 @@
 #define GX_KRS_TAG ((__u64)GX_KRS_SHIFT << GX_KRS_SHIFT_BIT)
 #endif
 
+#ifdef GX_KRS_USE_RING
 struct {
 	__uint(type, GDEV_MAP_RINGBUF);
 	__uint(max_entries, 1 << 24);
 } krs_ring SEC(".maps");
+#else
+struct {
+	__uint(type, GDEV_MAP_ARRAY);
+	__uint(max_entries, GX_KRS_TABLE_SLOTS);
+	__uint(map_flags, GDEV_F_RECORDS);
+	__type(key, __u32);
+	__type(value, struct gx_krs_rec);
+} krs_slots SEC(".maps");
+#endif
 
 #ifdef GX_KRS_COUNTS
 struct {
@@ -80,6 +114,7 @@ int kernelretsnoop(struct gdev_ctx *ctx)
 	if (gx_krs_skip_at(lin, nx * ny * ctx->nctaid_z, GX_KRS_SHIFT))
 		return GDEV_DEFAULT;
 #endif
+#ifdef GX_KRS_USE_RING
 	/* Built as 8-byte words (the layout of struct gx_krs_rec): the ring
 	 * helper then reads them straight from registers, no u32 pieces
 	 * reassembled through the stack. */
@@ -95,6 +130,25 @@ int kernelretsnoop(struct gdev_ctx *ctx)
 	u.w[5] = (__u64)(ctx->ntid_x * ctx->ntid_y * ctx->ntid_z) << 32 | GX_KRS_TAG | ctx->nctaid_z;
 	u.w[6] = ctx->launch_id;
 	bpf_ringbuf_output(&krs_ring, &u, sizeof(u), 0);
+#else
+	/* The k-th block of this launch's sample, in slot k of its region;
+	 * seven stores of 8 bytes (struct gx_krs_rec's layout), each word
+	 * stored as soon as it is made: BPF has ten registers, and words held
+	 * for one store sequence spill to the program's stack, which costs
+	 * every thread of the kernel a local-memory frame. The time is never
+	 * 0, so no record looks like an empty slot. */
+	__u32 slot = gx_krs_table_slot(ctx->launch_id, gx_krs_sample_index(lin, nx * ny * ctx->nctaid_z, GX_KRS_SHIFT));
+	__u64 *w = bpf_map_lookup_elem(&krs_slots, &slot);
+	if (!w)
+		return GDEV_DEFAULT;
+	w[0] = ctx->kernel_id;
+	w[1] = gdev_globaltimer();
+	w[2] = (__u64)ctx->ctaid_y << 32 | ctx->ctaid_x;
+	w[3] = (__u64)ctx->smid << 32 | ctx->ctaid_z;
+	w[4] = (__u64)ctx->nctaid_y << 32 | ctx->nctaid_x;
+	w[5] = (__u64)(ctx->ntid_x * ctx->ntid_y * ctx->ntid_z) << 32 | GX_KRS_TAG | ctx->nctaid_z;
+	w[6] = ctx->launch_id;
+#endif
 #ifdef GX_KRS_COUNTS
 	/* block 0's thread 0 only: once per launch (a warp leaving through
 	 * several exit sites counts once: lane 0 leaves once) */

@@ -150,6 +150,18 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 			printf("note: %llu block records were dropped (counted, not lost silently): the ring\n"
 			       "was full between two drains; launches missing them show fewer BLOCKS.\n\n",
 			       (unsigned long long)td->drops);
+		/* the default build's record table (records tagged with its
+		 * cap): a region comes round every 256 launches */
+		uint64_t missing = 0;
+		for (size_t i = 0; i < nl; i++)
+			missing += L[i].expected > L[i].got ? L[i].expected - L[i].got : 0;
+		if (cap_shift == GX_KRS_TABLE_SHIFT && missing > td->drops)
+			printf("note: %llu expected block records never arrived: the record table holds the\n"
+			       "last %u launches, and the drain takes a record within two drain periods,\n"
+			       "so at more than a few thousand launches a second some launches' records\n"
+			       "are overwritten first (GX_KRS_RING=1: a ring keeps 262,144 records\n"
+			       "between drains and counts what it refuses).\n\n",
+			       (unsigned long long)(missing - td->drops), GX_KRS_TABLE_LAUNCHES);
 		if (multi)
 			printf("%3s ", "GPU");
 		printf("%-32s %6s %15s %6s %5s %12s %11s\n", "KERNEL", "LAUNCH", "BLOCKS", "SAMPLE", "SMS", "SPREAD(us)",

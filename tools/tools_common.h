@@ -77,6 +77,57 @@ static inline int gx_krs_skip(gdev_u64 lin, gdev_u64 blocks)
 {
 	return gx_krs_skip_at(lin, blocks, GX_KRS_FULL_SHIFT);
 }
+/* The k-th recorded block of a launch (0 for block 0): its linear index
+ * shifted right by the bits of gx_krs_sample_mask_at's mask, so below
+ * 2^shift. kernelretsnoop's record table puts a launch's records in
+ * consecutive slots by it. A binary search on (blocks - 1) >> shift, not a
+ * loop (the verifier) nor a count-leading-zeros (BPF has none); the tests
+ * run uniform branches: every lane reads the same grid. */
+static inline gdev_u64 gx_krs_sample_index(gdev_u64 lin, gdev_u64 blocks, unsigned shift)
+{
+	gdev_u64 m = blocks ? (blocks - 1) >> shift : 0;
+	unsigned k = 0;
+	if (m >> 32) {
+		k += 32;
+		m >>= 32;
+	}
+	if (m >> 16) {
+		k += 16;
+		m >>= 16;
+	}
+	if (m >> 8) {
+		k += 8;
+		m >>= 8;
+	}
+	if (m >> 4) {
+		k += 4;
+		m >>= 4;
+	}
+	if (m >> 2) {
+		k += 2;
+		m >>= 2;
+	}
+	if (m >> 1) {
+		k += 1;
+		m >>= 1;
+	}
+	return lin >> (k + (unsigned)m);
+}
+
+/* kernelretsnoop's record table (the default build, issue 40): a region of
+ * 2^GX_KRS_TABLE_SHIFT slots per launch, GX_KRS_TABLE_LAUNCHES regions
+ * (launch id mod that picks one); a launch records its sample of at most
+ * 2^GX_KRS_TABLE_SHIFT blocks (the cap of GX_KRS_CAP=256), block k of the
+ * sample in slot k of the region. 65,536 slots of 56 bytes: 3.7 MB, copied
+ * by the drainer while launches come. */
+#define GX_KRS_TABLE_SHIFT 8
+#define GX_KRS_TABLE_LAUNCHES 256u
+#define GX_KRS_TABLE_SLOTS (GX_KRS_TABLE_LAUNCHES << GX_KRS_TABLE_SHIFT)
+static inline gdev_u32 gx_krs_table_slot(gdev_u64 launch_id, gdev_u64 k)
+{
+	return (gdev_u32)((launch_id & (GX_KRS_TABLE_LAUNCHES - 1)) << GX_KRS_TABLE_SHIFT | k);
+}
+
 /* The cap's shift a record was made with (GX_KRS_FULL_SHIFT for a default
  * record). */
 static inline unsigned gx_krs_rec_shift(gdev_u32 nctaid_z)

@@ -16,6 +16,7 @@
 #include "gpuext/gx_devrt.h"
 #include "ptx-rewrite/gx_ptx.h"
 #include "common/gx_util.h"
+#include "tools/tools_common.h"
 
 static int fail(const char *what, CUresult rc)
 {
@@ -101,11 +102,30 @@ int main(int argc, char **argv)
 	}
 	/* ATTACH_APP_RECORDS=1: a launchlate record (32 bytes: kernel id, time,
 	 * SM 3 | 1 block, launch id 77) in slot 77 of every plain array of 32-byte
-	 * values, as the device writes a record table (GDEV_F_RECORDS): the
-	 * drainer takes it on its second look. */
+	 * values, and a kernelretsnoop record in its table, as the device writes
+	 * a record table (GDEV_F_RECORDS): the drainer takes it on its second
+	 * look. */
 	for (unsigned k = 0; getenv("ATTACH_APP_RECORDS") && k < nb; k++)
 		for (uint32_t i = 0; i < blk[k]->nr_maps; i++) {
 			const struct gx_devrt_map *dm = &blk[k]->maps[i];
+			/* kernelretsnoop's table: block 1 of this 4-block launch (launch
+			 * id 77) in its slot of the launch's region, SM 3, 64 threads,
+			 * tagged with the table's cap */
+			if (dm->type == GX_MAP_ARRAY && dm->value_stride == sizeof(struct gx_krs_rec) &&
+			    dm->max_entries == GX_KRS_TABLE_SLOTS) {
+				uint32_t s = gx_krs_table_slot(77, 1);
+				uint64_t w[7] = { gx_kernel_id(argv[2]),
+						  1000,
+						  1,
+						  3ull << 32,
+						  1ull << 32 | 4,
+						  64ull << 32 | (uint64_t)GX_KRS_TABLE_SHIFT << GX_KRS_SHIFT_BIT | 1,
+						  77 };
+				memcpy((void *)(uintptr_t)(dm->data + (uint64_t)s * dm->value_stride), w, sizeof(w));
+				printf("ok - attach_app: one record written into slot %u of array map %u of policy %u\n",
+				       s, i, k);
+				continue;
+			}
 			if (dm->type != GX_MAP_ARRAY || dm->value_stride != 32 || dm->max_entries <= 77)
 				continue;
 			uint64_t w[4] = { gx_kernel_id(argv[2]), 1000, 1ull << 32 | 3, 77 };

@@ -188,6 +188,18 @@ check "launchlate: an empty record table gives no record" "llrec llnone 0" llnon
 run llring GPUEXT_TOOL=launchlate GX_LL_RING=1 GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm7f >/dev/null
 $B/bin/gpuext --json tools report launchlate --dir $T/shm7f >$T/llring.json 2>/dev/null
 check "GX_LL_RING=1: launchlate_ring's ring record reaches the report" "grep -q 'object launchlate_ring' $T/llring.err && llrec llring 1" llring
+# kernelretsnoop's record table: the app writes block 1 of its 4-block
+# launch into the slot of launch id 77's region; the report gets the record
+# once, and attributes it to the launch (4 blocks). GX_KRS_RING=1 runs the
+# ring build.
+krsrec() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); L=d["launches"]; sys.exit(0 if d["records"]==1 and d["unattributed"]==0 and len(L)==1 and L[0]["blocks"]==1 and L[0]["grid_blocks"]==4 else 1)' "$T/$1.json"; }
+mkdir -p $T/shm7g $T/shm7h
+ATTACH_APP_RECORDS=1 run krsrec GPUEXT_TOOL=kernelretsnoop GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm7g >/dev/null
+$B/bin/gpuext --json tools report kernelretsnoop --dir $T/shm7g >$T/krsrec.json 2>/dev/null
+check "kernelretsnoop: a record table slot reaches the report, attributed to its launch" "krsrec krsrec && grep -q 'one record written into slot 19713 ' $T/krsrec.out" krsrec
+run krsring GPUEXT_TOOL=kernelretsnoop GX_KRS_RING=1 GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm7h >/dev/null
+$B/bin/gpuext --json tools report kernelretsnoop --dir $T/shm7h >$T/krsring.json 2>/dev/null
+check "GX_KRS_RING=1: kernelretsnoop_ring's ring record reaches the report" "grep -q 'object kernelretsnoop_ring' $T/krsring.err && python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))[\"records\"]==1 else 1)' $T/krsring.json" krsring
 run lt0 GPUEXT_TOOL=threadhist GPUEXT_CACHE_DIR=$T/cache GPUEXT_SHM_DIR=$T/shm8 GPUEXT_LAUNCH_TIMES=0 >/dev/null
 check "GPUEXT_LAUNCH_TIMES=0: hooked, not timed (flags 1)" "[ \"\$(flags $T/shm8 | head -1)\" = 1 ]" lt0
 # A cubin gpuext-ptxas compiled (the hooks in already): loaded as it is,

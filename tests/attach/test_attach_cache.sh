@@ -25,10 +25,10 @@ for f in $B/lib/libcuda.so*; do cp -P "$f" $T/lib/; done
 [ ! -e $T/lib/libgxjit.so ] && echo "ok - cache: shim copied without libgxjit.so" ||
 	echo "not ok - cache: shim copied without libgxjit.so"
 if $B/bin/gpuext tools prepare --cache-dir $T/cache --sm 90 >$T/prepare.log 2>&1 &&
-	[ "$(ls $T/cache/*.gxpol | wc -l)" = 12 ]; then
-	echo "ok - cache: gpuext tools prepare --sm 90 cached the five tool objects and the eight variants (memtrace_gate is memtrace's own build: one entry)"
+	[ "$(ls $T/cache/*.gxpol | wc -l)" = 14 ]; then
+	echo "ok - cache: gpuext tools prepare --sm 90 cached the five tool objects and the ten variants (memtrace_gate is memtrace's own build: one entry)"
 else
-	echo "not ok - cache: gpuext tools prepare --sm 90 cached the five tool objects and the eight variants (memtrace_gate is memtrace's own build: one entry)"; sed 's/^/#  /' $T/prepare.log
+	echo "not ok - cache: gpuext tools prepare --sm 90 cached the five tool objects and the ten variants (memtrace_gate is memtrace's own build: one entry)"; sed 's/^/#  /' $T/prepare.log
 fi
 
 run() { # tool, out name, extra env...
@@ -54,8 +54,8 @@ for t in kernelretsnoop kernelretsnoop_all threadhist launchlate memtrace; do
 	[ -f "$src" ] || echo "not ok - $t: its source $src is missing"
 	# the app writes one record into each ring and each record table
 	# (attach_app.c); a tool has one or the other
-	if grep -q 'GDEV_F_RECORDS' "$src"; then
-		kind="record table's" written='one record written into slot 77'
+	if [ $t = launchlate ] || [ $t = kernelretsnoop ]; then
+		kind="record table's" written='one record written into slot'
 	else
 		kind="ring" written='one record written into ring'
 	fi

@@ -18,9 +18,9 @@
 #   (PERF_CFGS) one step off at a time: TOOL.nofold (GX_JIT_FOLD=0: map
 #   geometry read from __gx_devrt), TOOL.doneall (GX_LT_DONE_ALL=1:
 #   LAUNCH_DONE after every launch; host side only, so it shows in the
-#   launch-loop rows, not the event timings). Issue 40's step-3 candidates
-#   (docs/devbpf-perf.md), in round 1 only (PERF_ONCE), after the other
-#   configurations and without JAX, so the budget holds: kernelretsnoop.cap256 / kernelretsnoop.cap1024
+#   launch-loop rows, not the event timings). on request, issue 40's step-3
+#   candidates (docs/devbpf-perf.md; in PERF_ONCE: round 1 only, after the
+#   other configurations, without JAX): kernelretsnoop.cap256 / kernelretsnoop.cap1024
 #   (GX_KRS_CAP: at most 256 / 1,024 recording blocks per launch instead of
 #   16,384), threadhist.lw (GX_TH_WARP=last: the block's last warp
 #   counts it, not warp 0), threadhist.entry (GX_PTX_BLOCK_SITE=entry: the
@@ -42,7 +42,9 @@
 #   bar.warp.sync after entry sites: the ring's first try has no loop since
 #   session 25, and the split it once guarded against was the leader's
 #   call, run 98); launchlate.ring (GX_LL_RING=1: launchlate's records
-#   through a ring, the default before its record table). The .off configurations (every step off)
+#   through a ring, the default before its record table); kernelretsnoop.ring
+#   (GX_KRS_RING=1: the same for kernelretsnoop, 16,384 blocks a launch);
+#   launchlate.lw (GX_LL_WARP=last: block 0's last warp records). The .off configurations (every step off)
 #   ran in GPU run 90 and are on request now. CuPy compiles to PTX in every
 #   configuration (CUPY_COMPILE_WITH_PTX=1, what gpuext-run sets under a
 #   tool), so native runs the code the tools hook. Processes alternate
@@ -66,8 +68,8 @@ PART=perf
 T0=$(date +%s)
 BUDGET=${PERF_BUDGET:-270}
 R=${PERF_ROUNDS:-2}
-CFGS=${PERF_CFGS:-native route threadhist.on threadhist.bar threadhist.ptx threadhist.lw threadhist.entry kernelretsnoop.on kernelretsnoop.cap256 kernelretsnoop.cap1024 launchlate.on}
-ONCE=" ${PERF_ONCE-threadhist.ptx threadhist.lw threadhist.entry kernelretsnoop.cap256 kernelretsnoop.cap1024} "
+CFGS=${PERF_CFGS:-native route threadhist.on threadhist.bar kernelretsnoop.on kernelretsnoop.ring launchlate.on launchlate.lw}
+ONCE=" ${PERF_ONCE-kernelretsnoop.ring} "
 STACKS=${PERF_STACKS:-triton,cupy}
 OFF_ENV=(GX_JIT_FOLD=0 GX_LT_DONE_ALL=1)
 PY=${PERF_PY:-$ROOT/tests/gpu/ml/perkernel.py}
@@ -109,6 +111,8 @@ run_cfg() {
 	*.roomy) timeout -k 5 "$lim" env GX_RING_ROOMY=1 "$RUN" --tool "${cfg%.roomy}" -- "$@" ;;
 	*.norec) timeout -k 5 "$lim" env GX_PTX_RECONVERGE=0 "$RUN" --tool "${cfg%.norec}" -- "$@" ;;
 	launchlate.ring) timeout -k 5 "$lim" env GX_LL_RING=1 "$RUN" --tool launchlate -- "$@" ;;
+	kernelretsnoop.ring) timeout -k 5 "$lim" env GX_KRS_RING=1 "$RUN" --tool kernelretsnoop -- "$@" ;;
+	launchlate.lw) timeout -k 5 "$lim" env GX_LL_WARP=last "$RUN" --tool launchlate -- "$@" ;;
 	threadhist.bar) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=barrier GX_TH_WARP=1 "$RUN" --tool threadhist -- "$@" ;;
 	*.entry) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=entry "$RUN" --tool "${cfg%.entry}" -- "$@" ;;
 	*.exit) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=exit "$RUN" --tool "${cfg%.exit}" -- "$@" ;;

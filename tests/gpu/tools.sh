@@ -211,40 +211,53 @@ if [ ! -x "$BAPP" ]; then
 	timeout 300 "$NVCC" -O2 -arch=sm_90 -gencode arch=compute_90,code=compute_90 -o "$BAPP" \
 		"$ROOT/bench/tool_bench.cu" >"$L/nvcc-bench.log" 2>&1 || BAPP=
 fi
-# ring_stress TOOL REPS STEP: TOOL on tool_bench's burst (3 + REPS launches
-# of 2^20 blocks), each recording every STEP-th block; kept + dropped must
-# equal the records expected (every block of the fills, every STEP-th of a
-# burst launch) and the formatter's count, with drops; output unchanged.
+# ring_stress TOOL REPS SHIFT: TOOL on tool_bench's burst (3 + REPS launches
+# of 2^20 blocks), each launch recording at most 2^SHIFT of its blocks (a
+# regular sample: tools/tools_common.h); kept + dropped must equal the
+# records expected and the formatter's count; output unchanged.
+# LABEL names the run; DROPS: 1 when the ring must have refused some (the
+# check then wants drops), 0 when none may be lost (the record table); ENV...
+# for gpuext-run.
 ring_stress() {
-	local tool=$1 reps=$2 step=$3
-	timeout 60 "$BAPP" "$reps" burst >"$L/burst-direct-$tool.txt" 2>&1
-	GPUEXT_KEEP=0 timeout 60 "$B/bin/gpuext-run" -v --tool "$tool" -- "$BAPP" "$reps" burst \
-		>"$L/burst-$tool.txt" 2>"$L/burst-$tool.err"
-	python3 - "$tool" "$step" "$L/burst-$tool.txt" "$L/burst-direct-$tool.txt" <<'P' | tee -a "$L/summary.txt"
+	local tool=$1 reps=$2 step=$3 label=$4 drops=$5
+	shift 5
+	timeout 60 "$BAPP" "$reps" burst >"$L/burst-direct-$label.txt" 2>&1
+	GPUEXT_KEEP=0 timeout 60 env "$@" "$B/bin/gpuext-run" -v --tool "$tool" -- "$BAPP" "$reps" burst \
+		>"$L/burst-$label.txt" 2>"$L/burst-$label.err"
+	python3 - "$tool" "$step" "$L/burst-$label.txt" "$L/burst-direct-$label.txt" "$label" "$drops" <<'P' | tee -a "$L/summary.txt"
 import re, sys
-tool, step = sys.argv[1], int(sys.argv[2])
+tool, step, label, want_drops = sys.argv[1], int(sys.argv[2]), sys.argv[5], sys.argv[6] == '1'
+
 t, d = open(sys.argv[3]).read(), open(sys.argv[4]).read()
 bl = re.findall(r'^blocks: (\S+) (\d+)$', t, re.M)
-blocks = sum(int(n) // step if w == 'burst' else int(n) for w, n in bl)
+def expected(n):  # the blocks a launch of n records under the cap 2^step (tools_common.h)
+    m = (n - 1) >> step
+    k = m.bit_length()
+    return (n - 1) // (1 << k) + 1
+blocks = sum(expected(int(n)) for w, n in bl)
 m = re.search(r'^%s: (\d+) launches, (\d+) block records, (\d+) dropped, (\d+) unattributed, (\d+) expected' % tool, t, re.M)
 ck = lambda s: re.findall(r'^checksum: burst (\S+)', s, re.M)
 ms = re.findall(r'^bench: burst ([0-9.]+)', t, re.M) + re.findall(r'^bench: burst ([0-9.]+)', d, re.M)
 if not m or not blocks:
-    print('not ok - tools: %s ring stress: no summary or block count (see burst-%s.txt)' % (tool, tool))
+    print('not ok - tools: %s stress: no summary or block count (see burst-%s.txt)' % (label, label))
 else:
     nl, rec, drop, un, exp = map(int, m.groups())
-    print('%s - tools: %s ring stress: %d kept + %d dropped = %d of %d block records expected (%d by the formatter), %d unattributed' %
-          ('ok' if rec + drop == blocks == exp and un == 0 and drop > 0 else 'not ok', tool, rec, drop, rec + drop, blocks, exp, un))
-    print('%s - tools: %s ring stress: output unchanged (%s vs %s)' %
-          ('ok' if ck(t) and ck(t) == ck(d) else 'not ok', tool, ck(t), ck(d)))
+    print('%s - tools: %s stress: %d kept + %d dropped = %d of %d block records expected (%d by the formatter), %d unattributed' %
+          ('ok' if rec + drop == blocks == exp and un == 0 and (drop > 0) == want_drops else 'not ok', label, rec, drop, rec + drop, blocks, exp, un))
+    print('%s - tools: %s stress: output unchanged (%s vs %s)' %
+          ('ok' if ck(t) and ck(t) == ck(d) else 'not ok', label, ck(t), ck(d)))
     if len(ms) == 2:
-        print('bench: %s ring stress: 2^20-block launch %s ms under the tool, %s ms direct' % (tool, ms[0], ms[1]))
+        print('bench: %s stress: 2^20-block launch %s ms under the tool, %s ms direct' % (label, ms[0], ms[1]))
 P
 }
 if [ -n "$BAPP" ]; then
-	ring_stress kernelretsnoop 64 64
+	# the ring build (GX_KRS_RING=1: 16,384 blocks a launch, every 64th)
+	ring_stress kernelretsnoop 64 14 kernelretsnoop_ring 1 GX_KRS_RING=1
+	# the default record table: 256 a launch (every 4,096th), 67 launches
+	# (fewer than its 256 regions): every record kept, none dropped
+	ring_stress kernelretsnoop 64 8 kernelretsnoop_table 0 GX_KRS_RING=0
 	# kernelretsnoop_all records every block: 4 launches, 4.2 M records
-	ring_stress kernelretsnoop_all 1 1
+	ring_stress kernelretsnoop_all 1 64 kernelretsnoop_all 1
 fi
 
 # ---- a program whose first launch is inside a graph capture ----

@@ -12,10 +12,11 @@ G=${BUILD:-build}/bin/gpuext
 W=${BUILD:-build}/ptx-ring-loops
 V=tests/ptx-rewrite/golden-passes/vadd.ptx
 mkdir -p "$W"
-# (launchlate's ring build: the default launchlate writes a record table)
-for t in launchlate_ring kernelretsnoop memtrace; do
+# (the ring builds of launchlate and kernelretsnoop: their defaults write
+# record tables)
+for t in launchlate_ring kernelretsnoop_ring memtrace; do
 	src=$t
-	[ $t = launchlate_ring ] && src=${BUILD:-build}/share/gpuext/tools/$t.bpf.o
+	[ $t != memtrace ] && src=${BUILD:-build}/share/gpuext/tools/$t.bpf.o
 	if ! $G tools rewrite $src $V -o "$W/$t.ptx" 2>"$W/$t.err"; then
 		echo "not ok - ring loops: $t: rewrite failed: $(tail -1 "$W/$t.err")"
 		continue
@@ -26,17 +27,21 @@ for t in launchlate_ring kernelretsnoop memtrace; do
 		echo "not ok - ring loops: $t: $(grep -v ': ok:' "$W/$t.txt" | tr '\n' ' ')"
 	fi
 done
-# launchlate's record table: block 0's record is four plain stores, nothing
-# its warp waits for (no atomic, no release, no fence) in the rewritten vadd
-if $G tools rewrite launchlate $V -o "$W/ll-table.ptx" 2>"$W/ll-table.err"; then
-	if grep -q 'mov.u64.*%globaltimer' "$W/ll-table.ptx" && ! grep -Eq '^\s*(@%p[0-9]+ )?(atom|red|fence|membar)\.|\.release' "$W/ll-table.ptx"; then
-		echo "ok - ring loops: launchlate's record table: no atomic, fence or release on block 0's path"
-	else
-		echo "not ok - ring loops: launchlate's record table: no atomic, fence or release on block 0's path"
+# launchlate's and kernelretsnoop's record tables: a record is plain stores,
+# nothing the recording warp waits for (no atomic, no release, no fence, no
+# local-memory frame) in the rewritten vadd
+for t in launchlate kernelretsnoop; do
+	if ! $G tools rewrite $t $V -o "$W/$t-table.ptx" 2>"$W/$t-table.err"; then
+		echo "not ok - ring loops: $t: rewrite failed: $(tail -1 "$W/$t-table.err")"
+		continue
 	fi
-else
-	echo "not ok - ring loops: launchlate: rewrite failed: $(tail -1 "$W/ll-table.err")"
-fi
+	if grep -q 'mov.u64.*%globaltimer' "$W/$t-table.ptx" &&
+		! grep -Eq '^\s*(@%p[0-9]+ )?(atom|red|fence|membar)\.|\.release|\.local' "$W/$t-table.ptx"; then
+		echo "ok - ring loops: $t's record table: no atomic, fence, release or stack on the recording path"
+	else
+		echo "not ok - ring loops: $t's record table: no atomic, fence, release or stack on the recording path"
+	fi
+done
 # the checker itself: a reservation inside a loop is found
 cat >"$W/loop.ptx" <<'P'
 .version 8.0

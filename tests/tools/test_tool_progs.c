@@ -237,10 +237,78 @@ static unsigned ring_records(struct gx_map **maps, size_t n)
 	return c;
 }
 
+/* Every record of a run, from its rings and its record tables (each
+ * non-empty slot, as the drainer hands it on: a ring header, the value) */
+static void all_records(struct gx_map **maps, size_t n, gx_ring_cb cb, void *ctx)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (maps[i]->l.type == GX_MAP_RINGBUF) {
+			gx_ring__drain(gx_map__ring(maps[i]), cb, ctx);
+			continue;
+		}
+		if (!maps[i]->records)
+			continue;
+		size_t vs = maps[i]->l.value_size;
+		unsigned char rec[sizeof(struct gx_rec_hdr) + 256];
+		const unsigned char *d = (const unsigned char *)(uintptr_t)maps[i]->l.data;
+		for (uint32_t s = 0; s < maps[i]->l.max_entries && vs <= 256; s++) {
+			const unsigned char *v = d + (size_t)s * maps[i]->l.value_stride;
+			size_t z = 0;
+			while (z < vs && !v[z])
+				z++;
+			if (z == vs)
+				continue;
+			memcpy(rec + sizeof(struct gx_rec_hdr), v, vs);
+			cb(ctx, GX_REC_DATA, rec, sizeof(struct gx_rec_hdr) + vs);
+		}
+	}
+}
+
+static unsigned all_count(struct gx_map **maps, size_t n)
+{
+	unsigned c = 0;
+	all_records(maps, n, rec_count, &c);
+	return c;
+}
+
+/* kernelretsnoop's default build: its records in its record table, each in
+ * the slot of its launch's region its place in the launch's sample names
+ * (tools_common.h), nothing in a ring; the ring builds: no table */
+static int krs_table; /* the object under test writes the table */
+static void check_krs_place(const char *how, struct gx_map **maps, size_t n)
+{
+	/* (rings counted for the table build only: counting drains them) */
+	unsigned tables = 0, misplaced = 0, in_rings = krs_table ? ring_records(maps, n) : 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!maps[i]->records)
+			continue;
+		tables++;
+		const unsigned char *d = (const unsigned char *)(uintptr_t)maps[i]->l.data;
+		for (uint32_t s = 0; s < maps[i]->l.max_entries; s++) {
+			struct gx_krs_rec k;
+			memcpy(&k, d + (size_t)s * maps[i]->l.value_stride, sizeof(k));
+			if (!k.ts)
+				continue;
+			uint64_t nb = (uint64_t)k.nctaid[0] * k.nctaid[1] * (k.nctaid[2] & GX_KRS_NZ_MASK);
+			uint64_t lin = k.ctaid[0] + (uint64_t)k.nctaid[0] * (k.ctaid[1] + (uint64_t)k.nctaid[1] * k.ctaid[2]);
+			misplaced += s != gx_krs_table_slot(k.launch_id, gx_krs_sample_index(lin, nb, GX_KRS_TABLE_SHIFT)) ||
+				     maps[i]->l.max_entries != GX_KRS_TABLE_SLOTS;
+		}
+	}
+	if (krs_table)
+		GX_CHECK(tables == 1 && !misplaced && !in_rings,
+			 "kernelretsnoop (%s): records in the slots of their launches' regions (%u misplaced, %u in "
+			 "rings)",
+			 how, misplaced, in_rings);
+	else
+		GX_CHECK(tables == 0, "kernelretsnoop (%s): a ring build has no record table", how);
+}
+
 static int krs_want_counts; /* the object under test has krs_counts */
 static void check_krs(const char *how, struct gx_map **maps, size_t n)
 {
-	unsigned want = 0, got = ring_records(maps, n);
+	check_krs_place(how, maps, n);
+	unsigned want = 0, got = all_count(maps, n);
 	for (size_t l = 0; l < GX_ARRAY_SIZE(launches); l++)
 		want += launches[l].grid[0] * launches[l].grid[1] * launches[l].grid[2];
 	GX_CHECK(got == want, "kernelretsnoop (%s): one record per block (%u of %u)", how, got, want);
@@ -289,9 +357,8 @@ static void check_krs_sampled(const char *how, struct gx_map **maps, size_t n)
 		uint64_t nb = (uint64_t)big[l].grid[0] * big[l].grid[1] * big[l].grid[2];
 		want += (unsigned)((nb - 1) / (gx_krs_sample_mask_at(nb, krs_shift) + 1) + 1);
 	}
-	for (size_t i = 0; i < n; i++)
-		if (maps[i]->l.type == GX_MAP_RINGBUF)
-			gx_ring__drain(gx_map__ring(maps[i]), krs_sampled, c);
+	check_krs_place(how, maps, n);
+	all_records(maps, n, krs_sampled, c);
 	/* 16,384: 70001 blocks every 8th, 300x250 every 8th, 131073x1x2 every
 	 * 32nd; 1,024: every 128th, 128th, 512th; 256: 512th, 512th, 2048th */
 	unsigned exp = krs_shift == 14 ? 8751 + 9375 + 8193 : krs_shift == 10 ? 547 + 586 + 513 : 137 + 147 + 129;
@@ -322,18 +389,30 @@ static void check_krs_rule(void)
 		for (uint64_t n = 1; n <= 70000; n += n < 5000 ? 1 : 13)
 			for (uint64_t lin = 0; lin < n; lin += 1 + lin / 64, tried++)
 				bad += gx_krs_skip_at(lin, n, sh) != ((lin & gx_krs_sample_mask_at(n, sh)) != 0);
+	/* the table's slot within a launch's region: block k of the sample
+	 * (its linear index over the sample step), below 2^shift */
+	for (unsigned sh = 8; sh <= 14; sh += 6)
+		for (uint64_t n = 1; n <= 70000; n += n < 3000 ? 1 : 13)
+			for (uint64_t lin = 0; lin < n; lin += 1 + lin / 64, tried++) {
+				uint64_t m = gx_krs_sample_mask_at(n, sh);
+				if (lin & m)
+					continue;
+				bad += gx_krs_sample_index(lin, n, sh) != lin / (m + 1) ||
+				       gx_krs_sample_index(lin, n, sh) >= (1u << sh);
+			}
+	bad += gx_krs_sample_index(5ull << 40, 1ull << 62, 8) != 5ull << 40 >> 54;
 	GX_CHECK(bad == 0 && gx_krs_sample_mask_at(256, 8) == 0 && gx_krs_sample_mask_at(257, 8) == 1 &&
 			 gx_krs_rec_shift(0) == GX_KRS_FULL_SHIFT && gx_krs_rec_shift(8u << 24 | 65535) == 8 &&
 			 gx_krs_sample_mask(16384) == 0 && gx_krs_sample_mask(16385) == 1 &&
 			 gx_krs_sample_mask(262144) == 15 && gx_krs_sample_mask(262145) == 31,
-		 "kernelretsnoop: the device's skip test and the formatter's sample mask agree (%llu of %llu "
-		 "differ)",
+		 "kernelretsnoop: the device's skip test, the formatter's sample mask and the table's sample index "
+		 "agree (%llu of %llu differ)",
 		 (unsigned long long)bad, (unsigned long long)tried);
 }
 
 static void check_krs_all(const char *how, struct gx_map **maps, size_t n)
 {
-	unsigned got = ring_records(maps, n);
+	unsigned got = all_count(maps, n);
 	GX_CHECK(got == 20000, "kernelretsnoop_all (%s): every block of a 20000-block launch (%u)", how, got);
 }
 
@@ -510,7 +589,7 @@ int main(int argc, char **argv)
 		if (o)
 			gx_bpf_object__close(o);
 	}
-	GX_CHECK(nv == 8 && bad == 0,
+	GX_CHECK(nv == 10 && bad == 0,
 		 "the tools' load-time variants are built and hold their tool's program (%zu of %zu bad)", bad, nv);
 	/* threadhist is a block probe: at entry, and at exits where warp 0
 	 * leaves in two lane groups (one block counted once either way) */
@@ -528,13 +607,21 @@ int main(int argc, char **argv)
 	exit_split = 1;
 	run_tool(argv[1], "threadhist_w1", GDEV_HOOK_EXIT, check_threadhist);
 	exit_split = 0;
+	krs_table = 1;
 	run_tool(argv[1], "kernelretsnoop", GDEV_HOOK_EXIT, check_krs);
+	krs_table = 0;
+	run_tool(argv[1], "kernelretsnoop_ring", GDEV_HOOK_EXIT, check_krs);
 	krs_want_counts = 1;
 	run_tool(argv[1], "kernelretsnoop_counts", GDEV_HOOK_EXIT, check_krs);
 	krs_want_counts = 0;
 	check_krs_rule();
 	runs = big, nr_runs = GX_ARRAY_SIZE(big);
+	/* the default (the table) samples at 256 a launch, the ring build at
+	 * 16,384 */
+	krs_table = 1, krs_shift = GX_KRS_TABLE_SHIFT;
 	run_tool(argv[1], "kernelretsnoop", GDEV_HOOK_EXIT, check_krs_sampled);
+	krs_table = 0, krs_shift = GX_KRS_FULL_SHIFT;
+	run_tool(argv[1], "kernelretsnoop_ring", GDEV_HOOK_EXIT, check_krs_sampled);
 	/* issue 40's lower caps (GX_KRS_CAP=1024|256 load these objects) */
 	krs_shift = 10;
 	run_tool(argv[1], "kernelretsnoop_c1024", GDEV_HOOK_EXIT, check_krs_sampled);
@@ -547,6 +634,8 @@ int main(int argc, char **argv)
 	run_tool(argv[1], "kernelretsnoop_all", GDEV_HOOK_EXIT, check_krs);
 	run_tool(argv[1], "launchlate", GDEV_HOOK_ENTRY, check_ll);
 	run_tool(argv[1], "launchlate_ring", GDEV_HOOK_ENTRY, check_ll_ring);
+	/* launchlate_lw (GX_LL_WARP=last): block 0's last warp, the same records */
+	run_tool(argv[1], "launchlate_lw", GDEV_HOOK_ENTRY, check_ll);
 	/* memtrace (and memtrace_gate, its build under GX_MT_GATE=1's name)
 	 * behind the gate model: the full trace, 1 in 3, 1 in 64, the default
 	 * 1 in 1024 */

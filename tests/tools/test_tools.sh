@@ -123,7 +123,16 @@ s = [(x['grid_blocks'], x['sample_every'], x['blocks_expected'], x['blocks']) fo
 good = s == [(4, 1, 4, 4), (2, 1, 2, 2), (4, 1, 4, 3), (131073, 1024, 129, 3)] and k['expected'] == 139
 good = good and 'at most 256 per launch' in open(sys.argv[2]).read()
 print(('ok' if good else 'not ok') + ' - tools-fmt: kernelretsnoop follows the cap its records carry (GX_KRS_CAP=256) %s' % s)
+# records of the table's cap (the default build): the blocks expected and
+# not received (139 expected, 12 blocks got, 1 counted as dropped) are named
+txt = open(sys.argv[2]).read()
+good = 'note: 126 expected block records never arrived: the record table holds the' in txt
+print(('ok' if good else 'not ok') + " - tools-fmt: kernelretsnoop names the table's missing records")
 P
+# default (uncapped) records: no such note
+! grep -q 'never arrived' $T/kernelretsnoop.txt 2>/dev/null && [ -s $T/kernelretsnoop.txt ] \
+	&& echo "ok - tools-fmt: kernelretsnoop: no table note for ring records" \
+	|| echo "not ok - tools-fmt: kernelretsnoop: no table note for ring records"
 out=$($B/bin/gpuext tools report nosuch --dir $T 2>&1); [ $? = 2 ] && [[ $out == *"unknown tool"* ]] \
 	&& echo "ok - tools-fmt: unknown tool refused" || echo "not ok - tools-fmt: unknown tool refused: $out"
 mkdir -p $T/empty
