@@ -355,12 +355,12 @@ GX_EXPORT long gx_devmaps__drain(struct gx_devmaps *d, long map, gx_ring_cb cb, 
 
 /* ---- record tables (GDEV_F_RECORDS) ---- */
 
+/* A record table's slot is empty: every byte equals the first and the
+ * first is 0 (memcmp of the slot against itself one byte on is glibc's
+ * vectorized compare: a drain looks at every slot of a 3.7 MB table) */
 static int all_zero(const unsigned char *p, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return 0;
-	return 1;
+	return !n || (!p[0] && !memcmp(p, p + 1, n - 1));
 }
 
 /* One look at a record table: copy the device's slots, hand on each slot

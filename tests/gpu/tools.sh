@@ -234,7 +234,11 @@ def expected(n):  # the blocks a launch of n records under the cap 2^step (tools
     m = (n - 1) >> step
     k = m.bit_length()
     return (n - 1) // (1 << k) + 1
-blocks = sum(expected(int(n)) for w, n in bl)
+# "blocks: NAME TOTAL": the fills are two launches of TOTAL / 2 blocks,
+# the burst's launches 2^20 blocks each (bench/tool_bench.cu)
+def launches(w, n):
+    return (2, n // 2) if w == 'fill' else (n >> 20, 1 << 20)
+blocks = sum(k * expected(b) for k, b in (launches(w, int(n)) for w, n in bl))
 m = re.search(r'^%s: (\d+) launches, (\d+) block records, (\d+) dropped, (\d+) unattributed, (\d+) expected' % tool, t, re.M)
 ck = lambda s: re.findall(r'^checksum: burst (\S+)', s, re.M)
 ms = re.findall(r'^bench: burst ([0-9.]+)', t, re.M) + re.findall(r'^bench: burst ([0-9.]+)', d, re.M)
