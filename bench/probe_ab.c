@@ -42,8 +42,12 @@ struct kern {
 	size_t out_elems;
 };
 /* rowsoftmax: tool_bench's, 4,096 rows of 1,000 columns, 4 warps a row */
+/* blockred1: the block reduction as one block (the second kernel of
+ * CuPy's two-pass ReductionKernel is one block): its warp 0's exit is the
+ * kernel's end */
 static const struct kern kerns[] = { { "stencil3", "stencil3", 256, 256, N, N },
 				     { "blockred", "blockred", 1024, 256, N, N / 1024 },
+				     { "blockred", "blockred1", N, 256, N, 1 },
 				     { "_Z10rowsoftmaxPKfPfi", "rowsoftmax", 1024, 128, 1000, 4096 * 1000 } };
 #define NK (sizeof(kerns) / sizeof(kerns[0]))
 
@@ -88,6 +92,27 @@ static void set_devrt(CUmodule mod, int nsm)
 					    .max_entries = 1,
 					    .value_stride = 24,
 					    .nr_shards = (gdev_u32)shards,
+					    .data = d,
+					    .data_size = bytes };
+	CK(cuMemcpyHtoD(sym, &rt, len < sizeof(rt) ? len : sizeof(rt)));
+}
+
+/* kernelretsnoop's record table (tools/tools_common.h's geometry: 65,536
+ * slots of 56 bytes) in the module's __gx_devrt, as the shim sets it */
+static void set_devrt_krs(CUmodule mod)
+{
+	CUdeviceptr sym, d;
+	size_t len, bytes = (size_t)65536 * 56;
+	if (cuModuleGetGlobal(&sym, &len, mod, GDEV_DEVRT_SYMBOL) != CUDA_SUCCESS)
+		return;
+	CK(cuMemAlloc(&d, bytes));
+	CK(cuMemsetD8(d, 0, bytes));
+	struct gx_devrt rt = { .magic = GX_DEVRT_MAGIC, .version = GX_DEVRT_VERSION, .nr_maps = 1 };
+	rt.maps[0] = (struct gx_devrt_map){ .type = GX_MAP_ARRAY,
+					    .key_size = 4,
+					    .value_size = 56,
+					    .max_entries = 65536,
+					    .value_stride = 56,
 					    .data = d,
 					    .data_size = bytes };
 	CK(cuMemcpyHtoD(sym, &rt, len < sizeof(rt) ? len : sizeof(rt)));
@@ -150,6 +175,8 @@ static int load_variants(const char *dir, struct variant *v, int nsm)
 		}
 		if (!strncmp(x->name, "th", 2))
 			set_devrt(x->mod, nsm);
+		if (!strncmp(x->name, "krs", 3))
+			set_devrt_krs(x->mod);
 		nv++;
 		for (int nopic = 0; nopic < 2 && (!strcmp(x->name, "nat") || !strcmp(x->name, "th_exit")) && nv < MAXV;
 		     nopic++) {

@@ -22,6 +22,13 @@ Writes OUTDIR/nat.ptx (the kernels as nvcc made them) and:
               (GX_PTX_HOIST_WARP=1): no %tid/%ntid reads at the exits
   th_none_hoist  the same with a warp test no warp passes (th_none's
               counterpart: what the hoisted test alone costs)
+  th_dead     th_exit with its three reductions predicated on %smid ==
+              4095 (never true, unknown to ptxas): the same code, the same
+              leader path, no memory operation. Near th_exit: the exit
+              path's instructions are the cost; near th_none: the writes
+  krs_exit    kernelretsnoop (its record table: seven plain stores at
+              warp 0's exit of each recording block)
+  krs_dead    krs_exit with the seven stores under the same dead predicate
 Each edit is checked to have happened: a variant equal to th_exit would
 measure nothing."""
 import os
@@ -59,6 +66,25 @@ def one_red(t):
     return SITE.sub(site, t)
 
 
+# kernelretsnoop's record: seven stores to the table slot's address
+KRS_ST = re.compile(r'^\t*st\.u64\t\[%__gx_h_rd\d+(\+\d+)?\], [^;]+;\n', re.M)
+
+
+def dead_ops(ops, op):
+    """Every `op` (a regex of whole lines) of every site under a predicate
+    that is never true but that ptxas cannot fold (%smid == 4095), set
+    after the election (a SITE match may span several sites: each gets its
+    own)."""
+    def site(m):
+        s = m.group(0)
+        s = s.replace('\t\t.reg .pred %__gx_q;\n',
+                      '\t\t.reg .pred %__gx_q;\n\t\t.reg .pred %__gx_dead;\n\t\t.reg .b32 %__gx_dsm;\n')
+        s = re.sub(r'(\t\telect\.sync\t[^\n]*\n)',
+                   r'\1\t\tmov.u32\t%__gx_dsm, %smid;\n\t\tsetp.eq.u32\t%__gx_dead, %__gx_dsm, 4095;\n', s)
+        return ops.sub(lambda r: r.group(0).replace(op, '@%__gx_dead ' + op, 1), s)
+    return lambda t: SITE.sub(site, t)
+
+
 def to_barrier(warp):
     """Each kernel's first site moved before its first bar.sync (the
     kernels here have one straight-line first barrier), the others dropped;
@@ -90,6 +116,7 @@ def main():
     th = os.path.join(tools, 'threadhist.bpf.o')
     base = rewrite(gx, th, src)
     hoist = rewrite(gx, th, src, {'GX_PTX_HOIST_WARP': '1'})
+    krs = rewrite(gx, os.path.join(tools, 'kernelretsnoop.bpf.o'), src)
     if '%__gx_wi' not in hoist:
         sys.exit('probe_ab_variants: GX_PTX_HOIST_WARP=1 hoisted nothing')
     v = {
@@ -108,6 +135,9 @@ def main():
                             {'GX_PTX_BLOCK_SITE': 'barrier'}),
         'th_hoist': hoist,
         'th_none_hoist': edit('th_none_hoist', hoist, lambda t: WARP_TEST.sub(r'\g<1>99;', t)),
+        'th_dead': edit('th_dead', base, dead_ops(RED, 'red.global')),
+        'krs_exit': krs,
+        'krs_dead': edit('krs_dead', krs, dead_ops(KRS_ST, 'st.u64')),
     }
     if 'before its first barrier' not in subprocess.run(
             [gx, 'ptx', 'rewrite', '--policy', os.path.join(tools, 'threadhist_w1.bpf.o'), src, '-o', '/dev/null'],
