@@ -74,48 +74,44 @@ static int by_name(const void *a, const void *b)
 	return xn != yn ? yn - xn : strcmp(x->name, y->name);
 }
 
-/* threadhist's per-warp-slot counters as the shim lays them out: map 0 */
-static void set_devrt(CUmodule mod, int nsm)
+/* Map 0 of the module's __gx_devrt as the shim sets it, its storage
+ * allocated and zeroed here */
+static void set_devrt_map(CUmodule mod, struct gx_devrt_map m)
 {
 	CUdeviceptr sym;
 	size_t len;
 	if (cuModuleGetGlobal(&sym, &len, mod, GDEV_DEVRT_SYMBOL) != CUDA_SUCCESS)
 		return;
-	size_t shards = (size_t)nsm * GX_WARP_SLOTS_PER_SM, bytes = shards * 24;
-	CUdeviceptr d;
-	CK(cuMemAlloc(&d, bytes));
-	CK(cuMemsetD8(d, 0, bytes));
+	CK(cuMemAlloc(&m.data, m.data_size));
+	CK(cuMemsetD8(m.data, 0, m.data_size));
 	struct gx_devrt rt = { .magic = GX_DEVRT_MAGIC, .version = GX_DEVRT_VERSION, .nr_maps = 1 };
-	rt.maps[0] = (struct gx_devrt_map){ .type = GX_MAP_PERWARP_ARRAY,
-					    .key_size = 4,
-					    .value_size = 24,
-					    .max_entries = 1,
-					    .value_stride = 24,
-					    .nr_shards = (gdev_u32)shards,
-					    .data = d,
-					    .data_size = bytes };
+	rt.maps[0] = m;
 	CK(cuMemcpyHtoD(sym, &rt, len < sizeof(rt) ? len : sizeof(rt)));
 }
 
+/* threadhist's per-warp-slot counters */
+static void set_devrt(CUmodule mod, int nsm)
+{
+	size_t shards = (size_t)nsm * GX_WARP_SLOTS_PER_SM;
+	set_devrt_map(mod, (struct gx_devrt_map){ .type = GX_MAP_PERWARP_ARRAY,
+						  .key_size = 4,
+						  .value_size = 24,
+						  .max_entries = 1,
+						  .value_stride = 24,
+						  .nr_shards = (gdev_u32)shards,
+						  .data_size = shards * 24 });
+}
+
 /* kernelretsnoop's record table (tools/tools_common.h's geometry: 65,536
- * slots of 56 bytes) in the module's __gx_devrt, as the shim sets it */
+ * slots of 56 bytes) */
 static void set_devrt_krs(CUmodule mod)
 {
-	CUdeviceptr sym, d;
-	size_t len, bytes = (size_t)65536 * 56;
-	if (cuModuleGetGlobal(&sym, &len, mod, GDEV_DEVRT_SYMBOL) != CUDA_SUCCESS)
-		return;
-	CK(cuMemAlloc(&d, bytes));
-	CK(cuMemsetD8(d, 0, bytes));
-	struct gx_devrt rt = { .magic = GX_DEVRT_MAGIC, .version = GX_DEVRT_VERSION, .nr_maps = 1 };
-	rt.maps[0] = (struct gx_devrt_map){ .type = GX_MAP_ARRAY,
-					    .key_size = 4,
-					    .value_size = 56,
-					    .max_entries = 65536,
-					    .value_stride = 56,
-					    .data = d,
-					    .data_size = bytes };
-	CK(cuMemcpyHtoD(sym, &rt, len < sizeof(rt) ? len : sizeof(rt)));
+	set_devrt_map(mod, (struct gx_devrt_map){ .type = GX_MAP_ARRAY,
+						  .key_size = 4,
+						  .value_size = 56,
+						  .max_entries = 65536,
+						  .value_stride = 56,
+						  .data_size = (size_t)65536 * 56 });
 }
 
 /* The module as the shim's cubin route makes it (shim/cubin.c): the PTX

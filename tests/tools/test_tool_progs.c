@@ -237,31 +237,54 @@ static unsigned ring_records(struct gx_map **maps, size_t n)
 	return c;
 }
 
-/* Every record of a run, from its rings and its record tables (each
- * non-empty slot, as the drainer hands it on: a ring header, the value) */
-static void all_records(struct gx_map **maps, size_t n, gx_ring_cb cb, void *ctx)
+/* Each non-empty slot of the run's record tables: fn(ctx, slot, value,
+ * value size). Returns the record tables seen. */
+typedef void (*slot_fn)(void *ctx, uint32_t slot, const unsigned char *v, size_t vs);
+static unsigned table_slots(struct gx_map **maps, size_t n, slot_fn fn, void *ctx)
 {
+	unsigned tables = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (maps[i]->l.type == GX_MAP_RINGBUF) {
-			gx_ring__drain(gx_map__ring(maps[i]), cb, ctx);
-			continue;
-		}
 		if (!maps[i]->records)
 			continue;
+		tables++;
 		size_t vs = maps[i]->l.value_size;
-		unsigned char rec[sizeof(struct gx_rec_hdr) + 256];
 		const unsigned char *d = (const unsigned char *)(uintptr_t)maps[i]->l.data;
-		for (uint32_t s = 0; s < maps[i]->l.max_entries && vs <= 256; s++) {
+		for (uint32_t s = 0; s < maps[i]->l.max_entries; s++) {
 			const unsigned char *v = d + (size_t)s * maps[i]->l.value_stride;
 			size_t z = 0;
 			while (z < vs && !v[z])
 				z++;
-			if (z == vs)
-				continue;
-			memcpy(rec + sizeof(struct gx_rec_hdr), v, vs);
-			cb(ctx, GX_REC_DATA, rec, sizeof(struct gx_rec_hdr) + vs);
+			if (z < vs)
+				fn(ctx, s, v, vs);
 		}
 	}
+	return tables;
+}
+
+/* a table slot handed on as the drainer does: a ring header, the value */
+struct as_rec {
+	gx_ring_cb cb;
+	void *ctx;
+};
+static void slot_as_rec(void *ctx, uint32_t slot, const unsigned char *v, size_t vs)
+{
+	struct as_rec *a = ctx;
+	unsigned char rec[sizeof(struct gx_rec_hdr) + 256];
+	(void)slot;
+	if (vs > 256)
+		return;
+	memcpy(rec + sizeof(struct gx_rec_hdr), v, vs);
+	a->cb(a->ctx, GX_REC_DATA, rec, sizeof(struct gx_rec_hdr) + vs);
+}
+
+/* Every record of a run, from its rings and its record tables */
+static void all_records(struct gx_map **maps, size_t n, gx_ring_cb cb, void *ctx)
+{
+	for (size_t i = 0; i < n; i++)
+		if (maps[i]->l.type == GX_MAP_RINGBUF)
+			gx_ring__drain(gx_map__ring(maps[i]), cb, ctx);
+	struct as_rec a = { cb, ctx };
+	table_slots(maps, n, slot_as_rec, &a);
 }
 
 static unsigned all_count(struct gx_map **maps, size_t n)
@@ -275,26 +298,22 @@ static unsigned all_count(struct gx_map **maps, size_t n)
  * the slot of its launch's region its place in the launch's sample names
  * (tools_common.h), nothing in a ring; the ring builds: no table */
 static int krs_table; /* the object under test writes the table */
+static void krs_slot(void *ctx, uint32_t s, const unsigned char *v, size_t vs)
+{
+	unsigned *misplaced = ctx;
+	struct gx_krs_rec k;
+	memcpy(&k, v, sizeof(k) < vs ? sizeof(k) : vs);
+	uint64_t nb = (uint64_t)k.nctaid[0] * k.nctaid[1] * (k.nctaid[2] & GX_KRS_NZ_MASK);
+	uint64_t lin = k.ctaid[0] + (uint64_t)k.nctaid[0] * (k.ctaid[1] + (uint64_t)k.nctaid[1] * k.ctaid[2]);
+	*misplaced += vs != sizeof(k) || s != gx_krs_table_slot(k.launch_id, gx_krs_sample_index(lin, nb, GX_KRS_TABLE_SHIFT));
+}
 static void check_krs_place(const char *how, struct gx_map **maps, size_t n)
 {
 	/* (rings counted for the table build only: counting drains them) */
-	unsigned tables = 0, misplaced = 0, in_rings = krs_table ? ring_records(maps, n) : 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!maps[i]->records)
-			continue;
-		tables++;
-		const unsigned char *d = (const unsigned char *)(uintptr_t)maps[i]->l.data;
-		for (uint32_t s = 0; s < maps[i]->l.max_entries; s++) {
-			struct gx_krs_rec k;
-			memcpy(&k, d + (size_t)s * maps[i]->l.value_stride, sizeof(k));
-			if (!k.ts)
-				continue;
-			uint64_t nb = (uint64_t)k.nctaid[0] * k.nctaid[1] * (k.nctaid[2] & GX_KRS_NZ_MASK);
-			uint64_t lin = k.ctaid[0] + (uint64_t)k.nctaid[0] * (k.ctaid[1] + (uint64_t)k.nctaid[1] * k.ctaid[2]);
-			misplaced += s != gx_krs_table_slot(k.launch_id, gx_krs_sample_index(lin, nb, GX_KRS_TABLE_SHIFT)) ||
-				     maps[i]->l.max_entries != GX_KRS_TABLE_SLOTS;
-		}
-	}
+	unsigned misplaced = 0, in_rings = krs_table ? ring_records(maps, n) : 0;
+	unsigned tables = table_slots(maps, n, krs_slot, &misplaced);
+	for (size_t i = 0; i < n; i++)
+		misplaced += maps[i]->records && maps[i]->l.max_entries != GX_KRS_TABLE_SLOTS;
 	if (krs_table)
 		GX_CHECK(tables == 1 && !misplaced && !in_rings,
 			 "kernelretsnoop (%s): records in the slots of their launches' regions (%u misplaced, %u in "
@@ -419,32 +438,29 @@ static void check_krs_all(const char *how, struct gx_map **maps, size_t n)
 /* launchlate: launch l's record {kernel, time, SM | blocks, launch id} in
  * slot (launch id mod the table's size) of its record table, nothing else
  * written there */
+struct ll_got {
+	unsigned got, bad;
+};
+static void ll_slot(void *ctx, uint32_t s, const unsigned char *v, size_t vs)
+{
+	struct ll_got *g = ctx;
+	struct gx_ll_rec r;
+	memcpy(&r, v, sizeof(r) < vs ? sizeof(r) : vs);
+	size_t l = r.kernel_id - 1000;
+	if (vs != sizeof(r) || l >= GX_ARRAY_SIZE(launches) || s != (uint32_t)(5 + l) || r.launch_id != 5 + l || !r.ts ||
+	    r.smid != 0 || r.nblocks != launches[l].grid[0] * launches[l].grid[1] * launches[l].grid[2])
+		g->bad++;
+	else
+		g->got++;
+}
 static void check_ll(const char *how, struct gx_map **maps, size_t n)
 {
-	unsigned tables = 0, got = 0, bad = 0, other = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!maps[i]->records)
-			continue;
-		tables++;
-		const unsigned char *d = (const unsigned char *)(uintptr_t)maps[i]->l.data;
-		for (uint32_t s = 0; s < maps[i]->l.max_entries; s++) {
-			struct gx_ll_rec r;
-			memcpy(&r, d + (size_t)s * maps[i]->l.value_stride, sizeof(r));
-			if (!r.kernel_id && !r.ts && !r.launch_id)
-				continue;
-			size_t l = r.kernel_id - 1000;
-			if (l >= GX_ARRAY_SIZE(launches) || s != (uint32_t)(5 + l) || r.launch_id != 5 + l || !r.ts ||
-			    r.smid != 0 || r.nblocks != launches[l].grid[0] * launches[l].grid[1] * launches[l].grid[2])
-				bad++;
-			else
-				got++;
-		}
-	}
-	other = ring_records(maps, n);
-	GX_CHECK(tables == 1 && got == GX_ARRAY_SIZE(launches) && !bad && !other,
+	struct ll_got g = { 0, 0 };
+	unsigned tables = table_slots(maps, n, ll_slot, &g), other = ring_records(maps, n);
+	GX_CHECK(tables == 1 && g.got == GX_ARRAY_SIZE(launches) && !g.bad && !other,
 		 "launchlate (%s): one record per launch in its slot of the record table (%u of %zu, %u wrong, %u in "
 		 "rings)",
-		 how, got, GX_ARRAY_SIZE(launches), bad, other);
+		 how, g.got, GX_ARRAY_SIZE(launches), g.bad, other);
 }
 
 static void check_ll_ring(const char *how, struct gx_map **maps, size_t n)
