@@ -26,9 +26,16 @@ Writes OUTDIR/nat.ptx (the kernels as nvcc made them) and:
               4095 (never true, unknown to ptxas): the same code, the same
               leader path, no memory operation. Near th_exit: the exit
               path's instructions are the cost; near th_none: the writes
+  th_hoistc   th_hoist with each site's constant-bank loads of __gx_devrt
+              (the counters' address, the shard count) made once at the
+              kernel's start into registers: the exit path then has no
+              load left, only its election, a few ALU operations and the
+              reductions
   krs_exit    kernelretsnoop (its record table: seven plain stores at
               warp 0's exit of each recording block)
   krs_dead    krs_exit with the seven stores under the same dead predicate
+  krs_hoistc  krs_exit with GX_PTX_HOIST_WARP=1 and its constant-bank loads
+              made at the kernel's start (th_hoistc's edit)
 Each edit is checked to have happened: a variant equal to th_exit would
 measure nothing."""
 import os
@@ -64,6 +71,36 @@ def one_red(t):
             s = s[:r.start()] + s[r.end():]
         return s
     return SITE.sub(site, t)
+
+
+CONST_LD = re.compile(r'^\t+ld\.const\.(u64|u32|u8)\t(%[\w]+), \[__gx_devrt\+(\d+)\];\n', re.M)
+WIDTH = {'u64': 'b64', 'u32': 'b32', 'u8': 'b16'}
+
+
+def hoist_const(t):
+    """In every kernel, each site's ld.const of __gx_devrt+K becomes a mov
+    from a register loaded once right after the kernel's opening brace."""
+    parts = re.split(r'(?=^\.visible \.entry )', t, flags=re.M)
+    out = []
+    for p in parts:
+        if not p.startswith('.visible .entry'):
+            out.append(p)
+            continue
+        b = p.index('\n{\n') + 3
+        head, body = p[:b], p[b:]
+        loads = {}
+
+        def sub(m):
+            ty, reg, k = m.groups()
+            name = '%%__gx_c%s_%s' % (ty, k)
+            loads[name] = (ty, k)
+            return '\t\tmov.%s\t%s, %s;\n' % (WIDTH[ty], reg, name)
+        # only inside sites: the policy functions keep theirs
+        body = SITE.sub(lambda m: CONST_LD.sub(sub, m.group(0)), body)
+        pro = ''.join('\t.reg .%s %s;\n\tld.const.%s\t%s, [__gx_devrt+%s];\n' % (WIDTH[ty], n, ty, n, k)
+                      for n, (ty, k) in sorted(loads.items()))
+        out.append(head + pro + body)
+    return ''.join(out)
 
 
 # kernelretsnoop's record: seven stores to the table slot's address
@@ -136,8 +173,11 @@ def main():
         'th_hoist': hoist,
         'th_none_hoist': edit('th_none_hoist', hoist, lambda t: WARP_TEST.sub(r'\g<1>99;', t)),
         'th_dead': edit('th_dead', base, dead_ops(RED, 'red.global')),
+        'th_hoistc': edit('th_hoistc', hoist, hoist_const),
         'krs_exit': krs,
         'krs_dead': edit('krs_dead', krs, dead_ops(KRS_ST, 'st.u64')),
+        'krs_hoistc': edit('krs_hoistc', rewrite(gx, os.path.join(tools, 'kernelretsnoop.bpf.o'), src,
+                                                 {'GX_PTX_HOIST_WARP': '1'}), hoist_const),
     }
     if 'before its first barrier' not in subprocess.run(
             [gx, 'ptx', 'rewrite', '--policy', os.path.join(tools, 'threadhist_w1.bpf.o'), src, '-o', '/dev/null'],

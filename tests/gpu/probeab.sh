@@ -3,7 +3,7 @@
 # (issue 40; bench/probe_ab.c, variants from bench/probe_ab_variants.py):
 # CuPy's shared-memory stencil and a block reduction, natively and with each
 # variant of the probe, in one process, medians of interleaved rounds. Also
-# the SASS of the native kernels and of three variants, for reading offline.
+# the SASS of the native kernels and of every variant, for reading offline.
 # Under 120 s. Logs in $OUT/probeab/.
 set -u
 ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -18,7 +18,7 @@ if ! [ -x "$B/bench/probe_ab" ] || ! [ -f "$D/nat.ptx" ]; then
 	echo "not ok - probeab: $B/bench/probe_ab or $D missing (make gpu-prep)"
 	exit 0
 fi
-for v in nat th_exit th_dead th_bar1 th_w1; do
+for v in $(cd "$D" && ls *.ptx | sed "s/\.ptx$//"); do
 	ptxas -arch=sm_90 "$D/$v.ptx" -o "$L/$v.cubin" 2>"$L/$v.ptxas.log" &&
 		cuobjdump -sass "$L/$v.cubin" >"$L/$v.sass" 2>&1
 	rm -f "$L/$v.cubin"
