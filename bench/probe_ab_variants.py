@@ -28,9 +28,9 @@ Writes OUTDIR/nat.ptx (the kernels as nvcc made them) and:
               path's instructions are the cost; near th_none: the writes
   th_hoistc   th_hoist with each site's constant-bank loads of __gx_devrt
               (the counters' address, the shard count) made once at the
-              kernel's start into registers: the exit path then has no
-              load left, only its election, a few ALU operations and the
-              reductions
+              kernel's start into registers. GPU run 115: ptxas sinks them
+              back to their use (a constant load is cheaper to repeat than
+              a register to keep), so the exit path keeps its LDC: no gain
   krs_exit    kernelretsnoop (its record table: seven plain stores at
               warp 0's exit of each recording block)
   krs_dead    krs_exit with the seven stores under the same dead predicate

@@ -157,22 +157,11 @@ struct gx_ptx_kregs {
 #define GX_PTX_F_SAMPLE_LEADER 16384u
 #define GX_PTX_F_SAMPLE_INLINE 32768u
 
-/* A/B (issue 40): the constant-bank words of the device runtime block a
- * site's inlined handler loads (a map's storage address, its shard count:
- * `ld.const [__gx_devrt+K]`) loaded once at the function's start into
- * registers, so that an exit site's path has no load left. bench/probe_ab
- * (GPU runs 113-114): threadhist's exit path costs a stencil of 16,384
- * short blocks +13 % with its writes predicated off and +3 % without the
- * path, so the path's latency, not its writes, is what a block pays.
- * GX_PTX_HOIST_CONST=1. */
-#define GX_PTX_F_HOIST_CONST 65536u
-
 /* The switches the callers (shim, CLI) take from the environment:
  * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0"),
  * GX_PTX_BLOCK_SITE=entry|exit|barrier, GX_PTX_MEM_CAP=0, GX_PTX_REG_CAP=0 and
  * GX_PTX_HOIST_WARP=1, GX_PTX_SAMPLE_EARLY=1, GX_PTX_MEM_INLINE=0,
- * GX_PTX_MEM_CALL_ALL=0, GX_PTX_SAMPLE_LEADER=1, GX_PTX_SAMPLE_INLINE=1,
- * GX_PTX_HOIST_CONST=1. */
+ * GX_PTX_MEM_CALL_ALL=0, GX_PTX_SAMPLE_LEADER=1, GX_PTX_SAMPLE_INLINE=1. */
 static inline unsigned gx_ptx_flags_from_env(void)
 {
 	const char *rc = getenv("GX_PTX_RECONVERGE"), *top = getenv("GX_PTX_ENTRY_TOP");
@@ -180,12 +169,11 @@ static inline unsigned gx_ptx_flags_from_env(void)
 	const char *hw = getenv("GX_PTX_HOIST_WARP"), *se = getenv("GX_PTX_SAMPLE_EARLY");
 	const char *mi = getenv("GX_PTX_MEM_INLINE"), *ma = getenv("GX_PTX_MEM_CALL_ALL");
 	const char *sl = getenv("GX_PTX_SAMPLE_LEADER"), *si = getenv("GX_PTX_SAMPLE_INLINE");
-	const char *hk = getenv("GX_PTX_HOIST_CONST");
 	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) | (mc && mc[0] == '0' ? GX_PTX_F_NO_MEM_CAP : 0) |
 	       (hc && hc[0] == '0' ? 0 : GX_PTX_F_HOOK_CAP) | (hw && hw[0] == '1' ? GX_PTX_F_HOIST_WARP : 0) |
 	       (se && se[0] == '1' ? GX_PTX_F_SAMPLE_EARLY : 0) | (mi && mi[0] == '0' ? GX_PTX_F_MEM_SMALL_INLINE : 0) |
 	       (ma && ma[0] == '0' ? GX_PTX_F_MEM_LEADER_CALL : 0) | (sl && sl[0] == '1' ? GX_PTX_F_SAMPLE_LEADER : 0) |
-	       (si && si[0] == '1' ? GX_PTX_F_SAMPLE_INLINE : 0) | (hk && hk[0] == '1' ? GX_PTX_F_HOIST_CONST : 0) |
+	       (si && si[0] == '1' ? GX_PTX_F_SAMPLE_INLINE : 0) |
 	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |
 	       (bs && !strcmp(bs, "entry") ? GX_PTX_F_BLOCK_ENTRY : 0) |
 	       (bs && !strcmp(bs, "exit") ? GX_PTX_F_BLOCK_EXIT : 0) |

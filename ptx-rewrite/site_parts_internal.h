@@ -20,9 +20,8 @@ struct gx_ptx_rewrite_opts;
 
 /* site_words.c */
 /* How a site's function computes its words (ptx_site_layout): */
-#define PTX_SITE_FLAT	   1u /* one-dimensional blocks (ptx_site_flat_block) */
-#define PTX_SITE_WARP_REG  2u /* the warp index is in the function's register (GX_PTX_F_HOIST_WARP) */
-#define PTX_SITE_CONST_REG 4u /* __gx_devrt words in registers set at the start (GX_PTX_F_HOIST_CONST) */
+#define PTX_SITE_FLAT	  1u /* one-dimensional blocks (ptx_site_flat_block) */
+#define PTX_SITE_WARP_REG 2u /* the warp index is in the function's register (GX_PTX_F_HOIST_WARP) */
 /* `need` with the words its computed words are made from. */
 unsigned ptx_words_closure(unsigned need, unsigned layout);
 /* Whether kernel fn's blocks are one-dimensional by its own declaration. */
@@ -42,9 +41,7 @@ int ptx_site_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_s
 /* With PTX_SITE_WARP_REG in layout: the %smid and %warpid reads of the
  * site's chain c read registers set once at fn's start instead (both are
  * volatile in PTX: a block moved by preemption keeps the values it started
- * with). With PTX_SITE_CONST_REG: its loads of device runtime words
- * (`ld.const [__gx_devrt...+K]`) are moves from registers loaded once at
- * fn's start. 0 or -ENOMEM. */
+ * with). 0 or -ENOMEM. */
 int ptx_site_hoist_sregs(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, unsigned layout);
 /* The words in `need` stored to the .local context at `ctx`. */
 void ptx_site_store_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r, unsigned need,

@@ -61,8 +61,6 @@ int ptx_head_declares(const struct ptx_func *fn, const char *name)
 int ptx_site_layout(struct ptx_module *m, struct ptx_func *fn, const struct gx_ptx_rewrite_opts *o)
 {
 	unsigned layout = ptx_site_flat_block(fn) ? PTX_SITE_FLAT : 0;
-	if (o->flags & GX_PTX_F_HOIST_CONST)
-		layout |= PTX_SITE_CONST_REG;
 	if (!(o->flags & GX_PTX_F_HOIST_WARP))
 		return (int)layout;
 	const char *wi = warp_reg(m);
@@ -116,73 +114,11 @@ static const char *start_sreg(struct ptx_module *m, struct ptx_func *fn, const c
 	return name;
 }
 
-/* The register width of a constant load's type (.u8 loads into a 16-bit
- * register in PTX); 0 for a type not hoisted. */
-static unsigned const_bits(const char *ty)
-{
-	static const char *const t[] = { ".u8",	 ".s8",	 ".b8",	 ".u16", ".s16", ".b16",
-					 ".u32", ".s32", ".b32", ".u64", ".s64", ".b64" };
-	static const unsigned b[] = { 16, 16, 16, 16, 16, 16, 32, 32, 32, 64, 64, 64 };
-	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-		if (!strcmp(ty, t[i]))
-			return b[i];
-	return 0;
-}
-
-/* `ld.const.T d, [__gx_devrt<suffix>+K]` (a device runtime word: the
- * shim writes the block before the module's first launch, and a constant
- * load never faults) as `mov.bN d, R`, R loaded once at fn's start. */
-static int hoist_const_load(struct ptx_module *m, struct ptx_func *fn, struct ptx_stmt *s)
-{
-	const struct ptx_insn *in = &s->insn;
-	if (strcmp(in->opcode, "ld") || in->guard || in->nmods != 2 || strcmp(in->mods[0], ".const") || in->nops != 2 ||
-	    !in->ops[1] || in->ops[1]->kind != PTX_OPND_ADDR || in->ops[1]->n != 1 ||
-	    in->ops[1]->elems[0]->kind != PTX_OPND_ID || in->ops[1]->off < 0)
-		return 0;
-	const char *sym = in->ops[1]->elems[0]->text;
-	unsigned bits = const_bits(in->mods[1]);
-	size_t pl = strlen(GDEV_DEVRT_SYMBOL);
-	if (!bits || strncmp(sym, GDEV_DEVRT_SYMBOL, pl) || strspn(sym + pl, "_pP0123456789") != strlen(sym + pl))
-		return 0;
-	const char *name = ptx_sprintf(m, "%%%s_c%u_%lld%s", m->fresh_prefix, bits, in->ops[1]->off, sym + pl);
-	const char *wty = ptx_sprintf(m, ".b%u", bits);
-	if (!name || !wty)
-		return -ENOMEM;
-	if (!ptx_head_declares(fn, name)) {
-		struct ptx_chain c = { 0 };
-		ptx_chain_decl(m, &c, PTX_SPACE_REG, wty, name);
-		ptx_chain_insn(m, &c, NULL, 0, "ld", 2, (const char *const[]){ ".const", in->mods[1] }, 2,
-			       ptx_opnd_id(m, name), in->ops[1]);
-		if (c.failed)
-			return -ENOMEM;
-		ptx_insert_start_regs(fn, c.head, c.tail);
-	}
-	struct ptx_opnd **ops = ptx_alloc(m, 2 * sizeof(*ops)), *r = ptx_opnd_id(m, name);
-	const char **mods = ptx_alloc(m, sizeof(*mods));
-	if (!ops || !r || !mods)
-		return -ENOMEM;
-	ops[0] = in->ops[0];
-	ops[1] = r;
-	mods[0] = wty;
-	s->insn.opcode = "mov";
-	s->insn.nmods = 1;
-	s->insn.mods = mods;
-	s->insn.ops = ops;
-	return 0;
-}
-
 int ptx_site_hoist_sregs(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, unsigned layout)
 {
-	if (!(layout & (PTX_SITE_WARP_REG | PTX_SITE_CONST_REG)))
+	if (!(layout & PTX_SITE_WARP_REG))
 		return 0;
 	for (struct ptx_stmt *s = c->head; s; s = s == c->tail ? NULL : s->next) {
-		if (s->kind == PTX_STMT_INSN && (layout & PTX_SITE_CONST_REG)) {
-			int err = hoist_const_load(m, fn, s);
-			if (err)
-				return gx_err(err);
-		}
-		if (!(layout & PTX_SITE_WARP_REG))
-			continue;
 		if (s->kind != PTX_STMT_INSN || strcmp(s->insn.opcode, "mov") || s->insn.nops != 2 || !s->insn.ops[1] ||
 		    s->insn.ops[1]->kind != PTX_OPND_ID)
 			continue;

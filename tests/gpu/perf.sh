@@ -36,8 +36,7 @@
 #   TOOL.nocap (GX_PTX_REG_CAP=0: hooked kernels not capped at their
 #   originals' registers, the default before session 24); TOOL.hoist
 #   (GX_PTX_HOIST_WARP=1: the warp index every site's test reads set once
-#   at the kernel's start); TOOL.hoistc (that and GX_PTX_HOIST_CONST=1: the
-#   __gx_devrt words a site loads, loaded once at the kernel's start); TOOL.roomy (GX_RING_ROOMY=1: ring producers
+#   at the kernel's start); TOOL.roomy (GX_RING_ROOMY=1: ring producers
 #   skip the {head, tail} snapshot while their SM saw the ring half empty
 #   within 5 us, gx_devrt.h); TOOL.norec (GX_PTX_RECONVERGE=0: no
 #   bar.warp.sync after entry sites: the ring's first try has no loop since
@@ -109,7 +108,6 @@ run_cfg() {
 	*.nopic) timeout -k 5 "$lim" env GPUEXT_CUBIN_PIC=0 "$RUN" --tool "${cfg%.nopic}" -- "$@" ;;
 	*.nocap) timeout -k 5 "$lim" env GX_PTX_REG_CAP=0 "$RUN" --tool "${cfg%.nocap}" -- "$@" ;;
 	*.hoist) timeout -k 5 "$lim" env GX_PTX_HOIST_WARP=1 "$RUN" --tool "${cfg%.hoist}" -- "$@" ;;
-	*.hoistc) timeout -k 5 "$lim" env GX_PTX_HOIST_WARP=1 GX_PTX_HOIST_CONST=1 "$RUN" --tool "${cfg%.hoistc}" -- "$@" ;;
 	*.roomy) timeout -k 5 "$lim" env GX_RING_ROOMY=1 "$RUN" --tool "${cfg%.roomy}" -- "$@" ;;
 	*.norec) timeout -k 5 "$lim" env GX_PTX_RECONVERGE=0 "$RUN" --tool "${cfg%.norec}" -- "$@" ;;
 	launchlate.ring) timeout -k 5 "$lim" env GX_LL_RING=1 "$RUN" --tool launchlate -- "$@" ;;

@@ -326,29 +326,6 @@ if GX_PTX_HOIST_WARP=1 rw hoist --app tests/ptx-rewrite/golden-passes/reduce.ptx
 		test "$(grep -c 'mov\.u32	%__gx_sm, %smid;' "$W/hoist.ptx")" = "$(count_per_kernel "$W/hoist.ptx" '\.reg \.b32 %__gx_wi;' | awk '$2 > 0' | wc -l)" -a \
 		"$(grep -c 'mov\.u32	%__gx_h_r[0-9]*, %smid;' "$W/hoist.ptx")" = 0
 fi
-# GX_PTX_HOIST_CONST=1 (issue 40 A/B): the device runtime words a site's
-# inlined handler loads (threadhist: its counters' address and shard count)
-# loaded once at each hooked kernel's start; the sites move them from those
-# registers. Two policies merged (their blocks renamed __gx_devrt__p<k>)
-# keep one register per block and word; ptxas accepts both.
-if GX_PTX_HOIST_CONST=1 rw hoistc --app tests/ptx-rewrite/golden-passes/reduce.ptx \
-	--policy "$BUILD/share/gpuext/tools/threadhist.bpf.o"; then
-	nk=$(count_per_kernel "$W/hoistc.ptx" '\.reg \.b64 %__gx_c64_104;' | awk '$2 > 0' | wc -l)
-	check "GX_PTX_HOIST_CONST=1: each hooked kernel loads its __gx_devrt words once at its start, its sites move them (${nk} kernels)" \
-		test "$nk" -gt 0 -a "$(count_per_kernel "$W/hoistc.ptx" '\.reg \.b64 %__gx_c64_104;' | awk '$2 > m {m = $2} END {print m}')" = 1 -a \
-		"$(grep -c '^		ld\.const.*__gx_devrt' "$W/hoistc.ptx")" = 0 -a \
-		"$(grep -c 'mov\.b64	%__gx_h_rd[0-9]*, %__gx_c64_104;' "$W/hoistc.ptx")" -ge "$nk"
-	check "GX_PTX_HOIST_CONST=1: ptxas accepts the kernels" "$PTXAS" -arch=sm_90 "$W/hoistc.ptx" -o /dev/null
-fi
-if GX_PTX_HOIST_CONST=1 GX_PTX_HOIST_WARP=1 $G tools rewrite threadhist,kernelretsnoop tests/ptx-rewrite/golden-passes/vadd.ptx \
-	-o "$W/hoistc-two.ptx" >"$W/hoistc-two.log" 2>&1; then
-	check "GX_PTX_HOIST_CONST=1 with two policies: a register per block and word (__gx_devrt__p<k>), ptxas accepts" \
-		test "$(grep -c '\.reg \.b64 %__gx_c64_[0-9]*__p[0-9];' "$W/hoistc-two.ptx")" -gt 0 -a \
-		"$(grep -c '^		ld\.const.*__gx_devrt' "$W/hoistc-two.ptx")" = 0 -a \
-		"$("$PTXAS" -arch=sm_90 "$W/hoistc-two.ptx" -o /dev/null 2>&1; echo $?)" = 0
-else
-	nok "GX_PTX_HOIST_CONST=1 with two policies: rewrite failed: $(tail -1 "$W/hoistc-two.log")"
-fi
 if GX_PTX_HOIST_WARP=1 $G tools rewrite threadhist,memtrace_gate tests/ptx-rewrite/golden-passes/vadd.ptx \
 	-o "$W/hoist-gate.ptx" >"$W/hoist-gate.log" 2>&1; then
 	check "GX_PTX_HOIST_WARP=1 with memtrace's gate in the same kernel: each start register declared once, ptxas accepts" \
