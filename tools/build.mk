@@ -15,8 +15,7 @@ TOOL_PROGS  := $(patsubst tools/%.bpf.c,%,$(wildcard tools/*.bpf.c))
 # threadhist_w1 (GX_TH_WARP=1: warp 1 counts, for GX_PTX_BLOCK_SITE=barrier).
 # launchlate_ring (GX_LL_RING=1: its records through a ring, not the record table).
 # kernelretsnoop_ring (GX_KRS_RING=1: the same, its blocks capped at 16,384 a launch).
-# launchlate_lw (GX_LL_WARP=last: block 0's last warp records, not warp 0).
-TOOL_VARIANTS := launchlate_ring launchlate_lw kernelretsnoop_ring kernelretsnoop_c1024 kernelretsnoop_c256 threadhist_lw threadhist_w1 memtrace_gate memtrace_prog kernelretsnoop_counts
+TOOL_VARIANTS := launchlate_ring kernelretsnoop_ring kernelretsnoop_c1024 kernelretsnoop_c256 threadhist_lw threadhist_w1 memtrace_gate memtrace_prog kernelretsnoop_counts
 TOOL_OBJS   := $(patsubst %,$(TOOLS_DIR)/%.bpf.o,$(TOOL_PROGS) kernelretsnoop_all $(TOOL_VARIANTS))
 TOOL_HDRS   := tools/tools_common.h $(GDEV_HDRS)
 TOOLS_SRCS  := $(filter-out %.bpf.c,$(sort $(wildcard tools/*.c)))
@@ -40,8 +39,6 @@ $(TOOLS_DIR)/memtrace_gate.bpf.o: tools/memtrace.bpf.c $(TOOL_HDRS)
 	$(bpf_compile)
 $(TOOLS_DIR)/launchlate_ring.bpf.o: tools/launchlate.bpf.c $(TOOL_HDRS)
 	$(call bpf_compile,-DGX_LL_RING)
-$(TOOLS_DIR)/launchlate_lw.bpf.o: tools/launchlate.bpf.c $(TOOL_HDRS)
-	$(call bpf_compile,-DGX_LL_LAST_WARP)
 $(TOOLS_DIR)/kernelretsnoop_ring.bpf.o: tools/kernelretsnoop.bpf.c $(TOOL_HDRS)
 	$(call bpf_compile,-DGX_KRS_RING)
 $(TOOLS_DIR)/memtrace_prog.bpf.o: tools/memtrace.bpf.c $(TOOL_HDRS)

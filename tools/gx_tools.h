@@ -37,7 +37,6 @@ static inline const struct gx_tool_variant *gx_tool_variants(size_t *n)
 		{ "kernelretsnoop", "GX_KRS_COUNTS", "1", "kernelretsnoop_counts" },
 		{ "launchlate", "GX_LL_RING", "1", "launchlate_ring" },
 		{ "kernelretsnoop", "GX_KRS_RING", "1", "kernelretsnoop_ring" },
-		{ "launchlate", "GX_LL_WARP", "last", "launchlate_lw" },
 	};
 	*n = sizeof(v) / sizeof(v[0]);
 	return v;

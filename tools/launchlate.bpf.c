@@ -56,21 +56,8 @@ int launchlate(struct gdev_ctx *ctx)
 	 * that does not qualify never diverges (ptx-rewrite/site_uniform.c). */
 	if ((ctx->ctaid_x | ctx->ctaid_y | ctx->ctaid_z) != 0)
 		return GDEV_DEFAULT;
-#ifdef GX_LL_LAST_WARP
-	/* launchlate_lw (GX_LL_WARP=last at load, issue 40): block 0's last
-	 * warp records, not warp 0. A block's warps start together, so the
-	 * time is the same within a few cycles; but warp 0 is the one that
-	 * does a block's odd jobs (a reduction's final sum, a stencil's halo),
-	 * so in a short kernel its first instructions are the launch's
-	 * critical path, and the probe's work there (the table's address from
-	 * the constant bank, three special registers, the stores) delays them.
-	 * Block size is a uniform context word: still one uniform branch. */
-	if (ctx->warpid != (ctx->ntid_x * ctx->ntid_y * ctx->ntid_z - 1) >> 5)
-		return GDEV_DEFAULT;
-#else
 	if (ctx->warpid != 0)
 		return GDEV_DEFAULT;
-#endif
 #ifdef GX_LL_RING
 	/* Built as 8-byte words (the layout of struct gx_ll_rec): the ring
 	 * helper reads them from registers, no stack frame is left. */

@@ -43,8 +43,7 @@
 #   session 25, and the split it once guarded against was the leader's
 #   call, run 98); launchlate.ring (GX_LL_RING=1: launchlate's records
 #   through a ring, the default before its record table); kernelretsnoop.ring
-#   (GX_KRS_RING=1: the same for kernelretsnoop, 16,384 blocks a launch);
-#   launchlate.lw (GX_LL_WARP=last: block 0's last warp records). The .off configurations (every step off)
+#   (GX_KRS_RING=1: the same for kernelretsnoop, 16,384 blocks a launch). The .off configurations (every step off)
 #   ran in GPU run 90 and are on request now. CuPy compiles to PTX in every
 #   configuration (CUPY_COMPILE_WITH_PTX=1, what gpuext-run sets under a
 #   tool), so native runs the code the tools hook. Processes alternate
@@ -68,7 +67,7 @@ PART=perf
 T0=$(date +%s)
 BUDGET=${PERF_BUDGET:-270}
 R=${PERF_ROUNDS:-2}
-CFGS=${PERF_CFGS:-native route threadhist.on threadhist.bar kernelretsnoop.on kernelretsnoop.ring launchlate.on launchlate.lw}
+CFGS=${PERF_CFGS:-native route threadhist.on threadhist.bar kernelretsnoop.on kernelretsnoop.ring launchlate.on}
 ONCE=" ${PERF_ONCE-kernelretsnoop.ring} "
 STACKS=${PERF_STACKS:-triton,cupy}
 OFF_ENV=(GX_JIT_FOLD=0 GX_LT_DONE_ALL=1)
@@ -112,7 +111,6 @@ run_cfg() {
 	*.norec) timeout -k 5 "$lim" env GX_PTX_RECONVERGE=0 "$RUN" --tool "${cfg%.norec}" -- "$@" ;;
 	launchlate.ring) timeout -k 5 "$lim" env GX_LL_RING=1 "$RUN" --tool launchlate -- "$@" ;;
 	kernelretsnoop.ring) timeout -k 5 "$lim" env GX_KRS_RING=1 "$RUN" --tool kernelretsnoop -- "$@" ;;
-	launchlate.lw) timeout -k 5 "$lim" env GX_LL_WARP=last "$RUN" --tool launchlate -- "$@" ;;
 	threadhist.bar) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=barrier GX_TH_WARP=1 "$RUN" --tool threadhist -- "$@" ;;
 	*.entry) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=entry "$RUN" --tool "${cfg%.entry}" -- "$@" ;;
 	*.exit) timeout -k 5 "$lim" env GX_PTX_BLOCK_SITE=exit "$RUN" --tool "${cfg%.exit}" -- "$@" ;;

@@ -605,7 +605,7 @@ int main(int argc, char **argv)
 		if (o)
 			gx_bpf_object__close(o);
 	}
-	GX_CHECK(nv == 10 && bad == 0,
+	GX_CHECK(nv == 9 && bad == 0,
 		 "the tools' load-time variants are built and hold their tool's program (%zu of %zu bad)", bad, nv);
 	/* threadhist is a block probe: at entry, and at exits where warp 0
 	 * leaves in two lane groups (one block counted once either way) */
@@ -650,8 +650,6 @@ int main(int argc, char **argv)
 	run_tool(argv[1], "kernelretsnoop_all", GDEV_HOOK_EXIT, check_krs);
 	run_tool(argv[1], "launchlate", GDEV_HOOK_ENTRY, check_ll);
 	run_tool(argv[1], "launchlate_ring", GDEV_HOOK_ENTRY, check_ll_ring);
-	/* launchlate_lw (GX_LL_WARP=last): block 0's last warp, the same records */
-	run_tool(argv[1], "launchlate_lw", GDEV_HOOK_ENTRY, check_ll);
 	/* memtrace (and memtrace_gate, its build under GX_MT_GATE=1's name)
 	 * behind the gate model: the full trace, 1 in 3, 1 in 64, the default
 	 * 1 in 1024 */
