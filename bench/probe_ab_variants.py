@@ -31,6 +31,13 @@ Writes OUTDIR/nat.ptx (the kernels as nvcc made them) and:
               kernel's start into registers. GPU run 115: ptxas sinks them
               back to their use (a constant load is cheaper to repeat than
               a register to keep), so the exit path keeps its LDC: no gain
+  th_addr     th_hoist with the counters' whole address (base + (SM x 64
+              + warp slot) mod shards x 24) made at the kernel's start from
+              the start-of-function %smid / %warpid registers, the site's
+              shard arithmetic, bounds test and null test replaced by that
+              register: a value ptxas cannot recompute (the reads are
+              volatile), so the exit path keeps only the election, the
+              lane-0 test and the reductions
   krs_exit    kernelretsnoop (its record table: seven plain stores at
               warp 0's exit of each recording block)
   krs_dead    krs_exit with the seven stores under the same dead predicate
@@ -100,6 +107,39 @@ def hoist_const(t):
         pro = ''.join('\t.reg .%s %s;\n\tld.const.%s\t%s, [__gx_devrt+%s];\n' % (WIDTH[ty], n, ty, n, k)
                       for n, (ty, k) in sorted(loads.items()))
         out.append(head + pro + body)
+    return ''.join(out)
+
+
+# threadhist's counter address at a site (th_hoist's form): the base from
+# __gx_devrt, the shard scaled by the value stride, the bounds and null tests
+ADDR_CHAIN = re.compile(
+    r'\t\tld\.const\.u64\t%__gx_h_rd\d+, \[__gx_devrt\+104\];\n'
+    r'\t\tcvt\.u64\.u32\t%__gx_h_rd\d+, %__gx_h_r\d+;\n'
+    r'\t\tmul\.lo\.s64\t%__gx_h_rd\d+, %__gx_h_rd\d+, 24;\n'
+    r'\t\tadd\.s64\t%__gx_h_rd\d+, %__gx_h_rd\d+, %__gx_h_rd\d+;\n'
+    r'\t\tmov\.u64\t(%__gx_h_rd\d+), %__gx_h_rd\d+;\n'
+    r'\t\tsetp\.le\.u32\t(%__gx_h_p\d+), %__gx_h_r\d+, %__gx_h_r\d+;\n'
+    r'\t\tsetp\.eq\.s64\t(%__gx_h_p\d+), %__gx_h_rd\d+, 0;\n')
+START_SM = '\tmov.u32\t%__gx_sm, %smid;\n'
+START_ADDR = ('\t.reg .b32 %__gx_ps;\n\t.reg .b32 %__gx_pn;\n\t.reg .b64 %__gx_pa;\n'
+              '\tld.const.u32\t%__gx_pn, [__gx_devrt+92];\n'
+              '\tshl.b32\t%__gx_ps, %__gx_sm, 6;\n\tadd.u32\t%__gx_ps, %__gx_ps, %__gx_hw;\n'
+              '\trem.u32\t%__gx_ps, %__gx_ps, %__gx_pn;\n'
+              '\tld.const.u64\t%__gx_pa, [__gx_devrt+104];\n'
+              '\tmad.wide.u32\t%__gx_pa, %__gx_ps, 24, %__gx_pa;\n')
+
+
+def start_addr(t):
+    """th_addr's edit of th_hoist (kernels whose sites read the start
+    registers %__gx_sm / %__gx_hw)."""
+    parts = re.split(r'(?=^\.visible \.entry )', t, flags=re.M)
+    out = []
+    for p in parts:
+        if p.startswith('.visible .entry') and START_SM in p and ADDR_CHAIN.search(p):
+            p = p.replace(START_SM, START_SM + START_ADDR, 1)
+            p = ADDR_CHAIN.sub(lambda m: '\t\tmov.u64\t%s, %%__gx_pa;\n\t\tsetp.ne.u32\t%s, 0, 0;\n'
+                               '\t\tsetp.ne.u32\t%s, 0, 0;\n' % m.groups(), p)
+        out.append(p)
     return ''.join(out)
 
 
@@ -174,6 +214,7 @@ def main():
         'th_none_hoist': edit('th_none_hoist', hoist, lambda t: WARP_TEST.sub(r'\g<1>99;', t)),
         'th_dead': edit('th_dead', base, dead_ops(RED, 'red.global')),
         'th_hoistc': edit('th_hoistc', hoist, hoist_const),
+        'th_addr': edit('th_addr', hoist, start_addr),
         'krs_exit': krs,
         'krs_dead': edit('krs_dead', krs, dead_ops(KRS_ST, 'st.u64')),
         'krs_hoistc': edit('krs_hoistc', rewrite(gx, os.path.join(tools, 'kernelretsnoop.bpf.o'), src,
