@@ -45,9 +45,12 @@ int fmt_threadhist(const struct tooldata *td, int json, FILE *tf)
 	}
 	unsigned files = 0;
 	for (size_t i = 0; i < td->nr_ctxs; i++) {
-		all.nsm = td->ctxs[i].nr_sms > all.nsm ? td->ctxs[i].nr_sms : all.nsm;
+		/* the log's SM count, at most the rows there are (a damaged log
+		 * may say anything: tests/tools/fuzz_tooldata.c) */
+		unsigned n = td->ctxs[i].nr_sms < MAXSM ? td->ctxs[i].nr_sms : MAXSM;
+		all.nsm = n > all.nsm ? n : all.nsm;
 		struct th_gpu *g = &gpu[td_dev(td, td->ctxs[i].pid, td->ctxs[i].ctx)];
-		g->nsm = td->ctxs[i].nr_sms > g->nsm ? td->ctxs[i].nr_sms : g->nsm;
+		g->nsm = n > g->nsm ? n : g->nsm;
 	}
 	char **paths = td_map_paths(td, "th_counts");
 	for (size_t i = 0; paths && paths[i]; i++) {

@@ -132,8 +132,9 @@ static inline gdev_u32 gx_krs_table_slot(gdev_u64 launch_id, gdev_u64 k)
  * record). */
 static inline unsigned gx_krs_rec_shift(gdev_u32 nctaid_z)
 {
+	/* a tag no build writes (a damaged log) reads as the full cap */
 	unsigned s = nctaid_z >> GX_KRS_SHIFT_BIT;
-	return s ? s : GX_KRS_FULL_SHIFT;
+	return s && s <= GX_KRS_FULL_SHIFT ? s : GX_KRS_FULL_SHIFT;
 }
 struct gx_krs_rec {
 	gdev_u64 kernel_id;

@@ -6,7 +6,9 @@ revision (flags, stream) with GPU times, and two launches of a SASS-only
 kernel; hostonly: v2 with no device record at all (nothing instrumented);
 sampled: v2 with only the odd-numbered launches timed (the shim's sample);
 cap256: kernelretsnoop's records as kernelretsnoop_c256 makes them (GX_KRS_CAP=256:
-the cap's shift, 8, in nctaid[2]'s top byte; the big launch records every 1024th block)."""
+the cap's shift, 8, in nctaid[2]'s top byte; the big launch records every 1024th block);
+lost / lostring: kernelretsnoop, 600 launches of which only the last 200 / the first
+200 and the last left records (below)."""
 import struct, sys, os
 
 d, tool = sys.argv[1], sys.argv[2]
@@ -28,6 +30,21 @@ out += rec(3, struct.pack('<Q', k1) + b'vadd\0')
 out += rec(3, struct.pack('<Q', k2) + b'_Z6reducePf\0')
 if v2:
     out += rec(3, struct.pack('<Q', k3) + b'cublas_gemm_sm90\0')
+if mode in ('lost', 'lostring'):
+    # 600 one-block launches, vadd and reduce by turns; launch ids 1000 +
+    # place, one more after place 450 (a grid the log does not list);
+    # records of the last 200 launches only (lost: what a record table
+    # keeps under load) or of the first 200 and the last (lostring: what a
+    # full ring keeps). The report must tie each record to its own launch.
+    for pos in range(600):
+        out += rec(4, struct.pack('<QQII6I', 10_000 + 1000 * pos, k1 if pos % 2 == 0 else k2, 0, pos + 1, 1, 1, 1, 128, 1, 1))
+    kept = range(400, 600) if mode == 'lost' else list(range(200)) + [599]
+    for pos in kept:
+        lid = 1000 + pos + (pos > 450)
+        out += rec(5, struct.pack('<II', 0, 0) + struct.pack('<QQ4I4IQ', k1 if pos % 2 == 0 else k2,
+                                                              20_000 + 1000 * pos, 0, 0, 0, pos % 4, 1, 1, 8 << 24 | 1, 128, lid))
+    open(os.path.join(d, '4242-%s.events' % tool), 'wb').write(out)
+    sys.exit(0)
 # launches: vadd 4x1x1 blocks at host 10_000 and 50_000; reduce 2 blocks at 30_000
 # kernelretsnoop also: vadd with 131073 blocks at 70_000 (sampled 1 in 16: 8193 expected)
 L = [(k1, 10_000, 4), (k2, 30_000, 2), (k1, 50_000, 4)] + ([(k1, 70_000, 131073)] if tool.startswith('kernelretsnoop') else [])

@@ -129,6 +129,22 @@ txt = open(sys.argv[2]).read()
 good = 'note: 126 expected block records never arrived: the record table holds the' in txt
 print(('ok' if good else 'not ok') + " - tools-fmt: kernelretsnoop names the table's missing records")
 P
+# Records of only some launches (tools/report.c, realign): each record goes
+# to its own launch by launch id differences, not to the k-th launch of its
+# kernel — the last 200 of 600 (a record table's keep) and the first 200
+# and the last (a ring's), one unlisted grid between them
+for m in lost lostring; do
+	mkdir -p $T/$m && python3 tests/tools/mkdata.py $T/$m kernelretsnoop $m
+	$B/bin/gpuext --json tools report kernelretsnoop --dir $T/$m >$T/$m.json 2>&1
+	python3 - $T/$m.json $m <<'P'
+import json, sys
+k = json.load(open(sys.argv[1]))
+got = [x['seq'] for x in k['launches'] if x['blocks']]
+want = list(range(401, 601)) if sys.argv[2] == 'lost' else list(range(1, 201)) + [600]
+good = got == want and k['unattributed'] == 0
+print(('ok' if good else 'not ok') + ' - tools-fmt: kernelretsnoop (%s): records of some launches go to their own launches (%d, %s..%s)' % (sys.argv[2], len(got), got[:2], got[-2:]))
+P
+done
 # default (uncapped) records: no such note
 ! grep -q 'never arrived' $T/kernelretsnoop.txt 2>/dev/null && [ -s $T/kernelretsnoop.txt ] \
 	&& echo "ok - tools-fmt: kernelretsnoop: no table note for ring records" \
