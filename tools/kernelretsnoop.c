@@ -11,15 +11,20 @@
 #include "devbpf/gx_bpf.h"
 #include "tools/tooldata_internal.h"
 
+/* The most blocks one launch's record array holds (kernelretsnoop_all on
+ * a larger grid: its records are counted as unattributed) — 128 MB. */
+#define KRS_BLK_MAX (1ull << 24)
+
 struct krs_launch {
-	const struct td_launch *l; /* NULL: records no launch accounts for */
+	const struct td_launch *l; /* NULL: a launch the log does not list (unlogged) */
+	uint32_t seq;              /* l's seq; 0 when unlogged */
 	uint64_t kernel_id;
 	uint32_t pid, ctx;
 	uint64_t nblocks, got;
 	uint64_t every, expected; /* sampled launches (gx_krs_sample_mask): 1 in every; records expected */
 	uint64_t first, last;
 	uint64_t launch_id;            /* the device's id of this launch (0: none seen) */
-	const struct gx_krs_rec **blk; /* by linear block index (nblocks) */
+	const struct gx_krs_rec **blk; /* by place in the sample (linear block index / every), expected */
 };
 
 static uint64_t grid_blocks(const uint32_t g[3])
@@ -39,6 +44,84 @@ static unsigned pid_shift(const struct tooldata *td, uint32_t pid)
 			return gx_krs_rec_shift(k->nctaid[2]);
 	}
 	return GX_KRS_FULL_SHIFT;
+}
+
+struct unl {
+	uint32_t pid, ctx;
+	uint64_t lid;
+	size_t r;
+};
+static int cmp_unl(const void *a, const void *b)
+{
+	const struct unl *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->ctx != y->ctx)
+		return x->ctx < y->ctx ? -1 : 1;
+	if (x->lid != y->lid)
+		return x->lid < y->lid ? -1 : 1;
+	return x->r < y->r ? -1 : x->r > y->r;
+}
+
+/* The launches the log does not list: one per (process, context, launch
+ * id) of the records byid ties to no launch, appended to *L after its nl
+ * logged ones (its grid, cap and kernel from the group's first record);
+ * *ng of them. Returns per record its launch's index in *L, SIZE_MAX for
+ * the others (malloc'd); NULL when there are none or out of memory (*ng
+ * then says which: 0 or not). */
+static size_t *unlogged_launches(const struct tooldata *td, const size_t *byid, int all, struct krs_launch **L,
+				 size_t nl, size_t *ng)
+{
+	size_t nu = 0, g = 0;
+	struct unl *u = malloc((td->nr_recs + 1) * sizeof(*u));
+	size_t *rg = malloc((td->nr_recs + 1) * sizeof(*rg));
+	*ng = 0;
+	if (!u || !rg) {
+		free(u), free(rg);
+		*ng = 1; /* out of memory */
+		return NULL;
+	}
+	for (size_t r = 0; r < td->nr_recs; r++) {
+		rg[r] = SIZE_MAX;
+		const struct gx_krs_rec *k = td->recs[r].data;
+		if (td->recs[r].len >= sizeof(*k) && k->launch_id && byid[r] == SIZE_MAX)
+			u[nu++] = (struct unl){ td->recs[r].pid, td->recs[r].ctx, k->launch_id, r };
+	}
+	qsort(u, nu, sizeof(*u), cmp_unl);
+	for (size_t i = 0; i < nu; i++)
+		g += !i || cmp_unl(&(struct unl){ u[i].pid, u[i].ctx, u[i].lid, 0 },
+				   &(struct unl){ u[i - 1].pid, u[i - 1].ctx, u[i - 1].lid, 0 });
+	struct krs_launch *n = g ? realloc(*L, (nl + g + 1) * sizeof(**L)) : *L;
+	if (!n) {
+		free(u), free(rg);
+		*ng = 1;
+		return NULL;
+	}
+	*L = n;
+	memset(n + nl, 0, g * sizeof(*n));
+	for (size_t i = 0, j = nl - 1; i < nu; i++) {
+		const struct gx_krs_rec *k = td->recs[u[i].r].data;
+		if (!i || u[i].pid != u[i - 1].pid || u[i].ctx != u[i - 1].ctx || u[i].lid != u[i - 1].lid) {
+			struct krs_launch *x = &n[++j];
+			x->kernel_id = k->kernel_id;
+			x->pid = u[i].pid, x->ctx = u[i].ctx;
+			x->launch_id = u[i].lid;
+			x->nblocks = (uint64_t)k->nctaid[0] * k->nctaid[1] * (k->nctaid[2] & GX_KRS_NZ_MASK);
+			x->every = all ? 1 : gx_krs_sample_mask_at(x->nblocks, gx_krs_rec_shift(k->nctaid[2])) + 1;
+			x->expected = x->nblocks ? (x->nblocks - 1) / x->every + 1 : 0;
+			x->first = UINT64_MAX;
+		}
+		/* a record of another kernel under the same id: none of its own */
+		if (n[j].kernel_id == k->kernel_id)
+			rg[u[i].r] = j;
+	}
+	free(u);
+	*ng = g;
+	if (!g) {
+		free(rg);
+		return NULL;
+	}
+	return rg;
 }
 
 int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
@@ -67,6 +150,7 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 			continue;
 		size_t i = lidx[j] = nl++;
 		L[i].l = &td->launches[j];
+		L[i].seq = td->launches[j].seq;
 		L[i].kernel_id = td->launches[j].kernel_id;
 		L[i].pid = td->launches[j].pid, L[i].ctx = td->launches[j].ctx;
 		L[i].nblocks = grid_blocks(td->launches[j].grid);
@@ -85,6 +169,19 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 	 * records of a kernel, in ring order, fill its launches in launch order. */
 	size_t *byid = td_match_launch_ids(td, sizeof(struct gx_krs_rec), offsetof(struct gx_krs_rec, kernel_id),
 					offsetof(struct gx_krs_rec, launch_id));
+	/* Records whose launch id names no logged launch: launches the log does
+	 * not list one by one (kernel nodes of CUDA graphs: the log counts a
+	 * graph launch's nodes). Each such id becomes a launch of its own, its
+	 * grid and cap from its records. */
+	size_t ng = 0, *rg = byid ? unlogged_launches(td, byid, all, &L, nl, &ng) : NULL;
+	if (ng && !rg) {
+		free(L), free(done), free(lidx), free(byid);
+		return 1;
+	}
+	for (size_t i = nl; i < nl + ng; i++) {
+		expected += L[i].expected;
+		sampled += L[i].every > 1;
+	}
 	uint64_t unattributed = 0;
 	for (size_t r = 0; r < td->nr_recs; r++) {
 		if (td->recs[r].len < sizeof(struct gx_krs_rec))
@@ -94,7 +191,7 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		uint64_t lin = k->ctaid[0] + (uint64_t)k->nctaid[0] * (k->ctaid[1] + (uint64_t)k->nctaid[1] * k->ctaid[2]);
 		size_t li = 0;
 		if (k->launch_id) {
-			li = byid && byid[r] != SIZE_MAX ? lidx[byid[r]] : SIZE_MAX;
+			li = byid && byid[r] != SIZE_MAX ? lidx[byid[r]] : rg && rg[r] != SIZE_MAX ? rg[r] : SIZE_MAX;
 			if (li == SIZE_MAX || lin >= L[li].nblocks ||
 			    L[li].nblocks != (uint64_t)k->nctaid[0] * k->nctaid[1] * nz) {
 				unattributed++;
@@ -111,21 +208,31 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 			if (x->got < x->expected) /* new block, or a second exit site of one */
 				break;
 		}
-		if (li == nl) {
+		if (!k->launch_id && li == nl) { /* no launch of its kernel left it a place */
 			unattributed++;
 			continue;
 		}
 		struct krs_launch *x = &L[li];
-		if (!x->blk && !(x->blk = calloc(x->nblocks, sizeof(*x->blk))))
+		/* its place in the launch's sample (a block off the sample, or
+		 * a sample too large to hold: unattributed) */
+		uint64_t at = lin / x->every;
+		if (lin % x->every || at >= x->expected || (!x->blk && x->expected > KRS_BLK_MAX)) {
+			unattributed++;
 			continue;
-		if (!x->blk[lin])
+		}
+		if (!x->blk && !(x->blk = calloc(x->expected, sizeof(*x->blk))))
+			continue;
+		if (!x->blk[at])
 			x->got++;
-		x->blk[lin] = k; /* a second exit site of the block: keep the last */
+		x->blk[at] = k; /* a second exit site of the block: keep the last */
 		if (k->ts < x->first)
 			x->first = k->ts;
 		if (k->ts > x->last)
 			x->last = k->ts;
 	}
+	size_t nlogged = nl;
+	nl += ng;
+	free(rg);
 	uint64_t base = UINT64_MAX;
 	for (size_t i = 0; i < nl; i++)
 		if (L[i].got && L[i].first < base)
@@ -141,6 +248,11 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		printf("%s: %zu launches, %zu block records, %llu dropped, %llu unattributed, %llu expected\n\n",
 		       tname, nl, td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed,
 		       (unsigned long long)expected);
+		if (nl > nlogged)
+			printf("note: %zu launch(es) are not in the launch log (kernel nodes of CUDA graphs: the\n"
+			       "log counts a graph launch's nodes, it does not list them); LAUNCH '-', placed\n"
+			       "by their launch ids, grids from their records.\n\n",
+			       nl - nlogged);
 		if (sampled)
 			printf("note: %llu launch(es) of more than %u blocks recorded a regular sample of their\n"
 			       "blocks (SAMPLE: every Nth by linear index, at most %u per launch);\n"
@@ -175,7 +287,7 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		const char *name = td_kname(td, x->kernel_id, nb, sizeof(nb));
 		unsigned persm[4096] = { 0 };
 		unsigned nsm = 0, lo = UINT32_MAX, hi = 0;
-		for (uint64_t b = 0; x->blk && b < x->nblocks; b++)
+		for (uint64_t b = 0; x->blk && b < x->expected; b++)
 			if (x->blk[b] && x->blk[b]->smid < 4096)
 				persm[x->blk[b]->smid]++;
 		for (unsigned s = 0; s < 4096; s++)
@@ -193,16 +305,18 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 			printf(",\"pid\":%u,\"ctx\":%u,", x->pid, x->ctx);
 			if (multi)
 				printf("\"dev\":%d,", dev);
+			if (!x->l)
+				printf("\"logged\":false,");
 			printf("\"seq\":%u,\"launch_id\":%llu,\"grid_blocks\":%llu,\"sample_every\":%llu,"
 			       "\"blocks_expected\":%llu,\"blocks\":%llu,"
 			       "\"sms\":%u,\"blocks_per_sm_min\":%u,\"blocks_per_sm_max\":%u,\"first_finish_ns\":%llu,"
 			       "\"last_finish_ns\":%llu,\"finishes\":[",
-			       x->l->seq, (unsigned long long)x->launch_id, (unsigned long long)x->nblocks,
+			       x->seq, (unsigned long long)x->launch_id, (unsigned long long)x->nblocks,
 			       (unsigned long long)x->every, (unsigned long long)x->expected, (unsigned long long)x->got,
 			       nsm, lo, hi, (unsigned long long)(x->got ? x->first : 0),
 			       (unsigned long long)(x->got ? x->last : 0));
 			int c = 0;
-			for (uint64_t b = 0; x->blk && b < x->nblocks; b++) {
+			for (uint64_t b = 0; x->blk && b < x->expected; b++) {
 				const struct gx_krs_rec *k = x->blk[b];
 				if (k)
 					printf("%s{\"block\":[%u,%u,%u],\"sm\":%u,\"ts\":%llu}", c++ ? "," : "",
@@ -218,10 +332,13 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 				snprintf(every, sizeof(every), "1/%llu", (unsigned long long)x->every);
 			if (multi)
 				printf("%3d ", dev);
-			printf("%-32.32s %6u %15s %6s %5u %12.1f %5u..%-5u\n", name, x->l->seq, blocks, every, nsm, spread,
-			       lo, hi);
+			char seq[16] = "-";
+			if (x->l)
+				snprintf(seq, sizeof(seq), "%u", x->seq);
+			printf("%-32.32s %6s %15s %6s %5u %12.1f %5u..%-5u\n", name, seq, blocks, every, nsm, spread, lo,
+			       hi);
 		}
-		for (uint64_t b = 0; tf && x->blk && b < x->nblocks && ntrace < TRACE_MAX_EVENTS; b++) {
+		for (uint64_t b = 0; tf && x->blk && b < x->expected && ntrace < TRACE_MAX_EVENTS; b++) {
 			const struct gx_krs_rec *k = x->blk[b];
 			if (!k)
 				continue;
@@ -237,7 +354,7 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 			td_tracks_use(tracks, dev, TD_MAX_SMS);
 			fprintf(tf, ",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":%d,\"tid\":100000,\"ts\":%.3f,\"dur\":%.3f,"
 				    "\"args\":{\"seq\":%u,\"blocks\":%llu}}",
-				dev + 1, (double)(x->first - base) / 1000.0, (double)(x->last - x->first) / 1000.0, x->l->seq,
+				dev + 1, (double)(x->first - base) / 1000.0, (double)(x->last - x->first) / 1000.0, x->seq,
 				(unsigned long long)x->got);
 		}
 	}
@@ -256,14 +373,14 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		struct krs_launch *x = &L[best];
 		if (x->got > 1 && x->last > x->first) {
 			unsigned long long h[10] = { 0 }, mx = 0;
-			for (uint64_t b = 0; b < x->nblocks; b++)
+			for (uint64_t b = 0; b < x->expected; b++)
 				if (x->blk[b]) {
 					uint64_t k = (x->blk[b]->ts - x->first) * 10 / (x->last - x->first + 1);
 					h[k]++;
 				}
 			for (int k = 0; k < 10; k++)
 				mx = h[k] > mx ? h[k] : mx;
-			printf("\nblock finishes over time, launch %u of %s:\n", x->l->seq,
+			printf("\nblock finishes over time, launch %u of %s:\n", x->seq,
 			       td_kname(td, x->kernel_id, nb, sizeof(nb)));
 			for (int k = 0; k < 10; k++) {
 				printf("  %9.1f us | %7llu ", (double)(x->last - x->first) * k / 10 / 1000.0, h[k]);

@@ -49,7 +49,9 @@ int fmt_launchlate(const struct tooldata *td, int json, FILE *tf)
 				uncal++;
 				lof[r] = SIZE_MAX;
 			} else {
-				lat[r] = (int64_t)(k->ts - (uint64_t)c->gt_minus_host) - (int64_t)l->host_ns;
+				/* in unsigned arithmetic (a damaged log's times wrap,
+				 * not overflow), then signed */
+				lat[r] = (int64_t)(k->ts - (uint64_t)c->gt_minus_host - l->host_ns);
 				matched++;
 			}
 			break;

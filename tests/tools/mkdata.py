@@ -8,7 +8,8 @@ sampled: v2 with only the odd-numbered launches timed (the shim's sample);
 cap256: kernelretsnoop's records as kernelretsnoop_c256 makes them (GX_KRS_CAP=256:
 the cap's shift, 8, in nctaid[2]'s top byte; the big launch records every 1024th block);
 lost / lostring: kernelretsnoop, 600 launches of which only the last 200 / the first
-200 and the last left records (below)."""
+200 and the last left records; graph: kernelretsnoop records of launches the log does
+not list (below)."""
 import struct, sys, os
 
 d, tool = sys.argv[1], sys.argv[2]
@@ -30,6 +31,20 @@ out += rec(3, struct.pack('<Q', k1) + b'vadd\0')
 out += rec(3, struct.pack('<Q', k2) + b'_Z6reducePf\0')
 if v2:
     out += rec(3, struct.pack('<Q', k3) + b'cublas_gemm_sm90\0')
+if mode == 'graph':
+    # two logged launches of vadd (ids 101, 103) and, between and after
+    # them, kernel nodes of a graph the log does not list: reduce with ids
+    # 102 and 104 (2 blocks each, block 1 of 104 lost), and a record of
+    # vadd under id 104 too (damaged: not its own launch)
+    for seq, host in ((1, 10_000), (2, 50_000)):
+        out += rec(4, struct.pack('<QQII6I', host, k1, 0, seq, 1, 1, 1, 128, 1, 1))
+    def krs1(kid, ts, b, g, lid):
+        return rec(5, struct.pack('<II', 0, 0) + struct.pack('<QQ4I4IQ', kid, ts, b, 0, 0, b, g, 1, 1, 128, lid))
+    out += krs1(k1, 20_000, 0, 1, 101) + krs1(k1, 60_000, 0, 1, 103)
+    out += krs1(k2, 30_000, 0, 2, 102) + krs1(k2, 31_000, 1, 2, 102) + krs1(k2, 70_000, 0, 2, 104)
+    out += krs1(k1, 71_000, 0, 1, 104)
+    open(os.path.join(d, '4242-%s.events' % tool), 'wb').write(out)
+    sys.exit(0)
 if mode in ('lost', 'lostring'):
     # 600 one-block launches, vadd and reduce by turns; launch ids 1000 +
     # place, one more after place 450 (a grid the log does not list);

@@ -14,6 +14,8 @@ for t in kernelretsnoop threadhist launchlate memtrace; do
 done
 # inputs that once failed (tests/tools/fuzz-regress: a kernelretsnoop cap
 # tag of 103, a shift past 64 bits; a context claiming 2^32 SMs, threadhist
-# summing rows it does not have)
+# summing rows it does not have; a record's grid of 2^26 blocks, a 512 MB
+# array before the array was the launch's sample's; a launchlate time that
+# overflowed a signed difference)
 cp tests/tools/fuzz-regress/* "$work/corpus/"
 fuzz_run fuzz_tooldata "$F" "$work/corpus" "$T" 65536 ", no crash or silent refusal (every tool's report of the same bytes)"

@@ -145,6 +145,22 @@ good = got == want and k['unattributed'] == 0
 print(('ok' if good else 'not ok') + ' - tools-fmt: kernelretsnoop (%s): records of some launches go to their own launches (%d, %s..%s)' % (sys.argv[2], len(got), got[:2], got[-2:]))
 P
 done
+# Records of launches the log does not list (CUDA graph kernel nodes): a
+# launch each, by launch id, grid from the records; a record of another
+# kernel under such an id stays unattributed
+mkdir -p $T/graph && python3 tests/tools/mkdata.py $T/graph kernelretsnoop graph
+$B/bin/gpuext --json tools report kernelretsnoop --dir $T/graph >$T/graph.json 2>&1
+$B/bin/gpuext tools report kernelretsnoop --dir $T/graph >$T/graph.txt 2>&1
+python3 - $T/graph.json $T/graph.txt <<'P'
+import json, re, sys
+k = json.load(open(sys.argv[1]))
+s = [(x['seq'], x['launch_id'], x['blocks'], x['blocks_expected'], x.get('logged', True)) for x in k['launches']]
+txt = open(sys.argv[2]).read()
+good = s == [(1, 101, 1, 1, True), (2, 103, 1, 1, True), (0, 102, 2, 2, False), (0, 104, 1, 2, False)]
+good = good and k['unattributed'] == 1 and k['expected'] == 6 and "1 launch(es) are not" not in txt and \
+    '2 launch(es) are not in the launch log' in txt and re.search(r'\n_Z6reducePf +- +2/2 ', txt) is not None
+print(('ok' if good else 'not ok') + ' - tools-fmt: kernelretsnoop: launches the log does not list (graph nodes) by their ids %s' % s)
+P
 # default (uncapped) records: no such note
 ! grep -q 'never arrived' $T/kernelretsnoop.txt 2>/dev/null && [ -s $T/kernelretsnoop.txt ] \
 	&& echo "ok - tools-fmt: kernelretsnoop: no table note for ring records" \
