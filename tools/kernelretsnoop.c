@@ -249,9 +249,9 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 		       tname, nl, td->nr_recs, (unsigned long long)td->drops, (unsigned long long)unattributed,
 		       (unsigned long long)expected);
 		if (nl > nlogged)
-			printf("note: %zu launch(es) are not in the launch log (kernel nodes of CUDA graphs: the\n"
-			       "log counts a graph launch's nodes, it does not list them); LAUNCH '-', placed\n"
-			       "by their launch ids, grids from their records.\n\n",
+			printf("note: %zu launch(es) are not tied to the launch log (kernel nodes of CUDA\n"
+			       "graphs, which the log counts but does not list, or launches their ids could\n"
+			       "not place); LAUNCH '-', by launch id, grids from their records.\n\n",
 			       nl - nlogged);
 		if (sampled)
 			printf("note: %llu launch(es) of more than %u blocks recorded a regular sample of their\n"

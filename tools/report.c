@@ -173,7 +173,12 @@ static void realign(const struct tooldata *td, const struct lid_key *rk, size_t 
 					else
 						hi = mid;
 				}
-				out[rk[i].idx] = lo < n && w[lo].lid == rk[i].lid && w[lo].pos != SIZE_MAX ? cl[w[lo].pos] : SIZE_MAX;
+				/* (one id under two kernels, a damaged log: its own kernel's) */
+				while (lo < n && w[lo].lid == rk[i].lid && w[lo].kid != rk[i].kid)
+					lo++;
+				out[rk[i].idx] = lo < n && w[lo].lid == rk[i].lid && w[lo].kid == rk[i].kid && w[lo].pos != SIZE_MAX
+							 ? cl[w[lo].pos]
+							 : SIZE_MAX;
 			}
 		}
 		a = b;
