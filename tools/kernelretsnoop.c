@@ -46,21 +46,21 @@ static unsigned pid_shift(const struct tooldata *td, uint32_t pid)
 	return GX_KRS_FULL_SHIFT;
 }
 
-struct unl {
-	uint32_t pid, ctx;
-	uint64_t lid;
-	size_t r;
-};
-static int cmp_unl(const void *a, const void *b)
+/* The regular sample a launch of x->nblocks blocks records under the cap
+ * 2^shift (every block with kernelretsnoop_all): 1 in x->every, x->expected
+ * records. */
+static void krs_sample(struct krs_launch *x, int all, unsigned shift)
 {
-	const struct unl *x = a, *y = b;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->ctx != y->ctx)
-		return x->ctx < y->ctx ? -1 : 1;
-	if (x->lid != y->lid)
-		return x->lid < y->lid ? -1 : 1;
-	return x->r < y->r ? -1 : x->r > y->r;
+	x->every = all ? 1 : gx_krs_sample_mask_at(x->nblocks, shift) + 1;
+	x->expected = x->nblocks ? (x->nblocks - 1) / x->every + 1 : 0;
+	x->first = UINT64_MAX;
+}
+
+/* Records a and b are of one launch id of one context (u's keys: kernel 0,
+ * so td_cmp_lid_key orders them by context, then launch id) */
+static int same_id(const struct td_lid_key *a, const struct td_lid_key *b)
+{
+	return a->pid == b->pid && a->ctx == b->ctx && a->lid == b->lid;
 }
 
 /* The launches the log does not list: one per (process, context, launch
@@ -73,7 +73,7 @@ static size_t *unlogged_launches(const struct tooldata *td, const size_t *byid, 
 				 size_t nl, size_t *ng)
 {
 	size_t nu = 0, g = 0;
-	struct unl *u = malloc((td->nr_recs + 1) * sizeof(*u));
+	struct td_lid_key *u = malloc((td->nr_recs + 1) * sizeof(*u));
 	size_t *rg = malloc((td->nr_recs + 1) * sizeof(*rg));
 	*ng = 0;
 	if (!u || !rg) {
@@ -85,12 +85,11 @@ static size_t *unlogged_launches(const struct tooldata *td, const size_t *byid, 
 		rg[r] = SIZE_MAX;
 		const struct gx_krs_rec *k = td->recs[r].data;
 		if (td->recs[r].len >= sizeof(*k) && k->launch_id && byid[r] == SIZE_MAX)
-			u[nu++] = (struct unl){ td->recs[r].pid, td->recs[r].ctx, k->launch_id, r };
+			u[nu++] = (struct td_lid_key){ td->recs[r].pid, td->recs[r].ctx, 0, k->launch_id, r };
 	}
-	qsort(u, nu, sizeof(*u), cmp_unl);
+	qsort(u, nu, sizeof(*u), td_cmp_lid_key);
 	for (size_t i = 0; i < nu; i++)
-		g += !i || cmp_unl(&(struct unl){ u[i].pid, u[i].ctx, u[i].lid, 0 },
-				   &(struct unl){ u[i - 1].pid, u[i - 1].ctx, u[i - 1].lid, 0 });
+		g += !i || !same_id(&u[i], &u[i - 1]);
 	struct krs_launch *n = g ? realloc(*L, (nl + g + 1) * sizeof(**L)) : *L;
 	if (!n) {
 		free(u), free(rg);
@@ -100,20 +99,18 @@ static size_t *unlogged_launches(const struct tooldata *td, const size_t *byid, 
 	*L = n;
 	memset(n + nl, 0, g * sizeof(*n));
 	for (size_t i = 0, j = nl - 1; i < nu; i++) {
-		const struct gx_krs_rec *k = td->recs[u[i].r].data;
-		if (!i || u[i].pid != u[i - 1].pid || u[i].ctx != u[i - 1].ctx || u[i].lid != u[i - 1].lid) {
+		const struct gx_krs_rec *k = td->recs[u[i].idx].data;
+		if (!i || !same_id(&u[i], &u[i - 1])) {
 			struct krs_launch *x = &n[++j];
 			x->kernel_id = k->kernel_id;
 			x->pid = u[i].pid, x->ctx = u[i].ctx;
 			x->launch_id = u[i].lid;
 			x->nblocks = (uint64_t)k->nctaid[0] * k->nctaid[1] * (k->nctaid[2] & GX_KRS_NZ_MASK);
-			x->every = all ? 1 : gx_krs_sample_mask_at(x->nblocks, gx_krs_rec_shift(k->nctaid[2])) + 1;
-			x->expected = x->nblocks ? (x->nblocks - 1) / x->every + 1 : 0;
-			x->first = UINT64_MAX;
+			krs_sample(x, all, gx_krs_rec_shift(k->nctaid[2]));
 		}
 		/* a record of another kernel under the same id: none of its own */
 		if (n[j].kernel_id == k->kernel_id)
-			rg[u[i].r] = j;
+			rg[u[i].idx] = j;
 	}
 	free(u);
 	*ng = g;
@@ -131,10 +128,8 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 	size_t nl = 0;
 	struct krs_launch *L = calloc(td->nr_launches + 1, sizeof(*L));
 	size_t *lidx = malloc((td->nr_launches + 1) * sizeof(*lidx)); /* td->launches index -> L index */
-	unsigned char *done = calloc(td->nr_recs + 1, 1);
-	if (!L || !done || !lidx) {
+	if (!L || !lidx) {
 		free(L);
-		free(done);
 		free(lidx);
 		return 1;
 	}
@@ -159,11 +154,7 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 			shift = pid_shift(td, spid);
 			cap_shift = shift < cap_shift ? shift : cap_shift;
 		}
-		L[i].every = all ? 1 : gx_krs_sample_mask_at(L[i].nblocks, shift) + 1;
-		L[i].expected = L[i].nblocks ? (L[i].nblocks - 1) / L[i].every + 1 : 0;
-		L[i].first = UINT64_MAX;
-		expected += L[i].expected;
-		sampled += L[i].every > 1;
+		krs_sample(&L[i], all, shift);
 	}
 	/* Records go to the launch their launch id names; without one (0),
 	 * records of a kernel, in ring order, fill its launches in launch order. */
@@ -175,10 +166,10 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 	 * grid and cap from its records. */
 	size_t ng = 0, *rg = byid ? unlogged_launches(td, byid, all, &L, nl, &ng) : NULL;
 	if (ng && !rg) {
-		free(L), free(done), free(lidx), free(byid);
+		free(L), free(lidx), free(byid);
 		return 1;
 	}
-	for (size_t i = nl; i < nl + ng; i++) {
+	for (size_t i = 0; i < nl + ng; i++) {
 		expected += L[i].expected;
 		sampled += L[i].every > 1;
 	}
@@ -392,7 +383,6 @@ int fmt_kernelretsnoop(const struct tooldata *td, int json, FILE *tf)
 	for (size_t i = 0; i < nl; i++)
 		free(L[i].blk);
 	free(L);
-	free(done);
 	free(byid);
 	free(lidx);
 	return 0;

@@ -28,14 +28,9 @@ void td_bar(unsigned long long v, unsigned long long max, int width)
  * kernel's k-th launch there: returns, per record, the index of its launch
  * in td->launches, or SIZE_MAX (id 0, short record, or no such launch).
  * kid_off/lid_off: offsets of kernel_id and launch_id in the payload. */
-struct lid_key {
-	uint32_t pid, ctx;
-	uint64_t kid, lid;
-	size_t idx;
-};
-static int cmp_lid_key(const void *a, const void *b)
+int td_cmp_lid_key(const void *a, const void *b)
 {
-	const struct lid_key *x = a, *y = b;
+	const struct td_lid_key *x = a, *y = b;
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
 	if (x->ctx != y->ctx)
@@ -46,6 +41,22 @@ static int cmp_lid_key(const void *a, const void *b)
 		return x->lid < y->lid ? -1 : 1;
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
+/* The first of lk[0..nl) (sorted by td_cmp_lid_key) at or after
+ * (pid, ctx, kid): a kernel's launches in a context start there. */
+static size_t lk_first(const struct td_lid_key *lk, size_t nl, uint32_t pid, uint32_t ctx, uint64_t kid)
+{
+	struct td_lid_key probe = { pid, ctx, kid, 0, 0 };
+	size_t lo = 0, hi = nl;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (td_cmp_lid_key(&lk[mid], &probe) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* The rank rule is exact while every launch of a kernel left a record.
  * When some did not — a record table keeps each drain period's last
  * launches, a full ring its first — the k-th surviving id is not the k-th
@@ -124,7 +135,7 @@ static size_t walk(const struct tooldata *td, struct lid_ent *e, size_t n, const
 	return exact;
 }
 
-static void realign(const struct tooldata *td, const struct lid_key *rk, size_t nk, const struct lid_key *lk,
+static void realign(const struct tooldata *td, const struct td_lid_key *rk, size_t nk, const struct td_lid_key *lk,
 		    size_t *out)
 {
 	size_t nl = td->nr_launches;
@@ -148,8 +159,9 @@ static void realign(const struct tooldata *td, const struct lid_key *rk, size_t 
 			size_t ids = 0, launches = 0;
 			for (j = i; j < n && e[j].kid == e[i].kid; j++)
 				ids++;
-			for (size_t q = 0; q < nl; q++)
-				launches += lk[q].pid == rk[a].pid && lk[q].ctx == rk[a].ctx && lk[q].kid == e[i].kid;
+			for (size_t q = lk_first(lk, nl, rk[a].pid, rk[a].ctx, e[i].kid);
+			     q < nl && lk[q].pid == rk[a].pid && lk[q].ctx == rk[a].ctx && lk[q].kid == e[i].kid; q++)
+				launches++;
 			short_of = ids < launches;
 		}
 		if (short_of) {
@@ -194,7 +206,7 @@ size_t *td_match_launch_ids(const struct tooldata *td, size_t min_len, size_t ki
 {
 	size_t nr = td->nr_recs, nl = td->nr_launches, nk = 0;
 	size_t *out = malloc((nr + 1) * sizeof(*out));
-	struct lid_key *rk = calloc(nr + 1, sizeof(*rk)), *lk = calloc(nl + 1, sizeof(*lk));
+	struct td_lid_key *rk = calloc(nr + 1, sizeof(*rk)), *lk = calloc(nl + 1, sizeof(*lk));
 	if (!out || !rk || !lk) {
 		free(rk), free(lk), free(out);
 		return NULL;
@@ -207,30 +219,20 @@ size_t *td_match_launch_ids(const struct tooldata *td, size_t min_len, size_t ki
 		memcpy(&kid, (const char *)td->recs[r].data + kid_off, 8);
 		memcpy(&lid, (const char *)td->recs[r].data + lid_off, 8);
 		if (lid)
-			rk[nk++] = (struct lid_key){ td->recs[r].pid, td->recs[r].ctx, kid, lid, r };
+			rk[nk++] = (struct td_lid_key){ td->recs[r].pid, td->recs[r].ctx, kid, lid, r };
 	}
 	/* launches keyed by (pid, ctx, kernel), in log order (idx) within */
 	for (size_t i = 0; i < nl; i++)
-		lk[i] = (struct lid_key){ td->launches[i].pid, td->launches[i].ctx, td->launches[i].kernel_id, 0, i };
-	qsort(rk, nk, sizeof(*rk), cmp_lid_key);
-	qsort(lk, nl, sizeof(*lk), cmp_lid_key);
+		lk[i] = (struct td_lid_key){ td->launches[i].pid, td->launches[i].ctx, td->launches[i].kernel_id, 0, i };
+	qsort(rk, nk, sizeof(*rk), td_cmp_lid_key);
+	qsort(lk, nl, sizeof(*lk), td_cmp_lid_key);
 	size_t g = 0, rank = 0;
 	for (size_t i = 0; i < nk; i++) {
-		const struct lid_key *k = &rk[i];
+		const struct td_lid_key *k = &rk[i];
 		int same_kernel = i && k->pid == rk[i - 1].pid && k->ctx == rk[i - 1].ctx && k->kid == rk[i - 1].kid;
 		if (!same_kernel) {
 			rank = 0;
-			g = 0; /* first launch of this kernel: binary search */
-			size_t lo = 0, hi = nl;
-			struct lid_key probe = { k->pid, k->ctx, k->kid, 0, 0 };
-			while (lo < hi) {
-				size_t mid = (lo + hi) / 2;
-				if (cmp_lid_key(&lk[mid], &probe) < 0)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			g = lo;
+			g = lk_first(lk, nl, k->pid, k->ctx, k->kid); /* this kernel's first launch */
 		} else if (k->lid != rk[i - 1].lid) {
 			rank++;
 		}

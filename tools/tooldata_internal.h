@@ -108,6 +108,15 @@ void td_tracks_names(FILE *tf, struct td_tracks *t, const struct tooldata *td, c
 #define TRACE_MAX_EVENTS 200000
 /* A terminal bar of v/max * width '#'. */
 void td_bar(unsigned long long v, unsigned long long max, int width);
+/* A record's or a launch's key for pairing them: process, context,
+ * kernel, launch id (0 for a launch), index (record or launch); the order
+ * td_cmp_lid_key sorts by, in that sequence. */
+struct td_lid_key {
+	uint32_t pid, ctx;
+	uint64_t kid, lid;
+	size_t idx;
+};
+int td_cmp_lid_key(const void *a, const void *b);
 /* Device records carry ctx->launch_id (%gridid); per record, the index of
  * its launch in td->launches, or SIZE_MAX (malloc'd; NULL if out of memory).
  * kid_off/lid_off: offsets of kernel_id and launch_id in the payload. */
