@@ -38,9 +38,14 @@ Writes OUTDIR/nat.ptx (the kernels as nvcc made them) and:
               register: a value ptxas cannot recompute (the reads are
               volatile), so the exit path keeps only the election, the
               lane-0 test and the reductions
+  th_site     threadhist with GX_PTX_HOIST_SITE=1: what the rewriter makes
+              of th_addr's idea for any handler (ptx-rewrite/site_hoist.c:
+              every invariant instruction of the site at the kernel's start)
   krs_exit    kernelretsnoop (its record table: seven plain stores at
               warp 0's exit of each recording block)
   krs_dead    krs_exit with the seven stores under the same dead predicate
+  krs_site    kernelretsnoop with GX_PTX_HOIST_SITE=1 (the record slot's
+              address made at the start)
   krs_hoistc  krs_exit with GX_PTX_HOIST_WARP=1 and its constant-bank loads
               made at the kernel's start (th_hoistc's edit)
 Each edit is checked to have happened: a variant equal to th_exit would
@@ -50,7 +55,7 @@ import re
 import subprocess
 import sys
 
-WARP_TEST = re.compile(r'(setp\.eq\.s32\t%__gx_h_p1, %__gx_h_r5, )0;')
+WARP_TEST = re.compile(r"(setp\.eq\.s32\t%__gx_h_p1, %__gx_h_r\d+, )0;")
 RED = re.compile(r'^\t*red\.global\.add\.u64\t\[[^]]+\], [^;]+;\n', re.M)
 # one inlined site: from its scope's opening brace to its end label
 SITE = re.compile(r'\t\{\n\t\t\.reg \.pred %__gx_q;\n.*?\$__gx_Lh\d+:\n\t\}\n', re.S)
@@ -215,11 +220,16 @@ def main():
         'th_dead': edit('th_dead', base, dead_ops(RED, 'red.global')),
         'th_hoistc': edit('th_hoistc', hoist, hoist_const),
         'th_addr': edit('th_addr', hoist, start_addr),
+        'th_site': rewrite(gx, th, src, {'GX_PTX_HOIST_SITE': '1'}),
         'krs_exit': krs,
+        'krs_site': rewrite(gx, os.path.join(tools, 'kernelretsnoop.bpf.o'), src, {'GX_PTX_HOIST_SITE': '1'}),
         'krs_dead': edit('krs_dead', krs, dead_ops(KRS_ST, 'st.u64')),
         'krs_hoistc': edit('krs_hoistc', rewrite(gx, os.path.join(tools, 'kernelretsnoop.bpf.o'), src,
                                                  {'GX_PTX_HOIST_WARP': '1'}), hoist_const),
     }
+    for name in ('th_site', 'krs_site'):
+        if '%__gx_iv' not in v[name]:
+            sys.exit('probe_ab_variants: GX_PTX_HOIST_SITE=1 moved nothing (%s)' % name)
     if 'before its first barrier' not in subprocess.run(
             [gx, 'ptx', 'rewrite', '--policy', os.path.join(tools, 'threadhist_w1.bpf.o'), src, '-o', '/dev/null'],
             capture_output=True, text=True, env=dict(os.environ, GX_PTX_BLOCK_SITE='barrier')).stderr:

@@ -45,8 +45,8 @@ static unsigned item_linkage(const struct ptx_item *it)
 
 static int is_ident_char(char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '_' || c == '$' || c == '%' || c == '.';
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' ||
+	       c == '%' || c == '.';
 }
 
 /* Replace whole identifiers in verbatim text (initialisers, expressions). */
@@ -117,25 +117,10 @@ static void rename_func(struct link *ps, struct ptx_func *fn)
 	}
 }
 
-/* __gx_devrt (0) or __gx_devrt__p<k> (k, 1..31): policy k's runtime block;
- * -1 for any other name */
-static int devrt_block(const char *n)
-{
-	size_t l = strlen(GDEV_DEVRT_SYMBOL), sl = strlen(GDEV_DEVRT_SUFFIX);
-	if (strncmp(n, GDEV_DEVRT_SYMBOL, l))
-		return -1;
-	if (!n[l])
-		return 0;
-	if (strncmp(n + l, GDEV_DEVRT_SUFFIX, sl) || n[l + sl] < '1' || n[l + sl] > '9')
-		return -1;
-	char *e;
-	unsigned long k = strtoul(n + l + sl, &e, 10);
-	return *e || k > 31 ? -1 : (int)k;
-}
-
 static int app_has_name(struct ptx_module *m, const char *name)
 {
-	ptx_for_each_item(m, it) {
+	ptx_for_each_item(m, it)
+	{
 		const char *n = item_name(it);
 		if (n && !strcmp(n, name))
 			return 1;
@@ -143,8 +128,7 @@ static int app_has_name(struct ptx_module *m, const char *name)
 	return 0;
 }
 
-static int fail(struct ptx_module *m, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+static int fail(struct ptx_module *m, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(struct ptx_module *m, int err, const char *fmt, ...)
 {
 	va_list ap;
@@ -244,8 +228,8 @@ static int names_has(const struct names *ns, const char *name)
  * prototypes placement adds there. */
 struct early {
 	struct names fns;
-	struct ptx_item *def;	/* the first function definition */
-	struct ptx_item *last;	/* the last item placement put before def */
+	struct ptx_item *def;  /* the first function definition */
+	struct ptx_item *last; /* the last item placement put before def */
 };
 
 static int early_has(const struct early *e, const char *name)
@@ -279,15 +263,16 @@ static int proto_before_def(struct ptx_module *m, struct early *e, const struct 
 static int place_policy(struct link *ps, struct ptx_item *pol, struct ptx_item **at)
 {
 	struct ptx_module *m = ps->m;
-	struct names ns = {0}, in = {0};
-	struct early e = {0};
+	struct names ns = { 0 }, in = { 0 };
+	struct early e = { 0 };
 	int err = 0;
 	struct ptx_item *anchor = ptx_module_header_end(m);
 	for (struct ptx_item *it = pol; it && !err; it = it->next)
 		err = names_of_item(m, &ns, it);
 	if (ns.n)
 		qsort(ns.v, ns.n, sizeof(*ns.v), cmp_str);
-	ptx_for_each_item(m, it) {
+	ptx_for_each_item(m, it)
+	{
 		if (it->kind == PTX_ITEM_FUNC && it->func.has_body) {
 			e.def = it;
 			break;
@@ -299,8 +284,7 @@ static int place_policy(struct link *ps, struct ptx_item *pol, struct ptx_item *
 	for (struct ptx_item *it = m->head, *nx; it && !err; it = nx) {
 		nx = it->next;
 		past_def |= it == e.def;
-		if ((it->kind != PTX_ITEM_DECL && it->kind != PTX_ITEM_FUNC) ||
-		    !names_has(&ns, item_name(it)))
+		if ((it->kind != PTX_ITEM_DECL && it->kind != PTX_ITEM_FUNC) || !names_has(&ns, item_name(it)))
 			continue;
 		if (!past_def) {
 			anchor = it;
@@ -348,13 +332,12 @@ static int place_policy(struct link *ps, struct ptx_item *pol, struct ptx_item *
 
 int ptx_pass_link(struct ptx_module *m, struct ptx_pass_ctx *ctx, struct ptx_policy *pol)
 {
-	struct link st = {.m = m, .ctx = ctx, .pol = pol}, *ps = &st;
+	struct link st = { .m = m, .ctx = ctx, .pol = pol }, *ps = &st;
 	const struct gx_ptx_rewrite_opts *o = ps->ctx->opts;
 	unsigned maxv = o->max_ptx_version;
 	unsigned appv = m->version ? m->version->version.major * 10 + m->version->version.minor : 0;
 	if (maxv && appv > maxv)
-		return fail(m, -EOPNOTSUPP,
-			    "application PTX version %u.%u is above the driver's maximum %u.%u",
+		return fail(m, -EOPNOTSUPP, "application PTX version %u.%u is above the driver's maximum %u.%u",
 			    appv / 10, appv % 10, maxv / 10, maxv % 10);
 	struct ptx_item *first = NULL, *last = NULL;
 	int err = ptx_parse_items(m, o->policy_ptx, o->policy_len, &first, &last);
@@ -369,14 +352,13 @@ int ptx_pass_link(struct ptx_module *m, struct ptx_pass_ctx *ctx, struct ptx_pol
 		if (it->kind == PTX_ITEM_VERSION)
 			polv = it->version.major * 10 + it->version.minor;
 		if (it->kind == PTX_ITEM_ADDRESS_SIZE && it->address_size != 64)
-			return fail(m, -EINVAL, "policy PTX: .address_size %u (64 needed)",
-				    it->address_size);
+			return fail(m, -EINVAL, "policy PTX: .address_size %u (64 needed)", it->address_size);
 		const char *n = item_name(it);
 		if (!n || (item_linkage(it) & PTX_LINK_EXTERN))
 			continue;
 		if (it->kind == PTX_ITEM_FUNC && !it->func.has_body)
 			continue; /* a prototype of a function defined below or elsewhere */
-		if (devrt_block(n) >= 0)
+		if (ptx_devrt_block(n) >= 0)
 			return fail(m, -EINVAL, "policy PTX: defines %s", n);
 		if (!strcmp(ptx_policy_name(ps->pol, n), n) && (err = ptx_policy_rename(ps->pol, ps->m, n)))
 			return fail(m, err, "out of memory");
@@ -390,15 +372,14 @@ int ptx_pass_link(struct ptx_module *m, struct ptx_pass_ctx *ctx, struct ptx_pol
 		int keep = 0;
 		if (it->kind == PTX_ITEM_FUNC || it->kind == PTX_ITEM_DECL) {
 			unsigned *lk = it->kind == PTX_ITEM_FUNC ? &it->func.linkage : &it->decl.linkage;
-			int ext = (*lk & PTX_LINK_EXTERN) ||
-				  (it->kind == PTX_ITEM_FUNC && !it->func.has_body);
+			int ext = (*lk & PTX_LINK_EXTERN) || (it->kind == PTX_ITEM_FUNC && !it->func.has_body);
 			if (ext && strcmp(ptx_policy_name(ps->pol, n), n)) {
 				/* prototype of a policy function: keep, renamed, internal */
 				keep = 1;
 				*lk &= ~(PTX_LINK_VISIBLE | PTX_LINK_WEAK | PTX_LINK_EXTERN);
-			} else if (ext && devrt_block(n) >= 0) {
+			} else if (ext && ptx_devrt_block(n) >= 0) {
 				/* the runtime blocks are defined after linking (pass_tramp.c) */
-				ps->pol->devrt_blocks |= 1u << devrt_block(n);
+				ps->pol->devrt_blocks |= 1u << ptx_devrt_block(n);
 			} else if (ext) {
 				keep = !app_has_name(m, n);
 			} else {
