@@ -37,15 +37,30 @@ Writes OUTDIR/nat.ptx (the kernels as nvcc made them) and:
               shard arithmetic, bounds test and null test replaced by that
               register: a value ptxas cannot recompute (the reads are
               volatile), so the exit path keeps only the election, the
-              lane-0 test and the reductions
-  th_site     threadhist with GX_PTX_HOIST_SITE=1: what the rewriter makes
-              of th_addr's idea for any handler (ptx-rewrite/site_hoist.c:
-              every invariant instruction of the site at the kernel's start)
+              lane-0 test and the reductions. GPU runs 116-117: +13.7 and
+              +12.9 % (th_exit +15.8, +14.7): no gain
+  th_uni_exit th_exit without the election's branch: the whole of warp 0
+              runs the site's path and leaves together, the reductions
+              predicated on the elected lane. GPU run 117: +17.4 % against
+              th_exit's +14.7 %: the warp splitting at its exit is not the
+              cost
+  th_tailN    th_none (no warp passes the site's test) with warp 0 alone
+              running a dependent chain of N multiply-adds on %smid before
+              it leaves (N = 8, 16, 32; th_tail32x4: four chains of 8
+              interleaved): what one instruction on warp 0's last cycles
+              costs a block (ncu, run 117: 13 warps per scheduler, one
+              instruction issued per warp every ~30 cycles)
+  th_t0       th_exit with the warp test and the election replaced by one
+              per-thread test, thread 0 of the block (%tid.x|y|z == 0): the
+              other lanes and warps leave on it, thread 0 runs the handler
+              as before (about ten fewer instructions on warp 0's tail)
+  th_min      the least a thread-0 block counter can be: thread 0 adds 1,
+              warps and threads to its SM's first warp slot (%smid x 64,
+              no fold, no bounds or null test) with three reductions; the
+              site as a whole replaced (the same counts summed per SM)
   krs_exit    kernelretsnoop (its record table: seven plain stores at
               warp 0's exit of each recording block)
   krs_dead    krs_exit with the seven stores under the same dead predicate
-  krs_site    kernelretsnoop with GX_PTX_HOIST_SITE=1 (the record slot's
-              address made at the start)
   krs_hoistc  krs_exit with GX_PTX_HOIST_WARP=1 and its constant-bank loads
               made at the kernel's start (th_hoistc's edit)
 Each edit is checked to have happened: a variant equal to th_exit would
@@ -152,6 +167,82 @@ def start_addr(t):
 KRS_ST = re.compile(r'^\t*st\.u64\t\[%__gx_h_rd\d+(\+\d+)?\], [^;]+;\n', re.M)
 
 
+ELECT_BRA = re.compile(r'^\t\t@!%__gx_q bra\t\$__gx_Lh\d+;\n', re.M)
+
+
+def uniform_leader(t):
+    """Each site's leader branch dropped and its reductions predicated on
+    the elected lane: the warp goes through the path together."""
+    def site(m):
+        s = ELECT_BRA.sub('', m.group(0))
+        return RED.sub(lambda r: r.group(0).replace('red.global', '@%__gx_q red.global', 1), s)
+    return SITE.sub(site, t)
+
+
+WARP_TEST_REG = re.compile(r'^(\t\tsetp\.eq\.s32\t%__gx_h_p1, (%__gx_h_r\d+), 99;\n)', re.M)
+
+
+def tail(n, chains=1):
+    """Before each site's (never passing) warp test of th_none: warp 0
+    runs `chains` interleaved dependent chains of n / chains mad.lo, then a
+    trap under a predicate that is never true keeps them."""
+    seq = [0]
+
+    def one(m):
+        seq[0] += 1
+        lab = '$__gx_tail%d' % seq[0]
+        regs = ['%%__gx_tv%d' % c for c in range(chains)]
+        out = ['\t\t{\n\t\t.reg .pred %__gx_tp;\n']
+        out += ['\t\t.reg .b32 %s;\n' % r for r in regs]
+        out.append('\t\tsetp.ne.u32\t%%__gx_tp, %s, 0;\n\t\t@%%__gx_tp bra.uni\t%s;\n' % (m.group(2), lab))
+        out += ['\t\tmov.u32\t%s, %%smid;\n' % r for r in regs]
+        for i in range(n // chains):
+            for c, r in enumerate(regs):
+                out.append('\t\tmad.lo.u32\t%s, %s, %s, %d;\n' % (r, r, r, 7 + c))
+        for r in regs[1:]:
+            out.append('\t\txor.b32\t%s, %s, %s;\n' % (regs[0], regs[0], r))
+        out.append('\t\tsetp.eq.u32\t%%__gx_tp, %s, 12345;\n\t\t@%%__gx_tp trap;\n%s:\n\t\t}\n' % (regs[0], lab))
+        return ''.join(out) + m.group(1)
+    return lambda t: WARP_TEST_REG.sub(one, t)
+
+
+ELECT_SEQ = re.compile(r'^\t\t@!%__gx_h_p1 bra\.uni\t\$__gx_L[oh]\d+;\n'
+                       r'\t\tactivemask\.b32\t%__gx_m;\n'
+                       r'\t\telect\.sync\t%__gx_l\|%__gx_q, %__gx_m;\n', re.M)
+TID0 = ('\t\tactivemask.b32\t%__gx_m;\n'
+        '\t\tmov.u32\t%__gx_l, %tid.x;\n\t\tmov.u32\t%__gx_t, %tid.y;\n\t\tor.b32\t%__gx_l, %__gx_l, %__gx_t;\n'
+        '\t\tmov.u32\t%__gx_t, %tid.z;\n\t\tor.b32\t%__gx_l, %__gx_l, %__gx_t;\n'
+        '\t\tsetp.eq.u32\t%__gx_q, %__gx_l, 0;\n')
+MIN_SITE = ('\t{{\n\t\t.reg .pred %__gx_q;\n\t\t.reg .b32 %__gx_l;\n\t\t.reg .b32 %__gx_t;\n'
+            '\t\t.reg .b64 %__gx_a;\n\t\t.reg .b64 %__gx_v;\n'
+            '\t\tmov.u32\t%__gx_l, %tid.x;\n\t\tmov.u32\t%__gx_t, %tid.y;\n\t\tor.b32\t%__gx_l, %__gx_l, %__gx_t;\n'
+            '\t\tmov.u32\t%__gx_t, %tid.z;\n\t\tor.b32\t%__gx_l, %__gx_l, %__gx_t;\n'
+            '\t\tsetp.ne.u32\t%__gx_q, %__gx_l, 0;\n\t\t@%__gx_q bra\t$__gx_LhM{n};\n'
+            '\t\tmov.u32\t%__gx_l, %smid;\n\t\tld.const.u64\t%__gx_a, [__gx_devrt+104];\n'
+            '\t\tmad.wide.u32\t%__gx_a, %__gx_l, 1536, %__gx_a;\n'
+            '\t\tred.global.add.u64\t[%__gx_a], 1;\n'
+            '\t\tmov.u32\t%__gx_l, %ntid.x;\n\t\tmov.u32\t%__gx_t, %ntid.y;\n\t\tmul.lo.u32\t%__gx_l, %__gx_l, %__gx_t;\n'
+            '\t\tmov.u32\t%__gx_t, %ntid.z;\n\t\tmul.lo.u32\t%__gx_l, %__gx_l, %__gx_t;\n'
+            '\t\tcvt.u64.u32\t%__gx_v, %__gx_l;\n\t\tred.global.add.u64\t[%__gx_a+16], %__gx_v;\n'
+            '\t\tadd.u32\t%__gx_l, %__gx_l, 31;\n\t\tshr.u32\t%__gx_l, %__gx_l, 5;\n'
+            '\t\tcvt.u64.u32\t%__gx_v, %__gx_l;\n\t\tred.global.add.u64\t[%__gx_a+8], %__gx_v;\n'
+            '$__gx_LhM{n}:\n\t}}\n')
+
+
+# one whole site (SITE can run on into the next one where a site ends at
+# its OUT label: an entry site's; those are left as they are)
+ONE_SITE = re.compile(r'\t\{\n\t\t\.reg \.pred %__gx_q;\n(?:(?!\n\t\}\n).)*?\$__gx_Lh\d+:\n\t\}\n', re.S)
+
+
+def min_site(t):
+    n = [0]
+
+    def one(m):
+        n[0] += 1
+        return MIN_SITE.format(n=n[0])
+    return ONE_SITE.sub(one, t)
+
+
 def dead_ops(ops, op):
     """Every `op` (a regex of whole lines) of every site under a predicate
     that is never true but that ptxas cannot fold (%smid == 4095), set
@@ -207,6 +298,11 @@ def main():
         'th_entry': rewrite(gx, th, src, {'GX_PTX_BLOCK_SITE': 'entry'}),
         'th_lw': rewrite(gx, os.path.join(tools, 'threadhist_lw.bpf.o'), src),
         'th_none': edit('th_none', base, lambda t: WARP_TEST.sub(r'\g<1>99;', t)),
+        'th_tail8': edit('th_tail8', edit('th_none', base, lambda t: WARP_TEST.sub(r'\g<1>99;', t)), tail(8)),
+        'th_tail16': edit('th_tail16', edit('th_none', base, lambda t: WARP_TEST.sub(r'\g<1>99;', t)), tail(16)),
+        'th_tail32': edit('th_tail32', edit('th_none', base, lambda t: WARP_TEST.sub(r'\g<1>99;', t)), tail(32)),
+        'th_tail32x4': edit('th_tail32x4', edit('th_none', base, lambda t: WARP_TEST.sub(r'\g<1>99;', t)),
+                            tail(32, 4)),
         'th_noreds': edit('th_noreds', base, lambda t: RED.sub('', t)),
         'th_1red': edit('th_1red', base, one_red),
         'th_st': edit('th_st', base, lambda t: t.replace('red.global.add.u64', 'st.global.u64')),
@@ -220,16 +316,15 @@ def main():
         'th_dead': edit('th_dead', base, dead_ops(RED, 'red.global')),
         'th_hoistc': edit('th_hoistc', hoist, hoist_const),
         'th_addr': edit('th_addr', hoist, start_addr),
-        'th_site': rewrite(gx, th, src, {'GX_PTX_HOIST_SITE': '1'}),
+        'th_uni_exit': edit('th_uni_exit', base, uniform_leader),
+        'th_t0': edit('th_t0', base, lambda t: ELECT_SEQ.sub(TID0, t)),
+        'th_min': edit('th_min', base, min_site),
         'krs_exit': krs,
-        'krs_site': rewrite(gx, os.path.join(tools, 'kernelretsnoop.bpf.o'), src, {'GX_PTX_HOIST_SITE': '1'}),
+
         'krs_dead': edit('krs_dead', krs, dead_ops(KRS_ST, 'st.u64')),
         'krs_hoistc': edit('krs_hoistc', rewrite(gx, os.path.join(tools, 'kernelretsnoop.bpf.o'), src,
                                                  {'GX_PTX_HOIST_WARP': '1'}), hoist_const),
     }
-    for name in ('th_site', 'krs_site'):
-        if '%__gx_iv' not in v[name]:
-            sys.exit('probe_ab_variants: GX_PTX_HOIST_SITE=1 moved nothing (%s)' % name)
     if 'before its first barrier' not in subprocess.run(
             [gx, 'ptx', 'rewrite', '--policy', os.path.join(tools, 'threadhist_w1.bpf.o'), src, '-o', '/dev/null'],
             capture_output=True, text=True, env=dict(os.environ, GX_PTX_BLOCK_SITE='barrier')).stderr:

@@ -122,14 +122,6 @@ struct gx_ptx_kregs {
  * address is a few ALU instructions from the test. */
 #define GX_PTX_F_HOIST_WARP 1024u
 
-/* A/B (issue 40): what an entry or exit site computes from values its
- * function's start has (the start registers, constant-bank words, block
- * geometry: a counter's or record slot's address, the bounds and null
- * tests on it) computed once at the start (ptx-rewrite/site_hoist.c), so
- * the leader's path at a kernel's exit is the election and the writes.
- * Implies GX_PTX_F_HOIST_WARP. GX_PTX_HOIST_SITE=1. */
-#define GX_PTX_F_HOIST_SITE 65536u
-
 /* A/B (issue 40): a sampling binding's gate (site_sample.c) before the
  * election as a voted hash of %clock (~13 ALU instructions per access)
  * instead of the countdown (below). GPU run 90: 1.46-3.7x, tool_bench's
@@ -168,7 +160,7 @@ struct gx_ptx_kregs {
 /* The switches the callers (shim, CLI) take from the environment:
  * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0"),
  * GX_PTX_BLOCK_SITE=entry|exit|barrier, GX_PTX_MEM_CAP=0, GX_PTX_REG_CAP=0 and
- * GX_PTX_HOIST_WARP=1, GX_PTX_HOIST_SITE=1, GX_PTX_SAMPLE_EARLY=1, GX_PTX_MEM_INLINE=0,
+ * GX_PTX_HOIST_WARP=1, GX_PTX_SAMPLE_EARLY=1, GX_PTX_MEM_INLINE=0,
  * GX_PTX_MEM_CALL_ALL=0, GX_PTX_SAMPLE_LEADER=1, GX_PTX_SAMPLE_INLINE=1. */
 static inline unsigned gx_ptx_flags_from_env(void)
 {
@@ -177,10 +169,8 @@ static inline unsigned gx_ptx_flags_from_env(void)
 	const char *hw = getenv("GX_PTX_HOIST_WARP"), *se = getenv("GX_PTX_SAMPLE_EARLY");
 	const char *mi = getenv("GX_PTX_MEM_INLINE"), *ma = getenv("GX_PTX_MEM_CALL_ALL");
 	const char *sl = getenv("GX_PTX_SAMPLE_LEADER"), *si = getenv("GX_PTX_SAMPLE_INLINE");
-	const char *hs = getenv("GX_PTX_HOIST_SITE");
 	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) | (mc && mc[0] == '0' ? GX_PTX_F_NO_MEM_CAP : 0) |
 	       (hc && hc[0] == '0' ? 0 : GX_PTX_F_HOOK_CAP) | (hw && hw[0] == '1' ? GX_PTX_F_HOIST_WARP : 0) |
-	       (hs && hs[0] == '1' ? GX_PTX_F_HOIST_SITE | GX_PTX_F_HOIST_WARP : 0) |
 	       (se && se[0] == '1' ? GX_PTX_F_SAMPLE_EARLY : 0) | (mi && mi[0] == '0' ? GX_PTX_F_MEM_SMALL_INLINE : 0) |
 	       (ma && ma[0] == '0' ? GX_PTX_F_MEM_LEADER_CALL : 0) | (sl && sl[0] == '1' ? GX_PTX_F_SAMPLE_LEADER : 0) |
 	       (si && si[0] == '1' ? GX_PTX_F_SAMPLE_INLINE : 0) |

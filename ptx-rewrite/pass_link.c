@@ -117,6 +117,22 @@ static void rename_func(struct link *ps, struct ptx_func *fn)
 	}
 }
 
+/* __gx_devrt (0) or __gx_devrt__p<k> (k, 1..31): policy k's runtime block;
+ * -1 for any other name */
+static int devrt_block(const char *n)
+{
+	size_t l = strlen(GDEV_DEVRT_SYMBOL), sl = strlen(GDEV_DEVRT_SUFFIX);
+	if (strncmp(n, GDEV_DEVRT_SYMBOL, l))
+		return -1;
+	if (!n[l])
+		return 0;
+	if (strncmp(n + l, GDEV_DEVRT_SUFFIX, sl) || n[l + sl] < '1' || n[l + sl] > '9')
+		return -1;
+	char *e;
+	unsigned long k = strtoul(n + l + sl, &e, 10);
+	return *e || k > 31 ? -1 : (int)k;
+}
+
 static int app_has_name(struct ptx_module *m, const char *name)
 {
 	ptx_for_each_item(m, it)
@@ -358,7 +374,7 @@ int ptx_pass_link(struct ptx_module *m, struct ptx_pass_ctx *ctx, struct ptx_pol
 			continue;
 		if (it->kind == PTX_ITEM_FUNC && !it->func.has_body)
 			continue; /* a prototype of a function defined below or elsewhere */
-		if (ptx_devrt_block(n) >= 0)
+		if (devrt_block(n) >= 0)
 			return fail(m, -EINVAL, "policy PTX: defines %s", n);
 		if (!strcmp(ptx_policy_name(ps->pol, n), n) && (err = ptx_policy_rename(ps->pol, ps->m, n)))
 			return fail(m, err, "out of memory");
@@ -377,9 +393,9 @@ int ptx_pass_link(struct ptx_module *m, struct ptx_pass_ctx *ctx, struct ptx_pol
 				/* prototype of a policy function: keep, renamed, internal */
 				keep = 1;
 				*lk &= ~(PTX_LINK_VISIBLE | PTX_LINK_WEAK | PTX_LINK_EXTERN);
-			} else if (ext && ptx_devrt_block(n) >= 0) {
+			} else if (ext && devrt_block(n) >= 0) {
 				/* the runtime blocks are defined after linking (pass_tramp.c) */
-				ps->pol->devrt_blocks |= 1u << ptx_devrt_block(n);
+				ps->pol->devrt_blocks |= 1u << devrt_block(n);
 			} else if (ext) {
 				keep = !app_has_name(m, n);
 			} else {

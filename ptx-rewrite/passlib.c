@@ -3,10 +3,8 @@
  * passes depend on the library and only the driver depends on the passes. */
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "gpuext/gdev_ctx.h"
 #include "ptx-rewrite/passlib_internal.h"
 
 void ptx_pass_log(struct ptx_pass_ctx *ctx, const char *fmt, ...)
@@ -83,20 +81,4 @@ int ptx_kernel_cap_regs(struct ptx_module *m, const struct gx_ptx_rewrite_opts *
 	fn->perf = np;
 	fn->nperf++;
 	return 0;
-}
-
-/* __gx_devrt (0) or __gx_devrt__p<k> (k, 1..31): policy k's runtime block;
- * -1 for any other name */
-int ptx_devrt_block(const char *n)
-{
-	size_t l = strlen(GDEV_DEVRT_SYMBOL), sl = strlen(GDEV_DEVRT_SUFFIX);
-	if (strncmp(n, GDEV_DEVRT_SYMBOL, l))
-		return -1;
-	if (!n[l])
-		return 0;
-	if (strncmp(n + l, GDEV_DEVRT_SUFFIX, sl) || n[l + sl] < '1' || n[l + sl] > '9')
-		return -1;
-	char *e;
-	unsigned long k = strtoul(n + l + sl, &e, 10);
-	return *e || k > 31 ? -1 : (int)k;
 }

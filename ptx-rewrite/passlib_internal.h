@@ -38,9 +38,4 @@ unsigned ptx_hook_nth(size_t i);
 int ptx_kernel_cap_regs(struct ptx_module *m, const struct gx_ptx_rewrite_opts *o, struct ptx_func *fn,
 			const char *orig);
 
-/* __gx_devrt (0) or __gx_devrt__p<k> (k, 1..31): policy k's runtime block
- * (defined at the module's top after linking, pass_tramp.c); -1 for any
- * other name. */
-int ptx_devrt_block(const char *n);
-
 #endif

@@ -705,9 +705,6 @@ int ptx_site_insert(struct ptx_sites *s, struct ptx_func *fn, struct ptx_stmt *p
 		err = -ENOMEM;
 	if (!err)
 		err = ptx_site_hoist_sregs(m, fn, &st.hd, st.layout);
-	unsigned moved = 0;
-	if (!err && (hook & (GDEV_HOOK_ENTRY | GDEV_HOOK_EXIT)))
-		err = ptx_site_hoist(m, fn, &st.hd, s->ctx->opts, &moved);
 	if (err)
 		return gx_err(err);
 	ptx_insert_before(fn, pos, st.hd.head, st.hd.tail);

@@ -43,13 +43,6 @@ int ptx_site_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_s
  * volatile in PTX: a block moved by preemption keeps the values it started
  * with). 0 or -ENOMEM. */
 int ptx_site_hoist_sregs(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, unsigned layout);
-/* site_hoist.c: with GX_PTX_F_HOIST_SITE in o->flags, the instructions of
- * the site's chain c (a scope, not yet in fn) whose values fn's start has
- * moved there (or reused from an earlier site's), unless the kernel's
- * measured registers leave too little headroom; *moved: how many. 0 or
- * -ENOMEM. */
-int ptx_site_hoist(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, const struct gx_ptx_rewrite_opts *o,
-		   unsigned *moved);
 /* The words in `need` stored to the .local context at `ctx`. */
 void ptx_site_store_words(struct ptx_module *m, struct ptx_chain *c, const struct ptx_site_regs *r, unsigned need,
 			  const char *ctx, unsigned layout);

@@ -28,22 +28,15 @@ static inline unsigned gx_sreg_hwwarpid(void)
 /* The slot is below nr_shards whenever the runtime sized the map for this
  * GPU (SMs x 64 warp slots): a compare, and the division (~20 instructions
  * for a runtime divisor) only on a smaller map. */
-/* The shard of warp slot (or SM) x among n: x itself; one past the shards
- * the host made (an SM id at or past the SM count it was told of: not seen
- * on the GPUs measured) shares the shard `spill`. A select, not a division
- * behind a branch: the whole address is then straight-line arithmetic on
- * registers a kernel's start has, which GX_PTX_F_HOIST_SITE moves off the
- * exit path (ptx-rewrite/site_hoist.c). */
-static inline unsigned gx_shard_fold(unsigned x, unsigned n, unsigned spill)
+static inline unsigned gx_shard_fold(unsigned x, unsigned n)
 {
-	return x < n ? x : spill;
+	return x < n ? x : n ? x % n : 0;
 }
-/* a warp slot past the shards: its slot on SM 0; an SM: SM 0 */
-#define gx_shard_index(m, type)                                                                            \
-	((type) == GX_MAP_PERWARP_ARRAY                                                                    \
-		 ? gx_shard_fold(gx_sreg_smid() * GX_WARP_SLOTS_PER_SM + gx_sreg_hwwarpid(), (m)->nr_shards, \
-				 gx_sreg_hwwarpid() & (GX_WARP_SLOTS_PER_SM - 1))                          \
-		 : gx_shard_fold(gx_sreg_smid(), (m)->nr_shards, 0))
+#define gx_shard_index(m, type)                                                          \
+	gx_shard_fold((type) == GX_MAP_PERWARP_ARRAY                                     \
+			      ? gx_sreg_smid() * GX_WARP_SLOTS_PER_SM + gx_sreg_hwwarpid()       \
+			      : gx_sreg_smid(),                                                  \
+		      (m)->nr_shards)
 #define GX_RING_SHARD() gx_sreg_smid()
 static inline unsigned long long gx_ring_now(void)
 {

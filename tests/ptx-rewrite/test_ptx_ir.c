@@ -11,7 +11,6 @@
 #include "ptx-rewrite/ptx_ir_internal.h"
 #include "ptx-rewrite/cfg_pdom_internal.h"
 #include "ptx-rewrite/copy_state_internal.h"
-#include "ptx-rewrite/site_parts_internal.h"
 
 static const char *emit_str(struct ptx_module *m, struct gx_buf *b)
 {
@@ -570,183 +569,6 @@ static void test_copy_unsafe(void)
 	}
 }
 
-/* text with each '@' the module's fresh-name prefix ("__gx" unless the
- * input has such names) */
-static char *with_prefix(struct ptx_module *m, const char *text)
-{
-	struct gx_buf b;
-	gx_buf_init(&b);
-	for (const char *p = text; *p; p++)
-		if (*p == '@' && p[1] == '_')
-			gx_buf_puts(&b, m->fresh_prefix);
-		else
-			gx_buf_append(&b, p, 1);
-	char *s = gx_buf_steal(&b, NULL);
-	char *r = s ? ptx_strdup(m, s) : NULL;
-	free(s);
-	return r;
-}
-
-/* k of m with the start register %<P>_sm set at its start, as
- * ptx_site_hoist_sregs makes it */
-static struct ptx_module *hoist_mod(const char *mod)
-{
-	struct ptx_module *m = parse(mod);
-	struct ptx_func *fn = m ? func_named(m, "k") : NULL;
-	char *start = fn ? with_prefix(m, ".reg .b32 %@_sm;\nmov.u32 %@_sm, %smid;\n") : NULL;
-	struct ptx_stmt *f = NULL, *la = NULL;
-	if (!start || ptx_parse_stmts(m, start, strlen(start), &f, &la)) {
-		ptx_module_free(m);
-		return NULL;
-	}
-	ptx_insert_start_regs(fn, f, la);
-	return m;
-}
-
-/* A site's chain (text) hoisted into k of m: returns the module's text
- * after (the chain inserted before k's ret), *moved the count. */
-static char *hoist_site(struct ptx_module *m, const char *site, const struct gx_ptx_rewrite_opts *o, unsigned *moved)
-{
-	struct ptx_func *fn = func_named(m, "k");
-	struct ptx_stmt *f = NULL, *la = NULL;
-	char *text = fn ? with_prefix(m, site) : NULL;
-	if (!text || ptx_parse_stmts(m, text, strlen(text), &f, &la))
-		return NULL;
-	struct ptx_chain c = { .head = f, .tail = la };
-	if (ptx_site_hoist(m, fn, &c, o, moved))
-		return NULL;
-	struct ptx_stmt *ret = fn->tail;
-	ptx_insert_before(fn, ret, c.head, c.tail);
-	struct gx_buf b;
-	gx_buf_init(&b);
-	ptx_module_emit(m, &b);
-	return gx_buf_steal(&b, NULL);
-}
-
-static unsigned count_of(const char *hay, const char *needle)
-{
-	unsigned n = 0;
-	for (const char *p = hay; p && (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	return n;
-}
-
-/* The text between the start code and the kernel's own first statement:
- * what moved (ptx_site_hoist puts it after the start registers). */
-static void test_site_hoist(void)
-{
-	static const char mod[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
-				  ".const .align 8 .b8 gxdevrt[256];\n"
-				  ".visible .entry k(.param .u64 p)\n{\n.reg .b64 %rd<4>;\nld.param.u64 %rd1, [p];\nret;\n}\n";
-	/* one site: what moves and what stays, each for its reason */
-	static const char site[] =
-		"{\n"
-		".reg .pred %hq<4>;\n.reg .b32 %ha<12>;\n.reg .b64 %hd<4>;\n"
-		"mov.u32 %ha1, %@_sm;\n"		 /* moves: a start register */
-		"shl.b32 %ha2, %ha1, 6;\n"		 /* moves: made of a moved value */
-		"ld.const.u32 %ha3, [gxdevrt+92];\n"	 /* moves: the runtime block */
-		"setp.lt.u32 %hq1, %ha2, %ha3;\n"	 /* moves */
-		"selp.b32 %ha4, %ha2, 0, %hq1;\n"	 /* moves */
-		"mov.u32 %ha5, %globaltimer;\n"		 /* stays: a timer */
-		"add.s32 %ha6, %ha5, %ha4;\n"		 /* stays: reads a timer's value */
-		"@%hq1 mov.u32 %ha7, 1;\n"		 /* stays: guarded */
-		"rem.u32 %ha8, %ha2, %ha3;\n"		 /* stays: a division */
-		"mov.u32 %ha9, 1;\nmov.u32 %ha9, 2;\n"	 /* stays: two definitions */
-		"ld.global.u32 %ha10, [%rd1];\n"	 /* stays: memory */
-		"ld.const.u64 %hd1, [gxdevrt+104];\n" /* stays: %hd1 is declared again below */
-		"mov.u32 %ha11, %ctaid.x;\n"		 /* moves: per-block constant */
-		"mov.u32 %ha0, %ctaid.y;\n"		 /* moves, once: defined twice the same */
-		"st.global.u32 [%rd1+12], %ha0;\n"
-		"mov.u32 %ha0, %ctaid.y;\n"
-		"{\n.reg .b64 %hd1;\nmov.u64 %hd1, 0;\n}\n"
-		"cvt.u64.u32 %hd2, %ha4;\n"		 /* stays: %hd2 is defined twice */
-		"add.s64 %hd2, %hd2, 1;\n"		 /* a second definition: %hd2 stays, both */
-		"st.global.u32 [%rd1], %ha6;\n"
-		"st.global.u32 [%rd1+4], %ha11;\n"
-		"st.global.u32 [%rd1+8], %ha8;\n"
-		"st.global.u32 [%rd1+16], %ha0;\n"
-		"}\n";
-	struct ptx_module *m = hoist_mod(mod);
-	if (!m) {
-		GX_CHECK(0, "site hoist: module parses");
-		return;
-	}
-	struct gx_ptx_rewrite_opts o = { .sz = sizeof(o) };
-	unsigned moved = 99;
-	char *off = hoist_site(m, site, &o, &moved);
-	GX_CHECK(off && moved == 0 && !strstr(off, "__gx_iv"), "site hoist: nothing moves without GX_PTX_F_HOIST_SITE");
-	free(off);
-	ptx_module_free(m);
-
-	m = hoist_mod(mod);
-	o.flags = GX_PTX_F_HOIST_SITE;
-	char *t = hoist_site(m, site, &o, &moved);
-	const char *own = t ? strstr(t, "ld.param.u64") : NULL, *sm = t ? strstr(t, "%__gx_sm, %smid") : NULL;
-	GX_CHECK(t && moved == 8, "site hoist: the eight invariant instructions move (%u)", moved);
-	/* all moved code after the start register and before the kernel's own */
-	const char *last_iv = NULL;
-	for (const char *p = t; p && (p = strstr(p, "%__gx_iv")); p++)
-		if (own && p < own)
-			last_iv = p;
-	const char *first_iv = t ? strstr(t, "%__gx_iv") : NULL;
-	GX_CHECK(sm && first_iv && own && sm < first_iv && last_iv && last_iv < own,
-		 "site hoist: the moved code sits between the start registers and the kernel's first statement");
-	GX_CHECK(t && strstr(t, "ld.const.u32\t%__gx_iv") && strstr(t, "mov.u32\t%__gx_iv") &&
-			 count_of(t, "%ctaid.x") == 1 && count_of(t, "%ctaid.y") == 1 &&
-			 count_of(t, "%globaltimer") == 1,
-		 "site hoist: the constant load and the block index moved (one read of a value made twice the same), the timer read stayed");
-	const char *site_at = own ? strstr(own, "{") : NULL;
-	GX_CHECK(site_at && strstr(site_at, "@%__gx_iv") && strstr(site_at, "rem.u32\t%ha8, %__gx_iv") &&
-			 strstr(site_at, "ld.const.u64\t%hd1") && strstr(site_at, "cvt.u64.u32\t%hd2") &&
-			 strstr(site_at, "mov.u32\t%ha9, 2") && strstr(site_at, "ld.global.u32\t%ha10") &&
-			 !strstr(site_at, "%__gx_sm") && !strstr(site_at, "[gxdevrt+92]"),
-		 "site hoist: guarded, divided, shadowed, twice-defined and memory instructions stay, reading the moved values");
-	/* a second site of the same function: its same values are the first's */
-	unsigned moved2 = 0;
-	char *t2 = hoist_site(m, site, &o, &moved2);
-	GX_CHECK(t2 && moved2 == 8 && count_of(t2, "[gxdevrt+92]") == 1 && count_of(t2, ", %__gx_sm;") == 1,
-		 "site hoist: a second site reuses the first's start values (%u moved)", moved2);
-	free(t);
-	free(t2);
-	ptx_module_free(m);
-
-	/* headroom: measured at 30 registers the kernel's cap is 32 and the
-	 * site keeps more than 2 values live across it (%hq1, %ha4 via
-	 * %ha6.., %ha11, %ha2/%ha3 read by the rem): nothing moves */
-	m = hoist_mod(mod);
-	struct gx_ptx_kregs kr = { .name = "k", .regs = 30 };
-	o.persist_regs = &kr;
-	o.nr_persist_regs = 1;
-	t = hoist_site(m, site, &o, &moved);
-	GX_CHECK(t && moved == 0 && !strstr(t, "__gx_iv"), "site hoist: no move where the register cap leaves no room");
-	free(t);
-	ptx_module_free(m);
-	/* measured at 28 (room 4): the whole plan keeps 6 values live, what
-	 * the branch needs (%hq1 and the values it is made from) keeps 3 */
-	m = hoist_mod(mod);
-	kr.regs = 28;
-	t = hoist_site(m, site, &o, &moved);
-	own = t ? strstr(t, "ld.param.u64") : NULL;
-	GX_CHECK(t && moved == 4 && own && strstr(own, "%ctaid.x") && strstr(own, "@%__gx_iv"),
-		 "site hoist: where the cap leaves less room, only what a branch needs moves (%u)", moved);
-	free(t);
-	ptx_module_free(m);
-	/* with room (measured at 14: cap 32) it moves */
-	m = hoist_mod(mod);
-	kr.regs = 14;
-	t = hoist_site(m, site, &o, &moved);
-	GX_CHECK(t && moved == 8, "site hoist: moves where the cap leaves room (%u)", moved);
-	free(t);
-	ptx_module_free(m);
-	/* not in a persistent kernel: %ctaid is re-read per unit there */
-	m = hoist_mod(mod);
-	o.persistent = GX_PTX_PERSISTENT_COPY;
-	t = hoist_site(m, site, &o, &moved);
-	GX_CHECK(t && moved == 0, "site hoist: nothing moves under the persistent transform");
-	free(t);
-	ptx_module_free(m);
-}
-
 int main(void)
 {
 	test_module_structure();
@@ -757,6 +579,5 @@ int main(void)
 	test_types();
 	test_ipdom();
 	test_copy_unsafe();
-	test_site_hoist();
 	return gx_test_done();
 }
