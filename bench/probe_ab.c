@@ -31,7 +31,7 @@
 #include "gpuext/gx_devrt.h"
 
 #define CK(x) GX_CU_TAP("probe_ab", x)
-#define MAXV  32
+#define MAXV  48
 #define N     (1 << 22)
 
 struct kern {

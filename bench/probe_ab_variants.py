@@ -54,6 +54,8 @@ Writes OUTDIR/nat.ptx (the kernels as nvcc made them) and:
               per-thread test, thread 0 of the block (%tid.x|y|z == 0): the
               other lanes and warps leave on it, thread 0 runs the handler
               as before (about ten fewer instructions on warp 0's tail)
+  th_t0r      what the rewriter makes of th_t0 (GX_PTX_BLOCK_T0=1; thread 0's
+              words as immediates, so the body's own tests fold)
   th_min      the least a thread-0 block counter can be: thread 0 adds 1,
               warps and threads to its SM's first warp slot (%smid x 64,
               no fold, no bounds or null test) with three reductions; the
@@ -318,6 +320,7 @@ def main():
         'th_addr': edit('th_addr', hoist, start_addr),
         'th_uni_exit': edit('th_uni_exit', base, uniform_leader),
         'th_t0': edit('th_t0', base, lambda t: ELECT_SEQ.sub(TID0, t)),
+        'th_t0r': rewrite(gx, th, src, {'GX_PTX_BLOCK_T0': '1'}),
         'th_min': edit('th_min', base, min_site),
         'krs_exit': krs,
 
@@ -325,6 +328,8 @@ def main():
         'krs_hoistc': edit('krs_hoistc', rewrite(gx, os.path.join(tools, 'kernelretsnoop.bpf.o'), src,
                                                  {'GX_PTX_HOIST_WARP': '1'}), hoist_const),
     }
+    if 'elect.sync' in v['th_t0r']:
+        sys.exit('probe_ab_variants: GX_PTX_BLOCK_T0=1 left an election')
     if 'before its first barrier' not in subprocess.run(
             [gx, 'ptx', 'rewrite', '--policy', os.path.join(tools, 'threadhist_w1.bpf.o'), src, '-o', '/dev/null'],
             capture_output=True, text=True, env=dict(os.environ, GX_PTX_BLOCK_SITE='barrier')).stderr:

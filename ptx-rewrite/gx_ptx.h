@@ -122,6 +122,15 @@ struct gx_ptx_kregs {
  * address is a few ALU instructions from the test. */
 #define GX_PTX_F_HOIST_WARP 1024u
 
+/* A/B (issue 40): a block handler's inlined site gated on thread 0 of the
+ * block ((%tid.x | %tid.y | %tid.z) != 0 leaves) instead of the uniform
+ * warp test, the election and the handler's own lane-0 test: for block
+ * probes whose handlers count a block by its warp 0's lane 0 (threadhist,
+ * kernelretsnoop), the same counts with ~10 fewer instructions on warp 0's
+ * last cycles (docs/devbpf-perf.md, session 30; probe_ab's th_t0 is the
+ * same edit by hand). GX_PTX_BLOCK_T0=1. */
+#define GX_PTX_F_BLOCK_T0 65536u
+
 /* A/B (issue 40): a sampling binding's gate (site_sample.c) before the
  * election as a voted hash of %clock (~13 ALU instructions per access)
  * instead of the countdown (below). GPU run 90: 1.46-3.7x, tool_bench's
@@ -160,7 +169,7 @@ struct gx_ptx_kregs {
 /* The switches the callers (shim, CLI) take from the environment:
  * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0"),
  * GX_PTX_BLOCK_SITE=entry|exit|barrier, GX_PTX_MEM_CAP=0, GX_PTX_REG_CAP=0 and
- * GX_PTX_HOIST_WARP=1, GX_PTX_SAMPLE_EARLY=1, GX_PTX_MEM_INLINE=0,
+ * GX_PTX_HOIST_WARP=1, GX_PTX_BLOCK_T0=1, GX_PTX_SAMPLE_EARLY=1, GX_PTX_MEM_INLINE=0,
  * GX_PTX_MEM_CALL_ALL=0, GX_PTX_SAMPLE_LEADER=1, GX_PTX_SAMPLE_INLINE=1. */
 static inline unsigned gx_ptx_flags_from_env(void)
 {
@@ -169,9 +178,11 @@ static inline unsigned gx_ptx_flags_from_env(void)
 	const char *hw = getenv("GX_PTX_HOIST_WARP"), *se = getenv("GX_PTX_SAMPLE_EARLY");
 	const char *mi = getenv("GX_PTX_MEM_INLINE"), *ma = getenv("GX_PTX_MEM_CALL_ALL");
 	const char *sl = getenv("GX_PTX_SAMPLE_LEADER"), *si = getenv("GX_PTX_SAMPLE_INLINE");
+	const char *t0 = getenv("GX_PTX_BLOCK_T0");
 	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) | (mc && mc[0] == '0' ? GX_PTX_F_NO_MEM_CAP : 0) |
 	       (hc && hc[0] == '0' ? 0 : GX_PTX_F_HOOK_CAP) | (hw && hw[0] == '1' ? GX_PTX_F_HOIST_WARP : 0) |
-	       (se && se[0] == '1' ? GX_PTX_F_SAMPLE_EARLY : 0) | (mi && mi[0] == '0' ? GX_PTX_F_MEM_SMALL_INLINE : 0) |
+	       (t0 && t0[0] == '1' ? GX_PTX_F_BLOCK_T0 : 0) | (se && se[0] == '1' ? GX_PTX_F_SAMPLE_EARLY : 0) |
+	       (mi && mi[0] == '0' ? GX_PTX_F_MEM_SMALL_INLINE : 0) |
 	       (ma && ma[0] == '0' ? GX_PTX_F_MEM_LEADER_CALL : 0) | (sl && sl[0] == '1' ? GX_PTX_F_SAMPLE_LEADER : 0) |
 	       (si && si[0] == '1' ? GX_PTX_F_SAMPLE_INLINE : 0) |
 	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |

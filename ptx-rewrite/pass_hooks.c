@@ -236,8 +236,10 @@ static int add_sites(struct hooks *ps, struct ptx_func *fn, struct ptx_stmt *pos
 		const struct gx_hook_binding *bd = &o->bindings[i];
 		if (!binds_at(ps, bd, fn, hook))
 			continue;
+		ps->sites.block_site = bd->hook == GDEV_HOOK_BLOCK;
 		int err = ptx_site_insert(&ps->sites, fn, pos, hook, ptx_policy_name(ps->pol, bd->func),
 					  kid, addr, info, guard, guard_neg, &ps->pro);
+		ps->sites.block_site = false;
 		if (err)
 			return err;
 	}

@@ -390,6 +390,7 @@ struct site {
 	struct ptx_chain hd, bd; /* the site's declarations and body */
 	struct ptx_chain hb;	 /* an inlined entry/exit handler's body */
 	int hb_done;
+	bool t0;	    /* GX_PTX_F_BLOCK_T0: thread 0 of the block alone runs the body */
 	unsigned pre_words; /* words its uniform prefix computed */
 	unsigned layout;    /* PTX_SITE_* (ptx_site_layout) */
 };
@@ -522,9 +523,13 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 		err = ptx_handler_inline(&st->s->inl, st->fn, st->h, &st->hd, &st->hb, r, st->hend);
 		st->hb_done = 1;
 		struct ptx_chain pre = { 0 };
-		int nx = err ? 0
-			     : ptx_site_uniform_prefix(m, r, &st->hb, st->hend, st->out, st->kid, st->info, st->hook,
-						       &pre, &st->pre_words, st->layout);
+		/* a block probe gated on thread 0 (GX_PTX_F_BLOCK_T0): the
+		 * body's own warp and lane tests pass there, and nothing
+		 * needs to go before an election that is not made */
+		st->t0 = st->s->block_site && (st->s->ctx->opts->flags & GX_PTX_F_BLOCK_T0) && !st->all;
+		int nx = err || st->t0 ? 0
+				       : ptx_site_uniform_prefix(m, r, &st->hb, st->hend, st->out, st->kid, st->info,
+								 st->hook, &pre, &st->pre_words, st->layout);
 		if (nx < 0)
 			err = nx;
 		if (nx > 0)
@@ -553,6 +558,35 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 	 * refused its launches). */
 	if (!err && st->fn->is_entry && gx_ptx_opts_reg_cap(st->s->ctx->opts, st->hook))
 		err = ptx_kernel_cap_regs(m, st->s->ctx->opts, st->fn, st->fn->name);
+	if (st->t0) {
+		/* (%tid.x | %tid.y | %tid.z) != 0 leaves: one test on every
+		 * thread in place of the warp test, the election and the
+		 * body's lane-0 test on warp 0's last instructions (GPU run
+		 * 117: each of those costs a short block ~30 cycles) */
+		INSN(bd, "mov", PTX_MODS(".u32"), r->ot, ptx_opnd_id(m, "%tid.x"));
+		if (!(st->layout & PTX_SITE_FLAT)) {
+			INSN(bd, "mov", PTX_MODS(".u32"), r->ol, ptx_opnd_id(m, "%tid.y"));
+			INSN(bd, "or", PTX_MODS(".b32"), r->ot, r->ot, r->ol);
+			INSN(bd, "mov", PTX_MODS(".u32"), r->ol, ptx_opnd_id(m, "%tid.z"));
+			INSN(bd, "or", PTX_MODS(".b32"), r->ot, r->ot, r->ol);
+		}
+		INSN(bd, "setp", PTX_MODS(".ne", ".u32"), r->oq, r->ot, ptx_opnd_int(m, 0));
+		ptx_chain_insn(m, bd, r->q, 0, "bra", 0, NULL, 1, ptx_opnd_id(m, st->out));
+		if (st->sync) /* the mask END's bar.warp.sync waits on */
+			INSN(bd, "activemask", PTX_MODS(".b32"), r->om);
+		/* what thread 0's words are, as immediates: ptxas then folds
+		 * the body's own warp and lane tests (the active mask is thread
+		 * 0 alone: the others left at the gate) */
+		static const struct {
+			unsigned char w, v;
+		} k[] = { { 9, 1 }, { 10, 1 }, { 18, 0 }, { 19, 0 }, { 20, 0 }, { 25, 0 } };
+		for (size_t i = 0; i < GX_ARRAY_SIZE(k); i++)
+			if (st->need & 1u << k[i].w) {
+				INSN(bd, "mov", PTX_MODS(".b32"), r->ow[k[i].w], ptx_opnd_int(m, k[i].v));
+				st->pre_words |= 1u << k[i].w;
+			}
+		return err;
+	}
 	INSN(bd, "activemask", PTX_MODS(".b32"), r->om);
 	if (can_elect(m)) {
 		INSN(bd, "elect", PTX_MODS(".sync"), ptx_opnd_pipe(m, r->ol, r->oq), r->om);

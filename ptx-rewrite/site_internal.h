@@ -5,6 +5,8 @@
 #ifndef PTX_SITE_H
 #define PTX_SITE_H
 
+#include <stdbool.h>
+
 #include "ptx-rewrite/ctx_words_internal.h"
 #include "ptx-rewrite/fnlocal_internal.h"
 #include "ptx-rewrite/handler_internal.h"
@@ -26,6 +28,7 @@ struct ptx_sites {
 	const char *probe;		  /* the built-in probe handler's name, once in the module */
 	unsigned nr_elided;		  /* sites of the empty built-in handler left out */
 	size_t mem_inl_insn;		  /* mem/fence handler instructions inlined past the small limit */
+	bool block_site;		  /* the sites being inserted are a block handler's (pass_hooks.c) */
 };
 
 /* A kernel's prologue begin..last (inclusive) that its entry site at `end`

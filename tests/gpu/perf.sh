@@ -36,7 +36,9 @@
 #   TOOL.nocap (GX_PTX_REG_CAP=0: hooked kernels not capped at their
 #   originals' registers, the default before session 24); TOOL.hoist
 #   (GX_PTX_HOIST_WARP=1: the warp index every site's test reads set once
-#   at the kernel's start); TOOL.roomy (GX_RING_ROOMY=1: ring producers
+#   at the kernel's start); TOOL.t0 (GX_PTX_BLOCK_T0=1: a block handler's
+#   site gated on thread 0 of the block, no warp test or election);
+#   TOOL.roomy (GX_RING_ROOMY=1: ring producers
 #   skip the {head, tail} snapshot while their SM saw the ring half empty
 #   within 5 us, gx_devrt.h); TOOL.norec (GX_PTX_RECONVERGE=0: no
 #   bar.warp.sync after entry sites: the ring's first try has no loop since
@@ -107,6 +109,7 @@ run_cfg() {
 	*.nopic) timeout -k 5 "$lim" env GPUEXT_CUBIN_PIC=0 "$RUN" --tool "${cfg%.nopic}" -- "$@" ;;
 	*.nocap) timeout -k 5 "$lim" env GX_PTX_REG_CAP=0 "$RUN" --tool "${cfg%.nocap}" -- "$@" ;;
 	*.hoist) timeout -k 5 "$lim" env GX_PTX_HOIST_WARP=1 "$RUN" --tool "${cfg%.hoist}" -- "$@" ;;
+	*.t0) timeout -k 5 "$lim" env GX_PTX_BLOCK_T0=1 "$RUN" --tool "${cfg%.t0}" -- "$@" ;;
 	*.roomy) timeout -k 5 "$lim" env GX_RING_ROOMY=1 "$RUN" --tool "${cfg%.roomy}" -- "$@" ;;
 	*.norec) timeout -k 5 "$lim" env GX_PTX_RECONVERGE=0 "$RUN" --tool "${cfg%.norec}" -- "$@" ;;
 	launchlate.ring) timeout -k 5 "$lim" env GX_LL_RING=1 "$RUN" --tool launchlate -- "$@" ;;
@@ -214,7 +217,7 @@ for k in sorted({k for k, _ in host}):
     print('| %s launch loop (host us/launch, no goal) | %s | %s |' % (k, '%.2f' % base if base else '—', ' | '.join(cells)))
 # goals: the .on configurations (the defaults), .cap and threadhist.bar (the
 # candidate defaults)
-for c in [c for c in tools if c.endswith(('.on', '.hoist', '.roomy', '.norec', '.ring')) or c == 'threadhist.bar']:
+for c in [c for c in tools if c.endswith(('.on', '.hoist', '.t0', '.roomy', '.norec', '.ring')) or c == 'threadhist.bar']:
     for k in kernels:
         base, v = med.get((k, 'native')), med.get((k, c))
         if base is None or v is None:
