@@ -4,7 +4,8 @@
 # CuPy's shared-memory stencil and a block reduction, natively and with each
 # variant of the probe, in one process, medians of interleaved rounds. Also
 # the SASS of the native kernels and of every variant, for reading offline.
-# Under 120 s. Logs in $OUT/probeab/.
+# Under 150 s with ncu (bench/probe_ab_ncu.sh, PROBEAB_NCU=0: none).
+# Logs in $OUT/probeab/
 set -u
 ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$ROOT" || exit 1
@@ -34,3 +35,8 @@ CUDA_CACHE_DISABLE=1 timeout -k 5 150 "$B/bench/probe_ab" "$D" 21 50 >"$L/probe_
 rc=$?
 cat "$L/probe_ab.txt"
 [ "$rc" -eq 0 ] || echo "not ok - probeab: probe_ab exited $rc"
+# ncu on one launch of the stencil for the variants that say where a short
+# block's cycles go (docs/devbpf-perf.md, session 30); PROBEAB_NCU=0 skips.
+if [ "${PROBEAB_NCU:-1}" != 0 ] && { command -v ncu >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/ncu ]; }; then
+	OUT=$L GX_BUILD=$B "$ROOT/bench/probe_ab_ncu.sh" stencil3 th_none th_tail8 th_tail32 th_t0 th_t0r th_min th_dead
+fi

@@ -4,7 +4,7 @@
 # variant once in name order before timing), with the sections that say
 # where a short block's cycles go (issue 40, docs/devbpf-perf.md session 30:
 # warp instructions, cycles, achieved occupancy, warp state).
-#   tests/gpu/probeab_ncu.sh KERNEL VARIANT...   (nat is always included)
+#   bench/probe_ab_ncu.sh KERNEL VARIANT...   (nat is always included)
 # Writes $OUT/ncu-KERNEL.txt. Needs ncu and a device that allows profiling.
 set -u
 ROOT=${GX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -23,4 +23,4 @@ timeout 200 ncu --kernel-name "regex:^$K\$" --launch-count "$n" --section SpeedO
 	--section SchedulerStats --section Occupancy --section InstructionStats \
 	--metrics smsp__inst_executed.sum,smsp__thread_inst_executed.sum,sm__cycles_active.avg,gpu__time_duration.sum \
 	"$B/bench/probe_ab" "$S" 1 1 >"$OUT/ncu-$K.txt" 2>&1
-echo "probeab_ncu: rc $? (launches in name order: $(cd "$S" && ls *.ptx | sed 's/\.ptx$//' | tr '\n' ' ')+ linked copies of nat)"
+echo "probe_ab_ncu: rc $? (launches in name order: $(cd "$S" && ls *.ptx | sed 's/\.ptx$//' | tr '\n' ' ')+ linked copies of nat)"
