@@ -6,7 +6,8 @@
 #  launch_ab         the shim's added launch cost inside one process
 #  memlimit_cost     the allocation path with and without a tenant memory limit (GPU; tests/gpu/limits.sh)
 #  probe_ab          the threadhist block probe taken apart on two short
-#                    barrier kernels (GPU; tests/gpu/probeab.sh)
+#                    barrier kernels (GPU; tests/gpu/probeab.sh; under ncu:
+#                    bench/probe_ab_ncu.sh)
 #  sched_bench       block scheduling: native launch vs each schedule policy
 #                    on imbalanced and balanced kernels (GPU; tests/gpu/blocksched.sh)
 BENCH_HOOK     := $(BUILD)/bench/hook_overhead
