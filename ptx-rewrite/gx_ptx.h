@@ -125,9 +125,10 @@ struct gx_ptx_kregs {
 /* A/B (issue 40): a block handler's inlined site gated on thread 0 of the
  * block ((%tid.x | %tid.y | %tid.z) != 0 leaves) instead of the uniform
  * warp test, the election and the handler's own lane-0 test: for block
- * probes whose handlers count a block by its warp 0's lane 0 (threadhist,
- * kernelretsnoop), the same counts with ~10 fewer instructions on warp 0's
- * last cycles (docs/devbpf-perf.md, session 30; probe_ab's th_t0 is the
+ * probes (SEC "gdev/blockprobe/..") whose handlers count a block by its warp 0's
+ * lane 0 (threadhist; kernelretsnoop is an exit handler and keeps its
+ * election), the same counts with ~10 fewer instructions on warp 0's last
+ * cycles (docs/devbpf-perf.md, session 30; probe_ab's th_t0 is the
  * same edit by hand). GX_PTX_BLOCK_T0=1. */
 #define GX_PTX_F_BLOCK_T0 65536u
 
