@@ -60,8 +60,18 @@ Writes OUTDIR/nat.ptx (the kernels as nvcc made them) and:
               warps and threads to its SM's first warp slot (%smid x 64,
               no fold, no bounds or null test) with three reductions; the
               site as a whole replaced (the same counts summed per SM)
+  th_pentry   th_min's counter at each kernel's start (exit sites dropped),
+              every instruction predicated on thread 0 instead of a branch:
+              one basic block with the kernel's first instructions, so ptxas
+              can put the counter in the shadow of the kernel's first loads
+  th_bentry   the same behind a branch (thread 0 jumps in, the rest skip)
+  th_t0e      the rewriter's thread-0 gate at the entry site
+              (GX_PTX_BLOCK_T0=1 GX_PTX_BLOCK_SITE=entry)
+  th_pexit    th_min with the predicates instead of the branch, at the exits
   krs_exit    kernelretsnoop (its record table: seven plain stores at
               warp 0's exit of each recording block)
+  krs_pentry  krs_exit with the sample decision made once at the kernel's
+              start (branch-free, a predicate) and the exit sites testing it
   krs_dead    krs_exit with the seven stores under the same dead predicate
   krs_hoistc  krs_exit with GX_PTX_HOIST_WARP=1 and its constant-bank loads
               made at the kernel's start (th_hoistc's edit)
@@ -245,6 +255,92 @@ def min_site(t):
     return ONE_SITE.sub(one, t)
 
 
+# th_min's counter without a branch: every instruction under thread 0's
+# predicate, so that the block's code and the counter share one basic block
+# and ptxas may schedule the counter into the kernel's own stalls
+PRED_MIN = ('\t{\n\t\t.reg .pred %__gx_pq;\n\t\t.reg .b32 %__gx_pl;\n\t\t.reg .b32 %__gx_pt;\n'
+            '\t\t.reg .b64 %__gx_pa;\n\t\t.reg .b64 %__gx_pv;\n'
+            '\t\tmov.u32\t%__gx_pl, %tid.x;\n\t\tmov.u32\t%__gx_pt, %tid.y;\n\t\tor.b32\t%__gx_pl, %__gx_pl, %__gx_pt;\n'
+            '\t\tmov.u32\t%__gx_pt, %tid.z;\n\t\tor.b32\t%__gx_pl, %__gx_pl, %__gx_pt;\n'
+            '\t\tsetp.eq.u32\t%__gx_pq, %__gx_pl, 0;\n'
+            '\t\tmov.u32\t%__gx_pl, %smid;\n\t\tld.const.u64\t%__gx_pa, [__gx_devrt+104];\n'
+            '\t\tmad.wide.u32\t%__gx_pa, %__gx_pl, 1536, %__gx_pa;\n'
+            '\t\t@%__gx_pq red.global.add.u64\t[%__gx_pa], 1;\n'
+            '\t\tmov.u32\t%__gx_pl, %ntid.x;\n\t\tmov.u32\t%__gx_pt, %ntid.y;\n\t\tmul.lo.u32\t%__gx_pl, %__gx_pl, %__gx_pt;\n'
+            '\t\tmov.u32\t%__gx_pt, %ntid.z;\n\t\tmul.lo.u32\t%__gx_pl, %__gx_pl, %__gx_pt;\n'
+            '\t\tcvt.u64.u32\t%__gx_pv, %__gx_pl;\n\t\t@%__gx_pq red.global.add.u64\t[%__gx_pa+16], %__gx_pv;\n'
+            '\t\tadd.u32\t%__gx_pl, %__gx_pl, 31;\n\t\tshr.u32\t%__gx_pl, %__gx_pl, 5;\n'
+            '\t\tcvt.u64.u32\t%__gx_pv, %__gx_pl;\n\t\t@%__gx_pq red.global.add.u64\t[%__gx_pa+8], %__gx_pv;\n'
+            '\t}\n')
+# the same with a branch around it (th_min's shape, at the entry)
+BR_MIN = PRED_MIN.replace('\t\tsetp.eq.u32\t%__gx_pq, %__gx_pl, 0;\n',
+                          '\t\tsetp.ne.u32\t%__gx_pq, %__gx_pl, 0;\n\t\t@%__gx_pq bra\t$__gx_LpE;\n'
+                          ).replace('@%__gx_pq red', 'red').replace('\t}\n', '$__gx_LpE:\n\t}\n')
+ENTRY_BODY = re.compile(r'(^\.visible \.entry [^\n]*\n(?:\t[^\n]*\n)*?\)\n\{\n(?:\t\.(?:reg|shared|local)[^\n]*\n)*)', re.M)
+
+
+def at_entry(code):
+    """Each kernel's exit sites dropped, `code` put at the start of its body
+    (after the declarations; a label per kernel where the code has one)."""
+    seq = [0]
+
+    def one(m):
+        seq[0] += 1
+        return m.group(1) + code.replace('$__gx_LpE', '$__gx_LpE%d' % seq[0])
+    return lambda t: ENTRY_BODY.sub(one, ONE_SITE.sub('', t))
+
+
+def pred_exit(t):
+    """Each exit site replaced by PRED_MIN (no branch at the exit)."""
+    return ONE_SITE.sub(lambda m: PRED_MIN, t)
+
+
+# kernelretsnoop's sample decision (warp 0 of a block whose linear index is
+# a multiple of the sample's stride: tools_common.h) made once at the
+# kernel's start, branch-free, into a predicate the exit sites test
+KRS_ENTRY = ('\t{\n\t\t.reg .pred %__gx_kp;\n\t\t.reg .b32 %__gx_ka;\n\t\t.reg .b32 %__gx_kb;\n'
+             '\t\t.reg .b64 %__gx_ki;\n\t\t.reg .b64 %__gx_kn;\n\t\t.reg .b64 %__gx_kt;\n'
+             '\t\tmov.u32\t%__gx_ka, %tid.z;\n\t\tmov.u32\t%__gx_kb, %ntid.y;\n'
+             '\t\tmov.u32\t%__gx_kc, %tid.y;\n\t\tmad.lo.u32\t%__gx_ka, %__gx_ka, %__gx_kb, %__gx_kc;\n'
+             '\t\tmov.u32\t%__gx_kb, %ntid.x;\n\t\tmov.u32\t%__gx_kc, %tid.x;\n'
+             '\t\tmad.lo.u32\t%__gx_ka, %__gx_ka, %__gx_kb, %__gx_kc;\n'
+             '\t\tsetp.lt.u32\t%__gx_kp, %__gx_ka, 32;\n'
+             '\t\tmov.u32\t%__gx_ka, %ctaid.z;\n\t\tmov.u32\t%__gx_kb, %nctaid.y;\n'
+             '\t\tmul.wide.u32\t%__gx_ki, %__gx_ka, %__gx_kb;\n'
+             '\t\tmov.u32\t%__gx_ka, %ctaid.y;\n\t\tcvt.u64.u32\t%__gx_kt, %__gx_ka;\n'
+             '\t\tadd.s64\t%__gx_ki, %__gx_ki, %__gx_kt;\n'
+             '\t\tmov.u32\t%__gx_ka, %nctaid.x;\n\t\tcvt.u64.u32\t%__gx_kt, %__gx_ka;\n'
+             '\t\tmul.lo.s64\t%__gx_ki, %__gx_ki, %__gx_kt;\n'
+             '\t\tmul.wide.u32\t%__gx_kn, %__gx_ka, %__gx_kb;\n'
+             '\t\tmov.u32\t%__gx_ka, %ctaid.x;\n\t\tcvt.u64.u32\t%__gx_kt, %__gx_ka;\n'
+             '\t\tadd.s64\t%__gx_ki, %__gx_ki, %__gx_kt;\n'
+             '\t\tmov.u32\t%__gx_ka, %nctaid.z;\n\t\tcvt.u64.u32\t%__gx_kt, %__gx_ka;\n'
+             '\t\tmul.lo.s64\t%__gx_kn, %__gx_kn, %__gx_kt;\n'
+             '\t\tadd.s64\t%__gx_kn, %__gx_kn, -1;\n\t\tshr.u64\t%__gx_kn, %__gx_kn, 8;\n'
+             '\t\tnot.b64\t%__gx_kt, %__gx_ki;\n\t\tadd.s64\t%__gx_ki, %__gx_ki, -1;\n'
+             '\t\tand.b64\t%__gx_ki, %__gx_ki, %__gx_kt;\n'
+             '\t\tsetp.le.and.u64\t%__gx_ks, %__gx_kn, %__gx_ki, %__gx_kp;\n'
+             '\t}\n')
+KRS_PRE = re.compile(r'(\t\{\n(?:\t\t\.reg[^\n]*\n)*)((?:(?!\tactivemask)[^\n]*\n)*?)(\t\tactivemask\.b32)')
+KRS_KEEP = re.compile(r'^\t\tmov\.u32\t%__gx_w\d+, %[a-z.]+;\n|^\t\t(?:mad\.lo\.u32\t%__gx_t|shr\.u32\t%__gx_w25)[^\n]*\n', re.M)
+
+
+def krs_entry(t):
+    """krs_exit with the sample test at each kernel's start (KRS_ENTRY, a
+    predicate) and each exit site testing that predicate alone before its
+    election (the site's context words still set after the test)."""
+    def site(m):
+        lab = re.search(r'bra\.uni\t(\$__gx_Lh\d+);', m.group(2)).group(1)
+        keep = ''.join(k.group(0) for k in KRS_KEEP.finditer(m.group(2)))
+        return m.group(1) + '\t\t@!%%__gx_ks bra.uni\t%s;\n' % lab + keep + m.group(3)
+    t = KRS_PRE.sub(site, t)
+    decl = '\t.reg .pred %__gx_ks;\n\t.reg .b32 %__gx_kc;\n'
+
+    def entry(m):
+        return m.group(1) + decl + KRS_ENTRY
+    return ENTRY_BODY.sub(entry, t)
+
+
 def dead_ops(ops, op):
     """Every `op` (a regex of whole lines) of every site under a predicate
     that is never true but that ptxas cannot fold (%smid == 4095), set
@@ -322,8 +418,13 @@ def main():
         'th_t0': edit('th_t0', base, lambda t: ELECT_SEQ.sub(TID0, t)),
         'th_t0r': rewrite(gx, th, src, {'GX_PTX_BLOCK_T0': '1'}),
         'th_min': edit('th_min', base, min_site),
+        'th_pentry': edit('th_pentry', base, at_entry(PRED_MIN)),
+        'th_bentry': edit('th_bentry', base, at_entry(BR_MIN)),
+        'th_pexit': edit('th_pexit', base, pred_exit),
+        'th_t0e': rewrite(gx, th, src, {'GX_PTX_BLOCK_T0': '1', 'GX_PTX_BLOCK_SITE': 'entry'}),
         'krs_exit': krs,
 
+        'krs_pentry': edit('krs_pentry', krs, krs_entry),
         'krs_dead': edit('krs_dead', krs, dead_ops(KRS_ST, 'st.u64')),
         'krs_hoistc': edit('krs_hoistc', rewrite(gx, os.path.join(tools, 'kernelretsnoop.bpf.o'), src,
                                                  {'GX_PTX_HOIST_WARP': '1'}), hoist_const),

@@ -41,7 +41,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: %s [-v] [--tool NAME] [--policy FILE[,KNOB=V...]] [--sched POLICY[,KNOB=V...]]\n"
 		"       [--tenant NAME] [--class lc|be] [--window N] [--mem-limit SIZE] [--gpu-share PCT]\n"
-		"       [--log LEVEL] [--audit] [--ptxas] [--jit-async]\n"
+		"       [--log LEVEL] [--audit] [--ptxas] [--jit-async] [--launch-sample N[,first=K]]\n"
 		"       [--disable] [--] CMD [ARGS...]\n\n"
 		"Run CMD with gpuext's libcuda.so.1 in front of NVIDIA's driver.\n\n"
 		"  -v, --verbose     log what the shim does (GPUEXT_LOG=info; twice: debug)\n"
@@ -51,6 +51,9 @@ static void usage(FILE *out)
 		"  --json            --tool: the report as JSON\n"
 		"  --trace FILE      --tool: also write a Chrome/Perfetto trace (JSON)\n"
 		"  --sample N        --tool memtrace: record 1 of N warp accesses (GPUEXT_CFG, GPUEXT_MEM_SAMPLE)\n"
+		"  --launch-sample N[,first=K]\n"
+		"                    --tool: instrument each kernel's first K launches (16), then 1 in N;\n"
+		"                    the others run natively (GPUEXT_LAUNCH_SAMPLE; docs/tools.md)\n"
 		"  --policy FILE     load a policy object, *.bpf.o (GPUEXT_POLICY); repeatable, and\n"
 		"                    usable with --tool (device policies run before the tools)\n"
 		"  --tenant NAME     this process is tenant NAME of its GPUs (GPUEXT_TENANT; several\n"
@@ -255,10 +258,11 @@ int gx_run_main(int argc, char **argv, const char *name)
 	int verbose = 0, audit = 0, disable = 0, print_env = 0, ptxas = 0, jit_async = 0;
 	const char *tool = NULL, *policy = NULL, *log = NULL;
 	const char *tenant = NULL, *cls = NULL, *window = NULL; /* tenant scheduling (docs/tenants.md) */
-	const char *mem_limit = NULL, *gpu_share = NULL;        /* limits (docs/limits.md) */
-	char tools[1024] = "", pols[8192] = ""; /* repeated --tool / --policy, joined */
+	const char *mem_limit = NULL, *gpu_share = NULL;	/* limits (docs/limits.md) */
+	char tools[1024] = "", pols[8192] = "";			/* repeated --tool / --policy, joined */
 	int tool_given = 0;
 	const char *trace = NULL, *sample = NULL; /* --tool reports (run_tool.c) */
+	const char *launch_sample = NULL;
 	const char *sched = NULL;
 	int json = 0;
 	int i = 1;
@@ -290,6 +294,8 @@ int gx_run_main(int argc, char **argv, const char *name)
 			disable = 1;
 		} else if (!strcmp(a, "--json")) {
 			json = 1;
+		} else if (!strcmp(a, "--launch-sample") && i + 1 < argc) {
+			launch_sample = argv[++i];
 		} else if ((!strcmp(a, "--trace") || !strcmp(a, "--sample")) && i + 1 < argc) {
 			if (!strcmp(a, "--trace"))
 				trace = argv[++i];
@@ -427,6 +433,8 @@ int gx_run_main(int argc, char **argv, const char *name)
 		set("GPUEXT_DISABLE", "1", print_env);
 	if (jit_async)
 		set("GPUEXT_JIT_ASYNC", "1", print_env);
+	if (launch_sample)
+		set("GPUEXT_LAUNCH_SAMPLE", launch_sample, print_env);
 	if (audit) {
 		char a[PATH_MAX + 32];
 		snprintf(a, sizeof(a), "%s/gpuext-audit.so", dir);

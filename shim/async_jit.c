@@ -73,8 +73,10 @@ void gx_jit_async_judge(const char *orig, size_t len, struct gx_prep *p)
 {
 	p->async = false;
 	/* nothing to hook, or a cubin the load path takes at once: no parse
-	 * (a warm start pays nothing for the switch) */
-	if (!started || !p->ptx || !p->nr_hooks || gx_prep_cubin_state(p, 0, NULL) == 1)
+	 * (a warm start pays nothing for the switch). Launch sampling wants
+	 * the copy whether cached or not (launch_sample.c). */
+	bool sample = gx_launch_sample_on();
+	if (!(started || sample) || !p->ptx || !p->nr_hooks || (!sample && gx_prep_cubin_state(p, 0, NULL) == 1))
 		return;
 	bool vars;
 	p->async = gx_live_copy_check(orig, len, &vars, NULL, 0) == 0;
@@ -88,10 +90,20 @@ bool gx_jit_async_take(const struct gx_prep *p, unsigned n, const CUjit_option *
 	 * -rdc route is never judged). The worker passes no JIT options: a
 	 * load the application gave options that change the code (no cubin
 	 * route, -1) stays on the load path. */
-	if (!p->async)
+	if (!p->async || !started)
 		return false;
 	int st = gx_prep_cubin_state(p, n, o);
 	return st == 0 || (st < 0 && !n);
+}
+
+bool gx_launch_sample_take(const struct gx_prep *p, unsigned n, const CUjit_option *o)
+{
+	/* the copy loads with no options, as a worker's: an application's
+	 * option that changes the code keeps the module on the plain path */
+	if (!p->async || !gx_launch_sample_on())
+		return false;
+	int st = gx_prep_cubin_state(p, n, o);
+	return st >= 0 || !n;
 }
 
 /* One job, on a worker: compile, load in the module's context, hand over. */
@@ -120,7 +132,7 @@ static void run_job(struct job *j)
 		char b[96];
 		pr_warn("module %u: the driver rejected its instrumented copy (%s): it runs as it came", j->p.id,
 			gx_cu_errname(rc, b, sizeof(b)));
-	} else if (!gx_live_async_add(j->orig, j->ctx, j->p.id, j->vars, h)) {
+	} else if (!gx_live_async_add(j->orig, j->ctx, false, j->p.id, j->vars, h)) {
 		REAL(cuModuleUnload)((CUmodule)h);
 	} else {
 		char how[64] = "the rewritten PTX loaded";

@@ -25,6 +25,7 @@ GX_EXPORT CUresult cuInit(unsigned int Flags)
 			gx_config.disabled ? ", GPUEXT_DISABLE set: forwarding only" : "");
 		gx_hostpolicy_init();
 		gx_jit_async_init(); /* its launch switch before the device runtime's subscriber */
+		gx_launch_sample_init(); /* the same switch */
 		gx_attach_init();
 		gx_tenancy_init();
 		gx_live_init();

@@ -78,10 +78,11 @@ struct fn_key {
 };
 struct fn_map {
 	struct fn_key key;
-	void *mod;	      /* the application's module or library of f (instr is in its copy) */
-	void *instr;	      /* NULL: no copy to run (SASS only, no hooks) */
-	bool instr_is_kernel; /* instr is a CUkernel */
-	unsigned max_dyn;     /* dynamic shared memory carried over to instr so far */
+	void *mod;		     /* the application's module or library of f (instr is in its copy) */
+	void *instr;		     /* NULL: no copy to run (SASS only, no hooks) */
+	bool instr_is_kernel;	     /* instr is a CUkernel */
+	unsigned max_dyn;	     /* dynamic shared memory carried over to instr so far */
+	unsigned long long launches; /* of f, switched or not (GPUEXT_LAUNCH_SAMPLE) */
 	UT_hash_handle hh;
 };
 struct sev_key {
@@ -306,6 +307,9 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 			struct fn_map *fm;
 			void *f = fn_lookup(ev->ctx, ev->launch.func, ev->launch.is_kernel, &fm);
 			if (f && fm && !smem_carry(fm, ev->launch.func, ev->launch.is_kernel, ev->launch.shared_mem))
+				f = NULL;
+			/* GPUEXT_LAUNCH_SAMPLE: the launches off the sample run the original */
+			if (f && fm && gx_launch_sample_on() && !gx_launch_sampled(++fm->launches))
 				f = NULL;
 			if (f && !phase) { /* GPUEXT_JIT_ASYNC's copies: nothing to wait for, ever */
 				ev->launch.func = f;
@@ -563,10 +567,10 @@ static int copy_file(void *orig, CUcontext ctx, bool is_library, unsigned id, bo
 	return 0;
 }
 
-bool gx_live_async_add(void *orig, CUcontext ctx, unsigned id, bool vars, void *copy)
+bool gx_live_async_add(void *orig, CUcontext ctx, bool is_library, unsigned id, bool vars, void *copy)
 {
 	pthread_mutex_lock(&live_lock);
-	int f = copy_file(orig, ctx, false, id, vars, copy);
+	int f = copy_file(orig, ctx, is_library, id, vars, copy);
 	pthread_mutex_unlock(&live_lock);
 	if (f == -EPERM)
 		pr_info("module %u: the application asked for a module variable's address: its instrumented copy is "

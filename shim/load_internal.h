@@ -156,6 +156,14 @@ bool gx_jit_async_take(const struct gx_prep *p, unsigned n, const CUjit_option *
 /* Hand p's rewritten PTX (taken from p) to the workers, for module orig. */
 void gx_jit_async_queue(void *orig, CUcontext ctx, struct gx_prep *p);
 void gx_log_async(const char *api, const struct gx_prep *p);
+/* launch_sample.c: GPUEXT_LAUNCH_SAMPLE, a tool on a sample of each
+ * kernel's launches. */
+bool gx_launch_sample_on(void);
+void gx_launch_sample_init(void); /* at cuInit, before the device runtime subscribes */
+/* Is the n-th launch (from 1) of a function instrumented? */
+bool gx_launch_sampled(unsigned long long n);
+/* p (judged) is loaded as it came with its copy beside it, on the load path. */
+bool gx_launch_sample_take(const struct gx_prep *p, unsigned n, const CUjit_option *o);
 /* live.c: the launch switch from the start, for the workers' copies (0 or
  * -errno), and one copy handed over: false when its module is gone or
  * its state no longer shareable (the caller unloads it). */
@@ -165,7 +173,7 @@ int gx_live_async_start(void);
  * any), the first one's name into name (n bytes), or -1 if ptx does not
  * parse. */
 int gx_live_copy_check(const char *ptx, size_t len, bool *vars, char *name, size_t n);
-bool gx_live_async_add(void *orig, CUcontext ctx, unsigned id, bool vars, void *copy);
+bool gx_live_async_add(void *orig, CUcontext ctx, bool is_library, unsigned id, bool vars, void *copy);
 
 /* Next module number (also for modules that never reach gx_prepare). */
 unsigned gx_next_module_id(void);

@@ -14,6 +14,7 @@
 #include "shim/link_internal.h"
 #include "shim/load_internal.h"
 #include "shim/shim_ev_internal.h"
+#include "shim/stats_internal.h"
 #include "shim/tables_internal.h"
 
 static CUcontext cur_ctx(void)
@@ -110,8 +111,50 @@ static CUresult load_side(const char *api, void *app, bool is_library, struct gx
 	return app_rc;
 }
 
-static CUresult mod_load(const char *api, CUmodule *module, const void *img, size_t avail, unsigned n,
-			 CUjit_option *o, void **v, orig_fn orig, const void *orig_arg)
+/* GPUEXT_LAUNCH_SAMPLE (launch_sample.c): the application's image loaded
+ * as it came (app_rc; its handle in *out), its instrumented copy beside it,
+ * on the load path and with no options, for the launch switch to run on the
+ * sampled launches. A copy the driver refuses leaves the image's kernels
+ * uninstrumented, as a passed-through image's. */
+static CUresult load_sampled(const char *api, void *out, bool is_library, struct gx_prep *p, CUresult app_rc)
+{
+	if (app_rc != CUDA_SUCCESS) {
+		gx_prep_free(p);
+		return app_rc;
+	}
+	void *app = *(void **)out, *copy = NULL;
+	unsigned id = p->id, hooks = p->nr_hooks;
+	bool vars = p->async_vars;
+	CUresult rc = load_prepared(p, is_library, &copy, 0, NULL, NULL, NULL, NULL, 0);
+	char b[96];
+	if (rc != CUDA_SUCCESS) {
+		pr_warn("%s %u (%s): loaded as it came; its instrumented copy was rejected (%s): its kernels run "
+			"uninstrumented",
+			is_library ? "library" : "module", id, api, gx_cu_errname(rc, b, sizeof(b)));
+		snprintf(p->why, sizeof(p->why), "its instrumented copy rejected");
+		copy = NULL;
+	} else {
+		gx_stats_module(GX_STATS_MOD_REWRITTEN, NULL);
+		pr_info("%s %u (%s): loaded as it came, its instrumented copy (%u hooks, sm_%u, %s) beside it for "
+			"the sampled launches (GPUEXT_LAUNCH_SAMPLE)",
+			is_library ? "library" : "module", id, api, hooks, p->sm,
+			p->cubin == GX_CUBIN_CACHED ? "cubin cached"
+			: p->cubin == GX_CUBIN_JIT  ? "cubin compiled, stored"
+						    : "its PTX");
+		snprintf(p->why, sizeof(p->why), "instrumented copy for sampled launches");
+	}
+	loaded(api, app, is_library, p, false, NULL);
+	if (copy && !gx_live_async_add(app, is_library ? NULL : cur_ctx(), is_library, id, vars, copy)) {
+		if (is_library)
+			REAL(cuLibraryUnload)((CUlibrary)copy);
+		else
+			REAL(cuModuleUnload)((CUmodule)copy);
+	}
+	return app_rc;
+}
+
+static CUresult mod_load(const char *api, CUmodule *module, const void *img, size_t avail, unsigned n, CUjit_option *o,
+			 void **v, orig_fn orig, const void *orig_arg)
 {
 	struct gx_prep p = { 0 };
 	unsigned nr_rw, nr_pass;
@@ -140,7 +183,10 @@ static CUresult mod_load(const char *api, CUmodule *module, const void *img, siz
 			if (rc == CUDA_SUCCESS) {
 				gx_log_async(api, &p);
 				/* in the tables before a worker can hand its copy over */
-				struct gx_prep a = { .id = p.id, .ptx = p.ptx, .len = p.len, .nr_hooks = p.nr_hooks,
+				struct gx_prep a = { .id = p.id,
+						     .ptx = p.ptx,
+						     .len = p.len,
+						     .nr_hooks = p.nr_hooks,
 						     .async_vars = p.async_vars };
 				p.ptx = NULL;
 				snprintf(p.why, sizeof(p.why), "its instrumented copy compiles off the load path");
@@ -151,6 +197,8 @@ static CUresult mod_load(const char *api, CUmodule *module, const void *img, siz
 			gx_prep_free(&p);
 			return rc;
 		}
+		if (gx_launch_sample_take(&p, n, o))
+			return load_sampled(api, module, false, &p, orig(module, orig_arg, n, o, v));
 		CUresult rc = load_prepared(&p, false, module, n, o, v, NULL, NULL, 0);
 		if (rc == CUDA_SUCCESS) {
 			gx_log_reloaded(api, &p);
@@ -197,8 +245,8 @@ static CUresult orig_file(CUmodule *m, const void *path, unsigned n, CUjit_optio
 GX_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
 				      CUjit_option *options, void **optionValues)
 {
-	return mod_load("cuModuleLoadDataEx", module, image, SIZE_MAX, numOptions, options, optionValues,
-			orig_data_ex, image);
+	return mod_load("cuModuleLoadDataEx", module, image, SIZE_MAX, numOptions, options, optionValues, orig_data_ex,
+			image);
 }
 
 GX_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
@@ -259,9 +307,8 @@ GX_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const c
 }
 
 /* Libraries: context-independent, loaded lazily into each context. */
-static CUresult lib_load(const char *api, CUlibrary *library, const void *code, size_t avail,
-			 CUjit_option *jo, void **jv, unsigned nj, CUlibraryOption *lo, void **lv, unsigned nl,
-			 const char *path)
+static CUresult lib_load(const char *api, CUlibrary *library, const void *code, size_t avail, CUjit_option *jo,
+			 void **jv, unsigned nj, CUlibraryOption *lo, void **lv, unsigned nl, const char *path)
 {
 	struct gx_prep p = { 0 };
 	if (library && gx_prepare(api, code, avail, true, &p)) {
@@ -269,6 +316,13 @@ static CUresult lib_load(const char *api, CUlibrary *library, const void *code, 
 			CUresult rc = path ? REAL(cuLibraryLoadFromFile)(library, path, jo, jv, nj, lo, lv, nl)
 					   : REAL(cuLibraryLoadData)(library, code, jo, jv, nj, lo, lv, nl);
 			return load_side(api, rc == CUDA_SUCCESS ? *library : NULL, true, &p, rc);
+		}
+		/* a library with variables: which library the host takes an
+		 * address in is not known (live.c), so no copy */
+		if (!p.async_vars && gx_launch_sample_take(&p, nj, jo)) {
+			CUresult rc = path ? REAL(cuLibraryLoadFromFile)(library, path, jo, jv, nj, lo, lv, nl)
+					   : REAL(cuLibraryLoadData)(library, code, jo, jv, nj, lo, lv, nl);
+			return load_sampled(api, library, true, &p, rc);
 		}
 		CUresult rc = load_prepared(&p, true, library, nj, jo, jv, lo, lv, nl);
 		if (rc == CUDA_SUCCESS) {

@@ -41,7 +41,7 @@ TESTS     += tests/attach/test_pdesc_fuzz.sh
 $(T_ATT)/live_app: $(call objs,tests/attach/live_app.c) $(COMMON_LIB)
 	$(call link,-L$(STUB_LDIR) -lcuda -ldl)
 TEST_BINS += $(T_ATT)/live_app
-TESTS     += tests/attach/test_live.sh tests/attach/test_live_kinds.sh tests/attach/test_live_sched.sh tests/attach/test_live_state.sh tests/attach/test_jit_async.sh
+TESTS     += tests/attach/test_live.sh tests/attach/test_live_kinds.sh tests/attach/test_live_sched.sh tests/attach/test_live_state.sh tests/attach/test_jit_async.sh tests/attach/test_launch_sample.sh
 
 # The control messages under libFuzzer.
 FUZZ_CTL := $(BUILD)/fuzz/fuzz_ctl

@@ -38,6 +38,8 @@
 #   (GX_PTX_HOIST_WARP=1: the warp index every site's test reads set once
 #   at the kernel's start); TOOL.t0 (GX_PTX_BLOCK_T0=1: a block handler's
 #   site gated on thread 0 of the block, no warp test or election);
+#   TOOL.lsN (gpuext-run --launch-sample N: each kernel's first 16 launches
+#   instrumented, then 1 in N, the others native; shim/launch_sample.c);
 #   TOOL.roomy (GX_RING_ROOMY=1: ring producers
 #   skip the {head, tail} snapshot while their SM saw the ring half empty
 #   within 5 us, gx_devrt.h); TOOL.norec (GX_PTX_RECONVERGE=0: no
@@ -110,6 +112,7 @@ run_cfg() {
 	*.nocap) timeout -k 5 "$lim" env GX_PTX_REG_CAP=0 "$RUN" --tool "${cfg%.nocap}" -- "$@" ;;
 	*.hoist) timeout -k 5 "$lim" env GX_PTX_HOIST_WARP=1 "$RUN" --tool "${cfg%.hoist}" -- "$@" ;;
 	*.t0) timeout -k 5 "$lim" env GX_PTX_BLOCK_T0=1 "$RUN" --tool "${cfg%.t0}" -- "$@" ;;
+	*.ls[0-9]*) timeout -k 5 "$lim" "$RUN" --launch-sample "${cfg##*.ls}" --tool "${cfg%.ls*}" -- "$@" ;;
 	*.roomy) timeout -k 5 "$lim" env GX_RING_ROOMY=1 "$RUN" --tool "${cfg%.roomy}" -- "$@" ;;
 	*.norec) timeout -k 5 "$lim" env GX_PTX_RECONVERGE=0 "$RUN" --tool "${cfg%.norec}" -- "$@" ;;
 	launchlate.ring) timeout -k 5 "$lim" env GX_LL_RING=1 "$RUN" --tool launchlate -- "$@" ;;
@@ -217,7 +220,8 @@ for k in sorted({k for k, _ in host}):
     print('| %s launch loop (host us/launch, no goal) | %s | %s |' % (k, '%.2f' % base if base else '—', ' | '.join(cells)))
 # goals: the .on configurations (the defaults), .cap and threadhist.bar (the
 # candidate defaults)
-for c in [c for c in tools if c.endswith(('.on', '.hoist', '.t0', '.roomy', '.norec', '.ring')) or c == 'threadhist.bar']:
+for c in [c for c in tools if c.endswith(('.on', '.hoist', '.t0', '.roomy', '.norec', '.ring')) or c == 'threadhist.bar'
+          or re.search(r'\.ls\d+$', c)]:
     for k in kernels:
         base, v = med.get((k, 'native')), med.get((k, c))
         if base is None or v is None:

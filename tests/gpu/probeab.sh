@@ -38,5 +38,5 @@ cat "$L/probe_ab.txt"
 # ncu on one launch of the stencil for the variants that say where a short
 # block's cycles go (docs/devbpf-perf.md, session 30); PROBEAB_NCU=0 skips.
 if [ "${PROBEAB_NCU:-1}" != 0 ] && { command -v ncu >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/ncu ]; }; then
-	OUT=$L GX_BUILD=$B "$ROOT/bench/probe_ab_ncu.sh" stencil3 th_none th_tail8 th_tail32 th_t0 th_t0r th_min th_dead
+	OUT=$L GX_BUILD=$B "$ROOT/bench/probe_ab_ncu.sh" stencil3 th_none th_min th_pentry th_bentry th_pexit th_t0e th_dead
 fi

@@ -139,6 +139,32 @@ u = [k for k in (ll or {}).get('kernels', []) if k['kernel'] == '_Z6unevenPfi']
 print(('ok' if u and u[0]['count'] == 4 else 'not ok') + ' - tools: two tools: launchlate matched the 4 launches of uneven')
 P
 
+# Launch sampling (--launch-sample 2,first=1: each kernel's first launch,
+# then every 2nd): output unchanged; fewer launches instrumented than seen;
+# kernelretsnoop expects records only of the sampled launches (none short);
+# threadhist counts no more than the whole run's blocks.
+for t in threadhist kernelretsnoop; do
+	GPUEXT_KEEP=0 timeout 120 "$B/bin/gpuext-run" -v --launch-sample 2,first=1 --tool $t --json -- \
+		"$APP" "$W/ls-$t.bin" >"$L/ls-$t.json" 2>"$L/ls-$t.err"
+	cmp -s "$W/direct.bin" "$W/ls-$t.bin" && ok "$t --launch-sample 2,first=1: application output bit-identical" ||
+		nok "$t --launch-sample 2,first=1: application output differs or failed: $(tail -2 "$L/ls-$t.err" | tr '\n' ' ')"
+	python3 - "$L/ls-$t.json" "$t" "$blocks" <<'P' | tee -a "$L/summary.txt"
+import json, sys
+d, t, blocks = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
+h = d.get('host_launches', {})
+print(('ok' if 0 < h.get('instrumented', 0) < h.get('launches', 0) else 'not ok') +
+      ' - tools: %s --launch-sample: %s of %s launches instrumented' % (t, h.get('instrumented'), h.get('launches')))
+if t == 'threadhist':
+    b = d['total']['blocks']
+    print(('ok' if 0 < b < blocks else 'not ok') + ' - tools: threadhist --launch-sample: %d of the run\'s %d blocks counted' % (b, blocks))
+else:
+    L_ = d['launches']
+    short = [l for l in L_ if l['blocks'] != l['blocks_expected']]
+    print(('ok' if L_ and not short else 'not ok') +
+          ' - tools: kernelretsnoop --launch-sample: every reported launch has its records (%d launches, %d short)' % (len(L_), len(short)))
+P
+done
+
 python3 - "$L" "$blocks" "$warps" "$threads" "$r0" "$r1" "$r2" "$r3" "$r4" "$r5" "$r6" "$r7" <<'P' | tee -a "$L/summary.txt"
 import json, sys
 L = sys.argv[1]

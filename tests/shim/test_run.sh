@@ -66,6 +66,7 @@ sleep 0.2
 check "SIGTERM to gpuext-run --tool is passed to the application: it ends too, status 143" \
 	"[ -s $tmp/app.pid ] && ! kill -0 \$(cat $tmp/app.pid) && [ $trc = 143 ]"
 check "--jit-async sets GPUEXT_JIT_ASYNC=1" "$R --print-env --jit-async --tool threadhist -- true | grep -qx 'GPUEXT_JIT_ASYNC=1'"
+check "--launch-sample sets GPUEXT_LAUNCH_SAMPLE" "$R --print-env --launch-sample 16,first=4 --tool threadhist -- true | grep -qx 'GPUEXT_LAUNCH_SAMPLE=16,first=4'"
 check "--tool puts XLA on gpuext-ptxas (first on PATH, XLA_FLAGS), Triton untouched" \
 	"$R --print-env --tool threadhist -- true >$tmp/env && grep -q '^PATH=.*share/gpuext/cuda/bin:' $tmp/env && grep -q '^XLA_FLAGS=.*xla_gpu_enable_libnvptxcompiler=false' $tmp/env && ! grep -q TRITON_PTXAS_PATH $tmp/env"
 check "a host --policy alone leaves PATH and XLA_FLAGS" \

@@ -1,0 +1,116 @@
+/* launch_sample.c — GPUEXT_LAUNCH_SAMPLE=N[,first=K]: a tool instruments
+ * each kernel's first K launches (16 unless given), then one launch in N;
+ * the others run the application's own kernel at native speed (issue 40,
+ * docs/tools.md).
+ *
+ * Why: a tool's probe costs every instrumented launch a fixed price per
+ * block, and on kernels of many short blocks no placement of it is cheap —
+ * GPU runs 116-119 (H100): the least exact block counter (thread 0, three
+ * fire-and-forget adds) +8 % on a stencil of 16,384 one-microsecond blocks,
+ * at the exit, at the entry, with a branch or predicated; the bare
+ * per-warp test alone +2.8 %. What a sampled tool pays is that price on
+ * one launch in N, amortised: the figures of the tools' goals.
+ *
+ * How: the module is loaded as it came and its instrumented copy beside it
+ * (through the module cache, on the load path — or off it under
+ * GPUEXT_JIT_ASYNC), and the launch switch of shim/live.c (the one `gpuext
+ * attach` and GPUEXT_JIT_ASYNC use) runs the copy's function on the
+ * sampled launches. The device runtime logs each launch as instrumented
+ * or not, so every report says how many it saw (tools/launches.c) and
+ * kernelretsnoop expects no records from the others.
+ *
+ * Only where the copy is faithful (shim/live.c's judge: no module variable
+ * the kernels write, no JIT option that changes the code; modules, not
+ * libraries): other modules are rewritten in place and every launch of
+ * theirs is instrumented, as without sampling. Only for tools: a device
+ * policy (GPUEXT_POLICY) decides on every launch, so with one loaded the
+ * setting is refused with a warning. Graph kernel nodes are not sampled (a
+ * node is switched once, when it is added). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim/load_internal.h"
+
+#define FIRST_DEFAULT 16
+
+static struct {
+	int state; /* -1 not read, 0 off, 1 on */
+	unsigned long every, first;
+} ls = { .state = -1 };
+
+/* "N" or "N,first=K": 0, or -EINVAL with *what naming the bad part. */
+static int parse(const char *s, unsigned long *every, unsigned long *first, const char **what)
+{
+	char *end;
+	*what = "N";
+	errno = 0;
+	unsigned long n = strtoul(s, &end, 10);
+	if (errno || end == s || n < 1 || n > 1000000)
+		return -EINVAL;
+	*every = n;
+	*first = FIRST_DEFAULT;
+	if (!*end)
+		return 0;
+	if (*end != ',')
+		return -EINVAL;
+	*what = "first=K";
+	if (strncmp(end, ",first=", 7))
+		return -EINVAL;
+	s = end + 7;
+	errno = 0;
+	n = strtoul(s, &end, 10);
+	if (errno || end == s || *end || n > 1000000000)
+		return -EINVAL;
+	*first = n;
+	return 0;
+}
+
+bool gx_launch_sample_on(void)
+{
+	if (ls.state >= 0)
+		return ls.state;
+	const char *e = getenv("GPUEXT_LAUNCH_SAMPLE");
+	gx_config_load();
+	ls.state = 0;
+	if (!e || !*e || gx_config.disabled || !gx_config.tool)
+		return false;
+	const char *what;
+	if (parse(e, &ls.every, &ls.first, &what)) {
+		pr_warn("GPUEXT_LAUNCH_SAMPLE=%s: expected N[,first=K], %s a number (N from 1 to 1000000): every "
+			"launch is instrumented",
+			e, what);
+		return false;
+	}
+	if (gx_config.policy || gx_config.sched || getenv("GPUEXT_PERSISTENT")) {
+		pr_warn("GPUEXT_LAUNCH_SAMPLE: not with a device policy or --sched (they act on every launch): every "
+			"launch is instrumented");
+		return false;
+	}
+	if (ls.every == 1)
+		return false; /* every launch: the plain rewrite, no copies */
+	ls.state = 1;
+	return true;
+}
+
+bool gx_launch_sampled(unsigned long long n)
+{
+	if (ls.state <= 0 || n <= ls.first)
+		return true;
+	return (n - ls.first - 1) % ls.every == 0;
+}
+
+void gx_launch_sample_init(void)
+{
+	if (!gx_launch_sample_on())
+		return;
+	if (gx_live_async_start()) {
+		pr_warn("GPUEXT_LAUNCH_SAMPLE: no launch switch (no free event subscription): every launch is "
+			"instrumented");
+		ls.state = 0;
+		return;
+	}
+	pr_info("GPUEXT_LAUNCH_SAMPLE: each kernel's first %lu launches instrumented, then 1 in %lu (modules whose "
+		"copy would not be faithful: every launch)",
+		ls.first, ls.every);
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# GPUEXT_LAUNCH_SAMPLE=N[,first=K] (shim/launch_sample.c, docs/tools.md): a
+# tool on each kernel's first K launches, then on one launch in N, the
+# others running the application's own kernel — against the attach fake
+# driver:
+#  - the module loads as it came with its instrumented copy beside it (the
+#    module cache's cubin), and exactly the sampled launches run the copy
+#    (launch n: n <= K, or (n - K - 1) mod N == 0);
+#  - first=0: the first launch is instrumented, then every N-th;
+#  - a library (cuLibraryLoadData: how cudart loads an nvcc program's
+#    kernels): the same;
+#  - a module whose kernels write a variable: rewritten in place, every
+#    launch instrumented (a second copy would not share the variable);
+#  - with GPUEXT_JIT_ASYNC and a cold cache: the copy compiles off the load
+#    path, then its launches are sampled the same way;
+#  - a bad value, and a device policy loaded beside the tool: one warning,
+#    every launch instrumented.
+set -u
+LIVE_NAME=launch-sample LIVE_TMP=lsample
+. tests/attach/live_lib.sh
+"$G" tools prepare --cache-dir $T/cache --sm 90 threadhist >$T/prepare.log 2>&1 ||
+	echo "not ok - launch-sample: gpuext tools prepare: $(tail -1 $T/prepare.log)"
+# the copies as PTX: the fake driver tells an instrumented launch by the
+# module's text (a ptxas cubin it cannot read)
+A=(GPUEXT_TOOL=threadhist GPUEXT_CUBIN=0)
+
+# expected N K OUT: do the launches and instrumented counts of OUT's last
+# line fit the sample (and were there at least 3N launches)?
+expected() {
+	python3 - "$1" "$2" "$3" <<'P'
+import re, sys
+n, k, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+m = re.findall(r'launches (\d+) instrumented (\d+)', open(out).read())
+if not m:
+    sys.exit(1)
+L, I = map(int, m[-1])
+want = sum(1 for i in range(1, L + 1) if i <= k or (i - k - 1) % n == 0)
+print('# launches %d instrumented %d (want %d)' % (L, I, want))
+sys.exit(0 if I == want and L >= 3 * n + k else 1)
+P
+}
+
+start s plain "${A[@]}" GPUEXT_LAUNCH_SAMPLE=4,first=2
+check "the module loads as it came with its copy beside it" \
+	"grep -q 'module 1 (cuModuleLoadData): loaded as it came, its instrumented copy (.* hooks, sm_90, its PTX) beside it for the sampled launches' $T/s.err" $T/s.err
+check "the first launch runs the copy" "wait_for $T/s.out 'launch 1 runs the instrumented copy'" $T/s.out
+check "launch 3 runs the copy (2 + 1), launch 4 the original, launch 7 the copy" "wait_for $T/s.out 'launch 4 runs the original' && ! grep -q 'launch 3 runs the original' $T/s.out && wait_for $T/s.out 'launch 7 runs the instrumented copy'" $T/s.out
+wait_count $T/s.out 'runs the' 8
+stop s $pid
+check "exit 0, no launch failed" "[ $rc = 0 ] && grep -q '^ok - live_app: .* 0 failed' $T/s.out" $T/s.out
+check "exactly the first 2 launches and then 1 in 4 ran the copy" "expected 4 2 $T/s.out >>$T/s.out" $T/s.out
+
+start z plain "${A[@]}" GPUEXT_LAUNCH_SAMPLE=3,first=0
+wait_count $T/z.out 'runs the' 6
+stop z $pid
+check "first=0: launch 1, then every 3rd, ran the copy" \
+	"grep -q 'launch 1 runs the instrumented copy' $T/z.out && grep -q 'launch 2 runs the original' $T/z.out && expected 3 0 $T/z.out >>$T/z.out" $T/z.out
+
+start l library "${A[@]}" GPUEXT_LAUNCH_SAMPLE=4,first=2 GPUEXT_CACHE_DIR=$T/cache-lib
+check "a library (cuLibraryLoadData, as cudart loads): its copy beside it" \
+	"grep -q 'library 1 (cuLibraryLoadData): loaded as it came, its instrumented copy' $T/l.err" $T/l.err
+wait_count $T/l.out 'runs the' 6
+stop l $pid
+check "a library: exactly the first 2 launches and then 1 in 4 ran the copy" \
+	"[ $rc = 0 ] && grep -q '^ok - live_app: .* 0 failed' $T/l.out && expected 4 2 $T/l.out >>$T/l.out" $T/l.out
+
+PTX=tests/attach/state_rw.ptx
+start r plain "${A[@]}" GPUEXT_LAUNCH_SAMPLE=4 GPUEXT_CACHE_DIR=$T/cache-rw
+wait_for $T/r.out 'launch 1 runs'
+sleep 0.2
+stop r $pid
+check "a variable the kernels write: rewritten in place, every launch instrumented" \
+	"grep -q 'module 1 (cuModuleLoadData): rewritten' $T/r.err && ! grep -q 'beside it' $T/r.err && grep -q 'switches 1 ' $T/r.out && [ $rc = 0 ]" $T/r.out
+PTX=tests/ptx-rewrite/golden-passes/vadd.ptx
+
+start a plain "${A[@]}" GPUEXT_LAUNCH_SAMPLE=4,first=1 GPUEXT_JIT_ASYNC=1 GPUEXT_JIT_WORKERS=1 \
+	GPUEXT_CACHE_DIR=$T/cache-async FAKECUDA_LINK_US=200000
+check "with GPUEXT_JIT_ASYNC, cold: the copy compiles off the load path" \
+	"grep -q 'compiling off the load path' $T/a.err && wait_for $T/a.err 'instrumented copy ready'" $T/a.err
+check "with GPUEXT_JIT_ASYNC: once ready, its first launch runs it, the next 3 the original" \
+	"wait_for $T/a.out 'runs the instrumented copy' && wait_for $T/a.out 'runs the original'" $T/a.out
+stop a $pid
+check "with GPUEXT_JIT_ASYNC: exit 0, no launch failed" "[ $rc = 0 ] && grep -q '^ok - live_app: .* 0 failed' $T/a.out" $T/a.out
+
+start b plain "${A[@]}" GPUEXT_LAUNCH_SAMPLE=4x
+wait_for $T/b.out 'launch 1 runs'
+sleep 0.1
+stop b $pid
+check "a bad value: one warning, every launch instrumented" \
+	"grep -q 'GPUEXT_LAUNCH_SAMPLE=4x: expected N\[,first=K\], N a number' $T/b.err && grep -q 'switches 1 ' $T/b.out && [ $rc = 0 ]" $T/b.err
+
+start p plain "${A[@]}" GPUEXT_POLICY=$B/bench/empty_probe.bpf.o GPUEXT_LAUNCH_SAMPLE=4
+wait_for $T/p.out 'launch 1 runs'
+sleep 0.1
+stop p $pid
+check "with a device policy: one warning, every launch instrumented" \
+	"grep -q 'GPUEXT_LAUNCH_SAMPLE: not with a device policy' $T/p.err && grep -q 'switches 1 ' $T/p.out && [ $rc = 0 ]" $T/p.err
+check "no other warning in any process" "! cat $T/[szal].err | grep -i 'warn\\|cannot\\|error'" $T/s.err
