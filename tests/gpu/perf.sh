@@ -40,6 +40,8 @@
 #   site gated on thread 0 of the block, no warp test or election);
 #   TOOL.lsN (gpuext-run --launch-sample N: each kernel's first 16 launches
 #   instrumented, then 1 in N, the others native; shim/launch_sample.c);
+#   TOOL.quiet (--launch-sample 100000 with the drainer every 1 s instead of
+#   20 ms: what a tool costs launches it does not instrument, drains aside);
 #   TOOL.roomy (GX_RING_ROOMY=1: ring producers
 #   skip the {head, tail} snapshot while their SM saw the ring half empty
 #   within 5 us, gx_devrt.h); TOOL.norec (GX_PTX_RECONVERGE=0: no
@@ -112,6 +114,7 @@ run_cfg() {
 	*.nocap) timeout -k 5 "$lim" env GX_PTX_REG_CAP=0 "$RUN" --tool "${cfg%.nocap}" -- "$@" ;;
 	*.hoist) timeout -k 5 "$lim" env GX_PTX_HOIST_WARP=1 "$RUN" --tool "${cfg%.hoist}" -- "$@" ;;
 	*.t0) timeout -k 5 "$lim" env GX_PTX_BLOCK_T0=1 "$RUN" --tool "${cfg%.t0}" -- "$@" ;;
+	*.quiet) timeout -k 5 "$lim" env GPUEXT_FLUSH_MS=1000 "$RUN" --launch-sample 100000 --tool "${cfg%.quiet}" -- "$@" ;;
 	*.ls[0-9]*) timeout -k 5 "$lim" "$RUN" --launch-sample "${cfg##*.ls}" --tool "${cfg%.ls*}" -- "$@" ;;
 	*.roomy) timeout -k 5 "$lim" env GX_RING_ROOMY=1 "$RUN" --tool "${cfg%.roomy}" -- "$@" ;;
 	*.norec) timeout -k 5 "$lim" env GX_PTX_RECONVERGE=0 "$RUN" --tool "${cfg%.norec}" -- "$@" ;;
