@@ -5,6 +5,7 @@
  * instead), the configuration travels as GPUEXT_* variables, and --audit adds
  * an LD_AUDIT module that redirects dlopen("/abs/path/libcuda.so.1"), which
  * LD_LIBRARY_PATH cannot catch. */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -433,8 +434,21 @@ int gx_run_main(int argc, char **argv, const char *name)
 		set("GPUEXT_DISABLE", "1", print_env);
 	if (jit_async)
 		set("GPUEXT_JIT_ASYNC", "1", print_env);
-	if (launch_sample)
+	if (launch_sample) {
+		/* the shim reads it (shim/launch_sample.c); a typo is said here,
+		 * before the run, not as a warning in the application's log */
+		char *end;
+		unsigned long n = strtoul(launch_sample, &end, 10);
+		unsigned long k = 0;
+		if (end != launch_sample && !strncmp(end, ",first=", 7) && isdigit((unsigned char)end[7]))
+			k = strtoul(end + 7, &end, 10);
+		if (!isdigit((unsigned char)launch_sample[0]) || n < 1 || n > 1000000 || *end || k > 1000000000) {
+			run_err("e.g. --launch-sample 16 or --launch-sample 64,first=4",
+				"--launch-sample %s: expected N[,first=K], N from 1 to 1000000", launch_sample);
+			return 2;
+		}
 		set("GPUEXT_LAUNCH_SAMPLE", launch_sample, print_env);
+	}
 	if (audit) {
 		char a[PATH_MAX + 32];
 		snprintf(a, sizeof(a), "%s/gpuext-audit.so", dir);

@@ -839,8 +839,11 @@ static int dev_attach(const struct gx_ctl_msg *m, const char *pol, const char *t
 			 "it needs)");
 		return -EOPNOTSUPP;
 	}
-	/* first in line: the device runtime must see the copy's function */
-	if (sub_id < 0)
+	/* first in line: the device runtime must see the copy's function. A
+	 * subscription made at cuInit (GPUEXT_JIT_ASYNC, GPUEXT_LAUNCH_SAMPLE)
+	 * is theirs: a refused attach keeps it. */
+	bool own_sub = sub_id < 0;
+	if (own_sub)
 		sub_id = gx_events_subscribe(GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_LAUNCH_DONE) |
 						     GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE) |
 						     GX_EV_MASK(GX_EV_GRAPH_LAUNCH),
@@ -867,8 +870,10 @@ static int dev_attach(const struct gx_ctl_msg *m, const char *pol, const char *t
 					: "blocksched cannot start");
 	}
 	if (r) {
-		gx_events_unsubscribe(sub_id);
-		sub_id = -1;
+		if (own_sub) {
+			gx_events_unsubscribe(sub_id);
+			sub_id = -1;
+		}
 		snprintf(err, en, "%s%s%s", e2, line[0] ? ": " : "", line);
 		return r;
 	}

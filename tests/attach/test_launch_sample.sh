@@ -6,6 +6,7 @@
 #  - the module loads as it came with its instrumented copy beside it (the
 #    module cache's cubin), and exactly the sampled launches run the copy
 #    (launch n: n <= K, or (n - K - 1) mod N == 0);
+#  - a refused gpuext attach leaves the sampling as it was;
 #  - first=0: the first launch is instrumented, then every N-th;
 #  - a library (cuLibraryLoadData: how cudart loads an nvcc program's
 #    kernels): the same;
@@ -45,7 +46,12 @@ check "the module loads as it came with its copy beside it" \
 	"grep -q 'module 1 (cuModuleLoadData): loaded as it came, its instrumented copy (.* hooks, sm_90, its PTX) beside it for the sampled launches' $T/s.err" $T/s.err
 check "the first launch runs the copy" "wait_for $T/s.out 'launch 1 runs the instrumented copy'" $T/s.out
 check "launch 3 runs the copy (2 + 1), launch 4 the original, launch 7 the copy" "wait_for $T/s.out 'launch 4 runs the original' && ! grep -q 'launch 3 runs the original' $T/s.out && wait_for $T/s.out 'launch 7 runs the instrumented copy'" $T/s.out
-wait_count $T/s.out 'runs the' 8
+# an attach to this process is refused (its tool runs from the start); the
+# refusal must not take the launch switch with it
+"$G" attach $pid --tool launchlate >$T/s.attach 2>&1
+check "gpuext attach to it is refused (a tool from the start)" "! grep -q '^attached' $T/s.attach && [ -s $T/s.attach ]" $T/s.attach
+n=$(grep -c 'runs the' $T/s.out)
+wait_count $T/s.out 'runs the' $((n + 8))
 stop s $pid
 check "exit 0, no launch failed" "[ $rc = 0 ] && grep -q '^ok - live_app: .* 0 failed' $T/s.out" $T/s.out
 check "exactly the first 2 launches and then 1 in 4 ran the copy" "expected 4 2 $T/s.out >>$T/s.out" $T/s.out
@@ -95,4 +101,4 @@ sleep 0.1
 stop p $pid
 check "with a device policy: one warning, every launch instrumented" \
 	"grep -q 'GPUEXT_LAUNCH_SAMPLE: not with a device policy' $T/p.err && grep -q 'switches 1 ' $T/p.out && [ $rc = 0 ]" $T/p.err
-check "no other warning in any process" "! cat $T/[szal].err | grep -i 'warn\\|cannot\\|error'" $T/s.err
+check "no other warning in any process" "! cat $T/[szal].err | grep -v 'attach: refused' | grep -i 'warn\\|cannot\\|error'" $T/s.err

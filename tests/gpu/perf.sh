@@ -40,6 +40,8 @@
 #   site gated on thread 0 of the block, no warp test or election);
 #   TOOL.lsN (gpuext-run --launch-sample N: each kernel's first 16 launches
 #   instrumented, then 1 in N, the others native; shim/launch_sample.c);
+#   native.preN (natively, N MiB of device memory taken with cuMemAlloc
+#   before the stacks allocate: where buffers land, as a tool's maps move it);
 #   TOOL.quiet (--launch-sample 100000 with the drainer every 1 s instead of
 #   20 ms: what a tool costs launches it does not instrument, drains aside);
 #   TOOL.roomy (GX_RING_ROOMY=1: ring producers
@@ -101,6 +103,7 @@ run_cfg() {
 	shift 3
 	case $cfg in
 	native) timeout -k 5 "$lim" "$@" ;;
+	native.pre[0-9]*) timeout -k 5 "$lim" env PERF_PREALLOC_MB="${cfg#native.pre}" "$@" ;;
 	route) timeout -k 5 "$lim" "$RUN" --policy "$B/bench/empty_probe.bpf.o" -- "$@" ;;
 	*.off) timeout -k 5 "$lim" env "${OFF_ENV[@]}" "$RUN" --tool "${cfg%.off}" -- "$@" ;;
 	*.on) timeout -k 5 "$lim" "$RUN" --tool "${cfg%.on}" -- "$@" ;;

@@ -186,6 +186,15 @@ def jax_step():
     print('kernel_us jax_mlp_step %.3f' % statistics.median(times))
 
 
+# PERF_PREALLOC_MB=N (perf.sh's native.preN): N MiB of device memory taken
+# with cuMemAlloc before the stacks allocate, as a tool's maps are: whether
+# where the kernels' buffers land moves their times (session 31: Triton
+# softmax +6-7 % under kernelretsnoop with none of its launches instrumented)
+_pre = int(os.environ.get('PERF_PREALLOC_MB', '0'))
+if _pre:
+    import cupy
+    _keep = cupy.cuda.runtime.malloc(_pre << 20)
+
 for st in stacks:
     {'triton': triton_kernels, 'cupy': cupy_kernels, 'jax': jax_step}[st]()
     sys.stdout.flush()
