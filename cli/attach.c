@@ -32,15 +32,17 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: gpuext attach PID|--all [--tool NAME]... [--policy FILE.bpf.o[,knob=v...]]...\n"
-		   "                    [--sched POLICY[,knob=v...][,kernels=GLOB]] [--timeout S]\n"
+		   "                    [--sched POLICY[,knob=v...][,kernels=GLOB]] [--launch-sample N[,first=K]]\n"
+		   "                    [--timeout S]\n"
 		   "       gpuext detach PID [NAME|--all] [--keep] [--timeout S]\n"
 		   "       gpuext ps\n"
 		   "Attach device tools and policies, and host (struct_ops) policies, to a process running under the\n"
 		   "gpuext shim, and detach them (the tools' reports are printed at detach). The device tools and\n"
 		   "policies of one process form one set (attach them together); host policies attach and detach\n"
 		   "on their own, by name. --sched (a shipped schedule policy's name, or its object) joins the\n"
-		   "device set: the copies also carry persistent workers. Same user (or root) only. See\n"
-		   "docs/attach.md.\n");
+		   "device set: the copies also carry persistent workers. --launch-sample: the tools run on each\n"
+		   "kernel's first K launches (16) after the attach, then on 1 launch in N; the others run the\n"
+		   "original (not with device policies or --sched). Same user (or root) only. See docs/attach.md.\n");
 }
 
 /* A shipped schedule policy's object: <this executable>/../share/gpuext/sched/NAME.bpf.o,
@@ -235,7 +237,7 @@ int do_attach(int argc, char **argv)
 		} else if (!strcmp(a, "--all")) {
 			pid = -1;
 		} else if ((!strcmp(a, "--tool") || !strcmp(a, "--policy") || !strcmp(a, "--timeout") ||
-			    !strcmp(a, "--sched")) &&
+			    !strcmp(a, "--sched") || !strcmp(a, "--launch-sample")) &&
 			   !v) {
 			p_err("%s needs a value", a);
 			free(m);
@@ -276,6 +278,16 @@ int do_attach(int argc, char **argv)
 			if (strcmp(a, "--sched"))
 				m->nr_policies++;
 			i++;
+		} else if (!strcmp(a, "--launch-sample")) {
+			unsigned long every, first;
+			if (gx_ctl_sample_parse(v, &every, &first) || strlen(v) >= sizeof(m->sample)) {
+				p_err("--launch-sample %s: expected N[,first=K], N from 1 to 1000000 (e.g. 16, or 64,first=4)",
+				      v);
+				free(m);
+				return 2;
+			}
+			snprintf(m->sample, sizeof(m->sample), "%s", v);
+			i++;
 		} else if (!strcmp(a, "--timeout")) {
 			timeout_s = (unsigned)strtoul(v, NULL, 10);
 			i++;
@@ -290,6 +302,12 @@ int do_attach(int argc, char **argv)
 	}
 	if (!pid || (!m->nr_tools && !m->nr_policies && !m->sched[0])) {
 		usage(stderr);
+		free(m);
+		return 2;
+	}
+	if (m->sample[0] && (m->nr_policies || m->sched[0])) {
+		/* a device policy acts on every launch (shim/launch_sample.c) */
+		p_err("--launch-sample is for tools: a device policy or --sched acts on every launch");
 		free(m);
 		return 2;
 	}

@@ -5,7 +5,6 @@
  * instead), the configuration travels as GPUEXT_* variables, and --audit adds
  * an LD_AUDIT module that redirects dlopen("/abs/path/libcuda.so.1"), which
  * LD_LIBRARY_PATH cannot catch. */
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -16,8 +15,10 @@
 #include <unistd.h>
 
 #include "cli/cli_internal.h"
+#include "common/gx_ctl.h"
 #include "cli/run_internal.h"
 #include "tenant/gx_tenant.h"
+#include "common/gx_ctl.h"
 #include "common/gx_log.h"
 #include "common/gx_util.h"
 #include "hostexec/gx_hostexec.h"
@@ -437,12 +438,8 @@ int gx_run_main(int argc, char **argv, const char *name)
 	if (launch_sample) {
 		/* the shim reads it (shim/launch_sample.c); a typo is said here,
 		 * before the run, not as a warning in the application's log */
-		char *end;
-		unsigned long n = strtoul(launch_sample, &end, 10);
-		unsigned long k = 0;
-		if (end != launch_sample && !strncmp(end, ",first=", 7) && isdigit((unsigned char)end[7]))
-			k = strtoul(end + 7, &end, 10);
-		if (!isdigit((unsigned char)launch_sample[0]) || n < 1 || n > 1000000 || *end || k > 1000000000) {
+		unsigned long every, first;
+		if (gx_ctl_sample_parse(launch_sample, &every, &first)) {
 			run_err("e.g. --launch-sample 16 or --launch-sample 64,first=4",
 				"--launch-sample %s: expected N[,first=K], N from 1 to 1000000", launch_sample);
 			return 2;

@@ -100,6 +100,9 @@ int gx_ctl_parse(const char *text, size_t len, struct gx_ctl_msg *m, char *err, 
 			bad = copy_val(m->dir, sizeof(m->dir), v, vl) || m->dir[0] != '/';
 		} else if (KEY("what")) {
 			bad = copy_val(m->what, sizeof(m->what), v, vl) || strchr(m->what, '/');
+		} else if (KEY("sample")) {
+			unsigned long ev, fi;
+			bad = copy_val(m->sample, sizeof(m->sample), v, vl) || gx_ctl_sample_parse(m->sample, &ev, &fi);
 		} else if (KEY("status")) {
 			int neg = vl && v[0] == '-';
 			bad = parse_u64(v + neg, vl - (size_t)neg, 4095, &x);
@@ -139,6 +142,33 @@ int gx_ctl_parse(const char *text, size_t len, struct gx_ctl_msg *m, char *err, 
 	return 0;
 }
 
+static int parse_ul(const char *s, const char **end, unsigned long max, unsigned long *out)
+{
+	unsigned long x = 0;
+	const char *p = s;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (x > (max - (unsigned long)(*p - '0')) / 10)
+			return -EINVAL;
+		x = x * 10 + (unsigned long)(*p - '0');
+	}
+	*end = p;
+	*out = x;
+	return p == s ? -EINVAL : 0;
+}
+
+int gx_ctl_sample_parse(const char *s, unsigned long *every, unsigned long *first)
+{
+	const char *e;
+	*first = GX_CTL_SAMPLE_FIRST;
+	if (!s || parse_ul(s, &e, 1000000, every) || *every < 1)
+		return -EINVAL;
+	if (!*e)
+		return 0;
+	if (strncmp(e, ",first=", 7) || parse_ul(e + 7, &e, 1000000000, first) || *e)
+		return -EINVAL;
+	return 0;
+}
+
 static int has_nl(const char *s)
 {
 	return strchr(s, '\n') != NULL;
@@ -169,9 +199,9 @@ int gx_ctl_format(const struct gx_ctl_msg *m, char *buf, size_t n)
 			return -EINVAL;
 		PUT("policy %s\n", m->policy[i]);
 	}
-	const char *f[] = { m->sched, m->dir, m->what, m->msg, m->attached };
-	const char *k[] = { "sched", "dir", "what", "msg", "attached" };
-	for (unsigned i = 0; i < 5; i++) {
+	const char *f[] = { m->sched, m->dir, m->what, m->sample, m->msg, m->attached };
+	const char *k[] = { "sched", "dir", "what", "sample", "msg", "attached" };
+	for (unsigned i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		if (!f[i][0])
 			continue;
 		if (has_nl(f[i]))

@@ -35,7 +35,8 @@ struct gx_ctl_msg {
 	char policy[GX_CTL_MAX_ITEMS][GX_CTL_ITEM_MAX];
 	char sched[GX_CTL_ITEM_MAX];
 	char dir[4096];
-	char what[64]; /* detach: a tool/policy name, or "--all" */
+	char what[64];	 /* detach: a tool/policy name, or "--all" */
+	char sample[32]; /* attach: "N[,first=K]", the tools on a sample of launches (gx_ctl_sample_parse) */
 	/* replies */
 	int status; /* 0 or -errno */
 	char msg[512];
@@ -46,6 +47,12 @@ struct gx_ctl_msg {
 
 /* Parse a message: 0, or -EINVAL with "line N: reason" in err. */
 int gx_ctl_parse(const char *text, size_t len, struct gx_ctl_msg *m, char *err, size_t en);
+/* A launch sample "N[,first=K]" (gpuext-run --launch-sample, gpuext attach
+ * --launch-sample, GPUEXT_LAUNCH_SAMPLE; shim/launch_sample.c): each
+ * kernel's first K launches (16 without first=), then 1 in N. 0, or -EINVAL
+ * (N outside 1..1000000, K outside 0..1000000000, anything else). */
+#define GX_CTL_SAMPLE_FIRST 16
+int gx_ctl_sample_parse(const char *s, unsigned long *every, unsigned long *first);
 /* Format a message into buf: its length, or -ENOSPC / -EINVAL (a field
  * holding a newline). */
 int gx_ctl_format(const struct gx_ctl_msg *m, char *buf, size_t n);

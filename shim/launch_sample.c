@@ -1,7 +1,8 @@
 /* launch_sample.c — GPUEXT_LAUNCH_SAMPLE=N[,first=K]: a tool instruments
  * each kernel's first K launches (16 unless given), then one launch in N;
  * the others run the application's own kernel at native speed (issue 40,
- * docs/tools.md).
+ * docs/devbpf-tools.md). `gpuext attach --launch-sample` sets the same for
+ * the tools it attaches (gx_launch_sample_live), until their detach.
  *
  * Why: a tool's probe costs every instrumented launch a fixed price per
  * block, and on kernels of many short blocks no placement of it is cheap —
@@ -30,41 +31,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/gx_ctl.h"
 #include "shim/load_internal.h"
-
-#define FIRST_DEFAULT 16
 
 static struct {
 	int state; /* -1 not read, 0 off, 1 on */
 	unsigned long every, first;
 } ls = { .state = -1 };
-
-/* "N" or "N,first=K": 0, or -EINVAL with *what naming the bad part. */
-static int parse(const char *s, unsigned long *every, unsigned long *first, const char **what)
-{
-	char *end;
-	*what = "N";
-	errno = 0;
-	unsigned long n = strtoul(s, &end, 10);
-	if (errno || end == s || n < 1 || n > 1000000)
-		return -EINVAL;
-	*every = n;
-	*first = FIRST_DEFAULT;
-	if (!*end)
-		return 0;
-	if (*end != ',')
-		return -EINVAL;
-	*what = "first=K";
-	if (strncmp(end, ",first=", 7))
-		return -EINVAL;
-	s = end + 7;
-	errno = 0;
-	n = strtoul(s, &end, 10);
-	if (errno || end == s || *end || n > 1000000000)
-		return -EINVAL;
-	*first = n;
-	return 0;
-}
 
 bool gx_launch_sample_on(void)
 {
@@ -75,11 +48,10 @@ bool gx_launch_sample_on(void)
 	ls.state = 0;
 	if (!e || !*e || gx_config.disabled || !gx_config.tool)
 		return false;
-	const char *what;
-	if (parse(e, &ls.every, &ls.first, &what)) {
-		pr_warn("GPUEXT_LAUNCH_SAMPLE=%s: expected N[,first=K], %s a number (N from 1 to 1000000): every "
-			"launch is instrumented",
-			e, what);
+	if (gx_ctl_sample_parse(e, &ls.every, &ls.first)) {
+		pr_warn("GPUEXT_LAUNCH_SAMPLE=%s: expected N[,first=K], N from 1 to 1000000: every launch is "
+			"instrumented",
+			e);
 		return false;
 	}
 	if (gx_config.policy || gx_config.sched || getenv("GPUEXT_PERSISTENT")) {
@@ -93,11 +65,30 @@ bool gx_launch_sample_on(void)
 	return true;
 }
 
+/* gpuext attach --launch-sample (live.c, under its lock): the sample of
+ * the tools attached live, until their detach; every 0: none set */
+static struct {
+	unsigned long every, first;
+} live;
+
+void gx_launch_sample_live(unsigned long every, unsigned long first)
+{
+	live.every = every;
+	live.first = first;
+}
+
+bool gx_launch_sample_active(void)
+{
+	return live.every > 1 || gx_launch_sample_on();
+}
+
 bool gx_launch_sampled(unsigned long long n)
 {
-	if (ls.state <= 0 || n <= ls.first)
+	unsigned long every = live.every > 1 ? live.every : ls.state > 0 ? ls.every : 1;
+	unsigned long first = live.every > 1 ? live.first : ls.first;
+	if (every <= 1 || n <= first)
 		return true;
-	return (n - ls.first - 1) % ls.every == 0;
+	return (n - first - 1) % every == 0;
 }
 
 void gx_launch_sample_init(void)

@@ -309,7 +309,7 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 			if (f && fm && !smem_carry(fm, ev->launch.func, ev->launch.is_kernel, ev->launch.shared_mem))
 				f = NULL;
 			/* GPUEXT_LAUNCH_SAMPLE: the launches off the sample run the original */
-			if (f && fm && gx_launch_sample_on() && !gx_launch_sampled(++fm->launches))
+			if (f && fm && gx_launch_sample_active() && !gx_launch_sampled(++fm->launches))
 				f = NULL;
 			if (f && !phase) { /* GPUEXT_JIT_ASYNC's copies: nothing to wait for, ever */
 				ev->launch.func = f;
@@ -901,8 +901,12 @@ static int dev_attach(const struct gx_ctl_msg *m, const char *pol, const char *t
 		*none += c <= 0;
 	}
 	ctx_prepare();
+	unsigned long every = 0, first = 0;
+	if (m->sample[0] && gx_ctl_sample_parse(m->sample, &every, &first))
+		every = 0; /* the CLI and the message's parser checked it */
 	pthread_mutex_lock(&live_lock);
-	on = true; /* the switch: the next launch of a hooked kernel runs its copy */
+	gx_launch_sample_live(every, first); /* the counts start at the flip (copy_file dropped them) */
+	on = true;			     /* the switch: the next launch of a hooked kernel runs its copy */
 	pthread_mutex_unlock(&live_lock);
 	return (int)made;
 }
@@ -1083,8 +1087,9 @@ static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 	if (dev)
 		snprintf(
 			msg, sizeof(msg),
-			"attached %s: %u modules instrumented, %u not (SASS only, nothing to hook, or module state a copy could not share)%s%s",
-			attached, (unsigned)made, none, nh ? "; host policies " : "", nh ? hnames : "");
+			"attached %s: %u modules instrumented, %u not (SASS only, nothing to hook, or module state a copy could not share)%s%s%s%s",
+			attached, (unsigned)made, none, m->sample[0] ? "; launches sampled " : "", m->sample,
+			nh ? "; host policies " : "", nh ? hnames : "");
 	else
 		snprintf(msg, sizeof(msg), "attached host policies %s (their next events on)", hnames);
 	pr_info("attach: %s in %llu ms", msg, (unsigned long long)(now_ms() - t0));
@@ -1116,6 +1121,7 @@ static unsigned dev_detach(char *msg, size_t mn)
 {
 	pthread_mutex_lock(&live_lock);
 	on = false; /* launches run the originals from now on */
+	gx_launch_sample_live(0, 0);
 	pthread_mutex_unlock(&live_lock);
 	const char *w = getenv("GPUEXT_DETACH_WAIT_S");
 	long wait_s = w ? strtol(w, NULL, 10) : 60;

@@ -160,8 +160,14 @@ void gx_log_async(const char *api, const struct gx_prep *p);
  * kernel's launches. */
 bool gx_launch_sample_on(void);
 void gx_launch_sample_init(void); /* at cuInit, before the device runtime subscribes */
-/* Is the n-th launch (from 1) of a function instrumented? */
+/* Is the n-th launch (from 1) of a function instrumented? (live.c's
+ * switch, under its lock) */
 bool gx_launch_sampled(unsigned long long n);
+/* The switch samples at all: GPUEXT_LAUNCH_SAMPLE, or an attach's. */
+bool gx_launch_sample_active(void);
+/* gpuext attach --launch-sample: every (0: none, every launch) and first,
+ * set at the attach and cleared at the detach (live.c, under its lock). */
+void gx_launch_sample_live(unsigned long every, unsigned long first);
 /* p (judged) is loaded as it came with its copy beside it, on the load path. */
 bool gx_launch_sample_take(const struct gx_prep *p, unsigned n, const CUjit_option *o);
 /* live.c: the launch switch from the start, for the workers' copies (0 or

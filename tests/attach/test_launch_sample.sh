@@ -7,6 +7,7 @@
 #    module cache's cubin), and exactly the sampled launches run the copy
 #    (launch n: n <= K, or (n - K - 1) mod N == 0);
 #  - a refused gpuext attach leaves the sampling as it was;
+#  - gpuext attach --launch-sample: the same, counted from the attach;
 #  - first=0: the first launch is instrumented, then every N-th;
 #  - a library (cuLibraryLoadData: how cudart loads an nvcc program's
 #    kernels): the same;
@@ -70,6 +71,34 @@ stop l $pid
 check "a library: exactly the first 2 launches and then 1 in 4 ran the copy" \
 	"[ $rc = 0 ] && grep -q '^ok - live_app: .* 0 failed' $T/l.out && expected 4 2 $T/l.out >>$T/l.out" $T/l.out
 
+# gpuext attach --launch-sample: the same on a process attached to live,
+# counted from the attach; after the detach every launch runs the original
+start t plain
+"$G" attach $pid --tool threadhist --launch-sample 4,first=2 >$T/t.attach 2>&1
+check "attach --launch-sample: answered, the sample said" \
+	"grep -q 'attached threadhist: 1 modules instrumented.*; launches sampled 4,first=2' $T/t.attach" $T/t.attach
+wait_for $T/t.out 'runs the instrumented copy'
+n=$(grep -c 'runs the' $T/t.out)
+wait_count $T/t.out 'runs the' $((n + 8))
+"$G" detach $pid >$T/t.detach 2>&1
+cat >$T/attached.py <<'P'
+import re, sys
+m = re.search(r'(\d+) launches while attached, (\d+) instrumented', open(sys.argv[1]).read())
+L, I = map(int, m.groups()) if m else (0, -1)
+want = sum(1 for i in range(1, L + 1) if i <= 2 or (i - 3) % 4 == 0)
+print('# attached: launches %d instrumented %d (want %d)' % (L, I, want))
+sys.exit(0 if I == want and L >= 14 else 1)
+P
+check "attach --launch-sample: the first 2 launches after the flip, then 1 in 4, ran the copy" \
+	"python3 $T/attached.py $T/t.detach >>$T/t.out" $T/t.out
+n=$(grep -c 'runs the' $T/t.out)
+wait_count $T/t.out 'runs the' $((n + 1))
+stop t $pid
+check "attach --launch-sample: after the detach the original runs, exit 0" \
+	"[ $rc = 0 ] && tail -5 $T/t.out | grep -q '^ok - live_app: .* 0 failed' && grep 'runs the' $T/t.out | tail -1 | grep -q original" $T/t.out
+"$G" attach 1 --tool threadhist --launch-sample 4x >$T/t.bad 2>&1
+check "attach --launch-sample 4x: refused by the command, with the form" "grep -q 'expected N\\[,first=K\\]' $T/t.bad" $T/t.bad
+
 PTX=tests/attach/state_rw.ptx
 start r plain "${A[@]}" GPUEXT_LAUNCH_SAMPLE=4 GPUEXT_CACHE_DIR=$T/cache-rw
 wait_for $T/r.out 'launch 1 runs'
@@ -93,7 +122,7 @@ wait_for $T/b.out 'launch 1 runs'
 sleep 0.1
 stop b $pid
 check "a bad value: one warning, every launch instrumented" \
-	"grep -q 'GPUEXT_LAUNCH_SAMPLE=4x: expected N\[,first=K\], N a number' $T/b.err && grep -q 'switches 1 ' $T/b.out && [ $rc = 0 ]" $T/b.err
+	"grep -q 'GPUEXT_LAUNCH_SAMPLE=4x: expected N\[,first=K\]' $T/b.err && grep -q 'switches 1 ' $T/b.out && [ $rc = 0 ]" $T/b.err
 
 start p plain "${A[@]}" GPUEXT_POLICY=$B/bench/empty_probe.bpf.o GPUEXT_LAUNCH_SAMPLE=4
 wait_for $T/p.out 'launch 1 runs'

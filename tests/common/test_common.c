@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/gx_ctl.h"
 #include "common/gx_log.h"
 #include "common/gx_util.h"
 #include "tests/gx_test.h"
@@ -63,5 +64,32 @@ int main(void)
 	if (rd_fd >= 0)
 		close(rd_fd);
 	unlink(fifo);
+
+	/* the launch sample's form, shared by gpuext-run, gpuext attach and the shim */
+	unsigned long ev = 0, fi = 0;
+	GX_CHECK(!gx_ctl_sample_parse("16", &ev, &fi) && ev == 16 && fi == GX_CTL_SAMPLE_FIRST,
+		 "launch sample: N alone, the default first 16");
+	GX_CHECK(!gx_ctl_sample_parse("64,first=0", &ev, &fi) && ev == 64 && fi == 0, "launch sample: N,first=K");
+	GX_CHECK(!gx_ctl_sample_parse("1000000,first=1000000000", &ev, &fi) && ev == 1000000 && fi == 1000000000,
+		 "launch sample: the largest N and K");
+	const char *bad[] = { "",
+			      "0",
+			      "1000001",
+			      "4x",
+			      "-4",
+			      " 4",
+			      "16,",
+			      "16,first=",
+			      "16,first=4x",
+			      "16,first=-1",
+			      "16,First=4",
+			      "16,first=1000000001",
+			      "99999999999999999999999",
+			      "16,first=4,first=5" };
+	int refused = 0;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		refused += gx_ctl_sample_parse(bad[i], &ev, &fi) == -EINVAL;
+	GX_CHECK(refused == (int)(sizeof(bad) / sizeof(bad[0])), "launch sample: %d of %zu malformed forms refused",
+		 refused, sizeof(bad) / sizeof(bad[0]));
 	return gx_test_done();
 }
