@@ -34,6 +34,22 @@ static double th_imbalance(const struct th_gpu *g)
 	return mean > 0 ? (double)g->mx / mean : 0.0;
 }
 
+/* The counts are the instrumented launches' only: said when some launches
+ * ran the original (gpuext-run --launch-sample, a copy still compiling
+ * under --jit-async, kernels that reach the driver as SASS only). */
+static void th_coverage(const struct tooldata *td)
+{
+	if (!td->launch_flags)
+		return;
+	size_t ni = 0;
+	for (size_t i = 0; i < td->nr_launches; i++)
+		ni += td_hooked(td, &td->launches[i]) != 0;
+	if (ni < td->nr_launches)
+		printf("counted on the %zu instrumented launches of the %zu seen (the others ran the original: "
+		       "--launch-sample, a copy not yet compiled, or SASS only)\n\n",
+		       ni, td->nr_launches);
+}
+
 int fmt_threadhist(const struct tooldata *td, int json, FILE *tf)
 {
 	enum { MAXSM = TD_MAX_SMS };
@@ -121,6 +137,7 @@ int fmt_threadhist(const struct tooldata *td, int json, FILE *tf)
 	} else if (!multi) {
 		printf("threadhist: %u SMs, %llu blocks, %llu warps, %llu threads (%u map files)\n\n", nsm, all.tot.blocks,
 		       all.tot.warps, all.tot.threads, files);
+		th_coverage(td);
 		printf("%5s %10s %10s %12s\n", "SM", "BLOCKS", "WARPS", "THREADS");
 		for (unsigned s = 0; s < nsm; s++) {
 			printf("%5u %10llu %10llu %12llu ", s, sm[s].blocks, sm[s].warps, sm[s].threads);
@@ -132,6 +149,7 @@ int fmt_threadhist(const struct tooldata *td, int json, FILE *tf)
 	} else {
 		printf("threadhist: %u GPUs, %llu blocks, %llu warps, %llu threads (%u map files)\n\n", ngpu,
 		       all.tot.blocks, all.tot.warps, all.tot.threads, files);
+		th_coverage(td);
 		printf("%3s %5s %10s %10s %12s\n", "GPU", "SM", "BLOCKS", "WARPS", "THREADS");
 		for (int d = 0; d < TD_MAX_DEVS; d++)
 			for (unsigned s = 0; gpu[d].sm && s < gpu[d].nsm; s++) {

@@ -154,6 +154,12 @@ int main(int argc, char **argv)
 			} else if (!strcmp(tool, "threadhist")) {
 				if (th_map(c, tool))
 					return 1;
+				/* one more launch that ran the original (--launch-sample):
+				 * counted by nothing, said by the report */
+				l.flags = 0;
+				l.seq = ++seq;
+				l.host_ns = host + 1000;
+				put(&l, sizeof(l));
 			}
 		}
 		if (write_file(dir, pid, tool))

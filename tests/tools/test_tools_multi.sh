@@ -51,6 +51,8 @@ if d:
     check(sum(s['blocks'] for s in d['gpus'][1]['per_sm']) == 20, 'threadhist: per-SM rows of GPU 1')
     t = txt('threadhist')
     check('threadhist: 3 GPUs' in t and 'GPU 2: 30 blocks' in t and '  1     1 ' in t, 'threadhist text: a GPU column and per-GPU lines')
+    check('counted on the 3 instrumented launches of the 6 seen' in t,
+          'threadhist text: says its counts cover only the instrumented launches (3 of 6)')
 d = load('kernelretsnoop.json')
 if d:
     got = sorted((l['pid'], l['ctx'], l['dev'], l['blocks']) for l in d['launches'])
