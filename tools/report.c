@@ -72,8 +72,8 @@ static size_t lk_first(const struct td_lid_key *lk, size_t nl, uint32_t pid, uin
  * id goes to the nearest launch of its kernel at the place the difference
  * names, or up to GAP_MAX places further from the anchor side; an id that
  * fits nowhere keeps the rank rule's launch if that is free and in order,
- * else none. The walk that puts more ids exactly where their differences
- * say wins. */
+ * else none. The walk that leaves fewer ids without a launch wins, then
+ * the one that puts more ids exactly where their differences say. */
 #define GAP_MAX 64
 struct lid_ent {
 	uint64_t kid, lid;
@@ -88,11 +88,13 @@ static int cmp_lid_ent(const void *a, const void *b)
 
 /* One walk over e[0..n) (ids ascending) against the context's launches
  * cl[0..nc) (td->launches indices, log order; pos_of: index -> place).
- * down: from the largest id. Returns ids placed exactly; e[].pos set. */
+ * down: from the largest id. Returns ids placed exactly; e[].pos set,
+ * *unplaced: the ids it found no launch for. */
 static size_t walk(const struct tooldata *td, struct lid_ent *e, size_t n, const size_t *cl, size_t nc,
-		   const size_t *pos_of, unsigned char *used, int down)
+		   const size_t *pos_of, unsigned char *used, int down, size_t *unplaced)
 {
 	size_t exact = 0, prev = SIZE_MAX;
+	*unplaced = 0;
 	uint64_t prev_lid = 0;
 	memset(used, 0, nc);
 	for (size_t i = 0; i < n; i++) {
@@ -126,6 +128,7 @@ static size_t walk(const struct tooldata *td, struct lid_ent *e, size_t n, const
 			}
 		}
 		x->pos = p;
+		*unplaced += p == SIZE_MAX;
 		if (p != SIZE_MAX) {
 			used[p] = 1;
 			prev = p;
@@ -173,9 +176,15 @@ static void realign(const struct tooldata *td, const struct td_lid_key *rk, size
 			/* ids ascending across the context's kernels */
 			qsort(e, n, sizeof(*e), cmp_lid_ent);
 			memcpy(e2, e, n * sizeof(*e));
-			size_t down = walk(td, e, n, cl, nc, pos_of, used, 1);
-			size_t up = walk(td, e2, n, cl, nc, pos_of, used, 0);
-			const struct lid_ent *w = up > down ? e2 : e;
+			/* A walk from a wrong anchor (the ring lost its kernel's last
+			 * launches, the table its first) places the ids it meets
+			 * shifted, each "exactly", and runs out of launches at the far
+			 * end: the walk that leaves fewer ids unplaced wins, then the
+			 * one with more exact places */
+			size_t un_down, un_up;
+			size_t down = walk(td, e, n, cl, nc, pos_of, used, 1, &un_down);
+			size_t up = walk(td, e2, n, cl, nc, pos_of, used, 0, &un_up);
+			const struct lid_ent *w = un_up != un_down ? (un_up < un_down ? e2 : e) : up > down ? e2 : e;
 			for (size_t i = a; i < b; i++) {
 				size_t lo = 0, hi = n; /* w sorted by id: its entry */
 				while (lo < hi) {

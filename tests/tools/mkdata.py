@@ -45,6 +45,22 @@ if mode == 'graph':
     out += krs1(k1, 71_000, 0, 1, 104)
     open(os.path.join(d, '4242-%s.events' % tool), 'wb').write(out)
     sys.exit(0)
+if mode == 'ringburst':
+    # tests/gpu/tools.sh's ring stress, in small: 2 launches of vadd (the
+    # fills), then 67 of reduce; a full ring keeps the records of the first
+    # 16 reduce launches, then of a few launches after each drain (the
+    # drainer's memset is a grid the log does not list: one per drain)
+    L = [k1, k1] + [k2] * 67
+    kept = list(range(2, 18)) + [30, 31, 32] + [50, 51] + [66]
+    extra = lambda pos: (pos > 25) + (pos > 45) + (pos > 62)
+    for pos, k in enumerate(L):
+        out += rec(4, struct.pack('<QQII6I', 10_000 + 1000 * pos, k, 0, pos + 1, 4, 1, 1, 128, 1, 1))
+    for pos in kept:
+        for b in range(4):
+            out += rec(5, struct.pack('<II', 0, 0) + struct.pack('<QQ4I4IQ', L[pos], 20_000 + 1000 * pos + b, b, 0, 0,
+                                                                  b, 4, 1, 1, 128, 1000 + pos + extra(pos)))
+    open(os.path.join(d, '4242-%s.events' % tool), 'wb').write(out)
+    sys.exit(0)
 if mode in ('lost', 'lostring'):
     # 600 one-block launches, vadd and reduce by turns; launch ids 1000 +
     # place, one more after place 450 (a grid the log does not list);
