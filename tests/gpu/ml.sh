@@ -9,7 +9,8 @@
 # kernels the stack generated that ran instrumented (goal >= 95 % for
 # Triton, torch.compile, CuPy, JAX), the share of GPU time instrumented, and
 # the steady-state time under threadhist against native (goal <= 3 % for the
-# compiled workloads). ML_ONLY=regex picks workloads; ML_PROBE=1 also tries
+# compiled workloads). ML_ONLY=regex picks workloads; ML_LS=N also runs
+# threadhist with --launch-sample N (a `bench: ml` line each); ML_PROBE=1 also tries
 # JAX with XLA's flag variants and logs what reaches the driver.
 set -u
 PART=ml
@@ -55,12 +56,15 @@ for name in triton compile cupy jax eager; do
 	cfgs="shim threadhist1 threadhist2 kernelretsnoop"
 	# compilers that run ptxas themselves: also through gpuext-ptxas
 	[[ $name =~ ^(triton|jax)$ ]] && cfgs="$cfgs ptxas"
+	# ML_LS=N: also threadhist on a sample of launches (--launch-sample N)
+	[ -n "${ML_LS:-}" ] && cfgs="$cfgs ls"
 	for cfg in $cfgs; do
 		mkdir -p "$W/shm-$name-$cfg"
 		case $cfg in
 		shim) one $name $cfg "$RUN" -v -- python3 "$py" ;;
 		threadhist*) one $name $cfg "$RUN" -v --tool threadhist --json --trace "$L/$name.$cfg.trace.json" -- python3 "$py" ;;
 		kernelretsnoop) one $name $cfg "$RUN" -v --tool kernelretsnoop --json -- python3 "$py" ;;
+		ls) one $name $cfg "$RUN" -v --launch-sample "$ML_LS" --tool threadhist --json -- python3 "$py" ;;
 		# XLA logs which ptxas it found (its search over PATH and its roots)
 		ptxas) TF_CPP_MIN_LOG_LEVEL=0 TF_CPP_VMODULE=subprocess_compilation=3,assemble_compilation_provider=4 \
 			one $name $cfg "$RUN" -v --ptxas --tool threadhist --json -- python3 "$py" ;;
@@ -78,6 +82,10 @@ for name in triton compile cupy jax eager; do
 				nok "$name under $cfg: no report: $(grep 'gpuext: error' "$L/$name.$cfg.err" | head -2 | tr '\n' ' ')"
 		fi
 	done
+	if [[ " $cfgs " == *" ls "* ]]; then
+		awk -v n="$(tms $name native)" -v t="$(tms $name ls)" -v w="$name" -v k="$ML_LS" 'BEGIN {
+			if (n > 0 && t > 0) printf "bench: ml %s threadhist --launch-sample %s: %.1f ms vs native %.1f ms (%+.1f %%)\n", w, k, t, n, 100 * (t / n - 1) }'
+	fi
 	# the table row, from threadhist1's report and logs (and --ptxas's)
 	for c in threadhist1 $([[ $cfgs == *ptxas* ]] && echo ptxas); do
 	python3 - "$L" "$name" "$c" <<'P'
