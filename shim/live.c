@@ -901,16 +901,21 @@ static int dev_attach(const struct gx_ctl_msg *m, const char *pol, const char *t
 		*none += c <= 0;
 	}
 	ctx_prepare();
+	/* --launch-sample: the form was checked by the CLI and the message's
+	 * parser; beside a device policy (which gpuext attach refuses: another
+	 * client sent it) it is ignored */
 	unsigned long every = 0, first = 0;
 	if (m->sample[0] && gx_ctl_sample_parse(m->sample, &every, &first))
-		every = 0;			/* the CLI and the message's parser checked it */
-	if (every && (pol[0] || m->sched[0])) { /* gpuext attach refuses it: another client */
+		every = 0;
+	if (every && (pol[0] || m->sched[0])) {
 		pr_warn("attach: --launch-sample ignored: a device policy or --sched acts on every launch");
 		every = 0;
 	}
 	pthread_mutex_lock(&live_lock);
-	gx_launch_sample_live(every, first); /* the counts start at the flip (copy_file dropped them) */
-	on = true;			     /* the switch: the next launch of a hooked kernel runs its copy */
+	/* the counts start at the flip (copy_file dropped them) */
+	gx_launch_sample_live(every, first);
+	/* the switch: the next launch of a hooked kernel runs its copy */
+	on = true;
 	pthread_mutex_unlock(&live_lock);
 	return (int)made;
 }
