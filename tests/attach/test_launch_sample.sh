@@ -27,7 +27,7 @@ LIVE_NAME=launch-sample LIVE_TMP=lsample
 A=(GPUEXT_TOOL=threadhist GPUEXT_CUBIN=0)
 
 # expected N K OUT: do the launches and instrumented counts of OUT's last
-# line fit the sample (and were there at least 3N launches)?
+# line fit the sample (and were there at least 2N + K + 1 launches)?
 expected() {
 	python3 - "$1" "$2" "$3" <<'P'
 import re, sys
@@ -38,7 +38,7 @@ if not m:
 L, I = map(int, m[-1])
 want = sum(1 for i in range(1, L + 1) if i <= k or (i - k - 1) % n == 0)
 print('# launches %d instrumented %d (want %d)' % (L, I, want))
-sys.exit(0 if I == want and L >= 3 * n + k else 1)
+sys.exit(0 if I == want and L >= 2 * n + k + 1 else 1)
 P
 }
 
@@ -58,7 +58,7 @@ check "exit 0, no launch failed" "[ $rc = 0 ] && grep -q '^ok - live_app: .* 0 f
 check "exactly the first 2 launches and then 1 in 4 ran the copy" "expected 4 2 $T/s.out >>$T/s.out" $T/s.out
 
 start z plain "${A[@]}" GPUEXT_LAUNCH_SAMPLE=3,first=0
-wait_count $T/z.out 'runs the' 6
+wait_count $T/z.out 'runs the' 8
 stop z $pid
 check "first=0: launch 1, then every 3rd, ran the copy" \
 	"grep -q 'launch 1 runs the instrumented copy' $T/z.out && grep -q 'launch 2 runs the original' $T/z.out && expected 3 0 $T/z.out >>$T/z.out" $T/z.out
@@ -66,7 +66,7 @@ check "first=0: launch 1, then every 3rd, ran the copy" \
 start l library "${A[@]}" GPUEXT_LAUNCH_SAMPLE=4,first=2 GPUEXT_CACHE_DIR=$T/cache-lib
 check "a library (cuLibraryLoadData, as cudart loads): its copy beside it" \
 	"grep -q 'library 1 (cuLibraryLoadData): loaded as it came, its instrumented copy' $T/l.err" $T/l.err
-wait_count $T/l.out 'runs the' 6
+wait_count $T/l.out 'runs the' 8
 stop l $pid
 check "a library: exactly the first 2 launches and then 1 in 4 ran the copy" \
 	"[ $rc = 0 ] && grep -q '^ok - live_app: .* 0 failed' $T/l.out && expected 4 2 $T/l.out >>$T/l.out" $T/l.out
