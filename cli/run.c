@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "cli/cli_internal.h"
-#include "common/gx_ctl.h"
 #include "cli/run_internal.h"
 #include "tenant/gx_tenant.h"
 #include "common/gx_ctl.h"
@@ -55,7 +54,7 @@ static void usage(FILE *out)
 		"  --sample N        --tool memtrace: record 1 of N warp accesses (GPUEXT_CFG, GPUEXT_MEM_SAMPLE)\n"
 		"  --launch-sample N[,first=K]\n"
 		"                    --tool: instrument each kernel's first K launches (16), then 1 in N;\n"
-		"                    the others run natively (GPUEXT_LAUNCH_SAMPLE; docs/tools.md)\n"
+		"                    the others run natively (GPUEXT_LAUNCH_SAMPLE; docs/devbpf-tools.md)\n"
 		"  --policy FILE     load a policy object, *.bpf.o (GPUEXT_POLICY); repeatable, and\n"
 		"                    usable with --tool (device policies run before the tools)\n"
 		"  --tenant NAME     this process is tenant NAME of its GPUs (GPUEXT_TENANT; several\n"
