@@ -142,30 +142,18 @@ int gx_ctl_parse(const char *text, size_t len, struct gx_ctl_msg *m, char *err, 
 	return 0;
 }
 
-static int parse_ul(const char *s, const char **end, unsigned long max, unsigned long *out)
-{
-	unsigned long x = 0;
-	const char *p = s;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (x > (max - (unsigned long)(*p - '0')) / 10)
-			return -EINVAL;
-		x = x * 10 + (unsigned long)(*p - '0');
-	}
-	*end = p;
-	*out = x;
-	return p == s ? -EINVAL : 0;
-}
-
 int gx_ctl_sample_parse(const char *s, unsigned long *every, unsigned long *first)
 {
-	const char *e;
-	*first = GX_CTL_SAMPLE_FIRST;
-	if (!s || parse_ul(s, &e, 1000000, every) || *every < 1)
+	uint64_t n, k = GX_CTL_SAMPLE_FIRST;
+	if (!s)
 		return -EINVAL;
-	if (!*e)
-		return 0;
-	if (strncmp(e, ",first=", 7) || parse_ul(e + 7, &e, 1000000000, first) || *e)
+	size_t nl = strcspn(s, ",");
+	if (parse_u64(s, nl, 1000000, &n) || n < 1)
 		return -EINVAL;
+	if (s[nl] && (strncmp(s + nl, ",first=", 7) || parse_u64(s + nl + 7, strlen(s + nl + 7), 1000000000, &k)))
+		return -EINVAL;
+	*every = (unsigned long)n;
+	*first = (unsigned long)k;
 	return 0;
 }
 

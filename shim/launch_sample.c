@@ -21,9 +21,9 @@
  * kernelretsnoop expects no records from the others.
  *
  * Only where the copy is faithful (shim/live.c's judge: no module variable
- * the kernels write, no JIT option that changes the code; modules, not
- * libraries): other modules are rewritten in place and every launch of
- * theirs is instrumented, as without sampling. Only for tools: a device
+ * the kernels write, no JIT option that changes the code; no library with
+ * variables, shim/module.c): other images are rewritten in place and every
+ * launch of theirs is instrumented, as without sampling. Only for tools: a device
  * policy (GPUEXT_POLICY) decides on every launch, so with one loaded the
  * setting is refused with a warning. Graph kernel nodes are not sampled (a
  * node is switched once, when it is added). */
