@@ -171,7 +171,8 @@ cfg_env() {
 	*) echo GX_MT_UNKNOWN_CFG=1 ;;
 	esac
 }
-for round in 1 2; do
+# MT_BENCH=0: the cooperative sample alone (its per-launch A/B)
+for round in $([ "${MT_BENCH:-1}" = 0 ] || echo 1 2); do
 	for cfg in $CFGS; do
 		t=$(left)
 		[ "$t" -gt 60 ] || { nok "bench: $cfg round $round not run: $t s of the budget left"; continue; }
@@ -241,7 +242,18 @@ def coop(pat):
         n = re.search(r'blocks (\d+) \((\d+) per SM\) time_ms ([0-9.]+)', txt)
         if m and n:
             s.add(m.group(1)); b.add(n.group(2)); t.append(float(n.group(3)))
+        p = re.search(r'launch_ms first ([0-9.]+) median ([0-9.]+)', txt)
+        if m and p:
+            per.setdefault(pat, []).append((float(p.group(1)), float(p.group(2))))
     return t, s, b
+# each launch's GPU time (events between launches): the first apart
+per = {}
+def launches(pat):
+    v = per.get(pat, [])
+    if not v:
+        return 'no per-launch times'
+    return 'first launch %.3f ms, the others %.4f ms (medians over %d processes)' % (
+        statistics.median(x[0] for x in v), statistics.median(x[1] for x in v), len(v))
 nt, ns, nb = coop('%s/coop-native-*.out' % L)
 for cfg in [c for c in sys.argv[3].split() if c != 'direct']:
     mt, ms, mb = coop('%s/coop-%s-*.json' % (L, cfg))
@@ -250,6 +262,8 @@ for cfg in [c for c in sys.argv[3].split() if c != 'direct']:
         print('| cooperative gridsync (20 launches), %s | %.3f ms (%s per SM) | %.3f ms (%s per SM) | %.2fx | | |'
               % (cfg, a, '/'.join(sorted(nb)), b, '/'.join(sorted(mb)), b / a))
         print('bench: memtrace coop %s native %.3f ms memtrace %.3f ms ratio %.3f (%d/%d processes)' % (cfg, a, b, b / a, len(nt), len(mt)))
+        print('bench: memtrace coop per launch: native %s; %s %s' % (launches('%s/coop-native-*.out' % L), cfg,
+              launches('%s/coop-%s-*.json' % (L, cfg))))
         say(b <= 1.5 * a, 'cooperative sample under %s %.2fx native (goal <= 1.5x)' % (cfg, b / a))
         say(len(ns) == 1 and ns == ms, 'cooperative sample: same sum natively and under %s (%s vs %s)' % (cfg, ns, ms))
     else:

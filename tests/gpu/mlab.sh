@@ -41,7 +41,7 @@ PART=mlab
 . "$(dirname "$0")/ml/env.sh"
 R=${MLAB_ROUNDS:-7}
 declare -A PY=([triton]=triton_kernels.py [cupy]=cupy_default.py [jax]=jax_grad.py)
-# by default the goal's configurations; the diagnostic ones (thp stub stubp empty th_entry th_exit th_nolt th_drain shim th_cubin jflags) on
+# by default the goal's configurations; the diagnostic ones (thp th_all th_ls krs krs_ls ll ll_ls stub stubp empty th_entry th_exit th_nolt th_drain shim th_cubin jflags) on
 # request through MLAB_CFGS_<workload>
 declare -A CFGS=([triton]="native th" [cupy]="native th" [jax]="native th")
 # MLAB_CFGS_<workload>="native th ..." picks that workload's configurations
@@ -94,6 +94,14 @@ for name in triton cupy jax; do
 			th) "$@" timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
 			th_cubin) "$@" CUPY_COMPILE_WITH_PTX=0 timeout 240 "$RUN" --tool threadhist -- python3 "$py" ;;
 			thp) "$@" timeout 240 "$RUN" --ptxas --tool threadhist -- python3 "$py" ;;
+			# every launch instrumented / a sample of them (--launch-sample
+			# MLAB_LS, 16), and kernelretsnoop / launchlate the same ways
+			th_all) "$@" timeout 240 "$RUN" --launch-sample 1 --tool threadhist -- python3 "$py" ;;
+			th_ls) "$@" timeout 240 "$RUN" --launch-sample "${MLAB_LS:-16}" --tool threadhist -- python3 "$py" ;;
+			krs) "$@" timeout 240 "$RUN" --tool kernelretsnoop -- python3 "$py" ;;
+			krs_ls) "$@" timeout 240 "$RUN" --launch-sample "${MLAB_LS:-16}" --tool kernelretsnoop -- python3 "$py" ;;
+			ll) "$@" timeout 240 "$RUN" --tool launchlate -- python3 "$py" ;;
+			ll_ls) "$@" timeout 240 "$RUN" --launch-sample "${MLAB_LS:-16}" --tool launchlate -- python3 "$py" ;;
 			stub) "$@" GPUEXT_HOOKS=entry GPUEXT_STUBS=call timeout 240 "$RUN" -- python3 "$py" ;;
 			stubp) "$@" GPUEXT_HOOKS=entry GPUEXT_STUBS=probe timeout 240 "$RUN" -- python3 "$py" ;;
 			empty) "$@" timeout 240 "$RUN" --policy "$B/bench/empty_probe.bpf.o" -- python3 "$py" ;;
@@ -118,7 +126,9 @@ what = {'native': 'native', 'shim': 'the shim, no tool', 'th_cubin': 'threadhist
         'stub': 'empty entry call (route only)', 'stubp': 'built-in probe reading the context (no map)',
         'empty': 'empty policy (host side of a policy, no device work)',
         'th_entry': 'threadhist, block probe at every entry', 'th_exit': 'threadhist, block probe at every exit', 'th_nolt': 'threadhist, launch timing off',
-        'th_drain': 'threadhist, drained every 1 s (not 20 ms)'}
+        'th_drain': 'threadhist, drained every 1 s (not 20 ms)', 'th_all': 'threadhist, every launch',
+        'th_ls': 'threadhist, a sample of launches', 'krs': 'kernelretsnoop', 'krs_ls': 'kernelretsnoop, a sample of launches',
+        'll': 'launchlate', 'll_ls': 'launchlate, a sample of launches'}
 res, sums, passes = {}, {}, {}
 for c in cfgs:
     t, k, regs, nt, pp = [], {}, {}, [], []

@@ -4,8 +4,11 @@
 // The grid is sized with the occupancy API on the function the application
 // holds (under a tool, the instrumented one: fewer blocks, as its registers
 // say), so the data are integers: the sum is exact whatever the grid.
-// Prints the sum and the time.
+// Prints the sum, the wall time of the 20 launches, and each launch's GPU
+// time from events between them: the first launch apart from the median of
+// the others (a tool's one-off costs against its per-launch cost).
 #include <cooperative_groups.h>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cuda_runtime.h>
@@ -59,10 +62,17 @@ int main()
 	cudaMemset(bad, 0, sizeof(int));
 	int nn = n;
 	void *args[] = { &in, &partial, &out, &bad, &nn };
+	const int reps = 20;
+	cudaEvent_t ev[reps + 1];
+	for (int r = 0; r <= reps; r++)
+		cudaEventCreate(&ev[r]);
 	auto t0 = std::chrono::steady_clock::now();
 	cudaError_t e = cudaSuccess;
-	for (int r = 0; r < 20 && e == cudaSuccess; r++)
+	for (int r = 0; r < reps && e == cudaSuccess; r++) {
+		cudaEventRecord(ev[r], 0);
 		e = cudaLaunchCooperativeKernel((void *)reduce_grid, blocks, 256, args, 0, 0);
+	}
+	cudaEventRecord(ev[reps], 0);
 	if (e == cudaSuccess)
 		e = cudaDeviceSynchronize();
 	double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -72,5 +82,12 @@ int main()
 	cudaMemcpy(&b, bad, sizeof(int), cudaMemcpyDeviceToHost);
 	printf("sum %lld bad %d status %s\n", r, b, cudaGetErrorString(e));
 	printf("blocks %d (%d per SM) time_ms %.3f\n", blocks, per_sm, ms);
+	float lt[reps];
+	for (int r = 0; r < reps; r++)
+		if (cudaEventElapsedTime(&lt[r], ev[r], ev[r + 1]) != cudaSuccess)
+			lt[r] = -1;
+	float first = lt[0];
+	std::sort(lt + 1, lt + reps);
+	printf("launch_ms first %.4f median %.4f\n", first, lt[reps / 2]);
 	return e == cudaSuccess ? 0 : 1;
 }
