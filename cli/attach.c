@@ -32,7 +32,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: gpuext attach PID|--all [--tool NAME]... [--policy FILE.bpf.o[,knob=v...]]...\n"
-		   "                    [--sched POLICY[,knob=v...][,kernels=GLOB]] [--launch-sample N[,first=K]]\n"
+		   "                    [--sched POLICY[,knob=v...][,kernels=GLOB]]\n"
+		   "                    [--launch-sample N[,first=K] | --every-launch]\n"
 		   "                    [--timeout S]\n"
 		   "       gpuext detach PID [NAME|--all] [--keep] [--timeout S]\n"
 		   "       gpuext ps\n"
@@ -40,9 +41,11 @@ static void usage(FILE *f)
 		   "gpuext shim, and detach them (the tools' reports are printed at detach). The device tools and\n"
 		   "policies of one process form one set (attach them together); host policies attach and detach\n"
 		   "on their own, by name. --sched (a shipped schedule policy's name, or its object) joins the\n"
-		   "device set: the copies also carry persistent workers. --launch-sample: the tools run on each\n"
-		   "kernel's first K launches (16) after the attach, then on 1 launch in N; the others run the\n"
-		   "original (not with device policies or --sched). Same user (or root) only. See docs/attach.md.\n");
+		   "device set: the copies also carry persistent workers. Tools run on a sample of launches: each\n"
+		   "kernel's first K launches (16) after the attach, then 1 launch in N (--launch-sample; without\n"
+		   "it, the process's GPUEXT_LAUNCH_SAMPLE, else 16); the others run the original. --every-launch\n"
+		   "(--launch-sample 1) instruments them all; device policies and --sched always do. Same user\n"
+		   "(or root) only. See docs/attach.md.\n");
 }
 
 /* A shipped schedule policy's object: <this executable>/../share/gpuext/sched/NAME.bpf.o,
@@ -288,6 +291,8 @@ int do_attach(int argc, char **argv)
 			}
 			snprintf(m->sample, sizeof(m->sample), "%s", v);
 			i++;
+		} else if (!strcmp(a, "--every-launch")) {
+			snprintf(m->sample, sizeof(m->sample), "1");
 		} else if (!strcmp(a, "--timeout")) {
 			timeout_s = (unsigned)strtoul(v, NULL, 10);
 			i++;
@@ -305,7 +310,10 @@ int do_attach(int argc, char **argv)
 		free(m);
 		return 2;
 	}
-	if (m->sample[0] && (m->nr_policies || m->sched[0])) {
+	unsigned long every = 1, first;
+	if (m->sample[0] && gx_ctl_sample_parse(m->sample, &every, &first))
+		every = 1;
+	if (every > 1 && (m->nr_policies || m->sched[0])) {
 		/* a device policy acts on every launch (shim/launch_sample.c) */
 		p_err("--launch-sample is for tools: a device policy or --sched acts on every launch");
 		free(m);

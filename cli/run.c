@@ -42,7 +42,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: %s [-v] [--tool NAME] [--policy FILE[,KNOB=V...]] [--sched POLICY[,KNOB=V...]]\n"
 		"       [--tenant NAME] [--class lc|be] [--window N] [--mem-limit SIZE] [--gpu-share PCT]\n"
-		"       [--log LEVEL] [--audit] [--ptxas] [--jit-async] [--launch-sample N[,first=K]]\n"
+		"       [--log LEVEL] [--audit] [--ptxas] [--jit-async] [--launch-sample N[,first=K] | --every-launch]\n"
 		"       [--disable] [--] CMD [ARGS...]\n\n"
 		"Run CMD with gpuext's libcuda.so.1 in front of NVIDIA's driver.\n\n"
 		"  -v, --verbose     log what the shim does (GPUEXT_LOG=info; twice: debug)\n"
@@ -54,7 +54,9 @@ static void usage(FILE *out)
 		"  --sample N        --tool memtrace: record 1 of N warp accesses (GPUEXT_CFG, GPUEXT_MEM_SAMPLE)\n"
 		"  --launch-sample N[,first=K]\n"
 		"                    --tool: instrument each kernel's first K launches (16), then 1 in N;\n"
-		"                    the others run natively (GPUEXT_LAUNCH_SAMPLE; docs/devbpf-tools.md)\n"
+		"                    the others run natively (GPUEXT_LAUNCH_SAMPLE; the default: 16;\n"
+		"                    not beside --policy or --sched; docs/devbpf-tools.md)\n"
+		"  --every-launch    --tool: instrument every launch (--launch-sample 1): exact counts\n"
 		"  --policy FILE     load a policy object, *.bpf.o (GPUEXT_POLICY); repeatable, and\n"
 		"                    usable with --tool (device policies run before the tools)\n"
 		"  --tenant NAME     this process is tenant NAME of its GPUs (GPUEXT_TENANT; several\n"
@@ -297,6 +299,8 @@ int gx_run_main(int argc, char **argv, const char *name)
 			json = 1;
 		} else if (!strcmp(a, "--launch-sample") && i + 1 < argc) {
 			launch_sample = argv[++i];
+		} else if (!strcmp(a, "--every-launch")) {
+			launch_sample = "1";
 		} else if ((!strcmp(a, "--trace") || !strcmp(a, "--sample")) && i + 1 < argc) {
 			if (!strcmp(a, "--trace"))
 				trace = argv[++i];

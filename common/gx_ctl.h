@@ -51,7 +51,10 @@ int gx_ctl_parse(const char *text, size_t len, struct gx_ctl_msg *m, char *err, 
  * --launch-sample, GPUEXT_LAUNCH_SAMPLE; shim/launch_sample.c): each
  * kernel's first K launches (16 without first=), then 1 in N. 0, or -EINVAL
  * (N outside 1..1000000, K outside 0..1000000000, anything else). */
-#define GX_CTL_SAMPLE_FIRST 16
+#define GX_CTL_SAMPLE_FIRST   16
+/* A tool's launches when nothing says otherwise (issue 40): every kernel's
+ * first 16, then 1 in 16. "1" instruments every launch. */
+#define GX_CTL_SAMPLE_DEFAULT "16"
 int gx_ctl_sample_parse(const char *s, unsigned long *every, unsigned long *first);
 /* Format a message into buf: its length, or -ENOSPC / -EINVAL (a field
  * holding a newline). */

@@ -1,8 +1,10 @@
 /* launch_sample.c — GPUEXT_LAUNCH_SAMPLE=N[,first=K]: a tool instruments
  * each kernel's first K launches (16 unless given), then one launch in N;
  * the others run the application's own kernel at native speed (issue 40,
- * docs/devbpf-tools.md). `gpuext attach --launch-sample` sets the same for
- * the tools it attaches (gx_launch_sample_live), until their detach.
+ * docs/devbpf-tools.md). The default for tools: 16 (GX_CTL_SAMPLE_DEFAULT);
+ * GPUEXT_LAUNCH_SAMPLE=1 instruments every launch. `gpuext attach` does
+ * the same for the tools it attaches (gx_launch_sample_live, --launch-sample
+ * or this process's setting), until their detach.
  *
  * Why: a tool's probe costs every instrumented launch a fixed price per
  * block, and on kernels of many short blocks no placement of it is cheap —
@@ -43,10 +45,12 @@ bool gx_launch_sample_on(void)
 {
 	if (ls.state >= 0)
 		return ls.state;
-	const char *e = getenv("GPUEXT_LAUNCH_SAMPLE");
+	const char *e = gx_launch_sample_setting();
+	const char *env = getenv("GPUEXT_LAUNCH_SAMPLE");
+	bool given = env && *env;
 	gx_config_load();
 	ls.state = 0;
-	if (!e || !*e || gx_config.disabled || !gx_config.tool)
+	if (gx_config.disabled || !gx_config.tool)
 		return false;
 	if (gx_ctl_sample_parse(e, &ls.every, &ls.first)) {
 		pr_warn("GPUEXT_LAUNCH_SAMPLE=%s: expected N[,first=K], N from 1 to 1000000: every launch is "
@@ -55,6 +59,9 @@ bool gx_launch_sample_on(void)
 		return false;
 	}
 	if (gx_config.policy || gx_config.sched || getenv("GPUEXT_PERSISTENT")) {
+		/* the default gives way silently; a setting asked for is refused */
+		if (!given)
+			return false;
 		pr_warn("GPUEXT_LAUNCH_SAMPLE: not with a device policy or --sched (they act on every launch): every "
 			"launch is instrumented");
 		return false;
@@ -63,6 +70,12 @@ bool gx_launch_sample_on(void)
 		return false; /* every launch: the plain rewrite, no copies */
 	ls.state = 1;
 	return true;
+}
+
+const char *gx_launch_sample_setting(void)
+{
+	const char *e = getenv("GPUEXT_LAUNCH_SAMPLE");
+	return e && *e ? e : GX_CTL_SAMPLE_DEFAULT;
 }
 
 /* gpuext attach --launch-sample (live.c, under its lock): the sample of
@@ -101,7 +114,7 @@ void gx_launch_sample_init(void)
 		ls.state = 0;
 		return;
 	}
-	pr_info("GPUEXT_LAUNCH_SAMPLE: each kernel's first %lu launches instrumented, then 1 in %lu (modules whose "
-		"copy would not be faithful: every launch)",
+	pr_info("launch sample: each kernel's first %lu launches instrumented, then 1 in %lu (modules whose copy would "
+		"not be faithful: every launch; GPUEXT_LAUNCH_SAMPLE=1 or --every-launch: every launch of every module)",
 		ls.first, ls.every);
 }

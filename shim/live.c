@@ -817,9 +817,10 @@ static void refuse(const struct gx_ctl_msg *m, int status, const char *err, uint
 
 /* The device part of a request: tools and device policies merged into one
  * set, their runtime started, every loaded module's copy made, the switch
- * flipped. The number of copies made, or -errno with the reason in err. */
+ * flipped. The number of copies made, or -errno with the reason in err;
+ * *sample: the launch sample in force ("N[,first=K]"), NULL for every launch. */
 static int dev_attach(const struct gx_ctl_msg *m, const char *pol, const char *tool, uint64_t t0, unsigned *none,
-		      char *err, size_t en)
+		      const char **sample, char *err, size_t en)
 {
 	/* --sched P[,knobs][,kernels=G]: its object and knobs for attach/ (the
 	 * device policy), the whole spec for blocksched (kernels= is its own) */
@@ -901,16 +902,22 @@ static int dev_attach(const struct gx_ctl_msg *m, const char *pol, const char *t
 		*none += c <= 0;
 	}
 	ctx_prepare();
-	/* --launch-sample: the form was checked by the CLI and the message's
-	 * parser; beside a device policy (which gpuext attach refuses: another
-	 * client sent it) it is ignored */
+	/* --launch-sample (the form was checked by the CLI and the message's
+	 * parser), else this process's setting or the default: tools run on a
+	 * sample of launches. Beside a device policy or --sched (which act on
+	 * every launch) the default gives way, a sample asked for (gpuext
+	 * attach refuses it: another client sent it) is ignored. */
 	unsigned long every = 0, first = 0;
-	if (m->sample[0] && gx_ctl_sample_parse(m->sample, &every, &first))
+	*sample = m->sample[0] ? m->sample : gx_launch_sample_setting();
+	if (gx_ctl_sample_parse(*sample, &every, &first))
 		every = 0;
-	if (every && (pol[0] || m->sched[0])) {
-		pr_warn("attach: --launch-sample ignored: a device policy or --sched acts on every launch");
+	if (every > 1 && (pol[0] || m->sched[0])) {
+		if (m->sample[0])
+			pr_warn("attach: --launch-sample ignored: a device policy or --sched acts on every launch");
 		every = 0;
 	}
+	if (every <= 1)
+		*sample = NULL;
 	pthread_mutex_lock(&live_lock);
 	/* the counts start at the flip (copy_file dropped them) */
 	gx_launch_sample_live(every, first);
@@ -1083,7 +1090,8 @@ static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 	}
 	unsigned none = 0;
 	int made = 0;
-	if (dev && (made = dev_attach(m, pol, tool, t0, &none, err, sizeof(err))) < 0) {
+	const char *sample = NULL;
+	if (dev && (made = dev_attach(m, pol, tool, t0, &none, &sample, err, sizeof(err))) < 0) {
 		if (nh) /* the request is refused whole: the host policies it added go */
 			host_rollback(hnames, hbefore);
 		refuse(m, made, err, t0);
@@ -1097,8 +1105,8 @@ static void do_attach(const struct gx_ctl_msg *m, uint64_t t0)
 		snprintf(
 			msg, sizeof(msg),
 			"attached %s: %u modules instrumented, %u not (SASS only, nothing to hook, or module state a copy could not share)%s%s%s%s",
-			attached, (unsigned)made, none, m->sample[0] ? "; launches sampled " : "", m->sample,
-			nh ? "; host policies " : "", nh ? hnames : "");
+			attached, (unsigned)made, none, sample ? "; launches sampled " : "; every launch instrumented",
+			sample ? sample : "", nh ? "; host policies " : "", nh ? hnames : "");
 	else
 		snprintf(msg, sizeof(msg), "attached host policies %s (their next events on)", hnames);
 	pr_info("attach: %s in %llu ms", msg, (unsigned long long)(now_ms() - t0));

@@ -159,6 +159,8 @@ void gx_log_async(const char *api, const struct gx_prep *p);
 /* launch_sample.c: GPUEXT_LAUNCH_SAMPLE, a tool on a sample of each
  * kernel's launches. */
 bool gx_launch_sample_on(void);
+/* This process's setting: GPUEXT_LAUNCH_SAMPLE, else GX_CTL_SAMPLE_DEFAULT. */
+const char *gx_launch_sample_setting(void);
 void gx_launch_sample_init(void); /* at cuInit, before the device runtime subscribes */
 /* Is the n-th launch (from 1) of a function instrumented? (live.c's
  * switch, under its lock) */

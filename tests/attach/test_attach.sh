@@ -5,6 +5,9 @@
 # printk drained to stderr, map shards flushed at exit and reported by
 # `gpuext tools report` (text, JSON and trace validated).
 set -u
+# these checks look at the instrumented module itself, so every launch runs
+# it (tools default to a sample of launches: test_launch_sample.sh)
+export GPUEXT_LAUNCH_SAMPLE=1
 B=${BUILD:-build}
 B=$(cd "$B" && pwd)
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT

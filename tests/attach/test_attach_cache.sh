@@ -12,6 +12,9 @@
 # device (FAKECUDA_DEVICES=1): the machine has one H200, and the policy is
 # JIT'd for the lowest arch of all devices (the fake's default two differ).
 set -u
+# these checks look at the instrumented module itself, so every launch runs
+# it (tools default to a sample of launches: test_launch_sample.sh)
+export GPUEXT_LAUNCH_SAMPLE=1
 B=${BUILD:-build}
 B=$(cd "$B" && pwd)
 T=$(mktemp -d "$B/tests/attach/attach-cache.XXXXXX"); trap "[ -n \"${KEEP:-}\" ] || rm -rf $T" EXIT

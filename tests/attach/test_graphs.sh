@@ -7,6 +7,9 @@
 # instantiated before a tool attaches (`gpuext attach`) counts its kernel
 # nodes too (4 per graph launch).
 set -u
+# these checks look at the instrumented module itself, so every launch runs
+# it (tools default to a sample of launches: test_launch_sample.sh)
+export GPUEXT_LAUNCH_SAMPLE=1
 B=${BUILD:-build}
 B=$(cd "$B" && pwd)
 T=$(mktemp -d); [ -n "${KEEP:-}" ] || trap 'rm -rf "$T"' EXIT

@@ -16,6 +16,9 @@
 #    next load): the copy is dropped, the next module gets its own;
 #  - an exit while a JIT runs: the JIT finishes, exit 0.
 set -u
+# these checks look at the instrumented module itself, so every launch runs
+# it (tools default to a sample of launches: test_launch_sample.sh)
+export GPUEXT_LAUNCH_SAMPLE=1
 LIVE_NAME=jit-async LIVE_TMP=async
 . tests/attach/live_lib.sh
 "$G" tools prepare --cache-dir $T/cache --sm 90 threadhist >$T/prepare.log 2>&1 ||

@@ -17,6 +17,10 @@
 #    path, then its launches are sampled the same way;
 #  - a bad value, and a device policy loaded beside the tool: one warning,
 #    every launch instrumented.
+#  - the default (no setting): 16, first=16; GPUEXT_LAUNCH_SAMPLE=1 every
+#    launch, rewritten in place; a device policy beside a tool and no
+#    setting: every launch, no warning; gpuext attach with no
+#    --launch-sample samples by the default, --every-launch does not.
 set -u
 LIVE_NAME=launch-sample LIVE_TMP=lsample
 . tests/attach/live_lib.sh
@@ -63,6 +67,28 @@ stop z $pid
 check "first=0: launch 1, then every 3rd, ran the copy" \
 	"grep -q 'launch 1 runs the instrumented copy' $T/z.out && grep -q 'launch 2 runs the original' $T/z.out && expected 3 0 $T/z.out >>$T/z.out" $T/z.out
 
+# the default: no setting at all
+start d plain "${A[@]}"
+check "the default: the module loads as it came, its copy beside it, the sample said" \
+	"grep -q 'module 1 (cuModuleLoadData): loaded as it came, its instrumented copy' $T/d.err && grep -q \"launch sample: each kernel's first 16 launches instrumented, then 1 in 16\" $T/d.err" $T/d.err
+wait_count $T/d.out 'runs the' 50
+stop d $pid
+check "the default: exactly the first 16 launches and then 1 in 16 ran the copy" \
+	"[ $rc = 0 ] && grep -q 'launch 18 runs the original' $T/d.out && grep -q 'launch 33 runs the instrumented copy' $T/d.out && expected 16 16 $T/d.out >>$T/d.out" $T/d.out
+
+start e plain "${A[@]}" GPUEXT_LAUNCH_SAMPLE=1
+wait_count $T/e.out 'runs the' 20
+stop e $pid
+check "GPUEXT_LAUNCH_SAMPLE=1: rewritten in place, every launch instrumented" \
+	"grep -q 'module 1 (cuModuleLoadData): rewritten' $T/e.err && ! grep -q 'beside it\|launch sample' $T/e.err && grep -q 'switches 1 ' $T/e.out && [ $rc = 0 ]" $T/e.out
+
+start q plain "${A[@]}" GPUEXT_POLICY=$B/bench/empty_probe.bpf.o
+wait_for $T/q.out 'launch 1 runs'
+sleep 0.1
+stop q $pid
+check "a device policy beside the tool, no setting: every launch instrumented, no warning" \
+	"! grep -qi 'launch.sample\|warn' $T/q.err && grep -q 'switches 1 ' $T/q.out && [ $rc = 0 ]" $T/q.err
+
 start l library "${A[@]}" GPUEXT_LAUNCH_SAMPLE=4,first=2 GPUEXT_CACHE_DIR=$T/cache-lib
 check "a library (cuLibraryLoadData, as cudart loads): its copy beside it" \
 	"grep -q 'library 1 (cuLibraryLoadData): loaded as it came, its instrumented copy' $T/l.err" $T/l.err
@@ -96,6 +122,38 @@ wait_count $T/t.out 'runs the' $((n + 1))
 stop t $pid
 check "attach --launch-sample: after the detach the original runs, exit 0" \
 	"[ $rc = 0 ] && tail -5 $T/t.out | grep -q '^ok - live_app: .* 0 failed' && grep 'runs the' $T/t.out | tail -1 | grep -q original" $T/t.out
+# gpuext attach with no --launch-sample: the default, counted from the flip;
+# --every-launch: every launch
+start u plain
+"$G" attach $pid --tool threadhist >$T/u.attach 2>&1
+check "attach, no --launch-sample: the default sample, said in the answer" \
+	"grep -q 'attached threadhist: 1 modules instrumented.*; launches sampled 16' $T/u.attach" $T/u.attach
+wait_for $T/u.out 'runs the instrumented copy'
+n=$(grep -c 'runs the' $T/u.out)
+wait_count $T/u.out 'runs the' $((n + 40))
+"$G" detach $pid >$T/u.detach 2>&1
+stop u $pid
+cat >$T/attached16.py <<'P'
+import re, sys
+m = re.search(r'(\d+) launches while attached, (\d+) instrumented', open(sys.argv[1]).read())
+L, I = map(int, m.groups()) if m else (0, -1)
+want = sum(1 for i in range(1, L + 1) if i <= 16 or (i - 17) % 16 == 0)
+print('# attached: launches %d instrumented %d (want %d)' % (L, I, want))
+sys.exit(0 if I == want and L >= 40 else 1)
+P
+check "attach, no --launch-sample: the first 16 launches after the flip, then 1 in 16, ran the copy" \
+	"[ $rc = 0 ] && python3 $T/attached16.py $T/u.detach >>$T/u.out" $T/u.out
+start v plain
+"$G" attach $pid --tool threadhist --every-launch >$T/v.attach 2>&1
+check "attach --every-launch: every launch, said in the answer" \
+	"grep -q 'attached threadhist: 1 modules instrumented.*; every launch instrumented' $T/v.attach" $T/v.attach
+wait_for $T/v.out 'runs the instrumented copy'
+n=$(grep -c 'runs the' $T/v.out)
+wait_count $T/v.out 'runs the' $((n + 20))
+"$G" detach $pid >$T/v.detach 2>&1
+stop v $pid
+check "attach --every-launch: every launch while attached ran the copy" \
+	"[ $rc = 0 ] && grep -qE '(^|[^0-9])([0-9]+) launches while attached, \\2 instrumented' $T/v.detach" $T/v.detach
 "$G" attach 1 --tool threadhist --launch-sample 4x >$T/t.bad 2>&1
 check "attach --launch-sample 4x: refused by the command, with the form" "grep -q 'expected N\\[,first=K\\]' $T/t.bad" $T/t.bad
 
@@ -130,4 +188,4 @@ sleep 0.1
 stop p $pid
 check "with a device policy: one warning, every launch instrumented" \
 	"grep -q 'GPUEXT_LAUNCH_SAMPLE: not with a device policy' $T/p.err && grep -q 'switches 1 ' $T/p.out && [ $rc = 0 ]" $T/p.err
-check "no other warning in any process" "! cat $T/[szal].err | grep -v 'attach: refused' | grep -i 'warn\\|cannot\\|error'" $T/s.err
+check "no other warning in any process" "! cat $T/[szaldeuv].err | grep -v 'attach: refused' | grep -i 'warn\\|cannot\\|error'" $T/s.err

@@ -15,6 +15,9 @@
 #    refuses, a second attach; another user's process; a request file of
 #    another user.
 set -u
+# these checks look at the instrumented module itself, so every launch runs
+# it (tools default to a sample of launches: test_launch_sample.sh)
+export GPUEXT_LAUNCH_SAMPLE=1
 LIVE_NAME=live LIVE_TMP=live
 . tests/attach/live_lib.sh
 "$G" tools prepare --cache-dir $T/cache --sm 90 threadhist launchlate >$T/prepare.log 2>&1 ||

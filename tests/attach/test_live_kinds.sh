@@ -14,6 +14,9 @@
 #  - a graph instantiated before the attach: one line for its exec, its
 #    launches counted in the detach message and in `gpuext ps`.
 set -u
+# these checks look at the instrumented module itself, so every launch runs
+# it (tools default to a sample of launches: test_launch_sample.sh)
+export GPUEXT_LAUNCH_SAMPLE=1
 LIVE_NAME="live kinds" LIVE_TMP=livek
 . tests/attach/live_lib.sh
 MEM=$B/hostbpf/gx_seq.bpf.o   # a mem policy

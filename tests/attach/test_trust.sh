@@ -17,6 +17,9 @@
 #  - tool logs: never written into a maps folder of another user.
 # Root only (files are handed to nobody); otherwise one note and a skip line.
 set -u
+# these checks look at the instrumented module itself, so every launch runs
+# it (tools default to a sample of launches: test_launch_sample.sh)
+export GPUEXT_LAUNCH_SAMPLE=1
 B=${BUILD:-build}
 B=$(cd "$B" && pwd)
 if [ "$(id -u)" != 0 ]; then
@@ -101,7 +104,7 @@ touch $T/stamp-d
 rund() { # name: threadhist as nobody through the install's shim
 	setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH=/usr/bin:/bin HOME=$T/home-d \
 		LD_LIBRARY_PATH=$T/inst/lib GPUEXT_REAL_LIBCUDA=$FAKE GPUEXT_LOG=info GPUEXT_TOOLS_DIR=$TOOLS \
-		GPUEXT_TOOL=threadhist GPUEXT_SHM_DIR=$T/home-d/shm FAKEDEV_PIN_ANON_ONLY=1 FAKECUDA_DEVICES=1 \
+		GPUEXT_TOOL=threadhist GPUEXT_LAUNCH_SAMPLE=1 GPUEXT_SHM_DIR=$T/home-d/shm FAKEDEV_PIN_ANON_ONLY=1 FAKECUDA_DEVICES=1 \
 		timeout 60 $APP $PTX $K policy >$T/$1.out 2>$T/$1.err
 	echo $? >$T/$1.rc
 }

@@ -93,7 +93,7 @@ printf '%s\n' "${envs[@]}" >"$T/env.list"
 run() { chroot "$R" env -i PATH=/usr/bin:/bin HOME=/root "${envs[@]}" GPUEXT_REAL_LIBCUDA=/gx/fake/libcuda.so.1 \
 	FAKECUDA_DEVICES=1 GPUEXT_SHM_DIR=/gx/shm GPUEXT_FLUSH_MS=10 "$@"; }
 run GPUEXT_LOG=info timeout 60 /gx/attach_app /gx/vadd.ptx "$K" none >"$T/app.out" 2>"$T/app.err"; echo $? >"$T/app.rc"
-run timeout 60 /opt/gpuext/current/bin/gpuext-run -v --tool threadhist -- /gx/attach_app /gx/vadd.ptx "$K" policy \
+run timeout 60 /opt/gpuext/current/bin/gpuext-run -v --every-launch --tool threadhist -- /gx/attach_app /gx/vadd.ptx "$K" policy \
 	>"$T/tool.out" 2>"$T/tool.err"; echo $? >"$T/tool.rc"
 touch "$R/opt/gpuext/current/x" 2>/dev/null && echo writable >"$T/ro" || echo read-only >"$T/ro"
 IN

@@ -94,7 +94,7 @@ hostenv "$P/bin/gpuext" tools >"$T/tools.log" 2>&1
 check "unpacked: gpuext tools finds every object in share/" "grep -q threadhist $T/tools.log && ! grep -q 'object missing' $T/tools.log" "$T/tools.log"
 hostenv "$P/bin/gpuext-run" --print-env -- true >"$T/env.log" 2>&1
 check "unpacked: gpuext-run puts the unpacked lib/ first" "grep -q '^LD_LIBRARY_PATH=$P/lib' $T/env.log" "$T/env.log"
-hostenv "$P/bin/gpuext-run" -v --tool threadhist -- timeout 60 "$APP" "$PTX" "$K" policy >"$T/th.out" 2>"$T/th.err"
+hostenv "$P/bin/gpuext-run" -v --every-launch --tool threadhist -- timeout 60 "$APP" "$PTX" "$K" policy >"$T/th.out" 2>"$T/th.err"
 rc=$?
 check "unpacked: threadhist from the shipped JIT cache" \
 	"grep -q 'policy threadhist: from the JIT cache ($P/share/gpuext/cache' $T/th.err" "$T/th.err"
@@ -136,7 +136,7 @@ check "wheel: pip install --no-deps --no-index into a virtualenv" "[ \$? = 0 ] &
 W=$("$T/venv/bin/python" -c 'import gpuext; print(gpuext.prefix())' 2>/dev/null)
 check "wheel: gpuext.prefix() is the installed payload" "[ -x '$W/bin/gpuext' ] && [ -f '$W/lib/libcuda.so.1' ]"
 check "wheel: the gpuext console script" "hostenv $T/venv/bin/gpuext version | grep -qx 'gpuext $V'"
-hostenv PATH="$T/venv/bin:/usr/bin:/bin" gpuext-run -v --tool threadhist -- timeout 60 "$APP" "$PTX" "$K" policy \
+hostenv PATH="$T/venv/bin:/usr/bin:/bin" gpuext-run -v --every-launch --tool threadhist -- timeout 60 "$APP" "$PTX" "$K" policy \
 	>"$T/wth.out" 2>"$T/wth.err"
 rc=$?
 check "wheel: gpuext-run --tool threadhist from the wheel's JIT cache, report printed" \

@@ -19,6 +19,9 @@
 set -u
 PART=firstrun
 . "$(dirname "$0")/ml/env.sh"
+# what users run: the tools on the default sample of launches (run.sh sets
+# every launch for the other parts)
+unset GPUEXT_LAUNCH_SAMPLE
 ok() { echo "ok - firstrun: $*" | tee -a "$L/summary.txt"; }
 nok() { echo "not ok - firstrun: $*" | tee -a "$L/summary.txt"; }
 bench() { echo "bench: firstrun: $*" | tee -a "$L/summary.txt"; }
@@ -56,7 +59,9 @@ one() {
 wall() { cat "$L/$1.wall_ms" 2>/dev/null || echo 0; }
 result() { grep -E '^(step|checksum) ' "$L/$1.out" 2>/dev/null; }
 steady() { sed -n 's/^steady_ms //p' "$L/$1.out" 2>/dev/null | head -1; }
-rewritten() { grep -c '^gpuext: module [0-9]* ([A-Za-z]*): rewritten' "$L/$1.err"; }
+# rewritten in place (every launch instrumented) or, under the default launch
+# sample, loaded as it came with its instrumented copy beside it
+rewritten() { grep -c '^gpuext: \(module\|library\) [0-9]* ([A-Za-z]*): \(rewritten\|loaded as it came, its instrumented copy\)' "$L/$1.err"; }
 passed() { grep -c '^gpuext: module [0-9]* ([A-Za-z]*): passed through' "$L/$1.err"; }
 jit_s() { sed -n 's/.*cubin: JIT-compiled in \([0-9.]*\) ms.*/\1/p' "$L/$1.err" | awk '{ s += $1 } END { printf "%.2f", s / 1000 }'; }
 cached() { grep -c 'cubin: cached' "$L/$1.err"; }

@@ -159,7 +159,9 @@ CFGS=${MT_CFGS:-direct memtrace prog leader early inline nocap}
 # called by every lane when sampled), prog (memtrace_prog: the program
 # samples, its handler inlined), leader (the leader's hash after the
 # election), early (a voted hash before it), inline (the sampled handler
-# inlined), nocap (the kernels not capped at their original registers)
+# inlined), nocap (the kernels not capped at their original registers),
+# ls16 (the default launch sample: 16 first, then 1 in 16; the others
+# every launch, as tests/gpu/run.sh sets)
 cfg_env() {
 	case $1 in
 	memtrace) echo GX_MT_GATE=1 ;;
@@ -168,6 +170,7 @@ cfg_env() {
 	early) echo GX_PTX_SAMPLE_EARLY=1 ;;
 	inline) echo GX_PTX_SAMPLE_INLINE=1 ;;
 	nocap) echo GX_PTX_MEM_CAP=0 GX_PTX_REG_CAP=0 ;;
+	ls16) echo GPUEXT_LAUNCH_SAMPLE=16 ;;
 	*) echo GX_MT_UNKNOWN_CFG=1 ;;
 	esac
 }

@@ -39,6 +39,9 @@
 set -u
 PART=mlab
 . "$(dirname "$0")/ml/env.sh"
+# what users run: the tools on the default sample of launches (run.sh sets
+# every launch for the other parts)
+unset GPUEXT_LAUNCH_SAMPLE
 R=${MLAB_ROUNDS:-7}
 declare -A PY=([triton]=triton_kernels.py [cupy]=cupy_default.py [jax]=jax_grad.py)
 # by default the goal's configurations; the diagnostic ones (thp th_all th_ls krs krs_ls ll ll_ls stub stubp empty th_entry th_exit th_nolt th_drain shim th_cubin jflags) on

@@ -72,6 +72,9 @@ set -u
 PART=perf
 # shellcheck source=tests/gpu/ml/env.sh
 . "$(dirname "$0")/ml/env.sh"
+# what users run: the tools on the default sample of launches (run.sh sets
+# every launch for the other parts)
+unset GPUEXT_LAUNCH_SAMPLE
 T0=$(date +%s)
 BUDGET=${PERF_BUDGET:-270}
 R=${PERF_ROUNDS:-2}
@@ -107,6 +110,7 @@ run_cfg() {
 	route) timeout -k 5 "$lim" "$RUN" --policy "$B/bench/empty_probe.bpf.o" -- "$@" ;;
 	*.off) timeout -k 5 "$lim" env "${OFF_ENV[@]}" "$RUN" --tool "${cfg%.off}" -- "$@" ;;
 	*.on) timeout -k 5 "$lim" "$RUN" --tool "${cfg%.on}" -- "$@" ;;
+	*.all) timeout -k 5 "$lim" "$RUN" --every-launch --tool "${cfg%.all}" -- "$@" ;;
 	*.nofold) timeout -k 5 "$lim" env GX_JIT_FOLD=0 "$RUN" --tool "${cfg%.nofold}" -- "$@" ;;
 	*.doneall) timeout -k 5 "$lim" env GX_LT_DONE_ALL=1 "$RUN" --tool "${cfg%.doneall}" -- "$@" ;;
 	kernelretsnoop.cap256) timeout -k 5 "$lim" env GX_KRS_CAP=256 "$RUN" --tool kernelretsnoop -- "$@" ;;

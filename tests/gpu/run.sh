@@ -23,6 +23,10 @@ export GX_MULTI=$multi
 # Never let NCCL use NVLink multicast on shared hosts.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
+# Tools run on a sample of launches by default (shim/launch_sample.c); the
+# parts check what a tool sees, so they instrument every launch unless told
+# otherwise. perf, mlab and firstrun measure the default (they unset it).
+export GPUEXT_LAUNCH_SAMPLE=${GPUEXT_LAUNCH_SAMPLE-1}
 
 {
 	echo "date: $(date -u +%FT%TZ)"

@@ -3,6 +3,9 @@
 # with 3 devices (sm_90, sm_80, sm_90) in strict mode, then a quick pass
 # under valgrind (no invalid access, no definite leak).
 set -u
+# these checks look at the instrumented module itself, so every launch runs
+# it (tools default to a sample of launches: test_launch_sample.sh)
+export GPUEXT_LAUNCH_SAMPLE=1
 B=${BUILD:-build}
 FAKE=$PWD/$B/tests/shim/fakecuda/libcuda.so.1
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}

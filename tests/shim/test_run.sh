@@ -67,6 +67,8 @@ check "SIGTERM to gpuext-run --tool is passed to the application: it ends too, s
 	"[ -s $tmp/app.pid ] && ! kill -0 \$(cat $tmp/app.pid) && [ $trc = 143 ]"
 check "--jit-async sets GPUEXT_JIT_ASYNC=1" "$R --print-env --jit-async --tool threadhist -- true | grep -qx 'GPUEXT_JIT_ASYNC=1'"
 check "--launch-sample sets GPUEXT_LAUNCH_SAMPLE" "$R --print-env --launch-sample 16,first=4 --tool threadhist -- true | grep -qx 'GPUEXT_LAUNCH_SAMPLE=16,first=4'"
+check "--every-launch sets GPUEXT_LAUNCH_SAMPLE=1" "$R --print-env --every-launch --tool threadhist -- true | grep -qx 'GPUEXT_LAUNCH_SAMPLE=1'"
+check "no --launch-sample: GPUEXT_LAUNCH_SAMPLE left to the shim's default" "! env -u GPUEXT_LAUNCH_SAMPLE $R --print-env --tool threadhist -- true | grep -q 'GPUEXT_LAUNCH_SAMPLE'"
 check "--launch-sample with a bad value: exit 2 before the run, one error line" \
 	"! $R --launch-sample 16,first= --tool threadhist -- true 2>$tmp/ls.err && grep -q 'expected N\[,first=K\]' $tmp/ls.err && ! $R --launch-sample 0 -- true 2>/dev/null"
 check "--tool puts XLA on gpuext-ptxas (first on PATH, XLA_FLAGS), Triton untouched" \
