@@ -46,6 +46,20 @@ sys.exit(0 if I == want and L >= 2 * n + k + 1 else 1)
 P
 }
 
+# attached N K MIN DETACH: did the launches while attached (the detach's
+# answer) that ran the copy fit the sample, over at least MIN launches?
+attached() {
+	python3 - "$@" <<'P'
+import re, sys
+n, k, least = map(int, sys.argv[1:4])
+m = re.search(r'(\d+) launches while attached, (\d+) instrumented', open(sys.argv[4]).read())
+L, I = map(int, m.groups()) if m else (0, -1)
+want = sum(1 for i in range(1, L + 1) if i <= k or (i - k - 1) % n == 0)
+print('# attached: launches %d instrumented %d (want %d)' % (L, I, want))
+sys.exit(0 if I == want and L >= least else 1)
+P
+}
+
 start s plain "${A[@]}" GPUEXT_LAUNCH_SAMPLE=4,first=2
 check "the module loads as it came with its copy beside it" \
 	"grep -q 'module 1 (cuModuleLoadData): loaded as it came, its instrumented copy (.* hooks, sm_90, its PTX) beside it for the sampled launches' $T/s.err" $T/s.err
@@ -107,16 +121,8 @@ wait_for $T/t.out 'runs the instrumented copy'
 n=$(grep -c 'runs the' $T/t.out)
 wait_count $T/t.out 'runs the' $((n + 8))
 "$G" detach $pid >$T/t.detach 2>&1
-cat >$T/attached.py <<'P'
-import re, sys
-m = re.search(r'(\d+) launches while attached, (\d+) instrumented', open(sys.argv[1]).read())
-L, I = map(int, m.groups()) if m else (0, -1)
-want = sum(1 for i in range(1, L + 1) if i <= 2 or (i - 3) % 4 == 0)
-print('# attached: launches %d instrumented %d (want %d)' % (L, I, want))
-sys.exit(0 if I == want and L >= 14 else 1)
-P
 check "attach --launch-sample: the first 2 launches after the flip, then 1 in 4, ran the copy" \
-	"python3 $T/attached.py $T/t.detach >>$T/t.out" $T/t.out
+	"attached 4 2 14 $T/t.detach >>$T/t.out" $T/t.out
 n=$(grep -c 'runs the' $T/t.out)
 wait_count $T/t.out 'runs the' $((n + 1))
 stop t $pid
@@ -133,16 +139,8 @@ n=$(grep -c 'runs the' $T/u.out)
 wait_count $T/u.out 'runs the' $((n + 40))
 "$G" detach $pid >$T/u.detach 2>&1
 stop u $pid
-cat >$T/attached16.py <<'P'
-import re, sys
-m = re.search(r'(\d+) launches while attached, (\d+) instrumented', open(sys.argv[1]).read())
-L, I = map(int, m.groups()) if m else (0, -1)
-want = sum(1 for i in range(1, L + 1) if i <= 16 or (i - 17) % 16 == 0)
-print('# attached: launches %d instrumented %d (want %d)' % (L, I, want))
-sys.exit(0 if I == want and L >= 40 else 1)
-P
 check "attach, no --launch-sample: the first 16 launches after the flip, then 1 in 16, ran the copy" \
-	"[ $rc = 0 ] && python3 $T/attached16.py $T/u.detach >>$T/u.out" $T/u.out
+	"[ $rc = 0 ] && attached 16 16 40 $T/u.detach >>$T/u.out" $T/u.out
 start v plain
 "$G" attach $pid --tool threadhist --every-launch >$T/v.attach 2>&1
 check "attach --every-launch: every launch, said in the answer" \
