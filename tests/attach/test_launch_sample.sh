@@ -129,27 +129,26 @@ stop t $pid
 check "attach --launch-sample: after the detach the original runs, exit 0" \
 	"[ $rc = 0 ] && tail -5 $T/t.out | grep -q '^ok - live_app: .* 0 failed' && grep 'runs the' $T/t.out | tail -1 | grep -q original" $T/t.out
 # gpuext attach with no --launch-sample: the default, counted from the flip;
-# --every-launch: every launch
-start u plain
-"$G" attach $pid --tool threadhist >$T/u.attach 2>&1
+# --every-launch: every launch. attach_run NAME MORE ARGS...: a live_app
+# attached to with ARGS, MORE launches after the copy's first, detached.
+attach_run() {
+	local name=$1 more=$2
+	shift 2
+	start "$name" plain
+	"$G" attach $pid --tool threadhist "$@" >$T/$name.attach 2>&1
+	wait_for $T/$name.out 'runs the instrumented copy'
+	wait_count $T/$name.out 'runs the' $(($(grep -c 'runs the' $T/$name.out) + more))
+	"$G" detach $pid >$T/$name.detach 2>&1
+	stop "$name" $pid
+}
+attach_run u 40
 check "attach, no --launch-sample: the default sample, said in the answer" \
 	"grep -q 'attached threadhist: 1 modules instrumented.*; launches sampled 16' $T/u.attach" $T/u.attach
-wait_for $T/u.out 'runs the instrumented copy'
-n=$(grep -c 'runs the' $T/u.out)
-wait_count $T/u.out 'runs the' $((n + 40))
-"$G" detach $pid >$T/u.detach 2>&1
-stop u $pid
 check "attach, no --launch-sample: the first 16 launches after the flip, then 1 in 16, ran the copy" \
 	"[ $rc = 0 ] && attached 16 16 40 $T/u.detach >>$T/u.out" $T/u.out
-start v plain
-"$G" attach $pid --tool threadhist --every-launch >$T/v.attach 2>&1
+attach_run v 20 --every-launch
 check "attach --every-launch: every launch, said in the answer" \
 	"grep -q 'attached threadhist: 1 modules instrumented.*; every launch instrumented' $T/v.attach" $T/v.attach
-wait_for $T/v.out 'runs the instrumented copy'
-n=$(grep -c 'runs the' $T/v.out)
-wait_count $T/v.out 'runs the' $((n + 20))
-"$G" detach $pid >$T/v.detach 2>&1
-stop v $pid
 check "attach --every-launch: every launch while attached ran the copy" \
 	"[ $rc = 0 ] && grep -qE '(^|[^0-9])([0-9]+) launches while attached, \\2 instrumented' $T/v.detach" $T/v.detach
 "$G" attach 1 --tool threadhist --launch-sample 4x >$T/t.bad 2>&1
