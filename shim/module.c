@@ -135,12 +135,15 @@ static CUresult load_sampled(const char *api, void *out, bool is_library, struct
 		copy = NULL;
 	} else {
 		gx_stats_module(GX_STATS_MOD_REWRITTEN, NULL);
-		pr_info("%s %u (%s): loaded as it came, its instrumented copy (%u hooks, sm_%u, %s) beside it for "
+		/* the cubin's words as the in-place load logs them (load.c) */
+		char cub[80] = ", its PTX";
+		if (p->cubin == GX_CUBIN_JIT)
+			snprintf(cub, sizeof(cub), "; cubin: JIT-compiled in %.1f ms, stored", p->jit_ms);
+		else if (p->cubin == GX_CUBIN_CACHED)
+			snprintf(cub, sizeof(cub), "; cubin: cached");
+		pr_info("%s %u (%s): loaded as it came, its instrumented copy (%u hooks, sm_%u%s) beside it for "
 			"the sampled launches (GPUEXT_LAUNCH_SAMPLE)",
-			is_library ? "library" : "module", id, api, hooks, p->sm,
-			p->cubin == GX_CUBIN_CACHED ? "cubin cached"
-			: p->cubin == GX_CUBIN_JIT  ? "cubin compiled, stored"
-						    : "its PTX");
+			is_library ? "library" : "module", id, api, hooks, p->sm, cub);
 		snprintf(p->why, sizeof(p->why), "instrumented copy for sampled launches");
 	}
 	loaded(api, app, is_library, p, false, NULL);
