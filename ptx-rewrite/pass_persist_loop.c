@@ -610,7 +610,7 @@ static struct ptx_item *copy_func(struct ptx_module *m, struct ptx_item *it, str
  * existing .maxnreg of the kernel stays the lower bound. */
 static int cap_regs(struct loop_pass *ps, struct ptx_func *fn, const char *orig)
 {
-	return ptx_kernel_cap_regs(ps->m, ps->ctx->opts, fn, orig);
+	return ptx_kernel_cap_regs(ps->m, ps->ctx->opts, fn, orig, 0);
 }
 
 /* Transform kernel `it` (in place, or a copy inserted after `after` named

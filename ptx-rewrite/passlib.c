@@ -59,12 +59,12 @@ unsigned ptx_hook_nth(size_t i)
 }
 
 int ptx_kernel_cap_regs(struct ptx_module *m, const struct gx_ptx_rewrite_opts *o, struct ptx_func *fn,
-			const char *orig)
+			const char *orig, unsigned slack)
 {
 	unsigned cap = 0;
 	for (size_t i = 0; i < o->nr_persist_regs; i++)
 		if (o->persist_regs[i].name && !strcmp(o->persist_regs[i].name, orig))
-			cap = (o->persist_regs[i].regs + 7) / 8 * 8;
+			cap = (o->persist_regs[i].regs + slack + 7) / 8 * 8;
 	if (!cap)
 		return 0;
 	if (cap < 32)

@@ -32,10 +32,11 @@ const char *ptx_hook_name(unsigned hook);
 /* The known hooks in their fixed order: the i-th hook bit, 0 past the last. */
 unsigned ptx_hook_nth(size_t i);
 
-/* .maxnreg max(32, regs rounded up to 8) on kernel fn, regs = what
+/* .maxnreg max(32, regs + slack rounded up to 8) on kernel fn, regs = what
  * opts->persist_regs measured for the original kernel `orig` (gx_ptx.h);
- * nothing when unlisted or fn has a .maxnreg already. 0 or -ENOMEM. */
+ * nothing when unlisted or fn has a .maxnreg already (the first capping
+ * site's stands). 0 or -ENOMEM. */
 int ptx_kernel_cap_regs(struct ptx_module *m, const struct gx_ptx_rewrite_opts *o, struct ptx_func *fn,
-			const char *orig);
+			const char *orig, unsigned slack);
 
 #endif

@@ -557,7 +557,8 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 	 * tool_bench's 1,024-thread gemm past 64 registers, and the driver
 	 * refused its launches). */
 	if (!err && st->fn->is_entry && gx_ptx_opts_reg_cap(st->s->ctx->opts, st->hook))
-		err = ptx_kernel_cap_regs(m, st->s->ctx->opts, st->fn, st->fn->name);
+		err = ptx_kernel_cap_regs(m, st->s->ctx->opts, st->fn, st->fn->name,
+					  (st->hook & GDEV_HOOK_MEM) && (fl & GX_PTX_F_MEM_CAP_SLACK) ? 8 : 0);
 	if (st->t0) {
 		/* (%tid.x | %tid.y | %tid.z) != 0 leaves: one test on every
 		 * thread in place of the warp test, the election and the

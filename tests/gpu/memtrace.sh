@@ -161,7 +161,8 @@ CFGS=${MT_CFGS:-direct memtrace prog leader early inline nocap}
 # election), early (a voted hash before it), inline (the sampled handler
 # inlined), nocap (the kernels not capped at their original registers),
 # ls16 (the default launch sample: 16 first, then 1 in 16; the others
-# every launch, as tests/gpu/run.sh sets)
+# every launch, as tests/gpu/run.sh sets), slack8 (capped 8 registers above
+# the originals: GX_PTX_MEM_CAP=+8)
 cfg_env() {
 	case $1 in
 	memtrace) echo GX_MT_GATE=1 ;;
@@ -171,6 +172,7 @@ cfg_env() {
 	inline) echo GX_PTX_SAMPLE_INLINE=1 ;;
 	nocap) echo GX_PTX_MEM_CAP=0 GX_PTX_REG_CAP=0 ;;
 	ls16) echo GPUEXT_LAUNCH_SAMPLE=16 ;;
+	slack8) echo GX_PTX_MEM_CAP=+8 ;;
 	*) echo GX_MT_UNKNOWN_CFG=1 ;;
 	esac
 }

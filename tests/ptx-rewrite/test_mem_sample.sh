@@ -39,6 +39,8 @@ $G ptx rewrite --policy $MT --sample 1 $V -o $W/s1.ptx 2>/dev/null
 $G ptx rewrite --policy $MT $V -o $W/s0.ptx 2>/dev/null
 $G ptx rewrite --policy $MT --sample 3 --regs vadd=12 $V -o $W/cap.ptx 2>/dev/null
 GX_PTX_MEM_CAP=0 $G ptx rewrite --policy $MT --sample 3 --regs vadd=12 $V -o $W/nocap.ptx 2>/dev/null
+GX_PTX_MEM_CAP=+8 $G ptx rewrite --policy $MT --sample 3 --regs vadd=30 $V -o $W/slack.ptx 2>/dev/null
+$G ptx rewrite --policy $MT --sample 3 --regs vadd=30 $V -o $W/cap30.ptx 2>/dev/null
 $G ptx rewrite --policy $MT --sample 1 --regs vadd=12 $V -o $W/s1cap.ptx 2>/dev/null
 $G ptx rewrite --policy ${BUILD:-build}/tests/devbpf/progs/jit_count.bpf.o --sample 16 $V -o $W/other.ptx 2>/dev/null
 
@@ -62,6 +64,8 @@ check "--sample 1: the full trace, no gate, the handler inlined" "[ \"\$(gates $
 check "a mem program without gx_mem_sample is never gated (--sample 16)" "grep -q 'elect.sync' $W/other.ptx && [ \"\$(gates $W/other.ptx)\" = 0 ] && [ \"\$(hashes $W/other.ptx)\" = 0 ]"
 check "gated kernel capped at max(32, its registers)" "grep -q '^.maxnreg 32' $W/cap.ptx"
 check "GX_PTX_MEM_CAP=0: gated, not capped" "[ \"\$(gates $W/nocap.ptx)\" = $n_mem ] && ! grep -q maxnreg $W/nocap.ptx"
+check "GX_PTX_MEM_CAP=+8: 30 registers measured, capped at 40 (32 without it)" \
+	"[ \"\$(gates $W/slack.ptx)\" = $n_mem ] && grep -q '^.maxnreg 40' $W/slack.ptx && grep -q '^.maxnreg 32' $W/cap30.ptx"
 check "no gate (the full trace, the handler at every access): capped too (a launch the original fits must not fail)" "grep -q '^.maxnreg 32' $W/s1cap.ptx"
 # GX_PTX_SAMPLE_LEADER=1 (sessions 25-26's gate) with the handler inlined
 # (GX_PTX_SAMPLE_INLINE=1): election, the non-leaders' branch to the end,
