@@ -188,10 +188,9 @@ static inline unsigned gx_ptx_flags_from_env(void)
 	const char *sl = getenv("GX_PTX_SAMPLE_LEADER"), *si = getenv("GX_PTX_SAMPLE_INLINE");
 	const char *t0 = getenv("GX_PTX_BLOCK_T0");
 	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) | (mc && mc[0] == '0' ? GX_PTX_F_NO_MEM_CAP : 0) |
-	       (mc && !strcmp(mc, "+8") ? GX_PTX_F_MEM_CAP_SLACK : 0) |
-	       (hc && hc[0] == '0' ? 0 : GX_PTX_F_HOOK_CAP) | (hw && hw[0] == '1' ? GX_PTX_F_HOIST_WARP : 0) |
-	       (t0 && t0[0] == '1' ? GX_PTX_F_BLOCK_T0 : 0) | (se && se[0] == '1' ? GX_PTX_F_SAMPLE_EARLY : 0) |
-	       (mi && mi[0] == '0' ? GX_PTX_F_MEM_SMALL_INLINE : 0) |
+	       (mc && !strcmp(mc, "+8") ? GX_PTX_F_MEM_CAP_SLACK : 0) | (hc && hc[0] == '0' ? 0 : GX_PTX_F_HOOK_CAP) |
+	       (hw && hw[0] == '1' ? GX_PTX_F_HOIST_WARP : 0) | (t0 && t0[0] == '1' ? GX_PTX_F_BLOCK_T0 : 0) |
+	       (se && se[0] == '1' ? GX_PTX_F_SAMPLE_EARLY : 0) | (mi && mi[0] == '0' ? GX_PTX_F_MEM_SMALL_INLINE : 0) |
 	       (ma && ma[0] == '0' ? GX_PTX_F_MEM_LEADER_CALL : 0) | (sl && sl[0] == '1' ? GX_PTX_F_SAMPLE_LEADER : 0) |
 	       (si && si[0] == '1' ? GX_PTX_F_SAMPLE_INLINE : 0) |
 	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |
