@@ -58,16 +58,16 @@ bool gx_launch_sample_on(void)
 			e);
 		return false;
 	}
+	if (ls.every == 1)
+		return false; /* every launch: the plain rewrite, no copies */
 	if (gx_config.policy || gx_config.sched || getenv("GPUEXT_PERSISTENT")) {
-		/* the default gives way silently; a setting asked for is refused */
+		/* the default gives way silently; a sample asked for is refused */
 		if (!given)
 			return false;
 		pr_warn("GPUEXT_LAUNCH_SAMPLE: not with a device policy or --sched (they act on every launch): every "
 			"launch is instrumented");
 		return false;
 	}
-	if (ls.every == 1)
-		return false; /* every launch: the plain rewrite, no copies */
 	ls.state = 1;
 	return true;
 }

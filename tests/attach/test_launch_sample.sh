@@ -185,4 +185,10 @@ sleep 0.1
 stop p $pid
 check "with a device policy: one warning, every launch instrumented" \
 	"grep -q 'GPUEXT_LAUNCH_SAMPLE: not with a device policy' $T/p.err && grep -q 'switches 1 ' $T/p.out && [ $rc = 0 ]" $T/p.err
+start o plain "${A[@]}" GPUEXT_POLICY=$B/bench/empty_probe.bpf.o GPUEXT_LAUNCH_SAMPLE=1
+wait_for $T/o.out 'launch 1 runs'
+sleep 0.1
+stop o $pid
+check "a device policy and GPUEXT_LAUNCH_SAMPLE=1 (--every-launch): every launch, no warning" \
+	"! grep -qi 'launch.sample\\|warn' $T/o.err && grep -q 'switches 1 ' $T/o.out && [ $rc = 0 ]" $T/o.err
 check "no other warning in any process" "! cat $T/[szaldeuv].err | grep -v 'attach: refused' | grep -i 'warn\\|cannot\\|error'" $T/s.err
