@@ -60,6 +60,17 @@ sys.exit(0 if I == want and L >= least else 1)
 P
 }
 
+# briefly NAME [env...]: a live_app with the tool and env, stopped once its
+# first launches ran (a few, 2 ms apart)
+briefly() {
+	local n=$1
+	shift
+	start "$n" plain "${A[@]}" "$@"
+	wait_for $T/$n.out 'launch 1 runs'
+	sleep 0.2
+	stop "$n" $pid
+}
+
 start s plain "${A[@]}" GPUEXT_LAUNCH_SAMPLE=4,first=2
 check "the module loads as it came with its copy beside it" \
 	"grep -q 'module 1 (cuModuleLoadData): loaded as it came, its instrumented copy (.* hooks, sm_90, its PTX) beside it for the sampled launches' $T/s.err" $T/s.err
@@ -96,10 +107,7 @@ stop e $pid
 check "GPUEXT_LAUNCH_SAMPLE=1: rewritten in place, every launch instrumented" \
 	"grep -q 'module 1 (cuModuleLoadData): rewritten' $T/e.err && ! grep -q 'beside it\|launch sample' $T/e.err && grep -q 'switches 1 ' $T/e.out && [ $rc = 0 ]" $T/e.out
 
-start q plain "${A[@]}" GPUEXT_POLICY=$B/bench/empty_probe.bpf.o
-wait_for $T/q.out 'launch 1 runs'
-sleep 0.1
-stop q $pid
+briefly q GPUEXT_POLICY=$B/bench/empty_probe.bpf.o
 check "a device policy beside the tool, no setting: every launch instrumented, no warning" \
 	"! grep -qi 'launch.sample\|warn' $T/q.err && grep -q 'switches 1 ' $T/q.out && [ $rc = 0 ]" $T/q.err
 
@@ -155,10 +163,7 @@ check "attach --every-launch: every launch while attached ran the copy" \
 check "attach --launch-sample 4x: refused by the command, with the form" "grep -q 'expected N\\[,first=K\\]' $T/t.bad" $T/t.bad
 
 PTX=tests/attach/state_rw.ptx
-start r plain "${A[@]}" GPUEXT_LAUNCH_SAMPLE=4 GPUEXT_CACHE_DIR=$T/cache-rw
-wait_for $T/r.out 'launch 1 runs'
-sleep 0.2
-stop r $pid
+briefly r GPUEXT_LAUNCH_SAMPLE=4 GPUEXT_CACHE_DIR=$T/cache-rw
 check "a variable the kernels write: rewritten in place, every launch instrumented" \
 	"grep -q 'module 1 (cuModuleLoadData): rewritten' $T/r.err && ! grep -q 'beside it' $T/r.err && grep -q 'switches 1 ' $T/r.out && [ $rc = 0 ]" $T/r.out
 PTX=tests/ptx-rewrite/golden-passes/vadd.ptx
@@ -172,23 +177,14 @@ check "with GPUEXT_JIT_ASYNC: once ready, its first launch runs it, the next 3 t
 stop a $pid
 check "with GPUEXT_JIT_ASYNC: exit 0, no launch failed" "[ $rc = 0 ] && grep -q '^ok - live_app: .* 0 failed' $T/a.out" $T/a.out
 
-start b plain "${A[@]}" GPUEXT_LAUNCH_SAMPLE=4x
-wait_for $T/b.out 'launch 1 runs'
-sleep 0.1
-stop b $pid
+briefly b GPUEXT_LAUNCH_SAMPLE=4x
 check "a bad value: one warning, every launch instrumented" \
 	"grep -q 'GPUEXT_LAUNCH_SAMPLE=4x: expected N\[,first=K\]' $T/b.err && grep -q 'switches 1 ' $T/b.out && [ $rc = 0 ]" $T/b.err
 
-start p plain "${A[@]}" GPUEXT_POLICY=$B/bench/empty_probe.bpf.o GPUEXT_LAUNCH_SAMPLE=4
-wait_for $T/p.out 'launch 1 runs'
-sleep 0.1
-stop p $pid
+briefly p GPUEXT_POLICY=$B/bench/empty_probe.bpf.o GPUEXT_LAUNCH_SAMPLE=4
 check "with a device policy: one warning, every launch instrumented" \
 	"grep -q 'GPUEXT_LAUNCH_SAMPLE: not with a device policy' $T/p.err && grep -q 'switches 1 ' $T/p.out && [ $rc = 0 ]" $T/p.err
-start o plain "${A[@]}" GPUEXT_POLICY=$B/bench/empty_probe.bpf.o GPUEXT_LAUNCH_SAMPLE=1
-wait_for $T/o.out 'launch 1 runs'
-sleep 0.1
-stop o $pid
+briefly o GPUEXT_POLICY=$B/bench/empty_probe.bpf.o GPUEXT_LAUNCH_SAMPLE=1
 check "a device policy and GPUEXT_LAUNCH_SAMPLE=1 (--every-launch): every launch, no warning" \
 	"! grep -qi 'launch.sample\\|warn' $T/o.err && grep -q 'switches 1 ' $T/o.out && [ $rc = 0 ]" $T/o.err
 check "no other warning in any process" "! cat $T/[szaldeuv].err | grep -v 'attach: refused' | grep -i 'warn\\|cannot\\|error'" $T/s.err
