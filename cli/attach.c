@@ -231,6 +231,7 @@ int do_attach(int argc, char **argv)
 	if (!m || gx_ctl_dir(ctl, sizeof(ctl)))
 		return 1;
 	m->op = GX_CTL_ATTACH;
+	unsigned long every = 1, first; /* the last --launch-sample / --every-launch */
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -282,7 +283,6 @@ int do_attach(int argc, char **argv)
 				m->nr_policies++;
 			i++;
 		} else if (!strcmp(a, "--launch-sample")) {
-			unsigned long every, first;
 			if (gx_ctl_sample_parse(v, &every, &first) || strlen(v) >= sizeof(m->sample)) {
 				p_err("--launch-sample %s: expected N[,first=K], N from 1 to 1000000 (e.g. 16, or 64,first=4)",
 				      v);
@@ -293,6 +293,7 @@ int do_attach(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--every-launch")) {
 			snprintf(m->sample, sizeof(m->sample), "1");
+			every = 1;
 		} else if (!strcmp(a, "--timeout")) {
 			timeout_s = (unsigned)strtoul(v, NULL, 10);
 			i++;
@@ -310,9 +311,6 @@ int do_attach(int argc, char **argv)
 		free(m);
 		return 2;
 	}
-	unsigned long every = 1, first;
-	if (m->sample[0] && gx_ctl_sample_parse(m->sample, &every, &first))
-		every = 1;
 	if (every > 1 && (m->nr_policies || m->sched[0])) {
 		/* a device policy acts on every launch (shim/launch_sample.c) */
 		p_err("--launch-sample is for tools: a device policy or --sched acts on every launch");

@@ -439,6 +439,16 @@ void gx_prep_free(struct gx_prep *p)
 	p->nkregs = 0;
 }
 
+void gx_log_cubin(const struct gx_prep *p, char *buf, size_t n)
+{
+	if (p->cubin == GX_CUBIN_JIT)
+		snprintf(buf, n, "; cubin: JIT-compiled in %.1f ms, stored", p->jit_ms);
+	else if (p->cubin == GX_CUBIN_CACHED)
+		snprintf(buf, n, "; cubin: cached");
+	else if (n)
+		buf[0] = 0;
+}
+
 void gx_log_reloaded(const char *api, const struct gx_prep *p)
 {
 	char how[96];
@@ -457,11 +467,8 @@ void gx_log_reloaded(const char *api, const struct gx_prep *p)
 			p->id, api, how, p->sm, p->rdc_units, p->len, p->cached ? ", from the module cache" : "");
 		return;
 	}
-	char cub[80] = "";
-	if (p->cubin == GX_CUBIN_JIT)
-		snprintf(cub, sizeof(cub), "; cubin: JIT-compiled in %.1f ms, stored", p->jit_ms);
-	else if (p->cubin == GX_CUBIN_CACHED)
-		snprintf(cub, sizeof(cub), "; cubin: cached");
+	char cub[80];
+	gx_log_cubin(p, cub, sizeof(cub));
 	pr_info("module %u (%s): rewritten (%s), reloaded from sm_%u PTX%s (%zu bytes%s)%s", p->id, api, how, p->sm,
 		p->from_cubin ? " carried by its cubin (-lineinfo)" : "", p->len,
 		p->cached ? ", from the module cache" : "", cub);

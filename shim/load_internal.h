@@ -94,6 +94,9 @@ int gx_prep_cubin_state(const struct gx_prep *p, unsigned n, const CUjit_option 
 
 /* The one line per module. */
 void gx_log_reloaded(const char *api, const struct gx_prep *p);
+/* How p's cubin came, as the load lines say it ("; cubin: JIT-compiled in
+ * X ms, stored", "; cubin: cached"), or "" (its PTX loaded). */
+void gx_log_cubin(const struct gx_prep *p, char *buf, size_t n);
 /* p->side: the image loaded as it came, its copies beside it. */
 void gx_log_side(const char *api, const struct gx_prep *p);
 void gx_log_passed(const char *api, const struct gx_prep *p);

@@ -135,15 +135,11 @@ static CUresult load_sampled(const char *api, void *out, bool is_library, struct
 		copy = NULL;
 	} else {
 		gx_stats_module(GX_STATS_MOD_REWRITTEN, NULL);
-		/* the cubin's words as the in-place load logs them (load.c) */
-		char cub[80] = ", its PTX";
-		if (p->cubin == GX_CUBIN_JIT)
-			snprintf(cub, sizeof(cub), "; cubin: JIT-compiled in %.1f ms, stored", p->jit_ms);
-		else if (p->cubin == GX_CUBIN_CACHED)
-			snprintf(cub, sizeof(cub), "; cubin: cached");
+		char cub[80];
+		gx_log_cubin(p, cub, sizeof(cub));
 		pr_info("%s %u (%s): loaded as it came, its instrumented copy (%u hooks, sm_%u%s) beside it for "
 			"the sampled launches (GPUEXT_LAUNCH_SAMPLE)",
-			is_library ? "library" : "module", id, api, hooks, p->sm, cub);
+			is_library ? "library" : "module", id, api, hooks, p->sm, cub[0] ? cub : ", its PTX");
 		snprintf(p->why, sizeof(p->why), "instrumented copy for sampled launches");
 	}
 	loaded(api, app, is_library, p, false, NULL);
@@ -310,22 +306,29 @@ GX_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const c
 }
 
 /* Libraries: context-independent, loaded lazily into each context. */
+
+/* The application's library as it came, from its file or its image. */
+static CUresult lib_orig(CUlibrary *library, const void *code, const char *path, CUjit_option *jo, void **jv,
+			 unsigned nj, CUlibraryOption *lo, void **lv, unsigned nl)
+{
+	return path ? REAL(cuLibraryLoadFromFile)(library, path, jo, jv, nj, lo, lv, nl)
+		    : REAL(cuLibraryLoadData)(library, code, jo, jv, nj, lo, lv, nl);
+}
+
 static CUresult lib_load(const char *api, CUlibrary *library, const void *code, size_t avail, CUjit_option *jo,
 			 void **jv, unsigned nj, CUlibraryOption *lo, void **lv, unsigned nl, const char *path)
 {
 	struct gx_prep p = { 0 };
 	if (library && gx_prepare(api, code, avail, true, &p)) {
 		if (p.side) {
-			CUresult rc = path ? REAL(cuLibraryLoadFromFile)(library, path, jo, jv, nj, lo, lv, nl)
-					   : REAL(cuLibraryLoadData)(library, code, jo, jv, nj, lo, lv, nl);
+			CUresult rc = lib_orig(library, code, path, jo, jv, nj, lo, lv, nl);
 			return load_side(api, rc == CUDA_SUCCESS ? *library : NULL, true, &p, rc);
 		}
 		/* a library with variables: which library the host takes an
 		 * address in is not known (live.c), so no copy */
 		if (!p.async_vars && gx_launch_sample_take(&p, nj, jo)) {
-			CUresult rc = path ? REAL(cuLibraryLoadFromFile)(library, path, jo, jv, nj, lo, lv, nl)
-					   : REAL(cuLibraryLoadData)(library, code, jo, jv, nj, lo, lv, nl);
-			return load_sampled(api, library, true, &p, rc);
+			return load_sampled(api, library, true, &p,
+					    lib_orig(library, code, path, jo, jv, nj, lo, lv, nl));
 		}
 		CUresult rc = load_prepared(&p, true, library, nj, jo, jv, lo, lv, nl);
 		if (rc == CUDA_SUCCESS) {
@@ -340,8 +343,7 @@ static CUresult lib_load(const char *api, CUlibrary *library, const void *code, 
 	}
 	if (library && gx_live_keeps_src())
 		p.carried = gx_prep_carried_ptx(code, avail, true, &(size_t){ 0 });
-	CUresult rc = path ? REAL(cuLibraryLoadFromFile)(library, path, jo, jv, nj, lo, lv, nl)
-			   : REAL(cuLibraryLoadData)(library, code, jo, jv, nj, lo, lv, nl);
+	CUresult rc = lib_orig(library, code, path, jo, jv, nj, lo, lv, nl);
 	if (rc == CUDA_SUCCESS && library)
 		loaded(api, *library, true, &p, false, NULL);
 	gx_prep_free(&p);
