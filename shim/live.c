@@ -38,6 +38,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -83,6 +84,7 @@ struct fn_map {
 	bool instr_is_kernel;	     /* instr is a CUkernel */
 	unsigned max_dyn;	     /* dynamic shared memory carried over to instr so far */
 	unsigned long long launches; /* of f, switched or not (GPUEXT_LAUNCH_SAMPLE) */
+	bool stale;		     /* its module's copy changed: resolved again at the next launch */
 	UT_hash_handle hh;
 };
 struct sev_key {
@@ -132,7 +134,41 @@ static __thread struct {
 	bool pending; /* a switched launch of this thread is being submitted */
 	CUcontext ctx;
 	CUstream s;
+	struct fc_slot *fc; /* fc_heap's block of this thread */
 } tl GX_TLS_IE;
+
+/* The switch's per-thread memo of resolved functions, for the launches of
+ * the launch sample (GPUEXT_LAUNCH_SAMPLE, GPUEXT_JIT_ASYNC: no attach in
+ * progress): the sampled default puts every launch of a kernel with a copy
+ * through the switch, and under live_lock its lookup, lock and count cost
+ * ~370 instructions a launch (bench/launch_cost.sh), more than a tool on
+ * every launch, and serialise an application's launching threads. A slot is
+ * good while fns_gen has not moved: entries are freed only when the
+ * application unloads their module or destroys their context (a launch of
+ * that function racing with it is the application's own error) or at a
+ * detach; a copy filed or retired marks them stale instead (fns_forget), so
+ * a launch racing with that reads a live entry. */
+#define FC_SLOTS 64
+struct fc_slot {
+	void *f;
+	CUcontext ctx; /* fn_key's: NULL for CUkernels */
+	struct fn_map *m;
+	unsigned long gen; /* 0: empty (fns_gen starts at 1) */
+};
+static unsigned long fns_gen = 1; /* bumped (live_lock held) when entries of fns are freed */
+static bool fc_used;		  /* some launch took the memo: a detach keeps fns' entries */
+static void fc_gone(void *blk)
+{
+	(void)blk;
+	tl.fc = NULL;
+}
+static struct gx_tls_heap fc_heap = GX_TLS_HEAP(sizeof(struct fc_slot) * FC_SLOTS, fc_gone);
+
+static struct fc_slot *fc_slot(const void *f)
+{
+	uintptr_t h = (uintptr_t)f;
+	return &tl.fc[(h >> 4 ^ h >> 10) % FC_SLOTS];
+}
 
 static bool live_enabled(void)
 {
@@ -159,48 +195,65 @@ static uint64_t now_ms(void)
 
 /* ---- the switch (application threads, launch events) ---- */
 
-/* The copy's function for f (live_lock held), resolved once; its entry in
- * *mp (NULL when out of memory). */
-static void *fn_lookup(CUcontext ctx, void *f, bool is_kernel, struct fn_map **mp)
+/* The copy's function of the same name as f (live_lock held): NULL when
+ * its module has none; *modp: f's module. */
+static void *fn_resolve(CUcontext ctx, void *f, void **modp, bool *iskp)
 {
-	struct fn_key key = { .f = f, .ctx = is_kernel ? NULL : ctx };
-	struct fn_map *m;
-	HASH_FIND(hh, fns, &key, sizeof(key), m);
-	*mp = m;
-	if (m)
-		return m->instr;
 	char name[GX_TAB_NAME_MAX];
 	bool isk = false;
 	void *mod = NULL, *out = NULL;
 	struct copy *c = NULL;
 	if (!gx_tab_func_info(ctx, f, name, sizeof(name), &isk, &mod))
 		HASH_FIND_PTR(copies, &mod, c);
-	if (c && c->handle) {
-		/* may load the library into this context: relaxed, as our own call */
-		struct gx_capture_mode cm = gx_capture_relax(REAL(cuThreadExchangeStreamCaptureMode));
-		CUkernel k = NULL;
-		if (!c->is_library) {
-			if (REAL(cuModuleGetFunction)((CUfunction *)&out, c->handle, name) != CUDA_SUCCESS)
-				out = NULL;
-		} else if (REAL(cuLibraryGetKernel)(&k, c->handle, name) != CUDA_SUCCESS) {
+	*modp = mod;
+	*iskp = isk;
+	if (!c || !c->handle)
+		return NULL;
+	/* may load the library into this context: relaxed, as our own call */
+	struct gx_capture_mode cm = gx_capture_relax(REAL(cuThreadExchangeStreamCaptureMode));
+	CUkernel k = NULL;
+	if (!c->is_library) {
+		if (REAL(cuModuleGetFunction)((CUfunction *)&out, c->handle, name) != CUDA_SUCCESS)
 			out = NULL;
-		} else if (isk) {
-			out = k;
-		} else if (REAL(cuKernelGetFunction)((CUfunction *)&out, k) != CUDA_SUCCESS) {
-			out = NULL;
-		}
-		gx_capture_restore(REAL(cuThreadExchangeStreamCaptureMode), cm);
-		if (!out)
-			pr_warn("attach: kernel %s: not found in its instrumented copy; it runs uninstrumented", name);
-		else if (sched_on) /* blocksched, next in line, finds the copy's kernel by name and module */
-			gx_tab_add_func(ctx, out, c->handle, isk, name);
+	} else if (REAL(cuLibraryGetKernel)(&k, c->handle, name) != CUDA_SUCCESS) {
+		out = NULL;
+	} else if (isk) {
+		out = k;
+	} else if (REAL(cuKernelGetFunction)((CUfunction *)&out, k) != CUDA_SUCCESS) {
+		out = NULL;
 	}
-	if ((m = calloc(1, sizeof(*m)))) {
+	gx_capture_restore(REAL(cuThreadExchangeStreamCaptureMode), cm);
+	if (!out)
+		pr_warn("attach: kernel %s: not found in its instrumented copy; it runs uninstrumented", name);
+	else if (sched_on) /* blocksched, next in line, finds the copy's kernel by name and module */
+		gx_tab_add_func(ctx, out, c->handle, isk, name);
+	return out;
+}
+
+/* The copy's function for f (live_lock held), resolved once (again when
+ * its entry went stale: its count starts over, as for a new copy); its
+ * entry in *mp (NULL when out of memory). */
+static void *fn_lookup(CUcontext ctx, void *f, bool is_kernel, struct fn_map **mp)
+{
+	struct fn_key key = { .f = f, .ctx = is_kernel ? NULL : ctx };
+	struct fn_map *m;
+	HASH_FIND(hh, fns, &key, sizeof(key), m);
+	*mp = m;
+	if (m && !m->stale)
+		return m->instr;
+	bool isk = false;
+	void *mod = NULL, *out = fn_resolve(ctx, f, &mod, &isk);
+	if (!m && (m = calloc(1, sizeof(*m)))) {
 		m->key = key;
-		m->mod = mod;
-		m->instr = out;
-		m->instr_is_kernel = out && isk;
 		HASH_ADD(hh, fns, key, sizeof(key), m);
+	}
+	if (m) {
+		m->mod = mod;
+		m->instr_is_kernel = out && isk;
+		m->max_dyn = 0;
+		__atomic_store_n(&m->launches, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->instr, out, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->stale, false, __ATOMIC_RELEASE);
 	}
 	*mp = m;
 	return out;
@@ -292,10 +345,54 @@ static void graph_launched(const struct gx_graph_launch_event *g)
 			(void *)g->exec);
 }
 
+/* A launch through the memo, without live_lock: true when taken (ev
+ * switched or not, counted), false for the locked path. Only with no
+ * attach in progress (nothing waits on the launch's completion), a launch
+ * within the default 48 KiB of dynamic shared memory (nothing to carry to
+ * the copy), a slot of the current generation and an entry resolved. */
+static bool switch_memo(struct gx_event *ev)
+{
+	if (!__atomic_load_n(&on, __ATOMIC_ACQUIRE) || __atomic_load_n(&phase, __ATOMIC_ACQUIRE) || !tl.fc ||
+	    ev->launch.shared_mem > 48 * 1024)
+		return false;
+	const struct fc_slot *sl = fc_slot(ev->launch.func);
+	CUcontext kctx = ev->launch.is_kernel ? NULL : ev->ctx;
+	if (sl->gen != __atomic_load_n(&fns_gen, __ATOMIC_ACQUIRE) || sl->f != ev->launch.func || sl->ctx != kctx)
+		return false;
+	struct fn_map *m = sl->m;
+	if (__atomic_load_n(&m->stale, __ATOMIC_ACQUIRE))
+		return false;
+	void *f = __atomic_load_n(&m->instr, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&nr_launches, 1, __ATOMIC_RELAXED);
+	if (f && gx_launch_sample_active() && !gx_launch_sampled(__atomic_add_fetch(&m->launches, 1, __ATOMIC_RELAXED)))
+		f = NULL;
+	if (f) {
+		ev->launch.func = f;
+		__atomic_add_fetch(&nr_instr, 1, __ATOMIC_RELAXED);
+	}
+	return true;
+}
+
+/* Remember f's entry in this thread's memo (live_lock held, no attach in
+ * progress). */
+static void memo_fill(void *f, CUcontext ctx, bool is_kernel, struct fn_map *m)
+{
+	if (!tl.fc && !(tl.fc = gx_tls_heap_get(&fc_heap)))
+		return;
+	struct fc_slot *sl = fc_slot(f);
+	sl->f = f;
+	sl->ctx = is_kernel ? NULL : ctx;
+	sl->m = m;
+	sl->gen = fns_gen;
+	fc_used = true;
+}
+
 static CUresult on_event(struct gx_event *ev, void *cookie)
 {
 	(void)cookie;
 	if (ev->kind == GX_EV_LAUNCH_DONE && !tl.pending)
+		return CUDA_SUCCESS;
+	if (ev->kind == GX_EV_LAUNCH && !tl.pending && switch_memo(ev))
 		return CUDA_SUCCESS;
 	pthread_mutex_lock(&live_lock);
 	if (ev->kind == GX_EV_LAUNCH) {
@@ -303,20 +400,24 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 			inflight--;
 		tl.pending = false;
 		if (on) {
-			nr_launches++;
+			__atomic_add_fetch(&nr_launches, 1, __ATOMIC_RELAXED);
 			struct fn_map *fm;
 			void *f = fn_lookup(ev->ctx, ev->launch.func, ev->launch.is_kernel, &fm);
+			if (fm && !phase)
+				memo_fill(ev->launch.func, ev->ctx, ev->launch.is_kernel, fm);
 			if (f && fm && !smem_carry(fm, ev->launch.func, ev->launch.is_kernel, ev->launch.shared_mem))
 				f = NULL;
 			/* GPUEXT_LAUNCH_SAMPLE: the launches off the sample run the original */
-			if (f && fm && gx_launch_sample_active() && !gx_launch_sampled(++fm->launches))
+			if (f && fm && gx_launch_sample_active() &&
+			    !gx_launch_sampled(__atomic_add_fetch(&fm->launches, 1, __ATOMIC_RELAXED)))
 				f = NULL;
 			if (f && !phase) { /* GPUEXT_JIT_ASYNC's copies: nothing to wait for, ever */
 				ev->launch.func = f;
-				nr_instr++;
+				__atomic_add_fetch(&nr_instr, 1, __ATOMIC_RELAXED);
 			} else if (f) {
 				ev->launch.func = f;
-				if (!nr_instr++) { /* for tests/gpu/attach.sh: attach to first instrumented launch */
+				if (!__atomic_fetch_add(&nr_instr, 1, __ATOMIC_RELAXED)) {
+					/* for tests/gpu/attach.sh: attach to first instrumented launch */
 					struct timespec ts;
 					clock_gettime(CLOCK_REALTIME, &ts);
 					pr_info("attach: first instrumented launch at %lld.%09ld (%llu ms after the "
@@ -367,17 +468,35 @@ static unsigned lowest_sm(void)
 	return lo;
 }
 
-/* Forget the resolved functions of module `mod` (those of its copy among
- * them) or of context `ctx` (each NULL: no match on it; live_lock held). */
+/* Free the resolved functions of module `mod` (those of its copy among
+ * them) or of context `ctx` (each NULL: no match on it; live_lock held):
+ * the module or context is gone. */
 static void fns_drop(const void *mod, CUcontext ctx)
 {
 	struct fn_map *m, *t;
+	bool freed = false;
 	HASH_ITER(hh, fns, m, t)
 	{
 		if ((mod && m->mod == mod) || (ctx && m->key.ctx == ctx)) {
 			HASH_DEL(fns, m);
 			free(m);
+			freed = true;
 		}
+	}
+	if (freed)
+		__atomic_add_fetch(&fns_gen, 1, __ATOMIC_RELEASE);
+}
+
+/* Module `mod`'s copy changed (filed, retired; live_lock held): its
+ * functions are resolved again at their next launch. Marked, not freed: a
+ * launch on the memo's path may be reading them. */
+static void fns_forget(const void *mod)
+{
+	struct fn_map *m, *t;
+	HASH_ITER(hh, fns, m, t)
+	{
+		if (m->mod == mod)
+			__atomic_store_n(&m->stale, true, __ATOMIC_RELEASE);
 	}
 }
 
@@ -387,7 +506,7 @@ static void fns_drop(const void *mod, CUcontext ctx)
 static void retire(struct copy *c)
 {
 	HASH_DEL(copies, c);
-	fns_drop(c->orig, NULL);
+	fns_forget(c->orig);
 	c->next_retired = retired;
 	retired = c;
 }
@@ -534,7 +653,7 @@ int gx_live_async_start(void)
 	if (sub_id < 0) /* first in line, as for an attach: the device runtime sees the copy */
 		sub_id = gx_events_subscribe(GX_EV_MASK(GX_EV_LAUNCH) | GX_EV_MASK(GX_EV_GRAPH_KERNEL_NODE), on_event,
 					     NULL);
-	on = sub_id >= 0;
+	__atomic_store_n(&on, sub_id >= 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&live_lock);
 	return sub_id < 0 ? sub_id : 0;
 }
@@ -563,7 +682,7 @@ static int copy_file(void *orig, CUcontext ctx, bool is_library, unsigned id, bo
 	c->id = id;
 	c->handle = handle;
 	HASH_ADD_PTR(copies, orig, c);
-	fns_drop(orig, NULL); /* its launches so far found no copy */
+	fns_forget(orig); /* its launches so far found no copy */
 	return 0;
 }
 
@@ -768,7 +887,8 @@ static void ps_write(void)
 			 "pid %d\ncmd %s\ngpus %d\nattached %s%s%s\nlaunches %llu\ninstrumented %llu\n"
 			 "graph_nodes %llu\ngraph_launches_uninstrumented %llu\nhost %s\ndir %s\n",
 			 (int)getpid(), cmd[0] ? cmd : "?", gpus, attached, attached[0] && host[0] ? "," : "",
-			 attached[0] || host[0] ? host : "-", nr_launches, nr_instr, nr_graph_nodes, nr_graph_old,
+			 attached[0] || host[0] ? host : "-", __atomic_load_n(&nr_launches, __ATOMIC_RELAXED),
+			 __atomic_load_n(&nr_instr, __ATOMIC_RELAXED), nr_graph_nodes, nr_graph_old,
 			 host[0] ? host : "-", run_dir[0] ? run_dir : "-");
 	pthread_mutex_unlock(&live_lock);
 	snprintf(name, sizeof(name), "%d.ps", (int)getpid());
@@ -883,7 +1003,7 @@ static int dev_attach(const struct gx_ctl_msg *m, const char *pol, const char *t
 		atexit(live_exit);
 	exit_hook = true;
 	pthread_mutex_lock(&live_lock);
-	phase = 1;
+	__atomic_store_n(&phase, 1, __ATOMIC_RELEASE);
 	sched_on = m->sched[0] != 0;
 	req_t0 = t0;
 	graph_used = false;
@@ -922,7 +1042,7 @@ static int dev_attach(const struct gx_ctl_msg *m, const char *pol, const char *t
 	/* the counts start at the flip (copy_file dropped them) */
 	gx_launch_sample_live(every, first);
 	/* the switch: the next launch of a hooked kernel runs its copy */
-	on = true;
+	__atomic_store_n(&on, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&live_lock);
 	return (int)made;
 }
@@ -1137,7 +1257,7 @@ static bool copies_idle(void)
 static unsigned dev_detach(char *msg, size_t mn)
 {
 	pthread_mutex_lock(&live_lock);
-	on = false; /* launches run the originals from now on */
+	__atomic_store_n(&on, false, __ATOMIC_RELEASE); /* launches run the originals from now on */
 	gx_launch_sample_live(0, 0);
 	pthread_mutex_unlock(&live_lock);
 	const char *w = getenv("GPUEXT_DETACH_WAIT_S");
@@ -1150,16 +1270,20 @@ static unsigned dev_detach(char *msg, size_t mn)
 	}
 	pthread_mutex_lock(&live_lock);
 	bool keep = graph_used || !idle, sched = sched_on;
-	phase = 0;
+	__atomic_store_n(&phase, 0, __ATOMIC_RELEASE);
 	sched_on = false;
 	struct copy *cs = copies, *rs = retired;
 	copies = NULL;
 	retired = NULL;
 	struct sev *es = sevs;
 	sevs = NULL;
-	struct fn_map *fm = fns;
+	/* the memo's launches may still read the entries (switch_memo): then
+	 * they are kept, one per function launched, rather than freed */
+	struct fn_map *fm = fc_used ? NULL : fns;
 	fns = NULL;
-	unsigned long long nl = nr_launches, ni = nr_instr, ng = nr_graph_nodes, ngo = nr_graph_old;
+	__atomic_add_fetch(&fns_gen, 1, __ATOMIC_RELEASE);
+	unsigned long long nl = __atomic_load_n(&nr_launches, __ATOMIC_RELAXED),
+			   ni = __atomic_load_n(&nr_instr, __ATOMIC_RELAXED), ng = nr_graph_nodes, ngo = nr_graph_old;
 	struct gseen *gs = gseens;
 	gseens = NULL;
 	pthread_mutex_unlock(&live_lock);
@@ -1331,8 +1455,8 @@ static void *ctl_main(void *arg)
 		struct stat st;
 		if (!lstat(req, &st))
 			handle(req);
-		if (phase && nr_launches != last && now_ms() - last_ps >= 1000) {
-			last = nr_launches;
+		if (phase && __atomic_load_n(&nr_launches, __ATOMIC_RELAXED) != last && now_ms() - last_ps >= 1000) {
+			last = __atomic_load_n(&nr_launches, __ATOMIC_RELAXED);
 			last_ps = now_ms();
 			ps_write();
 		}

@@ -41,6 +41,10 @@ TESTS     += tests/attach/test_pdesc_fuzz.sh
 $(T_ATT)/live_app: $(call objs,tests/attach/live_app.c) $(COMMON_LIB)
 	$(call link,-L$(STUB_LDIR) -lcuda -ldl)
 TEST_BINS += $(T_ATT)/live_app
+# the launch sample's switch under launching threads (test_launch_sample.sh)
+$(T_ATT)/threads_app: $(call objs,tests/attach/threads_app.c) $(COMMON_LIB)
+	$(call link,-L$(STUB_LDIR) -lcuda -ldl -lpthread)
+TEST_BINS += $(T_ATT)/threads_app
 TESTS     += tests/attach/test_live.sh tests/attach/test_live_kinds.sh tests/attach/test_live_sched.sh tests/attach/test_live_state.sh tests/attach/test_jit_async.sh tests/attach/test_launch_sample.sh
 
 # The control messages under libFuzzer.

@@ -187,4 +187,40 @@ check "with a device policy: one warning, every launch instrumented" \
 briefly o GPUEXT_POLICY=$B/bench/empty_probe.bpf.o GPUEXT_LAUNCH_SAMPLE=1
 check "a device policy and GPUEXT_LAUNCH_SAMPLE=1 (--every-launch): every launch, no warning" \
 	"! grep -qi 'launch.sample\\|warn' $T/o.err && grep -q 'switches 1 ' $T/o.out && [ $rc = 0 ]" $T/o.err
-check "no other warning in any process" "! cat $T/[szaldeuv].err | grep -v 'attach: refused' | grep -i 'warn\\|cannot\\|error'" $T/s.err
+# threads NAME THREADS LAUNCHES GLOBAL [env...]: threads_app (two modules
+# of PTX, THREADS threads launching both, LAUNCHES each before and after the
+# GLOBAL's address is asked for; "-": not asked) with the tool
+threads() {
+	local n=$1 nt=$2 l=$3 g=$4
+	shift 4
+	[ "$g" = - ] && g=""
+	env LD_LIBRARY_PATH=$B/lib GPUEXT_REAL_LIBCUDA=$FAKE GPUEXT_LOG=info GPUEXT_TOOLS_DIR=$B/share/gpuext/tools \
+		GPUEXT_CACHE_DIR=$T/cache FAKECUDA_DEVICES=1 "${A[@]}" "$@" \
+		$B/tests/attach/threads_app $PTX $K "$nt" "$l" $g >$T/$n.out 2>$T/$n.err
+}
+# threads_fit N K OUT RETIRED: each function's instrumented launches fit
+# the sample over its own count, exactly; RETIRED=1: function 0's only over
+# its launches before the retirement, none after
+threads_fit() {
+	python3 - "$@" <<'P'
+import re, sys
+n, k, out, retired = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4] == '1'
+fit = lambda L: sum(1 for i in range(1, L + 1) if i <= k or (i - k - 1) % n == 0)
+rows = re.findall(r'fn (\d) launches (\d+) instrumented (\d+) late_instrumented (\d+)', open(out).read())
+ok = len(rows) == 2
+for f, L, I, J in (map(int, r) for r in rows):
+    want, late = (fit(L // 2), 0) if retired and f == 0 else (fit(L), None)
+    print('# fn %d: launches %d instrumented %d (want %d) late %d' % (f, L, I, want, J))
+    ok = ok and I == want and (late is None or J == late) and L >= 2 * n + k + 1
+sys.exit(0 if ok else 1)
+P
+}
+threads m 8 400 - GPUEXT_LAUNCH_SAMPLE=4,first=2
+check "8 threads launching two modules' kernels at once: each kernel's count exact (the first 2, then 1 in 4)" \
+	"grep -q '^ok - threads_app' $T/m.out && threads_fit 4 2 $T/m.out 0 >>$T/m.out" $T/m.out
+PTX=tests/attach/state_ro.ptx
+threads q 8 400 scale GPUEXT_LAUNCH_SAMPLE=4,first=2 FAKECUDA_GLOBALS=1 GPUEXT_CACHE_DIR=$T/cache-q
+check "8 threads; a module variable's address asked for midway: that module's launches run the original from then on, the other's stay sampled" \
+	"grep -q '^ok - threads_app' $T/q.out && grep -q 'the application asked for the address of a module variable' $T/q.err && threads_fit 4 2 $T/q.out 1 >>$T/q.out" $T/q.out
+PTX=tests/ptx-rewrite/golden-passes/vadd.ptx
+check "no other warning in any process" "! cat $T/[szaldeuvmq].err | grep -v 'attach: refused' | grep -i 'warn\\|cannot\\|error'" $T/s.err
