@@ -219,7 +219,12 @@ static void test_pid_reuse(void)
 	int n = gx_tn_gc();
 	struct gx_tn_info in[4];
 	int k = gx_tn_list(in, 4, 0);
-	GX_CHECK(n == 1 && k == 1 && !strcmp(in[0].name, "p"), "a live pid with another start time is reaped (%d)", n);
+	/* the child may already have joined again (its tick, under a loaded
+	 * machine's scheduling): then it is listed too, as a new entry */
+	bool p_kept = false;
+	for (int i = 0; i < k && i < 4; i++)
+		p_kept |= !strcmp(in[i].name, "p");
+	GX_CHECK(n == 1 && p_kept && k <= 2, "a live pid with another start time is reaped (%d)", n);
 	/* the child notices at its next tick and joins again */
 	usleep(300000);
 	k = gx_tn_list(in, 4, 0);
