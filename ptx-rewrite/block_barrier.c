@@ -21,62 +21,7 @@
 
 #include "common/gx_util.h"
 #include "ptx-rewrite/block_barrier_internal.h"
-
-/* The statements that matter for control flow: instructions and labels. */
-struct graph {
-	struct ptx_stmt **s;
-	size_t n;
-	struct lbl {
-		const char *name;
-		size_t at;
-	} *l;
-	size_t nl;
-};
-
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(((const struct lbl *)a)->name, ((const struct lbl *)b)->name);
-}
-
-/* The node a branch operand names; -1 if unknown. */
-static long label_at(const struct graph *g, const struct ptx_opnd *op)
-{
-	if (!op || op->kind != PTX_OPND_ID)
-		return -1;
-	struct lbl key = { op->text, 0 }, *hit = bsearch(&key, g->l, g->nl, sizeof(key), by_name);
-	return hit ? (long)hit->at : -1;
-}
-
-enum { OUT = -2 }; /* a successor that leaves the kernel */
-
-/* Successors of node i into out (OUT: leaves the kernel); their count, or
- * -1 for a statement the check does not follow. */
-static int succ(const struct graph *g, size_t i, long out[2])
-{
-	const struct ptx_stmt *s = g->s[i];
-	long next = i + 1 < g->n ? (long)i + 1 : OUT;
-	if (s->kind != PTX_STMT_INSN)
-		return out[0] = next, 1;
-	const char *op = s->insn.opcode;
-	if (!strcmp(op, "brx") || !strcmp(op, "trap"))
-		return -1;
-	if (!strcmp(op, "ret") || !strcmp(op, "exit")) {
-		out[0] = OUT;
-		if (!s->insn.guard)
-			return 1;
-		return out[1] = next, 2;
-	}
-	if (!strcmp(op, "bra")) {
-		long t = label_at(g, s->insn.nops ? s->insn.ops[0] : NULL);
-		if (t < 0)
-			return -1;
-		out[0] = t;
-		if (!s->insn.guard)
-			return 1;
-		return out[1] = next, 2;
-	}
-	return out[0] = next, 1;
-}
+#include "ptx-rewrite/stmt_graph_internal.h"
 
 static bool is_cta_barrier(const struct ptx_stmt *s)
 {
@@ -92,17 +37,17 @@ static bool is_cta_barrier(const struct ptx_stmt *s)
 /* Walk the graph without going past node `cut`. !to_cut: from `from`, 1 if
  * a way out of the kernel is reached. to_cut: from from's successors, 1 if
  * `cut` is reached. 0 if not, -1 on a statement the walk does not follow. */
-static int reaches(const struct graph *g, size_t from, size_t cut, bool to_cut, unsigned char *seen, long *stack)
+static int reaches(const struct ptx_graph *g, size_t from, size_t cut, bool to_cut, unsigned char *seen, long *stack)
 {
 	size_t sp = 0;
 	memset(seen, 0, g->n);
 	long first[2];
 	int k = 1;
 	first[0] = (long)from;
-	if (to_cut && (k = succ(g, from, first)) < 0)
+	if (to_cut && (k = ptx_graph_succ(g, from, first)) < 0)
 		return -1;
 	for (int j = 0; j < k; j++) {
-		if (first[j] == OUT)
+		if (first[j] == PTX_GRAPH_OUT)
 			return !to_cut;
 		if (!seen[first[j]])
 			seen[first[j]] = 1, stack[sp++] = first[j];
@@ -115,11 +60,11 @@ static int reaches(const struct graph *g, size_t from, size_t cut, bool to_cut, 
 			continue;
 		}
 		long nx[2];
-		int c = succ(g, i, nx);
+		int c = ptx_graph_succ(g, i, nx);
 		if (c < 0)
 			return -1;
 		for (int j = 0; j < c; j++) {
-			if (nx[j] == OUT) {
+			if (nx[j] == PTX_GRAPH_OUT) {
 				if (!to_cut)
 					return 1;
 				continue;
@@ -133,33 +78,17 @@ static int reaches(const struct graph *g, size_t from, size_t cut, bool to_cut, 
 
 struct ptx_stmt *ptx_once_barrier(struct ptx_func *fn, int *err)
 {
-	*err = 0;
-	struct graph g = { 0 };
-	size_t n = 0, nl = 0;
-	ptx_for_each_stmt(fn, s, nxt)
-	{
-		n += s->kind == PTX_STMT_INSN || s->kind == PTX_STMT_LABEL;
-		nl += s->kind == PTX_STMT_LABEL;
-	}
-	if (!n)
+	struct ptx_graph g;
+	*err = ptx_graph_build(fn, &g);
+	if (*err || !g.n)
 		return NULL;
-	g.s = calloc(n, sizeof(*g.s));
-	g.l = calloc(nl ? nl : 1, sizeof(*g.l));
-	unsigned char *seen = malloc(n);
-	long *stack = malloc(n * sizeof(*stack));
+	unsigned char *seen = malloc(g.n);
+	long *stack = malloc(g.n * sizeof(*stack));
 	struct ptx_stmt *found = NULL;
-	if (!g.s || !g.l || !seen || !stack) {
+	if (!seen || !stack) {
 		*err = gx_err(-ENOMEM);
 		goto out;
 	}
-	ptx_for_each_stmt(fn, s, nxt)
-	{
-		if (s->kind == PTX_STMT_LABEL)
-			g.l[g.nl++] = (struct lbl){ s->text, g.n };
-		if (s->kind == PTX_STMT_INSN || s->kind == PTX_STMT_LABEL)
-			g.s[g.n++] = s;
-	}
-	qsort(g.l, g.nl, sizeof(*g.l), by_name);
 	for (size_t i = 0, tried = 0; i < g.n && tried < 8 && !found; i++) {
 		if (!is_cta_barrier(g.s[i]))
 			continue;
@@ -176,8 +105,7 @@ struct ptx_stmt *ptx_once_barrier(struct ptx_func *fn, int *err)
 			found = g.s[i];
 	}
 out:
-	free(g.s);
-	free(g.l);
+	ptx_graph_free(&g);
 	free(seen);
 	free(stack);
 	return found;

@@ -139,6 +139,13 @@ struct gx_ptx_kregs {
  * 40, for up to a quarter of its resident blocks. GX_PTX_MEM_CAP=+8. */
 #define GX_PTX_F_MEM_CAP_SLACK 131072u
 
+/* A/B (issue 40): a sampled memory site inside a loop keeps its sample in
+ * registers (address, lanes, info) and the handler is called where the
+ * loop is left (site_defer.c): no call in the loop's body. The cooperative
+ * sample's grid-stride loop ran 2.2x under memtrace with the call in it
+ * (GPU run 125). GX_PTX_MEM_DEFER=1. */
+#define GX_PTX_F_MEM_DEFER 262144u
+
 /* A/B (issue 40): a sampling binding's gate (site_sample.c) before the
  * election as a voted hash of %clock (~13 ALU instructions per access)
  * instead of the countdown (below). GPU run 90: 1.46-3.7x, tool_bench's
@@ -178,7 +185,7 @@ struct gx_ptx_kregs {
  * GX_PTX_RECONVERGE=0, GX_PTX_ENTRY_TOP=1 (any value but "" and "0"),
  * GX_PTX_BLOCK_SITE=entry|exit|barrier, GX_PTX_MEM_CAP=0|+8, GX_PTX_REG_CAP=0 and
  * GX_PTX_HOIST_WARP=1, GX_PTX_BLOCK_T0=1, GX_PTX_SAMPLE_EARLY=1, GX_PTX_MEM_INLINE=0,
- * GX_PTX_MEM_CALL_ALL=0, GX_PTX_SAMPLE_LEADER=1, GX_PTX_SAMPLE_INLINE=1. */
+ * GX_PTX_MEM_CALL_ALL=0, GX_PTX_SAMPLE_LEADER=1, GX_PTX_SAMPLE_INLINE=1, GX_PTX_MEM_DEFER=1. */
 static inline unsigned gx_ptx_flags_from_env(void)
 {
 	const char *rc = getenv("GX_PTX_RECONVERGE"), *top = getenv("GX_PTX_ENTRY_TOP");
@@ -186,13 +193,13 @@ static inline unsigned gx_ptx_flags_from_env(void)
 	const char *hw = getenv("GX_PTX_HOIST_WARP"), *se = getenv("GX_PTX_SAMPLE_EARLY");
 	const char *mi = getenv("GX_PTX_MEM_INLINE"), *ma = getenv("GX_PTX_MEM_CALL_ALL");
 	const char *sl = getenv("GX_PTX_SAMPLE_LEADER"), *si = getenv("GX_PTX_SAMPLE_INLINE");
-	const char *t0 = getenv("GX_PTX_BLOCK_T0");
+	const char *t0 = getenv("GX_PTX_BLOCK_T0"), *md = getenv("GX_PTX_MEM_DEFER");
 	return (rc && rc[0] == '0' ? GX_PTX_F_NO_RECONVERGE : 0) | (mc && mc[0] == '0' ? GX_PTX_F_NO_MEM_CAP : 0) |
 	       (mc && !strcmp(mc, "+8") ? GX_PTX_F_MEM_CAP_SLACK : 0) | (hc && hc[0] == '0' ? 0 : GX_PTX_F_HOOK_CAP) |
 	       (hw && hw[0] == '1' ? GX_PTX_F_HOIST_WARP : 0) | (t0 && t0[0] == '1' ? GX_PTX_F_BLOCK_T0 : 0) |
 	       (se && se[0] == '1' ? GX_PTX_F_SAMPLE_EARLY : 0) | (mi && mi[0] == '0' ? GX_PTX_F_MEM_SMALL_INLINE : 0) |
 	       (ma && ma[0] == '0' ? GX_PTX_F_MEM_LEADER_CALL : 0) | (sl && sl[0] == '1' ? GX_PTX_F_SAMPLE_LEADER : 0) |
-	       (si && si[0] == '1' ? GX_PTX_F_SAMPLE_INLINE : 0) |
+	       (si && si[0] == '1' ? GX_PTX_F_SAMPLE_INLINE : 0) | (md && md[0] == '1' ? GX_PTX_F_MEM_DEFER : 0) |
 	       (top && *top && strcmp(top, "0") ? GX_PTX_F_ENTRY_TOP : 0) |
 	       (bs && !strcmp(bs, "entry") ? GX_PTX_F_BLOCK_ENTRY : 0) |
 	       (bs && !strcmp(bs, "exit") ? GX_PTX_F_BLOCK_EXIT : 0) |

@@ -402,6 +402,48 @@ static struct ptx_stmt *entry_site_pos(struct hooks *ps, struct ptx_func *fn, in
 	return s;
 }
 
+/* The sites of fn's statements: exits, fences, memory accesses. */
+static int mem_sites(struct hooks *ps, struct ptx_func *fn, unsigned site_hooks, unsigned *skipped)
+{
+	unsigned hooks = ps->ctx->opts->hooks;
+	int err;
+	ptx_for_each_stmt(fn, s, nxt) {
+		if (s->kind != PTX_STMT_INSN)
+			continue;
+		struct ptx_opinfo oi;
+		enum ptx_op_class c = ptx_classify(&s->insn, &oi);
+		struct ptx_chain addr = {0};
+		unsigned hook = 0, info = 0;
+		if ((c == PTX_OP_RET || c == PTX_OP_EXIT) && fn->is_entry &&
+		    (site_hooks & GDEV_HOOK_EXIT)) {
+			hook = GDEV_HOOK_EXIT;
+		} else if (c == PTX_OP_FENCE && (hooks & GDEV_HOOK_FENCE)) {
+			hook = GDEV_HOOK_FENCE;
+		} else if (mem_op(c) && (hooks & GDEV_HOOK_MEM) &&
+			   (oi.space == PTX_SPACE_GLOBAL || oi.space == PTX_SPACE_GENERIC)) {
+			int skip = addr_setup(ps, fn,
+					      oi.addr_op >= 0 ? s->insn.ops[oi.addr_op] : NULL,
+					      oi.space, &addr);
+			if (skip < 0)
+				return skip;
+			if (skip) {
+				(*skipped)++;
+				continue;
+			}
+			hook = GDEV_HOOK_MEM;
+			unsigned space = oi.space == PTX_SPACE_GLOBAL ? GDEV_SPACE_GLOBAL
+								      : GDEV_SPACE_GENERIC;
+			info = (oi.size & 0xffff) | mem_op(c) << 16 | space << 24;
+		}
+		if (!hook)
+			continue;
+		err = add_sites(ps, fn, s, hook, &addr, info, s->insn.guard, s->insn.guard_neg);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 static int hook_func(struct hooks *ps, struct ptx_func *fn)
 {
 	unsigned hooks = ps->ctx->opts->hooks;
@@ -432,40 +474,24 @@ static int hook_func(struct hooks *ps, struct ptx_func *fn)
 			     ps->ctx->opts->flags & GX_PTX_F_BLOCK_EXIT ? "GX_PTX_BLOCK_SITE=exit"
 									: "its warps meet at barriers");
 	unsigned site_hooks = hooks | ps->block_at;
-	ptx_for_each_stmt(fn, s, nxt) {
-		if (s->kind != PTX_STMT_INSN)
-			continue;
-		struct ptx_opinfo oi;
-		enum ptx_op_class c = ptx_classify(&s->insn, &oi);
-		struct ptx_chain addr = {0};
-		unsigned hook = 0, info = 0;
-		if ((c == PTX_OP_RET || c == PTX_OP_EXIT) && fn->is_entry &&
-		    (site_hooks & GDEV_HOOK_EXIT)) {
-			hook = GDEV_HOOK_EXIT;
-		} else if (c == PTX_OP_FENCE && (hooks & GDEV_HOOK_FENCE)) {
-			hook = GDEV_HOOK_FENCE;
-		} else if (mem_op(c) && (hooks & GDEV_HOOK_MEM) &&
-			   (oi.space == PTX_SPACE_GLOBAL || oi.space == PTX_SPACE_GENERIC)) {
-			int skip = addr_setup(ps, fn,
-					      oi.addr_op >= 0 ? s->insn.ops[oi.addr_op] : NULL,
-					      oi.space, &addr);
-			if (skip < 0)
-				return skip;
-			if (skip) {
-				skipped++;
-				continue;
-			}
-			hook = GDEV_HOOK_MEM;
-			unsigned space = oi.space == PTX_SPACE_GLOBAL ? GDEV_SPACE_GLOBAL
-								      : GDEV_SPACE_GENERIC;
-			info = (oi.size & 0xffff) | mem_op(c) << 16 | space << 24;
-		}
-		if (!hook)
-			continue;
-		err = add_sites(ps, fn, s, hook, &addr, info, s->insn.guard, s->insn.guard_neg);
-		if (err)
+	/* sampled memory sites in loops keep their sample for the loop's way
+	 * out (GX_PTX_F_MEM_DEFER, site_defer.c): the loops found before any
+	 * site goes in */
+	struct ptx_defer defer;
+	if ((hooks & GDEV_HOOK_MEM) && (ps->ctx->opts->flags & GX_PTX_F_MEM_DEFER)) {
+		if ((err = ptx_defer_scan(fn, &defer)))
 			return err;
+		ps->sites.defer = &defer;
 	}
+	err = mem_sites(ps, fn, site_hooks, &skipped);
+	if (!err && ps->sites.defer)
+		err = ptx_site_flushes(&ps->sites, fn);
+	if (ps->sites.defer) {
+		ps->sites.defer = NULL;
+		ptx_defer_free(&defer);
+	}
+	if (err)
+		return err;
 	/* The entry site last: an inlined handler's own memory accesses and
 	 * returns must not be hooked. It goes after the kernel's prologue
 	 * (entry_site_pos), a site of the statement there included. */

@@ -393,6 +393,7 @@ struct site {
 	bool t0;	    /* GX_PTX_F_BLOCK_T0: thread 0 of the block alone runs the body */
 	unsigned pre_words; /* words its uniform prefix computed */
 	unsigned layout;    /* PTX_SITE_* (ptx_site_layout) */
+	bool flush;	    /* a deferred sample's call: words from the pending registers (s->defer) */
 };
 
 /* The handler: the bound one, or without a policy the built-in one chosen
@@ -625,6 +626,13 @@ static int site_handle(struct site *st)
 	unsigned own = cloned ? need & clone_own_words(st->s) : 0, info = cloned ? need & PTX_W_INFO : 0;
 	int err = ptx_site_words(m, bd, r, need & ~own & ~info, st->pre_words, st->kid, st->info, st->hook,
 				 need & 0x30u ? st->addr : NULL, st->layout);
+	const struct ptx_defer *d = st->flush ? st->s->defer : NULL;
+	if (d && (need & ~own & 0x30u)) { /* the sampled access's address and lanes */
+		struct ptx_opnd *e[2] = { r->ow[4], r->ow[5] };
+		INSN(bd, "mov", PTX_MODS(".b64"), ptx_opnd_vec(m, 2, e), ptx_opnd_id(m, d->pa));
+	}
+	if (d && (need & ~own & 1u << 10))
+		INSN(bd, "mov", PTX_MODS(".b32"), r->ow[10], ptx_opnd_id(m, d->pl));
 	const char *wclone = NULL;
 	if (!err && cloned)
 		wclone = words_clone(st->s, st->h, r, st->all, &err);
@@ -665,11 +673,13 @@ static int site_handle(struct site *st)
 			args[n] = ptx_opnd_id(m, pn);
 			ptx_chain_decl(m, hd, PTX_SPACE_PARAM, ".b32", pn);
 			INSN(bd, "st", PTX_MODS(".param", ".b32"), ptx_opnd_addr(m, args[n], 0),
-			     ptx_opnd_int(m, st->info));
+			     d ? ptx_opnd_id(m, d->pi) : ptx_opnd_int(m, st->info));
 			n++;
 		}
 		ptx_chain_insn(m, bd, NULL, 0, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &r->ocr), ptx_opnd_id(m, wclone),
 			       ptx_opnd_list(m, n, args));
+		if (d) /* taken: nothing pending on these lanes */
+			INSN(bd, "mov", PTX_MODS(".u32"), ptx_opnd_id(m, d->pl), ptx_opnd_int(m, 0));
 		return 0;
 	}
 	if (st->stub || !need) {
@@ -713,6 +723,142 @@ static int site_close(struct site *st, const struct ptx_prologue *pro)
 	return err;
 }
 
+/* The context words a deferred sample carries to its call: the kernel id
+ * (the function's), the address and the active lanes (kept); the clone
+ * computes the rest (block, SM) the same at the flush; the packed info
+ * travels kept too. */
+#define PTX_DEFER_WORDS (3u | 0x30u | 1u << 10)
+
+/* Does this sampled memory site keep its sample for the loop's way out
+ * (s->defer)? Only the count gate's voted form, a handler called by every
+ * lane through a word clone that needs no other word, in a loop of the
+ * scan, and one handler per function (the flushes call it). */
+static bool deferrable(const struct site *st, const struct ptx_stmt *pos)
+{
+	const struct ptx_defer *d = st->s->defer;
+	unsigned fl = st->s->ctx->opts->flags;
+	if (!d || !(st->hook & GDEV_HOOK_MEM) || st->every <= 1 ||
+	    (fl & (GX_PTX_F_SAMPLE_LEADER | GX_PTX_F_SAMPLE_EARLY)) || !ptx_can_vote_sync(st->m) || !st->all ||
+	    st->inl || st->stub || !st->h || !st->h->inlinable)
+		return false;
+	unsigned params = st->need & ~clone_own_words(st->s) & ~PTX_W_INFO;
+	return !(params & ~PTX_DEFER_WORDS) && ptx_defer_in_loop(d, pos) && (!d->func || !strcmp(d->func, st->func));
+}
+
+/* The pending sample's registers, declared at fn's start by its first
+ * deferred site (lanes 0: none pending). */
+static int defer_regs(struct ptx_module *m, struct ptx_func *fn, struct ptx_defer *d, const struct site *st)
+{
+	const char *P = m->fresh_prefix;
+	d->pa = ptx_sprintf(m, "%%%s_dpa", P);
+	d->pl = ptx_sprintf(m, "%%%s_dpl", P);
+	d->pi = ptx_sprintf(m, "%%%s_dpi", P);
+	if (!d->pa || !d->pl || !d->pi)
+		return -ENOMEM;
+	struct ptx_chain c = { 0 };
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b64", d->pa);
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", d->pl);
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", d->pi);
+	INSN(&c, "mov", PTX_MODS(".u32"), ptx_opnd_id(m, d->pl), ptx_opnd_int(m, 0));
+	if (c.failed)
+		return -ENOMEM;
+	ptx_insert_start_regs(fn, c.head, c.tail);
+	d->func = st->func;
+	d->kid = st->kid;
+	return 0;
+}
+
+/* A deferred site: the count gate; when sampled, the lane's address, the
+ * warp's active lanes and the site's info into the pending registers (a
+ * sample still pending there is replaced: at most one a warp between two
+ * flush points). No election, no call, no barrier. */
+static int site_defer(struct site *st, struct ptx_stmt *pos, const char *guard, int guard_neg)
+{
+	struct ptx_module *m = st->m;
+	struct ptx_defer *d = st->s->defer;
+	const struct ptx_site_regs *r = st->r;
+	int err = d->func ? 0 : defer_regs(m, st->fn, d, st);
+	const char *out = ptx_fresh_name(m, "$", "Ld");
+	if (err || !out)
+		return gx_err(-ENOMEM);
+	struct ptx_chain c = { 0 };
+	ptx_chain_scope(m, &c, 1);
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".pred", r->q);
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", r->m);
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", r->l);
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", r->t);
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b64", r->a);
+	if (guard)
+		ptx_chain_insn(m, &c, guard, !guard_neg, "bra", 0, NULL, 1, ptx_opnd_id(m, out));
+	int g = ptx_site_sample_gate(m, st->fn, &c, r, st->every, st->kid, st->s->ctx->res->nr_hooks, out,
+				     PTX_GATE_COUNT);
+	if (g < 0)
+		return gx_err(g);
+	if (st->addr && st->addr->head) {
+		if (ptx_chain_copy(m, &c, st->addr))
+			return gx_err(-ENOMEM);
+		INSN(&c, "mov", PTX_MODS(".b64"), ptx_opnd_id(m, d->pa), r->oa);
+	} else {
+		INSN(&c, "mov", PTX_MODS(".b64"), ptx_opnd_id(m, d->pa), ptx_opnd_int(m, 0));
+	}
+	INSN(&c, "popc", PTX_MODS(".b32"), ptx_opnd_id(m, d->pl), r->om);
+	INSN(&c, "mov", PTX_MODS(".b32"), ptx_opnd_id(m, d->pi), ptx_opnd_int(m, st->info));
+	ptx_chain_label(m, &c, out);
+	ptx_chain_scope(m, &c, 0);
+	if (c.failed)
+		return gx_err(-ENOMEM);
+	if (st->fn->is_entry && gx_ptx_opts_reg_cap(st->s->ctx->opts, st->hook) &&
+	    (err = ptx_kernel_cap_regs(m, st->s->ctx->opts, st->fn, st->fn->name,
+				       st->s->ctx->opts->flags & GX_PTX_F_MEM_CAP_SLACK ? 8 : 0)))
+		return gx_err(err);
+	ptx_insert_before(st->fn, pos, c.head, c.tail);
+	m->emit_hint += (size_t)c.n * 32;
+	st->s->ctx->res->nr_hooks++;
+	d->nr_sites++;
+	return 0;
+}
+
+int ptx_site_flushes(struct ptx_sites *s, struct ptx_func *fn)
+{
+	struct ptx_defer *d = s->defer;
+	if (!d || !d->nr_sites)
+		return 0;
+	struct ptx_module *m = s->m;
+	for (size_t i = 0; i < d->nr_exits; i++) {
+		struct site st = { .s = s, .m = m, .fn = fn, .hook = GDEV_HOOK_MEM, .kid = d->kid, .flush = true };
+		int layout = ptx_site_layout(m, fn, s->ctx->opts), err;
+		if (layout < 0)
+			return layout;
+		st.layout = (unsigned)layout;
+		if (!(st.r = site_regs(s)) || site_choose(&st, d->func) <= 0)
+			return gx_err(-ENOMEM);
+		if ((err = site_plan(&st)))
+			return err;
+		st.every = 0; /* sampled already */
+		struct ptx_stmt *at = d->exits[i].at;
+		if ((err = site_open(&st, at, NULL)))
+			return err;
+		/* lanes with nothing pending go past (OUT) */
+		INSN(&st.bd, "setp", PTX_MODS(".ne", ".u32"), st.r->oq, ptx_opnd_id(m, d->pl), ptx_opnd_int(m, 0));
+		err = site_elect(&st, st.r->q, 0);
+		if (!err)
+			err = site_handle(&st);
+		if (!err)
+			err = site_close(&st, NULL);
+		ptx_chain_append(&st.hd, &st.bd);
+		if (!err && st.hd.failed)
+			err = -ENOMEM;
+		if (err)
+			return gx_err(err);
+		if (d->exits[i].after)
+			ptx_insert_after(fn, at, st.hd.head, st.hd.tail);
+		else
+			ptx_insert_before(fn, at, st.hd.head, st.hd.tail);
+		m->emit_hint += (size_t)st.hd.n * 32;
+	}
+	return 0;
+}
+
 int ptx_site_insert(struct ptx_sites *s, struct ptx_func *fn, struct ptx_stmt *pos, unsigned hook, const char *func,
 		    unsigned long long kid, const struct ptx_chain *addr, unsigned info, const char *guard,
 		    int guard_neg, const struct ptx_prologue *pro)
@@ -728,7 +874,11 @@ int ptx_site_insert(struct ptx_sites *s, struct ptx_func *fn, struct ptx_stmt *p
 	st.layout = (unsigned)layout;
 	if (!(st.r = site_regs(s)))
 		return gx_err(-ENOMEM);
-	if ((err = site_plan(&st)) || (err = site_open(&st, pos, pro)))
+	if ((err = site_plan(&st)))
+		return err;
+	if (deferrable(&st, pos))
+		return site_defer(&st, pos, guard, guard_neg);
+	if ((err = site_open(&st, pos, pro)))
 		return err;
 	err = site_elect(&st, guard, guard_neg);
 	if (!err)

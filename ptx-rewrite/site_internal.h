@@ -12,6 +12,7 @@
 #include "ptx-rewrite/handler_internal.h"
 #include "ptx-rewrite/inline_internal.h"
 #include "ptx-rewrite/passlib_internal.h"
+#include "ptx-rewrite/site_defer_internal.h"
 
 struct ptx_policy;
 struct ptx_tramps;
@@ -29,6 +30,7 @@ struct ptx_sites {
 	unsigned nr_elided;		  /* sites of the empty built-in handler left out */
 	size_t mem_inl_insn;		  /* mem/fence handler instructions inlined past the small limit */
 	bool block_site;		  /* the sites being inserted are a block handler's (pass_hooks.c) */
+	struct ptx_defer *defer; /* the function's loops, when its sampled mem sites defer (GX_PTX_F_MEM_DEFER) */
 };
 
 /* A kernel's prologue begin..last (inclusive) that its entry site at `end`
@@ -52,6 +54,10 @@ void ptx_sites_free(struct ptx_sites *s);
 int ptx_site_insert(struct ptx_sites *s, struct ptx_func *fn, struct ptx_stmt *pos, unsigned hook, const char *func,
 		    unsigned long long kid, const struct ptx_chain *addr, unsigned info, const char *guard,
 		    int guard_neg, const struct ptx_prologue *pro);
+/* The calls of the samples that fn's deferred memory sites keep (s->defer,
+ * scanned before its sites were inserted): one flush at each of the
+ * defer's points. 0 or -errno. */
+int ptx_site_flushes(struct ptx_sites *s, struct ptx_func *fn);
 /* Will the site of `hook` with handler func (NULL: the built-in one) inline
  * it? 1 yes (*ninsn: its instructions), 0 no (called, or no site at all),
  * -errno. */

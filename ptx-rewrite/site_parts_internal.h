@@ -5,6 +5,8 @@
 #ifndef PTX_SITE_PRIV_H
 #define PTX_SITE_PRIV_H
 
+#include <stdbool.h>
+
 #include "ptx-rewrite/ctx_words_internal.h"
 #include "ptx-rewrite/ptx_ir_internal.h"
 
@@ -67,6 +69,8 @@ enum ptx_gate {
 	PTX_GATE_FLAG,	 /* after it, by every lane: the leader flag (%q) cleared when unsampled, no branch */
 	PTX_GATE_COUNT,	 /* before it: a per-function countdown of geometric gaps, voted (the default) */
 };
+/* vote.sync: sm_70 and PTX ISA 6.0 (the count gate's vote). */
+bool ptx_can_vote_sync(const struct ptx_module *m);
 int ptx_site_sample_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, const struct ptx_site_regs *r,
 			 unsigned n, unsigned long long kid, unsigned site, const char *out, enum ptx_gate how);
 /* The N of a mem site calling `func` (renamed): its binding's sample, or

@@ -40,8 +40,7 @@
 #include "ptx-rewrite/site_parts_internal.h"
 #include "ptx-rewrite/site_sample_internal.h"
 
-/* vote.sync: sm_70 and PTX ISA 6.0. */
-static int can_vote_sync(const struct ptx_module *m)
+bool ptx_can_vote_sync(const struct ptx_module *m)
 {
 	return ptx_module_target_sm(m) >= 70 && m->version &&
 	       m->version->version.major * 10 + m->version->version.minor >= 60;
@@ -191,7 +190,7 @@ int ptx_site_sample_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_c
 {
 	if (n <= 1)
 		return 0;
-	if (how == PTX_GATE_COUNT && can_vote_sync(m))
+	if (how == PTX_GATE_COUNT && ptx_can_vote_sync(m))
 		return count_gate(m, fn, c, r, n, kid, site, out);
 	struct ptx_opnd *sd = seed(m, fn);
 	if (!sd)
@@ -212,7 +211,7 @@ int ptx_site_sample_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_c
 		 * register; the leader's lane is its own %laneid. */
 		ptx_chain_insn(m, c, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, out));
 		INSN(c, "mov", PTX_MODS(".u32"), r->ol, ptx_opnd_id(m, "%laneid"));
-	} else if (can_vote_sync(m)) {
+	} else if (ptx_can_vote_sync(m)) {
 		INSN(c, "activemask", PTX_MODS(".b32"), r->om);
 		INSN(c, "vote", PTX_MODS(".sync", ".any", ".pred"), r->oq, r->oq, r->om);
 		ptx_chain_insn(m, c, r->q, 1, "bra", PTX_MODS(".uni"), 1, ptx_opnd_id(m, out));

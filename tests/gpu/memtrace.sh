@@ -85,6 +85,11 @@ GX_MT_GATE=0 mt prog-golden-1024 60 --json -- "$GOLD" 4000 || nok "memtrace_prog
 # of the every-lane call), and the full trace's handler called by every lane
 GX_PTX_SAMPLE_LEADER=1 mt leader-golden-16 60 --sample 16 --json -- "$GOLD" 400 || nok "leader golden 1 in 16: exit $?"
 GX_PTX_MEM_INLINE=0 mt call-golden-full 60 --sample 1 --json -- "$GOLD" 1 || nok "called golden full trace: exit $?"
+# samples kept for the loop's end (GX_PTX_MEM_DEFER=1) on the loop form of
+# the same accesses: the same records expected
+GX_PTX_MEM_DEFER=1 mt defer-golden-16 60 --sample 16 --json -- "$GOLD" 400 loop || nok "deferred golden 1 in 16: exit $?"
+GX_PTX_MEM_DEFER=1 mt defer-golden-1024 60 --json -- "$GOLD" 4000 loop || nok "deferred golden 1 in 1024: exit $?"
+mt loop-golden-full 60 --sample 1 --json -- "$GOLD" 1 loop || nok "loop golden full trace: exit $?"
 python3 - "$L" <<'P'
 import json, re, sys
 L = sys.argv[1]
@@ -101,7 +106,8 @@ if not nat:
     say(False, 'golden natively: no result line'); sys.exit(0)
 n, warps = int(nat.group(3)), int(nat.group(4))
 runs = [(p + 'golden-' + s, e) for p in ('', 'prog-') for s, e in (('full', 1), ('16', 16), ('1024', 1024))]
-for name, every in runs + [('leader-golden-16', 16), ('call-golden-full', 1)]:
+for name, every in runs + [('leader-golden-16', 16), ('call-golden-full', 1), ('defer-golden-16', 16),
+                           ('defer-golden-1024', 1024), ('loop-golden-full', 1)]:
     g = line(name)
     try:
         d = json.load(open('%s/%s.json' % (L, name)))
@@ -162,7 +168,8 @@ CFGS=${MT_CFGS:-direct memtrace prog leader early inline nocap}
 # inlined), nocap (the kernels not capped at their original registers),
 # ls16 (the default launch sample: 16 first, then 1 in 16; the others
 # every launch, as tests/gpu/run.sh sets), slack8 (capped 8 registers above
-# the originals: GX_PTX_MEM_CAP=+8)
+# the originals: GX_PTX_MEM_CAP=+8), defer (sites in loops keep their sample
+# for the loop's end: GX_PTX_MEM_DEFER=1)
 cfg_env() {
 	case $1 in
 	memtrace) echo GX_MT_GATE=1 ;;
@@ -173,6 +180,7 @@ cfg_env() {
 	nocap) echo GX_PTX_MEM_CAP=0 GX_PTX_REG_CAP=0 ;;
 	ls16) echo GPUEXT_LAUNCH_SAMPLE=16 ;;
 	slack8) echo GX_PTX_MEM_CAP=+8 ;;
+	defer) echo GX_PTX_MEM_DEFER=1 ;;
 	*) echo GX_MT_UNKNOWN_CFG=1 ;;
 	esac
 }

@@ -155,7 +155,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					  .bind_samples = &every };
 	static const unsigned mflags[] = { 0, GX_PTX_F_SAMPLE_EARLY, GX_PTX_F_SAMPLE_LEADER | GX_PTX_F_SAMPLE_INLINE,
 					   GX_PTX_F_SAMPLE_LEADER | GX_PTX_F_MEM_SMALL_INLINE,
-					   GX_PTX_F_MEM_SMALL_INLINE | GX_PTX_F_MEM_LEADER_CALL };
+					   GX_PTX_F_MEM_SMALL_INLINE | GX_PTX_F_MEM_LEADER_CALL, GX_PTX_F_MEM_DEFER,
+					   GX_PTX_F_MEM_DEFER | GX_PTX_F_MEM_SMALL_INLINE };
 	for (size_t i = 0; i < sizeof(mflags) / sizeof(mflags[0]); i++) {
 		mo.flags = mflags[i];
 		if (gx_ptx_rewrite(text, size, &mo, &res) == 0 && !res.ptx)

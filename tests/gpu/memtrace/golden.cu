@@ -3,7 +3,11 @@
 // w (global index) makes one load and one store; their leader lane's
 // addresses are in + 128 w and out + 128 w, 32 lanes, 4 bytes each, but the
 // last warp (i = 9984..9999) has 16 lanes: 313 loads and 313 stores.
-//   golden LAUNCHES
+//   golden LAUNCHES [loop]
+// loop: the same accesses made by a grid-stride loop of 4 blocks (each warp
+// takes every 16th 32-float chunk: one load and one store a trip), the
+// shape whose memory sites keep their sample for the loop's end
+// (GX_PTX_MEM_DEFER): the same records are expected.
 // stdout: nothing (memtrace's JSON report goes there); stderr: a line
 // "golden: in ADDR out ADDR n N warps W launches L checksum C".
 #include <cstdio>
@@ -17,6 +21,12 @@ __global__ void twice(const float *in, float *out, int n)
 		out[i] = 2.f * in[i] + 1.f;
 }
 
+__global__ void twice_loop(const float *in, float *out, int n)
+{
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+		out[i] = 2.f * in[i] + 1.f;
+}
+
 int main(int argc, char **argv)
 {
 	const int n = 10000, bs = 128;
@@ -27,8 +37,12 @@ int main(int argc, char **argv)
 	if (cudaMalloc(&in, n * sizeof(float)) || cudaMalloc(&out, n * sizeof(float)) ||
 	    cudaMemcpy(in, h, n * sizeof(float), cudaMemcpyHostToDevice))
 		return fprintf(stderr, "golden: setup failed\n"), 1;
+	bool loop = argc > 2 && argv[2][0] == 'l';
 	for (int l = 0; l < launches; l++)
-		twice<<<(n + bs - 1) / bs, bs>>>(in, out, n);
+		if (loop)
+			twice_loop<<<4, bs>>>(in, out, n);
+		else
+			twice<<<(n + bs - 1) / bs, bs>>>(in, out, n);
 	cudaError_t e = cudaDeviceSynchronize();
 	cudaMemcpy(h, out, n * sizeof(float), cudaMemcpyDeviceToHost);
 	double s = 0;
