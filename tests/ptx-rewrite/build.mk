@@ -16,7 +16,7 @@ TEST_BINS += $(T_PTX)/test_link $(T_PTX)/test_ptx_ir $(PTX_FUZZER)
 TESTS     += tests/ptx-rewrite/test_corpus.sh tests/ptx-rewrite/test_passes.sh tests/ptx-rewrite/test_link.sh \
              tests/ptx-rewrite/test_sites.sh $(T_PTX)/test_ptx_ir tests/ptx-rewrite/test_golden.sh \
              tests/ptx-rewrite/test_ptx_fuzz.sh tests/ptx-rewrite/test_ptx_cli.sh tests/ptx-rewrite/test_cycles.py \
-             tests/ptx-rewrite/test_mem_sample.sh tests/ptx-rewrite/test_ring_loops.sh
+             tests/ptx-rewrite/test_mem_sample.sh tests/ptx-rewrite/test_mem_defer.sh tests/ptx-rewrite/test_ring_loops.sh
 
 # `make fuzz-ptx` (also part of `make fuzz`): PTX_FUZZ_TIME seconds, default 300.
 .PHONY: fuzz-ptx

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# GX_PTX_MEM_DEFER=1 (ptx-rewrite/site_defer.c): a sampled memory site in a
+# loop keeps its sample in registers (address, lanes, info) and the handler
+# is called where the loop is left and before each ret, so the loop's body
+# has the countdown and a few moves but no call. On defer/loops.ptx
+# (memtrace, 1 in 16): the sites of loops A and B deferred, the store before
+# the loops and loop C's load (a ret inside C) gated as before; no call in
+# A's or B's body; a flush after each way out of them and before each ret;
+# the pending lanes zeroed at the start and after each flush's call; a
+# function with an indirect branch not deferred; nothing changes without
+# the switch; ptxas accepts what is made.
+set -u
+G=${BUILD:-build}/bin/gpuext
+W=${BUILD:-build}/ptx-sample
+T=${BUILD:-build}/share/gpuext/tools
+PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
+IN=tests/ptx-rewrite/defer/loops.ptx
+mkdir -p "$W"
+check() { if eval "$2" >/dev/null 2>&1; then echo "ok - mem defer: $1"; else echo "not ok - mem defer: $1: $2"; fi; }
+MT=$T/memtrace.bpf.o
+$G ptx rewrite --policy $MT --sample 16 $IN -o $W/defer0.ptx 2>/dev/null
+GX_PTX_MEM_DEFER=1 $G ptx rewrite --policy $MT --sample 16 $IN -o $W/defer1.ptx 2>/dev/null
+D=$W/defer1.ptx
+# the body of one kernel (its .entry line to the next)
+kernel() { awk -v k="$1" '/^\.visible \.entry/ { on = index($0, k "(") > 0 } on' "$2"; }
+kernel loops $D >$W/defer1.loops
+kernel jump $D >$W/defer1.jump
+calls() { grep -cE '^[[:space:]]+call.*\(__gx_cq, ' "$1"; }
+# lines from the label START to the branch back to it: no call among them
+no_call_in() { awk -v s="$1:" -v b="$1;" '$1 == s { on = 1 } on && /^[ \t]+call/ { bad = 1 } on && /bra/ && index($0, b) { on = 0; seen = 1 } END { exit bad || !seen }' "$2"; }
+call_in() { ! no_call_in "$@" && awk -v s="$1:" '$1 == s { f = 1 } END { exit !f }' "$2"; }
+# the first instruction after label L is a flush (its test of the pending lanes)
+flush_after() { awk -v s="$1:" '$1 == s { on = 1; next } on && /^[ \t]*(\{|\.reg|\.param)/ { next } on { exit !/setp.ne.u32[ \t]+%__gx_q, %__gx_dpl, 0;/ }' "$2"; }
+
+check "without the switch: nothing kept (no pending registers)" "! grep -q __gx_dpl $W/defer0.ptx"
+check "loops A and B: their 2 sites keep the sample (address, lanes, info into the pending registers)" \
+	"[ \"\$(grep -c 'popc.b32[[:space:]]*%__gx_dpl, %__gx_m;' $W/defer1.loops)\" = 2 ] && [ \"\$(grep -c 'mov.b64[[:space:]]*%__gx_dpa, %__gx_a;' $W/defer1.loops)\" = 2 ]"
+check "loop A's body (a load): the countdown, no call" "no_call_in '\$L_a' $W/defer1.loops && awk '\$1 == \"\$L_a:\" { on = 1 } on && /sub.u32.*_cn16, .*_cn16, 1;/ { n++ } on && /bra/ && index(\$0, \"\$L_a;\") { exit n != 1 }' $W/defer1.loops"
+check "loop B's body (a store): no call" "no_call_in '\$L_b' $W/defer1.loops"
+check "loop C (a ret inside): its load gated and called as without the switch" "call_in '\$L_c' $W/defer1.loops"
+check "the store before the loops: gated and called as without the switch" \
+	"awk '/st.global.u32.*%r2;/ { exit !c } /call.*\\(__gx_cq, / { c = 1 }' $W/defer1.loops"
+check "a flush where loop A is left (after \$L_b_pre) and where loop B is (after \$L_c_pre)" \
+	"flush_after '\$L_b_pre' $W/defer1.loops && flush_after '\$L_c_pre' $W/defer1.loops"
+check "a flush before each of the 2 rets (the sample never left pending)" \
+	"awk '/setp.ne.u32[ \\t]+%__gx_q, %__gx_dpl, 0;/ { f = 1 } /^[ \\t]*(@%p[0-9]+ )?ret;/ { n++; ok += f; f = 0 } END { exit !(n == 2 && ok == 2) }' $W/defer1.loops"
+check "4 flushes, each calling the handler and then clearing the pending lanes; cleared at the start too" \
+	"[ \"\$(grep -c 'setp.ne.u32[[:space:]]*%__gx_q, %__gx_dpl, 0;' $W/defer1.loops)\" = 4 ] && [ \"\$(grep -c 'mov.u32[[:space:]]*%__gx_dpl, 0;' $W/defer1.loops)\" = 5 ] && awk '/call.*\\(__gx_cq, / { c = NR } /mov.u32[ \\t]+%__gx_dpl, 0;/ && c && NR == c + 1 { n++ } END { exit n != 4 }' $W/defer1.loops"
+check "the flush passes the kept address, lanes and info to the handler" \
+	"grep -q 'mov.b64[[:space:]]*{%__gx_w4, %__gx_w5}, %__gx_dpa;' $W/defer1.loops && grep -q 'mov.b32[[:space:]]*%__gx_w10, %__gx_dpl;' $W/defer1.loops && grep -q 'st.param.b32[[:space:]]*\\[__gx_ci\\], %__gx_dpi;' $W/defer1.loops"
+check "calls: 2 plain sites + 4 flushes in loops, jump's site plain" \
+	"[ \"\$(calls $W/defer1.loops)\" = 6 ] && [ \"\$(calls $W/defer1.jump)\" = 1 ]"
+check "a function with an indirect branch: no loop followed, nothing kept" "! grep -q __gx_dpl $W/defer1.jump"
+if [ -x "$PTXAS" ]; then
+	check "ptxas accepts the module with and without the switch" \
+		"$PTXAS -arch=sm_90 $W/defer1.ptx -o $W/defer1.cubin && $PTXAS -arch=sm_90 $W/defer0.ptx -o $W/defer0.cubin"
+else
+	echo "ok - mem defer: ptxas checks skipped: no $PTXAS"
+fi
