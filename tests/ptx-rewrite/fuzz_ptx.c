@@ -153,9 +153,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					  .bindings = &mb,
 					  .nr_bindings = 1,
 					  .bind_samples = &every };
-	static const unsigned mflags[] = { 0, GX_PTX_F_SAMPLE_EARLY, GX_PTX_F_SAMPLE_LEADER | GX_PTX_F_SAMPLE_INLINE,
+	static const unsigned mflags[] = { 0,
+					   GX_PTX_F_SAMPLE_EARLY,
+					   GX_PTX_F_SAMPLE_LEADER | GX_PTX_F_SAMPLE_INLINE,
 					   GX_PTX_F_SAMPLE_LEADER | GX_PTX_F_MEM_SMALL_INLINE,
-					   GX_PTX_F_MEM_SMALL_INLINE | GX_PTX_F_MEM_LEADER_CALL, GX_PTX_F_MEM_DEFER,
+					   GX_PTX_F_MEM_SMALL_INLINE | GX_PTX_F_MEM_LEADER_CALL,
+					   GX_PTX_F_MEM_DEFER,
 					   GX_PTX_F_MEM_DEFER | GX_PTX_F_MEM_SMALL_INLINE };
 	for (size_t i = 0; i < sizeof(mflags) / sizeof(mflags[0]); i++) {
 		mo.flags = mflags[i];
