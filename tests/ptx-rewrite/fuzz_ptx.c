@@ -143,7 +143,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * election (the default), a voted hash there (GX_PTX_F_SAMPLE_EARLY),
 	 * the leader's hash after it (GX_PTX_F_SAMPLE_LEADER, inlined and, with
 	 * the test folded into the leader flag, called by every lane), and the
-	 * leader alone calling (GX_PTX_F_MEM_LEADER_CALL) */
+	 * leader alone calling (GX_PTX_F_MEM_LEADER_CALL); samples in loops
+	 * kept for the loops' ways out (GX_PTX_F_MEM_DEFER) */
 	const struct gx_hook_binding mb = { GDEV_HOOK_MEM, NULL, "gx_blk" };
 	const unsigned every = 16;
 	struct gx_ptx_rewrite_opts mo = { .sz = sizeof(mo),
