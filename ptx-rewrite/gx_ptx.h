@@ -140,8 +140,9 @@ struct gx_ptx_kregs {
 #define GX_PTX_F_MEM_CAP_SLACK 131072u
 
 /* A/B (issue 40): a sampled memory site inside a loop keeps its sample in
- * registers (address, lanes, info) and the handler is called where the
- * loop is left (site_defer.c): no call in the loop's body. The cooperative
+ * a per-thread buffer (address, lanes, info; 8 a loop pass) and the
+ * handler is called for each where the loop is left and before each ret
+ * (site_defer.c): no call in the loop's body. The cooperative
  * sample's grid-stride loop ran 2.2x under memtrace with the call in it
  * (GPU run 125). GX_PTX_MEM_DEFER=1. */
 #define GX_PTX_F_MEM_DEFER 262144u

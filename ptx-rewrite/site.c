@@ -678,8 +678,6 @@ static int site_handle(struct site *st)
 		}
 		ptx_chain_insn(m, bd, NULL, 0, "call", 0, NULL, 3, ptx_opnd_list(m, 1, &r->ocr), ptx_opnd_id(m, wclone),
 			       ptx_opnd_list(m, n, args));
-		if (d) /* taken: nothing pending on these lanes */
-			INSN(bd, "mov", PTX_MODS(".u32"), ptx_opnd_id(m, d->pl), ptx_opnd_int(m, 0));
 		return 0;
 	}
 	if (st->stub || !need) {
@@ -745,21 +743,31 @@ static bool deferrable(const struct site *st, const struct ptx_stmt *pos)
 	return !(params & ~PTX_DEFER_WORDS) && ptx_defer_in_loop(d, pos) && (!d->func || !strcmp(d->func, st->func));
 }
 
-/* The pending sample's registers, declared at fn's start by its first
- * deferred site (lanes 0: none pending). */
-static int defer_regs(struct ptx_module *m, struct ptx_func *fn, struct ptx_defer *d, const struct site *st)
+/* The kept samples' buffer and registers, declared at fn's start by its
+ * first deferred site (none kept). */
+static int defer_regs(struct ptx_sites *s, struct ptx_func *fn, struct ptx_defer *d, const struct site *st)
 {
+	struct ptx_module *m = s->m;
 	const char *P = m->fresh_prefix;
+	struct ptx_decl buf = {
+		.space = PTX_SPACE_LOCAL, .space_str = ".local", .align = 8, .type = ".b8", .ndims = 1
+	};
+	buf.dims[0] = PTX_DEFER_SLOTS * 16;
+	d->dbuf = ptx_fn_local(&s->locals, m, fn, d, &buf);
+	d->pn = ptx_sprintf(m, "%%%s_dpn", P);
+	d->fi = ptx_sprintf(m, "%%%s_dfi", P);
 	d->pa = ptx_sprintf(m, "%%%s_dpa", P);
 	d->pl = ptx_sprintf(m, "%%%s_dpl", P);
 	d->pi = ptx_sprintf(m, "%%%s_dpi", P);
-	if (!d->pa || !d->pl || !d->pi)
+	if (!d->dbuf || !d->pn || !d->fi || !d->pa || !d->pl || !d->pi)
 		return -ENOMEM;
 	struct ptx_chain c = { 0 };
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", d->pn);
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", d->fi);
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b64", d->pa);
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", d->pl);
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", d->pi);
-	INSN(&c, "mov", PTX_MODS(".u32"), ptx_opnd_id(m, d->pl), ptx_opnd_int(m, 0));
+	INSN(&c, "mov", PTX_MODS(".u32"), ptx_opnd_id(m, d->pn), ptx_opnd_int(m, 0));
 	if (c.failed)
 		return -ENOMEM;
 	ptx_insert_start_regs(fn, c.head, c.tail);
@@ -768,16 +776,24 @@ static int defer_regs(struct ptx_module *m, struct ptx_func *fn, struct ptx_defe
 	return 0;
 }
 
+/* x = the address of slot `idx` of the kept samples' buffer. */
+static void defer_slot(struct ptx_module *m, struct ptx_chain *c, const struct ptx_defer *d, struct ptx_opnd *x,
+		       struct ptx_opnd *idx)
+{
+	INSN(c, "mov", PTX_MODS(".u64"), x, ptx_opnd_id(m, d->dbuf));
+	INSN(c, "mad", PTX_MODS(".wide", ".u32"), x, idx, ptx_opnd_int(m, 16), x);
+}
+
 /* A deferred site: the count gate; when sampled, the lane's address, the
- * warp's active lanes and the site's info into the pending registers (a
- * sample still pending there is replaced: at most one a warp between two
- * flush points). No election, no call, no barrier. */
+ * warp's active lanes and the site's info into the next slot of the kept
+ * samples (none when they are full: dropped). No election, no call, no
+ * barrier. */
 static int site_defer(struct site *st, struct ptx_stmt *pos, const char *guard, int guard_neg)
 {
 	struct ptx_module *m = st->m;
 	struct ptx_defer *d = st->s->defer;
 	const struct ptx_site_regs *r = st->r;
-	int err = d->func ? 0 : defer_regs(m, st->fn, d, st);
+	int err = d->func ? 0 : defer_regs(st->s, st->fn, d, st);
 	const char *out = ptx_fresh_name(m, "$", "Ld");
 	if (err || !out)
 		return gx_err(-ENOMEM);
@@ -788,21 +804,28 @@ static int site_defer(struct site *st, struct ptx_stmt *pos, const char *guard, 
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", r->l);
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", r->t);
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b64", r->a);
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b64", r->x);
 	if (guard)
 		ptx_chain_insn(m, &c, guard, !guard_neg, "bra", 0, NULL, 1, ptx_opnd_id(m, out));
 	int g = ptx_site_sample_gate(m, st->fn, &c, r, st->every, st->kid, st->s->ctx->res->nr_hooks, out,
 				     PTX_GATE_COUNT);
 	if (g < 0)
 		return gx_err(g);
+	struct ptx_opnd *pn = ptx_opnd_id(m, d->pn);
+	INSN(&c, "setp", PTX_MODS(".lt", ".u32"), r->oq, pn, ptx_opnd_int(m, PTX_DEFER_SLOTS));
+	ptx_chain_insn(m, &c, r->q, 1, "bra", PTX_MODS(".uni"), 1, ptx_opnd_id(m, out));
 	if (st->addr && st->addr->head) {
 		if (ptx_chain_copy(m, &c, st->addr))
 			return gx_err(-ENOMEM);
-		INSN(&c, "mov", PTX_MODS(".b64"), ptx_opnd_id(m, d->pa), r->oa);
 	} else {
-		INSN(&c, "mov", PTX_MODS(".b64"), ptx_opnd_id(m, d->pa), ptx_opnd_int(m, 0));
+		INSN(&c, "mov", PTX_MODS(".b64"), r->oa, ptx_opnd_int(m, 0));
 	}
-	INSN(&c, "popc", PTX_MODS(".b32"), ptx_opnd_id(m, d->pl), r->om);
-	INSN(&c, "mov", PTX_MODS(".b32"), ptx_opnd_id(m, d->pi), ptx_opnd_int(m, st->info));
+	defer_slot(m, &c, d, r->ox, pn);
+	INSN(&c, "st", PTX_MODS(".local", ".u64"), ptx_opnd_addr(m, r->ox, 0), r->oa);
+	INSN(&c, "popc", PTX_MODS(".b32"), r->ot, r->om);
+	INSN(&c, "st", PTX_MODS(".local", ".u32"), ptx_opnd_addr(m, r->ox, 8), r->ot);
+	INSN(&c, "st", PTX_MODS(".local", ".u32"), ptx_opnd_addr(m, r->ox, 12), ptx_opnd_int(m, st->info));
+	INSN(&c, "add", PTX_MODS(".u32"), pn, pn, ptx_opnd_int(m, 1));
 	ptx_chain_label(m, &c, out);
 	ptx_chain_scope(m, &c, 0);
 	if (c.failed)
@@ -838,11 +861,29 @@ int ptx_site_flushes(struct ptx_sites *s, struct ptx_func *fn)
 		struct ptx_stmt *at = d->exits[i].at;
 		if ((err = site_open(&st, at, NULL)))
 			return err;
-		/* lanes with nothing pending go past (OUT) */
-		INSN(&st.bd, "setp", PTX_MODS(".ne", ".u32"), st.r->oq, ptx_opnd_id(m, d->pl), ptx_opnd_int(m, 0));
-		err = site_elect(&st, st.r->q, 0);
+		/* lanes with nothing kept go past (OUT); the others call the
+		 * handler once for each slot, in the order taken */
+		struct ptx_chain *bd = &st.bd;
+		const struct ptx_site_regs *r = st.r;
+		struct ptx_opnd *pn = ptx_opnd_id(m, d->pn), *fi = ptx_opnd_id(m, d->fi);
+		const char *loop = ptx_fresh_name(m, "$", "Lf");
+		if (!loop)
+			return gx_err(-ENOMEM);
+		INSN(bd, "setp", PTX_MODS(".ne", ".u32"), r->oq, pn, ptx_opnd_int(m, 0));
+		ptx_chain_insn(m, bd, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, st.out));
+		INSN(bd, "mov", PTX_MODS(".u32"), fi, ptx_opnd_int(m, 0));
+		ptx_chain_label(m, bd, loop);
+		defer_slot(m, bd, d, r->ox, fi);
+		INSN(bd, "ld", PTX_MODS(".local", ".u64"), ptx_opnd_id(m, d->pa), ptx_opnd_addr(m, r->ox, 0));
+		INSN(bd, "ld", PTX_MODS(".local", ".u32"), ptx_opnd_id(m, d->pl), ptx_opnd_addr(m, r->ox, 8));
+		INSN(bd, "ld", PTX_MODS(".local", ".u32"), ptx_opnd_id(m, d->pi), ptx_opnd_addr(m, r->ox, 12));
+		err = site_elect(&st, NULL, 0);
 		if (!err)
 			err = site_handle(&st);
+		INSN(bd, "add", PTX_MODS(".u32"), fi, fi, ptx_opnd_int(m, 1));
+		INSN(bd, "setp", PTX_MODS(".lt", ".u32"), r->oq, fi, pn);
+		ptx_chain_insn(m, bd, r->q, 0, "bra", 0, NULL, 1, ptx_opnd_id(m, loop));
+		INSN(bd, "mov", PTX_MODS(".u32"), pn, ptx_opnd_int(m, 0));
 		if (!err)
 			err = site_close(&st, NULL);
 		ptx_chain_append(&st.hd, &st.bd);

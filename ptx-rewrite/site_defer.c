@@ -7,9 +7,11 @@
  * cost, not the sample: the cooperative sample's kernel ran 2.2-2.3x under
  * memtrace (GPU run 125), uncapped as well as at the original's registers,
  * and tests/gpu/coop/gate_ab.cu times the gate's parts. A site in a loop
- * keeps its sample in three registers instead (address, lanes, info), and
- * the call is made where the loop is left: the loop body keeps a countdown,
- * a vote and a uniform branch over a few moves, no call.
+ * keeps its sample instead, in a per-thread buffer of PTX_DEFER_SLOTS
+ * (address, lanes, info: what memtrace's record needs beside the block and
+ * SM, the same later), and the handler is called for each where the loop
+ * is left: the loop body keeps a countdown, a vote and a uniform branch
+ * over a few stores, no call. The record's time is the call's.
  *
  * Loops: a branch back to a label at or before it (in text order) spans
  * the statements between; the ways out of a span are its nodes' successors

@@ -22,8 +22,16 @@ struct ptx_defer {
 	const char *func;	/* its handler: every deferred site of the function calls it */
 	unsigned long long kid; /* the function's kernel id */
 	unsigned nr_sites;
-	const char *pa, *pl, *pi; /* the pending sample: address, lanes (0: none), info */
+	/* the samples kept: dbuf (.local) holds up to PTX_DEFER_SLOTS of
+	 * {address .b64, lanes .b32, info .b32}, dpn of them; a flush reads
+	 * each back into pa, pl, pi (index fi) for the call */
+	const char *dbuf, *pn, *fi, *pa, *pl, *pi;
 };
+
+/* The samples a thread keeps between two flush points (16 bytes each): a
+ * loop pass that samples more drops the rest. At 1 in 1024 that is a warp
+ * making more than ~8,000 accesses in one pass of a loop. */
+#define PTX_DEFER_SLOTS 8u
 
 /* fn's loops (a branch back to an earlier label spans one) into d: 0,
  * -ENOMEM. A function with a branch the graph does not follow has none; a
