@@ -17,16 +17,7 @@
 #include <string>
 #include <vector>
 
-#define CK(x)                                                                                      \
-	do {                                                                                           \
-		CUresult r_ = (x);                                                                         \
-		if (r_ != CUDA_SUCCESS) {                                                                  \
-			const char *s_ = "?";                                                                  \
-			cuGetErrorString(r_, &s_);                                                             \
-			fprintf(stderr, "gate_ab: %s: %s\n", #x, s_);                                          \
-			exit(1);                                                                               \
-		}                                                                                          \
-	} while (0)
+#include "../../../common/gx_cu_check.h" /* CU(): driver API calls */
 
 struct variant {
 	std::string name;
@@ -61,12 +52,12 @@ int main(int argc, char **argv)
 	int rounds = atoi(argv[1]);
 	CUdevice dev;
 	CUcontext ctx;
-	CK(cuInit(0));
-	CK(cuDeviceGet(&dev, 0));
-	CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-	CK(cuCtxSetCurrent(ctx));
+	CU(cuInit(0));
+	CU(cuDeviceGet(&dev, 0));
+	CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+	CU(cuCtxSetCurrent(ctx));
 	int sms = 0;
-	CK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+	CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
 
 	const int n = 1 << 24, reps = 20;
 	std::vector<int> h(n);
@@ -74,11 +65,11 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		want += h[i] = i % 7;
 	CUdeviceptr in, partial, out, bad;
-	CK(cuMemAlloc(&in, n * sizeof(int)));
-	CK(cuMemcpyHtoD(in, h.data(), n * sizeof(int)));
-	CK(cuMemAlloc(&partial, 64 * sms * sizeof(long long)));
-	CK(cuMemAlloc(&out, sizeof(long long)));
-	CK(cuMemAlloc(&bad, sizeof(int)));
+	CU(cuMemAlloc(&in, n * sizeof(int)));
+	CU(cuMemcpyHtoD(in, h.data(), n * sizeof(int)));
+	CU(cuMemAlloc(&partial, 64 * sms * sizeof(long long)));
+	CU(cuMemAlloc(&out, sizeof(long long)));
+	CU(cuMemAlloc(&bad, sizeof(int)));
 
 	std::vector<variant> vs;
 	for (int a = 2; a < argc; a++) {
@@ -88,29 +79,29 @@ int main(int argc, char **argv)
 		if (sl != std::string::npos)
 			v.name = v.name.substr(sl + 1);
 		std::string ptx = slurp(argv[a]);
-		CK(cuModuleLoadData(&v.mod, ptx.c_str()));
-		CK(cuModuleGetFunction(&v.fn, v.mod, "_Z11reduce_gridPKiPxS1_Pii"));
-		CK(cuFuncGetAttribute(&v.regs, CU_FUNC_ATTRIBUTE_NUM_REGS, v.fn));
-		CK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&v.per_sm, v.fn, 256, 0));
+		CU(cuModuleLoadData(&v.mod, ptx.c_str()));
+		CU(cuModuleGetFunction(&v.fn, v.mod, "_Z11reduce_gridPKiPxS1_Pii"));
+		CU(cuFuncGetAttribute(&v.regs, CU_FUNC_ATTRIBUTE_NUM_REGS, v.fn));
+		CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&v.per_sm, v.fn, 256, 0));
 		v.blocks = std::min(sms * v.per_sm, 64 * sms);
 		vs.push_back(v);
 	}
 	CUevent ev[reps + 1];
 	for (auto &e : ev)
-		CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
+		CU(cuEventCreate(&e, CU_EVENT_DEFAULT));
 	int fail = 0;
 	for (int r = 0; r <= rounds; r++) {
 		for (auto &v : vs) {
 			int nn = n;
 			void *args[] = { &in, &partial, &out, &bad, &nn };
 			for (int k = 0; k < reps; k++) {
-				CK(cuEventRecord(ev[k], 0));
-				CK(cuLaunchCooperativeKernel(v.fn, v.blocks, 1, 1, 256, 1, 1, 0, 0, args));
+				CU(cuEventRecord(ev[k], 0));
+				CU(cuLaunchCooperativeKernel(v.fn, v.blocks, 1, 1, 256, 1, 1, 0, 0, args));
 			}
-			CK(cuEventRecord(ev[reps], 0));
-			CK(cuCtxSynchronize());
+			CU(cuEventRecord(ev[reps], 0));
+			CU(cuCtxSynchronize());
 			long long got = 0;
-			CK(cuMemcpyDtoH(&got, out, sizeof got));
+			CU(cuMemcpyDtoH(&got, out, sizeof got));
 			if (got != want) {
 				fprintf(stderr, "gate_ab: %s: sum %lld, want %lld\n", v.name.c_str(), got, want);
 				fail = 1;
@@ -119,7 +110,7 @@ int main(int argc, char **argv)
 				continue; // warm-up round
 			for (int k = 1; k < reps; k++) {
 				float ms = 0;
-				CK(cuEventElapsedTime(&ms, ev[k], ev[k + 1]));
+				CU(cuEventElapsedTime(&ms, ev[k], ev[k + 1]));
 				v.us.push_back(ms * 1000.0f);
 			}
 		}
