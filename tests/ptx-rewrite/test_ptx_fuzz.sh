@@ -22,6 +22,8 @@ fi
 mkdir -p "$corpus"
 if [ -z "$(ls -A "$corpus")" ]; then
 	cp tests/ptx-rewrite/golden/*.ptx tests/ptx-rewrite/sites/*.ptx "$corpus/" 2>/dev/null
+	# loops in and out of reach (the deferred memory sites, site_defer.c)
+	cp tests/ptx-rewrite/defer/loops.ptx "$corpus/defer-loops.ptx"
 	# the persistent transform's inputs: barriers, joins, refusals (its CFG analysis)
 	for s in tests/ptx-rewrite/golden-passes/*.ptx tests/ptx-rewrite/golden-passes/refuse/*.ptx; do
 		cp "$s" "$corpus/passes-$(basename "$s")"
