@@ -509,6 +509,21 @@ static int site_open(struct site *st, struct ptx_stmt *pos, const struct ptx_pro
 	return st->out ? 0 : gx_err(-ENOMEM);
 }
 
+/* A kernel with a site keeps the original's registers (the shim
+ * measured them; gx_ptx_opts_reg_cap): the handler's path, called or
+ * cold behind the gate, may spill, never cost the kernel resident warps
+ * nor make a launch the original fits fail (GPU run 94: memtrace raised
+ * tool_bench's 1,024-thread gemm past 64 registers, and the driver
+ * refused its launches). Memory sites 8 more with GX_PTX_F_MEM_CAP_SLACK. */
+static int site_cap(const struct site *st)
+{
+	const struct gx_ptx_rewrite_opts *o = st->s->ctx->opts;
+	if (!st->fn->is_entry || !gx_ptx_opts_reg_cap(o, st->hook))
+		return 0;
+	return ptx_kernel_cap_regs(st->m, o, st->fn, st->fn->name,
+				   (st->hook & GDEV_HOOK_MEM) && (o->flags & GX_PTX_F_MEM_CAP_SLACK) ? 8 : 0);
+}
+
 /* The guard's branch; an inlined entry/exit handler's body (into hb), so
  * that its uniform early exits go before the election (site_uniform.c);
  * the election. */
@@ -551,15 +566,8 @@ static int site_elect(struct site *st, const char *guard, int guard_neg)
 		if (g < 0)
 			err = g;
 	}
-	/* A kernel with a site keeps the original's registers (the shim
-	 * measured them; gx_ptx_opts_reg_cap): the handler's path, called or
-	 * cold behind the gate, may spill, never cost the kernel resident warps
-	 * nor make a launch the original fits fail (GPU run 94: memtrace raised
-	 * tool_bench's 1,024-thread gemm past 64 registers, and the driver
-	 * refused its launches). */
-	if (!err && st->fn->is_entry && gx_ptx_opts_reg_cap(st->s->ctx->opts, st->hook))
-		err = ptx_kernel_cap_regs(m, st->s->ctx->opts, st->fn, st->fn->name,
-					  (st->hook & GDEV_HOOK_MEM) && (fl & GX_PTX_F_MEM_CAP_SLACK) ? 8 : 0);
+	if (!err)
+		err = site_cap(st);
 	if (st->t0) {
 		/* (%tid.x | %tid.y | %tid.z) != 0 leaves: one test on every
 		 * thread in place of the warp test, the election and the
@@ -624,9 +632,11 @@ static int site_handle(struct site *st)
 	/* a word clone computes its own words (clone_own_words) and takes the
 	 * packed info: the site computes only the rest */
 	unsigned own = cloned ? need & clone_own_words(st->s) : 0, info = cloned ? need & PTX_W_INFO : 0;
-	int err = ptx_site_words(m, bd, r, need & ~own & ~info, st->pre_words, st->kid, st->info, st->hook,
-				 need & 0x30u ? st->addr : NULL, st->layout);
+	/* a flush's address and lanes are the kept sample's (below) */
 	const struct ptx_defer *d = st->flush ? st->s->defer : NULL;
+	unsigned kept = d ? 0x30u | 1u << 10 : 0;
+	int err = ptx_site_words(m, bd, r, need & ~own & ~info & ~kept, st->pre_words, st->kid, st->info, st->hook,
+				 need & 0x30u ? st->addr : NULL, st->layout);
 	if (d && (need & ~own & 0x30u)) { /* the sampled access's address and lanes */
 		struct ptx_opnd *e[2] = { r->ow[4], r->ow[5] };
 		INSN(bd, "mov", PTX_MODS(".b64"), ptx_opnd_vec(m, 2, e), ptx_opnd_id(m, d->pa));
@@ -721,6 +731,25 @@ static int site_close(struct site *st, const struct ptx_prologue *pro)
 	return err;
 }
 
+/* The site's code (st->hd, then st->bd) in place: before `at`, or after
+ * it; err: what building it returned. 0 or -errno. */
+static int site_commit(struct site *st, int err, struct ptx_stmt *at, bool after)
+{
+	ptx_chain_append(&st->hd, &st->bd);
+	if (!err && st->hd.failed)
+		err = -ENOMEM;
+	if (!err)
+		err = ptx_site_hoist_sregs(st->m, st->fn, &st->hd, st->layout);
+	if (err)
+		return gx_err(err);
+	if (after)
+		ptx_insert_after(st->fn, at, st->hd.head, st->hd.tail);
+	else
+		ptx_insert_before(st->fn, at, st->hd.head, st->hd.tail);
+	st->m->emit_hint += (size_t)st->hd.n * 32; /* bytes per line of site code, about */
+	return 0;
+}
+
 /* The context words a deferred sample carries to its call: the kernel id
  * (the function's), the address and the active lanes (kept); the clone
  * computes the rest (block, SM) the same at the flush; the packed info
@@ -797,45 +826,39 @@ static int site_defer(struct site *st, struct ptx_stmt *pos, const char *guard, 
 	const char *out = ptx_fresh_name(m, "$", "Ld");
 	if (err || !out)
 		return gx_err(-ENOMEM);
-	struct ptx_chain c = { 0 };
-	ptx_chain_scope(m, &c, 1);
-	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".pred", r->q);
-	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", r->m);
-	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", r->l);
-	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", r->t);
-	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b64", r->a);
-	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b64", r->x);
+	struct ptx_chain *c = &st->bd;
+	ptx_chain_scope(m, c, 1);
+	ptx_chain_decl(m, c, PTX_SPACE_REG, ".pred", r->q);
+	ptx_chain_decl(m, c, PTX_SPACE_REG, ".b32", r->m);
+	ptx_chain_decl(m, c, PTX_SPACE_REG, ".b32", r->l);
+	ptx_chain_decl(m, c, PTX_SPACE_REG, ".b32", r->t);
+	ptx_chain_decl(m, c, PTX_SPACE_REG, ".b64", r->a);
+	ptx_chain_decl(m, c, PTX_SPACE_REG, ".b64", r->x);
 	if (guard)
-		ptx_chain_insn(m, &c, guard, !guard_neg, "bra", 0, NULL, 1, ptx_opnd_id(m, out));
-	int g = ptx_site_sample_gate(m, st->fn, &c, r, st->every, st->kid, st->s->ctx->res->nr_hooks, out,
+		ptx_chain_insn(m, c, guard, !guard_neg, "bra", 0, NULL, 1, ptx_opnd_id(m, out));
+	int g = ptx_site_sample_gate(m, st->fn, c, r, st->every, st->kid, st->s->ctx->res->nr_hooks, out,
 				     PTX_GATE_COUNT);
 	if (g < 0)
 		return gx_err(g);
 	struct ptx_opnd *pn = ptx_opnd_id(m, d->pn);
-	INSN(&c, "setp", PTX_MODS(".lt", ".u32"), r->oq, pn, ptx_opnd_int(m, PTX_DEFER_SLOTS));
-	ptx_chain_insn(m, &c, r->q, 1, "bra", PTX_MODS(".uni"), 1, ptx_opnd_id(m, out));
+	INSN(c, "setp", PTX_MODS(".lt", ".u32"), r->oq, pn, ptx_opnd_int(m, PTX_DEFER_SLOTS));
+	ptx_chain_insn(m, c, r->q, 1, "bra", PTX_MODS(".uni"), 1, ptx_opnd_id(m, out));
 	if (st->addr && st->addr->head) {
-		if (ptx_chain_copy(m, &c, st->addr))
+		if (ptx_chain_copy(m, c, st->addr))
 			return gx_err(-ENOMEM);
 	} else {
-		INSN(&c, "mov", PTX_MODS(".b64"), r->oa, ptx_opnd_int(m, 0));
+		INSN(c, "mov", PTX_MODS(".b64"), r->oa, ptx_opnd_int(m, 0));
 	}
-	defer_slot(m, &c, d, r->ox, pn);
-	INSN(&c, "st", PTX_MODS(".local", ".u64"), ptx_opnd_addr(m, r->ox, 0), r->oa);
-	INSN(&c, "popc", PTX_MODS(".b32"), r->ot, r->om);
-	INSN(&c, "st", PTX_MODS(".local", ".u32"), ptx_opnd_addr(m, r->ox, 8), r->ot);
-	INSN(&c, "st", PTX_MODS(".local", ".u32"), ptx_opnd_addr(m, r->ox, 12), ptx_opnd_int(m, st->info));
-	INSN(&c, "add", PTX_MODS(".u32"), pn, pn, ptx_opnd_int(m, 1));
-	ptx_chain_label(m, &c, out);
-	ptx_chain_scope(m, &c, 0);
-	if (c.failed)
-		return gx_err(-ENOMEM);
-	if (st->fn->is_entry && gx_ptx_opts_reg_cap(st->s->ctx->opts, st->hook) &&
-	    (err = ptx_kernel_cap_regs(m, st->s->ctx->opts, st->fn, st->fn->name,
-				       st->s->ctx->opts->flags & GX_PTX_F_MEM_CAP_SLACK ? 8 : 0)))
-		return gx_err(err);
-	ptx_insert_before(st->fn, pos, c.head, c.tail);
-	m->emit_hint += (size_t)c.n * 32;
+	defer_slot(m, c, d, r->ox, pn);
+	INSN(c, "st", PTX_MODS(".local", ".u64"), ptx_opnd_addr(m, r->ox, 0), r->oa);
+	INSN(c, "popc", PTX_MODS(".b32"), r->ot, r->om);
+	INSN(c, "st", PTX_MODS(".local", ".u32"), ptx_opnd_addr(m, r->ox, 8), r->ot);
+	INSN(c, "st", PTX_MODS(".local", ".u32"), ptx_opnd_addr(m, r->ox, 12), ptx_opnd_int(m, st->info));
+	INSN(c, "add", PTX_MODS(".u32"), pn, pn, ptx_opnd_int(m, 1));
+	ptx_chain_label(m, c, out);
+	ptx_chain_scope(m, c, 0);
+	if ((err = site_commit(st, site_cap(st), pos, false)))
+		return err;
 	st->s->ctx->res->nr_hooks++;
 	d->nr_sites++;
 	return 0;
@@ -847,25 +870,27 @@ int ptx_site_flushes(struct ptx_sites *s, struct ptx_func *fn)
 	if (!d || !d->nr_sites)
 		return 0;
 	struct ptx_module *m = s->m;
+	/* every flush of fn calls the same handler the same way */
+	struct site one = { .s = s, .m = m, .fn = fn, .hook = GDEV_HOOK_MEM, .kid = d->kid, .flush = true };
+	int layout = ptx_site_layout(m, fn, s->ctx->opts), err;
+	if (layout < 0)
+		return layout;
+	one.layout = (unsigned)layout;
+	if (!(one.r = site_regs(s)) || site_choose(&one, d->func) <= 0)
+		return gx_err(-ENOMEM);
+	if ((err = site_plan(&one)))
+		return err;
+	one.every = 0; /* sampled already */
+	const struct ptx_site_regs *r = one.r;
+	struct ptx_opnd *pn = ptx_opnd_id(m, d->pn), *fi = ptx_opnd_id(m, d->fi);
 	for (size_t i = 0; i < d->nr_exits; i++) {
-		struct site st = { .s = s, .m = m, .fn = fn, .hook = GDEV_HOOK_MEM, .kid = d->kid, .flush = true };
-		int layout = ptx_site_layout(m, fn, s->ctx->opts), err;
-		if (layout < 0)
-			return layout;
-		st.layout = (unsigned)layout;
-		if (!(st.r = site_regs(s)) || site_choose(&st, d->func) <= 0)
-			return gx_err(-ENOMEM);
-		if ((err = site_plan(&st)))
-			return err;
-		st.every = 0; /* sampled already */
+		struct site st = one;
 		struct ptx_stmt *at = d->exits[i].at;
 		if ((err = site_open(&st, at, NULL)))
 			return err;
 		/* lanes with nothing kept go past (OUT); the others call the
 		 * handler once for each slot, in the order taken */
 		struct ptx_chain *bd = &st.bd;
-		const struct ptx_site_regs *r = st.r;
-		struct ptx_opnd *pn = ptx_opnd_id(m, d->pn), *fi = ptx_opnd_id(m, d->fi);
 		const char *loop = ptx_fresh_name(m, "$", "Lf");
 		if (!loop)
 			return gx_err(-ENOMEM);
@@ -886,16 +911,8 @@ int ptx_site_flushes(struct ptx_sites *s, struct ptx_func *fn)
 		INSN(bd, "mov", PTX_MODS(".u32"), pn, ptx_opnd_int(m, 0));
 		if (!err)
 			err = site_close(&st, NULL);
-		ptx_chain_append(&st.hd, &st.bd);
-		if (!err && st.hd.failed)
-			err = -ENOMEM;
-		if (err)
-			return gx_err(err);
-		if (d->exits[i].after)
-			ptx_insert_after(fn, at, st.hd.head, st.hd.tail);
-		else
-			ptx_insert_before(fn, at, st.hd.head, st.hd.tail);
-		m->emit_hint += (size_t)st.hd.n * 32;
+		if ((err = site_commit(&st, err, at, d->exits[i].after)))
+			return err;
 	}
 	return 0;
 }
@@ -926,15 +943,8 @@ int ptx_site_insert(struct ptx_sites *s, struct ptx_func *fn, struct ptx_stmt *p
 		err = site_handle(&st);
 	if (!err)
 		err = site_close(&st, pro);
-	ptx_chain_append(&st.hd, &st.bd);
-	if (!err && st.hd.failed)
-		err = -ENOMEM;
-	if (!err)
-		err = ptx_site_hoist_sregs(m, fn, &st.hd, st.layout);
-	if (err)
-		return gx_err(err);
-	ptx_insert_before(fn, pos, st.hd.head, st.hd.tail);
-	m->emit_hint += (size_t)st.hd.n * 32; /* bytes per line of site code, about */
+	if ((err = site_commit(&st, err, pos, false)))
+		return err;
 	s->ctx->res->nr_hooks++;
 	return 0;
 }

@@ -345,6 +345,15 @@ static void graph_launched(const struct gx_graph_launch_event *g)
 			(void *)g->exec);
 }
 
+/* f (the copy's function for m), or NULL for a launch off the launch
+ * sample (GPUEXT_LAUNCH_SAMPLE): it runs the original. Counts the launch. */
+static void *sample_pick(struct fn_map *m, void *f)
+{
+	if (f && gx_launch_sample_active() && !gx_launch_sampled(__atomic_add_fetch(&m->launches, 1, __ATOMIC_RELAXED)))
+		return NULL;
+	return f;
+}
+
 /* A launch through the memo, without live_lock: true when taken (ev
  * switched or not, counted), false for the locked path. Only with no
  * attach in progress (nothing waits on the launch's completion), a launch
@@ -362,10 +371,8 @@ static bool switch_memo(struct gx_event *ev)
 	struct fn_map *m = sl->m;
 	if (__atomic_load_n(&m->stale, __ATOMIC_ACQUIRE))
 		return false;
-	void *f = __atomic_load_n(&m->instr, __ATOMIC_RELAXED);
+	void *f = sample_pick(m, __atomic_load_n(&m->instr, __ATOMIC_RELAXED));
 	__atomic_add_fetch(&nr_launches, 1, __ATOMIC_RELAXED);
-	if (f && gx_launch_sample_active() && !gx_launch_sampled(__atomic_add_fetch(&m->launches, 1, __ATOMIC_RELAXED)))
-		f = NULL;
 	if (f) {
 		ev->launch.func = f;
 		__atomic_add_fetch(&nr_instr, 1, __ATOMIC_RELAXED);
@@ -407,10 +414,8 @@ static CUresult on_event(struct gx_event *ev, void *cookie)
 				memo_fill(ev->launch.func, ev->ctx, ev->launch.is_kernel, fm);
 			if (f && fm && !smem_carry(fm, ev->launch.func, ev->launch.is_kernel, ev->launch.shared_mem))
 				f = NULL;
-			/* GPUEXT_LAUNCH_SAMPLE: the launches off the sample run the original */
-			if (f && fm && gx_launch_sample_active() &&
-			    !gx_launch_sampled(__atomic_add_fetch(&fm->launches, 1, __ATOMIC_RELAXED)))
-				f = NULL;
+			if (fm)
+				f = sample_pick(fm, f);
 			if (f && !phase) { /* GPUEXT_JIT_ASYNC's copies: nothing to wait for, ever */
 				ev->launch.func = f;
 				__atomic_add_fetch(&nr_instr, 1, __ATOMIC_RELAXED);
@@ -1039,7 +1044,8 @@ static int dev_attach(const struct gx_ctl_msg *m, const char *pol, const char *t
 	if (every <= 1)
 		*sample = NULL;
 	pthread_mutex_lock(&live_lock);
-	/* the counts start at the flip (copy_file dropped them) */
+	/* the counts start at the flip (copy_file marked the entries stale:
+	 * resolved again, counted anew) */
 	gx_launch_sample_live(every, first);
 	/* the switch: the next launch of a hooked kernel runs its copy */
 	__atomic_store_n(&on, true, __ATOMIC_RELEASE);
@@ -1455,8 +1461,9 @@ static void *ctl_main(void *arg)
 		struct stat st;
 		if (!lstat(req, &st))
 			handle(req);
-		if (phase && __atomic_load_n(&nr_launches, __ATOMIC_RELAXED) != last && now_ms() - last_ps >= 1000) {
-			last = __atomic_load_n(&nr_launches, __ATOMIC_RELAXED);
+		unsigned long long nl = __atomic_load_n(&nr_launches, __ATOMIC_RELAXED);
+		if (phase && nl != last && now_ms() - last_ps >= 1000) {
+			last = nl;
 			last_ps = now_ms();
 			ps_write();
 		}
