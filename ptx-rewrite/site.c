@@ -769,7 +769,8 @@ static bool deferrable(const struct site *st, const struct ptx_stmt *pos)
 	    st->inl || st->stub || !st->h || !st->h->inlinable)
 		return false;
 	unsigned params = st->need & ~clone_own_words(st->s) & ~PTX_W_INFO;
-	return !(params & ~PTX_DEFER_WORDS) && ptx_defer_in_loop(d, pos) && (!d->func || !strcmp(d->func, st->func));
+	return !(params & ~PTX_DEFER_WORDS) && ptx_defer_in_loop(d, pos) &&
+	       (!d->func || (!strcmp(d->func, st->func) && d->every == st->every));
 }
 
 /* The kept samples' buffer and registers, declared at fn's start by its
@@ -788,7 +789,8 @@ static int defer_regs(struct ptx_sites *s, struct ptx_func *fn, struct ptx_defer
 	d->pa = ptx_sprintf(m, "%%%s_dpa", P);
 	d->pl = ptx_sprintf(m, "%%%s_dpl", P);
 	d->pi = ptx_sprintf(m, "%%%s_dpi", P);
-	if (!d->dbuf || !d->pn || !d->fi || !d->pa || !d->pl || !d->pi)
+	d->dq = ptx_sprintf(m, "%%%s_dq", P);
+	if (!d->dbuf || !d->pn || !d->fi || !d->pa || !d->pl || !d->pi || !d->dq)
 		return -ENOMEM;
 	struct ptx_chain c = { 0 };
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", d->pn);
@@ -796,12 +798,15 @@ static int defer_regs(struct ptx_sites *s, struct ptx_func *fn, struct ptx_defer
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b64", d->pa);
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", d->pl);
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", d->pi);
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".pred", d->dq);
 	INSN(&c, "mov", PTX_MODS(".u32"), ptx_opnd_id(m, d->pn), ptx_opnd_int(m, 0));
+	INSN(&c, "mov", PTX_MODS(".u32"), ptx_opnd_id(m, d->fi), ptx_opnd_int(m, 0));
 	if (c.failed)
 		return -ENOMEM;
 	ptx_insert_start_regs(fn, c.head, c.tail);
 	d->func = st->func;
 	d->kid = st->kid;
+	d->every = st->every;
 	return 0;
 }
 
@@ -837,12 +842,17 @@ static int site_defer(struct site *st, struct ptx_stmt *pos, const char *guard, 
 	if (guard)
 		ptx_chain_insn(m, c, guard, !guard_neg, "bra", 0, NULL, 1, ptx_opnd_id(m, out));
 	int g = ptx_site_sample_gate(m, st->fn, c, r, st->every, st->kid, st->s->ctx->res->nr_hooks, out,
-				     PTX_GATE_COUNT);
+				     PTX_GATE_LANE);
 	if (g < 0)
 		return gx_err(g);
+	/* the lowest arriving lane keeps the warp's sample, in its own slots */
 	struct ptx_opnd *pn = ptx_opnd_id(m, d->pn);
+	INSN(c, "mov", PTX_MODS(".u32"), r->ot, ptx_opnd_id(m, "%lanemask_lt"));
+	INSN(c, "and", PTX_MODS(".b32"), r->ot, r->ot, r->om);
+	INSN(c, "setp", PTX_MODS(".eq", ".u32"), r->oq, r->ot, ptx_opnd_int(m, 0));
+	ptx_chain_insn(m, c, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, out));
 	INSN(c, "setp", PTX_MODS(".lt", ".u32"), r->oq, pn, ptx_opnd_int(m, PTX_DEFER_SLOTS));
-	ptx_chain_insn(m, c, r->q, 1, "bra", PTX_MODS(".uni"), 1, ptx_opnd_id(m, out));
+	ptx_chain_insn(m, c, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, out));
 	if (st->addr && st->addr->head) {
 		if (ptx_chain_copy(m, c, st->addr))
 			return gx_err(-ENOMEM);
@@ -888,27 +898,40 @@ int ptx_site_flushes(struct ptx_sites *s, struct ptx_func *fn)
 		struct ptx_stmt *at = d->exits[i].at;
 		if ((err = site_open(&st, at, NULL)))
 			return err;
-		/* lanes with nothing kept go past (OUT); the others call the
-		 * handler once for each slot, in the order taken */
+		/* Each lane keeps the samples it led (site_defer), so the
+		 * warp calls the handler once for each kept sample of any
+		 * lane: the lowest lane with one left leads the call with its
+		 * oldest, every arriving lane calls; none left: all go past. */
 		struct ptx_chain *bd = &st.bd;
-		const char *loop = ptx_fresh_name(m, "$", "Lf");
-		if (!loop)
+		const char *loop = ptx_fresh_name(m, "$", "Lf"), *done = ptx_fresh_name(m, "$", "Le");
+		struct ptx_opnd *dq = ptx_opnd_id(m, d->dq);
+		if (!loop || !done || !dq)
 			return gx_err(-ENOMEM);
-		INSN(bd, "setp", PTX_MODS(".ne", ".u32"), r->oq, pn, ptx_opnd_int(m, 0));
-		ptx_chain_insn(m, bd, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, st.out));
-		INSN(bd, "mov", PTX_MODS(".u32"), fi, ptx_opnd_int(m, 0));
 		ptx_chain_label(m, bd, loop);
+		INSN(bd, "setp", PTX_MODS(".ne", ".u32"), r->oq, pn, ptx_opnd_int(m, 0));
+		INSN(bd, "activemask", PTX_MODS(".b32"), r->om);
+		INSN(bd, "vote", PTX_MODS(".sync", ".ballot", ".b32"), r->ot, r->oq, r->om);
+		INSN(bd, "setp", PTX_MODS(".eq", ".u32"), r->oq, r->ot, ptx_opnd_int(m, 0));
+		ptx_chain_insn(m, bd, r->q, 0, "bra", PTX_MODS(".uni"), 1, ptx_opnd_id(m, done));
+		INSN(bd, "brev", PTX_MODS(".b32"), r->ol, r->ot);
+		INSN(bd, "bfind", PTX_MODS(".shiftamt", ".u32"), r->ol, r->ol);
+		INSN(bd, "mov", PTX_MODS(".u32"), r->ot, ptx_opnd_id(m, "%laneid"));
+		INSN(bd, "setp", PTX_MODS(".eq", ".u32"), r->oq, r->ot, r->ol);
 		defer_slot(m, bd, d, r->ox, fi);
 		INSN(bd, "ld", PTX_MODS(".local", ".u64"), ptx_opnd_id(m, d->pa), ptx_opnd_addr(m, r->ox, 0));
 		INSN(bd, "ld", PTX_MODS(".local", ".u32"), ptx_opnd_id(m, d->pl), ptx_opnd_addr(m, r->ox, 8));
 		INSN(bd, "ld", PTX_MODS(".local", ".u32"), ptx_opnd_id(m, d->pi), ptx_opnd_addr(m, r->ox, 12));
-		err = site_elect(&st, NULL, 0);
+		/* the leader takes its sample off first (the call needs only
+		 * the words loaded); a lane emptied starts over at slot 0 */
+		ptx_chain_insn(m, bd, r->q, 0, "add", PTX_MODS(".u32"), 3, fi, fi, ptx_opnd_int(m, 1));
+		INSN(bd, "setp", PTX_MODS(".eq", ".u32"), dq, fi, pn);
+		ptx_chain_insn(m, bd, d->dq, 0, "mov", PTX_MODS(".u32"), 2, pn, ptx_opnd_int(m, 0));
+		ptx_chain_insn(m, bd, d->dq, 0, "mov", PTX_MODS(".u32"), 2, fi, ptx_opnd_int(m, 0));
+		err = site_handle(&st);
+		ptx_chain_insn(m, bd, NULL, 0, "bra", PTX_MODS(".uni"), 1, ptx_opnd_id(m, loop));
+		ptx_chain_label(m, bd, done);
 		if (!err)
-			err = site_handle(&st);
-		INSN(bd, "add", PTX_MODS(".u32"), fi, fi, ptx_opnd_int(m, 1));
-		INSN(bd, "setp", PTX_MODS(".lt", ".u32"), r->oq, fi, pn);
-		ptx_chain_insn(m, bd, r->q, 0, "bra", 0, NULL, 1, ptx_opnd_id(m, loop));
-		INSN(bd, "mov", PTX_MODS(".u32"), pn, ptx_opnd_int(m, 0));
+			err = ptx_site_sample_resync(m, fn, bd, r, d->every);
 		if (!err)
 			err = site_close(&st, NULL);
 		if ((err = site_commit(&st, err, at, d->exits[i].after)))

@@ -21,16 +21,18 @@ struct ptx_defer {
 	/* set by the first deferred site (site.c) */
 	const char *func;	/* its handler: every deferred site of the function calls it */
 	unsigned long long kid; /* the function's kernel id */
+	unsigned every;		/* its sample (1 in every): the countdown a flush makes the warp's again */
 	unsigned nr_sites;
-	/* the samples kept: dbuf (.local) holds up to PTX_DEFER_SLOTS of
-	 * {address .b64, lanes .b32, info .b32}, dpn of them; a flush reads
-	 * each back into pa, pl, pi (index fi) for the call */
-	const char *dbuf, *pn, *fi, *pa, *pl, *pi;
+	/* the samples kept, by the lane that led each: dbuf (.local) holds up
+	 * to PTX_DEFER_SLOTS of {address .b64, lanes .b32, info .b32}, dpn of
+	 * them, the next to hand over at index fi; a flush reads it into pa,
+	 * pl, pi for the call (dq: a flush's scratch predicate) */
+	const char *dbuf, *pn, *fi, *pa, *pl, *pi, *dq;
 };
 
-/* The samples a thread keeps between two flush points (16 bytes each): a
- * loop pass that samples more drops the rest. At 1 in 1024 that is a warp
- * making more than ~8,000 accesses in one pass of a loop. */
+/* The samples a lane keeps between two flush points (16 bytes each): a
+ * loop pass in which one lane leads more drops the rest. At 1 in 1024 that
+ * is a warp making more than ~8,000 accesses in one pass of a loop. */
 #define PTX_DEFER_SLOTS 8u
 
 /* fn's loops (a branch back to an earlier label spans one) into d: 0,

@@ -185,6 +185,43 @@ static int count_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_chai
 	return c->failed ? -ENOMEM : 1;
 }
 
+/* Lane mode (a deferred site in a loop): the same countdown, no vote. A
+ * vote in a loop's body costs the loop what the whole gate costs (GPU run
+ * 126, H100, the cooperative sample's grid-stride loop: countdown, vote and
+ * uniform branch 2.13x; countdown and a divergent branch to the new gap
+ * 1.02x). Converged lanes count alike (a warp-uniform seed, one %clock
+ * read) and reach zero together; the lanes arriving (`r->om`) are the
+ * sampled access's. */
+static int lane_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, const struct ptx_site_regs *r,
+		     unsigned n, unsigned long long kid, unsigned site, const char *out)
+{
+	struct countdown cd;
+	int err = countdown(m, fn, n, &cd);
+	if (err)
+		return err;
+	INSN(c, "sub", PTX_MODS(".u32"), cd.cn, cd.cn, ptx_opnd_int(m, 1));
+	INSN(c, "setp", PTX_MODS(".eq", ".u32"), r->oq, cd.cn, ptx_opnd_int(m, 0));
+	ptx_chain_insn(m, c, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, out));
+	clock_hash(m, c, r->ot, r->ol, cd.cs, ptx_sample_salt(kid, site));
+	geometric(m, c, cd.cn, r->ot, cd.cf, n);
+	INSN(c, "activemask", PTX_MODS(".b32"), r->om);
+	return c->failed ? -ENOMEM : 1;
+}
+
+int ptx_site_sample_resync(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c,
+			   const struct ptx_site_regs *r, unsigned n)
+{
+	struct countdown cd;
+	int err = countdown(m, fn, n, &cd);
+	if (err)
+		return err;
+	INSN(c, "activemask", PTX_MODS(".b32"), r->om);
+	INSN(c, "brev", PTX_MODS(".b32"), r->ol, r->om);
+	INSN(c, "bfind", PTX_MODS(".shiftamt", ".u32"), r->ol, r->ol);
+	INSN(c, "shfl", PTX_MODS(".sync", ".idx", ".b32"), cd.cn, cd.cn, r->ol, ptx_opnd_int(m, 31), r->om);
+	return c->failed ? -ENOMEM : 0;
+}
+
 int ptx_site_sample_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, const struct ptx_site_regs *r,
 			 unsigned n, unsigned long long kid, unsigned site, const char *out, enum ptx_gate how)
 {
@@ -192,6 +229,8 @@ int ptx_site_sample_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_c
 		return 0;
 	if (how == PTX_GATE_COUNT && ptx_can_vote_sync(m))
 		return count_gate(m, fn, c, r, n, kid, site, out);
+	if (how == PTX_GATE_LANE)
+		return lane_gate(m, fn, c, r, n, kid, site, out);
 	struct ptx_opnd *sd = seed(m, fn);
 	if (!sd)
 		return -ENOMEM;

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # GX_PTX_MEM_DEFER=1 (ptx-rewrite/site_defer.c): a sampled memory site in a
-# loop keeps its sample in a per-thread buffer of 8 (address, lanes, info;
-# a full buffer drops) and the handler is called for each where the loop
-# is left and before each ret, so the loop's body has the countdown and a
-# few stores but no call. On defer/loops.ptx
+# loop keeps its sample in a per-lane buffer of 8 (address, lanes, info;
+# kept by the lowest lane of those sampled, a full buffer drops) and the
+# handler is called for each where the loop is left and before each ret,
+# so the loop's body has the countdown, a divergent branch and a few
+# stores but no call and no vote. On defer/loops.ptx
 # (memtrace, 1 in 16): the sites of loops A and B deferred, the store before
-# the loops and loop C's load (a ret inside C) gated as before; no call in
-# A's or B's body; a flush after each way out of them and before each ret;
-# the pending lanes zeroed at the start and after each flush's call; a
-# function with an indirect branch not deferred; nothing changes without
-# the switch; ptxas accepts what is made.
+# the loops and loop C's load (a ret inside C) gated as before; no call or
+# vote in A's or B's body; a flush after each way out of them and before
+# each ret, handing over every lane's samples one call at a time and
+# making the countdown the warp's again; the pending lanes zeroed at the
+# start; a function with an indirect branch not deferred; nothing changes
+# without the switch; ptxas accepts what is made.
 set -u
 G=${BUILD:-build}/bin/gpuext
 W=${BUILD:-build}/ptx-sample
@@ -30,14 +32,18 @@ calls() { grep -cE '^[[:space:]]+call.*\(__gx_cq, ' "$1"; }
 # lines from the label START to the branch back to it: no call among them
 no_call_in() { awk -v s="$1:" -v b="$1;" '$1 == s { on = 1 } on && /^[ \t]+call/ { bad = 1 } on && /bra/ && index($0, b) { on = 0; seen = 1 } END { exit bad || !seen }' "$2"; }
 call_in() { ! no_call_in "$@" && awk -v s="$1:" '$1 == s { f = 1 } END { exit !f }' "$2"; }
-# the first instruction after label L is a flush (its test of the pending lanes)
-flush_after() { awk -v s="$1:" '$1 == s { on = 1; next } on && /^[ \t]*(\{|\.reg|\.param)/ { next } on { exit !/setp.ne.u32[ \t]+%__gx_q, %__gx_dpn, 0;/ }' "$2"; }
+# the first instruction after label L is a flush (its loop's test of the pending lanes)
+flush_after() { awk -v s="$1:" '$1 == s { on = 1; next } on && /^[ \t]*(\{|\.reg|\.param|\$__gx_Lf[0-9]+:)/ { next } on { exit !/setp.ne.u32[ \t]+%__gx_q, %__gx_dpn, 0;/ }' "$2"; }
+# lines from the label START to the branch back to it: no vote among them
+no_vote_in() { awk -v s="$1:" -v b="$1;" '$1 == s { on = 1 } on && /vote|activemask/ && !/@!%__gx_q bra/ { v = 1 } on && /bra/ && index($0, b) { on = 0; seen = 1 } END { exit !seen }' "$2" && ! awk -v s="$1:" -v b="$1;" '$1 == s { on = 1 } on && /bra/ && index($0, b) { exit } on && /vote\.sync/ { f = 1 } END { exit !f }' "$2"; }
 
 check "without the switch: nothing kept (no pending registers)" "! grep -q __gx_dpl $W/defer0.ptx"
 check "loops A and B: their 2 sites keep the sample in the next slot (address, lanes, info), none when 8 are kept" \
 	"[ \"\$(grep -c 'st.local.u64[[:space:]]*\\[%__gx_x\\], %__gx_a;' $W/defer1.loops)\" = 2 ] && [ \"\$(grep -c 'add.u32[[:space:]]*%__gx_dpn, %__gx_dpn, 1;' $W/defer1.loops)\" = 2 ] && [ \"\$(grep -c 'setp.lt.u32[[:space:]]*%__gx_q, %__gx_dpn, 8;' $W/defer1.loops)\" = 2 ]"
-check "loop A's body (a load): the countdown, no call" "no_call_in '\$L_a' $W/defer1.loops && awk '\$1 == \"\$L_a:\" { on = 1 } on && /sub.u32.*_cn16, .*_cn16, 1;/ { n++ } on && /bra/ && index(\$0, \"\$L_a;\") { exit n != 1 }' $W/defer1.loops"
-check "loop B's body (a store): no call" "no_call_in '\$L_b' $W/defer1.loops"
+check "loop A's body (a load): the countdown and a divergent branch past the sample, no call, no vote" "no_call_in '\$L_a' $W/defer1.loops && no_vote_in '\$L_a' $W/defer1.loops && awk '\$1 == \"\$L_a:\" { on = 1 } on && /sub.u32.*_cn16, .*_cn16, 1;/ { n++ } on && /@!%__gx_q bra[ \t]+\\\$__gx_Ld/ { d++ } on && /bra.uni[ \t]+\\\$__gx_Ld/ { u++ } on && /bra/ && index(\$0, \"\$L_a;\") { exit n != 1 || d < 1 || u }' $W/defer1.loops"
+check "loops A and B: the lowest of the sampled lanes keeps the sample (the others go past)" \
+	"[ \"\$(grep -c 'mov.u32[[:space:]]*%__gx_t, %lanemask_lt;' $W/defer1.loops)\" = 2 ]"
+check "loop B's body (a store): no call, no vote" "no_call_in '\$L_b' $W/defer1.loops && no_vote_in '\$L_b' $W/defer1.loops"
 check "loop C (a ret inside): its load gated and called as without the switch" "call_in '\$L_c' $W/defer1.loops"
 check "the store before the loops: gated and called as without the switch" \
 	"awk '/st.global.u32.*%r2;/ { exit !c } /call.*\\(__gx_cq, / { c = 1 }' $W/defer1.loops"
@@ -45,8 +51,10 @@ check "a flush where loop A is left (after \$L_b_pre) and where loop B is (after
 	"flush_after '\$L_b_pre' $W/defer1.loops && flush_after '\$L_c_pre' $W/defer1.loops"
 check "a flush before each of the 2 rets (the sample never left pending)" \
 	"awk '/setp.ne.u32[ \\t]+%__gx_q, %__gx_dpn, 0;/ { f = 1 } /^[ \\t]*(@%p[0-9]+ )?ret;/ { n++; ok += f; f = 0 } END { exit !(n == 2 && ok == 2) }' $W/defer1.loops"
-check "4 flushes, each calling the handler once a slot (a loop back to the call), then emptying the buffer; empty at the start" \
-	"[ \"\$(grep -c 'setp.ne.u32[[:space:]]*%__gx_q, %__gx_dpn, 0;' $W/defer1.loops)\" = 4 ] && [ \"\$(grep -c 'mov.u32[[:space:]]*%__gx_dpn, 0;' $W/defer1.loops)\" = 5 ] && awk '/call.*\\(__gx_cq, / { c = NR } /setp.lt.u32[ \\t]+%__gx_q, %__gx_dfi, %__gx_dpn;/ && c && NR == c + 2 { l = NR } /@%__gx_q bra[ \\t]+\\\$__gx_Lf/ && l && NR == l + 1 { b = NR } /mov.u32[ \\t]+%__gx_dpn, 0;/ && b && NR == b + 1 { n++; c = l = b = 0 } END { exit n != 4 }' $W/defer1.loops"
+check "4 flushes, each a loop: the lanes with samples left voted, the lowest hands its oldest over (emptied: back to slot 0), the call, back; empty at the start" \
+	"[ \"\$(grep -c 'vote.sync.ballot.b32[[:space:]]*%__gx_t, %__gx_q, %__gx_m;' $W/defer1.loops)\" = 4 ] && [ \"\$(grep -c '^[[:space:]]*mov.u32[[:space:]]*%__gx_dpn, 0;' $W/defer1.loops)\" = 1 ] && [ \"\$(grep -c '@%__gx_dq mov.u32[[:space:]]*%__gx_dpn, 0;' $W/defer1.loops)\" = 4 ] && awk '/vote.sync.ballot/ { v = NR } /@%__gx_q add.u32[ \\t]+%__gx_dfi, %__gx_dfi, 1;/ && v { a = NR } /call.*\\(__gx_cq, / && a { c = NR } /bra.uni[ \\t]+\\\$__gx_Lf/ && c && NR == c + 1 { n++; v = a = c = 0 } END { exit n != 4 }' $W/defer1.loops"
+check "after each flush the countdown is the warp's again (the lowest lane's)" \
+	"[ \"\$(grep -c 'shfl.sync.idx.b32[[:space:]]*%__gx_cn16, %__gx_cn16, %__gx_l, 31, %__gx_m;' $W/defer1.loops)\" = 4 ]"
 check "the flush reads each slot back and passes its address, lanes and info to the handler" \
 	"grep -q 'ld.local.u64[[:space:]]*%__gx_dpa, \\[%__gx_x\\];' $W/defer1.loops && grep -q 'mov.b64[[:space:]]*{%__gx_w4, %__gx_w5}, %__gx_dpa;' $W/defer1.loops && grep -q 'mov.b32[[:space:]]*%__gx_w10, %__gx_dpl;' $W/defer1.loops && grep -q 'st.param.b32[[:space:]]*\\[__gx_ci\\], %__gx_dpi;' $W/defer1.loops"
 check "calls: 2 plain sites + 4 flushes in loops, jump's site plain" \
