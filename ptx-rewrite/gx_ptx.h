@@ -140,11 +140,14 @@ struct gx_ptx_kregs {
 #define GX_PTX_F_MEM_CAP_SLACK 131072u
 
 /* A/B (issue 40): a sampled memory site inside a loop keeps its sample in
- * a per-thread buffer (address, lanes, info; 8 a loop pass) and the
- * handler is called for each where the loop is left and before each ret
- * (site_defer.c): no call in the loop's body. The cooperative
- * sample's grid-stride loop ran 2.2x under memtrace with the call in it
- * (GPU run 125). GX_PTX_MEM_DEFER=1. */
+ * a per-lane buffer (address, stamp, info; 8 a loop pass), with
+ * predicated instructions only, and the handler is called for each where
+ * the loop is left and before each ret (site_defer.c): no call, vote or
+ * branch in the loop's body. The cooperative sample ran 2.2-2.4x under
+ * memtrace with the voted gate, and with the countdown behind a divergent
+ * branch (GPU runs 125, 126, 129): block 0's sum, unrolled 4 ways by nvcc,
+ * then issues one load at a time. Not yet measured in this form.
+ * GX_PTX_MEM_DEFER=1. */
 #define GX_PTX_F_MEM_DEFER 262144u
 
 /* A/B (issue 40): a sampling binding's gate (site_sample.c) before the

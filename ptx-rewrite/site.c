@@ -818,41 +818,36 @@ static void defer_slot(struct ptx_module *m, struct ptx_chain *c, const struct p
 	INSN(c, "mad", PTX_MODS(".wide", ".u32"), x, idx, ptx_opnd_int(m, 16), x);
 }
 
-/* A deferred site: the count gate; when sampled, the lane's address, the
- * warp's active lanes and the site's info into the next slot of the kept
- * samples (none when they are full: dropped). No election, no call, no
- * barrier. */
+/* A deferred site, without a branch: the countdown, and on the sampled
+ * access the lane's address, the sample's stamp and the site's info into
+ * the next slot of the lane's kept samples (none when they are full:
+ * dropped), all predicated. Every lane making the access keeps it (the
+ * flush groups the lanes by stamp). No vote, no election, no call. GPU run
+ * 129 (H100): the voted gate, or the countdown behind a divergent branch,
+ * kept ptxas from overlapping the loads of nvcc's 4-way unrolled loop in
+ * the cooperative sample's block 0 (2.2-2.4x); native code there issues
+ * the four together. */
 static int site_defer(struct site *st, struct ptx_stmt *pos, const char *guard, int guard_neg)
 {
 	struct ptx_module *m = st->m;
 	struct ptx_defer *d = st->s->defer;
 	const struct ptx_site_regs *r = st->r;
 	int err = d->func ? 0 : defer_regs(st->s, st->fn, d, st);
-	const char *out = ptx_fresh_name(m, "$", "Ld");
-	if (err || !out)
+	if (err)
 		return gx_err(-ENOMEM);
 	struct ptx_chain *c = &st->bd;
 	ptx_chain_scope(m, c, 1);
 	ptx_chain_decl(m, c, PTX_SPACE_REG, ".pred", r->q);
-	ptx_chain_decl(m, c, PTX_SPACE_REG, ".b32", r->m);
 	ptx_chain_decl(m, c, PTX_SPACE_REG, ".b32", r->l);
 	ptx_chain_decl(m, c, PTX_SPACE_REG, ".b32", r->t);
 	ptx_chain_decl(m, c, PTX_SPACE_REG, ".b64", r->a);
 	ptx_chain_decl(m, c, PTX_SPACE_REG, ".b64", r->x);
-	if (guard)
-		ptx_chain_insn(m, c, guard, !guard_neg, "bra", 0, NULL, 1, ptx_opnd_id(m, out));
-	int g = ptx_site_sample_gate(m, st->fn, c, r, st->every, st->kid, st->s->ctx->res->nr_hooks, out,
-				     PTX_GATE_LANE);
+	struct ptx_opnd *stamp = NULL;
+	int g = ptx_site_sample_pred(m, st->fn, c, r, st->every, guard, guard_neg, &stamp);
 	if (g < 0)
 		return gx_err(g);
-	/* the lowest arriving lane keeps the warp's sample, in its own slots */
 	struct ptx_opnd *pn = ptx_opnd_id(m, d->pn);
-	INSN(c, "mov", PTX_MODS(".u32"), r->ot, ptx_opnd_id(m, "%lanemask_lt"));
-	INSN(c, "and", PTX_MODS(".b32"), r->ot, r->ot, r->om);
-	INSN(c, "setp", PTX_MODS(".eq", ".u32"), r->oq, r->ot, ptx_opnd_int(m, 0));
-	ptx_chain_insn(m, c, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, out));
-	INSN(c, "setp", PTX_MODS(".lt", ".u32"), r->oq, pn, ptx_opnd_int(m, PTX_DEFER_SLOTS));
-	ptx_chain_insn(m, c, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, out));
+	INSN(c, "setp", PTX_MODS(".lt", ".and", ".u32"), r->oq, pn, ptx_opnd_int(m, PTX_DEFER_SLOTS), r->oq);
 	if (st->addr && st->addr->head) {
 		if (ptx_chain_copy(m, c, st->addr))
 			return gx_err(-ENOMEM);
@@ -860,12 +855,11 @@ static int site_defer(struct site *st, struct ptx_stmt *pos, const char *guard, 
 		INSN(c, "mov", PTX_MODS(".b64"), r->oa, ptx_opnd_int(m, 0));
 	}
 	defer_slot(m, c, d, r->ox, pn);
-	INSN(c, "st", PTX_MODS(".local", ".u64"), ptx_opnd_addr(m, r->ox, 0), r->oa);
-	INSN(c, "popc", PTX_MODS(".b32"), r->ot, r->om);
-	INSN(c, "st", PTX_MODS(".local", ".u32"), ptx_opnd_addr(m, r->ox, 8), r->ot);
-	INSN(c, "st", PTX_MODS(".local", ".u32"), ptx_opnd_addr(m, r->ox, 12), ptx_opnd_int(m, st->info));
-	INSN(c, "add", PTX_MODS(".u32"), pn, pn, ptx_opnd_int(m, 1));
-	ptx_chain_label(m, c, out);
+	ptx_chain_insn(m, c, r->q, 0, "st", PTX_MODS(".local", ".u64"), 2, ptx_opnd_addr(m, r->ox, 0), r->oa);
+	ptx_chain_insn(m, c, r->q, 0, "st", PTX_MODS(".local", ".u32"), 2, ptx_opnd_addr(m, r->ox, 8), stamp);
+	ptx_chain_insn(m, c, r->q, 0, "st", PTX_MODS(".local", ".u32"), 2, ptx_opnd_addr(m, r->ox, 12),
+		       ptx_opnd_int(m, st->info));
+	ptx_chain_insn(m, c, r->q, 0, "add", PTX_MODS(".u32"), 3, pn, pn, ptx_opnd_int(m, 1));
 	ptx_chain_scope(m, c, 0);
 	if ((err = site_commit(st, site_cap(st), pos, false)))
 		return err;
@@ -898,14 +892,16 @@ int ptx_site_flushes(struct ptx_sites *s, struct ptx_func *fn)
 		struct ptx_stmt *at = d->exits[i].at;
 		if ((err = site_open(&st, at, NULL)))
 			return err;
-		/* Each lane keeps the samples it led (site_defer), so the
-		 * warp calls the handler once for each kept sample of any
-		 * lane: the lowest lane with one left leads the call with its
-		 * oldest, every arriving lane calls; none left: all go past. */
+		/* Each lane keeps the samples it took part in (site_defer):
+		 * the warp calls the handler once for each sample, oldest
+		 * first — the lowest lane with one left leads with its own
+		 * address, the lanes holding the same stamp are its lanes and
+		 * hand theirs over with it; every arriving lane calls; none
+		 * left: all go past. */
 		struct ptx_chain *bd = &st.bd;
 		const char *loop = ptx_fresh_name(m, "$", "Lf"), *done = ptx_fresh_name(m, "$", "Le");
-		struct ptx_opnd *dq = ptx_opnd_id(m, d->dq);
-		if (!loop || !done || !dq)
+		struct ptx_opnd *dq = ptx_opnd_id(m, d->dq), *pl = ptx_opnd_id(m, d->pl);
+		if (!loop || !done || !dq || !pl)
 			return gx_err(-ENOMEM);
 		ptx_chain_label(m, bd, loop);
 		INSN(bd, "setp", PTX_MODS(".ne", ".u32"), r->oq, pn, ptx_opnd_int(m, 0));
@@ -915,16 +911,22 @@ int ptx_site_flushes(struct ptx_sites *s, struct ptx_func *fn)
 		ptx_chain_insn(m, bd, r->q, 0, "bra", PTX_MODS(".uni"), 1, ptx_opnd_id(m, done));
 		INSN(bd, "brev", PTX_MODS(".b32"), r->ol, r->ot);
 		INSN(bd, "bfind", PTX_MODS(".shiftamt", ".u32"), r->ol, r->ol);
-		INSN(bd, "mov", PTX_MODS(".u32"), r->ot, ptx_opnd_id(m, "%laneid"));
-		INSN(bd, "setp", PTX_MODS(".eq", ".u32"), r->oq, r->ot, r->ol);
 		defer_slot(m, bd, d, r->ox, fi);
 		INSN(bd, "ld", PTX_MODS(".local", ".u64"), ptx_opnd_id(m, d->pa), ptx_opnd_addr(m, r->ox, 0));
-		INSN(bd, "ld", PTX_MODS(".local", ".u32"), ptx_opnd_id(m, d->pl), ptx_opnd_addr(m, r->ox, 8));
+		INSN(bd, "ld", PTX_MODS(".local", ".u32"), pl, ptx_opnd_addr(m, r->ox, 8));
 		INSN(bd, "ld", PTX_MODS(".local", ".u32"), ptx_opnd_id(m, d->pi), ptx_opnd_addr(m, r->ox, 12));
-		/* the leader takes its sample off first (the call needs only
-		 * the words loaded); a lane emptied starts over at slot 0 */
-		ptx_chain_insn(m, bd, r->q, 0, "add", PTX_MODS(".u32"), 3, fi, fi, ptx_opnd_int(m, 1));
-		INSN(bd, "setp", PTX_MODS(".eq", ".u32"), dq, fi, pn);
+		/* dq: this lane's oldest is the leader's sample */
+		INSN(bd, "shfl", PTX_MODS(".sync", ".idx", ".b32"), r->ot, pl, r->ol, ptx_opnd_int(m, 31), r->om);
+		INSN(bd, "setp", PTX_MODS(".eq", ".u32"), dq, pl, r->ot);
+		INSN(bd, "setp", PTX_MODS(".ne", ".and", ".u32"), dq, pn, ptx_opnd_int(m, 0), dq);
+		INSN(bd, "vote", PTX_MODS(".sync", ".ballot", ".b32"), pl, dq, r->om);
+		INSN(bd, "popc", PTX_MODS(".b32"), pl, pl);
+		INSN(bd, "mov", PTX_MODS(".u32"), r->ot, ptx_opnd_id(m, "%laneid"));
+		INSN(bd, "setp", PTX_MODS(".eq", ".u32"), r->oq, r->ot, r->ol);
+		/* the group takes the sample off (the call needs only the
+		 * words loaded); a lane emptied starts over at slot 0 */
+		ptx_chain_insn(m, bd, d->dq, 0, "add", PTX_MODS(".u32"), 3, fi, fi, ptx_opnd_int(m, 1));
+		INSN(bd, "setp", PTX_MODS(".eq", ".and", ".u32"), dq, fi, pn, dq);
 		ptx_chain_insn(m, bd, d->dq, 0, "mov", PTX_MODS(".u32"), 2, pn, ptx_opnd_int(m, 0));
 		ptx_chain_insn(m, bd, d->dq, 0, "mov", PTX_MODS(".u32"), 2, fi, ptx_opnd_int(m, 0));
 		err = site_handle(&st);

@@ -68,15 +68,23 @@ enum ptx_gate {
 	PTX_GATE_LEADER, /* after it, by the leader alone: unsampled, it branches to `out` (GX_PTX_F_SAMPLE_LEADER) */
 	PTX_GATE_FLAG,	 /* after it, by every lane: the leader flag (%q) cleared when unsampled, no branch */
 	PTX_GATE_COUNT,	 /* before it: a per-function countdown of geometric gaps, voted (the default) */
-	PTX_GATE_LANE,	 /* the same countdown, not voted: a divergent branch to `out`; %m the arriving lanes */
 };
 /* vote.sync: sm_70 and PTX ISA 6.0 (the count gate's vote). */
 bool ptx_can_vote_sync(const struct ptx_module *m);
 int ptx_site_sample_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, const struct ptx_site_regs *r,
 			 unsigned n, unsigned long long kid, unsigned site, const char *out, enum ptx_gate how);
-/* Lane mode's countdown made the warp's again (the lowest active lane's):
- * converged lanes that drifted apart in divergent code would each sample
- * on their own. Made where the lanes meet (a deferred site's flush). */
+/* A deferred site's test, branch-free (GPU run 129: a branch in a loop's
+ * body keeps ptxas from overlapping the loads around it): the same
+ * countdown, decremented by the lanes making the access (guard), %q set on
+ * the sampled one, the next gap drawn under %q; *stamp: the generator's
+ * word, the sample's stamp (the same for the lanes sampled together).
+ * 1 or -ENOMEM. */
+int ptx_site_sample_pred(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, const struct ptx_site_regs *r,
+			 unsigned n, const char *guard, int guard_neg, struct ptx_opnd **stamp);
+/* The predicated form's countdown and generator made the warp's again
+ * (the lowest active lane's): converged lanes that drifted apart in
+ * divergent code would each sample on their own. Made where the lanes
+ * meet (a deferred site's flush). */
 int ptx_site_sample_resync(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c,
 			   const struct ptx_site_regs *r, unsigned n);
 /* The N of a mem site calling `func` (renamed): its binding's sample, or

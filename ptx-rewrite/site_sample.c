@@ -185,26 +185,58 @@ static int count_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_chai
 	return c->failed ? -ENOMEM : 1;
 }
 
-/* Lane mode (a deferred site in a loop): the same countdown, no vote. A
- * vote in a loop's body costs the loop what the whole gate costs (GPU run
- * 126, H100, the cooperative sample's grid-stride loop: countdown, vote and
- * uniform branch 2.13x; countdown and a divergent branch to the new gap
- * 1.02x). Converged lanes count alike (a warp-uniform seed, one %clock
- * read) and reach zero together; the lanes arriving (`r->om`) are the
- * sampled access's. */
-static int lane_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, const struct ptx_site_regs *r,
-		     unsigned n, unsigned long long kid, unsigned site, const char *out)
+/* The predicated form's state (a deferred site in a loop): a linear
+ * congruential generator's word per function and n, warp-uniform (the
+ * seed and one %clock read at the start), stepped on each sample; its
+ * value is the sample's stamp. Made by the first deferred site of fn. */
+static struct ptx_opnd *lcg_state(struct ptx_module *m, struct ptx_func *fn, unsigned n)
+{
+	const char *cx = ptx_sprintf(m, "%%%s_cx%u", m->fresh_prefix, n),
+		   *ct = ptx_sprintf(m, "%%%s_cy%u", m->fresh_prefix, n);
+	if (!cx || !ct)
+		return NULL;
+	struct ptx_opnd *ox = ptx_opnd_id(m, cx), *ot = ptx_opnd_id(m, ct);
+	if (!ox || !ot || ptx_head_declares(fn, cx))
+		return ox;
+	struct ptx_chain c = { 0 };
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", cx);
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", ct);
+	seed_value(m, &c, ox, ot);
+	INSN(&c, "mov", PTX_MODS(".u32"), ot, ptx_opnd_id(m, "%clock"));
+	INSN(&c, "xor", PTX_MODS(".b32"), ox, ox, ot);
+	if (c.failed)
+		return NULL;
+	ptx_insert_start_regs(fn, c.head, c.tail);
+	return ox;
+}
+
+int ptx_site_sample_pred(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, const struct ptx_site_regs *r,
+			 unsigned n, const char *guard, int guard_neg, struct ptx_opnd **stamp)
 {
 	struct countdown cd;
 	int err = countdown(m, fn, n, &cd);
-	if (err)
-		return err;
-	INSN(c, "sub", PTX_MODS(".u32"), cd.cn, cd.cn, ptx_opnd_int(m, 1));
-	INSN(c, "setp", PTX_MODS(".eq", ".u32"), r->oq, cd.cn, ptx_opnd_int(m, 0));
-	ptx_chain_insn(m, c, r->q, 1, "bra", 0, NULL, 1, ptx_opnd_id(m, out));
-	clock_hash(m, c, r->ot, r->ol, cd.cs, ptx_sample_salt(kid, site));
-	geometric(m, c, cd.cn, r->ot, cd.cf, n);
-	INSN(c, "activemask", PTX_MODS(".b32"), r->om);
+	struct ptx_opnd *cx = err ? NULL : lcg_state(m, fn, n);
+	if (err || !cx)
+		return -ENOMEM;
+	/* the lanes that make the access count it: the instruction's own
+	 * guard, if any, also guards the count */
+	ptx_chain_insn(m, c, guard, guard_neg, "sub", PTX_MODS(".u32"), 3, cd.cn, cd.cn, ptx_opnd_int(m, 1));
+	if (guard) {
+		const char *g = guard_neg ? ptx_sprintf(m, "!%s", guard) : guard;
+		if (!g)
+			return -ENOMEM;
+		INSN(c, "setp", PTX_MODS(".eq", ".and", ".u32"), r->oq, cd.cn, ptx_opnd_int(m, 0), ptx_opnd_id(m, g));
+	} else {
+		INSN(c, "setp", PTX_MODS(".eq", ".u32"), r->oq, cd.cn, ptx_opnd_int(m, 0));
+	}
+	/* the next gap, uniform in [1, 2n - 1] (mean n): three instructions,
+	 * predicated like all the rest (no lg2 on every access) */
+	ptx_chain_insn(m, c, r->q, 0, "mad", PTX_MODS(".lo", ".u32"), 4, cx, cx, ptx_opnd_int(m, PTX_LCG_MUL),
+		       ptx_opnd_int(m, PTX_LCG_ADD));
+	ptx_chain_insn(m, c, r->q, 0, "mul", PTX_MODS(".hi", ".u32"), 3, cd.cn, cx,
+		       ptx_opnd_int(m, 2 * (long long)n - 1));
+	ptx_chain_insn(m, c, r->q, 0, "add", PTX_MODS(".u32"), 3, cd.cn, cd.cn, ptx_opnd_int(m, 1));
+	*stamp = cx;
 	return c->failed ? -ENOMEM : 1;
 }
 
@@ -213,12 +245,14 @@ int ptx_site_sample_resync(struct ptx_module *m, struct ptx_func *fn, struct ptx
 {
 	struct countdown cd;
 	int err = countdown(m, fn, n, &cd);
-	if (err)
-		return err;
+	struct ptx_opnd *cx = err ? NULL : lcg_state(m, fn, n);
+	if (err || !cx)
+		return -ENOMEM;
 	INSN(c, "activemask", PTX_MODS(".b32"), r->om);
 	INSN(c, "brev", PTX_MODS(".b32"), r->ol, r->om);
 	INSN(c, "bfind", PTX_MODS(".shiftamt", ".u32"), r->ol, r->ol);
 	INSN(c, "shfl", PTX_MODS(".sync", ".idx", ".b32"), cd.cn, cd.cn, r->ol, ptx_opnd_int(m, 31), r->om);
+	INSN(c, "shfl", PTX_MODS(".sync", ".idx", ".b32"), cx, cx, r->ol, ptx_opnd_int(m, 31), r->om);
 	return c->failed ? -ENOMEM : 0;
 }
 
@@ -229,8 +263,6 @@ int ptx_site_sample_gate(struct ptx_module *m, struct ptx_func *fn, struct ptx_c
 		return 0;
 	if (how == PTX_GATE_COUNT && ptx_can_vote_sync(m))
 		return count_gate(m, fn, c, r, n, kid, site, out);
-	if (how == PTX_GATE_LANE)
-		return lane_gate(m, fn, c, r, n, kid, site, out);
 	struct ptx_opnd *sd = seed(m, fn);
 	if (!sd)
 		return -ENOMEM;

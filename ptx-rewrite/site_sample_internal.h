@@ -9,6 +9,8 @@
 #define PTX_SAMPLE_SITE_MUL   0x9e3779b9u /* site number -> salt */
 #define PTX_SAMPLE_MUL1	      0x85ebca6bu /* murmur3's 32-bit finaliser */
 #define PTX_SAMPLE_MUL2	      0xc2b2ae35u
+#define PTX_LCG_MUL	      1664525u /* Numerical Recipes' 32-bit generator */
+#define PTX_LCG_ADD	      1013904223u
 
 /* The salt of site number `site` of a kernel (or .func) with id kid. */
 static inline unsigned ptx_sample_salt(unsigned long long kid, unsigned site)

@@ -17,6 +17,12 @@ runtime is needed):
                   the call)
   deferred        the loop keeps only a countdown and a predicated save of
                   the sampled address; the call is made once after the loop
+  deferred_br     the same, the save and a geometric new gap behind a
+                  divergent branch
+  serial_gate     the native kernel with the voted countdown (no call) at
+                  each load of block 0's sum over the partials only (nvcc
+                  unrolls that loop 4 ways: one thread, four loads in flight)
+  serial_pred     the same with the countdown predicated (no vote, no branch)
 A research tool: text edits that hold for this one kernel's PTX, no more.
 """
 import re
@@ -100,3 +106,31 @@ save_br = ("\tsub.u32\t%__gx_cn1024, %__gx_cn1024, 1;\n"
 e = d.index(".visible .entry")
 d = d[:e] + d[e:].replace(save, save_br)
 write("deferred_br", d)
+
+# serial_gate / serial_pred: is block 0's serial sum the loop that pays?
+# (the session-34 reading of runs 126 and 129: a branch between the four
+# unrolled loads keeps ptxas from issuing them together)
+def serial(kind):
+    d = native
+    body_start = d.index("{", d.index(".visible .entry")) + 2
+    extra = prologue + "\t.reg .pred %gx_q;\n\t.reg .b32 %gx_m;\n\t.reg .b32 %gx_sp;\n\tmov.u32\t%gx_sp, 0;\n"
+    d = d[:body_start] + extra + d[body_start:]
+    # the sum's four unrolled loads and its remainder loop's (the last
+    # 64-bit load, of *out, comes after the second grid sync)
+    loads = re.findall(r"\tld\.global\.u64 \t%rd\d+, \[%rd\d+(?:\+\d+)?\];\n", d)[:5]
+    assert len(loads) == 5 and len(set(loads)) == 5, loads
+    for i, ld in enumerate(loads):
+        if kind == "gate":
+            g = ("\tsub.u32\t%__gx_cn1024, %__gx_cn1024, 1;\n\tsetp.eq.u32\t%gx_q, %__gx_cn1024, 0;\n"
+                 "\tactivemask.b32\t%gx_m;\n\tvote.sync.any.pred\t%gx_q, %gx_q, %gx_m;\n"
+                 f"\t@!%gx_q bra.uni\t$gx_Ls{i};\n\tmov.u32\t%__gx_cn1024, 1024;\n"
+                 "\tadd.u32\t%gx_sp, %gx_sp, 1;\n" f"$gx_Ls{i}:\n")
+        else:
+            g = ("\tsub.u32\t%__gx_cn1024, %__gx_cn1024, 1;\n\tsetp.eq.u32\t%gx_q, %__gx_cn1024, 0;\n"
+                 "\t@%gx_q mov.u32\t%__gx_cn1024, 1024;\n\t@%gx_q add.u32\t%gx_sp, %gx_sp, 1;\n")
+        d = d.replace(ld, g + ld, 1)
+    return d
+
+
+write("serial_gate", serial("gate"))
+write("serial_pred", serial("pred"))
