@@ -229,12 +229,13 @@ int ptx_site_sample_pred(struct ptx_module *m, struct ptx_func *fn, struct ptx_c
 	} else {
 		INSN(c, "setp", PTX_MODS(".eq", ".u32"), r->oq, cd.cn, ptx_opnd_int(m, 0));
 	}
+	/* (a policy's own sample may exceed what an u32 span holds) */
+	long long span = n > 0x7fffffffu ? 0xffffffffll : 2 * (long long)n - 1;
 	/* the next gap, uniform in [1, 2n - 1] (mean n): three instructions,
 	 * predicated like all the rest (no lg2 on every access) */
 	ptx_chain_insn(m, c, r->q, 0, "mad", PTX_MODS(".lo", ".u32"), 4, cx, cx, ptx_opnd_int(m, PTX_LCG_MUL),
 		       ptx_opnd_int(m, PTX_LCG_ADD));
-	ptx_chain_insn(m, c, r->q, 0, "mul", PTX_MODS(".hi", ".u32"), 3, cd.cn, cx,
-		       ptx_opnd_int(m, 2 * (long long)n - 1));
+	ptx_chain_insn(m, c, r->q, 0, "mul", PTX_MODS(".hi", ".u32"), 3, cd.cn, cx, ptx_opnd_int(m, span));
 	ptx_chain_insn(m, c, r->q, 0, "add", PTX_MODS(".u32"), 3, cd.cn, cd.cn, ptx_opnd_int(m, 1));
 	*stamp = cx;
 	return c->failed ? -ENOMEM : 1;
