@@ -85,8 +85,9 @@ GX_MT_GATE=0 mt prog-golden-1024 60 --json -- "$GOLD" 4000 || nok "memtrace_prog
 # of the every-lane call), and the full trace's handler called by every lane
 GX_PTX_SAMPLE_LEADER=1 mt leader-golden-16 60 --sample 16 --json -- "$GOLD" 400 || nok "leader golden 1 in 16: exit $?"
 GX_PTX_MEM_INLINE=0 mt call-golden-full 60 --sample 1 --json -- "$GOLD" 1 || nok "called golden full trace: exit $?"
-# samples kept for the loop's end (GX_PTX_MEM_DEFER=1) on the loop form of
-# the same accesses: the same records expected
+# samples kept for the loop's end (GX_PTX_MEM_DEFER=1: predicated in the
+# loop, grouped by stamp at the flush) on the loop form of the same
+# accesses: the same records expected
 GX_PTX_MEM_DEFER=1 mt defer-golden-16 60 --sample 16 --json -- "$GOLD" 400 loop || nok "deferred golden 1 in 16: exit $?"
 GX_PTX_MEM_DEFER=1 mt defer-golden-1024 60 --json -- "$GOLD" 4000 loop || nok "deferred golden 1 in 1024: exit $?"
 mt loop-golden-full 60 --sample 1 --json -- "$GOLD" 1 loop || nok "loop golden full trace: exit $?"
@@ -169,7 +170,7 @@ CFGS=${MT_CFGS:-direct memtrace prog leader early inline nocap}
 # ls16 (the default launch sample: 16 first, then 1 in 16; the others
 # every launch, as tests/gpu/run.sh sets), slack8 (capped 8 registers above
 # the originals: GX_PTX_MEM_CAP=+8), defer (sites in loops keep their sample
-# for the loop's end: GX_PTX_MEM_DEFER=1)
+# for the loop's end, no branch in the loop: GX_PTX_MEM_DEFER=1)
 cfg_env() {
 	case $1 in
 	memtrace) echo GX_MT_GATE=1 ;;
