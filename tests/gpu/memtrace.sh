@@ -22,6 +22,8 @@
 #  3. the cooperative sample (tests/gpu/coop/gridsync.cu, grid sized by the
 #     occupancy API): COOP_PROCS processes natively and under each program,
 #     median of their time_ms (20 launches); goal <= 1.5x; sums identical.
+#  4. MT_GATE_AB=1: the sample gate's parts timed on the cooperative kernel
+#     (tests/gpu/coop/gate_ab.cu, gate_variants.py), no goal.
 # Needs build/cache (make gpu-prep: memtrace's JIT'd program). Logs: $OUT/memtrace.
 # Env: REPS (11), COOP_PROCS (5), MT_BUDGET (200 s for the whole part),
 # MT_CFGS (the bench's configurations, see cfg_env: direct memtrace prog
@@ -216,6 +218,28 @@ if [ "$(left)" -gt 25 ]; then
 	done
 else
 	nok "coop: not run: $(left) s of the budget left"
+fi
+
+# ---- 4. MT_GATE_AB=1: the gate's parts timed on the cooperative kernel
+# (tests/gpu/coop/gate_ab.cu over gate_variants.py's PTX variants, made
+# here from nvcc's PTX and the rewriter's uncapped gate): registers, blocks
+# per SM, median launch time against the original. No goal: where the
+# time goes (session 34: block 0's unrolled sum, serial_gate/serial_pred).
+if [ "${MT_GATE_AB:-0}" = 1 ]; then
+	G=$W/gate
+	mkdir -p "$G"
+	if timeout 120 "$NVCC" --ptx -arch=sm_90 -o "$G/grid.ptx" "$ROOT/tests/gpu/coop/gridsync.cu" >"$L/gate-nvcc.log" 2>&1 &&
+		GX_PTX_MEM_CAP=0 "$B/bin/gpuext" ptx rewrite --policy "$B/share/gpuext/tools/memtrace_gate.bpf.o" \
+			--sample 1024 --regs _Z11reduce_gridPKiPxS1_Pii=30 "$G/grid.ptx" -o "$G/gated.ptx" >>"$L/gate-nvcc.log" 2>&1 &&
+		python3 "$ROOT/tests/gpu/coop/gate_variants.py" "$G/grid.ptx" "$G/gated.ptx" "$G" >>"$L/gate-nvcc.log" 2>&1 &&
+		timeout 120 "$NVCC" -O2 -o "$G/gate_ab" "$ROOT/tests/gpu/coop/gate_ab.cu" -L"$(dirname "$NVCC")/../lib64/stubs" -lcuda >>"$L/gate-nvcc.log" 2>&1; then
+		(cd "$G" && timeout 120 ./gate_ab 5 native.ptx gate.ptx gate_nocall.ptx serial_gate.ptx serial_pred.ptx \
+			deferred.ptx deferred_br.ptx) >"$L/gate_ab.txt" 2>&1 &&
+			ok "gate_ab: the gate's parts timed ($L/gate_ab.txt)" || nok "gate_ab exited $?: $(tail -2 "$L/gate_ab.txt" | tr '\n' ' ')"
+		sed 's/^/bench: memtrace gate_ab /' "$L/gate_ab.txt"
+	else
+		nok "gate_ab: not built: $(tail -3 "$L/gate-nvcc.log" | tr '\n' ' ')"
+	fi
 fi
 
 python3 - "$L" "$WL" "$CFGS" <<'P'
