@@ -790,7 +790,9 @@ static int defer_regs(struct ptx_sites *s, struct ptx_func *fn, struct ptx_defer
 	d->pl = ptx_sprintf(m, "%%%s_dpl", P);
 	d->pi = ptx_sprintf(m, "%%%s_dpi", P);
 	d->dq = ptx_sprintf(m, "%%%s_dq", P);
-	if (!d->dbuf || !d->pn || !d->fi || !d->pa || !d->pl || !d->pi || !d->dq)
+	d->dr = ptx_sprintf(m, "%%%s_dr", P);
+	d->dd = ptx_sprintf(m, "%%%s_dd", P);
+	if (!d->dbuf || !d->pn || !d->fi || !d->pa || !d->pl || !d->pi || !d->dq || !d->dr || !d->dd)
 		return -ENOMEM;
 	struct ptx_chain c = { 0 };
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", d->pn);
@@ -799,8 +801,11 @@ static int defer_regs(struct ptx_sites *s, struct ptx_func *fn, struct ptx_defer
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", d->pl);
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", d->pi);
 	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".pred", d->dq);
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".pred", d->dr);
+	ptx_chain_decl(m, &c, PTX_SPACE_REG, ".b32", d->dd);
 	INSN(&c, "mov", PTX_MODS(".u32"), ptx_opnd_id(m, d->pn), ptx_opnd_int(m, 0));
 	INSN(&c, "mov", PTX_MODS(".u32"), ptx_opnd_id(m, d->fi), ptx_opnd_int(m, 0));
+	INSN(&c, "mov", PTX_MODS(".u32"), ptx_opnd_id(m, d->dd), ptx_opnd_int(m, 0));
 	if (c.failed)
 		return -ENOMEM;
 	ptx_insert_start_regs(fn, c.head, c.tail);
@@ -846,7 +851,11 @@ static int site_defer(struct site *st, struct ptx_stmt *pos, const char *guard, 
 	int g = ptx_site_sample_pred(m, st->fn, c, r, st->every, guard, guard_neg, &stamp);
 	if (g < 0)
 		return gx_err(g);
-	struct ptx_opnd *pn = ptx_opnd_id(m, d->pn);
+	/* slots full: counted (dd), reported at the flush */
+	struct ptx_opnd *pn = ptx_opnd_id(m, d->pn), *dd = ptx_opnd_id(m, d->dd);
+	INSN(c, "setp", PTX_MODS(".ge", ".and", ".u32"), ptx_opnd_id(m, d->dr), pn, ptx_opnd_int(m, PTX_DEFER_SLOTS),
+	     r->oq);
+	ptx_chain_insn(m, c, d->dr, 0, "add", PTX_MODS(".u32"), 3, dd, dd, ptx_opnd_int(m, 1));
 	INSN(c, "setp", PTX_MODS(".lt", ".and", ".u32"), r->oq, pn, ptx_opnd_int(m, PTX_DEFER_SLOTS), r->oq);
 	if (st->addr && st->addr->head) {
 		if (ptx_chain_copy(m, c, st->addr))
@@ -896,15 +905,18 @@ int ptx_site_flushes(struct ptx_sites *s, struct ptx_func *fn)
 		 * the warp calls the handler once for each sample, oldest
 		 * first — the lowest lane with one left leads with its own
 		 * address, the lanes holding the same stamp are its lanes and
-		 * hand theirs over with it; every arriving lane calls; none
-		 * left: all go past. */
+		 * hand theirs over with it; a lane with none left but samples
+		 * it could not keep leads one GDEV_MEM_LOST call with their
+		 * count; every arriving lane calls; nothing left: all go past. */
 		struct ptx_chain *bd = &st.bd;
 		const char *loop = ptx_fresh_name(m, "$", "Lf"), *done = ptx_fresh_name(m, "$", "Le");
-		struct ptx_opnd *dq = ptx_opnd_id(m, d->dq), *pl = ptx_opnd_id(m, d->pl);
-		if (!loop || !done || !dq || !pl)
+		struct ptx_opnd *dq = ptx_opnd_id(m, d->dq), *dr = ptx_opnd_id(m, d->dr), *pl = ptx_opnd_id(m, d->pl);
+		struct ptx_opnd *pa = ptx_opnd_id(m, d->pa), *pi = ptx_opnd_id(m, d->pi), *dd = ptx_opnd_id(m, d->dd);
+		if (!loop || !done || !dq || !dr || !pl || !pa || !pi || !dd)
 			return gx_err(-ENOMEM);
 		ptx_chain_label(m, bd, loop);
 		INSN(bd, "setp", PTX_MODS(".ne", ".u32"), r->oq, pn, ptx_opnd_int(m, 0));
+		INSN(bd, "setp", PTX_MODS(".ne", ".or", ".u32"), r->oq, dd, ptx_opnd_int(m, 0), r->oq);
 		INSN(bd, "activemask", PTX_MODS(".b32"), r->om);
 		INSN(bd, "vote", PTX_MODS(".sync", ".ballot", ".b32"), r->ot, r->oq, r->om);
 		INSN(bd, "setp", PTX_MODS(".eq", ".u32"), r->oq, r->ot, ptx_opnd_int(m, 0));
@@ -912,17 +924,29 @@ int ptx_site_flushes(struct ptx_sites *s, struct ptx_func *fn)
 		INSN(bd, "brev", PTX_MODS(".b32"), r->ol, r->ot);
 		INSN(bd, "bfind", PTX_MODS(".shiftamt", ".u32"), r->ol, r->ol);
 		defer_slot(m, bd, d, r->ox, fi);
-		INSN(bd, "ld", PTX_MODS(".local", ".u64"), ptx_opnd_id(m, d->pa), ptx_opnd_addr(m, r->ox, 0));
+		INSN(bd, "ld", PTX_MODS(".local", ".u64"), pa, ptx_opnd_addr(m, r->ox, 0));
 		INSN(bd, "ld", PTX_MODS(".local", ".u32"), pl, ptx_opnd_addr(m, r->ox, 8));
-		INSN(bd, "ld", PTX_MODS(".local", ".u32"), ptx_opnd_id(m, d->pi), ptx_opnd_addr(m, r->ox, 12));
-		/* dq: this lane's oldest is the leader's sample */
+		INSN(bd, "ld", PTX_MODS(".local", ".u32"), pi, ptx_opnd_addr(m, r->ox, 12));
+		/* dq: this lane's oldest is the leader's sample (none when
+		 * the leader reports lost samples: its pn is 0) */
 		INSN(bd, "shfl", PTX_MODS(".sync", ".idx", ".b32"), r->ot, pl, r->ol, ptx_opnd_int(m, 31), r->om);
 		INSN(bd, "setp", PTX_MODS(".eq", ".u32"), dq, pl, r->ot);
 		INSN(bd, "setp", PTX_MODS(".ne", ".and", ".u32"), dq, pn, ptx_opnd_int(m, 0), dq);
+		INSN(bd, "shfl", PTX_MODS(".sync", ".idx", ".b32"), r->ot, pn, r->ol, ptx_opnd_int(m, 31), r->om);
+		INSN(bd, "setp", PTX_MODS(".ne", ".and", ".u32"), dq, r->ot, ptx_opnd_int(m, 0), dq);
 		INSN(bd, "vote", PTX_MODS(".sync", ".ballot", ".b32"), pl, dq, r->om);
 		INSN(bd, "popc", PTX_MODS(".b32"), pl, pl);
+		INSN(bd, "setp", PTX_MODS(".eq", ".u32"), dr, r->ot, ptx_opnd_int(m, 0));
 		INSN(bd, "mov", PTX_MODS(".u32"), r->ot, ptx_opnd_id(m, "%laneid"));
 		INSN(bd, "setp", PTX_MODS(".eq", ".u32"), r->oq, r->ot, r->ol);
+		/* a leader with no sample left reports its lost ones */
+		INSN(bd, "and", PTX_MODS(".pred"), dr, dr, r->oq);
+		ptx_chain_insn(m, bd, d->dr, 0, "mov", PTX_MODS(".b64"), 2, pa, ptx_opnd_int(m, 0));
+		ptx_chain_insn(m, bd, d->dr, 0, "mov", PTX_MODS(".u32"), 2, pl, ptx_opnd_int(m, 1));
+		ptx_chain_insn(m, bd, d->dr, 0, "min", PTX_MODS(".u32"), 3, pi, dd, ptx_opnd_int(m, 0xffff));
+		ptx_chain_insn(m, bd, d->dr, 0, "or", PTX_MODS(".b32"), 3, pi, pi,
+			       ptx_opnd_int(m, (long long)GDEV_MEM_LOST << 16));
+		ptx_chain_insn(m, bd, d->dr, 0, "mov", PTX_MODS(".u32"), 2, dd, ptx_opnd_int(m, 0));
 		/* the group takes the sample off (the call needs only the
 		 * words loaded); a lane emptied starts over at slot 0 */
 		ptx_chain_insn(m, bd, d->dq, 0, "add", PTX_MODS(".u32"), 3, fi, fi, ptx_opnd_int(m, 1));

@@ -26,8 +26,10 @@ struct ptx_defer {
 	/* the samples kept, by the lane that led each: dbuf (.local) holds up
 	 * to PTX_DEFER_SLOTS of {address .b64, lanes .b32, info .b32}, dpn of
 	 * them, the next to hand over at index fi; a flush reads it into pa,
-	 * pl, pi for the call (dq: a flush's scratch predicate) */
-	const char *dbuf, *pn, *fi, *pa, *pl, *pi, *dq;
+	 * pl, pi for the call (dq, dr: scratch predicates); dd: the samples
+	 * the lane took with its slots full, reported by the flush as one
+	 * GDEV_MEM_LOST call */
+	const char *dbuf, *pn, *fi, *pa, *pl, *pi, *dq, *dr, *dd;
 };
 
 /* The samples a lane keeps between two flush points (16 bytes each): a

@@ -16,14 +16,26 @@ static const char *op_name(unsigned op)
 	return op < 5 ? n[op] : "?";
 }
 
+/* Record r as a sampled access, or NULL: too short, or a report of
+ * samples a lane could not keep (GDEV_MEM_LOST: its size is their count;
+ * GX_PTX_MEM_DEFER keeps 8 a lane between two flushes of a loop). */
+static const struct gx_mt_rec *mt_sample(const struct tooldata *td, size_t r)
+{
+	const struct gx_mt_rec *m = td->recs[r].data;
+	return td->recs[r].len >= sizeof(*m) && m->op != GDEV_MEM_LOST ? m : NULL;
+}
+
 int fmt_memtrace(const struct tooldata *td, int json, FILE *tf)
 {
-	unsigned long long ops[5] = { 0 }, sizes[5] = { 0 }, n = 0, lanes = 0;
+	unsigned long long ops[5] = { 0 }, sizes[5] = { 0 }, n = 0, lanes = 0, lost = 0;
 	uint64_t lo = UINT64_MAX, hi = 0, base = UINT64_MAX;
 	for (size_t r = 0; r < td->nr_recs; r++) {
-		if (td->recs[r].len < sizeof(struct gx_mt_rec))
+		const struct gx_mt_rec *m = mt_sample(td, r);
+		if (!m) {
+			if (td->recs[r].len >= sizeof(*m))
+				lost += ((const struct gx_mt_rec *)td->recs[r].data)->size;
 			continue;
-		const struct gx_mt_rec *m = td->recs[r].data;
+		}
 		n++;
 		ops[m->op < 5 ? m->op : 0]++;
 		int sb = m->size >= 16 ? 4 : m->size >= 8 ? 3 : m->size >= 4 ? 2 : m->size >= 2 ? 1 : 0;
@@ -37,15 +49,15 @@ int fmt_memtrace(const struct tooldata *td, int json, FILE *tf)
 	char nb[64];
 	int multi = td_nr_devs(td) > 1;
 	if (json) {
-		printf("{\"tool\":\"memtrace\",\"samples\":%llu,\"drops\":%llu,\"ops\":{\"load\":%llu,\"store\":%llu,"
-		       "\"atomic\":%llu,\"reduce\":%llu},\"addr_min\":%llu,\"addr_max\":%llu,\"records\":[",
-		       n, (unsigned long long)td->drops, ops[1], ops[2], ops[3], ops[4],
+		printf("{\"tool\":\"memtrace\",\"samples\":%llu,\"drops\":%llu,\"lost\":%llu,\"ops\":{\"load\":%llu,"
+		       "\"store\":%llu,\"atomic\":%llu,\"reduce\":%llu},\"addr_min\":%llu,\"addr_max\":%llu,\"records\":[",
+		       n, (unsigned long long)td->drops, lost, ops[1], ops[2], ops[3], ops[4],
 		       (unsigned long long)(n ? lo : 0), (unsigned long long)(n ? hi : 0));
 		size_t c = 0;
 		for (size_t r = 0; r < td->nr_recs && c < TRACE_MAX_EVENTS; r++) {
-			if (td->recs[r].len < sizeof(struct gx_mt_rec))
+			const struct gx_mt_rec *m = mt_sample(td, r);
+			if (!m)
 				continue;
-			const struct gx_mt_rec *m = td->recs[r].data;
 			printf("%s{\"kernel\":", c++ ? "," : "");
 			gx_json_str(stdout, td_kname(td, m->kernel_id, nb, sizeof(nb)));
 			if (multi)
@@ -58,7 +70,10 @@ int fmt_memtrace(const struct tooldata *td, int json, FILE *tf)
 		td_launches_json(td);
 		printf("}\n");
 	} else {
-		printf("memtrace: %llu sampled warp accesses, %llu dropped\n\n", n, (unsigned long long)td->drops);
+		printf("memtrace: %llu sampled warp accesses, %llu dropped", n, (unsigned long long)td->drops);
+		if (lost)
+			printf(", %llu taken in loops but not kept (more than a lane keeps between two flushes)", lost);
+		printf("\n\n");
 		unsigned long long mx = 0;
 		for (int i = 1; i < 5; i++)
 			mx = ops[i] > mx ? ops[i] : mx;
@@ -79,8 +94,7 @@ int fmt_memtrace(const struct tooldata *td, int json, FILE *tf)
 			for (size_t k = 0; k < td->nr_knames; k++) {
 				unsigned long long c = 0;
 				for (size_t r = 0; r < td->nr_recs; r++)
-					if (td->recs[r].len >= sizeof(struct gx_mt_rec) &&
-					    ((const struct gx_mt_rec *)td->recs[r].data)->kernel_id == td->knames[k].id)
+					if (mt_sample(td, r) && mt_sample(td, r)->kernel_id == td->knames[k].id)
 						c++;
 				if (c)
 					printf("%-32.32s %10llu\n", td->knames[k].name, c);
@@ -90,8 +104,7 @@ int fmt_memtrace(const struct tooldata *td, int json, FILE *tf)
 				for (int d = 0; d < TD_MAX_DEVS; d++) {
 					unsigned long long c = 0;
 					for (size_t r = 0; r < td->nr_recs; r++)
-						c += td->recs[r].len >= sizeof(struct gx_mt_rec) &&
-						     td_dev(td, td->recs[r].pid, td->recs[r].ctx) == d;
+						c += mt_sample(td, r) && td_dev(td, td->recs[r].pid, td->recs[r].ctx) == d;
 					if (c)
 						printf("%3d %10llu\n", d, c);
 				}
@@ -102,9 +115,9 @@ int fmt_memtrace(const struct tooldata *td, int json, FILE *tf)
 		struct td_tracks *tracks = td_tracks_new();
 		size_t c = 0;
 		for (size_t r = 0; r < td->nr_recs && c < TRACE_MAX_EVENTS; r++) {
-			if (td->recs[r].len < sizeof(struct gx_mt_rec))
+			const struct gx_mt_rec *m = mt_sample(td, r);
+			if (!m)
 				continue;
-			const struct gx_mt_rec *m = td->recs[r].data;
 			unsigned tid = m->smid < 4096 ? m->smid : 0;
 			int dev = td_dev(td, td->recs[r].pid, td->recs[r].ctx);
 			td_tracks_use(tracks, dev, tid);

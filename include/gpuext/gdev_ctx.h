@@ -66,6 +66,10 @@ enum gdev_mem_op {
 	GDEV_MEM_STORE = 2,
 	GDEV_MEM_ATOMIC = 3,
 	GDEV_MEM_REDUCE = 4,
+	/* Not an access: samples a lane took but could not keep (a loop's
+	 * sites under GX_PTX_MEM_DEFER keep 8 a lane between two flushes);
+	 * size: how many (at most 65535 a report), addr 0, one lane. */
+	GDEV_MEM_LOST = 5,
 };
 
 /* Address spaces seen by the memory hook. */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GX_PTX_MEM_DEFER=1 (ptx-rewrite/site_defer.c): a sampled memory site in a
 # loop keeps its sample in a per-lane buffer of 8 (address, stamp, info; a
-# full buffer drops) and the handler is called for each where the loop is
+# full buffer counts what it cannot keep, reported at the flush as one
+# GDEV_MEM_LOST call) and the handler is called for each where the loop is
 # left and before each ret, so the loop's body has the countdown and a few
 # predicated stores but no branch, no call and no vote (GPU run 129: a
 # branch there keeps ptxas from overlapping an unrolled loop's loads). On
@@ -58,6 +59,10 @@ check "a flush before each of the 2 rets (the sample never left pending)" \
 	"awk '/setp.ne.u32[ \\t]+%__gx_q, %__gx_dpn, 0;/ { f = 1 } /^[ \\t]*(@%p[0-9]+ )?ret;/ { n++; ok += f; f = 0 } END { exit !(n == 2 && ok == 2) }' $W/defer1.loops"
 check "4 flushes, each a loop: the lanes with samples left voted, the lowest leads, the lanes with its stamp are its lanes and take it off (emptied: back to slot 0), the call, back; empty at the start" \
 	"[ \"\$(grep -c 'vote.sync.ballot.b32[[:space:]]*%__gx_t, %__gx_q, %__gx_m;' $W/defer1.loops)\" = 4 ] && [ \"\$(grep -c 'vote.sync.ballot.b32[[:space:]]*%__gx_dpl, %__gx_dq, %__gx_m;' $W/defer1.loops)\" = 4 ] && [ \"\$(grep -c '^[[:space:]]*mov.u32[[:space:]]*%__gx_dpn, 0;' $W/defer1.loops)\" = 1 ] && [ \"\$(grep -c '@%__gx_dq mov.u32[[:space:]]*%__gx_dpn, 0;' $W/defer1.loops)\" = 4 ] && awk '/vote.sync.ballot.b32[ \\t]+%__gx_t/ { v = NR } /shfl.sync.idx.b32[ \\t]+%__gx_t, %__gx_dpl, %__gx_l, 31, %__gx_m;/ && v { s = NR } /popc.b32[ \\t]+%__gx_dpl, %__gx_dpl;/ && s { p = NR } /@%__gx_dq add.u32[ \\t]+%__gx_dfi, %__gx_dfi, 1;/ && p { a = NR } /call.*\\(__gx_cq, / && a { c = NR } /bra.uni[ \\t]+\\\$__gx_Lf/ && c && NR == c + 1 { n++; v = s = p = a = c = 0 } END { exit n != 4 }' $W/defer1.loops"
+check "loops A and B: a sample taken with the 8 slots full is counted" \
+	"[ \"\$(grep -c 'setp.ge.and.u32[[:space:]]*%__gx_dr, %__gx_dpn, 8, %__gx_q;' $W/defer1.loops)\" = 2 ] && [ \"\$(grep -c '@%__gx_dr add.u32[[:space:]]*%__gx_dd, %__gx_dd, 1;' $W/defer1.loops)\" = 2 ]"
+check "each flush reports the lost samples: a lane with none kept but some lost leads one GDEV_MEM_LOST call (op 5, their count as size), then its count is 0" \
+	"[ \"\$(grep -c 'setp.ne.or.u32[[:space:]]*%__gx_q, %__gx_dd, 0, %__gx_q;' $W/defer1.loops)\" = 4 ] && [ \"\$(grep -c '@%__gx_dr min.u32[[:space:]]*%__gx_dpi, %__gx_dd, 65535;' $W/defer1.loops)\" = 4 ] && [ \"\$(grep -c '@%__gx_dr or.b32[[:space:]]*%__gx_dpi, %__gx_dpi, 327680;' $W/defer1.loops)\" = 4 ] && [ \"\$(grep -c '@%__gx_dr mov.u32[[:space:]]*%__gx_dd, 0;' $W/defer1.loops)\" = 4 ]"
 check "after each flush the countdown and its generator are the warp's again (the lowest lane's)" \
 	"[ \"\$(grep -c 'shfl.sync.idx.b32[[:space:]]*%__gx_cn16, %__gx_cn16, %__gx_l, 31, %__gx_m;' $W/defer1.loops)\" = 4 ] && [ \"\$(grep -c 'shfl.sync.idx.b32[[:space:]]*%__gx_cx16, %__gx_cx16, %__gx_l, 31, %__gx_m;' $W/defer1.loops)\" = 4 ]"
 check "the flush reads each slot back and passes its address, lanes and info to the handler" \

@@ -151,6 +151,11 @@ int main(int argc, char **argv)
 							       .nr_active = 32 };
 					ring(c->ctx, &r, sizeof(r));
 				}
+				/* a loop's samples one lane could not keep
+				 * (GX_PTX_MEM_DEFER): counted, not an access */
+				struct gx_mt_rec lost = { .kernel_id = kid, .ts = host + 2, .size = 3, .op = GDEV_MEM_LOST,
+							  .nr_active = 1 };
+				ring(c->ctx, &lost, sizeof(lost));
 			} else if (!strcmp(tool, "threadhist")) {
 				if (th_map(c, tool))
 					return 1;

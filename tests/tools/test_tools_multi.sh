@@ -68,6 +68,9 @@ d = load('memtrace.json')
 if d:
     check(sorted(r['dev'] for r in d['records']) == [0, 0, 1, 1, 2, 2], 'memtrace: samples carry their GPU')
     check('GPU    SAMPLES' in txt('memtrace'), 'memtrace text: samples per GPU')
+    check(d['samples'] == 6 and d['lost'] == 9 and '9 taken in loops but not kept' in txt('memtrace'),
+          'memtrace: samples a lane could not keep (GDEV_MEM_LOST) counted apart, not as accesses (%s, %s)'
+          % (d['samples'], d['lost']))
 for t in ('threadhist', 'kernelretsnoop', 'launchlate', 'memtrace'):
     try:
         tr = json.load(open('%s/%s.trace.json' % (T, t)))
