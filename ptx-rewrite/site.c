@@ -825,8 +825,8 @@ static void defer_slot(struct ptx_module *m, struct ptx_chain *c, const struct p
 
 /* A deferred site, without a branch: the countdown, and on the sampled
  * access the lane's address, the sample's stamp and the site's info into
- * the next slot of the lane's kept samples (none when they are full:
- * dropped), all predicated. Every lane making the access keeps it (the
+ * the next slot of the lane's kept samples (when they are full: counted in
+ * dd, which the flush reports), all predicated. Every lane making the access keeps it (the
  * flush groups the lanes by stamp). No vote, no election, no call. GPU run
  * 129 (H100): the voted gate, or the countdown behind a divergent branch,
  * kept ptxas from overlapping the loads of nvcc's 4-way unrolled loop in
@@ -843,8 +843,6 @@ static int site_defer(struct site *st, struct ptx_stmt *pos, const char *guard, 
 	struct ptx_chain *c = &st->bd;
 	ptx_chain_scope(m, c, 1);
 	ptx_chain_decl(m, c, PTX_SPACE_REG, ".pred", r->q);
-	ptx_chain_decl(m, c, PTX_SPACE_REG, ".b32", r->l);
-	ptx_chain_decl(m, c, PTX_SPACE_REG, ".b32", r->t);
 	ptx_chain_decl(m, c, PTX_SPACE_REG, ".b64", r->a);
 	ptx_chain_decl(m, c, PTX_SPACE_REG, ".b64", r->x);
 	struct ptx_opnd *stamp = NULL;

@@ -23,18 +23,18 @@ struct ptx_defer {
 	unsigned long long kid; /* the function's kernel id */
 	unsigned every;		/* its sample (1 in every): the countdown a flush makes the warp's again */
 	unsigned nr_sites;
-	/* the samples kept, by the lane that led each: dbuf (.local) holds up
-	 * to PTX_DEFER_SLOTS of {address .b64, lanes .b32, info .b32}, dpn of
-	 * them, the next to hand over at index fi; a flush reads it into pa,
-	 * pl, pi for the call (dq, dr: scratch predicates); dd: the samples
-	 * the lane took with its slots full, reported by the flush as one
-	 * GDEV_MEM_LOST call */
+	/* the samples kept, by every lane that made the access: dbuf (.local)
+	 * holds up to PTX_DEFER_SLOTS of {address .b64, stamp .b32, info
+	 * .b32}, dpn of them, the next to hand over at index fi; a flush reads
+	 * it into pa, pl, pi for the call (pl then becomes the lanes holding
+	 * the stamp; dq, dr: scratch predicates); dd: the samples the lane took
+	 * with its slots full, reported by the flush as one GDEV_MEM_LOST call */
 	const char *dbuf, *pn, *fi, *pa, *pl, *pi, *dq, *dr, *dd;
 };
 
 /* The samples a lane keeps between two flush points (16 bytes each): a
- * loop pass in which one lane leads more drops the rest. At 1 in 1024 that
- * is a warp making more than ~8,000 accesses in one pass of a loop. */
+ * loop pass that samples more counts the rest as lost (dd). At 1 in 1024
+ * that is a warp making more than ~8,000 accesses in one pass of a loop. */
 #define PTX_DEFER_SLOTS 8u
 
 /* fn's loops (a branch back to an earlier label spans one) into d: 0,

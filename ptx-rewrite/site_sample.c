@@ -210,13 +210,20 @@ static struct ptx_opnd *lcg_state(struct ptx_module *m, struct ptx_func *fn, uns
 	return ox;
 }
 
+/* The predicated form's registers: the countdown and the generator. */
+static int pred_state(struct ptx_module *m, struct ptx_func *fn, unsigned n, struct countdown *cd, struct ptx_opnd **cx)
+{
+	int err = countdown(m, fn, n, cd);
+	*cx = err ? NULL : lcg_state(m, fn, n);
+	return *cx ? 0 : -ENOMEM;
+}
+
 int ptx_site_sample_pred(struct ptx_module *m, struct ptx_func *fn, struct ptx_chain *c, const struct ptx_site_regs *r,
 			 unsigned n, const char *guard, int guard_neg, struct ptx_opnd **stamp)
 {
 	struct countdown cd;
-	int err = countdown(m, fn, n, &cd);
-	struct ptx_opnd *cx = err ? NULL : lcg_state(m, fn, n);
-	if (err || !cx)
+	struct ptx_opnd *cx;
+	if (pred_state(m, fn, n, &cd, &cx))
 		return -ENOMEM;
 	/* the lanes that make the access count it: the instruction's own
 	 * guard, if any, also guards the count */
@@ -245,9 +252,8 @@ int ptx_site_sample_resync(struct ptx_module *m, struct ptx_func *fn, struct ptx
 			   const struct ptx_site_regs *r, unsigned n)
 {
 	struct countdown cd;
-	int err = countdown(m, fn, n, &cd);
-	struct ptx_opnd *cx = err ? NULL : lcg_state(m, fn, n);
-	if (err || !cx)
+	struct ptx_opnd *cx;
+	if (pred_state(m, fn, n, &cd, &cx))
 		return -ENOMEM;
 	INSN(c, "activemask", PTX_MODS(".b32"), r->om);
 	INSN(c, "brev", PTX_MODS(".b32"), r->ol, r->om);

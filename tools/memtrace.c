@@ -30,10 +30,11 @@ int fmt_memtrace(const struct tooldata *td, int json, FILE *tf)
 	unsigned long long ops[5] = { 0 }, sizes[5] = { 0 }, n = 0, lanes = 0, lost = 0;
 	uint64_t lo = UINT64_MAX, hi = 0, base = UINT64_MAX;
 	for (size_t r = 0; r < td->nr_recs; r++) {
-		const struct gx_mt_rec *m = mt_sample(td, r);
-		if (!m) {
-			if (td->recs[r].len >= sizeof(*m))
-				lost += ((const struct gx_mt_rec *)td->recs[r].data)->size;
+		const struct gx_mt_rec *m = td->recs[r].data;
+		if (td->recs[r].len < sizeof(*m))
+			continue;
+		if (m->op == GDEV_MEM_LOST) {
+			lost += m->size;
 			continue;
 		}
 		n++;
@@ -93,9 +94,10 @@ int fmt_memtrace(const struct tooldata *td, int json, FILE *tf)
 			printf("\n%-32s %10s\n", "KERNEL", "SAMPLES");
 			for (size_t k = 0; k < td->nr_knames; k++) {
 				unsigned long long c = 0;
-				for (size_t r = 0; r < td->nr_recs; r++)
-					if (mt_sample(td, r) && mt_sample(td, r)->kernel_id == td->knames[k].id)
-						c++;
+				for (size_t r = 0; r < td->nr_recs; r++) {
+					const struct gx_mt_rec *m = mt_sample(td, r);
+					c += m && m->kernel_id == td->knames[k].id;
+				}
 				if (c)
 					printf("%-32.32s %10llu\n", td->knames[k].name, c);
 			}
